@@ -1,0 +1,219 @@
+// LibDrmas.java — one FFM downcall handle per C function of native/include/drmas.h, and the
+// status check that turns a failed call into a DrmasException carrying the library's message.
+// Kernel calls exist in two flavours: "critical" handles (Linker.Option.critical(true)) let
+// CPU calls read Java arrays in place, with no copy; CUDA calls, which synchronise a stream,
+// use ordinary handles so that they never hold off the garbage collector.
+package dev.drmas.bindings;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.MethodHandle;
+
+/** Raw bindings; most code wants {@link Kernels}. */
+public final class LibDrmas {
+    private LibDrmas() {}
+
+    /** struct drmas_norm_config (32 bytes). */
+    public static final StructLayout NORM_CONFIG = MemoryLayout.structLayout(
+            JAVA_INT.withName("mode"), JAVA_INT.withName("global_pooling"), JAVA_INT.withName("singleton"),
+            JAVA_INT.withName("ddof"), JAVA_INT.withName("scale_by_std"), JAVA_INT.withName("reserved"),
+            JAVA_DOUBLE.withName("eps"));
+    /** struct drmas_loss_config (48 bytes). */
+    public static final StructLayout LOSS_CONFIG = MemoryLayout.structLayout(
+            JAVA_DOUBLE.withName("clip_low"), JAVA_DOUBLE.withName("clip_high"), JAVA_DOUBLE.withName("dual_clip"),
+            JAVA_DOUBLE.withName("kl_coef"), JAVA_DOUBLE.withName("normalizer"),
+            JAVA_INT.withName("kl_type"), JAVA_INT.withName("aggregation"));
+
+    public static final int DIAG_FIELDS = 9;
+    public static final int LOSS_SUMS = 8;
+
+    private static final Linker LINKER = Linker.nativeLinker();
+
+    private static MethodHandle handle(String name, FunctionDescriptor desc, boolean critical) {
+        MemorySegment symbol = NativeLibrary.get().lookup().find(name).orElseThrow(
+                () -> new IllegalStateException("libdrmas at " + NativeLibrary.get().path() + " has no symbol " + name
+                        + " (a stale build? rebuild with `mvn package`)"));
+        return critical ? LINKER.downcallHandle(symbol, desc, Linker.Option.critical(true))
+                : LINKER.downcallHandle(symbol, desc);
+    }
+
+    private static final class H {
+        static final MethodHandle LAST_ERROR = handle("drmas_last_error", FunctionDescriptor.of(ADDRESS), false);
+        static final MethodHandle VERSION = handle("drmas_version", FunctionDescriptor.of(ADDRESS), false);
+        static final MethodHandle CUDA_COMPILED = handle("drmas_cuda_compiled", FunctionDescriptor.of(JAVA_INT), false);
+        static final MethodHandle CUDA_AVAILABLE = handle("drmas_cuda_available", FunctionDescriptor.of(JAVA_INT), false);
+        static final MethodHandle SET_THREADS = handle("drmas_set_num_threads", FunctionDescriptor.of(JAVA_INT, JAVA_INT), false);
+        static final MethodHandle GET_THREADS = handle("drmas_get_num_threads", FunctionDescriptor.of(JAVA_INT), false);
+
+        static final FunctionDescriptor STATS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS,
+                JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        static final FunctionDescriptor ADV = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
+                ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS);
+        static final FunctionDescriptor BCAST = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS,
+                JAVA_LONG, ADDRESS, ADDRESS);
+        static final FunctionDescriptor LOSS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
+                JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+
+        static final MethodHandle STATS_CRIT = handle("drmas_segment_stats_f32", STATS, true);
+        static final MethodHandle STATS_PLAIN = handle("drmas_segment_stats_f32", STATS, false);
+        static final MethodHandle ADV_CRIT = handle("drmas_advantage_f32", ADV, true);
+        static final MethodHandle ADV_PLAIN = handle("drmas_advantage_f32", ADV, false);
+        static final MethodHandle BCAST_CRIT = handle("drmas_broadcast_rows_f32", BCAST, true);
+        static final MethodHandle BCAST_PLAIN = handle("drmas_broadcast_rows_f32", BCAST, false);
+        static final MethodHandle LOSS_CRIT = handle("drmas_clipped_loss_f32", LOSS, true);
+        static final MethodHandle LOSS_PLAIN = handle("drmas_clipped_loss_f32", LOSS, false);
+
+        static final MethodHandle CUDA_MALLOC = handle("drmas_cuda_malloc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), false);
+        static final MethodHandle CUDA_FREE = handle("drmas_cuda_free", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
+        static final MethodHandle CUDA_MEMCPY = handle("drmas_cuda_memcpy", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT), false);
+        static final MethodHandle CUDA_SYNC = handle("drmas_cuda_synchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
+    }
+
+    private static String cString(MemorySegment p) {
+        return p.equals(MemorySegment.NULL) ? "" : p.reinterpret(Long.MAX_VALUE).getString(0);
+    }
+
+    private static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) return r;
+        if (t instanceof Error e) throw e;
+        return new IllegalStateException(t);
+    }
+
+    /** Throws a DrmasException with the library's message unless status is 0. */
+    static void check(int status) {
+        if (status != 0) throw new DrmasException(status, lastError());
+    }
+
+    public static String lastError() {
+        try {
+            return cString((MemorySegment) H.LAST_ERROR.invokeExact());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static String version() {
+        try {
+            return cString((MemorySegment) H.VERSION.invokeExact());
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static boolean cudaCompiled() {
+        try {
+            return (int) H.CUDA_COMPILED.invokeExact() != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static boolean cudaAvailable() {
+        try {
+            return (int) H.CUDA_AVAILABLE.invokeExact() != 0;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Threads of the CPU backend; n &lt;= 0 restores the default. Returns the count in force. */
+    public static int setNumThreads(int n) {
+        try {
+            return (int) H.SET_THREADS.invokeExact(n);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    public static int numThreads() {
+        try {
+            return (int) H.GET_THREADS.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int segmentStats(boolean critical, int device, long n, MemorySegment values, MemorySegment ids,
+                            long numSegments, int ddof, MemorySegment count, MemorySegment mean, MemorySegment m2,
+                            MemorySegment std, MemorySegment stream) {
+        try {
+            MethodHandle h = critical ? H.STATS_CRIT : H.STATS_PLAIN;
+            return (int) h.invokeExact(device, n, values, ids, numSegments, ddof, count, mean, m2, std, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int advantage(boolean critical, int device, MemorySegment cfg, long n, MemorySegment scores,
+                         MemorySegment uid, MemorySegment traj, MemorySegment agent, long numUids, long numTrajs,
+                         long numAgents, MemorySegment adv, MemorySegment diag, MemorySegment stream) {
+        try {
+            MethodHandle h = critical ? H.ADV_CRIT : H.ADV_PLAIN;
+            return (int) h.invokeExact(device, cfg, n, scores, uid, traj, agent, numUids, numTrajs, numAgents, adv, diag, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int broadcastRows(boolean critical, int device, long numRows, MemorySegment rowValues,
+                             MemorySegment offsets, long numTokens, MemorySegment out, MemorySegment stream) {
+        try {
+            MethodHandle h = critical ? H.BCAST_CRIT : H.BCAST_PLAIN;
+            return (int) h.invokeExact(device, numRows, rowValues, offsets, numTokens, out, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int clippedLoss(boolean critical, int device, MemorySegment cfg, long numRows, MemorySegment offsets,
+                           long numTokens, MemorySegment logp, MemorySegment oldLogp, MemorySegment adv,
+                           MemorySegment ref, MemorySegment mask, MemorySegment grad, MemorySegment sums,
+                           MemorySegment stream) {
+        try {
+            MethodHandle h = critical ? H.LOSS_CRIT : H.LOSS_PLAIN;
+            return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, logp, oldLogp, adv, ref, mask, grad, sums, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int cudaMalloc(long bytes, MemorySegment ptrOut) {
+        try {
+            return (int) H.CUDA_MALLOC.invokeExact(bytes, ptrOut);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int cudaFree(MemorySegment ptr) {
+        try {
+            return (int) H.CUDA_FREE.invokeExact(ptr);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int cudaMemcpy(MemorySegment dst, MemorySegment src, long bytes, int kind) {
+        try {
+            return (int) H.CUDA_MEMCPY.invokeExact(dst, src, bytes, kind);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int cudaSynchronize(MemorySegment stream) {
+        try {
+            return (int) H.CUDA_SYNC.invokeExact(stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+}

@@ -1,0 +1,176 @@
+// KernelsTest.java — the FFM bindings on the CPU backend: the library loads, calls read Java
+// arrays in place, every documented bad input gives its status and a message naming the
+// argument and index, and after an error the output buffers still hold their guard values.
+package dev.drmas.bindings;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import org.junit.jupiter.api.Test;
+
+class KernelsTest {
+    static final Kernels.NormParams DRMAS = new Kernels.NormParams(1, 0, 0, 1, true, 1e-6);
+    static final float GUARD = -12345f;
+
+    static MemorySegment seg(float[] a) {
+        return MemorySegment.ofArray(a);
+    }
+
+    static MemorySegment seg(int[] a) {
+        return MemorySegment.ofArray(a);
+    }
+
+    static float[] guards(int n) {
+        float[] g = new float[n];
+        Arrays.fill(g, GUARD);
+        return g;
+    }
+
+    static void assertUntouched(float[] out) {
+        for (int i = 0; i < out.length; i++) assertEquals(GUARD, out[i], "output[" + i + "] was written despite the error");
+    }
+
+    @Test
+    void loadsAndReportsItself() {
+        assertFalse(LibDrmas.version().isEmpty());
+        assertTrue(NativeLibrary.get().path().toString().endsWith("libdrmas.so"));
+        assertTrue(LibDrmas.numThreads() >= 1);
+        assertEquals(Backend.CPU, Backend.choose("cpu"));
+        assertThrows(IllegalArgumentException.class, () -> Backend.choose("tpu"));
+        if (!LibDrmas.cudaAvailable()) {
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> Backend.choose("cuda"));
+            assertTrue(e.getMessage().contains("not usable"), e.getMessage());
+            assertEquals(Backend.CPU, Backend.choose("auto"));
+        }
+    }
+
+    @Test
+    void drmasAdvantagesOfOneGroupFromHeapAndNativeMemory() {
+        // one uid, agents 0/1 interleaved over 3 trajectories; agent 0 scores {1,1,0}, agent 1 {0,1,0}
+        float[] s = {1, 0, 1, 1, 0, 0};
+        int[] uid = {0, 0, 0, 0, 0, 0}, traj = {0, 0, 1, 1, 2, 2}, ag = {0, 1, 0, 1, 0, 1};
+        float[] heapOut = new float[6];
+        Kernels.advantage(Backend.CPU, DRMAS, 6, seg(s), seg(uid), seg(traj), seg(ag), 1, 3, 2, seg(heapOut), null, null);
+        double m0 = 2.0 / 3, s0 = Math.sqrt((2 * (1 - m0) * (1 - m0) + m0 * m0) / 2);
+        assertEquals((1 - m0) / (s0 + 1e-6), heapOut[0], 1e-6);
+        assertEquals((0 - m0) / (s0 + 1e-6), heapOut[4], 1e-6);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment ns = arena.allocateFrom(ValueLayout.JAVA_FLOAT, s);
+            MemorySegment nu = arena.allocateFrom(ValueLayout.JAVA_INT, uid);
+            MemorySegment nt = arena.allocateFrom(ValueLayout.JAVA_INT, traj);
+            MemorySegment na = arena.allocateFrom(ValueLayout.JAVA_INT, ag);
+            MemorySegment out = arena.allocate(ValueLayout.JAVA_FLOAT, 6);
+            Kernels.advantage(Backend.CPU, DRMAS, 6, ns, nu, nt, na, 1, 3, 2, out, null, null);
+            assertArrayEquals(heapOut, out.toArray(ValueLayout.JAVA_FLOAT));
+        }
+    }
+
+    @Test
+    void badAdvantageInputsNameTheRowAndLeaveOutputsUntouched() {
+        float[] s = {1, 0, 1, 1};
+        int[] uid = {0, 0, 1, 1}, traj = {0, 0, 1, 1}, ag = {0, 1, 0, 1};
+        float[] out = guards(4);
+
+        int[] badUid = {0, 0, 1, 2};
+        DrmasException e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, 4, seg(s),
+                seg(badUid), seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
+        assertEquals(DrmasException.ERR_RANGE, e.status());
+        assertTrue(e.getMessage().contains("uid[3] = 2 is outside [0, 2)"), e.getMessage());
+
+        float[] nan = {1, Float.NaN, 1, 1};
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, 4, seg(nan), seg(uid),
+                seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
+        assertEquals(DrmasException.ERR_NONFINITE, e.status());
+        assertTrue(e.getMessage().contains("scores[1]"), e.getMessage());
+
+        float[] inf = {1, 0, Float.POSITIVE_INFINITY, 1};
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, 4, seg(inf), seg(uid),
+                seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
+        assertTrue(e.getMessage().contains("scores[2] is not finite (+inf)"), e.getMessage());
+
+        int[] splitTraj = {0, 1, 1, 1};  // trajectory 1 has rows in uid 0 and uid 1
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, 4, seg(s), seg(uid),
+                seg(splitTraj), seg(ag), 2, 2, 2, seg(out), null, null));
+        assertEquals(DrmasException.ERR_INCONSISTENT, e.status());
+        assertTrue(e.getMessage().contains("traj[2] = 1"), e.getMessage());
+
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, 4, seg(s), seg(uid),
+                null, seg(ag), 2, 2, 2, seg(out), null, null));
+        assertEquals(DrmasException.ERR_NULL, e.status());
+
+        Kernels.NormParams badMode = new Kernels.NormParams(7, 0, 0, 1, true, 1e-6);
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, badMode, 4, seg(s), seg(uid),
+                seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
+        assertEquals(DrmasException.ERR_CONFIG, e.status());
+
+        Kernels.NormParams zeroEps = new Kernels.NormParams(1, 0, 0, 1, true, 0.0);
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, zeroEps, 4, seg(s), seg(uid),
+                seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
+        assertTrue(e.getMessage().contains("eps"), e.getMessage());
+
+        // a buffer too short for n is refused on the Java side, before any native call
+        IllegalArgumentException short1 = assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CPU,
+                DRMAS, 5, seg(new float[5]), seg(new int[5]), seg(new int[5]), seg(new int[4]), 2, 2, 2, seg(new float[5]), null, null));
+        assertTrue(short1.getMessage().startsWith("agent holds 16 bytes"), short1.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, -1, seg(s), seg(uid),
+                seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
+        assertUntouched(out);
+    }
+
+    @Test
+    void badStatsAndOffsetsAreRefused() {
+        long[] count = {-1, -1};
+        double[] mean = {-1, -1}, m2 = {-1, -1};
+        DrmasException e = assertThrows(DrmasException.class, () -> Kernels.segmentStats(Backend.CPU, 3,
+                seg(new float[] {1, 2, 3}), seg(new int[] {0, 1, -1}), 2, true, MemorySegment.ofArray(count),
+                MemorySegment.ofArray(mean), MemorySegment.ofArray(m2), null, null));
+        assertTrue(e.getMessage().contains("segment_ids[2] = -1"), e.getMessage());
+        assertEquals(-1, count[0]);
+        assertEquals(-1, mean[1]);
+
+        float[] tokens = guards(5);
+        e = assertThrows(DrmasException.class, () -> Kernels.broadcastRows(Backend.CPU, 2, seg(new float[] {1, 2}),
+                MemorySegment.ofArray(new long[] {0, 4, 3}), 5, seg(tokens), null));
+        assertEquals(DrmasException.ERR_RANGE, e.status());
+        assertTrue(e.getMessage().contains("row_offsets[2] = 3 < row_offsets[1] = 4"), e.getMessage());
+        e = assertThrows(DrmasException.class, () -> Kernels.broadcastRows(Backend.CPU, 1, seg(new float[] {1}),
+                MemorySegment.ofArray(new long[] {-2, 3}), 5, seg(tokens), null));
+        assertTrue(e.getMessage().contains("row_offsets[0] = -2"), e.getMessage());
+        assertUntouched(tokens);
+
+        float[] grad = guards(4);
+        double[] sums = new double[LibDrmas.LOSS_SUMS];
+        Kernels.LossParams kNoRef = new Kernels.LossParams(0.2, 0.2, 3, 0.1, 4, 3, 0);
+        e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, kNoRef, 1,
+                MemorySegment.ofArray(new long[] {0, 4}), 4, seg(new float[4]), seg(new float[4]), seg(new float[4]),
+                null, null, seg(grad), MemorySegment.ofArray(sums), null));
+        assertEquals(DrmasException.ERR_NULL, e.status());
+        Kernels.LossParams badClip = new Kernels.LossParams(1.5, 0.2, 3, 0, 4, 0, 0);
+        e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, badClip, 1,
+                MemorySegment.ofArray(new long[] {0, 4}), 4, seg(new float[4]), seg(new float[4]), seg(new float[4]),
+                null, null, seg(grad), MemorySegment.ofArray(sums), null));
+        assertTrue(e.getMessage().contains("clip_low"), e.getMessage());
+        assertUntouched(grad);
+    }
+
+    @Test
+    void cudaBackendWithoutAGpuIsAClearError() {
+        if (LibDrmas.cudaAvailable()) return;  // covered by CudaKernelsTest on GPU machines
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = arena.allocate(16), i = arena.allocate(16), out = arena.allocate(16);
+            DrmasException e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CUDA, DRMAS, 4, s, i,
+                    i, i, 1, 1, 1, out, null, null));
+            assertEquals(DrmasException.ERR_UNSUPPORTED, e.status());
+            assertTrue(e.getMessage().contains("CUDA"), e.getMessage());
+        }
+        assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CUDA, DRMAS, 1, seg(new float[1]),
+                seg(new int[1]), seg(new int[1]), seg(new int[1]), 1, 1, 1, seg(new float[1]), null, null));
+    }
+}

@@ -1,0 +1,110 @@
+// ClippedLoss.java — the fused clipped PPO loss (ARCHITECTURE §6), forward and backward in
+// one native pass: it returns dL/dlogp per token, which the trainer feeds to
+// logp.backward(grad), and the sums behind pg_loss, clipfrac, ppo_kl and kl. The normaliser
+// is passed in so that token-mean divides by the token count of the whole mini-batch.
+package dev.drmas.algo;
+
+import dev.drmas.bindings.Backend;
+import dev.drmas.bindings.DeviceBuffer;
+import dev.drmas.bindings.Kernels;
+import java.lang.foreign.MemorySegment;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+public final class ClippedLoss {
+    private ClippedLoss() {}
+
+    /** Indices into {@code sums} (drmas.h DRMAS_LOSS_*). */
+    public static final int LOSS = 0, PG_LOSS = 1, KL_LOSS = 2, TOKENS = 3, CLIPPED = 4, CLIPPED_LOWER = 5,
+            PPO_KL = 6, KL = 7, NUM_SUMS = 8;
+
+    /** dL/dlogp per token, and the sums (LOSS … KL). */
+    public record Result(float[] grad, double[] sums) {
+        public double loss() {
+            return sums[LOSS];
+        }
+    }
+
+    /** Tensor form: grad is a float32 tensor on the device of logp. */
+    public record TensorResult(Tensor grad, double[] sums) {
+        public double loss() {
+            return sums[LOSS];
+        }
+    }
+
+    static Kernels.LossParams params(LossConfig c, double normalizer, boolean hasRef) {
+        if (!(normalizer > 0) || !Double.isFinite(normalizer)) {
+            throw new IllegalArgumentException("normalizer must be finite and > 0, got " + normalizer);
+        }
+        if (c.kl() != KlEstimator.NONE && !hasRef) {
+            throw new IllegalArgumentException("kl_type " + c.kl().configName() + " needs reference log-probs (refLogp is null)");
+        }
+        return new Kernels.LossParams(c.clipLow(), c.clipHigh(), c.dualClip(), c.klCoef(), normalizer,
+                c.kl().ordinal(), c.aggregation().ordinal());
+    }
+
+    /**
+     * @param offsets row r owns tokens [offsets[r], offsets[r+1])
+     * @param refLogp reference log-probs, or null (no KL term)
+     * @param mask    valid tokens, or null (all valid)
+     */
+    public static Result compute(LossConfig c, double normalizer, long[] offsets, float[] logp, float[] oldLogp,
+                                 float[] adv, float[] refLogp, boolean[] mask) {
+        int n = logp.length;
+        TensorViews.requireSameLength("logp", n, "oldLogp", oldLogp.length);
+        TensorViews.requireSameLength("logp", n, "adv", adv.length);
+        if (refLogp != null) TensorViews.requireSameLength("logp", n, "refLogp", refLogp.length);
+        if (offsets.length == 0) throw new IllegalArgumentException("offsets needs numRows + 1 >= 1 entries");
+        byte[] m = null;
+        if (mask != null) {
+            TensorViews.requireSameLength("logp", n, "mask", mask.length);
+            m = new byte[n];
+            for (int i = 0; i < n; i++) m[i] = (byte) (mask[i] ? 1 : 0);
+        }
+        Result r = new Result(new float[n], new double[NUM_SUMS]);
+        Kernels.clippedLoss(Backend.CPU, params(c, normalizer, refLogp != null), offsets.length - 1,
+                MemorySegment.ofArray(offsets), n, MemorySegment.ofArray(logp), MemorySegment.ofArray(oldLogp),
+                MemorySegment.ofArray(adv), refLogp == null ? null : MemorySegment.ofArray(refLogp),
+                m == null ? null : MemorySegment.ofArray(m), MemorySegment.ofArray(r.grad), MemorySegment.ofArray(r.sums), null);
+        return r;
+    }
+
+    /**
+     * Tensor form. logp, oldLogp, adv (and refLogp) are float32 1-D contiguous token tensors;
+     * offsets is int64 with numRows + 1 entries (on the same device); mask is bool or uint8.
+     * logp may require grad: only its data is read.
+     */
+    public static TensorResult compute(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor oldLogp,
+                                       Tensor adv, Tensor refLogp, Tensor mask) {
+        Backend b = TensorViews.backendOf("logp", logp);
+        long n = logp.numel();
+        if (offsets.numel() < 1) throw new IllegalArgumentException("offsets needs numRows + 1 >= 1 entries");
+        MemorySegment off = TensorViews.view("offsets", offsets, ScalarType.Long, -1, b);
+        MemorySegment lp = TensorViews.view("logp", logp, ScalarType.Float, n, b);
+        MemorySegment olp = TensorViews.view("oldLogp", oldLogp, ScalarType.Float, n, b);
+        MemorySegment a = TensorViews.view("adv", adv, ScalarType.Float, n, b);
+        MemorySegment ref = TensorViews.view("refLogp", refLogp, ScalarType.Float, n, b);
+        MemorySegment m = null;
+        if (mask != null) {
+            ScalarType mt = mask.scalar_type();
+            if (mt != ScalarType.Bool && mt != ScalarType.Byte) {
+                throw new IllegalArgumentException("mask must be bool or uint8 but is " + mt);
+            }
+            m = TensorViews.view("mask", mask, mt, n, b);
+        }
+        Tensor grad = torch.empty_like(logp.detach());
+        MemorySegment g = TensorViews.view("grad", grad, ScalarType.Float, n, b);
+        Kernels.LossParams p = params(c, normalizer, refLogp != null);
+        double[] sums = new double[NUM_SUMS];
+        if (b == Backend.CPU) {
+            Kernels.clippedLoss(b, p, offsets.numel() - 1, off, n, lp, olp, a, ref, m, g, MemorySegment.ofArray(sums), null);
+        } else {
+            try (DeviceBuffer dsums = DeviceBuffer.allocate(8L * NUM_SUMS)) {
+                Kernels.clippedLoss(b, p, offsets.numel() - 1, off, n, lp, olp, a, ref, m, g, dsums.segment(), null);
+                dsums.download(MemorySegment.ofArray(sums));
+            }
+        }
+        return new TensorResult(grad, sums);
+    }
+}

@@ -1,0 +1,66 @@
+// DemoCommand.java — `drmas demo`: until the trainer lands, the demo normalises the shipped
+// example batch (configs/demo/rollouts.jsonl, a solver ⇄ verifier run) with GRPO and with
+// Dr. MAS, writes both results, and shows per agent what the paper is about: under GRPO's
+// group baseline an agent's advantages are off-centre and their second moment (which scales
+// its gradient norm) is inflated; under Dr. MAS each agent's advantages are centred and scaled.
+package dev.drmas.cli;
+
+import dev.drmas.algo.AdvantageSummary;
+import dev.drmas.algo.Advantages;
+import dev.drmas.algo.NormConfig;
+import dev.drmas.algo.NormMode;
+import dev.drmas.bindings.Backend;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = "Normalise the example solver/verifier batch with GRPO and Dr. MAS and compare them per agent.")
+final class DemoCommand implements Callable<Integer> {
+
+    @Option(names = "--input", defaultValue = "configs/demo/rollouts.jsonl", paramLabel = "IN.jsonl",
+            description = "rollout rows (default ${DEFAULT-VALUE})")
+    Path input;
+
+    @Option(names = "--out-dir", defaultValue = "runs/demo", paramLabel = "DIR",
+            description = "where grpo.jsonl and drmas.jsonl go (default ${DEFAULT-VALUE})")
+    Path outDir;
+
+    @Override
+    public Integer call() {
+        ScoredRows rows = ScoredRows.read(input);
+        if (rows.size() == 0) throw new UserError(input + ": no rows");
+        int k = rows.numAgents();
+        Advantages.Result grpo = Advantages.computeWithDiagnostics(NormConfig.of(NormMode.GRPO), rows.scores, rows.uid,
+                rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
+        Advantages.Result drmas = Advantages.computeWithDiagnostics(NormConfig.of(NormMode.DRMAS), rows.scores, rows.uid,
+                rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
+        NormalizeCommand.writeAtomically(outDir.resolve("grpo.jsonl"), ScoredRows.read(input), grpo.advantages());
+        NormalizeCommand.writeAtomically(outDir.resolve("drmas.jsonl"), ScoredRows.read(input), drmas.advantages());
+
+        AdvantageSummary[] g = AdvantageSummary.perAgent(rows.scores, rows.agent, grpo.advantages(), grpo.diagnostics(), rows.numUids, k);
+        AdvantageSummary[] d = AdvantageSummary.perAgent(rows.scores, rows.agent, drmas.advantages(), drmas.diagnostics(), rows.numUids, k);
+        var out = System.out;
+        out.printf(Locale.ROOT, "drmas demo — %s: %d rows, %d tasks x rollouts (%d trajectories), %d agents; kernels on %s%n%n",
+                input, rows.size(), rows.numUids, rows.numTrajs, k, Backend.CPU);
+        out.printf(Locale.ROOT, "%-10s %5s %7s | %-22s | %-22s | %s%n", "", "", "", "GRPO (group baseline)", "Dr. MAS (per agent)", "Lemma 4.2");
+        out.printf(Locale.ROOT, "%-10s %5s %7s | %10s %11s | %10s %11s | %s%n", "agent", "rows", "score", "adv mean", "E[adv^2]",
+                "adv mean", "E[adv^2]", "inflation (σk²+(μk−μ)²)/σ²");
+        for (int a = 0; a < k; a++) {
+            out.printf(Locale.ROOT, "%-10s %5d %7.3f | %10.3f %11.3f | %10.3f %11.3f | %.3f over %d groups%n",
+                    rows.agentNames.get(a), g[a].rows(), g[a].scoreMean(), g[a].advantageMean(), g[a].advantageSecondMoment(),
+                    d[a].advantageMean(), d[a].advantageSecondMoment(), g[a].inflationMean(), g[a].inflationGroups());
+        }
+        out.println();
+        out.println("Under GRPO every agent shares its group's mean and std, so an agent whose scores sit");
+        out.println("off the group's (here: the solver's extra turns on rejected answers) gets off-centre");
+        out.println("advantages and an inflated second moment — the gradient-norm spikes of the paper.");
+        out.println("Dr. MAS normalises per (task, agent): each agent's advantages are centred and scaled.");
+        out.println();
+        out.println("Wrote " + outDir.resolve("grpo.jsonl") + " and " + outDir.resolve("drmas.jsonl") + ".");
+        out.println("Try: ./drmas normalize --mode drmas --summary " + input + " > out.jsonl");
+        return 0;
+    }
+}

@@ -1,0 +1,44 @@
+// Main.java — the `drmas` command: picocli subcommands over the trainer. Today: normalize
+// (advantages for a JSONL file of rollout rows), demo (GRPO vs Dr. MAS on the shipped
+// example) and info (which libdrmas and backend this machine uses).
+package dev.drmas.cli;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+@Command(name = "drmas", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
+        description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
+        subcommands = {NormalizeCommand.class, DemoCommand.class, InfoCommand.class, CommandLine.HelpCommand.class})
+public final class Main implements Runnable {
+
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
+    @Override
+    public void run() {
+        spec.commandLine().usage(System.err);
+    }
+
+    public static void main(String[] args) {
+        System.exit(commandLine().execute(args));
+    }
+
+    /** The configured picocli command line (also used by tests). */
+    public static CommandLine commandLine() {
+        CommandLine cl = new CommandLine(new Main());
+        cl.setCaseInsensitiveEnumValuesAllowed(true);
+        // A data or configuration error is a one-line message naming what and where, not a stack trace.
+        cl.setExecutionExceptionHandler((ex, cmd, parseResult) -> {
+            cmd.getErr().println("drmas " + cmd.getCommandName() + ": " + ex.getMessage());
+            return ex instanceof UserError ? 1 : 3;
+        });
+        return cl;
+    }
+
+    static final class Version implements CommandLine.IVersionProvider {
+        @Override
+        public String[] getVersion() {
+            return new String[] {"drmas 0.1.0"};
+        }
+    }
+}

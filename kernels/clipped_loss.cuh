@@ -1,0 +1,116 @@
+// clipped_loss.cuh — fused clipped PPO loss, forward and backward. One block per row counts
+// the row's valid tokens (for seq-mean-token-mean), writes dL/dlogp for each of its tokens via
+// drmas::token_loss (the CPU's formula) and stores fixed-order per-row partial sums; a
+// single block then adds the partials in row order, so the sums are run-to-run deterministic.
+// defines: clipped_loss_kernel, clipped_loss_reduce_kernel
+#pragma once
+
+#include <stdint.h>
+
+#include "drmas_common.cuh"
+#include "drmas_math.h"
+
+namespace drmas {
+
+// partials is field-major: partials[k * num_rows + r] for k in [0, DRMAS_LOSS_SUMS), with
+// the fields of DRMAS_LOSS_* (LOSS, PG_LOSS, KL_LOSS aggregated with the row's weight).
+// ref_logp may be NULL (no KL), mask may be NULL (every token of a row is valid). Values of
+// masked tokens are never read, so NaN padding cannot reach any result.
+__global__ void __launch_bounds__(kBlockSize)
+clipped_loss_kernel(drmas_loss_config cfg, int64_t num_rows,
+                    const int64_t* __restrict__ row_offsets, const float* __restrict__ logp,
+                    const float* __restrict__ old_logp, const float* __restrict__ advantages,
+                    const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask,
+                    float* __restrict__ grad, double* __restrict__ partials) {
+    // Raw per-row sums, reduced over the block before the row weight is applied (as the CPU
+    // backend does): loss, pg, kl, tokens, clipped, clipped_lower, ppo_kl.
+    enum { kLoss, kPg, kKl, kTokens, kClipped, kLower, kPpoKl, kRowSums };
+    __shared__ double smem[kRowSums * kWarpsPerBlock];
+    const bool has_ref = ref_logp != nullptr;
+    const bool per_row_mean = cfg.aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN;
+    const double inv_norm = 1.0 / cfg.normalizer;
+    const float coef = (float)cfg.kl_coef;
+    // The loop runs the same rows in every thread of the block (block-uniform), as
+    // block_sum's __syncthreads requires.
+    for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
+        const int64_t begin = row_offsets[r];
+        const int64_t end = row_offsets[r + 1];
+
+        // Weight of this row's tokens: 1 / normalizer, or 1 / normalizer / n_r.
+        double weight = inv_norm;
+        if (per_row_mean) {
+            double valid[1] = {0.0};
+            if (mask == nullptr) {
+                valid[0] = threadIdx.x == 0 ? (double)(end - begin) : 0.0;
+            } else {
+                for (int64_t t = begin + threadIdx.x; t < end; t += blockDim.x)
+                    valid[0] += mask[t] != 0 ? 1.0 : 0.0;
+            }
+            block_sum(valid, smem);
+            if (threadIdx.x == 0) smem[0] = valid[0];
+            __syncthreads();
+            const double n_r = smem[0];
+            __syncthreads();
+            // n_r = 0: the row has no valid token, so the weight is never used.
+            weight = n_r > 0.0 ? inv_norm / n_r : 0.0;
+        }
+        const float weight_f = (float)weight;
+
+        double acc[kRowSums];
+#pragma unroll
+        for (int k = 0; k < kRowSums; ++k) acc[k] = 0.0;
+        for (int64_t t = begin + threadIdx.x; t < end; t += blockDim.x) {
+            float g = 0.0f;
+            // A branch, not a multiply by the mask: a masked token's NaN padding is never read.
+            if (mask == nullptr || mask[t] != 0) {
+                const TokenLoss tl = token_loss(cfg, logp[t], old_logp[t], advantages[t], has_ref,
+                                                has_ref ? ref_logp[t] : 0.0f);
+                // wf * (dpg + coef * dkl) in fp32 without FMA contraction, as on the host.
+                g = __fmul_rn(weight_f, __fadd_rn(tl.dpg, __fmul_rn(coef, tl.dkl)));
+                acc[kLoss] += (double)tl.pg + (double)coef * (double)tl.kl;
+                acc[kPg] += (double)tl.pg;
+                acc[kKl] += (double)tl.kl;
+                acc[kTokens] += 1.0;
+                acc[kClipped] += (double)tl.clipped;
+                acc[kLower] += (double)tl.clipped_lower;
+                acc[kPpoKl] += (double)tl.neg_kl;
+            }
+            grad[t] = g;
+        }
+        block_sum(acc, smem);
+        if (threadIdx.x == 0) {
+            double* p = partials + r;
+            p[DRMAS_LOSS_LOSS * num_rows] = weight * acc[kLoss];
+            p[DRMAS_LOSS_PG_LOSS * num_rows] = weight * acc[kPg];
+            p[DRMAS_LOSS_KL_LOSS * num_rows] = weight * acc[kKl];
+            p[DRMAS_LOSS_TOKENS * num_rows] = acc[kTokens];
+            p[DRMAS_LOSS_CLIPPED * num_rows] = acc[kClipped];
+            p[DRMAS_LOSS_CLIPPED_LOWER * num_rows] = acc[kLower];
+            p[DRMAS_LOSS_PPO_KL * num_rows] = acc[kPpoKl];
+            p[DRMAS_LOSS_KL * num_rows] = acc[kKl];
+        }
+    }
+}
+
+// One block of kBlockSize threads: thread j adds rows j, j + kBlockSize, ... in order, then
+// block_sum combines the threads in a fixed tree. Writes all DRMAS_LOSS_SUMS sums (zeros
+// when num_rows is 0).
+__global__ void __launch_bounds__(kBlockSize)
+clipped_loss_reduce_kernel(int64_t num_rows, const double* __restrict__ partials,
+                           double* __restrict__ sums) {
+    __shared__ double smem[DRMAS_LOSS_SUMS * kWarpsPerBlock];
+    double acc[DRMAS_LOSS_SUMS];
+#pragma unroll
+    for (int k = 0; k < DRMAS_LOSS_SUMS; ++k) acc[k] = 0.0;
+    for (int64_t r = threadIdx.x; r < num_rows; r += blockDim.x) {
+#pragma unroll
+        for (int k = 0; k < DRMAS_LOSS_SUMS; ++k) acc[k] += partials[k * num_rows + r];
+    }
+    block_sum(acc, smem);
+    if (threadIdx.x == 0) {
+#pragma unroll
+        for (int k = 0; k < DRMAS_LOSS_SUMS; ++k) sums[k] = acc[k];
+    }
+}
+
+}  // namespace drmas

@@ -1,0 +1,132 @@
+// validate.cuh — the data checks that run on the device before any output is written: ids in
+// range, finite values, monotone row offsets, one uid per trajectory. Each check keeps its own
+// first-bad-index slot (atomicMin), so the host can report them in the CPU backend's order.
+// defines: validate_segment_rows_kernel, validate_advantage_rows_kernel,
+//          trajectory_first_row_kernel, trajectory_consistency_kernel,
+//          validate_row_offsets_kernel (+ the slot numbers of each)
+#pragma once
+
+#include <stdint.h>
+
+#include "drmas_common.cuh"
+
+namespace drmas {
+
+// Slots of validate_segment_rows_kernel.
+enum SegmentCheck { kSegBadId = 0, kSegBadValue = 1, kSegChecks = 2 };
+
+__global__ void validate_segment_rows_kernel(int64_t n, const float* __restrict__ values,
+                                             const int32_t* __restrict__ ids,
+                                             int64_t num_segments,
+                                             unsigned long long* __restrict__ first_bad) {
+    for (int64_t base = warp_loop_start(); base < n; base += grid_stride()) {
+        const int64_t i = base + lane_id();
+        const bool in = i < n;
+        const int32_t id = in ? ids[i] : 0;
+        const float v = in ? values[i] : 0.0f;
+        record_first_bad(first_bad + kSegBadId, i, in && (id < 0 || (int64_t)id >= num_segments));
+        record_first_bad(first_bad + kSegBadValue, i, in && !isfinite(v));
+    }
+}
+
+// Slots of the advantage checks.
+enum AdvantageCheck {
+    kAdvBadUid = 0,
+    kAdvBadTraj = 1,
+    kAdvBadAgent = 2,
+    kAdvBadScore = 3,
+    kAdvInconsistent = 4,  // a row whose uid differs from its trajectory's first row's
+    kAdvChecks = 5
+};
+
+__device__ __forceinline__ bool id_in_range(int32_t id, int64_t limit) {
+    return id >= 0 && (int64_t)id < limit;
+}
+
+// traj may be NULL (row pooling): then no trajectory is checked.
+__global__ void validate_advantage_rows_kernel(int64_t n, const float* __restrict__ scores,
+                                               const int32_t* __restrict__ uid,
+                                               const int32_t* __restrict__ traj,
+                                               const int32_t* __restrict__ agent,
+                                               int64_t num_uids, int64_t num_trajs,
+                                               int64_t num_agents,
+                                               unsigned long long* __restrict__ first_bad) {
+    for (int64_t base = warp_loop_start(); base < n; base += grid_stride()) {
+        const int64_t i = base + lane_id();
+        const bool in = i < n;
+        const bool bad_uid = in && !id_in_range(uid[i], num_uids);
+        const bool bad_traj = in && traj != nullptr && !id_in_range(traj[i], num_trajs);
+        const bool bad_agent = in && !id_in_range(agent[i], num_agents);
+        const bool bad_score = in && !isfinite(scores[i]);
+        record_first_bad(first_bad + kAdvBadUid, i, bad_uid);
+        record_first_bad(first_bad + kAdvBadTraj, i, bad_traj);
+        record_first_bad(first_bad + kAdvBadAgent, i, bad_agent);
+        record_first_bad(first_bad + kAdvBadScore, i, bad_score);
+    }
+}
+
+// first_row[t] = min{i : traj[i] = t} (slots preset to kNoError). Rows whose uid or traj is
+// out of range are skipped: they are reported by the range checks, which come first.
+__global__ void trajectory_first_row_kernel(int64_t n, const int32_t* __restrict__ uid,
+                                            const int32_t* __restrict__ traj, int64_t num_uids,
+                                            int64_t num_trajs,
+                                            unsigned long long* __restrict__ first_row) {
+    const int64_t stride = grid_stride();
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        const int32_t t = traj[i];
+        if (id_in_range(t, num_trajs) && id_in_range(uid[i], num_uids))
+            atomicMin(first_row + t, (unsigned long long)i);
+    }
+}
+
+// The first row whose uid differs from the uid of its trajectory's first row: the row a
+// sequential scan would stop at ("traj[i] = t belongs to uid a but row f put it in uid b").
+__global__ void trajectory_consistency_kernel(int64_t n, const int32_t* __restrict__ uid,
+                                              const int32_t* __restrict__ traj, int64_t num_uids,
+                                              int64_t num_trajs,
+                                              const unsigned long long* __restrict__ first_row,
+                                              unsigned long long* __restrict__ first_bad) {
+    for (int64_t base = warp_loop_start(); base < n; base += grid_stride()) {
+        const int64_t i = base + lane_id();
+        bool bad = false;
+        if (i < n) {
+            const int32_t t = traj[i];
+            const int32_t u = uid[i];
+            if (id_in_range(t, num_trajs) && id_in_range(u, num_uids)) {
+                // first_row[t] <= i is a valid row: row i itself was a candidate.
+                bad = uid[first_row[t]] != u;
+            }
+        }
+        record_first_bad(first_bad + kAdvInconsistent, i, bad);
+    }
+}
+
+// Slots of validate_row_offsets_kernel. Only the first is an index; the other two receive
+// row_offsets[0] and row_offsets[num_rows] (int64 bits). The host checks them in the CPU's
+// order: a negative first offset, then the first decrease, then an end past num_tokens.
+// Once the offsets are known to be monotone the rows tile [first, last) exactly, so tokens
+// outside that span are the only ones no row owns.
+enum OffsetCheck {
+    kOffDecreasing = 0,  // first r with row_offsets[r] < row_offsets[r - 1]
+    kOffFirst = 1,
+    kOffLast = 2,
+    kOffSlots = 3
+};
+
+// Checks the num_rows + 1 offsets.
+__global__ void validate_row_offsets_kernel(int64_t num_rows,
+                                            const int64_t* __restrict__ row_offsets,
+                                            unsigned long long* __restrict__ slots) {
+    const int64_t count = num_rows + 1;
+    for (int64_t base = warp_loop_start(); base < count; base += grid_stride()) {
+        const int64_t r = base + lane_id();
+        const bool in = r < count;
+        const int64_t off = in ? row_offsets[r] : 0;
+        const bool decreasing = in && r > 0 && off < row_offsets[r - 1];
+        record_first_bad(slots + kOffDecreasing, r, decreasing);
+        if (in && r == 0) slots[kOffFirst] = (unsigned long long)off;
+        if (in && r == num_rows) slots[kOffLast] = (unsigned long long)off;
+    }
+}
+
+}  // namespace drmas

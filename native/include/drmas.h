@@ -1,0 +1,210 @@
+/* drmas.h — the C ABI of libdrmas: segment statistics, Dr. MAS / GRPO advantage
+ * normalisation, row-to-token broadcast and the fused clipped PPO loss, on the CPU and on
+ * CUDA with one semantics. Plain C so that Java's FFM (and anything else) can bind it.
+ *
+ * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_broadcast_rows_f32,
+ *          drmas_clipped_loss_f32, drmas_last_error, drmas_cuda_* helpers
+ *
+ * Conventions (ARCHITECTURE §4):
+ *  - Every function returns a status: DRMAS_OK (0) or a DRMAS_ERR_* code. On error,
+ *    drmas_last_error() returns a thread-local message that names the argument and, for
+ *    bad data, the first offending index; output buffers are left untouched.
+ *  - `device` selects the backend (DRMAS_DEVICE_CPU or DRMAS_DEVICE_CUDA). With CUDA, every
+ *    array pointer is a device pointer (cudaMalloc'd or managed) and work is queued on
+ *    `stream` (a cudaStream_t; NULL is the legacy default stream). Config structs are always
+ *    host memory. CUDA calls validate their data on the device and synchronise `stream`
+ *    once to report errors before anything is written (as torch.nonzero does).
+ *  - Sizes are int64_t; ids are dense int32 in [0, num_x). Empty segments are legal.
+ *  - Scratch memory: the CPU backend allocates internally and frees before returning; the
+ *    CUDA backend uses cudaMallocAsync/cudaFreeAsync on `stream` (stream-ordered pool).
+ *  - Numerics: statistics accumulate in fp64 with a two-pass method. A segment whose values
+ *    are all equal has mean exactly that value and M2/std exactly 0.
+ *  - Determinism: the CPU backend is run-to-run deterministic for a given thread count.
+ *    CUDA segment sums use fp64 atomics, so the order of additions (and the last fp64 bit)
+ *    may vary between runs; constant segments stay exact. The CUDA loss reduces per-row
+ *    partials in a fixed order and is deterministic.
+ */
+#ifndef DRMAS_H
+#define DRMAS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define DRMAS_API __declspec(dllexport)
+#else
+#define DRMAS_API __attribute__((visibility("default")))
+#endif
+
+/* ---- status codes ---------------------------------------------------------------- */
+#define DRMAS_OK 0
+#define DRMAS_ERR_NULL 1         /* a required pointer is NULL */
+#define DRMAS_ERR_SIZE 2         /* a negative or inconsistent size */
+#define DRMAS_ERR_RANGE 3        /* an id or offset out of its range */
+#define DRMAS_ERR_NONFINITE 4    /* a NaN or infinite input where a finite one is needed */
+#define DRMAS_ERR_CONFIG 5       /* an unknown enum value or a bad parameter */
+#define DRMAS_ERR_UNSUPPORTED 6  /* the backend is not compiled in or has no usable device */
+#define DRMAS_ERR_CUDA 7         /* a CUDA runtime error */
+#define DRMAS_ERR_ALLOC 8        /* out of memory */
+#define DRMAS_ERR_INCONSISTENT 9 /* data that contradicts itself (a trajectory in two groups) */
+
+#define DRMAS_DEVICE_CPU 0
+#define DRMAS_DEVICE_CUDA 1
+
+/* ---- library ---------------------------------------------------------------------- */
+/* Message of the last failed call on this thread ("" if none). Valid until the next call. */
+DRMAS_API const char* drmas_last_error(void);
+DRMAS_API const char* drmas_version(void);
+/* 1 when the library was compiled with CUDA, else 0. */
+DRMAS_API int32_t drmas_cuda_compiled(void);
+/* 1 when compiled with CUDA and at least one device with a working driver is visible. */
+DRMAS_API int32_t drmas_cuda_available(void);
+/* Threads used by the CPU backend (default: hardware concurrency, or OMP_NUM_THREADS
+ * when set). n <= 0 restores the default. */
+DRMAS_API int32_t drmas_set_num_threads(int32_t n);
+DRMAS_API int32_t drmas_get_num_threads(void);
+
+/* ---- 1. segment statistics -------------------------------------------------------- *
+ * For s in [0, num_segments): count[s] = |{i : segment_ids[i] = s}|, mean[s] and
+ * m2[s] = sum (x - mean)^2 over the segment (fp64, two-pass), and, when std != NULL,
+ * std[s] = sqrt(m2 / (count - ddof)) for count > ddof, else 0. Empty segments give
+ * count 0 and mean = m2 = std = 0. (count, mean, m2) merge exactly across shards with
+ * Chan et al.'s update. ddof is 1 (unbiased, n - 1) or 0 (biased).
+ * Errors: NULL values/segment_ids (when n > 0)/count/mean/m2, n < 0, num_segments < 0,
+ * ddof not 0 or 1, an id outside [0, num_segments) (names the row), a non-finite value
+ * (names the row). */
+DRMAS_API int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
+                                          const int32_t* segment_ids, int64_t num_segments,
+                                          int32_t ddof, int64_t* count, double* mean,
+                                          double* m2, double* std, void* stream);
+
+/* ---- 2. advantage normalisation (ARCHITECTURE §5) --------------------------------- */
+#define DRMAS_MODE_GRPO 0       /* (x - mu_u) / (sigma_u + eps) */
+#define DRMAS_MODE_DRMAS 1      /* (s - mu_uk) / (sigma_uk + eps) */
+#define DRMAS_MODE_AGENT_MEAN 2 /* (s - mu_uk) / (sigma_u + eps) */
+#define DRMAS_MODE_AGENT_STD 3  /* (s - mu_u) / (sigma_uk + eps) */
+
+#define DRMAS_POOL_TRAJECTORIES 0 /* group stats over trajectory mean scores S_t */
+#define DRMAS_POOL_ROWS 1         /* group stats over all rows of the group */
+
+#define DRMAS_SINGLETON_FALLBACK 0 /* single agent segment -> its group; single group used -> A = 0 */
+#define DRMAS_SINGLETON_ZERO 1     /* any used segment single -> A = 0 */
+#define DRMAS_SINGLETON_RAW 2      /* a single segment has mean 0 and std 1 */
+
+typedef struct drmas_norm_config {
+    int32_t mode;           /* DRMAS_MODE_* */
+    int32_t global_pooling; /* DRMAS_POOL_* */
+    int32_t singleton;      /* DRMAS_SINGLETON_* */
+    int32_t ddof;           /* 1 unbiased (default), 0 biased */
+    int32_t scale_by_std;   /* 1: divide by (std + eps) (default); 0: centre only */
+    int32_t reserved;       /* must be 0 */
+    double eps;             /* >= 0, finite; default 1e-6 */
+} drmas_norm_config;        /* 32 bytes, no padding */
+
+/* Fields of the optional diagnostics array, field-major: diag[f * S + u * K + k] with
+ * S = num_uids * num_agents, K = num_agents. Group fields repeat the group's statistics
+ * (as pooled by the config) for every agent of the group. Std fields follow cfg.ddof with
+ * the segment_stats convention (0 when count <= ddof). INFLATION is Lemma 4.2's
+ * (sigma_uk^2 + (mu_uk - mu_u)^2) / sigma_u^2, NaN where the agent segment is empty or
+ * sigma_u = 0. Statistics are the segments' own, before any singleton policy. */
+#define DRMAS_DIAG_AGENT_COUNT 0
+#define DRMAS_DIAG_AGENT_MEAN 1
+#define DRMAS_DIAG_AGENT_M2 2
+#define DRMAS_DIAG_AGENT_STD 3
+#define DRMAS_DIAG_GROUP_COUNT 4
+#define DRMAS_DIAG_GROUP_MEAN 5
+#define DRMAS_DIAG_GROUP_M2 6
+#define DRMAS_DIAG_GROUP_STD 7
+#define DRMAS_DIAG_INFLATION 8
+#define DRMAS_DIAG_FIELDS 9
+
+/* Rows i in [0, n) with score[i], group uid[i] in [0, num_uids), trajectory traj[i] in
+ * [0, num_trajs) and agent[i] in [0, num_agents). Writes advantages[n] and, when
+ * diagnostics != NULL, diagnostics[DRMAS_DIAG_FIELDS * num_uids * num_agents].
+ * traj may be NULL (and num_trajs 0) with DRMAS_POOL_ROWS. Every trajectory must lie in
+ * one group (DRMAS_ERR_INCONSISTENT names the row otherwise). Non-finite scores are an
+ * error naming the row. Fastest when the rows of each uid are contiguous (as rollouts
+ * produce them); any order is correct. */
+DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
+                                      const float* scores, const int32_t* uid,
+                                      const int32_t* traj, const int32_t* agent,
+                                      int64_t num_uids, int64_t num_trajs, int64_t num_agents,
+                                      float* advantages, double* diagnostics, void* stream);
+
+/* ---- 3. broadcast of row values to tokens ----------------------------------------- *
+ * Row r owns tokens [row_offsets[r], row_offsets[r+1]); token_values[t] = row_values[r]
+ * for the tokens of row r and 0 for tokens no row owns. row_offsets has num_rows + 1
+ * entries, starts >= 0, never decreases and ends <= num_tokens. */
+DRMAS_API int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows,
+                                           const float* row_values, const int64_t* row_offsets,
+                                           int64_t num_tokens, float* token_values,
+                                           void* stream);
+
+/* ---- 4. fused clipped PPO loss, forward and backward (ARCHITECTURE §6) ------------ */
+#define DRMAS_KL_NONE 0
+#define DRMAS_KL_K1 1 /* logp - ref */
+#define DRMAS_KL_K2 2 /* 0.5 (logp - ref)^2 */
+#define DRMAS_KL_K3 3 /* low_var_kl: d = clamp(ref - logp, -20, 20); clamp(e^d - d - 1, -10, 10) */
+
+/* The per-token loss l_t = pg_t + kl_coef * kl_t is aggregated over the valid tokens
+ * (inside a row and mask != 0) and divided by cfg.normalizer:
+ *   TOKEN_MEAN              sum_t l_t / normalizer            (normalizer: valid tokens of the whole mini-batch)
+ *   SEQ_MEAN_TOKEN_SUM      sum_r sum_t l_t / normalizer      (normalizer: sequences of the mini-batch)
+ *   SEQ_MEAN_TOKEN_MEAN     sum_r (sum_t l_t / n_r) / normalizer, rows with n_r = 0 add 0
+ *   SEQ_MEAN_TOKEN_SUM_NORM sum_r sum_t l_t / normalizer      (normalizer: a constant, Dr. GRPO) */
+#define DRMAS_AGG_TOKEN_MEAN 0
+#define DRMAS_AGG_SEQ_MEAN_TOKEN_SUM 1
+#define DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN 2
+#define DRMAS_AGG_SEQ_MEAN_TOKEN_SUM_NORM 3
+
+typedef struct drmas_loss_config {
+    double clip_low;    /* eps_low in [0, 1) */
+    double clip_high;   /* eps_high >= 0 */
+    double dual_clip;   /* c > 1: pg = min(pg, -A c) for A < 0; 0 disables */
+    double kl_coef;     /* weight of the KL term (needs ref_logp and kl_type != NONE) */
+    double normalizer;  /* > 0, finite: the final divisor of the aggregation */
+    int32_t kl_type;    /* DRMAS_KL_* */
+    int32_t aggregation;/* DRMAS_AGG_* */
+} drmas_loss_config;    /* 48 bytes, no padding */
+
+/* Outputs of sums[DRMAS_LOSS_SUMS] (fp64; a device pointer with CUDA). LOSS, PG_LOSS and
+ * KL_LOSS are aggregated (divided as above; KL_LOSS without kl_coef); the others are raw
+ * sums over the valid tokens of this call, for the caller to divide by the global count. */
+#define DRMAS_LOSS_LOSS 0
+#define DRMAS_LOSS_PG_LOSS 1
+#define DRMAS_LOSS_KL_LOSS 2
+#define DRMAS_LOSS_TOKENS 3        /* valid tokens */
+#define DRMAS_LOSS_CLIPPED 4       /* tokens with the clipped term larger (clipfrac numerator) */
+#define DRMAS_LOSS_CLIPPED_LOWER 5 /* A < 0 tokens where the dual clip bound won */
+#define DRMAS_LOSS_PPO_KL 6        /* sum of (old_logp - logp), clamped like the ratio */
+#define DRMAS_LOSS_KL 7            /* sum of the KL estimator (0 without ref_logp) */
+#define DRMAS_LOSS_SUMS 8
+
+/* Token arrays have num_tokens entries; row r owns [row_offsets[r], row_offsets[r+1])
+ * (validated as for broadcast). ref_logp and mask may be NULL (no KL; all tokens valid).
+ * Writes grad[t] = dL/dlogp[t] (0 for tokens outside rows or masked) and sums. Values of
+ * masked tokens are never read into the result, so padding may hold anything. */
+DRMAS_API int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg,
+                                         int64_t num_rows, const int64_t* row_offsets,
+                                         int64_t num_tokens, const float* logp,
+                                         const float* old_logp, const float* advantages,
+                                         const float* ref_logp, const uint8_t* mask,
+                                         float* grad, double* sums, void* stream);
+
+/* ---- CUDA memory helpers (so the bindings can test kernels with nothing but a JRE) --- */
+#define DRMAS_COPY_HOST_TO_DEVICE 1
+#define DRMAS_COPY_DEVICE_TO_HOST 2
+#define DRMAS_COPY_DEVICE_TO_DEVICE 3
+DRMAS_API int32_t drmas_cuda_malloc(size_t bytes, void** ptr);
+DRMAS_API int32_t drmas_cuda_free(void* ptr);
+DRMAS_API int32_t drmas_cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind);
+DRMAS_API int32_t drmas_cuda_synchronize(void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DRMAS_H */

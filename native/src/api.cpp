@@ -1,0 +1,253 @@
+// api.cpp — the exported C entry points of libdrmas: argument checks shared by every backend
+// (NULL pointers, sizes, config values), then dispatch to the CPU or CUDA backend. No C++
+// exception crosses the ABI: each entry point catches everything and turns it into a status.
+#include <stdarg.h>
+#include <stdio.h>
+#include <math.h>
+
+#include <new>
+#include <string>
+
+#include "backend.h"
+#include "drmas.h"
+
+#ifndef DRMAS_VERSION
+#define DRMAS_VERSION "0.1.0"
+#endif
+
+namespace drmas {
+
+static thread_local std::string g_last_error;
+
+int32_t fail(int32_t code, const char* fmt, ...) {
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    g_last_error = buf;
+    return code;
+}
+
+void clear_error() { g_last_error.clear(); }
+
+}  // namespace drmas
+
+using namespace drmas;
+
+namespace {
+
+// Runs `body` with the exception firewall that keeps C++ exceptions out of the JVM.
+template <class F>
+int32_t guarded(const char* fn, F body) {
+    try {
+        clear_error();
+        return body();
+    } catch (const std::bad_alloc&) {
+        return fail(DRMAS_ERR_ALLOC, "%s: out of memory", fn);
+    } catch (const std::exception& e) {
+        return fail(DRMAS_ERR_CUDA, "%s: internal error: %s", fn, e.what());
+    } catch (...) {
+        return fail(DRMAS_ERR_CUDA, "%s: internal error", fn);
+    }
+}
+
+int32_t check_device(const char* fn, int32_t device) {
+    if (device == DRMAS_DEVICE_CPU) return DRMAS_OK;
+    if (device == DRMAS_DEVICE_CUDA) {
+        if (!cuda_compiled())
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: this libdrmas was built without CUDA (nvcc was not found at build time)", fn);
+        if (!cuda_available())
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: no usable CUDA device (no GPU or no driver)", fn);
+        return DRMAS_OK;
+    }
+    return fail(DRMAS_ERR_CONFIG, "%s: device must be %d (CPU) or %d (CUDA), got %d", fn,
+                DRMAS_DEVICE_CPU, DRMAS_DEVICE_CUDA, device);
+}
+
+#define DRMAS_REQUIRE(cond, code, ...) \
+    do {                               \
+        if (!(cond)) return fail(code, __VA_ARGS__); \
+    } while (0)
+
+int32_t check_offsets_args(const char* fn, int64_t num_rows, const int64_t* row_offsets,
+                           int64_t num_tokens) {
+    DRMAS_REQUIRE(num_rows >= 0, DRMAS_ERR_SIZE, "%s: num_rows must be >= 0, got %lld", fn, (long long)num_rows);
+    DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
+    DRMAS_REQUIRE(row_offsets != nullptr, DRMAS_ERR_NULL, "%s: row_offsets is NULL (it needs num_rows + 1 = %lld entries)", fn, (long long)num_rows + 1);
+    return DRMAS_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* drmas_last_error(void) { return g_last_error.c_str(); }
+const char* drmas_version(void) { return DRMAS_VERSION; }
+int32_t drmas_cuda_compiled(void) { return cuda_compiled(); }
+int32_t drmas_cuda_available(void) {
+    try {
+        return cuda_available();
+    } catch (...) {
+        return 0;
+    }
+}
+
+int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
+                                const int32_t* segment_ids, int64_t num_segments, int32_t ddof,
+                                int64_t* count, double* mean, double* m2, double* std,
+                                void* stream) {
+    const char* fn = "drmas_segment_stats_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(n >= 0, DRMAS_ERR_SIZE, "%s: n must be >= 0, got %lld", fn, (long long)n);
+        DRMAS_REQUIRE(num_segments >= 0 && num_segments <= INT32_MAX, DRMAS_ERR_SIZE,
+                      "%s: num_segments must be in [0, 2^31), got %lld", fn, (long long)num_segments);
+        DRMAS_REQUIRE(ddof == 0 || ddof == 1, DRMAS_ERR_CONFIG, "%s: ddof must be 0 (biased) or 1 (unbiased), got %d", fn, ddof);
+        DRMAS_REQUIRE(n == 0 || values, DRMAS_ERR_NULL, "%s: values is NULL", fn);
+        DRMAS_REQUIRE(n == 0 || segment_ids, DRMAS_ERR_NULL, "%s: segment_ids is NULL", fn);
+        DRMAS_REQUIRE(n == 0 || num_segments > 0, DRMAS_ERR_RANGE, "%s: %lld values but num_segments is 0", fn, (long long)n);
+        DRMAS_REQUIRE(num_segments == 0 || count, DRMAS_ERR_NULL, "%s: count is NULL", fn);
+        DRMAS_REQUIRE(num_segments == 0 || mean, DRMAS_ERR_NULL, "%s: mean is NULL", fn);
+        DRMAS_REQUIRE(num_segments == 0 || m2, DRMAS_ERR_NULL, "%s: m2 is NULL", fn);
+        if (device == DRMAS_DEVICE_CUDA)
+            return segment_stats_cuda(n, values, segment_ids, num_segments, ddof, count, mean, m2, std, stream);
+        return segment_stats_cpu(n, values, segment_ids, num_segments, ddof, count, mean, m2, std);
+    });
+}
+
+int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
+                            const float* scores, const int32_t* uid, const int32_t* traj,
+                            const int32_t* agent, int64_t num_uids, int64_t num_trajs,
+                            int64_t num_agents, float* advantages, double* diagnostics,
+                            void* stream) {
+    const char* fn = "drmas_advantage_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
+        const drmas_norm_config& c = *cfg;
+        DRMAS_REQUIRE(c.mode >= DRMAS_MODE_GRPO && c.mode <= DRMAS_MODE_AGENT_STD, DRMAS_ERR_CONFIG,
+                      "%s: cfg.mode must be 0..3 (grpo, drmas, agent-mean, agent-std), got %d", fn, c.mode);
+        DRMAS_REQUIRE(c.global_pooling == DRMAS_POOL_TRAJECTORIES || c.global_pooling == DRMAS_POOL_ROWS, DRMAS_ERR_CONFIG,
+                      "%s: cfg.global_pooling must be 0 (trajectories) or 1 (rows), got %d", fn, c.global_pooling);
+        DRMAS_REQUIRE(c.singleton >= DRMAS_SINGLETON_FALLBACK && c.singleton <= DRMAS_SINGLETON_RAW, DRMAS_ERR_CONFIG,
+                      "%s: cfg.singleton must be 0 (fallback), 1 (zero) or 2 (raw), got %d", fn, c.singleton);
+        DRMAS_REQUIRE(c.ddof == 0 || c.ddof == 1, DRMAS_ERR_CONFIG, "%s: cfg.ddof must be 0 or 1, got %d", fn, c.ddof);
+        DRMAS_REQUIRE(c.scale_by_std == 0 || c.scale_by_std == 1, DRMAS_ERR_CONFIG, "%s: cfg.scale_by_std must be 0 or 1, got %d", fn, c.scale_by_std);
+        DRMAS_REQUIRE(c.reserved == 0, DRMAS_ERR_CONFIG, "%s: cfg.reserved must be 0, got %d", fn, c.reserved);
+        DRMAS_REQUIRE(isfinite(c.eps) && (c.eps > 0 || (c.eps == 0 && !c.scale_by_std)), DRMAS_ERR_CONFIG,
+                      "%s: cfg.eps must be finite and > 0 when dividing by the std, got %g", fn, c.eps);
+        DRMAS_REQUIRE(n >= 0, DRMAS_ERR_SIZE, "%s: n must be >= 0, got %lld", fn, (long long)n);
+        DRMAS_REQUIRE(num_uids >= 0 && num_agents >= 0 && num_trajs >= 0, DRMAS_ERR_SIZE,
+                      "%s: num_uids, num_trajs and num_agents must be >= 0, got %lld, %lld, %lld", fn,
+                      (long long)num_uids, (long long)num_trajs, (long long)num_agents);
+        DRMAS_REQUIRE(num_uids <= INT32_MAX && num_trajs <= INT32_MAX && num_agents <= INT32_MAX &&
+                          num_uids * num_agents <= (int64_t)1 << 40, DRMAS_ERR_SIZE,
+                      "%s: num_uids x num_agents too large (%lld x %lld)", fn, (long long)num_uids, (long long)num_agents);
+        const bool need_traj = c.global_pooling == DRMAS_POOL_TRAJECTORIES;
+        if (n > 0) {
+            DRMAS_REQUIRE(scores, DRMAS_ERR_NULL, "%s: scores is NULL", fn);
+            DRMAS_REQUIRE(uid, DRMAS_ERR_NULL, "%s: uid is NULL", fn);
+            DRMAS_REQUIRE(agent, DRMAS_ERR_NULL, "%s: agent is NULL", fn);
+            DRMAS_REQUIRE(!need_traj || traj, DRMAS_ERR_NULL, "%s: traj is NULL (needed with global_pooling = trajectories)", fn);
+            DRMAS_REQUIRE(advantages, DRMAS_ERR_NULL, "%s: advantages is NULL", fn);
+            DRMAS_REQUIRE(num_uids > 0, DRMAS_ERR_RANGE, "%s: %lld rows but num_uids is 0", fn, (long long)n);
+            DRMAS_REQUIRE(num_agents > 0, DRMAS_ERR_RANGE, "%s: %lld rows but num_agents is 0", fn, (long long)n);
+            DRMAS_REQUIRE(!need_traj || num_trajs > 0, DRMAS_ERR_RANGE, "%s: %lld rows but num_trajs is 0", fn, (long long)n);
+        }
+        if (!need_traj) traj = nullptr;
+        if (device == DRMAS_DEVICE_CUDA)
+            return advantage_cuda(c, n, scores, uid, traj, agent, num_uids, num_trajs, num_agents,
+                                  advantages, diagnostics, stream);
+        return advantage_cpu(c, n, scores, uid, traj, agent, num_uids, num_trajs, num_agents,
+                             advantages, diagnostics);
+    });
+}
+
+int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows, const float* row_values,
+                                 const int64_t* row_offsets, int64_t num_tokens,
+                                 float* token_values, void* stream) {
+    const char* fn = "drmas_broadcast_rows_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (int32_t st = check_device(fn, device)) return st;
+        if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
+        DRMAS_REQUIRE(num_rows == 0 || row_values, DRMAS_ERR_NULL, "%s: row_values is NULL", fn);
+        DRMAS_REQUIRE(num_tokens == 0 || token_values, DRMAS_ERR_NULL, "%s: token_values is NULL", fn);
+        if (device == DRMAS_DEVICE_CUDA)
+            return broadcast_rows_cuda(num_rows, row_values, row_offsets, num_tokens, token_values, stream);
+        return broadcast_rows_cpu(num_rows, row_values, row_offsets, num_tokens, token_values);
+    });
+}
+
+int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
+                               const int64_t* row_offsets, int64_t num_tokens, const float* logp,
+                               const float* old_logp, const float* advantages,
+                               const float* ref_logp, const uint8_t* mask, float* grad,
+                               double* sums, void* stream) {
+    const char* fn = "drmas_clipped_loss_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
+        const drmas_loss_config& c = *cfg;
+        DRMAS_REQUIRE(isfinite(c.clip_low) && c.clip_low >= 0 && c.clip_low < 1, DRMAS_ERR_CONFIG,
+                      "%s: cfg.clip_low must be in [0, 1), got %g", fn, c.clip_low);
+        DRMAS_REQUIRE(isfinite(c.clip_high) && c.clip_high >= 0, DRMAS_ERR_CONFIG,
+                      "%s: cfg.clip_high must be finite and >= 0, got %g", fn, c.clip_high);
+        DRMAS_REQUIRE(c.dual_clip == 0 || (isfinite(c.dual_clip) && c.dual_clip > 1), DRMAS_ERR_CONFIG,
+                      "%s: cfg.dual_clip must be 0 (off) or > 1, got %g", fn, c.dual_clip);
+        DRMAS_REQUIRE(isfinite(c.kl_coef), DRMAS_ERR_CONFIG, "%s: cfg.kl_coef must be finite, got %g", fn, c.kl_coef);
+        DRMAS_REQUIRE(isfinite(c.normalizer) && c.normalizer > 0, DRMAS_ERR_CONFIG,
+                      "%s: cfg.normalizer must be finite and > 0, got %g", fn, c.normalizer);
+        DRMAS_REQUIRE(c.kl_type >= DRMAS_KL_NONE && c.kl_type <= DRMAS_KL_K3, DRMAS_ERR_CONFIG,
+                      "%s: cfg.kl_type must be 0..3 (none, k1, k2, k3), got %d", fn, c.kl_type);
+        DRMAS_REQUIRE(c.aggregation >= DRMAS_AGG_TOKEN_MEAN && c.aggregation <= DRMAS_AGG_SEQ_MEAN_TOKEN_SUM_NORM, DRMAS_ERR_CONFIG,
+                      "%s: cfg.aggregation must be 0..3, got %d", fn, c.aggregation);
+        DRMAS_REQUIRE(c.kl_type == DRMAS_KL_NONE || ref_logp, DRMAS_ERR_NULL,
+                      "%s: cfg.kl_type is set but ref_logp is NULL", fn);
+        if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
+        if (num_tokens > 0) {
+            DRMAS_REQUIRE(logp, DRMAS_ERR_NULL, "%s: logp is NULL", fn);
+            DRMAS_REQUIRE(old_logp, DRMAS_ERR_NULL, "%s: old_logp is NULL", fn);
+            DRMAS_REQUIRE(advantages, DRMAS_ERR_NULL, "%s: advantages is NULL", fn);
+            DRMAS_REQUIRE(grad, DRMAS_ERR_NULL, "%s: grad is NULL", fn);
+        }
+        DRMAS_REQUIRE(sums, DRMAS_ERR_NULL, "%s: sums is NULL (it needs %d doubles)", fn, DRMAS_LOSS_SUMS);
+        if (c.kl_type == DRMAS_KL_NONE) ref_logp = nullptr;
+        if (device == DRMAS_DEVICE_CUDA)
+            return clipped_loss_cuda(c, num_rows, row_offsets, num_tokens, logp, old_logp, advantages,
+                                     ref_logp, mask, grad, sums, stream);
+        return clipped_loss_cpu(c, num_rows, row_offsets, num_tokens, logp, old_logp, advantages,
+                                ref_logp, mask, grad, sums);
+    });
+}
+
+int32_t drmas_cuda_malloc(size_t bytes, void** ptr) {
+    return guarded("drmas_cuda_malloc", [&]() -> int32_t {
+        if (int32_t st = check_device("drmas_cuda_malloc", DRMAS_DEVICE_CUDA)) return st;
+        if (!ptr) return fail(DRMAS_ERR_NULL, "drmas_cuda_malloc: ptr is NULL");
+        return cuda_malloc(bytes, ptr);
+    });
+}
+int32_t drmas_cuda_free(void* ptr) {
+    return guarded("drmas_cuda_free", [&]() -> int32_t {
+        if (int32_t st = check_device("drmas_cuda_free", DRMAS_DEVICE_CUDA)) return st;
+        return cuda_free(ptr);
+    });
+}
+int32_t drmas_cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind) {
+    return guarded("drmas_cuda_memcpy", [&]() -> int32_t {
+        if (int32_t st = check_device("drmas_cuda_memcpy", DRMAS_DEVICE_CUDA)) return st;
+        if (bytes > 0 && (!dst || !src)) return fail(DRMAS_ERR_NULL, "drmas_cuda_memcpy: dst or src is NULL");
+        if (kind < DRMAS_COPY_HOST_TO_DEVICE || kind > DRMAS_COPY_DEVICE_TO_DEVICE)
+            return fail(DRMAS_ERR_CONFIG, "drmas_cuda_memcpy: kind must be 1, 2 or 3, got %d", kind);
+        return cuda_memcpy(dst, src, bytes, kind);
+    });
+}
+int32_t drmas_cuda_synchronize(void* stream) {
+    return guarded("drmas_cuda_synchronize", [&]() -> int32_t {
+        if (int32_t st = check_device("drmas_cuda_synchronize", DRMAS_DEVICE_CUDA)) return st;
+        return cuda_synchronize(stream);
+    });
+}
+
+}  // extern "C"

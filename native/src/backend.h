@@ -1,0 +1,60 @@
+// backend.h — the internal contract between the C entry points (api.cpp) and the backends
+// (cpu.cpp, cuda_backend.cu). api.cpp checks what can be checked without touching the
+// data (NULL pointers, sizes, config values); each backend checks the data itself (ids in
+// range, finite scores, monotone offsets) before it writes any output, and reports the first
+// offending index with fail().
+#pragma once
+
+#include <stdint.h>
+
+#include "drmas.h"
+
+namespace drmas {
+
+// Sets this thread's last-error message (printf-style) and returns `code`.
+int32_t fail(int32_t code, const char* fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void clear_error();
+
+// Threads for the CPU backend.
+int32_t cpu_threads();
+
+// ---- CPU backend (cpu.cpp) ----
+int32_t segment_stats_cpu(int64_t n, const float* values, const int32_t* ids, int64_t num_segments,
+                          int32_t ddof, int64_t* count, double* mean, double* m2, double* std);
+int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
+                      const int32_t* uid, const int32_t* traj, const int32_t* agent,
+                      int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
+                      double* diagnostics);
+int32_t broadcast_rows_cpu(int64_t num_rows, const float* row_values, const int64_t* row_offsets,
+                           int64_t num_tokens, float* token_values);
+int32_t clipped_loss_cpu(const drmas_loss_config& cfg, int64_t num_rows, const int64_t* row_offsets,
+                         int64_t num_tokens, const float* logp, const float* old_logp,
+                         const float* advantages, const float* ref_logp, const uint8_t* mask,
+                         float* grad, double* sums);
+
+// ---- CUDA backend (cuda_backend.cu; cuda_stub.cpp when built without nvcc) ----
+int32_t cuda_compiled();
+int32_t cuda_available();
+int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
+                           int64_t num_segments, int32_t ddof, int64_t* count, double* mean,
+                           double* m2, double* std, void* stream);
+int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* scores,
+                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
+                       int64_t num_uids, int64_t num_trajs, int64_t num_agents,
+                       float* advantages, double* diagnostics, void* stream);
+int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int64_t* row_offsets,
+                            int64_t num_tokens, float* token_values, void* stream);
+int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
+                          const int64_t* row_offsets, int64_t num_tokens, const float* logp,
+                          const float* old_logp, const float* advantages, const float* ref_logp,
+                          const uint8_t* mask, float* grad, double* sums, void* stream);
+int32_t cuda_malloc(size_t bytes, void** ptr);
+int32_t cuda_free(void* ptr);
+int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind);
+int32_t cuda_synchronize(void* stream);
+
+}  // namespace drmas

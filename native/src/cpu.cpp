@@ -1,0 +1,529 @@
+// cpu.cpp — the CPU backend of libdrmas and the oracle that CUDA results are compared with:
+// segment_stats_cpu, advantage_cpu, broadcast_rows_cpu, clipped_loss_cpu.
+// Every function validates all of its input before it writes any output, so that a bad
+// call leaves the caller's buffers untouched. Statistics are two-pass in fp64.
+//
+// advantage_cpu has two paths. Rollouts produce rows grouped by uid; when every uid's rows
+// are contiguous (checked during validation), each uid "run" is normalised on its own while
+// it is hot in L1: three short passes over ~50 rows instead of three passes over memory,
+// which makes the whole call cost about two streaming reads of the input. Other layouts
+// take the general path: global per-segment arrays and full passes.
+#include <math.h>
+#include <string.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "backend.h"
+#include "drmas_math.h"
+
+namespace drmas {
+
+// ---------------------------------------------------------------------------------------
+// threads
+
+static int32_t g_threads = 0;  // 0: default
+
+static int32_t default_threads() {
+    if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+        int v = atoi(env);
+        if (v > 0) return v;
+    }
+    unsigned hc = std::thread::hardware_concurrency();
+    return hc > 0 ? (int32_t)hc : 1;
+}
+
+int32_t cpu_threads() { return g_threads > 0 ? g_threads : default_threads(); }
+
+// Runs fn(tid, nthreads) on `nthreads` threads, tid 0 on the caller's. Spawning costs tens of
+// microseconds, so callers only go parallel above a size threshold.
+template <class F>
+static void run_parallel(int nthreads, F fn) {
+    if (nthreads <= 1) {
+        fn(0, 1);
+        return;
+    }
+    std::vector<std::thread> pool;
+    pool.reserve(nthreads - 1);
+    for (int t = 1; t < nthreads; ++t) pool.emplace_back(fn, t, nthreads);
+    fn(0, nthreads);
+    for (auto& th : pool) th.join();
+}
+
+static int threads_for(int64_t work) {
+    const int64_t per_thread_min = 1 << 16;  // below ~64K elements one thread is faster
+    int64_t t = std::min<int64_t>(cpu_threads(), std::max<int64_t>(1, work / per_thread_min));
+    return (int)std::max<int64_t>(1, t);
+}
+
+static const char* finite_name(float v) { return isnan(v) ? "nan" : (v > 0 ? "+inf" : "-inf"); }
+
+// ---------------------------------------------------------------------------------------
+// 1. segment statistics
+
+int32_t segment_stats_cpu(int64_t n, const float* values, const int32_t* ids, int64_t num_segments,
+                          int32_t ddof, int64_t* count, double* mean, double* m2, double* std) {
+    const char* fn = "drmas_segment_stats_f32";
+    for (int64_t i = 0; i < n; ++i) {
+        const int32_t s = ids[i];
+        if (s < 0 || s >= num_segments)
+            return fail(DRMAS_ERR_RANGE, "%s: segment_ids[%lld] = %d is outside [0, %lld)", fn,
+                        (long long)i, s, (long long)num_segments);
+        if (!isfinite(values[i]))
+            return fail(DRMAS_ERR_NONFINITE, "%s: values[%lld] is not finite (%s)", fn, (long long)i,
+                        finite_name(values[i]));
+    }
+    std::vector<int64_t> cnt(num_segments, 0);
+    std::vector<double> sum(num_segments, 0.0), sq(num_segments, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+        cnt[ids[i]] += 1;
+        sum[ids[i]] += values[i];
+    }
+    for (int64_t s = 0; s < num_segments; ++s) sum[s] = cnt[s] ? sum[s] / (double)cnt[s] : 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double d = (double)values[i] - sum[ids[i]];
+        sq[ids[i]] += d * d;
+    }
+    for (int64_t s = 0; s < num_segments; ++s) {
+        count[s] = cnt[s];
+        mean[s] = sum[s];
+        m2[s] = sq[s];
+        if (std) std[s] = std_from_m2((double)cnt[s], sq[s], ddof);
+    }
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. advantages
+
+namespace {
+
+struct Run {
+    int64_t begin;
+    int32_t uid;
+};
+
+struct Problem {  // first problem found in a chunk of rows
+    int64_t row = -1;
+    int kind = 0;  // 1 uid, 2 traj, 3 agent, 4 score
+};
+
+struct AdvArgs {
+    const drmas_norm_config* c;
+    int64_t n;
+    const float* scores;
+    const int32_t* uid;
+    const int32_t* traj;
+    const int32_t* agent;
+    int64_t U, T, K;
+    float* adv;
+    double* diag;
+};
+
+const double kNaN = __builtin_nan("");
+
+// Writes the diagnostics of segment (u, k).
+inline void write_diag(const AdvArgs& a, int64_t u, int64_t k, double acount, double amean,
+                       double am2, double gcount, double gmean, double gm2) {
+    const int64_t S = a.U * a.K, s = u * a.K + k;
+    const int ddof = a.c->ddof;
+    const double astd = std_from_m2(acount, am2, ddof), gstd = std_from_m2(gcount, gm2, ddof);
+    double* d = a.diag;
+    d[DRMAS_DIAG_AGENT_COUNT * S + s] = acount;
+    d[DRMAS_DIAG_AGENT_MEAN * S + s] = amean;
+    d[DRMAS_DIAG_AGENT_M2 * S + s] = am2;
+    d[DRMAS_DIAG_AGENT_STD * S + s] = astd;
+    d[DRMAS_DIAG_GROUP_COUNT * S + s] = gcount;
+    d[DRMAS_DIAG_GROUP_MEAN * S + s] = gmean;
+    d[DRMAS_DIAG_GROUP_M2 * S + s] = gm2;
+    d[DRMAS_DIAG_GROUP_STD * S + s] = gstd;
+    const double dm = amean - gmean;
+    d[DRMAS_DIAG_INFLATION * S + s] =
+        (acount > 0 && gstd > 0) ? (astd * astd + dm * dm) / (gstd * gstd) : kNaN;
+}
+
+// Scratch of one thread for the blocked path, reused across runs.
+struct RunScratch {
+    std::vector<double> acnt, asum, am2, amean;  // per agent of the current uid
+    std::vector<int32_t> slot;                   // row -> local trajectory slot
+    std::vector<int32_t> hkey, hval;             // open-addressing map traj -> slot
+    std::vector<double> tcnt, tsum;              // per local trajectory
+};
+
+// Normalises rows [b, e), all of uid u (and nothing else of u anywhere).
+void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch& w) {
+    const drmas_norm_config& c = *a.c;
+    const int64_t K = a.K, len = e - b;
+    const bool by_traj = a.traj != nullptr;
+    w.acnt.assign(K, 0.0);
+    w.asum.assign(K, 0.0);
+    w.am2.assign(K, 0.0);
+    w.amean.resize(K);
+
+    // Local trajectory slots: distinct trajectories of the run, in order of appearance.
+    int64_t ntraj = 0;
+    if (by_traj) {
+        int64_t cap = 16;
+        while (cap < 2 * len) cap <<= 1;
+        w.hkey.assign(cap, -1);
+        w.hval.resize(cap);
+        w.slot.resize(len);
+        w.tcnt.clear();
+        w.tsum.clear();
+        for (int64_t i = b; i < e; ++i) {
+            const int32_t t = a.traj[i];
+            int64_t h = ((uint32_t)t * 2654435761u) & (cap - 1);
+            while (w.hkey[h] != -1 && w.hkey[h] != t) h = (h + 1) & (cap - 1);
+            if (w.hkey[h] == -1) {
+                w.hkey[h] = t;
+                w.hval[h] = (int32_t)ntraj++;
+                w.tcnt.push_back(0.0);
+                w.tsum.push_back(0.0);
+            }
+            w.slot[i - b] = w.hval[h];
+        }
+    }
+
+    // Pass 1: sums.
+    double gcnt = 0, gsum = 0;
+    for (int64_t i = b; i < e; ++i) {
+        const double s = a.scores[i];
+        const int32_t k = a.agent[i];
+        w.acnt[k] += 1;
+        w.asum[k] += s;
+        if (by_traj) {
+            const int32_t j = w.slot[i - b];
+            w.tcnt[j] += 1;
+            w.tsum[j] += s;
+        } else {
+            gsum += s;
+        }
+    }
+    for (int64_t k = 0; k < K; ++k) w.amean[k] = w.acnt[k] > 0 ? w.asum[k] / w.acnt[k] : 0.0;
+    if (by_traj) {
+        for (int64_t j = 0; j < ntraj; ++j) {
+            w.tsum[j] /= w.tcnt[j];  // now the trajectory's mean score S_t
+            gsum += w.tsum[j];
+        }
+        gcnt = (double)ntraj;
+    } else {
+        gcnt = (double)len;
+    }
+    const double gmean = gsum / gcnt;
+
+    // Pass 2: second moments about the means.
+    double gm2 = 0;
+    for (int64_t i = b; i < e; ++i) {
+        const double s = a.scores[i];
+        const double d = s - w.amean[a.agent[i]];
+        w.am2[a.agent[i]] += d * d;
+        if (!by_traj) gm2 += (s - gmean) * (s - gmean);
+    }
+    if (by_traj)
+        for (int64_t j = 0; j < ntraj; ++j) gm2 += (w.tsum[j] - gmean) * (w.tsum[j] - gmean);
+
+    // Pass 3: advantages.
+    const int ddof = c.ddof;
+    const SegStat group{gcnt, gmean, std_from_m2(gcnt, gm2, ddof)};
+    for (int64_t i = b; i < e; ++i) {
+        const int32_t k = a.agent[i];
+        const double s = a.scores[i];
+        const double x = by_traj ? w.tsum[w.slot[i - b]] : s;
+        const SegStat ag{w.acnt[k], w.amean[k], std_from_m2(w.acnt[k], w.am2[k], ddof)};
+        a.adv[i] = row_advantage(c, s, x, ag, group);
+    }
+    if (a.diag)
+        for (int64_t k = 0; k < K; ++k)
+            write_diag(a, u, k, w.acnt[k], w.amean[k], w.am2[k], gcnt, gmean, gm2);
+}
+
+// General path for any row order: global per-segment arrays, full passes. `owner` maps each
+// trajectory to its uid (-1 for empty trajectories).
+void normalise_general(const AdvArgs& a, const std::vector<int32_t>& owner) {
+    const drmas_norm_config& c = *a.c;
+    const int64_t U = a.U, K = a.K, S = U * K, T = a.T, n = a.n;
+    const bool by_traj = a.traj != nullptr;
+    std::vector<double> acnt(S, 0.0), amean(S, 0.0), am2(S, 0.0);
+    std::vector<double> gcnt(U, 0.0), gmean(U, 0.0), gm2(U, 0.0);
+    std::vector<double> tcnt(by_traj ? T : 0, 0.0), tmean(by_traj ? T : 0, 0.0);
+    for (int64_t i = 0; i < n; ++i) {
+        const double s = a.scores[i];
+        const int64_t seg = (int64_t)a.uid[i] * K + a.agent[i];
+        acnt[seg] += 1;
+        amean[seg] += s;
+        if (by_traj) {
+            tcnt[a.traj[i]] += 1;
+            tmean[a.traj[i]] += s;
+        } else {
+            gcnt[a.uid[i]] += 1;
+            gmean[a.uid[i]] += s;
+        }
+    }
+    for (int64_t s = 0; s < S; ++s) amean[s] = acnt[s] > 0 ? amean[s] / acnt[s] : 0.0;
+    if (by_traj) {
+        for (int64_t t = 0; t < T; ++t) {
+            if (tcnt[t] == 0) continue;
+            tmean[t] /= tcnt[t];
+            gcnt[owner[t]] += 1;
+            gmean[owner[t]] += tmean[t];
+        }
+    }
+    for (int64_t u = 0; u < U; ++u) gmean[u] = gcnt[u] > 0 ? gmean[u] / gcnt[u] : 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double s = a.scores[i];
+        const int64_t seg = (int64_t)a.uid[i] * K + a.agent[i];
+        am2[seg] += (s - amean[seg]) * (s - amean[seg]);
+        if (!by_traj) gm2[a.uid[i]] += (s - gmean[a.uid[i]]) * (s - gmean[a.uid[i]]);
+    }
+    if (by_traj)
+        for (int64_t t = 0; t < T; ++t)
+            if (tcnt[t] > 0) gm2[owner[t]] += (tmean[t] - gmean[owner[t]]) * (tmean[t] - gmean[owner[t]]);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t u = a.uid[i], seg = u * K + a.agent[i];
+        const double s = a.scores[i];
+        const double x = by_traj ? tmean[a.traj[i]] : s;
+        const SegStat ag{acnt[seg], amean[seg], std_from_m2(acnt[seg], am2[seg], c.ddof)};
+        const SegStat gr{gcnt[u], gmean[u], std_from_m2(gcnt[u], gm2[u], c.ddof)};
+        a.adv[i] = row_advantage(c, s, x, ag, gr);
+    }
+    if (a.diag)
+        for (int64_t u = 0; u < U; ++u)
+            for (int64_t k = 0; k < K; ++k)
+                write_diag(a, u, k, acnt[u * K + k], amean[u * K + k], am2[u * K + k], gcnt[u],
+                           gmean[u], gm2[u]);
+}
+
+}  // namespace
+
+int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
+                      const int32_t* uid, const int32_t* traj, const int32_t* agent,
+                      int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
+                      double* diagnostics) {
+    const char* fn = "drmas_advantage_f32";
+    const int64_t U = num_uids, T = num_trajs, K = num_agents;
+    AdvArgs a{&cfg, n, scores, uid, traj, agent, U, T, K, advantages, diagnostics};
+
+    // ---- validation (parallel): ranges, finiteness, trajectory owners, uid runs ----
+    // owner[t] is the uid of trajectory t; it is claimed by compare-and-swap the first time
+    // and read (a plain load) after that, so the common case costs no locked instruction.
+    std::vector<int32_t> owner(traj ? T : 0, -1);
+    const int nt = threads_for(n);
+    std::vector<Problem> problems(nt);
+    std::vector<char> inconsistent(nt, 0);
+    std::vector<std::vector<Run>> runs(nt);
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t b = n * tid / nth, e = n * (tid + 1) / nth;
+        Problem& p = problems[tid];
+        std::vector<Run>& r = runs[tid];
+        r.reserve((e - b) / 16 + 1);
+        int32_t prev = -1;
+        for (int64_t i = b; i < e; ++i) {
+            const int32_t u = uid[i];
+            if ((uint32_t)u >= (uint64_t)U) { p = {i, 1}; return; }
+            if (traj && (uint32_t)traj[i] >= (uint64_t)T) { p = {i, 2}; return; }
+            if ((uint32_t)agent[i] >= (uint64_t)K) { p = {i, 3}; return; }
+            if (!isfinite(scores[i])) { p = {i, 4}; return; }
+            if (i == b || u != prev) r.push_back({i, u});
+            prev = u;
+            if (traj) {
+                int32_t* o = &owner[traj[i]];
+                int32_t cur = __atomic_load_n(o, __ATOMIC_RELAXED);
+                if (cur != u) {
+                    int32_t expected = -1;
+                    if (cur != -1 || !__atomic_compare_exchange_n(o, &expected, u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                        if (expected != u) inconsistent[tid] = 1;
+                    }
+                }
+            }
+        }
+    });
+    int64_t bad = -1;
+    int kind = 0;
+    for (const Problem& p : problems)
+        if (p.row >= 0) {
+            bad = p.row;
+            kind = p.kind;
+            break;
+        }
+    const bool any_inconsistent = std::find(inconsistent.begin(), inconsistent.end(), 1) != inconsistent.end();
+    if (any_inconsistent || (bad >= 0 && traj)) {
+        // Find the first row whose trajectory was first seen in another uid, scanning in
+        // order so that the message does not depend on the thread schedule.
+        const int64_t limit = bad >= 0 ? bad : n;
+        std::fill(owner.begin(), owner.end(), -1);
+        std::vector<int64_t> first_row(T, -1);
+        for (int64_t i = 0; i < limit; ++i) {
+            const int32_t t = traj[i];
+            if (owner[t] == -1) {
+                owner[t] = uid[i];
+                first_row[t] = i;
+            } else if (owner[t] != uid[i]) {
+                return fail(DRMAS_ERR_INCONSISTENT,
+                            "%s: traj[%lld] = %d has uid %d but its row %lld has uid %d (a trajectory must lie in one uid)",
+                            fn, (long long)i, t, uid[i], (long long)first_row[t], owner[t]);
+            }
+        }
+    }
+    if (bad >= 0) {
+        const long long i = (long long)bad;
+        switch (kind) {
+            case 1: return fail(DRMAS_ERR_RANGE, "%s: uid[%lld] = %d is outside [0, %lld)", fn, i, uid[bad], (long long)U);
+            case 2: return fail(DRMAS_ERR_RANGE, "%s: traj[%lld] = %d is outside [0, %lld)", fn, i, traj[bad], (long long)T);
+            case 3: return fail(DRMAS_ERR_RANGE, "%s: agent[%lld] = %d is outside [0, %lld)", fn, i, agent[bad], (long long)K);
+            default: return fail(DRMAS_ERR_NONFINITE, "%s: scores[%lld] is not finite (%s)", fn, i, finite_name(scores[bad]));
+        }
+    }
+
+    // ---- merge the runs of all chunks and check that each uid forms one run ----
+    std::vector<Run> all;
+    all.reserve(n / 16 + nt);
+    for (const auto& r : runs)
+        for (const Run& x : r)
+            if (all.empty() || all.back().uid != x.uid) all.push_back(x);
+    bool contiguous = true;
+    {
+        std::vector<char> seen(U, 0);
+        for (const Run& x : all) {
+            if (seen[x.uid]) {
+                contiguous = false;
+                break;
+            }
+            seen[x.uid] = 1;
+        }
+        // uids without rows still get their (empty) diagnostics
+        if (diagnostics && contiguous)
+            for (int64_t u = 0; u < U; ++u)
+                if (!seen[u])
+                    for (int64_t k = 0; k < K; ++k) write_diag(a, u, k, 0, 0, 0, 0, 0, 0);
+    }
+    if (!contiguous) {
+        normalise_general(a, owner);
+        return DRMAS_OK;
+    }
+
+    // ---- blocked path: runs split across threads by row count ----
+    const int64_t R = (int64_t)all.size();
+    const int nt2 = threads_for(n);
+    run_parallel(nt2, [&](int tid, int nth) {
+        const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
+        // A thread takes the runs that begin in its row range.
+        int64_t r0 = std::lower_bound(all.begin(), all.end(), lo, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
+        int64_t r1 = std::lower_bound(all.begin(), all.end(), hi, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
+        RunScratch w;
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t b = all[r].begin, e = r + 1 < R ? all[r + 1].begin : n;
+            normalise_run(a, b, e, all[r].uid, w);
+        }
+    });
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. broadcast
+
+static int32_t check_offsets(const char* fn, int64_t num_rows, const int64_t* off, int64_t num_tokens) {
+    if (off[0] < 0)
+        return fail(DRMAS_ERR_RANGE, "%s: row_offsets[0] = %lld is negative", fn, (long long)off[0]);
+    for (int64_t r = 0; r < num_rows; ++r)
+        if (off[r + 1] < off[r])
+            return fail(DRMAS_ERR_RANGE, "%s: row_offsets[%lld] = %lld < row_offsets[%lld] = %lld (offsets must not decrease)",
+                        fn, (long long)r + 1, (long long)off[r + 1], (long long)r, (long long)off[r]);
+    if (off[num_rows] > num_tokens)
+        return fail(DRMAS_ERR_RANGE, "%s: row_offsets[%lld] = %lld is past num_tokens = %lld", fn,
+                    (long long)num_rows, (long long)off[num_rows], (long long)num_tokens);
+    return DRMAS_OK;
+}
+
+int32_t broadcast_rows_cpu(int64_t num_rows, const float* row_values, const int64_t* off,
+                           int64_t num_tokens, float* out) {
+    if (int32_t st = check_offsets("drmas_broadcast_rows_f32", num_rows, off, num_tokens)) return st;
+    std::fill(out, out + off[0], 0.0f);
+    for (int64_t r = 0; r < num_rows; ++r) std::fill(out + off[r], out + off[r + 1], row_values[r]);
+    std::fill(out + off[num_rows], out + num_tokens, 0.0f);
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. fused clipped loss
+
+int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int64_t* off,
+                         int64_t num_tokens, const float* logp, const float* old_logp,
+                         const float* adv, const float* ref, const uint8_t* mask, float* grad,
+                         double* sums) {
+    if (int32_t st = check_offsets("drmas_clipped_loss_f32", num_rows, off, num_tokens)) return st;
+    const bool per_row_mean = c.aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN;
+    const double inv_norm = 1.0 / c.normalizer;
+    const float coef = (float)c.kl_coef;
+
+    const int nt = threads_for(off[num_rows] - off[0]);
+    std::vector<double> partial((size_t)nt * DRMAS_LOSS_SUMS, 0.0);
+    run_parallel(nt, [&](int tid, int nth) {
+        // rows split by token count, so that threads get equal work
+        const int64_t t0 = off[0], span = off[num_rows] - off[0];
+        const int64_t lo = t0 + span * tid / nth, hi = t0 + span * (tid + 1) / nth;
+        // a row belongs to the thread whose token range holds its first token
+        const int64_t r0 = tid == 0 ? 0 : std::lower_bound(off, off + num_rows, lo) - off;
+        const int64_t r1 = tid == nth - 1 ? num_rows : std::lower_bound(off, off + num_rows, hi) - off;
+        double acc[DRMAS_LOSS_SUMS] = {0};
+        for (int64_t r = r0; r < r1; ++r) {
+            const int64_t b = off[r], e = off[r + 1];
+            double w = inv_norm;
+            if (per_row_mean) {
+                int64_t nv = 0;
+                if (mask) {
+                    for (int64_t t = b; t < e; ++t) nv += mask[t] != 0;
+                } else {
+                    nv = e - b;
+                }
+                w = nv > 0 ? inv_norm / (double)nv : 0.0;
+            }
+            const float wf = (float)w;
+            double lsum = 0, pgsum = 0, klsum = 0, ppo = 0;
+            int64_t ntok = 0, clipped = 0, lower = 0;
+            for (int64_t t = b; t < e; ++t) {
+                if (mask && !mask[t]) {
+                    grad[t] = 0.0f;
+                    continue;
+                }
+                const TokenLoss tl = token_loss(c, logp[t], old_logp[t], adv[t], ref != nullptr, ref ? ref[t] : 0.0f);
+                grad[t] = wf * (tl.dpg + coef * tl.dkl);
+                pgsum += tl.pg;
+                klsum += tl.kl;
+                lsum += (double)tl.pg + (double)coef * tl.kl;
+                ppo += tl.neg_kl;
+                ++ntok;
+                clipped += tl.clipped;
+                lower += tl.clipped_lower;
+            }
+            acc[DRMAS_LOSS_LOSS] += w * lsum;
+            acc[DRMAS_LOSS_PG_LOSS] += w * pgsum;
+            acc[DRMAS_LOSS_KL_LOSS] += w * klsum;
+            acc[DRMAS_LOSS_TOKENS] += (double)ntok;
+            acc[DRMAS_LOSS_CLIPPED] += (double)clipped;
+            acc[DRMAS_LOSS_CLIPPED_LOWER] += (double)lower;
+            acc[DRMAS_LOSS_PPO_KL] += ppo;
+            acc[DRMAS_LOSS_KL] += klsum;
+        }
+        for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) partial[(size_t)tid * DRMAS_LOSS_SUMS + j] = acc[j];
+    });
+    std::fill(grad, grad + off[0], 0.0f);
+    std::fill(grad + off[num_rows], grad + num_tokens, 0.0f);
+    for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) {
+        double s = 0;
+        for (int t = 0; t < nt; ++t) s += partial[(size_t)t * DRMAS_LOSS_SUMS + j];  // fixed order
+        sums[j] = s;
+    }
+    return DRMAS_OK;
+}
+
+}  // namespace drmas
+
+extern "C" {
+int32_t drmas_set_num_threads(int32_t n) {
+    drmas::g_threads = n > 0 ? n : 0;
+    return drmas::cpu_threads();
+}
+int32_t drmas_get_num_threads(void) { return drmas::cpu_threads(); }
+}

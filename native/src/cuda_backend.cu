@@ -1,0 +1,529 @@
+// cuda_backend.cu — the CUDA backend: host launchers for the kernels of kernels/. Each call
+// checks that its arrays are device memory, validates the data on the device and synchronises
+// `stream` once to report the first bad index (in the CPU backend's order and words) before
+// any output is written; scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync).
+// Every CUDA error becomes a status with cudaGetErrorString; nothing exits or prints.
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <algorithm>
+
+#include "backend.h"
+#include "drmas_math.h"
+
+#include "drmas_common.cuh"
+#include "validate.cuh"
+#include "segment_stats.cuh"
+#include "advantage.cuh"
+#include "broadcast_rows.cuh"
+#include "clipped_loss.cuh"
+
+namespace drmas {
+namespace {
+
+using ull = unsigned long long;
+
+// Grid-stride kernels never need more blocks than this to fill a GPU (132 SMs x 2048 threads
+// on an H100 is ~1000 blocks of 256); more would only add scheduling overhead.
+constexpr int64_t kMaxGrid = 8192;
+
+int grid_for(int64_t items) {
+    const int64_t blocks = (items + kBlockSize - 1) / kBlockSize;
+    return (int)std::min<int64_t>(std::max<int64_t>(blocks, 1), kMaxGrid);
+}
+// Kernels with one block per row.
+int grid_for_rows(int64_t rows) { return (int)std::min<int64_t>(std::max<int64_t>(rows, 1), kMaxGrid); }
+
+// A failed CUDA call: clear the (non-sticky) error state and report it.
+int32_t cuda_fail(const char* fn, const char* what, cudaError_t e) {
+    (void)cudaGetLastError();
+    return fail(e == cudaErrorMemoryAllocation ? DRMAS_ERR_ALLOC : DRMAS_ERR_CUDA, "%s: %s (in %s)",
+                fn, cudaGetErrorString(e), what);
+}
+
+#define DRMAS_CUDA_TRY(what, call)                               \
+    do {                                                         \
+        const cudaError_t drmas_e_ = (call);                     \
+        if (drmas_e_ != cudaSuccess) return cuda_fail(fn, what, drmas_e_); \
+    } while (0)
+
+// After a launch: a bad configuration or a missing kernel image shows up here.
+#define DRMAS_CUDA_LAUNCHED(kernel) DRMAS_CUDA_TRY(kernel, cudaGetLastError())
+
+// Fails unless p (when not NULL) is device or managed memory usable on the current device.
+int32_t check_device_pointer(const char* fn, const char* name, const void* p) {
+    if (p == nullptr) return DRMAS_OK;
+    cudaPointerAttributes attr;
+    const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+    if (e == cudaErrorInvalidValue) {
+        (void)cudaGetLastError();
+        return fail(DRMAS_ERR_CONFIG,
+                    "%s: argument '%s' is not a device pointer (CUDA calls need cudaMalloc'd or managed memory)",
+                    fn, name);
+    }
+    if (e != cudaSuccess) return cuda_fail(fn, "cudaPointerGetAttributes", e);
+    if (attr.type == cudaMemoryTypeManaged) return DRMAS_OK;
+    if (attr.type == cudaMemoryTypeDevice) {
+        int current = 0;
+        DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&current));
+        if (attr.device != current)
+            return fail(DRMAS_ERR_CONFIG,
+                        "%s: argument '%s' is memory of device %d but the current device is %d", fn,
+                        name, attr.device, current);
+        return DRMAS_OK;
+    }
+    return fail(DRMAS_ERR_CONFIG,
+                "%s: argument '%s' is not a device pointer (it is %s memory; CUDA calls need cudaMalloc'd or managed memory)",
+                fn, name, attr.type == cudaMemoryTypeHost ? "pinned host" : "host");
+}
+
+#define DRMAS_CHECK_POINTER(name, ptr, used)                                   \
+    do {                                                                       \
+        if (used) {                                                            \
+            if (int32_t drmas_st_ = check_device_pointer(fn, name, ptr)) return drmas_st_; \
+        }                                                                      \
+    } while (0)
+
+// One stream-ordered scratch allocation carved into aligned arrays. The destructor frees it
+// on the stream on every path (error paths included); release() reports a failing free.
+class Scratch {
+public:
+    explicit Scratch(cudaStream_t stream) : stream_(stream) {}
+    ~Scratch() {
+        if (base_ != nullptr) {
+            (void)cudaFreeAsync(base_, stream_);
+            (void)cudaGetLastError();
+        }
+    }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+
+    // Reserves `count` elements of T; returns the byte offset (call before allocate()).
+    template <class T>
+    size_t reserve(int64_t count) {
+        const size_t offset = (bytes_ + 255) / 256 * 256;
+        bytes_ = offset + (size_t)count * sizeof(T);
+        return offset;
+    }
+    size_t bytes() const { return bytes_; }
+    cudaError_t allocate() {
+        if (bytes_ == 0) return cudaSuccess;
+        return cudaMallocAsync(&base_, bytes_, stream_);
+    }
+    template <class T>
+    T* at(size_t offset) const {
+        return reinterpret_cast<T*>(static_cast<char*>(base_) + offset);
+    }
+    cudaError_t release() {
+        void* p = base_;
+        base_ = nullptr;
+        return p != nullptr ? cudaFreeAsync(p, stream_) : cudaSuccess;
+    }
+
+private:
+    cudaStream_t stream_;
+    void* base_ = nullptr;
+    size_t bytes_ = 0;
+};
+
+// Copies `count` values from device memory to the host and waits for them (the one
+// synchronisation of a call, or the extra ones of an error message).
+template <class T>
+cudaError_t copy_to_host(T* host, const T* device, int64_t count, cudaStream_t stream) {
+    cudaError_t e = cudaMemcpyAsync(host, device, (size_t)count * sizeof(T), cudaMemcpyDefault, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    return e;
+}
+
+const char* finite_name(float v) { return isnan(v) ? "nan" : (v > 0 ? "+inf" : "-inf"); }
+
+// Offsets: the CPU backend's checks and messages, from the slots of
+// validate_row_offsets_kernel (already copied to the host).
+int32_t report_offsets(const char* fn, const ull* slots, const int64_t* row_offsets,
+                       int64_t num_rows, int64_t num_tokens, cudaStream_t stream) {
+    const int64_t first = (int64_t)slots[kOffFirst];
+    const int64_t last = (int64_t)slots[kOffLast];
+    if (first < 0)
+        return fail(DRMAS_ERR_RANGE, "%s: row_offsets[0] = %lld is negative", fn, (long long)first);
+    if (slots[kOffDecreasing] != kNoError) {
+        const int64_t r = (int64_t)slots[kOffDecreasing];  // r >= 1
+        int64_t pair[2] = {0, 0};
+        DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(pair, row_offsets + (r - 1), 2, stream));
+        return fail(DRMAS_ERR_RANGE,
+                    "%s: row_offsets[%lld] = %lld < row_offsets[%lld] = %lld (offsets must not decrease)",
+                    fn, (long long)r, (long long)pair[1], (long long)(r - 1), (long long)pair[0]);
+    }
+    if (last > num_tokens)
+        return fail(DRMAS_ERR_RANGE, "%s: row_offsets[%lld] = %lld is past num_tokens = %lld", fn,
+                    (long long)num_rows, (long long)last, (long long)num_tokens);
+    return DRMAS_OK;
+}
+
+// Runs validate_row_offsets_kernel and synchronises; on success gives the span
+// [first, last) that the rows tile.
+int32_t validate_offsets(const char* fn, int64_t num_rows, const int64_t* row_offsets,
+                         int64_t num_tokens, cudaStream_t stream, int64_t* first, int64_t* last) {
+    Scratch scratch(stream);
+    const size_t slots_at = scratch.reserve<ull>(kOffSlots);
+    DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
+    ull* slots = scratch.at<ull>(slots_at);
+    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(slots, 0xFF, kOffSlots * sizeof(ull), stream));
+    validate_row_offsets_kernel<<<grid_for(num_rows + 1), kBlockSize, 0, stream>>>(
+        num_rows, row_offsets, slots);
+    DRMAS_CUDA_LAUNCHED("validate_row_offsets_kernel");
+    ull host[kOffSlots];
+    DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(host, slots, kOffSlots, stream));
+    DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
+    if (int32_t st = report_offsets(fn, host, row_offsets, num_rows, num_tokens, stream)) return st;
+    *first = (int64_t)host[kOffFirst];
+    *last = (int64_t)host[kOffLast];
+    return DRMAS_OK;
+}
+
+// Zeroes the tokens of [0, first) and [last, num_tokens): those no row owns.
+cudaError_t zero_outside_rows(float* tokens, int64_t first, int64_t last, int64_t num_tokens,
+                              cudaStream_t stream) {
+    cudaError_t e = cudaSuccess;
+    if (first > 0) e = cudaMemsetAsync(tokens, 0, (size_t)first * sizeof(float), stream);
+    if (e == cudaSuccess && last < num_tokens)
+        e = cudaMemsetAsync(tokens + last, 0, (size_t)(num_tokens - last) * sizeof(float), stream);
+    return e;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// availability and memory helpers
+
+int32_t cuda_compiled() { return 1; }
+
+int32_t cuda_available() {
+    // Probed once: cudaGetDeviceCount loads the driver, and without one it only returns an
+    // error (cudaErrorInsufficientDriver / cudaErrorNoDevice), which must not stay pending.
+    static const int32_t available = [] {
+        int count = 0;
+        const cudaError_t e = cudaGetDeviceCount(&count);
+        (void)cudaGetLastError();
+        return (e == cudaSuccess && count >= 1) ? 1 : 0;
+    }();
+    return available;
+}
+
+int32_t cuda_malloc(size_t bytes, void** ptr) {
+    const char* fn = "drmas_cuda_malloc";
+    *ptr = nullptr;
+    DRMAS_CUDA_TRY("cudaMalloc", cudaMalloc(ptr, bytes));
+    return DRMAS_OK;
+}
+
+int32_t cuda_free(void* ptr) {
+    const char* fn = "drmas_cuda_free";
+    DRMAS_CUDA_TRY("cudaFree", cudaFree(ptr));
+    return DRMAS_OK;
+}
+
+int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind) {
+    const char* fn = "drmas_cuda_memcpy";
+    if (bytes == 0) return DRMAS_OK;
+    const cudaMemcpyKind k = kind == DRMAS_COPY_HOST_TO_DEVICE   ? cudaMemcpyHostToDevice
+                             : kind == DRMAS_COPY_DEVICE_TO_HOST ? cudaMemcpyDeviceToHost
+                                                                 : cudaMemcpyDeviceToDevice;
+    DRMAS_CUDA_TRY("cudaMemcpy", cudaMemcpy(dst, src, bytes, k));
+    return DRMAS_OK;
+}
+
+int32_t cuda_synchronize(void* stream) {
+    const char* fn = "drmas_cuda_synchronize";
+    DRMAS_CUDA_TRY("cudaStreamSynchronize", cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. segment statistics
+
+int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
+                           int64_t num_segments, int32_t ddof, int64_t* count, double* mean,
+                           double* m2, double* std, void* stream_ptr) {
+    const char* fn = "drmas_segment_stats_f32";
+    const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+    (void)cudaGetLastError();  // an earlier, unrelated launch error must not be blamed on us
+    DRMAS_CHECK_POINTER("values", values, n > 0);
+    DRMAS_CHECK_POINTER("segment_ids", ids, n > 0);
+    DRMAS_CHECK_POINTER("count", count, num_segments > 0);
+    DRMAS_CHECK_POINTER("mean", mean, num_segments > 0);
+    DRMAS_CHECK_POINTER("m2", m2, num_segments > 0);
+    DRMAS_CHECK_POINTER("std", std, num_segments > 0);
+    if (num_segments == 0) return DRMAS_OK;  // then n == 0 too (api.cpp)
+
+    // Validation: per row the CPU checks the id, then the value, and stops at the first
+    // bad row; so the first offending row is the lower of the two first-bad indices, and on
+    // a tie the id is reported.
+    if (n > 0) {
+        Scratch scratch(stream);
+        const size_t bad_at = scratch.reserve<ull>(kSegChecks);
+        DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
+        ull* bad = scratch.at<ull>(bad_at);
+        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(bad, 0xFF, kSegChecks * sizeof(ull), stream));
+        validate_segment_rows_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids,
+                                                                              num_segments, bad);
+        DRMAS_CUDA_LAUNCHED("validate_segment_rows_kernel");
+        ull host[kSegChecks];
+        DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(host, bad, kSegChecks, stream));
+        DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
+        if (host[kSegBadId] != kNoError && host[kSegBadId] <= host[kSegBadValue]) {
+            const int64_t i = (int64_t)host[kSegBadId];
+            int32_t id = 0;
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&id, ids + i, 1, stream));
+            return fail(DRMAS_ERR_RANGE, "%s: segment_ids[%lld] = %d is outside [0, %lld)", fn,
+                        (long long)i, id, (long long)num_segments);
+        }
+        if (host[kSegBadValue] != kNoError) {
+            const int64_t i = (int64_t)host[kSegBadValue];
+            float v = 0.0f;
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&v, values + i, 1, stream));
+            return fail(DRMAS_ERR_NONFINITE, "%s: values[%lld] is not finite (%s)", fn,
+                        (long long)i, finite_name(v));
+        }
+    }
+
+    // The outputs are the accumulators: count and mean (holding the sums until
+    // segment_means_kernel) for pass 1, m2 for pass 2. int64 and unsigned long long have
+    // the same size and, for counts < 2^63, the same bits.
+    ull* cnt = reinterpret_cast<ull*>(count);
+    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(count, 0, (size_t)num_segments * sizeof(int64_t), stream));
+    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(mean, 0, (size_t)num_segments * sizeof(double), stream));
+    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(m2, 0, (size_t)num_segments * sizeof(double), stream));
+    if (n > 0) {
+        segment_sums_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids, cnt, mean);
+        DRMAS_CUDA_LAUNCHED("segment_sums_kernel");
+        segment_means_kernel<<<grid_for(num_segments), kBlockSize, 0, stream>>>(num_segments, cnt, mean);
+        DRMAS_CUDA_LAUNCHED("segment_means_kernel");
+        segment_m2_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids, mean, m2);
+        DRMAS_CUDA_LAUNCHED("segment_m2_kernel");
+    }
+    if (std != nullptr) {
+        segment_std_kernel<<<grid_for(num_segments), kBlockSize, 0, stream>>>(num_segments, cnt, m2,
+                                                                               ddof, std);
+        DRMAS_CUDA_LAUNCHED("segment_std_kernel");
+    }
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. advantages
+
+int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* scores,
+                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
+                       int64_t num_uids, int64_t num_trajs, int64_t num_agents,
+                       float* advantages, double* diagnostics, void* stream_ptr) {
+    const char* fn = "drmas_advantage_f32";
+    const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+    (void)cudaGetLastError();
+    const bool by_traj = traj != nullptr;  // api.cpp passes NULL under row pooling
+    const int64_t U = num_uids, T = by_traj ? num_trajs : 0, K = num_agents;
+    const int64_t S = U * K;
+    DRMAS_CHECK_POINTER("scores", scores, n > 0);
+    DRMAS_CHECK_POINTER("uid", uid, n > 0);
+    DRMAS_CHECK_POINTER("traj", traj, n > 0);
+    DRMAS_CHECK_POINTER("agent", agent, n > 0);
+    DRMAS_CHECK_POINTER("advantages", advantages, n > 0);
+    DRMAS_CHECK_POINTER("diagnostics", diagnostics, S > 0);
+    const bool want_diag = diagnostics != nullptr && S > 0;
+    if (n == 0 && !want_diag) return DRMAS_OK;
+
+    // Scratch: check slots and trajectory first rows (preset to all ones), then the
+    // accumulators (preset to zero).
+    Scratch scratch(stream);
+    const size_t bad_at = scratch.reserve<ull>(kAdvChecks);
+    const size_t first_row_at = scratch.reserve<ull>(T);
+    const size_t ones_end = scratch.bytes();
+    const size_t agent_count_at = scratch.reserve<ull>(S);
+    const size_t agent_mean_at = scratch.reserve<double>(S);
+    const size_t agent_m2_at = scratch.reserve<double>(S);
+    const size_t group_count_at = scratch.reserve<ull>(U);
+    const size_t group_mean_at = scratch.reserve<double>(U);
+    const size_t group_m2_at = scratch.reserve<double>(U);
+    const size_t traj_count_at = scratch.reserve<ull>(T);
+    const size_t traj_mean_at = scratch.reserve<double>(T);
+    const size_t zeros_end = scratch.bytes();
+    DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
+    ull* bad = scratch.at<ull>(bad_at);
+    ull* first_row = scratch.at<ull>(first_row_at);
+    const SegmentAccumulators agents{scratch.at<ull>(agent_count_at), scratch.at<double>(agent_mean_at),
+                                     scratch.at<double>(agent_m2_at)};
+    const SegmentAccumulators groups{scratch.at<ull>(group_count_at), scratch.at<double>(group_mean_at),
+                                     scratch.at<double>(group_m2_at)};
+    const SegmentAccumulators trajs{scratch.at<ull>(traj_count_at), scratch.at<double>(traj_mean_at),
+                                    nullptr};
+    const ConstSegmentAccumulators agents_c{agents.count, agents.mean, agents.m2};
+    const ConstSegmentAccumulators groups_c{groups.count, groups.mean, groups.m2};
+    const ConstSegmentAccumulators trajs_c{trajs.count, trajs.mean, trajs.m2};
+    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(0), 0xFF, ones_end, stream));
+    DRMAS_CUDA_TRY("cudaMemsetAsync",
+                   cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
+
+    // ---- validation ----
+    // The CPU checks each row's uid, traj, agent and score in that order and stops at the
+    // first bad row `limit`; before reporting it, it scans rows [0, limit) for the first row
+    // whose trajectory its first row put in another uid, and reports that one first.
+    if (n > 0) {
+        validate_advantage_rows_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(
+            n, scores, uid, traj, agent, U, T, K, bad);
+        DRMAS_CUDA_LAUNCHED("validate_advantage_rows_kernel");
+        if (by_traj) {
+            trajectory_first_row_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, uid, traj, U, T,
+                                                                                first_row);
+            DRMAS_CUDA_LAUNCHED("trajectory_first_row_kernel");
+            trajectory_consistency_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(
+                n, uid, traj, U, T, first_row, bad);
+            DRMAS_CUDA_LAUNCHED("trajectory_consistency_kernel");
+        }
+        ull host[kAdvChecks];
+        DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(host, bad, kAdvChecks, stream));
+        int64_t limit = n;
+        int kind = -1;
+        for (int k = kAdvBadUid; k <= kAdvBadScore; ++k)
+            if (host[k] != kNoError && (int64_t)host[k] < limit) {
+                limit = (int64_t)host[k];
+                kind = k;
+            }
+        // Rows below `limit` are all in range, so their first rows and the first
+        // inconsistent one are those of the CPU's sequential scan.
+        if (by_traj && host[kAdvInconsistent] != kNoError && (int64_t)host[kAdvInconsistent] < limit) {
+            const int64_t i = (int64_t)host[kAdvInconsistent];
+            int32_t t = 0, u = 0, owner = 0;
+            ull f = 0;
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&t, traj + i, 1, stream));
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&u, uid + i, 1, stream));
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&f, first_row + t, 1, stream));
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&owner, uid + f, 1, stream));
+            return fail(DRMAS_ERR_INCONSISTENT,
+                        "%s: traj[%lld] = %d has uid %d but its row %lld has uid %d (a trajectory must lie in one uid)",
+                        fn, (long long)i, t, u, (long long)f, owner);
+        }
+        if (kind >= 0) {
+            const long long i = (long long)limit;
+            int32_t id = 0;
+            switch (kind) {
+                case kAdvBadUid:
+                    DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&id, uid + i, 1, stream));
+                    return fail(DRMAS_ERR_RANGE, "%s: uid[%lld] = %d is outside [0, %lld)", fn, i, id, (long long)U);
+                case kAdvBadTraj:
+                    DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&id, traj + i, 1, stream));
+                    return fail(DRMAS_ERR_RANGE, "%s: traj[%lld] = %d is outside [0, %lld)", fn, i, id, (long long)T);
+                case kAdvBadAgent:
+                    DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&id, agent + i, 1, stream));
+                    return fail(DRMAS_ERR_RANGE, "%s: agent[%lld] = %d is outside [0, %lld)", fn, i, id, (long long)K);
+                default: {
+                    float v = 0.0f;
+                    DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&v, scores + i, 1, stream));
+                    return fail(DRMAS_ERR_NONFINITE, "%s: scores[%lld] is not finite (%s)", fn, i, finite_name(v));
+                }
+            }
+        }
+    }
+
+    // ---- statistics: two passes, fp64 ----
+    if (n > 0) {
+        advantage_sums_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, scores, uid, traj, agent, K,
+                                                                      agents, groups, trajs);
+        DRMAS_CUDA_LAUNCHED("advantage_sums_kernel");
+        segment_means_kernel<<<grid_for(S), kBlockSize, 0, stream>>>(S, agents.count, agents.mean);
+        DRMAS_CUDA_LAUNCHED("segment_means_kernel");
+        if (by_traj) {
+            segment_means_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs.count, trajs.mean);
+            DRMAS_CUDA_LAUNCHED("segment_means_kernel");
+            trajectory_group_sums_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs_c, first_row,
+                                                                                 uid, groups);
+            DRMAS_CUDA_LAUNCHED("trajectory_group_sums_kernel");
+        }
+        segment_means_kernel<<<grid_for(U), kBlockSize, 0, stream>>>(U, groups.count, groups.mean);
+        DRMAS_CUDA_LAUNCHED("segment_means_kernel");
+        advantage_m2_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, scores, uid, traj, agent, K,
+                                                                    agents, groups);
+        DRMAS_CUDA_LAUNCHED("advantage_m2_kernel");
+        if (by_traj) {
+            trajectory_group_m2_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs_c, first_row,
+                                                                               uid, groups);
+            DRMAS_CUDA_LAUNCHED("trajectory_group_m2_kernel");
+        }
+        advantage_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(cfg, n, scores, uid, traj, agent, K,
+                                                                 agents_c, groups_c, trajs_c,
+                                                                 advantages);
+        DRMAS_CUDA_LAUNCHED("advantage_kernel");
+    }
+    if (want_diag) {
+        advantage_diagnostics_kernel<<<grid_for(S), kBlockSize, 0, stream>>>(U, K, cfg.ddof, agents_c,
+                                                                             groups_c, diagnostics);
+        DRMAS_CUDA_LAUNCHED("advantage_diagnostics_kernel");
+    }
+    DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. broadcast
+
+int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int64_t* row_offsets,
+                            int64_t num_tokens, float* token_values, void* stream_ptr) {
+    const char* fn = "drmas_broadcast_rows_f32";
+    const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+    (void)cudaGetLastError();
+    DRMAS_CHECK_POINTER("row_values", row_values, num_rows > 0);
+    DRMAS_CHECK_POINTER("row_offsets", row_offsets, true);
+    DRMAS_CHECK_POINTER("token_values", token_values, num_tokens > 0);
+    int64_t first = 0, last = 0;
+    if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last))
+        return st;
+    if (num_tokens == 0) return DRMAS_OK;
+    DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(token_values, first, last, num_tokens, stream));
+    if (num_rows > 0 && last > first) {
+        broadcast_rows_kernel<<<grid_for_rows(num_rows), kBlockSize, 0, stream>>>(
+            num_rows, row_values, row_offsets, token_values);
+        DRMAS_CUDA_LAUNCHED("broadcast_rows_kernel");
+    }
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. fused clipped loss
+
+int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
+                          const int64_t* row_offsets, int64_t num_tokens, const float* logp,
+                          const float* old_logp, const float* advantages, const float* ref_logp,
+                          const uint8_t* mask, float* grad, double* sums, void* stream_ptr) {
+    const char* fn = "drmas_clipped_loss_f32";
+    const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+    (void)cudaGetLastError();
+    DRMAS_CHECK_POINTER("row_offsets", row_offsets, true);
+    DRMAS_CHECK_POINTER("logp", logp, num_tokens > 0);
+    DRMAS_CHECK_POINTER("old_logp", old_logp, num_tokens > 0);
+    DRMAS_CHECK_POINTER("advantages", advantages, num_tokens > 0);
+    DRMAS_CHECK_POINTER("ref_logp", ref_logp, num_tokens > 0);
+    DRMAS_CHECK_POINTER("mask", mask, num_tokens > 0);
+    DRMAS_CHECK_POINTER("grad", grad, num_tokens > 0);
+    DRMAS_CHECK_POINTER("sums", sums, true);
+    int64_t first = 0, last = 0;
+    if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last))
+        return st;
+
+    Scratch scratch(stream);
+    const size_t partials_at = scratch.reserve<double>((int64_t)DRMAS_LOSS_SUMS * num_rows);
+    DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
+    double* partials = num_rows > 0 ? scratch.at<double>(partials_at) : nullptr;
+    if (num_tokens > 0)
+        DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(grad, first, last, num_tokens, stream));
+    if (num_rows > 0) {
+        clipped_loss_kernel<<<grid_for_rows(num_rows), kBlockSize, 0, stream>>>(
+            cfg, num_rows, row_offsets, logp, old_logp, advantages, ref_logp, mask, grad, partials);
+        DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
+    }
+    clipped_loss_reduce_kernel<<<1, kBlockSize, 0, stream>>>(num_rows, partials, sums);
+    DRMAS_CUDA_LAUNCHED("clipped_loss_reduce_kernel");
+    DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
+    return DRMAS_OK;
+}
+
+}  // namespace drmas

@@ -1,0 +1,154 @@
+// drmas_math.h — the per-element formulas shared by the CPU backend and the CUDA kernels,
+// so that both compute the same numbers by construction: the advantage of one row given its
+// segments' statistics (ARCHITECTURE §5) and the clipped PPO loss of one token (§6).
+// defines: SegStat, row_advantage, TokenLoss, token_loss
+// The independent oracle is the plain-Java reference in the test sources, not this file.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include "drmas.h"
+
+#if defined(__CUDACC__)
+#define DRMAS_HD __host__ __device__ __forceinline__
+#else
+#define DRMAS_HD inline
+#endif
+
+namespace drmas {
+
+// Statistics of one segment as the normaliser uses them: members, mean, std (ddof applied).
+struct SegStat {
+    double count;
+    double mean;
+    double std;
+};
+
+// std = sqrt(m2 / (count - ddof)), 0 when there are not more members than ddof.
+DRMAS_HD double std_from_m2(double count, double m2, int ddof) {
+    return count > ddof ? sqrt(m2 / (count - ddof)) : 0.0;
+}
+
+// Advantage of one row. `s` is the row score, `x` the GRPO numerator (the trajectory's mean
+// score under trajectory pooling, else s). The mode takes its mean from one segment and its
+// std from another; a single-member segment that the mode uses is handled by the singleton
+// policy. The std segment is "used" only when scale_by_std is on.
+DRMAS_HD float row_advantage(const drmas_norm_config& c, double s, double x, SegStat agent,
+                             SegStat group) {
+    const bool agent_mean = c.mode == DRMAS_MODE_DRMAS || c.mode == DRMAS_MODE_AGENT_MEAN;
+    const bool agent_std = c.mode == DRMAS_MODE_DRMAS || c.mode == DRMAS_MODE_AGENT_STD;
+    const double num = c.mode == DRMAS_MODE_GRPO ? x : s;
+
+    // Resolve one statistic (mean when want_mean, else std) from its segment.
+    // Returns false when the policy says A = 0.
+    auto resolve = [&](bool from_agent, bool want_mean, double* out) -> bool {
+        const double raw_value = want_mean ? 0.0 : 1.0;
+        if (from_agent) {
+            if (agent.count > 1) {
+                *out = want_mean ? agent.mean : agent.std;
+                return true;
+            }
+            if (c.singleton == DRMAS_SINGLETON_ZERO) return false;
+            if (c.singleton == DRMAS_SINGLETON_RAW) {
+                *out = raw_value;
+                return true;
+            }
+            // fallback: the agent's group takes its place, unless the group is single too
+        }
+        if (group.count > 1) {
+            *out = want_mean ? group.mean : group.std;
+            return true;
+        }
+        if (c.singleton == DRMAS_SINGLETON_RAW) {
+            *out = raw_value;
+            return true;
+        }
+        return false;  // fallback and zero: a single group gives A = 0
+    };
+
+    double mean = 0.0, std = 1.0;
+    if (!resolve(agent_mean, true, &mean)) return 0.0f;
+    const double diff = num - mean;
+    if (!c.scale_by_std) return (float)diff;
+    if (!resolve(agent_std, false, &std)) return 0.0f;
+    if (diff == 0.0) return 0.0f;  // a constant segment gives exactly 0
+    return (float)(diff / (std + c.eps));
+}
+
+// Loss of one valid token, before the aggregation weight.
+struct TokenLoss {
+    float pg;        // policy-gradient loss
+    float dpg;       // d pg / d logp
+    float kl;        // KL estimator value (0 without a reference)
+    float dkl;       // d kl / d logp
+    float neg_kl;    // old_logp - logp, clamped as in the ratio (ppo_kl)
+    int clipped;     // the clipped surrogate was strictly larger (clipfrac)
+    int clipped_lower;  // A < 0 and the dual-clip bound won (clipfrac_lower)
+};
+
+DRMAS_HD float clampf_(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+// Gradient conventions follow LibTorch autograd of the same formula: clamp passes the
+// gradient on its closed interval, max/min split it evenly on ties, where() routes it.
+DRMAS_HD TokenLoss token_loss(const drmas_loss_config& c, float logp, float old_logp, float adv,
+                              bool has_ref, float ref_logp) {
+    TokenLoss t;
+    const float d = logp - old_logp;
+    const float dc = clampf_(d, -20.0f, 20.0f);
+    const float ratio = expf(dc);
+    const float dratio = (d >= -20.0f && d <= 20.0f) ? ratio : 0.0f;
+    const float lo = (float)(1.0 - c.clip_low), hi = (float)(1.0 + c.clip_high);
+    const float pg1 = -adv * ratio;
+    const float pg2 = -adv * clampf_(ratio, lo, hi);
+    // max(pg1, pg2): where pg2 wins strictly the ratio is outside [lo, hi], so the clamp
+    // blocks the gradient; on a tie both branches carry -A (half each).
+    float pg = pg1 > pg2 ? pg1 : pg2;
+    float dpg_dratio = pg2 > pg1 ? 0.0f : -adv;
+    t.clipped = pg2 > pg1;
+    t.clipped_lower = 0;
+    if (c.dual_clip > 0.0 && adv < 0.0f) {
+        const float pg3 = -adv * (float)c.dual_clip;
+        t.clipped_lower = pg > pg3;
+        if (pg > pg3) {
+            pg = pg3;
+            dpg_dratio = 0.0f;
+        } else if (pg == pg3) {
+            dpg_dratio *= 0.5f;
+        }
+    }
+    t.pg = pg;
+    t.dpg = dpg_dratio * dratio;
+    t.neg_kl = -dc;
+    t.kl = 0.0f;
+    t.dkl = 0.0f;
+    if (has_ref) {
+        switch (c.kl_type) {
+            case DRMAS_KL_K1:
+                t.kl = logp - ref_logp;
+                t.dkl = 1.0f;
+                break;
+            case DRMAS_KL_K2: {
+                const float e = logp - ref_logp;
+                t.kl = 0.5f * e * e;
+                t.dkl = e;
+                break;
+            }
+            case DRMAS_KL_K3: {
+                const float e = ref_logp - logp;
+                const float ec = clampf_(e, -20.0f, 20.0f);
+                const float r = expf(ec);
+                const float kld = r - ec - 1.0f;
+                t.kl = clampf_(kld, -10.0f, 10.0f);
+                const bool pass = (e >= -20.0f && e <= 20.0f) && (kld >= -10.0f && kld <= 10.0f);
+                t.dkl = pass ? 1.0f - r : 0.0f;
+                break;
+            }
+            default:
+                break;
+        }
+    }
+    return t;
+}
+
+}  // namespace drmas

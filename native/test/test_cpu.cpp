@@ -1,0 +1,280 @@
+// test_cpu.cpp — ctest harness for the CPU backend through the public C ABI: hand-computed
+// advantages, invariance to row order (the blocked and the general path must agree), exact
+// zeros for constant segments, every documented error with its message and untouched
+// outputs, broadcast, and loss identities. The exhaustive comparisons against an
+// independent reference and LibTorch live in the Java test suite.
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "drmas.h"
+
+static int g_pass = 0, g_fail = 0;
+
+#define CHECK(cond, ...)                                              \
+    do {                                                              \
+        if (cond) {                                                   \
+            ++g_pass;                                                 \
+        } else {                                                      \
+            ++g_fail;                                                 \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);               \
+            printf(__VA_ARGS__);                                      \
+            printf("\n");                                             \
+        }                                                             \
+    } while (0)
+
+static bool close(double a, double e, double atol, double rtol) { return fabs(a - e) <= atol + rtol * fabs(e); }
+
+static drmas_norm_config cfg_of(int mode) {
+    drmas_norm_config c;
+    memset(&c, 0, sizeof c);
+    c.mode = mode;
+    c.global_pooling = DRMAS_POOL_TRAJECTORIES;
+    c.singleton = DRMAS_SINGLETON_FALLBACK;
+    c.ddof = 1;
+    c.scale_by_std = 1;
+    c.eps = 1e-6;
+    return c;
+}
+
+static void test_hand_example() {
+    // One uid, three trajectories, each: solver (agent 0) then verifier (agent 1).
+    const float s[] = {1, 0, 1, 1, 0, 0};
+    const int32_t uid[] = {0, 0, 0, 0, 0, 0}, traj[] = {0, 0, 1, 1, 2, 2}, ag[] = {0, 1, 0, 1, 0, 1};
+    float a[6];
+    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 6, s, uid, traj, ag, 1, 3, 2, a, nullptr, nullptr) == 0, "drmas: %s", drmas_last_error());
+    // solver scores {1,1,0}: mean 2/3, std 0.57735; verifier {0,1,0}: mean 1/3, std 0.57735
+    const double drmas_expect[] = {0.5773493, -0.5773493, 0.5773493, 1.1546985, -1.1546985, -0.5773493};
+    for (int i = 0; i < 6; ++i) CHECK(close(a[i], drmas_expect[i], 1e-6, 1e-6), "drmas row %d: %g vs %g", i, a[i], drmas_expect[i]);
+    // GRPO with trajectory pooling: S = {0.5, 1, 0}, mean 0.5, std 0.5
+    c = cfg_of(DRMAS_MODE_GRPO);
+    CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 6, s, uid, traj, ag, 1, 3, 2, a, nullptr, nullptr) == 0, "grpo: %s", drmas_last_error());
+    const double grpo_expect[] = {0, 0, 0.999998, 0.999998, -0.999998, -0.999998};
+    for (int i = 0; i < 6; ++i) CHECK(close(a[i], grpo_expect[i], 1e-6, 1e-6), "grpo row %d: %g vs %g", i, a[i], grpo_expect[i]);
+    CHECK(a[0] == 0.0f && a[1] == 0.0f, "grpo rows at the group mean must be exactly 0");
+}
+
+struct Rows {
+    std::vector<float> s;
+    std::vector<int32_t> uid, traj, agent;
+    int64_t U, T, K;
+};
+
+// Rollout layout: uid-major, N trajectories per uid, `turns` rounds of K agents each.
+static Rows rollout_rows(int64_t U, int64_t N, int64_t K, int turns, std::mt19937_64& rng) {
+    Rows r{{}, {}, {}, {}, U, U * N, K};
+    std::bernoulli_distribution coin(0.6);
+    std::uniform_int_distribution<int> t(1, turns);
+    for (int64_t u = 0; u < U; ++u)
+        for (int64_t j = 0; j < N; ++j) {
+            const int nturns = t(rng);
+            const float reward = coin(rng) ? 1.0f : 0.0f;
+            for (int tt = 0; tt < nturns; ++tt)
+                for (int64_t k = 0; k < K; ++k) {
+                    r.s.push_back(reward - (coin(rng) ? 0.0f : 0.1f));
+                    r.uid.push_back((int32_t)u);
+                    r.traj.push_back((int32_t)(u * N + j));
+                    r.agent.push_back((int32_t)k);
+                }
+        }
+    return r;
+}
+
+static void test_layout_invariance() {
+    std::mt19937_64 rng(7);
+    Rows r = rollout_rows(257, 8, 3, 2, rng);
+    const int64_t n = (int64_t)r.s.size();
+    std::vector<int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    Rows p = r;
+    for (int64_t i = 0; i < n; ++i) {
+        p.s[i] = r.s[perm[i]];
+        p.uid[i] = r.uid[perm[i]];
+        p.traj[i] = r.traj[perm[i]];
+        p.agent[i] = r.agent[perm[i]];
+    }
+    for (int mode = 0; mode < 4; ++mode)
+        for (int pool = 0; pool < 2; ++pool)
+            for (int single = 0; single < 3; ++single) {
+                drmas_norm_config c = cfg_of(mode);
+                c.global_pooling = pool;
+                c.singleton = single;
+                std::vector<float> a(n), b(n);
+                const int64_t S = r.U * r.K;
+                std::vector<double> da(DRMAS_DIAG_FIELDS * S), db(DRMAS_DIAG_FIELDS * S);
+                int st1 = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(), r.U, r.T, r.K, a.data(), da.data(), nullptr);
+                int st2 = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, p.s.data(), p.uid.data(), p.traj.data(), p.agent.data(), p.U, p.T, p.K, b.data(), db.data(), nullptr);
+                CHECK(st1 == 0 && st2 == 0, "mode %d: %s", mode, drmas_last_error());
+                int bad = 0;
+                for (int64_t i = 0; i < n && bad < 5; ++i)
+                    if (!close(b[i], a[perm[i]], 1e-6, 1e-6)) {
+                        ++bad;
+                        printf("  mode %d pool %d single %d row %lld: shuffled %g vs grouped %g\n", mode, pool, single, (long long)i, b[i], a[perm[i]]);
+                    }
+                CHECK(bad == 0, "shuffled rows (general path) must match grouped rows (blocked path)");
+                bool diag_same = true;
+                for (int64_t j = 0; j < DRMAS_DIAG_FIELDS * S; ++j)
+                    if (!(close(da[j], db[j], 1e-9, 1e-9) || (isnan(da[j]) && isnan(db[j])))) diag_same = false;
+                CHECK(diag_same, "diagnostics must not depend on the row order (mode %d)", mode);
+            }
+}
+
+static void test_threads_agree() {
+    std::mt19937_64 rng(11);
+    Rows r = rollout_rows(20000, 8, 2, 2, rng);  // > 300K rows: the parallel paths run
+    const int64_t n = (int64_t)r.s.size();
+    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    std::vector<float> a(n), b(n);
+    drmas_set_num_threads(1);
+    drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(), r.U, r.T, r.K, a.data(), nullptr, nullptr);
+    drmas_set_num_threads(4);
+    drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(), r.U, r.T, r.K, b.data(), nullptr, nullptr);
+    drmas_set_num_threads(0);
+    CHECK(memcmp(a.data(), b.data(), n * sizeof(float)) == 0, "1 and 4 threads must give identical advantages");
+}
+
+static void test_constant_segments() {
+    // Every agent segment constant (0.3f, not exactly representable in binary): exactly 0.
+    const int64_t U = 3, N = 5, K = 2;
+    std::vector<float> s;
+    std::vector<int32_t> uid, traj, ag;
+    for (int64_t u = 0; u < U; ++u)
+        for (int64_t j = 0; j < N; ++j)
+            for (int64_t k = 0; k < K; ++k) {
+                s.push_back(k == 0 ? 0.3f : 0.7f);
+                uid.push_back((int32_t)u);
+                traj.push_back((int32_t)(u * N + j));
+                ag.push_back((int32_t)k);
+            }
+    std::vector<float> a(s.size(), 99.0f);
+    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, (int64_t)s.size(), s.data(), uid.data(), traj.data(), ag.data(), U, U * N, K, a.data(), nullptr, nullptr) == 0, "%s", drmas_last_error());
+    bool zero = true;
+    for (float v : a) zero = zero && v == 0.0f;
+    CHECK(zero, "constant agent segments must give exactly 0");
+    std::vector<int64_t> cnt(2);
+    std::vector<double> mean(2), m2(2), sd(2);
+    std::vector<int32_t> seg(s.size());
+    for (size_t i = 0; i < s.size(); ++i) seg[i] = ag[i];
+    CHECK(drmas_segment_stats_f32(DRMAS_DEVICE_CPU, (int64_t)s.size(), s.data(), seg.data(), 2, 1, cnt.data(), mean.data(), m2.data(), sd.data(), nullptr) == 0, "%s", drmas_last_error());
+    CHECK(mean[0] == (double)0.3f && m2[0] == 0.0 && sd[0] == 0.0, "constant segment: mean %.17g m2 %g std %g", mean[0], m2[0], sd[0]);
+    CHECK(cnt[0] == 15 && cnt[1] == 15, "counts %lld %lld", (long long)cnt[0], (long long)cnt[1]);
+}
+
+static bool contains(const char* hay, const char* needle) { return strstr(hay, needle) != nullptr; }
+
+static void test_errors() {
+    const float s[] = {1, 0, NAN, 1};
+    const int32_t uid[] = {0, 0, 1, 1}, traj[] = {0, 0, 1, 1}, ag[] = {0, 1, 0, 1};
+    float out[4] = {-7, -7, -7, -7};
+    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    int st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, s, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_NONFINITE && contains(drmas_last_error(), "scores[2]"), "NaN score: %d %s", st, drmas_last_error());
+    const int32_t bad_uid[] = {0, 0, 1, 5};
+    const float ok[] = {1, 0, 1, 1};
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, ok, bad_uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "uid[3] = 5"), "uid out of range: %d %s", st, drmas_last_error());
+    const int32_t bad_ag[] = {0, -1, 0, 1};
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, ok, uid, traj, bad_ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "agent[1] = -1"), "agent out of range: %d %s", st, drmas_last_error());
+    const int32_t split_traj[] = {0, 0, 0, 1};  // trajectory 0 in uid 0 and uid 1
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, ok, uid, split_traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_INCONSISTENT && contains(drmas_last_error(), "traj[2] = 0"), "split trajectory: %d %s", st, drmas_last_error());
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, ok, uid, nullptr, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_NULL && contains(drmas_last_error(), "traj is NULL"), "null traj: %d %s", st, drmas_last_error());
+    drmas_norm_config bad = c;
+    bad.mode = 9;
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &bad, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "cfg.mode"), "bad mode: %d %s", st, drmas_last_error());
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, -1, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_SIZE, "negative n: %d %s", st, drmas_last_error());
+    CHECK(out[0] == -7 && out[1] == -7 && out[2] == -7 && out[3] == -7, "outputs must be untouched after errors");
+
+    int64_t cnt[2] = {-1, -1};
+    double mean[2] = {-1, -1}, m2[2] = {-1, -1};
+    const int32_t seg[] = {0, 1, 2, 0};
+    st = drmas_segment_stats_f32(DRMAS_DEVICE_CPU, 4, ok, seg, 2, 1, cnt, mean, m2, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "segment_ids[2] = 2"), "segment id: %d %s", st, drmas_last_error());
+    CHECK(cnt[0] == -1 && mean[0] == -1 && m2[0] == -1, "stats outputs untouched");
+
+    const int64_t offs[] = {0, 3, 2};
+    float tok[4] = {-7, -7, -7, -7};
+    const float rv[] = {1, 2};
+    st = drmas_broadcast_rows_f32(DRMAS_DEVICE_CPU, 2, rv, offs, 4, tok, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "row_offsets[2] = 2"), "offsets: %d %s", st, drmas_last_error());
+    const int64_t past[] = {0, 2, 5};
+    st = drmas_broadcast_rows_f32(DRMAS_DEVICE_CPU, 2, rv, past, 4, tok, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "num_tokens"), "past end: %d %s", st, drmas_last_error());
+    CHECK(tok[0] == -7 && tok[3] == -7, "token outputs untouched");
+
+    drmas_loss_config lc{0.2, 0.2, 3.0, 0.0, 0.0, DRMAS_KL_NONE, DRMAS_AGG_TOKEN_MEAN};
+    double sums[DRMAS_LOSS_SUMS];
+    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, past, 4, ok, ok, ok, nullptr, nullptr, tok, sums, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "normalizer"), "zero normalizer: %d %s", st, drmas_last_error());
+    lc.normalizer = 4;
+    lc.kl_type = DRMAS_KL_K3;
+    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, past, 4, ok, ok, ok, nullptr, nullptr, tok, sums, nullptr);
+    CHECK(st == DRMAS_ERR_NULL && contains(drmas_last_error(), "ref_logp"), "kl without ref: %d %s", st, drmas_last_error());
+    CHECK(tok[0] == -7 && tok[3] == -7, "grad untouched");
+
+    st = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    if (!drmas_cuda_available())
+        CHECK(st == DRMAS_ERR_UNSUPPORTED && strlen(drmas_last_error()) > 0, "CUDA without a GPU: %d %s", st, drmas_last_error());
+}
+
+static void test_broadcast() {
+    const int64_t offs[] = {1, 3, 3, 6};
+    const float rv[] = {2, 5, -1};
+    float tok[8];
+    for (float& v : tok) v = 9;
+    CHECK(drmas_broadcast_rows_f32(DRMAS_DEVICE_CPU, 3, rv, offs, 8, tok, nullptr) == 0, "%s", drmas_last_error());
+    const float expect[] = {0, 2, 2, -1, -1, -1, 0, 0};
+    CHECK(memcmp(tok, expect, sizeof tok) == 0, "broadcast values");
+}
+
+static void test_loss_identities() {
+    // ratio 1 (logp == old): pg = -A, d pg/d logp = -A; token-mean over 4 valid tokens.
+    const int64_t offs[] = {0, 3, 6};
+    const float lp[] = {-1, -2, -3, -1, -2, NAN};
+    const float adv[] = {1, 1, 1, -2, -2, -2};
+    const uint8_t mask[] = {1, 1, 0, 1, 1, 0};
+    drmas_loss_config lc{0.2, 0.2, 3.0, 0.0, 4.0, DRMAS_KL_NONE, DRMAS_AGG_TOKEN_MEAN};
+    float g[6];
+    double sums[DRMAS_LOSS_SUMS];
+    CHECK(drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, offs, 6, lp, lp, adv, nullptr, mask, g, sums, nullptr) == 0, "%s", drmas_last_error());
+    const float eg[] = {-0.25f, -0.25f, 0, 0.5f, 0.5f, 0};
+    for (int t = 0; t < 6; ++t) CHECK(g[t] == eg[t], "grad[%d] = %g, expected %g", t, g[t], eg[t]);
+    CHECK(close(sums[DRMAS_LOSS_LOSS], (-1 - 1 + 2 + 2) / 4.0, 1e-12, 0), "loss %g", sums[DRMAS_LOSS_LOSS]);
+    CHECK(sums[DRMAS_LOSS_TOKENS] == 4 && sums[DRMAS_LOSS_CLIPPED] == 0, "tokens %g clipped %g", sums[DRMAS_LOSS_TOKENS], sums[DRMAS_LOSS_CLIPPED]);
+    // far outside the clip range with A > 0 and ratio > 1 + eps: clipped, no gradient.
+    const float lp2[] = {0.5f}, old2[] = {0.0f}, a2[] = {1.0f};
+    const int64_t o2[] = {0, 1};
+    lc.normalizer = 1;
+    CHECK(drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 1, o2, 1, lp2, old2, a2, nullptr, nullptr, g, sums, nullptr) == 0, "%s", drmas_last_error());
+    CHECK(g[0] == 0.0f && sums[DRMAS_LOSS_CLIPPED] == 1 && close(sums[DRMAS_LOSS_LOSS], -1.2, 1e-6, 0), "clipped: grad %g loss %g", g[0], sums[DRMAS_LOSS_LOSS]);
+    // A < 0 and a huge ratio: the dual clip caps the loss at -A c = 3 and kills the gradient.
+    const float a3[] = {-1.0f}, lp3[] = {5.0f};
+    CHECK(drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 1, o2, 1, lp3, old2, a3, nullptr, nullptr, g, sums, nullptr) == 0, "%s", drmas_last_error());
+    CHECK(g[0] == 0.0f && sums[DRMAS_LOSS_CLIPPED_LOWER] == 1 && close(sums[DRMAS_LOSS_LOSS], 3.0, 1e-6, 0), "dual clip: grad %g loss %g", g[0], sums[DRMAS_LOSS_LOSS]);
+}
+
+int main() {
+    printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
+    test_hand_example();
+    test_layout_invariance();
+    test_threads_agree();
+    test_constant_segments();
+    test_errors();
+    test_broadcast();
+    test_loss_identities();
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}

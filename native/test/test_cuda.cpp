@@ -1,0 +1,944 @@
+// test_cuda.cpp — ctest harness for the CUDA backend: every operation runs on CUDA and on the
+// CPU backend (the oracle) over awkward shapes and every config, and each element is compared
+// with |cuda - cpu| <= atol + rtol |cpu|; bad data must give the CPU's status and message and
+// leave guard-filled outputs untouched. Plain C++ over drmas.h only, so it builds without
+// CUDA too; without a usable device it exits 77 (ctest: skipped).
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "drmas.h"
+
+static int g_pass = 0, g_fail = 0;
+
+// One named check: counts a pass, or prints the failure and counts it.
+static void check(bool ok, const char* fmt, ...) {
+    if (ok) {
+        ++g_pass;
+        return;
+    }
+    ++g_fail;
+    printf("FAIL ");
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+static std::string format(const char* fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+// ---- device memory through the library's own helpers -------------------------------
+
+template <class T>
+class DeviceArray {
+public:
+    explicit DeviceArray(size_t n) : n_(n) {
+        if (n_ == 0) return;
+        void* p = nullptr;
+        if (drmas_cuda_malloc(n_ * sizeof(T), &p) != DRMAS_OK) {
+            printf("FATAL drmas_cuda_malloc(%zu bytes): %s\n", n_ * sizeof(T), drmas_last_error());
+            exit(1);
+        }
+        ptr_ = static_cast<T*>(p);
+    }
+    explicit DeviceArray(const std::vector<T>& host) : DeviceArray(host.size()) { upload(host); }
+    ~DeviceArray() {
+        if (ptr_) drmas_cuda_free(ptr_);
+    }
+    DeviceArray(const DeviceArray&) = delete;
+    DeviceArray& operator=(const DeviceArray&) = delete;
+
+    T* get() const { return ptr_; }
+    void upload(const std::vector<T>& host) {
+        if (host.size() != n_) {
+            printf("FATAL upload of %zu values into %zu\n", host.size(), n_);
+            exit(1);
+        }
+        if (n_ && drmas_cuda_memcpy(ptr_, host.data(), n_ * sizeof(T), DRMAS_COPY_HOST_TO_DEVICE) != DRMAS_OK) {
+            printf("FATAL drmas_cuda_memcpy to device: %s\n", drmas_last_error());
+            exit(1);
+        }
+    }
+    std::vector<T> download() const {
+        std::vector<T> host(n_);
+        if (n_ && drmas_cuda_memcpy(host.data(), ptr_, n_ * sizeof(T), DRMAS_COPY_DEVICE_TO_HOST) != DRMAS_OK) {
+            printf("FATAL drmas_cuda_memcpy to host: %s\n", drmas_last_error());
+            exit(1);
+        }
+        return host;
+    }
+
+private:
+    size_t n_ = 0;
+    T* ptr_ = nullptr;
+};
+
+// Waits for the queued work and checks that it ran (a kernel fault surfaces here).
+static bool sync_ok(const std::string& what) {
+    const int32_t st = drmas_cuda_synchronize(nullptr);
+    check(st == DRMAS_OK, "%s: drmas_cuda_synchronize -> %d: %s", what.c_str(), st, drmas_last_error());
+    return st == DRMAS_OK;
+}
+
+// ---- element-wise comparison ---------------------------------------------------------
+
+// |cuda - cpu| <= atol + rtol |cpu| for every element (NaN matches NaN only); prints the
+// first mismatches with their index and stops printing after ten.
+template <class T>
+static bool compare(const std::string& what, const std::vector<T>& cuda, const std::vector<T>& cpu,
+                    double atol, double rtol) {
+    if (cuda.size() != cpu.size()) {
+        check(false, "%s: %zu values from CUDA, %zu from the CPU", what.c_str(), cuda.size(), cpu.size());
+        return false;
+    }
+    int64_t bad = 0;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+        const double g = (double)cuda[i], e = (double)cpu[i];
+        const bool ok = (isnan(g) || isnan(e)) ? (isnan(g) && isnan(e)) : fabs(g - e) <= atol + rtol * fabs(e);
+        if (ok) continue;
+        if (bad < 10) printf("  mismatch %s[%zu]: cuda %.17g cpu %.17g (diff %.3g)\n", what.c_str(), i, g, e, g - e);
+        ++bad;
+    }
+    check(bad == 0, "%s: %lld of %zu elements differ (atol %g, rtol %g)", what.c_str(), (long long)bad,
+          cpu.size(), atol, rtol);
+    return bad == 0;
+}
+
+template <class T>
+static bool all_equal(const std::vector<T>& v, T value) {
+    for (const T& x : v)
+        if (!(x == value)) return false;
+    return true;
+}
+
+// ---- 1. segment statistics -----------------------------------------------------------
+
+struct StatsResult {
+    int32_t status = -1;
+    std::string message;
+    std::vector<int64_t> count;
+    std::vector<double> mean, m2, std;
+};
+
+static StatsResult stats_cpu(const std::vector<float>& v, const std::vector<int32_t>& ids, int64_t S,
+                             int ddof, bool with_std) {
+    StatsResult r;
+    r.count.assign(S, 0);
+    r.mean.assign(S, 0);
+    r.m2.assign(S, 0);
+    r.std.assign(S, 0);
+    r.status = drmas_segment_stats_f32(DRMAS_DEVICE_CPU, (int64_t)v.size(), v.data(), ids.data(), S, ddof,
+                                       r.count.data(), r.mean.data(), r.m2.data(),
+                                       with_std ? r.std.data() : nullptr, nullptr);
+    r.message = drmas_last_error();
+    return r;
+}
+
+static StatsResult stats_cuda(const std::vector<float>& v, const std::vector<int32_t>& ids, int64_t S,
+                              int ddof, bool with_std) {
+    StatsResult r;
+    DeviceArray<float> dv(v);
+    DeviceArray<int32_t> di(ids);
+    DeviceArray<int64_t> dc(S);
+    DeviceArray<double> dm(S), d2(S), ds(S);
+    ds.upload(std::vector<double>(S, 0.0));
+    r.status = drmas_segment_stats_f32(DRMAS_DEVICE_CUDA, (int64_t)v.size(), dv.get(), di.get(), S, ddof,
+                                       dc.get(), dm.get(), d2.get(), with_std ? ds.get() : nullptr, nullptr);
+    r.message = drmas_last_error();
+    if (r.status == DRMAS_OK && sync_ok("segment_stats")) {
+        r.count = dc.download();
+        r.mean = dm.download();
+        r.m2 = d2.download();
+        r.std = ds.download();
+    }
+    return r;
+}
+
+static void compare_stats(const std::string& name, const std::vector<float>& v, const std::vector<int32_t>& ids,
+                          int64_t S, int ddof, bool with_std) {
+    const std::string what = format("segment_stats %s ddof=%d std=%s", name.c_str(), ddof, with_std ? "yes" : "NULL");
+    const StatsResult cpu = stats_cpu(v, ids, S, ddof, with_std);
+    const StatsResult gpu = stats_cuda(v, ids, S, ddof, with_std);
+    check(cpu.status == DRMAS_OK, "%s: CPU status %d: %s", what.c_str(), cpu.status, cpu.message.c_str());
+    check(gpu.status == DRMAS_OK, "%s: CUDA status %d: %s", what.c_str(), gpu.status, gpu.message.c_str());
+    if (cpu.status != DRMAS_OK || gpu.status != DRMAS_OK || gpu.count.size() != (size_t)S) return;
+    compare(what + " count", gpu.count, cpu.count, 0, 0);
+    compare(what + " mean", gpu.mean, cpu.mean, 1e-9, 1e-9);
+    compare(what + " m2", gpu.m2, cpu.m2, 1e-9, 1e-9);
+    compare(what + " std", gpu.std, cpu.std, 1e-9, 1e-9);
+}
+
+static void test_segment_stats(std::mt19937_64& rng) {
+    std::normal_distribution<float> normal(3.0f, 10.0f);
+    auto values = [&](int64_t n) {
+        std::vector<float> v(n);
+        for (auto& x : v) x = normal(rng);
+        return v;
+    };
+    auto random_ids = [&](int64_t n, int64_t S) {
+        std::uniform_int_distribution<int32_t> id(0, (int32_t)S - 1);
+        std::vector<int32_t> ids(n);
+        for (auto& x : ids) x = id(rng);
+        return ids;
+    };
+    auto sorted = [](std::vector<int32_t> ids) {
+        std::sort(ids.begin(), ids.end());
+        return ids;
+    };
+
+    struct Case {
+        std::string name;
+        std::vector<float> v;
+        std::vector<int32_t> ids;
+        int64_t S;
+    };
+    std::vector<Case> cases;
+    cases.push_back({"n=1", {2.5f}, {0}, 1});
+    cases.push_back({"n=0 S=3", {}, {}, 3});
+    cases.push_back({"n=1009 S=17 unsorted", values(1009), random_ids(1009, 17), 17});
+    cases.push_back({"n=65537 one huge segment", values(65537), std::vector<int32_t>(65537, 0), 1});
+    cases.push_back({"n=65537 S=1009 sorted", values(65537), sorted(random_ids(65537, 1009)), 1009});
+    cases.push_back({"n=100 S=10007 mostly empty", values(100), random_ids(100, 10007), 10007});
+    {
+        const int64_t n = 1000000, S = 10000;
+        std::vector<int32_t> ids = sorted(random_ids(n, S));
+        std::vector<float> v = values(n);
+        cases.push_back({"n=1e6 S=1e4 sorted", v, ids, S});
+        std::shuffle(ids.begin(), ids.end(), rng);
+        cases.push_back({"n=1e6 S=1e4 unsorted", v, ids, S});
+    }
+    for (size_t c = 0; c < cases.size(); ++c)
+        for (int ddof = 0; ddof <= 1; ++ddof)
+            compare_stats(cases[c].name, cases[c].v, cases[c].ids, cases[c].S, ddof, (c + ddof) % 3 != 2);
+
+    // Constant segments: the mean is exactly the value and M2 and std are exactly 0,
+    // whatever order the atomics add in (inexact decimals on purpose).
+    {
+        const int64_t n = 100003, S = 1009;
+        std::vector<int32_t> ids = random_ids(n, S);
+        std::vector<float> v(n);
+        for (int64_t i = 0; i < n; ++i) v[i] = 0.1f * (float)(ids[i] % 37) - 1.3f;
+        const StatsResult gpu = stats_cuda(v, ids, S, 1, true);
+        check(gpu.status == DRMAS_OK, "constant segments: CUDA status %d: %s", gpu.status, gpu.message.c_str());
+        if (gpu.status == DRMAS_OK && gpu.count.size() == (size_t)S) {
+            int64_t bad = 0;
+            for (int64_t s = 0; s < S; ++s) {
+                const double want = gpu.count[s] ? (double)(0.1f * (float)(s % 37) - 1.3f) : 0.0;
+                if (gpu.mean[s] != want || gpu.m2[s] != 0.0 || gpu.std[s] != 0.0) {
+                    if (bad < 10)
+                        printf("  constant segment %lld: mean %.17g (want %.17g) m2 %g std %g\n", (long long)s,
+                               gpu.mean[s], want, gpu.m2[s], gpu.std[s]);
+                    ++bad;
+                }
+            }
+            check(bad == 0, "constant segments: %lld segments not exact", (long long)bad);
+        }
+        compare_stats("constant segments", v, ids, S, 1, true);
+    }
+}
+
+// ---- 2. advantages -------------------------------------------------------------------
+
+struct Rows {
+    std::vector<float> s;
+    std::vector<int32_t> uid, traj, agent;
+    int64_t U = 0, T = 0, K = 0;
+};
+
+// Rollout layout, uid-major: N trajectories per uid, 1..turns rounds in which each of the K
+// agents acts with probability 0.8 (so some agent segments are empty or single). Scores are
+// the trajectory's reward (0/1) minus a 0.1 format penalty, or continuous. extra_uids and
+// extra_trajs add ids that no row uses (empty groups and trajectories).
+static Rows rollout_rows(int64_t U, int64_t N, int64_t K, int turns, bool continuous, int64_t extra_uids,
+                         int64_t extra_trajs, std::mt19937_64& rng) {
+    Rows r;
+    r.U = U + extra_uids;
+    r.T = U * N + extra_trajs;
+    r.K = K;
+    std::bernoulli_distribution coin(0.6), acts(0.8), penalty(0.1);
+    std::uniform_int_distribution<int> nturns(1, turns);
+    std::uniform_real_distribution<float> uniform(-1.0f, 2.0f);
+    for (int64_t u = 0; u < U; ++u)
+        for (int64_t j = 0; j < N; ++j) {
+            const float reward = continuous ? uniform(rng) : (coin(rng) ? 1.0f : 0.0f);
+            const int rounds = nturns(rng);
+            bool any = false;
+            for (int t = 0; t < rounds; ++t)
+                for (int64_t k = 0; k < K; ++k) {
+                    if (!acts(rng) && !(t == rounds - 1 && k == K - 1 && !any)) continue;
+                    any = true;
+                    r.s.push_back(penalty(rng) ? reward - 0.1f : reward);
+                    r.uid.push_back((int32_t)u);
+                    r.traj.push_back((int32_t)(u * N + j));
+                    r.agent.push_back((int32_t)k);
+                }
+        }
+    return r;
+}
+
+static Rows shuffled(const Rows& in, std::mt19937_64& rng) {
+    std::vector<size_t> p(in.s.size());
+    for (size_t i = 0; i < p.size(); ++i) p[i] = i;
+    std::shuffle(p.begin(), p.end(), rng);
+    Rows r = in;
+    for (size_t i = 0; i < p.size(); ++i) {
+        r.s[i] = in.s[p[i]];
+        r.uid[i] = in.uid[p[i]];
+        r.traj[i] = in.traj[p[i]];
+        r.agent[i] = in.agent[p[i]];
+    }
+    return r;
+}
+
+static drmas_norm_config norm_config(int mode, int pooling, int singleton, int ddof, int scale) {
+    drmas_norm_config c;
+    memset(&c, 0, sizeof c);
+    c.mode = mode;
+    c.global_pooling = pooling;
+    c.singleton = singleton;
+    c.ddof = ddof;
+    c.scale_by_std = scale;
+    c.eps = 1e-6;
+    return c;
+}
+
+static std::string describe(const drmas_norm_config& c) {
+    static const char* modes[] = {"grpo", "drmas", "agent-mean", "agent-std"};
+    static const char* singles[] = {"fallback", "zero", "raw"};
+    return format("%s pool=%s single=%s ddof=%d scale=%d", modes[c.mode],
+                  c.global_pooling == DRMAS_POOL_TRAJECTORIES ? "traj" : "rows", singles[c.singleton], c.ddof,
+                  c.scale_by_std);
+}
+
+struct AdvResult {
+    int32_t status = -1;
+    std::string message;
+    std::vector<float> adv;
+    std::vector<double> diag;
+};
+
+static AdvResult advantage_cpu(const drmas_norm_config& c, const Rows& r, bool with_diag) {
+    AdvResult a;
+    a.adv.assign(r.s.size(), -777.0f);
+    a.diag.assign(with_diag ? DRMAS_DIAG_FIELDS * r.U * r.K : 0, -777.0);
+    a.status = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, (int64_t)r.s.size(), r.s.data(), r.uid.data(),
+                                   r.traj.data(), r.agent.data(), r.U, r.T, r.K, a.adv.data(),
+                                   with_diag ? a.diag.data() : nullptr, nullptr);
+    a.message = drmas_last_error();
+    return a;
+}
+
+struct DeviceRows {
+    DeviceArray<float> s;
+    DeviceArray<int32_t> uid, traj, agent;
+    explicit DeviceRows(const Rows& r) : s(r.s), uid(r.uid), traj(r.traj), agent(r.agent) {}
+};
+
+// Outputs are guard-filled first, so that an error path can be checked to leave them alone.
+static AdvResult advantage_cuda(const drmas_norm_config& c, const Rows& r, const DeviceRows& d, bool with_diag) {
+    AdvResult a;
+    const size_t nd = with_diag ? DRMAS_DIAG_FIELDS * r.U * r.K : 0;
+    DeviceArray<float> adv(std::vector<float>(r.s.size(), -777.0f));
+    DeviceArray<double> diag(std::vector<double>(nd, -777.0));
+    a.status = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, (int64_t)r.s.size(), d.s.get(), d.uid.get(), d.traj.get(),
+                                   d.agent.get(), r.U, r.T, r.K, adv.get(), with_diag ? diag.get() : nullptr, nullptr);
+    a.message = drmas_last_error();
+    if (sync_ok("advantage")) {
+        a.adv = adv.download();
+        a.diag = diag.download();
+    }
+    return a;
+}
+
+static void compare_advantage(const std::string& name, const drmas_norm_config& c, const Rows& r,
+                              const DeviceRows& d) {
+    const std::string what = "advantage " + name + " " + describe(c);
+    const AdvResult cpu = advantage_cpu(c, r, true);
+    const AdvResult gpu = advantage_cuda(c, r, d, true);
+    check(cpu.status == DRMAS_OK, "%s: CPU status %d: %s", what.c_str(), cpu.status, cpu.message.c_str());
+    check(gpu.status == DRMAS_OK, "%s: CUDA status %d: %s", what.c_str(), gpu.status, gpu.message.c_str());
+    if (cpu.status != DRMAS_OK || gpu.status != DRMAS_OK) return;
+    compare(what + " advantages", gpu.adv, cpu.adv, 1e-5, 1e-5);
+    const int64_t S = r.U * r.K;
+    static const char* fields[] = {"agent_count", "agent_mean", "agent_m2",  "agent_std", "group_count",
+                                   "group_mean",  "group_m2",   "group_std", "inflation"};
+    for (int f = 0; f < DRMAS_DIAG_FIELDS; ++f) {
+        std::vector<double> g(gpu.diag.begin() + f * S, gpu.diag.begin() + (f + 1) * S);
+        std::vector<double> e(cpu.diag.begin() + f * S, cpu.diag.begin() + (f + 1) * S);
+        const bool count = f == DRMAS_DIAG_AGENT_COUNT || f == DRMAS_DIAG_GROUP_COUNT;
+        compare(what + " diag." + fields[f], g, e, count ? 0.0 : 1e-9, count ? 0.0 : 1e-9);
+    }
+}
+
+static void test_advantage(std::mt19937_64& rng) {
+    struct Case {
+        std::string name;
+        Rows rows;
+        bool all_configs;
+    };
+    std::vector<Case> cases;
+    {
+        Rows one;
+        one.s = {0.75f};
+        one.uid = {0};
+        one.traj = {0};
+        one.agent = {0};
+        one.U = one.T = one.K = 1;
+        cases.push_back({"n=1", one, true});
+    }
+    const Rows small = rollout_rows(7, 4, 3, 3, false, 0, 0, rng);
+    cases.push_back({format("rollout n=%zu", small.s.size()), small, true});
+    const Rows holes = rollout_rows(13, 5, 4, 3, false, 3, 11, rng);
+    cases.push_back({format("unsorted with empty uids/trajs n=%zu", holes.s.size()), shuffled(holes, rng), true});
+    const Rows cont = rollout_rows(101, 5, 2, 4, true, 0, 0, rng);
+    cases.push_back({format("continuous n=%zu", cont.s.size()), cont, true});
+    // ~10^6 rows in 10^4 groups, once sorted (the CPU's blocked path) and once shuffled.
+    const Rows big = rollout_rows(10000, 10, 3, 5, false, 0, 0, rng);
+    cases.push_back({format("big n=%zu", big.s.size()), big, false});
+    cases.push_back({format("big unsorted n=%zu", big.s.size()), shuffled(big, rng), false});
+
+    for (const Case& cs : cases) {
+        const DeviceRows d(cs.rows);
+        for (int mode = 0; mode <= 3; ++mode)
+            for (int pool = 0; pool <= 1; ++pool)
+                for (int single = 0; single <= 2; ++single)
+                    for (int ddof = 0; ddof <= 1; ++ddof)
+                        for (int scale = 0; scale <= 1; ++scale) {
+                            if (!cs.all_configs && (single != 0 || ddof != 1 || scale != 1)) continue;
+                            compare_advantage(cs.name, norm_config(mode, pool, single, ddof, scale), cs.rows, d);
+                        }
+    }
+
+    // Constant scores: every segment's mean is its value and its std 0, so with the
+    // fallback and zero policies every advantage is exactly 0 on CUDA too.
+    {
+        Rows r = rollout_rows(50, 6, 3, 3, false, 0, 0, rng);
+        for (auto& s : r.s) s = 0.3f;
+        const DeviceRows d(r);
+        for (int mode = 0; mode <= 3; ++mode)
+            for (int pool = 0; pool <= 1; ++pool)
+                for (int single = 0; single <= 1; ++single)
+                    for (int scale = 0; scale <= 1; ++scale) {
+                        const drmas_norm_config c = norm_config(mode, pool, single, 1, scale);
+                        const AdvResult gpu = advantage_cuda(c, r, d, false);
+                        check(gpu.status == DRMAS_OK && all_equal(gpu.adv, 0.0f),
+                              "constant scores %s: advantages not all exactly 0 (status %d %s)", describe(c).c_str(),
+                              gpu.status, gpu.message.c_str());
+                    }
+    }
+
+    // No rows: the diagnostics of every (empty) segment are still written.
+    {
+        Rows r;
+        r.U = 3;
+        r.T = 0;
+        r.K = 2;
+        const DeviceRows d(r);
+        compare_advantage("n=0", norm_config(DRMAS_MODE_DRMAS, DRMAS_POOL_ROWS, 0, 1, 1), r, d);
+    }
+}
+
+// ---- 3. broadcast --------------------------------------------------------------------
+
+// Row lengths in [0, max_len] (zeros included), tokens before row 0 and after the last row.
+static std::vector<int64_t> random_offsets(int64_t rows, int64_t max_len, int64_t head, std::mt19937_64& rng) {
+    std::uniform_int_distribution<int64_t> len(0, max_len);
+    std::vector<int64_t> off(rows + 1);
+    off[0] = head;
+    for (int64_t r = 0; r < rows; ++r) off[r + 1] = off[r] + len(rng);
+    return off;
+}
+
+static void compare_broadcast(const std::string& name, const std::vector<float>& values,
+                              const std::vector<int64_t>& off, int64_t num_tokens) {
+    const std::string what = "broadcast " + name;
+    const int64_t rows = (int64_t)values.size();
+    std::vector<float> cpu(num_tokens, 12345.0f);
+    const int32_t cst = drmas_broadcast_rows_f32(DRMAS_DEVICE_CPU, rows, values.data(), off.data(), num_tokens,
+                                                 cpu.data(), nullptr);
+    check(cst == DRMAS_OK, "%s: CPU status %d: %s", what.c_str(), cst, drmas_last_error());
+    DeviceArray<float> dv(values), out(std::vector<float>(num_tokens, 12345.0f));
+    DeviceArray<int64_t> doff(off);
+    const int32_t gst = drmas_broadcast_rows_f32(DRMAS_DEVICE_CUDA, rows, dv.get(), doff.get(), num_tokens, out.get(),
+                                                 nullptr);
+    check(gst == DRMAS_OK, "%s: CUDA status %d: %s", what.c_str(), gst, drmas_last_error());
+    if (cst == DRMAS_OK && gst == DRMAS_OK && sync_ok(what)) compare(what, out.download(), cpu, 0, 0);
+}
+
+static void test_broadcast(std::mt19937_64& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    auto values = [&](int64_t n) {
+        std::vector<float> v(n);
+        for (auto& x : v) x = normal(rng);
+        return v;
+    };
+    compare_broadcast("no rows", {}, {0}, 5);
+    compare_broadcast("no rows, tokens after an offset", {}, {3}, 5);
+    compare_broadcast("1 row 1 token", values(1), {0, 1}, 1);
+    compare_broadcast("1 row 65537 tokens", values(1), {0, 65537}, 65537);
+    compare_broadcast("empty rows only", values(4), {2, 2, 2, 2, 2}, 3);
+    {
+        const std::vector<int64_t> off = random_offsets(1009, 13, 3, rng);
+        compare_broadcast("1009 rows with gaps", values(1009), off, off.back() + 7);
+    }
+    {
+        const std::vector<int64_t> off = random_offsets(10000, 199, 0, rng);
+        compare_broadcast("1e4 rows ~1e6 tokens", values(10000), off, off.back());
+    }
+}
+
+// ---- 4. clipped loss -----------------------------------------------------------------
+
+constexpr double kClipLow = 0.2, kClipHigh = 0.28, kDualClip = 3.0, kKlCoef = 0.05;
+
+struct Tokens {
+    std::vector<int64_t> off;
+    int64_t num_tokens = 0;
+    std::vector<float> logp, old_logp, adv, ref;
+    std::vector<uint8_t> mask;  // empty: no mask
+};
+
+static float nan_f() { return std::numeric_limits<float>::quiet_NaN(); }
+
+// Token data for `off`. fp32 exp differs by an ulp or two between the host's libm and CUDA,
+// so ratios are kept away from the clip bounds (1 - eps_low, 1 + eps_high, the dual clip)
+// and the k3 estimator away from its +-10 clamp, where an ulp could flip a branch; the
+// exactly computed +-20 clamps of logp - old_logp and ref - logp are crossed on purpose.
+// Masked tokens and tokens outside every row hold NaN.
+static Tokens make_tokens(std::vector<int64_t> off, int64_t num_tokens, bool with_mask, std::mt19937_64& rng) {
+    Tokens tk;
+    tk.off = std::move(off);
+    tk.num_tokens = num_tokens;
+    tk.logp.assign(num_tokens, nan_f());
+    tk.old_logp.assign(num_tokens, nan_f());
+    tk.adv.assign(num_tokens, nan_f());
+    tk.ref.assign(num_tokens, nan_f());
+    if (with_mask) tk.mask.assign(num_tokens, 0);
+    std::uniform_real_distribution<float> u01(0.0f, 1.0f), adv(-2.0f, 2.0f), old(-5.0f, 0.0f);
+    std::normal_distribution<float> small(0.0f, 0.3f);
+    std::bernoulli_distribution masked(0.25);
+    const double bounds[] = {1.0 - kClipLow, 1.0 + kClipHigh, kDualClip};
+    const int64_t rows = (int64_t)tk.off.size() - 1;
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t t = tk.off[r]; t < tk.off[r + 1]; ++t) {
+            if (with_mask && masked(rng)) continue;  // stays NaN, mask 0
+            if (with_mask) tk.mask[t] = 1;
+            const float a = u01(rng) < 0.05f ? 0.0f : adv(rng);
+            float o = 0, l = 0;
+            for (;;) {
+                o = old(rng);
+                const float p = u01(rng);
+                const float d = p < 0.85f ? small(rng) : p < 0.95f ? 6.0f * u01(rng) - 3.0f : 60.0f * u01(rng) - 30.0f;
+                l = o + d;
+                const float dd = l - o;  // as the kernels compute it
+                const double ratio = exp(std::min(20.0, std::max(-20.0, (double)dd)));
+                bool near = false;
+                for (double b : bounds) near = near || fabs(ratio - b) < 1e-4 * b;
+                if (!near) break;
+            }
+            // ref - logp: mostly in [-2.5, 1.8] (k3 well inside its clamp), else far outside.
+            const float p = u01(rng);
+            const float e = p < 0.9f ? -2.5f + 4.3f * u01(rng) : p < 0.95f ? 5.0f + 25.0f * u01(rng) : -30.0f + 17.0f * u01(rng);
+            tk.adv[t] = a;
+            tk.old_logp[t] = o;
+            tk.logp[t] = l;
+            tk.ref[t] = l + e;
+        }
+    return tk;
+}
+
+static int64_t valid_tokens(const Tokens& tk) {
+    int64_t v = 0;
+    for (int64_t t = tk.off.front(); t < tk.off.back(); ++t) v += tk.mask.empty() || tk.mask[t] != 0;
+    return v;
+}
+
+static drmas_loss_config loss_config(int aggregation, int kl, bool dual, const Tokens& tk) {
+    drmas_loss_config c;
+    memset(&c, 0, sizeof c);
+    c.clip_low = kClipLow;
+    c.clip_high = kClipHigh;
+    c.dual_clip = dual ? kDualClip : 0.0;
+    c.kl_coef = kKlCoef;
+    c.kl_type = kl;
+    c.aggregation = aggregation;
+    const int64_t rows = (int64_t)tk.off.size() - 1;
+    c.normalizer = aggregation == DRMAS_AGG_TOKEN_MEAN ? (double)std::max<int64_t>(1, valid_tokens(tk))
+                   : aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_SUM_NORM ? 512.0
+                                                                      : (double)std::max<int64_t>(1, rows);
+    return c;
+}
+
+// Bounds on sum |term| of each sum field, from the inputs: the scale of the rounding
+// differences that an ulp of fp32 exp per token can add up to.
+static std::vector<double> sum_magnitudes(const drmas_loss_config& c, const Tokens& tk, bool with_ref) {
+    std::vector<double> mag(DRMAS_LOSS_SUMS, 0.0);
+    const int64_t rows = (int64_t)tk.off.size() - 1;
+    for (int64_t r = 0; r < rows; ++r) {
+        int64_t nv = 0;
+        for (int64_t t = tk.off[r]; t < tk.off[r + 1]; ++t) nv += tk.mask.empty() || tk.mask[t] != 0;
+        if (nv == 0) continue;
+        const double w = c.aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN ? 1.0 / c.normalizer / (double)nv
+                                                                        : 1.0 / c.normalizer;
+        for (int64_t t = tk.off[r]; t < tk.off[r + 1]; ++t) {
+            if (!tk.mask.empty() && tk.mask[t] == 0) continue;
+            const double d = std::min(20.0, std::max(-20.0, (double)tk.logp[t] - (double)tk.old_logp[t]));
+            const double pg = fabs((double)tk.adv[t]) * std::max(exp(d), 1.0 + c.clip_high);
+            const double e = (double)tk.logp[t] - (double)tk.ref[t];
+            const double kl = with_ref ? fabs(e) + 0.5 * e * e + 10.0 : 0.0;
+            mag[DRMAS_LOSS_LOSS] += w * (pg + fabs(c.kl_coef) * kl);
+            mag[DRMAS_LOSS_PG_LOSS] += w * pg;
+            mag[DRMAS_LOSS_KL_LOSS] += w * kl;
+            mag[DRMAS_LOSS_PPO_KL] += fabs(d);
+            mag[DRMAS_LOSS_KL] += kl;
+        }
+    }
+    return mag;
+}
+
+struct LossResult {
+    int32_t status = -1;
+    std::string message;
+    std::vector<float> grad;
+    std::vector<double> sums;
+};
+
+static LossResult loss_cpu(const drmas_loss_config& c, const Tokens& tk, bool with_ref) {
+    LossResult r;
+    r.grad.assign(tk.num_tokens, 12345.0f);
+    r.sums.assign(DRMAS_LOSS_SUMS, -777.0);
+    r.status = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &c, (int64_t)tk.off.size() - 1, tk.off.data(), tk.num_tokens,
+                                      tk.logp.data(), tk.old_logp.data(), tk.adv.data(),
+                                      with_ref ? tk.ref.data() : nullptr, tk.mask.empty() ? nullptr : tk.mask.data(),
+                                      r.grad.data(), r.sums.data(), nullptr);
+    r.message = drmas_last_error();
+    return r;
+}
+
+struct DeviceTokens {
+    DeviceArray<int64_t> off;
+    DeviceArray<float> logp, old_logp, adv, ref;
+    DeviceArray<uint8_t> mask;
+    explicit DeviceTokens(const Tokens& tk)
+        : off(tk.off), logp(tk.logp), old_logp(tk.old_logp), adv(tk.adv), ref(tk.ref), mask(tk.mask) {}
+};
+
+static LossResult loss_cuda(const drmas_loss_config& c, const Tokens& tk, const DeviceTokens& d, bool with_ref) {
+    LossResult r;
+    DeviceArray<float> grad(std::vector<float>(tk.num_tokens, 12345.0f));
+    DeviceArray<double> sums(std::vector<double>(DRMAS_LOSS_SUMS, -777.0));
+    r.status = drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &c, (int64_t)tk.off.size() - 1, d.off.get(), tk.num_tokens,
+                                      d.logp.get(), d.old_logp.get(), d.adv.get(), with_ref ? d.ref.get() : nullptr,
+                                      tk.mask.empty() ? nullptr : d.mask.get(), grad.get(), sums.get(), nullptr);
+    r.message = drmas_last_error();
+    if (sync_ok("clipped_loss")) {
+        r.grad = grad.download();
+        r.sums = sums.download();
+    }
+    return r;
+}
+
+static void compare_loss(const std::string& name, const drmas_loss_config& c, const Tokens& tk,
+                         const DeviceTokens& d, bool with_ref, bool check_determinism) {
+    static const char* aggs[] = {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"};
+    static const char* kls[] = {"none", "k1", "k2", "k3"};
+    const std::string what = format("clipped_loss %s %s kl=%s%s dual=%g", name.c_str(), aggs[c.aggregation],
+                                    kls[c.kl_type], with_ref ? "" : "(no ref)", c.dual_clip);
+    const LossResult cpu = loss_cpu(c, tk, with_ref);
+    const LossResult gpu = loss_cuda(c, tk, d, with_ref);
+    check(cpu.status == DRMAS_OK, "%s: CPU status %d: %s", what.c_str(), cpu.status, cpu.message.c_str());
+    check(gpu.status == DRMAS_OK, "%s: CUDA status %d: %s", what.c_str(), gpu.status, gpu.message.c_str());
+    if (cpu.status != DRMAS_OK || gpu.status != DRMAS_OK || gpu.sums.size() != DRMAS_LOSS_SUMS) return;
+    compare(what + " grad", gpu.grad, cpu.grad, 1e-5, 1e-5);
+
+    // Masked tokens and tokens outside every row get exactly 0, NaN padding or not.
+    int64_t nonzero = 0;
+    for (int64_t t = 0; t < tk.num_tokens; ++t) {
+        const bool in_rows = t >= tk.off.front() && t < tk.off.back();
+        const bool valid = in_rows && (tk.mask.empty() || tk.mask[t] != 0);
+        if (!valid && gpu.grad[t] != 0.0f) ++nonzero;
+    }
+    check(nonzero == 0, "%s: %lld masked or row-less tokens have a nonzero CUDA grad", what.c_str(), (long long)nonzero);
+
+    static const char* fields[] = {"loss", "pg_loss", "kl_loss", "tokens", "clipped", "clipped_lower", "ppo_kl", "kl"};
+    const std::vector<double> mag = sum_magnitudes(c, tk, with_ref);
+    for (int k = 0; k < DRMAS_LOSS_SUMS; ++k) {
+        const bool count = k == DRMAS_LOSS_TOKENS || k == DRMAS_LOSS_CLIPPED || k == DRMAS_LOSS_CLIPPED_LOWER;
+        compare(what + " sums." + fields[k], std::vector<double>{gpu.sums[k]}, std::vector<double>{cpu.sums[k]},
+                count ? 0.0 : 1e-12 + 1e-5 * mag[k], count ? 0.0 : 1e-9);
+    }
+    if (check_determinism) {
+        const LossResult again = loss_cuda(c, tk, d, with_ref);
+        check(again.status == DRMAS_OK && again.sums.size() == gpu.sums.size() &&
+                  memcmp(again.sums.data(), gpu.sums.data(), gpu.sums.size() * sizeof(double)) == 0 &&
+                  again.grad.size() == gpu.grad.size() &&
+                  memcmp(again.grad.data(), gpu.grad.data(), gpu.grad.size() * sizeof(float)) == 0,
+              "%s: a second CUDA run is not bitwise identical", what.c_str());
+    }
+}
+
+static void test_clipped_loss(std::mt19937_64& rng) {
+    struct Case {
+        std::string name;
+        Tokens tk;
+        bool all_configs;
+    };
+    std::vector<Case> cases;
+    cases.push_back({"1 row 1 token", make_tokens({0, 1}, 1, false, rng), true});
+    cases.push_back({"no rows", make_tokens({2}, 5, false, rng), true});
+    {
+        const std::vector<int64_t> off = random_offsets(1009, 13, 3, rng);
+        cases.push_back({"1009 rows, gaps, NaN-padded mask", make_tokens(off, off.back() + 7, true, rng), true});
+        cases.push_back({"1009 rows, gaps, no mask", make_tokens(off, off.back() + 7, false, rng), true});
+    }
+    cases.push_back({"1 row 65537 tokens", make_tokens({0, 65537}, 65537, false, rng), true});
+    cases.push_back({"rows of masked tokens only", make_tokens({0, 3, 3, 9}, 9, true, rng), true});
+    for (auto& m : cases.back().tk.mask) m = 0;
+    {
+        const std::vector<int64_t> off = random_offsets(10000, 199, 0, rng);
+        cases.push_back({"1e4 rows ~1e6 tokens, mask", make_tokens(off, off.back(), true, rng), false});
+    }
+    for (const Case& cs : cases) {
+        // "rows of masked tokens only": clear the NaN-free values that make_tokens wrote for
+        // the now-masked tokens, so that padding is NaN there too.
+        Tokens tk = cs.tk;
+        if (!tk.mask.empty())
+            for (int64_t t = 0; t < tk.num_tokens; ++t)
+                if (tk.mask[t] == 0) tk.logp[t] = tk.old_logp[t] = tk.adv[t] = tk.ref[t] = nan_f();
+        const DeviceTokens d(tk);
+        for (int agg = 0; agg <= 3; ++agg)
+            for (int kl = 0; kl <= 3; ++kl)
+                for (int dual = 0; dual <= 1; ++dual) {
+                    if (!cs.all_configs && kl != DRMAS_KL_K3 && kl != DRMAS_KL_NONE) continue;
+                    const drmas_loss_config c = loss_config(agg, kl, dual != 0, tk);
+                    compare_loss(cs.name, c, tk, d, true, !cs.all_configs && agg == 0 && dual == 1);
+                    if (kl == DRMAS_KL_NONE) compare_loss(cs.name, c, tk, d, false, false);
+                }
+    }
+}
+
+// ---- 5. errors: same status and message as the CPU, outputs untouched ----------------
+
+static void expect_error(const std::string& what, int32_t want, int32_t cpu_st, const std::string& cpu_msg,
+                         int32_t gpu_st, const std::string& gpu_msg, bool untouched) {
+    check(cpu_st == want, "%s: CPU status %d, expected %d (%s)", what.c_str(), cpu_st, want, cpu_msg.c_str());
+    check(gpu_st == want, "%s: CUDA status %d, expected %d (%s)", what.c_str(), gpu_st, want, gpu_msg.c_str());
+    check(!gpu_msg.empty() && gpu_msg == cpu_msg, "%s: CUDA message \"%s\" differs from the CPU's \"%s\"", what.c_str(),
+          gpu_msg.c_str(), cpu_msg.c_str());
+    check(untouched, "%s: CUDA wrote to an output buffer before failing", what.c_str());
+}
+
+static void stats_error(const std::string& what, int32_t want, const std::vector<float>& v,
+                        const std::vector<int32_t>& ids, int64_t S) {
+    std::vector<int64_t> c(S, -777);
+    std::vector<double> m(S, -777.0), m2(S, -777.0), sd(S, -777.0);
+    const int32_t cst = drmas_segment_stats_f32(DRMAS_DEVICE_CPU, (int64_t)v.size(), v.data(), ids.data(), S, 1,
+                                                c.data(), m.data(), m2.data(), sd.data(), nullptr);
+    const std::string cmsg = drmas_last_error();
+    DeviceArray<float> dv(v);
+    DeviceArray<int32_t> di(ids);
+    DeviceArray<int64_t> dc(c);
+    DeviceArray<double> dm(m), d2(m2), ds(sd);
+    const int32_t gst = drmas_segment_stats_f32(DRMAS_DEVICE_CUDA, (int64_t)v.size(), dv.get(), di.get(), S, 1,
+                                                dc.get(), dm.get(), d2.get(), ds.get(), nullptr);
+    const std::string gmsg = drmas_last_error();
+    sync_ok(what);
+    const bool untouched = all_equal(dc.download(), (int64_t)-777) && all_equal(dm.download(), -777.0) &&
+                           all_equal(d2.download(), -777.0) && all_equal(ds.download(), -777.0);
+    expect_error("segment_stats " + what, want, cst, cmsg, gst, gmsg, untouched);
+}
+
+static void advantage_error(const std::string& what, int32_t want, const Rows& r, int pooling) {
+    const drmas_norm_config c = norm_config(DRMAS_MODE_DRMAS, pooling, 0, 1, 1);
+    const AdvResult cpu = advantage_cpu(c, r, true);
+    const DeviceRows d(r);
+    const AdvResult gpu = advantage_cuda(c, r, d, true);
+    const bool untouched = all_equal(gpu.adv, -777.0f) && all_equal(gpu.diag, -777.0) &&
+                           gpu.adv.size() == r.s.size();
+    expect_error("advantage " + what, want, cpu.status, cpu.message, gpu.status, gpu.message, untouched);
+}
+
+static void offsets_error(const std::string& what, int32_t want, const std::vector<int64_t>& off, int64_t num_tokens) {
+    const int64_t rows = (int64_t)off.size() - 1;
+    const std::vector<float> values(rows, 1.0f);
+    // broadcast
+    {
+        std::vector<float> out(num_tokens, -777.0f);
+        const int32_t cst = drmas_broadcast_rows_f32(DRMAS_DEVICE_CPU, rows, values.data(), off.data(), num_tokens,
+                                                     out.data(), nullptr);
+        const std::string cmsg = drmas_last_error();
+        DeviceArray<float> dv(values), dout(out);
+        DeviceArray<int64_t> doff(off);
+        const int32_t gst = drmas_broadcast_rows_f32(DRMAS_DEVICE_CUDA, rows, dv.get(), doff.get(), num_tokens,
+                                                     dout.get(), nullptr);
+        const std::string gmsg = drmas_last_error();
+        sync_ok(what);
+        expect_error("broadcast " + what, want, cst, cmsg, gst, gmsg, all_equal(dout.download(), -777.0f));
+    }
+    // clipped loss
+    {
+        Tokens tk;
+        tk.off = off;
+        tk.num_tokens = num_tokens;
+        tk.logp.assign(num_tokens, 0.0f);
+        tk.old_logp.assign(num_tokens, 0.0f);
+        tk.adv.assign(num_tokens, 1.0f);
+        tk.ref.assign(num_tokens, 0.0f);
+        drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, DRMAS_KL_K3, true, tk);
+        c.normalizer = 1.0;
+        const LossResult cpu = loss_cpu(c, tk, true);
+        const DeviceTokens d(tk);
+        const LossResult gpu = loss_cuda(c, tk, d, true);
+        const bool untouched = all_equal(gpu.grad, 12345.0f) && all_equal(gpu.sums, -777.0) &&
+                               gpu.sums.size() == DRMAS_LOSS_SUMS;
+        expect_error("clipped_loss " + what, want, cpu.status, cpu.message, gpu.status, gpu.message, untouched);
+    }
+}
+
+static void test_errors(std::mt19937_64& rng) {
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> v(1009);
+    for (auto& x : v) x = normal(rng);
+    std::vector<int32_t> ids(1009);
+    for (size_t i = 0; i < ids.size(); ++i) ids[i] = (int32_t)(i % 17);
+    const float inf = std::numeric_limits<float>::infinity();
+    {
+        auto bad = ids;
+        bad[700] = -1;
+        bad[500] = 17;
+        stats_error("id out of range", DRMAS_ERR_RANGE, v, bad, 17);
+    }
+    {
+        auto badv = v;
+        auto badi = ids;
+        badv[300] = nan_f();
+        badi[500] = 99;
+        stats_error("NaN value before a bad id", DRMAS_ERR_NONFINITE, badv, badi, 17);
+        badv[300] = -inf;
+        stats_error("-inf value", DRMAS_ERR_NONFINITE, badv, badi, 17);
+        badi[300] = 17;
+        stats_error("bad id and NaN in one row", DRMAS_ERR_RANGE, badv, badi, 17);
+    }
+
+    const Rows r = rollout_rows(20, 4, 3, 3, false, 0, 0, rng);
+    const int64_t n = (int64_t)r.s.size();
+    for (int pool = 0; pool <= 1; ++pool) {
+        const std::string p = pool == DRMAS_POOL_TRAJECTORIES ? " (traj pooling)" : " (row pooling)";
+        Rows b = r;
+        b.uid[n / 2] = (int32_t)r.U;
+        b.uid[n - 1] = -3;
+        advantage_error("uid out of range" + p, DRMAS_ERR_RANGE, b, pool);
+        b = r;
+        b.agent[n / 3] = (int32_t)r.K;
+        advantage_error("agent out of range" + p, DRMAS_ERR_RANGE, b, pool);
+        b = r;
+        b.s[n / 4] = nan_f();
+        b.agent[n / 3] = -1;
+        advantage_error("NaN score" + p, DRMAS_ERR_NONFINITE, b, pool);
+        b.s[n / 4] = inf;
+        advantage_error("+inf score" + p, DRMAS_ERR_NONFINITE, b, pool);
+    }
+    {
+        Rows b = r;
+        b.traj[n / 2] = (int32_t)r.T;
+        advantage_error("traj out of range", DRMAS_ERR_RANGE, b, DRMAS_POOL_TRAJECTORIES);
+        // Row pooling ignores traj.
+        const drmas_norm_config c = norm_config(DRMAS_MODE_DRMAS, DRMAS_POOL_ROWS, 0, 1, 1);
+        const DeviceRows d(b);
+        const AdvResult gpu = advantage_cuda(c, b, d, false);
+        check(gpu.status == DRMAS_OK, "advantage: row pooling must ignore traj: %d %s", gpu.status, gpu.message.c_str());
+    }
+    {
+        // Row 9 of uid 1 claims trajectory 2, which rows of uid 0 put in uid 0 first.
+        Rows b = r;
+        const int64_t i = std::find(b.uid.begin(), b.uid.end(), 1) - b.uid.begin() + 1;
+        b.traj[i] = b.traj[0];
+        advantage_error("trajectory in two uids", DRMAS_ERR_INCONSISTENT, b, DRMAS_POOL_TRAJECTORIES);
+        b.s[i + 1] = nan_f();
+        advantage_error("trajectory in two uids before a NaN", DRMAS_ERR_INCONSISTENT, b, DRMAS_POOL_TRAJECTORIES);
+        b.s[i - 1] = nan_f();
+        advantage_error("NaN before a trajectory in two uids", DRMAS_ERR_NONFINITE, b, DRMAS_POOL_TRAJECTORIES);
+        // Shuffled: the last row takes the trajectory of an earlier row of another uid.
+        Rows sh = shuffled(r, rng);
+        int64_t j = 0;
+        while (sh.uid[j] == sh.uid[n - 1]) ++j;
+        sh.traj[n - 1] = sh.traj[j];
+        advantage_error("trajectory in two uids, unsorted", DRMAS_ERR_INCONSISTENT, sh, DRMAS_POOL_TRAJECTORIES);
+    }
+
+    offsets_error("decreasing offsets", DRMAS_ERR_RANGE, {0, 4, 9, 7, 12}, 12);
+    offsets_error("negative first offset", DRMAS_ERR_RANGE, {-1, 4, 9}, 12);
+    offsets_error("offsets past num_tokens", DRMAS_ERR_RANGE, {0, 4, 13}, 12);
+    offsets_error("decrease and past the end", DRMAS_ERR_RANGE, {0, 40, 9}, 12);
+
+    // A host pointer passed to the CUDA backend is refused before anything runs.
+    {
+        DeviceArray<int32_t> di(ids);
+        DeviceArray<int64_t> dc(std::vector<int64_t>(17, -777));
+        DeviceArray<double> dm(17), d2(17);
+        const int32_t st = drmas_segment_stats_f32(DRMAS_DEVICE_CUDA, (int64_t)v.size(), v.data(), di.get(), 17, 1,
+                                                   dc.get(), dm.get(), d2.get(), nullptr, nullptr);
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_CONFIG && msg.find("argument 'values' is not a device pointer") != std::string::npos,
+              "segment_stats with host values: status %d, message \"%s\"", st, msg.c_str());
+        check(all_equal(dc.download(), (int64_t)-777), "segment_stats with host values wrote its output");
+    }
+    {
+        const Tokens tk = make_tokens({0, 3, 5}, 5, false, rng);
+        const DeviceTokens d(tk);
+        DeviceArray<float> grad(std::vector<float>(5, 12345.0f));
+        std::vector<double> host_sums(DRMAS_LOSS_SUMS, -777.0);
+        const drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, DRMAS_KL_NONE, false, tk);
+        const int32_t st = drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &c, 2, d.off.get(), 5, d.logp.get(),
+                                                  d.old_logp.get(), d.adv.get(), nullptr, nullptr, grad.get(),
+                                                  host_sums.data(), nullptr);
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_CONFIG && msg.find("argument 'sums' is not a device pointer") != std::string::npos,
+              "clipped_loss with host sums: status %d, message \"%s\"", st, msg.c_str());
+        check(all_equal(grad.download(), 12345.0f) && all_equal(host_sums, -777.0),
+              "clipped_loss with host sums wrote an output");
+    }
+    {
+        const std::vector<int64_t> off = {0, 2};
+        std::vector<float> out(2, -777.0f);
+        DeviceArray<float> dv(std::vector<float>{1.0f});
+        const int32_t st = drmas_broadcast_rows_f32(DRMAS_DEVICE_CUDA, 1, dv.get(), off.data(), 2, out.data(), nullptr);
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_CONFIG && msg.find("argument 'row_offsets' is not a device pointer") != std::string::npos,
+              "broadcast with host offsets: status %d, message \"%s\"", st, msg.c_str());
+    }
+}
+
+int main() {
+    printf("libdrmas %s, CUDA compiled %d, available %d\n", drmas_version(), drmas_cuda_compiled(),
+           drmas_cuda_available());
+    if (drmas_cuda_available() == 0) {
+        printf("no CUDA device: skipping CUDA tests\n");
+        return 77;
+    }
+    std::mt19937_64 rng(20260208);
+    test_segment_stats(rng);
+    test_advantage(rng);
+    test_broadcast(rng);
+    test_clipped_loss(rng);
+    test_errors(rng);
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
