@@ -146,97 +146,123 @@ inline void write_diag(const AdvArgs& a, int64_t u, int64_t k, double acount, do
 
 // Scratch of one thread for the blocked path, reused across runs.
 struct RunScratch {
-    std::vector<double> acnt, asum, am2, amean;  // per agent of the current uid
-    std::vector<int32_t> slot;                   // row -> local trajectory slot
-    std::vector<int32_t> hkey, hval;             // open-addressing map traj -> slot
-    std::vector<double> tcnt, tsum;              // per local trajectory
+    std::vector<double> acc;         // per agent of the current uid: sum, m2, mean
+    std::vector<int64_t> acnt;       // per agent: rows
+    std::vector<Resolved> res;       // per agent: resolved mean / divisor / zero
+    std::vector<int32_t> slot;       // row -> local trajectory slot
+    std::vector<double> tcnt, tsum;  // per local trajectory
 };
 
-// Normalises rows [b, e), all of uid u (and nothing else of u anywhere).
-void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch& w) {
+// Pass 3 of a run, specialised so that the per-row loop has no mode or pooling branch.
+template <bool kTrajX>
+inline void write_run(const AdvArgs& a, int64_t b, int64_t e, const Resolved* res, const RunScratch& w) {
+    const drmas_norm_config& c = *a.c;
+    const float* sc = a.scores;
+    const int32_t* ag = a.agent;
+    float* out = a.adv;
+    for (int64_t i = b; i < e; ++i) {
+        const double s = sc[i];
+        out[i] = apply_advantage(c, res[ag[i]], s, kTrajX ? w.tsum[w.slot[i - b]] : s);
+    }
+}
+
+// Normalises rows [b, e), all of uid u (and nothing else of u anywhere), while they are hot
+// in L1. `tslot` is a per-trajectory scratch array that holds the trajectory's uid (>= 0) on
+// entry; the run claims its trajectories by overwriting them with -(slot + 2). Trajectories
+// never span runs (validated), so threads on different runs never touch the same entries.
+void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch& w, int32_t* tslot) {
     const drmas_norm_config& c = *a.c;
     const int64_t K = a.K, len = e - b;
     const bool by_traj = a.traj != nullptr;
-    w.acnt.assign(K, 0.0);
-    w.asum.assign(K, 0.0);
-    w.am2.assign(K, 0.0);
-    w.amean.resize(K);
+    w.acc.assign(3 * K, 0.0);
+    w.acnt.assign(K, 0);
+    double* sum = w.acc.data();
+    double* m2 = sum + K;
+    double* mean = m2 + K;
+    int64_t* cnt = w.acnt.data();
+    const float* sc = a.scores;
+    const int32_t* ag = a.agent;
 
-    // Local trajectory slots: distinct trajectories of the run, in order of appearance.
+    // Pass 1: sums, and local trajectory slots in order of first appearance.
     int64_t ntraj = 0;
-    if (by_traj) {
-        int64_t cap = 16;
-        while (cap < 2 * len) cap <<= 1;
-        w.hkey.assign(cap, -1);
-        w.hval.resize(cap);
-        w.slot.resize(len);
-        w.tcnt.clear();
-        w.tsum.clear();
-        for (int64_t i = b; i < e; ++i) {
-            const int32_t t = a.traj[i];
-            int64_t h = ((uint32_t)t * 2654435761u) & (cap - 1);
-            while (w.hkey[h] != -1 && w.hkey[h] != t) h = (h + 1) & (cap - 1);
-            if (w.hkey[h] == -1) {
-                w.hkey[h] = t;
-                w.hval[h] = (int32_t)ntraj++;
-                w.tcnt.push_back(0.0);
-                w.tsum.push_back(0.0);
-            }
-            w.slot[i - b] = w.hval[h];
-        }
-    }
-
-    // Pass 1: sums.
     double gcnt = 0, gsum = 0;
-    for (int64_t i = b; i < e; ++i) {
-        const double s = a.scores[i];
-        const int32_t k = a.agent[i];
-        w.acnt[k] += 1;
-        w.asum[k] += s;
-        if (by_traj) {
-            const int32_t j = w.slot[i - b];
-            w.tcnt[j] += 1;
-            w.tsum[j] += s;
-        } else {
-            gsum += s;
-        }
-    }
-    for (int64_t k = 0; k < K; ++k) w.amean[k] = w.acnt[k] > 0 ? w.asum[k] / w.acnt[k] : 0.0;
     if (by_traj) {
+        if ((int64_t)w.slot.size() < len) {
+            w.slot.resize(len);
+            w.tcnt.resize(len);
+            w.tsum.resize(len);
+        }
+        int32_t* slot = w.slot.data();
+        double* tcnt = w.tcnt.data();
+        double* tsum = w.tsum.data();
+        const int32_t* tr = a.traj;
+        for (int64_t i = b; i < e; ++i) {
+            int32_t* v = &tslot[tr[i]];
+            if (*v >= 0) {
+                *v = -(int32_t)(ntraj + 2);
+                tcnt[ntraj] = 0;
+                tsum[ntraj] = 0;
+                ++ntraj;
+            }
+            const int32_t j = -*v - 2;
+            slot[i - b] = j;
+            const double s = sc[i];
+            const int32_t k = ag[i];
+            cnt[k] += 1;
+            sum[k] += s;
+            tcnt[j] += 1;
+            tsum[j] += s;
+        }
         for (int64_t j = 0; j < ntraj; ++j) {
-            w.tsum[j] /= w.tcnt[j];  // now the trajectory's mean score S_t
-            gsum += w.tsum[j];
+            tsum[j] /= tcnt[j];  // now the trajectory's mean score S_t
+            gsum += tsum[j];
         }
         gcnt = (double)ntraj;
     } else {
+        for (int64_t i = b; i < e; ++i) {
+            const double s = sc[i];
+            const int32_t k = ag[i];
+            cnt[k] += 1;
+            sum[k] += s;
+            gsum += s;
+        }
         gcnt = (double)len;
     }
+    for (int64_t k = 0; k < K; ++k) mean[k] = cnt[k] > 0 ? sum[k] / (double)cnt[k] : 0.0;
     const double gmean = gsum / gcnt;
 
     // Pass 2: second moments about the means.
     double gm2 = 0;
-    for (int64_t i = b; i < e; ++i) {
-        const double s = a.scores[i];
-        const double d = s - w.amean[a.agent[i]];
-        w.am2[a.agent[i]] += d * d;
-        if (!by_traj) gm2 += (s - gmean) * (s - gmean);
-    }
-    if (by_traj)
+    if (by_traj) {
+        for (int64_t i = b; i < e; ++i) {
+            const double d = (double)sc[i] - mean[ag[i]];
+            m2[ag[i]] += d * d;
+        }
         for (int64_t j = 0; j < ntraj; ++j) gm2 += (w.tsum[j] - gmean) * (w.tsum[j] - gmean);
+    } else {
+        for (int64_t i = b; i < e; ++i) {
+            const double s = sc[i];
+            const double d = s - mean[ag[i]];
+            m2[ag[i]] += d * d;
+            gm2 += (s - gmean) * (s - gmean);
+        }
+    }
 
-    // Pass 3: advantages.
+    // Resolve each (uid, agent) segment once; pass 3 writes the advantages.
     const int ddof = c.ddof;
     const SegStat group{gcnt, gmean, std_from_m2(gcnt, gm2, ddof)};
-    for (int64_t i = b; i < e; ++i) {
-        const int32_t k = a.agent[i];
-        const double s = a.scores[i];
-        const double x = by_traj ? w.tsum[w.slot[i - b]] : s;
-        const SegStat ag{w.acnt[k], w.amean[k], std_from_m2(w.acnt[k], w.am2[k], ddof)};
-        a.adv[i] = row_advantage(c, s, x, ag, group);
+    w.res.resize(K);
+    for (int64_t k = 0; k < K; ++k) {
+        const double n_k = (double)cnt[k];
+        w.res[k] = resolve_segments(c, SegStat{n_k, mean[k], std_from_m2(n_k, m2[k], ddof)}, group);
+    }
+    if (by_traj && c.mode == DRMAS_MODE_GRPO) {
+        write_run<true>(a, b, e, w.res.data(), w);
+    } else {
+        write_run<false>(a, b, e, w.res.data(), w);
     }
     if (a.diag)
-        for (int64_t k = 0; k < K; ++k)
-            write_diag(a, u, k, w.acnt[k], w.amean[k], w.am2[k], gcnt, gmean, gm2);
+        for (int64_t k = 0; k < K; ++k) write_diag(a, u, k, (double)cnt[k], mean[k], m2[k], gcnt, gmean, gm2);
 }
 
 // General path for any row order: global per-segment arrays, full passes. `owner` maps each
@@ -280,13 +306,18 @@ void normalise_general(const AdvArgs& a, const std::vector<int32_t>& owner) {
     if (by_traj)
         for (int64_t t = 0; t < T; ++t)
             if (tcnt[t] > 0) gm2[owner[t]] += (tmean[t] - gmean[owner[t]]) * (tmean[t] - gmean[owner[t]]);
+    std::vector<Resolved> res(S);
+    for (int64_t u = 0; u < U; ++u) {
+        const SegStat gr{gcnt[u], gmean[u], std_from_m2(gcnt[u], gm2[u], c.ddof)};
+        for (int64_t k = 0; k < K; ++k) {
+            const int64_t seg = u * K + k;
+            res[seg] = resolve_segments(c, SegStat{acnt[seg], amean[seg], std_from_m2(acnt[seg], am2[seg], c.ddof)}, gr);
+        }
+    }
     for (int64_t i = 0; i < n; ++i) {
-        const int64_t u = a.uid[i], seg = u * K + a.agent[i];
         const double s = a.scores[i];
         const double x = by_traj ? tmean[a.traj[i]] : s;
-        const SegStat ag{acnt[seg], amean[seg], std_from_m2(acnt[seg], am2[seg], c.ddof)};
-        const SegStat gr{gcnt[u], gmean[u], std_from_m2(gcnt[u], gm2[u], c.ddof)};
-        a.adv[i] = row_advantage(c, s, x, ag, gr);
+        a.adv[i] = apply_advantage(c, res[(int64_t)a.uid[i] * K + a.agent[i]], s, x);
     }
     if (a.diag)
         for (int64_t u = 0; u < U; ++u)
@@ -319,12 +350,22 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         std::vector<Run>& r = runs[tid];
         r.reserve((e - b) / 16 + 1);
         int32_t prev = -1;
+        const uint64_t tmax = traj ? (uint64_t)T : ~(uint64_t)0;
         for (int64_t i = b; i < e; ++i) {
             const int32_t u = uid[i];
-            if ((uint32_t)u >= (uint64_t)U) { p = {i, 1}; return; }
-            if (traj && (uint32_t)traj[i] >= (uint64_t)T) { p = {i, 2}; return; }
-            if ((uint32_t)agent[i] >= (uint64_t)K) { p = {i, 3}; return; }
-            if (!isfinite(scores[i])) { p = {i, 4}; return; }
+            const uint32_t t = traj ? (uint32_t)traj[i] : 0;
+            uint32_t bits;
+            memcpy(&bits, &scores[i], 4);
+            // one well-predicted branch for the common case; sort out which check failed after
+            const bool bad_row = ((uint32_t)u >= (uint64_t)U) | (t >= tmax) | ((uint32_t)agent[i] >= (uint64_t)K) |
+                                 ((bits & 0x7f800000u) == 0x7f800000u);
+            if (bad_row) {
+                if ((uint32_t)u >= (uint64_t)U) p = {i, 1};
+                else if (t >= tmax) p = {i, 2};
+                else if ((uint32_t)agent[i] >= (uint64_t)K) p = {i, 3};
+                else p = {i, 4};
+                return;
+            }
             if (i == b || u != prev) r.push_back({i, u});
             prev = u;
             if (traj) {
@@ -414,7 +455,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         RunScratch w;
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t b = all[r].begin, e = r + 1 < R ? all[r + 1].begin : n;
-            normalise_run(a, b, e, all[r].uid, w);
+            normalise_run(a, b, e, all[r].uid, w, owner.data());
         }
     });
     return DRMAS_OK;

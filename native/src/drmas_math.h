@@ -1,7 +1,7 @@
 // drmas_math.h — the per-element formulas shared by the CPU backend and the CUDA kernels,
 // so that both compute the same numbers by construction: the advantage of one row given its
 // segments' statistics (ARCHITECTURE §5) and the clipped PPO loss of one token (§6).
-// defines: SegStat, row_advantage, TokenLoss, token_loss
+// defines: SegStat, Resolved, resolve_segments, apply_advantage, row_advantage, TokenLoss, token_loss
 // The independent oracle is the plain-Java reference in the test sources, not this file.
 #pragma once
 
@@ -30,15 +30,20 @@ DRMAS_HD double std_from_m2(double count, double m2, int ddof) {
     return count > ddof ? sqrt(m2 / (count - ddof)) : 0.0;
 }
 
-// Advantage of one row. `s` is the row score, `x` the GRPO numerator (the trajectory's mean
-// score under trajectory pooling, else s). The mode takes its mean from one segment and its
-// std from another; a single-member segment that the mode uses is handled by the singleton
-// policy. The std segment is "used" only when scale_by_std is on.
-DRMAS_HD float row_advantage(const drmas_norm_config& c, double s, double x, SegStat agent,
-                             SegStat group) {
+// What a row's advantage needs from its segments, resolved once per (uid, agent) segment:
+// the mean to subtract, the divisor (std + eps), or `zero` when the singleton policy says
+// A = 0. The mode takes its mean from one segment and its std from another; a single-member
+// segment that the mode uses is handled by the policy. The std segment is "used" only when
+// scale_by_std is on.
+struct Resolved {
+    double mean;
+    double denom;
+    int zero;
+};
+
+DRMAS_HD Resolved resolve_segments(const drmas_norm_config& c, SegStat agent, SegStat group) {
     const bool agent_mean = c.mode == DRMAS_MODE_DRMAS || c.mode == DRMAS_MODE_AGENT_MEAN;
     const bool agent_std = c.mode == DRMAS_MODE_DRMAS || c.mode == DRMAS_MODE_AGENT_STD;
-    const double num = c.mode == DRMAS_MODE_GRPO ? x : s;
 
     // Resolve one statistic (mean when want_mean, else std) from its segment.
     // Returns false when the policy says A = 0.
@@ -67,13 +72,26 @@ DRMAS_HD float row_advantage(const drmas_norm_config& c, double s, double x, Seg
         return false;  // fallback and zero: a single group gives A = 0
     };
 
-    double mean = 0.0, std = 1.0;
-    if (!resolve(agent_mean, true, &mean)) return 0.0f;
-    const double diff = num - mean;
+    Resolved r{0.0, 1.0, 0};
+    double std = 1.0;
+    if (!resolve(agent_mean, true, &r.mean)) r.zero = 1;
+    if (c.scale_by_std && !resolve(agent_std, false, &std)) r.zero = 1;
+    r.denom = std + c.eps;
+    return r;
+}
+
+// Advantage of one row from its resolved segments. `s` is the row score, `x` the GRPO
+// numerator (the trajectory's mean score under trajectory pooling, else s).
+DRMAS_HD float apply_advantage(const drmas_norm_config& c, const Resolved& r, double s, double x) {
+    if (r.zero) return 0.0f;
+    const double diff = (c.mode == DRMAS_MODE_GRPO ? x : s) - r.mean;
     if (!c.scale_by_std) return (float)diff;
-    if (!resolve(agent_std, false, &std)) return 0.0f;
     if (diff == 0.0) return 0.0f;  // a constant segment gives exactly 0
-    return (float)(diff / (std + c.eps));
+    return (float)(diff / r.denom);
+}
+
+DRMAS_HD float row_advantage(const drmas_norm_config& c, double s, double x, SegStat agent, SegStat group) {
+    return apply_advantage(c, resolve_segments(c, agent, group), s, x);
 }
 
 // Loss of one valid token, before the aggregation weight.

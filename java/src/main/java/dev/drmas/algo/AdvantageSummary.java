@@ -1,10 +1,11 @@
 // AdvantageSummary.java — per-agent figures of one normalisation: score and advantage mean,
 // the advantage second moment E[A²] (what scales an agent's gradient norm, the paper's §4),
-// and Lemma 4.2's inflation factor averaged over the groups where it is defined.
+// and Lemma 4.2's inflation factor, its mean and its maximum over the groups where it is defined.
 package dev.drmas.algo;
 
 public record AdvantageSummary(int agent, long rows, double scoreMean, double advantageMean,
-                               double advantageSecondMoment, double inflationMean, long inflationGroups) {
+                               double advantageSecondMoment, double inflationMean, double inflationMax,
+                               long inflationGroups) {
 
     /** One summary per agent from the rows and the diagnostics of {@link Advantages#computeWithDiagnostics}. */
     public static AdvantageSummary[] perAgent(float[] scores, int[] agent, float[] advantages, double[] diagnostics,
@@ -21,18 +22,19 @@ public record AdvantageSummary(int agent, long rows, double scoreMean, double ad
         AdvantageSummary[] out = new AdvantageSummary[numAgents];
         long segs = (long) numUids * numAgents;
         for (int k = 0; k < numAgents; k++) {
-            double inf = 0;
+            double inf = 0, max = Double.NaN;
             long groups = 0;
             for (int u = 0; u < numUids; u++) {
                 double v = diagnostics[(int) (Advantages.DIAG_INFLATION * segs + (long) u * numAgents + k)];
                 if (!Double.isNaN(v)) {
                     inf += v;
+                    max = groups == 0 ? v : Math.max(max, v);
                     groups++;
                 }
             }
             double n = Math.max(1, rows[k]);
             out[k] = new AdvantageSummary(k, rows[k], s[k] / n, a[k] / n, a2[k] / n,
-                    groups > 0 ? inf / groups : Double.NaN, groups);
+                    groups > 0 ? inf / groups : Double.NaN, max, groups);
         }
         return out;
     }

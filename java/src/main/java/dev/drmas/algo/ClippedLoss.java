@@ -87,7 +87,7 @@ public final class ClippedLoss {
         MemorySegment ref = TensorViews.view("refLogp", refLogp, ScalarType.Float, n, b);
         MemorySegment m = null;
         if (mask != null) {
-            ScalarType mt = mask.scalar_type();
+            ScalarType mt = mask.scalar_type().intern();
             if (mt != ScalarType.Bool && mt != ScalarType.Byte) {
                 throw new IllegalArgumentException("mask must be bool or uint8 but is " + mt);
             }

@@ -27,8 +27,9 @@ final class TensorViews {
     /** A view of {@code t}'s data; null stays null. Checks dtype, contiguity, length and device. */
     static MemorySegment view(String name, Tensor t, ScalarType dtype, long numel, Backend backend) {
         if (t == null) return null;
-        if (t.scalar_type() != dtype) {
-            throw new IllegalArgumentException(name + " must be " + dtype + " but is " + t.scalar_type());
+        // JavaCPP returns a fresh enum object per call: intern() before comparing identities
+        if (t.scalar_type().intern() != dtype) {
+            throw new IllegalArgumentException(name + " must be " + dtype + " but is " + t.scalar_type().intern());
         }
         if (!t.is_contiguous()) {
             throw new IllegalArgumentException(name + " must be contiguous (call .contiguous() first)");

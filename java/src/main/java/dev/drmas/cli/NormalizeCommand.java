@@ -128,10 +128,11 @@ final class NormalizeCommand implements Callable<Integer> {
                 rows.numUids, rows.numAgents());
         err.printf(Locale.ROOT, "%s: %d rows, %d groups, %d trajectories, %d agents (mode %s, pooling %s)%n", rows.source,
                 rows.size(), rows.numUids, rows.numTrajs, rows.numAgents(), cfg.mode().configName(), cfg.globalPooling().configName());
-        err.printf(Locale.ROOT, "  %-12s %7s %10s %10s %10s %12s%n", "agent", "rows", "score", "adv mean", "E[adv^2]", "inflation");
+        err.printf(Locale.ROOT, "  %-12s %7s %10s %10s %10s %15s %15s%n", "agent", "rows", "score", "adv mean", "E[adv^2]",
+                "inflation mean", "inflation max");
         for (AdvantageSummary a : s) {
-            err.printf(Locale.ROOT, "  %-12s %7d %10.4f %10.4f %10.4f %12.4f%n", rows.agentNames.get(a.agent()), a.rows(),
-                    a.scoreMean(), a.advantageMean(), a.advantageSecondMoment(), a.inflationMean());
+            err.printf(Locale.ROOT, "  %-12s %7d %10.4f %10.4f %10.4f %15.4f %15.4f%n", rows.agentNames.get(a.agent()), a.rows(),
+                    a.scoreMean(), a.advantageMean(), a.advantageSecondMoment(), a.inflationMean(), a.inflationMax());
         }
     }
 }

@@ -1,0 +1,160 @@
+// GpuBench.java — times the CUDA kernels (advantage, clipped loss) at 1M and 16M on device buffers
+// (nanoTime around N calls, each followed by a device synchronise) next to the native CPU kernel:
+// ms, GB/s and speed-up. Without a usable CUDA device it prints that it skipped and exits 0.
+package dev.drmas.bench;
+
+import dev.drmas.algo.ClippedLoss;
+import dev.drmas.bindings.Backend;
+import dev.drmas.bindings.DeviceBuffer;
+import dev.drmas.bindings.Kernels;
+import dev.drmas.bindings.LibDrmas;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+public final class GpuBench {
+    private GpuBench() {}
+
+    static final String USAGE = """
+            usage: GpuBench [--sizes N,N,...] [--threads N] [--time MS] [--out FILE.md]
+              --sizes    element counts (default 1048576,16777216)
+              --threads  threads of the CPU kernel it is compared with (default 2)
+              --time     target measuring time per case in ms (default 1000; at least 5 calls)
+              --out      also write the table as Markdown""";
+
+    record Row(String op, long n, String layout, int bytesPerElement, double gpuMs, double cpuMs) {}
+
+    public static void main(String[] argv) throws IOException {
+        List<Long> sizes = List.of(1L << 20, 1L << 24);
+        Path out = null;
+        int timeMs = 1000;
+        for (int i = 0; i < argv.length; i++) {
+            String k = argv[i];
+            if (k.equals("-h") || k.equals("--help")) {
+                System.out.println(USAGE);
+                return;
+            }
+            if (i + 1 >= argv.length) throw new IllegalArgumentException(k + " needs a value\n" + USAGE);
+            String v = argv[++i];
+            switch (k) {
+                case "--sizes" -> sizes = java.util.Arrays.stream(v.split(",")).map(s -> Long.parseLong(s.trim())).toList();
+                case "--threads" -> System.setProperty(BenchSupport.THREADS_PROPERTY, v);
+                case "--time" -> timeMs = Integer.parseInt(v);
+                case "--out" -> out = Path.of(v);
+                default -> throw new IllegalArgumentException("unknown option " + k + "\n" + USAGE);
+            }
+        }
+        if (!Backend.CUDA.available()) {
+            System.out.println("no CUDA device: GPU benchmark skipped");
+            return;
+        }
+        BenchSupport.configureNativeThreads();
+        List<Row> rows = new ArrayList<>();
+        for (long n : sizes) {
+            for (String layout : List.of("grouped", "random")) rows.add(advantage(Math.toIntExact(n), layout, timeMs));
+            rows.add(loss(Math.toIntExact(n), timeMs));
+        }
+        String table = table(rows, timeMs);
+        System.out.println(table);
+        if (out != null) {
+            Files.writeString(out, table);
+            System.out.println("written to " + out.toAbsolutePath());
+        }
+    }
+
+    // ------------------------------------------------------------------ cases
+
+    static Row advantage(int n, String layout, int timeMs) {
+        AdvantageBench.Data d = AdvantageBench.Data.generate(n, layout, BenchSupport.SEED);
+        Kernels.NormParams p = AdvantageBench.normParams(AdvantageBench.CONFIG);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment s = BenchSupport.offHeap(arena, d.scores()), u = BenchSupport.offHeap(arena, d.uid());
+            MemorySegment t = BenchSupport.offHeap(arena, d.traj()), a = BenchSupport.offHeap(arena, d.agent());
+            MemorySegment cpuOut = BenchSupport.zeroed(arena, 4L * n), gpuOut = BenchSupport.zeroed(arena, 4L * n);
+            try (DeviceBuffer ds = DeviceBuffer.of(s); DeviceBuffer du = DeviceBuffer.of(u);
+                 DeviceBuffer dt = DeviceBuffer.of(t); DeviceBuffer da = DeviceBuffer.of(a);
+                 DeviceBuffer dout = DeviceBuffer.allocate(4L * n)) {
+                Runnable gpu = () -> Kernels.advantage(Backend.CUDA, p, n, ds.segment(), du.segment(), dt.segment(),
+                        da.segment(), d.numUids(), d.numTrajs(), d.numAgents(), dout.segment(), null, null);
+                Runnable cpu = () -> Kernels.advantage(Backend.CPU, p, n, s, u, t, a, d.numUids(), d.numTrajs(),
+                        d.numAgents(), cpuOut, null, null);
+                double gpuMs = time(gpu, true, timeMs), cpuMs = time(cpu, false, timeMs);
+                dout.download(gpuOut);
+                BenchSupport.check("CUDA advantage", BenchSupport.floats(cpuOut, n), BenchSupport.floats(gpuOut, n), 1e-4);
+                return new Row("advantage", n, layout, AdvantageBench.BYTES_PER_ROW, gpuMs, cpuMs);
+            }
+        }
+    }
+
+    static Row loss(int n, int timeMs) {
+        ClippedLossBench.Data d = ClippedLossBench.Data.generate(n, BenchSupport.SEED);
+        Kernels.LossParams p = ClippedLossBench.lossParams(ClippedLossBench.CONFIG, d.normalizer());
+        long rows = d.numRows();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment off = BenchSupport.offHeap(arena, d.offsets()), lp = BenchSupport.offHeap(arena, d.logp());
+            MemorySegment old = BenchSupport.offHeap(arena, d.old()), adv = BenchSupport.offHeap(arena, d.adv());
+            MemorySegment mask = BenchSupport.offHeap(arena, d.maskBytes());
+            MemorySegment cpuGrad = BenchSupport.zeroed(arena, 4L * n), gpuGrad = BenchSupport.zeroed(arena, 4L * n);
+            MemorySegment cpuSums = BenchSupport.zeroed(arena, 8L * ClippedLoss.NUM_SUMS);
+            MemorySegment gpuSums = BenchSupport.zeroed(arena, 8L * ClippedLoss.NUM_SUMS);
+            try (DeviceBuffer doff = DeviceBuffer.of(off); DeviceBuffer dlp = DeviceBuffer.of(lp);
+                 DeviceBuffer dold = DeviceBuffer.of(old); DeviceBuffer dadv = DeviceBuffer.of(adv);
+                 DeviceBuffer dmask = DeviceBuffer.of(mask); DeviceBuffer dgrad = DeviceBuffer.allocate(4L * n);
+                 DeviceBuffer dsums = DeviceBuffer.allocate(8L * ClippedLoss.NUM_SUMS)) {
+                Runnable gpu = () -> Kernels.clippedLoss(Backend.CUDA, p, rows, doff.segment(), n, dlp.segment(),
+                        dold.segment(), dadv.segment(), null, dmask.segment(), dgrad.segment(), dsums.segment(), null);
+                Runnable cpu = () -> Kernels.clippedLoss(Backend.CPU, p, rows, off, n, lp, old, adv, null, mask,
+                        cpuGrad, cpuSums, null);
+                double gpuMs = time(gpu, true, timeMs), cpuMs = time(cpu, false, timeMs);
+                dgrad.download(gpuGrad);
+                dsums.download(gpuSums);
+                BenchSupport.check("CUDA loss grad", BenchSupport.floats(cpuGrad, n), BenchSupport.floats(gpuGrad, n), 1e-4);
+                BenchSupport.check("CUDA loss", cpuSums.get(ValueLayout.JAVA_DOUBLE, 0), gpuSums.get(ValueLayout.JAVA_DOUBLE, 0), 1e-4);
+                return new Row("clipped loss", n, "", ClippedLossBench.BYTES_PER_TOKEN, gpuMs, cpuMs);
+            }
+        }
+    }
+
+    /**
+     * Mean ms per call: 3 warm-up calls, a timed call to size the run, then enough calls
+     * (at least 5) to fill about {@code timeMs}, each followed by a synchronise on the GPU.
+     */
+    static double time(Runnable op, boolean gpu, int timeMs) {
+        for (int i = 0; i < 3; i++) call(op, gpu);
+        long t0 = System.nanoTime();
+        call(op, gpu);
+        double est = Math.max(1e-6, (System.nanoTime() - t0) / 1e6);
+        int calls = (int) Math.max(5, Math.min(10_000, timeMs / est));
+        t0 = System.nanoTime();
+        for (int i = 0; i < calls; i++) call(op, gpu);
+        return (System.nanoTime() - t0) / 1e6 / calls;
+    }
+
+    private static void call(Runnable op, boolean gpu) {
+        op.run();
+        if (gpu) DeviceBuffer.synchronize();
+    }
+
+    static String table(List<Row> rows, int timeMs) {
+        StringBuilder sb = new StringBuilder();
+        sb.append("# drmas CUDA kernels\n\n");
+        sb.append(String.format(Locale.ROOT, "libdrmas %s · CPU kernel threads %d · about %d ms of calls per case, each "
+                + "followed by a device synchronise (GPU) · GB/s = bytes the kernel must minimally touch / time.%n%n",
+                LibDrmas.version(), BenchSupport.threads(), timeMs));
+        sb.append("| operation | n | layout | GPU ms | GPU GB/s | CPU native ms | CPU GB/s | GPU speed-up |\n");
+        sb.append("|---|---:|---|---:|---:|---:|---:|---:|\n");
+        for (Row r : rows) {
+            double gb = (double) r.bytesPerElement() * r.n() / 1e9;
+            sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s |%n", r.op(), BenchReport.human(r.n()),
+                    r.layout().isEmpty() ? "—" : r.layout(), BenchReport.ms(r.gpuMs()), BenchReport.num(gb / (r.gpuMs() * 1e-3)),
+                    BenchReport.ms(r.cpuMs()), BenchReport.num(gb / (r.cpuMs() * 1e-3)), BenchReport.ratio(r.cpuMs() / r.gpuMs())));
+        }
+        return sb.toString();
+    }
+}

@@ -1,0 +1,193 @@
+// NormalizeCommandTest.java — `drmas normalize` and `drmas demo` end to end through picocli on
+// real files: output order and content, numbers echoed as written, trajectory ids scoped by
+// uid, every flag mapped to the config, and malformed input reported by line with no output.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.drmas.algo.Advantages;
+import dev.drmas.algo.GlobalPooling;
+import dev.drmas.algo.NormConfig;
+import dev.drmas.algo.NormMode;
+import dev.drmas.algo.SingletonPolicy;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class NormalizeCommandTest {
+    @TempDir
+    Path dir;
+
+    // Two tasks with rollouts numbered 0, 1, 2 within each task (traj ids reused across uids).
+    static final String ROWS = """
+            {"uid": "q1", "traj": 0, "agent": "solver", "score": 1.0}
+            {"uid": "q1", "traj": 0, "agent": "verifier", "score": 0.90}
+            {"uid": "q1", "traj": 1, "agent": "solver", "score": 0}
+
+            {"uid": "q1", "traj": 1, "agent": "verifier", "score": 0.0, "extra": {"kept": [1, 2]}}
+            {"uid": "q1", "traj": 2, "agent": "solver", "score": 1}
+            {"uid": "q1", "traj": 2, "agent": "verifier", "score": 1}
+            {"uid": 7, "traj": 0, "agent": "solver", "score": 0.5}
+            {"uid": 7, "traj": 0, "agent": "verifier", "score": 0.25}
+            {"uid": 7, "traj": 1, "agent": "solver", "score": 0.0}
+            {"uid": 7, "traj": 1, "agent": "verifier", "score": 0.75}
+            """;
+
+    record Run(int exit, String err) {}
+
+    Run run(String... args) {
+        StringWriter err = new StringWriter();
+        var cl = Main.commandLine();
+        cl.setErr(new PrintWriter(err));
+        int code = cl.execute(args);
+        return new Run(code, err.toString());
+    }
+
+    Path write(String name, String text) throws IOException {
+        Path p = dir.resolve(name);
+        Files.writeString(p, text);
+        return p;
+    }
+
+    @Test
+    void writesEachRowPlusItsAdvantageInInputOrder() throws IOException {
+        Path in = write("rows.jsonl", ROWS);
+        Path out = dir.resolve("out.jsonl");
+        Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString());
+        assertEquals(0, r.exit(), r.err());
+        List<String> lines = Files.readAllLines(out);
+        assertEquals(10, lines.size());
+        // the input text survives: numbers as written, extra fields, key order
+        assertTrue(lines.get(1).startsWith("{\"uid\":\"q1\",\"traj\":0,\"agent\":\"verifier\",\"score\":0.90,\"advantage\":"), lines.get(1));
+        assertTrue(lines.get(3).contains("\"extra\":{\"kept\":[1,2]}"), lines.get(3));
+
+        // the same numbers as the library on dense ids (uid q1 -> 0, 7 -> 1; traj scoped by uid)
+        float[] s = {1f, 0.9f, 0f, 0f, 1f, 1f, 0.5f, 0.25f, 0f, 0.75f};
+        int[] uid = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1}, traj = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, ag = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
+        float[] expect = Advantages.compute(NormConfig.of(NormMode.DRMAS), s, uid, traj, ag, 2, 5, 2);
+        for (int i = 0; i < 10; i++) {
+            JsonNode node = ScoredRows.JSON.readTree(lines.get(i));
+            assertEquals(expect[i], node.get("advantage").floatValue(), 0f, "row " + i);
+        }
+    }
+
+    @ParameterizedTest
+    @CsvSource({"grpo,trajectories,fallback,false,false", "agent-mean,rows,raw,true,false", "agent-std,rows,zero,false,true",
+            "drmas,trajectories,raw,true,true"})
+    void flagsMapToTheNormalisationConfig(String mode, String pooling, String singleton, boolean biased, boolean noStd)
+            throws IOException {
+        Path in = write("rows.jsonl", ROWS);
+        Path out = dir.resolve("out.jsonl");
+        List<String> args = new java.util.ArrayList<>(List.of("normalize", "--mode", mode, "--global-pooling", pooling,
+                "--singleton", singleton, "--eps", "1e-3", "-o", out.toString()));
+        if (biased) args.add("--biased-std");
+        if (noStd) args.add("--no-std");
+        args.add(in.toString());
+        Run r = run(args.toArray(String[]::new));
+        assertEquals(0, r.exit(), r.err());
+        NormConfig cfg = new NormConfig(NormMode.parse(mode), GlobalPooling.parse(pooling), SingletonPolicy.parse(singleton),
+                !biased, !noStd, 1e-3);
+        ScoredRows rows = ScoredRows.read(in);
+        float[] expect = Advantages.compute(cfg, rows.scores, rows.uid, rows.traj, rows.agent, rows.numUids, rows.numTrajs, rows.numAgents());
+        List<String> lines = Files.readAllLines(out);
+        for (int i = 0; i < expect.length; i++) {
+            assertEquals(expect[i], ScoredRows.JSON.readTree(lines.get(i)).get("advantage").floatValue(), 0f, "row " + i);
+        }
+    }
+
+    static List<Arguments> malformedLines() {
+        return List.of(
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1", "not valid JSON"),
+                Arguments.of("[1, 2]", "expected a JSON object, got array"),
+                Arguments.of("{\"traj\": 0, \"agent\": \"a\", \"score\": 1}", "field 'uid' is missing"),
+                Arguments.of("{\"uid\": 1.5, \"traj\": 0, \"agent\": \"a\", \"score\": 1}", "field 'uid' must be a string or an integer"),
+                Arguments.of("{\"uid\": 1, \"traj\": null, \"agent\": \"a\", \"score\": 1}", "field 'traj' must be a string or an integer"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": \"0.5\"}", "field 'score' must be a number"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1e300}", "is not a finite float"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\"}", "field 'score' is missing"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1, \"advantage\": 2}", "already has a field 'advantage'"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("malformedLines")
+    void aMalformedLineIsReportedByNumberAndNothingIsWritten(String badLine, String message) throws IOException {
+        String text = "{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1}\n\n" + badLine + "\n"
+                + "{\"uid\": 1, \"traj\": 1, \"agent\": \"a\", \"score\": 0}\n";
+        Path in = write("bad.jsonl", text);
+        Path out = dir.resolve("never.jsonl");
+        Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":3: "), r.err());
+        assertTrue(r.err().contains(message), r.err());
+        assertFalse(Files.exists(out), "no output may be written after a bad line");
+        try (var files = Files.list(dir)) {
+            assertEquals(1, files.count(), "no temporary file may be left behind");
+        }
+    }
+
+    @Test
+    void nothingReachesStdoutOnError() throws IOException {
+        Path in = write("bad.jsonl", "{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1}\n{oops\n");
+        PrintStream saved = System.out;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            Run r = run("normalize", "--mode", "grpo", in.toString());
+            assertEquals(1, r.exit());
+            assertTrue(r.err().contains(":2: not valid JSON"), r.err());
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, captured.size(), "stdout must stay empty");
+    }
+
+    @Test
+    void badFlagsAndMissingFilesAreOneLineErrors() throws IOException {
+        Path in = write("rows.jsonl", ROWS);
+        Run r = run("normalize", "--mode", "maximal", in.toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("mode: 'maximal' is not one of grpo, drmas, agent-mean, agent-std"), r.err());
+        r = run("normalize", "--mode", "drmas", "--eps", "0", in.toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("eps must be finite and > 0"), r.err());
+        r = run("normalize", "--mode", "drmas", dir.resolve("absent.jsonl").toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("absent.jsonl: no such file"), r.err());
+        r = run("normalize", in.toString());
+        assertEquals(2, r.exit(), "picocli usage error for a missing --mode");
+    }
+
+    @Test
+    void demoComparesGrpoAndDrmasOnTheShippedBatch() throws IOException {
+        Path example = Path.of("..", "configs", "demo", "rollouts.jsonl");
+        PrintStream saved = System.out;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        Run r;
+        try {
+            r = run("demo", "--input", example.toString(), "--out-dir", dir.toString());
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, r.exit(), r.err());
+        String text = captured.toString(StandardCharsets.UTF_8);
+        assertTrue(text.contains("solver") && text.contains("verifier"), text);
+        assertEquals(300, Files.readAllLines(dir.resolve("drmas.jsonl")).size());
+        assertEquals(300, Files.readAllLines(dir.resolve("grpo.jsonl")).size());
+    }
+}
