@@ -337,8 +337,8 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
     AdvArgs a{&cfg, n, scores, uid, traj, agent, U, T, K, advantages, diagnostics};
 
     // ---- validation (parallel): ranges, finiteness, trajectory owners, uid runs ----
-    // owner[t] is the uid of trajectory t; it is claimed by compare-and-swap the first time
-    // and read (a plain load) after that, so the common case costs no locked instruction.
+    // owner[t] is the uid of trajectory t: claimed by compare-and-swap the first time it is
+    // seen, read with a plain load after that, so only one locked instruction per trajectory.
     std::vector<int32_t> owner(traj ? T : 0, -1);
     const int nt = threads_for(n);
     std::vector<Problem> problems(nt);
@@ -346,9 +346,12 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
     std::vector<std::vector<Run>> runs(nt);
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t b = n * tid / nth, e = n * (tid + 1) / nth;
-        Problem& p = problems[tid];
-        std::vector<Run>& r = runs[tid];
+        // Thread-local lists, moved out at the end: vectors updated in place side by side in
+        // `runs` would share a cache line between the threads on every push_back.
+        std::vector<Run> r;
         r.reserve((e - b) / 16 + 1);
+        Problem p;
+        bool incons = false;
         int32_t prev = -1;
         const uint64_t tmax = traj ? (uint64_t)T : ~(uint64_t)0;
         for (int64_t i = b; i < e; ++i) {
@@ -364,21 +367,24 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
                 else if (t >= tmax) p = {i, 2};
                 else if ((uint32_t)agent[i] >= (uint64_t)K) p = {i, 3};
                 else p = {i, 4};
-                return;
+                break;
             }
             if (i == b || u != prev) r.push_back({i, u});
             prev = u;
             if (traj) {
-                int32_t* o = &owner[traj[i]];
-                int32_t cur = __atomic_load_n(o, __ATOMIC_RELAXED);
+                int32_t* o = &owner[t];
+                const int32_t cur = __atomic_load_n(o, __ATOMIC_RELAXED);
                 if (cur != u) {
                     int32_t expected = -1;
                     if (cur != -1 || !__atomic_compare_exchange_n(o, &expected, u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-                        if (expected != u) inconsistent[tid] = 1;
+                        if (cur != -1 || expected != u) incons = true;
                     }
                 }
             }
         }
+        problems[tid] = p;
+        inconsistent[tid] = incons;
+        runs[tid] = std::move(r);
     });
     int64_t bad = -1;
     int kind = 0;

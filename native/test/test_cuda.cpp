@@ -824,6 +824,15 @@ static void test_errors(std::mt19937_64& rng) {
         bad[700] = -1;
         bad[500] = 17;
         stats_error("id out of range", DRMAS_ERR_RANGE, v, bad, 17);
+        // Two bad rows in one warp (rows 32..63): the lower one is reported.
+        bad = ids;
+        bad[45] = 17;
+        bad[40] = -1;
+        stats_error("two bad ids in one warp", DRMAS_ERR_RANGE, v, bad, 17);
+        auto badv = v;
+        badv[62] = nan_f();
+        badv[33] = inf;
+        stats_error("two non-finite values in one warp", DRMAS_ERR_NONFINITE, badv, ids, 17);
     }
     {
         auto badv = v;
@@ -854,6 +863,11 @@ static void test_errors(std::mt19937_64& rng) {
         advantage_error("NaN score" + p, DRMAS_ERR_NONFINITE, b, pool);
         b.s[n / 4] = inf;
         advantage_error("+inf score" + p, DRMAS_ERR_NONFINITE, b, pool);
+        b = r;
+        b.agent[70] = -2;
+        b.uid[66] = (int32_t)r.U + 5;
+        b.s[68] = nan_f();
+        advantage_error("three bad rows in one warp" + p, DRMAS_ERR_RANGE, b, pool);
     }
     {
         Rows b = r;
