@@ -185,7 +185,8 @@ typedef struct drmas_loss_config {
 #define DRMAS_LOSS_SUMS 8
 
 /* Token arrays have num_tokens entries; row r owns [row_offsets[r], row_offsets[r+1])
- * (validated as for broadcast). ref_logp and mask may be NULL (no KL; all tokens valid).
+ * (validated as for broadcast). mask may be NULL (all tokens valid); ref_logp may be NULL
+ * only with cfg.kl_type = DRMAS_KL_NONE (a KL estimator without a reference is an error).
  * Writes grad[t] = dL/dlogp[t] (0 for tokens outside rows or masked) and sums. Values of
  * masked tokens are never read into the result, so padding may hold anything. */
 DRMAS_API int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg,
