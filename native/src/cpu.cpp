@@ -333,6 +333,52 @@ void normalise_general(const AdvArgs& a, const std::vector<int32_t>& owner) {
 
 }  // namespace
 
+// Validates rows [b, e): ids in range (one 32-bit compare each: all counts are < 2^31),
+// finite scores, and, with trajectories, that each trajectory stays in one uid (owner[t] is
+// claimed by compare-and-swap the first time it is seen, then read with a plain load). Records
+// where each uid run starts. Returns the first bad row of the chunk, if any.
+template <bool kTraj>
+Problem validate_rows(const AdvArgs& a, int64_t b, int64_t e, int32_t* owner, std::vector<Run>& runs,
+                      bool& inconsistent) {
+    const uint32_t U = (uint32_t)a.U, T = (uint32_t)a.T, K = (uint32_t)a.K;
+    const int32_t* uid = a.uid;
+    const int32_t* traj = a.traj;
+    const int32_t* agent = a.agent;
+    const float* scores = a.scores;
+    if (b < e) runs.push_back({b, uid[b]});
+    int32_t prev = b < e ? uid[b] : 0;
+    for (int64_t i = b; i < e; ++i) {
+        const int32_t u = uid[i];
+        const uint32_t t = kTraj ? (uint32_t)traj[i] : 0u;
+        uint32_t bits;
+        memcpy(&bits, &scores[i], 4);
+        // one well-predicted branch for the common case; sort out which check failed after
+        const bool bad_row = ((uint32_t)u >= U) | (kTraj && t >= T) | ((uint32_t)agent[i] >= K) |
+                             ((bits & 0x7f800000u) == 0x7f800000u);
+        if (bad_row) {
+            if ((uint32_t)u >= U) return {i, 1};
+            if (kTraj && t >= T) return {i, 2};
+            if ((uint32_t)agent[i] >= K) return {i, 3};
+            return {i, 4};
+        }
+        if (u != prev) {
+            runs.push_back({i, u});
+            prev = u;
+        }
+        if (kTraj) {
+            int32_t* o = &owner[t];
+            const int32_t cur = __atomic_load_n(o, __ATOMIC_RELAXED);
+            if (cur != u) {
+                int32_t expected = -1;
+                if (cur != -1 || !__atomic_compare_exchange_n(o, &expected, u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+                    if (cur != -1 || expected != u) inconsistent = true;
+                }
+            }
+        }
+    }
+    return {};
+}
+
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
                       int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
@@ -351,43 +397,13 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
     std::vector<std::vector<Run>> runs(nt);
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t b = n * tid / nth, e = n * (tid + 1) / nth;
-        // Thread-local lists, moved out at the end: vectors updated in place side by side in
+        // Thread-local list, moved out at the end: vectors updated in place side by side in
         // `runs` would share a cache line between the threads on every push_back.
         std::vector<Run> r;
         r.reserve((e - b) / 16 + 1);
-        Problem p;
         bool incons = false;
-        int32_t prev = -1;
-        const uint64_t tmax = traj ? (uint64_t)T : ~(uint64_t)0;
-        for (int64_t i = b; i < e; ++i) {
-            const int32_t u = uid[i];
-            const uint32_t t = traj ? (uint32_t)traj[i] : 0;
-            uint32_t bits;
-            memcpy(&bits, &scores[i], 4);
-            // one well-predicted branch for the common case; sort out which check failed after
-            const bool bad_row = ((uint32_t)u >= (uint64_t)U) | (t >= tmax) | ((uint32_t)agent[i] >= (uint64_t)K) |
-                                 ((bits & 0x7f800000u) == 0x7f800000u);
-            if (bad_row) {
-                if ((uint32_t)u >= (uint64_t)U) p = {i, 1};
-                else if (t >= tmax) p = {i, 2};
-                else if ((uint32_t)agent[i] >= (uint64_t)K) p = {i, 3};
-                else p = {i, 4};
-                break;
-            }
-            if (i == b || u != prev) r.push_back({i, u});
-            prev = u;
-            if (traj) {
-                int32_t* o = &owner[t];
-                const int32_t cur = __atomic_load_n(o, __ATOMIC_RELAXED);
-                if (cur != u) {
-                    int32_t expected = -1;
-                    if (cur != -1 || !__atomic_compare_exchange_n(o, &expected, u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-                        if (cur != -1 || expected != u) incons = true;
-                    }
-                }
-            }
-        }
-        problems[tid] = p;
+        problems[tid] = traj ? validate_rows<true>(a, b, e, owner.data(), r, incons)
+                             : validate_rows<false>(a, b, e, owner.data(), r, incons);
         inconsistent[tid] = incons;
         runs[tid] = std::move(r);
     });

@@ -82,12 +82,13 @@ DRMAS_HD Resolved resolve_segments(const drmas_norm_config& c, SegStat agent, Se
 
 // Advantage of one row from its resolved segments. `s` is the row score, `x` the GRPO
 // numerator (the trajectory's mean score under trajectory pooling, else s).
+// Written as selects rather than early returns so that the per-row loop stays branch-free;
+// a zero difference gives exactly 0 (a constant segment), never -0 or 0/0.
 DRMAS_HD float apply_advantage(const drmas_norm_config& c, const Resolved& r, double s, double x) {
-    if (r.zero) return 0.0f;
     const double diff = (c.mode == DRMAS_MODE_GRPO ? x : s) - r.mean;
-    if (!c.scale_by_std) return (float)diff;
-    if (diff == 0.0) return 0.0f;  // a constant segment gives exactly 0
-    return (float)(diff / r.denom);
+    const double scaled = diff == 0.0 ? 0.0 : diff / r.denom;
+    const double a = c.scale_by_std ? scaled : diff;
+    return r.zero ? 0.0f : (float)a;
 }
 
 DRMAS_HD float row_advantage(const drmas_norm_config& c, double s, double x, SegStat agent, SegStat group) {
