@@ -12,8 +12,6 @@
 #include <string.h>
 
 #include <algorithm>
-#include <cstdlib>
-#include <thread>
 #include <vector>
 
 #include <omp.h>
@@ -28,16 +26,8 @@ namespace drmas {
 
 static int32_t g_threads = 0;  // 0: default
 
-static int32_t default_threads() {
-    if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-        int v = atoi(env);
-        if (v > 0) return v;
-    }
-    unsigned hc = std::thread::hardware_concurrency();
-    return hc > 0 ? (int32_t)hc : 1;
-}
-
-int32_t cpu_threads() { return g_threads > 0 ? g_threads : default_threads(); }
+// The default is OpenMP's own: OMP_NUM_THREADS when set, else the processors available.
+int32_t cpu_threads() { return g_threads > 0 ? g_threads : (int32_t)omp_get_max_threads(); }
 
 // Runs fn(tid, nthreads) on `nthreads` threads, tid 0 on the caller's, on OpenMP's persistent
 // team. Spawning std::threads per call made two threads slower than one (measured on the

@@ -82,8 +82,8 @@ DRMAS_HD Resolved resolve_segments(const drmas_norm_config& c, SegStat agent, Se
 
 // Advantage of one row from its resolved segments. `s` is the row score, `x` the GRPO
 // numerator (the trajectory's mean score under trajectory pooling, else s).
-// Written as selects rather than early returns so that the per-row loop stays branch-free;
-// a zero difference gives exactly 0 (a constant segment), never -0 or 0/0.
+// Written as selects rather than early returns so that the per-row loop stays branch-free.
+// When dividing by the std, a zero difference gives exactly +0 (a constant segment).
 DRMAS_HD float apply_advantage(const drmas_norm_config& c, const Resolved& r, double s, double x) {
     const double diff = (c.mode == DRMAS_MODE_GRPO ? x : s) - r.mean;
     const double scaled = diff == 0.0 ? 0.0 : diff / r.denom;
