@@ -139,12 +139,14 @@ inline void write_diag(const AdvArgs& a, int64_t u, int64_t k, double acount, do
         (acount > 0 && gstd > 0) ? (astd * astd + dm * dm) / (gstd * gstd) : kNaN;
 }
 
-// Scratch of one thread for the blocked path, reused across runs.
+// Scratch of one thread for the blocked path, sized once per thread and reused across runs
+// (a run is ~30 rows: per-run allocation or vector bookkeeping would cost more than the rows).
 struct RunScratch {
+    explicit RunScratch(int64_t K) : acc(3 * K), acnt(K), res(K) {}
     std::vector<double> acc;         // per agent of the current uid: sum, m2, mean
     std::vector<int64_t> acnt;       // per agent: rows
     std::vector<Resolved> res;       // per agent: resolved mean / divisor / zero
-    std::vector<int32_t> slot;       // row -> local trajectory slot
+    std::vector<int32_t> slot;       // row -> local trajectory slot (trajectory pooling only)
     std::vector<double> tcnt, tsum;  // per local trajectory
 };
 
@@ -161,103 +163,129 @@ inline void write_run(const AdvArgs& a, int64_t b, int64_t e, const Resolved* re
     }
 }
 
+// Group statistics of the run [b, e) (count, mean, M2) under the configured pooling. With
+// trajectory pooling it also leaves each row's trajectory slot and the trajectories' mean
+// scores in `w`, for GRPO's numerator. `tslot` holds each trajectory's uid (>= 0) on entry; the
+// run claims its trajectories by overwriting them with -(slot + 2). Trajectories never span
+// runs (validated), so threads on different runs never touch the same entries.
+SegStat group_of_run(const AdvArgs& a, int64_t b, int64_t e, RunScratch& w, int32_t* tslot, double& gm2) {
+    const float* sc = a.scores;
+    const int64_t len = e - b;
+    if (a.traj == nullptr) {
+        double gsum = 0;
+        for (int64_t i = b; i < e; ++i) gsum += sc[i];
+        const double gmean = gsum / (double)len;
+        gm2 = 0;
+        for (int64_t i = b; i < e; ++i) gm2 += ((double)sc[i] - gmean) * ((double)sc[i] - gmean);
+        return SegStat{(double)len, gmean, 0.0};
+    }
+    if ((int64_t)w.slot.size() < len) {
+        w.slot.resize(len);
+        w.tcnt.resize(len);
+        w.tsum.resize(len);
+    }
+    int32_t* slot = w.slot.data();
+    double* tcnt = w.tcnt.data();
+    double* tsum = w.tsum.data();
+    const int32_t* tr = a.traj;
+    int64_t ntraj = 0;
+    for (int64_t i = b; i < e; ++i) {  // slots in order of first appearance
+        int32_t* v = &tslot[tr[i]];
+        if (*v >= 0) {
+            *v = -(int32_t)(ntraj + 2);
+            tcnt[ntraj] = 0;
+            tsum[ntraj] = 0;
+            ++ntraj;
+        }
+        const int32_t j = -*v - 2;
+        slot[i - b] = j;
+        tcnt[j] += 1;
+        tsum[j] += sc[i];
+    }
+    double gsum = 0;
+    for (int64_t j = 0; j < ntraj; ++j) {
+        tsum[j] /= tcnt[j];  // now the trajectory's mean score S_t
+        gsum += tsum[j];
+    }
+    const double gmean = gsum / (double)ntraj;
+    gm2 = 0;
+    for (int64_t j = 0; j < ntraj; ++j) gm2 += (tsum[j] - gmean) * (tsum[j] - gmean);
+    return SegStat{(double)ntraj, gmean, 0.0};
+}
+
 // Normalises rows [b, e), all of uid u (and nothing else of u anywhere), while they are hot
-// in L1. `tslot` is a per-trajectory scratch array that holds the trajectory's uid (>= 0) on
-// entry; the run claims its trajectories by overwriting them with -(slot + 2). Trajectories
-// never span runs (validated), so threads on different runs never touch the same entries.
+// in L1: agent sums, then (only if the mode, the singleton policy or the diagnostics need
+// them) the group's statistics, then agent second moments, then the advantages. Dr. MAS
+// without diagnostics usually needs no group statistics at all, so it skips that work.
 void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch& w, int32_t* tslot) {
     const drmas_norm_config& c = *a.c;
-    const int64_t K = a.K, len = e - b;
-    const bool by_traj = a.traj != nullptr;
-    w.acc.assign(3 * K, 0.0);
-    w.acnt.assign(K, 0);
+    const int64_t K = a.K;
     double* sum = w.acc.data();
     double* m2 = sum + K;
     double* mean = m2 + K;
     int64_t* cnt = w.acnt.data();
+    std::fill_n(sum, 2 * K, 0.0);
+    std::fill_n(cnt, K, 0);
     const float* sc = a.scores;
     const int32_t* ag = a.agent;
 
-    // Pass 1: sums, and local trajectory slots in order of first appearance.
-    int64_t ntraj = 0;
-    double gcnt = 0, gsum = 0;
-    if (by_traj) {
-        if ((int64_t)w.slot.size() < len) {
-            w.slot.resize(len);
-            w.tcnt.resize(len);
-            w.tsum.resize(len);
-        }
-        int32_t* slot = w.slot.data();
-        double* tcnt = w.tcnt.data();
-        double* tsum = w.tsum.data();
-        const int32_t* tr = a.traj;
-        for (int64_t i = b; i < e; ++i) {
-            int32_t* v = &tslot[tr[i]];
-            if (*v >= 0) {
-                *v = -(int32_t)(ntraj + 2);
-                tcnt[ntraj] = 0;
-                tsum[ntraj] = 0;
-                ++ntraj;
-            }
-            const int32_t j = -*v - 2;
-            slot[i - b] = j;
-            const double s = sc[i];
-            const int32_t k = ag[i];
-            cnt[k] += 1;
-            sum[k] += s;
-            tcnt[j] += 1;
-            tsum[j] += s;
-        }
-        for (int64_t j = 0; j < ntraj; ++j) {
-            tsum[j] /= tcnt[j];  // now the trajectory's mean score S_t
-            gsum += tsum[j];
-        }
-        gcnt = (double)ntraj;
-    } else {
-        for (int64_t i = b; i < e; ++i) {
-            const double s = sc[i];
-            const int32_t k = ag[i];
-            cnt[k] += 1;
-            sum[k] += s;
-            gsum += s;
-        }
-        gcnt = (double)len;
+    // Pass 1: agent sums.
+    for (int64_t i = b; i < e; ++i) {
+        const int32_t k = ag[i];
+        cnt[k] += 1;
+        sum[k] += sc[i];
     }
-    for (int64_t k = 0; k < K; ++k) mean[k] = cnt[k] > 0 ? sum[k] / (double)cnt[k] : 0.0;
-    const double gmean = gsum / gcnt;
+    bool single = false;
+    for (int64_t k = 0; k < K; ++k) {
+        mean[k] = cnt[k] > 0 ? sum[k] / (double)cnt[k] : 0.0;
+        single |= cnt[k] == 1;
+    }
 
-    // Pass 2: second moments about the means.
+    // Group statistics, where anything reads them.
+    const bool need_group = c.mode != DRMAS_MODE_DRMAS || a.diag != nullptr ||
+                            (single && c.singleton == DRMAS_SINGLETON_FALLBACK);
     double gm2 = 0;
-    if (by_traj) {
-        for (int64_t i = b; i < e; ++i) {
-            const double d = (double)sc[i] - mean[ag[i]];
-            m2[ag[i]] += d * d;
-        }
-        for (int64_t j = 0; j < ntraj; ++j) gm2 += (w.tsum[j] - gmean) * (w.tsum[j] - gmean);
-    } else {
-        for (int64_t i = b; i < e; ++i) {
-            const double s = sc[i];
-            const double d = s - mean[ag[i]];
-            m2[ag[i]] += d * d;
-            gm2 += (s - gmean) * (s - gmean);
-        }
+    SegStat group{0.0, 0.0, 0.0};
+    if (need_group) {
+        group = group_of_run(a, b, e, w, tslot, gm2);
+        group.std = std_from_m2(group.count, gm2, c.ddof);
+    }
+
+    // Pass 2: agent second moments about the means.
+    for (int64_t i = b; i < e; ++i) {
+        const int32_t k = ag[i];
+        const double d = (double)sc[i] - mean[k];
+        m2[k] += d * d;
     }
 
     // Resolve each (uid, agent) segment once; pass 3 writes the advantages.
     const int ddof = c.ddof;
-    const SegStat group{gcnt, gmean, std_from_m2(gcnt, gm2, ddof)};
-    w.res.resize(K);
+    Resolved* res = w.res.data();
     for (int64_t k = 0; k < K; ++k) {
         const double n_k = (double)cnt[k];
-        w.res[k] = resolve_segments(c, SegStat{n_k, mean[k], std_from_m2(n_k, m2[k], ddof)}, group);
+        res[k] = resolve_segments(c, SegStat{n_k, mean[k], std_from_m2(n_k, m2[k], ddof)}, group);
     }
-    if (by_traj && c.mode == DRMAS_MODE_GRPO) {
-        write_run<true>(a, b, e, w.res.data(), w);
+    bool any_zero = false;
+    for (int64_t k = 0; k < K; ++k) any_zero |= res[k].zero != 0;
+    if (a.traj != nullptr && c.mode == DRMAS_MODE_GRPO) {
+        write_run<true>(a, b, e, res, w);
+    } else if (c.scale_by_std && !any_zero) {
+        // The common case (the numerator is the row's own score), with apply_advantage's
+        // selects folded away: no segment is zeroed, denom = std + eps > 0 (eps > 0 is checked
+        // when scaling), and adding +0 turns the one zero difference that is -0 (a -0 score
+        // minus a +0 mean) into +0, so a zero difference divides to exactly +0 as specified.
+        const float* sc = a.scores;
+        float* out = a.adv;
+        for (int64_t i = b; i < e; ++i) {
+            const Resolved& r = res[ag[i]];
+            out[i] = (float)((((double)sc[i] - r.mean) + 0.0) / r.denom);
+        }
     } else {
-        write_run<false>(a, b, e, w.res.data(), w);
+        write_run<false>(a, b, e, res, w);
     }
     if (a.diag)
-        for (int64_t k = 0; k < K; ++k) write_diag(a, u, k, (double)cnt[k], mean[k], m2[k], gcnt, gmean, gm2);
+        for (int64_t k = 0; k < K; ++k)
+            write_diag(a, u, k, (double)cnt[k], mean[k], m2[k], group.count, group.mean, gm2);
 }
 
 // General path for any row order: global per-segment arrays, full passes. `owner` maps each
@@ -323,50 +351,87 @@ void normalise_general(const AdvArgs& a, const std::vector<int32_t>& owner) {
 
 }  // namespace
 
-// Validates rows [b, e): ids in range (one 32-bit compare each: all counts are < 2^31),
-// finite scores, and, with trajectories, that each trajectory stays in one uid (owner[t] is
-// claimed by compare-and-swap the first time it is seen, then read with a plain load). Records
-// where each uid run starts. Returns the first bad row of the chunk, if any.
+// The range and finiteness checks of rows [b, e) folded into one flag: a loop without
+// branches or stores, which the compiler vectorises.
 template <bool kTraj>
-Problem validate_rows(const AdvArgs& a, int64_t b, int64_t e, int32_t* owner, std::vector<Run>& runs,
+inline bool block_has_bad_row(const AdvArgs& a, int64_t b, int64_t e) {
+    const uint32_t U = (uint32_t)a.U, T = (uint32_t)a.T, K = (uint32_t)a.K;
+    uint32_t bad = 0;
+    for (int64_t i = b; i < e; ++i) {
+        uint32_t bits;
+        memcpy(&bits, &a.scores[i], 4);
+        bad |= (uint32_t)((uint32_t)a.uid[i] >= U) | (uint32_t)(kTraj && (uint32_t)a.traj[i] >= T) |
+               (uint32_t)((uint32_t)a.agent[i] >= K) | (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return bad != 0;
+}
+
+// Validates rows [b, e): ids in range (one 32-bit compare each: all counts are < 2^31),
+// finite scores, and, with trajectories, that each trajectory stays in one uid within the
+// chunk: `own` is this thread's own trajectory -> uid map (-1: not seen), read and overwritten
+// at every row without a branch, so the check costs no misprediction when trajectories change
+// every few rows. Chunks are reconciled afterwards (merge_owners). Records where each uid run
+// starts. Returns the first bad row of the chunk, if any. Works in blocks that stay in L1: the
+// vectorised range checks first, then the trajectory and run bookkeeping.
+template <bool kTraj>
+Problem validate_rows(const AdvArgs& a, int64_t b, int64_t e, int32_t* own, std::vector<Run>& runs,
                       bool& inconsistent) {
+    constexpr int64_t kBlock = 1024;
     const uint32_t U = (uint32_t)a.U, T = (uint32_t)a.T, K = (uint32_t)a.K;
     const int32_t* uid = a.uid;
     const int32_t* traj = a.traj;
-    const int32_t* agent = a.agent;
-    const float* scores = a.scores;
     if (b < e) runs.push_back({b, uid[b]});
     int32_t prev = b < e ? uid[b] : 0;
-    for (int64_t i = b; i < e; ++i) {
-        const int32_t u = uid[i];
-        const uint32_t t = kTraj ? (uint32_t)traj[i] : 0u;
-        uint32_t bits;
-        memcpy(&bits, &scores[i], 4);
-        // one well-predicted branch for the common case; sort out which check failed after
-        const bool bad_row = ((uint32_t)u >= U) | (kTraj && t >= T) | ((uint32_t)agent[i] >= K) |
-                             ((bits & 0x7f800000u) == 0x7f800000u);
-        if (bad_row) {
-            if ((uint32_t)u >= U) return {i, 1};
-            if (kTraj && t >= T) return {i, 2};
-            if ((uint32_t)agent[i] >= K) return {i, 3};
-            return {i, 4};
+    bool incons = false;
+    for (int64_t bb = b; bb < e; bb += kBlock) {
+        const int64_t be = std::min(e, bb + kBlock);
+        if (block_has_bad_row<kTraj>(a, bb, be)) {
+            inconsistent = incons;  // rows before the bad one are rechecked in order by the caller
+            for (int64_t i = bb; i < be; ++i) {
+                if ((uint32_t)uid[i] >= U) return {i, 1};
+                if (kTraj && (uint32_t)traj[i] >= T) return {i, 2};
+                if ((uint32_t)a.agent[i] >= K) return {i, 3};
+                if (!isfinite(a.scores[i])) return {i, 4};
+            }
         }
-        if (u != prev) {
-            runs.push_back({i, u});
-            prev = u;
-        }
-        if (kTraj) {
-            int32_t* o = &owner[t];
-            const int32_t cur = __atomic_load_n(o, __ATOMIC_RELAXED);
-            if (cur != u) {
-                int32_t expected = -1;
-                if (cur != -1 || !__atomic_compare_exchange_n(o, &expected, u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-                    if (cur != -1 || expected != u) inconsistent = true;
-                }
+        for (int64_t i = bb; i < be; ++i) {
+            const int32_t u = uid[i];
+            if (u != prev) {
+                runs.push_back({i, u});
+                prev = u;
+            }
+            if (kTraj) {
+                const int32_t t = traj[i];
+                const int32_t o = own[t];
+                incons |= (o != -1) & (o != u);
+                own[t] = u;
             }
         }
     }
+    inconsistent = incons;
     return {};
+}
+
+// Reconciles the threads' trajectory maps into owner[t] (the uid of trajectory t, -1 if it
+// has no rows). Returns false if some trajectory was given different uids by two chunks.
+bool merge_owners(const std::vector<std::vector<int32_t>>& own, int64_t T, int32_t* owner) {
+    const int nt = threads_for(T);
+    std::vector<char> bad(nt, 0);
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t lo = T * tid / nth, hi = T * (tid + 1) / nth;
+        bool incons = false;
+        for (int64_t t = lo; t < hi; ++t) {
+            int32_t v = -1;
+            for (const auto& m : own) {
+                const int32_t o = m[t];
+                incons |= (o != -1) & (v != -1) & (o != v);
+                v = o != -1 ? o : v;
+            }
+            owner[t] = v;
+        }
+        bad[tid] = incons;
+    });
+    return std::find(bad.begin(), bad.end(), 1) == bad.end();
 }
 
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
@@ -378,25 +443,38 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
     AdvArgs a{&cfg, n, scores, uid, traj, agent, U, T, K, advantages, diagnostics};
 
     // ---- validation (parallel): ranges, finiteness, trajectory owners, uid runs ----
-    // owner[t] is the uid of trajectory t: claimed by compare-and-swap the first time it is
-    // seen, read with a plain load after that, so only one locked instruction per trajectory.
-    std::vector<int32_t> owner(traj ? T : 0, -1);
     const int nt = threads_for(n);
+    std::vector<std::vector<int32_t>> own(traj ? nt : 0);
     std::vector<Problem> problems(nt);
     std::vector<char> inconsistent(nt, 0);
     std::vector<std::vector<Run>> runs(nt);
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t b = n * tid / nth, e = n * (tid + 1) / nth;
-        // Thread-local list, moved out at the end: vectors updated in place side by side in
+        // Thread-local lists, moved out at the end: vectors updated in place side by side in
         // `runs` would share a cache line between the threads on every push_back.
         std::vector<Run> r;
         r.reserve((e - b) / 16 + 1);
         bool incons = false;
-        problems[tid] = traj ? validate_rows<true>(a, b, e, owner.data(), r, incons)
-                             : validate_rows<false>(a, b, e, owner.data(), r, incons);
+        if (traj) {
+            std::vector<int32_t> m(T, -1);  // first touched by its own thread
+            problems[tid] = validate_rows<true>(a, b, e, m.data(), r, incons);
+            own[tid] = std::move(m);
+        } else {
+            problems[tid] = validate_rows<false>(a, b, e, nullptr, r, incons);
+        }
         inconsistent[tid] = incons;
         runs[tid] = std::move(r);
     });
+    std::vector<int32_t> owner;
+    if (traj) {
+        if (nt == 1) {
+            owner = std::move(own[0]);
+        } else {
+            owner.assign(T, -1);
+            if (!merge_owners(own, T, owner.data())) inconsistent[0] = 1;
+        }
+        own.clear();
+    }
     int64_t bad = -1;
     int kind = 0;
     for (const Problem& p : problems)
@@ -469,7 +547,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         // A thread takes the runs that begin in its row range.
         int64_t r0 = std::lower_bound(all.begin(), all.end(), lo, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
         int64_t r1 = std::lower_bound(all.begin(), all.end(), hi, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
-        RunScratch w;
+        RunScratch w(K);
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t b = all[r].begin, e = r + 1 < R ? all[r + 1].begin : n;
             normalise_run(a, b, e, all[r].uid, w, owner.data());

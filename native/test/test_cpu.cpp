@@ -266,6 +266,58 @@ static void test_loss_identities() {
     CHECK(g[0] == 0.0f && sums[DRMAS_LOSS_CLIPPED_LOWER] == 1 && close(sums[DRMAS_LOSS_LOSS], 3.0, 1e-6, 0), "dual clip: grad %g loss %g", g[0], sums[DRMAS_LOSS_LOSS]);
 }
 
+// Errors found by the parallel, blocked validation: the message names the first bad row in
+// row order whatever the thread count, and the outputs stay untouched.
+static void test_parallel_errors() {
+    std::mt19937_64 rng(5);
+    const Rows r = rollout_rows(20000, 8, 2, 2, rng);  // > 300K rows
+    const int64_t n = (int64_t)r.s.size();
+    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    for (int threads : {1, 4}) {
+        drmas_set_num_threads(threads);
+        std::vector<float> out(n, -7.0f);
+        auto untouched = [&] {
+            for (float v : out)
+                if (v != -7.0f) return false;
+            return true;
+        };
+        char want[96];
+        // trajectory 0 (uid 0) shows up again near the end, in the last uid: another thread's chunk
+        Rows split = r;
+        const int64_t late = n - 3;
+        split.traj[late] = 0;
+        int st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, split.s.data(), split.uid.data(), split.traj.data(), split.agent.data(), r.U, r.T, r.K, out.data(), nullptr, nullptr);
+        snprintf(want, sizeof want, "traj[%lld] = 0 has uid %d", (long long)late, split.uid[late]);
+        CHECK(st == DRMAS_ERR_INCONSISTENT && contains(drmas_last_error(), want), "%d threads, split trajectory: %d %s", threads, st, drmas_last_error());
+        CHECK(untouched(), "%d threads: outputs untouched after a split trajectory", threads);
+        // a bad agent in the middle of a block, and a NaN later: the agent is reported
+        Rows bad = r;
+        const int64_t row = n / 2 + 517;
+        bad.agent[row] = 2;
+        bad.s[n - 10] = NAN;
+        st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, bad.s.data(), bad.uid.data(), bad.traj.data(), bad.agent.data(), r.U, r.T, r.K, out.data(), nullptr, nullptr);
+        snprintf(want, sizeof want, "agent[%lld] = 2", (long long)row);
+        CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), want), "%d threads, bad agent: %d %s", threads, st, drmas_last_error());
+        // a split trajectory before a bad row is reported first
+        bad.traj[row - 1] = 0;
+        st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, bad.s.data(), bad.uid.data(), bad.traj.data(), bad.agent.data(), r.U, r.T, r.K, out.data(), nullptr, nullptr);
+        snprintf(want, sizeof want, "traj[%lld] = 0", (long long)(row - 1));
+        CHECK(st == DRMAS_ERR_INCONSISTENT && contains(drmas_last_error(), want), "%d threads, split before bad: %d %s", threads, st, drmas_last_error());
+        CHECK(untouched(), "%d threads: outputs untouched after bad rows", threads);
+    }
+    drmas_set_num_threads(0);
+}
+
+// -0 and +0 scores in one agent segment: the mean is +0 and every advantage exactly +0.
+static void test_signed_zero() {
+    const float s[] = {-0.0f, 0.0f, -0.0f, 0.5f, 0.0f, 0.25f};
+    const int32_t uid[] = {0, 0, 0, 0, 0, 0}, traj[] = {0, 0, 1, 1, 2, 2}, ag[] = {0, 1, 0, 1, 0, 1};
+    float out[6];
+    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 6, s, uid, traj, ag, 1, 3, 2, out, nullptr, nullptr) == 0, "%s", drmas_last_error());
+    for (int i = 0; i < 6; i += 2) CHECK(out[i] == 0.0f && !signbit(out[i]), "row %d: %g must be +0", i, out[i]);
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -273,6 +325,8 @@ int main() {
     test_threads_agree();
     test_constant_segments();
     test_errors();
+    test_parallel_errors();
+    test_signed_zero();
     test_broadcast();
     test_loss_identities();
     printf("%d passed, %d failed\n", g_pass, g_fail);
