@@ -288,7 +288,7 @@ public final class HfTokenizer implements Tokenizer {
 
         // Streams the file rather than building a tree: a real tokenizer.json is ~10 MB, mostly merges we skip.
         static Vocabulary read(Path file) {
-            Map<String, Integer> ids = new HashMap<>();
+            Map<String, Integer> ids = HashMap.newHashMap(1 << 16);
             Set<Integer> special = new HashSet<>();
             try (JsonParser p = JSON.getFactory().createParser(file.toFile())) {
                 expect(p, p.nextToken() == JsonToken.START_OBJECT, file, "a JSON object");
@@ -326,7 +326,7 @@ public final class HfTokenizer implements Tokenizer {
             int size = Collections.max(ids.values()) + 1;
             String[] tokens = new String[size];
             ids.forEach((tok, id) -> tokens[id] = tok);
-            return new Vocabulary(tokens, Map.copyOf(ids), Set.copyOf(special));
+            return new Vocabulary(tokens, Collections.unmodifiableMap(ids), Set.copyOf(special));
         }
 
         /** model.vocab: an object token -> id (BPE, WordPiece, WordLevel) or a list of [piece, score] (Unigram). */
