@@ -19,6 +19,7 @@
 // under tokenizers/.
 package dev.drmas.tokenizer;
 
+import ai.djl.engine.EngineException;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -138,7 +139,10 @@ public final class HfTokenizer implements Tokenizer {
                     Map.of("addSpecialTokens", "false", "truncation", "false", "padding", "false"));
         } catch (IOException e) {
             throw new TokenizerFileException(tokenizerJson + ": cannot read: " + e.getMessage(), e);
-        } catch (RuntimeException e) {
+        } catch (EngineException e) { // the machine's fault, not the file's: no native library for this platform
+            throw new IllegalStateException("DJL's native tokenizers library cannot be loaded: " + e.getMessage()
+                    + (e.getCause() == null ? "" : " (" + e.getCause().getMessage() + ")"), e);
+        } catch (RuntimeException e) { // the Rust library's parse error, with line and column
             throw new TokenizerFileException(tokenizerJson + ": the tokenizers library rejects it: " + e.getMessage(), e);
         }
         try {

@@ -126,6 +126,15 @@ class BuiltinTokenizerTest {
     }
 
     @Test
+    void longTextsAreNeitherTruncatedNorPadded() {
+        String text = "12345+67890=80235\n".repeat(1000); // far beyond DJL's default 512-token limit
+        int[] ids = tok.encode(text);
+        assertEquals(text.length(), ids.length);
+        assertEquals(text, tok.decode(ids, false));
+        assertEquals(1, tok.encode("7").length);
+    }
+
+    @Test
     void charactersOutsidePrintableAsciiBecomeTheirUtf8Bytes() {
         String text = "é\t😀";
         List<Integer> expected = new ArrayList<>();
