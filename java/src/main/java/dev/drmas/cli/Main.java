@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
 
 @Command(name = "drmas", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
-        subcommands = {NormalizeCommand.class, DemoCommand.class, InfoCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {NormalizeCommand.class, DemoCommand.class, InfoCommand.class, TokenizeCommand.class,
+                CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -1,0 +1,163 @@
+// TokenizerFilesTest.java — what HfTokenizer.load makes of the files around tokenizer.json, on
+// folders written by BuiltinTokenizer and then edited: bad files give an error naming the file and
+// the problem; AddedToken objects, special_tokens_map.json, generation_config.json, listed chat
+// templates, chat_template.jinja and clean_up_tokenization_spaces are read as transformers reads them.
+package dev.drmas.tokenizer;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Optional;
+import java.util.OptionalInt;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class TokenizerFilesTest {
+    @TempDir
+    Path dir;
+
+    Path builtin() {
+        BuiltinTokenizer.writeTo(dir);
+        return dir;
+    }
+
+    void write(String name, String text) throws IOException {
+        Files.writeString(dir.resolve(name), text);
+    }
+
+    String loadFails(Path d) {
+        return assertThrows(TokenizerFileException.class, () -> HfTokenizer.load(d).close()).getMessage();
+    }
+
+    static void assertContains(String message, String... parts) {
+        for (String p : parts) assertTrue(message.contains(p), "'" + p + "' in: " + message);
+    }
+
+    @Test
+    void missingFolder() {
+        Path missing = dir.resolve("nope");
+        assertContains(loadFails(missing), missing.toString(), "no such directory");
+    }
+
+    @Test
+    void folderWithoutTokenizerJson() throws IOException {
+        write("tokenizer_config.json", "{}");
+        assertContains(loadFails(dir), dir.resolve("tokenizer.json").toString(), "missing");
+    }
+
+    @Test
+    void truncatedTokenizerJson() throws IOException {
+        String full = Files.readString(builtin().resolve("tokenizer.json"));
+        write("tokenizer.json", full.substring(0, full.length() / 2));
+        assertContains(loadFails(dir), dir.resolve("tokenizer.json").toString(), "not valid JSON", "line ");
+    }
+
+    @Test
+    void tokenizerJsonThatIsNotATokenizer() throws IOException {
+        builtin();
+        write("tokenizer.json", "[1, 2]");
+        assertContains(loadFails(dir), "tokenizer.json", "expected a JSON object");
+        write("tokenizer.json", "{\"version\": \"1.0\"}");
+        assertContains(loadFails(dir), "tokenizer.json", "\"model\"");
+        write("tokenizer.json", "{\"model\": {\"type\": \"NoSuchModel\", \"vocab\": {\"a\": 0}}}");
+        assertContains(loadFails(dir), "tokenizer.json", "the tokenizers library rejects it");
+    }
+
+    @Test
+    void corruptTokenizerConfig() throws IOException {
+        builtin();
+        write("tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\",,}");
+        assertContains(loadFails(dir), dir.resolve("tokenizer_config.json").toString(), "not valid JSON", "line 1");
+        write("tokenizer_config.json", "{\"eos_token\": 42}");
+        assertContains(loadFails(dir), "tokenizer_config.json", "eos_token must be a string or an object with \"content\"");
+    }
+
+    @Test
+    void specialTokenThatIsNotInTheVocabulary() throws IOException {
+        builtin();
+        write("tokenizer_config.json", "{\"eos_token\": \"</s>\"}");
+        assertContains(loadFails(dir), "tokenizer_config.json", "eos_token '</s>' is not a token of tokenizer.json");
+    }
+
+    @Test
+    void noEosTokenAnywhere() throws IOException {
+        builtin();
+        Files.delete(dir.resolve("tokenizer_config.json"));
+        assertContains(loadFails(dir), dir.toString(), "no eos_token");
+    }
+
+    @Test
+    void specialTokensAsAddedTokenObjectsAndFromSpecialTokensMap() throws IOException {
+        builtin();
+        write("tokenizer_config.json", """
+                {"eos_token": {"__type": "AddedToken", "content": "<|endoftext|>", "special": true},
+                 "bos_token": {"content": "<|im_start|>"}, "pad_token": null}""");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals("<|endoftext|>", t.eosToken());
+            assertEquals(Optional.of("<|im_start|>"), t.bosToken());
+            assertEquals(t.tokenId("<|im_start|>"), t.bosTokenId());
+            assertEquals(OptionalInt.empty(), t.padTokenId());
+            assertEquals("<|im_start|>", t.templateContext().get("bos_token"));
+        }
+        write("special_tokens_map.json", "{\"eos_token\": \"<|im_end|>\", \"pad_token\": {\"content\": \"<|endoftext|>\"}}");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals("<|im_end|>", t.eosToken()); // the map overrides tokenizer_config.json, as in transformers
+            assertEquals(t.tokenId("<|endoftext|>"), t.padTokenId());
+        }
+    }
+
+    @Test
+    void generationConfigAddsStopIds() throws IOException {
+        builtin();
+        int think = 3; // <think>: an odd stop token, so that it cannot come from elsewhere
+        write("generation_config.json", "{\"eos_token_id\": [2, " + think + "], \"do_sample\": true}");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals("<think>", t.idToToken(think));
+            assertEquals(List.of(2, think, 0), t.stopTokenIds()); // eos, generation_config, <|endoftext|>
+        }
+        write("generation_config.json", "{\"eos_token_id\": 100000}");
+        assertContains(loadFails(dir), "generation_config.json", "eos_token_id 100000 is not a token id");
+        write("generation_config.json", "{\"eos_token_id\": ");
+        assertContains(loadFails(dir), "generation_config.json", "not valid JSON");
+    }
+
+    @Test
+    void chatTemplateAsStringListOrJinjaFile() throws IOException {
+        builtin();
+        write("tokenizer_config.json", """
+                {"eos_token": "<|im_end|>", "chat_template": [{"name": "tool_use", "template": "T"},
+                 {"name": "default", "template": "{{ messages }}"}]}""");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals(Optional.of("{{ messages }}"), t.chatTemplate());
+            var e = assertThrows(IllegalStateException.class, () -> ChatRenderers.forTokenizer(t));
+            assertContains(e.getMessage(), "chat template engine is not yet wired");
+        }
+        write("tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\", \"chat_template\": [{\"name\": \"rag\", \"template\": \"R\"}]}");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            var e = assertThrows(IllegalStateException.class, t::chatTemplate);
+            assertContains(e.getMessage(), "tokenizer_config.json", "[rag]", "none named \"default\"");
+        }
+        write("chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals(Optional.of("{% for m in messages %}{{ m.content }}{% endfor %}"), t.chatTemplate());
+        }
+    }
+
+    @Test
+    void cleanUpTokenizationSpacesWhenTheConfigAsksForIt() throws IOException {
+        builtin();
+        String text = "Hi , it 's done .";
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals(text, t.decode(t.encode(text), false));
+        }
+        write("tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\", \"clean_up_tokenization_spaces\": true}");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals("Hi, it's done.", t.decode(t.encode(text), false));
+        }
+    }
+}
