@@ -1,0 +1,426 @@
+// CausalLm.java — the decoder-only transformer of the Qwen2/2.5, Qwen3 and Llama families in
+// LibTorch: embeddings, RMSNorm, rotary embeddings, grouped-query attention, SwiGLU MLP, LM head.
+// Its parameters are an ordered map under HF tensor names, so that loading and saving HF
+// checkpoints is a matter of names; one forward serves batched KV-cache generation and
+// teacher-forced training alike.
+package dev.drmas.model;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DoubleOptional;
+import org.bytedeco.pytorch.Generator;
+import org.bytedeco.pytorch.GeneratorOptional;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptional;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+/**
+ * A causal language model.
+ *
+ * <p><b>Inputs.</b> {@code inputIds} and {@code positionIds} are int64 [B, T];
+ * {@code attentionMask} (bool or integer 0/1) is [B, P + T] and says which key slots hold real
+ * tokens, where P is the number of slots already in the KV cache (0 without one). Query t of a
+ * row attends to the valid slots up to and including its own. Batches of prompts of different
+ * lengths are left-padded, as HF generation does, so that the next token of every row goes
+ * into the same slot; position ids then count only real tokens ({@link #positionIds}). Right
+ * padding is as valid for a forward without cache (teacher forcing). A padding query attends to
+ * itself only, so its output is finite and never read.
+ *
+ * <p><b>Memory.</b> Parameters are owned by the model (freed by {@link #close()}); the tensors of
+ * {@link #parameters()} are the live ones (an optimiser may update them in place). Every forward
+ * runs in its own PointerScope, so its intermediates are freed when it returns; the returned
+ * tensor is attached to the caller's innermost PointerScope (with none open, the garbage
+ * collector frees it), so callers wrap loops in {@code try (PointerScope s = new PointerScope())}.
+ * The autograd graph keeps what backward needs.
+ *
+ * <p><b>Autograd.</b> Parameters do not require grad until {@link #setRequiresGrad}(true). A forward
+ * with a KV cache is inference: it runs without autograd (the cache must not hold a graph).
+ */
+public final class CausalLm implements AutoCloseable {
+    /** transformers' default max_shard_size ("5GB"). */
+    public static final long DEFAULT_SHARD_BYTES = 5_000_000_000L;
+    /** HF's initializer_range. */
+    static final double INIT_STD = 0.02;
+
+    private final ModelConfig config;
+    private final ScalarType dtype;
+    private final Device device;
+    private final Map<String, Tensor> params;
+    private final Layer[] layers;
+    private final Tensor embed, finalNorm, lmHead, invFreq;
+    private boolean closed;
+
+    /** One decoder layer's weights; a null bias or norm is one this family does not have. */
+    private record Layer(Tensor inputNorm, Tensor q, Tensor qBias, Tensor k, Tensor kBias, Tensor v, Tensor vBias,
+                         Tensor o, Tensor oBias, Tensor qNorm, Tensor kNorm, Tensor postNorm,
+                         Tensor gate, Tensor gateBias, Tensor up, Tensor upBias, Tensor down, Tensor downBias) {
+        static Layer of(Map<String, Tensor> p, int i) {
+            String a = "model.layers." + i + ".self_attn.", m = "model.layers." + i + ".mlp.";
+            return new Layer(p.get("model.layers." + i + ".input_layernorm.weight"),
+                    p.get(a + "q_proj.weight"), p.get(a + "q_proj.bias"), p.get(a + "k_proj.weight"), p.get(a + "k_proj.bias"),
+                    p.get(a + "v_proj.weight"), p.get(a + "v_proj.bias"), p.get(a + "o_proj.weight"), p.get(a + "o_proj.bias"),
+                    p.get(a + "q_norm.weight"), p.get(a + "k_norm.weight"),
+                    p.get("model.layers." + i + ".post_attention_layernorm.weight"),
+                    p.get(m + "gate_proj.weight"), p.get(m + "gate_proj.bias"), p.get(m + "up_proj.weight"),
+                    p.get(m + "up_proj.bias"), p.get(m + "down_proj.weight"), p.get(m + "down_proj.bias"));
+        }
+    }
+
+    /** Takes ownership of {@code params} (retained, attached to no scope), named and shaped as {@link #parameterShapes}. */
+    private CausalLm(ModelConfig config, ScalarType dtype, Device device, Map<String, Tensor> params) {
+        this.config = config;
+        this.dtype = dtype;
+        this.device = device;
+        this.params = Collections.unmodifiableMap(params);
+        layers = new Layer[config.numLayers()];
+        for (int i = 0; i < layers.length; i++) layers[i] = Layer.of(params, i);
+        embed = params.get("model.embed_tokens.weight");
+        finalNorm = params.get("model.norm.weight");
+        lmHead = config.tieWordEmbeddings() ? embed : params.get("lm_head.weight");
+        double[] f = Rope.inverseFrequencies(config.headDim(), config.ropeTheta(), config.ropeScaling());
+        float[] f32 = new float[f.length];
+        for (int i = 0; i < f.length; i++) f32[i] = (float) f[i];
+        try (PointerScope scope = new PointerScope()) {
+            Tensor t = torch.empty(new long[]{f32.length}, new TensorOptions(ScalarType.Float), null);
+            t.data_ptr_float().put(f32);
+            invFreq = Scopes.retain(t.to(device, ScalarType.Float));
+        }
+    }
+
+    // ------------------------------------------------------------------ construction
+
+    /**
+     * The parameters a model of {@code c} has, in HF's state-dict order, with their shapes. The
+     * LM head is absent when the embeddings are tied.
+     */
+    public static Map<String, long[]> parameterShapes(ModelConfig c) {
+        long h = c.hiddenSize(), q = (long) c.numHeads() * c.headDim(), kv = (long) c.numKvHeads() * c.headDim();
+        long inter = c.intermediateSize(), d = c.headDim();
+        Map<String, long[]> s = new LinkedHashMap<>();
+        s.put("model.embed_tokens.weight", new long[]{c.vocabSize(), h});
+        for (int i = 0; i < c.numLayers(); i++) {
+            String p = "model.layers." + i + ".";
+            s.put(p + "self_attn.q_proj.weight", new long[]{q, h});
+            if (c.qkvBias()) s.put(p + "self_attn.q_proj.bias", new long[]{q});
+            s.put(p + "self_attn.k_proj.weight", new long[]{kv, h});
+            if (c.qkvBias()) s.put(p + "self_attn.k_proj.bias", new long[]{kv});
+            s.put(p + "self_attn.v_proj.weight", new long[]{kv, h});
+            if (c.qkvBias()) s.put(p + "self_attn.v_proj.bias", new long[]{kv});
+            s.put(p + "self_attn.o_proj.weight", new long[]{h, q});
+            if (c.outputBias()) s.put(p + "self_attn.o_proj.bias", new long[]{h});
+            if (c.family().qkNorm()) {
+                s.put(p + "self_attn.q_norm.weight", new long[]{d});
+                s.put(p + "self_attn.k_norm.weight", new long[]{d});
+            }
+            s.put(p + "mlp.gate_proj.weight", new long[]{inter, h});
+            if (c.mlpBias()) s.put(p + "mlp.gate_proj.bias", new long[]{inter});
+            s.put(p + "mlp.up_proj.weight", new long[]{inter, h});
+            if (c.mlpBias()) s.put(p + "mlp.up_proj.bias", new long[]{inter});
+            s.put(p + "mlp.down_proj.weight", new long[]{h, inter});
+            if (c.mlpBias()) s.put(p + "mlp.down_proj.bias", new long[]{h});
+            s.put(p + "input_layernorm.weight", new long[]{h});
+            s.put(p + "post_attention_layernorm.weight", new long[]{h});
+        }
+        s.put("model.norm.weight", new long[]{h});
+        if (!c.tieWordEmbeddings()) s.put("lm_head.weight", new long[]{c.vocabSize(), h});
+        return s;
+    }
+
+    /** The dtype a model uses on {@code device}: bfloat16 on CUDA, float32 elsewhere. */
+    public static ScalarType defaultDtype(Device device) {
+        return device.is_cuda() ? ScalarType.BFloat16 : ScalarType.Float;
+    }
+
+    /** A float32 CPU model with seeded random weights. */
+    public static CausalLm random(ModelConfig c, long seed) {
+        return random(c, seed, ScalarType.Float, new Device("cpu"));
+    }
+
+    /**
+     * Random weights from {@code seed}: norms 1, every other tensor (biases included) normal with
+     * std 0.02. Drawn in float32 on the CPU in parameter order, so the same seed gives the same
+     * model on every device.
+     */
+    public static CausalLm random(ModelConfig c, long seed, ScalarType dtype, Device device) {
+        Map<String, Tensor> p = new LinkedHashMap<>();
+        try (PointerScope scope = new PointerScope()) {
+            Generator gen = torch.createCPUGenerator(seed);
+            TensorOptions f32 = new TensorOptions(ScalarType.Float);
+            for (Map.Entry<String, long[]> e : parameterShapes(c).entrySet()) {
+                Tensor t = e.getKey().endsWith("norm.weight")
+                        ? torch.ones(e.getValue(), f32)
+                        : torch.normal(0.0, INIT_STD, e.getValue(), new GeneratorOptional(gen), f32);
+                p.put(e.getKey(), Scopes.retain(t.to(device, dtype)));
+            }
+        }
+        return new CausalLm(c, dtype, device, p);
+    }
+
+    /** Loads config.json and the safetensors weights of {@code dir} as a float32 CPU model. */
+    public static CausalLm load(Path dir) {
+        return load(dir, ScalarType.Float, new Device("cpu"));
+    }
+
+    /** Loads config.json and the safetensors weights (single or sharded) of {@code dir}. */
+    public static CausalLm load(Path dir, ScalarType dtype, Device device) {
+        ModelConfig c = ModelConfig.read(dir.resolve("config.json"));
+        try (SafeTensors st = SafeTensors.open(dir)) {
+            return fromCheckpoint(c, st, dtype, device);
+        }
+    }
+
+    /**
+     * A model of {@code c} with the weights of {@code st}, converted to {@code dtype}. Every
+     * missing tensor, unexpected tensor and shape mismatch is reported at once, by name and file.
+     * Ignored, as HF does: lm_head.weight when the embeddings are tied, and rotary inv_freq buffers.
+     */
+    public static CausalLm fromCheckpoint(ModelConfig c, SafeTensors st, ScalarType dtype, Device device) {
+        Map<String, long[]> shapes = parameterShapes(c);
+        List<String> missing = new ArrayList<>(), unexpected = new ArrayList<>(), mismatched = new ArrayList<>();
+        for (Map.Entry<String, long[]> e : shapes.entrySet()) {
+            SafeTensors.Info i = st.tensors().get(e.getKey());
+            if (i == null) missing.add(e.getKey());
+            else if (!Arrays.equals(i.shape(), e.getValue())) {
+                mismatched.add(e.getKey() + " is " + Arrays.toString(i.shape()) + " in " + i.file().getFileName()
+                        + ", config.json expects " + Arrays.toString(e.getValue()));
+            }
+        }
+        for (SafeTensors.Info i : st.tensors().values()) {
+            boolean ignored = i.name().endsWith(".rotary_emb.inv_freq")
+                    || (c.tieWordEmbeddings() && i.name().equals("lm_head.weight"));
+            if (!shapes.containsKey(i.name()) && !ignored) unexpected.add(i.name() + " (in " + i.file().getFileName() + ")");
+        }
+        if (!missing.isEmpty() || !unexpected.isEmpty() || !mismatched.isEmpty()) {
+            StringBuilder m = new StringBuilder(st.source() + ": the weights do not fit config.json (" + c.family().architecture()
+                    + ", " + c.numLayers() + " layers, hidden_size " + c.hiddenSize() + ", vocab_size " + c.vocabSize() + ")");
+            list(m, "missing tensors", missing);
+            list(m, "unexpected tensors", unexpected);
+            list(m, "shape mismatches", mismatched);
+            throw new ModelFileException(m.toString());
+        }
+        Map<String, Tensor> p = new LinkedHashMap<>();
+        try (PointerScope scope = new PointerScope()) {
+            for (String name : shapes.keySet()) p.put(name, Scopes.retain(st.get(name, dtype, device)));
+        }
+        return new CausalLm(c, dtype, device, p);
+    }
+
+    private static void list(StringBuilder m, String what, List<String> items) {
+        if (items.isEmpty()) return;
+        m.append("; ").append(what).append(" (").append(items.size()).append("): ");
+        m.append(String.join(", ", items.subList(0, Math.min(10, items.size()))));
+        if (items.size() > 10) m.append(", ...");
+    }
+
+    // ------------------------------------------------------------------ saving
+
+    /** Saves config.json and the weights in the parameter dtype, in shards of at most 5 GB. */
+    public void save(Path dir) throws IOException {
+        save(dir, dtype, DEFAULT_SHARD_BYTES);
+    }
+
+    /**
+     * Saves config.json (torch_dtype set to {@code fileDtype}) and the weights converted to
+     * {@code fileDtype} (float32, bfloat16 or float16) into {@code dir}, as save_pretrained does.
+     */
+    public void save(Path dir, ScalarType fileDtype, long maxShardBytes) throws IOException {
+        String name = switch (fileDtype) {
+            case Float -> "float32";
+            case BFloat16 -> "bfloat16";
+            case Half -> "float16";
+            default -> throw new IllegalArgumentException("checkpoints are float32, bfloat16 or float16, not " + fileDtype);
+        };
+        try (PointerScope scope = new PointerScope()) {
+            Map<String, Tensor> out = new LinkedHashMap<>();
+            for (Map.Entry<String, Tensor> e : params.entrySet()) out.put(e.getKey(), e.getValue().detach().to(fileDtype));
+            SafeTensorsWriter.writeCheckpoint(dir, out, maxShardBytes);
+        }
+        config.withTorchDtype(name).write(dir.resolve("config.json"));
+    }
+
+    // ------------------------------------------------------------------ accessors
+
+    public ModelConfig config() {
+        return config;
+    }
+
+    public ScalarType dtype() {
+        return dtype;
+    }
+
+    public Device device() {
+        return device;
+    }
+
+    /** The live parameters under their HF names, in state-dict order (the LM head absent when tied). */
+    public Map<String, Tensor> parameters() {
+        return params;
+    }
+
+    /** Makes every parameter a trainable leaf (or not). */
+    public void setRequiresGrad(boolean on) {
+        for (Tensor t : params.values()) t.set_requires_grad(on);
+    }
+
+    /** A KV cache for {@code batch} rows of up to {@code capacity} tokens (prompt + generated). */
+    public KvCache newCache(long batch, long capacity) {
+        return new KvCache(config, batch, capacity, dtype, device);
+    }
+
+    /**
+     * HF's position ids for a key-validity mask [B, S]: the number of valid slots before each
+     * slot (so a left-padded prompt starts at 0), and 1 on padding slots (never read).
+     */
+    public static Tensor positionIds(Tensor attentionMask) {
+        Tensor out;
+        try (PointerScope scope = new PointerScope()) {
+            Tensor m = attentionMask.to(ScalarType.Long);
+            Tensor pos = m.cumsum(-1).sub(new Scalar(1L));
+            out = Scopes.retain(pos.masked_fill(m.eq(new Scalar(0L)), new Scalar(1L)));
+        }
+        return Scopes.adopt(out);
+    }
+
+    // ------------------------------------------------------------------ forward
+
+    /** Logits [B, T, vocab] (float32) of every input position. See the class comment for the inputs. */
+    public Tensor forward(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache) {
+        Tensor out;
+        try (PointerScope scope = new PointerScope()) {
+            out = Scopes.retain(logits(hidden(inputIds, positionIds, attentionMask, cache)));
+        }
+        return Scopes.adopt(out);
+    }
+
+    /**
+     * The final hidden states [B, T, hidden] (after the last RMSNorm, in the model dtype). With a
+     * cache, the new keys and values are stored at slots [cache.length(), cache.length() + T) and
+     * the cache advances by T.
+     */
+    public Tensor hidden(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache) {
+        if (inputIds == null || inputIds.dim() != 2) {
+            throw new IllegalArgumentException("input_ids must be [batch, tokens], got "
+                    + (inputIds == null ? "null" : Arrays.toString(sizes(inputIds))));
+        }
+        long b = inputIds.size(0), t = inputIds.size(1);
+        long past = cache == null ? 0 : cache.length();
+        checkInput("input_ids", inputIds, new long[]{b, t});
+        checkInput("position_ids", positionIds, new long[]{b, t});
+        checkInput("attention_mask", attentionMask, new long[]{b, past + t});
+        if (cache != null) cache.checkFits(config, dtype, b, t);
+        Tensor out;
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = cache == null ? null : new NoGradGuard()) {
+            out = Scopes.retain(hiddenImpl(inputIds, positionIds, attentionMask, cache, past));
+        }
+        if (cache != null) cache.advance(t);
+        return Scopes.adopt(out);
+    }
+
+    /** Logits [B, T, vocab] (float32) of hidden states [B, T, hidden]: the LM head. */
+    public Tensor logits(Tensor hidden) {
+        Tensor out;
+        try (PointerScope scope = new PointerScope()) {
+            out = Scopes.retain(torch.linear(hidden, lmHead).to(ScalarType.Float));
+        }
+        return Scopes.adopt(out);
+    }
+
+    private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
+        long b = ids.size(0), t = ids.size(1), s = past + t;
+        TensorOptions longs = new TensorOptions(ScalarType.Long);
+        // attend[b, 0, i, j]: key slot j is valid and j ≤ past + i, or j is the query's own slot
+        Tensor keySlot = torch.arange(new Scalar(s), longs).to(device, ScalarType.Long).view(1, s);
+        Tensor querySlot = torch.arange(new Scalar(past), new Scalar(s), longs).to(device, ScalarType.Long).view(t, 1);
+        Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);
+        Tensor attend = valid.logical_and(keySlot.le(querySlot)).logical_or(keySlot.eq(querySlot));
+        Tensor[] cosSin = Rope.cosSin(pos.to(device, ScalarType.Long), invFreq, dtype);
+
+        Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
+        for (int l = 0; l < layers.length; l++) {
+            x = layer(l, x, cosSin[0], cosSin[1], attend, cache, past);
+        }
+        return rmsNorm(x, finalNorm);
+    }
+
+    private Tensor layer(int l, Tensor x, Tensor cos, Tensor sin, Tensor attend, KvCache cache, long past) {
+        Layer w = layers[l];
+        long b = x.size(0), t = x.size(1);
+        int heads = config.numHeads(), kvHeads = config.numKvHeads(), d = config.headDim();
+
+        Tensor h = rmsNorm(x, w.inputNorm());
+        Tensor q = linear(h, w.q(), w.qBias()).view(b, t, heads, d);
+        Tensor k = linear(h, w.k(), w.kBias()).view(b, t, kvHeads, d);
+        Tensor v = linear(h, w.v(), w.vBias()).view(b, t, kvHeads, d).transpose(1, 2);
+        if (w.qNorm() != null) { // Qwen3: RMSNorm over each head before the rotation
+            q = rmsNorm(q, w.qNorm());
+            k = rmsNorm(k, w.kNorm());
+        }
+        q = Rope.apply(q.transpose(1, 2), cos, sin); // [B, heads, T, d]
+        k = Rope.apply(k.transpose(1, 2), cos, sin); // [B, kvHeads, T, d]
+        if (cache != null) {
+            cache.keys(l).narrow(2, past, t).copy_(k);
+            cache.values(l).narrow(2, past, t).copy_(v);
+            k = cache.keys(l).narrow(2, 0, past + t);
+            v = cache.values(l).narrow(2, 0, past + t);
+        }
+        // enable_gqa: query head i reads kv head i / (heads / kvHeads), as HF's repeat_kv
+        Tensor a = torch.scaled_dot_product_attention(q, k, v, new TensorOptional(attend), 0.0, false,
+                new DoubleOptional(), heads != kvHeads);
+        a = a.transpose(1, 2).reshape(b, t, (long) heads * d);
+        x = x.add(linear(a, w.o(), w.oBias()));
+
+        h = rmsNorm(x, w.postNorm());
+        Tensor gated = torch.silu(linear(h, w.gate(), w.gateBias())).mul(linear(h, w.up(), w.upBias()));
+        return x.add(linear(gated, w.down(), w.downBias()));
+    }
+
+    /** HF's RMSNorm: normalised in float32, cast back, then scaled by the weight. */
+    private Tensor rmsNorm(Tensor x, Tensor weight) {
+        Tensor xf = x.to(ScalarType.Float);
+        Tensor var = xf.pow(new Scalar(2.0)).mean(new long[]{-1}, true, new ScalarTypeOptional());
+        Tensor normed = xf.mul(var.add(new Scalar(config.rmsNormEps())).rsqrt());
+        return weight.mul(normed.to(x.scalar_type()));
+    }
+
+    private static Tensor linear(Tensor x, Tensor w, Tensor bias) {
+        return bias == null ? torch.linear(x, w) : torch.linear(x, w, new TensorOptional(bias));
+    }
+
+    private static void checkInput(String name, Tensor t, long[] shape) {
+        boolean ok = t != null && t.dim() == shape.length;
+        for (int i = 0; ok && i < shape.length; i++) ok = shape[i] >= 0 && t.size(i) == shape[i];
+        if (!ok) {
+            String got = t == null ? "null" : Arrays.toString(sizes(t));
+            throw new IllegalArgumentException(name + " must have shape " + Arrays.toString(shape) + ", got " + got
+                    + (name.equals("attention_mask") ? " (it covers the cached slots plus the new tokens)" : ""));
+        }
+    }
+
+    private static long[] sizes(Tensor t) {
+        long[] s = new long[(int) t.dim()];
+        for (int i = 0; i < s.length; i++) s[i] = t.size(i);
+        return s;
+    }
+
+    /** Frees the parameters; the model is unusable afterwards. */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        for (Tensor t : params.values()) t.releaseReference();
+        invFreq.releaseReference();
+    }
+}

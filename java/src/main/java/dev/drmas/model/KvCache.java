@@ -1,0 +1,98 @@
+// KvCache.java — keys and values of every layer for a batch of sequences, allocated once for the
+// longest total length, so that decoding appends one slot per step instead of reallocating or
+// recomputing the prefix. Slot s of every row is sequence position s of the (left-padded) batch.
+package dev.drmas.model;
+
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+/**
+ * Per layer K and V of shape [batch, kvHeads, capacity, headDim]. {@link #length()} slots are
+ * filled; a forward with the cache writes its T new keys and values at slots
+ * [length, length + T) and advances length by T. {@link #reset()} makes the cache reusable for
+ * another batch of the same size. The tensors are owned by this object: {@link #close()} frees them.
+ */
+public final class KvCache implements AutoCloseable {
+    private final Tensor[] keys, values;
+    private final long batch, capacity, kvHeads, headDim;
+    private final ScalarType dtype;
+    private long length;
+
+    KvCache(ModelConfig c, long batch, long capacity, ScalarType dtype, Device device) {
+        if (batch <= 0 || capacity <= 0) {
+            throw new IllegalArgumentException("KV cache needs batch > 0 and capacity > 0, got " + batch + " and " + capacity);
+        }
+        this.batch = batch;
+        this.capacity = capacity;
+        this.kvHeads = c.numKvHeads();
+        this.headDim = c.headDim();
+        this.dtype = dtype;
+        keys = new Tensor[c.numLayers()];
+        values = new Tensor[c.numLayers()];
+        try (PointerScope scope = new PointerScope()) {
+            long[] shape = {batch, kvHeads, capacity, headDim};
+            for (int l = 0; l < keys.length; l++) {
+                // zeros, not empty: slots never written stay finite
+                keys[l] = Scopes.retain(torch.zeros(shape, new TensorOptions(dtype)).to(device, dtype));
+                values[l] = Scopes.retain(torch.zeros(shape, new TensorOptions(dtype)).to(device, dtype));
+            }
+        }
+    }
+
+    public long batchSize() {
+        return batch;
+    }
+
+    public long capacity() {
+        return capacity;
+    }
+
+    /** Slots filled so far: the attention mask of the next forward covers length() + T keys. */
+    public long length() {
+        return length;
+    }
+
+    /** Forgets the contents (no reallocation). */
+    public void reset() {
+        length = 0;
+    }
+
+    Tensor keys(int layer) {
+        return keys[layer];
+    }
+
+    Tensor values(int layer) {
+        return values[layer];
+    }
+
+    /** Checks that a forward of [b, t] tokens of a model shaped like {@code c} fits. */
+    void checkFits(ModelConfig c, ScalarType modelDtype, long b, long t) {
+        if (keys.length != c.numLayers() || kvHeads != c.numKvHeads() || headDim != c.headDim() || dtype != modelDtype) {
+            throw new IllegalArgumentException("KV cache (" + keys.length + " layers, " + kvHeads + " kv heads, head_dim "
+                    + headDim + ", " + dtype + ") does not fit the model (" + c.numLayers() + ", " + c.numKvHeads() + ", "
+                    + c.headDim() + ", " + modelDtype + ")");
+        }
+        if (b != batch) throw new IllegalArgumentException("KV cache holds " + batch + " rows but input_ids has " + b);
+        if (length + t > capacity) {
+            throw new IllegalArgumentException("KV cache is full: " + length + " + " + t + " tokens exceed its capacity "
+                    + capacity);
+        }
+    }
+
+    void advance(long t) {
+        length += t;
+    }
+
+    @Override
+    public void close() {
+        for (int l = 0; l < keys.length; l++) {
+            if (keys[l] != null) keys[l].releaseReference();
+            if (values[l] != null) values[l].releaseReference();
+            keys[l] = values[l] = null;
+        }
+    }
+}
