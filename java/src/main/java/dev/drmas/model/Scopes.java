@@ -7,12 +7,12 @@ package dev.drmas.model;
 import org.bytedeco.javacpp.Pointer;
 import org.bytedeco.javacpp.PointerScope;
 
-final class Scopes {
+public final class Scopes {
     private Scopes() {
     }
 
     /** Keeps {@code p} alive past the close of the scope it was created in (+1 reference). */
-    static <P extends Pointer> P retain(P p) {
+    public static <P extends Pointer> P retain(P p) {
         p.retainReference();
         return p;
     }
@@ -21,7 +21,7 @@ final class Scopes {
      * After the inner scope closed: moves {@code p}'s extra reference from {@link #retain} to the
      * caller's innermost scope. With no scope open, {@code p} is left to the garbage collector.
      */
-    static <P extends Pointer> P adopt(P p) {
+    public static <P extends Pointer> P adopt(P p) {
         PointerScope outer = PointerScope.getInnerScope();
         if (outer != null) {
             outer.attach(p);      // +1 for the caller's scope

@@ -1,0 +1,155 @@
+// Generator.java — the in-process rollout engine: a batch of prompts of different lengths is
+// left-padded, prefilled in one forward, then decoded one token per step from a KV cache
+// allocated once for the batch; each request stops at a stop token, a stop string or its token
+// budget. Every step's native memory is released before the next (PointerScope).
+package dev.drmas.rollout;
+
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.KvCache;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+/**
+ * Batched generation with one model. Padding is on the left, so the next token of every row
+ * goes into the same cache slot; position ids count real tokens only, so a request's logits do
+ * not depend on the padding (up to floating-point summation order). Rows that have stopped keep
+ * being computed until the whole batch stops (their outputs are ignored): simple, and on a GPU
+ * cheaper than reshaping the cache.
+ */
+public final class Generator {
+    private final CausalLm model;
+
+    public Generator(CausalLm model) {
+        this.model = model;
+    }
+
+    public CausalLm model() {
+        return model;
+    }
+
+    /** Generates a completion for every request, in order. */
+    public List<Completion> generate(List<Request> requests, GenerationConfig cfg) {
+        final int b = requests.size();
+        if (b == 0) return List.of();
+        final int vocab = model.config().vocabSize();
+        int longest = 0;
+        for (int r = 0; r < b; r++) {
+            int[] p = requests.get(r).promptIds();
+            for (int j = 0; j < p.length; j++) {
+                if (p[j] < 0 || p[j] >= vocab) {
+                    throw new IllegalArgumentException("request " + r + ": prompt token " + j + " = " + p[j]
+                            + " is outside the vocabulary [0, " + vocab + ")");
+                }
+            }
+            longest = Math.max(longest, p.length);
+        }
+        final int capacity = longest + cfg.maxNewTokens();
+        // the whole batch as it grows, left-padded: ids and key validity per slot
+        long[] ids = new long[b * capacity];
+        long[] valid = new long[b * capacity];
+        long[] nextPos = new long[b];  // position id of each row's next token
+        for (int r = 0; r < b; r++) {
+            int[] p = requests.get(r).promptIds();
+            int pad = longest - p.length;
+            for (int j = 0; j < p.length; j++) {
+                ids[r * capacity + pad + j] = p[j];
+                valid[r * capacity + pad + j] = 1;
+            }
+            nextPos[r] = p.length;
+        }
+        Row[] rows = new Row[b];
+        for (int r = 0; r < b; r++) rows[r] = new Row(cfg.maxNewTokens());
+        int filled = longest;  // slots in use
+        int active = b;
+        try (KvCache cache = cfg.useCache() ? model.newCache(b, capacity) : null) {
+            Tensor logits;
+            for (int step = 0; ; step++) {
+                try (PointerScope scope = new PointerScope()) {
+                    if (step == 0 || cache == null) {
+                        // prefill (or, without a cache, the whole sequence again)
+                        Tensor in = slots(ids, b, capacity, 0, filled);
+                        Tensor mask = slots(valid, b, capacity, 0, filled);
+                        logits = model.forward(in, CausalLm.positionIds(mask), mask, cache);
+                    } else {
+                        Tensor in = slots(ids, b, capacity, filled - 1, filled);
+                        Tensor mask = slots(valid, b, capacity, 0, filled);
+                        long[] pos = new long[b];
+                        for (int r = 0; r < b; r++) pos[r] = nextPos[r] - 1;
+                        logits = model.forward(in, onDevice(pos, b, 1), mask, cache);
+                    }
+                    Tensor last = logits.select(1, logits.size(1) - 1);  // [B, V]
+                    if (cfg.vocabLimit() > 0 && cfg.vocabLimit() < last.size(1)) last = last.narrow(1, 0, cfg.vocabLimit());
+                    double[] u = new double[b];
+                    for (int r = 0; r < b; r++) u[r] = Sampler.uniform(cfg.seed(), requests.get(r).stream(), step);
+                    Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), u);
+                    for (int r = 0; r < b; r++) {
+                        Row row = rows[r];
+                        int tok = (int) draw.tokens()[r];
+                        if (row.reason == null) {
+                            row.add(tok, draw.logprobs()[r]);
+                            row.reason = stopReason(row, tok, cfg);
+                            if (row.reason != null) active--;
+                        }
+                        // every row gets a slot, so the batch stays rectangular
+                        ids[r * capacity + filled] = tok;
+                        valid[r * capacity + filled] = 1;
+                        nextPos[r]++;
+                    }
+                    filled++;
+                }
+                if (active == 0) break;
+            }
+        }
+        List<Completion> out = new ArrayList<>(b);
+        for (Row row : rows) {
+            out.add(new Completion(Arrays.copyOf(row.tokens, row.n), Arrays.copyOf(row.logprobs, row.n), row.reason));
+        }
+        return out;
+    }
+
+    /** Columns [from, to) of a [B, capacity] Java matrix as an int64 tensor on the model's device. */
+    private Tensor slots(long[] m, int b, int capacity, int from, int to) {
+        long[] part = new long[b * (to - from)];
+        for (int r = 0; r < b; r++) System.arraycopy(m, r * capacity + from, part, r * (to - from), to - from);
+        return onDevice(part, b, to - from);
+    }
+
+    private Tensor onDevice(long[] a, int rows, int cols) {
+        return Tensors.longs(a).reshape(rows, cols).to(model.device(), ScalarType.Long);
+    }
+
+    private static Completion.FinishReason stopReason(Row row, int tok, GenerationConfig cfg) {
+        if (cfg.stopTokenIds().contains(tok)) return Completion.FinishReason.STOP_TOKEN;
+        if (!cfg.stopStrings().isEmpty()) {
+            String text = cfg.decoder().apply(Arrays.copyOf(row.tokens, row.n));
+            for (String s : cfg.stopStrings()) {
+                if (text.contains(s)) return Completion.FinishReason.STOP_STRING;
+            }
+        }
+        if (row.n == cfg.maxNewTokens()) return Completion.FinishReason.LENGTH;
+        return null;
+    }
+
+    /** One request's output so far; reason is set once it stops. */
+    private static final class Row {
+        final int[] tokens;
+        final float[] logprobs;
+        int n;
+        Completion.FinishReason reason;
+
+        Row(int budget) {
+            tokens = new int[budget];
+            logprobs = new float[budget];
+        }
+
+        void add(int tok, float lp) {
+            tokens[n] = tok;
+            logprobs[n] = lp;
+            n++;
+        }
+    }
+}

@@ -1,0 +1,95 @@
+// TeacherForcing.java — the trainer's forward pass: log-probabilities (and optionally the
+// entropy) of given response tokens after their prompts, batched, at the sampling temperature.
+// The result is packed like the loss kernel's input (response tokens of all rows back to back,
+// with row offsets) and keeps its autograd graph when the model's parameters require grad.
+package dev.drmas.rollout;
+
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.Scopes;
+import java.util.List;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+public final class TeacherForcing {
+    private TeacherForcing() {
+    }
+
+    /**
+     * @param logprobs float32 [N] on the model's device, N = Σ response lengths: log p(token |
+     *                 prefix) at the temperature
+     * @param entropy  float32 [N] entropy of each predicted distribution, or null when not asked
+     * @param offsets  row r's tokens are [offsets[r], offsets[r + 1])
+     */
+    public record Result(Tensor logprobs, Tensor entropy, long[] offsets) {
+    }
+
+    /**
+     * Scores {@code responses[r]} after {@code prompts[r]} for every row in one forward (rows
+     * right-padded to the longest prompt + response). Only the positions that predict a
+     * response token go through the LM head. {@code temperature} 0 (greedy) scores at 1.
+     * The returned tensors belong to the caller's innermost PointerScope.
+     */
+    public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
+                                  boolean withEntropy) {
+        final int b = prompts.size();
+        if (responses.size() != b) {
+            throw new IllegalArgumentException(b + " prompts but " + responses.size() + " responses");
+        }
+        if (!(temperature >= 0) || Double.isInfinite(temperature)) {
+            throw new IllegalArgumentException("temperature must be finite and >= 0, got " + temperature);
+        }
+        final int vocab = model.config().vocabSize();
+        long[] offsets = new long[b + 1];
+        int longest = 0;
+        for (int r = 0; r < b; r++) {
+            int[] p = prompts.get(r), a = responses.get(r);
+            if (p.length == 0) throw new IllegalArgumentException("prompt " + r + " is empty: nothing predicts its first token");
+            checkTokens("prompt", r, p, vocab);
+            checkTokens("response", r, a, vocab);
+            offsets[r + 1] = offsets[r] + a.length;
+            longest = Math.max(longest, p.length + a.length);
+        }
+        final int n = (int) offsets[b];
+        long[] ids = new long[b * longest], valid = new long[b * longest], where = new long[n], target = new long[n];
+        for (int r = 0, k = 0; r < b; r++) {
+            int[] p = prompts.get(r), a = responses.get(r);
+            for (int j = 0; j < p.length; j++) {
+                ids[r * longest + j] = p[j];
+                valid[r * longest + j] = 1;
+            }
+            for (int j = 0; j < a.length; j++, k++) {
+                ids[r * longest + p.length + j] = a[j];
+                valid[r * longest + p.length + j] = 1;
+                where[k] = (long) r * longest + p.length + j - 1;  // the position that predicts it
+                target[k] = a[j];
+            }
+        }
+        Tensor lp, ent = null;
+        try (PointerScope scope = new PointerScope()) {
+            var dev = model.device();
+            Tensor in = Tensors.longs(ids).reshape(b, longest).to(dev, ScalarType.Long);
+            Tensor mask = Tensors.longs(valid).reshape(b, longest).to(dev, ScalarType.Long);
+            Tensor hidden = model.hidden(in, CausalLm.positionIds(mask), mask, null);
+            Tensor picked = hidden.reshape(b * (long) longest, hidden.size(2))
+                    .index_select(0, Tensors.longs(where).to(dev, ScalarType.Long));
+            Tensor logits = model.logits(picked);  // [N, V] float32
+            if (temperature > 0 && temperature != 1.0) logits = logits.div(new Scalar(temperature));
+            Tensor logp = logits.log_softmax(1);
+            lp = Scopes.retain(logp.gather(1, Tensors.longs(target).to(dev, ScalarType.Long).unsqueeze(1)).squeeze(1));
+            if (withEntropy) ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
+        }
+        return new Result(Scopes.adopt(lp), ent == null ? null : Scopes.adopt(ent), offsets);
+    }
+
+    private static void checkTokens(String what, int row, int[] t, int vocab) {
+        for (int j = 0; j < t.length; j++) {
+            if (t[j] < 0 || t[j] >= vocab) {
+                throw new IllegalArgumentException(what + " " + row + ": token " + j + " = " + t[j]
+                        + " is outside the vocabulary [0, " + vocab + ")");
+            }
+        }
+    }
+}
