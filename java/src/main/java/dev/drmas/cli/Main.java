@@ -1,6 +1,7 @@
 // Main.java — the `drmas` command: picocli subcommands over the trainer. Today: normalize
 // (advantages for a JSONL file of rollout rows), demo (GRPO vs Dr. MAS on the shipped
-// example) and info (which libdrmas and backend this machine uses).
+// example), info (which libdrmas and backend this machine uses), tokenize (check a tokenizer and
+// its chat template) and generate (continue a prompt with a checkpoint folder).
 package dev.drmas.cli;
 
 import picocli.CommandLine;
@@ -9,7 +10,7 @@ import picocli.CommandLine.Command;
 @Command(name = "drmas", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
         subcommands = {NormalizeCommand.class, DemoCommand.class, InfoCommand.class, TokenizeCommand.class,
-                CommandLine.HelpCommand.class})
+                GenerateCommand.class, CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

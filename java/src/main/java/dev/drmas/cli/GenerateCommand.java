@@ -1,0 +1,117 @@
+// GenerateCommand.java — `drmas generate`: continues a prompt with a checkpoint folder (HF layout:
+// config.json, safetensors weights, tokenizer files) on the CPU, through the same rollout engine
+// that training uses, so that users can check a model and its sampling settings by hand.
+package dev.drmas.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.ModelFileException;
+import dev.drmas.rollout.Completion;
+import dev.drmas.rollout.GenerationConfig;
+import dev.drmas.rollout.Generator;
+import dev.drmas.rollout.Request;
+import dev.drmas.rollout.SamplingParams;
+import dev.drmas.tokenizer.ChatRenderers;
+import dev.drmas.tokenizer.HfTokenizer;
+import dev.drmas.tokenizer.TokenizerFileException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import org.bytedeco.pytorch.global.torch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+@Command(name = "generate", mixinStandardHelpOptions = true,
+        description = {"Continue a prompt with a checkpoint folder (config.json, *.safetensors and the tokenizer files)",
+                "and print the generated text; --json prints tokens, log-probs and the finish reason too."})
+final class GenerateCommand implements Callable<Integer> {
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--model", required = true, paramLabel = "DIR", description = "checkpoint folder in HF layout")
+    Path modelDir;
+
+    @Option(names = "--tokenizer", paramLabel = "DIR", description = "tokenizer folder (default: the model folder)")
+    Path tokenizerDir;
+
+    @Option(names = "--prompt", required = true, paramLabel = "TEXT", description = "the prompt")
+    String prompt;
+
+    @Option(names = "--chat", description = "render the prompt as one user message with the generation prompt first")
+    boolean chat;
+
+    @Option(names = "--max-new-tokens", defaultValue = "64", paramLabel = "N", description = "token budget (default: ${DEFAULT-VALUE})")
+    int maxNewTokens;
+
+    @Option(names = "--temperature", defaultValue = "0", paramLabel = "T", description = "0 = greedy (default: ${DEFAULT-VALUE})")
+    double temperature;
+
+    @Option(names = "--top-k", defaultValue = "0", paramLabel = "K", description = "0 = off (default: ${DEFAULT-VALUE})")
+    int topK;
+
+    @Option(names = "--top-p", defaultValue = "1", paramLabel = "P", description = "1 = off (default: ${DEFAULT-VALUE})")
+    double topP;
+
+    @Option(names = "--seed", defaultValue = "0", paramLabel = "S", description = "seed of the draws (default: ${DEFAULT-VALUE})")
+    long seed;
+
+    @Option(names = "--stop", paramLabel = "STRING", description = "also stop when the text contains STRING (repeatable)")
+    List<String> stopStrings = List.of();
+
+    @Option(names = "--threads", defaultValue = "2", paramLabel = "N", description = "LibTorch CPU threads (default: ${DEFAULT-VALUE})")
+    int threads;
+
+    @Option(names = "--json", description = "print a JSON object with the ids, log-probs and finish reason")
+    boolean json;
+
+    @Override
+    public Integer call() throws Exception {
+        SamplingParams sampling;
+        GenerationConfig base;
+        try {
+            sampling = new SamplingParams(temperature, topK, topP);
+            base = GenerationConfig.greedy(maxNewTokens, null);
+        } catch (IllegalArgumentException e) {
+            throw new UserError(e.getMessage().replace("_", "-").replaceFirst("^", "--"));
+        }
+        if (threads < 1) throw new UserError("--threads must be >= 1, got " + threads);
+        torch.set_num_threads(threads);
+        PrintWriter out = spec.commandLine().getOut();
+        try (HfTokenizer tok = HfTokenizer.load(tokenizerDir != null ? tokenizerDir : modelDir);
+             CausalLm model = CausalLm.load(modelDir)) {
+            String text = chat
+                    ? ChatRenderers.forTokenizer(tok).render(List.of(Map.of("role", "user", "content", prompt)), true)
+                    : prompt;
+            int[] ids = tok.encode(text);
+            if (ids.length == 0) throw new UserError("--prompt encodes to no tokens");
+            GenerationConfig cfg = new GenerationConfig(sampling, base.maxNewTokens(), new HashSet<>(tok.stopTokenIds()),
+                    stopStrings, stopStrings.isEmpty() ? null : t -> tok.decode(t, false), seed, true,
+                    Math.min(tok.vocabSize(), model.config().vocabSize()));
+            Completion c = new Generator(model).generate(List.of(new Request(ids, 0)), cfg).get(0);
+            String completion = tok.decode(c.tokens(), true);
+            if (json) {
+                ObjectMapper m = new ObjectMapper();
+                ObjectNode o = m.createObjectNode();
+                o.put("text", completion);
+                o.set("prompt_ids", m.valueToTree(ids));
+                o.set("ids", m.valueToTree(c.tokens()));
+                o.set("logprobs", m.valueToTree(c.logprobs()));
+                o.put("finish_reason", c.finishReason().name().toLowerCase());
+                out.println(m.writeValueAsString(o));
+            } else {
+                out.println(completion);
+            }
+        } catch (TokenizerFileException | ModelFileException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+        out.flush();
+        return 0;
+    }
+}
