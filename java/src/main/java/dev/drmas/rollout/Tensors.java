@@ -1,6 +1,7 @@
-// Tensors.java — copies between Java arrays and CPU tensors for the rollout engine's small
-// per-step transfers (uniforms in; tokens and log-probs out). Device tensors are moved to the
-// CPU first; everything made here belongs to the caller's PointerScope.
+// Tensors.java — copies between Java arrays and CPU tensors for the small per-step transfers of the
+// rollout engine and the trainer (uniforms, offsets, advantages in; tokens and log-probs out).
+// Device tensors are moved to the CPU first; everything made here belongs to the caller's
+// PointerScope.
 package dev.drmas.rollout;
 
 import org.bytedeco.pytorch.Tensor;
@@ -8,30 +9,36 @@ import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
-final class Tensors {
+public final class Tensors {
     private Tensors() {
     }
 
-    static Tensor doubles(double[] a) {
+    public static Tensor doubles(double[] a) {
         Tensor t = torch.empty(new long[] {a.length}, new TensorOptions(ScalarType.Double), null);
         if (a.length > 0) t.data_ptr_double().put(a);  // data_ptr of an empty tensor is null
         return t;
     }
 
-    static Tensor longs(long[] a) {
+    public static Tensor floats(float[] a) {
+        Tensor t = torch.empty(new long[] {a.length}, new TensorOptions(ScalarType.Float), null);
+        if (a.length > 0) t.data_ptr_float().put(a);
+        return t;
+    }
+
+    public static Tensor longs(long[] a) {
         Tensor t = torch.empty(new long[] {a.length}, new TensorOptions(ScalarType.Long), null);
         if (a.length > 0) t.data_ptr_long().put(a);
         return t;
     }
 
-    static long[] toLongs(Tensor t) {
+    public static long[] toLongs(Tensor t) {
         Tensor c = t.detach().cpu().to(ScalarType.Long).contiguous();
         long[] a = new long[(int) c.numel()];
         if (a.length > 0) c.data_ptr_long().get(a);
         return a;
     }
 
-    static float[] toFloats(Tensor t) {
+    public static float[] toFloats(Tensor t) {
         Tensor c = t.detach().cpu().to(ScalarType.Float).contiguous();
         float[] a = new float[(int) c.numel()];
         if (a.length > 0) c.data_ptr_float().get(a);

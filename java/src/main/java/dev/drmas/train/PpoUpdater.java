@@ -1,0 +1,227 @@
+// PpoUpdater.java — the update of one model from its agents' rows (ARCHITECTURE §2, §6): old
+// log-probs recomputed by the model's own forward pass, then epochs × mini-batches of the fused
+// clipped loss (the native kernel writes dL/dlogp; LibTorch back-propagates it), gradient norm,
+// clipping, a skipped step when the norm is not finite, and an AdamW step per mini-batch.
+package dev.drmas.train;
+
+import dev.drmas.algo.ClippedLoss;
+import dev.drmas.algo.LossAggregation;
+import dev.drmas.algo.LossConfig;
+import dev.drmas.model.CausalLm;
+import dev.drmas.rollout.TeacherForcing;
+import dev.drmas.rollout.Tensors;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+public final class PpoUpdater {
+    /**
+     * @param epochs            passes over the rows
+     * @param miniBatchRows     rows per optimiser step
+     * @param temperature       the sampling temperature (log-probs are taken at it; 0 counts as 1)
+     * @param entropyCoef       weight of the entropy bonus (0: off)
+     * @param gradClip          max global gradient norm (0: no clipping)
+     * @param loss              clip range, dual clip, KL and aggregation
+     * @param constantNormalizer the divisor of seq-mean-token-sum-norm (Dr. GRPO: the token budget)
+     */
+    public record Settings(int epochs, int miniBatchRows, double temperature, double entropyCoef, double gradClip,
+                           LossConfig loss, double constantNormalizer) {
+        public Settings {
+            if (epochs < 1) throw new IllegalArgumentException("ppo.epochs must be >= 1, got " + epochs);
+            if (miniBatchRows < 1) throw new IllegalArgumentException("ppo.mini_batch_size must be >= 1, got " + miniBatchRows);
+            if (!(gradClip >= 0)) throw new IllegalArgumentException("grad_clip must be >= 0, got " + gradClip);
+            if (loss.aggregation() == LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM && !(constantNormalizer > 0)) {
+                throw new IllegalArgumentException("seq-mean-token-sum-norm needs a positive constant normaliser");
+            }
+        }
+    }
+
+    /** One agent turn to learn from: its prompt and response tokens and its advantage. */
+    public record Row(int[] promptIds, int[] responseIds, float advantage) {
+    }
+
+    /** Means over the mini-batches (losses, gradient norms) or over the tokens (fractions, KL, entropy). */
+    public record Stats(double pgLoss, double klLoss, double clipfrac, double clipfracLower, double ppoKl, double kl,
+                        double entropy, double gradNormMean, double gradNormMax, int optimizerSteps, int skippedSteps,
+                        long tokens) {
+    }
+
+    /**
+     * How a mini-batch's loss reaches autograd: a scalar whose gradient with respect to
+     * {@code logp} is dL/dlogp, and the kernel's metric sums ({@link ClippedLoss} indices).
+     */
+    interface LossBackend {
+        LossOut apply(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor old, Tensor adv, Tensor ref);
+    }
+
+    record LossOut(Tensor surrogate, double[] sums) {
+    }
+
+    /** The fused native kernel: dL/dlogp in one pass, then d/dlogp of Σ logp·g is g. */
+    static final LossBackend NATIVE = (c, normalizer, offsets, logp, old, adv, ref) -> {
+        ClippedLoss.TensorResult r = ClippedLoss.compute(c, normalizer, offsets, logp.detach().contiguous(), old, adv, ref, null);
+        return new LossOut(logp.mul(r.grad()).sum(), r.sums());
+    };
+
+    private final CausalLm model;
+    private final AdamW optim;
+    private final CausalLm reference;
+    private final Settings s;
+    private final LossBackend backend;
+
+    /** {@code reference} (may be null) supplies ref log-probs for the KL term. */
+    public PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings) {
+        this(model, optim, reference, settings, NATIVE);
+    }
+
+    PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings, LossBackend backend) {
+        this.model = model;
+        this.optim = optim;
+        this.reference = reference;
+        this.s = settings;
+        this.backend = backend;
+        if (settings.loss().kl() != dev.drmas.algo.KlEstimator.NONE && reference == null) {
+            throw new IllegalArgumentException("a KL term (" + settings.loss().kl() + ") needs a reference model");
+        }
+    }
+
+    /** Runs the update; {@code seed} orders the mini-batches. */
+    public Stats update(List<Row> rows, long seed) {
+        if (rows.isEmpty()) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        float[][] old = logProbs(model, rows);
+        float[][] ref = reference == null || s.loss().kl() == dev.drmas.algo.KlEstimator.NONE ? null : logProbs(reference, rows);
+        model.setRequiresGrad(true);
+        double pg = 0, klLoss = 0, entSum = 0, normSum = 0, normMax = 0;
+        double[] sums = new double[ClippedLoss.NUM_SUMS];
+        int steps = 0, skipped = 0, batches = 0;
+        SplittableRandom rng = new SplittableRandom(seed);
+        for (int epoch = 0; epoch < s.epochs(); epoch++) {
+            int[] order = permutation(rows.size(), rng);
+            for (int from = 0; from < order.length; from += s.miniBatchRows()) {
+                int to = Math.min(order.length, from + s.miniBatchRows());
+                List<Row> mb = new ArrayList<>(to - from);
+                List<float[]> mbOld = new ArrayList<>(), mbRef = new ArrayList<>();
+                for (int i = from; i < to; i++) {
+                    mb.add(rows.get(order[i]));
+                    mbOld.add(old[order[i]]);
+                    if (ref != null) mbRef.add(ref[order[i]]);
+                }
+                MiniBatch r = miniBatch(mb, mbOld, ref == null ? null : mbRef);
+                if (r == null) continue;  // no response tokens
+                batches++;
+                pg += r.sums[ClippedLoss.PG_LOSS];
+                klLoss += r.sums[ClippedLoss.KL_LOSS];
+                for (int k = ClippedLoss.TOKENS; k < sums.length; k++) sums[k] += r.sums[k];
+                entSum += r.entropySum;
+                double norm = GradNorm.clip(model.parameters(), s.gradClip());
+                if (Double.isFinite(norm)) {
+                    optim.step();
+                    steps++;
+                    normSum += norm;
+                    normMax = Math.max(normMax, norm);
+                } else {
+                    skipped++;
+                }
+                optim.zeroGrad();
+            }
+        }
+        model.setRequiresGrad(false);
+        double tokens = sums[ClippedLoss.TOKENS];
+        return new Stats(batches == 0 ? 0 : pg / batches, batches == 0 ? 0 : klLoss / batches,
+                ratio(sums[ClippedLoss.CLIPPED], tokens), ratio(sums[ClippedLoss.CLIPPED_LOWER], tokens),
+                ratio(sums[ClippedLoss.PPO_KL], tokens), ratio(sums[ClippedLoss.KL], tokens), ratio(entSum, tokens),
+                steps == 0 ? 0 : normSum / steps, normMax, steps, skipped, (long) tokens);
+    }
+
+    private record MiniBatch(double[] sums, double entropySum) {
+    }
+
+    /** Forward, fused loss and backward of one mini-batch; gradients accumulate in the parameters. */
+    private MiniBatch miniBatch(List<Row> mb, List<float[]> old, List<float[]> ref) {
+        List<int[]> prompts = new ArrayList<>(mb.size()), responses = new ArrayList<>(mb.size());
+        for (Row r : mb) {
+            prompts.add(r.promptIds());
+            responses.add(r.responseIds());
+        }
+        try (PointerScope scope = new PointerScope()) {
+            TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), s.entropyCoef() > 0);
+            long[] off = tf.offsets();
+            int n = (int) off[mb.size()];
+            if (n == 0) return null;
+            float[] oldTok = new float[n], advTok = new float[n], refTok = ref == null ? null : new float[n];
+            for (int r = 0; r < mb.size(); r++) {
+                System.arraycopy(old.get(r), 0, oldTok, (int) off[r], old.get(r).length);
+                if (refTok != null) System.arraycopy(ref.get(r), 0, refTok, (int) off[r], ref.get(r).length);
+                java.util.Arrays.fill(advTok, (int) off[r], (int) off[r + 1], mb.get(r).advantage());
+            }
+            var dev = model.device();
+            Tensor logp = tf.logprobs();
+            double normalizer = switch (s.loss().aggregation()) {
+                case TOKEN_MEAN -> n;
+                case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> mb.size();
+                case SEQ_MEAN_TOKEN_SUM_NORM -> s.constantNormalizer();
+            };
+            LossOut loss = backend.apply(s.loss(), normalizer, Tensors.longs(off).to(dev, ScalarType.Long), logp,
+                    Tensors.floats(oldTok).to(dev, ScalarType.Float), Tensors.floats(advTok).to(dev, ScalarType.Float),
+                    refTok == null ? null : Tensors.floats(refTok).to(dev, ScalarType.Float));
+            // one backward for the policy loss and the entropy bonus (token mean)
+            Tensor surrogate = loss.surrogate();
+            double entropySum = 0;
+            if (tf.entropy() != null) {
+                Tensor ent = tf.entropy();
+                entropySum = ent.detach().sum().item_double();
+                surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / n)));
+            }
+            surrogate.backward();
+            return new MiniBatch(loss.sums(), entropySum);
+        }
+    }
+
+    /** Log-probs of every row's response under {@code m}, without autograd, a mini-batch at a time. */
+    private float[][] logProbs(CausalLm m, List<Row> rows) {
+        float[][] out = new float[rows.size()][];
+        for (int from = 0; from < rows.size(); from += s.miniBatchRows()) {
+            int to = Math.min(rows.size(), from + s.miniBatchRows());
+            List<int[]> p = new ArrayList<>(), a = new ArrayList<>();
+            for (int i = from; i < to; i++) {
+                p.add(rows.get(i).promptIds());
+                a.add(rows.get(i).responseIds());
+            }
+            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+                TeacherForcing.Result tf = TeacherForcing.logProbs(m, p, a, s.temperature(), false);
+                float[] all = Tensors.toFloats(tf.logprobs());
+                for (int i = from; i < to; i++) {
+                    int b = (int) tf.offsets()[i - from], e = (int) tf.offsets()[i - from + 1];
+                    out[i] = java.util.Arrays.copyOfRange(all, b, e);
+                }
+            }
+        }
+        return out;
+    }
+
+    private static int[] permutation(int n, SplittableRandom rng) {
+        int[] p = new int[n];
+        for (int i = 0; i < n; i++) p[i] = i;
+        for (int i = n - 1; i > 0; i--) {
+            int j = rng.nextInt(i + 1);
+            int t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+        return p;
+    }
+
+    private static double ratio(double a, double b) {
+        return b > 0 ? a / b : 0;
+    }
+
+    static Map<String, Tensor> params(CausalLm m) {
+        return m.parameters();
+    }
+}
