@@ -1,0 +1,138 @@
+// JsonlTasks.java — a dataset as a JSONL file: one JSON object per line with a question and an
+// answer under configurable field names (datasets name them "problem"/"solution", "question"/
+// "answer", ...). The whole file is read and checked before training starts, so that a bad line
+// stops the run at once with file:line and the field, not halfway through an epoch.
+package dev.drmas.env;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.StreamReadFeature;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+public final class JsonlTasks {
+    private JsonlTasks() {
+    }
+
+    /** The optional field that names a task; without it a task is named by its line number. */
+    public static final String ID_FIELD = "id";
+
+    // A duplicated key on a line is an error rather than "last one wins": it is almost always a
+    // broken export, and silently picking one answer would train on the wrong label.
+    private static final JsonFactory JSON = JsonFactory.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+
+    /** Reads {@code file} with the fields "question" and "answer". */
+    public static List<Task> read(Path file) {
+        return read(file, "question", "answer");
+    }
+
+    /**
+     * The tasks of {@code file}, in file order. Blank lines are skipped. The question must be a
+     * non-empty string; the answer a non-empty string or a number, a number kept exactly as written
+     * ("0.50" stays "0.50"); the id, when present, a string or an integer, unique in the file.
+     *
+     * @throws TaskFileException naming file:line and the field for every problem, and for a file
+     *     that has no task at all
+     */
+    public static List<Task> read(Path file, String questionField, String answerField) {
+        String name = file.toString();
+        List<Task> tasks = new ArrayList<>();
+        Map<String, Integer> idLines = new HashMap<>();
+        try (BufferedReader in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            String line;
+            int lineNo = 0;
+            while ((line = in.readLine()) != null) {
+                lineNo++;
+                if (line.isBlank()) continue;
+                String where = name + ":" + lineNo;
+                Map<String, Field> fields = parseLine(line, where, questionField, answerField);
+                String question = text(fields, questionField, where, false);
+                String answer = text(fields, answerField, where, true);
+                String id = id(fields.get(ID_FIELD), where, lineNo);
+                Integer first = idLines.putIfAbsent(id, lineNo);
+                if (first != null) {
+                    throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first);
+                }
+                tasks.add(new Task(id, question, answer));
+            }
+        } catch (NoSuchFileException e) {
+            throw new TaskFileException(name + ": no such file");
+        } catch (CharacterCodingException e) {
+            throw new TaskFileException(name + ": not UTF-8 text", e);
+        } catch (IOException e) {
+            throw new TaskFileException(name + ": cannot read: " + e.getMessage(), e);
+        }
+        if (tasks.isEmpty()) throw new TaskFileException(name + ": no tasks (the file is empty)");
+        return tasks;
+    }
+
+    // One top-level value: its token and, for a scalar, its text exactly as written.
+    private record Field(JsonToken token, String text) {}
+
+    // Streams the object instead of building a tree so that a number's text is the text of the file
+    // (a tree would turn 1.50 into a double or a BigDecimal and print it back its own way).
+    private static Map<String, Field> parseLine(String line, String where, String... wanted) throws IOException {
+        Map<String, Field> fields = new HashMap<>();
+        try (JsonParser p = JSON.createParser(line)) {
+            JsonToken t = p.nextToken();
+            if (t != JsonToken.START_OBJECT) {
+                throw new TaskFileException(where + ": expected a JSON object, got " + describe(t));
+            }
+            while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+                String key = p.currentName();
+                JsonToken v = p.nextToken();
+                boolean keep = key.equals(ID_FIELD);
+                for (String w : wanted) keep |= key.equals(w);
+                fields.put(key, new Field(v, keep && v.isScalarValue() ? p.getText() : null));
+                p.skipChildren();
+            }
+            if (p.nextToken() != null) throw new TaskFileException(where + ": unexpected text after the JSON object");
+        } catch (JsonProcessingException e) {
+            throw new TaskFileException(where + ": not valid JSON: " + e.getOriginalMessage());
+        }
+        return fields;
+    }
+
+    private static String text(Map<String, Field> fields, String field, String where, boolean numberAllowed) {
+        Field f = fields.get(field);
+        if (f == null) throw new TaskFileException(where + ": field '" + field + "' is missing");
+        boolean ok = f.token == JsonToken.VALUE_STRING || numberAllowed && f.token.isNumeric();
+        if (!ok) {
+            throw new TaskFileException(where + ": field '" + field + "' must be a string" + (numberAllowed ? " or a number" : "")
+                    + ", got " + describe(f.token));
+        }
+        if (f.text.isBlank()) throw new TaskFileException(where + ": field '" + field + "' is empty");
+        return f.text;
+    }
+
+    private static String id(Field f, String where, int lineNo) {
+        if (f == null) return Integer.toString(lineNo);
+        if (f.token == JsonToken.VALUE_STRING || f.token == JsonToken.VALUE_NUMBER_INT) return f.text;
+        throw new TaskFileException(where + ": field '" + ID_FIELD + "' must be a string or an integer, got " + describe(f.token));
+    }
+
+    private static String describe(JsonToken t) {
+        if (t == null) return "nothing";
+        return switch (t) {
+            case START_OBJECT -> "an object";
+            case START_ARRAY -> "an array";
+            case VALUE_STRING -> "a string";
+            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "a number";
+            case VALUE_TRUE, VALUE_FALSE -> "a boolean";
+            case VALUE_NULL -> "null";
+            default -> t.toString();
+        };
+    }
+}

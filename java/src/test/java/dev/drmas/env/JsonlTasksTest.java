@@ -1,0 +1,108 @@
+// JsonlTasksTest.java — JSONL datasets on real files: configurable field names, numbers kept as
+// written, blank lines, ids; and every malformed input reported with file:line and the field.
+package dev.drmas.env;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class JsonlTasksTest {
+    @TempDir
+    Path dir;
+
+    Path write(String text) throws IOException {
+        Path p = dir.resolve("tasks.jsonl");
+        Files.writeString(p, text);
+        return p;
+    }
+
+    @Test
+    void readsConfiguredFieldsAndKeepsNumbersAsWritten() throws IOException {
+        Path p = write("""
+                {"problem": "What is 1/2 as a decimal?", "solution": "0.5", "source": {"x": [1, 2]}}
+
+                {"problem": "Half of 1?", "solution": 0.50}
+                   \t
+                {"solution": -7, "problem": "What is 3-10?", "id": "q-7"}
+                {"problem": "Big?", "solution": 1e3, "id": 12}
+                {"problem": "Exact?", "solution": 12345678901234567890123}
+                """);
+        List<Task> tasks = JsonlTasks.read(p, "problem", "solution");
+        assertEquals(List.of(
+                new Task("1", "What is 1/2 as a decimal?", "0.5"),
+                new Task("3", "Half of 1?", "0.50"),
+                new Task("q-7", "What is 3-10?", "-7"),
+                new Task("12", "Big?", "1e3"),
+                new Task("7", "Exact?", "12345678901234567890123")), tasks);
+    }
+
+    @Test
+    void defaultFieldNamesAreQuestionAndAnswer() throws IOException {
+        Path p = write("{\"question\": \"What is 2+2?\", \"answer\": \"4\"}");
+        assertEquals(List.of(new Task("1", "What is 2+2?", "4")), JsonlTasks.read(p));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', quoteCharacter = '`', value = {
+        "{\"q\": \"a\", \"a\": \"1\"}\\n{\"q\": \"b\", \"a\": 2 | 2: not valid JSON",
+        "[1, 2]                                  | 1: expected a JSON object, got an array",
+        "\"just text\"                           | 1: expected a JSON object, got a string",
+        "{\"q\": \"a\", \"a\": \"1\"} {}         | 1: unexpected text after the JSON object",
+        "{\"a\": \"1\"}                          | 1: field 'q' is missing",
+        "{\"q\": \"a\"}                          | 1: field 'a' is missing",
+        "{\"q\": 5, \"a\": \"1\"}                | 1: field 'q' must be a string, got a number",
+        "{\"q\": [\"a\"], \"a\": \"1\"}          | 1: field 'q' must be a string, got an array",
+        "{\"q\": \"a\", \"a\": true}             | 1: field 'a' must be a string or a number, got a boolean",
+        "{\"q\": \"a\", \"a\": null}             | 1: field 'a' must be a string or a number, got null",
+        "{\"q\": \"a\", \"a\": {\"v\": 1}}       | 1: field 'a' must be a string or a number, got an object",
+        "{\"q\": \"  \", \"a\": \"1\"}           | 1: field 'q' is empty",
+        "{\"q\": \"a\", \"a\": \"\"}             | 1: field 'a' is empty",
+        "{\"q\": \"a\", \"a\": \"1\", \"id\": 1.5} | 1: field 'id' must be a string or an integer, got a number",
+        "\\n{\"q\": \"a\", \"a\": \"1\", \"id\": \"x\"}\\n{\"q\": \"b\", \"a\": \"2\", \"id\": \"x\"} | 3: id 'x' was already used on line 2",
+    })
+    void badLinesNameFileLineAndField(String text, String expected) throws IOException {
+        Path p = write(text.replace("\\n", "\n"));
+        TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "q", "a"));
+        // Jackson's own description follows "not valid JSON: "; every other message is ours in full
+        if (expected.endsWith("not valid JSON")) {
+            assertTrue(e.getMessage().startsWith(p + ":" + expected + ": "), e.getMessage());
+        } else {
+            assertEquals(p + ":" + expected, e.getMessage());
+        }
+    }
+
+    @Test
+    void duplicateKeyIsAnError() throws IOException {
+        Path p = write("{\"q\": \"a\", \"a\": \"1\", \"a\": \"2\"}\n");
+        TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "q", "a"));
+        assertEquals(p + ":1: not valid JSON: Duplicate field 'a'", e.getMessage());
+    }
+
+    @Test
+    void emptyOrMissingFileIsAnError() throws IOException {
+        Path empty = write("");
+        assertEquals(empty + ": no tasks (the file is empty)",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(empty)).getMessage());
+        Path blank = write("\n  \n\n");
+        assertEquals(blank + ": no tasks (the file is empty)",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(blank)).getMessage());
+        Path missing = dir.resolve("nope.jsonl");
+        assertEquals(missing + ": no such file", assertThrows(TaskFileException.class, () -> JsonlTasks.read(missing)).getMessage());
+    }
+
+    @Test
+    void notUtf8IsAnError() throws IOException {
+        Path p = dir.resolve("latin1.jsonl");
+        Files.write(p, new byte[] {'{', '"', 'q', '"', ':', '"', (byte) 0xE9, '"', '}', '\n'});
+        assertEquals(p + ": not UTF-8 text", assertThrows(TaskFileException.class, () -> JsonlTasks.read(p)).getMessage());
+    }
+}
