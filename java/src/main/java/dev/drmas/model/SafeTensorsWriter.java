@@ -23,7 +23,6 @@ import java.util.TreeMap;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class SafeTensorsWriter {
     private SafeTensorsWriter() {

@@ -137,6 +137,9 @@ class SafeTensorsTest {
             assertArrayEquals(new float[]{1f, -0.5f, 3.140625f}, toFloats(b16));
             ModelFileException missing = assertThrows(ModelFileException.class, () -> st.get("x", ScalarType.Float, CPU));
             assertEquals(f + ": no tensor 'x'", missing.getMessage());
+            st.close(); // unmapped: reading now is refused instead of touching freed memory
+            IllegalStateException closed = assertThrows(IllegalStateException.class, () -> st.get("b", ScalarType.Float, CPU));
+            assertEquals(f + " is closed", closed.getMessage());
         }
     }
 
