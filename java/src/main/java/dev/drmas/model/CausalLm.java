@@ -299,7 +299,7 @@ public final class CausalLm implements AutoCloseable {
     /** Logits [B, T, vocab] (float32) of every input position. See the class comment for the inputs. */
     public Tensor forward(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache) {
         Tensor out;
-        try (PointerScope scope = new PointerScope()) {
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = cache == null ? null : new NoGradGuard()) {
             out = Scopes.retain(logits(hidden(inputIds, positionIds, attentionMask, cache)));
         }
         return Scopes.adopt(out);
@@ -329,7 +329,11 @@ public final class CausalLm implements AutoCloseable {
         return Scopes.adopt(out);
     }
 
-    /** Logits [B, T, vocab] (float32) of hidden states [B, T, hidden]: the LM head. */
+    /**
+     * Logits [B, T, vocab] (float32) of hidden states [B, T, hidden]: the LM head. It follows the
+     * caller's grad mode: decoding code that calls {@link #hidden} with a cache and then this on
+     * the last position wraps both in a NoGradGuard when the parameters require grad.
+     */
     public Tensor logits(Tensor hidden) {
         Tensor out;
         try (PointerScope scope = new PointerScope()) {

@@ -126,8 +126,8 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
             return fromJson(root);
         } catch (IllegalArgumentException e) {
             // messages start with "config.json:"; name the actual file instead
-            String m = e.getMessage();
-            throw new ModelFileException(file + m.substring(m.indexOf(':')), e);
+            String m = String.valueOf(e.getMessage());
+            throw new ModelFileException(file + (m.startsWith("config.json:") ? m.substring("config.json".length()) : ": " + m), e);
         }
     }
 

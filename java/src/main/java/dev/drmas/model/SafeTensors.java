@@ -140,6 +140,7 @@ public final class SafeTensors implements AutoCloseable {
      */
     public Tensor get(String name, ScalarType dtype, Device device) {
         Info i = info(name);
+        if (!arena.scope().isAlive()) throw new IllegalStateException(source + " is closed");
         Tensor out;
         try (PointerScope scope = new PointerScope()) {
             if (i.numel() == 0) {

@@ -23,7 +23,6 @@ import java.util.TreeMap;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class SafeTensorsWriter {
     private SafeTensorsWriter() {
@@ -94,20 +93,23 @@ public final class SafeTensorsWriter {
 
     /**
      * Writes a checkpoint's weights into {@code dir} as transformers' save_pretrained does:
-     * {@code tensors} are taken in their map order (the model's parameter order) and cut into
-     * shards of at most {@code maxShardBytes} (a larger tensor gets a shard of its own). One shard
-     * is written as model.safetensors; several as model-0000i-of-0000n.safetensors plus
-     * model.safetensors.index.json. Weight files of an earlier save in {@code dir} are removed.
+     * {@code tensors} are taken in their map order (the model's state-dict order, as transformers
+     * 4.x; 5.x sorts the names first, so its shard boundaries differ, and each loads the other's)
+     * and packed greedily into shards of at most {@code maxShardBytes}, a larger tensor getting a
+     * shard of its own. One shard is written as model.safetensors; several as
+     * model-0000i-of-0000n.safetensors plus model.safetensors.index.json (metadata total_size and
+     * total_parameters, weight_map). Weight files of an earlier save in {@code dir} are removed.
      * Returns the files written.
      */
     public static List<Path> writeCheckpoint(Path dir, Map<String, Tensor> tensors, long maxShardBytes) throws IOException {
         if (maxShardBytes <= 0) throw new IllegalArgumentException("maxShardBytes must be > 0, got " + maxShardBytes);
         List<Map<String, Tensor>> shards = new ArrayList<>();
         Map<String, Tensor> current = new LinkedHashMap<>();
-        long currentBytes = 0, total = 0;
+        long currentBytes = 0, total = 0, parameters = 0;
         for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
             long bytes = e.getValue().numel() * e.getValue().element_size();
             total += bytes;
+            parameters += e.getValue().numel();
             if (bytes > maxShardBytes) {
                 shards.add(Map.of(e.getKey(), e.getValue()));
                 continue;
@@ -139,7 +141,7 @@ public final class SafeTensorsWriter {
             for (String t : shards.get(i).keySet()) weightMap.put(t, name);
         }
         Map<String, Object> index = new TreeMap<>();
-        index.put("metadata", Map.of("total_size", total));
+        index.put("metadata", new TreeMap<>(Map.of("total_parameters", parameters, "total_size", total)));
         index.put("weight_map", weightMap);
         Path indexFile = dir.resolve(SafeTensors.INDEX_FILE);
         Files.writeString(indexFile, ModelConfig.pythonStyleJson(ModelConfig.JSON.valueToTree(index)), StandardCharsets.UTF_8);

@@ -360,6 +360,12 @@ class CausalLmTest {
                     assertTrue(g.defined(), e.getKey() + " has no gradient");
                     assertTrue(g.abs().sum().item_double() > 0, e.getKey() + " has a zero gradient");
                 }
+                // a forward with a KV cache is inference: no graph, even with trainable parameters
+                try (KvCache cache = m.newCache(2, 5)) {
+                    Tensor cached = m.forward(batch.ids(), CausalLm.positionIds(mask), mask, cache);
+                    assertTrue(logits.requires_grad(), "logits");
+                    assertTrue(!cached.requires_grad(), "cached");
+                }
             }
         }
     }

@@ -1,0 +1,73 @@
+// RopeTest.java — rotary embeddings against numbers worked out by hand from the formulas: the
+// inverse frequencies theta^(-2i/d) with no, linear and llama3 scaling (each llama3 band hit), and
+// the rotation of the pairs (j, j + d/2) by position × frequency.
+package dev.drmas.model;
+
+import static dev.drmas.algo.TorchReference.floats;
+import static dev.drmas.algo.TorchReference.longs;
+import static dev.drmas.algo.TorchReference.toFloats;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
+import dev.drmas.algo.Tolerance;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+class RopeTest {
+    @BeforeAll
+    static void threads() {
+        torch.set_num_threads(2);
+    }
+
+    @Test
+    void inverseFrequenciesWithoutScaling() {
+        // head_dim 8, theta 10000: 10000^(-0/8), 10000^(-2/8), 10000^(-4/8), 10000^(-6/8)
+        assertArrayEquals(new double[]{1, 0.1, 0.01, 0.001}, Rope.inverseFrequencies(8, 10000, null), 1e-15);
+        // head_dim 4, theta 1e6: 1, 1e6^(-1/2)
+        assertArrayEquals(new double[]{1, 0.001}, Rope.inverseFrequencies(4, 1e6, null), 1e-15);
+    }
+
+    @Test
+    void linearScalingDividesEveryFrequency() {
+        assertArrayEquals(new double[]{0.25, 0.025, 0.0025, 0.00025},
+                Rope.inverseFrequencies(8, 10000, RopeScaling.linear(4)), 1e-15);
+    }
+
+    @Test
+    void llama3ScalingKeepsHighDividesLowAndBlendsTheMiddle() {
+        // factor 8, low_freq_factor 1, high_freq_factor 4, original context 64:
+        // wavelengths 2π/f = 6.28, 62.8, 628, 6283 against the band [64/4, 64/1] = [16, 64]
+        //   6.28 < 16          -> unchanged: 1
+        //   16 <= 62.8 <= 64   -> s = (64/62.83 − 1)/(4 − 1) = 0.0061972...; (1 − s)·0.1/8 + s·0.1 = 0.0130422560...
+        //   628, 6283 > 64     -> divided by 8: 0.00125, 0.000125
+        double[] f = Rope.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 1, 4, 64));
+        assertArrayEquals(new double[]{1, 0.013042256043820465, 0.00125, 0.000125}, f, 1e-15);
+    }
+
+    @Test
+    void rotationTurnsEachPairJAndJPlusHalfByPositionTimesFrequency() {
+        try (PointerScope scope = new PointerScope()) {
+            int d = 8, half = 4;
+            long[] positions = {3, 10};
+            double[] freq = {1, 0.1, 0.01, 0.001};
+            float[] x = new float[2 * d];
+            for (int i = 0; i < x.length; i++) x[i] = (float) Math.sin(1.7 * i + 0.3); // arbitrary, non-zero
+            float[] expected = new float[x.length];
+            for (int t = 0; t < 2; t++) {
+                for (int j = 0; j < half; j++) {
+                    double angle = positions[t] * freq[j];
+                    double a = x[t * d + j], b = x[t * d + j + half];
+                    expected[t * d + j] = (float) (a * Math.cos(angle) - b * Math.sin(angle));
+                    expected[t * d + j + half] = (float) (b * Math.cos(angle) + a * Math.sin(angle));
+                }
+            }
+            Tensor invFreq = floats(1f, 0.1f, 0.01f, 0.001f);
+            Tensor[] cs = Rope.cosSin(longs(positions).view(1, 2), invFreq, ScalarType.Float); // batch 1, 2 tokens
+            Tensor y = Rope.apply(floats(x).view(1, 1, 2, d), cs[0], cs[1]);                   // 1 head
+            Tolerance.assertClose("rotated", toFloats(y), expected, 1e-5, 0);
+        }
+    }
+}
