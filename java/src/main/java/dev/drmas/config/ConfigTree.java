@@ -1,0 +1,265 @@
+// ConfigTree.java — a run configuration before binding: plain maps, lists and scalars read from
+// YAML, together with where every key came from (file:line, or the override that set it), so that
+// an error found later while binding can still point at the line. Also `extends:` (a variant that
+// starts from another file, merged deep, the child winning) and the YAML parsing of override
+// values. Jackson's YAML parser reads the text (it gives token lines); the tree is built here so
+// that duplicate keys are errors and every key keeps its line.
+package dev.drmas.config;
+
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.math.BigInteger;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+final class ConfigTree {
+    private static final YAMLFactory YAML = new YAMLFactory();
+
+    /** The top-level mapping; nested values are LinkedHashMap, ArrayList, String, Long, BigInteger, Double, Boolean or null. */
+    final Map<String, Object> root;
+    /** Key path (as {@link KeyPaths} prints it) → where its value came from. */
+    private final Map<String, String> origins;
+
+    ConfigTree(Map<String, Object> root, Map<String, String> origins) {
+        this.root = root;
+        this.origins = origins;
+    }
+
+    static ConfigTree empty() {
+        return new ConfigTree(new LinkedHashMap<>(), new HashMap<>());
+    }
+
+    /** Where {@code path} (or the nearest enclosing key that has a recorded origin) came from; null if nowhere. */
+    String origin(String path) {
+        String p = path;
+        while (!p.isEmpty()) {
+            String o = origins.get(p);
+            if (o != null) return o;
+            p = parentOf(p);
+        }
+        return null;
+    }
+
+    void setOrigin(String path, String origin) {
+        dropOrigins(path);
+        origins.put(path, origin);
+    }
+
+    /** Forgets the origins of {@code path} and everything under it (its value was replaced or removed). */
+    void dropOrigins(String path) {
+        origins.keySet().removeIf(k -> k.equals(path) || k.startsWith(path + ".") || k.startsWith(path + "["));
+    }
+
+    private static String parentOf(String p) {
+        int cut = Math.max(p.lastIndexOf('.'), p.lastIndexOf('['));
+        return cut < 0 ? "" : p.substring(0, cut);
+    }
+
+    // ------------------------------------------------------------------ files and extends
+
+    /** Reads {@code file} and, recursively, the files it extends (paths relative to the file's folder). */
+    static ConfigTree read(Path file) {
+        return read(file, new ArrayList<>(), null);
+    }
+
+    private static ConfigTree read(Path file, List<Path> chain, String extendsOrigin) {
+        Path abs = file.toAbsolutePath().normalize();
+        if (chain.contains(abs)) {
+            StringBuilder cycle = new StringBuilder();
+            for (Path p : chain.subList(chain.indexOf(abs), chain.size())) cycle.append(p.getFileName()).append(" -> ");
+            throw new ConfigException(extendsOrigin, "extends", "cycle: " + cycle + abs.getFileName());
+        }
+        String text;
+        try {
+            text = Files.readString(file);
+        } catch (NoSuchFileException e) {
+            if (extendsOrigin == null) throw ConfigException.in(file.toString(), "no such file");
+            throw new ConfigException(extendsOrigin, "extends", "no such file " + file);
+        } catch (IOException e) {
+            throw ConfigException.in(file.toString(), "cannot read: " + e.getMessage());
+        }
+        ConfigTree tree = parse(text, file.toString());
+        if (!tree.root.containsKey("extends")) return tree;
+
+        String origin = tree.origins.get("extends");
+        Object ext = tree.root.remove("extends");
+        tree.dropOrigins("extends");
+        List<String> parents = new ArrayList<>();
+        if (ext instanceof String s) {
+            parents.add(s);
+        } else if (ext instanceof List<?> list && list.stream().allMatch(e -> e instanceof String)) {
+            for (Object e : list) parents.add((String) e);
+        } else {
+            throw new ConfigException(origin, "extends", "expected a file name or a list of file names, got "
+                    + Binder.describe(ext));
+        }
+        List<Path> next = new ArrayList<>(chain);
+        next.add(abs);
+        ConfigTree merged = empty();
+        // several parents merge in order; the file itself wins over all of them
+        for (String p : parents) merged.mergeFrom(read(file.resolveSibling(p), next, origin));
+        merged.mergeFrom(tree);
+        return merged;
+    }
+
+    /**
+     * Deep merge of {@code over} into this tree: mappings merge key by key, anything else (a list,
+     * a scalar, null) replaces what was there. Origins follow the values that win.
+     */
+    void mergeFrom(ConfigTree over) {
+        mergeMap(root, over.root, "", over);
+    }
+
+    private void mergeMap(Map<String, Object> base, Map<String, Object> over, String path, ConfigTree from) {
+        for (Map.Entry<String, Object> e : over.entrySet()) {
+            String p = KeyPaths.child(path, e.getKey());
+            Object mine = base.get(e.getKey());
+            if (mine instanceof Map<?, ?> && e.getValue() instanceof Map<?, ?>) {
+                @SuppressWarnings("unchecked") Map<String, Object> m = (Map<String, Object>) mine;
+                @SuppressWarnings("unchecked") Map<String, Object> o = (Map<String, Object>) e.getValue();
+                String keyOrigin = from.origins.get(p);
+                if (keyOrigin != null) origins.put(p, keyOrigin);
+                mergeMap(m, o, p, from);
+            } else {
+                base.put(e.getKey(), e.getValue());
+                dropOrigins(p);
+                from.origins.forEach((k, v) -> {
+                    if (k.equals(p) || k.startsWith(p + ".") || k.startsWith(p + "[")) origins.put(k, v);
+                });
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ YAML text
+
+    /** Parses a whole config text; {@code source} names it in errors (a file name). */
+    static ConfigTree parse(String text, String source) {
+        ConfigTree tree = empty();
+        try (JsonParser p = YAML.createParser(text)) {
+            JsonToken t = p.nextToken();
+            if (t == null) return tree; // an empty file: every default
+            if (t == JsonToken.VALUE_NULL) return tree; // a file with only comments or '---'
+            if (t != JsonToken.START_OBJECT) {
+                String where = source + ":" + line(p);
+                Object v = new Reader(p, source, true, new HashMap<>()).value("");
+                throw ConfigException.in(where, "expected a mapping of sections (run:, ppo:, ...) at the top, got "
+                        + Binder.describe(v));
+            }
+            Object v = new Reader(p, source, true, tree.origins).value("");
+            @SuppressWarnings("unchecked") Map<String, Object> m = (Map<String, Object>) v;
+            tree.root.putAll(m);
+            return tree;
+        } catch (JsonProcessingException e) {
+            throw syntax(e, source);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    /** Parses an override's value as a YAML scalar or flow value: 3, 1e-5, true, null, abc, [1, 2], {k: v}. */
+    static Object parseValue(String text, String origin) {
+        if (text.isEmpty()) return ""; // `key=` is the empty string, as in Hydra
+        try (JsonParser p = YAML.createParser(text)) {
+            JsonToken t = p.nextToken();
+            if (t == null) return "";
+            Object v = new Reader(p, origin, false, new HashMap<>()).value("");
+            if (p.nextToken() != null) throw ConfigException.in(origin, "the value is more than one YAML value");
+            return v;
+        } catch (JsonProcessingException e) {
+            throw ConfigException.in(origin, "the value is not valid YAML (" + firstLine(e.getOriginalMessage())
+                    + "); quote it if it is a string");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+    }
+
+    private static ConfigException syntax(JsonProcessingException e, String source) {
+        var loc = e.getLocation();
+        String where = loc == null ? source : source + ":" + loc.getLineNr() + ":" + loc.getColumnNr();
+        return ConfigException.in(where, "YAML syntax error: " + firstLine(e.getOriginalMessage()));
+    }
+
+    private static String firstLine(String s) {
+        if (s == null) return "unreadable";
+        int nl = s.indexOf('\n');
+        return (nl < 0 ? s : s.substring(0, nl)).strip();
+    }
+
+    private static int line(JsonParser p) {
+        return p.currentTokenLocation().getLineNr();
+    }
+
+    /** The current scalar token as a tree value; {@code where} (file:line) goes into errors. */
+    private static Object scalar(JsonParser p, String where) throws IOException {
+        return switch (p.currentToken()) {
+            case VALUE_STRING -> p.getText();
+            case VALUE_NUMBER_INT -> {
+                Number n = number(p, where);
+                yield n instanceof BigInteger b ? b : (Object) n.longValue();
+            }
+            case VALUE_NUMBER_FLOAT -> number(p, where).doubleValue();
+            case VALUE_TRUE -> Boolean.TRUE;
+            case VALUE_FALSE -> Boolean.FALSE;
+            case VALUE_NULL -> null;
+            default -> throw ConfigException.in(where, "unsupported YAML value " + p.getText());
+        };
+    }
+
+    private static Number number(JsonParser p, String where) throws IOException {
+        try {
+            return p.getNumberValue();
+        } catch (JsonProcessingException e) {
+            // e.g. .inf or .nan, which Jackson's YAML parser does not read
+            throw ConfigException.in(where, "not a number drmas can read: " + p.getText());
+        }
+    }
+
+    /** Builds the tree from parser tokens, recording each key's line. */
+    private record Reader(JsonParser p, String source, boolean withLines, Map<String, String> origins) {
+        String where() {
+            return withLines ? source + ":" + line(p) : source;
+        }
+
+        Object value(String path) throws IOException {
+            JsonToken t = p.currentToken();
+            if (t == JsonToken.START_OBJECT) {
+                Map<String, Object> m = new LinkedHashMap<>();
+                Map<String, Integer> lines = new HashMap<>();
+                while (p.nextToken() == JsonToken.FIELD_NAME) {
+                    String key = p.currentName();
+                    int ln = line(p);
+                    String kp = KeyPaths.child(path, key);
+                    if (m.containsKey(key)) {
+                        throw new ConfigException(where(), kp, "duplicate key"
+                                + (withLines ? " (first at line " + lines.get(key) + ")" : ""));
+                    }
+                    lines.put(key, ln);
+                    origins.put(kp, where());
+                    p.nextToken();
+                    m.put(key, value(kp));
+                }
+                return m;
+            }
+            if (t == JsonToken.START_ARRAY) {
+                List<Object> list = new ArrayList<>();
+                while (p.nextToken() != JsonToken.END_ARRAY) {
+                    String ep = KeyPaths.element(path, list.size());
+                    origins.put(ep, where());
+                    list.add(value(ep));
+                }
+                return list;
+            }
+            return scalar(p, where());
+        }
+    }
+}

@@ -1,0 +1,37 @@
+// EvalConfig.java — `eval:`: held-out evaluation, avg@k and pass@k (the unbiased estimator of
+// Chen et al. 2021 from `samples` draws per task), with its own sampling settings.
+package dev.drmas.config;
+
+import dev.drmas.rollout.SamplingParams;
+
+/**
+ * @param tasks       held-out tasks evaluated; 0 (default) = all of the test set
+ * @param k           the k of avg@k and pass@k; default 4
+ * @param samples     rollouts per task, &gt;= k; 0 (default) = k
+ * @param temperature sampling temperature, &gt;= 0 (0 = greedy); default 0.6
+ * @param topP        nucleus, in (0, 1]; default 0.95
+ * @param topK        top-k, &gt;= 0 (0 = off); default 0
+ */
+public record EvalConfig(int tasks, int k, int samples, double temperature, double topP, int topK) {
+    public EvalConfig {
+        Check.nonNegative(tasks, "tasks");
+        Check.positive(k, "k");
+        Check.that(samples == 0 || samples >= k, "samples", "must be 0 (= k) or >= k (" + k + "), got " + samples);
+        Check.nonNegative(temperature, "temperature");
+        Check.that(topP > 0 && topP <= 1, "top_p", "must be in (0, 1], got " + Check.num(topP));
+        Check.nonNegative(topK, "top_k");
+    }
+
+    public static EvalConfig defaults() {
+        return new EvalConfig(0, 4, 0, 0.6, 0.95, 0);
+    }
+
+    /** Rollouts per task: {@code samples}, or k when samples is 0. */
+    public int samplesPerTask() {
+        return samples == 0 ? k : samples;
+    }
+
+    public SamplingParams sampling() {
+        return new SamplingParams(temperature, topK, topP);
+    }
+}

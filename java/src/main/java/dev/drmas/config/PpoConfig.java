@@ -1,0 +1,64 @@
+// PpoConfig.java — `ppo:`: the update of each model from one step's rows (epochs × mini-batches
+// × micro-batches) and the clipped loss of ARCHITECTURE §6, turned into the algo package's
+// LossConfig. Defaults as verl's actor.
+package dev.drmas.config;
+
+import dev.drmas.algo.KlEstimator;
+import dev.drmas.algo.LossAggregation;
+import dev.drmas.algo.LossConfig;
+
+/**
+ * @param epochs          passes over a step's rows; default 1
+ * @param miniBatchSize   rows (agent turns) per optimiser step; default 64
+ * @param microBatchSize  rows per forward/backward (gradient accumulation; the loss is still
+ *                        normalised over the whole mini-batch), &lt;= mini_batch_size; default 16
+ * @param shuffle         shuffle rows before cutting mini-batches; default true
+ * @param clipLow         ε_low, in [0, 1); default 0.2
+ * @param clipHigh        ε_high, &gt;= 0; default 0.2
+ * @param dualClip        c &gt; 1: the loss of a token with A &lt; 0 is at most −A·c; null turns
+ *                        it off; default 3.0
+ * @param lossAgg         {@code token-mean} (default), {@code seq-mean-token-sum},
+ *                        {@code seq-mean-token-mean} or {@code seq-mean-token-sum-norm}
+ * @param klCoef          weight of the KL to the reference policy in the loss, &gt;= 0; &gt; 0
+ *                        needs reference_model; default 0
+ * @param klType          KL estimator: {@code k1}, {@code k2}, {@code k3} (default; also
+ *                        {@code low_var_kl}) or {@code none}
+ * @param entropyCoef     weight of the entropy bonus, &gt;= 0; default 0
+ * @param referenceModel  keep a frozen copy of each model's initial weights and compute the KL to
+ *                        it (logged, and in the loss when kl_coef &gt; 0); default false
+ */
+public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, boolean shuffle, double clipLow,
+                        double clipHigh, Double dualClip, LossAggregation lossAgg, double klCoef, KlEstimator klType,
+                        double entropyCoef, boolean referenceModel) {
+    public PpoConfig {
+        Check.positive(epochs, "epochs");
+        Check.positive(miniBatchSize, "mini_batch_size");
+        Check.positive(microBatchSize, "micro_batch_size");
+        Check.that(microBatchSize <= miniBatchSize, "micro_batch_size",
+                "must be <= mini_batch_size (" + miniBatchSize + "), got " + microBatchSize);
+        Check.inRange(clipLow, 0, 1, true, "clip_low");
+        Check.nonNegative(clipHigh, "clip_high");
+        if (dualClip != null) {
+            Check.that(dualClip > 1 && Double.isFinite(dualClip), "dual_clip",
+                    "must be > 1, or null to turn it off, got " + Check.num(dualClip));
+        }
+        Check.given(lossAgg, "loss_agg");
+        Check.nonNegative(klCoef, "kl_coef");
+        Check.given(klType, "kl_type");
+        Check.that(klCoef == 0 || referenceModel, "kl_coef",
+                "> 0 needs ppo.reference_model: true (the KL is to the reference policy)");
+        Check.that(klCoef == 0 || klType != KlEstimator.NONE, "kl_type", "is none but ppo.kl_coef is > 0");
+        Check.nonNegative(entropyCoef, "entropy_coef");
+    }
+
+    public static PpoConfig defaults() {
+        return new PpoConfig(1, 64, 16, true, 0.2, 0.2, 3.0, LossAggregation.TOKEN_MEAN, 0.0, KlEstimator.K3, 0.0,
+                false);
+    }
+
+    /** The loss settings: the KL estimator only when there is a reference model. */
+    public LossConfig toLossConfig() {
+        return new LossConfig(clipLow, clipHigh, dualClip == null ? 0 : dualClip,
+                referenceModel ? klType : KlEstimator.NONE, klCoef, lossAgg);
+    }
+}

@@ -1,0 +1,39 @@
+// RolloutConfig.java — `rollout:`: how much is sampled per training step (B tasks × N rollouts,
+// one group per task) and how tokens are drawn. Training samples must be drawn at a temperature
+// > 0: the old log-probs are recomputed at the same temperature, and greedy rollouts give a
+// group no variance to learn from.
+package dev.drmas.config;
+
+import dev.drmas.rollout.SamplingParams;
+
+/**
+ * @param tasksPerStep    B, tasks per step (one uid each); default 16
+ * @param rolloutsPerTask N, rollouts of each task (the group); default 4
+ * @param temperature     sampling temperature, &gt; 0; default 1.0
+ * @param topP            nucleus, in (0, 1]; 1 = off (default)
+ * @param topK            top-k, &gt;= 0; 0 = off (default)
+ * @param maxNewTokens    token budget of one agent turn; default 256
+ * @param maxPromptTokens the longest prompt of one agent turn (question plus team context);
+ *                        longer prompts are cut from the left; default 512
+ */
+public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temperature, double topP, int topK,
+                            int maxNewTokens, int maxPromptTokens) {
+    public RolloutConfig {
+        Check.positive(tasksPerStep, "tasks_per_step");
+        Check.positive(rolloutsPerTask, "rollouts_per_task");
+        Check.that(temperature > 0 && Double.isFinite(temperature), "temperature",
+                "must be a finite number > 0 (training rollouts are sampled), got " + Check.num(temperature));
+        Check.that(topP > 0 && topP <= 1, "top_p", "must be in (0, 1], got " + Check.num(topP));
+        Check.nonNegative(topK, "top_k");
+        Check.positive(maxNewTokens, "max_new_tokens");
+        Check.positive(maxPromptTokens, "max_prompt_tokens");
+    }
+
+    public static RolloutConfig defaults() {
+        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512);
+    }
+
+    public SamplingParams sampling() {
+        return new SamplingParams(temperature, topK, topP);
+    }
+}

@@ -1,0 +1,247 @@
+// RunConfig.java — a whole training run's configuration: the sections of a run YAML file bound to
+// immutable records, every key defaulted (a config file may hold only what differs), checked
+// across sections (agents name existing models; agents sharing a model agree on its optimiser),
+// loaded with `extends:` and Hydra-style overrides, and written back fully resolved as the run
+// folder's config.yaml, which loads to an equal RunConfig.
+package dev.drmas.config;
+
+import dev.drmas.algo.LossConfig;
+import dev.drmas.algo.NormConfig;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The run configuration. Keys are the snake_case names of the components; each section's record
+ * documents its keys and defaults.
+ *
+ * @param run       name, seed, output folder, resume, device, threads
+ * @param data      where tasks come from
+ * @param models    model id → model; default one model {@code policy}. Models no agent names are
+ *                  not loaded
+ * @param agents    the agents in order; default {@code solver} and {@code verifier}, both on
+ *                  {@code policy} (shared)
+ * @param orchestra the multi-agent workflow
+ * @param rollout   sampling of training rollouts
+ * @param algorithm advantage normalisation
+ * @param ppo       the PPO update and its loss
+ * @param trainer   steps and the frequency of logs, evaluations and checkpoints
+ * @param eval      held-out evaluation
+ * @param sft       the supervised warm start
+ * @param metrics   metric sinks
+ */
+public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec> models, List<AgentSpec> agents,
+                        OrchestraConfig orchestra, RolloutConfig rollout, AlgorithmConfig algorithm, PpoConfig ppo,
+                        TrainerConfig trainer, EvalConfig eval, SftConfig sft, MetricsConfig metrics) {
+
+    public RunConfig {
+        Check.given(run, "run");
+        Check.given(data, "data");
+        Check.given(orchestra, "orchestra");
+        Check.given(rollout, "rollout");
+        Check.given(algorithm, "algorithm");
+        Check.given(ppo, "ppo");
+        Check.given(trainer, "trainer");
+        Check.given(eval, "eval");
+        Check.given(sft, "sft");
+        Check.given(metrics, "metrics");
+        models = checkModels(models);
+        agents = resolveAgents(agents, models);
+        checkSharedOptimisers(agents);
+        Check.that(data.source() != DataConfig.Source.JSONL || data.testFile() != null || trainer.evalFreq() == 0,
+                "data.test_file", "is required when data.source is jsonl and trainer.eval_freq > 0 "
+                        + "(or set trainer.eval_freq: 0)");
+        int longest = rollout.maxPromptTokens() + rollout.maxNewTokens();
+        for (Map.Entry<String, ModelSpec> e : models.entrySet()) {
+            ModelSpec m = e.getValue();
+            Check.that(m.path() != null || m.size().maxPositions() >= longest, "models." + e.getKey() + ".size.max_positions",
+                    "(" + m.size().maxPositions() + ") is shorter than rollout.max_prompt_tokens + rollout.max_new_tokens ("
+                            + longest + ")");
+        }
+    }
+
+    private static Map<String, ModelSpec> checkModels(Map<String, ModelSpec> models) {
+        Check.given(models, "models");
+        Check.that(!models.isEmpty(), "models", "must define at least one model");
+        for (Map.Entry<String, ModelSpec> e : models.entrySet()) {
+            Check.id(e.getKey(), "models");
+            Check.given(e.getValue(), "models." + e.getKey());
+        }
+        return Collections.unmodifiableMap(new LinkedHashMap<>(models));
+    }
+
+    /** Fills each agent's role (its id) and model (the only model), and checks ids and model names. */
+    private static List<AgentSpec> resolveAgents(List<AgentSpec> agents, Map<String, ModelSpec> models) {
+        Check.given(agents, "agents");
+        Check.that(!agents.isEmpty(), "agents", "must list at least one agent");
+        List<AgentSpec> out = new ArrayList<>();
+        Map<String, Integer> seen = new HashMap<>();
+        for (int i = 0; i < agents.size(); i++) {
+            String at = "agents[" + i + "]";
+            AgentSpec a = Check.given(agents.get(i), at);
+            Check.given(a.id(), at + ".id");
+            Integer before = seen.putIfAbsent(a.id(), i);
+            Check.that(before == null, at + ".id", "'" + a.id() + "' is also the id of agents[" + before + "]");
+            String model = a.model();
+            if (model == null) {
+                Check.that(models.size() == 1, at + ".model", "is required when there is more than one model (models: "
+                        + String.join(", ", models.keySet()) + ")");
+                model = models.keySet().iterator().next();
+            }
+            Check.that(models.containsKey(model), at + ".model", "'" + model + "' is not a key of models"
+                    + KeyPaths.didYouMean(model, models.keySet()) + "; models: " + String.join(", ", models.keySet()));
+            out.add(new AgentSpec(a.id(), a.role() != null ? a.role() : a.id(), model, a.optim()));
+        }
+        return List.copyOf(out);
+    }
+
+    /** Agents sharing a model share one optimiser: their overrides of one key must agree. */
+    private static void checkSharedOptimisers(List<AgentSpec> agents) {
+        for (int i = 0; i < agents.size(); i++) {
+            for (int j = 0; j < i; j++) {
+                AgentSpec a = agents.get(j);
+                AgentSpec b = agents.get(i);
+                if (!a.model().equals(b.model())) continue;
+                Map<String, Object> setB = b.optim().set();
+                for (Map.Entry<String, Object> e : a.optim().set().entrySet()) {
+                    Object other = setB.get(e.getKey());
+                    if (other == null || other.equals(e.getValue())) continue;
+                    throw ConfigException.at("agents[" + i + "].optim." + e.getKey(), "agents " + a.id() + " and " + b.id()
+                            + " share model " + a.model() + " but set optim." + e.getKey() + " to " + show(e.getValue())
+                            + " and " + show(other) + "; a shared model has one optimiser: set models." + a.model()
+                            + ".optim." + e.getKey() + " (or give the agents their own models)");
+                }
+            }
+        }
+    }
+
+    private static String show(Object v) {
+        return v instanceof Double d ? Check.num(d) : String.valueOf(v);
+    }
+
+    /** Every default: two agents (solver, verifier) sharing one tiny model, Dr. MAS, synthetic tasks. */
+    public static RunConfig defaults() {
+        return new RunConfig(RunSettings.defaults(), DataConfig.defaults(), Map.of("policy", ModelSpec.defaults()),
+                List.of(new AgentSpec("solver", "solver", "policy"), new AgentSpec("verifier", "verifier", "policy")),
+                OrchestraConfig.defaults(), RolloutConfig.defaults(), AlgorithmConfig.defaults(), PpoConfig.defaults(),
+                TrainerConfig.defaults(), EvalConfig.defaults(), SftConfig.defaults(), MetricsConfig.defaults());
+    }
+
+    // ------------------------------------------------------------------ loading
+
+    public static RunConfig load(Path yaml) {
+        return load(yaml, List.of());
+    }
+
+    /**
+     * Reads {@code yaml} (and the files it extends), applies {@code overrides} in order, and binds.
+     * run.name defaults to the file's name without its extension.
+     *
+     * @throws ConfigException naming the file and line or the override, and the key path
+     */
+    public static RunConfig load(Path yaml, List<String> overrides) {
+        ConfigTree tree = ConfigTree.read(yaml);
+        String file = yaml.getFileName().toString();
+        int dot = file.lastIndexOf('.');
+        return resolve(tree, overrides, dot > 0 ? file.substring(0, dot) : file);
+    }
+
+    /** Parses YAML text (without {@code extends}, which needs a file) and applies {@code overrides}. */
+    public static RunConfig parse(String yaml, List<String> overrides) {
+        ConfigTree tree = ConfigTree.parse(yaml, "<config>");
+        if (tree.root.containsKey("extends")) {
+            throw new ConfigException(tree.origin("extends"), "extends", "needs a config file: use RunConfig.load");
+        }
+        return resolve(tree, overrides, null);
+    }
+
+    /** This configuration with {@code overrides} applied (as on the command line). */
+    public RunConfig withOverrides(List<String> overrides) {
+        @SuppressWarnings("unchecked") Map<String, Object> root = (Map<String, Object>) Binder.toTree(this);
+        return resolve(new ConfigTree(root, new HashMap<>()), overrides, null);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static RunConfig resolve(ConfigTree tree, List<String> overrides, String defaultName) {
+        for (String o : overrides) Overrides.apply(tree, Overrides.parse(o));
+        if (defaultName != null) {
+            Object run = tree.root.get("run");
+            if (run == null) tree.root.put("run", run = new LinkedHashMap<String, Object>());
+            if (run instanceof Map<?, ?> m && !m.containsKey("name")) ((Map<String, Object>) m).put("name", defaultName);
+        }
+        return new Binder(tree).bindRoot();
+    }
+
+    // ------------------------------------------------------------------ writing
+
+    /** The fully resolved configuration (every default written out) as YAML; {@link #parse} reads it back equal. */
+    public String toYaml() {
+        @SuppressWarnings("unchecked") Map<String, Object> root = (Map<String, Object>) Binder.toTree(this);
+        return "# drmas run configuration, fully resolved: every key with the value the run used\n"
+                + YamlWriter.write(root);
+    }
+
+    /** Writes {@link #toYaml()} to {@code file} through a temporary file and a rename, so no half file is left. */
+    public void save(Path file) {
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        try {
+            if (file.getParent() != null) Files.createDirectories(file.getParent());
+            Files.writeString(tmp, toYaml());
+            try {
+                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING);
+            }
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing " + file, e);
+        }
+    }
+
+    // ------------------------------------------------------------------ views for the trainer
+
+    public NormConfig normConfig() {
+        return algorithm.toNormConfig();
+    }
+
+    public LossConfig lossConfig() {
+        return ppo.toLossConfig();
+    }
+
+    /** The agent with this id; null when there is none. */
+    public AgentSpec agent(String id) {
+        for (AgentSpec a : agents) if (a.id().equals(id)) return a;
+        return null;
+    }
+
+    /** The agents on model {@code modelId}, in agent order (more than one: a shared model). */
+    public List<AgentSpec> agentsOf(String modelId) {
+        return agents.stream().filter(a -> a.model().equals(modelId)).toList();
+    }
+
+    /** The model ids some agent uses, in the order of {@code models}: the models the trainer builds. */
+    public List<String> usedModels() {
+        Set<String> used = new HashSet<>();
+        for (AgentSpec a : agents) used.add(a.model());
+        return models.keySet().stream().filter(used::contains).toList();
+    }
+
+    /** Model {@code modelId}'s optimiser settings with the overrides of its agents applied. */
+    public OptimConfig optimFor(String modelId) {
+        ModelSpec m = models.get(modelId);
+        if (m == null) throw new IllegalArgumentException("no model " + modelId + " (models: " + models.keySet() + ")");
+        OptimConfig o = m.optim();
+        for (AgentSpec a : agentsOf(modelId)) o = o.with(a.optim());
+        return o;
+    }
+}

@@ -1,0 +1,68 @@
+// RunSettings.java — the `run:` section: what the run is called, where it writes, how it resumes,
+// on which device and how many threads it uses.
+package dev.drmas.config;
+
+import dev.drmas.algo.ConfigEnum;
+import java.nio.file.Path;
+
+/**
+ * @param name      the run's name; its folder is {@code output_dir/name}. Default: the config
+ *                  file's name without .yaml when loaded from a file ({@code drmas} otherwise)
+ * @param seed      the seed of everything random in the run (model init, sampling, mini-batch
+ *                  order); default 1
+ * @param outputDir where run folders go; default {@code runs}
+ * @param resume    {@code auto} (default): continue from the latest checkpoint in the run folder
+ *                  if there is one; {@code never}: start afresh (an existing run folder is an
+ *                  error for the trainer to report); otherwise the path of a checkpoint folder
+ *                  ({@code step_N/}) to continue from
+ * @param device    {@code cpu}, {@code cuda} or {@code auto} (default: cuda when a GPU is usable)
+ * @param threads   CPU threads for LibTorch and the native kernels; 0 (default) = all cores
+ */
+public record RunSettings(String name, long seed, Path outputDir, String resume, Device device, int threads) {
+
+    /** Where the run computes. */
+    public enum Device implements ConfigEnum {
+        CPU("cpu"), CUDA("cuda"), AUTO("auto");
+
+        private final String configName;
+
+        Device(String configName) {
+            this.configName = configName;
+        }
+
+        @Override
+        public String configName() {
+            return configName;
+        }
+    }
+
+    public RunSettings {
+        Check.notBlank(name, "name");
+        Check.given(outputDir, "output_dir");
+        Check.notBlank(resume, "resume");
+        Check.given(device, "device");
+        Check.nonNegative(threads, "threads");
+    }
+
+    public static RunSettings defaults() {
+        return new RunSettings("drmas", 1, Path.of("runs"), "auto", Device.AUTO, 0);
+    }
+
+    /** {@code output_dir/name}. */
+    public Path runDir() {
+        return outputDir.resolve(name);
+    }
+
+    public boolean resumeAuto() {
+        return resume.equals("auto");
+    }
+
+    public boolean resumeNever() {
+        return resume.equals("never");
+    }
+
+    /** The checkpoint folder to continue from, or null when resume is auto or never. */
+    public Path resumeFrom() {
+        return resumeAuto() || resumeNever() ? null : Path.of(resume);
+    }
+}

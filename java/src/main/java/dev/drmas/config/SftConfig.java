@@ -1,0 +1,26 @@
+// SftConfig.java — `sft:`: the supervised warm start (`drmas sft`) of models trained from
+// scratch, on demonstrations generated from the training tasks: the solver is right with
+// probability solver_correct_prob, so that RL starts from a policy that follows the formats but
+// is far from perfect; verifier labels agree with the demonstrated answers.
+package dev.drmas.config;
+
+/**
+ * @param steps             optimiser steps; default 300
+ * @param batchSize         demonstrations per step; default 32
+ * @param lr                AdamW learning rate (betas, eps and weight decay as the model's
+ *                          optim), &gt; 0; default 1e-3
+ * @param solverCorrectProb probability that a solver demonstration is right, in [0, 1];
+ *                          default 0.7
+ */
+public record SftConfig(int steps, int batchSize, double lr, double solverCorrectProb) {
+    public SftConfig {
+        Check.positive(steps, "steps");
+        Check.positive(batchSize, "batch_size");
+        Check.positive(lr, "lr");
+        Check.inRange(solverCorrectProb, 0, 1, false, "solver_correct_prob");
+    }
+
+    public static SftConfig defaults() {
+        return new SftConfig(300, 32, 1e-3, 0.7);
+    }
+}

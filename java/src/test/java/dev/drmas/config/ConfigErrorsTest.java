@@ -1,0 +1,197 @@
+// ConfigErrorsTest.java — every kind of configuration error, with its whole message: where
+// (file:line), which key path, what was expected or allowed, what was found, and for a typo the
+// nearest valid key.
+package dev.drmas.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class ConfigErrorsTest {
+    @TempDir
+    Path dir;
+
+    Path file;
+
+    /** The message of loading {@code yaml}, with the file's path replaced by "run.yaml". */
+    String fails(String yaml) throws IOException {
+        file = dir.resolve("run.yaml");
+        Files.writeString(file, yaml);
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file));
+        return e.getMessage().replace(file.toString(), "run.yaml");
+    }
+
+    @Test
+    void unknownKeyWithTheNearestValidKey() throws IOException {
+        assertEquals("run.yaml:3: ppo.clip_hgh: unknown key (did you mean ppo.clip_high?)",
+                fails("ppo:\n  epochs: 2\n  clip_hgh: 0.3\n"));
+        assertEquals("run.yaml:1: rollouts: unknown key (did you mean rollout?)", fails("rollouts: {top_p: 0.9}\n"));
+        assertEquals("run.yaml:4: models.policy.optm: unknown key (did you mean models.policy.optim?)",
+                fails("models:\n  policy:\n    family: qwen2\n    optm: {lr: 1e-5}\n"));
+        assertEquals("run.yaml:2: agents[0].modle: unknown key (did you mean agents[0].model?)",
+                fails("agents:\n  - modle: policy\n    id: solver\n"));
+        // a key in the wrong section is found by its full path
+        assertEquals("run.yaml:2: ppo.max_loops: unknown key (did you mean orchestra.max_loops?)",
+                fails("ppo:\n  max_loops: 3\n"));
+    }
+
+    @Test
+    void unknownKeyWithNothingCloseListsTheSection() throws IOException {
+        assertEquals("run.yaml:2: trainer.zzz: unknown key; valid keys in trainer: steps, eval_freq, eval_before_train,"
+                + " save_freq, log_freq, grad_norm_per_agent", fails("trainer:\n  zzz: 1\n"));
+        assertEquals("run.yaml:1: zzz: unknown key; valid keys at the top: run, data, models, agents, orchestra, rollout,"
+                + " algorithm, ppo, trainer, eval, sft, metrics", fails("zzz: 1\n"));
+    }
+
+    @Test
+    void wrongType() throws IOException {
+        assertEquals("run.yaml:3: ppo.epochs: expected an integer, got 'two' (a string)", fails("ppo:\n  clip_low: 0.1\n  epochs: two\n"));
+        assertEquals("run.yaml:1: trainer.steps: expected an integer, got 1.5 (a number)", fails("trainer: {steps: 1.5}\n"));
+        assertEquals("run.yaml:1: metrics.jsonl: expected true or false, got 3 (a number)", fails("metrics: {jsonl: 3}\n"));
+        assertEquals("run.yaml:1: ppo.clip_low: expected a number, got 'a lot' (a string)", fails("ppo: {clip_low: a lot}\n"));
+        assertEquals("run.yaml:1: ppo.clip_low: expected a number, got a list", fails("ppo: {clip_low: [0.1]}\n"));
+        assertEquals("run.yaml:1: run.seed: expected an integer, got null", fails("run: {seed: null}\n"));
+        assertEquals("run.yaml:1: ppo: expected a section of keys (epochs, mini_batch_size, micro_batch_size, shuffle,"
+                + " clip_low, clip_high, dual_clip, loss_agg, kl_coef, kl_type, entropy_coef, reference_model), got 3 (a number)",
+                fails("ppo: 3\n"));
+        assertEquals("run.yaml:1: models.policy.optim.betas: expected a list, got 0.9 (a number)",
+                fails("models: {policy: {optim: {betas: 0.9}}}\n"));
+        assertEquals("run.yaml:1: agents: expected a list, got a mapping {solver}", fails("agents: {solver: {model: policy}}\n"));
+        assertEquals("run.yaml:1: algorithm.mode: 'drmass' is not one of grpo, drmas, agent-mean, agent-std"
+                + " (did you mean drmas?)", fails("algorithm: {mode: drmass}\n"));
+        assertEquals("run.yaml:1: models.policy.family: 'qwen' is not one of qwen2, qwen3, llama (did you mean qwen2?)",
+                fails("models: {policy: {family: qwen}}\n"));
+        assertEquals("run.yaml:1: trainer.steps: is out of the integer range: 3000000000", fails("trainer: {steps: 3000000000}\n"));
+    }
+
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            models: {policy: {optim: {lr: -1e-5}}}          | models.policy.optim.lr: must be a finite number > 0, got -1.0E-5
+            models: {policy: {optim: {betas: [0.9, 1.0]}}}  | models.policy.optim.betas[1]: must be in [0, 1), got 1
+            models: {policy: {optim: {betas: [0.9]}}}       | models.policy.optim.betas: must be two numbers [beta1, beta2], got a list of 1
+            models: {policy: {size: {heads: 4, kv_heads: 3}}} | models.policy.size.kv_heads: must divide heads (4), got 3
+            models: {policy: {init: path}}                  | models.policy.path: is required when init is path
+            ppo: {clip_low: 1.0}                            | ppo.clip_low: must be in [0, 1), got 1
+            ppo: {clip_low: -0.1}                           | ppo.clip_low: must be in [0, 1), got -0.1
+            ppo: {dual_clip: 1.0}                           | ppo.dual_clip: must be > 1, or null to turn it off, got 1
+            ppo: {mini_batch_size: 8, micro_batch_size: 16} | ppo.micro_batch_size: must be <= mini_batch_size (8), got 16
+            ppo: {kl_coef: 0.1}                             | ppo.kl_coef: > 0 needs ppo.reference_model: true (the KL is to the reference policy)
+            rollout: {top_p: 0}                             | rollout.top_p: must be in (0, 1], got 0
+            rollout: {top_p: 1.5}                           | rollout.top_p: must be in (0, 1], got 1.5
+            rollout: {temperature: 0}                       | rollout.temperature: must be a finite number > 0 (training rollouts are sampled), got 0
+            rollout: {tasks_per_step: 0}                    | rollout.tasks_per_step: must be > 0, got 0
+            eval: {k: 8, samples: 4}                        | eval.samples: must be 0 (= k) or >= k (8), got 4
+            eval: {top_p: 0}                                | eval.top_p: must be in (0, 1], got 0
+            algorithm: {eps: 0}                             | algorithm.eps: must be a finite number > 0, got 0
+            orchestra: {max_loops: 0}                       | orchestra.max_loops: must be > 0, got 0
+            orchestra: {invalid_penalty: -0.1}              | orchestra.invalid_penalty: must be a finite number >= 0, got -0.1
+            sft: {solver_correct_prob: 1.5}                 | sft.solver_correct_prob: must be in [0, 1], got 1.5
+            trainer: {eval_freq: -1}                        | trainer.eval_freq: must be >= 0, got -1
+            run: {threads: -2}                              | run.threads: must be >= 0, got -2
+            data: {synthetic: {operators: [+, '%']}}        | data.synthetic.operators[1]: '%' is not one of + - * /
+            data: {synthetic: {digits: 12}}                 | data.synthetic.digits: must be in [1, 9], got 12
+            """)
+    void outOfRange(String yaml, String message) throws IOException {
+        assertEquals("run.yaml:1: " + message, fails(yaml + "\n"));
+    }
+
+    @Test
+    void crossSectionChecks() throws IOException {
+        assertEquals("run.yaml:1: data.train_file: is required when data.source is jsonl", fails("data: {source: jsonl}\n"));
+        assertEquals("run.yaml:1: data.test_file: is required when data.source is jsonl and trainer.eval_freq > 0"
+                + " (or set trainer.eval_freq: 0)", fails("data: {source: jsonl, train_file: t.jsonl}\n"));
+        assertEquals("run.yaml:1: models.policy.size.max_positions: (256) is shorter than rollout.max_prompt_tokens"
+                + " + rollout.max_new_tokens (768)", fails("models: {policy: {size: {max_positions: 256}}}\n"));
+        assertEquals("run.yaml:3: agents[1].id: 'a' is also the id of agents[0]", fails("agents:\n  - {id: a}\n  - {id: a}\n"));
+        assertEquals("run.yaml:2: agents[0].id: is required", fails("agents:\n  - {role: solver}\n"));
+        assertEquals("run.yaml:2: agents[0].id: 'solver.v2' is not a valid id (letters, digits, _ and -, not starting with -)",
+                fails("agents:\n  - {id: solver.v2}\n"));
+        assertEquals("run.yaml:1: agents: must list at least one agent", fails("agents: []\n"));
+    }
+
+    @Test
+    void agentOnAMissingModel() throws IOException {
+        String yaml = """
+                models:
+                  solver_model: {}
+                  verifier_model: {}
+                agents:
+                  - {id: solver, model: solver_model}
+                  - id: verifier
+                    model: verifer_model
+                """;
+        assertEquals("run.yaml:7: agents[1].model: 'verifer_model' is not a key of models (did you mean verifier_model?);"
+                + " models: solver_model, verifier_model", fails(yaml));
+        assertEquals("run.yaml:6: agents[1].model: is required when there is more than one model (models: solver_model,"
+                + " verifier_model)", fails(yaml.replace("    model: verifer_model\n", "")));
+    }
+
+    @Test
+    void conflictingOverridesOnASharedModel() throws IOException {
+        String yaml = """
+                agents:
+                  - id: solver
+                    optim: {lr: 1e-5, grad_clip: 1.0}
+                  - id: verifier
+                    optim:
+                      grad_clip: 1.0
+                      lr: 2e-5
+                """;
+        assertEquals("run.yaml:7: agents[1].optim.lr: agents solver and verifier share model policy but set optim.lr to"
+                + " 1.0E-5 and 2.0E-5; a shared model has one optimiser: set models.policy.optim.lr (or give the agents"
+                + " their own models)", fails(yaml));
+
+        // equal overrides agree; different models do not share an optimiser
+        Files.writeString(file, yaml.replace("lr: 2e-5", "lr: 1e-5"));
+        assertEquals(1e-5, RunConfig.load(file).optimFor("policy").lr());
+        assertEquals(1.0, RunConfig.load(file).optimFor("policy").gradClip());
+        Files.writeString(file, """
+                models: {a: {}, b: {}}
+                agents:
+                  - {id: solver, model: a, optim: {lr: 1e-5}}
+                  - {id: verifier, model: b, optim: {lr: 2e-5}}
+                """);
+        RunConfig ok = RunConfig.load(file);
+        assertEquals(1e-5, ok.optimFor("a").lr());
+        assertEquals(2e-5, ok.optimFor("b").lr());
+    }
+
+    @Test
+    void yamlSyntaxErrorWithLine() throws IOException {
+        String m = fails("ppo:\n  epochs: 1\n  clip_low: [0.1\nrollout: {}\n");
+        assertTrue(m.startsWith("run.yaml:4:"), m);
+        assertTrue(m.contains("YAML syntax error: "), m);
+        m = fails("ppo:\n  epochs: 1\n clip_low: 0.1\n");
+        assertTrue(m.startsWith("run.yaml:3:") && m.contains("YAML syntax error"), m);
+        assertEquals("run.yaml:3: ppo.epochs: duplicate key (first at line 2)", fails("ppo:\n  epochs: 1\n  epochs: 2\n"));
+        assertEquals("run.yaml:1: expected a mapping of sections (run:, ppo:, ...) at the top, got a list",
+                fails("- ppo\n- run\n"));
+        assertEquals("run.yaml:1: not a number drmas can read: .inf", fails("ppo: {clip_high: .inf}\n"));
+    }
+
+    @Test
+    void missingFile() {
+        Path missing = dir.resolve("nope.yaml");
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(missing, List.of()));
+        assertEquals(missing + ": no such file", e.getMessage());
+    }
+
+    @Test
+    void theExceptionCarriesItsParts() throws IOException {
+        file = dir.resolve("run.yaml");
+        Files.writeString(file, "ppo:\n  clip_low: 2\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file));
+        assertEquals(file + ":2", e.origin());
+        assertEquals("ppo.clip_low", e.key());
+        assertEquals("must be in [0, 1), got 2", e.problem());
+    }
+}

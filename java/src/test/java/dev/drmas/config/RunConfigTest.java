@@ -1,0 +1,302 @@
+// RunConfigTest.java — loading run configurations: an empty file is every default, a full file
+// sets every section, `extends` merges a variant over its base, and toYaml writes a config that
+// loads back equal (also for strings that YAML would read as something else if written plain).
+package dev.drmas.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.algo.GlobalPooling;
+import dev.drmas.algo.KlEstimator;
+import dev.drmas.algo.LossAggregation;
+import dev.drmas.algo.LossConfig;
+import dev.drmas.algo.NormConfig;
+import dev.drmas.algo.NormMode;
+import dev.drmas.algo.SingletonPolicy;
+import dev.drmas.model.Family;
+import dev.drmas.model.ModelConfig;
+import dev.drmas.rollout.SamplingParams;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RunConfigTest {
+    @TempDir
+    Path dir;
+
+    Path write(String name, String text) throws IOException {
+        Path p = dir.resolve(name);
+        Files.createDirectories(p.getParent());
+        Files.writeString(p, text);
+        return p;
+    }
+
+    /** Sets every section away from its defaults. */
+    static final String FULL = """
+            run:
+              name: ablation-1
+              seed: 7
+              output_dir: /tmp/drmas-runs
+              resume: never
+              device: cpu
+              threads: 2
+            data:
+              source: jsonl
+              train_file: data/train.jsonl
+              test_file: data/test.jsonl
+              question_field: problem
+              answer_field: solution
+              synthetic: {operands: 3, digits: 1, operators: [+, '*'], allow_negative: true, train_size: 100, test_size: 10, seed: 9}
+            models:
+              solver_model:
+                family: llama
+                size: {hidden: 64, layers: 3, heads: 8, kv_heads: 2, intermediate: 160, head_dim: 8, max_positions: 2048,
+                       tie_embeddings: false, rope_theta: 500000}
+                dtype: bfloat16
+                optim: {lr: 3e-4, betas: [0.9, 0.95], eps: 1.0e-6, weight_decay: 0.0, warmup_steps: 5, grad_clip: 0.5}
+              verifier_model:
+                path: /models/Qwen3-4B
+                optim:
+                  lr: 1e-6
+            agents:
+              - id: solver
+                model: solver_model
+                optim: {lr: 1e-4}
+              - id: checker
+                role: verifier
+                model: verifier_model
+            orchestra: {name: math, max_loops: 3, malformed_verdict: reject, invalid_penalty: 0.2}
+            rollout: {tasks_per_step: 8, rollouts_per_task: 6, temperature: 0.9, top_p: 0.95, top_k: 50,
+                      max_new_tokens: 128, max_prompt_tokens: 384}
+            algorithm: {mode: agent-mean, global_pooling: rows, eps: 1e-5, std: biased, scale_by_std: false,
+                        singleton: raw, drop_non_finite: true}
+            ppo:
+              epochs: 2
+              mini_batch_size: 32
+              micro_batch_size: 8
+              shuffle: false
+              clip_low: 0.2
+              clip_high: 0.28
+              dual_clip: null
+              loss_agg: seq-mean-token-sum-norm
+              kl_coef: 0.001
+              kl_type: low_var_kl
+              entropy_coef: 0.01
+              reference_model: true
+            trainer: {steps: 40, eval_freq: 5, eval_before_train: false, save_freq: 20, log_freq: 2, grad_norm_per_agent: true}
+            eval: {tasks: 50, k: 8, samples: 16, temperature: 0.0, top_p: 1.0, top_k: 0}
+            sft: {steps: 10, batch_size: 4, lr: 2e-3, solver_correct_prob: 0.5}
+            metrics: {jsonl: false, tensorboard: false, progress_bar: false}
+            """;
+
+    @Test
+    void emptyFileIsEveryDefault() throws IOException {
+        RunConfig c = RunConfig.load(write("math-toy.yaml", "# nothing but a comment\n"));
+        RunConfig d = RunConfig.defaults();
+        assertEquals("math-toy", c.run().name(), "run.name defaults to the file's name");
+        assertEquals(d.withOverrides(List.of("run.name=math-toy")), c);
+
+        assertEquals(Path.of("runs"), c.run().outputDir());
+        assertEquals(Path.of("runs", "math-toy"), c.run().runDir());
+        assertTrue(c.run().resumeAuto());
+        assertEquals(RunSettings.Device.AUTO, c.run().device());
+        assertEquals(DataConfig.Source.SYNTHETIC, c.data().source());
+        assertEquals(List.of("policy"), List.copyOf(c.models().keySet()));
+        assertEquals(List.of(new AgentSpec("solver", "solver", "policy"), new AgentSpec("verifier", "verifier", "policy")),
+                c.agents());
+        assertEquals("math", c.orchestra().name());
+        assertEquals(2, c.orchestra().maxLoops());
+        assertEquals(OrchestraConfig.MalformedVerdict.APPROVE, c.orchestra().malformedVerdict());
+        assertEquals(0.1, c.orchestra().invalidPenalty());
+        assertEquals(NormConfig.of(NormMode.DRMAS), c.normConfig());
+        assertEquals(LossConfig.defaults(), c.lossConfig(), "the loss defaults are the algo package's (verl's)");
+        assertEquals(1e-6, c.optimFor("policy").lr());
+        assertEquals(4, c.eval().samplesPerTask(), "samples 0 means k");
+    }
+
+    @Test
+    void emptySectionsAndDocumentMarkerAreDefaults() throws IOException {
+        RunConfig c = RunConfig.load(write("x.yaml", "---\nppo:\nalgorithm: {}\n"));
+        assertEquals(PpoConfig.defaults(), c.ppo());
+        assertEquals(AlgorithmConfig.defaults(), c.algorithm());
+    }
+
+    @Test
+    void fullFileSetsEverySection() throws IOException {
+        RunConfig c = RunConfig.load(write("full.yaml", FULL));
+        assertEquals(new RunSettings("ablation-1", 7, Path.of("/tmp/drmas-runs"), "never", RunSettings.Device.CPU, 2), c.run());
+        assertTrue(c.run().resumeNever());
+        assertNull(c.run().resumeFrom());
+        assertEquals(new DataConfig(DataConfig.Source.JSONL, Path.of("data/train.jsonl"), Path.of("data/test.jsonl"),
+                "problem", "solution", new SyntheticData(3, 1, List.of("+", "*"), true, 100, 10, 9)), c.data());
+
+        ModelSpec solver = c.models().get("solver_model");
+        assertEquals(new ModelSpec(null, ModelSpec.Init.AUTO, Family.LLAMA,
+                new ModelSize(64, 3, 8, 2, 160, 8, 2048, false, 500000), ModelSpec.Dtype.BFLOAT16,
+                new OptimConfig(3e-4, List.of(0.9, 0.95), 1e-6, 0.0, 5, 0.5)), solver);
+        assertFalse(solver.loadsWeights());
+        ModelSpec verifier = c.models().get("verifier_model");
+        assertEquals(Path.of("/models/Qwen3-4B"), verifier.path());
+        assertTrue(verifier.loadsWeights(), "init auto with a path loads the folder's weights");
+        assertEquals(OptimConfig.defaults(), verifier.optim(), "keys left out of a model entry take the defaults");
+        assertEquals(List.of("solver_model", "verifier_model"), List.copyOf(c.models().keySet()), "file order is kept");
+
+        assertEquals(List.of(
+                new AgentSpec("solver", "solver", "solver_model", new OptimOverrides(1e-4, null, null, null, null, null)),
+                new AgentSpec("checker", "verifier", "verifier_model")), c.agents());
+        assertEquals(new OptimConfig(1e-4, List.of(0.9, 0.95), 1e-6, 0.0, 5, 0.5), c.optimFor("solver_model"),
+                "the agent's lr over its model's optimiser settings");
+        assertEquals(List.of(c.agent("checker")), c.agentsOf("verifier_model"));
+        assertEquals(List.of("solver_model", "verifier_model"), c.usedModels());
+
+        assertEquals(new OrchestraConfig("math", 3, OrchestraConfig.MalformedVerdict.REJECT, 0.2), c.orchestra());
+        assertEquals(new RolloutConfig(8, 6, 0.9, 0.95, 50, 128, 384), c.rollout());
+        assertEquals(new SamplingParams(0.9, 50, 0.95), c.rollout().sampling());
+        assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
+                c.normConfig());
+        assertTrue(c.algorithm().dropNonFinite());
+        assertEquals(new PpoConfig(2, 32, 8, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
+                KlEstimator.K3, 0.01, true), c.ppo());
+        assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),
+                c.lossConfig(), "dual_clip null is the loss's 0 (off)");
+        assertEquals(new TrainerConfig(40, 5, false, 20, 2, true), c.trainer());
+        assertEquals(new EvalConfig(50, 8, 16, 0.0, 1.0, 0), c.eval());
+        assertEquals(SamplingParams.GREEDY, c.eval().sampling());
+        assertEquals(new SftConfig(10, 4, 2e-3, 0.5), c.sft());
+        assertEquals(new MetricsConfig(false, false, false), c.metrics());
+    }
+
+    @Test
+    void tinyModelShapeBecomesAModelConfig() {
+        ModelSpec m = RunConfig.defaults().models().get("policy");
+        ModelConfig mc = m.toModelConfig(366, List.of(2));
+        assertEquals(Family.QWEN3, mc.family());
+        assertEquals(128, mc.hiddenSize());
+        assertEquals(32, mc.headDim(), "head_dim 0 is hidden / heads");
+        assertEquals(2, mc.numKvHeads());
+        assertEquals(1024, mc.maxPositionEmbeddings());
+        assertEquals("float32", mc.torchDtype());
+        assertEquals(List.of(2), mc.eosTokenIds());
+    }
+
+    @Test
+    void toYamlRoundTripsTheFullConfig() throws IOException {
+        RunConfig c = RunConfig.load(write("full.yaml", FULL));
+        String yaml = c.toYaml();
+        assertEquals(c, RunConfig.parse(yaml, List.of()));
+        Path saved = dir.resolve("run/config.yaml");
+        c.save(saved);
+        assertEquals(c, RunConfig.load(saved), "saved config.yaml loads back equal");
+        assertTrue(yaml.contains("kl_type: k3"), "enums are written in their config spelling:\n" + yaml);
+        assertTrue(yaml.contains("dual_clip: null"), yaml);
+    }
+
+    @Test
+    void toYamlRoundTripsTheDefaults() {
+        RunConfig d = RunConfig.defaults();
+        assertEquals(d, RunConfig.parse(d.toYaml(), List.of()));
+        // every key is written: the file is the complete record of the run's settings
+        for (String key : List.of("run:", "  seed: 1", "  clip_low: 0.2", "  dual_clip: 3.0", "  lr: 1.0e-6",
+                "  mode: drmas", "  - id: verifier", "  max_loops: 2", "  progress_bar: true")) {
+            assertTrue(d.toYaml().contains(key + "\n"), key);
+        }
+    }
+
+    @Test
+    void toYamlQuotesStringsThatWouldReadBackAsSomethingElse() {
+        RunConfig c = RunConfig.defaults().withOverrides(List.of("run.name='yes'", "run.resume='/tmp/a b/step_10'",
+                "data.question_field='1e-6'", "data.answer_field='null'", "orchestra.name='0x10'",
+                "data.synthetic.operators=[+, '*', /, '-']", "agents.solver.role='#x: \"y\"'"));
+        assertEquals("yes", c.run().name());
+        assertEquals(Path.of("/tmp/a b/step_10"), c.run().resumeFrom());
+        String yaml = c.toYaml();
+        assertEquals(c, RunConfig.parse(yaml, List.of()), yaml);
+        assertTrue(yaml.contains("name: \"yes\""), yaml);
+        assertTrue(yaml.contains("question_field: \"1e-6\""), yaml);
+        assertTrue(yaml.contains("operators: [\"+\", \"*\", /, \"-\"]"), yaml);
+    }
+
+    @Test
+    void extendsMergesTheVariantOverItsBaseDeep() throws IOException {
+        write("configs/base.yaml", """
+                run: {seed: 3}
+                models:
+                  policy: {optim: {lr: 1e-5}}
+                ppo: {epochs: 2, clip_high: 0.28}
+                algorithm: {mode: drmas}
+                """);
+        Path child = write("configs/nonshared.yaml", """
+                extends: base.yaml
+                models:
+                  solver_model: {optim: {lr: 2e-5}}
+                agents:
+                  - {id: solver, model: solver_model}
+                  - {id: verifier, model: policy}
+                ppo: {clip_high: 0.3}
+                """);
+        RunConfig c = RunConfig.load(child);
+        assertEquals("nonshared", c.run().name(), "the name comes from the file given, not its base");
+        assertEquals(3, c.run().seed());
+        assertEquals(2, c.ppo().epochs(), "base keys the child does not set are kept");
+        assertEquals(0.3, c.ppo().clipHigh(), "the child wins");
+        assertEquals(List.of("policy", "solver_model"), List.copyOf(c.models().keySet()), "mappings merge");
+        assertEquals(1e-5, c.optimFor("policy").lr());
+        assertEquals(2e-5, c.optimFor("solver_model").lr());
+        assertEquals(List.of("solver", "verifier"), c.agents().stream().map(AgentSpec::id).toList());
+
+        // several bases merge in order; the child still wins over all of them
+        write("configs/grpo.yaml", "algorithm: {mode: grpo}\nppo: {epochs: 4}\n");
+        Path both = write("configs/both.yaml", "extends: [base.yaml, grpo.yaml]\nppo: {clip_low: 0.1}\n");
+        RunConfig b = RunConfig.load(both);
+        assertEquals(NormMode.GRPO, b.algorithm().mode());
+        assertEquals(4, b.ppo().epochs());
+        assertEquals(0.28, b.ppo().clipHigh());
+        assertEquals(0.1, b.ppo().clipLow());
+    }
+
+    @Test
+    void extendsListsReplaceRatherThanMerge() throws IOException {
+        write("base.yaml", "agents: [{id: a}, {id: b}, {id: c}]\n");
+        RunConfig c = RunConfig.load(write("child.yaml", "extends: base.yaml\nagents: [{id: only}]\n"));
+        assertEquals(List.of(new AgentSpec("only", "only", "policy")), c.agents());
+    }
+
+    @Test
+    void extendsErrorsPointAtTheFiles() throws IOException {
+        Path child = write("child.yaml", "# variant\nextends: missing.yaml\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(child));
+        assertEquals(child + ":2: extends: no such file " + dir.resolve("missing.yaml"), e.getMessage());
+
+        write("a.yaml", "extends: b.yaml\n");
+        write("b.yaml", "extends: a.yaml\n");
+        e = assertThrows(ConfigException.class, () -> RunConfig.load(dir.resolve("a.yaml")));
+        assertEquals(dir.resolve("b.yaml") + ":1: extends: cycle: a.yaml -> b.yaml -> a.yaml", e.getMessage());
+
+        // a bad value in the base is reported at the base's line, through the child
+        write("base.yaml", "ppo:\n  epochs: 1\n  clip_low: 1.0\n");
+        Path c2 = write("c2.yaml", "extends: base.yaml\nppo: {epochs: 2}\n");
+        e = assertThrows(ConfigException.class, () -> RunConfig.load(c2));
+        assertEquals(dir.resolve("base.yaml") + ":3: ppo.clip_low: must be in [0, 1), got 1", e.getMessage());
+    }
+
+    @Test
+    void parseRejectsExtendsWithoutAFile() {
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.parse("extends: base.yaml\n", List.of()));
+        assertEquals("<config>:1: extends: needs a config file: use RunConfig.load", e.getMessage());
+    }
+
+    @Test
+    void recordsBuiltInCodeAreCheckedToo() {
+        ConfigException e = assertThrows(ConfigException.class, () -> new PpoConfig(1, 8, 16, true, 0.2, 0.2, 3.0,
+                LossAggregation.TOKEN_MEAN, 0, KlEstimator.K3, 0, false));
+        assertEquals("micro_batch_size: must be <= mini_batch_size (8), got 16", e.getMessage());
+        assertNotEquals(RunConfig.defaults(), RunConfig.defaults().withOverrides(List.of("run.seed=2")));
+    }
+}
