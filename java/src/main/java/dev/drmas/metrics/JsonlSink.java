@@ -1,0 +1,208 @@
+// JsonlSink.java — metrics.jsonl: one JSON object per log call, {"step": 3, "wall_time": ...,
+// then the scalars by name}, written with one unbuffered write per line so a crash loses at most
+// the line being written. On resume the entries past the checkpoint's step are cut, so the file
+// of a resumed run equals that of an uninterrupted one (wall_time aside).
+package dev.drmas.metrics;
+
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.io.StringWriter;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+
+/**
+ * Keys are written in sorted order after {@code step} and {@code wall_time}, whatever the map's
+ * iteration order, so two runs that log the same scalars write the same lines. JSON has no NaN or
+ * infinity: a non-finite value is written as {@code null}, and the object gets a
+ * {@code "nonfinite"} member naming what it was ({@code {"pg_loss": "NaN"}}), so that strict JSON
+ * readers accept every line and nothing is lost.
+ */
+public final class JsonlSink implements MetricsSink {
+    public static final String FILE_NAME = "metrics.jsonl";
+    /** Members the sink writes itself; a scalar may not take one of these names. */
+    public static final Set<String> RESERVED = Set.of("step", "wall_time", "nonfinite");
+
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final JsonFactory FACTORY = JSON.getFactory();
+
+    private final Path file;
+    private final InstantSource clock;
+    private OutputStream out;
+
+    private JsonlSink(Path file, InstantSource clock, OutputStream out) {
+        this.file = file;
+        this.clock = clock;
+        this.out = out;
+    }
+
+    /** A new run: the file is created, or emptied when it exists. */
+    public static JsonlSink create(Path file) throws IOException {
+        return open(file, -1, InstantSource.system());
+    }
+
+    /**
+     * A run resumed from the checkpoint of step {@code resumeFromStep}: entries with a larger step
+     * (logged after that checkpoint by the run that crashed) are removed, those up to it are kept
+     * byte for byte, and new entries are appended. A last line cut short by a crash is dropped.
+     * A negative step keeps nothing, as {@link #create} does.
+     *
+     * @throws IOException when the file cannot be read or rewritten, or a line other than the last
+     *                     is not a JSON object with an integral {@code step} (message: file:line)
+     */
+    public static JsonlSink open(Path file, long resumeFromStep) throws IOException {
+        return open(file, resumeFromStep, InstantSource.system());
+    }
+
+    /** As {@link #open(Path, long)}, with the clock that stamps wall_time (tests fix it). */
+    public static JsonlSink open(Path file, long resumeFromStep, InstantSource clock) throws IOException {
+        Path parent = file.toAbsolutePath().getParent();
+        if (parent != null) Files.createDirectories(parent);
+        if (resumeFromStep < 0 || !Files.exists(file)) {
+            Files.write(file, new byte[0]);
+        } else {
+            truncateAfter(file, resumeFromStep);
+        }
+        OutputStream out = Files.newOutputStream(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        return new JsonlSink(file, clock, out);
+    }
+
+    public Path file() {
+        return file;
+    }
+
+    @Override
+    public synchronized void log(long step, Map<String, Double> scalars) {
+        if (out == null) throw new IllegalStateException(file + " is closed");
+        String line = toLine(step, wallTime(clock.instant()), scalars);
+        try {
+            // One write of the whole line, no buffer in between: what a crash can leave is a
+            // line cut short, which open() recognises and drops.
+            out.write(line.getBytes(StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot append to " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public synchronized void close() {
+        if (out == null) return;
+        try {
+            out.close();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot close " + file + ": " + e.getMessage(), e);
+        } finally {
+            out = null;
+        }
+    }
+
+    static double wallTime(Instant t) {
+        return t.getEpochSecond() + t.getNano() / 1e9;
+    }
+
+    /** The line for one log call, newline included. */
+    static String toLine(long step, double wallTime, Map<String, Double> scalars) {
+        var sorted = new TreeMap<String, Double>();
+        for (var e : scalars.entrySet()) {
+            String key = e.getKey();
+            if (key == null) throw new IllegalArgumentException("metric name is null at step " + step);
+            if (RESERVED.contains(key)) {
+                throw new IllegalArgumentException("metric name '" + key + "' is reserved in " + FILE_NAME
+                        + " (it holds " + RESERVED + "); rename the metric");
+            }
+            if (e.getValue() == null) {
+                throw new IllegalArgumentException("metric '" + key + "' has no value (null) at step " + step);
+            }
+            sorted.put(key, e.getValue());
+        }
+        var text = new StringWriter();
+        try (JsonGenerator g = FACTORY.createGenerator(text)) {
+            g.writeStartObject();
+            g.writeNumberField("step", step);
+            g.writeNumberField("wall_time", wallTime);
+            var nonFinite = new ArrayList<Map.Entry<String, Double>>();
+            for (var e : sorted.entrySet()) {
+                double v = e.getValue();
+                if (Double.isFinite(v)) {
+                    g.writeNumberField(e.getKey(), v);
+                } else {
+                    g.writeNullField(e.getKey());
+                    nonFinite.add(e);
+                }
+            }
+            if (!nonFinite.isEmpty()) {
+                g.writeObjectFieldStart("nonfinite");
+                // Double.toString spells these NaN, Infinity and -Infinity, as Python's json does.
+                for (var e : nonFinite) g.writeStringField(e.getKey(), Double.toString(e.getValue()));
+                g.writeEndObject();
+            }
+            g.writeEndObject();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e); // a StringWriter does not fail
+        }
+        return text + "\n";
+    }
+
+    private static void truncateAfter(Path file, long resumeFromStep) throws IOException {
+        byte[] bytes = Files.readAllBytes(file);
+        String text = new String(bytes, StandardCharsets.UTF_8);
+        List<String> lines = new ArrayList<>(List.of(text.split("\n", -1)));
+        // split leaves "" after a final newline; anything else there is a line a crash cut short
+        String last = lines.removeLast();
+        boolean changed = !last.isEmpty();
+        var kept = new StringBuilder();
+        for (int i = 0; i < lines.size(); i++) {
+            String line = lines.get(i);
+            if (line.isBlank()) {
+                changed = true;
+                continue;
+            }
+            long step = stepOf(file, i + 1, line);
+            if (step <= resumeFromStep) {
+                kept.append(line).append('\n');
+            } else {
+                changed = true;
+            }
+        }
+        if (!changed) return;
+        // Rewrite beside it and rename, so that a crash now leaves the old file or the new one.
+        Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
+        Files.writeString(tmp, kept, StandardCharsets.UTF_8);
+        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    private static long stepOf(Path file, int lineNo, String line) throws IOException {
+        JsonNode node;
+        try {
+            node = JSON.readTree(line);
+        } catch (JsonProcessingException e) {
+            throw damaged(file, lineNo, "not JSON (" + e.getOriginalMessage() + ")");
+        }
+        if (node == null || !node.isObject()) throw damaged(file, lineNo, "not a JSON object");
+        JsonNode step = node.get("step");
+        if (step == null || !step.isIntegralNumber() || step.asLong() < 0) {
+            throw damaged(file, lineNo, "no integral \"step\" >= 0");
+        }
+        return step.asLong();
+    }
+
+    private static IOException damaged(Path file, int lineNo, String what) {
+        return new IOException(file + ":" + lineNo + ": " + what + "; cannot resume its metrics. "
+                + "Move the file away to start them afresh, or repair that line.");
+    }
+}

@@ -1,0 +1,23 @@
+// MetricsSink.java — one destination of the trainer's scalars (metrics.jsonl, TensorBoard event
+// files, the console). Steps arrive in increasing order, several calls may share a step (training
+// scalars and evaluation scalars logged apart), and values may be NaN or infinite: each sink
+// decides how to keep those, and none may throw because of one.
+package dev.drmas.metrics;
+
+import java.util.Map;
+
+public interface MetricsSink extends AutoCloseable {
+    /**
+     * Records the scalars of one step.
+     *
+     * @param step    the training step they belong to (>= 0; 0 is before the first update)
+     * @param scalars name to value, names slash-separated ({@code reward/mean},
+     *                {@code agent/solver/adv_std}, {@code time/rollout_s}); no null key or value
+     * @throws java.io.UncheckedIOException when the destination cannot be written
+     */
+    void log(long step, Map<String, Double> scalars);
+
+    /** Flushes and releases the destination; later calls to {@link #log} are errors. */
+    @Override
+    void close();
+}
