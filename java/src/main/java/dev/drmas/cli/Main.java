@@ -10,7 +10,8 @@ import picocli.CommandLine.Command;
 @Command(name = "drmas", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
         subcommands = {NormalizeCommand.class, DemoCommand.class, InfoCommand.class, TokenizeCommand.class,
-                GenerateCommand.class, CommandLine.HelpCommand.class})
+                GenerateCommand.class, TrainCommand.class, SftCommand.class, EvalCommand.class,
+                CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -73,7 +74,12 @@ public final class Generator {
                         // prefill (or, without a cache, the whole sequence again)
                         Tensor in = slots(ids, b, capacity, 0, filled);
                         Tensor mask = slots(valid, b, capacity, 0, filled);
-                        logits = model.forward(in, CausalLm.positionIds(mask), mask, cache);
+                        // the LM head only at the last position: [B, 1, V] instead of [B, T, V]
+                        Tensor h;
+                        try (NoGradGuard ng = new NoGradGuard()) {
+                            h = model.hidden(in, CausalLm.positionIds(mask), mask, cache);
+                            logits = model.logits(h.narrow(1, h.size(1) - 1, 1));
+                        }
                     } else {
                         Tensor in = slots(ids, b, capacity, filled - 1, filled);
                         Tensor mask = slots(valid, b, capacity, 0, filled);

@@ -1,0 +1,16 @@
+// SftCommand.java — `drmas sft CONFIG [key=value ...]`: the supervised warm start for models trained
+// from scratch; its weights (run_dir/sft/models) become the starting point of `drmas train`.
+package dev.drmas.cli;
+
+import picocli.CommandLine.Command;
+
+@Command(name = "sft", mixinStandardHelpOptions = true,
+        description = {"Warm-start the models of CONFIG on demonstrations of the workflow (formats right, answers",
+                "right with probability sft.solver_correct_prob); writes run_dir/sft/models for `drmas train`."})
+final class SftCommand extends RunCommand {
+    @Override
+    public Integer call() throws Exception {
+        var cfg = loadConfig().withOverrides(java.util.List.of("run.resume=never"));
+        return withTrainer(cfg, System.out, t -> t.sft());
+    }
+}

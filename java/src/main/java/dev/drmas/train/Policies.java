@@ -1,0 +1,168 @@
+// Policies.java — the models of a run and what each needs to act: its tokenizer and chat
+// renderer, a rollout engine, its optimiser. Models come, in this order of preference, from the
+// checkpoint being resumed, from the model's own path, from the run's supervised warm start, or
+// from a seeded random initialisation of the configured tiny shape with the built-in tokenizer.
+package dev.drmas.train;
+
+import dev.drmas.config.ModelSpec;
+import dev.drmas.config.OptimConfig;
+import dev.drmas.config.RunConfig;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.ModelConfig;
+import dev.drmas.rollout.Generator;
+import dev.drmas.tokenizer.BuiltinTokenizer;
+import dev.drmas.tokenizer.ChatRenderer;
+import dev.drmas.tokenizer.ChatRenderers;
+import dev.drmas.tokenizer.HfTokenizer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+final class Policies implements AutoCloseable {
+    /** One model of the run. {@code tokenizerDir} holds its tokenizer files (copied into checkpoints). */
+    record Policy(String id, CausalLm model, HfTokenizer tokenizer, Path tokenizerDir, ChatRenderer chat, Generator generator,
+                  AdamW optim, double gradClip) {
+    }
+
+    final Map<String, Policy> byId = new LinkedHashMap<>();
+    final String origin;  // where the weights came from, for the log
+
+    private Policies(String origin) {
+        this.origin = origin;
+    }
+
+    /**
+     * Builds every model some agent uses. {@code checkpoint} (may be null) is resumed from;
+     * {@code sftDir} (may be null) holds warm-start weights for models without a path.
+     */
+    static Policies open(RunConfig cfg, Path runDir, Path checkpoint, Path sftDir) {
+        Device device = device(cfg);
+        String origin = checkpoint != null ? "checkpoint " + checkpoint : null;
+        Policies ps = new Policies(origin == null ? "" : origin);
+        StringBuilder from = new StringBuilder();
+        try {
+            for (String id : cfg.usedModels()) {
+                ModelSpec spec = cfg.models().get(id);
+                Path tokDir = spec.path() != null ? spec.path() : builtinTokenizer(runDir);
+                HfTokenizer tok = HfTokenizer.load(tokDir);
+                ScalarType dtype = dtype(spec, device);
+                CausalLm model;
+                if (checkpoint != null) {
+                    model = Checkpoints.loadModel(checkpoint, id, dtype, device);
+                } else if (spec.loadsWeights()) {
+                    model = CausalLm.load(spec.path(), dtype, device);
+                    from.append(id).append(": ").append(spec.path()).append("; ");
+                } else if (sftDir != null && Files.isRegularFile(sftDir.resolve(id).resolve("config.json"))) {
+                    model = CausalLm.load(sftDir.resolve(id), dtype, device);
+                    from.append(id).append(": warm start ").append(sftDir.resolve(id)).append("; ");
+                } else {
+                    ModelConfig mc = spec.toModelConfig(tok.vocabSize(), tok.stopTokenIds());
+                    model = CausalLm.random(mc, cfg.run().seed() * 1_000_003L + id.hashCode(), dtype, device);
+                    from.append(id).append(": random init; ");
+                }
+                OptimConfig o = cfg.optimFor(id);
+                AdamW optim = new AdamW(model.parameters(), new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(),
+                        o.weightDecay(), o.warmupSteps()));
+                if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
+                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), new Generator(model),
+                        optim, o.gradClip()));
+            }
+        } catch (RuntimeException e) {
+            ps.close();
+            throw e;
+        }
+        return from.isEmpty() ? ps : new Policies(ps, from.toString());
+    }
+
+    private Policies(Policies p, String origin) {
+        this.byId.putAll(p.byId);
+        this.origin = origin;
+    }
+
+    Policy get(String id) {
+        Policy p = byId.get(id);
+        if (p == null) throw new IllegalArgumentException("no model '" + id + "' in this run (models: " + byId.keySet() + ")");
+        return p;
+    }
+
+    Map<String, CausalLm> models() {
+        Map<String, CausalLm> m = new LinkedHashMap<>();
+        byId.forEach((k, p) -> m.put(k, p.model()));
+        return m;
+    }
+
+    Map<String, AdamW> optimizers() {
+        Map<String, AdamW> m = new LinkedHashMap<>();
+        byId.forEach((k, p) -> m.put(k, p.optim()));
+        return m;
+    }
+
+    /** Copies each model's tokenizer files next to its weights in {@code modelsDir}/id, so the folder is self-contained. */
+    void copyTokenizers(Path modelsDir) {
+        for (Policy p : byId.values()) {
+            for (String f : new String[] {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                    "generation_config.json", "chat_template.jinja"}) {
+                Path src = p.tokenizerDir().resolve(f);
+                if (!Files.isRegularFile(src)) continue;
+                try {
+                    Files.copy(src, modelsDir.resolve(p.id()).resolve(f), StandardCopyOption.REPLACE_EXISTING);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            }
+        }
+    }
+
+    /** The built-in tokenizer of a run, written once into runDir/tokenizer. */
+    static Path builtinTokenizer(Path runDir) {
+        Path dir = runDir.resolve("tokenizer");
+        if (!Files.isRegularFile(dir.resolve("tokenizer.json"))) {
+            try {
+                Files.createDirectories(dir);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            BuiltinTokenizer.writeTo(dir);
+        }
+        return dir;
+    }
+
+    static Device device(RunConfig cfg) {
+        boolean cuda = switch (cfg.run().device()) {
+            case CPU -> false;
+            case CUDA -> {
+                if (!torch.cuda_is_available()) throw new IllegalArgumentException("run.device is cuda but LibTorch sees no CUDA device");
+                yield true;
+            }
+            case AUTO -> torch.cuda_is_available();
+        };
+        return new Device(cuda ? "cuda:0" : "cpu");
+    }
+
+    private static ScalarType dtype(ModelSpec spec, Device device) {
+        // reduced precision only where it pays: on the CPU everything runs in float32
+        if (!device.is_cuda()) return ScalarType.Float;
+        return switch (spec.dtype()) {
+            case FLOAT32 -> ScalarType.Float;
+            case BFLOAT16 -> ScalarType.BFloat16;
+            case FLOAT16 -> ScalarType.Half;
+        };
+    }
+
+    @Override
+    public void close() {
+        for (Policy p : byId.values()) {
+            p.optim().close();
+            p.model().close();
+            p.tokenizer().close();
+        }
+        byId.clear();
+    }
+}

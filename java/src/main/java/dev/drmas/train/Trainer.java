@@ -1,0 +1,580 @@
+// Trainer.java — one run of multi-agent RL (ARCHITECTURE §2): sample tasks × rollouts, run the
+// workflow of agents with generation batched per model, score, normalise advantages with the
+// native kernels (grpo | drmas | agent-mean | agent-std), update each model with PPO, and log,
+// evaluate and checkpoint on schedule. Also the supervised warm start (`drmas sft`) and
+// evaluation alone (`drmas eval`).
+package dev.drmas.train;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.drmas.agent.Agent;
+import dev.drmas.agent.AgentPolicy;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.EpisodeInit;
+import dev.drmas.agent.MathOrchestra;
+import dev.drmas.agent.Message;
+import dev.drmas.agent.Orchestra;
+import dev.drmas.agent.OrchestraSettings;
+import dev.drmas.agent.Orchestras;
+import dev.drmas.agent.Step;
+import dev.drmas.agent.Team;
+import dev.drmas.agent.Turn;
+import dev.drmas.agent.TurnRequest;
+import dev.drmas.agent.Verdict;
+import dev.drmas.algo.Advantages;
+import dev.drmas.config.AgentSpec;
+import dev.drmas.config.RunConfig;
+import dev.drmas.config.SyntheticData;
+import dev.drmas.env.Demonstrations;
+import dev.drmas.env.JsonlTasks;
+import dev.drmas.env.MathReward;
+import dev.drmas.env.SyntheticArithmetic;
+import dev.drmas.env.Task;
+import dev.drmas.metrics.MetricsLogger;
+import dev.drmas.metrics.PassAtK;
+import dev.drmas.metrics.PhaseTimer;
+import dev.drmas.rollout.Completion;
+import dev.drmas.rollout.GenerationConfig;
+import dev.drmas.rollout.Request;
+import dev.drmas.rollout.SamplingParams;
+import dev.drmas.rollout.TeacherForcing;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+
+public final class Trainer implements AutoCloseable {
+    private final RunConfig cfg;
+    private final Path runDir;
+    private final PrintStream log;
+    private final Policies policies;
+    private final Team team;
+    private final Orchestra orchestra;
+    private final MathReward reward;
+    private final List<Task> train, test;
+    private long step;      // training steps completed
+    private long dataPos;   // training tasks consumed
+    private final boolean resumed;
+
+    private Trainer(RunConfig cfg, PrintStream log, Path checkpoint) {
+        this.cfg = cfg;
+        this.runDir = cfg.run().runDir();
+        this.log = log;
+        int threads = cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors();
+        torch.set_num_threads(threads);
+        try {
+            Files.createDirectories(runDir);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        this.reward = new MathReward(cfg.orchestra().invalidPenalty());
+        this.team = team(cfg);
+        this.orchestra = orchestra(cfg, team);
+        List<List<Task>> data = data(cfg);
+        this.train = data.get(0);
+        this.test = data.get(1);
+        this.policies = Policies.open(cfg, runDir, checkpoint, runDir.resolve("sft").resolve("models"));
+        if (checkpoint != null) {
+            var st = Checkpoints.state(checkpoint);
+            this.step = st.path("step").asLong();
+            this.dataPos = st.path("data_position").asLong();
+            this.resumed = true;
+            log.println("drmas: resumed " + checkpoint + " at step " + step);
+        } else {
+            this.resumed = false;
+            if (!policies.origin.isEmpty()) log.println("drmas: models: " + policies.origin);
+        }
+    }
+
+    /** A trainer for {@code cfg}: resumes its latest checkpoint when run.resume says so. */
+    public static Trainer open(RunConfig cfg, PrintStream log) {
+        Path cp = null;
+        if (cfg.run().resumeAuto()) {
+            cp = new Checkpoints(cfg.run().runDir().resolve("checkpoints")).latest().orElse(null);
+        } else if (!cfg.run().resumeNever()) {
+            cp = cfg.run().resumeFrom();
+            if (!Files.isRegularFile(cp.resolve(Checkpoints.STATE_FILE))) {
+                throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")");
+            }
+        }
+        return new Trainer(cfg, log, cp);
+    }
+
+    public long step() {
+        return step;
+    }
+
+    public Path runDir() {
+        return runDir;
+    }
+
+    // ------------------------------------------------------------------ setup
+
+    static Team team(RunConfig cfg) {
+        List<Agent> agents = new ArrayList<>();
+        for (int i = 0; i < cfg.agents().size(); i++) {
+            AgentSpec a = cfg.agents().get(i);
+            Agent base = switch (a.role()) {
+                case "solver" -> Agent.solver(i, a.model()).withValidity(MathReward::solverValid);
+                case "verifier" -> Agent.verifier(i, a.model()).withValidity(MathReward::verifierValid);
+                default -> throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role()
+                        + "' has no built-in prompts (solver, verifier)");
+            };
+            agents.add(base.withId(a.id()));
+        }
+        return new Team(agents);
+    }
+
+    static Orchestra orchestra(RunConfig cfg, Team team) {
+        var oc = cfg.orchestra();
+        if (!oc.name().equals(MathOrchestra.NAME)) {
+            return Orchestras.create(oc.name(), new OrchestraSettings(team, Map.of("max_loops", oc.maxLoops())));
+        }
+        String solver = cfg.agents().stream().filter(a -> a.role().equals("solver")).map(AgentSpec::id).findFirst()
+                .orElseThrow(() -> new IllegalArgumentException("agents: the math orchestra needs an agent with role solver"));
+        String verifier = cfg.agents().stream().filter(a -> a.role().equals("verifier")).map(AgentSpec::id).findFirst()
+                .orElse(null);
+        Verdict malformed = oc.malformedVerdict().configName().equals("reject") ? Verdict.REJECT : Verdict.APPROVE;
+        // the environment's verdict parser, so that validity and the workflow read replies alike
+        return new MathOrchestra(team, new MathOrchestra.Options(oc.maxLoops(), malformed, solver, verifier),
+                text -> switch (MathReward.parseVerdict(text)) {
+                    case APPROVE -> Verdict.APPROVE;
+                    case REJECT -> Verdict.REJECT;
+                    case MALFORMED -> Verdict.MALFORMED;
+                });
+    }
+
+    static List<List<Task>> data(RunConfig cfg) {
+        var d = cfg.data();
+        if (d.source() == dev.drmas.config.DataConfig.Source.JSONL) {
+            List<Task> tr = JsonlTasks.read(d.trainFile(), d.questionField(), d.answerField());
+            List<Task> te = d.testFile() == null ? List.of() : JsonlTasks.read(d.testFile(), d.questionField(), d.answerField());
+            return List.of(tr, te);
+        }
+        SyntheticData s = d.synthetic();
+        String ops = String.join("", s.operators());
+        var gen = new SyntheticArithmetic(2, s.operands(), 1, s.digits(), ops, s.allowNegative());
+        var split = gen.split(s.trainSize(), s.testSize(), s.seed());
+        return List.of(split.train(), split.test());
+    }
+
+    // ------------------------------------------------------------------ the agents' policy
+
+    /** Acts with the rollout engine: chat rendering, tokenising, batched generation per call. */
+    private final class EnginePolicy implements AgentPolicy {
+        final SamplingParams sampling;
+        final long streamBase;
+        final long seed;
+        int truncated;
+
+        EnginePolicy(SamplingParams sampling, long streamBase, long seed) {
+            this.sampling = sampling;
+            this.streamBase = streamBase;
+            this.seed = seed;
+        }
+
+        @Override
+        public List<Turn> act(Agent agent, List<TurnRequest> requests) {
+            Policies.Policy p = policies.get(agent.modelId());
+            int maxPrompt = cfg.rollout().maxPromptTokens();
+            List<Request> reqs = new ArrayList<>(requests.size());
+            boolean[] cut = new boolean[requests.size()];
+            for (int i = 0; i < requests.size(); i++) {
+                TurnRequest r = requests.get(i);
+                int[] ids = p.tokenizer().encode(p.chat().render(Message.toMaps(r.messages()), true));
+                if (ids.length > maxPrompt) {  // keep the end: the question and the latest context
+                    ids = Arrays.copyOfRange(ids, ids.length - maxPrompt, ids.length);
+                    cut[i] = true;
+                    truncated++;
+                }
+                // a stable id per (step, trajectory, turn): the same draws whatever the batch
+                reqs.add(new Request(ids, streamBase + (long) r.traj() * 64 + r.turn()));
+            }
+            GenerationConfig gc = new GenerationConfig(sampling, cfg.rollout().maxNewTokens(),
+                    new HashSet<>(p.tokenizer().stopTokenIds()), List.of(), null, seed, true,
+                    Math.min(p.tokenizer().vocabSize(), p.model().config().vocabSize()));
+            List<Completion> out = p.generator().generate(reqs, gc);
+            List<Turn> turns = new ArrayList<>(out.size());
+            for (int i = 0; i < out.size(); i++) {
+                Completion c = out.get(i);
+                turns.add(new Turn(p.tokenizer().decode(c.tokens(), true),
+                        new TurnData(reqs.get(i).promptIds(), c.tokens(), c.logprobs(), c.finishReason(), cut[i])));
+            }
+            return turns;
+        }
+    }
+
+    // ------------------------------------------------------------------ training
+
+    /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
+    public Map<String, Double> train() throws IOException {
+        var tc = cfg.trainer();
+        cfg.save(runDir.resolve("config.yaml"));
+        Map<String, Double> lastEval = Map.of();
+        List<String> shown = List.of("reward/mean", "eval/pass@1");
+        try (MetricsLogger metrics = logger(tc.steps(), resumed ? step : -1, shown)) {
+            if (step == 0 && tc.evalBeforeTrain() && tc.evalFreq() > 0) {
+                lastEval = evaluate();
+                metrics.log(0, lastEval);
+            }
+            while (step < tc.steps()) {
+                Map<String, Double> m = trainStep();
+                step++;
+                if (tc.logFreq() > 0 && (step % tc.logFreq() == 0 || step == tc.steps())) metrics.log(step, m);
+                if (tc.evalFreq() > 0 && (step % tc.evalFreq() == 0 || step == tc.steps())) {
+                    lastEval = evaluate();
+                    metrics.log(step, lastEval);
+                }
+                if (tc.saveFreq() > 0 && (step % tc.saveFreq() == 0 || step == tc.steps())) save();
+            }
+        }
+        return lastEval;
+    }
+
+    private MetricsLogger logger(long total, long resumeFrom, List<String> shown) throws IOException {
+        var mc = cfg.metrics();
+        List<dev.drmas.metrics.MetricsSink> sinks = new ArrayList<>();
+        if (mc.progressBar()) sinks.add(dev.drmas.metrics.ProgressBar.forConsole(total, Math.max(resumeFrom, 0), shown));
+        if (mc.jsonl()) sinks.add(dev.drmas.metrics.JsonlSink.open(runDir.resolve(dev.drmas.metrics.JsonlSink.FILE_NAME), resumeFrom));
+        if (mc.tensorboard()) {
+            sinks.add(dev.drmas.metrics.TensorBoardSink.open(runDir.resolve(MetricsLogger.TENSORBOARD_DIR), resumeFrom));
+        }
+        return new MetricsLogger(sinks);
+    }
+
+    /** Writes a checkpoint of the current step. */
+    public Path save() throws IOException {
+        ObjectNode st = new ObjectMapper().createObjectNode();
+        st.put("data_position", dataPos);
+        st.put("seed", cfg.run().seed());
+        Path p = new Checkpoints(runDir.resolve("checkpoints")).save(step, policies.models(), policies.optimizers(), st);
+        policies.copyTokenizers(p.resolve("models"));
+        return p;
+    }
+
+    /** The training tasks of the next step: a seeded permutation per pass over the data. */
+    private List<Task> nextTasks(int count) {
+        List<Task> out = new ArrayList<>(count);
+        for (int i = 0; i < count; i++, dataPos++) {
+            long pass = dataPos / train.size();
+            int at = (int) (dataPos % train.size());
+            out.add(train.get(permutation(train.size(), cfg.run().seed() * 31 + pass)[at]));
+        }
+        return out;
+    }
+
+    private final Map<Long, int[]> perms = new HashMap<>();
+
+    private int[] permutation(int n, long seed) {
+        return perms.computeIfAbsent(seed, s -> {
+            int[] p = new int[n];
+            for (int i = 0; i < n; i++) p[i] = i;
+            SplittableRandom rng = new SplittableRandom(s);
+            for (int i = n - 1; i > 0; i--) {
+                int j = rng.nextInt(i + 1);
+                int t = p[i];
+                p[i] = p[j];
+                p[j] = t;
+            }
+            return p;
+        });
+    }
+
+    /** One training step; returns its metrics. */
+    public Map<String, Double> trainStep() {
+        var rc = cfg.rollout();
+        PhaseTimer timer = new PhaseTimer();
+        Map<String, Double> m = new LinkedHashMap<>();
+        final int b = rc.tasksPerStep(), n = rc.rolloutsPerTask(), k = team.size();
+        List<Episode> episodes;
+        EnginePolicy policy = new EnginePolicy(rc.sampling(), (step + 1) << 24, cfg.run().seed());
+        try (var t = timer.phase("rollout")) {
+            List<Task> tasks = nextTasks(b);
+            List<EpisodeInit> init = new ArrayList<>(b * n);
+            for (int u = 0; u < b; u++)
+                for (int j = 0; j < n; j++) init.add(new EpisodeInit(u, u * n + j, tasks.get(u).question(), tasks.get(u).answer()));
+            episodes = orchestra.run(init, policy);
+        }
+        // ---- rewards and the columnar batch: one row per agent turn
+        List<Integer> uid = new ArrayList<>(), traj = new ArrayList<>(), agent = new ArrayList<>();
+        List<Float> score = new ArrayList<>();
+        List<Step> steps = new ArrayList<>();
+        double rewardSum = 0;
+        int approvals = 0, rejections = 0, malformed = 0;
+        try (var t = timer.phase("reward")) {
+            for (Episode e : episodes) {
+                double r = MathReward.episodeReward(e.action(), e.answer());
+                rewardSum += r;
+                approvals += e.approvals();
+                rejections += e.rejections();
+                malformed += e.malformed();
+                for (Step s : e.steps()) {
+                    uid.add(e.uid());
+                    traj.add(e.traj());
+                    agent.add(s.agent());
+                    score.add((float) reward.rowScore(r, s.valid()));
+                    steps.add(s);
+                }
+            }
+        }
+        final int rows = steps.size();
+        float[] scores = new float[rows];
+        int[] u = new int[rows], tr = new int[rows], ag = new int[rows];
+        for (int i = 0; i < rows; i++) {
+            scores[i] = score.get(i);
+            u[i] = uid.get(i);
+            tr[i] = traj.get(i);
+            ag[i] = agent.get(i);
+        }
+        Advantages.Result adv;
+        try (var t = timer.phase("advantage")) {
+            adv = Advantages.computeWithDiagnostics(cfg.normConfig(), scores, u, tr, ag, b, b * n, k);
+        }
+        // ---- per-model PPO updates
+        PpoUpdater.Stats[] stats = new PpoUpdater.Stats[policies.byId.size()];
+        try (var t = timer.phase("update")) {
+            int mi = 0;
+            for (Policies.Policy p : policies.byId.values()) {
+                List<PpoUpdater.Row> mine = new ArrayList<>();
+                for (int i = 0; i < rows; i++) {
+                    if (!team.agent(ag[i]).modelId().equals(p.id())) continue;
+                    TurnData d = steps.get(i).output().payload(TurnData.class);
+                    mine.add(new PpoUpdater.Row(d.promptIds(), d.responseIds(), adv.advantages()[i]));
+                }
+                stats[mi++] = new PpoUpdater(p.model(), p.optim(), null, ppoSettings(p)).update(mine,
+                        cfg.run().seed() * 1_000_003L + step * 131 + mi);
+            }
+        }
+        // ---- metrics
+        long genTokens = 0;
+        for (Step s : steps) genTokens += s.output().payload(TurnData.class).responseIds().length;
+        m.put("reward/mean", rewardSum / episodes.size());
+        m.put("rows", (double) rows);
+        int verdicts = approvals + rejections + malformed;
+        if (verdicts > 0) {
+            m.put("verifier/approve_rate", approvals / (double) verdicts);
+            m.put("verifier/reject_rate", rejections / (double) verdicts);
+            m.put("verifier/malformed_rate", malformed / (double) verdicts);
+        }
+        agentMetrics(m, adv, scores, ag, steps, b, k);
+        int mi = 0;
+        for (Policies.Policy p : policies.byId.values()) {
+            PpoUpdater.Stats s = stats[mi++];
+            String pre = "model/" + p.id() + "/";
+            m.put(pre + "pg_loss", s.pgLoss());
+            m.put(pre + "clipfrac", s.clipfrac());
+            m.put(pre + "ppo_kl", s.ppoKl());
+            m.put(pre + "grad_norm", s.gradNormMean());
+            m.put(pre + "grad_norm_max", s.gradNormMax());
+            m.put(pre + "skipped_steps", (double) s.skippedSteps());
+            m.put(pre + "lr", p.optim().currentLr());
+        }
+        m.put("prompt_truncated", (double) policy.truncated);
+        m.putAll(timer.drain());
+        double rolloutS = m.getOrDefault("time/rollout_s", 0.0);
+        if (rolloutS > 0) m.put("perf/gen_tokens_per_s", genTokens / rolloutS);
+        return m;
+    }
+
+    private PpoUpdater.Settings ppoSettings(Policies.Policy p) {
+        var pc = cfg.ppo();
+        return new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), cfg.rollout().temperature(), pc.entropyCoef(),
+                p.gradClip(), cfg.lossConfig(), cfg.rollout().maxNewTokens());
+    }
+
+    /** Per agent: score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation (means over groups). */
+    private void agentMetrics(Map<String, Double> m, Advantages.Result adv, float[] scores, int[] ag, List<Step> steps,
+                              int numUids, int k) {
+        double[] d = adv.diagnostics();
+        final int segs = numUids * k;
+        for (int a = 0; a < k; a++) {
+            String pre = "agent/" + team.agent(a).id() + "/";
+            double cnt = 0, s1 = 0, s2 = 0, a1 = 0, a2 = 0, valid = 0, len = 0;
+            for (int i = 0; i < scores.length; i++) {
+                if (ag[i] != a) continue;
+                cnt++;
+                s1 += scores[i];
+                s2 += (double) scores[i] * scores[i];
+                float x = adv.advantages()[i];
+                a1 += x;
+                a2 += (double) x * x;
+                valid += steps.get(i).valid() ? 1 : 0;
+                len += steps.get(i).output().payload(TurnData.class).responseIds().length;
+            }
+            if (cnt == 0) continue;
+            m.put(pre + "rows", cnt);
+            m.put(pre + "score_mean", s1 / cnt);
+            m.put(pre + "score_std", Math.sqrt(Math.max(0, s2 / cnt - (s1 / cnt) * (s1 / cnt))));
+            m.put(pre + "adv_mean", a1 / cnt);
+            m.put(pre + "adv_sq_mean", a2 / cnt);
+            m.put(pre + "valid_ratio", valid / cnt);
+            m.put(pre + "response_len", len / cnt);
+            double mu = 0, sigma = 0, infl = 0;
+            int groups = 0, inflGroups = 0;
+            for (int g = 0; g < numUids; g++) {
+                int s = g * k + a;
+                if (d[Advantages.DIAG_AGENT_COUNT * segs + s] == 0) continue;
+                groups++;
+                mu += d[Advantages.DIAG_AGENT_MEAN * segs + s];
+                sigma += d[Advantages.DIAG_AGENT_STD * segs + s];
+                double f = d[Advantages.DIAG_INFLATION * segs + s];
+                if (Double.isFinite(f)) {
+                    infl += f;
+                    inflGroups++;
+                }
+            }
+            if (groups > 0) {
+                m.put(pre + "mu", mu / groups);
+                m.put(pre + "sigma", sigma / groups);
+            }
+            if (inflGroups > 0) m.put(pre + "inflation", infl / inflGroups);
+        }
+    }
+
+    // ------------------------------------------------------------------ evaluation
+
+    /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
+    public Map<String, Double> evaluate() {
+        var ec = cfg.eval();
+        List<Task> tasks = ec.tasks() > 0 && ec.tasks() < test.size() ? test.subList(0, ec.tasks()) : test;
+        if (tasks.isEmpty()) return Map.of();
+        int n = ec.samplesPerTask();
+        List<EpisodeInit> init = new ArrayList<>();
+        for (int u = 0; u < tasks.size(); u++)
+            for (int j = 0; j < n; j++) init.add(new EpisodeInit(u, u * n + j, tasks.get(u).question(), tasks.get(u).answer()));
+        long t0 = System.nanoTime();
+        // eval draws live in their own stream space, fixed across steps: same tasks, same seeds
+        List<Episode> eps = orchestra.run(init, new EnginePolicy(ec.sampling(), -(1L << 40), cfg.run().seed() + 7));
+        boolean[][] correct = new boolean[tasks.size()][n];
+        for (Episode e : eps) correct[e.uid()][e.traj() - e.uid() * n] = MathReward.episodeReward(e.action(), e.answer()) == 1.0;
+        List<PassAtK.Counts> counts = new ArrayList<>();
+        for (boolean[] c : correct) counts.add(PassAtK.Counts.of(c));
+        Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks(ec.k(), n)));
+        m.put("eval/tasks", (double) tasks.size());
+        m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
+        return m;
+    }
+
+    private static int[] ks(int k, int n) {
+        return k == 1 ? new int[] {1} : new int[] {1, Math.min(k, n)};
+    }
+
+    // ------------------------------------------------------------------ supervised warm start
+
+    /**
+     * Trains every model on demonstrations of the workflow (solver right with probability
+     * sft.solver_correct_prob, verifier labels consistent with the answers), token-mean
+     * cross-entropy on the responses (which end with the end-of-turn token), then saves the
+     * weights to runDir/sft/models, where training picks them up as its starting point.
+     */
+    public Map<String, Double> sft() throws IOException {
+        var sc = cfg.sft();
+        Map<String, AdamW> optims = new LinkedHashMap<>();
+        for (Policies.Policy p : policies.byId.values()) {
+            optims.put(p.id(), new AdamW(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0)));
+        }
+        SplittableRandom rng = new SplittableRandom(cfg.run().seed() ^ 0x5F7L);
+        Map<String, Double> last = new LinkedHashMap<>();
+        int every = Math.max(1, sc.steps() / 10);
+        long t0 = System.nanoTime();
+        try {
+            for (int s = 0; s < sc.steps(); s++) {
+                Map<String, List<PpoUpdater.Row>> byModel = demonstrations(sc.batchSize(), sc.solverCorrectProb(), rng);
+                for (Policies.Policy p : policies.byId.values()) {
+                    List<PpoUpdater.Row> rows = byModel.getOrDefault(p.id(), List.of());
+                    if (rows.isEmpty()) continue;
+                    double loss = crossEntropyStep(p, optims.get(p.id()), rows);
+                    last.put("sft/" + p.id() + "/loss", loss);
+                }
+                if ((s + 1) % every == 0 || s + 1 == sc.steps()) {
+                    StringBuilder sb = new StringBuilder(String.format("sft %d/%d", s + 1, sc.steps()));
+                    last.forEach((key, v) -> sb.append(String.format("  %s=%.4f", key, v)));
+                    sb.append(String.format("  (%.0f s)", (System.nanoTime() - t0) / 1e9));
+                    log.println(sb);
+                }
+            }
+        } finally {
+            optims.values().forEach(AdamW::close);
+        }
+        Path dir = runDir.resolve("sft").resolve("models");
+        for (Policies.Policy p : policies.byId.values()) p.model().save(dir.resolve(p.id()));
+        policies.copyTokenizers(dir);
+        log.println("drmas: warm-start weights written to " + dir);
+        return last;
+    }
+
+    /** Demonstration turns (prompt and response tokens) per model for {@code episodes} workflow runs. */
+    private Map<String, List<PpoUpdater.Row>> demonstrations(int episodes, double pCorrect, SplittableRandom rng) {
+        List<EpisodeInit> init = new ArrayList<>();
+        List<Task> tasks = nextTasks(episodes);
+        for (int i = 0; i < episodes; i++) init.add(new EpisodeInit(i, i, tasks.get(i).question(), tasks.get(i).answer()));
+        Map<Integer, String> lastAnswer = new HashMap<>();
+        AgentPolicy scripted = (agent, reqs) -> {
+            List<Turn> out = new ArrayList<>();
+            for (TurnRequest r : reqs) {
+                Task t = tasks.get(r.episode());
+                String text;
+                if (agent.id().equals(team.agent(0).id()) || !lastAnswer.containsKey(r.episode())) {
+                    text = Demonstrations.solverResponse(t, rng.nextDouble() < pCorrect, rng);
+                    lastAnswer.put(r.episode(), text);
+                } else {
+                    text = Demonstrations.verifierResponse(Demonstrations.verifierLabel(t, lastAnswer.get(r.episode())));
+                }
+                out.add(Turn.of(text));
+            }
+            return out;
+        };
+        Map<String, List<PpoUpdater.Row>> byModel = new LinkedHashMap<>();
+        for (Episode e : orchestra.run(init, scripted)) {
+            for (Step s : e.steps()) {
+                Agent a = team.agent(s.agent());
+                Policies.Policy p = policies.get(a.modelId());
+                int[] prompt = p.tokenizer().encode(p.chat().render(Message.toMaps(s.prompt()), true));
+                int[] body = p.tokenizer().encode(s.text());
+                int[] resp = Arrays.copyOf(body, body.length + 1);
+                resp[body.length] = p.tokenizer().eosTokenId();  // learn to stop
+                byModel.computeIfAbsent(p.id(), x -> new ArrayList<>()).add(new PpoUpdater.Row(prompt, resp, 0f));
+            }
+        }
+        return byModel;
+    }
+
+    /** One step of token-mean cross-entropy on the responses; returns the loss. */
+    private static double crossEntropyStep(Policies.Policy p, AdamW optim, List<PpoUpdater.Row> rows) {
+        List<int[]> prompts = new ArrayList<>(), responses = new ArrayList<>();
+        for (PpoUpdater.Row r : rows) {
+            prompts.add(r.promptIds());
+            responses.add(r.responseIds());
+        }
+        p.model().setRequiresGrad(true);
+        double loss;
+        try (PointerScope scope = new PointerScope()) {
+            Tensor lp = TeacherForcing.logProbs(p.model(), prompts, responses, 1.0, false).logprobs();
+            Tensor l = lp.mean().neg();
+            loss = l.item_double();
+            l.backward();
+        }
+        double norm = GradNorm.clip(p.model().parameters(), p.gradClip());
+        if (Double.isFinite(norm)) optim.step();
+        optim.zeroGrad();
+        p.model().setRequiresGrad(false);
+        return loss;
+    }
+
+    @Override
+    public void close() {
+        policies.close();
+    }
+}
