@@ -4,6 +4,7 @@
 // caller's extra context (bos_token, eos_token, enable_thinking, ...).
 package dev.drmas.tokenizer.template;
 
+import java.time.Clock;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -27,6 +28,12 @@ public final class ChatTemplate {
      * which templates testing `tools is defined` rely on.
      */
     public String render(List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, Object> extraContext) {
+        return render(messages, addGenerationPrompt, extraContext, Clock.systemDefaultZone());
+    }
+
+    /** As render, with strftime_now reading the given clock (tests pin the date). */
+    String render(List<Map<String, Object>> messages, boolean addGenerationPrompt, Map<String, Object> extraContext,
+            Clock clock) {
         Map<String, Object> ctx = new HashMap<>();
         ctx.put("tools", null);
         ctx.put("documents", null);
@@ -40,6 +47,6 @@ public final class ChatTemplate {
         }
         ctx.put("messages", messages);
         ctx.put("add_generation_prompt", addGenerationPrompt);
-        return template.render(ctx);
+        return template.render(ctx, clock);
     }
 }

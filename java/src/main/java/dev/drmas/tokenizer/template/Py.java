@@ -8,6 +8,8 @@ import static dev.drmas.tokenizer.template.Values.MISSING;
 
 import dev.drmas.tokenizer.template.Values.*;
 import java.math.BigDecimal;
+import java.math.MathContext;
+import java.math.RoundingMode;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
@@ -118,7 +120,8 @@ final class Py {
 
     /**
      * Python's float repr: the shortest digits that round-trip (Java's Double.toString gives the
-     * same digits since JDK 19), laid out positionally when the exponent is in [-4, 16), else as
+     * same digits since JDK 19, except that it never writes fewer than two, e.g. 4.9E-324 where
+     * Python writes 5e-324), laid out positionally when the exponent is in [-4, 16), else as
      * 1e+16 / 1.5e-05.
      */
     static String floatRepr(double d) {
@@ -126,6 +129,10 @@ final class Py {
         if (Double.isInfinite(d)) return d > 0 ? "inf" : "-inf";
         if (d == 0) return 1 / d < 0 ? "-0.0" : "0.0";
         BigDecimal bd = new BigDecimal(Double.toString(Math.abs(d))).stripTrailingZeros();
+        if (bd.precision() == 2) {
+            BigDecimal one = new BigDecimal(Math.abs(d)).round(new MathContext(1, RoundingMode.HALF_EVEN));
+            if (one.doubleValue() == Math.abs(d)) bd = one.stripTrailingZeros();
+        }
         String digits = bd.unscaledValue().toString();
         int decpt = digits.length() - bd.scale(); // value = 0.digits * 10^decpt
         String sign = d < 0 ? "-" : "";
