@@ -17,6 +17,8 @@ final class Parser {
     private final List<Token> tokens;
     private int i;
     private int loopDepth;
+    /** The block tags being parsed, innermost first, to say which one an early end left open. */
+    private final Deque<Token> openBlocks = new ArrayDeque<>();
     /** Names read inside each macro body being parsed (for varargs/kwargs/caller). */
     private final Deque<java.util.Set<String>> macroNames = new ArrayDeque<>();
 
@@ -119,7 +121,9 @@ final class Parser {
                 }
                 case EOF -> {
                     if (!endTags.isEmpty()) {
-                        throw fail(t, "unexpected end of template, expected "
+                        Token open = openBlocks.peek();
+                        throw fail(t, "unexpected end of template: the '" + open.text() + "' block opened at line "
+                                + src.line(open.at()) + ":" + src.column(open.at()) + " needs "
                                 + String.join(" or ", endTags.stream().map(x -> "'" + x + "'").toList()));
                     }
                     return body;
@@ -141,6 +145,13 @@ final class Parser {
     private Stmt statement() {
         Token t = cur();
         if (t.kind() != Kind.NAME) throw fail(t, "tag name expected, got '" + describe(t) + "'");
+        openBlocks.push(t);
+        Stmt st = statementOf(t);
+        openBlocks.pop();
+        return st;
+    }
+
+    private Stmt statementOf(Token t) {
         return switch (t.text()) {
             case "if" -> parseIf();
             case "for" -> parseFor();
@@ -157,7 +168,12 @@ final class Parser {
             }
             case "include", "import", "from", "extends", "block", "autoescape", "do", "print" ->
                     throw fail(t, "tag '" + t.text() + "' is not supported in chat templates");
-            default -> throw fail(t, "encountered unknown tag '" + t.text() + "'");
+            default -> {
+                // openBlocks holds t itself first, then the block it appeared in
+                Token open = openBlocks.size() > 1 ? openBlocks.stream().skip(1).findFirst().get() : null;
+                throw fail(t, "unexpected tag '" + t.text() + "'" + (open == null ? "" : " inside the '" + open.text()
+                        + "' block opened at line " + src.line(open.at()) + ":" + src.column(open.at())));
+            }
         };
     }
 
@@ -286,14 +302,10 @@ final class Parser {
     }
 
     private void checkAssignable(Expr e, Token t) {
-        if (e instanceof Name n) {
-            if (List.of("true", "false", "none", "True", "False", "None").contains(n.name())) {
-                throw fail(t, "can't assign to '" + n.name() + "'");
-            }
-        } else if (e instanceof TupleLit tl) {
+        if (e instanceof TupleLit tl) {
             for (Expr item : tl.items()) checkAssignable(item, t);
-        } else {
-            throw fail(t, "can't assign to " + e.getClass().getSimpleName().toLowerCase());
+        } else if (!(e instanceof Name)) {
+            throw fail(t, "can't assign to '" + t.text() + "'");
         }
     }
 
