@@ -191,6 +191,7 @@ final class Builtins {
 
     /** Python's int(str, base) then int(float(str)), as jinja2's int filter tries them. */
     private static Object toInt(Object v, Object dflt, int base) {
+        if (v instanceof Undefined u) throw u.fail();
         if (v instanceof String s) {
             String t = s.strip().replace("_", "");
             try {
@@ -200,15 +201,21 @@ final class Builtins {
                 return Long.parseLong(t, base);
             } catch (NumberFormatException e) {
                 Double d = parseFloat(s);
-                return d == null || d.isNaN() || d.isInfinite() ? dflt : (long) d.doubleValue();
+                return d == null || d.isNaN() || d.isInfinite() ? dflt : toLongExact(d);
             }
         }
         if (Py.isIntLike(v)) return Py.toLong(v);
         if (Py.isFloat(v)) {
             double d = Py.toDouble(v);
-            return Double.isNaN(d) || Double.isInfinite(d) ? dflt : (long) d;
+            return Double.isNaN(d) || Double.isInfinite(d) ? dflt : toLongExact(d);
         }
         return dflt;
+    }
+
+    /** int(float) truncates; Python's result is exact at any size, ours must fit a long. */
+    private static long toLongExact(double d) {
+        if (Math.abs(d) >= 0x1p63) throw new PyError("int(" + Py.floatRepr(d) + ") does not fit in 64 bits");
+        return (long) d;
     }
 
     private static final Pattern PY_FLOAT = Pattern.compile(
@@ -241,7 +248,13 @@ final class Builtins {
     }
 
     /** jinja2's indent: the first line and blank lines stay unindented unless asked. */
-    private static String indent(String s, Object width, boolean first, boolean blank) {
+    private static String indent(Object value, Object width, boolean first, boolean blank) {
+        // jinja2 starts with `s += "\n"`, which only a str survives
+        if (value instanceof Undefined u) throw u.fail();
+        if (value instanceof List) throw new PyError("'list' object has no attribute 'splitlines'");
+        if (!(value instanceof String s)) {
+            throw new PyError("unsupported operand type(s) for +=: '" + Py.typeName(value) + "' and 'str'");
+        }
         String ind = width instanceof String w ? w : " ".repeat((int) Py.toLong(width));
         List<Object> lines = Methods.splitlines(s + "\n", false);
         StringBuilder rv = new StringBuilder();
@@ -287,6 +300,8 @@ final class Builtins {
     }
 
     private static List<Object> dictItems(Object v) {
+        if (v instanceof Undefined u) throw u.fail();
+        if (!(v instanceof Map)) throw new PyError("'" + Py.typeName(v) + "' object has no attribute 'items'");
         List<Object> out = new ArrayList<>();
         ((Map<?, ?>) v).forEach((k, x) -> out.add(new Tuple(java.util.Arrays.asList(k, x))));
         return out;
@@ -339,6 +354,7 @@ final class Builtins {
         });
         FILTERS.put("float", (v, args) -> {
             Object d = Values.or(args.bind("float", 0, "default")[0], 0.0);
+            if (v instanceof Undefined u) throw u.fail();
             if (v instanceof String s) {
                 Double x = parseFloat(s);
                 return x == null ? d : x;
@@ -354,7 +370,7 @@ final class Builtins {
         });
         FILTERS.put("indent", (v, args) -> {
             Object[] a = args.bind("indent", 0, "width", "first", "blank");
-            return indent(Py.str(v), Values.or(a[0], 4L), Py.truthy(Values.or(a[1], false)), Py.truthy(Values.or(a[2], false)));
+            return indent(v, Values.or(a[0], 4L), Py.truthy(Values.or(a[1], false)), Py.truthy(Values.or(a[2], false)));
         });
         FILTERS.put("int", (v, args) -> {
             Object[] a = args.bind("int", 0, "default", "base");
@@ -398,7 +414,8 @@ final class Builtins {
             if (v instanceof String s) return new StringBuilder(s).reverse().toString();
             List<Object> items = Py.toList(v);
             java.util.Collections.reverse(items);
-            boolean reversible = v instanceof List || v instanceof Tuple || v instanceof Map || v instanceof Undefined;
+            boolean reversible = v instanceof List || v instanceof Tuple || v instanceof Map || v instanceof Undefined
+                    || v instanceof DictView;
             return reversible ? gen(items, v instanceof List ? "list_reverseiterator" : "reversed") : items;
         });
         FILTERS.put("round", (v, args) -> {
@@ -483,7 +500,7 @@ final class Builtins {
         simpleTest("sequence", v -> v instanceof String || v instanceof List || v instanceof Tuple || v instanceof Map
                 || v instanceof Undefined);
         simpleTest("iterable", v -> v instanceof String || v instanceof List || v instanceof Tuple || v instanceof Map
-                || v instanceof Undefined || v instanceof Generator);
+                || v instanceof Undefined || v instanceof Generator || v instanceof DictView);
         simpleTest("callable", v -> v instanceof Callable);
         simpleTest("escaped", v -> false);
         simpleTest("lower", v -> (Boolean) Methods.bind(Py.str(v), "islower").call(Args.NONE));

@@ -15,10 +15,15 @@ import java.util.Map;
 final class Format {
     private Format() {}
 
-    /** fmt % arg: a tuple supplies positional values, a dict supplies %(key)s values. */
+    /**
+     * fmt % arg: a tuple supplies positional values, a dict supplies %(key)s values. Like CPython,
+     * an argument with __getitem__ (dict, list, Undefined) switches off the "not all arguments
+     * converted" check.
+     */
     static String percent(String fmt, Object arg) {
         List<?> values = arg instanceof Tuple t ? t.items() : java.util.Collections.singletonList(arg);
         Map<?, ?> mapping = arg instanceof Map<?, ?> m ? m : null;
+        boolean subscriptable = arg instanceof Map || arg instanceof List || arg instanceof Undefined;
         int next = 0;
         StringBuilder b = new StringBuilder();
         int i = 0;
@@ -112,7 +117,7 @@ final class Format {
                 b.append(" ".repeat(padding)).append(sign).append(body);
             }
         }
-        if (mapping == null && next < values.size()) throw new PyError("not all arguments converted during string formatting");
+        if (!subscriptable && next < values.size()) throw new PyError("not all arguments converted during string formatting");
         return b.toString();
     }
 

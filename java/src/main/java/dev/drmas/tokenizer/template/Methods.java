@@ -65,15 +65,15 @@ final class Methods {
                 args.bind(name, 0);
                 List<Object> out = new ArrayList<>();
                 m.forEach((k, v) -> out.add(new Tuple(java.util.Arrays.asList(k, v))));
-                return out;
+                return new DictView("dict_items", out);
             }
             case "keys" -> {
                 args.bind(name, 0);
-                return new ArrayList<Object>(m.keySet());
+                return new DictView("dict_keys", new ArrayList<Object>(m.keySet()));
             }
             case "values" -> {
                 args.bind(name, 0);
-                return new ArrayList<Object>(m.values());
+                return new DictView("dict_values", new ArrayList<Object>(m.values()));
             }
             case "copy" -> {
                 args.bind(name, 0);

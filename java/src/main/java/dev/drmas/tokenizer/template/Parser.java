@@ -588,9 +588,9 @@ final class Parser {
         return new Slice(at, start, stop, step);
     }
 
+    /** A call is reported at its callee (the name or the .attr), which reads better than at '('. */
     private Call call(Expr fn) {
-        int at = cur().at();
-        return new Call(at, fn, callArgs());
+        return new Call(fn.at(), fn, callArgs());
     }
 
     private ArgList callArgs() {

@@ -59,6 +59,7 @@ final class Py {
         if (o instanceof Undefined) return "Undefined";
         if (o instanceof Namespace) return "Namespace";
         if (o instanceof Generator g) return g.typeName;
+        if (o instanceof DictView v) return v.kind();
         if (o instanceof Interpreter.MacroValue) return "Macro";
         if (o instanceof Interpreter.LoopContext) return "LoopContext";
         if (o instanceof Callable) return "builtin_function_or_method";
@@ -74,6 +75,7 @@ final class Py {
         if (o instanceof List<?> l) return !l.isEmpty();
         if (o instanceof Map<?, ?> m) return !m.isEmpty();
         if (o instanceof Tuple t) return !t.items().isEmpty();
+        if (o instanceof DictView v) return !v.items().isEmpty();
         return true;
     }
 
@@ -104,6 +106,7 @@ final class Py {
             return b.append('}').toString();
         }
         if (o instanceof Namespace ns) return "<Namespace " + repr(ns.attrs) + ">";
+        if (o instanceof DictView v) return v.kind() + "(" + repr(v.items()) + ")";
         if (o instanceof Interpreter.MacroValue m) return "<Macro '" + m.name() + "'>";
         if (o instanceof Generator || o instanceof Callable) return "<" + typeName(o) + " object>";
         return o.toString();
@@ -276,6 +279,8 @@ final class Py {
     // ---- arithmetic -----------------------------------------------------------------------------
 
     static Object binary(String op, Object a, Object b) {
+        // str % x is str.__mod__, which takes Undefined as an (empty) mapping instead of failing
+        if (op.equals("%") && a instanceof String fmt) return Format.percent(fmt, b);
         if (a instanceof Undefined u) throw u.fail();
         if (b instanceof Undefined u) throw u.fail();
         boolean ints = isIntLike(a) && isIntLike(b);
@@ -310,7 +315,6 @@ final class Py {
                     }
                 }
                 case "//", "%" -> {
-                    if (op.equals("%") && a instanceof String fmt) return Format.percent(fmt, b);
                     if (ints) {
                         if (toLong(b) == 0) throw new PyError("integer division or modulo by zero");
                         return op.equals("//") ? Math.floorDiv(toLong(a), toLong(b)) : Math.floorMod(toLong(a), toLong(b));
@@ -324,7 +328,11 @@ final class Py {
                         double y = toDouble(b);
                         if (x == 0 && y < 0) throw new PyError("0.0 cannot be raised to a negative power");
                         if (x < 0 && y != Math.rint(y)) throw new PyError("complex results are not supported");
-                        return Math.pow(x, y);
+                        double r = Math.pow(x, y);
+                        if (Double.isInfinite(r) && !Double.isInfinite(x) && !Double.isInfinite(y)) {
+                            throw new PyError("(34, 'Numerical result out of range')"); // CPython's OverflowError
+                        }
+                        return r;
                     }
                 }
                 default -> throw new IllegalStateException(op);
@@ -394,9 +402,12 @@ final class Py {
             if (item instanceof String sub) return s.contains(sub);
             throw new PyError("'in <string>' requires string as left operand, not " + typeName(item));
         }
-        if (container instanceof Map<?, ?> m) return dictGet(m, item) != MISSING;
+        if (container instanceof Map<?, ?> m) {
+            if (item instanceof List || item instanceof Map) throw new PyError("unhashable type: '" + typeName(item) + "'");
+            return dictGet(m, item) != MISSING;
+        }
         if (container instanceof List || container instanceof Tuple || container instanceof Undefined
-                || container instanceof Generator) {
+                || container instanceof Generator || container instanceof DictView) {
             for (Object x : iterate(container)) {
                 if (eq(x, item)) return true;
             }
@@ -411,6 +422,7 @@ final class Py {
     static Iterable<Object> iterate(Object o) {
         if (o instanceof List<?> l) return Collections.unmodifiableList(l);
         if (o instanceof Tuple t) return t.items();
+        if (o instanceof DictView v) return v.items();
         if (o instanceof Map<?, ?> m) return new ArrayList<>(m.keySet());
         if (o instanceof String s) return s.codePoints().mapToObj(Character::toString).map(x -> (Object) x).toList();
         if (o instanceof Undefined) return List.of();
@@ -433,6 +445,7 @@ final class Py {
         if (o instanceof String s) return s.codePointCount(0, s.length());
         if (o instanceof List<?> l) return l.size();
         if (o instanceof Tuple t) return t.items().size();
+        if (o instanceof DictView v) return v.items().size();
         if (o instanceof Map<?, ?> m) return m.size();
         if (o instanceof Undefined) return 0;
         throw new PyError("object of type '" + typeName(o) + "' has no len()");
@@ -496,14 +509,21 @@ final class Py {
         return Undefined.member(obj, key);
     }
 
-    /** obj[start:stop:step] for lists, tuples and strings, with Python's index clamping. */
+    /**
+     * obj[start:stop:step] for lists, tuples and strings, with Python's index clamping. jinja2
+     * compiles slices to plain Python (no sandbox getitem), so misuse is an error, not Undefined.
+     */
     static Object slice(Object obj, Object start, Object stop, Object step) {
         if (obj instanceof Undefined u) throw u.fail();
-        boolean indexable = obj instanceof List || obj instanceof Tuple || obj instanceof String;
-        for (Object x : new Object[] {start, stop, step}) {
-            if (x != null && !isIntLike(x)) indexable = false; // TypeError, which the sandbox turns into Undefined
+        if (obj instanceof Map) throw new PyError("unhashable type: 'slice'");
+        if (!(obj instanceof List || obj instanceof Tuple || obj instanceof String)) {
+            throw new PyError("'" + typeName(obj) + "' object is not subscriptable");
         }
-        if (!indexable) return Undefined.member(obj, "slice(" + repr(start) + ", " + repr(stop) + ", " + repr(step) + ")");
+        for (Object x : new Object[] {start, stop, step}) {
+            if (x != null && !isIntLike(x)) {
+                throw new PyError("slice indices must be integers or None or have an __index__ method");
+            }
+        }
         long st = step == null ? 1 : toLong(step);
         if (st == 0) throw new PyError("slice step cannot be zero");
         int n = len(obj);

@@ -60,6 +60,9 @@ final class Values {
         }
     }
 
+    /** dict.items()/keys()/values(): iterable and sized like a list, but no indexing, and prints as dict_items([...]). */
+    record DictView(String kind, List<Object> items) {}
+
     /** jinja2's namespace(): the one object templates may assign attributes on. */
     static final class Namespace {
         final Map<String, Object> attrs = new LinkedHashMap<>();
