@@ -1,0 +1,40 @@
+// Template.java — a parsed Jinja template rendered with the semantics of HF transformers' chat
+// template environment (jinja2 ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
+// loopcontrols, HF's tojson/raise_exception/strftime_now). Parse once, render many times; a
+// Template is immutable and safe to share between threads.
+package dev.drmas.tokenizer.template;
+
+import dev.drmas.tokenizer.template.Node.Stmt;
+import java.time.Clock;
+import java.util.List;
+import java.util.Map;
+
+public final class Template {
+    private final SourceText source;
+    private final List<Stmt> body;
+
+    private Template(SourceText source, List<Stmt> body) {
+        this.source = source;
+        this.body = body;
+    }
+
+    /** Parses source; a syntax error is a TemplateException naming line:col. */
+    public static Template parse(String source) {
+        SourceText src = SourceText.of(source);
+        return new Template(src, Parser.parse(src));
+    }
+
+    /**
+     * Renders with the given variables. Values are plain Java: Map (dict; use an insertion-ordered
+     * map when order matters, as it does for tojson), List, String, Integer/Long, Double,
+     * Boolean, null (None). Errors are TemplateExceptions naming line:col.
+     */
+    public String render(Map<String, Object> context) {
+        return render(context, Clock.systemDefaultZone());
+    }
+
+    /** As render(context), with strftime_now reading the given clock (tests pin the date). */
+    String render(Map<String, Object> context, Clock clock) {
+        return new Interpreter(source).render(body, Builtins.globals(clock), context);
+    }
+}
