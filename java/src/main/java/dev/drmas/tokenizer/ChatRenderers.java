@@ -1,8 +1,10 @@
-// ChatRenderers.java — picks the chat renderer of a tokenizer: its own chat template when it has one,
-// ChatML otherwise. The template branch waits for the Jinja engine (dev.drmas.tokenizer.template),
-// which lands on another branch; until then it fails loudly rather than render a format the model
-// was not trained on.
+// ChatRenderers.java — picks the chat renderer of a tokenizer: its own chat template (rendered by
+// drmas's Jinja engine exactly as HF transformers renders it, with the tokenizer's special tokens
+// in the context) when it has one, ChatML otherwise.
 package dev.drmas.tokenizer;
+
+import dev.drmas.tokenizer.template.ChatTemplate;
+import java.util.Map;
 
 public final class ChatRenderers {
     private ChatRenderers() {
@@ -12,7 +14,8 @@ public final class ChatRenderers {
         if (tokenizer.chatTemplate().isEmpty()) {
             return new ChatMl();
         }
-        throw new IllegalStateException("this tokenizer has a chat template, but the chat template engine is not yet "
-                + "wired into drmas; only tokenizers without a template (ChatML fallback) can render chats");
+        ChatTemplate t = ChatTemplate.parse(tokenizer.chatTemplate().get());
+        Map<String, Object> context = tokenizer.templateContext();
+        return (messages, addGenerationPrompt) -> t.render(messages, addGenerationPrompt, context);
     }
 }

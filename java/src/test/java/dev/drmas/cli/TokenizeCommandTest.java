@@ -14,6 +14,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.nio.file.Path;
+import java.util.StringJoiner;
 import java.util.Arrays;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
@@ -140,11 +141,15 @@ class TokenizeCommandTest {
     }
 
     @Test
-    void chatWithATemplatedTokenizerSaysTheEngineIsNotWired() {
+    void chatWithATemplatedTokenizerRendersItsTemplate() throws Exception {
         Path qwen3 = Fixtures.qwen3Tokenizer();
         Run r = run("tokenize", "--tokenizer", qwen3.toString(), "--chat", "hi");
-        assertTrue(r.exit() != 0);
-        assertTrue(r.err().contains("chat template engine is not yet wired"), r.err());
-        assertEquals("", r.out());
+        assertEquals(0, r.exit(), r.err());
+        // Qwen3's template for one user message with the generation prompt (thinking not disabled)
+        try (HfTokenizer q = HfTokenizer.load(qwen3)) {
+            StringJoiner want = new StringJoiner(",", "[", "]");
+            for (int id : q.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")) want.add(Integer.toString(id));
+            assertEquals(want + System.lineSeparator(), r.out());
+        }
     }
 }

@@ -131,11 +131,12 @@ class TokenizerFilesTest {
         builtin();
         write("tokenizer_config.json", """
                 {"eos_token": "<|im_end|>", "chat_template": [{"name": "tool_use", "template": "T"},
-                 {"name": "default", "template": "{{ messages }}"}]}""");
+                 {"name": "default", "template": "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{{ eos_token }}"}]}""");
         try (HfTokenizer t = HfTokenizer.load(dir)) {
-            assertEquals(Optional.of("{{ messages }}"), t.chatTemplate());
-            var e = assertThrows(IllegalStateException.class, () -> ChatRenderers.forTokenizer(t));
-            assertContains(e.getMessage(), "chat template engine is not yet wired");
+            assertEquals(Optional.of("{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}{{ eos_token }}"), t.chatTemplate());
+            // the default template renders, with the tokenizer's special tokens in its context
+            assertEquals("[user]hi<|im_end|>",
+                    ChatRenderers.forTokenizer(t).render(List.of(java.util.Map.of("role", "user", "content", "hi")), true));
         }
         write("tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\", \"chat_template\": [{\"name\": \"rag\", \"template\": \"R\"}]}");
         try (HfTokenizer t = HfTokenizer.load(dir)) {
