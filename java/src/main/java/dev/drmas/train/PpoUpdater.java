@@ -24,15 +24,19 @@ public final class PpoUpdater {
     /**
      * @param epochs            passes over the rows
      * @param miniBatchRows     rows per optimiser step
+     * @param microBatchRows    rows per forward/backward (gradients accumulate over a mini-batch;
+     *                          the loss is normalised over the whole mini-batch, so the result does
+     *                          not depend on it)
      * @param temperature       the sampling temperature (log-probs are taken at it; 0 counts as 1)
      * @param entropyCoef       weight of the entropy bonus (0: off)
      * @param gradClip          max global gradient norm (0: no clipping)
      * @param loss              clip range, dual clip, KL and aggregation
      * @param constantNormalizer the divisor of seq-mean-token-sum-norm (Dr. GRPO: the token budget)
      */
-    public record Settings(int epochs, int miniBatchRows, double temperature, double entropyCoef, double gradClip,
-                           LossConfig loss, double constantNormalizer) {
+    public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
+                           double gradClip, LossConfig loss, double constantNormalizer) {
         public Settings {
+            if (microBatchRows < 1) throw new IllegalArgumentException("ppo.micro_batch_size must be >= 1, got " + microBatchRows);
             if (epochs < 1) throw new IllegalArgumentException("ppo.epochs must be >= 1, got " + epochs);
             if (miniBatchRows < 1) throw new IllegalArgumentException("ppo.mini_batch_size must be >= 1, got " + miniBatchRows);
             if (!(gradClip >= 0)) throw new IllegalArgumentException("grad_clip must be >= 0, got " + gradClip);
@@ -142,8 +146,34 @@ public final class PpoUpdater {
     private record MiniBatch(double[] sums, double entropySum) {
     }
 
-    /** Forward, fused loss and backward of one mini-batch; gradients accumulate in the parameters. */
+    /**
+     * Forward, fused loss and backward of one mini-batch, a micro-batch at a time; gradients
+     * accumulate in the parameters. The normaliser is the mini-batch's (token-mean: its tokens),
+     * so micro-batching changes nothing but memory.
+     */
     private MiniBatch miniBatch(List<Row> mb, List<float[]> old, List<float[]> ref) {
+        long total = 0;
+        for (Row r : mb) total += r.responseIds().length;
+        if (total == 0) return null;
+        double normalizer = switch (s.loss().aggregation()) {
+            case TOKEN_MEAN -> total;
+            case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> mb.size();
+            case SEQ_MEAN_TOKEN_SUM_NORM -> s.constantNormalizer();
+        };
+        double[] sums = new double[ClippedLoss.NUM_SUMS];
+        double entropySum = 0;
+        for (int from = 0; from < mb.size(); from += s.microBatchRows()) {
+            int to = Math.min(mb.size(), from + s.microBatchRows());
+            MiniBatch part = microBatch(mb.subList(from, to), old.subList(from, to), ref == null ? null : ref.subList(from, to),
+                    normalizer, total);
+            if (part == null) continue;
+            for (int k = 0; k < sums.length; k++) sums[k] += part.sums[k];
+            entropySum += part.entropySum;
+        }
+        return new MiniBatch(sums, entropySum);
+    }
+
+    private MiniBatch microBatch(List<Row> mb, List<float[]> old, List<float[]> ref, double normalizer, long miniBatchTokens) {
         List<int[]> prompts = new ArrayList<>(mb.size()), responses = new ArrayList<>(mb.size());
         for (Row r : mb) {
             prompts.add(r.promptIds());
@@ -162,21 +192,16 @@ public final class PpoUpdater {
             }
             var dev = model.device();
             Tensor logp = tf.logprobs();
-            double normalizer = switch (s.loss().aggregation()) {
-                case TOKEN_MEAN -> n;
-                case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> mb.size();
-                case SEQ_MEAN_TOKEN_SUM_NORM -> s.constantNormalizer();
-            };
             LossOut loss = backend.apply(s.loss(), normalizer, Tensors.longs(off).to(dev, ScalarType.Long), logp,
                     Tensors.floats(oldTok).to(dev, ScalarType.Float), Tensors.floats(advTok).to(dev, ScalarType.Float),
                     refTok == null ? null : Tensors.floats(refTok).to(dev, ScalarType.Float));
-            // one backward for the policy loss and the entropy bonus (token mean)
+            // one backward for the policy loss and the entropy bonus (token mean over the mini-batch)
             Tensor surrogate = loss.surrogate();
             double entropySum = 0;
             if (tf.entropy() != null) {
                 Tensor ent = tf.entropy();
                 entropySum = ent.detach().sum().item_double();
-                surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / n)));
+                surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / miniBatchTokens)));
             }
             surrogate.backward();
             return new MiniBatch(loss.sums(), entropySum);
@@ -186,8 +211,8 @@ public final class PpoUpdater {
     /** Log-probs of every row's response under {@code m}, without autograd, a mini-batch at a time. */
     private float[][] logProbs(CausalLm m, List<Row> rows) {
         float[][] out = new float[rows.size()][];
-        for (int from = 0; from < rows.size(); from += s.miniBatchRows()) {
-            int to = Math.min(rows.size(), from + s.miniBatchRows());
+        for (int from = 0; from < rows.size(); from += s.microBatchRows()) {
+            int to = Math.min(rows.size(), from + s.microBatchRows());
             List<int[]> p = new ArrayList<>(), a = new ArrayList<>();
             for (int i = from; i < to; i++) {
                 p.add(rows.get(i).promptIds());

@@ -120,6 +120,11 @@ public final class Trainer implements AutoCloseable {
         return runDir;
     }
 
+    /** The run's models, for tests in this package. */
+    Map<String, Policies.Policy> policiesForTest() {
+        return policies.byId;
+    }
+
     // ------------------------------------------------------------------ setup
 
     static Team team(RunConfig cfg) {
@@ -390,7 +395,7 @@ public final class Trainer implements AutoCloseable {
 
     private PpoUpdater.Settings ppoSettings(Policies.Policy p) {
         var pc = cfg.ppo();
-        return new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), cfg.rollout().temperature(), pc.entropyCoef(),
+        return new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), pc.microBatchSize(), cfg.rollout().temperature(), pc.entropyCoef(),
                 p.gradClip(), cfg.lossConfig(), cfg.rollout().maxNewTokens());
     }
 

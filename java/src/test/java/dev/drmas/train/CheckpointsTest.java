@@ -39,7 +39,7 @@ class CheckpointsTest {
              CausalLm b = CausalLm.random(ModelConfig.tiny(Family.LLAMA, 40), 2);
              AdamW oa = new AdamW(a.parameters(), AdamW.Settings.of(1e-2))) {
             // one real update so that the optimiser state is not all zeros
-            new PpoUpdater(a, oa, null, new PpoUpdater.Settings(1, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1))
+            new PpoUpdater(a, oa, null, new PpoUpdater.Settings(1, 4, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1))
                     .update(PpoUpdaterTest.rows(1, 4).stream()
                             .map(r -> new PpoUpdater.Row(r.promptIds(), r.responseIds().length == 0 ? new int[] {1} : r.responseIds(), r.advantage()))
                             .map(r -> new PpoUpdater.Row(r.promptIds(), java.util.Arrays.stream(r.responseIds()).map(t -> t % 40).toArray(),

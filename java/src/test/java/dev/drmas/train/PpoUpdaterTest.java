@@ -79,7 +79,7 @@ class PpoUpdaterTest {
                     .withClip(0.1, 0.3).withDualClip(0);
         };
         double entropy = v == Variant.SEQ_MEAN_KL_K3_ENTROPY ? 0.01 : 0.0;
-        PpoUpdater.Settings s = new PpoUpdater.Settings(2, 5, 0.8, entropy, 1.0, loss, 8);
+        PpoUpdater.Settings s = new PpoUpdater.Settings(2, 5, 5, 0.8, entropy, 1.0, loss, 8);
         List<PpoUpdater.Row> rows = rows(3, 12);
         Map<String, float[]> a, b;
         try (CausalLm m1 = CausalLm.random(cfg, 5); CausalLm m2 = CausalLm.random(cfg, 5);
@@ -105,6 +105,30 @@ class PpoUpdaterTest {
     }
 
     @Test
+    void microBatchingDoesNotChangeTheUpdate() {
+        // token-mean over the whole mini-batch: 6 rows in one forward or in micro-batches of 2.
+        // The gradients then differ only by summation order; Adam's eps = 1e-3 keeps that rounding
+        // from being scaled up to lr-sized steps where a gradient is near zero.
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        List<PpoUpdater.Row> rows = rows(11, 12);
+        LossConfig loss = LossConfig.defaults();
+        AdamW.Settings opt = new AdamW.Settings(3e-3, 0.9, 0.999, 1e-3, 0.01, 0);
+        Map<String, float[]> a, b;
+        try (CausalLm m1 = CausalLm.random(cfg, 5); CausalLm m2 = CausalLm.random(cfg, 5);
+             AdamW o1 = new AdamW(m1.parameters(), opt);
+             AdamW o2 = new AdamW(m2.parameters(), opt)) {
+            new PpoUpdater(m1, o1, null, new PpoUpdater.Settings(2, 6, 6, 1.0, 0.01, 1.0, loss, 8)).update(rows, 9);
+            new PpoUpdater(m2, o2, null, new PpoUpdater.Settings(2, 6, 2, 1.0, 0.01, 1.0, loss, 8)).update(rows, 9);
+            a = snapshot(m1);
+            b = snapshot(m2);
+        }
+        for (String k : a.keySet()) {
+            float[] x = a.get(k), y = b.get(k);
+            for (int i = 0; i < x.length; i++) assertEquals(y[i], x[i], 1e-5 + 1e-5 * Math.abs(y[i]), k + "[" + i + "]");
+        }
+    }
+
+    @Test
     void positiveAdvantagesRaiseTheirLogProbs() {
         ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
         List<PpoUpdater.Row> rows = new ArrayList<>();
@@ -112,7 +136,7 @@ class PpoUpdaterTest {
         try (CausalLm m = CausalLm.random(cfg, 1); AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(1e-3))) {
             double before = meanLogProb(m, rows);
             PpoUpdater.Stats st = new PpoUpdater(m, o, null,
-                    new PpoUpdater.Settings(1, 8, 1.0, 0, 0, LossConfig.defaults(), 1)).update(rows, 1);
+                    new PpoUpdater.Settings(1, 8, 8, 1.0, 0, 0, LossConfig.defaults(), 1)).update(rows, 1);
             double after = meanLogProb(m, rows);
             assertTrue(after > before, "mean log-prob " + before + " -> " + after);
             assertTrue(st.gradNormMean() > 0 && Double.isFinite(st.pgLoss()));
@@ -140,7 +164,7 @@ class PpoUpdaterTest {
             PpoUpdater.LossBackend nan = (c, n, off, logp, old, adv, ref) -> new PpoUpdater.LossOut(
                     logp.mul(new org.bytedeco.pytorch.Scalar(Double.NaN)).sum(), new double[dev.drmas.algo.ClippedLoss.NUM_SUMS]);
             PpoUpdater.Stats st = new PpoUpdater(m, o, null,
-                    new PpoUpdater.Settings(1, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1), nan).update(rows(4, 4), 0);
+                    new PpoUpdater.Settings(1, 4, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1), nan).update(rows(4, 4), 0);
             assertEquals(1, st.skippedSteps());
             assertEquals(0, st.optimizerSteps());
             Map<String, float[]> after = snapshot(m);
@@ -154,7 +178,7 @@ class PpoUpdaterTest {
         try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN3, VOCAB), 2);
              AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(1e-2))) {
             var e = assertThrows(IllegalArgumentException.class, () -> new PpoUpdater(m, o, null,
-                    new PpoUpdater.Settings(1, 4, 1.0, 0, 1.0, LossConfig.defaults().withKl(KlEstimator.K1, 0.1), 1)));
+                    new PpoUpdater.Settings(1, 4, 4, 1.0, 0, 1.0, LossConfig.defaults().withKl(KlEstimator.K1, 0.1), 1)));
             assertTrue(e.getMessage().contains("reference model"), e.getMessage());
         }
     }
