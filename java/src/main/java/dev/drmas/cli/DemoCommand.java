@@ -1,72 +1,108 @@
-// DemoCommand.java — `drmas demo`: until the trainer lands, the demo normalises the shipped
-// example batch (configs/demo/rollouts.jsonl, a solver ⇄ verifier run) with GRPO and with
-// Dr. MAS, writes both results, and shows per agent what the paper is about: the inflation
-// factor of Lemma 4.2 that GRPO's group baseline puts on an agent's gradient second moment, and
-// the per-agent centring that Dr. MAS gives instead. The text reports the measured numbers.
+// DemoCommand.java — `drmas demo`, the main job on a fresh machine: warm-starts the tiny
+// solver–verifier team of configs/math-toy-drmas.yaml on demonstrations, trains it with Dr. MAS
+// on synthetic arithmetic on the CPU, evaluates before and after, and prints what happened and
+// where the run directory and TensorBoard logs are. Re-running resumes the run where it stopped.
 package dev.drmas.cli;
 
-import dev.drmas.algo.AdvantageSummary;
-import dev.drmas.algo.Advantages;
-import dev.drmas.algo.NormConfig;
-import dev.drmas.algo.NormMode;
-import dev.drmas.bindings.Backend;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.config.RunConfig;
+import dev.drmas.train.Trainer;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Locale;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = "Normalise the example solver/verifier batch with GRPO and Dr. MAS and compare them per agent.")
+        description = {"Warm-start, train with Dr. MAS and evaluate a tiny solver-verifier team on synthetic arithmetic (CPU).",
+                "Re-running continues the run; --fresh starts over."})
 final class DemoCommand implements Callable<Integer> {
 
-    @Option(names = "--input", defaultValue = "configs/demo/rollouts.jsonl", paramLabel = "IN.jsonl",
-            description = "rollout rows (default ${DEFAULT-VALUE})")
-    Path input;
+    @Option(names = "--config", defaultValue = "configs/math-toy-drmas.yaml", paramLabel = "CONFIG",
+            description = "run configuration (default ${DEFAULT-VALUE})")
+    Path config;
 
-    @Option(names = "--out-dir", defaultValue = "runs/demo", paramLabel = "DIR",
-            description = "where grpo.jsonl and drmas.jsonl go (default ${DEFAULT-VALUE})")
-    Path outDir;
+    @Option(names = "--fresh", description = "delete the run directory first")
+    boolean fresh;
+
+    @Parameters(arity = "0..*", paramLabel = "KEY=VALUE", description = "config overrides, e.g. trainer.steps=10")
+    List<String> overrides = new ArrayList<>();
 
     @Override
-    public Integer call() {
-        ScoredRows rows = ScoredRows.read(input);
-        if (rows.size() == 0) throw new UserError(input + ": no rows");
-        int k = rows.numAgents();
-        Advantages.Result grpo = Advantages.computeWithDiagnostics(NormConfig.of(NormMode.GRPO), rows.scores, rows.uid,
-                rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
-        Advantages.Result drmas = Advantages.computeWithDiagnostics(NormConfig.of(NormMode.DRMAS), rows.scores, rows.uid,
-                rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
-        NormalizeCommand.writeAtomically(outDir.resolve("grpo.jsonl"), ScoredRows.read(input), grpo.advantages());
-        NormalizeCommand.writeAtomically(outDir.resolve("drmas.jsonl"), ScoredRows.read(input), drmas.advantages());
-
-        AdvantageSummary[] g = AdvantageSummary.perAgent(rows.scores, rows.agent, grpo.advantages(), grpo.diagnostics(), rows.numUids, k);
-        AdvantageSummary[] d = AdvantageSummary.perAgent(rows.scores, rows.agent, drmas.advantages(), drmas.diagnostics(), rows.numUids, k);
-        var out = System.out;
-        out.printf(Locale.ROOT, "drmas demo — %s: %d rows, %d tasks x rollouts (%d trajectories), %d agents; kernels on %s%n%n",
-                input, rows.size(), rows.numUids, rows.numTrajs, k, Backend.CPU);
-        out.printf(Locale.ROOT, "%-10s %5s %7s | %-22s | %-22s | %s%n", "", "", "", "GRPO (group baseline)", "Dr. MAS (per agent)",
-                "Lemma 4.2 inflation");
-        out.printf(Locale.ROOT, "%-10s %5s %7s | %10s %11s | %10s %11s | %s%n", "agent", "rows", "score", "adv mean", "E[adv^2]",
-                "adv mean", "E[adv^2]", "(σk²+(μk−μ)²)/σ² mean, max");
-        int worst = 0;
-        for (int a = 0; a < k; a++) {
-            out.printf(Locale.ROOT, "%-10s %5d %7.3f | %10.3f %11.3f | %10.3f %11.3f | %.2f, %.2f over %d groups%n",
-                    rows.agentNames.get(a), g[a].rows(), g[a].scoreMean(), g[a].advantageMean(), g[a].advantageSecondMoment(),
-                    d[a].advantageMean(), d[a].advantageSecondMoment(), g[a].inflationMean(), g[a].inflationMax(),
-                    g[a].inflationGroups());
-            if (g[a].inflationMax() > g[worst].inflationMax()) worst = a;
+    public Integer call() throws Exception {
+        RunCommand rc = new RunCommand() {
+            @Override
+            public Integer call() {
+                return 0;
+            }
+        };
+        rc.config = config;
+        rc.overrides = overrides;
+        RunConfig cfg = rc.loadConfig();
+        Path runDir = cfg.run().runDir();
+        if (fresh && Files.exists(runDir)) deleteTree(runDir);
+        System.out.println("drmas demo: " + cfg.agents().size() + " agents, mode " + cfg.algorithm().mode().configName()
+                + ", " + cfg.trainer().steps() + " steps of " + cfg.rollout().tasksPerStep() + " tasks x "
+                + cfg.rollout().rolloutsPerTask() + " rollouts; run directory " + runDir);
+        long t0 = System.nanoTime();
+        boolean warm = Files.isDirectory(runDir.resolve("sft").resolve("models"));
+        boolean checkpointed = Files.isDirectory(runDir.resolve("checkpoints"));
+        if (!warm && !checkpointed && cfg.sft().steps() > 0) {
+            System.out.println("1/2 supervised warm start (" + cfg.sft().steps() + " steps)");
+            RunConfig sftCfg = cfg.withOverrides(List.of("run.resume=never"));
+            rc.withTrainer(sftCfg, System.out, Trainer::sft);
         }
-        out.println();
-        out.println("GRPO normalises every agent with its group's mean and std. Lemma 4.2: that scales agent k's");
-        out.println("gradient second moment by (σk²+(μk−μ)²)/σ², its inflation factor. Here the largest is "
-                + String.format(Locale.ROOT, "%.2f (%s)", g[worst].inflationMax(), rows.agentNames.get(worst)) + ";");
-        out.println("groups where an agent's scores sit off the group's are where gradient norms spike.");
-        out.println("Dr. MAS normalises per (task, agent): each agent's advantages are centred (mean 0 above)");
-        out.println("and scaled by its own spread, so that factor is 1 by construction.");
-        out.println();
-        out.println("Wrote " + outDir.resolve("grpo.jsonl") + " and " + outDir.resolve("drmas.jsonl") + ".");
-        out.println("Try: ./drmas normalize --mode drmas --summary " + input + " > out.jsonl");
+        System.out.println("2/2 reinforcement learning with " + cfg.algorithm().mode().configName());
+        rc.withTrainer(cfg, System.out, Trainer::train);
+        double minutes = (System.nanoTime() - t0) / 60e9;
+        report(runDir, minutes);
         return 0;
+    }
+
+    /** Before/after table from metrics.jsonl: the first and the last evaluation. */
+    static void report(Path runDir, double minutes) throws IOException {
+        Path file = runDir.resolve("metrics.jsonl");
+        List<JsonNode> evals = new ArrayList<>();
+        JsonNode lastTrain = null;
+        ObjectMapper m = new ObjectMapper();
+        for (String line : Files.readAllLines(file)) {
+            JsonNode n = m.readTree(line);
+            if (n.has("eval/pass@1")) evals.add(n);
+            if (n.has("reward/mean")) lastTrain = n;
+        }
+        System.out.println();
+        if (evals.size() >= 1) {
+            JsonNode first = evals.get(0), last = evals.get(evals.size() - 1);
+            Map<String, String> keys = new LinkedHashMap<>();
+            first.fieldNames().forEachRemaining(k -> {
+                if (k.startsWith("eval/avg@") || k.startsWith("eval/pass@")) keys.put(k, k.substring(5));
+            });
+            System.out.printf("%-10s %12s %12s%n", "held-out", "step " + first.get("step").asInt(), "step " + last.get("step").asInt());
+            keys.forEach((k, label) -> System.out.printf("%-10s %12.3f %12.3f%n", label, first.get(k).asDouble(), last.get(k).asDouble()));
+        }
+        if (lastTrain != null) {
+            System.out.printf("last step: reward %.3f", lastTrain.get("reward/mean").asDouble());
+            for (String a : new String[] {"solver", "verifier"}) {
+                JsonNode infl = lastTrain.get("agent/" + a + "/inflation");
+                if (infl != null && infl.isNumber()) System.out.printf(", %s inflation (σ_k²+(μ_k−μ)²)/σ² %.2f", a, infl.asDouble());
+            }
+            System.out.println();
+        }
+        System.out.printf("%nrun directory:   %s%nmetrics:         %s%ntensorboard:     tensorboard --logdir %s%n"
+                + "checkpoints:     %s%ntime:            %.1f min%n", runDir.toAbsolutePath(), file.toAbsolutePath(),
+                runDir.resolve("tensorboard").toAbsolutePath(), runDir.resolve("checkpoints").toAbsolutePath(), minutes);
+    }
+
+    static void deleteTree(Path p) throws IOException {
+        try (var s = Files.walk(p)) {
+            for (Path x : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(x);
+        }
     }
 }

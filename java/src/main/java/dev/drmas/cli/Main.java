@@ -1,7 +1,7 @@
-// Main.java — the `drmas` command: picocli subcommands over the trainer. Today: normalize
-// (advantages for a JSONL file of rollout rows), demo (GRPO vs Dr. MAS on the shipped
-// example), info (which libdrmas and backend this machine uses), tokenize (check a tokenizer and
-// its chat template) and generate (continue a prompt with a checkpoint folder).
+// Main.java — the `drmas` command: picocli subcommands over the trainer: demo (the main job),
+// train / sft / eval (runs from a YAML config), normalize (advantages for a JSONL file of rollout
+// rows), compare (GRPO vs Dr. MAS on a batch), tokenize and generate (check a tokenizer or a
+// checkpoint by hand) and info (which libdrmas and backend this machine uses).
 package dev.drmas.cli;
 
 import picocli.CommandLine;
@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
 
 @Command(name = "drmas", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
-        subcommands = {NormalizeCommand.class, DemoCommand.class, InfoCommand.class, TokenizeCommand.class,
+        subcommands = {DemoCommand.class, NormalizeCommand.class, CompareCommand.class, InfoCommand.class, TokenizeCommand.class,
                 GenerateCommand.class, TrainCommand.class, SftCommand.class, EvalCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {

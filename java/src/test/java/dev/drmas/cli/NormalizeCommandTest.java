@@ -173,14 +173,14 @@ class NormalizeCommandTest {
     }
 
     @Test
-    void demoComparesGrpoAndDrmasOnTheShippedBatch() throws IOException {
+    void compareShowsGrpoAndDrmasOnTheShippedBatch() throws IOException {
         Path example = Path.of("..", "configs", "demo", "rollouts.jsonl");
         PrintStream saved = System.out;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
         Run r;
         try {
-            r = run("demo", "--input", example.toString(), "--out-dir", dir.toString());
+            r = run("compare", "--input", example.toString(), "--out-dir", dir.toString());
         } finally {
             System.setOut(saved);
         }

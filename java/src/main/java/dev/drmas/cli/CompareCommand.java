@@ -1,0 +1,72 @@
+// CompareCommand.java — `drmas compare`: normalises a batch of rollout rows (by default the shipped
+// example, configs/demo/rollouts.jsonl, a solver ⇄ verifier run) with GRPO and with Dr. MAS,
+// writes both results, and shows per agent what the paper is about: the inflation
+// factor of Lemma 4.2 that GRPO's group baseline puts on an agent's gradient second moment, and
+// the per-agent centring that Dr. MAS gives instead. The text reports the measured numbers.
+package dev.drmas.cli;
+
+import dev.drmas.algo.AdvantageSummary;
+import dev.drmas.algo.Advantages;
+import dev.drmas.algo.NormConfig;
+import dev.drmas.algo.NormMode;
+import dev.drmas.bindings.Backend;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(name = "compare", mixinStandardHelpOptions = true,
+        description = "Normalise the example solver/verifier batch with GRPO and Dr. MAS and compare them per agent.")
+final class CompareCommand implements Callable<Integer> {
+
+    @Option(names = "--input", defaultValue = "configs/demo/rollouts.jsonl", paramLabel = "IN.jsonl",
+            description = "rollout rows (default ${DEFAULT-VALUE})")
+    Path input;
+
+    @Option(names = "--out-dir", defaultValue = "runs/compare", paramLabel = "DIR",
+            description = "where grpo.jsonl and drmas.jsonl go (default ${DEFAULT-VALUE})")
+    Path outDir;
+
+    @Override
+    public Integer call() {
+        ScoredRows rows = ScoredRows.read(input);
+        if (rows.size() == 0) throw new UserError(input + ": no rows");
+        int k = rows.numAgents();
+        Advantages.Result grpo = Advantages.computeWithDiagnostics(NormConfig.of(NormMode.GRPO), rows.scores, rows.uid,
+                rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
+        Advantages.Result drmas = Advantages.computeWithDiagnostics(NormConfig.of(NormMode.DRMAS), rows.scores, rows.uid,
+                rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
+        NormalizeCommand.writeAtomically(outDir.resolve("grpo.jsonl"), ScoredRows.read(input), grpo.advantages());
+        NormalizeCommand.writeAtomically(outDir.resolve("drmas.jsonl"), ScoredRows.read(input), drmas.advantages());
+
+        AdvantageSummary[] g = AdvantageSummary.perAgent(rows.scores, rows.agent, grpo.advantages(), grpo.diagnostics(), rows.numUids, k);
+        AdvantageSummary[] d = AdvantageSummary.perAgent(rows.scores, rows.agent, drmas.advantages(), drmas.diagnostics(), rows.numUids, k);
+        var out = System.out;
+        out.printf(Locale.ROOT, "drmas demo — %s: %d rows, %d tasks x rollouts (%d trajectories), %d agents; kernels on %s%n%n",
+                input, rows.size(), rows.numUids, rows.numTrajs, k, Backend.CPU);
+        out.printf(Locale.ROOT, "%-10s %5s %7s | %-22s | %-22s | %s%n", "", "", "", "GRPO (group baseline)", "Dr. MAS (per agent)",
+                "Lemma 4.2 inflation");
+        out.printf(Locale.ROOT, "%-10s %5s %7s | %10s %11s | %10s %11s | %s%n", "agent", "rows", "score", "adv mean", "E[adv^2]",
+                "adv mean", "E[adv^2]", "(σk²+(μk−μ)²)/σ² mean, max");
+        int worst = 0;
+        for (int a = 0; a < k; a++) {
+            out.printf(Locale.ROOT, "%-10s %5d %7.3f | %10.3f %11.3f | %10.3f %11.3f | %.2f, %.2f over %d groups%n",
+                    rows.agentNames.get(a), g[a].rows(), g[a].scoreMean(), g[a].advantageMean(), g[a].advantageSecondMoment(),
+                    d[a].advantageMean(), d[a].advantageSecondMoment(), g[a].inflationMean(), g[a].inflationMax(),
+                    g[a].inflationGroups());
+            if (g[a].inflationMax() > g[worst].inflationMax()) worst = a;
+        }
+        out.println();
+        out.println("GRPO normalises every agent with its group's mean and std. Lemma 4.2: that scales agent k's");
+        out.println("gradient second moment by (σk²+(μk−μ)²)/σ², its inflation factor. Here the largest is "
+                + String.format(Locale.ROOT, "%.2f (%s)", g[worst].inflationMax(), rows.agentNames.get(worst)) + ";");
+        out.println("groups where an agent's scores sit off the group's are where gradient norms spike.");
+        out.println("Dr. MAS normalises per (task, agent): each agent's advantages are centred (mean 0 above)");
+        out.println("and scaled by its own spread, so that factor is 1 by construction.");
+        out.println();
+        out.println("Wrote " + outDir.resolve("grpo.jsonl") + " and " + outDir.resolve("drmas.jsonl") + ".");
+        out.println("Try: ./drmas normalize --mode drmas --summary " + input + " > out.jsonl");
+        return 0;
+    }
+}
