@@ -28,7 +28,7 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 final class Policies implements AutoCloseable {
     /** One model of the run. {@code tokenizerDir} holds its tokenizer files (copied into checkpoints). */
     record Policy(String id, CausalLm model, HfTokenizer tokenizer, Path tokenizerDir, ChatRenderer chat, Generator generator,
-                  AdamW optim, double gradClip) {
+                  AdamW optim, double gradClip, CausalLm reference) {
     }
 
     final Map<String, Policy> byId = new LinkedHashMap<>();
@@ -71,8 +71,9 @@ final class Policies implements AutoCloseable {
                 AdamW optim = new AdamW(model.parameters(), new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(),
                         o.weightDecay(), o.warmupSteps()));
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
+                CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;
                 ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), new Generator(model),
-                        optim, o.gradClip()));
+                        optim, o.gradClip(), ref));
             }
         } catch (RuntimeException e) {
             ps.close();
@@ -120,6 +121,24 @@ final class Policies implements AutoCloseable {
         }
     }
 
+    /**
+     * The frozen reference policy of the KL term: the model's starting weights. A model with a path
+     * reloads them from there; any other is saved to runDir/reference/id when the run starts, so
+     * that a resumed run keeps the same reference.
+     */
+    private static CausalLm reference(Path runDir, String id, ModelSpec spec, CausalLm model, ScalarType dtype, Device device) {
+        if (spec.loadsWeights()) return CausalLm.load(spec.path(), dtype, device);
+        Path dir = runDir.resolve("reference").resolve(id);
+        if (!Files.isRegularFile(dir.resolve("config.json"))) {
+            try {
+                model.save(dir);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return CausalLm.load(dir, dtype, device);
+    }
+
     /** The built-in tokenizer of a run, written once into runDir/tokenizer. */
     static Path builtinTokenizer(Path runDir) {
         Path dir = runDir.resolve("tokenizer");
@@ -161,6 +180,7 @@ final class Policies implements AutoCloseable {
         for (Policy p : byId.values()) {
             p.optim().close();
             p.model().close();
+            if (p.reference() != null) p.reference().close();
             p.tokenizer().close();
         }
         byId.clear();

@@ -32,9 +32,16 @@ public final class PpoUpdater {
      * @param gradClip          max global gradient norm (0: no clipping)
      * @param loss              clip range, dual clip, KL and aggregation
      * @param constantNormalizer the divisor of seq-mean-token-sum-norm (Dr. GRPO: the token budget)
+     * @param gradNormPerAgent  also measure each agent's own gradient norm before the update (one
+     *                          extra forward and backward per agent of the model)
      */
     public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
-                           double gradClip, LossConfig loss, double constantNormalizer) {
+                           double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent) {
+        public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
+                        double gradClip, LossConfig loss, double constantNormalizer) {
+            this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer, false);
+        }
+
         public Settings {
             if (microBatchRows < 1) throw new IllegalArgumentException("ppo.micro_batch_size must be >= 1, got " + microBatchRows);
             if (epochs < 1) throw new IllegalArgumentException("ppo.epochs must be >= 1, got " + epochs);
@@ -46,14 +53,17 @@ public final class PpoUpdater {
         }
     }
 
-    /** One agent turn to learn from: its prompt and response tokens and its advantage. */
-    public record Row(int[] promptIds, int[] responseIds, float advantage) {
+    /** One agent turn to learn from: its prompt and response tokens, its advantage and its agent. */
+    public record Row(int[] promptIds, int[] responseIds, float advantage, int agent) {
+        public Row(int[] promptIds, int[] responseIds, float advantage) {
+            this(promptIds, responseIds, advantage, 0);
+        }
     }
 
     /** Means over the mini-batches (losses, gradient norms) or over the tokens (fractions, KL, entropy). */
     public record Stats(double pgLoss, double klLoss, double clipfrac, double clipfracLower, double ppoKl, double kl,
                         double entropy, double gradNormMean, double gradNormMax, int optimizerSteps, int skippedSteps,
-                        long tokens) {
+                        long tokens, Map<Integer, Double> agentGradNorms) {
     }
 
     /**
@@ -97,10 +107,28 @@ public final class PpoUpdater {
 
     /** Runs the update; {@code seed} orders the mini-batches. */
     public Stats update(List<Row> rows, long seed) {
-        if (rows.isEmpty()) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+        if (rows.isEmpty()) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
         float[][] old = logProbs(model, rows);
         float[][] ref = reference == null || s.loss().kl() == dev.drmas.algo.KlEstimator.NONE ? null : logProbs(reference, rows);
         model.setRequiresGrad(true);
+        Map<Integer, Double> agentNorms = new java.util.TreeMap<>();
+        if (s.gradNormPerAgent()) {
+            // each agent's own gradient at the current policy, as if it were trained alone
+            java.util.TreeSet<Integer> agents = new java.util.TreeSet<>();
+            for (Row r : rows) agents.add(r.agent());
+            for (int a : agents) {
+                List<Row> mine = new ArrayList<>();
+                List<float[]> mineOld = new ArrayList<>(), mineRef = new ArrayList<>();
+                for (int i = 0; i < rows.size(); i++) {
+                    if (rows.get(i).agent() != a) continue;
+                    mine.add(rows.get(i));
+                    mineOld.add(old[i]);
+                    if (ref != null) mineRef.add(ref[i]);
+                }
+                if (miniBatch(mine, mineOld, ref == null ? null : mineRef) != null) agentNorms.put(a, GradNorm.of(model.parameters()));
+                optim.zeroGrad();
+            }
+        }
         double pg = 0, klLoss = 0, entSum = 0, normSum = 0, normMax = 0;
         double[] sums = new double[ClippedLoss.NUM_SUMS];
         int steps = 0, skipped = 0, batches = 0;
@@ -140,7 +168,7 @@ public final class PpoUpdater {
         return new Stats(batches == 0 ? 0 : pg / batches, batches == 0 ? 0 : klLoss / batches,
                 ratio(sums[ClippedLoss.CLIPPED], tokens), ratio(sums[ClippedLoss.CLIPPED_LOWER], tokens),
                 ratio(sums[ClippedLoss.PPO_KL], tokens), ratio(sums[ClippedLoss.KL], tokens), ratio(entSum, tokens),
-                steps == 0 ? 0 : normSum / steps, normMax, steps, skipped, (long) tokens);
+                steps == 0 ? 0 : normSum / steps, normMax, steps, skipped, (long) tokens, agentNorms);
     }
 
     private record MiniBatch(double[] sums, double entropySum) {
@@ -180,7 +208,7 @@ public final class PpoUpdater {
             responses.add(r.responseIds());
         }
         try (PointerScope scope = new PointerScope()) {
-            TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), s.entropyCoef() > 0);
+            TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), true);
             long[] off = tf.offsets();
             int n = (int) off[mb.size()];
             if (n == 0) return null;
@@ -198,11 +226,9 @@ public final class PpoUpdater {
             // one backward for the policy loss and the entropy bonus (token mean over the mini-batch)
             Tensor surrogate = loss.surrogate();
             double entropySum = 0;
-            if (tf.entropy() != null) {
-                Tensor ent = tf.entropy();
-                entropySum = ent.detach().sum().item_double();
-                surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / miniBatchTokens)));
-            }
+            Tensor ent = tf.entropy();
+            entropySum = ent.detach().sum().item_double();
+            if (s.entropyCoef() > 0) surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / miniBatchTokens)));
             surrogate.backward();
             return new MiniBatch(loss.sums(), entropySum);
         }

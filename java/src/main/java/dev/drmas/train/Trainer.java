@@ -356,9 +356,9 @@ public final class Trainer implements AutoCloseable {
                 for (int i = 0; i < rows; i++) {
                     if (!team.agent(ag[i]).modelId().equals(p.id())) continue;
                     TurnData d = steps.get(i).output().payload(TurnData.class);
-                    mine.add(new PpoUpdater.Row(d.promptIds(), d.responseIds(), adv.advantages()[i]));
+                    mine.add(new PpoUpdater.Row(d.promptIds(), d.responseIds(), adv.advantages()[i], ag[i]));
                 }
-                stats[mi++] = new PpoUpdater(p.model(), p.optim(), null, ppoSettings(p)).update(mine,
+                stats[mi++] = new PpoUpdater(p.model(), p.optim(), p.reference(), ppoSettings(p)).update(mine,
                         cfg.run().seed() * 1_000_003L + step * 131 + mi);
             }
         }
@@ -381,6 +381,9 @@ public final class Trainer implements AutoCloseable {
             m.put(pre + "pg_loss", s.pgLoss());
             m.put(pre + "clipfrac", s.clipfrac());
             m.put(pre + "ppo_kl", s.ppoKl());
+            m.put(pre + "entropy", s.entropy());
+            if (p.reference() != null) m.put(pre + "kl", s.kl());
+            s.agentGradNorms().forEach((a, norm) -> m.put("agent/" + team.agent(a).id() + "/grad_norm", norm));
             m.put(pre + "grad_norm", s.gradNormMean());
             m.put(pre + "grad_norm_max", s.gradNormMax());
             m.put(pre + "skipped_steps", (double) s.skippedSteps());
@@ -395,8 +398,8 @@ public final class Trainer implements AutoCloseable {
 
     private PpoUpdater.Settings ppoSettings(Policies.Policy p) {
         var pc = cfg.ppo();
-        return new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), pc.microBatchSize(), cfg.rollout().temperature(), pc.entropyCoef(),
-                p.gradClip(), cfg.lossConfig(), cfg.rollout().maxNewTokens());
+        return new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), pc.microBatchSize(), cfg.rollout().temperature(),
+                pc.entropyCoef(), p.gradClip(), cfg.lossConfig(), cfg.rollout().maxNewTokens(), cfg.trainer().gradNormPerAgent());
     }
 
     /** Per agent: score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation (means over groups). */
