@@ -279,6 +279,15 @@ FEATURES = [
     ("for_nested_loop_shadowing", "{% for a in [1, 2] %}{% set outer = loop %}{% for b in 'xy' %}{{ outer.index }}{{ loop.index }}{{ b }} {% endfor %}{% endfor %}", {}),
     ("for_cycle_changed", "{% for x in [1, 1, 2, 3, 3] %}{{ loop.cycle('a', 'b') }}{% if loop.changed(x) %}!{% endif %}{% endfor %}", {}),
     ("set_scoping", "{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = i * 10 %}{{ x }},{% endfor %}{{ x }} {% if true %}{% set y = 5 %}{% endif %}{{ y }}", {}),
+    # jinja2 resolves names per frame at compile time: a frame that assigns a name before reading it
+    # starts with it undefined, even when the context has it
+    ("scoping_later_toplevel_set", "{% for i in [1] %}[{{ a }}]{% endfor %}{% set x %}[{{ a }}]{% endset %}{{ x }}{% with %}[{{ a }}]{% endwith %}{% set a = 1 %}{{ a }}", {"a": 5}),
+    ("scoping_read_before_set_at_top", "{{ a }}{% set a = 1 %}{{ a }} {% if true %}[{{ b }}]{% endif %}{% set b = 2 %}", {"a": 5, "b": 6}),
+    ("scoping_partial_branch_store", "{% for i in [1] %}[{{ a }}]{% endfor %}{% if false %}{% set a = 1 %}{% endif %}{{ a }}", {"a": 5}),
+    ("scoping_nested_loops", "{% for i in [1, 2] %}{% for j in [1] %}[{{ a }}]{% endfor %}{% set a = i %}{% endfor %}|{% set b = 3 %}{% for i in [1, 2] %}{% for j in [1] %}[{{ b }}]{% endfor %}{% set b = i %}{% endfor %}", {"a": 5}),
+    ("scoping_macro_frames", "{% macro m() %}[{{ a }}]{% endmacro %}{{ m() }}{% set a = 1 %}{{ m() }} {% macro n(p, q=p, r=r) %}{{ p }}{{ q }}[{{ r }}]{% endmacro %}{{ n(7) }}", {"a": 5, "r": 9}),
+    ("for_else_after_continue_or_break", "{% for j in [1, 2] %}{{ j }}{% continue %}{% else %}E{% endfor %} {% for j in [1, 2] %}{{ j }}{% break %}{% else %}E{% endfor %} {% for j in [1, 2] %}{% if j == 2 %}{% break %}{% endif %}{{ j }}{% else %}E{% endfor %}", {}),
+    ("macro_varargs_used_in_nested_caller", "{% macro w() %}{{ caller() }}{% endmacro %}{% macro m(a) %}{% call w() %}{{ varargs }}{% endcall %}{% endmacro %}{{ m(1, 2, 3) }}", {}),
     ("set_tuple_and_block", "{% set a, b = 1, 2 %}{{ a }}{{ b }} {% set blk %}  text {{ a }}\n{% endset %}[{{ blk }}] {% set up | upper %}shout{% endset %}{{ up }}", {}),
     ("namespace", "{% set ns = namespace(count=0, found=false) %}{% for x in [1, 5, 2, 7] %}{% if x > 4 %}{% set ns.count = ns.count + 1 %}{% set ns.found = true %}{% endif %}{% endfor %}{{ ns.count }} {{ ns.found }} [{{ ns.missing }}]", {}),
     ("namespace_from_dict", "{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}", {}),

@@ -12,10 +12,12 @@ import java.util.Map;
 public final class Template {
     private final SourceText source;
     private final List<Stmt> body;
+    private final Scoping scoping;
 
     private Template(SourceText source, List<Stmt> body) {
         this.source = source;
         this.body = body;
+        this.scoping = Scoping.analyze(body);
     }
 
     /** Parses source; a syntax error is a TemplateException naming line:col. */
@@ -35,6 +37,6 @@ public final class Template {
 
     /** As render(context), with strftime_now reading the given clock (tests pin the date). */
     String render(Map<String, Object> context, Clock clock) {
-        return new Interpreter(source).render(body, Builtins.globals(clock), context);
+        return new Interpreter(source, scoping).render(body, Builtins.globals(clock), context);
     }
 }
