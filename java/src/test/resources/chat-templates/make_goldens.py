@@ -4,10 +4,12 @@
 # (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, the `generation` tag,
 # HF's tojson, raise_exception and strftime_now). Run it again whenever a case is added:
 #   python3 make_goldens.py [path/to/qwen3-tokenizer/tokenizer_config.json]
-# It writes qwen3-goldens.json, llama3-goldens.json and features-goldens.json next to itself.
+# It writes qwen3-goldens.json, llama3-goldens.json, features-goldens.json and fuzz-goldens.json
+# next to itself.
 import hashlib
 import json
 import os
+import random
 import sys
 from datetime import datetime
 
@@ -279,6 +281,15 @@ FEATURES = [
     ("for_nested_loop_shadowing", "{% for a in [1, 2] %}{% set outer = loop %}{% for b in 'xy' %}{{ outer.index }}{{ loop.index }}{{ b }} {% endfor %}{% endfor %}", {}),
     ("for_cycle_changed", "{% for x in [1, 1, 2, 3, 3] %}{{ loop.cycle('a', 'b') }}{% if loop.changed(x) %}!{% endif %}{% endfor %}", {}),
     ("set_scoping", "{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = i * 10 %}{{ x }},{% endfor %}{{ x }} {% if true %}{% set y = 5 %}{% endif %}{{ y }}", {}),
+    # jinja2 resolves names per frame at compile time: a frame that assigns a name before reading it
+    # starts with it undefined, even when the context has it
+    ("scoping_later_toplevel_set", "{% for i in [1] %}[{{ a }}]{% endfor %}{% set x %}[{{ a }}]{% endset %}{{ x }}{% with %}[{{ a }}]{% endwith %}{% set a = 1 %}{{ a }}", {"a": 5}),
+    ("scoping_read_before_set_at_top", "{{ a }}{% set a = 1 %}{{ a }} {% if true %}[{{ b }}]{% endif %}{% set b = 2 %}", {"a": 5, "b": 6}),
+    ("scoping_partial_branch_store", "{% for i in [1] %}[{{ a }}]{% endfor %}{% if false %}{% set a = 1 %}{% endif %}{{ a }}", {"a": 5}),
+    ("scoping_nested_loops", "{% for i in [1, 2] %}{% for j in [1] %}[{{ a }}]{% endfor %}{% set a = i %}{% endfor %}|{% set b = 3 %}{% for i in [1, 2] %}{% for j in [1] %}[{{ b }}]{% endfor %}{% set b = i %}{% endfor %}", {"a": 5}),
+    ("scoping_macro_frames", "{% macro m() %}[{{ a }}]{% endmacro %}{{ m() }}{% set a = 1 %}{{ m() }} {% macro n(p, q=p, r=r) %}{{ p }}{{ q }}[{{ r }}]{% endmacro %}{{ n(7) }}", {"a": 5, "r": 9}),
+    ("for_else_after_continue_or_break", "{% for j in [1, 2] %}{{ j }}{% continue %}{% else %}E{% endfor %} {% for j in [1, 2] %}{{ j }}{% break %}{% else %}E{% endfor %} {% for j in [1, 2] %}{% if j == 2 %}{% break %}{% endif %}{{ j }}{% else %}E{% endfor %}", {}),
+    ("macro_varargs_used_in_nested_caller", "{% macro w() %}{{ caller() }}{% endmacro %}{% macro m(a) %}{% call w() %}{{ varargs }}{% endcall %}{% endmacro %}{{ m(1, 2, 3) }}", {}),
     ("set_tuple_and_block", "{% set a, b = 1, 2 %}{{ a }}{{ b }} {% set blk %}  text {{ a }}\n{% endset %}[{{ blk }}] {% set up | upper %}shout{% endset %}{{ up }}", {}),
     ("namespace", "{% set ns = namespace(count=0, found=false) %}{% for x in [1, 5, 2, 7] %}{% if x > 4 %}{% set ns.count = ns.count + 1 %}{% set ns.found = true %}{% endif %}{% endfor %}{{ ns.count }} {{ ns.found }} [{{ ns.missing }}]", {}),
     ("namespace_from_dict", "{% set ns = namespace({'a': 1}, b=2) %}{{ ns.a }}{{ ns.b }}", {}),
@@ -366,6 +377,97 @@ def feature_goldens():
     return out
 
 
+# ---- seeded random templates -------------------------------------------------------------------
+# Whitespace control and scoping are where a port drifts from jinja2 in ways no hand-picked case
+# anticipates; a few hundred seeded random templates pin both down.
+
+def fuzz_whitespace(rng):
+    texts = ["", " ", "  ", "\t", "\n", "\n  ", "a", "b c", " \n ", "\n\n", "x\n", "\n\t ", "  y  "]
+
+    def sign(plus=True):
+        return rng.choice(["", "", "-", "+"] if plus else ["", "", "-"])
+
+    def items(depth):
+        out = []
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randint(0, 9 if depth < 2 else 5)
+            if k <= 1:
+                out.append(rng.choice(texts))
+            elif k == 2:
+                out.append("{{" + sign() + " 'v' " + sign(False) + "}}")
+            elif k == 3:
+                out.append("{#" + sign() + " c " + sign() + "#}")
+            elif k == 4:
+                out.append("{%" + sign() + " set q = 1 " + sign() + "%}")
+            elif k == 5:
+                out.append("{%" + sign() + " raw " + rng.choice(["", "-"]) + "%}" + rng.choice(texts) + "{{ r }}"
+                           + rng.choice(texts) + "{%" + sign() + " endraw " + sign() + "%}")
+            elif k <= 7:
+                out.append("{%" + sign() + " if " + rng.choice(["true", "false"]) + " " + sign() + "%}" + items(depth + 1)
+                           + rng.choice(texts) + ("{%" + sign() + " else " + sign() + "%}" + items(depth + 1)
+                                                  if rng.random() < 0.3 else "") + "{%" + sign() + " endif " + sign() + "%}")
+            else:
+                out.append("{%" + sign() + " for i in [1, 2] " + sign() + "%}" + items(depth + 1) + "{{ i }}"
+                           + rng.choice(texts) + "{%" + sign() + " endfor " + sign() + "%}")
+            out.append(rng.choice(texts))
+        return "".join(out)
+
+    return items(0) + ("\n" if rng.random() < 0.3 else ""), {}
+
+
+def fuzz_scoping(rng):
+    names = ["a", "b", "x", "ns.c", "loop.index", "loop.last", "i", "j"]
+    values = ["1", "'s'", "a", "b ~ 'q'", "(a if a is defined else 0) + 1", "ns.c ~ '!'", "i", "x | default('dx')",
+              "caller() if caller is defined else 'nc'", "varargs | length"]
+
+    def stmts(depth):
+        out = []
+        for _ in range(rng.randint(1, 3)):
+            k = rng.randint(0, 10 if depth < 2 else 3)
+            if k <= 1:
+                out.append("{{ " + rng.choice(names) + " }},")
+            elif k == 2:
+                out.append("{% set " + rng.choice(["a", "b", "x", "ns.c"]) + " = " + rng.choice(values) + " %}")
+            elif k == 3:
+                out.append("{{ " + rng.choice(values) + " }};")
+            elif k == 4:
+                out.append("{% if " + rng.choice(["a", "b", "i == 2", "x is defined", "ns.c"]) + " %}" + stmts(depth + 1)
+                           + ("{% else %}" + stmts(depth + 1) if rng.random() < 0.4 else "") + "{% endif %}")
+            elif k <= 6:
+                out.append("{% for " + rng.choice(["i", "j"]) + " in " + rng.choice(["[1, 2, 3]", "range(2)", "[]", "'ab'"])
+                           + (" if " + rng.choice(["i", "j", "a"]) if rng.random() < 0.3 else "") + " %}" + stmts(depth + 1)
+                           + rng.choice(["", "{% if loop.index > 1 %}{% break %}{% endif %}", "{% continue %}"])
+                           + ("{% else %}E" + stmts(depth + 1) if rng.random() < 0.3 else "") + "{% endfor %}")
+            elif k == 7:
+                out.append("{% macro m" + str(depth) + "(a, b=" + rng.choice(values) + ") %}" + stmts(depth + 1)
+                           + "{% endmacro %}{{ m" + str(depth) + "(" + rng.choice(["", "1", "1, 2", "b=3", "1, 2, 3"]) + ") }}")
+            elif k == 8:
+                out.append("{% set x %}" + stmts(depth + 1) + "{% endset %}[{{ x }}]")
+            elif k == 9:
+                out.append("{% with a = " + rng.choice(values) + " %}" + stmts(depth + 1) + "{% endwith %}")
+            else:
+                out.append("{% macro w(n) %}<{{ n }}{{ caller(n) }}>{% endmacro %}{% call(q) w(" + rng.choice(values)
+                           + ") %}" + stmts(depth + 1) + "{{ q }}{% endcall %}")
+        return "".join(out)
+
+    return "{% set ns = namespace(c=0) %}" + stmts(0), ({"a": 5} if rng.random() < 0.5 else {})
+
+
+def fuzz_goldens(count=150, seed=20251129):
+    rng = random.Random(seed)
+    out = []
+    for kind, make in (("ws", fuzz_whitespace), ("scoping", fuzz_scoping)):
+        for i in range(count):
+            source, context = make(rng)
+            entry = {"name": f"{kind}_{i:03d}", "source": source, "context": context}
+            try:
+                entry["expected"] = ENV.from_string(source).render(**context)
+            except Exception as e:  # noqa: BLE001 — a failing random template must fail in drmas too
+                entry["error"] = type(e).__name__
+            out.append(entry)
+    return out
+
+
 def find_qwen3_config():
     if len(sys.argv) > 1:
         return sys.argv[1]
@@ -394,6 +496,7 @@ def main():
                                      cases=chat_goldens(qwen3, QWEN3_CASES)))
     write("llama3-goldens.json", dict(meta, cases=chat_goldens(llama3, LLAMA3_CASES)))
     write("features-goldens.json", dict(meta, cases=feature_goldens()))
+    write("fuzz-goldens.json", dict(meta, cases=fuzz_goldens()))
 
 
 if __name__ == "__main__":

@@ -18,9 +18,18 @@ final class Interpreter {
     private enum Flow { NORMAL, BREAK, CONTINUE }
 
     private final SourceText src;
+    private final Scoping scoping;
 
-    Interpreter(SourceText src) {
+    Interpreter(SourceText src, Scoping scoping) {
         this.src = src;
+        this.scoping = scoping;
+    }
+
+    /** A new frame's scope, with the names jinja2 starts out undefined there (see Scoping). */
+    private static Scope enter(Scope parent, java.util.Set<String> undefinedAtEntry) {
+        Scope s = new Scope(parent);
+        for (String name : undefinedAtEntry) s.set(name, Undefined.name(name));
+        return s;
     }
 
     /** A variable scope; lookups walk outwards, assignments stay local (as jinja2 frames do). */
@@ -109,7 +118,10 @@ final class Interpreter {
             if (pos.size() > params.size() && !m.usesVarargs()) {
                 throw new PyError("macro '" + m.name() + "' takes not more than " + params.size() + " argument(s)");
             }
-            Scope s = new Scope(closure);
+            Scope s = enter(closure, scoping.atEntry(m));
+            // every parameter is local from the start: a default naming a later (or its own)
+            // parameter sees it undefined rather than an outer variable, as in jinja2
+            for (String p : params) s.set(p, Undefined.name(p));
             Map<String, Object> extra = new LinkedHashMap<>(args.keyword());
             for (int i = 0; i < params.size(); i++) {
                 String p = params.get(i);
@@ -142,6 +154,7 @@ final class Interpreter {
         root.vars.putAll(globals);
         Scope top = new Scope(root);
         top.vars.putAll(context);
+        for (String name : scoping.atEntry(body)) top.set(name, Undefined.name(name));
         StringBuilder out = new StringBuilder();
         exec(body, top, out);
         return out.toString();
@@ -173,7 +186,7 @@ final class Interpreter {
             case Set s -> assign(s.target(), eval(s.value(), scope), scope, s.at());
             case SetBlock s -> {
                 StringBuilder b = new StringBuilder();
-                exec(s.body(), new Scope(scope), b);
+                exec(s.body(), enter(scope, scoping.atEntry(s)), b);
                 Object v = s.filter() == null ? b.toString() : applyFilter(s.filter(), b.toString(), scope);
                 assign(s.target(), v, scope, s.at());
             }
@@ -181,11 +194,11 @@ final class Interpreter {
             case CallBlock c -> out.append(Py.str(call(c.call(), scope, new MacroValue(c.caller(), scope))));
             case FilterBlock f -> {
                 StringBuilder b = new StringBuilder();
-                exec(f.body(), new Scope(scope), b);
+                exec(f.body(), enter(scope, scoping.atEntry(f)), b);
                 out.append(Py.str(applyFilter(f.filter(), b.toString(), scope)));
             }
             case Scoped w -> {
-                Scope inner = new Scope(scope);
+                Scope inner = enter(scope, scoping.atEntry(w));
                 for (int i = 0; i < w.targets().size(); i++) {
                     assign(w.targets().get(i), eval(w.values().get(i), scope), inner, w.at());
                 }
@@ -204,7 +217,9 @@ final class Interpreter {
     /**
      * A for loop: each iteration gets a fresh scope under the enclosing one (so a `set` in the body
      * is gone at the next iteration and after the loop, as in jinja2); the `if` filter runs before
-     * counting, so loop.length and loop.last see only the kept items.
+     * counting, so loop.length and loop.last see only the kept items. The else body runs unless an
+     * iteration reached the end of the body: jinja2 clears its flag there, so a loop whose every
+     * iteration ends in continue or break still runs its else.
      */
     private Flow loop(For f, Scope scope, StringBuilder out) {
         Object iterable = eval(f.iter(), scope);
@@ -223,16 +238,19 @@ final class Interpreter {
             }
             items = kept;
         }
-        if (items.isEmpty()) return exec(f.otherwise(), new Scope(scope), out); // a break here is the outer loop's
         LoopContext loop = new LoopContext(items);
+        boolean completed = false;
         for (int i = 0; i < items.size(); i++) {
             loop.index0 = i;
-            Scope s = new Scope(scope);
+            Scope s = enter(scope, scoping.atEntry(f));
             assign(f.target(), items.get(i), s, f.at());
             s.set("loop", loop);
-            if (exec(f.body(), s, out) == Flow.BREAK) break;
+            Flow flow = exec(f.body(), s, out);
+            if (flow == Flow.NORMAL) completed = true;
+            if (flow == Flow.BREAK) break;
         }
-        return Flow.NORMAL;
+        // the else body is outside the loop: a break or continue there belongs to an enclosing loop
+        return completed ? Flow.NORMAL : exec(f.otherwise(), enter(scope, scoping.atElseEntry(f)), out);
     }
 
     private void assign(Expr target, Object value, Scope scope, int at) {

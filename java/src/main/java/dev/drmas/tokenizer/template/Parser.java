@@ -473,7 +473,8 @@ final class Parser {
                     case "false", "False" -> new Const(t.at(), Boolean.FALSE);
                     case "none", "None" -> new Const(t.at(), null);
                     default -> {
-                        if (!macroNames.isEmpty()) macroNames.peek().add(t.text());
+                        // like jinja2's find_undeclared, a use in a nested macro or call block counts too
+                        for (java.util.Set<String> names : macroNames) names.add(t.text());
                         yield new Name(t.at(), t.text());
                     }
                 };

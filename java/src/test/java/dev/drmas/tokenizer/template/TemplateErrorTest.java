@@ -93,4 +93,12 @@ class TemplateErrorTest {
         assertAt(renderError("{{ 'abc'.split(1) }}", Map.of()), 1, 10, "must be str"); // at split
         assertAt(renderError("{{ [1] | tojson(nope=1) }}", Map.of()), 1, 10, "unexpected keyword argument 'nope'");
     }
+
+    @Test
+    void contextValuesWithoutPythonMeaningAreRejectedWithTheirPath() {
+        Map<String, Object> message = Map.of("role", "user", "content", new StringBuilder("hi"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> ChatTemplate.parse("{{ messages }}").render(List.of(message), false, null));
+        assertTrue(e.getMessage().contains("messages[0]['content'] is a java.lang.StringBuilder"), e.getMessage());
+    }
 }
