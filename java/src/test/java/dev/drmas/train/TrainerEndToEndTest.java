@@ -105,6 +105,61 @@ class TrainerEndToEndTest {
         assertEquals(comparable(lines), comparable(resumed));
     }
 
+    @Test
+    void nonSharedHeterogeneousTeamUpdatesEachModel() throws Exception {
+        // one model per agent, of different sizes and families, each with its own optimiser
+        String two = YAML.replace("""
+                models:
+                  policy:
+                    family: qwen3
+                    size: {hidden: 32, layers: 1, heads: 2, kv_heads: 1, intermediate: 64, max_positions: 512}
+                    optim: {lr: 1.0e-3, weight_decay: 0.0, grad_clip: 1.0}
+                agents:
+                  - {id: solver, role: solver, model: policy}
+                  - {id: verifier, role: verifier, model: policy}
+                """, """
+                models:
+                  big:
+                    family: qwen3
+                    size: {hidden: 48, layers: 2, heads: 2, kv_heads: 1, intermediate: 96, max_positions: 512}
+                    optim: {lr: 1.0e-3, grad_clip: 1.0}
+                  small:
+                    family: llama
+                    size: {hidden: 32, layers: 1, heads: 2, kv_heads: 2, intermediate: 64, max_positions: 512}
+                    optim: {lr: 5.0e-4, grad_clip: 0.5}
+                agents:
+                  - {id: solver, role: solver, model: big}
+                  - {id: verifier, role: verifier, model: small}
+                """);
+        assertTrue(!two.equals(YAML), "the replacement applied");
+        RunConfig cfg = RunConfig.parse(two, List.of("run.output_dir=" + tmp.resolve("c"), "trainer.steps=1",
+                "trainer.eval_freq=0", "trainer.save_freq=0", "trainer.grad_norm_per_agent=true"));
+        try (Trainer t = Trainer.open(cfg, QUIET)) {
+            Map<String, Double> m = t.trainStep();
+            for (String k : List.of("model/big/grad_norm", "model/small/grad_norm", "model/big/lr", "model/small/lr",
+                    "agent/solver/grad_norm", "agent/verifier/grad_norm", "model/big/entropy")) {
+                assertTrue(m.containsKey(k) && Double.isFinite(m.get(k)), k + " in " + m.keySet());
+            }
+            assertEquals(1.0e-3, m.get("model/big/lr"), 1e-12);
+            assertEquals(5.0e-4, m.get("model/small/lr"), 1e-12);
+            assertEquals(2, t.policiesForTest().size());
+            assertEquals(dev.drmas.model.Family.LLAMA, t.policiesForTest().get("small").model().config().family());
+        }
+    }
+
+    @Test
+    void shippedConfigsLoad() {
+        for (String name : List.of("math-toy-drmas.yaml", "math-toy-grpo.yaml", "math-toy-drmas-nonshared.yaml",
+                "math-qwen3-4b.yaml")) {
+            RunConfig c = RunConfig.load(Path.of("..", "configs", name), List.of());
+            assertTrue(c.trainer().steps() > 0, name);
+        }
+        assertEquals(dev.drmas.algo.NormMode.GRPO, RunConfig.load(Path.of("..", "configs", "math-toy-grpo.yaml"), List.of())
+                .algorithm().mode());
+        assertEquals(List.of("solver_model", "verifier_model"),
+                RunConfig.load(Path.of("..", "configs", "math-toy-drmas-nonshared.yaml"), List.of()).usedModels());
+    }
+
     static List<JsonNode> metrics(Path run) throws Exception {
         List<JsonNode> out = new ArrayList<>();
         ObjectMapper m = new ObjectMapper();
