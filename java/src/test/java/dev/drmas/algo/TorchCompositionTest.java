@@ -3,6 +3,8 @@
 // the production Tensor overloads (validation, logp.backward(grad) through a tiny model).
 package dev.drmas.algo;
 
+import dev.drmas.testing.TorchScope;
+
 import static dev.drmas.algo.TorchReference.bools;
 import static dev.drmas.algo.TorchReference.doubles;
 import static dev.drmas.algo.TorchReference.floats;
@@ -30,10 +32,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+@ExtendWith(TorchScope.class)
 class TorchCompositionTest {
     // float32 results: |a − e| ≤ atol + rtol·|e|
     static final double GRAD_ATOL = 1e-6, GRAD_RTOL = 1e-4;
@@ -42,24 +46,6 @@ class TorchCompositionTest {
     static final double STAT_ATOL = 1e-9, STAT_RTOL = 1e-9;
     // the loss value: float32 token losses summed in fp64 on both sides
     static final double LOSS_ATOL = 1e-5, LOSS_RTOL = 1e-4;
-
-    /** Every tensor a test creates is released when its scope closes (JavaCPP PointerScope). */
-    private PointerScope scope;
-
-    @BeforeAll
-    static void threads() {
-        torch.set_num_threads(2);
-    }
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
 
     // ================================================================== data
 

@@ -19,8 +19,6 @@ import dev.drmas.rollout.Request;
 import dev.drmas.rollout.SamplingParams;
 import dev.drmas.tokenizer.BuiltinTokenizer;
 import dev.drmas.tokenizer.HfTokenizer;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
@@ -44,21 +42,11 @@ class GenerateCommandTest {
         }
     }
 
-    record Run(int exit, String out, String err) {
-    }
 
-    static Run run(String... args) {
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        var cl = Main.commandLine();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
-        int code = cl.execute(args);
-        return new Run(code, out.toString(), err.toString());
-    }
 
     @Test
     void printsWhatTheEngineGenerates() throws Exception {
-        Run r = run("generate", "--model", dir.toString(), "--prompt", "12+30=", "--max-new-tokens", "6",
+        Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--prompt", "12+30=", "--max-new-tokens", "6",
                 "--temperature", "0.8", "--top-p", "0.9", "--seed", "5", "--json");
         assertEquals(0, r.exit(), r.err());
         JsonNode o = new ObjectMapper().readTree(r.out());
@@ -74,14 +62,14 @@ class GenerateCommandTest {
             assertEquals(c.length(), o.get("logprobs").size());
         }
         // the plain form prints the same text
-        Run plain = run("generate", "--model", dir.toString(), "--prompt", "12+30=", "--max-new-tokens", "6",
+        Cli.Run plain = Cli.run("generate", "--model", dir.toString(), "--prompt", "12+30=", "--max-new-tokens", "6",
                 "--temperature", "0.8", "--top-p", "0.9", "--seed", "5");
         assertEquals(o.get("text").asText() + System.lineSeparator(), plain.out());
     }
 
     @Test
     void chatRendersTheMessageFirst() throws Exception {
-        Run r = run("generate", "--model", dir.toString(), "--prompt", "hi", "--chat", "--max-new-tokens", "2", "--json");
+        Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--prompt", "hi", "--chat", "--max-new-tokens", "2", "--json");
         assertEquals(0, r.exit(), r.err());
         try (HfTokenizer tok = HfTokenizer.load(dir)) {
             int[] want = tok.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n");
@@ -91,13 +79,13 @@ class GenerateCommandTest {
 
     @Test
     void badInputIsAClearError() {
-        Run missing = run("generate", "--model", dir.resolve("nope").toString(), "--prompt", "x");
+        Cli.Run missing = Cli.run("generate", "--model", dir.resolve("nope").toString(), "--prompt", "x");
         assertTrue(missing.exit() != 0);
         assertTrue(missing.err().contains("nope"), missing.err());
-        Run topP = run("generate", "--model", dir.toString(), "--prompt", "x", "--top-p", "0");
+        Cli.Run topP = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--top-p", "0");
         assertTrue(topP.exit() != 0);
         assertTrue(topP.err().contains("--top-p must be in (0, 1]"), topP.err());
-        Run budget = run("generate", "--model", dir.toString(), "--prompt", "x", "--max-new-tokens", "0");
+        Cli.Run budget = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--max-new-tokens", "0");
         assertTrue(budget.err().contains("--max-new-tokens must be >= 1"), budget.err());
     }
 }

@@ -11,8 +11,6 @@ import dev.drmas.testing.Fixtures;
 import dev.drmas.tokenizer.BuiltinTokenizer;
 import dev.drmas.tokenizer.HfTokenizer;
 import java.io.IOException;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Path;
 import java.util.StringJoiner;
 import java.util.Arrays;
@@ -38,17 +36,7 @@ class TokenizeCommandTest {
         tok.close();
     }
 
-    record Run(int exit, String out, String err) {}
 
-    static Run run(String... args) {
-        StringWriter out = new StringWriter();
-        StringWriter err = new StringWriter();
-        var cl = Main.commandLine();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
-        int code = cl.execute(args);
-        return new Run(code, out.toString(), err.toString());
-    }
 
     /** The ids of {@code pieces}, each a single token of the built-in tokenizer. */
     static int[] ids(String... pieces) {
@@ -69,7 +57,7 @@ class TokenizeCommandTest {
 
     @Test
     void printsTheIdsAsOneJsonLine() throws IOException {
-        Run r = run("tokenize", "--tokenizer", dir.toString(), "<answer>12+3</answer>");
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", dir.toString(), "<answer>12+3</answer>");
         assertEquals(0, r.exit(), r.err());
         int[] expected = concat(ids("<answer>"), chars("12+3"), ids("</answer>"));
         assertEquals(json(expected) + System.lineSeparator(), r.out());
@@ -78,7 +66,7 @@ class TokenizeCommandTest {
 
     @Test
     void chatRendersOneUserMessageWithTheGenerationPrompt() {
-        Run r = run("tokenize", "--tokenizer", dir.toString(), "--chat", "2*4");
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--chat", "2*4");
         assertEquals(0, r.exit(), r.err());
         // <|im_start|>user\n2*4<|im_end|>\n<|im_start|>assistant\n
         int[] expected = concat(ids("<|im_start|>"), chars("user\n2*4"), ids("<|im_end|>"), chars("\n"), ids("<|im_start|>"),
@@ -89,34 +77,34 @@ class TokenizeCommandTest {
     @Test
     void decodesJsonArraysAndCommaLists() {
         int[] ids = concat(ids("<|im_start|>"), chars("hi\n"), ids("<think>"), tok.encode("é"), ids("</think>", "<|im_end|>"));
-        Run r = run("tokenize", "--tokenizer", dir.toString(), "--decode", json(ids));
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", json(ids));
         assertEquals(0, r.exit(), r.err());
         assertEquals("<|im_start|>hi\n<think>é</think><|im_end|>" + System.lineSeparator(), r.out());
 
         String commas = Arrays.stream(ids).mapToObj(Integer::toString).collect(Collectors.joining(", "));
-        r = run("tokenize", "--tokenizer", dir.toString(), "--decode", commas, "--skip-special");
+        r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", commas, "--skip-special");
         assertEquals(0, r.exit(), r.err());
         assertEquals("hi\n<think>é</think>" + System.lineSeparator(), r.out());
 
-        r = run("tokenize", "--tokenizer", dir.toString(), "--decode", "[]");
+        r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", "[]");
         assertEquals(System.lineSeparator(), r.out());
     }
 
     @Test
     void badIdsAreUserErrors() {
-        Run r = run("tokenize", "--tokenizer", dir.toString(), "--decode", "[1, x, 3]");
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", "[1, x, 3]");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("--decode: item 2 'x' is not a token id"), r.err());
 
-        r = run("tokenize", "--tokenizer", dir.toString(), "--decode", "1,366");
+        r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", "1,366");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("token id 366 is outside the vocabulary (ids 0..365)"), r.err());
 
-        r = run("tokenize", "--tokenizer", dir.toString(), "--decode", "[-1]");
+        r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", "[-1]");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("token id -1 is outside the vocabulary"), r.err());
 
-        r = run("tokenize", "--tokenizer", dir.toString(), "--decode", "[1,2");
+        r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", "[1,2");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("unbalanced brackets"), r.err());
         assertEquals("", r.out());
@@ -125,25 +113,25 @@ class TokenizeCommandTest {
     @Test
     void missingTokenizerFolderIsAUserError() {
         Path missing = dir.resolve("no-such-tokenizer");
-        Run r = run("tokenize", "--tokenizer", missing.toString(), "hello");
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", missing.toString(), "hello");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains(missing + ": no such directory"), r.err());
     }
 
     @Test
     void textAndDecodeAreExclusive() {
-        assertEquals(1, run("tokenize", "--tokenizer", dir.toString()).exit());
-        Run r = run("tokenize", "--tokenizer", dir.toString(), "--decode", "[1]", "text");
+        assertEquals(1, Cli.run("tokenize", "--tokenizer", dir.toString()).exit());
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", dir.toString(), "--decode", "[1]", "text");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("either TEXT to encode or --decode IDS"), r.err());
-        assertEquals(1, run("tokenize", "--tokenizer", dir.toString(), "--chat", "--decode", "[1]").exit());
-        assertEquals(1, run("tokenize", "--tokenizer", dir.toString(), "--skip-special", "text").exit());
+        assertEquals(1, Cli.run("tokenize", "--tokenizer", dir.toString(), "--chat", "--decode", "[1]").exit());
+        assertEquals(1, Cli.run("tokenize", "--tokenizer", dir.toString(), "--skip-special", "text").exit());
     }
 
     @Test
     void chatWithATemplatedTokenizerRendersItsTemplate() throws Exception {
         Path qwen3 = Fixtures.qwen3Tokenizer();
-        Run r = run("tokenize", "--tokenizer", qwen3.toString(), "--chat", "hi");
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", qwen3.toString(), "--chat", "hi");
         assertEquals(0, r.exit(), r.err());
         // Qwen3's template for one user message with the generation prompt (thinking not disabled)
         try (HfTokenizer q = HfTokenizer.load(qwen3)) {

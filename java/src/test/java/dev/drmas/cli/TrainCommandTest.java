@@ -6,8 +6,6 @@ package dev.drmas.cli;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -17,17 +15,7 @@ class TrainCommandTest {
     @TempDir
     Path dir;
 
-    record Run(int exit, String out, String err) {
-    }
 
-    static Run run(String... args) {
-        StringWriter out = new StringWriter(), err = new StringWriter();
-        var cl = Main.commandLine();
-        cl.setOut(new PrintWriter(out));
-        cl.setErr(new PrintWriter(err));
-        int code = cl.execute(args);
-        return new Run(code, out.toString(), err.toString());
-    }
 
     Path config(String yaml) throws Exception {
         Path p = dir.resolve("run.yaml");
@@ -35,7 +23,7 @@ class TrainCommandTest {
         return p;
     }
 
-    void fails(Run r, String... parts) {
+    void fails(Cli.Run r, String... parts) {
         assertEquals(1, r.exit(), r.err());
         for (String p : parts) assertTrue(r.err().contains(p), "'" + p + "' in: " + r.err());
     }
@@ -43,13 +31,13 @@ class TrainCommandTest {
     @Test
     void unknownKeyNamesTheNearestValidKey() throws Exception {
         Path c = config("ppo:\n  clip_hgh: 0.3\n");
-        fails(run("train", c.toString()), "run.yaml:2", "ppo.clip_hgh", "did you mean ppo.clip_high?");
-        fails(run("train", config("run: {}\n").toString(), "trainer.stepz=3"), "trainer.stepz", "trainer.steps");
+        fails(Cli.run("train", c.toString()), "run.yaml:2", "ppo.clip_hgh", "did you mean ppo.clip_high?");
+        fails(Cli.run("train", config("run: {}\n").toString(), "trainer.stepz=3"), "trainer.stepz", "trainer.steps");
     }
 
     @Test
     void wrongTypeNamesTheKeyAndTheValue() throws Exception {
-        fails(run("sft", config("ppo: {epochs: two}\n").toString()), "ppo.epochs", "integer", "two");
+        fails(Cli.run("sft", config("ppo: {epochs: two}\n").toString()), "ppo.epochs", "integer", "two");
     }
 
     @Test
@@ -58,18 +46,18 @@ class TrainCommandTest {
         Files.writeString(tasks, "{\"question\": \"1+1?\", \"answer\": 2}\n{\"question\": \"2+2?\"}\n");
         Path c = config("run: {output_dir: " + dir.resolve("runs") + "}\ndata: {source: jsonl, train_file: " + tasks
                 + "}\ntrainer: {eval_freq: 0}\n");
-        fails(run("train", c.toString()), "train.jsonl:2", "answer");
+        fails(Cli.run("train", c.toString()), "train.jsonl:2", "answer");
     }
 
     @Test
     void missingModelDirectoryIsNamed() throws Exception {
         Path missing = dir.resolve("no-such-model");
         Path c = config("run: {output_dir: " + dir.resolve("runs") + "}\nmodels:\n  policy: {path: " + missing + "}\n");
-        fails(run("eval", c.toString()), "no-such-model");
+        fails(Cli.run("eval", c.toString()), "no-such-model");
     }
 
     @Test
     void missingConfigFile() {
-        fails(run("train", dir.resolve("absent.yaml").toString()), "absent.yaml: no such config file");
+        fails(Cli.run("train", dir.resolve("absent.yaml").toString()), "absent.yaml: no such config file");
     }
 }

@@ -4,6 +4,8 @@
 // family, with batches of mixed prompt lengths.
 package dev.drmas.model;
 
+import dev.drmas.testing.TorchScope;
+
 import static dev.drmas.algo.TorchReference.bools;
 import static dev.drmas.algo.TorchReference.floats;
 import static dev.drmas.algo.TorchReference.longs;
@@ -28,30 +30,16 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
+@ExtendWith(TorchScope.class)
 class CausalLmTest {
     static final int VOCAB = 97; // prime, so no dimension coincides with it
     static final double ATOL = 1e-4, RTOL = 1e-4;
 
-    private PointerScope scope;
-
-    @BeforeAll
-    static void threads() {
-        torch.set_num_threads(2);
-    }
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
 
     /** The variants under test: each family's tiny preset, plus Llama tied and biased variants. */
     static Stream<Arguments> variants() {

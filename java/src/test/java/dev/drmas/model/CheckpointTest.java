@@ -4,6 +4,8 @@
 // rounded weights; a checkpoint that does not fit its config is refused with every misfit named.
 package dev.drmas.model;
 
+import dev.drmas.testing.TorchScope;
+
 import static dev.drmas.algo.TorchReference.bools;
 import static dev.drmas.algo.TorchReference.floats;
 import static dev.drmas.algo.TorchReference.longs;
@@ -22,7 +24,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.stream.Stream;
-import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -31,10 +32,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
+@ExtendWith(TorchScope.class)
 class CheckpointTest {
     static final int VOCAB = 97;
     /** Small enough that the tiny models need several shards and the embedding one of its own. */
@@ -43,22 +46,6 @@ class CheckpointTest {
     @TempDir
     Path dir;
 
-    private PointerScope scope;
-
-    @BeforeAll
-    static void threads() {
-        torch.set_num_threads(2);
-    }
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
 
     static List<String> files(Path d) throws IOException {
         try (Stream<Path> s = Files.list(d)) {

@@ -4,6 +4,8 @@
 // drmas saves the single-file ones back byte for byte.
 package dev.drmas.model;
 
+import dev.drmas.testing.TorchScope;
+
 import static dev.drmas.algo.TorchReference.toFloats;
 import static dev.drmas.algo.TorchReference.toLongs;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -16,11 +18,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -28,26 +30,11 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+@ExtendWith(TorchScope.class)
 class HfReferenceTest {
     @TempDir
     Path dir;
 
-    private PointerScope scope;
-
-    @BeforeAll
-    static void threads() {
-        torch.set_num_threads(2);
-    }
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
 
     static Path fixture(String name) throws URISyntaxException {
         return Path.of(HfReferenceTest.class.getResource("hf/" + name).toURI());

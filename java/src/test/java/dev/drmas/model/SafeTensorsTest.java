@@ -4,6 +4,8 @@
 // and every malformed file rejected with a message naming the file and the tensor.
 package dev.drmas.model;
 
+import dev.drmas.testing.TorchScope;
+
 import static dev.drmas.algo.TorchReference.floats;
 import static dev.drmas.algo.TorchReference.toFloats;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -21,7 +23,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
@@ -30,30 +31,16 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 
+@ExtendWith(TorchScope.class)
 class SafeTensorsTest {
     static final Device CPU = new Device("cpu");
 
     @TempDir
     Path dir;
 
-    private PointerScope scope;
-
-    @BeforeAll
-    static void threads() {
-        torch.set_num_threads(2);
-    }
-
-    @BeforeEach
-    void openScope() {
-        scope = new PointerScope();
-    }
-
-    @AfterEach
-    void closeScope() {
-        scope.close();
-    }
 
     // ================================================================== file assembly
 
