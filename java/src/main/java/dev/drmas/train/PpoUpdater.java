@@ -271,8 +271,4 @@ public final class PpoUpdater {
     private static double ratio(double a, double b) {
         return b > 0 ? a / b : 0;
     }
-
-    static Map<String, Tensor> params(CausalLm m) {
-        return m.parameters();
-    }
 }

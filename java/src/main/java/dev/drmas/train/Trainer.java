@@ -426,7 +426,8 @@ public final class Trainer implements AutoCloseable {
             m.put(pre + "score_mean", s1 / cnt);
             m.put(pre + "score_std", Math.sqrt(Math.max(0, s2 / cnt - (s1 / cnt) * (s1 / cnt))));
             m.put(pre + "adv_mean", a1 / cnt);
-            m.put(pre + "adv_sq_mean", a2 / cnt);
+            m.put(pre + "adv_std", Math.sqrt(Math.max(0, a2 / cnt - (a1 / cnt) * (a1 / cnt))));
+            m.put(pre + "adv_sq_mean", a2 / cnt);  // E[A²], what Lemma 4.2 bounds
             m.put(pre + "valid_ratio", valid / cnt);
             m.put(pre + "response_len", len / cnt);
             double mu = 0, sigma = 0, infl = 0;

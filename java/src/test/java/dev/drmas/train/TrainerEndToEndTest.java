@@ -77,7 +77,7 @@ class TrainerEndToEndTest {
         assertTrue(Files.list(run.resolve("tensorboard")).anyMatch(p -> p.getFileName().toString().startsWith("events.out.tfevents")));
         List<JsonNode> lines = metrics(run);
         JsonNode step1 = lines.stream().filter(l -> l.get("step").asInt() == 1 && l.has("reward/mean")).findFirst().orElseThrow();
-        for (String key : List.of("reward/mean", "agent/solver/adv_mean", "agent/solver/score_std", "agent/verifier/valid_ratio",
+        for (String key : List.of("reward/mean", "agent/solver/adv_mean", "agent/solver/adv_std", "agent/solver/adv_sq_mean", "agent/solver/score_std", "agent/verifier/valid_ratio",
                 "agent/solver/mu", "agent/solver/sigma", "model/policy/grad_norm", "model/policy/pg_loss", "model/policy/clipfrac",
                 "time/rollout_s", "time/update_s")) {
             assertTrue(step1.has(key), "metric " + key + " in " + step1);
