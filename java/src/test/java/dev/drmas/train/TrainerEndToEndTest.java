@@ -148,6 +148,33 @@ class TrainerEndToEndTest {
     }
 
     @Test
+    void warmStartLearnsTheFormatsAndTrainingStartsFromIt() throws Exception {
+        RunConfig cfg = config(tmp.resolve("s"), "sft.steps=12", "sft.batch_size=8", "sft.lr=3.0e-3", "run.resume=never");
+        Map<String, Double> first, last;
+        try (Trainer t = Trainer.open(cfg, QUIET)) {
+            RunConfig one = config(tmp.resolve("s1"), "sft.steps=1", "sft.batch_size=8", "sft.lr=3.0e-3", "run.resume=never");
+            try (Trainer t1 = Trainer.open(one, QUIET)) {
+                first = t1.sft();
+            }
+            last = t.sft();
+        }
+        double l0 = first.get("sft/policy/loss"), l1 = last.get("sft/policy/loss");
+        assertTrue(Double.isFinite(l0) && l1 < 0.8 * l0, "cross-entropy " + l0 + " -> " + l1);
+        Path warm = tmp.resolve("s/e2e/sft/models/policy");
+        assertTrue(Files.isRegularFile(warm.resolve("model.safetensors")) && Files.isRegularFile(warm.resolve("tokenizer.json")));
+        // a training run in the same directory starts from the warm-start weights
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(tmp.resolve("s")), new PrintStream(log, true));
+             CausalLm w = CausalLm.load(warm); PointerScope scope = new PointerScope()) {
+            assertTrue(log.toString().contains("warm start"), log.toString());
+            CausalLm m = t.policiesForTest().get("policy").model();
+            for (String k : w.parameters().keySet()) {
+                assertArrayEquals(Tensors.toFloats(w.parameters().get(k)), Tensors.toFloats(m.parameters().get(k)), k);
+            }
+        }
+    }
+
+    @Test
     void shippedConfigsLoad() {
         for (String name : List.of("math-toy-drmas.yaml", "math-toy-grpo.yaml", "math-toy-drmas-nonshared.yaml",
                 "math-qwen3-4b.yaml")) {
