@@ -280,21 +280,25 @@ public final class Trainer implements AutoCloseable {
         return out;
     }
 
-    private final Map<Long, int[]> perms = new HashMap<>();
+    private long permSeed = Long.MIN_VALUE;
+    private int[] perm;
 
+    /** The permutation of one pass over the data (only the current pass's is kept). */
     private int[] permutation(int n, long seed) {
-        return perms.computeIfAbsent(seed, s -> {
+        if (perm == null || permSeed != seed) {
             int[] p = new int[n];
             for (int i = 0; i < n; i++) p[i] = i;
-            SplittableRandom rng = new SplittableRandom(s);
+            SplittableRandom rng = new SplittableRandom(seed);
             for (int i = n - 1; i > 0; i--) {
                 int j = rng.nextInt(i + 1);
                 int t = p[i];
                 p[i] = p[j];
                 p[j] = t;
             }
-            return p;
-        });
+            perm = p;
+            permSeed = seed;
+        }
+        return perm;
     }
 
     /** One training step; returns its metrics. */
