@@ -399,7 +399,20 @@ public final class CausalLm implements AutoCloseable {
         return weight.mul(normed.to(x.scalar_type()));
     }
 
+    /**
+     * x·wᵀ (+ bias). A single row (batch-1 decoding) goes through matrix-vector product: on the CPU,
+     * LibTorch's gemm for one row cost ~60–75 µs at 256×256 where mv took ~13 µs.
+     */
     private static Tensor linear(Tensor x, Tensor w, Tensor bias) {
+        long in = x.size(-1);
+        if (x.numel() == in && x.is_cpu()) {
+            long[] shape = new long[(int) x.dim()];
+            for (int i = 0; i < shape.length - 1; i++) shape[i] = 1;
+            shape[shape.length - 1] = w.size(0);
+            Tensor y = torch.mv(w, x.reshape(in));
+            if (bias != null) y = y.add(bias);
+            return y.view(shape);
+        }
         return bias == null ? torch.linear(x, w) : torch.linear(x, w, new TensorOptional(bias));
     }
 
