@@ -7,6 +7,7 @@ package dev.drmas.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.config.RunConfig;
+import dev.drmas.train.Checkpoints;
 import dev.drmas.train.Trainer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -37,17 +38,9 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        RunCommand rc = new RunCommand() {
-            @Override
-            public Integer call() {
-                return 0;
-            }
-        };
-        rc.config = config;
-        rc.overrides = overrides;
-        RunConfig cfg = rc.loadConfig();
+        RunConfig cfg = RunCommand.loadConfig(config, overrides);
         Path runDir = cfg.run().runDir();
-        if (fresh && Files.exists(runDir)) deleteTree(runDir);
+        if (fresh) Checkpoints.deleteTree(runDir);
         System.out.println("drmas demo: " + cfg.agents().size() + " agents, mode " + cfg.algorithm().mode().configName()
                 + ", " + cfg.trainer().steps() + " steps of " + cfg.rollout().tasksPerStep() + " tasks x "
                 + cfg.rollout().rolloutsPerTask() + " rollouts; run directory " + runDir);
@@ -57,10 +50,10 @@ final class DemoCommand implements Callable<Integer> {
         if (!warm && !checkpointed && cfg.sft().steps() > 0) {
             System.out.println("1/2 supervised warm start (" + cfg.sft().steps() + " steps)");
             RunConfig sftCfg = cfg.withOverrides(List.of("run.resume=never"));
-            rc.withTrainer(sftCfg, System.out, Trainer::sft);
+            RunCommand.withTrainer(sftCfg, System.out, Trainer::sft);
         }
         System.out.println("2/2 reinforcement learning with " + cfg.algorithm().mode().configName());
-        rc.withTrainer(cfg, System.out, Trainer::train);
+        RunCommand.withTrainer(cfg, System.out, Trainer::train);
         double minutes = (System.nanoTime() - t0) / 60e9;
         report(runDir, minutes);
         return 0;
@@ -98,11 +91,5 @@ final class DemoCommand implements Callable<Integer> {
         System.out.printf("%nrun directory:   %s%nmetrics:         %s%ntensorboard:     tensorboard --logdir %s%n"
                 + "checkpoints:     %s%ntime:            %.1f min%n", runDir.toAbsolutePath(), file.toAbsolutePath(),
                 runDir.resolve("tensorboard").toAbsolutePath(), runDir.resolve("checkpoints").toAbsolutePath(), minutes);
-    }
-
-    static void deleteTree(Path p) throws IOException {
-        try (var s = Files.walk(p)) {
-            for (Path x : s.sorted(java.util.Comparator.reverseOrder()).toList()) Files.delete(x);
-        }
     }
 }

@@ -25,6 +25,10 @@ abstract class RunCommand implements Callable<Integer> {
     List<String> overrides = new ArrayList<>();
 
     RunConfig loadConfig() {
+        return loadConfig(config, overrides);
+    }
+
+    static RunConfig loadConfig(Path config, List<String> overrides) {
         if (!Files.isRegularFile(config)) throw new UserError(config + ": no such config file");
         try {
             return RunConfig.load(config, overrides);
@@ -34,7 +38,7 @@ abstract class RunCommand implements Callable<Integer> {
     }
 
     /** Runs {@code body} with a trainer, turning bad input into user errors. */
-    int withTrainer(RunConfig cfg, PrintStream out, TrainerBody body) throws Exception {
+    static int withTrainer(RunConfig cfg, PrintStream out, TrainerBody body) throws Exception {
         try (Trainer t = Trainer.open(cfg, out)) {
             body.run(t);
             return 0;

@@ -50,17 +50,23 @@ public final class MetricsLogger implements MetricsSink {
      */
     public static MetricsLogger forRun(Path runDir, long totalSteps, long resumeFromStep, List<String> shownKeys)
             throws IOException {
-        // the bar first: it only reads the environment, and a bad setting should not leave files open
-        var bar = ProgressBar.forConsole(totalSteps, Math.max(resumeFromStep, 0), shownKeys);
-        var jsonl = JsonlSink.open(runDir.resolve(JsonlSink.FILE_NAME), resumeFromStep);
-        TensorBoardSink tb;
+        return forRun(runDir, totalSteps, resumeFromStep, shownKeys, true, true, true);
+    }
+
+    /** As {@link #forRun(Path, long, long, List)}, with each sink on or off (a run config's metrics section). */
+    public static MetricsLogger forRun(Path runDir, long totalSteps, long resumeFromStep, List<String> shownKeys,
+                                       boolean jsonl, boolean tensorboard, boolean progressBar) throws IOException {
+        List<MetricsSink> sinks = new ArrayList<>();
         try {
-            tb = TensorBoardSink.open(runDir.resolve(TENSORBOARD_DIR), resumeFromStep);
+            // the bar first: it only reads the environment, and a bad setting should not leave files open
+            if (progressBar) sinks.add(ProgressBar.forConsole(totalSteps, Math.max(resumeFromStep, 0), shownKeys));
+            if (jsonl) sinks.add(JsonlSink.open(runDir.resolve(JsonlSink.FILE_NAME), resumeFromStep));
+            if (tensorboard) sinks.add(TensorBoardSink.open(runDir.resolve(TENSORBOARD_DIR), resumeFromStep));
         } catch (IOException | RuntimeException e) {
-            jsonl.close();
+            for (MetricsSink k : sinks) k.close();
             throw e;
         }
-        return new MetricsLogger(List.of(jsonl, tb, bar));
+        return new MetricsLogger(sinks);
     }
 
     @Override

@@ -132,7 +132,8 @@ public final class Checkpoints {
         return m.matches() ? Long.parseLong(m.group(1)) : -1;
     }
 
-    static void deleteTree(Path p) throws IOException {
+    /** Deletes a folder and everything in it (nothing when it does not exist). */
+    public static void deleteTree(Path p) throws IOException {
         if (!Files.exists(p)) return;
         try (Stream<Path> s = Files.walk(p)) {
             for (Path x : s.sorted(Comparator.reverseOrder()).toList()) Files.delete(x);

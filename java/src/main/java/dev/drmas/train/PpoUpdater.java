@@ -256,7 +256,8 @@ public final class PpoUpdater {
         return out;
     }
 
-    private static int[] permutation(int n, SplittableRandom rng) {
+    /** A uniformly random permutation of 0..n-1 (Fisher–Yates). */
+    static int[] permutation(int n, SplittableRandom rng) {
         int[] p = new int[n];
         for (int i = 0; i < n; i++) p[i] = i;
         for (int i = n - 1; i > 0; i--) {

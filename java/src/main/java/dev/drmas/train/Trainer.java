@@ -250,13 +250,7 @@ public final class Trainer implements AutoCloseable {
 
     private MetricsLogger logger(long total, long resumeFrom, List<String> shown) throws IOException {
         var mc = cfg.metrics();
-        List<dev.drmas.metrics.MetricsSink> sinks = new ArrayList<>();
-        if (mc.progressBar()) sinks.add(dev.drmas.metrics.ProgressBar.forConsole(total, Math.max(resumeFrom, 0), shown));
-        if (mc.jsonl()) sinks.add(dev.drmas.metrics.JsonlSink.open(runDir.resolve(dev.drmas.metrics.JsonlSink.FILE_NAME), resumeFrom));
-        if (mc.tensorboard()) {
-            sinks.add(dev.drmas.metrics.TensorBoardSink.open(runDir.resolve(MetricsLogger.TENSORBOARD_DIR), resumeFrom));
-        }
-        return new MetricsLogger(sinks);
+        return MetricsLogger.forRun(runDir, total, resumeFrom, shown, mc.jsonl(), mc.tensorboard(), mc.progressBar());
     }
 
     /** Writes a checkpoint of the current step. */
@@ -286,16 +280,7 @@ public final class Trainer implements AutoCloseable {
     /** The permutation of one pass over the data (only the current pass's is kept). */
     private int[] permutation(int n, long seed) {
         if (perm == null || permSeed != seed) {
-            int[] p = new int[n];
-            for (int i = 0; i < n; i++) p[i] = i;
-            SplittableRandom rng = new SplittableRandom(seed);
-            for (int i = n - 1; i > 0; i--) {
-                int j = rng.nextInt(i + 1);
-                int t = p[i];
-                p[i] = p[j];
-                p[j] = t;
-            }
-            perm = p;
+            perm = PpoUpdater.permutation(n, new SplittableRandom(seed));
             permSeed = seed;
         }
         return perm;

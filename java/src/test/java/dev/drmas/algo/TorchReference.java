@@ -3,7 +3,7 @@
 // dL/dlogp: the oracle the native kernels are compared with, and the benchmarks' baseline.
 package dev.drmas.algo;
 
-import org.bytedeco.javacpp.Pointer;
+import dev.drmas.model.Scopes;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarOptional;
@@ -53,9 +53,9 @@ public final class TorchReference {
         Stats s;
         try (PointerScope scope = new PointerScope()) {
             Stats t = stats(values.to(ScalarType.Double), ids.to(ScalarType.Long), numSegments, unbiased ? 1 : 0);
-            s = new Stats(retain(t.count().to(ScalarType.Long)), retain(t.mean()), retain(t.m2()), retain(t.std()));
+            s = new Stats(Scopes.retain(t.count().to(ScalarType.Long)), Scopes.retain(t.mean()), Scopes.retain(t.m2()), Scopes.retain(t.std()));
         }
-        return new Stats(adopt(s.count()), adopt(s.mean()), adopt(s.m2()), adopt(s.std()));
+        return new Stats(Scopes.adopt(s.count()), Scopes.adopt(s.mean()), Scopes.adopt(s.m2()), Scopes.adopt(s.std()));
     }
 
     /** Statistics of float64 {@code x} over int64 {@code ids}; count stays float64 here. */
@@ -90,9 +90,9 @@ public final class TorchReference {
                                     long numUids, long numTrajs, long numAgents) {
         Tensor out;
         try (PointerScope scope = new PointerScope()) {
-            out = retain(advantagesImpl(c, scores, uid, traj, agent, numUids, numTrajs, numAgents));
+            out = Scopes.retain(advantagesImpl(c, scores, uid, traj, agent, numUids, numTrajs, numAgents));
         }
-        return adopt(out);
+        return Scopes.adopt(out);
     }
 
     private static Tensor advantagesImpl(NormConfig c, Tensor scores, Tensor uid, Tensor traj, Tensor agent,
@@ -172,9 +172,9 @@ public final class TorchReference {
             long rows = offsets.numel() - 1;
             Tensor padded = zeros(rows + 1, rowValues.scalar_type()); // slot `rows` = "no row" = 0
             padded.narrow(0, 0, rows).copy_(rowValues);
-            out = retain(padded.index_select(0, tokenRows(offsets, numTokens)));
+            out = Scopes.retain(padded.index_select(0, tokenRows(offsets, numTokens)));
         }
-        return adopt(out);
+        return Scopes.adopt(out);
     }
 
     /**
@@ -206,9 +206,9 @@ public final class TorchReference {
             Tensor l = clippedLossTensor(c, normalizer, offsets, leaf, old, adv, ref, mask);
             l.backward();
             loss = l.item_double();
-            grad = retain(leaf.grad().detach()); // grad() is an alias (@ByRef); detach() owns a handle
+            grad = Scopes.retain(leaf.grad().detach()); // grad() is an alias (@ByRef); detach() owns a handle
         }
-        return new LossResult(adopt(grad), loss);
+        return new LossResult(Scopes.adopt(grad), loss);
     }
 
     /**
@@ -221,9 +221,9 @@ public final class TorchReference {
                                            Tensor old, Tensor adv, Tensor ref, Tensor mask) {
         Tensor out;
         try (PointerScope scope = new PointerScope()) {
-            out = retain(lossImpl(c, normalizer, offsets, logp, old, adv, ref, mask));
+            out = Scopes.retain(lossImpl(c, normalizer, offsets, logp, old, adv, ref, mask));
         }
-        return adopt(out);
+        return Scopes.adopt(out);
     }
 
     private static Tensor lossImpl(LossConfig c, double normalizer, Tensor offsets, Tensor logp,
@@ -283,39 +283,39 @@ public final class TorchReference {
     public static Tensor floats(float... a) {
         Tensor t;
         try (PointerScope scope = new PointerScope()) {
-            t = retain(empty(a.length, ScalarType.Float));
+            t = Scopes.retain(empty(a.length, ScalarType.Float));
             if (a.length > 0) t.data_ptr_float().put(a); // data_ptr of an empty tensor is null
         }
-        return adopt(t);
+        return Scopes.adopt(t);
     }
 
     public static Tensor doubles(double... a) {
         Tensor t;
         try (PointerScope scope = new PointerScope()) {
-            t = retain(empty(a.length, ScalarType.Double));
+            t = Scopes.retain(empty(a.length, ScalarType.Double));
             if (a.length > 0) t.data_ptr_double().put(a); // data_ptr of an empty tensor is null
         }
-        return adopt(t);
+        return Scopes.adopt(t);
     }
 
     /** A new int32 CPU tensor. */
     public static Tensor ints(int... a) {
         Tensor t;
         try (PointerScope scope = new PointerScope()) {
-            t = retain(empty(a.length, ScalarType.Int));
+            t = Scopes.retain(empty(a.length, ScalarType.Int));
             if (a.length > 0) t.data_ptr_int().put(a); // data_ptr of an empty tensor is null
         }
-        return adopt(t);
+        return Scopes.adopt(t);
     }
 
     /** A new int64 CPU tensor. */
     public static Tensor longs(long... a) {
         Tensor t;
         try (PointerScope scope = new PointerScope()) {
-            t = retain(empty(a.length, ScalarType.Long));
+            t = Scopes.retain(empty(a.length, ScalarType.Long));
             if (a.length > 0) t.data_ptr_long().put(a); // data_ptr of an empty tensor is null
         }
-        return adopt(t);
+        return Scopes.adopt(t);
     }
 
     /** A new bool CPU tensor. */
@@ -326,9 +326,9 @@ public final class TorchReference {
         try (PointerScope scope = new PointerScope()) {
             Tensor u8 = empty(a.length, ScalarType.Byte);
             if (b.length > 0) u8.data_ptr_byte().put(b);
-            t = retain(u8.to(ScalarType.Bool));
+            t = Scopes.retain(u8.to(ScalarType.Bool));
         }
-        return adopt(t);
+        return Scopes.adopt(t);
     }
 
     public static float[] toFloats(Tensor t) {
@@ -405,21 +405,5 @@ public final class TorchReference {
 
     private static ScalarOptional opt(double v) {
         return new ScalarOptional(new Scalar(v));
-    }
-
-    /** Keeps {@code p} alive past the close of the scope it was created in. */
-    private static <P extends Pointer> P retain(P p) {
-        p.retainReference();
-        return p;
-    }
-
-    /** After the inner scope closed: hands {@code p}'s extra reference to the caller's scope. */
-    private static <P extends Pointer> P adopt(P p) {
-        PointerScope outer = PointerScope.getInnerScope();
-        if (outer != null) {
-            outer.attach(p);        // +1 for the caller's scope
-            p.releaseReference();   // -1 for retain(); the caller's scope now owns it
-        }                           // no scope: the garbage collector frees it
-        return p;
     }
 }
