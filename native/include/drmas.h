@@ -127,8 +127,11 @@ typedef struct drmas_norm_config {
  * diagnostics != NULL, diagnostics[DRMAS_DIAG_FIELDS * num_uids * num_agents].
  * traj may be NULL (and num_trajs 0) with DRMAS_POOL_ROWS. Every trajectory must lie in
  * one group (DRMAS_ERR_INCONSISTENT names the row otherwise). Non-finite scores are an
- * error naming the row. Fastest when the rows of each uid are contiguous (as rollouts
- * produce them); any order is correct. */
+ * error naming the row. Fastest when the rows are sorted as rollouts write them: uid never
+ * decreases and, with trajectories, each trajectory's rows are together and trajectory ids
+ * never decrease; next when only the rows of each uid are contiguous; any order is correct.
+ * The CPU backend uses AVX2 kernels where the CPU has them; the environment variable
+ * DRMAS_CPU_ISA=v2 selects the baseline ones, which give bit-identical results. */
 DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
                                       const float* scores, const int32_t* uid,
                                       const int32_t* traj, const int32_t* agent,

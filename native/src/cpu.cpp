@@ -3,12 +3,16 @@
 // Every function validates all of its input before it writes any output, so that a bad
 // call leaves the caller's buffers untouched. Statistics are two-pass in fp64.
 //
-// advantage_cpu has two paths. Rollouts produce rows grouped by uid; when every uid's rows
-// are contiguous (checked during validation), each uid "run" is normalised on its own while
-// it is hot in L1: three short passes over ~50 rows instead of three passes over memory,
-// which makes the whole call cost about two streaming reads of the input. Other layouts
-// take the general path: global per-segment arrays and full passes.
+// advantage_cpu has three paths. Rollouts produce rows sorted by uid, each trajectory's rows
+// together; a branch-free vectorised pass checks exactly that (with the ranges and the
+// finiteness) and, when it holds, each uid run is normalised on its own while it is hot in L1
+// by the kernels of cpu_adv_kernels.inc: two streaming reads of the input, one write, and no
+// per-trajectory or per-uid table. Otherwise the full validation below finds the first bad row
+// (for the message), or the uid runs of rows that are grouped but not sorted (then the same
+// per-run kernels), or falls back to the general path: global per-segment arrays and full
+// passes, for any order.
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -17,6 +21,7 @@
 #include <omp.h>
 
 #include "backend.h"
+#include "cpu_adv.h"
 #include "drmas_math.h"
 
 namespace drmas {
@@ -105,22 +110,11 @@ struct Problem {  // first problem found in a chunk of rows
     int kind = 0;  // 1 uid, 2 traj, 3 agent, 4 score
 };
 
-struct AdvArgs {
-    const drmas_norm_config* c;
-    int64_t n;
-    const float* scores;
-    const int32_t* uid;
-    const int32_t* traj;
-    const int32_t* agent;
-    int64_t U, T, K;
-    float* adv;
-    double* diag;
-};
-
 const double kNaN = __builtin_nan("");
 
-// Writes the diagnostics of segment (u, k).
-inline void write_diag(const AdvArgs& a, int64_t u, int64_t k, double acount, double amean,
+}  // namespace
+
+void write_diag(const AdvArgs& a, int64_t u, int64_t k, double acount, double amean,
                        double am2, double gcount, double gmean, double gm2) {
     const int64_t S = a.U * a.K, s = u * a.K + k;
     const int ddof = a.c->ddof;
@@ -139,20 +133,9 @@ inline void write_diag(const AdvArgs& a, int64_t u, int64_t k, double acount, do
         (acount > 0 && gstd > 0) ? (astd * astd + dm * dm) / (gstd * gstd) : kNaN;
 }
 
-// Scratch of one thread for the blocked path, sized once per thread and reused across runs
-// (a run is ~30 rows: per-run allocation or vector bookkeeping would cost more than the rows).
-struct RunScratch {
-    explicit RunScratch(int64_t K) : acc(3 * K), acnt(K), res(K) {}
-    std::vector<double> acc;         // per agent of the current uid: sum, m2, mean
-    std::vector<int64_t> acnt;       // per agent: rows
-    std::vector<Resolved> res;       // per agent: resolved mean / divisor / zero
-    std::vector<int32_t> slot;       // row -> local trajectory slot (trajectory pooling only)
-    std::vector<double> tcnt, tsum;  // per local trajectory
-};
-
 // Pass 3 of a run, specialised so that the per-row loop has no mode or pooling branch.
 template <bool kTrajX>
-inline void write_run(const AdvArgs& a, int64_t b, int64_t e, const Resolved* res, const RunScratch& w) {
+static inline void write_run(const AdvArgs& a, int64_t b, int64_t e, const Resolved* res, const RunScratch& w) {
     const drmas_norm_config& c = *a.c;
     const float* sc = a.scores;
     const int32_t* ag = a.agent;
@@ -163,11 +146,13 @@ inline void write_run(const AdvArgs& a, int64_t b, int64_t e, const Resolved* re
     }
 }
 
-// Group statistics of the run [b, e) (count, mean, M2) under the configured pooling. With
-// trajectory pooling it also leaves each row's trajectory slot and the trajectories' mean
-// scores in `w`, for GRPO's numerator. `tslot` holds each trajectory's uid (>= 0) on entry; the
-// run claims its trajectories by overwriting them with -(slot + 2). Trajectories never span
-// runs (validated), so threads on different runs never touch the same entries.
+void write_run_scalar(const AdvArgs& a, int64_t b, int64_t e, const Resolved* res, const RunScratch& w, bool kTrajX) {
+    if (kTrajX)
+        write_run<true>(a, b, e, res, w);
+    else
+        write_run<false>(a, b, e, res, w);
+}
+
 SegStat group_of_run(const AdvArgs& a, int64_t b, int64_t e, RunScratch& w, int32_t* tslot, double& gm2) {
     const float* sc = a.scores;
     const int64_t len = e - b;
@@ -189,7 +174,19 @@ SegStat group_of_run(const AdvArgs& a, int64_t b, int64_t e, RunScratch& w, int3
     double* tsum = w.tsum.data();
     const int32_t* tr = a.traj;
     int64_t ntraj = 0;
-    for (int64_t i = b; i < e; ++i) {  // slots in order of first appearance
+    if (tslot == nullptr) {  // each trajectory's rows are contiguous
+        for (int64_t i = b; i < e; ++i) {
+            if (i == b || tr[i] != tr[i - 1]) {
+                tcnt[ntraj] = 0;
+                tsum[ntraj] = 0;
+                ++ntraj;
+            }
+            slot[i - b] = (int32_t)(ntraj - 1);
+            tcnt[ntraj - 1] += 1;
+            tsum[ntraj - 1] += sc[i];
+        }
+    }
+    for (int64_t i = b; i < e && tslot != nullptr; ++i) {  // slots in order of first appearance
         int32_t* v = &tslot[tr[i]];
         if (*v >= 0) {
             *v = -(int32_t)(ntraj + 2);
@@ -213,8 +210,11 @@ SegStat group_of_run(const AdvArgs& a, int64_t b, int64_t e, RunScratch& w, int3
     return SegStat{(double)ntraj, gmean, 0.0};
 }
 
-// Normalises rows [b, e), all of uid u (and nothing else of u anywhere), while they are hot
-// in L1: agent sums, then (only if the mode, the singleton policy or the diagnostics need
+namespace {
+
+// The generic per-run kernel (any number of agents; the vectorised ones of
+// cpu_adv_kernels.inc cover up to 4). Normalises rows [b, e), all of uid u (and nothing else of
+// u anywhere), while they are hot in L1: agent sums, then (only if the mode, the singleton policy or the diagnostics need
 // them) the group's statistics, then agent second moments, then the advantages. Dr. MAS
 // without diagnostics usually needs no group statistics at all, so it skips that work.
 void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch& w, int32_t* tslot) {
@@ -434,6 +434,18 @@ bool merge_owners(const std::vector<std::vector<int32_t>>& own, int64_t T, int32
     return std::find(bad.begin(), bad.end(), 1) == bad.end();
 }
 
+// The environment is read at every call (a few tens of ns) so that a test can compare both
+// kernels in one process.
+const AdvIsa& adv_isa() {
+    static const bool v3 = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("x86-64-v3") != 0;
+    }();
+    const char* want = getenv("DRMAS_CPU_ISA");
+    if (!v3 || (want != nullptr && strcmp(want, "v2") == 0)) return kAdvIsaV2;
+    return kAdvIsaV3;
+}
+
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
                       int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
@@ -441,6 +453,24 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
     const char* fn = "drmas_advantage_f32";
     const int64_t U = num_uids, T = num_trajs, K = num_agents;
     AdvArgs a{&cfg, n, scores, uid, traj, agent, U, T, K, advantages, diagnostics};
+    const AdvIsa& isa = adv_isa();
+
+    // ---- sorted rows (as rollouts write them): one cheap check, then the per-run kernels ----
+    if (n > 0) {
+        const int nt = threads_for(n);
+        std::vector<char> sorted(nt, 0);
+        run_parallel(nt, [&](int tid, int nth) {
+            sorted[tid] = isa.sorted_and_valid(a, n * tid / nth, n * (tid + 1) / nth);
+        });
+        if (std::find(sorted.begin(), sorted.end(), 0) == sorted.end()) {
+            run_parallel(nt, [&](int tid, int nth) {
+                RunScratch w(K);
+                isa.sorted_runs(a, n * tid / nth, n * (tid + 1) / nth, w, &normalise_run);
+            });
+            return DRMAS_OK;
+        }
+        // Not sorted, or a bad row somewhere: the full validation below tells which.
+    }
 
     // ---- validation (parallel): ranges, finiteness, trajectory owners, uid runs ----
     const int nt = threads_for(n);
@@ -548,9 +578,10 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         int64_t r0 = std::lower_bound(all.begin(), all.end(), lo, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
         int64_t r1 = std::lower_bound(all.begin(), all.end(), hi, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
         RunScratch w(K);
+        const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t b = all[r].begin, e = r + 1 < R ? all[r + 1].begin : n;
-            normalise_run(a, b, e, all[r].uid, w, owner.data());
+            fn(a, b, e, all[r].uid, w, owner.data());
         }
     });
     return DRMAS_OK;

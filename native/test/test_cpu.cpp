@@ -5,6 +5,7 @@
 // independent reference and LibTorch live in the Java test suite.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <algorithm>
@@ -318,6 +319,235 @@ static void test_signed_zero() {
     for (int i = 0; i < 6; i += 2) CHECK(out[i] == 0.0f && !signbit(out[i]), "row %d: %g must be +0", i, out[i]);
 }
 
+// ---- the sorted-rows fast path (native/src/cpu_adv_kernels.inc) ----
+
+static int call_adv(const drmas_norm_config& c, const Rows& r, std::vector<float>& out, std::vector<double>* diag) {
+    out.assign(r.s.size(), -7.0f);
+    if (diag) diag->assign(DRMAS_DIAG_FIELDS * r.U * r.K, -7.0);
+    return drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, (int64_t)r.s.size(), r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(),
+                               r.U, r.T, r.K, out.data(), diag ? diag->data() : nullptr, nullptr);
+}
+
+static bool same_bits(const void* a, const void* b, size_t bytes) { return memcmp(a, b, bytes) == 0; }
+
+// Rows in rollout order, then renumbered so that uids (and trajectories) appear in decreasing
+// order: each uid's rows stay contiguous and in the same order, but the rows are no longer
+// sorted, so the full validation (trajectory map, run list) runs and then the same per-run
+// kernels. Results must be bit-identical to the sorted fast path's.
+static Rows reversed_ids(const Rows& r) {
+    Rows p = r;
+    for (size_t i = 0; i < r.s.size(); ++i) {
+        p.uid[i] = (int32_t)(r.U - 1 - r.uid[i]);
+        p.traj[i] = (int32_t)(r.T - 1 - r.traj[i]);
+    }
+    return p;
+}
+
+static void test_sorted_path_matches_other_paths() {
+    std::mt19937_64 rng(3);
+    for (int64_t K = 1; K <= 5; ++K) {  // 1-4: vectorised kernels; 5: the generic scalar one
+        Rows r = rollout_rows(61, 8, K, 2, rng);
+        // awkward: some single-row agent segments, a -0 score, a constant uid
+        r.agent[5] = 0;
+        r.s[3] = -0.0f;
+        for (size_t i = 0; i < r.s.size(); ++i)
+            if (r.uid[i] == 7) r.s[i] = 0.3f;
+        const Rows rev = reversed_ids(r);
+        const int64_t n = (int64_t)r.s.size(), S = r.U * r.K;
+        std::vector<int64_t> perm(n);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        Rows sh = r;
+        for (int64_t i = 0; i < n; ++i) {
+            sh.s[i] = r.s[perm[i]];
+            sh.uid[i] = r.uid[perm[i]];
+            sh.traj[i] = r.traj[perm[i]];
+            sh.agent[i] = r.agent[perm[i]];
+        }
+        for (int mode = 0; mode < 4; ++mode)
+            for (int pool = 0; pool < 2; ++pool)
+                for (int single = 0; single < 3; ++single)
+                    for (int scale = 0; scale < 2; ++scale) {
+                        drmas_norm_config c = cfg_of(mode);
+                        c.global_pooling = pool;
+                        c.singleton = single;
+                        c.scale_by_std = scale;
+                        std::vector<float> a, b, g;
+                        std::vector<double> da, db, dg;
+                        const int st1 = call_adv(c, r, a, &da), st2 = call_adv(c, rev, b, &db), st3 = call_adv(c, sh, g, &dg);
+                        CHECK(st1 == 0 && st2 == 0 && st3 == 0, "K %lld mode %d: %s", (long long)K, mode, drmas_last_error());
+                        // reversed ids: uid u of r is uid U-1-u of rev, same rows in the same order
+                        CHECK(same_bits(a.data(), b.data(), n * sizeof(float)),
+                              "K %lld mode %d pool %d single %d scale %d: sorted and grouped-unsorted rows must give identical advantages",
+                              (long long)K, mode, pool, single, scale);
+                        bool diag_same = true;
+                        for (int f = 0; f < DRMAS_DIAG_FIELDS; ++f)
+                            for (int64_t u = 0; u < r.U; ++u)
+                                for (int64_t k = 0; k < r.K; ++k) {
+                                    const double x = da[f * S + u * r.K + k], y = db[f * S + (r.U - 1 - u) * r.K + k];
+                                    if (!(same_bits(&x, &y, 8) || (isnan(x) && isnan(y)))) diag_same = false;
+                                }
+                        CHECK(diag_same, "K %lld mode %d: diagnostics of sorted and grouped-unsorted rows must be identical", (long long)K, mode);
+                        int bad = 0;
+                        for (int64_t i = 0; i < n; ++i)
+                            if (!close(g[i], a[perm[i]], 1e-6, 1e-6)) ++bad;
+                        CHECK(bad == 0, "K %lld mode %d pool %d single %d scale %d: general path differs in %d rows", (long long)K, mode, pool, single, scale, bad);
+                        for (size_t i = 0; i < r.s.size(); ++i)
+                            if (r.uid[i] == 7 && mode != 0 && scale && !(a[i] == 0.0f && !signbit(a[i])))
+                                bad = 1;
+                        CHECK(bad == 0, "K %lld mode %d: a constant uid must give exactly +0", (long long)K, mode);
+                    }
+    }
+}
+
+// Rows of r in the order perm (out[i] = r[perm[i]]).
+static Rows permuted(const Rows& r, const std::vector<int64_t>& perm) {
+    Rows p = r;
+    for (size_t i = 0; i < perm.size(); ++i) {
+        p.s[i] = r.s[perm[i]];
+        p.uid[i] = r.uid[perm[i]];
+        p.traj[i] = r.traj[perm[i]];
+        p.agent[i] = r.agent[perm[i]];
+    }
+    return p;
+}
+
+// Odd shapes through the fast path against the general path on the same rows in another
+// order: n = 1, primes, runs shorter than a vector, the last run ending mid-vector at the end
+// of the arrays, agents without rows, uids without rows (first, middle, last), K up to 5. Two
+// reorderings: all rows reversed, and only the last row of the first uid moved to the end (a
+// uid run split by rows of other uids).
+static void test_sorted_path_shapes() {
+    std::mt19937_64 rng(17);
+    for (int64_t n : {1, 2, 3, 5, 7, 13, 31, 97, 1009}) {
+        for (int64_t K : {1, 2, 3, 4, 5}) {
+            Rows r;
+            r.K = K;
+            int32_t u = 1, t = 0;  // uid 0 has no rows
+            std::uniform_int_distribution<int> run_len(1, 11), agent_of(0, (int)K - 1), gap(0, 3);
+            while ((int64_t)r.s.size() < n) {
+                const int len = run_len(rng);
+                for (int j = 0; j < len && (int64_t)r.s.size() < n; ++j) {
+                    if (j % 3 == 0 && j > 0) ++t;
+                    r.s.push_back((float)(rng() % 1000) / 997.0f);
+                    r.uid.push_back(u);
+                    r.traj.push_back(t);
+                    const int k = agent_of(rng);
+                    r.agent.push_back(K > 1 && k == (int)K - 1 && agent_of(rng) != 0 ? (int32_t)K - 2 : k);  // agent K-1 rare
+                }
+                ++t;
+                u += 1 + (gap(rng) == 0);  // some uids without rows
+            }
+            r.U = u + 2;  // and a few at the end
+            r.T = t + 1;
+            std::vector<int64_t> rev(n), split(n);
+            for (int64_t i = 0; i < n; ++i) rev[i] = n - 1 - i;
+            int64_t first_end = 0;
+            while (first_end < n && r.uid[first_end] == r.uid[0]) ++first_end;
+            std::iota(split.begin(), split.end(), 0);
+            std::rotate(split.begin() + (first_end - 1), split.begin() + first_end, split.end());
+            for (int pool = 0; pool < 2; ++pool) {
+                drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+                c.global_pooling = pool;
+                std::vector<float> a;
+                std::vector<double> da;
+                CHECK(call_adv(c, r, a, &da) == 0, "n %lld K %lld: %s", (long long)n, (long long)K, drmas_last_error());
+                for (const auto* perm : {&rev, &split}) {
+                    std::vector<float> g;
+                    std::vector<double> dg;
+                    CHECK(call_adv(c, permuted(r, *perm), g, &dg) == 0, "%s", drmas_last_error());
+                    int bad = 0;
+                    for (int64_t i = 0; i < n; ++i)
+                        if (!close(g[i], a[(*perm)[i]], 1e-6, 1e-6)) ++bad;
+                    for (size_t j = 0; j < da.size(); ++j)
+                        if (!(close(da[j], dg[j], 1e-9, 1e-9) || (isnan(da[j]) && isnan(dg[j])))) ++bad;
+                    CHECK(bad == 0, "n %lld K %lld pool %d %s: %d values differ from the general path", (long long)n, (long long)K, pool,
+                          perm == &rev ? "reversed" : "split run", bad);
+                }
+                // uids without rows get empty diagnostics (count 0, NaN inflation), and every entry is written
+                const int64_t S = r.U * r.K;
+                CHECK(da[DRMAS_DIAG_AGENT_COUNT * S] == 0 && isnan(da[DRMAS_DIAG_INFLATION * S]) &&
+                          da[DRMAS_DIAG_GROUP_COUNT * S + (r.U - 1) * r.K] == 0,
+                      "n %lld K %lld: uids without rows must get empty diagnostics", (long long)n, (long long)K);
+                bool written = true;
+                for (double v : da) written = written && v != -7.0;
+                CHECK(written, "n %lld K %lld: every diagnostic must be written", (long long)n, (long long)K);
+            }
+        }
+    }
+}
+
+// The AVX2 kernels and the baseline (x86-64-v2) ones give bit-identical results; the library
+// picks one per call from the CPU and DRMAS_CPU_ISA.
+static void test_isa_identical() {
+    std::mt19937_64 rng(23);
+    for (int64_t K : {1, 2, 3, 4}) {
+        Rows r = rollout_rows(701, 8, K, 2, rng);
+        for (float& v : r.s) v = v * 0.37f + (float)(rng() % 100) * 1e-3f;
+        for (int mode = 0; mode < 4; ++mode) {
+            drmas_norm_config c = cfg_of(mode);
+            std::vector<float> a, b;
+            std::vector<double> da, db;
+            unsetenv("DRMAS_CPU_ISA");
+            const int st1 = call_adv(c, r, a, &da);
+            setenv("DRMAS_CPU_ISA", "v2", 1);
+            const int st2 = call_adv(c, r, b, &db);
+            unsetenv("DRMAS_CPU_ISA");
+            CHECK(st1 == 0 && st2 == 0, "%s", drmas_last_error());
+            CHECK(same_bits(a.data(), b.data(), a.size() * sizeof(float)), "K %lld mode %d: v2 and v3 kernels must agree bit for bit", (long long)K, mode);
+            bool same = true;
+            for (size_t j = 0; j < da.size(); ++j) same = same && (same_bits(&da[j], &db[j], 8) || (isnan(da[j]) && isnan(db[j])));
+            CHECK(same, "K %lld mode %d: v2 and v3 diagnostics must agree bit for bit", (long long)K, mode);
+        }
+    }
+}
+
+// Many threads on sorted rows: runs split at chunk boundaries, uids without rows at the
+// boundaries; identical results and diagnostics for 1 and 4 threads, and errors in the middle
+// of a run leave every output untouched.
+static void test_sorted_threads() {
+    std::mt19937_64 rng(29);
+    Rows r = rollout_rows(12000, 8, 3, 2, rng);  // ~250K rows
+    for (auto& u : r.uid) u = u * 2 + 1;          // every other uid has no rows
+    r.U = r.U * 2 + 1;
+    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    std::vector<float> a, b;
+    std::vector<double> da, db;
+    drmas_set_num_threads(1);
+    const int st1 = call_adv(c, r, a, &da);
+    drmas_set_num_threads(4);
+    const int st2 = call_adv(c, r, b, &db);
+    CHECK(st1 == 0 && st2 == 0, "%s", drmas_last_error());
+    CHECK(same_bits(a.data(), b.data(), a.size() * 4), "1 and 4 threads must agree on sorted rows");
+    bool same = true;
+    for (size_t j = 0; j < da.size(); ++j) same = same && (same_bits(&da[j], &db[j], 8) || (isnan(da[j]) && isnan(db[j])));
+    CHECK(same, "1 and 4 threads must give the same diagnostics on sorted rows");
+    const int64_t n = (int64_t)r.s.size();
+    for (int threads : {1, 4}) {
+        drmas_set_num_threads(threads);
+        for (int what = 0; what < 4; ++what) {
+            Rows bad = r;
+            const int64_t row = n / 2 + 3;  // inside a run, in the middle of a vector block
+            if (what == 0) bad.s[row] = INFINITY;
+            if (what == 1) bad.uid[row] = (int32_t)r.U;
+            if (what == 2) bad.traj[row] = -3;
+            if (what == 3) bad.agent[row] = 3;
+            std::vector<float> out;
+            std::vector<double> dg;
+            const int st = call_adv(c, bad, out, &dg);
+            char want[64];
+            const char* names[] = {"scores", "uid", "traj", "agent"};
+            snprintf(want, sizeof want, "%s[%lld]", names[what], (long long)row);
+            CHECK(st != 0 && contains(drmas_last_error(), want), "%d threads, bad %s: %d %s", threads, names[what], st, drmas_last_error());
+            bool untouched = true;
+            for (float v : out) untouched = untouched && v == -7.0f;
+            for (double v : dg) untouched = untouched && v == -7.0;
+            CHECK(untouched, "%d threads, bad %s: outputs must be untouched", threads, names[what]);
+        }
+    }
+    drmas_set_num_threads(0);
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -327,6 +557,10 @@ int main() {
     test_errors();
     test_parallel_errors();
     test_signed_zero();
+    test_sorted_path_matches_other_paths();
+    test_sorted_path_shapes();
+    test_isa_identical();
+    test_sorted_threads();
     test_broadcast();
     test_loss_identities();
     printf("%d passed, %d failed\n", g_pass, g_fail);

@@ -1,0 +1,87 @@
+// bench_adv.cpp — a driver for measuring the CPU advantage kernel outside the JVM, mainly
+// under `valgrind --tool=callgrind`, whose instruction counts are repeatable on a shared,
+// noisy machine where wall time is not. Not a test (no ctest entry): it builds rows as
+// bench/.../AdvantageBench does (grouped by uid, 8 trajectories per uid of 1 or 2 turns
+// (2 with probability 3/4), solver and verifier interleaved, scores uniform in [0, 1)) and
+// calls drmas_advantage_f32 in mode drmas with trajectory pooling.
+//
+//   bench_adv [rows=1048576] [grouped|random] [threads=1] [calls=1]
+//   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=drmas_advantage_f32 \
+//       build/bench_adv 1048576 grouped 1 1
+// Prints the wall time per call (min over calls) and a checksum of the advantages.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "drmas.h"
+
+int main(int argc, char** argv) {
+    const int64_t n = argc > 1 ? atoll(argv[1]) : 1 << 20;
+    const std::string layout = argc > 2 ? argv[2] : "grouped";
+    const int threads = argc > 3 ? atoi(argv[3]) : 1;
+    const int calls = argc > 4 ? atoi(argv[4]) : 1;
+    std::vector<float> s(n);
+    std::vector<int32_t> uid(n), traj(n), agent(n);
+    std::mt19937_64 rng(42);
+    std::uniform_real_distribution<float> score(0.0f, 1.0f);
+    std::uniform_int_distribution<int> four(0, 3);
+    int64_t i = 0;
+    int32_t u = 0, t = 0;
+    while (i < n) {
+        for (int j = 0; j < 8 && i < n; ++j, ++t) {
+            const int turns = four(rng) == 0 ? 1 : 2;
+            for (int turn = 0; turn < turns; ++turn)
+                for (int k = 0; k < 2 && i < n; ++k, ++i) {
+                    uid[i] = u;
+                    traj[i] = t;
+                    agent[i] = k;
+                    s[i] = score(rng);
+                }
+        }
+        ++u;
+    }
+    if (layout == "random") {
+        for (int64_t a = n - 1; a > 0; --a) {
+            const int64_t b = std::uniform_int_distribution<int64_t>(0, a)(rng);
+            std::swap(s[a], s[b]);
+            std::swap(uid[a], uid[b]);
+            std::swap(traj[a], traj[b]);
+            std::swap(agent[a], agent[b]);
+        }
+    }
+    const int32_t U = *std::max_element(uid.begin(), uid.end()) + 1;
+    const int32_t T = *std::max_element(traj.begin(), traj.end()) + 1;
+    drmas_norm_config c;
+    memset(&c, 0, sizeof c);
+    c.mode = DRMAS_MODE_DRMAS;
+    c.global_pooling = DRMAS_POOL_TRAJECTORIES;
+    c.singleton = DRMAS_SINGLETON_FALLBACK;
+    c.ddof = 1;
+    c.scale_by_std = 1;
+    c.eps = 1e-6;
+    drmas_set_num_threads(threads);
+    std::vector<float> out(n, 0.0f);
+    double best = 1e30;
+    for (int r = 0; r < calls; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const int st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, s.data(), uid.data(), traj.data(),
+                                           agent.data(), U, T, 2, out.data(), nullptr, nullptr);
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (st != 0) {
+            fprintf(stderr, "error %d: %s\n", st, drmas_last_error());
+            return 1;
+        }
+        best = std::min(best, ms);
+    }
+    double sum = 0;
+    for (float v : out) sum += v * v;
+    printf("rows %lld %s threads %d: %.3f ms/call (min of %d), %.2f GB/s at 20 B/row, checksum %.6f\n",
+           (long long)n, layout.c_str(), threads, best, calls, 20.0 * n / best / 1e6, calls, sum);
+    return 0;
+}
