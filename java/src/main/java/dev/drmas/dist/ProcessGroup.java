@@ -241,20 +241,22 @@ public final class ProcessGroup implements Collective {
      */
     private DistributedException failure(String what, RuntimeException cause) {
         if (cause instanceof DistributedException d) return d;
-        StringBuilder who = new StringBuilder();
+        StringBuilder behind = new StringBuilder(), others = new StringBuilder();
+        String culprit;
         try {
             for (int r = 0; r < worldSize(); r++) {
                 if (r == rank()) continue;
+                others.append(others.isEmpty() ? "" : ", ").append(r);
                 long theirs = store.add(ARRIVED + r, 0);
-                if (theirs < calls) who.append(who.isEmpty() ? "" : ", ").append("rank ").append(r)
+                if (theirs < calls) behind.append(behind.isEmpty() ? "" : ", ").append("rank ").append(r)
                         .append(" (at collective ").append(theirs).append(")");
             }
+            culprit = !behind.isEmpty() ? behind + " did not arrive: it died or stalls"
+                    : "a peer dropped out during it (every other rank had arrived: rank " + others + ")";
         } catch (RuntimeException storeGone) {
-            who.setLength(0);
-            who.append("rank 0 (its store at ").append(env.masterAddr()).append(':').append(env.masterPort())
-                    .append(" is unreachable: ").append(firstLine(storeGone)).append(')');
+            culprit = "rank 0 died (its store at " + env.masterAddr() + ":" + env.masterPort() + " is unreachable: "
+                    + firstLine(storeGone) + ")";
         }
-        String culprit = who.isEmpty() ? "a peer failed" : who + " did not arrive: it died or stalls";
         return new DistributedException("rank " + rank() + ": " + what + " (collective " + calls + ") failed after at most "
                 + seconds() + " (distributed.timeout_s): " + culprit + "; c10d said: " + firstLine(cause), cause);
     }
