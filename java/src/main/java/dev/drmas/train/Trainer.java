@@ -281,7 +281,7 @@ public final class Trainer implements AutoCloseable {
                 }
                 if (tc.saveFreq() > 0 && (step % tc.saveFreq() == 0 || step == tc.steps())) save();
                 int cf = cfg.distributed().checksumFreq();
-                if (cf > 0 && (step % cf == 0 || step == tc.steps())) checkSameWeights();
+                if (dist.worldSize() > 1 && cf > 0 && (step % cf == 0 || step == tc.steps())) checkSameWeights();
             }
         }
         return lastEval;
