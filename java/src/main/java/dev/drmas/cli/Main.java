@@ -1,6 +1,6 @@
 // Main.java — the `drmas` command: picocli subcommands over the trainer: demo (the main job),
-// train / sft / eval (runs from a YAML config), normalize (advantages for a JSONL file of rollout
-// rows), compare (GRPO vs Dr. MAS on a batch), tokenize and generate (check a tokenizer or a
+// train / sft / eval (runs from a YAML config), launch (N local data-parallel ranks of train),
+// normalize (advantages for a JSONL file of rollout rows), compare (GRPO vs Dr. MAS on a batch), tokenize and generate (check a tokenizer or a
 // checkpoint by hand) and info (which libdrmas and backend this machine uses).
 package dev.drmas.cli;
 
@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
 @Command(name = "drmas", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
         subcommands = {DemoCommand.class, NormalizeCommand.class, CompareCommand.class, InfoCommand.class, TokenizeCommand.class,
-                GenerateCommand.class, TrainCommand.class, SftCommand.class, EvalCommand.class,
+                GenerateCommand.class, TrainCommand.class, LaunchCommand.class, SftCommand.class, EvalCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

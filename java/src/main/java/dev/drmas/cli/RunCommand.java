@@ -5,6 +5,7 @@ package dev.drmas.cli;
 
 import dev.drmas.config.ConfigException;
 import dev.drmas.config.RunConfig;
+import dev.drmas.dist.Collective;
 import dev.drmas.env.TaskFileException;
 import dev.drmas.model.ModelFileException;
 import dev.drmas.tokenizer.TokenizerFileException;
@@ -39,7 +40,12 @@ abstract class RunCommand implements Callable<Integer> {
 
     /** Runs {@code body} with a trainer, turning bad input into user errors. */
     static int withTrainer(RunConfig cfg, PrintStream out, TrainerBody body) throws Exception {
-        try (Trainer t = Trainer.open(cfg, out)) {
+        return withTrainer(cfg, out, Collective.single(), body);
+    }
+
+    /** As above, as one rank of {@code dist}. */
+    static int withTrainer(RunConfig cfg, PrintStream out, Collective dist, TrainerBody body) throws Exception {
+        try (Trainer t = Trainer.open(cfg, out, dist)) {
             body.run(t);
             return 0;
         } catch (ConfigException | TaskFileException | ModelFileException | TokenizerFileException e) {

@@ -1,7 +1,11 @@
 // TrainCommand.java — `drmas train CONFIG [key=value ...]`: multi-agent RL as configured; resumes
-// the run's latest checkpoint (run.resume: auto), logs to the run directory.
+// the run's latest checkpoint (run.resume: auto), logs to the run directory. As one rank of a
+// data-parallel run when the torchrun variables (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT) say so.
 package dev.drmas.cli;
 
+import dev.drmas.dist.Collective;
+import dev.drmas.dist.DistEnv;
+import dev.drmas.train.Trainer;
 import picocli.CommandLine.Command;
 
 @Command(name = "train", mixinStandardHelpOptions = true,
@@ -11,9 +15,21 @@ final class TrainCommand extends RunCommand {
     @Override
     public Integer call() throws Exception {
         var cfg = loadConfig();
-        return withTrainer(cfg, System.out, t -> {
-            t.train();
-            System.out.println("drmas: run directory " + t.runDir().toAbsolutePath());
-        });
+        DistEnv env;
+        try {
+            env = DistEnv.fromEnvironment();
+        } catch (IllegalArgumentException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+        try (Collective dist = Trainer.connect(cfg, env)) {
+            if (env.distributed()) {
+                System.out.println("drmas: rank " + env.rank() + " of " + env.worldSize() + " joined (master "
+                        + env.masterAddr() + ":" + env.masterPort() + ")");
+            }
+            return withTrainer(cfg, System.out, dist, t -> {
+                t.train();
+                if (dist.isMaster()) System.out.println("drmas: run directory " + t.runDir().toAbsolutePath());
+            });
+        }
     }
 }

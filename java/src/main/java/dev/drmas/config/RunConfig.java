@@ -40,10 +40,12 @@ import java.util.Set;
  * @param eval      held-out evaluation
  * @param sft       the supervised warm start
  * @param metrics   metric sinks
+ * @param distributed data-parallel settings (used when WORLD_SIZE &gt; 1)
  */
 public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec> models, List<AgentSpec> agents,
                         OrchestraConfig orchestra, RolloutConfig rollout, AlgorithmConfig algorithm, PpoConfig ppo,
-                        TrainerConfig trainer, EvalConfig eval, SftConfig sft, MetricsConfig metrics) {
+                        TrainerConfig trainer, EvalConfig eval, SftConfig sft, MetricsConfig metrics,
+                        DistributedConfig distributed) {
 
     public RunConfig {
         Check.given(run, "run");
@@ -56,6 +58,7 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         Check.given(eval, "eval");
         Check.given(sft, "sft");
         Check.given(metrics, "metrics");
+        Check.given(distributed, "distributed");
         models = checkModels(models);
         agents = resolveAgents(agents, models);
         checkSharedOptimisers(agents);
@@ -135,7 +138,8 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         return new RunConfig(RunSettings.defaults(), DataConfig.defaults(), Map.of("policy", ModelSpec.defaults()),
                 List.of(new AgentSpec("solver", "solver", "policy"), new AgentSpec("verifier", "verifier", "policy")),
                 OrchestraConfig.defaults(), RolloutConfig.defaults(), AlgorithmConfig.defaults(), PpoConfig.defaults(),
-                TrainerConfig.defaults(), EvalConfig.defaults(), SftConfig.defaults(), MetricsConfig.defaults());
+                TrainerConfig.defaults(), EvalConfig.defaults(), SftConfig.defaults(), MetricsConfig.defaults(),
+                DistributedConfig.defaults());
     }
 
     // ------------------------------------------------------------------ loading

@@ -162,7 +162,8 @@ final class Policies implements AutoCloseable {
             }
             case AUTO -> torch.cuda_is_available();
         };
-        return new Device(cuda ? "cuda:0" : "cpu");
+        // one GPU per rank: the local rank picks it (0 when not distributed)
+        return new Device(cuda ? "cuda:" + dev.drmas.dist.DistEnv.fromEnvironment().localRank() : "cpu");
     }
 
     private static ScalarType dtype(ModelSpec spec, Device device) {

@@ -2,11 +2,16 @@
 // log-probs recomputed by the model's own forward pass, then epochs × mini-batches of the fused
 // clipped loss (the native kernel writes dL/dlogp; LibTorch back-propagates it), gradient norm,
 // clipping, a skipped step when the norm is not finite, and an AdamW step per mini-batch.
+// Data-parallel: the rows of all ranks form one global list (rank order), the mini-batch
+// permutation is global and seeded alike everywhere, each rank computes its share of every
+// mini-batch with the global normaliser, and the gradients are summed across ranks before the
+// norm, the clipping and the step, so every rank takes the single-process step.
 package dev.drmas.train;
 
 import dev.drmas.algo.ClippedLoss;
 import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
+import dev.drmas.dist.Collective;
 import dev.drmas.model.CausalLm;
 import dev.drmas.rollout.TeacherForcing;
 import dev.drmas.rollout.Tensors;
@@ -88,26 +93,77 @@ public final class PpoUpdater {
     private final CausalLm reference;
     private final Settings s;
     private final LossBackend backend;
+    private final Collective dist;
+    private final String name;  // the model, in error messages of collectives
 
     /** {@code reference} (may be null) supplies ref log-probs for the KL term. */
     public PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings) {
-        this(model, optim, reference, settings, NATIVE);
+        this(model, optim, reference, settings, NATIVE, Collective.single(), "the model");
+    }
+
+    /** As above, as one rank of {@code dist}: {@link #update} then takes this rank's rows of model {@code name}. */
+    public PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings, Collective dist, String name) {
+        this(model, optim, reference, settings, NATIVE, dist, name);
     }
 
     PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings, LossBackend backend) {
+        this(model, optim, reference, settings, backend, Collective.single(), "the model");
+    }
+
+    PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings, LossBackend backend, Collective dist,
+               String name) {
         this.model = model;
         this.optim = optim;
         this.reference = reference;
         this.s = settings;
         this.backend = backend;
+        this.dist = dist;
+        this.name = name;
         if (settings.loss().kl() != dev.drmas.algo.KlEstimator.NONE && reference == null) {
             throw new IllegalArgumentException("a KL term (" + settings.loss().kl() + ") needs a reference model");
         }
     }
 
-    /** Runs the update; {@code seed} orders the mini-batches. */
+    /**
+     * Every rank's rows in one list: where this rank's start, how many there are, and each global
+     * row's response length and agent (what every rank needs to cut the same mini-batches and
+     * compute the same normalisers).
+     */
+    private record GlobalRows(int offset, int total, long[] length, int[] agent) {
+        boolean mine(int g, int local) {
+            return g >= offset && g < offset + local;
+        }
+    }
+
+    private GlobalRows globalRows(List<Row> rows, String what) {
+        double[] counts = new double[dist.worldSize()];
+        counts[dist.rank()] = rows.size();
+        dist.sum(counts, "row counts of " + what);
+        int offset = 0, total = 0;
+        for (int r = 0; r < counts.length; r++) {
+            if (r < dist.rank()) offset += (int) counts[r];
+            total += (int) counts[r];
+        }
+        double[] meta = new double[2 * total];
+        for (int i = 0; i < rows.size(); i++) {
+            meta[offset + i] = rows.get(i).responseIds().length;
+            meta[total + offset + i] = rows.get(i).agent();
+        }
+        dist.sum(meta, "row lengths of " + what);
+        long[] length = new long[total];
+        int[] agent = new int[total];
+        for (int g = 0; g < total; g++) {
+            length[g] = (long) meta[g];
+            agent[g] = (int) meta[total + g];
+        }
+        return new GlobalRows(offset, total, length, agent);
+    }
+
+    /** Runs the update; {@code seed} orders the mini-batches. With several ranks, {@code rows} are this rank's. */
     public Stats update(List<Row> rows, long seed) {
-        if (rows.isEmpty()) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
+        String what = "the update of model " + name;
+        GlobalRows g = globalRows(rows, what);
+        if (g.total() == 0) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
         float[][] old = logProbs(model, rows);
         float[][] ref = reference == null || s.loss().kl() == dev.drmas.algo.KlEstimator.NONE ? null : logProbs(reference, rows);
         model.setRequiresGrad(true);
@@ -115,8 +171,16 @@ public final class PpoUpdater {
         if (s.gradNormPerAgent()) {
             // each agent's own gradient at the current policy, as if it were trained alone
             java.util.TreeSet<Integer> agents = new java.util.TreeSet<>();
-            for (Row r : rows) agents.add(r.agent());
+            for (int a : g.agent()) agents.add(a);
             for (int a : agents) {
+                long tokens = 0;
+                int agentRows = 0;
+                for (int i = 0; i < g.total(); i++) {
+                    if (g.agent()[i] != a) continue;
+                    tokens += g.length()[i];
+                    agentRows++;
+                }
+                if (tokens == 0) continue;
                 List<Row> mine = new ArrayList<>();
                 List<float[]> mineOld = new ArrayList<>(), mineRef = new ArrayList<>();
                 for (int i = 0; i < rows.size(); i++) {
@@ -125,7 +189,9 @@ public final class PpoUpdater {
                     mineOld.add(old[i]);
                     if (ref != null) mineRef.add(ref[i]);
                 }
-                if (miniBatch(mine, mineOld, ref == null ? null : mineRef) != null) agentNorms.put(a, GradNorm.of(model.parameters()));
+                miniBatch(mine, mineOld, ref == null ? null : mineRef, normalizer(tokens, agentRows), tokens);
+                dist.sumGradients(model.parameters(), "the gradient of agent " + a + " in " + what);
+                agentNorms.put(a, GradNorm.of(model.parameters()));
                 optim.zeroGrad();
             }
         }
@@ -134,18 +200,25 @@ public final class PpoUpdater {
         int steps = 0, skipped = 0, batches = 0;
         SplittableRandom rng = new SplittableRandom(seed);
         for (int epoch = 0; epoch < s.epochs(); epoch++) {
-            int[] order = permutation(rows.size(), rng);
+            // the permutation of the global rows: the same on every rank, whatever the world size
+            int[] order = permutation(g.total(), rng);
             for (int from = 0; from < order.length; from += s.miniBatchRows()) {
                 int to = Math.min(order.length, from + s.miniBatchRows());
+                long tokens = 0;
+                for (int i = from; i < to; i++) tokens += g.length()[order[i]];
+                if (tokens == 0) continue;  // no response tokens on any rank
+                // this rank's share of the mini-batch (possibly none: it still joins the gradient sum)
                 List<Row> mb = new ArrayList<>(to - from);
                 List<float[]> mbOld = new ArrayList<>(), mbRef = new ArrayList<>();
                 for (int i = from; i < to; i++) {
-                    mb.add(rows.get(order[i]));
-                    mbOld.add(old[order[i]]);
-                    if (ref != null) mbRef.add(ref[order[i]]);
+                    if (!g.mine(order[i], rows.size())) continue;
+                    int local = order[i] - g.offset();
+                    mb.add(rows.get(local));
+                    mbOld.add(old[local]);
+                    if (ref != null) mbRef.add(ref[local]);
                 }
-                MiniBatch r = miniBatch(mb, mbOld, ref == null ? null : mbRef);
-                if (r == null) continue;  // no response tokens
+                MiniBatch r = miniBatch(mb, mbOld, ref == null ? null : mbRef, normalizer(tokens, to - from), tokens);
+                dist.sumGradients(model.parameters(), "the gradients of " + what + " (epoch " + epoch + ", rows " + from + ".." + to + ")");
                 batches++;
                 pg += r.sums[ClippedLoss.PG_LOSS];
                 klLoss += r.sums[ClippedLoss.KL_LOSS];
@@ -164,6 +237,17 @@ public final class PpoUpdater {
             }
         }
         model.setRequiresGrad(false);
+        // the loss and metric sums of every rank's shares (norms and step counts are alike everywhere)
+        double[] part = new double[sums.length + 3];
+        System.arraycopy(sums, 0, part, 0, sums.length);
+        part[sums.length] = pg;
+        part[sums.length + 1] = klLoss;
+        part[sums.length + 2] = entSum;
+        dist.sum(part, "the statistics of " + what);
+        System.arraycopy(part, 0, sums, 0, sums.length);
+        pg = part[sums.length];
+        klLoss = part[sums.length + 1];
+        entSum = part[sums.length + 2];
         double tokens = sums[ClippedLoss.TOKENS];
         return new Stats(batches == 0 ? 0 : pg / batches, batches == 0 ? 0 : klLoss / batches,
                 ratio(sums[ClippedLoss.CLIPPED], tokens), ratio(sums[ClippedLoss.CLIPPED_LOWER], tokens),
@@ -174,20 +258,22 @@ public final class PpoUpdater {
     private record MiniBatch(double[] sums, double entropySum) {
     }
 
-    /**
-     * Forward, fused loss and backward of one mini-batch, a micro-batch at a time; gradients
-     * accumulate in the parameters. The normaliser is the mini-batch's (token-mean: its tokens),
-     * so micro-batching changes nothing but memory.
-     */
-    private MiniBatch miniBatch(List<Row> mb, List<float[]> old, List<float[]> ref) {
-        long total = 0;
-        for (Row r : mb) total += r.responseIds().length;
-        if (total == 0) return null;
-        double normalizer = switch (s.loss().aggregation()) {
-            case TOKEN_MEAN -> total;
-            case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> mb.size();
+    /** The loss divisor of a mini-batch of {@code rows} rows and {@code tokens} response tokens (all ranks together). */
+    private double normalizer(long tokens, int rows) {
+        return switch (s.loss().aggregation()) {
+            case TOKEN_MEAN -> tokens;
+            case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> rows;
             case SEQ_MEAN_TOKEN_SUM_NORM -> s.constantNormalizer();
         };
+    }
+
+    /**
+     * Forward, fused loss and backward of (this rank's share of) one mini-batch, a micro-batch at a
+     * time; gradients accumulate in the parameters. The normaliser and token count are the whole
+     * mini-batch's (token-mean: its tokens on all ranks), so micro-batching and sharding change
+     * nothing but memory and summation order.
+     */
+    private MiniBatch miniBatch(List<Row> mb, List<float[]> old, List<float[]> ref, double normalizer, long total) {
         double[] sums = new double[ClippedLoss.NUM_SUMS];
         double entropySum = 0;
         for (int from = 0; from < mb.size(); from += s.microBatchRows()) {

@@ -3,6 +3,9 @@
 // native kernels (grpo | drmas | agent-mean | agent-std), update each model with PPO, and log,
 // evaluate and checkpoint on schedule. Also the supervised warm start (`drmas sft`) and
 // evaluation alone (`drmas eval`).
+// Data-parallel (dev.drmas.dist): each rank rolls out a contiguous share of the step's tasks, with
+// draws keyed by the global trajectory index, normalises its own groups, and joins the collectives
+// of PpoUpdater; batch metrics are merged across ranks; rank 0 alone writes files.
 package dev.drmas.train;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -25,6 +28,10 @@ import dev.drmas.algo.Advantages;
 import dev.drmas.config.AgentSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.config.SyntheticData;
+import dev.drmas.dist.Collective;
+import dev.drmas.dist.DistEnv;
+import dev.drmas.dist.Moments;
+import dev.drmas.dist.ProcessGroup;
 import dev.drmas.env.Demonstrations;
 import dev.drmas.env.JsonlTasks;
 import dev.drmas.env.MathReward;
@@ -67,9 +74,15 @@ public final class Trainer implements AutoCloseable {
     private long step;      // training steps completed
     private long dataPos;   // training tasks consumed
     private final boolean resumed;
+    private final Collective dist;
 
-    private Trainer(RunConfig cfg, PrintStream log, Path checkpoint) {
+    private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist) {
         this.cfg = cfg;
+        this.dist = dist;
+        if (cfg.rollout().tasksPerStep() < dist.worldSize()) {
+            throw new IllegalArgumentException("rollout.tasks_per_step (" + cfg.rollout().tasksPerStep() + ") is smaller than "
+                    + "WORLD_SIZE (" + dist.worldSize() + "): every rank needs at least one task per step");
+        }
         this.runDir = cfg.run().runDir();
         this.log = log;
         int threads = cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors();
@@ -85,7 +98,10 @@ public final class Trainer implements AutoCloseable {
         List<List<Task>> data = data(cfg);
         this.train = data.get(0);
         this.test = data.get(1);
+        // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
+        if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
         this.policies = Policies.open(cfg, runDir, checkpoint, runDir.resolve("sft").resolve("models"));
+        if (dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
         if (checkpoint != null) {
             var st = Checkpoints.state(checkpoint);
             this.step = st.path("step").asLong();
@@ -100,6 +116,15 @@ public final class Trainer implements AutoCloseable {
 
     /** A trainer for {@code cfg}: resumes its latest checkpoint when run.resume says so. */
     public static Trainer open(RunConfig cfg, PrintStream log) {
+        return open(cfg, log, Collective.single());
+    }
+
+    /**
+     * As {@link #open(RunConfig, PrintStream)}, as one rank of {@code dist} (which the caller
+     * closes after the trainer). Every rank reads the same checkpoint, whatever the world size it
+     * was written with: the trainer state (step, data position) is global.
+     */
+    public static Trainer open(RunConfig cfg, PrintStream log, Collective dist) {
         Path cp = null;
         if (cfg.run().resumeAuto()) {
             cp = new Checkpoints(cfg.run().runDir().resolve("checkpoints")).latest().orElse(null);
@@ -109,7 +134,13 @@ public final class Trainer implements AutoCloseable {
                 throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")");
             }
         }
-        return new Trainer(cfg, log, cp);
+        return new Trainer(cfg, log, cp, dist);
+    }
+
+    /** The collective of this process: c10d when {@code env} names several ranks, else the no-op one. */
+    public static Collective connect(RunConfig cfg, DistEnv env) {
+        if (!env.distributed()) return Collective.single();
+        return new ProcessGroup(env, cfg.distributed(), Policies.device(cfg).is_cuda());
     }
 
     public long step() {
@@ -182,12 +213,18 @@ public final class Trainer implements AutoCloseable {
         final SamplingParams sampling;
         final long streamBase;
         final long seed;
+        final long trajOffset;  // this rank's first trajectory in the step: draws follow the global index
         int truncated;
 
         EnginePolicy(SamplingParams sampling, long streamBase, long seed) {
+            this(sampling, streamBase, seed, 0);
+        }
+
+        EnginePolicy(SamplingParams sampling, long streamBase, long seed, long trajOffset) {
             this.sampling = sampling;
             this.streamBase = streamBase;
             this.seed = seed;
+            this.trajOffset = trajOffset;
         }
 
         @Override
@@ -205,7 +242,7 @@ public final class Trainer implements AutoCloseable {
                     truncated++;
                 }
                 // a stable id per (step, trajectory, turn): the same draws whatever the batch
-                reqs.add(new Request(ids, streamBase + (long) r.traj() * 64 + r.turn()));
+                reqs.add(new Request(ids, streamBase + (trajOffset + r.traj()) * 64 + r.turn()));
             }
             GenerationConfig gc = new GenerationConfig(sampling, cfg.rollout().maxNewTokens(),
                     new HashSet<>(p.tokenizer().stopTokenIds()), List.of(), null, seed, true,
@@ -226,7 +263,7 @@ public final class Trainer implements AutoCloseable {
     /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
-        cfg.save(runDir.resolve("config.yaml"));
+        if (dist.isMaster()) cfg.save(runDir.resolve("config.yaml"));
         Map<String, Double> lastEval = Map.of();
         List<String> shown = List.of("reward/mean", "eval/pass@1");
         try (MetricsLogger metrics = logger(tc.steps(), resumed ? step : -1, shown)) {
@@ -243,6 +280,8 @@ public final class Trainer implements AutoCloseable {
                     metrics.log(step, lastEval);
                 }
                 if (tc.saveFreq() > 0 && (step % tc.saveFreq() == 0 || step == tc.steps())) save();
+                int cf = cfg.distributed().checksumFreq();
+                if (dist.worldSize() > 1 && cf > 0 && (step % cf == 0 || step == tc.steps())) checkSameWeights();
             }
         }
         return lastEval;
@@ -250,17 +289,44 @@ public final class Trainer implements AutoCloseable {
 
     private MetricsLogger logger(long total, long resumeFrom, List<String> shown) throws IOException {
         var mc = cfg.metrics();
-        return MetricsLogger.forRun(runDir, total, resumeFrom, shown, mc.jsonl(), mc.tensorboard(), mc.progressBar());
+        boolean m = dist.isMaster();  // the other ranks' metrics are merged into rank 0's
+        return MetricsLogger.forRun(runDir, total, resumeFrom, shown, m && mc.jsonl(), m && mc.tensorboard(), m && mc.progressBar());
     }
 
-    /** Writes a checkpoint of the current step. */
+    /** Writes a checkpoint of the current step (rank 0 writes, the others wait for it). */
     public Path save() throws IOException {
-        ObjectNode st = new ObjectMapper().createObjectNode();
-        st.put("data_position", dataPos);
-        st.put("seed", cfg.run().seed());
-        Path p = new Checkpoints(runDir.resolve("checkpoints")).save(step, policies.models(), policies.optimizers(), st);
-        policies.copyTokenizers(p.resolve("models"));
-        return p;
+        Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
+        if (dist.isMaster()) {
+            ObjectNode st = new ObjectMapper().createObjectNode();
+            st.put("data_position", dataPos);
+            st.put("seed", cfg.run().seed());
+            st.put("world_size", dist.worldSize());  // informative: resume works with any world size
+            Path p = cps.save(step, policies.models(), policies.optimizers(), st);
+            policies.copyTokenizers(p.resolve("models"));
+        }
+        dist.barrier("the checkpoint of step " + step);
+        return cps.dir(step);
+    }
+
+    /** Stops the run when the ranks no longer hold the same weights (sum and sum of squares per model). */
+    private void checkSameWeights() {
+        List<Double> sums = new ArrayList<>();
+        for (Policies.Policy p : policies.byId.values()) {
+            try (PointerScope scope = new PointerScope()) {
+                double s1 = 0, s2 = 0;
+                for (Tensor t : p.model().parameters().values()) {
+                    Tensor d = t.detach().to(torch.ScalarType.Double);
+                    s1 += d.sum().item_double();
+                    s2 += d.mul(d).sum().item_double();
+                }
+                sums.add(s1);
+                sums.add(s2);
+            }
+        }
+        double[] v = sums.stream().mapToDouble(Double::doubleValue).toArray();
+        // identical inputs and ops give identical bits; the slack only allows for nodes whose
+        // libraries sum in a different order
+        dist.requireSame(v, 1e-9, "the parameter checksum of models " + policies.byId.keySet() + " at step " + step);
     }
 
     /** The training tasks of the next step: a seeded permutation per pass over the data. */
@@ -291,11 +357,15 @@ public final class Trainer implements AutoCloseable {
         var rc = cfg.rollout();
         PhaseTimer timer = new PhaseTimer();
         Map<String, Double> m = new LinkedHashMap<>();
-        final int b = rc.tasksPerStep(), n = rc.rolloutsPerTask(), k = team.size();
+        // this rank's groups: uids lo..lo+b-1 of the step's global tasks (all of them on one rank),
+        // so that a group never straddles ranks; uid and traj below are rank-local and dense
+        final int global = rc.tasksPerStep(), lo = shardStart(global, dist.rank()), b = shardStart(global, dist.rank() + 1) - lo;
+        final int n = rc.rolloutsPerTask(), k = team.size();
+        long collective0 = (long) (dist.collectiveSeconds() * 1e9);
         List<Episode> episodes;
-        EnginePolicy policy = new EnginePolicy(rc.sampling(), (step + 1) << 24, cfg.run().seed());
+        EnginePolicy policy = new EnginePolicy(rc.sampling(), (step + 1) << 24, cfg.run().seed(), (long) lo * n);
         try (var t = timer.phase("rollout")) {
-            List<Task> tasks = nextTasks(b);
+            List<Task> tasks = nextTasks(global).subList(lo, lo + b);
             List<EpisodeInit> init = new ArrayList<>(b * n);
             for (int u = 0; u < b; u++)
                 for (int j = 0; j < n; j++) init.add(new EpisodeInit(u, u * n + j, tasks.get(u).question(), tasks.get(u).answer()));
@@ -347,15 +417,22 @@ public final class Trainer implements AutoCloseable {
                     TurnData d = steps.get(i).output().payload(TurnData.class);
                     mine.add(new PpoUpdater.Row(d.promptIds(), d.responseIds(), adv.advantages()[i], ag[i]));
                 }
-                stats[mi++] = new PpoUpdater(p.model(), p.optim(), p.reference(), ppoSettings(p)).update(mine,
+                stats[mi++] = new PpoUpdater(p.model(), p.optim(), p.reference(), ppoSettings(p), dist, p.id()).update(mine,
                         cfg.run().seed() * 1_000_003L + step * 131 + mi);
             }
         }
-        // ---- metrics
+        // ---- metrics (batch-level: merged across ranks)
         long genTokens = 0;
         for (Step s : steps) genTokens += s.output().payload(TurnData.class).responseIds().length;
-        m.put("reward/mean", rewardSum / episodes.size());
-        m.put("rows", (double) rows);
+        double[] counts = {rewardSum, episodes.size(), rows, approvals, rejections, malformed, policy.truncated, genTokens};
+        dist.sum(counts, "the batch counts of step " + (step + 1));
+        rewardSum = counts[0];
+        approvals = (int) counts[3];
+        rejections = (int) counts[4];
+        malformed = (int) counts[5];
+        genTokens = (long) counts[7];
+        m.put("reward/mean", rewardSum / counts[1]);
+        m.put("rows", counts[2]);
         int verdicts = approvals + rejections + malformed;
         if (verdicts > 0) {
             m.put("verifier/approve_rate", approvals / (double) verdicts);
@@ -378,8 +455,17 @@ public final class Trainer implements AutoCloseable {
             m.put(pre + "skipped_steps", (double) s.skippedSteps());
             m.put(pre + "lr", p.optim().currentLr());
         }
-        m.put("prompt_truncated", (double) policy.truncated);
+        m.put("prompt_truncated", counts[6]);
         m.putAll(timer.drain());
+        if (dist.worldSize() > 1) {
+            // this rank's time inside collectives (waiting for slower ranks included)
+            m.put("time/collective_s", dist.collectiveSeconds() - collective0 / 1e9);
+            // the step's rollout ends when the slowest rank's does
+            double[] slowest = new double[dist.worldSize()];
+            slowest[dist.rank()] = m.getOrDefault("time/rollout_s", 0.0);
+            dist.sum(slowest, "the rollout times of step " + (step + 1));
+            m.put("time/rollout_s", Arrays.stream(slowest).max().orElse(0));
+        }
         double rolloutS = m.getOrDefault("time/rollout_s", 0.0);
         if (rolloutS > 0) m.put("perf/gen_tokens_per_s", genTokens / rolloutS);
         return m;
@@ -396,49 +482,59 @@ public final class Trainer implements AutoCloseable {
                               int numUids, int k) {
         double[] d = adv.diagnostics();
         final int segs = numUids * k;
+        // per agent, this rank's part: moments of scores and advantages, and additive sums
+        final int nSums = 7;  // valid, len, groups, mu, sigma, inflGroups, infl
+        Moments[] mom = new Moments[2 * k];
+        Arrays.fill(mom, Moments.EMPTY);
+        double[] sums = new double[nSums * k];
+        for (int i = 0; i < scores.length; i++) {
+            int a = ag[i];
+            mom[2 * a] = mom[2 * a].plus(scores[i]);
+            mom[2 * a + 1] = mom[2 * a + 1].plus(adv.advantages()[i]);
+            sums[nSums * a] += steps.get(i).valid() ? 1 : 0;
+            sums[nSums * a + 1] += steps.get(i).output().payload(TurnData.class).responseIds().length;
+        }
         for (int a = 0; a < k; a++) {
-            String pre = "agent/" + team.agent(a).id() + "/";
-            double cnt = 0, s1 = 0, s2 = 0, a1 = 0, a2 = 0, valid = 0, len = 0;
-            for (int i = 0; i < scores.length; i++) {
-                if (ag[i] != a) continue;
-                cnt++;
-                s1 += scores[i];
-                s2 += (double) scores[i] * scores[i];
-                float x = adv.advantages()[i];
-                a1 += x;
-                a2 += (double) x * x;
-                valid += steps.get(i).valid() ? 1 : 0;
-                len += steps.get(i).output().payload(TurnData.class).responseIds().length;
-            }
-            if (cnt == 0) continue;
-            m.put(pre + "rows", cnt);
-            m.put(pre + "score_mean", s1 / cnt);
-            m.put(pre + "score_std", Math.sqrt(Math.max(0, s2 / cnt - (s1 / cnt) * (s1 / cnt))));
-            m.put(pre + "adv_mean", a1 / cnt);
-            m.put(pre + "adv_std", Math.sqrt(Math.max(0, a2 / cnt - (a1 / cnt) * (a1 / cnt))));
-            m.put(pre + "adv_sq_mean", a2 / cnt);  // E[A²], what Lemma 4.2 bounds
-            m.put(pre + "valid_ratio", valid / cnt);
-            m.put(pre + "response_len", len / cnt);
-            double mu = 0, sigma = 0, infl = 0;
-            int groups = 0, inflGroups = 0;
             for (int g = 0; g < numUids; g++) {
                 int s = g * k + a;
                 if (d[Advantages.DIAG_AGENT_COUNT * segs + s] == 0) continue;
-                groups++;
-                mu += d[Advantages.DIAG_AGENT_MEAN * segs + s];
-                sigma += d[Advantages.DIAG_AGENT_STD * segs + s];
+                sums[nSums * a + 2]++;
+                sums[nSums * a + 3] += d[Advantages.DIAG_AGENT_MEAN * segs + s];
+                sums[nSums * a + 4] += d[Advantages.DIAG_AGENT_STD * segs + s];
                 double f = d[Advantages.DIAG_INFLATION * segs + s];
                 if (Double.isFinite(f)) {
-                    infl += f;
-                    inflGroups++;
+                    sums[nSums * a + 5]++;
+                    sums[nSums * a + 6] += f;
                 }
             }
-            if (groups > 0) {
-                m.put(pre + "mu", mu / groups);
-                m.put(pre + "sigma", sigma / groups);
-            }
-            if (inflGroups > 0) m.put(pre + "inflation", infl / inflGroups);
         }
+        mom = Moments.allMerge(dist, mom, "the agent moments of step " + (step + 1));
+        dist.sum(sums, "the agent sums of step " + (step + 1));
+        for (int a = 0; a < k; a++) {
+            String pre = "agent/" + team.agent(a).id() + "/";
+            Moments sc = mom[2 * a], av = mom[2 * a + 1];
+            double cnt = sc.count();
+            if (cnt == 0) continue;
+            m.put(pre + "rows", cnt);
+            m.put(pre + "score_mean", sc.mean());
+            m.put(pre + "score_std", Math.sqrt(sc.variance()));
+            m.put(pre + "adv_mean", av.mean());
+            m.put(pre + "adv_std", Math.sqrt(av.variance()));
+            m.put(pre + "adv_sq_mean", av.variance() + av.mean() * av.mean());  // E[A²], what Lemma 4.2 bounds
+            m.put(pre + "valid_ratio", sums[nSums * a] / cnt);
+            m.put(pre + "response_len", sums[nSums * a + 1] / cnt);
+            double groups = sums[nSums * a + 2], inflGroups = sums[nSums * a + 5];
+            if (groups > 0) {
+                m.put(pre + "mu", sums[nSums * a + 3] / groups);
+                m.put(pre + "sigma", sums[nSums * a + 4] / groups);
+            }
+            if (inflGroups > 0) m.put(pre + "inflation", sums[nSums * a + 6] / inflGroups);
+        }
+    }
+
+    /** The first of the {@code global} tasks (uids) that rank {@code r} handles: contiguous, balanced shares. */
+    private int shardStart(int global, int r) {
+        return (int) ((long) global * r / dist.worldSize());
     }
 
     // ------------------------------------------------------------------ evaluation
@@ -449,14 +545,20 @@ public final class Trainer implements AutoCloseable {
         List<Task> tasks = ec.tasks() > 0 && ec.tasks() < test.size() ? test.subList(0, ec.tasks()) : test;
         if (tasks.isEmpty()) return Map.of();
         int n = ec.samplesPerTask();
+        // this rank's share of the tasks; the correct counts are summed across ranks below
+        int lo = shardStart(tasks.size(), dist.rank()), hi = shardStart(tasks.size(), dist.rank() + 1);
         List<EpisodeInit> init = new ArrayList<>();
-        for (int u = 0; u < tasks.size(); u++)
-            for (int j = 0; j < n; j++) init.add(new EpisodeInit(u, u * n + j, tasks.get(u).question(), tasks.get(u).answer()));
+        for (int u = 0; u < hi - lo; u++)
+            for (int j = 0; j < n; j++) init.add(new EpisodeInit(u, u * n + j, tasks.get(lo + u).question(), tasks.get(lo + u).answer()));
         long t0 = System.nanoTime();
         // eval draws live in their own stream space, fixed across steps: same tasks, same seeds
-        List<Episode> eps = orchestra.run(init, new EnginePolicy(ec.sampling(), -(1L << 40), cfg.run().seed() + 7));
+        List<Episode> eps = init.isEmpty() ? List.of()
+                : orchestra.run(init, new EnginePolicy(ec.sampling(), -(1L << 40), cfg.run().seed() + 7, (long) lo * n));
+        double[] hits = new double[tasks.size() * n];
+        for (Episode e : eps) if (MathReward.episodeReward(e.action(), e.answer()) == 1.0) hits[(lo * n) + e.traj()] = 1;
+        dist.sum(hits, "the evaluation results");
         boolean[][] correct = new boolean[tasks.size()][n];
-        for (Episode e : eps) correct[e.uid()][e.traj() - e.uid() * n] = MathReward.episodeReward(e.action(), e.answer()) == 1.0;
+        for (int u = 0; u < tasks.size(); u++) for (int j = 0; j < n; j++) correct[u][j] = hits[u * n + j] > 0;
         List<PassAtK.Counts> counts = new ArrayList<>();
         for (boolean[] c : correct) counts.add(PassAtK.Counts.of(c));
         Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks(ec.k(), n)));

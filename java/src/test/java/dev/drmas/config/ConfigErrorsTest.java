@@ -49,7 +49,7 @@ class ConfigErrorsTest {
         assertEquals("run.yaml:2: trainer.zzz: unknown key; valid keys in trainer: steps, eval_freq, eval_before_train,"
                 + " save_freq, log_freq, grad_norm_per_agent", fails("trainer:\n  zzz: 1\n"));
         assertEquals("run.yaml:1: zzz: unknown key; valid keys at the top: run, data, models, agents, orchestra, rollout,"
-                + " algorithm, ppo, trainer, eval, sft, metrics", fails("zzz: 1\n"));
+                + " algorithm, ppo, trainer, eval, sft, metrics, distributed", fails("zzz: 1\n"));
     }
 
     @Test

@@ -1,0 +1,161 @@
+// LaunchCommand.java — `drmas launch --nproc N CONFIG [key=value ...]`: a torchrun for one machine.
+// Starts N ranks of `drmas train` as child JVMs (same java, JVM flags and class path as this one)
+// on 127.0.0.1, forwards their output line by line with a [rankR] prefix, and when one rank fails
+// stops the others and exits with its status. Several machines: run `drmas train` on each with
+// the torchrun variables set (README, "Several GPUs and nodes").
+package dev.drmas.cli;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+@Command(name = "launch", mixinStandardHelpOptions = true,
+        description = {"Run `drmas train CONFIG` as N data-parallel ranks on this machine (c10d over 127.0.0.1).",
+                "Each rank is a child JVM; its output is prefixed with [rankR]. If one rank fails, the others are stopped."})
+final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
+    @Option(names = "--nproc", required = true, paramLabel = "N", description = "number of ranks (processes)")
+    int nproc;
+
+    @Option(names = "--master-port", paramLabel = "PORT", description = "port of rank 0's store (default: a free one)")
+    Integer masterPort;
+
+    @Option(names = "--threads-per-rank", paramLabel = "T",
+            description = "CPU threads per rank, passed as run.threads and OMP_NUM_THREADS (default: cores / N, at least 1)")
+    Integer threadsPerRank;
+
+    @Parameters(index = "0", paramLabel = "CONFIG", description = "run configuration (YAML)")
+    Path config;
+
+    @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides, as for train")
+    List<String> overrides = new ArrayList<>();
+
+    /** Where the ranks' output goes (the console; tests capture it). */
+    static PrintStream out = System.out;
+
+    @Override
+    public Integer call() throws Exception {
+        if (nproc < 1) throw new UserError("--nproc must be >= 1, got " + nproc);
+        if (!java.nio.file.Files.isRegularFile(config)) throw new UserError(config + ": no such config file");
+        int port = masterPort != null ? masterPort : freePort();
+        if (port < 1 || port > 65535) throw new UserError("--master-port must be in 1..65535, got " + port);
+        int threads = threadsPerRank != null ? threadsPerRank : Math.max(1, Runtime.getRuntime().availableProcessors() / nproc);
+        if (threads < 1) throw new UserError("--threads-per-rank must be >= 1, got " + threads);
+        List<Process> ranks = new ArrayList<>();
+        List<Thread> pumps = new ArrayList<>();
+        Thread cleanup = new Thread(() -> ranks.forEach(Process::destroyForcibly));
+        Runtime.getRuntime().addShutdownHook(cleanup);  // a killed launcher takes its ranks with it
+        try {
+            for (int r = 0; r < nproc; r++) {
+                List<String> cmd = javaCommand();
+                cmd.add("train");
+                cmd.add(config.toString());
+                cmd.add("run.threads=" + threads);  // first, so that an explicit override wins
+                cmd.addAll(overrides);
+                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+                Map<String, String> env = pb.environment();
+                env.put("MASTER_ADDR", "127.0.0.1");
+                env.put("MASTER_PORT", Integer.toString(port));
+                env.put("RANK", Integer.toString(r));
+                env.put("LOCAL_RANK", Integer.toString(r));
+                env.put("WORLD_SIZE", Integer.toString(nproc));
+                env.put("LOCAL_WORLD_SIZE", Integer.toString(nproc));
+                env.put("OMP_NUM_THREADS", Integer.toString(threads));
+                env.putIfAbsent("OMP_WAIT_POLICY", "PASSIVE");
+                Process p = pb.start();
+                ranks.add(p);
+                pumps.add(pump(p, "[rank" + r + "] "));
+            }
+            out.println("drmas launch: " + nproc + " ranks (master 127.0.0.1:" + port + ", " + threads + " thread(s) each)");
+            int status = await(ranks);
+            for (Thread t : pumps) t.join(5000);
+            return status;
+        } finally {
+            ranks.forEach(Process::destroyForcibly);
+            try {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running already
+            }
+        }
+    }
+
+    /** Waits for every rank; on the first failure stops the rest. Returns 0 or the failed rank's status. */
+    private static int await(List<Process> ranks) throws InterruptedException {
+        boolean[] done = new boolean[ranks.size()];
+        int left = ranks.size();
+        while (left > 0) {
+            for (int r = 0; r < ranks.size(); r++) {
+                Process p = ranks.get(r);
+                if (done[r] || !p.waitFor(50, TimeUnit.MILLISECONDS)) continue;
+                done[r] = true;
+                left--;
+                if (p.exitValue() != 0) {
+                    out.println("drmas launch: rank " + r + " exited with status " + p.exitValue() + "; stopping the other ranks");
+                    stopAll(ranks);
+                    return p.exitValue();
+                }
+            }
+        }
+        return 0;
+    }
+
+    /** SIGTERM, then after a grace period SIGKILL. */
+    private static void stopAll(List<Process> ranks) throws InterruptedException {
+        ranks.forEach(Process::destroy);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        for (Process p : ranks) {
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS)) p.destroyForcibly();
+        }
+    }
+
+    private static Thread pump(Process p, String prefix) {
+        Thread t = new Thread(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                    synchronized (LaunchCommand.class) {
+                        out.println(prefix + line);
+                    }
+                }
+            } catch (IOException e) {
+                // the rank is gone; its status says why
+            }
+        }, "drmas-launch-" + prefix.trim());
+        t.setDaemon(true);
+        t.start();
+        return t;
+    }
+
+    /** This JVM again: its java binary, its flags (native access, memory) and its class path, running Main. */
+    static List<String> javaCommand() {
+        List<String> cmd = new ArrayList<>();
+        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
+        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            // a debugger agent would make every child listen on the same port
+            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-javaagent")) cmd.add(a);
+        }
+        cmd.add("-cp");
+        cmd.add(System.getProperty("java.class.path"));
+        cmd.add(Main.class.getName());
+        return cmd;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+}

@@ -1,0 +1,46 @@
+// DistributedConfig.java — `distributed:`: how the ranks of a data-parallel run talk over c10d
+// (which backend, how long any wait may last, how often the ranks check that they still hold the
+// same weights). Who the ranks are comes from the environment (RANK, WORLD_SIZE, ...), not from here.
+package dev.drmas.config;
+
+import dev.drmas.algo.ConfigEnum;
+
+/**
+ * @param backend        {@code auto} (default: nccl on cuda, gloo on cpu), {@code gloo} or {@code nccl}
+ * @param timeoutS       seconds any store or collective wait may last before the run stops with an
+ *                       error naming the rank that did not arrive; it must exceed the largest
+ *                       per-step imbalance between ranks (rollout lengths differ); default 300
+ * @param checksumFreq   compare a parameter checksum across ranks every this many steps (and
+ *                       after the last); 0 = never; default 10
+ * @param bucketMb       gradients are summed across ranks in flat buffers of about this many MiB;
+ *                       default 25 (as PyTorch DDP)
+ */
+public record DistributedConfig(Backend backend, double timeoutS, int checksumFreq, double bucketMb) {
+
+    /** The c10d backend. */
+    public enum Backend implements ConfigEnum {
+        AUTO("auto"), GLOO("gloo"), NCCL("nccl");
+
+        private final String configName;
+
+        Backend(String configName) {
+            this.configName = configName;
+        }
+
+        @Override
+        public String configName() {
+            return configName;
+        }
+    }
+
+    public DistributedConfig {
+        Check.given(backend, "backend");
+        Check.positive(timeoutS, "timeout_s");
+        Check.nonNegative(checksumFreq, "checksum_freq");
+        Check.positive(bucketMb, "bucket_mb");
+    }
+
+    public static DistributedConfig defaults() {
+        return new DistributedConfig(Backend.AUTO, 300, 10, 25);
+    }
+}

@@ -1,0 +1,132 @@
+// Collective.java — the few collective operations data-parallel training needs (sums of numbers and
+// of tensors, a barrier, a cross-rank equality check), behind one interface so that the trainer runs
+// the same code on one process (every operation a no-op) and on many (c10d, see ProcessGroup).
+package dev.drmas.dist;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
+
+public interface Collective extends AutoCloseable {
+    int rank();
+
+    int worldSize();
+
+    /** Sums {@code x} element-wise over the ranks, in place. {@code what} names the call in errors. */
+    void sum(double[] x, String what);
+
+    /** Sums the tensors over the ranks, in place (flattened into buckets; one dtype and device per bucket). */
+    void sumTensors(List<Tensor> tensors, String what);
+
+    /** Returns when every rank has called it. */
+    void barrier(String what);
+
+    /** Seconds this process has spent inside collective calls so far (waiting included). */
+    double collectiveSeconds();
+
+    @Override
+    void close();
+
+    /** The one-process collective: sums of one term, a barrier of one. */
+    static Collective single() {
+        return Single.INSTANCE;
+    }
+
+    default boolean isMaster() {
+        return rank() == 0;
+    }
+
+    /** Every rank's {@code mine}, indexed by rank (one sum of a vector with a slot per rank). */
+    default double[][] gather(double[] mine, String what) {
+        int w = worldSize(), n = mine.length;
+        double[] all = new double[w * n];
+        System.arraycopy(mine, 0, all, rank() * n, n);
+        sum(all, what);
+        double[][] out = new double[w][];
+        for (int r = 0; r < w; r++) out[r] = Arrays.copyOfRange(all, r * n, (r + 1) * n);
+        return out;
+    }
+
+    /**
+     * Sums the gradients of {@code params} over the ranks. A parameter without a gradient on this
+     * rank (its share of the mini-batch was empty) gets a zero one first, so every rank sends the
+     * same buffers.
+     */
+    default void sumGradients(Map<String, Tensor> params, String what) {
+        if (worldSize() == 1) return;
+        try (PointerScope scope = new PointerScope()) {
+            List<Tensor> grads = new ArrayList<>(params.size());
+            for (Tensor p : params.values()) {
+                if (!p.grad().defined()) p.mutable_grad().put(torch.zeros_like(p));
+                grads.add(p.grad());
+            }
+            sumTensors(grads, what);
+        }
+    }
+
+    /**
+     * Stops the run when ranks disagree: every rank's {@code values} (a checksum) must equal rank
+     * 0's within {@code rtol}, relative. All ranks throw alike, naming the ranks that differ.
+     */
+    default void requireSame(double[] values, double rtol, String what) {
+        if (worldSize() == 1) return;
+        double[][] all = gather(values, what);
+        StringBuilder diff = new StringBuilder();
+        for (int r = 1; r < all.length; r++) {
+            for (int i = 0; i < values.length; i++) {
+                double a = all[0][i], b = all[r][i];
+                if (!(Math.abs(a - b) <= rtol * Math.max(Math.abs(a), Math.abs(b)))) {
+                    diff.append(String.format("%n  rank %d: %s[%d] = %.17g, rank 0: %.17g", r, what, i, b, a));
+                }
+            }
+        }
+        if (!diff.isEmpty()) {
+            throw new DistributedException("the ranks diverged: " + what + " differs between ranks" + diff
+                    + "\n  (every rank must hold the same weights after each optimiser step; a rank that computed differently "
+                    + "—other threads, other library, a bug— makes the run meaningless, so it stops)");
+        }
+    }
+
+    /** One process: nothing to exchange. */
+    final class Single implements Collective {
+        static final Single INSTANCE = new Single();
+
+        private Single() {
+        }
+
+        @Override
+        public int rank() {
+            return 0;
+        }
+
+        @Override
+        public int worldSize() {
+            return 1;
+        }
+
+        @Override
+        public void sum(double[] x, String what) {
+        }
+
+        @Override
+        public void sumTensors(List<Tensor> tensors, String what) {
+        }
+
+        @Override
+        public void barrier(String what) {
+        }
+
+        @Override
+        public double collectiveSeconds() {
+            return 0;
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+}

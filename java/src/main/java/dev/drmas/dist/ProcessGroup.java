@@ -1,0 +1,282 @@
+// ProcessGroup.java — the c10d collective: a TCPStore hosted by rank 0 for the rendezvous and a
+// ProcessGroupGloo (CPU) or ProcessGroupNCCL (CUDA) backend from the JavaCPP presets. Every wait
+// is bounded by distributed.timeout_s (c10d's own defaults are 5 and 30 minutes). Before each
+// collective a rank bumps its arrival counter in the store, so that when a collective fails the
+// survivors can say which rank did not arrive instead of only "connection closed".
+package dev.drmas.dist;
+
+import dev.drmas.config.DistributedConfig;
+import dev.drmas.rollout.Tensors;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.javacpp.chrono.Milliseconds;
+import org.bytedeco.pytorch.AllreduceOptions;
+import org.bytedeco.pytorch.Backend;
+import org.bytedeco.pytorch.BarrierOptions;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.GlooDeviceVector;
+import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.TCPStore;
+import org.bytedeco.pytorch.TCPStoreOptions;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.Work;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+public final class ProcessGroup implements Collective {
+    private static final String ARRIVED = "drmas/arrived/";
+
+    private final DistEnv env;
+    private final long timeoutMs;
+    private final long bucketBytes;
+    private final Device device;  // where collective buffers live: cpu for gloo, cuda:LOCAL_RANK for nccl
+    private final String backendName;
+    // both live as long as this object: c10d keeps its own references, these keep the Java peers alive
+    private final TCPStore store;
+    private final Backend backend;
+    private long calls;      // collectives entered, the arrival counter this rank publishes
+    private long busyNanos;
+    private boolean closed;
+
+    /**
+     * Joins the group: rank 0 hosts the store on MASTER_PORT, every rank connects and the backend
+     * connects all pairs. Fails within {@code cfg.timeoutS()} seconds when a rank does not come.
+     *
+     * @param cuda use NCCL (the backend {@code auto} picks it when training on CUDA)
+     */
+    public ProcessGroup(DistEnv env, DistributedConfig cfg, boolean cuda) {
+        this.env = env;
+        this.timeoutMs = Math.max(1, Math.round(cfg.timeoutS() * 1000));
+        this.bucketBytes = Math.max(1, Math.round(cfg.bucketMb() * (1 << 20)));
+        boolean nccl = switch (cfg.backend()) {
+            case AUTO -> cuda;
+            case NCCL -> true;
+            case GLOO -> false;
+        };
+        if (nccl && !cuda) {
+            throw new DistributedException("distributed.backend: nccl needs run.device cuda (NCCL moves CUDA tensors only); "
+                    + "use gloo (or auto) on the CPU");
+        }
+        this.backendName = nccl ? "nccl" : "gloo";
+        this.device = new Device(nccl ? "cuda:" + env.localRank() : "cpu");
+        if (env.rank() == 0) requirePortFree(env);
+        this.store = openStore(env, timeoutMs);
+        try {
+            this.backend = nccl ? Nccl.create(store, env.rank(), env.worldSize(), timeoutMs) : gloo(env, store, timeoutMs);
+        } catch (RuntimeException e) {
+            throw new DistributedException("rank " + env.rank() + ": the " + backendName + " process group of " + env.worldSize()
+                    + " ranks did not form within " + seconds() + " (distributed.timeout_s): " + firstLine(e)
+                    + "; every rank must start with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE", e);
+        }
+    }
+
+    /** A clear error for the usual mistake (a previous run still holds the port) before c10d's own. */
+    private static void requirePortFree(DistEnv env) {
+        try (ServerSocket s = new ServerSocket()) {
+            s.setReuseAddress(true);
+            s.bind(new InetSocketAddress(InetAddress.getByName(env.masterAddr()), env.masterPort()));
+        } catch (IOException e) {
+            throw new DistributedException("MASTER_PORT " + env.masterPort() + " on MASTER_ADDR " + env.masterAddr()
+                    + " is not free for rank 0's store (" + e.getMessage() + "): another run may be using it; "
+                    + "choose another port (drmas launch --master-port P)", e);
+        }
+    }
+
+    private static TCPStore openStore(DistEnv env, long timeoutMs) {
+        TCPStoreOptions o = new TCPStoreOptions();
+        o.port((short) env.masterPort());  // uint16_t in C++: the bits are what count
+        o.isServer(env.rank() == 0);
+        o.waitWorkers(false);
+        o.timeout(new Milliseconds(timeoutMs));
+        try {
+            return new TCPStore(env.masterAddr(), o);
+        } catch (RuntimeException e) {
+            String m = firstLine(e);
+            if (env.rank() == 0 && m.toLowerCase().contains("address already in use")) {
+                throw new DistributedException("MASTER_PORT " + env.masterPort() + " is already in use on " + env.masterAddr()
+                        + ": choose another port (drmas launch --master-port P)", e);
+            }
+            throw new DistributedException("rank " + env.rank() + ": cannot reach the store of rank 0 at " + env.masterAddr()
+                    + ":" + env.masterPort() + " within " + timeoutMs / 1000.0 + " s: " + m, e);
+        }
+    }
+
+    private static Backend gloo(DistEnv env, TCPStore store, long timeoutMs) {
+        ProcessGroupGloo.Options o = ProcessGroupGloo.Options.create(new Milliseconds(timeoutMs));
+        // Gloo needs the address peers reach this process at: loopback for a one-machine run, else the
+        // interface GLOO_SOCKET_IFNAME names (as torch.distributed), else what the hostname resolves to
+        String ifname = System.getenv("GLOO_SOCKET_IFNAME");
+        var dev = loopback(env.masterAddr()) ? ProcessGroupGloo.createDeviceForHostname("127.0.0.1")
+                : ifname != null && !ifname.isBlank() ? ProcessGroupGloo.createDeviceForInterface(ifname.trim())
+                : ProcessGroupGloo.createDefaultDevice();
+        o.devices(new GlooDeviceVector(dev));
+        return new ProcessGroupGloo(store, env.rank(), env.worldSize(), o);
+    }
+
+    private static boolean loopback(String host) {
+        try {
+            return InetAddress.getByName(host).isLoopbackAddress();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Override
+    public int rank() {
+        return env.rank();
+    }
+
+    @Override
+    public int worldSize() {
+        return env.worldSize();
+    }
+
+    public String backendName() {
+        return backendName;
+    }
+
+    @Override
+    public double collectiveSeconds() {
+        return busyNanos / 1e9;
+    }
+
+    @Override
+    public void sum(double[] x, String what) {
+        if (x.length == 0) return;
+        try (PointerScope scope = new PointerScope()) {
+            Tensor t = Tensors.doubles(x).to(device, ScalarType.Double);
+            run(what, List.of(t));
+            Tensor back = t.cpu().contiguous();
+            back.data_ptr_double().get(x);
+        }
+    }
+
+    @Override
+    public void sumTensors(List<Tensor> tensors, String what) {
+        if (tensors.isEmpty()) return;
+        try (PointerScope scope = new PointerScope()) {
+            // buckets of consecutive tensors of one dtype, about bucketBytes each: few large messages
+            List<List<Tensor>> buckets = new ArrayList<>();
+            List<Tensor> cur = new ArrayList<>();
+            long bytes = 0;
+            for (Tensor t : tensors) {
+                long b = t.numel() * t.element_size();
+                if (!cur.isEmpty() && (bytes + b > bucketBytes || cur.get(0).scalar_type() != t.scalar_type())) {
+                    buckets.add(cur);
+                    cur = new ArrayList<>();
+                    bytes = 0;
+                }
+                cur.add(t);
+                bytes += b;
+            }
+            buckets.add(cur);
+            List<Tensor> flats = new ArrayList<>(buckets.size());
+            for (List<Tensor> b : buckets) flats.add(torch.flatten_dense_tensors(new TensorVector(b.toArray(Tensor[]::new))));
+            run(what, flats);
+            for (int i = 0; i < buckets.size(); i++) {
+                List<Tensor> b = buckets.get(i);
+                TensorVector parts = torch.unflatten_dense_tensors(flats.get(i), new TensorVector(b.toArray(Tensor[]::new)));
+                for (int j = 0; j < b.size(); j++) b.get(j).copy_(parts.get(j));
+            }
+        }
+    }
+
+    @Override
+    public void barrier(String what) {
+        long t0 = System.nanoTime();
+        arrive(what);
+        try (PointerScope scope = new PointerScope()) {
+            BarrierOptions o = new BarrierOptions();
+            o.timeout(new Milliseconds(timeoutMs));
+            await(backend.barrier(o), what);
+        } catch (RuntimeException e) {
+            throw failure(what, e);
+        } finally {
+            busyNanos += System.nanoTime() - t0;
+        }
+    }
+
+    /** All-reduces (sum) each tensor in place: started together, then awaited, each wait bounded. */
+    private void run(String what, List<Tensor> tensors) {
+        long t0 = System.nanoTime();
+        arrive(what);
+        try {
+            AllreduceOptions o = new AllreduceOptions();
+            o.timeout(new Milliseconds(timeoutMs));
+            List<Work> works = new ArrayList<>(tensors.size());
+            for (Tensor t : tensors) works.add(backend.allreduce(new TensorVector(t), o));
+            for (Work w : works) await(w, what);
+        } catch (RuntimeException e) {
+            throw failure(what, e);
+        } finally {
+            busyNanos += System.nanoTime() - t0;
+        }
+    }
+
+    private void await(Work w, String what) {
+        if (!w._wait(new Milliseconds(timeoutMs))) {
+            throw new DistributedException("rank " + rank() + ": " + what + " did not complete within " + seconds());
+        }
+    }
+
+    private void arrive(String what) {
+        if (closed) throw new IllegalStateException("the process group is closed (" + what + ")");
+        calls++;
+        try {
+            store.add(ARRIVED + rank(), 1);
+        } catch (RuntimeException e) {
+            throw failure(what, e);
+        }
+    }
+
+    /**
+     * The error of a failed collective, naming the ranks that did not arrive at it (their counters
+     * in the store are behind this rank's) or, when the store itself is gone, rank 0 that hosted it.
+     */
+    private DistributedException failure(String what, RuntimeException cause) {
+        if (cause instanceof DistributedException d) return d;
+        StringBuilder behind = new StringBuilder(), others = new StringBuilder();
+        String culprit;
+        try {
+            for (int r = 0; r < worldSize(); r++) {
+                if (r == rank()) continue;
+                others.append(others.isEmpty() ? "" : ", ").append(r);
+                long theirs = store.add(ARRIVED + r, 0);
+                if (theirs < calls) behind.append(behind.isEmpty() ? "" : ", ").append("rank ").append(r)
+                        .append(" (at collective ").append(theirs).append(")");
+            }
+            culprit = !behind.isEmpty() ? behind + " did not arrive: it died or stalls"
+                    : "a peer dropped out during it (every other rank had arrived: rank " + others + ")";
+        } catch (RuntimeException storeGone) {
+            culprit = "rank 0 died (its store at " + env.masterAddr() + ":" + env.masterPort() + " is unreachable: "
+                    + firstLine(storeGone) + ")";
+        }
+        return new DistributedException("rank " + rank() + ": " + what + " (collective " + calls + ") failed after at most "
+                + seconds() + " (distributed.timeout_s): " + culprit + "; c10d said: " + firstLine(cause), cause);
+    }
+
+    private String seconds() {
+        return timeoutMs / 1000.0 + " s";
+    }
+
+    static String firstLine(Throwable e) {
+        String m = String.valueOf(e.getMessage());
+        // c10d messages carry a C++ stack trace after the first line
+        int nl = m.indexOf('\n');
+        return (nl > 0 ? m.substring(0, nl) : m).trim();
+    }
+
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        // Gloo has no shutdown; NCCL's releases its communicators (the presets free the rest)
+        if (backendName.equals("nccl")) Nccl.shutdown(backend);
+    }
+}

@@ -1,0 +1,211 @@
+// DistributedTrainingTest.java — data-parallel training over the real Gloo process group on
+// 127.0.0.1, with the ranks as child JVMs (`drmas launch`, as a user runs it): two ranks train to
+// the same weights and log the same merged metrics as one process on the same global batch, and a
+// rank killed mid-run ends the other with an error naming it within distributed.timeout_s.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.model.SafeTensors;
+import dev.drmas.rollout.Tensors;
+import java.io.BufferedReader;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+class DistributedTrainingTest {
+    @TempDir
+    Path dir;
+
+    // 5 tasks × 2 rollouts: rank 0 gets uids 0-1, rank 1 uids 2-4 (uneven shares); mini-batches of
+    // 7 rows cut across both ranks' rows; 3 eval tasks split 1/2. A random tiny model writes no valid
+    // answer in 6 tokens, so every score is the invalid penalty and every advantage 0: the gradient
+    // comes from the entropy bonus, which is normalised by the mini-batch's token count over all
+    // ranks, and PPO's ratio terms (ppo_kl) still differ from 0 in the second epoch
+    static final String YAML = """
+            run: {name: dp, seed: 5, threads: 1, device: cpu}
+            data:
+              synthetic: {operands: 2, digits: 1, operators: ["+"], train_size: 30, test_size: 3}
+            models:
+              policy:
+                family: qwen3
+                size: {hidden: 32, layers: 1, heads: 2, kv_heads: 1, intermediate: 64, max_positions: 512}
+                optim: {lr: 1.0e-3, weight_decay: 0.0, grad_clip: 1.0}
+            agents:
+              - {id: solver, role: solver, model: policy}
+              - {id: verifier, role: verifier, model: policy}
+            rollout: {tasks_per_step: 5, rollouts_per_task: 2, temperature: 1.0, max_new_tokens: 6, max_prompt_tokens: 300}
+            algorithm: {mode: drmas}
+            ppo: {epochs: 2, mini_batch_size: 7, micro_batch_size: 3, entropy_coef: 0.01}
+            trainer: {steps: 2, eval_freq: 2, eval_before_train: false, save_freq: 1}
+            eval: {tasks: 3, k: 2, samples: 2, temperature: 1.0, top_p: 1.0}
+            metrics: {progress_bar: false, tensorboard: false}
+            distributed: {timeout_s: 60, checksum_freq: 1}
+            """;
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void twoRanksTrainToTheSameWeightsAndMetricsAsOne() throws Exception {
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        Cli.Run one = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("one"));
+        assertEquals(0, one.exit(), one.err());
+
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        PrintStream before = LaunchCommand.out;
+        LaunchCommand.out = new PrintStream(captured, true, StandardCharsets.UTF_8);
+        Cli.Run two;
+        try {
+            two = Cli.run("launch", "--nproc", "2", "--threads-per-rank", "1", config.toString(),
+                    "run.output_dir=" + dir.resolve("two"));
+        } finally {
+            LaunchCommand.out = before;
+        }
+        String log = captured.toString(StandardCharsets.UTF_8);
+        assertEquals(0, two.exit(), log + two.err());
+        assertTrue(log.contains("[rank1] drmas: rank 1 of 2 joined"), log);
+
+        Path a = dir.resolve("one/dp/checkpoints"), b = dir.resolve("two/dp/checkpoints");
+        Map<String, float[]> w1 = weights(a.resolve("step_000001")), w2a = weights(a.resolve("step_000002")),
+                w2b = weights(b.resolve("step_000002"));
+        // the test can fail: the second step moved the weights well beyond the tolerance
+        assertTrue(maxDiff(w1, w2a) > 1e-4, "step 2 changed the weights by only " + maxDiff(w1, w2a));
+        double d = maxDiff(w2a, w2b);
+        assertTrue(d <= 1e-5, "1 rank vs 2 ranks: max |Δw| = " + d);
+
+        // merged batch metrics equal the single-process ones
+        Map<Long, JsonNode> m1 = metrics(dir.resolve("one/dp")), m2 = metrics(dir.resolve("two/dp"));
+        int compared = 0;
+        for (long step = 1; step <= 2; step++) {
+            JsonNode x = m1.get(step), y = m2.get(step);
+            for (Iterator<String> it = x.fieldNames(); it.hasNext(); ) {
+                String k = it.next();
+                if (k.startsWith("time/") || k.startsWith("perf/") || k.equals("step") || !x.get(k).isNumber()) continue;
+                assertTrue(y.has(k), "2 ranks do not log " + k);
+                double u = x.get(k).asDouble(), v = y.get(k).asDouble();
+                assertTrue(Math.abs(u - v) <= 1e-5 + 1e-4 * Math.abs(u), "step " + step + " " + k + ": 1 rank " + u + ", 2 ranks " + v);
+                compared++;
+            }
+        }
+        for (String k : List.of("reward/mean", "rows", "agent/solver/score_std", "agent/verifier/sigma", "model/policy/pg_loss",
+                "model/policy/grad_norm", "eval/pass@1")) {
+            assertTrue(m1.get(2L).has(k), k + " missing");
+        }
+        assertTrue(compared > 30, "compared only " + compared + " metrics");
+        assertTrue(m1.get(2L).get("model/policy/grad_norm").asDouble() > 0, "no gradient: " + m1.get(2L));
+        assertTrue(m2.get(2L).has("time/collective_s"));
+    }
+
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void aKilledRankEndsTheOtherWithItsName() throws Exception {
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        int port;
+        try (var s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        List<Process> ranks = new ArrayList<>();
+        List<List<String>> out = new ArrayList<>();
+        try {
+            for (int r = 0; r < 2; r++) {
+                List<String> cmd = LaunchCommand.javaCommand();
+                cmd.addAll(List.of("train", config.toString(), "run.output_dir=" + dir.resolve("killed"), "trainer.steps=200",
+                        "trainer.save_freq=0", "trainer.eval_freq=0", "distributed.timeout_s=10"));
+                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+                pb.environment().putAll(Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
+                        "RANK", Integer.toString(r), "WORLD_SIZE", "2", "OMP_NUM_THREADS", "1"));
+                Process p = pb.start();
+                ranks.add(p);
+                List<String> lines = new CopyOnWriteArrayList<>();
+                out.add(lines);
+                Thread t = new Thread(() -> {
+                    try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                        for (String l; (l = in.readLine()) != null; ) lines.add(l);
+                    } catch (java.io.IOException e) {
+                        // process gone
+                    }
+                });
+                t.setDaemon(true);
+                t.start();
+            }
+            // both joined and rank 0 has written a training step's metrics: kill rank 1 mid-run
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            Path metrics = dir.resolve("killed/dp/metrics.jsonl");
+            while (!(out.get(1).stream().anyMatch(l -> l.contains("joined")) && Files.exists(metrics) && Files.size(metrics) > 0)) {
+                assertTrue(System.nanoTime() < deadline, "ranks did not start training: " + out);
+                assertTrue(ranks.get(0).isAlive() && ranks.get(1).isAlive(), "a rank ended early: " + out);
+                Thread.sleep(100);
+            }
+            ranks.get(1).destroyForcibly();
+            long killed = System.nanoTime();
+            // rank 0 must end by itself, within the timeout plus the rest of a training step
+            assertTrue(ranks.get(0).waitFor(60, TimeUnit.SECONDS), "rank 0 still runs 60 s after rank 1 was killed");
+            double s = (System.nanoTime() - killed) / 1e9;
+            String log0 = String.join("\n", out.get(0));
+            assertNotEquals(0, ranks.get(0).exitValue(), log0);
+            assertTrue(log0.contains("rank 1") && log0.contains("failed"), log0);
+            System.out.printf("rank 0 stopped %.1f s after rank 1 was killed%n", s);
+        } finally {
+            ranks.forEach(Process::destroyForcibly);
+        }
+    }
+
+    static Map<String, float[]> weights(Path checkpoint) throws Exception {
+        Map<String, float[]> out = new LinkedHashMap<>();
+        try (Stream<Path> files = Files.list(checkpoint.resolve("models/policy"))) {
+            for (Path f : files.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList()) {
+                try (SafeTensors st = SafeTensors.open(f); PointerScope scope = new PointerScope()) {
+                    for (String name : st.tensors().keySet()) out.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
+                }
+            }
+        }
+        assertTrue(!out.isEmpty(), "no weights in " + checkpoint);
+        return out;
+    }
+
+    static double maxDiff(Map<String, float[]> a, Map<String, float[]> b) {
+        assertEquals(a.keySet(), b.keySet());
+        double d = 0;
+        for (String k : a.keySet()) {
+            float[] x = a.get(k), y = b.get(k);
+            assertEquals(x.length, y.length, k);
+            for (int i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
+        }
+        return d;
+    }
+
+    /** The training-step lines of metrics.jsonl by step (eval lines merged in). */
+    static Map<Long, JsonNode> metrics(Path run) throws Exception {
+        Map<Long, JsonNode> out = new LinkedHashMap<>();
+        ObjectMapper json = new ObjectMapper();
+        for (String line : Files.readAllLines(run.resolve("metrics.jsonl"))) {
+            JsonNode n = json.readTree(line);
+            long step = n.get("step").asLong();
+            if (out.containsKey(step)) ((com.fasterxml.jackson.databind.node.ObjectNode) out.get(step)).setAll((com.fasterxml.jackson.databind.node.ObjectNode) n);
+            else out.put(step, n);
+        }
+        return out;
+    }
+}

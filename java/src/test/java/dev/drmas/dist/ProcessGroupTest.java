@@ -1,0 +1,151 @@
+// ProcessGroupTest.java — the c10d collective on loopback with the real Gloo backend, two ranks as
+// two threads of this JVM (each with its own store client and process group): sums of numbers and
+// of bucketed tensors, the equality check, a stalled rank named within the timeout, and a taken
+// master port. Every wait is bounded by a short distributed.timeout_s.
+package dev.drmas.dist;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.config.DistributedConfig;
+import dev.drmas.rollout.Tensors;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+import org.junit.jupiter.api.Test;
+
+class ProcessGroupTest {
+    static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    static DistributedConfig cfg(double timeoutS, double bucketMb) {
+        return new DistributedConfig(DistributedConfig.Backend.GLOO, timeoutS, 1, bucketMb);
+    }
+
+    /** Runs {@code body} as ranks 0 and 1 in two threads; returns their results (or throws the first failure). */
+    static <T> List<T> twoRanks(DistributedConfig c, Function<ProcessGroup, T> body) throws Exception {
+        int port = freePort();
+        ExecutorService ex = Executors.newFixedThreadPool(2);
+        try {
+            List<Future<T>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                DistEnv env = new DistEnv("127.0.0.1", port, r, 2, r);
+                fs.add(ex.submit(() -> {
+                    try (ProcessGroup pg = new ProcessGroup(env, c, false)) {
+                        return body.apply(pg);
+                    }
+                }));
+            }
+            List<T> out = new ArrayList<>();
+            for (Future<T> f : fs) out.add(f.get(60, TimeUnit.SECONDS));
+            return out;
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
+    @Test
+    void sumsNumbersAndBucketedTensors() throws Exception {
+        // 1e-4 MiB buckets (~100 bytes): the 3 tensors below go in 3 separate buckets
+        List<double[]> res = twoRanks(cfg(20, 1e-4), pg -> {
+            double[] x = {pg.rank() + 1, 10 * (pg.rank() + 1), -0.5};
+            pg.sum(x, "test numbers");
+            try (PointerScope scope = new PointerScope()) {
+                float[] a = new float[30], b = new float[7];
+                for (int i = 0; i < a.length; i++) a[i] = i * (pg.rank() == 0 ? 1 : -2) + 0.25f;
+                for (int i = 0; i < b.length; i++) b[i] = pg.rank();
+                Tensor ta = Tensors.floats(a), tb = Tensors.floats(b), tc = Tensors.doubles(new double[] {pg.rank() * 3.5});
+                pg.sumTensors(List.of(ta, tb, tc), "test tensors");
+                float[] ra = Tensors.toFloats(ta), rb = Tensors.toFloats(tb), rc = Tensors.toFloats(tc);
+                double[] out = new double[3 + ra.length + rb.length + rc.length];
+                System.arraycopy(x, 0, out, 0, 3);
+                for (int i = 0; i < ra.length; i++) out[3 + i] = ra[i];
+                for (int i = 0; i < rb.length; i++) out[3 + ra.length + i] = rb[i];
+                out[out.length - 1] = rc[0];
+                pg.barrier("test barrier");
+                return out;
+            }
+        });
+        double[] expect = new double[3 + 30 + 7 + 1];
+        expect[0] = 3;
+        expect[1] = 30;
+        expect[2] = -1;
+        for (int i = 0; i < 30; i++) expect[3 + i] = (i + 0.25) + (-2 * i + 0.25);
+        for (int i = 0; i < 7; i++) expect[33 + i] = 1;
+        expect[40] = 3.5;
+        assertArrayEquals(expect, res.get(0), 1e-6);
+        assertArrayEquals(expect, res.get(1), 1e-6);
+    }
+
+    @Test
+    void requireSameNamesTheRankThatDiffers() throws Exception {
+        List<String> res = twoRanks(cfg(20, 25), pg -> {
+            pg.requireSame(new double[] {1.0, 2.0}, 1e-9, "checksum");  // equal: passes
+            var e = assertThrows(DistributedException.class,
+                    () -> pg.requireSame(new double[] {1.0, pg.rank() == 0 ? 2.0 : 2.5}, 1e-9, "checksum of policy"));
+            return e.getMessage();
+        });
+        for (String m : res) assertTrue(m.contains("rank 1: checksum of policy[1] = 2.5"), m);
+    }
+
+    @Test
+    void aStalledRankIsNamedWithinTheTimeout() throws Exception {
+        long t0 = System.nanoTime();
+        List<String> res = twoRanks(cfg(2, 25), pg -> {
+            double[] x = {1};
+            pg.sum(x, "warm-up");
+            if (pg.rank() == 1) {
+                try {
+                    Thread.sleep(3500);  // stalls past rank 0's 2 s timeout, then leaves
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return "";
+            }
+            return assertThrows(DistributedException.class, () -> pg.sum(x, "gradients of model policy")).getMessage();
+        });
+        double s = (System.nanoTime() - t0) / 1e9;
+        String m = res.get(0);
+        assertTrue(m.contains("gradients of model policy") && m.contains("rank 1") && m.contains("did not arrive"), m);
+        assertTrue(s < 30, "took " + s + " s");
+    }
+
+    @Test
+    void aTakenMasterPortIsAClearError() throws Exception {
+        try (ServerSocket taken = new ServerSocket()) {
+            taken.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), 0));
+            DistEnv env = new DistEnv("127.0.0.1", taken.getLocalPort(), 0, 2, 0);
+            var e = assertThrows(DistributedException.class, () -> new ProcessGroup(env, cfg(2, 25), false));
+            assertTrue(e.getMessage().contains("MASTER_PORT " + taken.getLocalPort()), e.getMessage());
+        }
+    }
+
+    @Test
+    void environmentErrorsNameTheVariable() {
+        assertEquals(DistEnv.SINGLE, DistEnv.from(java.util.Map.of()));
+        var e = assertThrows(IllegalArgumentException.class,
+                () -> DistEnv.from(java.util.Map.of("WORLD_SIZE", "2", "RANK", "2", "MASTER_ADDR", "x", "MASTER_PORT", "1")));
+        assertTrue(e.getMessage().contains("RANK=2"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> DistEnv.from(java.util.Map.of("WORLD_SIZE", "2", "RANK", "0", "MASTER_PORT", "1")));
+        assertTrue(e.getMessage().contains("MASTER_ADDR"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class,
+                () -> DistEnv.from(java.util.Map.of("WORLD_SIZE", "2", "RANK", "0", "MASTER_ADDR", "h", "MASTER_PORT", "http")));
+        assertTrue(e.getMessage().contains("MASTER_PORT=http"), e.getMessage());
+        DistEnv d = DistEnv.from(java.util.Map.of("WORLD_SIZE", "4", "RANK", "3", "MASTER_ADDR", "h", "MASTER_PORT", "29500", "LOCAL_RANK", "1"));
+        assertEquals(new DistEnv("h", 29500, 3, 4, 1), d);
+    }
+}
