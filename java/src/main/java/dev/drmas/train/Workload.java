@@ -1,0 +1,59 @@
+// Workload.java — what the trainer needs from a task family, so that one training loop runs both
+// of the paper's workloads: the team and its workflow, the training and held-out tasks, the episode
+// reward and each row's score, workload metrics, and a scripted demonstrator for the supervised
+// warm start. MathWorkload (solver–verifier) and SearchWorkload (verifier → searcher | answerer with
+// a retriever) implement it; Workload.of picks one by orchestra.name.
+package dev.drmas.train;
+
+import dev.drmas.agent.AgentPolicy;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.Orchestra;
+import dev.drmas.agent.Step;
+import dev.drmas.agent.Team;
+import dev.drmas.config.OrchestraConfig;
+import dev.drmas.config.RunConfig;
+import dev.drmas.env.Task;
+import java.io.PrintStream;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+interface Workload extends AutoCloseable {
+    /** The workload of {@code cfg}: search for orchestra.name search, else math (and other registered workflows). */
+    static Workload of(RunConfig cfg, PrintStream log) {
+        return cfg.orchestra().name().equals(OrchestraConfig.SEARCH) ? new SearchWorkload(cfg, log) : new MathWorkload(cfg);
+    }
+
+    Team team();
+
+    Orchestra orchestra();
+
+    /** Training tasks, in dataset order (the trainer permutes them). */
+    List<Task> train();
+
+    /** Held-out tasks for evaluation (may be empty). */
+    List<Task> test();
+
+    /** The episode reward of {@code e}, an episode of {@code task}; 1.0 means solved. */
+    double reward(Task task, Episode e);
+
+    /** The score of one training row: the reward, minus the invalid-action penalty when the step's output was malformed. */
+    double rowScore(double reward, Step s);
+
+    /**
+     * Adds the workload's own metrics over finished episodes ({@code tasks.get(e.uid())} is each
+     * episode's task) to {@code m}, keys under {@code prefix} ("" in training, "eval/" in evaluation).
+     */
+    void metrics(String prefix, List<Task> tasks, List<Episode> episodes, Map<String, Double> m);
+
+    /**
+     * A scripted policy that plays the workflow well on {@code tasks} (request.episode() indexes
+     * them), with final answers right with probability {@code pCorrect}: the supervised warm
+     * start's demonstrations.
+     */
+    AgentPolicy demonstrator(List<Task> tasks, double pCorrect, SplittableRandom rng);
+
+    @Override
+    default void close() {
+    }
+}
