@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
 @Command(name = "drmas", mixinStandardHelpOptions = true, versionProvider = Main.Version.class,
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
         subcommands = {DemoCommand.class, NormalizeCommand.class, CompareCommand.class, InfoCommand.class, TokenizeCommand.class,
-                GenerateCommand.class, TrainCommand.class, SftCommand.class, EvalCommand.class,
+                GenerateCommand.class, TrainCommand.class, SftCommand.class, EvalCommand.class, IndexCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 
