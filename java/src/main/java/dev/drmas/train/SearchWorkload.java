@@ -152,7 +152,7 @@ final class SearchWorkload implements Workload {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < hits.size(); i++) {
             Passage p = hits.get(i).passage();
-            String text = maxChars > 0 && p.text().length() > maxChars ? p.text().substring(0, maxChars) : p.text();
+            String text = maxChars > 0 && p.text().length() > maxChars ? p.text().substring(0, maxChars).stripTrailing() : p.text();
             if (i > 0) sb.append('\n');
             sb.append('(').append(i + 1).append(") ");
             // a title the text starts with (the knowledge base's passages) would only cost prompt tokens

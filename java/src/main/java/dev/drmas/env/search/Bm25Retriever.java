@@ -47,6 +47,17 @@ public final class Bm25Retriever implements Retriever {
     // a query is a bag of terms; a model rambling into its query must not hit BooleanQuery's limit
     static final int MAX_QUERY_TERMS = 256;
 
+    // Lucene warns on every start that the Vector API incubator module is not enabled; BM25 over
+    // postings does not use it, so the warning is noise on every drmas command. Held in a field:
+    // java.util.logging keeps loggers weakly, and a collected logger forgets its level.
+    private static final java.util.logging.Logger VECTOR_LOG = quiet("org.apache.lucene.internal.vectorization");
+
+    private static java.util.logging.Logger quiet(String name) {
+        java.util.logging.Logger l = java.util.logging.Logger.getLogger(name);
+        l.setLevel(java.util.logging.Level.SEVERE);
+        return l;
+    }
+
     private final Directory dir;
     private final DirectoryReader reader;
     private final IndexSearcher searcher;
