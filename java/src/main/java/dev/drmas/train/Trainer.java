@@ -121,8 +121,6 @@ public final class Trainer implements AutoCloseable {
         return policies.byId;
     }
 
-    // ------------------------------------------------------------------ setup
-
     // ------------------------------------------------------------------ the agents' policy
 
     /** Acts with the rollout engine: chat rendering, tokenising, batched generation per call. */
