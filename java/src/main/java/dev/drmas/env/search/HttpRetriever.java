@@ -20,6 +20,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 public final class HttpRetriever implements Retriever {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -55,20 +59,27 @@ public final class HttpRetriever implements Retriever {
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8)).build();
         String error;
+        // the request timeout bounds the wait for the response headers; the outer get() also bounds
+        // a server that sends headers and then stalls the body
+        CompletableFuture<HttpResponse<String>> pending = client.sendAsync(req, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
         try {
-            HttpResponse<String> resp = client.send(req, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+            HttpResponse<String> resp = pending.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
             if (resp.statusCode() != 200) {
                 error = "HTTP " + resp.statusCode() + " from " + url + ": " + abbreviate(resp.body());
             } else {
                 return parse(resp.body(), queries.size(), k);
             }
-        } catch (HttpTimeoutException e) {
+        } catch (TimeoutException e) {
+            pending.cancel(true);
             error = "no answer from " + url + " within " + timeout.toMillis() + " ms";
-        } catch (IOException e) {
-            error = "cannot reach " + url + ": " + e;
+        } catch (ExecutionException e) {
+            error = e.getCause() instanceof HttpTimeoutException
+                    ? "no answer from " + url + " within " + timeout.toMillis() + " ms"
+                    : "cannot reach " + url + ": " + e.getCause();
         } catch (MalformedResponse e) {
             error = "bad response from " + url + ": " + e.getMessage();
         } catch (InterruptedException e) {
+            pending.cancel(true);
             Thread.currentThread().interrupt();
             error = "interrupted while waiting for " + url;
         }

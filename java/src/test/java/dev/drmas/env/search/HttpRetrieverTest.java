@@ -1,6 +1,6 @@
 // HttpRetrieverTest.java — the Search-R1 style client against a real HTTP server on 127.0.0.1
 // (the JDK's com.sun.net.httpserver), started by the test: the request body it sends, a successful
-// answer, a server slower than the timeout, an HTTP 500, a malformed body and a closed port. Every
+// answer, a server slower than the timeout (before or after its headers), an HTTP 500, a malformed body and a closed port. Every
 // wait is bounded by the client's timeout; failures come back as failed results, never as exceptions.
 package dev.drmas.env.search;
 
@@ -66,6 +66,17 @@ class HttpRetrieverTest {
             }
             reply(ex, 200, "{\"result\": []}");
         });
+        server.createContext("/stall", ex -> {  // headers at once, then a body that never completes
+            ex.sendResponseHeaders(200, 1000);
+            ex.getResponseBody().write("{\"result\": [".getBytes(StandardCharsets.UTF_8));
+            ex.getResponseBody().flush();
+            try {
+                release.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            ex.close();
+        });
         server.createContext("/error", ex -> reply(ex, 500, "Internal Server Error: index not loaded"));
         server.createContext("/garbage", ex -> reply(ex, 200, "{\"result\": [[{\"document\": {\"id\": \"x\"}}]]}"));
         server.start();
@@ -114,6 +125,11 @@ class HttpRetrieverTest {
             assertTrue(res.get(0).failed() && res.get(1).failed());
             assertTrue(res.get(0).error().contains("within 300 ms"), res.get(0).error());
             assertTrue(waited < 15, "the wait is bounded by the timeout, not by the server (" + waited + " s)");
+        }
+        try (HttpRetriever r = new HttpRetriever(url("/stall"), Duration.ofMillis(300))) {
+            Retriever.Result res = r.search(List.of("a"), 3).getFirst();
+            assertTrue(res.failed());
+            assertTrue(res.error().contains("within 300 ms"), "a stalled body is bounded too: " + res.error());
         }
     }
 
