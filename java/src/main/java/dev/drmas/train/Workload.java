@@ -8,12 +8,14 @@ package dev.drmas.train;
 import dev.drmas.agent.AgentPolicy;
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.Orchestra;
+import dev.drmas.agent.Orchestras;
 import dev.drmas.agent.Step;
 import dev.drmas.agent.Team;
 import dev.drmas.config.OrchestraConfig;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
 import java.io.PrintStream;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
@@ -21,7 +23,15 @@ import java.util.SplittableRandom;
 interface Workload extends AutoCloseable {
     /** The workload of {@code cfg}: search for orchestra.name search, else math (and other registered workflows). */
     static Workload of(RunConfig cfg, PrintStream log) {
-        return cfg.orchestra().name().equals(OrchestraConfig.SEARCH) ? new SearchWorkload(cfg, log) : new MathWorkload(cfg);
+        String name = cfg.orchestra().name();
+        if (name.equals(OrchestraConfig.SEARCH)) return new SearchWorkload(cfg, log);
+        if (!Orchestras.names().contains(name)) {
+            // search is built here (it needs a retriever), so the registry's own error would not list it
+            List<String> valid = new ArrayList<>(Orchestras.names());
+            valid.add(OrchestraConfig.SEARCH);
+            throw new IllegalArgumentException("orchestra.name: unknown workflow '" + name + "'; valid: " + String.join(", ", valid));
+        }
+        return new MathWorkload(cfg);
     }
 
     Team team();

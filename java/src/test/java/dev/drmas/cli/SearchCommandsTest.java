@@ -104,6 +104,8 @@ class SearchCommandsTest {
         assertTrue(r.err().contains("orchestra.retriever.top_k"), r.err());
         r = run("train", List.of("run.output_dir=" + dir, "data.knowledge_base.test_size=100000"));
         assertTrue(r.err().contains("data.knowledge_base.test_size"), r.err());
+        r = run("train", List.of("run.output_dir=" + dir, "orchestra.name=serch"));
+        assertTrue(r.err().contains("unknown workflow 'serch'") && r.err().contains("search"), r.err());
     }
 
     @Test
