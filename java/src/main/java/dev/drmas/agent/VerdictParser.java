@@ -17,6 +17,31 @@ public interface VerdictParser {
     static VerdictParser verifyTag() {
         return DefaultVerdict.INSTANCE;
     }
+
+    /**
+     * The search verifier's parser: the last {@code <verify>yes</verify>} (enough information:
+     * APPROVE, answer now) or {@code <verify>no</verify>} (REJECT: search more); no such tag is
+     * MALFORMED.
+     */
+    static VerdictParser yesNoTag() {
+        return YesNoVerdict.INSTANCE;
+    }
+}
+
+/** The search verifier's parser. */
+enum YesNoVerdict implements VerdictParser {
+    INSTANCE;
+
+    private static final Pattern TAG = Pattern.compile("<verify>\\s*(yes|no)\\s*</verify>", Pattern.CASE_INSENSITIVE);
+
+    @Override
+    public Verdict parse(String response) {
+        Matcher m = TAG.matcher(response);
+        String last = null;
+        while (m.find()) last = m.group(1);
+        if (last == null) return Verdict.MALFORMED;
+        return last.equalsIgnoreCase("yes") ? Verdict.APPROVE : Verdict.REJECT;
+    }
 }
 
 /** The default parser's state: one compiled pattern. */

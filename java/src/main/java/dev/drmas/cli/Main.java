@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
         subcommands = {DemoCommand.class, NormalizeCommand.class, CompareCommand.class, InfoCommand.class, TokenizeCommand.class,
                 GenerateCommand.class, TrainCommand.class, LaunchCommand.class, SftCommand.class, EvalCommand.class,
+                IndexCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

@@ -41,7 +41,8 @@ public final class JsonlTasks {
     /**
      * The tasks of {@code file}, in file order. Blank lines are skipped. The question must be a
      * non-empty string; the answer a non-empty string or a number, a number kept exactly as written
-     * ("0.50" stays "0.50"); the id, when present, a string or an integer, unique in the file.
+     * ("0.50" stays "0.50"), or a non-empty list of non-empty strings (every accepted answer: the
+     * first is the task's answer, the rest its aliases); the id, when present, a string or an integer, unique in the file.
      *
      * @throws TaskFileException naming file:line and the field for every problem, and for a file
      *     that has no task at all
@@ -59,13 +60,13 @@ public final class JsonlTasks {
                 String where = name + ":" + lineNo;
                 Map<String, Field> fields = parseLine(line, where, questionField, answerField);
                 String question = text(fields, questionField, where, false);
-                String answer = text(fields, answerField, where, true);
+                List<String> answers = answers(fields, answerField, where);
                 String id = id(fields.get(ID_FIELD), where, lineNo);
                 Integer first = idLines.putIfAbsent(id, lineNo);
                 if (first != null) {
                     throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first);
                 }
-                tasks.add(new Task(id, question, answer));
+                tasks.add(new Task(id, question, answers.getFirst(), answers.subList(1, answers.size())));
             }
         } catch (NoSuchFileException e) {
             throw new TaskFileException(name + ": no such file");
@@ -78,8 +79,9 @@ public final class JsonlTasks {
         return tasks;
     }
 
-    // One top-level value: its token and, for a scalar, its text exactly as written.
-    private record Field(JsonToken token, String text) {}
+    // One top-level value: its token and, for a scalar, its text exactly as written; for an array
+    // of the answer field, its string elements (null when an element is not a string).
+    private record Field(JsonToken token, String text, List<String> items) {}
 
     // Streams the object instead of building a tree so that a number's text is the text of the file
     // (a tree would turn 1.50 into a double or a BigDecimal and print it back its own way).
@@ -95,8 +97,17 @@ public final class JsonlTasks {
                 JsonToken v = p.nextToken();
                 boolean keep = key.equals(ID_FIELD);
                 for (String w : wanted) keep |= key.equals(w);
-                fields.put(key, new Field(v, keep && v.isScalarValue() ? p.getText() : null));
-                p.skipChildren();
+                List<String> items = null;
+                if (keep && v == JsonToken.START_ARRAY) {
+                    items = new ArrayList<>();
+                    JsonToken e;
+                    while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
+                        items.add(e == JsonToken.VALUE_STRING ? p.getText() : null);
+                        p.skipChildren();
+                    }
+                }
+                fields.put(key, new Field(v, keep && v.isScalarValue() ? p.getText() : null, items));
+                if (items == null) p.skipChildren();
             }
             if (p.nextToken() != null) throw new TaskFileException(where + ": unexpected text after the JSON object");
         } catch (JsonProcessingException e) {
@@ -115,6 +126,19 @@ public final class JsonlTasks {
         }
         if (f.text.isBlank()) throw new TaskFileException(where + ": field '" + field + "' is empty");
         return f.text;
+    }
+
+    // open-domain QA data (NQ, HotpotQA as Search-R1 ships them) lists every accepted answer
+    private static List<String> answers(Map<String, Field> fields, String field, String where) {
+        Field f = fields.get(field);
+        if (f == null || f.token != JsonToken.START_ARRAY) return List.of(text(fields, field, where, true));
+        if (f.items.isEmpty()) throw new TaskFileException(where + ": field '" + field + "' is an empty list");
+        for (int i = 0; i < f.items.size(); i++) {
+            String a = f.items.get(i);
+            if (a == null) throw new TaskFileException(where + ": field '" + field + "[" + i + "]' must be a string");
+            if (a.isBlank()) throw new TaskFileException(where + ": field '" + field + "[" + i + "]' is empty");
+        }
+        return f.items;
     }
 
     private static String id(Field f, String where, int lineNo) {

@@ -1,14 +1,32 @@
 // Task.java — one problem of a dataset: an id (unique within its dataset, used in logs and
 // evaluation reports), the question shown to the agents, and the ground-truth answer as text
-// (numbers kept as written, so that "0.50" reaches the checker as "0.50").
+// (numbers kept as written, so that "0.50" reaches the checker as "0.50"), plus other answers that
+// count as right (open-domain QA lists aliases: "NYC", "New York City").
 package dev.drmas.env;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
-public record Task(String id, String question, String answer) {
+/** @param aliases further accepted answers besides {@code answer}; empty for most tasks */
+public record Task(String id, String question, String answer, List<String> aliases) {
     public Task {
         Objects.requireNonNull(id, "id");
         Objects.requireNonNull(question, "question");
         Objects.requireNonNull(answer, "answer");
+        aliases = List.copyOf(aliases);
+    }
+
+    /** A task with one accepted answer. */
+    public Task(String id, String question, String answer) {
+        this(id, question, answer, List.of());
+    }
+
+    /** Every accepted answer: {@code answer} first, then the aliases. */
+    public List<String> golds() {
+        List<String> all = new ArrayList<>(1 + aliases.size());
+        all.add(answer);
+        all.addAll(aliases);
+        return all;
     }
 }

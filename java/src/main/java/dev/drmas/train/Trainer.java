@@ -2,7 +2,8 @@
 // workflow of agents with generation batched per model, score, normalise advantages with the
 // native kernels (grpo | drmas | agent-mean | agent-std), update each model with PPO, and log,
 // evaluate and checkpoint on schedule. Also the supervised warm start (`drmas sft`) and
-// evaluation alone (`drmas eval`).
+// evaluation alone (`drmas eval`). What depends on the task family (team, workflow, data, reward,
+// demonstrations) comes from its Workload: math or search.
 // Data-parallel (dev.drmas.dist): each rank rolls out a contiguous share of the step's tasks, with
 // draws keyed by the global trajectory index, normalises its own groups, and joins the collectives
 // of PpoUpdater; batch metrics are merged across ranks; rank 0 alone writes files.
@@ -14,28 +15,18 @@ import dev.drmas.agent.Agent;
 import dev.drmas.agent.AgentPolicy;
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.EpisodeInit;
-import dev.drmas.agent.MathOrchestra;
 import dev.drmas.agent.Message;
 import dev.drmas.agent.Orchestra;
-import dev.drmas.agent.OrchestraSettings;
-import dev.drmas.agent.Orchestras;
 import dev.drmas.agent.Step;
 import dev.drmas.agent.Team;
 import dev.drmas.agent.Turn;
 import dev.drmas.agent.TurnRequest;
-import dev.drmas.agent.Verdict;
 import dev.drmas.algo.Advantages;
-import dev.drmas.config.AgentSpec;
 import dev.drmas.config.RunConfig;
-import dev.drmas.config.SyntheticData;
 import dev.drmas.dist.Collective;
 import dev.drmas.dist.DistEnv;
 import dev.drmas.dist.Moments;
 import dev.drmas.dist.ProcessGroup;
-import dev.drmas.env.Demonstrations;
-import dev.drmas.env.JsonlTasks;
-import dev.drmas.env.MathReward;
-import dev.drmas.env.SyntheticArithmetic;
 import dev.drmas.env.Task;
 import dev.drmas.metrics.MetricsLogger;
 import dev.drmas.metrics.PassAtK;
@@ -52,7 +43,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -69,7 +59,7 @@ public final class Trainer implements AutoCloseable {
     private final Policies policies;
     private final Team team;
     private final Orchestra orchestra;
-    private final MathReward reward;
+    private final Workload workload;
     private final List<Task> train, test;
     private long step;      // training steps completed
     private long dataPos;   // training tasks consumed
@@ -92,16 +82,22 @@ public final class Trainer implements AutoCloseable {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        this.reward = new MathReward(cfg.orchestra().invalidPenalty());
-        this.team = team(cfg);
-        this.orchestra = orchestra(cfg, team);
-        List<List<Task>> data = data(cfg);
-        this.train = data.get(0);
-        this.test = data.get(1);
-        // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
-        if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
-        this.policies = Policies.open(cfg, runDir, checkpoint, runDir.resolve("sft").resolve("models"));
-        if (dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
+        this.workload = Workload.of(cfg, log);
+        this.team = workload.team();
+        this.orchestra = workload.orchestra();
+        this.train = workload.train();
+        this.test = workload.test();
+        Policies ps;
+        try {
+            // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
+            if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
+            ps = Policies.open(cfg, runDir, checkpoint, runDir.resolve("sft").resolve("models"));
+            if (dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
+        } catch (RuntimeException e) {
+            workload.close();  // the retriever's index
+            throw e;
+        }
+        this.policies = ps;
         if (checkpoint != null) {
             var st = Checkpoints.state(checkpoint);
             this.step = st.path("step").asLong();
@@ -154,56 +150,6 @@ public final class Trainer implements AutoCloseable {
     /** The run's models, for tests in this package. */
     Map<String, Policies.Policy> policiesForTest() {
         return policies.byId;
-    }
-
-    // ------------------------------------------------------------------ setup
-
-    static Team team(RunConfig cfg) {
-        List<Agent> agents = new ArrayList<>();
-        for (int i = 0; i < cfg.agents().size(); i++) {
-            AgentSpec a = cfg.agents().get(i);
-            Agent base = switch (a.role()) {
-                case "solver" -> Agent.solver(i, a.model()).withValidity(MathReward::solverValid);
-                case "verifier" -> Agent.verifier(i, a.model()).withValidity(MathReward::verifierValid);
-                default -> throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role()
-                        + "' has no built-in prompts (solver, verifier)");
-            };
-            agents.add(base.withId(a.id()));
-        }
-        return new Team(agents);
-    }
-
-    static Orchestra orchestra(RunConfig cfg, Team team) {
-        var oc = cfg.orchestra();
-        if (!oc.name().equals(MathOrchestra.NAME)) {
-            return Orchestras.create(oc.name(), new OrchestraSettings(team, Map.of("max_loops", oc.maxLoops())));
-        }
-        String solver = cfg.agents().stream().filter(a -> a.role().equals("solver")).map(AgentSpec::id).findFirst()
-                .orElseThrow(() -> new IllegalArgumentException("agents: the math orchestra needs an agent with role solver"));
-        String verifier = cfg.agents().stream().filter(a -> a.role().equals("verifier")).map(AgentSpec::id).findFirst()
-                .orElse(null);
-        Verdict malformed = oc.malformedVerdict().configName().equals("reject") ? Verdict.REJECT : Verdict.APPROVE;
-        // the environment's verdict parser, so that validity and the workflow read replies alike
-        return new MathOrchestra(team, new MathOrchestra.Options(oc.maxLoops(), malformed, solver, verifier),
-                text -> switch (MathReward.parseVerdict(text)) {
-                    case APPROVE -> Verdict.APPROVE;
-                    case REJECT -> Verdict.REJECT;
-                    case MALFORMED -> Verdict.MALFORMED;
-                });
-    }
-
-    static List<List<Task>> data(RunConfig cfg) {
-        var d = cfg.data();
-        if (d.source() == dev.drmas.config.DataConfig.Source.JSONL) {
-            List<Task> tr = JsonlTasks.read(d.trainFile(), d.questionField(), d.answerField());
-            List<Task> te = d.testFile() == null ? List.of() : JsonlTasks.read(d.testFile(), d.questionField(), d.answerField());
-            return List.of(tr, te);
-        }
-        SyntheticData s = d.synthetic();
-        String ops = String.join("", s.operators());
-        var gen = new SyntheticArithmetic(2, s.operands(), 1, s.digits(), ops, s.allowNegative());
-        var split = gen.split(s.trainSize(), s.testSize(), s.seed());
-        return List.of(split.train(), split.test());
     }
 
     // ------------------------------------------------------------------ the agents' policy
@@ -363,9 +309,10 @@ public final class Trainer implements AutoCloseable {
         final int n = rc.rolloutsPerTask(), k = team.size();
         long collective0 = (long) (dist.collectiveSeconds() * 1e9);
         List<Episode> episodes;
+        List<Task> tasks;
         EnginePolicy policy = new EnginePolicy(rc.sampling(), (step + 1) << 24, cfg.run().seed(), (long) lo * n);
         try (var t = timer.phase("rollout")) {
-            List<Task> tasks = nextTasks(global).subList(lo, lo + b);
+            tasks = nextTasks(global).subList(lo, lo + b);
             List<EpisodeInit> init = new ArrayList<>(b * n);
             for (int u = 0; u < b; u++)
                 for (int j = 0; j < n; j++) init.add(new EpisodeInit(u, u * n + j, tasks.get(u).question(), tasks.get(u).answer()));
@@ -379,7 +326,7 @@ public final class Trainer implements AutoCloseable {
         int approvals = 0, rejections = 0, malformed = 0;
         try (var t = timer.phase("reward")) {
             for (Episode e : episodes) {
-                double r = MathReward.episodeReward(e.action(), e.answer());
+                double r = workload.reward(tasks.get(e.uid()), e);
                 rewardSum += r;
                 approvals += e.approvals();
                 rejections += e.rejections();
@@ -388,7 +335,7 @@ public final class Trainer implements AutoCloseable {
                     uid.add(e.uid());
                     traj.add(e.traj());
                     agent.add(s.agent());
-                    score.add((float) reward.rowScore(r, s.valid()));
+                    score.add((float) workload.rowScore(r, s));
                     steps.add(s);
                 }
             }
@@ -439,6 +386,7 @@ public final class Trainer implements AutoCloseable {
             m.put("verifier/reject_rate", rejections / (double) verdicts);
             m.put("verifier/malformed_rate", malformed / (double) verdicts);
         }
+        workloadMetrics("", tasks, episodes, m);
         agentMetrics(m, adv, scores, ag, steps, b, k);
         int mi = 0;
         for (Policies.Policy p : policies.byId.values()) {
@@ -532,6 +480,19 @@ public final class Trainer implements AutoCloseable {
         }
     }
 
+    /** The workload's metrics per episode, summed over every rank's episodes. */
+    private void workloadMetrics(String prefix, List<Task> tasks, List<Episode> episodes, Map<String, Double> m) {
+        Map<String, Double> sums = workload.episodeSums(tasks, episodes);
+        double[] v = new double[sums.size() + 1];
+        int i = 0;
+        for (double x : sums.values()) v[i++] = x;
+        v[i] = episodes.size();
+        dist.sum(v, "the " + (prefix.isEmpty() ? "workload" : prefix + " workload") + " metrics");
+        if (v[i] == 0) return;
+        i = 0;
+        for (String key : sums.keySet()) m.put(prefix + key, v[i++] / v[sums.size()]);
+    }
+
     /** The first of the {@code global} tasks (uids) that rank {@code r} handles: contiguous, balanced shares. */
     private int shardStart(int global, int r) {
         return (int) ((long) global * r / dist.worldSize());
@@ -555,13 +516,14 @@ public final class Trainer implements AutoCloseable {
         List<Episode> eps = init.isEmpty() ? List.of()
                 : orchestra.run(init, new EnginePolicy(ec.sampling(), -(1L << 40), cfg.run().seed() + 7, (long) lo * n));
         double[] hits = new double[tasks.size() * n];
-        for (Episode e : eps) if (MathReward.episodeReward(e.action(), e.answer()) == 1.0) hits[(lo * n) + e.traj()] = 1;
+        for (Episode e : eps) if (workload.reward(tasks.get(lo + e.uid()), e) == 1.0) hits[(lo * n) + e.traj()] = 1;
         dist.sum(hits, "the evaluation results");
         boolean[][] correct = new boolean[tasks.size()][n];
         for (int u = 0; u < tasks.size(); u++) for (int j = 0; j < n; j++) correct[u][j] = hits[u * n + j] > 0;
         List<PassAtK.Counts> counts = new ArrayList<>();
         for (boolean[] c : correct) counts.add(PassAtK.Counts.of(c));
         Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks(ec.k(), n)));
+        workloadMetrics("eval/", tasks.subList(lo, hi), eps, m);
         m.put("eval/tasks", (double) tasks.size());
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
         return m;
@@ -620,22 +582,7 @@ public final class Trainer implements AutoCloseable {
         List<EpisodeInit> init = new ArrayList<>();
         List<Task> tasks = nextTasks(episodes);
         for (int i = 0; i < episodes; i++) init.add(new EpisodeInit(i, i, tasks.get(i).question(), tasks.get(i).answer()));
-        Map<Integer, String> lastAnswer = new HashMap<>();
-        AgentPolicy scripted = (agent, reqs) -> {
-            List<Turn> out = new ArrayList<>();
-            for (TurnRequest r : reqs) {
-                Task t = tasks.get(r.episode());
-                String text;
-                if (agent.id().equals(team.agent(0).id()) || !lastAnswer.containsKey(r.episode())) {
-                    text = Demonstrations.solverResponse(t, rng.nextDouble() < pCorrect, rng);
-                    lastAnswer.put(r.episode(), text);
-                } else {
-                    text = Demonstrations.verifierResponse(Demonstrations.verifierLabel(t, lastAnswer.get(r.episode())));
-                }
-                out.add(Turn.of(text));
-            }
-            return out;
-        };
+        AgentPolicy scripted = workload.demonstrator(tasks, pCorrect, rng);
         Map<String, List<PpoUpdater.Row>> byModel = new LinkedHashMap<>();
         for (Episode e : orchestra.run(init, scripted)) {
             for (Step s : e.steps()) {
@@ -675,6 +622,10 @@ public final class Trainer implements AutoCloseable {
 
     @Override
     public void close() {
-        policies.close();
+        try {
+            policies.close();
+        } finally {
+            workload.close();
+        }
     }
 }

@@ -114,7 +114,9 @@ class RunConfigTest {
         assertEquals("math", c.orchestra().name());
         assertEquals(2, c.orchestra().maxLoops());
         assertEquals(OrchestraConfig.MalformedVerdict.APPROVE, c.orchestra().malformedVerdict());
-        assertEquals(0.1, c.orchestra().invalidPenalty());
+        assertEquals(0.1, c.orchestra().effectiveInvalidPenalty(), "math's default penalty");
+        assertEquals(0.01, c.withOverrides(List.of("orchestra.name=search")).orchestra().effectiveInvalidPenalty(),
+                "search's default penalty");
         assertEquals(NormConfig.of(NormMode.DRMAS), c.normConfig());
         assertEquals(LossConfig.defaults(), c.lossConfig(), "the loss defaults are the algo package's (verl's)");
         assertEquals(1e-6, c.optimFor("policy").lr());
@@ -135,7 +137,8 @@ class RunConfigTest {
         assertTrue(c.run().resumeNever());
         assertNull(c.run().resumeFrom());
         assertEquals(new DataConfig(DataConfig.Source.JSONL, Path.of("data/train.jsonl"), Path.of("data/test.jsonl"),
-                "problem", "solution", new SyntheticData(3, 1, List.of("+", "*"), true, 100, 10, 9)), c.data());
+                "problem", "solution", new SyntheticData(3, 1, List.of("+", "*"), true, 100, 10, 9),
+                KnowledgeBaseData.defaults()), c.data());
 
         ModelSpec solver = c.models().get("solver_model");
         assertEquals(new ModelSpec(null, ModelSpec.Init.AUTO, Family.LLAMA,

@@ -26,6 +26,25 @@ class JsonlTasksTest {
     }
 
     @Test
+    void aListAnswerGivesTheAnswerAndItsAliases() throws IOException {
+        Path p = write("{\"question\": \"Big city?\", \"golden_answers\": [\"New York City\", \"NYC\"], \"other\": [\"x\", 1]}\n"
+                + "{\"question\": \"One?\", \"golden_answers\": [\"one\"]}\n"
+                + "{\"question\": \"Plain?\", \"golden_answers\": \"plain\"}\n");
+        List<Task> tasks = JsonlTasks.read(p, "question", "golden_answers");
+        assertEquals(List.of(new Task("1", "Big city?", "New York City", List.of("NYC")), new Task("2", "One?", "one"),
+                new Task("3", "Plain?", "plain")), tasks);
+        assertEquals(List.of("New York City", "NYC"), tasks.getFirst().golds());
+        for (String[] bad : new String[][] {
+                {"{\"question\": \"q\", \"a\": []}\n", ":1: field 'a' is an empty list"},
+                {"{\"question\": \"q\", \"a\": [\"x\", 2]}\n", ":1: field 'a[1]' must be a string"},
+                {"{\"question\": \"q\", \"a\": [\" \"]}\n", ":1: field 'a[0]' is empty"}}) {
+            Path f = write(bad[0]);
+            TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(f, "question", "a"));
+            assertTrue(e.getMessage().contains(bad[1]), e.getMessage());
+        }
+    }
+
+    @Test
     void readsConfiguredFieldsAndKeepsNumbersAsWritten() throws IOException {
         Path p = write("""
                 {"problem": "What is 1/2 as a decimal?", "solution": "0.5", "source": {"x": [1, 2]}}

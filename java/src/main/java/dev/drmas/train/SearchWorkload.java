@@ -1,0 +1,263 @@
+// SearchWorkload.java — the search workload: a verifier, a searcher and an answerer (roles of the
+// config's agents) in SearchOrchestra, questions from the built-in knowledge base or a JSONL file,
+// a retriever (in-process Lucene BM25, or a Search-R1 style HTTP server) behind the searcher's tool,
+// exact match of the answer as the reward (F1, tool calls and failed searches logged), and scripted
+// demonstrations that follow the knowledge base's search paths.
+package dev.drmas.train;
+
+import dev.drmas.agent.Agent;
+import dev.drmas.agent.AgentPolicy;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.Orchestra;
+import dev.drmas.agent.SearchOrchestra;
+import dev.drmas.agent.SearchTool;
+import dev.drmas.agent.Step;
+import dev.drmas.agent.Team;
+import dev.drmas.agent.Turn;
+import dev.drmas.agent.TurnRequest;
+import dev.drmas.agent.Verdict;
+import dev.drmas.agent.VerdictParser;
+import dev.drmas.config.AgentSpec;
+import dev.drmas.config.DataConfig;
+import dev.drmas.config.KnowledgeBaseData;
+import dev.drmas.config.RetrieverConfig;
+import dev.drmas.config.RunConfig;
+import dev.drmas.env.JsonlTasks;
+import dev.drmas.env.Task;
+import dev.drmas.env.search.Bm25Retriever;
+import dev.drmas.env.search.CorpusFile;
+import dev.drmas.env.search.HttpRetriever;
+import dev.drmas.env.search.KnowledgeBase;
+import dev.drmas.env.search.Passage;
+import dev.drmas.env.search.Retriever;
+import dev.drmas.env.search.SearchAnswers;
+import java.io.PrintStream;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+
+final class SearchWorkload implements Workload {
+    private final Team team;
+    private final SearchOrchestra orchestra;
+    private final Retriever retriever;
+    private final double invalidPenalty;
+    private final List<Task> train, test;
+    private final Map<String, KnowledgeBase.Question> paths = new HashMap<>();  // task id → search path (knowledge base only)
+    private final List<String> answerPool = new ArrayList<>();  // wrong answers of demonstrations
+    private final PrintStream log;
+    private final Map<String, String> roleOf = new HashMap<>();  // agent id → role
+
+    SearchWorkload(RunConfig cfg, PrintStream log) {
+        this.log = log;
+        var oc = cfg.orchestra();
+        this.invalidPenalty = oc.effectiveInvalidPenalty();
+        this.team = team(cfg);
+        for (AgentSpec a : cfg.agents()) roleOf.put(a.id(), a.role());
+        DataConfig d = cfg.data();
+        KnowledgeBase kb = null;
+        if (d.source() == DataConfig.Source.JSONL) {
+            train = JsonlTasks.read(d.trainFile(), d.questionField(), d.answerField());
+            test = d.testFile() == null ? List.of() : JsonlTasks.read(d.testFile(), d.questionField(), d.answerField());
+        } else {
+            KnowledgeBaseData k = d.knowledgeBase();
+            kb = KnowledgeBase.generate(new KnowledgeBase.Sizes(k.countries(), k.cities(), k.companies(), k.people()), k.seed());
+            KnowledgeBase.Split split = kb.split(k.twoHop(), k.testSize(), k.seed() + 1);
+            List<Task> tr = new ArrayList<>(), te = new ArrayList<>();
+            for (KnowledgeBase.Question q : split.train()) tr.add(q.task());
+            for (KnowledgeBase.Question q : split.test()) te.add(q.task());
+            for (KnowledgeBase.Question q : kb.oneHopQuestions()) paths.put(q.task().id(), q);
+            for (KnowledgeBase.Question q : kb.twoHopQuestions()) paths.put(q.task().id(), q);
+            train = List.copyOf(tr);
+            test = List.copyOf(te);
+        }
+        for (Task t : train) answerPool.add(t.answer());
+        this.retriever = retriever(oc.retriever(), kb);
+        Verdict malformed = oc.malformedVerdict().configName().equals("reject") ? Verdict.REJECT : Verdict.APPROVE;
+        var options = new SearchOrchestra.Options(oc.maxTurns(), oc.historyLength(), malformed, idOf(cfg, "verifier"),
+                idOf(cfg, "searcher"), idOf(cfg, "answerer"));
+        this.orchestra = new SearchOrchestra(team, options, VerdictParser.yesNoTag(), tool(oc.retriever()));
+    }
+
+    static Team team(RunConfig cfg) {
+        List<Agent> agents = new ArrayList<>();
+        Map<String, Integer> roles = new HashMap<>();
+        for (int i = 0; i < cfg.agents().size(); i++) {
+            AgentSpec a = cfg.agents().get(i);
+            Agent base = switch (a.role()) {
+                case "verifier" -> SearchOrchestra.verifierAgent(i, a.model());
+                case "searcher" -> SearchOrchestra.searcherAgent(i, a.model());
+                case "answerer" -> SearchOrchestra.answererAgent(i, a.model())
+                        .withValidity(text -> SearchAnswers.extractAnswer(text).isPresent());
+                default -> throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role()
+                        + "' has no part in the search workflow (verifier, searcher, answerer)");
+            };
+            Integer before = roles.putIfAbsent(a.role(), i);
+            if (before != null) {
+                throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role() + "' is also the role of agents["
+                        + before + "]; the search workflow has one verifier, one searcher and one answerer");
+            }
+            agents.add(base.withId(a.id()));
+        }
+        for (String r : List.of("verifier", "searcher", "answerer")) {
+            if (!roles.containsKey(r)) throw new IllegalArgumentException("agents: the search workflow needs an agent with role " + r);
+        }
+        return new Team(agents);
+    }
+
+    private static String idOf(RunConfig cfg, String role) {
+        return cfg.agents().stream().filter(a -> a.role().equals(role)).map(AgentSpec::id).findFirst().orElseThrow();
+    }
+
+    private static Retriever retriever(RetrieverConfig rc, KnowledgeBase kb) {
+        if (rc.type() == RetrieverConfig.Type.HTTP) {
+            return new HttpRetriever(URI.create(rc.url()), Duration.ofMillis(Math.round(rc.timeoutS() * 1000)));
+        }
+        if (rc.index() != null) return Bm25Retriever.open(rc.index());
+        if (rc.corpus() != null) return Bm25Retriever.inMemory(CorpusFile.read(rc.corpus()));
+        if (kb == null) {
+            throw new IllegalArgumentException("orchestra.retriever: set corpus (a JSONL passage file) or index (from drmas index): "
+                    + "data.source is jsonl, so there is no built-in knowledge base to search");
+        }
+        return Bm25Retriever.inMemory(kb.passages());
+    }
+
+    /** The searcher's tool: the retriever's top-k passages as "(1) Title: text" lines; failures logged. */
+    private SearchTool tool(RetrieverConfig rc) {
+        return queries -> {
+            List<Retriever.Result> results = retriever.search(queries, rc.topK());
+            List<SearchTool.Result> out = new ArrayList<>(results.size());
+            Set<String> errors = new HashSet<>();
+            for (Retriever.Result r : results) {
+                if (r.failed()) {
+                    errors.add(r.error());
+                    out.add(new SearchTool.Result("search failed", true));
+                } else {
+                    out.add(new SearchTool.Result(format(r.hits(), rc.maxPassageChars()), false));
+                }
+            }
+            // one line per distinct error and batch: a dead server must not flood the log
+            for (String e : errors) log.println("drmas: search failed: " + e);
+            return out;
+        };
+    }
+
+    static String format(List<Passage.Hit> hits, int maxChars) {
+        if (hits.isEmpty()) return "no results";
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < hits.size(); i++) {
+            Passage p = hits.get(i).passage();
+            String text = maxChars > 0 && p.text().length() > maxChars ? p.text().substring(0, maxChars).stripTrailing() : p.text();
+            if (i > 0) sb.append('\n');
+            sb.append('(').append(i + 1).append(") ");
+            // a title the text starts with (the knowledge base's passages) would only cost prompt tokens
+            if (!p.title().isEmpty() && !text.startsWith(p.title())) sb.append(p.title()).append(": ");
+            sb.append(text);
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public Team team() {
+        return team;
+    }
+
+    @Override
+    public Orchestra orchestra() {
+        return orchestra;
+    }
+
+    @Override
+    public List<Task> train() {
+        return train;
+    }
+
+    @Override
+    public List<Task> test() {
+        return test;
+    }
+
+    @Override
+    public double reward(Task task, Episode e) {
+        return e.approved() ? SearchAnswers.reward(e.action(), task.golds()) : 0.0;
+    }
+
+    @Override
+    public double rowScore(double r, Step s) {
+        if (!Double.isFinite(r)) throw new IllegalArgumentException("episode reward is not finite: " + r);
+        return s.valid() ? r : r - invalidPenalty;
+    }
+
+    @Override
+    public Map<String, Double> episodeSums(List<Task> tasks, List<Episode> episodes) {
+        double f1 = 0, calls = 0, failures = 0, answered = 0, turns = 0;
+        for (Episode e : episodes) {
+            Task t = tasks.get(e.uid());
+            f1 += e.approved() ? SearchAnswers.extractAnswer(e.action()).map(a -> SearchAnswers.f1(a, t.golds())).orElse(0.0) : 0;
+            calls += e.toolCalls();
+            failures += e.toolFailures();
+            answered += e.approved() ? 1 : 0;
+            turns += e.loops();
+        }
+        Map<String, Double> m = new LinkedHashMap<>();  // logged per episode
+        m.put("search/f1", f1);
+        m.put("search/tool_calls", calls);
+        m.put("search/failed_searches", failures);  // any > 0 deserves a look at the retriever
+        m.put("search/answered_rate", answered);
+        m.put("search/turns", turns);
+        return m;
+    }
+
+    @Override
+    public AgentPolicy demonstrator(List<Task> tasks, double pCorrect, SplittableRandom rng) {
+        Map<Integer, Integer> searches = new HashMap<>();
+        return (agent, reqs) -> {
+            List<Turn> out = new ArrayList<>(reqs.size());
+            for (TurnRequest r : reqs) {
+                Task t = tasks.get(r.episode());
+                KnowledgeBase.Question q = paths.get(t.id());
+                if (q == null) {
+                    throw new IllegalStateException("sft for the search workflow needs data.source synthetic: demonstrations "
+                            + "follow the built-in knowledge base's search paths (task " + t.id() + " has none)");
+                }
+                int done = searches.getOrDefault(r.episode(), 0);
+                String text = switch (roleOf.get(agent.id())) {
+                    case "verifier" -> {
+                        // enough information once the answer is in sight, or once every hop was searched
+                        String info = r.messages().getLast().content();
+                        String shown = info.substring(Math.min(info.length(), info.indexOf('\n') + 1));
+                        boolean enough = done >= q.hopCount() || SearchAnswers.normalize(shown).contains(SearchAnswers.normalize(t.answer()));
+                        yield "<verify>" + (enough ? "yes" : "no") + "</verify>";
+                    }
+                    case "searcher" -> {
+                        searches.put(r.episode(), done + 1);
+                        yield "<search>" + q.hops().get(Math.min(done, q.hopCount() - 1)) + "</search>";
+                    }
+                    case "answerer" -> "<answer>" + (rng.nextDouble() < pCorrect ? t.answer() : wrongAnswer(t, rng)) + "</answer>";
+                    default -> throw new IllegalStateException("agent '" + agent.id() + "' has no role in the search workflow");
+                };
+                out.add(Turn.of(text));
+            }
+            return out;
+        };
+    }
+
+    private String wrongAnswer(Task t, SplittableRandom rng) {
+        for (int i = 0; i < 100; i++) {
+            String a = answerPool.get(rng.nextInt(answerPool.size()));
+            if (!SearchAnswers.exactMatch(a, t.golds())) return a;
+        }
+        return t.answer() + " " + t.answer();  // a pool of one answer: wrong by construction
+    }
+
+    @Override
+    public void close() {
+        retriever.close();
+    }
+}
