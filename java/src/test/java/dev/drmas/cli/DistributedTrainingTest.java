@@ -1,7 +1,8 @@
 // DistributedTrainingTest.java — data-parallel training over the real Gloo process group on
 // 127.0.0.1, with the ranks as child JVMs (`drmas launch`, as a user runs it): two ranks train to
 // the same weights and log the same merged metrics as one process on the same global batch, and a
-// rank killed mid-run ends the other with an error naming it within distributed.timeout_s.
+// rank killed mid-run ends the other with an error naming it within distributed.timeout_s. The
+// search workload (three models, BM25 on every rank) likewise.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -96,18 +97,7 @@ class DistributedTrainingTest {
 
         // merged batch metrics equal the single-process ones
         Map<Long, JsonNode> m1 = metrics(dir.resolve("one/dp")), m2 = metrics(dir.resolve("two/dp"));
-        int compared = 0;
-        for (long step = 1; step <= 2; step++) {
-            JsonNode x = m1.get(step), y = m2.get(step);
-            for (Iterator<String> it = x.fieldNames(); it.hasNext(); ) {
-                String k = it.next();
-                if (k.startsWith("time/") || k.startsWith("perf/") || k.equals("step") || !x.get(k).isNumber()) continue;
-                assertTrue(y.has(k), "2 ranks do not log " + k);
-                double u = x.get(k).asDouble(), v = y.get(k).asDouble();
-                assertTrue(Math.abs(u - v) <= 1e-5 + 1e-4 * Math.abs(u), "step " + step + " " + k + ": 1 rank " + u + ", 2 ranks " + v);
-                compared++;
-            }
-        }
+        int compared = sameMetrics(m1, m2, 2);
         for (String k : List.of("reward/mean", "rows", "agent/solver/score_std", "agent/verifier/sigma", "model/policy/pg_loss",
                 "model/policy/grad_norm", "eval/pass@1")) {
             assertTrue(m1.get(2L).has(k), k + " missing");
@@ -172,9 +162,82 @@ class DistributedTrainingTest {
         }
     }
 
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void searchWorkloadOnTwoRanksMatchesOne() throws Exception {
+        // three models, real BM25 on every rank; 3 tasks split 1/2; a random verifier's malformed
+        // verdicts count as "no", so searchers act and episodes take two turns (the search metrics
+        // are sums per episode merged across ranks); 3 eval tasks split 1/2. With random weights every
+        // episode looks alike, so this checks the plumbing (both ranks run the workload, log the same
+        // keys and values, and reach the same weights), not the arithmetic of the merge
+        List<String> tiny = new ArrayList<>(List.of("run.name=dps", "run.threads=1", "data.knowledge_base.people=12",
+                "data.knowledge_base.test_size=3", "rollout.tasks_per_step=3", "rollout.rollouts_per_task=2",
+                "rollout.max_new_tokens=6", "orchestra.malformed_verdict=reject", "orchestra.max_turns=2",
+                "ppo.mini_batch_size=5", "ppo.micro_batch_size=5", "trainer.steps=2", "trainer.eval_freq=2",
+                "trainer.eval_before_train=false", "trainer.save_freq=2", "eval.tasks=3", "eval.k=2",
+                "metrics.progress_bar=false", "metrics.tensorboard=false", "distributed.timeout_s=60"));
+        for (String m : List.of("verifier_model", "searcher_model", "answerer_model")) {
+            tiny.addAll(List.of("models." + m + ".size.hidden=32", "models." + m + ".size.intermediate=64",
+                    "models." + m + ".size.layers=1", "models." + m + ".size.kv_heads=1", "models." + m + ".size.heads=2"));
+        }
+        String config = Path.of("..", "configs", "search-toy-drmas.yaml").toString();
+        List<String> a1 = new ArrayList<>(List.of("train", config, "run.output_dir=" + dir.resolve("one")));
+        a1.addAll(tiny);
+        Cli.Run one = Cli.run(a1.toArray(String[]::new));
+        assertEquals(0, one.exit(), one.err());
+        List<String> a2 = new ArrayList<>(List.of("launch", "--nproc", "2", "--threads-per-rank", "1", config,
+                "run.output_dir=" + dir.resolve("two")));
+        a2.addAll(tiny);
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        PrintStream before = LaunchCommand.out;
+        LaunchCommand.out = new PrintStream(captured, true, StandardCharsets.UTF_8);
+        Cli.Run two;
+        try {
+            two = Cli.run(a2.toArray(String[]::new));
+        } finally {
+            LaunchCommand.out = before;
+        }
+        assertEquals(0, two.exit(), captured.toString(StandardCharsets.UTF_8) + two.err());
+
+        Map<Long, JsonNode> m1 = metrics(dir.resolve("one/dps")), m2 = metrics(dir.resolve("two/dps"));
+        sameMetrics(m1, m2, 2);
+        for (String k : List.of("search/tool_calls", "search/turns", "eval/search/tool_calls", "eval/pass@1")) {
+            assertTrue(m1.get(2L).has(k), k + " missing: " + m1.get(2L));
+        }
+        // a random searcher writes no <search> tag (no tool call), but it takes turns
+        assertTrue(m1.get(1L).get("search/turns").asDouble() > 1 && m1.get(1L).get("agent/searcher/rows").asDouble() > 0,
+                "the searcher did not act: " + m1.get(1L));
+        for (String m : List.of("verifier_model", "searcher_model", "answerer_model")) {
+            double d = maxDiff(weights(dir.resolve("one/dps/checkpoints/step_000002"), m),
+                    weights(dir.resolve("two/dps/checkpoints/step_000002"), m));
+            assertTrue(d <= 1e-5, m + ": 1 rank vs 2 ranks: max |Δw| = " + d);
+        }
+    }
+
+    /** Asserts that every numeric metric of steps 1..steps (times aside) is the same in both runs; returns how many. */
+    static int sameMetrics(Map<Long, JsonNode> m1, Map<Long, JsonNode> m2, int steps) {
+        int compared = 0;
+        for (long step = 1; step <= steps; step++) {
+            JsonNode x = m1.get(step), y = m2.get(step);
+            for (Iterator<String> it = x.fieldNames(); it.hasNext(); ) {
+                String k = it.next();
+                if (k.startsWith("time/") || k.startsWith("perf/") || k.equals("step") || !x.get(k).isNumber()) continue;
+                assertTrue(y.has(k), "2 ranks do not log " + k);
+                double u = x.get(k).asDouble(), v = y.get(k).asDouble();
+                assertTrue(Math.abs(u - v) <= 1e-5 + 1e-4 * Math.abs(u), "step " + step + " " + k + ": 1 rank " + u + ", 2 ranks " + v);
+                compared++;
+            }
+        }
+        return compared;
+    }
+
     static Map<String, float[]> weights(Path checkpoint) throws Exception {
+        return weights(checkpoint, "policy");
+    }
+
+    static Map<String, float[]> weights(Path checkpoint, String model) throws Exception {
         Map<String, float[]> out = new LinkedHashMap<>();
-        try (Stream<Path> files = Files.list(checkpoint.resolve("models/policy"))) {
+        try (Stream<Path> files = Files.list(checkpoint.resolve("models/" + model))) {
             for (Path f : files.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList()) {
                 try (SafeTensors st = SafeTensors.open(f); PointerScope scope = new PointerScope()) {
                     for (String name : st.tensors().keySet()) out.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
