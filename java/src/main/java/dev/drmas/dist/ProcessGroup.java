@@ -37,7 +37,8 @@ public final class ProcessGroup implements Collective {
     private final long bucketBytes;
     private final Device device;  // where collective buffers live: cpu for gloo, cuda:LOCAL_RANK for nccl
     private final String backendName;
-    // both live as long as this object: c10d keeps its own references, these keep the Java peers alive
+    // the backend (an intrusive_ptr held by its Java peer) owns the store; both live as long as this
+    // object, and the store is only used while the backend is
     private final TCPStore store;
     private final Backend backend;
     private long calls;      // collectives entered, the arrival counter this rank publishes
@@ -95,7 +96,15 @@ public final class ProcessGroup implements Collective {
         o.waitWorkers(false);
         o.timeout(new Milliseconds(timeoutMs));
         try {
-            return new TCPStore(env.masterAddr(), o);
+            TCPStore store = new TCPStore(env.masterAddr(), o);
+            // c10 owns the store from here: the presets allocate it with plain new, and the backend's
+            // constructor adopts that pointer into a c10::intrusive_ptr (unsafe_steal_from_new) that
+            // deletes it with the backend. Java deleting it as well (garbage collection, or the
+            // PointerScope of a caller) was a double free that corrupted the heap of later tests. So
+            // Java holds one reference it never releases, and the collector is told to leave it.
+            store.retainReference();
+            store.deallocate(false);
+            return store;
         } catch (RuntimeException e) {
             String m = firstLine(e);
             if (env.rank() == 0 && m.toLowerCase().contains("address already in use")) {
