@@ -108,6 +108,59 @@ class DistributedTrainingTest {
     }
 
     @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aRunResumesWithAnotherWorldSize() throws Exception {
+        // step 1 on two ranks, step 2 resumed by one process (and the other way round) reach the
+        // weights of two uninterrupted steps in one process: the saved state (step, data position,
+        // optimiser moments) is global
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        Cli.Run one = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("one"), "trainer.eval_freq=0");
+        assertEquals(0, one.exit(), one.err());
+        Map<String, float[]> w1 = weights(dir.resolve("one/dp/checkpoints/step_000001")),
+                w2 = weights(dir.resolve("one/dp/checkpoints/step_000002"));
+        assertTrue(maxDiff(w1, w2) > 1e-4, "step 2 changed the weights by only " + maxDiff(w1, w2));
+
+        Cli.Run first = launch(config, dir.resolve("twoThenOne"), "trainer.steps=1");
+        assertEquals(0, first.exit(), first.out() + first.err());
+        Path state1 = dir.resolve("twoThenOne/dp/checkpoints/step_000001/trainer_state.json");
+        var written = Files.getLastModifiedTime(state1);
+        Thread.sleep(20);
+        Cli.Run rest = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("twoThenOne"), "trainer.eval_freq=0");
+        assertEquals(0, rest.exit(), rest.err());
+        // (a fresh start would reach the same weights, but it would write step 1 again)
+        assertEquals(written, Files.getLastModifiedTime(state1), "the 1-process run started afresh instead of resuming");
+        double d = maxDiff(w2, weights(dir.resolve("twoThenOne/dp/checkpoints/step_000002")));
+        assertTrue(d <= 1e-5, "2 ranks then 1: max |Δw| = " + d);
+
+        Cli.Run head = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("oneThenTwo"), "trainer.steps=1",
+                "trainer.eval_freq=0");
+        assertEquals(0, head.exit(), head.err());
+        Cli.Run tail = launch(config, dir.resolve("oneThenTwo"));
+        assertEquals(0, tail.exit(), tail.out() + tail.err());
+        // (a fresh start would reach the same weights: the log tells that both ranks resumed)
+        assertTrue(tail.out().contains("[rank0] drmas: resumed") && tail.out().contains("[rank1] drmas: resumed"), tail.out());
+        d = maxDiff(w2, weights(dir.resolve("oneThenTwo/dp/checkpoints/step_000002")));
+        assertTrue(d <= 1e-5, "1 rank then 2: max |Δw| = " + d);
+    }
+
+    /** `drmas launch --nproc 2` of {@code config} into {@code out} (without evaluation); the ranks' output is in out(). */
+    static Cli.Run launch(Path config, Path out, String... overrides) {
+        List<String> args = new ArrayList<>(List.of("launch", "--nproc", "2", "--threads-per-rank", "1", config.toString(),
+                "run.output_dir=" + out, "trainer.eval_freq=0"));
+        args.addAll(List.of(overrides));
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        PrintStream before = LaunchCommand.out;
+        LaunchCommand.out = new PrintStream(captured, true, StandardCharsets.UTF_8);
+        try {
+            Cli.Run r = Cli.run(args.toArray(String[]::new));
+            return new Cli.Run(r.exit(), captured.toString(StandardCharsets.UTF_8) + r.out(), r.err());
+        } finally {
+            LaunchCommand.out = before;
+        }
+    }
+
+    @Test
     @Timeout(value = 180, unit = TimeUnit.SECONDS)
     void aKilledRankEndsTheOtherWithItsName() throws Exception {
         Path config = dir.resolve("dp.yaml");
