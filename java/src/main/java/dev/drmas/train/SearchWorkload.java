@@ -23,6 +23,7 @@ import dev.drmas.config.KnowledgeBaseData;
 import dev.drmas.config.RetrieverConfig;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.JsonlTasks;
+import dev.drmas.env.MathReward;
 import dev.drmas.env.Task;
 import dev.drmas.env.search.Bm25Retriever;
 import dev.drmas.env.search.CorpusFile;
@@ -47,7 +48,9 @@ final class SearchWorkload implements Workload {
     private final Team team;
     private final SearchOrchestra orchestra;
     private final Retriever retriever;
-    private final double invalidPenalty;
+    // the row score (reward, minus the invalid-action penalty for a malformed turn) is the reference
+    // code's rule for every workflow; MathReward implements it, with the search default penalty here
+    private final MathReward rowScores;
     private final List<Task> train, test;
     private final Map<String, KnowledgeBase.Question> paths = new HashMap<>();  // task id → search path (knowledge base only)
     private final List<String> answerPool = new ArrayList<>();  // wrong answers of demonstrations
@@ -57,7 +60,7 @@ final class SearchWorkload implements Workload {
     SearchWorkload(RunConfig cfg, PrintStream log) {
         this.log = log;
         var oc = cfg.orchestra();
-        this.invalidPenalty = oc.effectiveInvalidPenalty();
+        this.rowScores = new MathReward(oc.effectiveInvalidPenalty());
         this.team = team(cfg);
         for (AgentSpec a : cfg.agents()) roleOf.put(a.id(), a.role());
         DataConfig d = cfg.data();
@@ -190,8 +193,7 @@ final class SearchWorkload implements Workload {
 
     @Override
     public double rowScore(double r, Step s) {
-        if (!Double.isFinite(r)) throw new IllegalArgumentException("episode reward is not finite: " + r);
-        return s.valid() ? r : r - invalidPenalty;
+        return rowScores.rowScore(r, s.valid());
     }
 
     @Override

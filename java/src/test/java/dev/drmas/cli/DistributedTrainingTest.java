@@ -73,19 +73,9 @@ class DistributedTrainingTest {
         Cli.Run one = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("one"));
         assertEquals(0, one.exit(), one.err());
 
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        PrintStream before = LaunchCommand.out;
-        LaunchCommand.out = new PrintStream(captured, true, StandardCharsets.UTF_8);
-        Cli.Run two;
-        try {
-            two = Cli.run("launch", "--nproc", "2", "--threads-per-rank", "1", config.toString(),
-                    "run.output_dir=" + dir.resolve("two"));
-        } finally {
-            LaunchCommand.out = before;
-        }
-        String log = captured.toString(StandardCharsets.UTF_8);
-        assertEquals(0, two.exit(), log + two.err());
-        assertTrue(log.contains("[rank1] drmas: rank 1 of 2 joined"), log);
+        Cli.Run two = launch(config, dir.resolve("two"));
+        assertEquals(0, two.exit(), two.out() + two.err());
+        assertTrue(two.out().contains("[rank1] drmas: rank 1 of 2 joined"), two.out());
 
         Path a = dir.resolve("one/dp/checkpoints"), b = dir.resolve("two/dp/checkpoints");
         Map<String, float[]> w1 = weights(a.resolve("step_000001")), w2a = weights(a.resolve("step_000002")),
@@ -121,7 +111,7 @@ class DistributedTrainingTest {
                 w2 = weights(dir.resolve("one/dp/checkpoints/step_000002"));
         assertTrue(maxDiff(w1, w2) > 1e-4, "step 2 changed the weights by only " + maxDiff(w1, w2));
 
-        Cli.Run first = launch(config, dir.resolve("twoThenOne"), "trainer.steps=1");
+        Cli.Run first = launch(config, dir.resolve("twoThenOne"), "trainer.steps=1", "trainer.eval_freq=0");
         assertEquals(0, first.exit(), first.out() + first.err());
         Path state1 = dir.resolve("twoThenOne/dp/checkpoints/step_000001/trainer_state.json");
         var written = Files.getLastModifiedTime(state1);
@@ -136,7 +126,7 @@ class DistributedTrainingTest {
         Cli.Run head = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("oneThenTwo"), "trainer.steps=1",
                 "trainer.eval_freq=0");
         assertEquals(0, head.exit(), head.err());
-        Cli.Run tail = launch(config, dir.resolve("oneThenTwo"));
+        Cli.Run tail = launch(config, dir.resolve("oneThenTwo"), "trainer.eval_freq=0");
         assertEquals(0, tail.exit(), tail.out() + tail.err());
         // (a fresh start would reach the same weights: the log tells that both ranks resumed)
         assertTrue(tail.out().contains("[rank0] drmas: resumed") && tail.out().contains("[rank1] drmas: resumed"), tail.out());
@@ -144,10 +134,10 @@ class DistributedTrainingTest {
         assertTrue(d <= 1e-5, "1 rank then 2: max |Δw| = " + d);
     }
 
-    /** `drmas launch --nproc 2` of {@code config} into {@code out} (without evaluation); the ranks' output is in out(). */
+    /** `drmas launch --nproc 2` (one thread each) of {@code config} into {@code out}; the ranks' output is in out(). */
     static Cli.Run launch(Path config, Path out, String... overrides) {
         List<String> args = new ArrayList<>(List.of("launch", "--nproc", "2", "--threads-per-rank", "1", config.toString(),
-                "run.output_dir=" + out, "trainer.eval_freq=0"));
+                "run.output_dir=" + out));
         args.addAll(List.of(overrides));
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         PrintStream before = LaunchCommand.out;
@@ -238,19 +228,8 @@ class DistributedTrainingTest {
         a1.addAll(tiny);
         Cli.Run one = Cli.run(a1.toArray(String[]::new));
         assertEquals(0, one.exit(), one.err());
-        List<String> a2 = new ArrayList<>(List.of("launch", "--nproc", "2", "--threads-per-rank", "1", config,
-                "run.output_dir=" + dir.resolve("two")));
-        a2.addAll(tiny);
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        PrintStream before = LaunchCommand.out;
-        LaunchCommand.out = new PrintStream(captured, true, StandardCharsets.UTF_8);
-        Cli.Run two;
-        try {
-            two = Cli.run(a2.toArray(String[]::new));
-        } finally {
-            LaunchCommand.out = before;
-        }
-        assertEquals(0, two.exit(), captured.toString(StandardCharsets.UTF_8) + two.err());
+        Cli.Run two = launch(Path.of(config), dir.resolve("two"), tiny.toArray(String[]::new));
+        assertEquals(0, two.exit(), two.out() + two.err());
 
         Map<Long, JsonNode> m1 = metrics(dir.resolve("one/dps")), m2 = metrics(dir.resolve("two/dps"));
         sameMetrics(m1, m2, 2);
