@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include <omp.h>
@@ -458,14 +459,22 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
     // ---- sorted rows (as rollouts write them): one cheap check, then the per-run kernels ----
     if (n > 0) {
         const int nt = threads_for(n);
+        // Threads split the rows at multiples of 64, so that each writes whole words of the
+        // run-start map (1 bit a row, written by the check, read by the kernels: 1/128 of the
+        // rows' bytes, where reading the uids again would be 1/4).
+        auto split = [n](int tid, int nth) { return tid >= nth ? n : (n * tid / nth) & ~(int64_t)63; };
+        const int64_t words = (n + 63) / 64;
+        std::unique_ptr<uint64_t[]> map(new uint64_t[words]);  // every byte below n / 8 is written
+        map[words - 1] = 0;                                      // the bits past n stay 0
+        uint8_t* starts = reinterpret_cast<uint8_t*>(map.get());
         std::vector<char> sorted(nt, 0);
         run_parallel(nt, [&](int tid, int nth) {
-            sorted[tid] = isa.sorted_and_valid(a, n * tid / nth, n * (tid + 1) / nth);
+            sorted[tid] = isa.sorted_and_valid(a, split(tid, nth), split(tid + 1, nth), starts);
         });
         if (std::find(sorted.begin(), sorted.end(), 0) == sorted.end()) {
             run_parallel(nt, [&](int tid, int nth) {
                 RunScratch w(K);
-                isa.sorted_runs(a, n * tid / nth, n * (tid + 1) / nth, w, &normalise_run);
+                isa.sorted_runs(a, split(tid, nth), split(tid + 1, nth), starts, w, &normalise_run);
             });
             return DRMAS_OK;
         }

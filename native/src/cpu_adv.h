@@ -65,15 +65,20 @@ struct AdvIsa {
     // True when rows [b, e) are all valid (ids in range, finite scores) and, with row b - 1
     // before them, in sorted order: uid never decreases and, with trajectories, traj never
     // decreases and changes wherever uid changes. Sorted rows are grouped (each uid and each
-    // trajectory is one contiguous run), so no trajectory can lie in two uids.
-    bool (*sorted_and_valid)(const AdvArgs& a, int64_t b, int64_t e);
+    // trajectory is one contiguous run), so no trajectory can lie in two uids. It also writes
+    // the run-start map of rows [b, e): bit i % 8 of starts[i / 8] is set where row i begins a
+    // uid run (i = 0 or uid[i] != uid[i - 1]); b must be a multiple of 8, and what it writes
+    // is meaningful only where it returns true.
+    bool (*sorted_and_valid)(const AdvArgs& a, int64_t b, int64_t e, uint8_t* starts);
     // The per-run kernel for K = num_agents agents, or NULL when there is none for K (the
     // caller then uses the generic scalar one).
     RunFn (*run_fn)(int64_t K);
     // Normalises the runs that begin in [lo, hi) of rows that are sorted_and_valid: finds the
-    // runs itself and, with diagnostics, writes the empty ones of uids without rows that come
-    // before its runs (and after them, for the chunk that ends at n).
-    void (*sorted_runs)(const AdvArgs& a, int64_t lo, int64_t hi, RunScratch& w, RunFn scalar_fn);
+    // runs in their run-start map (all n rows' of it) and, with diagnostics, writes the empty
+    // ones of uids without rows that come before its runs (and after them, for the chunk that
+    // ends at n).
+    void (*sorted_runs)(const AdvArgs& a, int64_t lo, int64_t hi, const uint8_t* starts, RunScratch& w,
+                        RunFn scalar_fn);
 };
 extern const AdvIsa kAdvIsaV2, kAdvIsaV3;
 

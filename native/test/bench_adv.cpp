@@ -5,7 +5,8 @@
 // (2 with probability 3/4), solver and verifier interleaved, scores uniform in [0, 1)) and
 // calls drmas_advantage_f32 in mode drmas with trajectory pooling.
 //
-//   bench_adv [rows=1048576] [grouped|random] [threads=1] [calls=1]
+//   bench_adv [rows=1048576] [grouped|random|fixed] [threads=1] [calls=1]
+// (fixed: grouped, every trajectory of 2 turns, so every uid run has 32 rows: branch-predictable)
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=drmas_advantage_f32 \
 //       build/bench_adv 1048576 grouped 1 1
 // Prints the wall time per call (min over calls) and a checksum of the advantages.
@@ -35,7 +36,7 @@ int main(int argc, char** argv) {
     int32_t u = 0, t = 0;
     while (i < n) {
         for (int j = 0; j < 8 && i < n; ++j, ++t) {
-            const int turns = four(rng) == 0 ? 1 : 2;
+            const int turns = layout == "fixed" ? 2 : four(rng) == 0 ? 1 : 2;
             for (int turn = 0; turn < turns; ++turn)
                 for (int k = 0; k < 2 && i < n; ++k, ++i) {
                     uid[i] = u;

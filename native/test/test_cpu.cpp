@@ -548,6 +548,50 @@ static void test_sorted_threads() {
     drmas_set_num_threads(0);
 }
 
+// The sorted path without diagnostics finds its runs in the run-start map that the check
+// writes (no uid is read again): runs of 1 to 700 rows, some longer than the map's 64-row
+// words and some across the threads' chunk boundaries (multiples of 64 rows). 1, 3 and 4
+// threads must agree bit for bit with each other and with the same rows under reversed ids
+// (the full validation, then the same per-run kernels).
+static void test_sorted_run_map() {
+    std::mt19937_64 rng(31);
+    const int lengths[] = {1, 2, 3, 63, 64, 65, 127, 128, 129, 700, 5, 31};
+    Rows r{{}, {}, {}, {}, 0, 0, 2};
+    std::uniform_real_distribution<float> score(-1.0f, 1.0f);
+    int64_t t = 0;
+    while (r.s.size() < 300000) {
+        const int len = lengths[r.U % 12];
+        for (int i = 0; i < len; ++i) {
+            if (i % 4 == 0) ++t;  // trajectories of up to 4 rows, inside the uid
+            r.s.push_back(score(rng));
+            r.uid.push_back((int32_t)r.U);
+            r.traj.push_back((int32_t)(t - 1));
+            r.agent.push_back(i % 2);
+        }
+        ++r.U;
+    }
+    r.T = t;
+    const Rows rev = reversed_ids(r);
+    const int64_t n = (int64_t)r.s.size();
+    for (int mode : {DRMAS_MODE_DRMAS, DRMAS_MODE_GRPO}) {
+        drmas_norm_config c = cfg_of(mode);
+        std::vector<float> one, other;
+        drmas_set_num_threads(1);
+        CHECK(call_adv(c, r, one, nullptr) == 0, "%s", drmas_last_error());
+        for (int threads : {3, 4}) {
+            drmas_set_num_threads(threads);
+            CHECK(call_adv(c, r, other, nullptr) == 0, "%s", drmas_last_error());
+            CHECK(same_bits(one.data(), other.data(), n * 4), "mode %d: 1 and %d threads must agree on sorted rows", mode, threads);
+            CHECK(call_adv(c, rev, other, nullptr) == 0, "%s", drmas_last_error());
+            CHECK(same_bits(one.data(), other.data(), n * 4), "mode %d, %d threads: sorted and reversed ids must agree", mode, threads);
+        }
+        int written = 0;
+        for (float v : one) written += v != -7.0f;
+        CHECK(written == n, "mode %d: every row must get its advantage (%d of %lld)", mode, written, (long long)n);
+    }
+    drmas_set_num_threads(0);
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -558,6 +602,7 @@ int main() {
     test_parallel_errors();
     test_signed_zero();
     test_sorted_path_matches_other_paths();
+    test_sorted_run_map();
     test_sorted_path_shapes();
     test_isa_identical();
     test_sorted_threads();
