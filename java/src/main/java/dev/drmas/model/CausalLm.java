@@ -61,6 +61,12 @@ public final class CausalLm implements AutoCloseable {
     private final Map<String, Tensor> params;
     private final Layer[] layers;
     private final Tensor embed, finalNorm, lmHead, invFreq;
+    // Constants of every forward, made once: at batch-1 decoding a step is a few hundred small
+    // LibTorch calls, each ~3-7 µs through JavaCPP, so calls (allocations of these included)
+    // rather than arithmetic set its time (bench/README.md, "Rollout engine").
+    private final Scalar two = new Scalar(2.0), rmsEps;
+    private final ScalarTypeOptional noDtype = new ScalarTypeOptional();
+    private final DoubleOptional noScale = new DoubleOptional();
     private boolean closed;
 
     /** One decoder layer's weights; a null bias or norm is one this family does not have. */
@@ -90,6 +96,7 @@ public final class CausalLm implements AutoCloseable {
         embed = params.get("model.embed_tokens.weight");
         finalNorm = params.get("model.norm.weight");
         lmHead = config.tieWordEmbeddings() ? embed : params.get("lm_head.weight");
+        rmsEps = new Scalar(config.rmsNormEps());
         double[] f = Rope.inverseFrequencies(config.headDim(), config.ropeTheta(), config.ropeScaling());
         float[] f32 = new float[f.length];
         for (int i = 0; i < f.length; i++) f32[i] = (float) f[i];
@@ -337,43 +344,67 @@ public final class CausalLm implements AutoCloseable {
     public Tensor logits(Tensor hidden) {
         Tensor out;
         try (PointerScope scope = new PointerScope()) {
-            out = Scopes.retain(torch.linear(hidden, lmHead).to(ScalarType.Float));
+            Tensor y;
+            if (hidden.numel() == hidden.size(-1) && device.is_cpu()) {
+                long[] shape = sizes(hidden);
+                shape[shape.length - 1] = lmHead.size(0);
+                y = proj(hidden.reshape(-1), lmHead, null, true).view(shape);
+            } else {
+                y = proj(hidden, lmHead, null, false);
+            }
+            out = Scopes.retain(dtype == ScalarType.Float ? y : y.to(ScalarType.Float));
         }
         return Scopes.adopt(out);
     }
 
     private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
         long b = ids.size(0), t = ids.size(1), s = past + t;
-        TensorOptions longs = new TensorOptions(ScalarType.Long);
-        // attend[b, 0, i, j]: key slot j is valid and j ≤ past + i, or j is the query's own slot
-        Tensor keySlot = torch.arange(new Scalar(s), longs).to(device, ScalarType.Long).view(1, s);
-        Tensor querySlot = torch.arange(new Scalar(past), new Scalar(s), longs).to(device, ScalarType.Long).view(t, 1);
         Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);
-        Tensor attend = valid.logical_and(keySlot.le(querySlot)).logical_or(keySlot.eq(querySlot));
-        Tensor[] cosSin = Rope.cosSin(pos.to(device, ScalarType.Long), invFreq, dtype);
+        Tensor attend;
+        if (t == 1) {
+            // one query, in the last slot: every slot is at or before it, so it attends to the
+            // valid ones and to its own
+            attend = valid.clone();
+            attend.narrow(3, past, 1).fill_(new Scalar(1L));
+        } else {
+            // attend[b, 0, i, j]: key slot j is valid and j ≤ past + i, or j is the query's own slot
+            TensorOptions longs = new TensorOptions(ScalarType.Long);
+            Tensor keySlot = torch.arange(new Scalar(s), longs).to(device, ScalarType.Long).view(1, s);
+            Tensor querySlot = torch.arange(new Scalar(past), new Scalar(s), longs).to(device, ScalarType.Long).view(t, 1);
+            attend = valid.logical_and(keySlot.le(querySlot)).logical_or(keySlot.eq(querySlot));
+        }
+        Rope.Angles angles = Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype);
+        TensorOptional attendOpt = new TensorOptional(attend);
+        boolean oneRow = b * t == 1 && device.is_cpu();
 
         Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
         for (int l = 0; l < layers.length; l++) {
-            x = layer(l, x, cosSin[0], cosSin[1], attend, cache, past);
+            x = layer(l, x, b, t, oneRow, angles, attendOpt, cache, past);
         }
         return rmsNorm(x, finalNorm);
     }
 
-    private Tensor layer(int l, Tensor x, Tensor cos, Tensor sin, Tensor attend, KvCache cache, long past) {
+    /**
+     * One decoder layer. With {@code oneRow} (a single row on the CPU: batch-1 decoding) the
+     * hidden state between the projections stays a flat [hidden] vector, so that they are
+     * matrix-vector products with no reshaping around them.
+     */
+    private Tensor layer(int l, Tensor x, long b, long t, boolean oneRow, Rope.Angles angles, TensorOptional attend,
+                         KvCache cache, long past) {
         Layer w = layers[l];
-        long b = x.size(0), t = x.size(1);
         int heads = config.numHeads(), kvHeads = config.numKvHeads(), d = config.headDim();
 
         Tensor h = rmsNorm(x, w.inputNorm());
-        Tensor q = linear(h, w.q(), w.qBias()).view(b, t, heads, d);
-        Tensor k = linear(h, w.k(), w.kBias()).view(b, t, kvHeads, d);
-        Tensor v = linear(h, w.v(), w.vBias()).view(b, t, kvHeads, d).transpose(1, 2);
+        if (oneRow) h = h.reshape(-1);
+        Tensor q = proj(h, w.q(), w.qBias(), oneRow).view(b, t, heads, d);
+        Tensor k = proj(h, w.k(), w.kBias(), oneRow).view(b, t, kvHeads, d);
+        Tensor v = proj(h, w.v(), w.vBias(), oneRow).view(b, t, kvHeads, d).transpose(1, 2);
         if (w.qNorm() != null) { // Qwen3: RMSNorm over each head before the rotation
             q = rmsNorm(q, w.qNorm());
             k = rmsNorm(k, w.kNorm());
         }
-        q = Rope.apply(q.transpose(1, 2), cos, sin); // [B, heads, T, d]
-        k = Rope.apply(k.transpose(1, 2), cos, sin); // [B, kvHeads, T, d]
+        q = angles.apply(q.transpose(1, 2)); // [B, heads, T, d]
+        k = angles.apply(k.transpose(1, 2)); // [B, kvHeads, T, d]
         if (cache != null) {
             cache.keys(l).narrow(2, past, t).copy_(k);
             cache.values(l).narrow(2, past, t).copy_(v);
@@ -381,37 +412,35 @@ public final class CausalLm implements AutoCloseable {
             v = cache.values(l).narrow(2, 0, past + t);
         }
         // enable_gqa: query head i reads kv head i / (heads / kvHeads), as HF's repeat_kv
-        Tensor a = torch.scaled_dot_product_attention(q, k, v, new TensorOptional(attend), 0.0, false,
-                new DoubleOptional(), heads != kvHeads);
-        a = a.transpose(1, 2).reshape(b, t, (long) heads * d);
-        x = x.add(linear(a, w.o(), w.oBias()));
+        Tensor a = torch.scaled_dot_product_attention(q, k, v, attend, 0.0, false, noScale, heads != kvHeads);
+        // [B, heads, T, d] -> [B, T, heads·d]; for one row and one token the order is already that
+        a = oneRow ? a.reshape(-1) : a.transpose(1, 2).reshape(b, t, (long) heads * d);
+        x = x.add(proj(a, w.o(), w.oBias(), oneRow)); // a [hidden] result broadcasts over [1, 1, hidden]
 
         h = rmsNorm(x, w.postNorm());
-        Tensor gated = torch.silu(linear(h, w.gate(), w.gateBias())).mul(linear(h, w.up(), w.upBias()));
-        return x.add(linear(gated, w.down(), w.downBias()));
+        if (oneRow) h = h.reshape(-1);
+        Tensor gated = torch.silu(proj(h, w.gate(), w.gateBias(), oneRow)).mul(proj(h, w.up(), w.upBias(), oneRow));
+        return x.add(proj(gated, w.down(), w.downBias(), oneRow));
     }
 
     /** HF's RMSNorm: normalised in float32, cast back, then scaled by the weight. */
     private Tensor rmsNorm(Tensor x, Tensor weight) {
-        Tensor xf = x.to(ScalarType.Float);
-        Tensor var = xf.pow(new Scalar(2.0)).mean(new long[]{-1}, true, new ScalarTypeOptional());
-        Tensor normed = xf.mul(var.add(new Scalar(config.rmsNormEps())).rsqrt());
-        return weight.mul(normed.to(x.scalar_type()));
+        boolean f32 = dtype == ScalarType.Float; // then both casts would return x itself: skip the calls
+        Tensor xf = f32 ? x : x.to(ScalarType.Float);
+        Tensor var = xf.pow(two).mean(new long[]{-1}, true, noDtype);
+        Tensor normed = xf.mul(var.add(rmsEps).rsqrt());
+        return weight.mul(f32 ? normed : normed.to(dtype));
     }
 
     /**
-     * x·wᵀ (+ bias). A single row (batch-1 decoding) goes through matrix-vector product: on the CPU,
-     * LibTorch's gemm for one row cost ~60–75 µs at 256×256 where mv took ~13 µs.
+     * x·wᵀ (+ bias). With {@code oneRow}, x is a flat [in] vector and the result a flat [out] one,
+     * through the matrix-vector product: LibTorch's gemm for one row cost ~60–75 µs at 256×256
+     * where mv took ~13 µs.
      */
-    private static Tensor linear(Tensor x, Tensor w, Tensor bias) {
-        long in = x.size(-1);
-        if (x.numel() == in && x.is_cpu()) {
-            long[] shape = new long[(int) x.dim()];
-            for (int i = 0; i < shape.length - 1; i++) shape[i] = 1;
-            shape[shape.length - 1] = w.size(0);
-            Tensor y = torch.mv(w, x.reshape(in));
-            if (bias != null) y = y.add(bias);
-            return y.view(shape);
+    private static Tensor proj(Tensor x, Tensor w, Tensor bias, boolean oneRow) {
+        if (oneRow) {
+            Tensor y = torch.mv(w, x);
+            return bias == null ? y : y.add(bias);
         }
         return bias == null ? torch.linear(x, w) : torch.linear(x, w, new TensorOptional(bias));
     }
@@ -439,5 +468,9 @@ public final class CausalLm implements AutoCloseable {
         closed = true;
         for (Tensor t : params.values()) t.releaseReference();
         invFreq.releaseReference();
+        two.close();
+        rmsEps.close();
+        noDtype.close();
+        noScale.close();
     }
 }

@@ -65,8 +65,8 @@ class RopeTest {
                 }
             }
             Tensor invFreq = floats(1f, 0.1f, 0.01f, 0.001f);
-            Tensor[] cs = Rope.cosSin(longs(positions).view(1, 2), invFreq, ScalarType.Float); // batch 1, 2 tokens
-            Tensor y = Rope.apply(floats(x).view(1, 1, 2, d), cs[0], cs[1]);                   // 1 head
+            Rope.Angles angles = Rope.angles(longs(positions).view(1, 2), invFreq, ScalarType.Float); // batch 1, 2 tokens
+            Tensor y = angles.apply(floats(x).view(1, 1, 2, d));                                       // 1 head
             Tolerance.assertClose("rotated", toFloats(y), expected, 1e-5, 0);
         }
     }
