@@ -32,16 +32,22 @@ public final class Tensors {
     }
 
     public static long[] toLongs(Tensor t) {
-        Tensor c = t.detach().cpu().to(ScalarType.Long).contiguous();
+        // a CPU int64 contiguous tensor is read as it is: four fewer LibTorch calls, which count
+        // at batch-1 decoding (a step is a few hundred small calls)
+        Tensor c = ready(t, ScalarType.Long) ? t : t.detach().cpu().to(ScalarType.Long).contiguous();
         long[] a = new long[(int) c.numel()];
         if (a.length > 0) c.data_ptr_long().get(a);
         return a;
     }
 
     public static float[] toFloats(Tensor t) {
-        Tensor c = t.detach().cpu().to(ScalarType.Float).contiguous();
+        Tensor c = ready(t, ScalarType.Float) ? t : t.detach().cpu().to(ScalarType.Float).contiguous();
         float[] a = new float[(int) c.numel()];
         if (a.length > 0) c.data_ptr_float().get(a);
         return a;
+    }
+
+    private static boolean ready(Tensor t, ScalarType type) {
+        return t.is_cpu() && t.scalar_type() == type && t.is_contiguous();
     }
 }
