@@ -16,7 +16,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
@@ -120,10 +119,7 @@ public final class SearchOrchestra implements Orchestra {
 
     /** The query of a searcher reply: the content of its last {@code <search>} tag, stripped; empty if none or blank. */
     public static Optional<String> query(String text) {
-        Matcher m = SEARCH_TAG.matcher(text);
-        String last = null;
-        while (m.find()) last = m.group(1);
-        return last == null || last.isBlank() ? Optional.empty() : Optional.of(last.strip());
+        return Tags.lastStripped(SEARCH_TAG, text);
     }
 
     @Override

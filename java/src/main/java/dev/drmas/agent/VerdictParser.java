@@ -2,7 +2,6 @@
 // environment's own parser can be used; the default reads the last <verify>…</verify> tag.
 package dev.drmas.agent;
 
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 @FunctionalInterface
@@ -15,7 +14,7 @@ public interface VerdictParser {
      * last tag, because a model that changes its mind states its final verdict last.
      */
     static VerdictParser verifyTag() {
-        return DefaultVerdict.INSTANCE;
+        return TagVerdict.APPROVE_REJECT;
     }
 
     /**
@@ -24,39 +23,26 @@ public interface VerdictParser {
      * MALFORMED.
      */
     static VerdictParser yesNoTag() {
-        return YesNoVerdict.INSTANCE;
+        return TagVerdict.YES_NO;
     }
 }
 
-/** The search verifier's parser. */
-enum YesNoVerdict implements VerdictParser {
-    INSTANCE;
+/**
+ * A parser that reads the last {@code <verify>…</verify>} tag whose content is one of two words:
+ * {@code approve} gives APPROVE, the other word REJECT; no such tag is MALFORMED.
+ */
+record TagVerdict(Pattern tag, String approve) implements VerdictParser {
+    static final TagVerdict APPROVE_REJECT = of("approve", "reject"), YES_NO = of("yes", "no");
 
-    private static final Pattern TAG = Pattern.compile("<verify>\\s*(yes|no)\\s*</verify>", Pattern.CASE_INSENSITIVE);
-
-    @Override
-    public Verdict parse(String response) {
-        Matcher m = TAG.matcher(response);
-        String last = null;
-        while (m.find()) last = m.group(1);
-        if (last == null) return Verdict.MALFORMED;
-        return last.equalsIgnoreCase("yes") ? Verdict.APPROVE : Verdict.REJECT;
+    private static TagVerdict of(String approve, String reject) {
+        return new TagVerdict(Pattern.compile("<verify>\\s*(" + approve + "|" + reject + ")\\s*</verify>",
+                Pattern.CASE_INSENSITIVE), approve);
     }
-}
-
-/** The default parser's state: one compiled pattern. */
-enum DefaultVerdict implements VerdictParser {
-    INSTANCE;
-
-    private static final Pattern TAG =
-            Pattern.compile("<verify>\\s*(approve|reject)\\s*</verify>", Pattern.CASE_INSENSITIVE);
 
     @Override
     public Verdict parse(String response) {
-        Matcher m = TAG.matcher(response);
-        String last = null;
-        while (m.find()) last = m.group(1);
+        String last = Tags.last(tag, response);
         if (last == null) return Verdict.MALFORMED;
-        return last.equalsIgnoreCase("approve") ? Verdict.APPROVE : Verdict.REJECT;
+        return last.equalsIgnoreCase(approve) ? Verdict.APPROVE : Verdict.REJECT;
     }
 }

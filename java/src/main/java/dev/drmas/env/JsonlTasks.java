@@ -9,12 +9,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -48,34 +43,20 @@ public final class JsonlTasks {
      *     that has no task at all
      */
     public static List<Task> read(Path file, String questionField, String answerField) {
-        String name = file.toString();
         List<Task> tasks = new ArrayList<>();
         Map<String, Integer> idLines = new HashMap<>();
-        try (BufferedReader in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-            String line;
-            int lineNo = 0;
-            while ((line = in.readLine()) != null) {
-                lineNo++;
-                if (line.isBlank()) continue;
-                String where = name + ":" + lineNo;
-                Map<String, Field> fields = parseLine(line, where, questionField, answerField);
-                String question = text(fields, questionField, where, false);
-                List<String> answers = answers(fields, answerField, where);
-                String id = id(fields.get(ID_FIELD), where, lineNo);
-                Integer first = idLines.putIfAbsent(id, lineNo);
-                if (first != null) {
-                    throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first);
-                }
-                tasks.add(new Task(id, question, answers.getFirst(), answers.subList(1, answers.size())));
+        JsonlLines.forEach(file, (line, lineNo, where) -> {
+            Map<String, Field> fields = parseLine(line, where, questionField, answerField);
+            String question = text(fields, questionField, where, false);
+            List<String> answers = answers(fields, answerField, where);
+            String id = id(fields.get(ID_FIELD), where, lineNo);
+            Integer first = idLines.putIfAbsent(id, lineNo);
+            if (first != null) {
+                throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first);
             }
-        } catch (NoSuchFileException e) {
-            throw new TaskFileException(name + ": no such file");
-        } catch (CharacterCodingException e) {
-            throw new TaskFileException(name + ": not UTF-8 text", e);
-        } catch (IOException e) {
-            throw new TaskFileException(name + ": cannot read: " + e.getMessage(), e);
-        }
-        if (tasks.isEmpty()) throw new TaskFileException(name + ": no tasks (the file is empty)");
+            tasks.add(new Task(id, question, answers.getFirst(), answers.subList(1, answers.size())));
+        });
+        if (tasks.isEmpty()) throw new TaskFileException(file + ": no tasks (the file is empty)");
         return tasks;
     }
 
@@ -85,7 +66,7 @@ public final class JsonlTasks {
 
     // Streams the object instead of building a tree so that a number's text is the text of the file
     // (a tree would turn 1.50 into a double or a BigDecimal and print it back its own way).
-    private static Map<String, Field> parseLine(String line, String where, String... wanted) throws IOException {
+    private static Map<String, Field> parseLine(String line, String where, String... wanted) {
         Map<String, Field> fields = new HashMap<>();
         try (JsonParser p = JSON.createParser(line)) {
             JsonToken t = p.nextToken();
@@ -112,6 +93,8 @@ public final class JsonlTasks {
             if (p.nextToken() != null) throw new TaskFileException(where + ": unexpected text after the JSON object");
         } catch (JsonProcessingException e) {
             throw new TaskFileException(where + ": not valid JSON: " + e.getOriginalMessage());
+        } catch (IOException e) {  // a parser over a String has no I/O of its own to fail
+            throw new TaskFileException(where + ": cannot read: " + e.getMessage(), e);
         }
         return fields;
     }

@@ -4,9 +4,9 @@
 // invalid-action penalty when that row's output was malformed (as the reference code does it).
 package dev.drmas.env;
 
+import dev.drmas.agent.Tags;
 import java.util.Locale;
 import java.util.Optional;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 public final class MathReward {
@@ -71,9 +71,7 @@ public final class MathReward {
      */
     public static Verdict parseVerdict(String verifierText) {
         if (verifierText == null) return Verdict.MALFORMED;
-        Matcher m = VERIFY_TAG.matcher(verifierText);
-        String last = null;
-        while (m.find()) last = m.group(1);
+        String last = Tags.last(VERIFY_TAG, verifierText);
         if (last == null) return Verdict.MALFORMED;
         return switch (last.strip().toLowerCase(Locale.ROOT)) {
             case "approve" -> Verdict.APPROVE;

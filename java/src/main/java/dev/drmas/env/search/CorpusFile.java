@@ -7,13 +7,10 @@ package dev.drmas.env.search;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.env.JsonlLines;
 import dev.drmas.env.TaskFileException;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.nio.charset.CharacterCodingException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
-import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -42,30 +39,17 @@ public final class CorpusFile {
      * @throws TaskFileException naming file:line and the field, also for a file without passages
      */
     public static long forEach(Path file, Consumer<Passage> sink) {
-        String name = file.toString();
         Map<String, Integer> ids = new HashMap<>();
-        long count = 0;
-        try (BufferedReader in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-            String line;
-            int lineNo = 0;
-            while ((line = in.readLine()) != null) {
-                lineNo++;
-                if (line.isBlank()) continue;
-                Passage p = parse(line, name + ":" + lineNo);
-                Integer first = ids.putIfAbsent(p.id(), lineNo);
-                if (first != null) throw new TaskFileException(name + ":" + lineNo + ": id '" + p.id() + "' was already used on line " + first);
-                sink.accept(p);
-                count++;
-            }
-        } catch (NoSuchFileException e) {
-            throw new TaskFileException(name + ": no such file");
-        } catch (CharacterCodingException e) {
-            throw new TaskFileException(name + ": not UTF-8 text", e);
-        } catch (IOException e) {
-            throw new TaskFileException(name + ": cannot read: " + e.getMessage(), e);
-        }
-        if (count == 0) throw new TaskFileException(name + ": no passages (the file is empty)");
-        return count;
+        long[] count = {0};
+        JsonlLines.forEach(file, (line, lineNo, where) -> {
+            Passage p = parse(line, where);
+            Integer first = ids.putIfAbsent(p.id(), lineNo);
+            if (first != null) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
+            sink.accept(p);
+            count[0]++;
+        });
+        if (count[0] == 0) throw new TaskFileException(file + ": no passages (the file is empty)");
+        return count[0];
     }
 
     static Passage parse(String line, String where) {

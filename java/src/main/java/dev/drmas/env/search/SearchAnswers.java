@@ -4,13 +4,13 @@
 // token-level F1 (the best over the golds) logged beside it.
 package dev.drmas.env.search;
 
+import dev.drmas.agent.Tags;
 import java.text.Normalizer;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 public final class SearchAnswers {
@@ -22,16 +22,7 @@ public final class SearchAnswers {
 
     /** The content of the last {@code <answer>} tag, stripped; empty when there is none or it is blank. */
     public static Optional<String> extractAnswer(String text) {
-        return lastTag(ANSWER, text);
-    }
-
-    // the last tag: a model that restates itself states its final choice last
-    static Optional<String> lastTag(Pattern p, String text) {
-        if (text == null) return Optional.empty();
-        Matcher m = p.matcher(text);
-        String last = null;
-        while (m.find()) last = m.group(1);
-        return last == null || last.isBlank() ? Optional.empty() : Optional.of(last.strip());
+        return text == null ? Optional.empty() : Tags.lastStripped(ANSWER, text);
     }
 
     /**
