@@ -73,7 +73,9 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                 env.put("WORLD_SIZE", Integer.toString(nproc));
                 env.put("LOCAL_WORLD_SIZE", Integer.toString(nproc));
                 env.put("OMP_NUM_THREADS", Integer.toString(threads));
+                // as ./drmas sets them: waiting threads sleep instead of spinning on shared cores
                 env.putIfAbsent("OMP_WAIT_POLICY", "PASSIVE");
+                env.putIfAbsent("OPENBLAS_THREAD_TIMEOUT", "4");
                 Process p = pb.start();
                 ranks.add(p);
                 pumps.add(pump(p, "[rank" + r + "] "));
