@@ -67,10 +67,11 @@ public final class CausalLm implements AutoCloseable {
     private final Scalar two = new Scalar(2.0), rmsEps;
     private final ScalarTypeOptional noDtype = new ScalarTypeOptional();
     private final DoubleOptional noScale = new DoubleOptional();
+    private final OneRowDecoder oneRow;
     private boolean closed;
 
     /** One decoder layer's weights; a null bias or norm is one this family does not have. */
-    private record Layer(Tensor inputNorm, Tensor q, Tensor qBias, Tensor k, Tensor kBias, Tensor v, Tensor vBias,
+    record Layer(Tensor inputNorm, Tensor q, Tensor qBias, Tensor k, Tensor kBias, Tensor v, Tensor vBias,
                          Tensor o, Tensor oBias, Tensor qNorm, Tensor kNorm, Tensor postNorm,
                          Tensor gate, Tensor gateBias, Tensor up, Tensor upBias, Tensor down, Tensor downBias) {
         static Layer of(Map<String, Tensor> p, int i) {
@@ -101,10 +102,9 @@ public final class CausalLm implements AutoCloseable {
         float[] f32 = new float[f.length];
         for (int i = 0; i < f.length; i++) f32[i] = (float) f[i];
         try (PointerScope scope = new PointerScope()) {
-            Tensor t = torch.empty(new long[]{f32.length}, new TensorOptions(ScalarType.Float), null);
-            t.data_ptr_float().put(f32);
-            invFreq = Scopes.retain(t.to(device, ScalarType.Float));
+            invFreq = Scopes.retain(OneRowDecoder.floats(f32).to(device, ScalarType.Float));
         }
+        oneRow = new OneRowDecoder(config, layers, embed, finalNorm, f32);
     }
 
     // ------------------------------------------------------------------ construction
@@ -346,11 +346,13 @@ public final class CausalLm implements AutoCloseable {
         try (PointerScope scope = new PointerScope()) {
             Tensor y;
             if (hidden.numel() == hidden.size(-1) && device.is_cpu()) {
+                // one row: the matrix-vector product (LibTorch's gemm for one row cost ~60–75 µs
+                // at 256×256 where mv took ~13 µs)
                 long[] shape = sizes(hidden);
                 shape[shape.length - 1] = lmHead.size(0);
-                y = proj(hidden.reshape(-1), lmHead, null, true).view(shape);
+                y = torch.mv(lmHead, hidden.reshape(-1)).view(shape);
             } else {
-                y = proj(hidden, lmHead, null, false);
+                y = proj(hidden, lmHead, null);
             }
             out = Scopes.retain(dtype == ScalarType.Float ? y : y.to(ScalarType.Float));
         }
@@ -359,6 +361,9 @@ public final class CausalLm implements AutoCloseable {
 
     private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
         long b = ids.size(0), t = ids.size(1), s = past + t;
+        if (cache != null && b * t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
+            return oneRow.hidden(ids.to(device, ScalarType.Long), pos, mask, cache, past);  // batch-1 decoding
+        }
         Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);
         Tensor attend;
         if (t == 1) {
@@ -375,30 +380,24 @@ public final class CausalLm implements AutoCloseable {
         }
         Rope.Angles angles = Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype);
         TensorOptional attendOpt = new TensorOptional(attend);
-        boolean oneRow = b * t == 1 && device.is_cpu();
 
         Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
         for (int l = 0; l < layers.length; l++) {
-            x = layer(l, x, b, t, oneRow, angles, attendOpt, cache, past);
+            x = layer(l, x, b, t, angles, attendOpt, cache, past);
         }
         return rmsNorm(x, finalNorm);
     }
 
-    /**
-     * One decoder layer. With {@code oneRow} (a single row on the CPU: batch-1 decoding) the
-     * hidden state between the projections stays a flat [hidden] vector, so that they are
-     * matrix-vector products with no reshaping around them.
-     */
-    private Tensor layer(int l, Tensor x, long b, long t, boolean oneRow, Rope.Angles angles, TensorOptional attend,
-                         KvCache cache, long past) {
+    /** One decoder layer, x [B, T, hidden] → [B, T, hidden]. */
+    private Tensor layer(int l, Tensor x, long b, long t, Rope.Angles angles, TensorOptional attend, KvCache cache,
+                         long past) {
         Layer w = layers[l];
         int heads = config.numHeads(), kvHeads = config.numKvHeads(), d = config.headDim();
 
         Tensor h = rmsNorm(x, w.inputNorm());
-        if (oneRow) h = h.reshape(-1);
-        Tensor q = proj(h, w.q(), w.qBias(), oneRow).view(b, t, heads, d);
-        Tensor k = proj(h, w.k(), w.kBias(), oneRow).view(b, t, kvHeads, d);
-        Tensor v = proj(h, w.v(), w.vBias(), oneRow).view(b, t, kvHeads, d).transpose(1, 2);
+        Tensor q = proj(h, w.q(), w.qBias()).view(b, t, heads, d);
+        Tensor k = proj(h, w.k(), w.kBias()).view(b, t, kvHeads, d);
+        Tensor v = proj(h, w.v(), w.vBias()).view(b, t, kvHeads, d).transpose(1, 2);
         if (w.qNorm() != null) { // Qwen3: RMSNorm over each head before the rotation
             q = rmsNorm(q, w.qNorm());
             k = rmsNorm(k, w.kNorm());
@@ -413,14 +412,12 @@ public final class CausalLm implements AutoCloseable {
         }
         // enable_gqa: query head i reads kv head i / (heads / kvHeads), as HF's repeat_kv
         Tensor a = torch.scaled_dot_product_attention(q, k, v, attend, 0.0, false, noScale, heads != kvHeads);
-        // [B, heads, T, d] -> [B, T, heads·d]; for one row and one token the order is already that
-        a = oneRow ? a.reshape(-1) : a.transpose(1, 2).reshape(b, t, (long) heads * d);
-        x = x.add(proj(a, w.o(), w.oBias(), oneRow)); // a [hidden] result broadcasts over [1, 1, hidden]
+        a = a.transpose(1, 2).reshape(b, t, (long) heads * d); // [B, heads, T, d] -> [B, T, heads·d]
+        x = x.add(proj(a, w.o(), w.oBias()));
 
         h = rmsNorm(x, w.postNorm());
-        if (oneRow) h = h.reshape(-1);
-        Tensor gated = torch.silu(proj(h, w.gate(), w.gateBias(), oneRow)).mul(proj(h, w.up(), w.upBias(), oneRow));
-        return x.add(proj(gated, w.down(), w.downBias(), oneRow));
+        Tensor gated = torch.silu(proj(h, w.gate(), w.gateBias())).mul(proj(h, w.up(), w.upBias()));
+        return x.add(proj(gated, w.down(), w.downBias()));
     }
 
     /** HF's RMSNorm: normalised in float32, cast back, then scaled by the weight. */
@@ -432,16 +429,8 @@ public final class CausalLm implements AutoCloseable {
         return weight.mul(f32 ? normed : normed.to(dtype));
     }
 
-    /**
-     * x·wᵀ (+ bias). With {@code oneRow}, x is a flat [in] vector and the result a flat [out] one,
-     * through the matrix-vector product: LibTorch's gemm for one row cost ~60–75 µs at 256×256
-     * where mv took ~13 µs.
-     */
-    private static Tensor proj(Tensor x, Tensor w, Tensor bias, boolean oneRow) {
-        if (oneRow) {
-            Tensor y = torch.mv(w, x);
-            return bias == null ? y : y.add(bias);
-        }
+    /** x·wᵀ (+ bias). */
+    private static Tensor proj(Tensor x, Tensor w, Tensor bias) {
         return bias == null ? torch.linear(x, w) : torch.linear(x, w, new TensorOptional(bias));
     }
 
@@ -468,6 +457,7 @@ public final class CausalLm implements AutoCloseable {
         closed = true;
         for (Tensor t : params.values()) t.releaseReference();
         invFreq.releaseReference();
+        oneRow.close();
         two.close();
         rmsEps.close();
         noDtype.close();

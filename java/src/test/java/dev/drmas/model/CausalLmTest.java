@@ -304,19 +304,22 @@ class CausalLmTest {
                                 new org.bytedeco.pytorch.TensorOptions(torch.ScalarType.Bool)), cache));
                 assertTrue(e.getMessage().contains("KV cache is full: 11 + 3 tokens exceed its capacity 13"), e.getMessage());
             }
-            // one row alone: its decoding steps take the single-row path (matrix-vector products,
-            // flat hidden state), which must agree with the full forward of the same row
-            Tensor ids1 = ids.narrow(0, 0, 1), mask1 = mask.narrow(0, 0, 1), pos1 = pos.narrow(0, 0, 1);
-            float[] full1 = toFloats(m.forward(ids1, pos1, mask1, null));
-            try (KvCache cache = m.newCache(1, prompt + generated)) {
-                List<Tensor> pieces = new ArrayList<>();
-                int at = 0;
-                for (int t : new int[]{4, 2, 1, 1, 1, 1, 1}) {
-                    pieces.add(m.forward(ids1.narrow(1, at, t), pos1.narrow(1, at, t), mask1.narrow(1, 0, at + t), cache));
-                    at += t;
+            // one row alone: its decoding steps take the single-row path (OneRowDecoder), which
+            // must agree with the full forward of the same row; row 1 is left-padded (4 pad slots
+            // its decoding steps must not attend to)
+            for (int row : new int[]{0, 1}) {
+                Tensor ids1 = ids.narrow(0, row, 1), mask1 = mask.narrow(0, row, 1), pos1 = pos.narrow(0, row, 1);
+                float[] full1 = toFloats(m.forward(ids1, pos1, mask1, null));
+                try (KvCache cache = m.newCache(1, prompt + generated)) {
+                    List<Tensor> pieces = new ArrayList<>();
+                    int at = 0;
+                    for (int t : new int[]{4, 2, 1, 1, 1, 1, 1}) {
+                        pieces.add(m.forward(ids1.narrow(1, at, t), pos1.narrow(1, at, t), mask1.narrow(1, 0, at + t), cache));
+                        at += t;
+                    }
+                    float[] incremental = toFloats(torch.cat(new TensorVector(pieces.toArray(new Tensor[0])), 1));
+                    Tolerance.assertClose(name + " row " + row + " alone, cached vs full", incremental, full1, ATOL, RTOL);
                 }
-                float[] incremental = toFloats(torch.cat(new TensorVector(pieces.toArray(new Tensor[0])), 1));
-                Tolerance.assertClose(name + " one row, cached vs full", incremental, full1, ATOL, RTOL);
             }
         }
     }
