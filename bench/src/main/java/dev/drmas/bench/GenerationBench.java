@@ -60,14 +60,10 @@ public final class GenerationBench {
         // 4 layers, hidden 256, 8 heads of 32 (4 kv heads), SwiGLU 768, a 512-token vocabulary
         ModelConfig cfg = new ModelConfig(Family.QWEN3, 256, 768, 4, 8, 4, 32, 1e-6, 1e6, null, 512, false, false, false,
                 promptTokens + newTokens, "float32", null, List.of(), Map.of());
-        List<Result> results = new ArrayList<>();
+        List<Result> results;
         try (CausalLm model = CausalLm.random(cfg, 7)) {
-            Generator g = new Generator(model);
-            for (int b : batches) {
-                // recompute at batch 16 takes ~30 s a call: two calls there
-                int recomputeRepeats = !recomputeBatches.contains(b) ? 0 : b <= 1 ? repeats : Math.min(repeats, 2);
-                results.addAll(measure(g, b, promptTokens, newTokens, repeats, recomputeRepeats, cfg.vocabSize()));
-            }
+            results = measure(new Generator(model), batches, recomputeBatches, promptTokens, newTokens, repeats,
+                    cfg.vocabSize());
         }
         String report = report(results, promptTokens, newTokens, threads);
         System.out.println(report);
@@ -78,35 +74,49 @@ public final class GenerationBench {
     }
 
     /**
-     * The KV-cache mode at one batch size, and the recompute mode too when {@code recomputeRepeats}
-     * > 0: one warm-up call of each, then the calls of the two modes alternate (kv, recompute,
-     * kv, ...), so that a slow spell of the machine (this VM drifts by tens of percent over
-     * minutes) hits both and their ratio stays fair; the medians are reported. Every row
-     * generates exactly newTokens.
+     * Every batch size in KV-cache mode, and in recompute mode too where {@code recomputeBatches}
+     * has it: one warm-up call of each, then rounds of one call per (batch, mode), so that a slow
+     * spell of the machine (this VM drifts by tens of percent over minutes) hits every side of
+     * the ratios the targets compare (KV cache vs recompute at one batch size, batch 64 vs
+     * batch 1); the medians are reported. Recompute at batch ≥ 16 takes ~30 s a call: it gets
+     * at most two. Every row generates exactly newTokens.
      */
-    static List<Result> measure(Generator g, int batch, int promptTokens, int newTokens, int repeats, int recomputeRepeats,
-                                int vocab) {
-        SplittableRandom rng = new SplittableRandom(batch);
-        List<Request> reqs = new ArrayList<>();
-        for (int r = 0; r < batch; r++) {
-            int[] p = new int[promptTokens - (r % 4)];  // a few lengths, so padding is exercised
-            for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(vocab);
-            reqs.add(new Request(p, r));
-        }
+    static List<Result> measure(Generator g, List<Integer> batches, List<Integer> recomputeBatches, int promptTokens,
+                                int newTokens, int repeats, int vocab) {
         GenerationConfig kv = GenerationConfig.greedy(newTokens, Set.of())
                 .withSampling(SamplingParams.temperature(1.0), 11).withCache(true);
         GenerationConfig recompute = kv.withCache(false);
-        g.generate(reqs, kv);
-        if (recomputeRepeats > 0) g.generate(reqs, recompute);
-        double[] tk = new double[repeats], tr = new double[recomputeRepeats];
-        long[] tokens = new long[2];
-        for (int i = 0; i < Math.max(repeats, recomputeRepeats); i++) {
-            if (i < repeats) tk[i] = timed(g, reqs, kv, tokens, 0);
-            if (i < recomputeRepeats) tr[i] = timed(g, reqs, recompute, tokens, 1);
+        int n = batches.size();
+        List<List<Request>> reqs = new ArrayList<>();
+        int[] recomputeRepeats = new int[n];
+        for (int i = 0; i < n; i++) {
+            int batch = batches.get(i);
+            SplittableRandom rng = new SplittableRandom(batch);
+            List<Request> rows = new ArrayList<>();
+            for (int r = 0; r < batch; r++) {
+                int[] p = new int[promptTokens - (r % 4)];  // a few lengths, so padding is exercised
+                for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(vocab);
+                rows.add(new Request(p, r));
+            }
+            reqs.add(rows);
+            recomputeRepeats[i] = !recomputeBatches.contains(batch) ? 0 : batch <= 1 ? repeats : Math.min(repeats, 2);
+            g.generate(rows, kv);
+            if (recomputeRepeats[i] > 0) g.generate(rows, recompute);
+        }
+        double[][] tk = new double[n][repeats], tr = new double[n][];
+        long[][] tokens = new long[n][2];
+        for (int i = 0; i < n; i++) tr[i] = new double[recomputeRepeats[i]];
+        for (int round = 0; round < repeats; round++) {
+            for (int i = 0; i < n; i++) {
+                tk[i][round] = timed(g, reqs.get(i), kv, tokens[i], 0);
+                if (round < recomputeRepeats[i]) tr[i][round] = timed(g, reqs.get(i), recompute, tokens[i], 1);
+            }
         }
         List<Result> rs = new ArrayList<>();
-        rs.add(result(batch, true, tk, tokens[0]));
-        if (recomputeRepeats > 0) rs.add(result(batch, false, tr, tokens[1]));
+        for (int i = 0; i < n; i++) {
+            rs.add(result(batches.get(i), true, tk[i], tokens[i][0]));
+            if (recomputeRepeats[i] > 0) rs.add(result(batches.get(i), false, tr[i], tokens[i][1]));
+        }
         return rs;
     }
 
@@ -133,8 +143,8 @@ public final class GenerationBench {
                 .append('\n');
         sb.append("Tiny Qwen3-layout model: 4 layers, hidden 256, 8 heads (4 kv), vocab 512, fp32, CPU. Prompts of ")
                 .append(promptTokens - 3).append("–").append(promptTokens).append(" tokens, ").append(newTokens)
-                .append(" new tokens per row (sampling at temperature 1, no stop), median of the repeats; at a batch size")
-                .append(" with both modes their calls alternate.\n\n");
+                .append(" new tokens per row (sampling at temperature 1, no stop), median of the repeats; the calls of all")
+                .append(" rows take turns, round after round.\n\n");
         sb.append("| batch | mode | s/call | tokens/s | vs batch 1 (kv-cache) | kv-cache / recompute |\n");
         sb.append("|---:|---|---:|---:|---:|---:|\n");
         Result base = rs.stream().filter(r -> r.batch() == 1 && r.cache()).findFirst().orElse(null);

@@ -410,9 +410,20 @@ public final class CausalLm implements AutoCloseable {
             k = cache.keys(l).narrow(2, 0, past + t);
             v = cache.values(l).narrow(2, 0, past + t);
         }
-        // enable_gqa: query head i reads kv head i / (heads / kvHeads), as HF's repeat_kv
-        Tensor a = torch.scaled_dot_product_attention(q, k, v, attend, 0.0, false, noScale, heads != kvHeads);
-        a = a.transpose(1, 2).reshape(b, t, (long) heads * d); // [B, heads, T, d] -> [B, T, heads·d]
+        Tensor a;
+        if (t == 1 && heads != kvHeads) {
+            // decoding with grouped-query attention: the query heads that share a kv head (HF's
+            // repeat_kv: head i reads kv head i / group) go in as that head's rows, [B, kvHeads,
+            // group, d]. One query attends to the same slots whatever its row, and LibTorch's CPU
+            // attention then reads each kv head once instead of once per query head: 1.8× faster
+            // at batch 64 (bench/README.md). The rows come out in head order.
+            a = torch.scaled_dot_product_attention(q.reshape(b, kvHeads, heads / kvHeads, d), k, v, attend, 0.0, false,
+                    noScale, false).reshape(b, t, (long) heads * d);
+        } else {
+            // enable_gqa: query head i reads kv head i / (heads / kvHeads), as HF's repeat_kv
+            a = torch.scaled_dot_product_attention(q, k, v, attend, 0.0, false, noScale, heads != kvHeads);
+            a = a.transpose(1, 2).reshape(b, t, (long) heads * d); // [B, heads, T, d] -> [B, T, heads·d]
+        }
         x = x.add(proj(a, w.o(), w.oBias()));
 
         h = rmsNorm(x, w.postNorm());

@@ -20,7 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.InferenceMode;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -330,7 +330,8 @@ public final class PpoUpdater {
                 p.add(rows.get(i).promptIds());
                 a.add(rows.get(i).responseIds());
             }
-            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            // inference mode, not just no-grad: nothing of this pass leaves it but Java arrays
+            try (PointerScope scope = new PointerScope(); InferenceMode inference = new InferenceMode()) {
                 TeacherForcing.Result tf = TeacherForcing.logProbs(m, p, a, s.temperature(), false);
                 float[] all = Tensors.toFloats(tf.logprobs());
                 for (int i = from; i < to; i++) {
