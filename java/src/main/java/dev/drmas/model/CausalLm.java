@@ -67,7 +67,7 @@ public final class CausalLm implements AutoCloseable {
     private final Scalar two = new Scalar(2.0), rmsEps;
     private final ScalarTypeOptional noDtype = new ScalarTypeOptional();
     private final DoubleOptional noScale = new DoubleOptional();
-    private final OneRowDecoder oneRow;
+    private final DecodeStep decodeStep;
     private boolean closed;
 
     /** One decoder layer's weights; a null bias or norm is one this family does not have. */
@@ -102,9 +102,9 @@ public final class CausalLm implements AutoCloseable {
         float[] f32 = new float[f.length];
         for (int i = 0; i < f.length; i++) f32[i] = (float) f[i];
         try (PointerScope scope = new PointerScope()) {
-            invFreq = Scopes.retain(OneRowDecoder.floats(f32).to(device, ScalarType.Float));
+            invFreq = Scopes.retain(DecodeStep.floats(f32).to(device, ScalarType.Float));
         }
-        oneRow = new OneRowDecoder(config, layers, embed, finalNorm, f32);
+        decodeStep = new DecodeStep(config, layers, embed, finalNorm, f32);
     }
 
     // ------------------------------------------------------------------ construction
@@ -361,8 +361,8 @@ public final class CausalLm implements AutoCloseable {
 
     private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
         long b = ids.size(0), t = ids.size(1), s = past + t;
-        if (cache != null && b * t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
-            return oneRow.hidden(ids.to(device, ScalarType.Long), pos, mask, cache, past);  // batch-1 decoding
+        if (cache != null && t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
+            return decodeStep.hidden(ids.to(device, ScalarType.Long), pos, mask, cache, past);  // CPU decoding
         }
         Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);
         Tensor attend;
@@ -468,7 +468,7 @@ public final class CausalLm implements AutoCloseable {
         closed = true;
         for (Tensor t : params.values()) t.releaseReference();
         invFreq.releaseReference();
-        oneRow.close();
+        decodeStep.close();
         two.close();
         rmsEps.close();
         noDtype.close();

@@ -21,7 +21,7 @@ public final class KvCache implements AutoCloseable {
     private final long batch, capacity, kvHeads, headDim;
     private final ScalarType dtype;
     private long length;
-    private OneRowDecoder.Scratch oneRow; // batch-1 CPU decoding's buffers, made on first use
+    private DecodeStep.Scratch decode; // CPU decoding's buffers, made on first use
 
     KvCache(ModelConfig c, long batch, long capacity, ScalarType dtype, Device device) {
         if (batch <= 0 || capacity <= 0) {
@@ -84,10 +84,10 @@ public final class KvCache implements AutoCloseable {
         }
     }
 
-    /** The buffers of {@link OneRowDecoder} for this cache, made on first use and freed by close(). */
-    OneRowDecoder.Scratch oneRowScratch(ModelConfig c) {
-        if (oneRow == null) oneRow = new OneRowDecoder.Scratch(c, keys, values);
-        return oneRow;
+    /** The buffers of {@link DecodeStep} for this cache, made on first use and freed by close(). */
+    DecodeStep.Scratch decodeScratch(ModelConfig c) {
+        if (decode == null) decode = new DecodeStep.Scratch(c, keys, values);
+        return decode;
     }
 
     void advance(long t) {
@@ -96,8 +96,8 @@ public final class KvCache implements AutoCloseable {
 
     @Override
     public void close() {
-        if (oneRow != null) oneRow.close();
-        oneRow = null;
+        if (decode != null) decode.close();
+        decode = null;
         for (int l = 0; l < keys.length; l++) {
             if (keys[l] != null) keys[l].releaseReference();
             if (values[l] != null) values[l].releaseReference();

@@ -304,7 +304,7 @@ class CausalLmTest {
                                 new org.bytedeco.pytorch.TensorOptions(torch.ScalarType.Bool)), cache));
                 assertTrue(e.getMessage().contains("KV cache is full: 11 + 3 tokens exceed its capacity 13"), e.getMessage());
             }
-            // one row alone: its decoding steps take the single-row path (OneRowDecoder), which
+            // one row alone: its decoding steps take DecodeStep's one-row path, which
             // must agree with the full forward of the same row; row 1 is left-padded (4 pad slots
             // its decoding steps must not attend to)
             for (int row : new int[]{0, 1}) {
