@@ -36,7 +36,7 @@ public final class GenerationBench {
 
     public static void main(String[] argv) throws IOException {
         List<Integer> batches = List.of(1, 16, 64), recomputeBatches = List.of(1, 16);
-        int newTokens = 128, promptTokens = 32, repeats = 3, threads = 2;
+        int newTokens = 128, promptTokens = 32, repeats = 5, threads = 2;
         Path out = null;
         for (int i = 0; i < argv.length; i++) {
             switch (argv[i]) {
@@ -50,7 +50,7 @@ public final class GenerationBench {
                 case "--help", "-h" -> {
                     System.out.println("""
                             usage: drmas bench-generation [--batches 1,16,64] [--recompute-batches 1,16]
-                                   [--new-tokens 128] [--prompt-tokens 32] [--repeats 3] [--threads 2] [--out FILE.md]""");
+                                   [--new-tokens 128] [--prompt-tokens 32] [--repeats 5] [--threads 2] [--out FILE.md]""");
                     return;
                 }
                 default -> throw new IllegalArgumentException("unknown option " + argv[i] + " (see --help)");

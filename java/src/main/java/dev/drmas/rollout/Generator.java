@@ -128,7 +128,8 @@ public final class Generator {
     }
 
     private Tensor onDevice(long[] a, int rows, int cols) {
-        return Tensors.longs(a).reshape(rows, cols).to(model.device(), ScalarType.Long);
+        Tensor t = Tensors.longs(a, rows, cols);
+        return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);  // a decoding step makes three
     }
 
     private static Completion.FinishReason stopReason(Row row, int tok, GenerationConfig cfg) {

@@ -26,7 +26,15 @@ public final class Tensors {
     }
 
     public static Tensor longs(long[] a) {
-        Tensor t = torch.empty(new long[] {a.length}, new TensorOptions(ScalarType.Long), null);
+        return longs(a, a.length);
+    }
+
+    /** {@code a} as an int64 CPU tensor of {@code shape} (whose product is a.length), in one LibTorch call. */
+    public static Tensor longs(long[] a, long... shape) {
+        Tensor t = torch.empty(shape, new TensorOptions(ScalarType.Long), null);
+        if (t.numel() != a.length) {
+            throw new IllegalArgumentException(a.length + " values do not fill shape " + java.util.Arrays.toString(shape));
+        }
         if (a.length > 0) t.data_ptr_long().put(a);
         return t;
     }

@@ -181,4 +181,17 @@ class SamplerTest {
             assertTrue(e3.getMessage().contains("one uniform per row"), e3.getMessage());
         }
     }
+
+    @Test
+    void tensorsMakesShapedLongsAndRejectsAShapeTheyDoNotFill() {
+        try (PointerScope scope = new PointerScope()) {
+            Tensor t = Tensors.longs(new long[] {1, 2, 3, 4, 5, 6}, 2, 3);
+            assertEquals(2, t.size(0));
+            assertEquals(3, t.size(1));
+            assertEquals(6L, t.select(0, 1).select(0, 2).item_long());
+            assertArrayEquals(new long[] {1, 2, 3, 4, 5, 6}, Tensors.toLongs(t));
+            var e = assertThrows(IllegalArgumentException.class, () -> Tensors.longs(new long[] {1, 2, 3}, 2, 2));
+            assertTrue(e.getMessage().contains("3 values do not fill shape [2, 2]"), e.getMessage());
+        }
+    }
 }
