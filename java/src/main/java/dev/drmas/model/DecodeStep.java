@@ -57,63 +57,72 @@ final class DecodeStep {
     }
 
     /**
-     * Buffers and fixed views of one KV cache's decoding, reused by every step: q and k of all
-     * heads as one block per row (so the per-head norm and the rotation run once over both), v,
-     * the MLP's gate and up, and for one row the attention output and the cache without its batch
-     * dim. Shapes have a leading [rows] dim unless rows is 1.
+     * Buffers and fixed views of one KV cache's decoding, reused by every step. Each row's q, k
+     * and v go side by side into one buffer, [q | k | v]: q and k of all heads form one block (so
+     * the per-head norm and the rotation run once over both), and k and v one [2, kvHeads, d]
+     * block that a single copy appends to the cache's stacked keys and values. Also the MLP's
+     * gate and up, and for one row the attention output and the cache without its batch dim.
+     * Shapes have a leading [rows] dim unless rows is 1.
      */
     static final class Scratch implements AutoCloseable {
         final long rows;
-        final Tensor qk, qkHeads, qHeads, kHeads, qFlat, kFlat, qGroups, kSlot, v, vSlot, gate, up;
-        final Tensor attn, attnGroups;          // one row only
-        final Tensor[] keyRows, valueRows;      // one row: [kvHeads, capacity, d]; else the cache's own tensors
-        final int slotDim;
+        final Tensor qkv, qkHeads, qHeads, kHeads, qFlat, kFlat, vFlat, qGroups, kvSlot, gate, up;
+        final Tensor attn, attnGroups;            // one row only
+        /** Per layer, the stacked cache: one row [2, kvHeads, capacity, d], else [2, rows, kvHeads, capacity, d]. */
+        final Tensor[] cache;
+        /** Per layer: one row, keys as [kvHeads, d, capacity] and values [kvHeads, capacity, d]; else [rows, kvHeads, capacity, d] both. */
+        final Tensor[] keys, values;
+        final int slotDim;                        // the capacity dim of cache[l]
 
-        Scratch(ModelConfig c, Tensor[] keys, Tensor[] values) {
+        Scratch(ModelConfig c, Tensor[] keysAndValues) {
             int heads = c.numHeads(), kvHeads = c.numKvHeads(), d = c.headDim(), group = heads / kvHeads;
-            rows = keys[0].size(0);
+            rows = keysAndValues[0].size(1);
             boolean single = rows == 1;
-            slotDim = single ? 1 : 2;
+            slotDim = single ? 2 : 3;
             try (PointerScope scope = new PointerScope()) {
                 TensorOptions f32 = new TensorOptions(ScalarType.Float);
-                long qkWidth = (long) (heads + kvHeads) * d;
-                Tensor qkBuf = torch.empty(single ? new long[]{qkWidth} : new long[]{rows, qkWidth}, f32, null);
-                qk = Scopes.retain(qkBuf);
+                long qd = (long) heads * d, kvd = (long) kvHeads * d, width = qd + 2 * kvd;
+                qkv = Scopes.retain(torch.empty(single ? new long[]{width} : new long[]{rows, width}, f32, null));
+                int last = single ? 0 : 1;  // the dim along a row
+                Tensor qk = qkv.narrow(last, 0, qd + kvd);
                 qkHeads = Scopes.retain(single ? qk.view(heads + kvHeads, d) : qk.view(rows, heads + kvHeads, d));
-                int hd = single ? 0 : 1;  // the heads dim
-                qHeads = Scopes.retain(qkHeads.narrow(hd, 0, heads));
-                kHeads = Scopes.retain(qkHeads.narrow(hd, heads, kvHeads));
-                qFlat = Scopes.retain(qk.narrow(hd, 0, (long) heads * d));
-                kFlat = Scopes.retain(qk.narrow(hd, (long) heads * d, (long) kvHeads * d));
+                qHeads = Scopes.retain(qkHeads.narrow(last, 0, heads));
+                kHeads = Scopes.retain(qkHeads.narrow(last, heads, kvHeads));
+                qFlat = Scopes.retain(qkv.narrow(last, 0, qd));
+                kFlat = Scopes.retain(qkv.narrow(last, qd, kvd));
+                vFlat = Scopes.retain(qkv.narrow(last, qd + kvd, kvd));
                 // query head i reads kv head i / group, as HF's repeat_kv
                 qGroups = Scopes.retain(single ? qHeads.view(kvHeads, group, d) : qHeads.view(rows, kvHeads, group, d));
-                kSlot = Scopes.retain(kHeads.unsqueeze(hd + 1));  // [.., kvHeads, 1, d]
-                v = Scopes.retain(torch.empty(single ? new long[]{(long) kvHeads * d} : new long[]{rows, (long) kvHeads * d},
-                        f32, null));
-                vSlot = Scopes.retain(single ? v.view(kvHeads, 1, d) : v.view(rows, kvHeads, 1, d));
+                Tensor kv = qkv.narrow(last, qd, 2 * kvd);
+                // [2, (rows,) kvHeads, 1, d]: the layout of one slot of the stacked cache
+                kvSlot = Scopes.retain(single ? kv.view(2, kvHeads, 1, d)
+                        : kv.view(rows, 2, kvHeads, 1, d).permute(1, 0, 2, 3, 4));
                 long inter = c.intermediateSize();
                 gate = Scopes.retain(torch.empty(single ? new long[]{inter} : new long[]{rows, inter}, f32, null));
                 up = Scopes.retain(torch.empty(single ? new long[]{inter} : new long[]{rows, inter}, f32, null));
-                attn = single ? Scopes.retain(torch.empty(new long[]{(long) heads * d}, f32, null)) : null;
+                attn = single ? Scopes.retain(torch.empty(new long[]{qd}, f32, null)) : null;
                 attnGroups = single ? Scopes.retain(attn.view(kvHeads, group, d)) : null;
-                keyRows = new Tensor[keys.length];
-                valueRows = new Tensor[values.length];
-                for (int l = 0; l < keys.length; l++) {
-                    keyRows[l] = Scopes.retain(single ? keys[l].select(0, 0) : keys[l].alias());
-                    valueRows[l] = Scopes.retain(single ? values[l].select(0, 0) : values[l].alias());
+                int layers = keysAndValues.length;
+                cache = new Tensor[layers];
+                keys = new Tensor[layers];
+                values = new Tensor[layers];
+                for (int l = 0; l < layers; l++) {
+                    Tensor all = keysAndValues[l];
+                    cache[l] = Scopes.retain(single ? all.select(1, 0) : all.alias());
+                    keys[l] = Scopes.retain(single ? cache[l].select(0, 0).transpose(1, 2) : all.select(0, 0));
+                    values[l] = Scopes.retain(single ? cache[l].select(0, 1) : all.select(0, 1));
                 }
             }
         }
 
         @Override
         public void close() {
-            for (Tensor t : new Tensor[]{qk, qkHeads, qHeads, kHeads, qFlat, kFlat, qGroups, kSlot, v, vSlot, gate, up, attn,
+            for (Tensor t : new Tensor[]{qkv, qkHeads, qHeads, kHeads, qFlat, kFlat, vFlat, qGroups, kvSlot, gate, up, attn,
                     attnGroups}) {
                 if (t != null) t.releaseReference();
             }
-            for (int l = 0; l < keyRows.length; l++) {
-                keyRows[l].releaseReference();
-                valueRows[l].releaseReference();
+            for (Tensor[] ts : new Tensor[][]{cache, keys, values}) {
+                for (Tensor t : ts) t.releaseReference();
             }
         }
     }
@@ -160,13 +169,12 @@ final class DecodeStep {
         Scalar r = rmsFactor(x);
         project(sc.qFlat, w.q(), w.qBias(), h, r);
         project(sc.kFlat, w.k(), w.kBias(), h, r);
-        project(sc.v, w.v(), w.vBias(), h, r);
+        project(sc.vFlat, w.v(), w.vBias(), h, r);
         normAndRotate(w, sc, cos, sinSigned);
         appendToCache(l, sc, past);
-        Tensor keys = sc.keyRows[l].narrow(1, 0, slots), values = sc.valueRows[l].narrow(1, 0, slots);
         // [kvHeads, group, slots]: each kv head's keys against the query heads that read it
-        Tensor scores = torch.baddbmm(attnBias, sc.qGroups, keys.transpose(1, 2), one, scale);
-        torch.bmm_out(sc.attnGroups, torch.softmax(scores, -1), values);
+        Tensor scores = torch.baddbmm(attnBias, sc.qGroups, sc.keys[l].narrow(2, 0, slots), one, scale);
+        torch.bmm_out(sc.attnGroups, torch.softmax(scores, -1), sc.values[l].narrow(1, 0, slots));
         x.addmv_(w.o(), sc.attn);  // the residual, added by the product itself
         if (w.oBias() != null) x.add_(w.oBias());
         h = x.mul(w.postNorm());
@@ -186,13 +194,13 @@ final class DecodeStep {
         Tensor h = x.mul(rmsFactors(x)).mul_(w.inputNorm());  // HF's RMSNorm: (x·factor)·weight
         projectRows(sc.qFlat, t[0], w.qBias(), h);
         projectRows(sc.kFlat, t[1], w.kBias(), h);
-        projectRows(sc.v, t[2], w.vBias(), h);
+        projectRows(sc.vFlat, t[2], w.vBias(), h);
         normAndRotate(w, sc, cos, sinSigned);
         appendToCache(l, sc, past);
         // the query heads of a kv head go in as its rows: one query attends to the same slots
         // whatever its row, and LibTorch's CPU attention then reads each kv head once
-        Tensor a = torch.scaled_dot_product_attention(sc.qGroups, sc.keyRows[l].narrow(2, 0, slots),
-                sc.valueRows[l].narrow(2, 0, slots), attnBias, 0.0, false, noScale, false);
+        Tensor a = torch.scaled_dot_product_attention(sc.qGroups, sc.keys[l].narrow(2, 0, slots),
+                sc.values[l].narrow(2, 0, slots), attnBias, 0.0, false, noScale, false);
         x.addmm_(a.reshape(sc.rows, -1), t[3]);  // the residual, added by the product itself
         if (w.oBias() != null) x.add_(w.oBias());
         h = x.mul(rmsFactors(x)).mul_(w.postNorm());
@@ -216,9 +224,9 @@ final class DecodeStep {
         sc.qkHeads.mul_(cos).addcmul_(rot, sinSigned);
     }
 
+    /** k (rotated) and v of this step into slot {@code past} of layer l's stacked cache, one copy. */
     private void appendToCache(int l, Scratch sc, long past) {
-        sc.keyRows[l].narrow(sc.slotDim, past, 1).copy_(sc.kSlot);
-        sc.valueRows[l].narrow(sc.slotDim, past, 1).copy_(sc.vSlot);
+        sc.cache[l].narrow(sc.slotDim, past, 1).copy_(sc.kvSlot);
     }
 
     /** out = bias + alpha·(w·h), into out. */

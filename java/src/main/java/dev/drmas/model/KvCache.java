@@ -11,13 +11,15 @@ import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
- * Per layer K and V of shape [batch, kvHeads, capacity, headDim]. {@link #length()} slots are
+ * Per layer K and V of shape [batch, kvHeads, capacity, headDim], the two halves of one
+ * [2, batch, kvHeads, capacity, headDim] tensor (so that a decoding step writes a slot of both
+ * with one copy). {@link #length()} slots are
  * filled; a forward with the cache writes its T new keys and values at slots
  * [length, length + T) and advances length by T. {@link #reset()} makes the cache reusable for
  * another batch of the same size. The tensors are owned by this object: {@link #close()} frees them.
  */
 public final class KvCache implements AutoCloseable {
-    private final Tensor[] keys, values;
+    private final Tensor[] keysAndValues, keys, values;
     private final long batch, capacity, kvHeads, headDim;
     private final ScalarType dtype;
     private long length;
@@ -32,14 +34,16 @@ public final class KvCache implements AutoCloseable {
         this.kvHeads = c.numKvHeads();
         this.headDim = c.headDim();
         this.dtype = dtype;
+        keysAndValues = new Tensor[c.numLayers()];
         keys = new Tensor[c.numLayers()];
         values = new Tensor[c.numLayers()];
         try (PointerScope scope = new PointerScope()) {
-            long[] shape = {batch, kvHeads, capacity, headDim};
+            long[] shape = {2, batch, kvHeads, capacity, headDim};
             for (int l = 0; l < keys.length; l++) {
                 // zeros, not empty: slots never written stay finite
-                keys[l] = Scopes.retain(torch.zeros(shape, new TensorOptions(dtype)).to(device, dtype));
-                values[l] = Scopes.retain(torch.zeros(shape, new TensorOptions(dtype)).to(device, dtype));
+                keysAndValues[l] = Scopes.retain(torch.zeros(shape, new TensorOptions(dtype)).to(device, dtype));
+                keys[l] = Scopes.retain(keysAndValues[l].select(0, 0));
+                values[l] = Scopes.retain(keysAndValues[l].select(0, 1));
             }
         }
     }
@@ -70,6 +74,11 @@ public final class KvCache implements AutoCloseable {
         return values[layer];
     }
 
+    /** [2, batch, kvHeads, capacity, headDim]: keys(layer) and values(layer) stacked. */
+    Tensor keysAndValues(int layer) {
+        return keysAndValues[layer];
+    }
+
     /** Checks that a forward of [b, t] tokens of a model shaped like {@code c} fits. */
     void checkFits(ModelConfig c, ScalarType modelDtype, long b, long t) {
         if (keys.length != c.numLayers() || kvHeads != c.numKvHeads() || headDim != c.headDim() || dtype != modelDtype) {
@@ -86,7 +95,7 @@ public final class KvCache implements AutoCloseable {
 
     /** The buffers of {@link DecodeStep} for this cache, made on first use and freed by close(). */
     DecodeStep.Scratch decodeScratch(ModelConfig c) {
-        if (decode == null) decode = new DecodeStep.Scratch(c, keys, values);
+        if (decode == null) decode = new DecodeStep.Scratch(c, keysAndValues);
         return decode;
     }
 
@@ -99,9 +108,10 @@ public final class KvCache implements AutoCloseable {
         if (decode != null) decode.close();
         decode = null;
         for (int l = 0; l < keys.length; l++) {
-            if (keys[l] != null) keys[l].releaseReference();
-            if (values[l] != null) values[l].releaseReference();
-            keys[l] = values[l] = null;
+            for (Tensor t : new Tensor[]{keys[l], values[l], keysAndValues[l]}) {
+                if (t != null) t.releaseReference();
+            }
+            keys[l] = values[l] = keysAndValues[l] = null;
         }
     }
 }

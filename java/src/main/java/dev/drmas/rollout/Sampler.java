@@ -47,20 +47,22 @@ public final class Sampler {
         }
         if (rows == 0) return new Draw(new long[0], new float[0]);
         try (PointerScope scope = new PointerScope()) {
-            Tensor x = logits.to(ScalarType.Float);
+            Tensor x = logits.scalar_type() == ScalarType.Float ? logits : logits.to(ScalarType.Float);
             Tensor tokens;
             Tensor logp;
             if (params.greedy()) {
                 tokens = x.argmax(new LongOptional(1), true);  // [B, 1]
                 logp = x.log_softmax(1).gather(1, tokens);
             } else {
-                Tensor scaled = x.div(new Scalar(params.temperature()));
+                // x / 1 is x exactly: a decoding step at batch 1 is a few hundred small calls, so skip it
+                Tensor scaled = params.temperature() == 1.0 ? x : x.div(new Scalar(params.temperature()));
                 Tensor keep = keepMask(scaled, params.topK(), params.topP());
                 Tensor masked = keep == null ? scaled : scaled.masked_fill(keep.logical_not(), new Scalar(Double.NEGATIVE_INFINITY));
                 // CDF in float64 so that a 150K-token vocabulary does not lose the tail
                 Tensor cdf = masked.softmax(1).to(ScalarType.Double).cumsum(1);
                 Tensor total = cdf.narrow(1, vocab - 1, 1);                          // [B, 1]
-                Tensor u = Tensors.doubles(uniforms).to(cdf.device(), ScalarType.Double).unsqueeze(1);
+                Tensor u = Tensors.doubles(uniforms, rows, 1);
+                if (!cdf.is_cpu()) u = u.to(cdf.device(), ScalarType.Double);
                 Tensor target = u.mul(total);
                 // first index whose CDF exceeds the target: a token of positive probability...
                 Tensor idx = torch.searchsorted(cdf, target, false, true, new StringViewOptional(), new TensorOptional());

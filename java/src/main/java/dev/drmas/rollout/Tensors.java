@@ -14,7 +14,13 @@ public final class Tensors {
     }
 
     public static Tensor doubles(double[] a) {
-        Tensor t = torch.empty(new long[] {a.length}, new TensorOptions(ScalarType.Double), null);
+        return doubles(a, a.length);
+    }
+
+    /** {@code a} as a float64 CPU tensor of {@code shape} (whose product is a.length), in one LibTorch call. */
+    public static Tensor doubles(double[] a, long... shape) {
+        Tensor t = torch.empty(shape, new TensorOptions(ScalarType.Double), null);
+        checkFills(t, a.length, shape);
         if (a.length > 0) t.data_ptr_double().put(a);  // data_ptr of an empty tensor is null
         return t;
     }
@@ -32,11 +38,15 @@ public final class Tensors {
     /** {@code a} as an int64 CPU tensor of {@code shape} (whose product is a.length), in one LibTorch call. */
     public static Tensor longs(long[] a, long... shape) {
         Tensor t = torch.empty(shape, new TensorOptions(ScalarType.Long), null);
-        if (t.numel() != a.length) {
-            throw new IllegalArgumentException(a.length + " values do not fill shape " + java.util.Arrays.toString(shape));
-        }
+        checkFills(t, a.length, shape);
         if (a.length > 0) t.data_ptr_long().put(a);
         return t;
+    }
+
+    private static void checkFills(Tensor t, int values, long[] shape) {
+        if (t.numel() != values) {
+            throw new IllegalArgumentException(values + " values do not fill shape " + java.util.Arrays.toString(shape));
+        }
     }
 
     public static long[] toLongs(Tensor t) {

@@ -191,6 +191,8 @@ class SamplerTest {
             assertEquals(6L, t.select(0, 1).select(0, 2).item_long());
             assertArrayEquals(new long[] {1, 2, 3, 4, 5, 6}, Tensors.toLongs(t));
             var e = assertThrows(IllegalArgumentException.class, () -> Tensors.longs(new long[] {1, 2, 3}, 2, 2));
+            assertEquals(0.5, Tensors.doubles(new double[] {0.25, 0.5}, 2, 1).select(0, 1).item_double());
+            assertThrows(IllegalArgumentException.class, () -> Tensors.doubles(new double[] {1}, 2, 1));
             assertTrue(e.getMessage().contains("3 values do not fill shape [2, 2]"), e.getMessage());
         }
     }
