@@ -153,9 +153,20 @@ final class DecodeStep {
         }
         Tensor x = rows == 1 ? torch.embedding(embed, ids).view(-1) : torch.embedding(embed, ids).view(rows, -1);
         if (rows == 1) {
-            Tensor attnBias = floats(bias).view(1, 1, slots);
-            for (int l = 0; l < layers.length; l++) oneRow(l, x, sc, cosT, sinT, attnBias, past, slots);
-            return x.mul(rmsFactor(x)).mul_(finalNorm).view(1, 1, -1);
+            // One LibTorch thread for a single row: its ops are too small for a second thread to pay
+            // for waking it (batched attention products split 4 heads over 2 threads), so one-row
+            // decoding ran 13–16% faster with 1 than with 2 (bench/README.md). Intra-op threads are
+            // OpenMP's per-thread setting, restored at once (0.2 µs for both calls); OpenBLAS's own
+            // threads for the matrix-vector products are not affected.
+            int threads = torch.get_num_threads();
+            if (threads > 1) torch.set_num_threads(1);
+            try {
+                Tensor attnBias = floats(bias).view(1, 1, slots);
+                for (int l = 0; l < layers.length; l++) oneRow(l, x, sc, cosT, sinT, attnBias, past, slots);
+                return x.mul(rmsFactor(x)).mul_(finalNorm).view(1, 1, -1);
+            } finally {
+                if (threads > 1) torch.set_num_threads(threads);
+            }
         }
         TensorOptional attnBias = new TensorOptional(floats(bias).view(rows, 1, 1, slots));
         for (int l = 0; l < layers.length; l++) rowsLayer(l, x, sc, cosT, sinT, attnBias, past, slots);

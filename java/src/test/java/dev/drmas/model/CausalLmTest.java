@@ -325,6 +325,22 @@ class CausalLmTest {
     }
 
     @Test
+    void oneRowDecodingRestoresTheThreadCount() {
+        // a one-row decoding step runs with one intra-op thread and must hand the caller's back
+        int before = torch.get_num_threads();
+        torch.set_num_threads(2);
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN3, VOCAB), 1); KvCache cache = m.newCache(1, 4)) {
+            Tensor ids = longs(1, 2).view(1, 2), mask = longs(1, 1, 1).view(1, 3);
+            m.forward(ids, longs(0, 1).view(1, 2), mask.narrow(1, 0, 2), cache);
+            m.forward(longs(3).view(1, 1), longs(2).view(1, 1), mask, cache);
+            assertEquals(3, cache.length());
+            assertEquals(2, torch.get_num_threads());
+        } finally {
+            torch.set_num_threads(before);
+        }
+    }
+
+    @Test
     void badInputsAreRejectedWithTheirShape() {
         try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN2, VOCAB), 1); KvCache cache = m.newCache(2, 8)) {
             Tensor ids = longs(1, 2, 3, 4).view(2, 2);
