@@ -1,8 +1,9 @@
 // CausalLm.java — the decoder-only transformer of the Qwen2/2.5, Qwen3 and Llama families in
 // LibTorch: embeddings, RMSNorm, rotary embeddings, grouped-query attention, SwiGLU MLP, LM head.
 // Its parameters are an ordered map under HF tensor names, so that loading and saving HF
-// checkpoints is a matter of names; one forward serves batched KV-cache generation and
-// teacher-forced training alike.
+// checkpoints is a matter of names; one forward serves prefill, teacher-forced training and
+// decoding on GPUs, while decoding on the CPU (one new token per row) goes through DecodeStep, the
+// same layers arranged for fewer LibTorch calls and checked against this forward.
 package dev.drmas.model;
 
 import java.io.IOException;
@@ -61,7 +62,7 @@ public final class CausalLm implements AutoCloseable {
     private final Map<String, Tensor> params;
     private final Layer[] layers;
     private final Tensor embed, finalNorm, lmHead, invFreq;
-    // Constants of every forward, made once: at batch-1 decoding a step is a few hundred small
+    // Constants of every forward, made once: with small models a forward is hundreds of small
     // LibTorch calls, each ~3-7 µs through JavaCPP, so calls (allocations of these included)
     // rather than arithmetic set its time (bench/README.md, "Rollout engine").
     private final Scalar two = new Scalar(2.0), rmsEps;
