@@ -69,6 +69,8 @@ public final class CausalLm implements AutoCloseable {
     private final ScalarTypeOptional noDtype = new ScalarTypeOptional();
     private final DoubleOptional noScale = new DoubleOptional();
     private final DecodeStep decodeStep;
+    /** Whether CPU decoding goes through decodeStep; tests turn it off to check the general path too. */
+    boolean decodeStepOn = true;
     private boolean closed;
 
     /** One decoder layer's weights; a null bias or norm is one this family does not have. */
@@ -362,7 +364,7 @@ public final class CausalLm implements AutoCloseable {
 
     private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
         long b = ids.size(0), t = ids.size(1), s = past + t;
-        if (cache != null && t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
+        if (decodeStepOn && cache != null && t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
             return decodeStep.hidden(ids.scalar_type() == ScalarType.Long && ids.is_cpu() ? ids : ids.to(device, ScalarType.Long),
                     pos, mask, cache, past);  // CPU decoding
         }

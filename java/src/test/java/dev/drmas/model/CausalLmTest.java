@@ -280,45 +280,50 @@ class CausalLmTest {
             Tensor ids = all.ids(), mask = all.mask(), pos = CausalLm.positionIds(mask);
             float[] full = toFloats(m.forward(ids, pos, mask, null));
 
-            try (KvCache cache = m.newCache(3, prompt + generated + 2)) {
-                long keysAddress = cache.keys(0).data_ptr().address();
-                for (int round = 0; round < 2; round++) { // the second round reuses the cache after reset()
-                    cache.reset();
-                    List<Tensor> pieces = new ArrayList<>();
-                    // prefill in two chunks (4 + 2 slots), then decode one token per step
-                    int[] steps = {4, 2, 1, 1, 1, 1, 1};
-                    int at = 0;
-                    for (int t : steps) {
-                        pieces.add(m.forward(ids.narrow(1, at, t), pos.narrow(1, at, t), mask.narrow(1, 0, at + t), cache));
-                        at += t;
-                        assertEquals(at, cache.length());
+            // decoding on the CPU goes through DecodeStep; the general path (GPUs, bfloat16) must agree too
+            for (boolean decodeStep : new boolean[]{true, false}) {
+                m.decodeStepOn = decodeStep;
+                String path = decodeStep ? " (DecodeStep)" : " (general path)";
+                try (KvCache cache = m.newCache(3, prompt + generated + 2)) {
+                    long keysAddress = cache.keys(0).data_ptr().address();
+                    for (int round = 0; round < 2; round++) { // the second round reuses the cache after reset()
+                        cache.reset();
+                        List<Tensor> pieces = new ArrayList<>();
+                        // prefill in two chunks (4 + 2 slots), then decode one token per step
+                        int[] steps = {4, 2, 1, 1, 1, 1, 1};
+                        int at = 0;
+                        for (int t : steps) {
+                            pieces.add(m.forward(ids.narrow(1, at, t), pos.narrow(1, at, t), mask.narrow(1, 0, at + t), cache));
+                            at += t;
+                            assertEquals(at, cache.length());
+                        }
+                        float[] incremental = toFloats(torch.cat(new TensorVector(pieces.toArray(new Tensor[0])), 1));
+                        Tolerance.assertClose(name + path + " cached vs full, round " + round, incremental, full, ATOL, RTOL);
+                        assertEquals(keysAddress, cache.keys(0).data_ptr().address(), "the cache was reallocated");
                     }
-                    float[] incremental = toFloats(torch.cat(new TensorVector(pieces.toArray(new Tensor[0])), 1));
-                    Tolerance.assertClose(name + " cached vs full, round " + round, incremental, full, ATOL, RTOL);
-                    assertEquals(keysAddress, cache.keys(0).data_ptr().address(), "the cache was reallocated");
+                    // two more slots fit, three do not
+                    Tensor three = ids.narrow(1, 0, 3);
+                    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                            () -> m.forward(three, pos.narrow(1, 0, 3), torch.ones(new long[]{3, prompt + generated + 3},
+                                    new org.bytedeco.pytorch.TensorOptions(torch.ScalarType.Bool)), cache));
+                    assertTrue(e.getMessage().contains("KV cache is full: 11 + 3 tokens exceed its capacity 13"), e.getMessage());
                 }
-                // two more slots fit, three do not
-                Tensor three = ids.narrow(1, 0, 3);
-                IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-                        () -> m.forward(three, pos.narrow(1, 0, 3), torch.ones(new long[]{3, prompt + generated + 3},
-                                new org.bytedeco.pytorch.TensorOptions(torch.ScalarType.Bool)), cache));
-                assertTrue(e.getMessage().contains("KV cache is full: 11 + 3 tokens exceed its capacity 13"), e.getMessage());
-            }
-            // one row alone: its decoding steps take DecodeStep's one-row path, which
-            // must agree with the full forward of the same row; row 1 is left-padded (4 pad slots
-            // its decoding steps must not attend to)
-            for (int row : new int[]{0, 1}) {
-                Tensor ids1 = ids.narrow(0, row, 1), mask1 = mask.narrow(0, row, 1), pos1 = pos.narrow(0, row, 1);
-                float[] full1 = toFloats(m.forward(ids1, pos1, mask1, null));
-                try (KvCache cache = m.newCache(1, prompt + generated)) {
-                    List<Tensor> pieces = new ArrayList<>();
-                    int at = 0;
-                    for (int t : new int[]{4, 2, 1, 1, 1, 1, 1}) {
-                        pieces.add(m.forward(ids1.narrow(1, at, t), pos1.narrow(1, at, t), mask1.narrow(1, 0, at + t), cache));
-                        at += t;
+                // one row alone: its decoding steps (DecodeStep: its one-row path) must agree with
+                // the full forward of the same row; row 1 is left-padded (4 pad slots
+                // its decoding steps must not attend to)
+                for (int row : new int[]{0, 1}) {
+                    Tensor ids1 = ids.narrow(0, row, 1), mask1 = mask.narrow(0, row, 1), pos1 = pos.narrow(0, row, 1);
+                    float[] full1 = toFloats(m.forward(ids1, pos1, mask1, null));
+                    try (KvCache cache = m.newCache(1, prompt + generated)) {
+                        List<Tensor> pieces = new ArrayList<>();
+                        int at = 0;
+                        for (int t : new int[]{4, 2, 1, 1, 1, 1, 1}) {
+                            pieces.add(m.forward(ids1.narrow(1, at, t), pos1.narrow(1, at, t), mask1.narrow(1, 0, at + t), cache));
+                            at += t;
+                        }
+                        float[] incremental = toFloats(torch.cat(new TensorVector(pieces.toArray(new Tensor[0])), 1));
+                        Tolerance.assertClose(name + path + " row " + row + " alone, cached vs full", incremental, full1, ATOL, RTOL);
                     }
-                    float[] incremental = toFloats(torch.cat(new TensorVector(pieces.toArray(new Tensor[0])), 1));
-                    Tolerance.assertClose(name + " row " + row + " alone, cached vs full", incremental, full1, ATOL, RTOL);
                 }
             }
         }
