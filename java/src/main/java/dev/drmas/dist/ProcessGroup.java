@@ -170,21 +170,7 @@ public final class ProcessGroup implements Collective {
     public void sumTensors(List<Tensor> tensors, String what) {
         if (tensors.isEmpty()) return;
         try (PointerScope scope = new PointerScope()) {
-            // buckets of consecutive tensors of one dtype, about bucketBytes each: few large messages
-            List<List<Tensor>> buckets = new ArrayList<>();
-            List<Tensor> cur = new ArrayList<>();
-            long bytes = 0;
-            for (Tensor t : tensors) {
-                long b = t.numel() * t.element_size();
-                if (!cur.isEmpty() && (bytes + b > bucketBytes || cur.get(0).scalar_type() != t.scalar_type())) {
-                    buckets.add(cur);
-                    cur = new ArrayList<>();
-                    bytes = 0;
-                }
-                cur.add(t);
-                bytes += b;
-            }
-            buckets.add(cur);
+            List<List<Tensor>> buckets = buckets(tensors, bucketBytes);
             List<Tensor> flats = new ArrayList<>(buckets.size());
             for (List<Tensor> b : buckets) flats.add(torch.flatten_dense_tensors(new TensorVector(b.toArray(Tensor[]::new))));
             run(what, flats);
@@ -194,6 +180,29 @@ public final class ProcessGroup implements Collective {
                 for (int j = 0; j < b.size(); j++) b.get(j).copy_(parts.get(j));
             }
         }
+    }
+
+    /**
+     * Consecutive tensors of one dtype, about {@code bucketBytes} each (a tensor larger than that
+     * alone): few large messages instead of one per tensor.
+     */
+    static List<List<Tensor>> buckets(List<Tensor> tensors, long bucketBytes) {
+        List<List<Tensor>> buckets = new ArrayList<>();
+        List<Tensor> cur = new ArrayList<>();
+        long bytes = 0;
+        for (Tensor t : tensors) {
+            long b = t.numel() * t.element_size();
+            // intern(): scalar_type() returns a fresh enum object each call, so == never holds without it
+            if (!cur.isEmpty() && (bytes + b > bucketBytes || cur.get(0).scalar_type().intern() != t.scalar_type().intern())) {
+                buckets.add(cur);
+                cur = new ArrayList<>();
+                bytes = 0;
+            }
+            cur.add(t);
+            bytes += b;
+        }
+        if (!cur.isEmpty()) buckets.add(cur);
+        return buckets;
     }
 
     @Override

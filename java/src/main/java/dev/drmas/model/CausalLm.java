@@ -365,7 +365,7 @@ public final class CausalLm implements AutoCloseable {
     private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
         long b = ids.size(0), t = ids.size(1), s = past + t;
         if (decodeStepOn && cache != null && t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
-            return decodeStep.hidden(ids.scalar_type() == ScalarType.Long && ids.is_cpu() ? ids : ids.to(device, ScalarType.Long),
+            return decodeStep.hidden(ids.scalar_type().intern() == ScalarType.Long && ids.is_cpu() ? ids : ids.to(device, ScalarType.Long),
                     pos, mask, cache, past);  // CPU decoding
         }
         Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);

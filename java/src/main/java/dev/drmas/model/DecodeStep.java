@@ -289,7 +289,7 @@ final class DecodeStep {
 
     /** The values of an integer or bool tensor, row-major (a CPU int64 one is read in place). */
     private static long[] cpuLongs(Tensor t) {
-        boolean ready = t.is_cpu() && t.scalar_type() == ScalarType.Long && t.is_contiguous();
+        boolean ready = t.is_cpu() && t.scalar_type().intern() == ScalarType.Long && t.is_contiguous();
         Tensor c = ready ? t : t.cpu().to(ScalarType.Long).contiguous();
         long[] a = new long[(int) c.numel()];
         if (a.length > 0) c.data_ptr_long().get(a);

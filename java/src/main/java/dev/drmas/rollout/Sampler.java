@@ -47,7 +47,7 @@ public final class Sampler {
         }
         if (rows == 0) return new Draw(new long[0], new float[0]);
         try (PointerScope scope = new PointerScope()) {
-            Tensor x = logits.scalar_type() == ScalarType.Float ? logits : logits.to(ScalarType.Float);
+            Tensor x = logits.scalar_type().intern() == ScalarType.Float ? logits : logits.to(ScalarType.Float);
             Tensor tokens;
             Tensor logp;
             if (params.greedy()) {

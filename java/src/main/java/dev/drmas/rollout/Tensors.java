@@ -66,6 +66,6 @@ public final class Tensors {
     }
 
     private static boolean ready(Tensor t, ScalarType type) {
-        return t.is_cpu() && t.scalar_type() == type && t.is_contiguous();
+        return t.is_cpu() && t.scalar_type().intern() == type && t.is_contiguous();
     }
 }

@@ -26,6 +26,26 @@ import org.bytedeco.pytorch.Tensor;
 import org.junit.jupiter.api.Test;
 
 class ProcessGroupTest {
+    @Test
+    void bucketsGroupConsecutiveTensorsOfOneDtypeUpToTheSize() {
+        try (PointerScope scope = new PointerScope()) {
+            Tensor f1 = org.bytedeco.pytorch.global.torch.zeros(10), f2 = org.bytedeco.pytorch.global.torch.zeros(10);
+            Tensor d = org.bytedeco.pytorch.global.torch.zeros(5).to(org.bytedeco.pytorch.global.torch.ScalarType.Double);
+            Tensor f3 = org.bytedeco.pytorch.global.torch.zeros(10);
+            List<Tensor> all = List.of(f1, f2, d, f3);  // 40 bytes each
+            // 100-byte buckets: the two float tensors share one, the double splits the run
+            assertEquals(List.of(2, 1, 1), sizes(ProcessGroup.buckets(all, 100)));
+            assertEquals(List.of(1, 1, 1, 1), sizes(ProcessGroup.buckets(all, 60)));
+            assertEquals(List.of(2), sizes(ProcessGroup.buckets(List.of(f1, f3), 1 << 20)));
+        }
+    }
+
+    private static List<Integer> sizes(List<List<Tensor>> buckets) {
+        List<Integer> n = new ArrayList<>();
+        for (List<Tensor> b : buckets) n.add(b.size());
+        return n;
+    }
+
     static int freePort() throws Exception {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
