@@ -89,6 +89,8 @@ public final class GenerationBench {
         int n = batches.size();
         List<List<Request>> reqs = new ArrayList<>();
         int[] recomputeRepeats = new int[n];
+        double[][] tk = new double[n][repeats], tr = new double[n][];
+        long[][] tokens = new long[n][2];
         for (int i = 0; i < n; i++) {
             int batch = batches.get(i);
             SplittableRandom rng = new SplittableRandom(batch);
@@ -100,12 +102,10 @@ public final class GenerationBench {
             }
             reqs.add(rows);
             recomputeRepeats[i] = !recomputeBatches.contains(batch) ? 0 : batch <= 1 ? repeats : Math.min(repeats, 2);
+            tr[i] = new double[recomputeRepeats[i]];
             g.generate(rows, kv);
             if (recomputeRepeats[i] > 0) g.generate(rows, recompute);
         }
-        double[][] tk = new double[n][repeats], tr = new double[n][];
-        long[][] tokens = new long[n][2];
-        for (int i = 0; i < n; i++) tr[i] = new double[recomputeRepeats[i]];
         for (int round = 0; round < repeats; round++) {
             for (int i = 0; i < n; i++) {
                 tk[i][round] = timed(g, reqs.get(i), kv, tokens[i], 0);

@@ -6,7 +6,7 @@
 package dev.drmas.dist;
 
 import dev.drmas.config.DistributedConfig;
-import dev.drmas.rollout.Tensors;
+import dev.drmas.model.Tensors;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

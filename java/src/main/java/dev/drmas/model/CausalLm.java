@@ -105,7 +105,7 @@ public final class CausalLm implements AutoCloseable {
         float[] f32 = new float[f.length];
         for (int i = 0; i < f.length; i++) f32[i] = (float) f[i];
         try (PointerScope scope = new PointerScope()) {
-            invFreq = Scopes.retain(DecodeStep.floats(f32).to(device, ScalarType.Float));
+            invFreq = Scopes.retain(Tensors.floats(f32).to(device, ScalarType.Float));
         }
         decodeStep = new DecodeStep(config, layers, embed, finalNorm, f32);
     }

@@ -140,13 +140,13 @@ final class DecodeStep {
         // the per-step inputs are read into Java and made there: a handful of numbers, for which
         // the dozen LibTorch calls of the general path cost more than a layer's arithmetic
         float[] bias = new float[(int) (rows * slots)];
-        long[] valid = cpuLongs(mask), pos = cpuLongs(positions);
+        long[] valid = Tensors.toLongs(mask), pos = Tensors.toLongs(positions);
         for (int r = 0; r < rows; r++) {
             for (int j = 0; j < past; j++) bias[(int) (r * slots + j)] = valid[(int) (r * slots + j)] != 0 ? 0f : Float.NEGATIVE_INFINITY;
         }
         float[] cos = new float[rows * d], sin = new float[rows * d];
         for (int r = 0; r < rows; r++) angles(pos[r], cos, sin, r * d);
-        Tensor cosT = floats(cos), sinT = floats(sin);
+        Tensor cosT = Tensors.floats(cos), sinT = Tensors.floats(sin);
         if (rows > 1) {
             cosT = cosT.view(rows, 1, d);  // broadcast over the heads of a row
             sinT = sinT.view(rows, 1, d);
@@ -161,14 +161,14 @@ final class DecodeStep {
             int threads = torch.get_num_threads();
             if (threads > 1) torch.set_num_threads(1);
             try {
-                Tensor attnBias = floats(bias).view(1, 1, slots);
+                Tensor attnBias = Tensors.floats(bias).view(1, 1, slots);
                 for (int l = 0; l < layers.length; l++) oneRow(l, x, sc, cosT, sinT, attnBias, past, slots);
                 return x.mul(rmsFactor(x)).mul_(finalNorm).view(1, 1, -1);
             } finally {
                 if (threads > 1) torch.set_num_threads(threads);
             }
         }
-        TensorOptional attnBias = new TensorOptional(floats(bias).view(rows, 1, 1, slots));
+        TensorOptional attnBias = new TensorOptional(Tensors.floats(bias).view(rows, 1, 1, slots));
         for (int l = 0; l < layers.length; l++) rowsLayer(l, x, sc, cosT, sinT, attnBias, past, slots);
         return x.mul(rmsFactors(x)).mul_(finalNorm).view(rows, 1, -1);
     }
@@ -278,22 +278,6 @@ final class DecodeStep {
             sin[at + i] = -s;
             sin[at + i + h] = s;
         }
-    }
-
-    /** A float32 CPU tensor [a.length] holding {@code a}, in the caller's scope. */
-    static Tensor floats(float[] a) {
-        Tensor t = torch.empty(new long[]{a.length}, new TensorOptions(ScalarType.Float), null);
-        if (a.length > 0) t.data_ptr_float().put(a);  // data_ptr of an empty tensor is null
-        return t;
-    }
-
-    /** The values of an integer or bool tensor, row-major (a CPU int64 one is read in place). */
-    private static long[] cpuLongs(Tensor t) {
-        boolean ready = t.is_cpu() && t.scalar_type().intern() == ScalarType.Long && t.is_contiguous();
-        Tensor c = ready ? t : t.cpu().to(ScalarType.Long).contiguous();
-        long[] a = new long[(int) c.numel()];
-        if (a.length > 0) c.data_ptr_long().get(a);
-        return a;
     }
 
     void close() {

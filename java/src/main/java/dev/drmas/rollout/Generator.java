@@ -6,6 +6,7 @@ package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.KvCache;
+import dev.drmas.model.Tensors;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

@@ -4,6 +4,7 @@
 // then gets the same tokens whatever batch, rank or world size it runs in.
 package dev.drmas.rollout;
 
+import dev.drmas.model.Tensors;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.Scalar;

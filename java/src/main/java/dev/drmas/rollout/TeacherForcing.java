@@ -6,6 +6,7 @@ package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Scopes;
+import dev.drmas.model.Tensors;
 import java.util.List;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Scalar;

@@ -14,6 +14,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
+import dev.drmas.model.Tensors;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

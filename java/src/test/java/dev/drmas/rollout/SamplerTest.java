@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.model.Tensors;
 import java.util.Set;
 import java.util.TreeSet;
 import org.bytedeco.javacpp.PointerScope;

@@ -5,7 +5,7 @@ package dev.drmas.train;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
-import dev.drmas.rollout.Tensors;
+import dev.drmas.model.Tensors;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;

@@ -14,7 +14,7 @@ import dev.drmas.algo.LossConfig;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
-import dev.drmas.rollout.Tensors;
+import dev.drmas.model.Tensors;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;

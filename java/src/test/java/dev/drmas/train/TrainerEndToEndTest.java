@@ -13,7 +13,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.config.RunConfig;
 import dev.drmas.model.CausalLm;
-import dev.drmas.rollout.Tensors;
+import dev.drmas.model.Tensors;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.file.Files;

@@ -1,8 +1,9 @@
 // Tensors.java — copies between Java arrays and CPU tensors for the small per-step transfers of the
-// rollout engine and the trainer (uniforms, offsets, advantages in; tokens and log-probs out).
+// model's decoding step, the rollout engine and the trainer (masks, positions, uniforms, offsets,
+// advantages in; tokens and log-probs out).
 // Device tensors are moved to the CPU first; everything made here belongs to the caller's
 // PointerScope.
-package dev.drmas.rollout;
+package dev.drmas.model;
 
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -19,8 +20,8 @@ public final class Tensors {
 
     /** {@code a} as a float64 CPU tensor of {@code shape} (whose product is a.length), in one LibTorch call. */
     public static Tensor doubles(double[] a, long... shape) {
+        checkFills(a.length, shape);
         Tensor t = torch.empty(shape, new TensorOptions(ScalarType.Double), null);
-        checkFills(t, a.length, shape);
         if (a.length > 0) t.data_ptr_double().put(a);  // data_ptr of an empty tensor is null
         return t;
     }
@@ -37,14 +38,20 @@ public final class Tensors {
 
     /** {@code a} as an int64 CPU tensor of {@code shape} (whose product is a.length), in one LibTorch call. */
     public static Tensor longs(long[] a, long... shape) {
+        checkFills(a.length, shape);
         Tensor t = torch.empty(shape, new TensorOptions(ScalarType.Long), null);
-        checkFills(t, a.length, shape);
         if (a.length > 0) t.data_ptr_long().put(a);
         return t;
     }
 
-    private static void checkFills(Tensor t, int values, long[] shape) {
-        if (t.numel() != values) {
+    /** Before allocating: a shape the values do not fill is the caller's mistake, not an allocation to try. */
+    private static void checkFills(int values, long[] shape) {
+        long n = 1;
+        for (long d : shape) {
+            if (d < 0) n = -1;
+            if (n >= 0) n *= d;
+        }
+        if (n != values) {
             throw new IllegalArgumentException(values + " values do not fill shape " + java.util.Arrays.toString(shape));
         }
     }
