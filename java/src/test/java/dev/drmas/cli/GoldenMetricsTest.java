@@ -1,0 +1,141 @@
+// GoldenMetricsTest.java — the behaviour lock of the redesign: `drmas sft` then `drmas train` on the
+// shipped math and search configs (tiny sizes: 5 steps, short warm start, a small eval before and
+// after) must log the same metrics.jsonl, bit for bit, as the code that recorded the golden files
+// in src/test/resources/golden/ (keys time/* and perf/* and wall_time aside: they are clocks).
+// Floating-point results of LibTorch and OpenBLAS depend on the CPU's vector units, so the files
+// name the CPU features they were recorded on; on a CPU with other features the test is skipped,
+// saying so. Re-record (after a deliberate change of behaviour) with
+//   DRMAS_GOLDEN_RECORD=1 mvn -q -pl bindings,java -am verify -Dtest=GoldenMetricsTest -Dsurefire.failIfNoSpecifiedTests=false
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.TreeSet;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class GoldenMetricsTest {
+    @TempDir
+    Path tmp;
+
+    static final Path GOLDEN = Path.of("src/test/resources/golden");
+    static final boolean RECORD = "1".equals(System.getenv("DRMAS_GOLDEN_RECORD"));
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    static final List<String> COMMON = List.of("run.threads=2", "trainer.steps=5", "trainer.eval_freq=5",
+            "trainer.eval_before_train=true", "trainer.save_freq=0", "metrics.tensorboard=false", "metrics.progress_bar=false",
+            "rollout.tasks_per_step=4", "eval.tasks=6");
+
+    @Test
+    void mathToyLogsTheRecordedMetrics() throws IOException {
+        check("math-toy-drmas", List.of("sft.steps=60", "sft.batch_size=16"));
+    }
+
+    @Test
+    void searchToyLogsTheRecordedMetrics() throws IOException {
+        check("search-toy-drmas", List.of("sft.steps=40", "sft.batch_size=8"));
+    }
+
+    private void check(String name, List<String> extra) throws IOException {
+        Path golden = GOLDEN.resolve(name + ".metrics.jsonl");
+        String cpu = cpuFeatures();
+        if (!RECORD) {
+            assertTrue(Files.isRegularFile(golden), golden + " is missing: record it (see this file's header)");
+            String recordedOn = Files.readAllLines(golden).get(0);
+            assumeTrue(recordedOn.equals(header(cpu)), "golden metrics were recorded on a CPU with other vector units ("
+                    + recordedOn + "; this one: " + header(cpu) + "): LibTorch's results differ in the last bits, so the comparison is skipped");
+        }
+        List<String> args = new ArrayList<>(List.of(Path.of("../configs/" + name + ".yaml").toString(), "run.output_dir=" + tmp));
+        args.addAll(COMMON);
+        args.addAll(extra);
+        Cli.Run sft = Cli.run(concat("sft", args));
+        assertEquals(0, sft.exit(), sft.err());
+        Cli.Run train = Cli.run(concat("train", args));
+        assertEquals(0, train.exit(), train.err());
+        List<String> got = comparable(tmp.resolve(name).resolve("metrics.jsonl"));
+        if (RECORD) {
+            Files.createDirectories(golden.getParent());
+            List<String> out = new ArrayList<>();
+            out.add(header(cpu));
+            out.addAll(got);
+            Files.write(golden, out);
+            return;
+        }
+        List<String> want = Files.readAllLines(golden);
+        want = want.subList(1, want.size());
+        assertEquals(want.size(), got.size(), "lines of metrics.jsonl");
+        for (int i = 0; i < want.size(); i++) {
+            if (!want.get(i).equals(got.get(i))) {
+                assertEquals(want.get(i), got.get(i), "metrics.jsonl line " + (i + 1) + " differs from " + golden + ": "
+                        + firstDifference(JSON.readTree(want.get(i)), JSON.readTree(got.get(i))));
+            }
+        }
+    }
+
+    private static String[] concat(String command, List<String> args) {
+        List<String> all = new ArrayList<>();
+        all.add(command);
+        all.addAll(args);
+        return all.toArray(String[]::new);
+    }
+
+    /** The lines of metrics.jsonl without the clock-dependent keys, keys sorted. */
+    static List<String> comparable(Path metrics) throws IOException {
+        List<String> out = new ArrayList<>();
+        for (String line : Files.readAllLines(metrics)) {
+            JsonNode n = JSON.readTree(line);
+            ObjectNode kept = JSON.createObjectNode();
+            for (String key : new TreeSet<>(iterable(n.fieldNames()))) {
+                if (key.equals("wall_time") || key.startsWith("time/") || key.startsWith("perf/")) continue;
+                kept.set(key, n.get(key));
+            }
+            out.add(JSON.writeValueAsString(kept));
+        }
+        return out;
+    }
+
+    private static String firstDifference(JsonNode want, JsonNode got) {
+        TreeSet<String> keys = new TreeSet<>(iterable(want.fieldNames()));
+        keys.addAll(iterable(got.fieldNames()));
+        for (String k : keys) {
+            if (!String.valueOf(want.get(k)).equals(String.valueOf(got.get(k)))) {
+                return "key " + k + ": recorded " + want.get(k) + ", now " + got.get(k);
+            }
+        }
+        return "(no key differs)";
+    }
+
+    private static List<String> iterable(Iterator<String> it) {
+        List<String> l = new ArrayList<>();
+        it.forEachRemaining(l::add);
+        return l;
+    }
+
+    private static String header(String cpu) {
+        return "# cpu: " + cpu;
+    }
+
+    /** The vector-unit features that decide which kernels LibTorch and OpenBLAS run. */
+    static String cpuFeatures() throws IOException {
+        TreeSet<String> wanted = new TreeSet<>(List.of("avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16"));
+        TreeSet<String> have = new TreeSet<>();
+        for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+            if (!line.startsWith("flags")) continue;
+            for (String f : line.substring(line.indexOf(':') + 1).trim().split("\\s+")) if (wanted.contains(f)) have.add(f);
+            break;
+        }
+        return String.join(" ", have);
+    }
+}
