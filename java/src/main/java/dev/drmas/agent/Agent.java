@@ -25,9 +25,6 @@ import java.util.function.Predicate;
 public record Agent(String id, int index, String modelId, String systemPrompt, PromptTemplate userTemplate,
                     PromptTemplate followUpTemplate, Predicate<String> validity) {
 
-    public static final String SOLVER = "solver";
-    public static final String VERIFIER = "verifier";
-
     public Agent {
         if (id == null || id.isBlank()) throw new IllegalArgumentException("an agent needs a non-blank id");
         if (index < 0) throw new IllegalArgumentException("agent '" + id + "': index " + index + " must be >= 0");
@@ -36,23 +33,6 @@ public record Agent(String id, int index, String modelId, String systemPrompt, P
         }
         Objects.requireNonNull(systemPrompt, () -> "agent '" + id + "': system prompt (use \"\" for none)");
         Objects.requireNonNull(userTemplate, () -> "agent '" + id + "': user template");
-    }
-
-    /** The math solver with short prompts that tiny character-level models can follow. */
-    public static Agent solver(int index, String modelId) {
-        return new Agent(SOLVER, index, modelId, "Solve. Put the final answer in \\boxed{}.",
-                PromptTemplate.of("Q: {question}"),
-                PromptTemplate.of("Q: {question}\nPrevious: {answer}\nVerifier: {verdict}"),
-                text -> text.contains("\\boxed{"));
-    }
-
-    /** The math verifier; its output is valid when the default parser finds a verdict tag. */
-    public static Agent verifier(int index, String modelId) {
-        VerdictParser parser = VerdictParser.verifyTag();
-        return new Agent(VERIFIER, index, modelId,
-                "Check the answer. Reply <verify>approve</verify> or <verify>reject</verify>.",
-                PromptTemplate.of("Q: {question}\nA: {answer}"), null,
-                text -> parser.parse(text) != Verdict.MALFORMED);
     }
 
     public Agent withId(String newId) {

@@ -1,32 +1,39 @@
-// Episode.java — a finished episode: its ids and task, every agent call in order, the action
-// the environment scores (for math, the solver's latest answer; for search, the answerer's reply)
-// and the workflow's counters.
+// Episode.java — a finished episode: its ids and task, every agent call in order, the action the
+// environment scores (math: the solver's latest answer; search: the answerer's reply), whether it
+// ended by an approval, and the workflow's counters by name (verdicts, rounds, tool calls, ...).
 package dev.drmas.agent;
 
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 /**
- * @param steps      the agent calls in the order they happened
- * @param action     the text the environment scores
- * @param approved   whether the episode ended by the verifier's approval (else by the loop limit)
- * @param approvals  verifier replies that said approve
- * @param rejections verifier replies that said reject
- * @param malformed  verifier replies with no verdict (counted here whatever they were taken as)
- * @param loops      rounds in which the episode was active
- * @param toolCalls  tool calls made (search: queries sent to the retriever)
- * @param toolFailures tool calls that failed (search: timeout or error of the retriever)
+ * @param steps    the agent calls in the order they happened
+ * @param action   the text the environment scores
+ * @param approved whether the episode ended by a verifier's approval (math: approve; search: yes,
+ *                 then the answer), else by its turn limit; false in workflows without a verifier
+ * @param counters what the workflow counted, by name; the names every workflow with a verifier
+ *                 uses are {@link #APPROVALS}, {@link #REJECTIONS} and {@link #MALFORMED_VERDICTS}
  */
 public record Episode(int uid, int traj, String question, String answer, List<Step> steps, String action,
-                     boolean approved, int approvals, int rejections, int malformed, int loops, int toolCalls,
-                     int toolFailures) {
+                      boolean approved, Map<String, Integer> counters) {
+    /** Verifier replies that approved (math: approve; search: yes). */
+    public static final String APPROVALS = "approvals";
+    /** Verifier replies that rejected (math: reject; search: no). */
+    public static final String REJECTIONS = "rejections";
+    /** Verifier replies with no verdict, counted here whatever the workflow took them as. */
+    public static final String MALFORMED_VERDICTS = "malformed_verdicts";
+    /** Rounds of the workflow in which the episode was active (math: loops; search: turns). */
+    public static final String ROUNDS = "rounds";
+
     public Episode {
         steps = List.copyOf(steps);
+        counters = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(counters));
     }
 
-    /** An episode of a workflow without tools. */
-    public Episode(int uid, int traj, String question, String answer, List<Step> steps, String action,
-                   boolean approved, int approvals, int rejections, int malformed, int loops) {
-        this(uid, traj, question, answer, steps, action, approved, approvals, rejections, malformed, loops, 0, 0);
+    /** The counter {@code name}; 0 when the workflow never counted it. */
+    public int count(String name) {
+        return counters.getOrDefault(name, 0);
     }
 
     /** The steps of one agent, in order. */

@@ -1,5 +1,5 @@
-// Orchestra.java — a multi-agent workflow over a batch of episodes. The trainer only calls run();
-// a new workflow is one class implementing this, registered by name in Orchestras.
+// Orchestra.java — a multi-agent workflow over a batch of episodes: the agents' turns in its order,
+// batched per agent. The trainer only calls run(); each workflow (dev.drmas.workflow.*) has one.
 package dev.drmas.agent;
 
 import java.util.List;

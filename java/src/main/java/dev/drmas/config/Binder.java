@@ -3,7 +3,8 @@
 // toYaml. The records are the schema: a key is valid iff a component of that name exists; a
 // missing key takes the value of the record's template (its static defaults(), or the enclosing
 // template's component). Errors name the full key path, where the value came from, what was
-// expected and what was found.
+// expected and what was found. Components marked WorkflowSchema.Typed (orchestra.options,
+// data.synthetic) take the record type of the workflow that orchestra.name names.
 package dev.drmas.config;
 
 import dev.drmas.algo.ConfigEnum;
@@ -42,6 +43,38 @@ final class Binder {
         return (RunConfig) bind(RunConfig.class, tree.root, "", RunConfig.defaults());
     }
 
+    // ------------------------------------------------------------------ workflow-typed sections
+
+    private WorkflowSchema workflow;
+
+    /** The workflow that the tree's orchestra.name names (the default one when it names none). */
+    WorkflowSchema workflow() {
+        if (workflow == null) {
+            Object name = tree.root.get("orchestra") instanceof Map<?, ?> o ? o.get("name") : null;
+            String n = name == null ? OrchestraConfig.DEFAULT_WORKFLOW : name.toString();
+            workflow = WorkflowSchema.find(n);
+            if (workflow == null) throw fail("orchestra.name", WorkflowSchema.unknown(n));
+        }
+        return workflow;
+    }
+
+    /** A component's type: its declared one, or for a workflow-typed one the workflow's record (null: it has none). */
+    Type componentType(RecordComponent c) {
+        WorkflowSchema.Typed typed = c.getAnnotation(WorkflowSchema.Typed.class);
+        if (typed == null) return c.getGenericType();
+        return switch (typed.value()) {
+            case OPTIONS -> workflow().optionsType();
+            case SYNTHETIC_DATA -> workflow().syntheticDataType();
+        };
+    }
+
+    /** The static defaults() of a config record; a bug of the record's author when it has none. */
+    static <T> T defaultsOf(Class<T> record) {
+        Object t = template(record);
+        if (t == null) throw new IllegalStateException(record.getName() + " is a config record without a static defaults()");
+        return record.cast(t);
+    }
+
     // ------------------------------------------------------------------ tree -> records
 
     private Object bind(Type type, Object node, String path, Object template) {
@@ -71,10 +104,20 @@ final class Binder {
         for (int i = 0; i < comps.length; i++) {
             types[i] = comps[i].getType();
             String key = keys.get(i);
+            String at = KeyPaths.child(path, key);
+            Type type = componentType(comps[i]);
             Object dflt = template == null ? null : get(comps[i], template);
-            args[i] = map.containsKey(key)
-                    ? bind(comps[i].getGenericType(), map.get(key), KeyPaths.child(path, key), dflt)
-                    : dflt;
+            if (type == null) {  // a workflow-typed section that this workflow does not have
+                if (map.get(key) != null) {
+                    throw fail(at, "workflow '" + workflow().name() + "' has no " + at + " (it has no built-in task generator; "
+                            + "its tasks come from data.source: jsonl)");
+                }
+                args[i] = null;
+                continue;
+            }
+            // the template's section may be another workflow's: then the workflow's own defaults
+            if (type != comps[i].getGenericType() && !raw(type).isInstance(dflt)) dflt = template(raw(type));
+            args[i] = map.containsKey(key) ? bind(type, map.get(key), at, dflt) : dflt;
         }
         return construct(raw, types, args, path);
     }
@@ -205,16 +248,18 @@ final class Binder {
         return known;
     }
 
-    private static void paths(Type type, Object node, Object template, String path, List<String> out) {
+    private void paths(Type type, Object node, Object template, String path, List<String> out) {
         Class<?> raw = raw(type);
         if (raw.isRecord()) {
             RecordComponent[] comps = raw.getRecordComponents();
-            if (template == null) template = template(raw);
+            if (template == null || !raw.isInstance(template)) template = template(raw);
             for (RecordComponent c : comps) {
                 String p = KeyPaths.child(path, snake(c.getName()));
+                Type ct = componentType(c);
+                if (ct == null) continue;
                 out.add(p);
                 Object child = node instanceof Map<?, ?> m ? m.get(snake(c.getName())) : null;
-                paths(c.getGenericType(), child, template == null ? null : get(c, template), p, out);
+                paths(ct, child, template == null ? null : get(c, template), p, out);
             }
         } else if (raw == Map.class) {
             Type value = typeArg(type, 1);

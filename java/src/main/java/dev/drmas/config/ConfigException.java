@@ -23,7 +23,7 @@ public final class ConfigException extends IllegalArgumentException {
     }
 
     /** A problem with {@code key}, as a record's constructor reports it (no origin yet). */
-    static ConfigException at(String key, String problem) {
+    public static ConfigException at(String key, String problem) {
         return new ConfigException(null, key, problem);
     }
 

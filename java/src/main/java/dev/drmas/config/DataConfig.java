@@ -1,6 +1,7 @@
 // DataConfig.java — the `data:` section: where the tasks come from, JSONL files with configurable
-// field names or the built-in generators (the default, so that a run needs no download): synthetic
-// arithmetic for the math workflow, the synthetic knowledge base for the search workflow.
+// field names or the workflow's built-in generator (the default, so that a run needs no download),
+// whose knobs (`data.synthetic`) are a record of the workflow's own: synthetic arithmetic for the
+// math workflows, the synthetic knowledge base for search.
 package dev.drmas.config;
 
 import dev.drmas.algo.ConfigEnum;
@@ -14,11 +15,11 @@ import java.nio.file.Path;
  * @param questionField the JSONL field holding the question; default {@code question}
  * @param answerField   the JSONL field holding the ground-truth answer (a string, a number, or
  *                      for search a list of accepted answers); default {@code answer}
- * @param synthetic     the arithmetic generator's knobs (math, source synthetic)
- * @param knowledgeBase the knowledge base's knobs (search, source synthetic)
+ * @param synthetic     the built-in generator's knobs, of the workflow's type (source synthetic);
+ *                      null for a workflow without a generator
  */
 public record DataConfig(Source source, Path trainFile, Path testFile, String questionField, String answerField,
-                         SyntheticData synthetic, KnowledgeBaseData knowledgeBase) {
+                         @WorkflowSchema.Typed(WorkflowSchema.Part.SYNTHETIC_DATA) Record synthetic) {
 
     public enum Source implements ConfigEnum {
         SYNTHETIC("synthetic"), JSONL("jsonl");
@@ -40,12 +41,27 @@ public record DataConfig(Source source, Path trainFile, Path testFile, String qu
         Check.that(source != Source.JSONL || trainFile != null, "train_file", "is required when data.source is jsonl");
         Check.notBlank(questionField, "question_field");
         Check.notBlank(answerField, "answer_field");
-        Check.given(synthetic, "synthetic");
-        Check.given(knowledgeBase, "knowledge_base");
+    }
+
+    /**
+     * The defaults of workflow {@code workflow}: its generator with default knobs (a workflow
+     * without one has none here, and a run must then set data.source: jsonl).
+     */
+    public static DataConfig defaults(String workflow) {
+        Class<? extends Record> type = WorkflowSchema.named(workflow).syntheticDataType();
+        return new DataConfig(Source.SYNTHETIC, null, null, "question", "answer", type == null ? null : Binder.defaultsOf(type));
     }
 
     public static DataConfig defaults() {
-        return new DataConfig(Source.SYNTHETIC, null, null, "question", "answer", SyntheticData.defaults(),
-                KnowledgeBaseData.defaults());
+        return defaults(OrchestraConfig.DEFAULT_WORKFLOW);
+    }
+
+    /** The generator's knobs as the workflow's record type; a clear error for data.source jsonl. */
+    public <T extends Record> T synthetic(Class<T> type) {
+        if (!type.isInstance(synthetic)) {
+            throw new IllegalStateException("data.synthetic is " + (synthetic == null ? "not set" : "a " + synthetic.getClass().getName())
+                    + ", not " + type.getName());
+        }
+        return type.cast(synthetic);
     }
 }

@@ -1,69 +1,41 @@
-// OrchestraConfig.java — `orchestra:`: which multi-agent workflow runs (registered by name), the
-// settings of the math solver–verifier loop of the paper's reference code, and those of the search
-// workflow (verifier → searcher | answerer) with its retriever.
+// OrchestraConfig.java — `orchestra:`: which multi-agent workflow runs (a name the workflow registry
+// knows: math, search, proposer-aggregator, or one on the class path) and that workflow's own
+// options, a record of the workflow's type bound like any other section (defaults, key-path errors,
+// written back in full to the run's config.yaml).
 package dev.drmas.config;
 
-import dev.drmas.algo.ConfigEnum;
-
 /**
- * @param name             the workflow: {@code math} (default), {@code search}, or another
- *                         registered one
- * @param maxLoops         math: rounds of solver then verifier, &gt;= 1 (the verifier is skipped
- *                         in the last); default 2
- * @param maxTurns         search: turns of verifier then searcher or answerer, &gt;= 1; default 4
- * @param historyLength    search: the latest information blocks shown to the agents, &gt;= 1;
- *                         default 4
- * @param malformedVerdict how a verifier output without a verify tag counts: {@code approve}
- *                         (default, as the reference code; for search: yes, answer now) or
- *                         {@code reject} (search: no, search again)
- * @param invalidPenalty   subtracted from a row's score when its agent's output is malformed
- *                         (solver without \boxed{}, verifier without a verify tag, searcher
- *                         without a search tag, answerer without an answer tag), &gt;= 0; default
- *                         (null) 0.1 for math and 0.01 for search
- * @param retriever        search: where queries go
+ * @param name    the workflow; default {@code math}
+ * @param options the workflow's options ({@code orchestra.options.*}; each workflow documents its
+ *                keys in its options record and in the README)
  */
-public record OrchestraConfig(String name, int maxLoops, int maxTurns, int historyLength,
-                              MalformedVerdict malformedVerdict, Double invalidPenalty, RetrieverConfig retriever) {
-
-    public enum MalformedVerdict implements ConfigEnum {
-        APPROVE("approve"), REJECT("reject");
-
-        private final String configName;
-
-        MalformedVerdict(String configName) {
-            this.configName = configName;
-        }
-
-        @Override
-        public String configName() {
-            return configName;
-        }
-    }
-
-    /** The search workflow's name, whose invalid_penalty defaults to 0.01. */
-    public static final String SEARCH = "search";
+public record OrchestraConfig(String name, @WorkflowSchema.Typed(WorkflowSchema.Part.OPTIONS) Record options) {
+    /** The workflow of a config that names none. */
+    public static final String DEFAULT_WORKFLOW = "math";
 
     public OrchestraConfig {
         Check.notBlank(name, "name");
-        Check.positive(maxLoops, "max_loops");
-        Check.positive(maxTurns, "max_turns");
-        Check.positive(historyLength, "history_length");
-        Check.given(malformedVerdict, "malformed_verdict");
-        if (invalidPenalty != null) Check.nonNegative(invalidPenalty, "invalid_penalty");
-        Check.given(retriever, "retriever");
+        WorkflowSchema w = WorkflowSchema.named(name);
+        Check.given(options, "options");
+        Check.that(w.optionsType().isInstance(options), "options", "is a " + options.getClass().getSimpleName()
+                + ", but workflow '" + name + "' takes " + w.optionsType().getSimpleName());
     }
 
-    /** A math workflow's settings (search settings at their defaults). */
-    public OrchestraConfig(String name, int maxLoops, MalformedVerdict malformedVerdict, double invalidPenalty) {
-        this(name, maxLoops, 4, 4, malformedVerdict, invalidPenalty, RetrieverConfig.defaults());
+    /** The workflow {@code name} with its default options. */
+    public static OrchestraConfig of(String name) {
+        return new OrchestraConfig(name, Binder.defaultsOf(WorkflowSchema.named(name).optionsType()));
     }
 
     public static OrchestraConfig defaults() {
-        return new OrchestraConfig("math", 2, 4, 4, MalformedVerdict.APPROVE, null, RetrieverConfig.defaults());
+        return of(DEFAULT_WORKFLOW);
     }
 
-    /** invalid_penalty as set, else the workflow's default: 0.01 for search (as the paper's search setting), 0.1 otherwise. */
-    public double effectiveInvalidPenalty() {
-        return invalidPenalty != null ? invalidPenalty : name.equals(SEARCH) ? 0.01 : 0.1;
+    /** The options as the workflow's record type (a workflow reads its own options with this). */
+    public <T extends Record> T options(Class<T> type) {
+        if (!type.isInstance(options)) {
+            throw new IllegalStateException("orchestra.options of workflow '" + name + "' are a "
+                    + options.getClass().getName() + ", not " + type.getName());
+        }
+        return type.cast(options);
     }
 }

@@ -79,10 +79,12 @@ final class Overrides {
             String childPath;
             Object key; // String for mappings, Integer for lists
             if (raw.isRecord()) {
+                // a workflow-typed section's template may be another workflow's record
+                if (template != null && !raw.isInstance(template)) template = Binder.template(raw);
                 RecordComponent c = Binder.component(raw, seg);
                 childPath = KeyPaths.child(path, seg);
-                if (c == null) throw unknown(binder, childPath, o);
-                childType = c.getGenericType();
+                if (c == null || binder.componentType(c) == null) throw unknown(binder, childPath, o);
+                childType = binder.componentType(c);
                 childTemplate = template == null ? null : Binder.get(c, template);
                 key = seg;
             } else if (raw == Map.class) {

@@ -62,6 +62,12 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         models = checkModels(models);
         agents = resolveAgents(agents, models);
         checkSharedOptimisers(agents);
+        Class<? extends Record> generator = WorkflowSchema.named(orchestra.name()).syntheticDataType();
+        Check.that(data.source() != DataConfig.Source.SYNTHETIC || generator != null, "data.source", "is synthetic, but workflow '"
+                + orchestra.name() + "' has no built-in task generator: set data.source: jsonl and data.train_file");
+        Check.that(data.synthetic() == null || generator != null && generator.isInstance(data.synthetic()), "data.synthetic",
+                "is a " + (data.synthetic() == null ? "" : data.synthetic().getClass().getSimpleName()) + ", but workflow '"
+                        + orchestra.name() + "' takes " + (generator == null ? "none" : generator.getSimpleName()));
         Check.that(data.source() != DataConfig.Source.JSONL || data.testFile() != null || trainer.evalFreq() == 0,
                 "data.test_file", "is required when data.source is jsonl and trainer.eval_freq > 0 "
                         + "(or set trainer.eval_freq: 0)");

@@ -1,7 +1,7 @@
 // SftConfig.java — `sft:`: the supervised warm start (`drmas sft`) of models trained from
-// scratch, on demonstrations generated from the training tasks: the solver is right with
-// probability solver_correct_prob, so that RL starts from a policy that follows the formats but
-// is far from perfect; verifier labels agree with the demonstrated answers.
+// scratch, on demonstrations that the workflow scripts from the training tasks: their final answers
+// are right with probability correct_prob, so that RL starts from a policy that follows the formats
+// but is far from perfect (math: the solver's answers; search: the answerer's).
 package dev.drmas.config;
 
 /**
@@ -9,15 +9,15 @@ package dev.drmas.config;
  * @param batchSize         demonstrations per step; default 32
  * @param lr                AdamW learning rate (betas, eps and weight decay as the model's
  *                          optim), &gt; 0; default 1e-3
- * @param solverCorrectProb probability that a solver demonstration is right, in [0, 1];
+ * @param correctProb       probability that a demonstration's final answer is right, in [0, 1];
  *                          default 0.7
  */
-public record SftConfig(int steps, int batchSize, double lr, double solverCorrectProb) {
+public record SftConfig(int steps, int batchSize, double lr, double correctProb) {
     public SftConfig {
         Check.positive(steps, "steps");
         Check.positive(batchSize, "batch_size");
         Check.positive(lr, "lr");
-        Check.inRange(solverCorrectProb, 0, 1, false, "solver_correct_prob");
+        Check.inRange(correctProb, 0, 1, false, "correct_prob");
     }
 
     public static SftConfig defaults() {

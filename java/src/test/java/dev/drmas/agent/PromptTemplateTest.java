@@ -29,8 +29,8 @@ class PromptTemplateTest {
     }
 
     @Test
-    void defaultVerdictParserReadsTheLastTag() {
-        VerdictParser p = VerdictParser.verifyTag();
+    void tagVerdictParserReadsTheLastTag() {
+        VerdictParser p = VerdictParser.lastTag("approve", "reject");
         assertEquals(Verdict.APPROVE, p.parse("fine. <verify>approve</verify>"));
         assertEquals(Verdict.REJECT, p.parse("<verify> Reject </verify>"));
         assertEquals(Verdict.APPROVE, p.parse("<verify>reject</verify> wait, no: <verify>approve</verify>"));

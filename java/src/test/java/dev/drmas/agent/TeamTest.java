@@ -12,7 +12,11 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 class TeamTest {
-    static final Agent S = Agent.solver(0, "qwen"), V = Agent.verifier(1, "qwen");
+    static final Agent S = agent("solver", 0, "qwen"), V = agent("verifier", 1, "qwen");
+
+    static Agent agent(String id, int index, String model) {
+        return new Agent(id, index, model, "", PromptTemplate.of("Q: {question}"), null, null);
+    }
 
     static String error(Runnable r) {
         return assertThrows(IllegalArgumentException.class, r::run).getMessage();
@@ -31,7 +35,7 @@ class TeamTest {
 
     @Test
     void nonSharedAndHeterogeneousTeamsHaveAModelPerAgent() {
-        Team t = new Team(List.of(Agent.solver(0, "qwen3-4b"), Agent.verifier(1, "llama-1b")));
+        Team t = new Team(List.of(agent("solver", 0, "qwen3-4b"), agent("verifier", 1, "llama-1b")));
         assertEquals(List.of("qwen3-4b", "llama-1b"), t.models());
         assertFalse(t.isShared("qwen3-4b"));
         assertFalse(t.isShared("llama-1b"));

@@ -213,9 +213,9 @@ class DistributedTrainingTest {
         // are sums per episode merged across ranks); 3 eval tasks split 1/2. With random weights every
         // episode looks alike, so this checks the plumbing (both ranks run the workload, log the same
         // keys and values, and reach the same weights), not the arithmetic of the merge
-        List<String> tiny = new ArrayList<>(List.of("run.name=dps", "run.threads=1", "data.knowledge_base.people=12",
-                "data.knowledge_base.test_size=3", "rollout.tasks_per_step=3", "rollout.rollouts_per_task=2",
-                "rollout.max_new_tokens=6", "orchestra.malformed_verdict=reject", "orchestra.max_turns=2",
+        List<String> tiny = new ArrayList<>(List.of("run.name=dps", "run.threads=1", "data.synthetic.people=12",
+                "data.synthetic.test_size=3", "rollout.tasks_per_step=3", "rollout.rollouts_per_task=2",
+                "rollout.max_new_tokens=6", "orchestra.options.malformed_verdict=reject", "orchestra.options.max_turns=2",
                 "ppo.mini_batch_size=5", "ppo.micro_batch_size=5", "trainer.steps=2", "trainer.eval_freq=2",
                 "trainer.eval_before_train=false", "trainer.save_freq=2", "eval.tasks=3", "eval.k=2",
                 "metrics.progress_bar=false", "metrics.tensorboard=false", "distributed.timeout_s=60"));

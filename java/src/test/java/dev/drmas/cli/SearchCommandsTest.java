@@ -10,11 +10,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.drmas.config.RetrieverConfig;
 import dev.drmas.config.RunConfig;
-import dev.drmas.env.search.Bm25Retriever;
-import dev.drmas.env.search.CorpusFile;
-import dev.drmas.env.search.KnowledgeBase;
+import dev.drmas.workflow.search.Bm25Retriever;
+import dev.drmas.workflow.search.CorpusFile;
+import dev.drmas.workflow.search.KnowledgeBase;
+import dev.drmas.workflow.search.RetrieverOptions;
+import dev.drmas.workflow.search.SearchOptions;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -30,10 +31,10 @@ class SearchCommandsTest {
 
     List<String> tiny() {
         List<String> o = new ArrayList<>(List.of("run.output_dir=" + dir, "run.name=search-e2e",
-                "data.knowledge_base.people=12", "data.knowledge_base.test_size=4",
+                "data.synthetic.people=12", "data.synthetic.test_size=4",
                 "rollout.tasks_per_step=2", "rollout.rollouts_per_task=2", "rollout.max_new_tokens=8",
                 // a random tiny verifier writes no tag: counting that as "no" makes the searcher act too
-                "orchestra.malformed_verdict=reject", "orchestra.max_turns=2",
+                "orchestra.options.malformed_verdict=reject", "orchestra.options.max_turns=2",
                 "ppo.mini_batch_size=8", "ppo.micro_batch_size=8", "trainer.steps=2", "trainer.eval_freq=2", "trainer.eval_before_train=false",
                 "trainer.save_freq=0", "eval.tasks=2", "eval.k=2", "sft.steps=2", "sft.batch_size=4",
                 "metrics.progress_bar=false", "metrics.tensorboard=false"));
@@ -97,13 +98,13 @@ class SearchCommandsTest {
 
     @Test
     void badSearchSettingsNameTheirKey() {
-        Cli.Run r = run("train", List.of("run.output_dir=" + dir, "orchestra.retriever.type=http"));
+        Cli.Run r = run("train", List.of("run.output_dir=" + dir, "orchestra.options.retriever.type=http"));
         assertEquals(1, r.exit(), r.err());
-        assertTrue(r.err().contains("orchestra.retriever.url") && r.err().contains("required"), r.err());
-        r = run("train", List.of("run.output_dir=" + dir, "orchestra.retriever.top_kk=2"));
-        assertTrue(r.err().contains("orchestra.retriever.top_k"), r.err());
-        r = run("train", List.of("run.output_dir=" + dir, "data.knowledge_base.test_size=100000"));
-        assertTrue(r.err().contains("data.knowledge_base.test_size"), r.err());
+        assertTrue(r.err().contains("orchestra.options.retriever.url") && r.err().contains("required"), r.err());
+        r = run("train", List.of("run.output_dir=" + dir, "orchestra.options.retriever.top_kk=2"));
+        assertTrue(r.err().contains("orchestra.options.retriever.top_k"), r.err());
+        r = run("train", List.of("run.output_dir=" + dir, "data.synthetic.test_size=100000"));
+        assertTrue(r.err().contains("data.synthetic.test_size"), r.err());
         r = run("train", List.of("run.output_dir=" + dir, "orchestra.name=serch"));
         assertTrue(r.err().contains("unknown workflow 'serch'") && r.err().contains("search"), r.err());
     }
@@ -122,7 +123,7 @@ class SearchCommandsTest {
                 RunConfig.load(dirc.resolve("search-toy-drmas-heterogeneous.yaml"), List.of()).usedModels());
         assertEquals(dev.drmas.algo.NormMode.GRPO, RunConfig.load(dirc.resolve("search-toy-grpo.yaml"), List.of()).algorithm().mode());
         RunConfig big = RunConfig.load(dirc.resolve("search-qwen2.5-7b.yaml"), List.of());
-        assertEquals(RetrieverConfig.Type.HTTP, big.orchestra().retriever().type());
+        assertEquals(RetrieverOptions.Type.HTTP, big.orchestra().options(SearchOptions.class).retriever().type());
         assertEquals("golden_answers", big.data().answerField());
     }
 }

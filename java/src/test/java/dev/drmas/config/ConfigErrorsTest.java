@@ -40,7 +40,7 @@ class ConfigErrorsTest {
         assertEquals("run.yaml:2: agents[0].modle: unknown key (did you mean agents[0].model?)",
                 fails("agents:\n  - modle: policy\n    id: solver\n"));
         // a key in the wrong section is found by its full path
-        assertEquals("run.yaml:2: ppo.max_loops: unknown key (did you mean orchestra.max_loops?)",
+        assertEquals("run.yaml:2: ppo.max_loops: unknown key (did you mean orchestra.options.max_loops?)",
                 fails("ppo:\n  max_loops: 3\n"));
     }
 
@@ -92,9 +92,11 @@ class ConfigErrorsTest {
             eval: {k: 8, samples: 4}                        | eval.samples: must be 0 (= k) or >= k (8), got 4
             eval: {top_p: 0}                                | eval.top_p: must be in (0, 1], got 0
             algorithm: {eps: 0}                             | algorithm.eps: must be a finite number > 0, got 0
-            orchestra: {max_loops: 0}                       | orchestra.max_loops: must be > 0, got 0
-            orchestra: {invalid_penalty: -0.1}              | orchestra.invalid_penalty: must be a finite number >= 0, got -0.1
-            sft: {solver_correct_prob: 1.5}                 | sft.solver_correct_prob: must be in [0, 1], got 1.5
+            orchestra: {options: {max_loops: 0}}            | orchestra.options.max_loops: must be > 0, got 0
+            orchestra: {options: {invalid_penalty: -0.1}}   | orchestra.options.invalid_penalty: must be a finite number >= 0, got -0.1
+            orchestra: {name: search, options: {max_turns: 0}} | orchestra.options.max_turns: must be > 0, got 0
+            orchestra: {name: serch}                        | orchestra.name: unknown workflow 'serch' (did you mean search?); known workflows: math, search
+            sft: {correct_prob: 1.5}                        | sft.correct_prob: must be in [0, 1], got 1.5
             trainer: {eval_freq: -1}                        | trainer.eval_freq: must be >= 0, got -1
             run: {threads: -2}                              | run.threads: must be >= 0, got -2
             data: {synthetic: {operators: [+, '%']}}        | data.synthetic.operators[1]: '%' is not one of + - * /

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.drmas.algo.NormMode;
 import dev.drmas.model.Family;
+import dev.drmas.workflow.math.ArithmeticData;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,7 +63,7 @@ class OverridesTest {
         RunConfig c = load("models.policy.optim.betas=[0.9, 0.95]", "data.synthetic.operators=[+,-,/]",
                 "ppo.dual_clip=null", "run.name=2024", "ppo.shuffle=false", "trainer.steps=1000");
         assertEquals(List.of(0.9, 0.95), c.optimFor("policy").betas());
-        assertEquals(List.of("+", "-", "/"), c.data().synthetic().operators());
+        assertEquals(List.of("+", "-", "/"), c.data().synthetic(ArithmeticData.class).operators());
         assertNull(c.ppo().dualClip());
         assertEquals("2024", c.run().name(), "a number given for a string is its text");
         assertEquals(false, c.ppo().shuffle());

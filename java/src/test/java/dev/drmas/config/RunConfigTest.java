@@ -20,6 +20,11 @@ import dev.drmas.algo.SingletonPolicy;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
 import dev.drmas.rollout.SamplingParams;
+import dev.drmas.workflow.MalformedVerdict;
+import dev.drmas.workflow.math.ArithmeticData;
+import dev.drmas.workflow.math.MathOptions;
+import dev.drmas.workflow.search.KnowledgeBaseData;
+import dev.drmas.workflow.search.SearchOptions;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -72,7 +77,7 @@ class RunConfigTest {
               - id: checker
                 role: verifier
                 model: verifier_model
-            orchestra: {name: math, max_loops: 3, malformed_verdict: reject, invalid_penalty: 0.2}
+            orchestra: {name: math, options: {max_loops: 3, malformed_verdict: reject, invalid_penalty: 0.2}}
             rollout: {tasks_per_step: 8, rollouts_per_task: 6, temperature: 0.9, top_p: 0.95, top_k: 50,
                       max_new_tokens: 128, max_prompt_tokens: 384}
             algorithm: {mode: agent-mean, global_pooling: rows, eps: 1e-5, std: biased, scale_by_std: false,
@@ -92,7 +97,7 @@ class RunConfigTest {
               reference_model: true
             trainer: {steps: 40, eval_freq: 5, eval_before_train: false, save_freq: 20, log_freq: 2, grad_norm_per_agent: true}
             eval: {tasks: 50, k: 8, samples: 16, temperature: 0.0, top_p: 1.0, top_k: 0}
-            sft: {steps: 10, batch_size: 4, lr: 2e-3, solver_correct_prob: 0.5}
+            sft: {steps: 10, batch_size: 4, lr: 2e-3, correct_prob: 0.5}
             metrics: {jsonl: false, tensorboard: false, progress_bar: false}
             """;
 
@@ -112,11 +117,11 @@ class RunConfigTest {
         assertEquals(List.of(new AgentSpec("solver", "solver", "policy"), new AgentSpec("verifier", "verifier", "policy")),
                 c.agents());
         assertEquals("math", c.orchestra().name());
-        assertEquals(2, c.orchestra().maxLoops());
-        assertEquals(OrchestraConfig.MalformedVerdict.APPROVE, c.orchestra().malformedVerdict());
-        assertEquals(0.1, c.orchestra().effectiveInvalidPenalty(), "math's default penalty");
-        assertEquals(0.01, c.withOverrides(List.of("orchestra.name=search")).orchestra().effectiveInvalidPenalty(),
-                "search's default penalty");
+        assertEquals(MathOptions.defaults(), c.orchestra().options());
+        assertEquals(new MathOptions(2, MalformedVerdict.APPROVE, 0.1), c.orchestra().options(), "math's defaults");
+        RunConfig search = c.withOverrides(List.of("orchestra.name=search", "~orchestra.options", "~data.synthetic"));
+        assertEquals(0.01, search.orchestra().options(SearchOptions.class).invalidPenalty(), "search's default penalty");
+        assertEquals(KnowledgeBaseData.defaults(), search.data().synthetic(), "search's own generator");
         assertEquals(NormConfig.of(NormMode.DRMAS), c.normConfig());
         assertEquals(LossConfig.defaults(), c.lossConfig(), "the loss defaults are the algo package's (verl's)");
         assertEquals(1e-6, c.optimFor("policy").lr());
@@ -137,8 +142,7 @@ class RunConfigTest {
         assertTrue(c.run().resumeNever());
         assertNull(c.run().resumeFrom());
         assertEquals(new DataConfig(DataConfig.Source.JSONL, Path.of("data/train.jsonl"), Path.of("data/test.jsonl"),
-                "problem", "solution", new SyntheticData(3, 1, List.of("+", "*"), true, 100, 10, 9),
-                KnowledgeBaseData.defaults()), c.data());
+                "problem", "solution", new ArithmeticData(3, 1, List.of("+", "*"), true, 100, 10, 9)), c.data());
 
         ModelSpec solver = c.models().get("solver_model");
         assertEquals(new ModelSpec(null, ModelSpec.Init.AUTO, Family.LLAMA,
@@ -159,7 +163,7 @@ class RunConfigTest {
         assertEquals(List.of(c.agent("checker")), c.agentsOf("verifier_model"));
         assertEquals(List.of("solver_model", "verifier_model"), c.usedModels());
 
-        assertEquals(new OrchestraConfig("math", 3, OrchestraConfig.MalformedVerdict.REJECT, 0.2), c.orchestra());
+        assertEquals(new OrchestraConfig("math", new MathOptions(3, MalformedVerdict.REJECT, 0.2)), c.orchestra());
         assertEquals(new RolloutConfig(8, 6, 0.9, 0.95, 50, 128, 384), c.rollout());
         assertEquals(new SamplingParams(0.9, 50, 0.95), c.rollout().sampling());
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
@@ -215,7 +219,7 @@ class RunConfigTest {
     @Test
     void toYamlQuotesStringsThatWouldReadBackAsSomethingElse() {
         RunConfig c = RunConfig.defaults().withOverrides(List.of("run.name='yes'", "run.resume='/tmp/a b/step_10'",
-                "data.question_field='1e-6'", "data.answer_field='null'", "orchestra.name='0x10'",
+                "data.question_field='1e-6'", "data.answer_field='null'", "run.output_dir='0x10'",
                 "data.synthetic.operators=[+, '*', /, '-']", "agents.solver.role='#x: \"y\"'"));
         assertEquals("yes", c.run().name());
         assertEquals(Path.of("/tmp/a b/step_10"), c.run().resumeFrom());

@@ -1,0 +1,97 @@
+// RunningEpisode.java — what every orchestra keeps of an episode while it runs (its start, its steps
+// so far, its counters, its action) and the one batched policy call that all of them make: ask an
+// agent for a turn in each of some episodes, check what the policy returned, record each turn as a
+// step of its episode. Orchestras extend it with their own state (math: the latest answer and
+// verdict; search: the information history).
+package dev.drmas.agent;
+
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Function;
+
+public class RunningEpisode {
+    private final EpisodeInit init;
+    private final List<Step> steps = new ArrayList<>();
+    private final Map<String, Integer> counters = new LinkedHashMap<>();
+    /** The text the environment scores; "" until the workflow sets it. */
+    public String action = "";
+    /** Whether the episode ended by a verifier's approval. */
+    public boolean approved;
+    /** Whether the episode takes no more turns. */
+    public boolean done;
+
+    public RunningEpisode(EpisodeInit init) {
+        this.init = init;
+    }
+
+    public EpisodeInit init() {
+        return init;
+    }
+
+    public List<Step> steps() {
+        return steps;
+    }
+
+    /** Adds one to counter {@code name}. */
+    public void count(String name) {
+        counters.merge(name, 1, Integer::sum);
+    }
+
+    /** Counts a verifier's verdict under the shared names of {@link Episode}. */
+    public void countVerdict(Verdict v) {
+        count(switch (v) {
+            case APPROVE -> Episode.APPROVALS;
+            case REJECT -> Episode.REJECTIONS;
+            case MALFORMED -> Episode.MALFORMED_VERDICTS;
+        });
+    }
+
+    /** Whether {@code agent} has taken a turn in this episode already. */
+    public boolean hasActed(Agent agent) {
+        for (Step s : steps) if (s.agent() == agent.index()) return true;
+        return false;
+    }
+
+    /** The finished episode. */
+    public Episode finish() {
+        return new Episode(init.uid(), init.traj(), init.question(), init.answer(), steps, action, approved, counters);
+    }
+
+    /**
+     * One batched policy call: a turn of {@code agent} in each episode {@code states.get(i)} for i in
+     * {@code which}, in that order, with the prompt {@code prompt} builds for it; each turn is
+     * recorded as a step (its validity checked by the agent) and the turns are returned in order.
+     */
+    public static <S extends RunningEpisode> List<Turn> call(Agent agent, List<S> states, List<Integer> which, int loop,
+                                                            AgentPolicy policy, Function<S, List<Message>> prompt) {
+        List<TurnRequest> requests = new ArrayList<>(which.size());
+        for (int i : which) {
+            S st = states.get(i);
+            requests.add(new TurnRequest(i, st.init().uid(), st.init().traj(), st.steps().size(), loop, prompt.apply(st)));
+        }
+        List<Turn> turns = policy.act(agent, List.copyOf(requests));
+        if (turns == null || turns.size() != requests.size()) {
+            throw new IllegalStateException("policy returned " + (turns == null ? "null" : turns.size() + " turns")
+                    + " for " + requests.size() + " requests of agent '" + agent.id() + "'");
+        }
+        for (int j = 0; j < turns.size(); j++) {
+            Turn t = turns.get(j);
+            if (t == null) {
+                throw new IllegalStateException("policy returned no turn for request " + j + " of agent '" + agent.id() + "'");
+            }
+            TurnRequest r = requests.get(j);
+            List<Step> steps = states.get(r.episode()).steps();
+            steps.add(new Step(agent.index(), steps.size(), loop, r.messages(), t, agent.isValid(t.text())));
+        }
+        return turns;
+    }
+
+    /** The indices of the episodes that are not done, in order. */
+    public static List<Integer> active(List<? extends RunningEpisode> states) {
+        List<Integer> out = new ArrayList<>();
+        for (int i = 0; i < states.size(); i++) if (!states.get(i).done) out.add(i);
+        return out;
+    }
+}

@@ -1,0 +1,76 @@
+// WorkflowSchema.java — what the config layer knows of a workflow: its name and the record types of
+// the two sections whose keys belong to it, `orchestra.options` and `data.synthetic`, so that those
+// keys are bound, defaulted, checked (with key paths and file:line) and written back like every
+// other section. The workflows themselves live above this layer (dev.drmas.workflow); the config
+// layer finds them through the one Catalog that drmas registers with java.util.ServiceLoader.
+package dev.drmas.config;
+
+import java.util.List;
+import java.util.Map;
+import java.util.ServiceLoader;
+import java.util.TreeMap;
+
+public interface WorkflowSchema {
+    /** The name configs use in orchestra.name. */
+    String name();
+
+    /** The record of {@code orchestra.options}; it has a static {@code defaults()}. */
+    Class<? extends Record> optionsType();
+
+    /**
+     * The record of {@code data.synthetic} (the workflow's built-in task generator, with a static
+     * {@code defaults()}), or null when the workflow has none and its tasks come from JSONL only.
+     */
+    default Class<? extends Record> syntheticDataType() {
+        return null;
+    }
+
+    /** The part of a config a {@link Typed} component is: the options or the synthetic data. */
+    enum Part { OPTIONS, SYNTHETIC_DATA }
+
+    /** Marks a config record component whose record type is the workflow's (by orchestra.name). */
+    @java.lang.annotation.Retention(java.lang.annotation.RetentionPolicy.RUNTIME)
+    @java.lang.annotation.Target(java.lang.annotation.ElementType.RECORD_COMPONENT)
+    @interface Typed {
+        Part value();
+    }
+
+    /** Every workflow there is; drmas registers one implementation (the workflow registry). */
+    interface Catalog {
+        List<? extends WorkflowSchema> workflows();
+    }
+
+    /** The workflows on the class path by name, sorted. */
+    static Map<String, WorkflowSchema> all() {
+        Map<String, WorkflowSchema> out = new TreeMap<>();
+        for (Catalog c : Catalogs.LOADED) for (WorkflowSchema w : c.workflows()) out.putIfAbsent(w.name(), w);
+        return out;
+    }
+
+    /** The workflow named {@code name}, or null when there is none. */
+    static WorkflowSchema find(String name) {
+        return all().get(name);
+    }
+
+    /** The workflow named {@code name}; a ConfigException at orchestra.name listing the known ones otherwise. */
+    static WorkflowSchema named(String name) {
+        WorkflowSchema w = find(name);
+        if (w == null) throw ConfigException.at("orchestra.name", unknown(name));
+        return w;
+    }
+
+    /** The problem of an unknown workflow name: the nearest and all known names. */
+    static String unknown(String name) {
+        var names = all().keySet();
+        return "unknown workflow '" + name + "'" + KeyPaths.didYouMean(name, names) + "; known workflows: " + String.join(", ", names);
+    }
+
+    /** The catalogs, loaded once (the class path does not change while a run goes on). */
+    final class Catalogs {
+        static final List<Catalog> LOADED = ServiceLoader.load(Catalog.class, WorkflowSchema.class.getClassLoader())
+                .stream().map(ServiceLoader.Provider::get).map(Catalog.class::cast).toList();
+
+        private Catalogs() {
+        }
+    }
+}

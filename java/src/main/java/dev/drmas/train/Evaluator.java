@@ -1,0 +1,63 @@
+// Evaluator.java — held-out evaluation: every rank runs the workflow on its share of the test tasks,
+// eval.samples times each, with the eval sampling settings on random streams that are the same at
+// every evaluation (same tasks, same seeds: evaluations of a run are comparable), and the correct
+// counts are summed across ranks into avg@n and the unbiased pass@k, plus the workload's metrics.
+package dev.drmas.train;
+
+import dev.drmas.agent.Episode;
+import dev.drmas.config.RunConfig;
+import dev.drmas.dist.Collective;
+import dev.drmas.env.Task;
+import dev.drmas.metrics.PassAtK;
+import dev.drmas.workflow.Workload;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+final class Evaluator {
+    private final RunConfig cfg;
+    private final Workload workload;
+    private final Policies policies;
+    private final Collective dist;
+
+    Evaluator(RunConfig cfg, Workload workload, Policies policies, Collective dist) {
+        this.cfg = cfg;
+        this.workload = workload;
+        this.policies = policies;
+        this.dist = dist;
+    }
+
+    /** avg@n and pass@k on the held-out tasks; empty when there are none. */
+    Map<String, Double> evaluate() {
+        var ec = cfg.eval();
+        List<Task> test = workload.test();
+        List<Task> tasks = ec.tasks() > 0 && ec.tasks() < test.size() ? test.subList(0, ec.tasks()) : test;
+        if (tasks.isEmpty()) return Map.of();
+        int n = ec.samplesPerTask();
+        Shard mine = Shard.of(tasks.size(), dist);  // the correct counts are summed across ranks below
+        List<Task> local = tasks.subList(mine.first(), mine.first() + mine.count());
+        long t0 = System.nanoTime();
+        EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().maxNewTokens(),
+                SamplingStreams.evaluation(), cfg.run().seed() + 7, (long) mine.first() * n);
+        List<Episode> eps = RolloutBatch.run(workload.orchestra(), local, n, policy);
+        double[] hits = new double[tasks.size() * n];
+        for (Episode e : eps) if (workload.reward(local.get(e.uid()), e) == 1.0) hits[(mine.first() * n) + e.traj()] = 1;
+        dist.sum(hits, "the evaluation results");
+        List<PassAtK.Counts> counts = new ArrayList<>();
+        for (int u = 0; u < tasks.size(); u++) {
+            boolean[] correct = new boolean[n];
+            for (int j = 0; j < n; j++) correct[j] = hits[u * n + j] > 0;
+            counts.add(PassAtK.Counts.of(correct));
+        }
+        Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks(ec.k(), n)));
+        StepMetrics.workload("eval/", local, eps, workload, dist, m);
+        m.put("eval/tasks", (double) tasks.size());
+        m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
+        return m;
+    }
+
+    private static int[] ks(int k, int n) {
+        return k == 1 ? new int[] {1} : new int[] {1, Math.min(k, n)};
+    }
+}

@@ -1,0 +1,165 @@
+// StepMetrics.java — a training step's metrics, merged across ranks: the reward and row counts, the
+// verifier's verdict rates (from the episodes' shared verdict counters), the workload's own episode
+// metrics, per agent the score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation
+// (means over groups), per model the PPO statistics, and the phase timings with generation speed.
+// Every sum travels through named Sums, so that no metric is addressed by a hand-kept index.
+package dev.drmas.train;
+
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.Team;
+import dev.drmas.algo.Advantages;
+import dev.drmas.dist.Collective;
+import dev.drmas.dist.Moments;
+import dev.drmas.env.Task;
+import dev.drmas.metrics.PhaseTimer;
+import dev.drmas.workflow.Workload;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+final class StepMetrics {
+    private StepMetrics() {
+    }
+
+    /** What one step produced, for its metrics. */
+    record Step(long number, RolloutBatch batch, Advantages.Result adv, PpoUpdater.Stats[] stats, int truncatedPrompts,
+                PhaseTimer timer, double collectiveSecondsBefore) {
+    }
+
+    static Map<String, Double> of(Step s, Team team, Workload workload, Policies policies, Collective dist) {
+        Map<String, Double> m = new LinkedHashMap<>();
+        RolloutBatch b = s.batch();
+        Sums counts = new Sums(List.of("reward", "episodes", "rows", "approvals", "rejections", "malformed", "truncated", "tokens"));
+        counts.add("reward", b.rewardSum);
+        counts.add("episodes", b.episodes.size());
+        counts.add("rows", b.rows());
+        for (Episode e : b.episodes) {
+            counts.add("approvals", e.count(Episode.APPROVALS));
+            counts.add("rejections", e.count(Episode.REJECTIONS));
+            counts.add("malformed", e.count(Episode.MALFORMED_VERDICTS));
+        }
+        counts.add("truncated", s.truncatedPrompts());
+        counts.add("tokens", b.generatedTokens());
+        counts.allReduce(dist, "the batch counts of step " + s.number());
+        m.put("reward/mean", counts.get("reward") / counts.get("episodes"));
+        m.put("rows", counts.get("rows"));
+        int approvals = (int) counts.get("approvals"), rejections = (int) counts.get("rejections");
+        int malformed = (int) counts.get("malformed"), verdicts = approvals + rejections + malformed;
+        if (verdicts > 0) {
+            m.put("verifier/approve_rate", approvals / (double) verdicts);
+            m.put("verifier/reject_rate", rejections / (double) verdicts);
+            m.put("verifier/malformed_rate", malformed / (double) verdicts);
+        }
+        workload("", b.tasks, b.episodes, workload, dist, m);
+        agents(s, team, dist, m);
+        int mi = 0;
+        for (Policies.Policy p : policies.byId.values()) {
+            PpoUpdater.Stats st = s.stats()[mi++];
+            String pre = "model/" + p.id() + "/";
+            m.put(pre + "pg_loss", st.pgLoss());
+            m.put(pre + "clipfrac", st.clipfrac());
+            m.put(pre + "ppo_kl", st.ppoKl());
+            m.put(pre + "entropy", st.entropy());
+            if (p.reference() != null) m.put(pre + "kl", st.kl());
+            st.agentGradNorms().forEach((a, norm) -> m.put("agent/" + team.agent(a).id() + "/grad_norm", norm));
+            m.put(pre + "grad_norm", st.gradNormMean());
+            m.put(pre + "grad_norm_max", st.gradNormMax());
+            m.put(pre + "skipped_steps", (double) st.skippedSteps());
+            m.put(pre + "lr", p.optim().currentLr());
+        }
+        m.put("prompt_truncated", counts.get("truncated"));
+        m.putAll(s.timer().drain());
+        if (dist.worldSize() > 1) {
+            // this rank's time inside collectives (waiting for slower ranks included)
+            m.put("time/collective_s", dist.collectiveSeconds() - s.collectiveSecondsBefore());
+            // the step's rollout ends when the slowest rank's does
+            double[] slowest = new double[dist.worldSize()];
+            slowest[dist.rank()] = m.getOrDefault("time/rollout_s", 0.0);
+            dist.sum(slowest, "the rollout times of step " + s.number());
+            m.put("time/rollout_s", Arrays.stream(slowest).max().orElse(0));
+        }
+        double rolloutS = m.getOrDefault("time/rollout_s", 0.0);
+        if (rolloutS > 0) m.put("perf/gen_tokens_per_s", (long) counts.get("tokens") / rolloutS);
+        return m;
+    }
+
+    /** Per agent: score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation (means over groups). */
+    private static void agents(Step s, Team team, Collective dist, Map<String, Double> m) {
+        RolloutBatch b = s.batch();
+        float[] adv = s.adv().advantages();
+        double[] d = s.adv().diagnostics();
+        final int k = team.size(), numUids = b.tasks.size(), segs = numUids * k;
+        List<String> keys = new ArrayList<>();
+        for (int a = 0; a < k; a++) for (String f : AGENT_SUMS) keys.add(a + "/" + f);
+        Sums sums = new Sums(keys);
+        Moments[] scores = new Moments[k], advs = new Moments[k];
+        Arrays.fill(scores, Moments.EMPTY);
+        Arrays.fill(advs, Moments.EMPTY);
+        for (int i = 0; i < b.rows(); i++) {
+            int a = b.agent[i];
+            scores[a] = scores[a].plus(b.scores[i]);
+            advs[a] = advs[a].plus(adv[i]);
+            sums.add(a + "/valid", b.steps.get(i).valid() ? 1 : 0);
+            sums.add(a + "/tokens", b.turn(i).responseIds().length);
+        }
+        for (int a = 0; a < k; a++) {
+            for (int g = 0; g < numUids; g++) {
+                int seg = g * k + a;
+                if (d[Advantages.DIAG_AGENT_COUNT * segs + seg] == 0) continue;
+                sums.add(a + "/groups", 1);
+                sums.add(a + "/mu", d[Advantages.DIAG_AGENT_MEAN * segs + seg]);
+                sums.add(a + "/sigma", d[Advantages.DIAG_AGENT_STD * segs + seg]);
+                double f = d[Advantages.DIAG_INFLATION * segs + seg];
+                if (Double.isFinite(f)) {
+                    sums.add(a + "/inflation_groups", 1);
+                    sums.add(a + "/inflation", f);
+                }
+            }
+        }
+        Moments[] mom = new Moments[2 * k];  // merged in one collective: scores and advantages interleaved
+        for (int a = 0; a < k; a++) {
+            mom[2 * a] = scores[a];
+            mom[2 * a + 1] = advs[a];
+        }
+        mom = Moments.allMerge(dist, mom, "the agent moments of step " + s.number());
+        sums.allReduce(dist, "the agent sums of step " + s.number());
+        for (int a = 0; a < k; a++) {
+            String pre = "agent/" + team.agent(a).id() + "/";
+            Moments sc = mom[2 * a], av = mom[2 * a + 1];
+            double cnt = sc.count();
+            if (cnt == 0) continue;
+            m.put(pre + "rows", cnt);
+            m.put(pre + "score_mean", sc.mean());
+            m.put(pre + "score_std", Math.sqrt(sc.variance()));
+            m.put(pre + "adv_mean", av.mean());
+            m.put(pre + "adv_std", Math.sqrt(av.variance()));
+            m.put(pre + "adv_sq_mean", av.variance() + av.mean() * av.mean());  // E[A²], what Lemma 4.2 bounds
+            m.put(pre + "valid_ratio", sums.get(a + "/valid") / cnt);
+            m.put(pre + "response_len", sums.get(a + "/tokens") / cnt);
+            double groups = sums.get(a + "/groups"), inflGroups = sums.get(a + "/inflation_groups");
+            if (groups > 0) {
+                m.put(pre + "mu", sums.get(a + "/mu") / groups);
+                m.put(pre + "sigma", sums.get(a + "/sigma") / groups);
+            }
+            if (inflGroups > 0) m.put(pre + "inflation", sums.get(a + "/inflation") / inflGroups);
+        }
+    }
+
+    private static final List<String> AGENT_SUMS = List.of("valid", "tokens", "groups", "mu", "sigma", "inflation_groups", "inflation");
+
+    /** The workload's metrics per episode ({@code prefix} + name), summed over every rank's episodes. */
+    static void workload(String prefix, List<Task> tasks, List<Episode> episodes, Workload w, Collective dist,
+                         Map<String, Double> m) {
+        Map<String, Double> sums = w.episodeSums(tasks, episodes);
+        double[] v = new double[sums.size() + 1];
+        int i = 0;
+        for (double x : sums.values()) v[i++] = x;
+        v[i] = episodes.size();
+        dist.sum(v, "the " + (prefix.isEmpty() ? "workload" : prefix + " workload") + " metrics");
+        if (v[i] == 0) return;
+        i = 0;
+        for (String key : sums.keySet()) m.put(prefix + key, v[i++] / v[sums.size()]);
+    }
+}

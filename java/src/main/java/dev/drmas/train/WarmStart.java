@@ -1,0 +1,120 @@
+// WarmStart.java — the supervised warm start (`drmas sft`) of models trained from scratch: every
+// model learns from its agents' turns in demonstrations that the workload scripts (formats right,
+// final answers right with probability sft.correct_prob), by token-mean cross-entropy on the
+// responses (which end with the end-of-turn token, so that the models learn to stop); the weights
+// go to runDir/sft/models, where training picks them up as its starting point.
+package dev.drmas.train;
+
+import dev.drmas.agent.Agent;
+import dev.drmas.agent.AgentPolicy;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.Message;
+import dev.drmas.agent.Step;
+import dev.drmas.config.RunConfig;
+import dev.drmas.env.Task;
+import dev.drmas.rollout.TeacherForcing;
+import dev.drmas.workflow.Workload;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
+
+final class WarmStart {
+    private final RunConfig cfg;
+    private final Workload workload;
+    private final Policies policies;
+    private final TaskStream tasks;
+    private final PrintStream log;
+
+    WarmStart(RunConfig cfg, Workload workload, Policies policies, TaskStream tasks, PrintStream log) {
+        this.cfg = cfg;
+        this.workload = workload;
+        this.policies = policies;
+        this.tasks = tasks;
+        this.log = log;
+    }
+
+    /** Trains every model on demonstrations and saves the weights; returns the last loss per model. */
+    Map<String, Double> run(Path runDir) throws IOException {
+        var sc = cfg.sft();
+        Map<String, AdamW> optims = new LinkedHashMap<>();
+        for (Policies.Policy p : policies.byId.values()) {
+            optims.put(p.id(), new AdamW(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0)));
+        }
+        SplittableRandom rng = new SplittableRandom(cfg.run().seed() ^ 0x5F7L);
+        Map<String, Double> last = new LinkedHashMap<>();
+        int every = Math.max(1, sc.steps() / 10);
+        long t0 = System.nanoTime();
+        try {
+            for (int s = 0; s < sc.steps(); s++) {
+                Map<String, List<PpoUpdater.Row>> byModel = demonstrations(sc.batchSize(), sc.correctProb(), rng);
+                for (Policies.Policy p : policies.byId.values()) {
+                    List<PpoUpdater.Row> rows = byModel.getOrDefault(p.id(), List.of());
+                    if (rows.isEmpty()) continue;
+                    last.put("sft/" + p.id() + "/loss", crossEntropyStep(p, optims.get(p.id()), rows));
+                }
+                if ((s + 1) % every == 0 || s + 1 == sc.steps()) {
+                    StringBuilder sb = new StringBuilder(String.format("sft %d/%d", s + 1, sc.steps()));
+                    last.forEach((key, v) -> sb.append(String.format("  %s=%.4f", key, v)));
+                    sb.append(String.format("  (%.0f s)", (System.nanoTime() - t0) / 1e9));
+                    log.println(sb);
+                }
+            }
+        } finally {
+            optims.values().forEach(AdamW::close);
+        }
+        Path dir = runDir.resolve("sft").resolve("models");
+        for (Policies.Policy p : policies.byId.values()) p.model().save(dir.resolve(p.id()));
+        policies.copyTokenizers(dir);
+        log.println("drmas: warm-start weights written to " + dir);
+        return last;
+    }
+
+    /** Demonstration turns (prompt and response tokens) per model for {@code episodes} workflow runs. */
+    private Map<String, List<PpoUpdater.Row>> demonstrations(int episodes, double pCorrect, SplittableRandom rng) {
+        List<Task> batch = tasks.next(episodes);
+        AgentPolicy scripted = workload.demonstrator(batch, pCorrect, rng);
+        Map<String, List<PpoUpdater.Row>> byModel = new LinkedHashMap<>();
+        for (Episode e : RolloutBatch.run(workload.orchestra(), batch, 1, scripted)) {
+            for (Step s : e.steps()) {
+                Agent a = workload.team().agent(s.agent());
+                Policies.Policy p = policies.get(a.modelId());
+                int[] prompt = p.tokenizer().encode(p.chat().render(Message.toMaps(s.prompt()), true));
+                int[] body = p.tokenizer().encode(s.text());
+                int[] resp = Arrays.copyOf(body, body.length + 1);
+                resp[body.length] = p.tokenizer().eosTokenId();  // learn to stop
+                byModel.computeIfAbsent(p.id(), x -> new ArrayList<>()).add(new PpoUpdater.Row(prompt, resp, 0f));
+            }
+        }
+        return byModel;
+    }
+
+    /** One step of token-mean cross-entropy on the responses; returns the loss. */
+    private static double crossEntropyStep(Policies.Policy p, AdamW optim, List<PpoUpdater.Row> rows) {
+        List<int[]> prompts = new ArrayList<>(), responses = new ArrayList<>();
+        for (PpoUpdater.Row r : rows) {
+            prompts.add(r.promptIds());
+            responses.add(r.responseIds());
+        }
+        p.model().setRequiresGrad(true);
+        double loss;
+        try (PointerScope scope = new PointerScope()) {
+            Tensor lp = TeacherForcing.logProbs(p.model(), prompts, responses, 1.0, false).logprobs();
+            Tensor l = lp.mean().neg();
+            loss = l.item_double();
+            l.backward();
+        }
+        double norm = GradNorm.clip(p.model().parameters(), p.gradClip());
+        if (Double.isFinite(norm)) optim.step();
+        optim.zeroGrad();
+        p.model().setRequiresGrad(false);
+        return loss;
+    }
+}

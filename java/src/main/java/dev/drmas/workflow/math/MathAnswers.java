@@ -1,0 +1,308 @@
+// MathAnswers.java — reading a final answer out of a model's text (the last \boxed{...}) and deciding
+// whether two answers are the same. Numbers compare by exact value (BigInteger fractions, decimals
+// converted exactly), so "1/2", "0.5", "\frac{2}{4}" and "-\frac{-1}{2}" agree while "0.33" never
+// equals "1/3"; anything that is not a number compares as a cleaned-up string.
+package dev.drmas.workflow.math;
+
+import java.math.BigDecimal;
+import java.math.BigInteger;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+public final class MathAnswers {
+    private MathAnswers() {
+    }
+
+    private static final String BOX = "\\boxed";
+
+    /**
+     * The content of the last {@code \boxed{...}} in {@code text}, braces balanced (so
+     * {@code \boxed{\frac{1}{2}}} gives {@code \frac{1}{2}}); {@code \boxed 5} (a space and one token)
+     * gives {@code 5}. Empty when there is no box, or when the last one is never closed: a truncated
+     * final answer is no answer, and an earlier box is an abandoned one.
+     */
+    public static Optional<String> lastBoxed(String text) {
+        if (text == null) return Optional.empty();
+        int at = text.lastIndexOf(BOX);
+        while (at >= 0) {
+            int after = at + BOX.length();
+            // \boxedx is some other command: look further back
+            if (after < text.length() && Character.isLetter(text.charAt(after))) {
+                at = text.lastIndexOf(BOX, at - 1);
+                continue;
+            }
+            return boxContent(text, after).map(s -> s.content);
+        }
+        return Optional.empty();
+    }
+
+    private record Span(String content, int end) {}
+
+    // What follows "\boxed" at position `from`: "{...}" (optional blanks before the brace) or one token.
+    private static Optional<Span> boxContent(String text, int from) {
+        int i = from;
+        while (i < text.length() && Character.isWhitespace(text.charAt(i))) i++;
+        if (i < text.length() && text.charAt(i) == '{') {
+            int close = matchingBrace(text, i);
+            return close < 0 ? Optional.empty() : Optional.of(new Span(text.substring(i + 1, close), close + 1));
+        }
+        if (i == from) return Optional.empty(); // "\boxed" at the very end, or followed by a symbol
+        int start = i;
+        while (i < text.length() && !Character.isWhitespace(text.charAt(i)) && text.charAt(i) != '$') i++;
+        return i == start ? Optional.empty() : Optional.of(new Span(text.substring(start, i), i));
+    }
+
+    // Index of the '}' closing the '{' at `open`, or -1. Escaped braces \{ and \} are literal text
+    // in LaTeX (set notation), so they do not count.
+    private static int matchingBrace(String s, int open) {
+        int depth = 0;
+        for (int i = open; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\\') {
+                i++; // skip the escaped character
+            } else if (c == '{') {
+                depth++;
+            } else if (c == '}') {
+                if (--depth == 0) return i;
+            }
+        }
+        return -1;
+    }
+
+    /** True iff both answers are non-empty and equal after {@link #normalize}. */
+    public static boolean equivalent(String predicted, String truth) {
+        if (predicted == null || truth == null) return false;
+        String p = normalize(predicted), t = normalize(truth);
+        return !p.isEmpty() && p.equals(t);
+    }
+
+    /**
+     * The canonical form of an answer. A number (integer, decimal, a/b, \frac, signs anywhere,
+     * parentheses) becomes its reduced fraction: "-1/2", "3", "0". Anything else becomes the text
+     * with delimiters ($, \(, \[), \text-like wrappers, \left/\right, spacing commands, degree and
+     * percent signs, a short "x=" prefix, blanks and a trailing period removed.
+     */
+    public static String normalize(String answer) {
+        String s = clean(answer);
+        Optional<Rational> v = Numbers.parse(s);
+        return v.isPresent() ? v.get().toString() : s;
+    }
+
+    /** The exact value of an answer, when it is a number. */
+    static Optional<Rational> value(String answer) {
+        return Numbers.parse(clean(answer));
+    }
+
+    private static final String[] WRAPPERS = {"\\text", "\\textbf", "\\textit", "\\textrm", "\\mathrm", "\\mathbf",
+        "\\mathit", "\\mbox", "\\boxed"};
+    private static final Pattern LEFT_RIGHT = Pattern.compile("\\\\(left|right)(?![A-Za-z])");
+    private static final Pattern SPACING = Pattern.compile("\\\\[!,;: ]|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
+    private static final Pattern DEGREES = Pattern.compile("\\^\\s*\\{?\\s*\\\\circ\\s*}?");
+    private static final Pattern SHORT_LHS = Pattern.compile("^[A-Za-z](_\\{?[A-Za-z0-9]}?)?=(?!=)(.*)$");
+
+    private static String clean(String answer) {
+        String s = answer.replace('\u2212', '-').trim();
+        s = stripDelimiters(s);
+        s = unwrap(s);
+        s = s.replace("{,}", ",");
+        s = LEFT_RIGHT.matcher(s).replaceAll("");
+        s = replaceFracs(s);
+        s = DEGREES.matcher(s).replaceAll("");
+        s = s.replace("\\%", "").replace("%", "").replace("\\$", "");
+        s = s.replaceAll("\\s+", "");
+        s = stripDelimiters(s);
+        while (s.length() > 1 && s.endsWith(".")) s = s.substring(0, s.length() - 1);
+        // "x=5", "y_1=5": the solver restated the variable; the value is what is asked for
+        Matcher m = SHORT_LHS.matcher(s);
+        if (m.matches() && !m.group(2).isEmpty() && m.group(2).indexOf('=') < 0) s = m.group(2);
+        return s;
+    }
+
+    // \dfrac and \tfrac are \frac with another size; spacing commands and \displaystyle only typeset.
+    private static String replaceFracs(String s) {
+        Matcher m = SPACING.matcher(s);
+        StringBuilder out = new StringBuilder();
+        while (m.find()) m.appendReplacement(out, m.group().endsWith("frac") ? "\\\\frac" : "");
+        m.appendTail(out);
+        return out.toString();
+    }
+
+    // Surrounding $...$, $$...$$, \(...\) and \[...\], repeatedly.
+    private static String stripDelimiters(String s) {
+        while (true) {
+            String t = s;
+            if (t.length() >= 2 && t.startsWith("$") && t.endsWith("$")) {
+                t = t.substring(1, t.length() - 1);
+            } else if (t.length() >= 4 && (t.startsWith("\\(") && t.endsWith("\\)") || t.startsWith("\\[") && t.endsWith("\\]"))) {
+                t = t.substring(2, t.length() - 2);
+            }
+            t = t.trim();
+            if (t.equals(s)) return s;
+            s = t;
+        }
+    }
+
+    // \text{abc} -> abc (and the other wrappers of WRAPPERS), innermost-first is not needed: every
+    // occurrence is replaced by its content until none is left.
+    private static String unwrap(String s) {
+        boolean changed = true;
+        while (changed) {
+            changed = false;
+            for (String w : WRAPPERS) {
+                int from = 0;
+                int at;
+                while ((at = s.indexOf(w, from)) >= 0) {
+                    int after = at + w.length();
+                    if (after < s.length() && Character.isLetter(s.charAt(after))) { // \textstyle, \boxedx
+                        from = after;
+                        continue;
+                    }
+                    int i = after;
+                    while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++;
+                    int close = i < s.length() && s.charAt(i) == '{' ? matchingBrace(s, i) : -1;
+                    if (close < 0) {
+                        from = after;
+                        continue;
+                    }
+                    s = s.substring(0, at) + s.substring(i + 1, close) + s.substring(close + 1);
+                    changed = true;
+                    from = at;
+                }
+            }
+        }
+        return s;
+    }
+
+    /** An exact rational number, reduced, with a positive denominator. */
+    record Rational(BigInteger num, BigInteger den) {
+        Rational {
+            if (den.signum() == 0) throw new ArithmeticException("zero denominator");
+            if (den.signum() < 0) {
+                num = num.negate();
+                den = den.negate();
+            }
+            BigInteger g = num.gcd(den);
+            if (!g.equals(BigInteger.ONE) && g.signum() != 0) {
+                num = num.divide(g);
+                den = den.divide(g);
+            }
+        }
+
+        static Rational of(BigInteger n) {
+            return new Rational(n, BigInteger.ONE);
+        }
+
+        Rational negate() {
+            return new Rational(num.negate(), den);
+        }
+
+        Rational add(Rational o) {
+            return new Rational(num.multiply(o.den).add(o.num.multiply(den)), den.multiply(o.den));
+        }
+
+        Rational divide(Rational o) {
+            return new Rational(num.multiply(o.den), den.multiply(o.num));
+        }
+
+        boolean isInteger() {
+            return den.equals(BigInteger.ONE);
+        }
+
+        @Override
+        public String toString() {
+            return isInteger() ? num.toString() : num + "/" + den;
+        }
+    }
+
+    // A recursive-descent reader of the numeric forms, over a string with no blanks:
+    //   expr    := signed ('/' signed)?             at most one slash: "1/2/3" is not a number
+    //   signed  := ('+' | '-')* primary
+    //   primary := '\frac' arg arg | '(' expr ')' | '{' expr '}' | number
+    //   arg     := '{' expr '}' | digit               (\frac12 is \frac{1}{2})
+    //   number  := digits, thousands groups "1,234", decimals ".5" "2.0", exponent "1e3"
+    // No +, - between terms and no *: "2+3" is an expression, not the answer 5.
+    private static final class Numbers {
+        private static final Pattern NUMBER = Pattern.compile(
+                "(?:\\d{1,3}(?:,\\d{3})+(?![\\d])|\\d+)(?:\\.\\d*)?(?:[eE][+-]?\\d{1,4})?|\\.\\d+(?:[eE][+-]?\\d{1,4})?");
+        private final String s;
+        private int pos;
+
+        private Numbers(String s) {
+            this.s = s;
+        }
+
+        static Optional<Rational> parse(String s) {
+            if (s.isEmpty()) return Optional.empty();
+            Numbers p = new Numbers(s);
+            try {
+                Rational v = p.expr();
+                return v != null && p.pos == s.length() ? Optional.of(v) : Optional.empty();
+            } catch (ArithmeticException e) { // a zero denominator: not a number
+                return Optional.empty();
+            }
+        }
+
+        private Rational expr() {
+            Rational a = signed();
+            if (a == null || !eat('/')) return a;
+            Rational b = signed();
+            return b == null ? null : a.divide(b);
+        }
+
+        private Rational signed() {
+            boolean negative = false;
+            while (pos < s.length() && (s.charAt(pos) == '-' || s.charAt(pos) == '+')) {
+                if (s.charAt(pos) == '-') negative = !negative;
+                pos++;
+            }
+            Rational v = primary();
+            return v == null ? null : negative ? v.negate() : v;
+        }
+
+        private Rational primary() {
+            if (s.startsWith("\\frac", pos)) {
+                pos += 5;
+                Rational n = arg();
+                if (n == null) return null;
+                Rational d = arg();
+                return d == null ? null : n.divide(d);
+            }
+            if (eat('(')) return closed(')');
+            if (eat('{')) return closed('}');
+            return number();
+        }
+
+        private Rational closed(char close) {
+            Rational v = expr();
+            return v != null && eat(close) ? v : null;
+        }
+
+        private Rational arg() {
+            if (eat('{')) return closed('}');
+            if (pos < s.length() && Character.isDigit(s.charAt(pos))) {
+                return Rational.of(BigInteger.valueOf(s.charAt(pos++) - '0'));
+            }
+            return null;
+        }
+
+        private Rational number() {
+            Matcher m = NUMBER.matcher(s).region(pos, s.length());
+            if (!m.lookingAt()) return null;
+            pos = m.end();
+            BigDecimal d = new BigDecimal(m.group().replace(",", ""));
+            BigInteger unscaled = d.unscaledValue();
+            return d.scale() >= 0
+                    ? new Rational(unscaled, BigInteger.TEN.pow(d.scale()))
+                    : Rational.of(unscaled.multiply(BigInteger.TEN.pow(-d.scale())));
+        }
+
+        private boolean eat(char c) {
+            if (pos < s.length() && s.charAt(pos) == c) {
+                pos++;
+                return true;
+            }
+            return false;
+        }
+    }
+}

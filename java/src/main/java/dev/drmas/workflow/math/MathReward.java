@@ -1,0 +1,55 @@
+// MathReward.java — the scores of the math workflows: the episode reward (1 when the last box of the
+// final answer equals the ground truth, else 0), the format checks of each agent's turn (a box for
+// answers, a verdict tag for the verifier) and the verifier's verdict. A row's score is the reward
+// minus the invalid-action penalty (dev.drmas.workflow.InvalidActionPenalty).
+package dev.drmas.workflow.math;
+
+import dev.drmas.agent.Tags;
+import dev.drmas.agent.Verdict;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+public final class MathReward {
+    /** The reference code's invalid-action penalty. */
+    public static final double DEFAULT_INVALID_PENALTY = 0.1;
+
+    private MathReward() {
+    }
+
+    /** 1.0 when the last box of the solver's final text is equivalent to {@code truth}, else 0.0 (no box: 0). */
+    public static double episodeReward(String finalSolverText, String truth) {
+        Optional<String> box = MathAnswers.lastBoxed(finalSolverText);
+        return box.isPresent() && MathAnswers.equivalent(box.get(), truth) ? 1.0 : 0.0;
+    }
+
+    /** A solver turn is valid when it has a closed, non-empty box. */
+    public static boolean solverValid(String solverText) {
+        return MathAnswers.lastBoxed(solverText).filter(s -> !s.isBlank()).isPresent();
+    }
+
+    /** A verifier turn is valid when its verdict is approve or reject. */
+    public static boolean verifierValid(String verifierText) {
+        return parseVerdict(verifierText) != Verdict.MALFORMED;
+    }
+
+    private static final Pattern VERIFY_TAG =
+            Pattern.compile("<\\s*verify\\s*>(.*?)<\\s*/\\s*verify\\s*>", Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
+
+    /**
+     * The verdict of the last {@code <verify>...</verify>} tag: its content, trimmed and with case
+     * ignored, must be "approve" or "reject"; no tag, or a last tag with other content, is
+     * MALFORMED. The last tag wins because a model that changes its mind states the final
+     * verdict last.
+     */
+    public static Verdict parseVerdict(String verifierText) {
+        if (verifierText == null) return Verdict.MALFORMED;
+        String last = Tags.last(VERIFY_TAG, verifierText);
+        if (last == null) return Verdict.MALFORMED;
+        return switch (last.strip().toLowerCase(Locale.ROOT)) {
+            case "approve" -> Verdict.APPROVE;
+            case "reject" -> Verdict.REJECT;
+            default -> Verdict.MALFORMED;
+        };
+    }
+}

@@ -1,0 +1,106 @@
+// MathWorkload.java — the math solver–verifier workload: synthetic arithmetic or JSONL problems, the
+// solver's last \boxed{} answer checked for exact rational equivalence, and demonstrations in which
+// the solver is right with some probability and the verifier judges it correctly. The team comes
+// from the config's agents (roles solver and verifier, the verifier optional with max_loops 1).
+package dev.drmas.workflow.math;
+
+import dev.drmas.agent.AgentPolicy;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.Orchestra;
+import dev.drmas.agent.Step;
+import dev.drmas.agent.Team;
+import dev.drmas.agent.Turn;
+import dev.drmas.agent.TurnRequest;
+import dev.drmas.config.RunConfig;
+import dev.drmas.env.Task;
+import dev.drmas.workflow.InvalidActionPenalty;
+import dev.drmas.workflow.Roles;
+import dev.drmas.workflow.TaskFiles;
+import dev.drmas.workflow.Workload;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+final class MathWorkload implements Workload {
+    static final Roles ROLES = new Roles(MathWorkflow.NAME, List.of(
+            Roles.Role.one(MathAgents.SOLVER, MathAgents::solver),
+            new Roles.Role(MathAgents.VERIFIER, 0, 1, MathAgents::verifier)));
+
+    private final Team team;
+    private final MathOrchestra orchestra;
+    private final InvalidActionPenalty penalty;
+    private final TaskFiles.Split data;
+
+    MathWorkload(RunConfig cfg) {
+        MathOptions o = cfg.orchestra().options(MathOptions.class);
+        this.penalty = new InvalidActionPenalty(o.invalidPenalty());
+        this.team = ROLES.team(cfg);
+        String verifier = Roles.idsOf(cfg, MathAgents.VERIFIER).stream().findFirst().orElse(MathAgents.VERIFIER);
+        this.orchestra = new MathOrchestra(team, new MathOrchestra.Options(o.maxLoops(), o.malformedVerdict().taken(),
+                Roles.idsOf(cfg, MathAgents.SOLVER).getFirst(), verifier), MathReward::parseVerdict);
+        this.data = MathTasks.of(cfg.data());
+    }
+
+    @Override
+    public Team team() {
+        return team;
+    }
+
+    @Override
+    public Orchestra orchestra() {
+        return orchestra;
+    }
+
+    @Override
+    public List<Task> train() {
+        return data.train();
+    }
+
+    @Override
+    public List<Task> test() {
+        return data.test();
+    }
+
+    @Override
+    public double reward(Task task, Episode e) {
+        return MathReward.episodeReward(e.action(), task.answer());
+    }
+
+    @Override
+    public double rowScore(double r, Step s) {
+        return penalty.rowScore(r, s.valid());
+    }
+
+    @Override
+    public Map<String, Double> episodeSums(List<Task> tasks, List<Episode> episodes) {
+        return Map.of();  // the verifier's rates are logged from the episodes' verdict counters
+    }
+
+    @Override
+    public int maxTurnsPerEpisode() {
+        return 2 * orchestra.options().maxLoops() - 1;
+    }
+
+    @Override
+    public AgentPolicy demonstrator(List<Task> tasks, double pCorrect, SplittableRandom rng) {
+        Map<Integer, String> lastAnswer = new HashMap<>();
+        String solver = orchestra.options().solver();
+        return (agent, reqs) -> {
+            List<Turn> out = new ArrayList<>();
+            for (TurnRequest r : reqs) {
+                Task t = tasks.get(r.episode());
+                String text;
+                if (agent.id().equals(solver) || !lastAnswer.containsKey(r.episode())) {
+                    text = Demonstrations.solverResponse(t, rng.nextDouble() < pCorrect, rng);
+                    lastAnswer.put(r.episode(), text);
+                } else {
+                    text = Demonstrations.verifierResponse(Demonstrations.verifierLabel(t, lastAnswer.get(r.episode())));
+                }
+                out.add(Turn.of(text));
+            }
+            return out;
+        };
+    }
+}

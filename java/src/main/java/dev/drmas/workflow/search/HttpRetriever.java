@@ -1,0 +1,139 @@
+// HttpRetriever.java — a client of a Search-R1 style retrieval server, so that users can plug in
+// an existing (e.g. dense, e5 + FAISS) retriever: POST {url} with
+// {"queries": [...], "topk": k, "return_scores": true}, answered by
+// {"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}, one list per query. Uses the
+// JDK's HttpClient. Every wait is bounded by the timeout; a timeout, a refused connection, a non-200
+// status or a malformed body fails that batch's queries (logged and counted by the caller), never the run.
+package dev.drmas.workflow.search;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+public final class HttpRetriever implements Retriever {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final URI url;
+    private final Duration timeout;
+    private final HttpClient client;
+
+    /**
+     * @param url     the endpoint, e.g. {@code http://127.0.0.1:8000/retrieve}
+     * @param timeout bound on connecting and on the whole exchange of one batch
+     */
+    public HttpRetriever(URI url, Duration timeout) {
+        if (url == null || url.getScheme() == null || !(url.getScheme().equals("http") || url.getScheme().equals("https"))) {
+            throw new IllegalArgumentException("retriever url '" + url + "' must be an http:// or https:// URL");
+        }
+        if (timeout == null || timeout.isNegative() || timeout.isZero()) throw new IllegalArgumentException("retriever timeout must be > 0");
+        this.url = url;
+        this.timeout = timeout;
+        this.client = HttpClient.newBuilder().connectTimeout(timeout).version(HttpClient.Version.HTTP_1_1).build();
+    }
+
+    @Override
+    public List<Result> search(List<String> queries, int k) {
+        if (k < 1) throw new IllegalArgumentException("top_k must be >= 1, got " + k);
+        if (queries.isEmpty()) return List.of();
+        ObjectNode body = JSON.createObjectNode();
+        var qs = body.putArray("queries");
+        queries.forEach(qs::add);
+        body.put("topk", k);
+        body.put("return_scores", true);
+        HttpRequest req = HttpRequest.newBuilder(url).timeout(timeout)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8)).build();
+        String error;
+        // the request timeout bounds the wait for the response headers; the outer get() also bounds
+        // a server that sends headers and then stalls the body
+        CompletableFuture<HttpResponse<String>> pending = client.sendAsync(req, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        try {
+            HttpResponse<String> resp = pending.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            if (resp.statusCode() != 200) {
+                error = "HTTP " + resp.statusCode() + " from " + url + ": " + abbreviate(resp.body());
+            } else {
+                return parse(resp.body(), queries.size(), k);
+            }
+        } catch (TimeoutException e) {
+            pending.cancel(true);
+            error = "no answer from " + url + " within " + timeout.toMillis() + " ms";
+        } catch (ExecutionException e) {
+            error = e.getCause() instanceof HttpTimeoutException
+                    ? "no answer from " + url + " within " + timeout.toMillis() + " ms"
+                    : "cannot reach " + url + ": " + e.getCause();
+        } catch (MalformedResponse e) {
+            error = "bad response from " + url + ": " + e.getMessage();
+        } catch (InterruptedException e) {
+            pending.cancel(true);
+            Thread.currentThread().interrupt();
+            error = "interrupted while waiting for " + url;
+        }
+        return Collections.nCopies(queries.size(), Result.failed(error));
+    }
+
+    private static final class MalformedResponse extends Exception {
+        MalformedResponse(String message) {
+            super(message);
+        }
+    }
+
+    private static List<Result> parse(String body, int queries, int k) throws MalformedResponse {
+        JsonNode root;
+        try {
+            root = JSON.readTree(body);
+        } catch (IOException e) {
+            throw new MalformedResponse("not JSON: " + abbreviate(body));
+        }
+        JsonNode result = root == null ? null : root.get("result");
+        if (result == null || !result.isArray()) throw new MalformedResponse("no \"result\" list");
+        if (result.size() != queries) {
+            throw new MalformedResponse("\"result\" has " + result.size() + " lists for " + queries + " queries");
+        }
+        List<Result> out = new ArrayList<>(queries);
+        for (int q = 0; q < queries; q++) {
+            JsonNode list = result.get(q);
+            if (!list.isArray()) throw new MalformedResponse("result[" + q + "] is not a list");
+            List<Passage.Hit> hits = new ArrayList<>();
+            for (int i = 0; i < list.size() && hits.size() < k; i++) {
+                JsonNode item = list.get(i);
+                // with return_scores the server wraps each document; without, it sends documents bare
+                JsonNode doc = item.has("document") ? item.get("document") : item;
+                double score = item.path("score").asDouble(Double.NaN);
+                String at = "result[" + q + "][" + i + "]";
+                if (!doc.isObject()) throw new MalformedResponse(at + " is not a document object");
+                try {
+                    hits.add(new Passage.Hit(CorpusFile.parse(doc.toString(), at), score));
+                } catch (RuntimeException e) {
+                    throw new MalformedResponse(e.getMessage());
+                }
+            }
+            out.add(Result.ok(hits));
+        }
+        return out;
+    }
+
+    private static String abbreviate(String s) {
+        String one = s == null ? "" : s.replaceAll("\\s+", " ").strip();
+        return one.length() <= 200 ? one : one.substring(0, 200) + "...";
+    }
+
+    @Override
+    public void close() {
+        client.close();
+    }
+}

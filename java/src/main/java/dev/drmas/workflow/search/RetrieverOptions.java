@@ -1,0 +1,56 @@
+// RetrieverOptions.java — `orchestra.options.retriever:`: where the search workflow's searcher looks things
+// up: Lucene BM25 in-process (over the built-in knowledge base, a JSONL corpus, or an index built by
+// `drmas index`) or a Search-R1 style HTTP retrieval server.
+package dev.drmas.workflow.search;
+
+import dev.drmas.algo.ConfigEnum;
+import dev.drmas.config.Check;
+import java.nio.file.Path;
+
+/**
+ * @param type            {@code bm25} (default, in-process Lucene) or {@code http}
+ * @param corpus          bm25: a JSONL passage corpus (id, title, text) indexed in memory at start;
+ *                        null (default) = the built-in knowledge base's passages
+ * @param index           bm25: a Lucene index folder written by {@code drmas index} (used instead
+ *                        of corpus, for corpora too large to index at every start); default null
+ * @param url             http: the server's endpoint, e.g. {@code http://127.0.0.1:8000/retrieve}
+ * @param topK            passages per search, &gt;= 1; default 3
+ * @param timeoutS        http: seconds to wait for one batch before its searches count as failed,
+ *                        &gt; 0; default 10
+ * @param maxPassageChars a passage's text is cut to this many characters in the information block
+ *                        (prompts of tiny models are short); 0 (default) = no limit
+ */
+public record RetrieverOptions(Type type, Path corpus, Path index, String url, int topK, double timeoutS,
+                              int maxPassageChars) {
+
+    public enum Type implements ConfigEnum {
+        BM25("bm25"), HTTP("http");
+
+        private final String configName;
+
+        Type(String configName) {
+            this.configName = configName;
+        }
+
+        @Override
+        public String configName() {
+            return configName;
+        }
+    }
+
+    public RetrieverOptions {
+        Check.given(type, "type");
+        Check.that(type != Type.HTTP || url != null && !url.isBlank(), "url", "is required when retriever.type is http");
+        Check.that(url == null || url.startsWith("http://") || url.startsWith("https://"), "url",
+                "'" + url + "' must start with http:// or https://");
+        Check.that(corpus == null || index == null, "index", "and retriever.corpus are both set; set one (index: a folder "
+                + "written by drmas index; corpus: a JSONL file indexed at start)");
+        Check.positive(topK, "top_k");
+        Check.positive(timeoutS, "timeout_s");
+        Check.nonNegative(maxPassageChars, "max_passage_chars");
+    }
+
+    public static RetrieverOptions defaults() {
+        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, 0);
+    }
+}

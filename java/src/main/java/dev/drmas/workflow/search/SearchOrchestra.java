@@ -1,0 +1,239 @@
+// SearchOrchestra.java — the paper's search workflow, a three-agent hierarchy: in each of up to
+// max_turns turns the verifier reads the question and the information retrieved so far and says
+// <verify>yes</verify> (enough to answer) or <verify>no</verify>. Yes: the answerer writes
+// <answer>…</answer> and the episode ends. No: the searcher writes <search>query</search>, the tool
+// returns passages, appended to the history as <information>…</information> (the last
+// history_length blocks are shown). An episode without an answer after the last turn has no action
+// (reward 0); the searcher is not asked in the last turn, as its result could not be used.
+// Counters: the verifier's verdicts (Episode.APPROVALS, ...), Episode.ROUNDS (turns), TOOL_CALLS
+// and TOOL_FAILURES.
+package dev.drmas.workflow.search;
+
+import dev.drmas.agent.Agent;
+import dev.drmas.agent.AgentPolicy;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.EpisodeInit;
+import dev.drmas.agent.Orchestra;
+import dev.drmas.agent.PromptTemplate;
+import dev.drmas.agent.RunningEpisode;
+import dev.drmas.agent.Tags;
+import dev.drmas.agent.Team;
+import dev.drmas.agent.Turn;
+import dev.drmas.agent.Verdict;
+import dev.drmas.agent.VerdictParser;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/**
+ * Agents' user templates are filled with {@code {question}} and {@code {information}} (the
+ * history window: the last history_length information blocks, one per line; empty before the
+ * first search).
+ */
+public final class SearchOrchestra implements Orchestra {
+    public static final String NAME = "search";
+    public static final String VERIFIER = "verifier", SEARCHER = "searcher", ANSWERER = "answerer";
+    /** Counters of an episode: queries sent to the tool, and those that failed (timeout or error). */
+    public static final String TOOL_CALLS = "tool_calls", TOOL_FAILURES = "tool_failures";
+    /** The verifier's parser: the last <verify>yes</verify> (APPROVE: answer now) or <verify>no</verify> (REJECT: search). */
+    public static final VerdictParser VERDICTS = VerdictParser.lastTag("yes", "no");
+
+    /**
+     * @param maxTurns      turns of verifier then answerer or searcher, ≥ 1
+     * @param historyLength information blocks shown to the agents (the latest ones), ≥ 1
+     * @param malformedAs   what a verifier reply without a yes/no tag counts as: APPROVE (yes,
+     *                      answer; default) or REJECT (no, search)
+     */
+    public record Options(int maxTurns, int historyLength, Verdict malformedAs, String verifier, String searcher,
+                          String answerer) {
+        public static final Options DEFAULTS = new Options(4, 4, Verdict.APPROVE, VERIFIER, SEARCHER, ANSWERER);
+
+        public Options {
+            if (maxTurns < 1) throw new IllegalArgumentException("orchestra 'search': max_turns = " + maxTurns + " must be >= 1");
+            if (historyLength < 1) {
+                throw new IllegalArgumentException("orchestra 'search': history_length = " + historyLength + " must be >= 1");
+            }
+            if (malformedAs == Verdict.MALFORMED || malformedAs == null) {
+                throw new IllegalArgumentException("orchestra 'search': malformed verdicts must count as approve (yes) or reject (no)");
+            }
+            Objects.requireNonNull(verifier, "verifier");
+            Objects.requireNonNull(searcher, "searcher");
+            Objects.requireNonNull(answerer, "answerer");
+        }
+
+        public Options withMaxTurns(int n) {
+            return new Options(n, historyLength, malformedAs, verifier, searcher, answerer);
+        }
+
+        public Options withHistoryLength(int n) {
+            return new Options(maxTurns, n, malformedAs, verifier, searcher, answerer);
+        }
+
+        public Options withMalformedAs(Verdict v) {
+            return new Options(maxTurns, historyLength, v, verifier, searcher, answerer);
+        }
+    }
+
+    static final String Q = "question", INFORMATION = "information";
+    private static final Set<String> ALL = Set.of(Q, INFORMATION);
+    private static final Pattern SEARCH_TAG = Pattern.compile("<search>(.*?)</search>", Pattern.DOTALL);
+
+    private final Team team;
+    private final Options options;
+    private final VerdictParser parser;
+    private final SearchTool tool;
+    private final Agent verifier, searcher, answerer;
+
+    public SearchOrchestra(Team team, Options options, VerdictParser parser, SearchTool tool) {
+        this.team = Objects.requireNonNull(team, "team");
+        this.options = Objects.requireNonNull(options, "options");
+        this.parser = Objects.requireNonNull(parser, "parser");
+        this.tool = Objects.requireNonNull(tool, "search tool");
+        this.verifier = need(team, options.verifier(), "verifier");
+        this.searcher = need(team, options.searcher(), "searcher");
+        this.answerer = need(team, options.answerer(), "answerer");
+        if (team.size() != 3) {
+            throw new IllegalArgumentException("orchestra 'search' calls exactly a verifier, a searcher and an answerer; the team has "
+                    + team.size() + " agents: " + String.join(", ", team.agents().stream().map(Agent::id).toList()));
+        }
+        for (Agent a : List.of(verifier, searcher, answerer)) a.requirePlaceholders("orchestra 'search'", ALL, ALL);
+    }
+
+    private static Agent need(Team team, String id, String role) {
+        if (!team.has(id)) {
+            throw new IllegalArgumentException("orchestra 'search' needs a " + role + " agent '" + id + "'; the team has: "
+                    + String.join(", ", team.agents().stream().map(Agent::id).toList()));
+        }
+        return team.agent(id);
+    }
+
+    // ------------------------------------------------------------------ the agents' prompts
+
+    /** The verifier, with prompts that tiny character-level models can follow. */
+    public static Agent verifierAgent(int index, String modelId) {
+        return new Agent(VERIFIER, index, modelId, "Is the information enough to answer? Reply <verify>yes</verify> or <verify>no</verify>.",
+                PromptTemplate.of("Q: {question}\n{information}"), null, text -> VERDICTS.parse(text) != Verdict.MALFORMED);
+    }
+
+    /** The searcher; valid when it writes a non-empty search tag. */
+    public static Agent searcherAgent(int index, String modelId) {
+        return new Agent(SEARCHER, index, modelId, "Write a search query as <search>query</search>.",
+                PromptTemplate.of("Q: {question}\n{information}"), null, text -> query(text).isPresent());
+    }
+
+    /** The answerer; its validity (a non-empty answer tag) is the environment's to set. */
+    public static Agent answererAgent(int index, String modelId) {
+        return new Agent(ANSWERER, index, modelId, "Answer as <answer>answer</answer>.",
+                PromptTemplate.of("Q: {question}\n{information}"), null, text -> text.contains("<answer>"));
+    }
+
+    /** The query of a searcher reply: the content of its last {@code <search>} tag, stripped; empty if none or blank. */
+    public static Optional<String> query(String text) {
+        return Tags.lastStripped(SEARCH_TAG, text);
+    }
+
+    @Override
+    public Team team() {
+        return team;
+    }
+
+    public Options options() {
+        return options;
+    }
+
+    // ------------------------------------------------------------------ the workflow
+
+    private static final class State extends RunningEpisode {
+        final Deque<String> history = new ArrayDeque<>();  // the information blocks in the window
+
+        State(EpisodeInit init) {
+            super(init);
+        }
+
+        Map<String, String> values() {
+            Map<String, String> v = new HashMap<>();
+            v.put(Q, init().question());
+            v.put(INFORMATION, String.join("\n", history));
+            return v;
+        }
+    }
+
+    @Override
+    public List<Episode> run(List<EpisodeInit> episodes, AgentPolicy policy) {
+        List<State> states = new ArrayList<>(episodes.size());
+        for (EpisodeInit e : episodes) states.add(new State(e));
+        for (int turn = 0; turn < options.maxTurns(); turn++) {
+            List<Integer> active = RunningEpisode.active(states);
+            if (active.isEmpty()) break;
+
+            List<Turn> verdicts = call(verifier, states, active, turn, policy);
+            List<Integer> answering = new ArrayList<>(), searching = new ArrayList<>();
+            for (int j = 0; j < active.size(); j++) {
+                State st = states.get(active.get(j));
+                st.count(Episode.ROUNDS);
+                Verdict v = Objects.requireNonNull(parser.parse(verdicts.get(j).text()), "verdict parser returned null");
+                st.countVerdict(v);
+                Verdict taken = v == Verdict.MALFORMED ? options.malformedAs() : v;
+                if (taken == Verdict.APPROVE) {
+                    answering.add(active.get(j));
+                } else if (turn < options.maxTurns() - 1) {
+                    searching.add(active.get(j));
+                } else {
+                    st.done = true;  // out of turns without an answer: no action, reward 0
+                }
+            }
+            if (!answering.isEmpty()) {
+                List<Turn> answers = call(answerer, states, answering, turn, policy);
+                for (int j = 0; j < answering.size(); j++) {
+                    State st = states.get(answering.get(j));
+                    st.action = answers.get(j).text();
+                    st.approved = true;
+                    st.done = true;
+                }
+            }
+            if (!searching.isEmpty()) search(states, searching, call(searcher, states, searching, turn, policy));
+        }
+        List<Episode> out = new ArrayList<>(states.size());
+        for (State st : states) out.add(st.finish());
+        return out;
+    }
+
+    // one batched tool call for the searchers' well-formed queries; a reply without a query searches nothing
+    private void search(List<State> states, List<Integer> searching, List<Turn> replies) {
+        List<String> queries = new ArrayList<>();
+        List<State> asking = new ArrayList<>();
+        for (int j = 0; j < searching.size(); j++) {
+            Optional<String> q = query(replies.get(j).text());
+            if (q.isEmpty()) continue;
+            queries.add(q.get());
+            asking.add(states.get(searching.get(j)));
+        }
+        if (queries.isEmpty()) return;
+        List<SearchTool.Result> results = tool.search(List.copyOf(queries));
+        if (results == null || results.size() != queries.size()) {
+            throw new IllegalStateException("search tool returned " + (results == null ? "null" : results.size() + " results")
+                    + " for " + queries.size() + " queries");
+        }
+        for (int j = 0; j < asking.size(); j++) {
+            State st = asking.get(j);
+            SearchTool.Result r = results.get(j);
+            st.count(TOOL_CALLS);
+            if (r.failed()) st.count(TOOL_FAILURES);
+            st.history.addLast("<information>" + r.information() + "</information>");
+            while (st.history.size() > options.historyLength()) st.history.removeFirst();
+        }
+    }
+
+    // one batched policy call for `agent` over some episodes; one template for every turn: the
+    // history in the prompt is what changes
+    private static List<Turn> call(Agent agent, List<State> states, List<Integer> which, int turn, AgentPolicy policy) {
+        return RunningEpisode.call(agent, states, which, turn, policy, st -> agent.conversation(false, st.values()));
+    }
+}

@@ -1,0 +1,38 @@
+// SearchWorkflow.java — the registry's entry for the search workflow ("search"), with the `drmas
+// index` command that builds a BM25 index for its retriever.
+package dev.drmas.workflow.search;
+
+import dev.drmas.config.RunConfig;
+import dev.drmas.workflow.Workflow;
+import dev.drmas.workflow.Workload;
+import java.io.PrintStream;
+import java.util.List;
+
+public final class SearchWorkflow implements Workflow {
+    public static final String NAME = "search";
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Class<SearchOptions> optionsType() {
+        return SearchOptions.class;
+    }
+
+    @Override
+    public Class<KnowledgeBaseData> syntheticDataType() {
+        return KnowledgeBaseData.class;
+    }
+
+    @Override
+    public Workload open(RunConfig cfg, PrintStream log) {
+        return new SearchWorkload(cfg, log);
+    }
+
+    @Override
+    public List<Object> commands() {
+        return List.of(new IndexCommand());
+    }
+}

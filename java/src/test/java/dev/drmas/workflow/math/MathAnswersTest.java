@@ -1,0 +1,165 @@
+// MathAnswersTest.java — hand-made answer pairs: extraction of the last box (nesting, escaped
+// braces, truncation), forms that must be equivalent (integers, decimals, fractions, signs,
+// delimiters, LaTeX wrappers) and near misses that must not be (1/3 vs 0.33, 12 vs 1.2).
+package dev.drmas.workflow.math;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Optional;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class MathAnswersTest {
+    static Stream<Arguments> boxes() {
+        return Stream.of(
+                Arguments.of("Answer: \\boxed{5}", "5"),
+                Arguments.of("\\boxed{\\frac{1}{2}}", "\\frac{1}{2}"),
+                Arguments.of("first \\boxed{3}, then \\boxed{4}.", "4"),
+                Arguments.of("\\boxed{\\frac{\\sqrt{3}}{2}} done", "\\frac{\\sqrt{3}}{2}"),
+                Arguments.of("set \\boxed{\\{1,2\\}}", "\\{1,2\\}"),
+                Arguments.of("so $\\boxed {7}$", "7"),
+                Arguments.of("so $\\boxed 42$ ok", "42"),
+                Arguments.of("\\boxed{}", ""),
+                Arguments.of("\\boxed{-12}\\boxedx", "-12"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("boxes")
+    void lastBoxedTakesTheLastBalancedBox(String text, String content) {
+        assertEquals(Optional.of(content), MathAnswers.lastBoxed(text));
+    }
+
+    @Test
+    void noBoxOrAnUnclosedLastBoxIsNoAnswer() {
+        assertEquals(Optional.empty(), MathAnswers.lastBoxed("The answer is 5."));
+        assertEquals(Optional.empty(), MathAnswers.lastBoxed(""));
+        assertEquals(Optional.empty(), MathAnswers.lastBoxed(null));
+        // truncated output: the last box never closes, and the earlier one was abandoned
+        assertEquals(Optional.empty(), MathAnswers.lastBoxed("\\boxed{3} no wait \\boxed{\\frac{1}{2}"));
+        assertEquals(Optional.empty(), MathAnswers.lastBoxed("ends with \\boxed"));
+        assertEquals(Optional.empty(), MathAnswers.lastBoxed("\\fbox{5} \\boxedfoo"));
+    }
+
+    static Stream<Arguments> same() {
+        return Stream.of(
+                // integers
+                Arguments.of("5", "5"),
+                Arguments.of("007", "7"),
+                Arguments.of("+5", "5"),
+                Arguments.of("1,000", "1000"),
+                Arguments.of("12,345,678", "12345678"),
+                Arguments.of("1{,}000", "1000"),
+                Arguments.of("-0", "0"),
+                Arguments.of(" 42 ", "42"),
+                Arguments.of("- 3", "-3"),
+                // decimals
+                Arguments.of("0.50", "0.5"),
+                Arguments.of(".5", "0.5"),
+                Arguments.of("2.0", "2"),
+                Arguments.of("2.", "2"),
+                Arguments.of("-.25", "-1/4"),
+                Arguments.of("1,000.5", "2001/2"),
+                Arguments.of("1e3", "1000"),
+                Arguments.of("2.5E-1", "1/4"),
+                // fractions and signs anywhere
+                Arguments.of("1/2", "0.5"),
+                Arguments.of("\\frac{2}{4}", "0.5"),
+                Arguments.of("\\dfrac{1}{2}", "\\frac12"),
+                Arguments.of("\\tfrac{3}{6}", "1/2"),
+                Arguments.of("-\\frac{1}{2}", "\\frac{-1}{2}"),
+                Arguments.of("\\frac{1}{-2}", "-1/2"),
+                Arguments.of("-1/2", "-0.5"),
+                Arguments.of("-\\frac{-1}{2}", "0.5"),
+                Arguments.of("\\frac{6}{3}", "2"),
+                Arguments.of("\\frac{\\frac{1}{2}}{2}", "0.25"),
+                Arguments.of("\\frac 1 2", "1/2"),
+                Arguments.of("(-1/2)", "-0.5"),
+                Arguments.of("\\left( \\frac{1}{2} \\right)", "0.5"),
+                Arguments.of("{3}", "3"),
+                // delimiters, wrappers, units of typesetting
+                Arguments.of("$5$", "5"),
+                Arguments.of("$$\\frac{1}{2}$$", "0.5"),
+                Arguments.of("\\(7\\)", "7"),
+                Arguments.of("\\text{5}", "5"),
+                Arguments.of("\\mathrm{12}", "12"),
+                Arguments.of("5.", "5"),
+                Arguments.of("\\boxed{9}", "9"),
+                Arguments.of("x = 5", "5"),
+                Arguments.of("90^\\circ", "90"),
+                Arguments.of("50\\%", "50"),
+                Arguments.of("\u22124", "-4"),
+                Arguments.of("1\\,000", "1000"),
+                Arguments.of("\\displaystyle\\frac{3}{4}", "0.75"),
+                // not numbers: compared as cleaned strings
+                Arguments.of("\\text{Paris}.", "Paris"),
+                Arguments.of("$\\sqrt{2}$", "\\sqrt{2}"),
+                Arguments.of("\\sqrt 2", "\\sqrt2"),
+                Arguments.of("\\left(1, 2\\right)", "(1,2)"),
+                Arguments.of("\\dfrac{\\pi}{2}", "\\frac{\\pi}{2}"),
+                Arguments.of("\\textbf{(B)}", "(B)"),
+                Arguments.of("a \\rightarrow b", "a\\rightarrowb"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("same")
+    void equivalentForms(String a, String b) {
+        assertTrue(MathAnswers.equivalent(a, b), a + " vs " + b + ": " + MathAnswers.normalize(a) + " vs " + MathAnswers.normalize(b));
+        assertTrue(MathAnswers.equivalent(b, a), "symmetric: " + b + " vs " + a);
+    }
+
+    static Stream<Arguments> different() {
+        return Stream.of(
+                Arguments.of("1/3", "0.33"),
+                Arguments.of("1/3", "0.333333333333"),
+                Arguments.of("12", "1.2"),
+                Arguments.of("\\frac{1}{2}", "2"),
+                Arguments.of("\\frac{1}{2}", "-\\frac{1}{2}"),
+                Arguments.of("-5", "5"),
+                Arguments.of("1,000", "1"),
+                Arguments.of("1,00", "100"),
+                Arguments.of("(1,2)", "12"),
+                Arguments.of("2+3", "5"),
+                Arguments.of("2*3", "6"),
+                Arguments.of("1/2/3", "1/6"),
+                Arguments.of("1/0", "0"),
+                Arguments.of("0.1", "0.10000001"),
+                Arguments.of("10", "100"),
+                Arguments.of("\\sqrt{2}", "2"),
+                Arguments.of("x", "X"),
+                Arguments.of("Paris", "London"),
+                Arguments.of("5", ""),
+                Arguments.of("1e3", "13"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("different")
+    void nearMissesAreNotEquivalent(String a, String b) {
+        assertFalse(MathAnswers.equivalent(a, b), a + " vs " + b + ": " + MathAnswers.normalize(a) + " vs " + MathAnswers.normalize(b));
+        assertFalse(MathAnswers.equivalent(b, a), "symmetric: " + b + " vs " + a);
+    }
+
+    @Test
+    void emptyAndNullAnswersNeverMatch() {
+        assertFalse(MathAnswers.equivalent("", ""));
+        assertFalse(MathAnswers.equivalent("$ $", " "));
+        assertFalse(MathAnswers.equivalent(null, "5"));
+        assertFalse(MathAnswers.equivalent("5", null));
+    }
+
+    @Test
+    void normalizeGivesReducedFractionsForNumbersAndCleanTextOtherwise() {
+        assertEquals("1/2", MathAnswers.normalize("0.50"));
+        assertEquals("-1/2", MathAnswers.normalize("\\frac{2}{-4}"));
+        assertEquals("1000", MathAnswers.normalize("$1,000$"));
+        assertEquals("0", MathAnswers.normalize("-0.0"));
+        assertEquals("123456789012345678901234567890", MathAnswers.normalize("123,456,789,012,345,678,901,234,567,890"));
+        assertEquals("Paris", MathAnswers.normalize(" \\text{Paris}. "));
+        assertEquals("\\frac{x}{2}", MathAnswers.normalize("\\dfrac{x}{2}"));
+        assertEquals("(1,2)", MathAnswers.normalize("\\left( 1, 2 \\right)"));
+    }
+}

@@ -1,0 +1,162 @@
+// HttpRetrieverTest.java — the Search-R1 style client against a real HTTP server on 127.0.0.1
+// (the JDK's com.sun.net.httpserver), started by the test: the request body it sends, a successful
+// answer, a server slower than the timeout (before or after its headers), an HTTP 500, a malformed body and a closed port. Every
+// wait is bounded by the client's timeout; failures come back as failed results, never as exceptions.
+package dev.drmas.workflow.search;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(30)
+class HttpRetrieverTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private HttpServer server;
+    private final AtomicReference<JsonNode> lastRequest = new AtomicReference<>();
+    private final CountDownLatch release = new CountDownLatch(1);  // holds the slow handler until the test ends
+
+    @BeforeEach
+    void start() throws IOException {
+        server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        server.setExecutor(Executors.newFixedThreadPool(4));
+        server.createContext("/retrieve", ex -> {
+            JsonNode req = JSON.readTree(ex.getRequestBody());
+            lastRequest.set(req);
+            // answers like Search-R1's retrieval_server with return_scores: one list per query
+            var root = JSON.createObjectNode();
+            var result = root.putArray("result");
+            int q = 0;
+            for (JsonNode query : req.get("queries")) {
+                var list = result.addArray();
+                for (int i = 0; i < req.get("topk").asInt(); i++) {
+                    var item = list.addObject();
+                    item.putObject("document").put("id", q + "-" + i).put("contents", "\"Title " + i + "\"\n" + query.asText() + " text " + i);
+                    item.put("score", 10.0 - i);
+                }
+                q++;
+            }
+            reply(ex, 200, root.toString());
+        });
+        server.createContext("/slow", ex -> {
+            try {
+                release.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            reply(ex, 200, "{\"result\": []}");
+        });
+        server.createContext("/stall", ex -> {  // headers at once, then a body that never completes
+            ex.sendResponseHeaders(200, 1000);
+            ex.getResponseBody().write("{\"result\": [".getBytes(StandardCharsets.UTF_8));
+            ex.getResponseBody().flush();
+            try {
+                release.await(20, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            ex.close();
+        });
+        server.createContext("/error", ex -> reply(ex, 500, "Internal Server Error: index not loaded"));
+        server.createContext("/garbage", ex -> reply(ex, 200, "{\"result\": [[{\"document\": {\"id\": \"x\"}}]]}"));
+        server.start();
+    }
+
+    @AfterEach
+    void stop() {
+        release.countDown();
+        server.stop(0);
+        ((java.util.concurrent.ExecutorService) server.getExecutor()).shutdownNow();
+    }
+
+    private static void reply(HttpExchange ex, int status, String body) throws IOException {
+        byte[] b = body.getBytes(StandardCharsets.UTF_8);
+        ex.sendResponseHeaders(status, b.length);
+        ex.getResponseBody().write(b);
+        ex.close();
+    }
+
+    private URI url(String path) {
+        return URI.create("http://127.0.0.1:" + server.getAddress().getPort() + path);
+    }
+
+    @Test
+    void sendsSearchR1RequestAndReadsScoredDocuments() {
+        try (HttpRetriever r = new HttpRetriever(url("/retrieve"), Duration.ofSeconds(10))) {
+            List<Retriever.Result> res = r.search(List.of("who is alpha", "beta"), 2);
+            JsonNode req = lastRequest.get();
+            assertEquals(List.of("who is alpha", "beta"), List.of(req.get("queries").get(0).asText(), req.get("queries").get(1).asText()));
+            assertEquals(2, req.get("topk").asInt());
+            assertTrue(req.get("return_scores").asBoolean());
+            assertEquals(2, res.size());
+            assertFalse(res.get(1).failed());
+            assertEquals(List.of(new Passage.Hit(new Passage("1-0", "Title 0", "beta text 0"), 10.0),
+                    new Passage.Hit(new Passage("1-1", "Title 1", "beta text 1"), 9.0)), res.get(1).hits());
+        }
+    }
+
+    @Test
+    void aSlowServerIsAFailedSearchAfterTheTimeout() {
+        try (HttpRetriever r = new HttpRetriever(url("/slow"), Duration.ofMillis(300))) {
+            long t0 = System.nanoTime();
+            List<Retriever.Result> res = r.search(List.of("a", "b"), 3);
+            double waited = (System.nanoTime() - t0) / 1e9;
+            assertEquals(2, res.size());
+            assertTrue(res.get(0).failed() && res.get(1).failed());
+            assertTrue(res.get(0).error().contains("within 300 ms"), res.get(0).error());
+            assertTrue(waited < 15, "the wait is bounded by the timeout, not by the server (" + waited + " s)");
+        }
+        try (HttpRetriever r = new HttpRetriever(url("/stall"), Duration.ofMillis(300))) {
+            Retriever.Result res = r.search(List.of("a"), 3).getFirst();
+            assertTrue(res.failed());
+            assertTrue(res.error().contains("within 300 ms"), "a stalled body is bounded too: " + res.error());
+        }
+    }
+
+    @Test
+    void serverErrorsAndBadBodiesAreFailedSearches() {
+        try (HttpRetriever r = new HttpRetriever(url("/error"), Duration.ofSeconds(5))) {
+            Retriever.Result res = r.search(List.of("a"), 3).getFirst();
+            assertTrue(res.failed());
+            assertTrue(res.error().contains("HTTP 500") && res.error().contains("index not loaded"), res.error());
+        }
+        try (HttpRetriever r = new HttpRetriever(url("/garbage"), Duration.ofSeconds(5))) {
+            Retriever.Result res = r.search(List.of("a"), 3).getFirst();
+            assertTrue(res.failed());
+            assertTrue(res.error().contains("bad response") && res.error().contains("field 'text' is missing"), res.error());
+        }
+    }
+
+    @Test
+    void aClosedPortIsAFailedSearch() throws IOException {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();  // free once closed: nothing listens there
+        }
+        try (HttpRetriever r = new HttpRetriever(URI.create("http://127.0.0.1:" + port + "/retrieve"), Duration.ofSeconds(5))) {
+            Retriever.Result res = r.search(List.of("a"), 3).getFirst();
+            assertTrue(res.failed());
+            assertTrue(res.error().contains("cannot reach"), res.error());
+        }
+    }
+}

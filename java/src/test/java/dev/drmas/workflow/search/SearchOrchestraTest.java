@@ -1,0 +1,179 @@
+// SearchOrchestraTest.java — the verifier → searcher | answerer state machine with scripted policies
+// and a scripted search tool: yes, no, malformed (as yes and as no), the turn limit, the history
+// window, failed and missing searches, batches whose episodes end in different turns, and the
+// checks made when the workflow is built.
+package dev.drmas.workflow.search;
+
+import static dev.drmas.testing.ScriptedPolicy.user;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.agent.Agent;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.EpisodeInit;
+import dev.drmas.agent.Step;
+import dev.drmas.agent.Team;
+import dev.drmas.agent.TurnRequest;
+import dev.drmas.agent.Verdict;
+import dev.drmas.testing.ScriptedPolicy;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.BiFunction;
+import org.junit.jupiter.api.Test;
+
+class SearchOrchestraTest {
+    static final int V = 0, S = 1, A = 2;
+    static final Team TEAM = new Team(List.of(SearchOrchestra.verifierAgent(V, "m"), SearchOrchestra.searcherAgent(S, "m"),
+            SearchOrchestra.answererAgent(A, "m")));
+    static final EpisodeInit Q = new EpisodeInit(5, 11, "Where was Tavo Rilan born?", "Mirsk");
+
+    /** A tool that answers "about <query> #n" (n counting its calls) and fails queries containing "fail". */
+    static final class Tool implements SearchTool {
+        final List<List<String>> calls = new ArrayList<>();
+
+        @Override
+        public List<Result> search(List<String> queries) {
+            calls.add(queries);
+            return queries.stream().map(q -> q.contains("fail") ? new Result("search failed", true)
+                    : new Result("about " + q + " #" + calls.size(), false)).toList();
+        }
+    }
+
+    static SearchOrchestra orchestra(SearchOrchestra.Options o, Tool tool) {
+        return new SearchOrchestra(TEAM, o, SearchOrchestra.VERDICTS, tool);
+    }
+
+    static final SearchOrchestra.Options D = SearchOrchestra.Options.DEFAULTS;
+
+    /** Verifier says yes once {@code searches} information blocks are in its prompt. */
+    static BiFunction<Agent, TurnRequest, String> after(int searches) {
+        return (agent, r) -> switch (agent.id()) {
+            case "verifier" -> "<verify>" + (count(user(r), "<information>") >= searches ? "yes" : "no") + "</verify>";
+            case "searcher" -> "<search>q" + r.turn() + "</search>";
+            default -> "<answer>Mirsk</answer>";
+        };
+    }
+
+    static int count(String s, String sub) {
+        int n = 0;
+        for (int i = s.indexOf(sub); i >= 0; i = s.indexOf(sub, i + 1)) n++;
+        return n;
+    }
+
+    @Test
+    void yesGoesStraightToTheAnswerer() {
+        Tool tool = new Tool();
+        ScriptedPolicy p = new ScriptedPolicy(after(0));
+        Episode e = orchestra(D, tool).run(List.of(Q), p).getFirst();
+        assertEquals(List.of(V, A), e.steps().stream().map(Step::agent).toList());
+        assertEquals("Q: Where was Tavo Rilan born?\n", e.steps().get(0).prompt().getLast().content(), "no information yet");
+        assertEquals("<answer>Mirsk</answer>", e.action());
+        assertTrue(e.approved());
+        assertEquals(List.of(1, 0, 0, 1, 0, 0), List.of(e.count(Episode.APPROVALS), e.count(Episode.REJECTIONS), e.count(Episode.MALFORMED_VERDICTS), e.count(Episode.ROUNDS), e.count(SearchOrchestra.TOOL_CALLS), e.count(SearchOrchestra.TOOL_FAILURES)));
+        assertTrue(tool.calls.isEmpty());
+        assertTrue(e.steps().stream().allMatch(Step::valid));
+        assertEquals(List.of(5, 11), List.of(e.uid(), e.traj()));
+    }
+
+    @Test
+    void noSearchesAndTheInformationReachesTheNextTurn() {
+        Tool tool = new Tool();
+        Episode e = orchestra(D, tool).run(List.of(Q), new ScriptedPolicy(after(2))).getFirst();
+        assertEquals(List.of(V, S, V, S, V, A), e.steps().stream().map(Step::agent).toList());
+        assertEquals(List.of(List.of("q1"), List.of("q3")), tool.calls, "the query is the search tag's content; turn = step index");
+        assertEquals("Q: Where was Tavo Rilan born?\n<information>about q1 #1</information>",
+                e.steps().get(2).prompt().getLast().content());
+        assertEquals("Q: Where was Tavo Rilan born?\n<information>about q1 #1</information>\n<information>about q3 #2</information>",
+                e.steps().get(5).prompt().getLast().content(), "the answerer sees what the verifier saw");
+        assertEquals(List.of(0, 0, 1, 1, 2, 2), e.steps().stream().map(Step::loop).toList());
+        assertEquals(List.of(1, 2, 0, 3, 2, 0), List.of(e.count(Episode.APPROVALS), e.count(Episode.REJECTIONS), e.count(Episode.MALFORMED_VERDICTS), e.count(Episode.ROUNDS), e.count(SearchOrchestra.TOOL_CALLS), e.count(SearchOrchestra.TOOL_FAILURES)));
+        assertTrue(e.approved());
+    }
+
+    @Test
+    void turnLimitEndsWithoutAnswerAndWithoutALastSearch() {
+        Tool tool = new Tool();
+        Episode e = orchestra(D.withMaxTurns(3), tool).run(List.of(Q), new ScriptedPolicy(after(99))).getFirst();
+        assertEquals(List.of(V, S, V, S, V), e.steps().stream().map(Step::agent).toList(),
+                "the searcher is not asked in the last turn: its result could not be used");
+        assertFalse(e.approved());
+        assertEquals("", e.action());
+        assertEquals(List.of(0, 3, 3, 2), List.of(e.count(Episode.APPROVALS), e.count(Episode.REJECTIONS), e.count(Episode.ROUNDS), e.count(SearchOrchestra.TOOL_CALLS)));
+        Episode one = orchestra(D.withMaxTurns(1), new Tool()).run(List.of(Q), new ScriptedPolicy(after(99))).getFirst();
+        assertEquals(List.of(V), one.steps().stream().map(Step::agent).toList());
+    }
+
+    @Test
+    void historyWindowKeepsTheLatestBlocks() {
+        Tool tool = new Tool();
+        Episode e = orchestra(D.withMaxTurns(4).withHistoryLength(2), tool).run(List.of(Q), new ScriptedPolicy(after(99))).getFirst();
+        String last = e.steps().getLast().prompt().getLast().content();  // the verifier of turn 3, after 3 searches
+        assertEquals("Q: Where was Tavo Rilan born?\n<information>about q3 #2</information>\n<information>about q5 #3</information>", last);
+        assertFalse(last.contains("#1"));
+    }
+
+    @Test
+    void malformedVerdictCountsAsConfigured() {
+        BiFunction<Agent, TurnRequest, String> rambling = (agent, r) -> switch (agent.id()) {
+            case "verifier" -> "I think so";
+            case "searcher" -> "<search>x</search>";
+            default -> "<answer>y</answer>";
+        };
+        Episode asYes = orchestra(D, new Tool()).run(List.of(Q), new ScriptedPolicy(rambling)).getFirst();
+        assertEquals(List.of(V, A), asYes.steps().stream().map(Step::agent).toList());
+        assertEquals(1, asYes.count(Episode.MALFORMED_VERDICTS));
+        assertFalse(asYes.steps().getFirst().valid(), "a malformed verdict is an invalid action");
+
+        Episode asNo = orchestra(D.withMalformedAs(Verdict.REJECT).withMaxTurns(2), new Tool()).run(List.of(Q),
+                new ScriptedPolicy(rambling)).getFirst();
+        assertEquals(List.of(V, S, V), asNo.steps().stream().map(Step::agent).toList());
+        assertEquals(List.of(0, 0, 2), List.of(asNo.count(Episode.APPROVALS), asNo.count(Episode.REJECTIONS), asNo.count(Episode.MALFORMED_VERDICTS)));
+        assertFalse(asNo.approved());
+    }
+
+    @Test
+    void batchedEpisodesEndInDifferentTurnsAndBadSearchesAreCounted() {
+        Tool tool = new Tool();
+        List<EpisodeInit> batch = List.of(new EpisodeInit(0, 0, "q-zero", "a"), new EpisodeInit(0, 1, "q-one", "a"),
+                new EpisodeInit(1, 2, "q-fail", "a"), new EpisodeInit(1, 3, "q-silent", "a"));
+        ScriptedPolicy p = new ScriptedPolicy((agent, r) -> {
+            String u = user(r);
+            int info = count(u, "<information>");
+            return switch (agent.id()) {
+                case "verifier" -> u.startsWith("Q: q-zero") || info >= 1 ? "<verify>yes</verify>" : "<verify>no</verify>";
+                case "searcher" -> u.startsWith("Q: q-silent") ? "no tag here" : "<search>" + u.substring(3, u.indexOf('\n')) + "</search>";
+                default -> "<answer>a</answer>";
+            };
+        });
+        List<Episode> eps = orchestra(D.withMaxTurns(3), tool).run(batch, p);
+        // turn 0: the verifier sees all four; one answers, three search (one without a query)
+        assertEquals(List.of("verifier", "answerer", "searcher", "verifier", "answerer", "searcher", "verifier"),
+                p.calls.stream().map(ScriptedPolicy.Call::agent).toList());
+        assertEquals(List.of(0, 1, 2, 3), p.calls.get(0).episodes());
+        assertEquals(List.of(1, 2, 3), p.calls.get(2).episodes());
+        assertEquals(List.of(List.of("q-one", "q-fail")), tool.calls, "one batched call; a reply without a query searches nothing");
+        assertEquals(List.of(true, true, true, false), eps.stream().map(Episode::approved).toList());
+        assertEquals(List.of(0, 1, 1, 0), eps.stream().map(e -> e.count(SearchOrchestra.TOOL_CALLS)).toList());
+        assertEquals(List.of(0, 0, 1, 0), eps.stream().map(e -> e.count(SearchOrchestra.TOOL_FAILURES)).toList());
+        assertTrue(eps.get(2).steps().get(2).prompt().getLast().content().contains("<information>search failed</information>"));
+        Step silent = eps.get(3).steps().get(1);
+        assertEquals(S, silent.agent());
+        assertFalse(silent.valid(), "a searcher reply without a query is an invalid action");
+        assertEquals(3, eps.get(3).count(Episode.ROUNDS));
+    }
+
+    @Test
+    void buildChecksTheTeam() {
+        Team two = new Team(List.of(SearchOrchestra.verifierAgent(0, "m"), SearchOrchestra.searcherAgent(1, "m")));
+        var e = assertThrows(IllegalArgumentException.class, () -> new SearchOrchestra(two, D, SearchOrchestra.VERDICTS, new Tool()));
+        assertTrue(e.getMessage().contains("needs a answerer agent 'answerer'") || e.getMessage().contains("answerer"), e.getMessage());
+        Team typo = new Team(List.of(SearchOrchestra.verifierAgent(0, "m"), SearchOrchestra.searcherAgent(1, "m"),
+                SearchOrchestra.answererAgent(2, "m").withTemplates("Q: {question} {context}", null)));
+        e = assertThrows(IllegalArgumentException.class, () -> new SearchOrchestra(typo, D, SearchOrchestra.VERDICTS, new Tool()));
+        assertTrue(e.getMessage().contains("{context}"), e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> D.withMaxTurns(0));
+        assertThrows(IllegalArgumentException.class, () -> D.withHistoryLength(0));
+    }
+}

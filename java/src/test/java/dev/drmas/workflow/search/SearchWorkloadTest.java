@@ -1,0 +1,89 @@
+// SearchWorkloadTest.java — the search workload without models: the warm start's scripted
+// demonstrator, run through the real SearchOrchestra and real Lucene BM25 over the knowledge base,
+// solves every question when its answers are right (so the demonstrations teach a working search
+// path), uses exactly one search per hop, and scores like the reward; team roles are checked.
+package dev.drmas.workflow.search;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.EpisodeInit;
+import dev.drmas.agent.Step;
+import dev.drmas.config.RunConfig;
+import dev.drmas.env.Task;
+import dev.drmas.workflow.search.Passage;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+class SearchWorkloadTest {
+    static RunConfig config(String... overrides) {
+        return RunConfig.load(Path.of("..", "configs", "search-toy-drmas.yaml"), List.of(overrides));
+    }
+
+    @Test
+    void rightDemonstrationsSolveEveryQuestionWithOneSearchPerHop() {
+        try (SearchWorkload w = new SearchWorkload(config(), new PrintStream(new ByteArrayOutputStream()))) {
+            List<Task> tasks = w.train();
+            List<EpisodeInit> init = new ArrayList<>();
+            for (int i = 0; i < tasks.size(); i++) init.add(new EpisodeInit(i, i, tasks.get(i).question(), tasks.get(i).answer()));
+            List<Episode> eps = w.orchestra().run(init, w.demonstrator(tasks, 1.0, new SplittableRandom(1)));
+            Map<Integer, Integer> byCalls = new HashMap<>();
+            double solved = 0;
+            for (Episode e : eps) {
+                Task t = tasks.get(e.uid());
+                solved += w.reward(t, e);
+                byCalls.merge(e.count(SearchOrchestra.TOOL_CALLS), 1, Integer::sum);
+                assertTrue(e.steps().stream().allMatch(Step::valid), "demonstrations are well-formed: " + e);
+                for (Step s : e.steps()) assertTrue(w.rowScore(1.0, s) == 1.0);
+            }
+            System.out.printf("demonstrations (answers right): solved %.0f of %d training questions; episodes by searches: %s%n",
+                    solved, eps.size(), byCalls);
+            assertEquals(eps.size(), solved, 0, "every question is solved along its search path");
+            assertTrue(byCalls.keySet().stream().allMatch(c -> c == 1 || c == 2), "one search per hop: " + byCalls);
+            Map<String, Double> m = w.episodeSums(tasks, eps);
+            assertEquals(eps.size(), m.get("search/f1"), 1e-9);
+            assertEquals(eps.size(), m.get("search/answered_rate"), 0);
+            assertEquals(0.0, m.get("search/failed_searches"), 0);
+        }
+    }
+
+    @Test
+    void wrongDemonstrationsMissAndInvalidRowsArePenalised() {
+        try (SearchWorkload w = new SearchWorkload(config(), new PrintStream(new ByteArrayOutputStream()))) {
+            List<Task> tasks = w.train().subList(0, 20);
+            List<EpisodeInit> init = new ArrayList<>();
+            for (int i = 0; i < tasks.size(); i++) init.add(new EpisodeInit(i, i, tasks.get(i).question(), tasks.get(i).answer()));
+            List<Episode> eps = w.orchestra().run(init, w.demonstrator(tasks, 0.0, new SplittableRandom(2)));
+            for (Episode e : eps) assertEquals(0.0, w.reward(tasks.get(e.uid()), e), e.action());
+            Step s = eps.getFirst().steps().getFirst();
+            Step invalid = new Step(s.agent(), 0, 0, s.prompt(), dev.drmas.agent.Turn.of("?"), false);
+            assertEquals(-0.01, w.rowScore(0.0, invalid), 1e-12, "the search default penalty");
+        }
+    }
+
+    @Test
+    void passagesAreFormattedWithoutRepeatingTheirTitle() {
+        List<Passage.Hit> hits = List.of(new Passage.Hit(new Passage("1", "Mirsk", "Mirsk is a city in Vandor."), 2),
+                new Passage.Hit(new Passage("2", "Paris", "Capital of France, on the Seine."), 1));
+        assertEquals("(1) Mirsk is a city in Vandor.\n(2) Paris: Capital of France, on the Seine.", SearchWorkload.format(hits, 0));
+        assertEquals("(1) Mirsk is\n(2) Paris: Capital o", SearchWorkload.format(hits, 9));
+        assertEquals("no results", SearchWorkload.format(List.of(), 0));
+    }
+
+    @Test
+    void teamNeedsEachRoleOnce() {
+        var e = assertThrows(IllegalArgumentException.class, () -> SearchWorkload.ROLES.team(config("agents[2].role=searcher")));
+        assertTrue(e.getMessage().contains("agents[2].role") && e.getMessage().contains("searcher"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> SearchWorkload.ROLES.team(config("agents[0].role=solver")));
+        assertTrue(e.getMessage().contains("agents[0].role: 'solver'"), e.getMessage());
+    }
+}
