@@ -82,10 +82,12 @@ final class DemoCommand implements Callable<Integer> {
         }
         if (lastTrain != null) {
             System.out.printf("last step: reward %.3f", lastTrain.get("reward/mean").asDouble());
-            for (String a : new String[] {"solver", "verifier"}) {
-                JsonNode infl = lastTrain.get("agent/" + a + "/inflation");
-                if (infl != null && infl.isNumber()) System.out.printf(", %s inflation (σ_k²+(μ_k−μ)²)/σ² %.2f", a, infl.asDouble());
-            }
+            JsonNode train = lastTrain;
+            train.fieldNames().forEachRemaining(k -> {  // every agent's: agent/<id>/inflation
+                if (k.startsWith("agent/") && k.endsWith("/inflation") && train.get(k).isNumber()) {
+                    System.out.printf(", %s inflation (σ_k²+(μ_k−μ)²)/σ² %.2f", k.substring(6, k.length() - 10), train.get(k).asDouble());
+                }
+            });
             System.out.println();
         }
         System.out.printf("%nrun directory:   %s%nmetrics:         %s%ntensorboard:     tensorboard --logdir %s%n"

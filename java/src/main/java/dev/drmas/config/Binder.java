@@ -65,7 +65,23 @@ final class Binder {
         return switch (typed.value()) {
             case OPTIONS -> workflow().optionsType();
             case SYNTHETIC_DATA -> workflow().syntheticDataType();
+            case AGENTS -> c.getGenericType();
         };
+    }
+
+    private static boolean hasTypedParts(Class<?> record) {
+        for (RecordComponent c : record.getRecordComponents()) if (c.getAnnotation(WorkflowSchema.Typed.class) != null) return true;
+        return false;
+    }
+
+    static boolean typedAs(RecordComponent c, WorkflowSchema.Part part) {
+        WorkflowSchema.Typed t = c.getAnnotation(WorkflowSchema.Typed.class);
+        return t != null && t.value() == part;
+    }
+
+    /** The agents of a config that lists none: one per default role of the workflow, on the default model. */
+    List<AgentSpec> defaultAgents() {
+        return RunConfig.defaultAgents(workflow().name(), RunConfig.DEFAULT_MODEL);
     }
 
     /** The static defaults() of a config record; a bug of the record's author when it has none. */
@@ -117,7 +133,11 @@ final class Binder {
             }
             // the template's section may be another workflow's: then the workflow's own defaults
             if (type != comps[i].getGenericType() && !raw(type).isInstance(dflt)) dflt = template(raw(type));
-            args[i] = map.containsKey(key) ? bind(type, map.get(key), at, dflt) : dflt;
+            if (typedAs(comps[i], WorkflowSchema.Part.AGENTS)) dflt = defaultAgents();
+            // an absent section with workflow-typed parts is bound from nothing, so that those parts
+            // take this workflow's defaults rather than the template's workflow's
+            boolean descend = map.containsKey(key) || raw(type).isRecord() && hasTypedParts(raw(type));
+            args[i] = descend ? bind(type, map.get(key), at, dflt) : dflt;
         }
         return construct(raw, types, args, path);
     }

@@ -86,6 +86,7 @@ final class Overrides {
                 if (c == null || binder.componentType(c) == null) throw unknown(binder, childPath, o);
                 childType = binder.componentType(c);
                 childTemplate = template == null ? null : Binder.get(c, template);
+                if (binder.typedAs(c, WorkflowSchema.Part.AGENTS)) childTemplate = binder.defaultAgents();
                 key = seg;
             } else if (raw == Map.class) {
                 childPath = KeyPaths.child(path, seg);

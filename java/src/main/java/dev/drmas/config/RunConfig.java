@@ -30,8 +30,8 @@ import java.util.Set;
  * @param data      where tasks come from
  * @param models    model id → model; default one model {@code policy}. Models no agent names are
  *                  not loaded
- * @param agents    the agents in order; default {@code solver} and {@code verifier}, both on
- *                  {@code policy} (shared)
+ * @param agents    the agents in order; default one agent per role of the workflow (math: {@code
+ *                  solver} and {@code verifier}), all on {@code policy} (shared)
  * @param orchestra the multi-agent workflow
  * @param rollout   sampling of training rollouts
  * @param algorithm advantage normalisation
@@ -42,10 +42,14 @@ import java.util.Set;
  * @param metrics   metric sinks
  * @param distributed data-parallel settings (used when WORLD_SIZE &gt; 1)
  */
-public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec> models, List<AgentSpec> agents,
+public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec> models,
+                        @WorkflowSchema.Typed(WorkflowSchema.Part.AGENTS) List<AgentSpec> agents,
                         OrchestraConfig orchestra, RolloutConfig rollout, AlgorithmConfig algorithm, PpoConfig ppo,
                         TrainerConfig trainer, EvalConfig eval, SftConfig sft, MetricsConfig metrics,
                         DistributedConfig distributed) {
+
+    /** The one model of a config that lists none. */
+    public static final String DEFAULT_MODEL = "policy";
 
     public RunConfig {
         Check.given(run, "run");
@@ -139,10 +143,15 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         return v instanceof Double d ? Check.num(d) : String.valueOf(v);
     }
 
-    /** Every default: two agents (solver, verifier) sharing one tiny model, Dr. MAS, synthetic tasks. */
+    /** One agent per default role of {@code workflow} (its id the role), all on model {@code model}. */
+    static List<AgentSpec> defaultAgents(String workflow, String model) {
+        return WorkflowSchema.named(workflow).defaultRoles().stream().map(r -> new AgentSpec(r, r, model)).toList();
+    }
+
+    /** Every default: the math workflow's two agents (solver, verifier) sharing one tiny model, Dr. MAS, synthetic tasks. */
     public static RunConfig defaults() {
-        return new RunConfig(RunSettings.defaults(), DataConfig.defaults(), Map.of("policy", ModelSpec.defaults()),
-                List.of(new AgentSpec("solver", "solver", "policy"), new AgentSpec("verifier", "verifier", "policy")),
+        return new RunConfig(RunSettings.defaults(), DataConfig.defaults(), Map.of(DEFAULT_MODEL, ModelSpec.defaults()),
+                defaultAgents(OrchestraConfig.DEFAULT_WORKFLOW, DEFAULT_MODEL),
                 OrchestraConfig.defaults(), RolloutConfig.defaults(), AlgorithmConfig.defaults(), PpoConfig.defaults(),
                 TrainerConfig.defaults(), EvalConfig.defaults(), SftConfig.defaults(), MetricsConfig.defaults(),
                 DistributedConfig.defaults());

@@ -25,8 +25,17 @@ public interface WorkflowSchema {
         return null;
     }
 
-    /** The part of a config a {@link Typed} component is: the options or the synthetic data. */
-    enum Part { OPTIONS, SYNTHETIC_DATA }
+    /**
+     * The roles of the agents a config that lists none gets, one agent per role (its id the
+     * role), all on one model: math's solver and verifier, search's verifier, searcher, answerer.
+     */
+    List<String> defaultRoles();
+
+    /**
+     * The part of a config a {@link Typed} component is: the options or the synthetic data (of the
+     * workflow's type), or the agents (whose default is one agent per default role).
+     */
+    enum Part { OPTIONS, SYNTHETIC_DATA, AGENTS }
 
     /** Marks a config record component whose record type is the workflow's (by orchestra.name). */
     @java.lang.annotation.Retention(java.lang.annotation.RetentionPolicy.RUNTIME)

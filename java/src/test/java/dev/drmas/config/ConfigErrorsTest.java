@@ -95,7 +95,6 @@ class ConfigErrorsTest {
             orchestra: {options: {max_loops: 0}}            | orchestra.options.max_loops: must be > 0, got 0
             orchestra: {options: {invalid_penalty: -0.1}}   | orchestra.options.invalid_penalty: must be a finite number >= 0, got -0.1
             orchestra: {name: search, options: {max_turns: 0}} | orchestra.options.max_turns: must be > 0, got 0
-            orchestra: {name: serch}                        | orchestra.name: unknown workflow 'serch' (did you mean search?); known workflows: math, search
             sft: {correct_prob: 1.5}                        | sft.correct_prob: must be in [0, 1], got 1.5
             trainer: {eval_freq: -1}                        | trainer.eval_freq: must be >= 0, got -1
             run: {threads: -2}                              | run.threads: must be >= 0, got -2

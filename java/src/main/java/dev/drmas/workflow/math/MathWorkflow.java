@@ -5,6 +5,7 @@ import dev.drmas.config.RunConfig;
 import dev.drmas.workflow.Workflow;
 import dev.drmas.workflow.Workload;
 import java.io.PrintStream;
+import java.util.List;
 
 public final class MathWorkflow implements Workflow {
     public static final String NAME = "math";
@@ -22,6 +23,11 @@ public final class MathWorkflow implements Workflow {
     @Override
     public Class<ArithmeticData> syntheticDataType() {
         return ArithmeticData.class;
+    }
+
+    @Override
+    public List<String> defaultRoles() {
+        return List.of(MathAgents.SOLVER, MathAgents.VERIFIER);
     }
 
     @Override

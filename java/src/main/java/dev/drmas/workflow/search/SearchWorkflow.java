@@ -27,6 +27,11 @@ public final class SearchWorkflow implements Workflow {
     }
 
     @Override
+    public List<String> defaultRoles() {
+        return List.of(SearchOrchestra.VERIFIER, SearchOrchestra.SEARCHER, SearchOrchestra.ANSWERER);
+    }
+
+    @Override
     public Workload open(RunConfig cfg, PrintStream log) {
         return new SearchWorkload(cfg, log);
     }
