@@ -8,10 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.drmas.testing.Fixtures;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Clock;
@@ -25,8 +22,7 @@ import org.junit.jupiter.api.TestFactory;
 
 class ChatTemplateGoldenTest {
     private static String qwen3Template() throws IOException {
-        Path config = Fixtures.qwen3Tokenizer().resolve("tokenizer_config.json");
-        return (String) new ObjectMapper().readValue(config.toFile(), Map.class).get("chat_template");
+        return (String) Goldens.qwen3TokenizerConfig().get("chat_template");
     }
 
     private static String sha256(String s) throws NoSuchAlgorithmException {
