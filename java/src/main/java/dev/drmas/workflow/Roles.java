@@ -56,8 +56,8 @@ public final class Roles {
             }
             List<Integer> same = byRole.computeIfAbsent(r.name(), k -> new ArrayList<>());
             if (same.size() == r.max()) {
-                throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role() + "' is also the role of agents"
-                        + same.stream().map(j -> "[" + j + "]").toList() + "; the " + workflow + " workflow has at most "
+                throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role() + "' is also the role of "
+                        + String.join(", ", same.stream().map(j -> "agents[" + j + "]").toList()) + "; the " + workflow + " workflow has at most "
                         + r.max() + " " + r.name() + (r.max() == 1 ? "" : "s"));
             }
             same.add(i);
