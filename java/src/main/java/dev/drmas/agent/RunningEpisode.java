@@ -39,13 +39,18 @@ public class RunningEpisode {
         counters.merge(name, 1, Integer::sum);
     }
 
-    /** Counts a verifier's verdict under the shared names of {@link Episode}. */
-    public void countVerdict(Verdict v) {
+    /**
+     * A verifier's reply judged: its verdict by {@code parser}, counted under the shared names of
+     * {@link Episode}, and returned as the workflow takes it (a malformed reply as {@code malformedAs}).
+     */
+    public Verdict judge(VerdictParser parser, String reply, Verdict malformedAs) {
+        Verdict v = java.util.Objects.requireNonNull(parser.parse(reply), "verdict parser returned null");
         count(switch (v) {
             case APPROVE -> Episode.APPROVALS;
             case REJECT -> Episode.REJECTIONS;
             case MALFORMED -> Episode.MALFORMED_VERDICTS;
         });
+        return v == Verdict.MALFORMED ? malformedAs : v;
     }
 
     /** Whether {@code agent} has taken a turn in this episode already. */

@@ -61,7 +61,6 @@ public final class EchoWorkflow implements Workflow {
                 new Agent("echo", i, model, "", PromptTemplate.of("Say: {question}"), null, text -> !text.isBlank()))));
         Team team = roles.team(cfg);
         TaskFiles.Split data = TaskFiles.read(cfg.data());
-        InvalidActionPenalty penalty = new InvalidActionPenalty(o.invalidPenalty());
         Orchestra orchestra = new Orchestra() {
             @Override
             public Team team() {
@@ -80,35 +79,10 @@ public final class EchoWorkflow implements Workflow {
                 return states.stream().map(RunningEpisode::finish).toList();
             }
         };
-        return new Workload() {
-            @Override
-            public Team team() {
-                return team;
-            }
-
-            @Override
-            public Orchestra orchestra() {
-                return orchestra;
-            }
-
-            @Override
-            public List<Task> train() {
-                return data.train();
-            }
-
-            @Override
-            public List<Task> test() {
-                return data.test();
-            }
-
+        return new BaseWorkload<>(team, orchestra, data, new InvalidActionPenalty(o.invalidPenalty())) {
             @Override
             public double reward(Task task, Episode e) {
                 return e.action().strip().equals(task.answer()) ? 1 : 0;
-            }
-
-            @Override
-            public double rowScore(double reward, Step s) {
-                return penalty.rowScore(reward, s.valid());
             }
 
             @Override

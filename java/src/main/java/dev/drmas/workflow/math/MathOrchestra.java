@@ -151,9 +151,7 @@ public final class MathOrchestra implements Orchestra {
             for (int j = 0; j < active.size(); j++) {
                 State st = states.get(active.get(j));
                 String reply = replies.get(j).text();
-                Verdict v = Objects.requireNonNull(parser.parse(reply), "verdict parser returned null");
-                st.countVerdict(v);
-                Verdict taken = v == Verdict.MALFORMED ? options.malformedAs() : v;
+                Verdict taken = st.judge(parser, reply, options.malformedAs());
                 st.feedback = reply;
                 st.verdict = taken.word();
                 st.approved = st.done = taken == Verdict.APPROVE;

@@ -13,64 +13,33 @@ import dev.drmas.agent.Turn;
 import dev.drmas.agent.TurnRequest;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
+import dev.drmas.workflow.BaseWorkload;
 import dev.drmas.workflow.InvalidActionPenalty;
 import dev.drmas.workflow.Roles;
 import dev.drmas.workflow.TaskFiles;
-import dev.drmas.workflow.Workload;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 
-final class MathWorkload implements Workload {
+final class MathWorkload extends BaseWorkload<MathOrchestra> {
     static final Roles ROLES = new Roles(MathWorkflow.NAME, List.of(
             Roles.Role.one(MathAgents.SOLVER, MathAgents::solver),
             new Roles.Role(MathAgents.VERIFIER, 0, 1, MathAgents::verifier)));
 
-    private final Team team;
-    private final MathOrchestra orchestra;
-    private final InvalidActionPenalty penalty;
-    private final TaskFiles.Split data;
-
     MathWorkload(RunConfig cfg) {
         MathOptions o = cfg.orchestra().options(MathOptions.class);
-        this.penalty = new InvalidActionPenalty(o.invalidPenalty());
-        this.team = ROLES.team(cfg);
+        Team team = ROLES.team(cfg);
         String verifier = Roles.idsOf(cfg, MathAgents.VERIFIER).stream().findFirst().orElse(MathAgents.VERIFIER);
-        this.orchestra = new MathOrchestra(team, new MathOrchestra.Options(o.maxLoops(), o.malformedVerdict().taken(),
-                Roles.idsOf(cfg, MathAgents.SOLVER).getFirst(), verifier), MathReward::parseVerdict);
-        this.data = MathTasks.of(cfg.data());
-    }
-
-    @Override
-    public Team team() {
-        return team;
-    }
-
-    @Override
-    public Orchestra orchestra() {
-        return orchestra;
-    }
-
-    @Override
-    public List<Task> train() {
-        return data.train();
-    }
-
-    @Override
-    public List<Task> test() {
-        return data.test();
+        super(team, new MathOrchestra(team, new MathOrchestra.Options(o.maxLoops(), o.malformedVerdict().taken(),
+                Roles.idsOf(cfg, MathAgents.SOLVER).getFirst(), verifier), MathReward::parseVerdict),
+                MathTasks.of(cfg.data()), new InvalidActionPenalty(o.invalidPenalty()));
     }
 
     @Override
     public double reward(Task task, Episode e) {
         return MathReward.episodeReward(e.action(), task.answer());
-    }
-
-    @Override
-    public double rowScore(double r, Step s) {
-        return penalty.rowScore(r, s.valid());
     }
 
     @Override

@@ -14,10 +14,10 @@ import dev.drmas.agent.Turn;
 import dev.drmas.agent.TurnRequest;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
+import dev.drmas.workflow.BaseWorkload;
 import dev.drmas.workflow.InvalidActionPenalty;
 import dev.drmas.workflow.Roles;
 import dev.drmas.workflow.TaskFiles;
-import dev.drmas.workflow.Workload;
 import dev.drmas.workflow.math.Demonstrations;
 import dev.drmas.workflow.math.MathAnswers;
 import dev.drmas.workflow.math.MathReward;
@@ -30,52 +30,21 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
 
-final class ProposerWorkload implements Workload {
-    private final Team team;
-    private final ProposerOrchestra orchestra;
-    private final InvalidActionPenalty penalty;
-    private final TaskFiles.Split data;
-
+final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
     ProposerWorkload(RunConfig cfg) {
         ProposerOptions o = cfg.orchestra().options(ProposerOptions.class);
         Roles roles = new Roles(ProposerWorkflow.NAME, List.of(
                 new Roles.Role(ProposerAgents.PROPOSER, 1, Math.max(1, o.proposers()), ProposerAgents::proposer),
                 Roles.Role.one(ProposerAgents.AGGREGATOR, ProposerAgents::aggregator)));
-        this.team = roles.team(cfg);
-        this.orchestra = new ProposerOrchestra(team, Roles.idsOf(cfg, ProposerAgents.PROPOSER),
-                Roles.idsOf(cfg, ProposerAgents.AGGREGATOR).getFirst(), o.proposers());
-        this.penalty = new InvalidActionPenalty(o.invalidPenalty());
-        this.data = MathTasks.of(cfg.data());
-    }
-
-    @Override
-    public Team team() {
-        return team;
-    }
-
-    @Override
-    public Orchestra orchestra() {
-        return orchestra;
-    }
-
-    @Override
-    public List<Task> train() {
-        return data.train();
-    }
-
-    @Override
-    public List<Task> test() {
-        return data.test();
+        Team team = roles.team(cfg);
+        super(team, new ProposerOrchestra(team, Roles.idsOf(cfg, ProposerAgents.PROPOSER),
+                Roles.idsOf(cfg, ProposerAgents.AGGREGATOR).getFirst(), o.proposers()),
+                MathTasks.of(cfg.data()), new InvalidActionPenalty(o.invalidPenalty()));
     }
 
     @Override
     public double reward(Task task, Episode e) {
         return MathReward.episodeReward(e.action(), task.answer());
-    }
-
-    @Override
-    public double rowScore(double reward, Step s) {
-        return penalty.rowScore(reward, s.valid());
     }
 
     @Override

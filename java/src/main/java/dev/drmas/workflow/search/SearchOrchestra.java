@@ -178,9 +178,7 @@ public final class SearchOrchestra implements Orchestra {
             for (int j = 0; j < active.size(); j++) {
                 State st = states.get(active.get(j));
                 st.count(Episode.ROUNDS);
-                Verdict v = Objects.requireNonNull(parser.parse(verdicts.get(j).text()), "verdict parser returned null");
-                st.countVerdict(v);
-                Verdict taken = v == Verdict.MALFORMED ? options.malformedAs() : v;
+                Verdict taken = st.judge(parser, verdicts.get(j).text(), options.malformedAs());
                 if (taken == Verdict.APPROVE) {
                     answering.add(active.get(j));
                 } else if (turn < options.maxTurns() - 1) {
