@@ -6,7 +6,7 @@ import picocli.CommandLine.Command;
 
 @Command(name = "sft", mixinStandardHelpOptions = true,
         description = {"Warm-start the models of CONFIG on demonstrations of the workflow (formats right, answers",
-                "right with probability sft.solver_correct_prob); writes run_dir/sft/models for `drmas train`."})
+                "right with probability sft.correct_prob); writes run_dir/sft/models for `drmas train`."})
 final class SftCommand extends RunCommand {
     @Override
     public Integer call() throws Exception {

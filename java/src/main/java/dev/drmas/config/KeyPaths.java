@@ -80,7 +80,7 @@ final class KeyPaths {
         if (best == null) return null;
         int allowed = Math.max(1, Math.max(wanted.length(), best.length()) / 3);
         if (bestD <= allowed) return best;
-        // a right key in the wrong section: ppo.max_loops -> orchestra.max_loops
+        // a right key in the wrong section: ppo.max_loops -> orchestra.options.max_loops
         String leaf = leaf(wanted);
         String sameLeaf = null;
         for (String c : candidates) {
