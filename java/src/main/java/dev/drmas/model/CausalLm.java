@@ -1,9 +1,10 @@
 // CausalLm.java — the decoder-only transformer of the Qwen2/2.5, Qwen3 and Llama families in
 // LibTorch: embeddings, RMSNorm, rotary embeddings, grouped-query attention, SwiGLU MLP, LM head.
 // Its parameters are an ordered map under HF tensor names, so that loading and saving HF
-// checkpoints is a matter of names; one forward serves prefill, teacher-forced training and
-// decoding on GPUs, while decoding on the CPU (one new token per row) goes through DecodeStep, the
-// same layers arranged for fewer LibTorch calls and checked against this forward.
+// checkpoints is a matter of names. The layers are Transformer's, one implementation for every
+// forward: prefill, teacher-forced training and decoding on GPUs run its general pass, decoding on
+// the CPU (one new token per row) its decoding arrangement through DecodeStep, which makes fewer
+// LibTorch calls and is checked against the general pass.
 package dev.drmas.model;
 
 import java.io.IOException;
@@ -16,14 +17,11 @@ import java.util.List;
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
-import org.bytedeco.pytorch.DoubleOptional;
 import org.bytedeco.pytorch.Generator;
 import org.bytedeco.pytorch.GeneratorOptional;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
-import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.TensorOptional;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -61,33 +59,12 @@ public final class CausalLm implements AutoCloseable {
     private final Device device;
     private final Map<String, Tensor> params;
     private final Layer[] layers;
+    private final Transformer transformer;
     private final Tensor embed, finalNorm, lmHead, invFreq;
-    // Constants of every forward, made once: with small models a forward is hundreds of small
-    // LibTorch calls, each ~3-7 µs through JavaCPP, so calls (allocations of these included)
-    // rather than arithmetic set its time (bench/README.md, "Rollout engine").
-    private final Scalar two = new Scalar(2.0), rmsEps;
-    private final ScalarTypeOptional noDtype = new ScalarTypeOptional();
-    private final DoubleOptional noScale = new DoubleOptional();
     private final DecodeStep decodeStep;
     /** Whether CPU decoding goes through decodeStep; tests turn it off to check the general path too. */
     boolean decodeStepOn = true;
     private boolean closed;
-
-    /** One decoder layer's weights; a null bias or norm is one this family does not have. */
-    record Layer(Tensor inputNorm, Tensor q, Tensor qBias, Tensor k, Tensor kBias, Tensor v, Tensor vBias,
-                         Tensor o, Tensor oBias, Tensor qNorm, Tensor kNorm, Tensor postNorm,
-                         Tensor gate, Tensor gateBias, Tensor up, Tensor upBias, Tensor down, Tensor downBias) {
-        static Layer of(Map<String, Tensor> p, int i) {
-            String a = "model.layers." + i + ".self_attn.", m = "model.layers." + i + ".mlp.";
-            return new Layer(p.get("model.layers." + i + ".input_layernorm.weight"),
-                    p.get(a + "q_proj.weight"), p.get(a + "q_proj.bias"), p.get(a + "k_proj.weight"), p.get(a + "k_proj.bias"),
-                    p.get(a + "v_proj.weight"), p.get(a + "v_proj.bias"), p.get(a + "o_proj.weight"), p.get(a + "o_proj.bias"),
-                    p.get(a + "q_norm.weight"), p.get(a + "k_norm.weight"),
-                    p.get("model.layers." + i + ".post_attention_layernorm.weight"),
-                    p.get(m + "gate_proj.weight"), p.get(m + "gate_proj.bias"), p.get(m + "up_proj.weight"),
-                    p.get(m + "up_proj.bias"), p.get(m + "down_proj.weight"), p.get(m + "down_proj.bias"));
-        }
-    }
 
     /** Takes ownership of {@code params} (retained, attached to no scope), named and shaped as {@link #parameterShapes}. */
     private CausalLm(ModelConfig config, ScalarType dtype, Device device, Map<String, Tensor> params) {
@@ -96,18 +73,18 @@ public final class CausalLm implements AutoCloseable {
         this.device = device;
         this.params = Collections.unmodifiableMap(params);
         layers = new Layer[config.numLayers()];
-        for (int i = 0; i < layers.length; i++) layers[i] = Layer.of(params, i);
+        for (int i = 0; i < layers.length; i++) layers[i] = new Layer(params, i);
+        transformer = new Transformer(config, layers, dtype);
         embed = params.get("model.embed_tokens.weight");
         finalNorm = params.get("model.norm.weight");
         lmHead = config.tieWordEmbeddings() ? embed : params.get("lm_head.weight");
-        rmsEps = new Scalar(config.rmsNormEps());
         double[] f = Rope.inverseFrequencies(config.headDim(), config.ropeTheta(), config.ropeScaling());
         float[] f32 = new float[f.length];
         for (int i = 0; i < f.length; i++) f32[i] = (float) f[i];
         try (PointerScope scope = new PointerScope()) {
             invFreq = Scopes.retain(Tensors.floats(f32).to(device, ScalarType.Float));
         }
-        decodeStep = new DecodeStep(config, layers, embed, finalNorm, f32);
+        decodeStep = new DecodeStep(config, transformer, embed, finalNorm, f32);
     }
 
     // ------------------------------------------------------------------ construction
@@ -355,7 +332,7 @@ public final class CausalLm implements AutoCloseable {
                 shape[shape.length - 1] = lmHead.size(0);
                 y = torch.mv(lmHead, hidden.reshape(-1)).view(shape);
             } else {
-                y = proj(hidden, lmHead, null);
+                y = torch.linear(hidden, lmHead);
             }
             out = Scopes.retain(dtype == ScalarType.Float ? y : y.to(ScalarType.Float));
         }
@@ -382,71 +359,10 @@ public final class CausalLm implements AutoCloseable {
             Tensor querySlot = torch.arange(new Scalar(past), new Scalar(s), longs).to(device, ScalarType.Long).view(t, 1);
             attend = valid.logical_and(keySlot.le(querySlot)).logical_or(keySlot.eq(querySlot));
         }
-        Rope.Angles angles = Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype);
-        TensorOptional attendOpt = new TensorOptional(attend);
-
+        Pass p = Pass.general(b, t, past, Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype), attend, cache);
         Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
-        for (int l = 0; l < layers.length; l++) {
-            x = layer(l, x, b, t, angles, attendOpt, cache, past);
-        }
-        return rmsNorm(x, finalNorm);
-    }
-
-    /** One decoder layer, x [B, T, hidden] → [B, T, hidden]. */
-    private Tensor layer(int l, Tensor x, long b, long t, Rope.Angles angles, TensorOptional attend, KvCache cache,
-                         long past) {
-        Layer w = layers[l];
-        int heads = config.numHeads(), kvHeads = config.numKvHeads(), d = config.headDim();
-
-        Tensor h = rmsNorm(x, w.inputNorm());
-        Tensor q = proj(h, w.q(), w.qBias()).view(b, t, heads, d);
-        Tensor k = proj(h, w.k(), w.kBias()).view(b, t, kvHeads, d);
-        Tensor v = proj(h, w.v(), w.vBias()).view(b, t, kvHeads, d).transpose(1, 2);
-        if (w.qNorm() != null) { // Qwen3: RMSNorm over each head before the rotation
-            q = rmsNorm(q, w.qNorm());
-            k = rmsNorm(k, w.kNorm());
-        }
-        q = angles.apply(q.transpose(1, 2)); // [B, heads, T, d]
-        k = angles.apply(k.transpose(1, 2)); // [B, kvHeads, T, d]
-        if (cache != null) {
-            cache.keys(l).narrow(2, past, t).copy_(k);
-            cache.values(l).narrow(2, past, t).copy_(v);
-            k = cache.keys(l).narrow(2, 0, past + t);
-            v = cache.values(l).narrow(2, 0, past + t);
-        }
-        Tensor a;
-        if (t == 1 && heads != kvHeads) {
-            // decoding with grouped-query attention: the query heads that share a kv head (HF's
-            // repeat_kv: head i reads kv head i / group) go in as that head's rows, [B, kvHeads,
-            // group, d]. One query attends to the same slots whatever its row, and LibTorch's CPU
-            // attention then reads each kv head once instead of once per query head: 1.8× faster
-            // at batch 64 (bench/README.md). The rows come out in head order.
-            a = torch.scaled_dot_product_attention(q.reshape(b, kvHeads, heads / kvHeads, d), k, v, attend, 0.0, false,
-                    noScale, false).reshape(b, t, (long) heads * d);
-        } else {
-            // enable_gqa: query head i reads kv head i / (heads / kvHeads), as HF's repeat_kv
-            a = torch.scaled_dot_product_attention(q, k, v, attend, 0.0, false, noScale, heads != kvHeads);
-            a = a.transpose(1, 2).reshape(b, t, (long) heads * d); // [B, heads, T, d] -> [B, T, heads·d]
-        }
-        x = x.add(proj(a, w.o(), w.oBias()));
-
-        h = rmsNorm(x, w.postNorm());
-        Tensor gated = torch.silu(proj(h, w.gate(), w.gateBias())).mul(proj(h, w.up(), w.upBias()));
-        return x.add(proj(gated, w.down(), w.downBias()));
-    }
-
-    /** HF's RMSNorm: normalised in float32, cast back, then scaled by the weight. */
-    private Tensor rmsNorm(Tensor x, Tensor weight) {
-        boolean f32 = dtype == ScalarType.Float; // then both casts would return x itself: skip the calls
-        Tensor xf = f32 ? x : x.to(ScalarType.Float);
-        Tensor var = xf.pow(two).mean(new long[]{-1}, true, noDtype);
-        Tensor normed = xf.mul(var.add(rmsEps).rsqrt());
-        return weight.mul(f32 ? normed : normed.to(dtype));
-    }
-
-    /** x·wᵀ (+ bias). */
-    private static Tensor proj(Tensor x, Tensor w, Tensor bias) {
-        return bias == null ? torch.linear(x, w) : torch.linear(x, w, new TensorOptional(bias));
+        for (int l = 0; l < layers.length; l++) x = transformer.layer(l, x, p);
+        return transformer.rmsNorm(x, finalNorm, p);
     }
 
     private static void checkInput(String name, Tensor t, long[] shape) {
@@ -470,12 +386,9 @@ public final class CausalLm implements AutoCloseable {
     public void close() {
         if (closed) return;
         closed = true;
+        for (Layer l : layers) l.close();
         for (Tensor t : params.values()) t.releaseReference();
         invFreq.releaseReference();
-        decodeStep.close();
-        two.close();
-        rmsEps.close();
-        noDtype.close();
-        noScale.close();
+        transformer.close();
     }
 }

@@ -1,7 +1,9 @@
 // Rope.java — rotary position embeddings as HF transformers computes them: inverse frequencies
 // theta^(-2i/d) (stretched by linear or llama3 rope_scaling), angles position × frequency with
 // the frequencies repeated over both halves of a head, and the rotate_half convention (the
-// pairs rotated together are (j, j + d/2), not adjacent elements).
+// pairs rotated together are (j, j + d/2), not adjacent elements). One rotation serves every
+// forward; its angles come from LibTorch for a batch of positions, or from Java for the few
+// positions of a CPU decoding step.
 package dev.drmas.model;
 
 import org.bytedeco.pytorch.Tensor;
@@ -40,22 +42,35 @@ final class Rope {
     }
 
     /**
-     * The rotation of one forward's positions: cos and sin of the angles, [B, 1, T, headDim] in
-     * the model dtype, with sin's first half negated ({@code sinSigned}), so that rotate_half(x)·sin
-     * is roll(x, d/2)·sinSigned: the same products, exactly (negating a factor negates the
-     * rounded product), in 2 LibTorch calls instead of 5 (narrow, neg, narrow, cat and mul).
+     * The rotation of one forward's positions: cos and sin of the angles (shaped to broadcast over
+     * the heads of the tensors rotated), with sin's first half negated ({@code sinSigned}), so
+     * that rotate_half(x)·sin is roll(x, d/2)·sinSigned: the same products, exactly (negating a
+     * factor negates the rounded product), in 2 LibTorch calls instead of 5 (narrow, neg, narrow,
+     * cat and mul). {@code shift} is {d/2}.
      */
-    record Angles(Tensor cos, Tensor sinSigned) {
-        /** x·cos + rotate_half(x)·sin for x [B, heads, T, headDim]; rotate_half(x) = [−x₂, x₁]. */
-        Tensor apply(Tensor x) {
-            long half = cos.size(-1) / 2;
-            return x.mul(cos).add(x.roll(new long[]{half}, new long[]{-1}).mul(sinSigned));
+    record Angles(Tensor cos, Tensor sinSigned, long[] shift) {
+        private static final long[] LAST_DIM = {-1};
+
+        /**
+         * x·cos + rotate_half(x)·sin, rotate_half(x) = [−x₂, x₁], for x [..., headDim]. In place
+         * (a decoding step's buffer): x is overwritten and the sum is fused into one addcmul,
+         * which rounds once where the out-of-place form rounds the product and then the sum;
+         * so the two differ in the last bit, and each path keeps its own (the golden metrics
+         * pin both).
+         */
+        Tensor rotate(Tensor x, boolean inPlace) {
+            if (inPlace) {
+                Tensor rot = x.roll(shift, LAST_DIM);
+                return x.mul_(cos).addcmul_(rot, sinSigned);
+            }
+            return x.mul(cos).add(x.roll(shift, LAST_DIM).mul(sinSigned));
         }
     }
 
     /**
-     * The angles of int64 {@code positions} [B, T]: computed in float32 with float32
-     * {@code invFreq} [headDim/2], then cast to {@code dtype} (as HF).
+     * The angles of int64 {@code positions} [B, T], shaped [B, 1, T, headDim] for heads [B, heads, T,
+     * headDim]: computed in float32 with float32 {@code invFreq} [headDim/2], then cast to
+     * {@code dtype} (as HF).
      */
     static Angles angles(Tensor positions, Tensor invFreq, ScalarType dtype) {
         Tensor freqs = positions.to(ScalarType.Float).unsqueeze(-1).mul(invFreq); // [B, T, d/2]
@@ -63,6 +78,34 @@ final class Rope {
         Tensor sin = emb.sin().to(dtype);
         long half = invFreq.size(0);
         Tensor sinSigned = torch.cat(new TensorVector(sin.narrow(-1, 0, half).neg(), sin.narrow(-1, half, half)), -1);
-        return new Angles(emb.cos().to(dtype), sinSigned);
+        return new Angles(emb.cos().to(dtype), sinSigned, new long[]{half});
+    }
+
+    /**
+     * The angles of a few {@code positions} made in Java (float32 CPU tensors of {@code shape},
+     * whose last dim is headDim): for a decoding step, the ~10 LibTorch calls of
+     * {@link #angles(Tensor, Tensor, ScalarType)} cost more than a layer's arithmetic. Each angle
+     * is position × frequency rounded to float32, as there; its cos and sin are computed in double
+     * and rounded to float32, so they are within an ulp of LibTorch's float32 ones, not always equal.
+     */
+    static Angles angles(long[] positions, float[] invFreq, long... shape) {
+        int half = invFreq.length, d = 2 * half;
+        float[] cos = new float[positions.length * d], sin = new float[positions.length * d];
+        for (int r = 0; r < positions.length; r++) {
+            for (int i = 0; i < half; i++) {
+                float angle = (float) positions[r] * invFreq[i];
+                int at = r * d;
+                cos[at + i] = cos[at + i + half] = (float) Math.cos(angle);
+                float s = (float) Math.sin(angle);
+                sin[at + i] = -s;
+                sin[at + i + half] = s;
+            }
+        }
+        Tensor c = Tensors.floats(cos), s = Tensors.floats(sin);
+        if (shape.length > 1) {
+            c = c.view(shape);
+            s = s.view(shape);
+        }
+        return new Angles(c, s, new long[]{half});
     }
 }

@@ -1,12 +1,14 @@
 // RopeTest.java — rotary embeddings against numbers worked out by hand from the formulas: the
 // inverse frequencies theta^(-2i/d) with no, linear and llama3 scaling (each llama3 band hit), and
-// the rotation of the pairs (j, j + d/2) by position × frequency.
+// the rotation of the pairs (j, j + d/2) by position × frequency, out of place and in place, with
+// LibTorch's angles and with the decoding step's (made in Java).
 package dev.drmas.model;
 
 import static dev.drmas.algo.TorchReference.floats;
 import static dev.drmas.algo.TorchReference.longs;
 import static dev.drmas.algo.TorchReference.toFloats;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import dev.drmas.algo.Tolerance;
 import org.bytedeco.javacpp.PointerScope;
@@ -66,8 +68,36 @@ class RopeTest {
             }
             Tensor invFreq = floats(1f, 0.1f, 0.01f, 0.001f);
             Rope.Angles angles = Rope.angles(longs(positions).view(1, 2), invFreq, ScalarType.Float); // batch 1, 2 tokens
-            Tensor y = angles.apply(floats(x).view(1, 1, 2, d));                                       // 1 head
+            Tensor y = angles.rotate(floats(x).view(1, 1, 2, d), false);                               // 1 head
             Tolerance.assertClose("rotated", toFloats(y), expected, 1e-5, 0);
+            // in place (a decoding step's buffer): the same rotation, written into x
+            Tensor buffer = floats(x).view(1, 1, 2, d);
+            Tensor z = angles.rotate(buffer, true);
+            Tolerance.assertClose("rotated in place", toFloats(buffer), expected, 1e-5, 0);
+            assertEquals(buffer.data_ptr().address(), z.data_ptr().address(), "in place returns its input");
+            // the decoding step's angles, made in Java for its rows (here 2 rows of 1 token, 1 head)
+            Rope.Angles java = Rope.angles(positions, new float[]{1f, 0.1f, 0.01f, 0.001f}, 2, 1, d);
+            Tolerance.assertClose("rotated with Java's angles", toFloats(java.rotate(floats(x).view(2, 1, d), true)), expected,
+                    1e-5, 0);
+        }
+    }
+
+    @Test
+    void javaAnglesAreWithinAnUlpOrTwoOfLibTorchs() {
+        // the decoding step makes cos and sin in Java (double, rounded to float32), the general
+        // pass in LibTorch's float32: both round the same float32 angle, so they differ by at
+        // most the two functions' errors (≤ 1 ulp each), up to long contexts
+        try (PointerScope scope = new PointerScope()) {
+            int d = 64;
+            double[] f = Rope.inverseFrequencies(d, 1e6, null);
+            float[] f32 = new float[f.length];
+            for (int i = 0; i < f.length; i++) f32[i] = (float) f[i];
+            long[] positions = new long[300];
+            for (int i = 0; i < positions.length; i++) positions[i] = i < 200 ? i : 200 + 157L * i;  // up to ~47k
+            Rope.Angles torchAngles = Rope.angles(longs(positions).view(1, -1), floats(f32), ScalarType.Float);
+            Rope.Angles javaAngles = Rope.angles(positions, f32, positions.length, d);
+            Tolerance.assertClose("cos", toFloats(javaAngles.cos()), toFloats(torchAngles.cos()), 2.5e-7, 0);
+            Tolerance.assertClose("signed sin", toFloats(javaAngles.sinSigned()), toFloats(torchAngles.sinSigned()), 2.5e-7, 0);
         }
     }
 }

@@ -1,0 +1,66 @@
+// Pass.java — how one forward through the layers is arranged, the parameter of Transformer's ops:
+// a general pass (training, prefill, decoding on GPUs or in bfloat16: fresh tensors, autograd,
+// any dtype and device) or a CPU decoding step (one token per row, float32, into DecodeStep's
+// buffers, in place), whose one-row case runs matrix-vector products instead of matrix products.
+package dev.drmas.model;
+
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptional;
+
+final class Pass {
+    /** A CPU decoding step (else a general pass). */
+    final boolean decoding;
+    /** A decoding step of one row: hidden states are flat [hidden] vectors. */
+    final boolean oneRow;
+    /** Rows, new tokens per row (1 in a decoding step), and slots already in the cache. */
+    final long batch, tokens, past;
+    final Rope.Angles angles;
+    /**
+     * Which key slots each query attends to. General pass: bool [B, 1, T, past + T] ([B, 1, 1,
+     * past + 1] for one query); decoding step: an additive float bias (0 or −∞) [rows, 1, 1,
+     * past + 1], or [1, 1, past + 1] for one row.
+     */
+    final Tensor mask;
+    /** {@link #mask} for scaled_dot_product_attention (null for one row, whose attention is written out). */
+    final TensorOptional maskOpt;
+    /** General pass: the KV cache or null. */
+    final KvCache cache;
+    /** Decoding step: its buffers and fixed views. */
+    final DecodeStep.Scratch scratch;
+    /** Decoding step: where the projections go (views of the scratch buffers); null in a general pass. */
+    final Tensor qOut, kOut, vOut, gateOut, upOut;
+
+    private Pass(boolean decoding, long batch, long tokens, long past, Rope.Angles angles, Tensor mask, KvCache cache,
+                 DecodeStep.Scratch sc) {
+        this.decoding = decoding;
+        this.oneRow = decoding && sc.rows == 1;
+        this.batch = batch;
+        this.tokens = tokens;
+        this.past = past;
+        this.angles = angles;
+        this.mask = mask;
+        this.maskOpt = oneRow ? null : new TensorOptional(mask);
+        this.cache = cache;
+        this.scratch = sc;
+        qOut = sc == null ? null : sc.qFlat;
+        kOut = sc == null ? null : sc.kFlat;
+        vOut = sc == null ? null : sc.vFlat;
+        gateOut = sc == null ? null : sc.gate;
+        upOut = sc == null ? null : sc.up;
+    }
+
+    /** A forward of [batch, tokens] new tokens after {@code past} cached slots (cache null: none). */
+    static Pass general(long batch, long tokens, long past, Rope.Angles angles, Tensor attend, KvCache cache) {
+        return new Pass(false, batch, tokens, past, angles, attend, cache, null);
+    }
+
+    /** A CPU decoding step of {@code sc.rows} rows whose new keys and values go to slot {@code past}. */
+    static Pass decoding(DecodeStep.Scratch sc, long past, Rope.Angles angles, Tensor bias) {
+        return new Pass(true, sc.rows, 1, past, angles, bias, null, sc);
+    }
+
+    /** Key slots a query may read: the cached ones and the new tokens. */
+    long slots() {
+        return past + tokens;
+    }
+}
