@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <algorithm>
 
@@ -26,15 +27,25 @@ namespace {
 using ull = unsigned long long;
 
 // Grid-stride kernels never need more blocks than this to fill a GPU (132 SMs x 2048 threads
-// on an H100 is ~1000 blocks of 256); more would only add scheduling overhead.
+// on an H100 is ~1000 blocks of 256); more would only add scheduling overhead. Tests lower it
+// with DRMAS_CUDA_MAX_GRID (read once) so that small inputs take several grid-stride iterations.
 constexpr int64_t kMaxGrid = 8192;
+
+int64_t max_grid() {
+    static const int64_t cap = [] {
+        const char* s = getenv("DRMAS_CUDA_MAX_GRID");
+        const long long v = s != nullptr ? atoll(s) : 0;
+        return v >= 1 && v <= kMaxGrid ? (int64_t)v : kMaxGrid;
+    }();
+    return cap;
+}
 
 int grid_for(int64_t items) {
     const int64_t blocks = (items + kBlockSize - 1) / kBlockSize;
-    return (int)std::min<int64_t>(std::max<int64_t>(blocks, 1), kMaxGrid);
+    return (int)std::min<int64_t>(std::max<int64_t>(blocks, 1), max_grid());
 }
 // Kernels with one block per row.
-int grid_for_rows(int64_t rows) { return (int)std::min<int64_t>(std::max<int64_t>(rows, 1), kMaxGrid); }
+int grid_for_rows(int64_t rows) { return (int)std::min<int64_t>(std::max<int64_t>(rows, 1), max_grid()); }
 
 // A failed CUDA call: clear the (non-sticky) error state and report it.
 int32_t cuda_fail(const char* fn, const char* what, cudaError_t e) {
@@ -170,7 +181,7 @@ int32_t validate_offsets(const char* fn, int64_t num_rows, const int64_t* row_of
     DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
     ull* slots = scratch.at<ull>(slots_at);
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(slots, 0xFF, kOffSlots * sizeof(ull), stream));
-    validate_row_offsets_kernel<<<grid_for(num_rows + 1), kBlockSize, 0, stream>>>(
+    DRMAS_LAUNCH(validate_row_offsets_kernel, grid_for(num_rows + 1), kBlockSize, 0, stream)(
         num_rows, row_offsets, slots);
     DRMAS_CUDA_LAUNCHED("validate_row_offsets_kernel");
     ull host[kOffSlots];
@@ -266,7 +277,7 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
         DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
         ull* bad = scratch.at<ull>(bad_at);
         DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(bad, 0xFF, kSegChecks * sizeof(ull), stream));
-        validate_segment_rows_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids,
+        DRMAS_LAUNCH(validate_segment_rows_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids,
                                                                               num_segments, bad);
         DRMAS_CUDA_LAUNCHED("validate_segment_rows_kernel");
         ull host[kSegChecks];
@@ -296,15 +307,15 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(mean, 0, (size_t)num_segments * sizeof(double), stream));
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(m2, 0, (size_t)num_segments * sizeof(double), stream));
     if (n > 0) {
-        segment_sums_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids, cnt, mean);
+        DRMAS_LAUNCH(segment_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids, cnt, mean);
         DRMAS_CUDA_LAUNCHED("segment_sums_kernel");
-        segment_means_kernel<<<grid_for(num_segments), kBlockSize, 0, stream>>>(num_segments, cnt, mean);
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(num_segments), kBlockSize, 0, stream)(num_segments, cnt, mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-        segment_m2_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids, mean, m2);
+        DRMAS_LAUNCH(segment_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids, mean, m2);
         DRMAS_CUDA_LAUNCHED("segment_m2_kernel");
     }
     if (std != nullptr) {
-        segment_std_kernel<<<grid_for(num_segments), kBlockSize, 0, stream>>>(num_segments, cnt, m2,
+        DRMAS_LAUNCH(segment_std_kernel, grid_for(num_segments), kBlockSize, 0, stream)(num_segments, cnt, m2,
                                                                                ddof, std);
         DRMAS_CUDA_LAUNCHED("segment_std_kernel");
     }
@@ -369,14 +380,14 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     // first bad row `limit`; before reporting it, it scans rows [0, limit) for the first row
     // whose trajectory its first row put in another uid, and reports that one first.
     if (n > 0) {
-        validate_advantage_rows_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(
+        DRMAS_LAUNCH(validate_advantage_rows_kernel, grid_for(n), kBlockSize, 0, stream)(
             n, scores, uid, traj, agent, U, T, K, bad);
         DRMAS_CUDA_LAUNCHED("validate_advantage_rows_kernel");
         if (by_traj) {
-            trajectory_first_row_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, uid, traj, U, T,
+            DRMAS_LAUNCH(trajectory_first_row_kernel, grid_for(n), kBlockSize, 0, stream)(n, uid, traj, U, T,
                                                                                 first_row);
             DRMAS_CUDA_LAUNCHED("trajectory_first_row_kernel");
-            trajectory_consistency_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(
+            DRMAS_LAUNCH(trajectory_consistency_kernel, grid_for(n), kBlockSize, 0, stream)(
                 n, uid, traj, U, T, first_row, bad);
             DRMAS_CUDA_LAUNCHED("trajectory_consistency_kernel");
         }
@@ -427,35 +438,35 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
 
     // ---- statistics: two passes, fp64 ----
     if (n > 0) {
-        advantage_sums_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, K,
                                                                       agents, groups, trajs);
         DRMAS_CUDA_LAUNCHED("advantage_sums_kernel");
-        segment_means_kernel<<<grid_for(S), kBlockSize, 0, stream>>>(S, agents.count, agents.mean);
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(S), kBlockSize, 0, stream)(S, agents.count, agents.mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
         if (by_traj) {
-            segment_means_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs.count, trajs.mean);
+            DRMAS_LAUNCH(segment_means_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs.count, trajs.mean);
             DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-            trajectory_group_sums_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs_c, first_row,
+            DRMAS_LAUNCH(trajectory_group_sums_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
                                                                                  uid, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_sums_kernel");
         }
-        segment_means_kernel<<<grid_for(U), kBlockSize, 0, stream>>>(U, groups.count, groups.mean);
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(U), kBlockSize, 0, stream)(U, groups.count, groups.mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-        advantage_m2_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, K,
                                                                     agents, groups);
         DRMAS_CUDA_LAUNCHED("advantage_m2_kernel");
         if (by_traj) {
-            trajectory_group_m2_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs_c, first_row,
+            DRMAS_LAUNCH(trajectory_group_m2_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
                                                                                uid, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_m2_kernel");
         }
-        advantage_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(cfg, n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_kernel, grid_for(n), kBlockSize, 0, stream)(cfg, n, scores, uid, traj, agent, K,
                                                                  agents_c, groups_c, trajs_c,
                                                                  advantages);
         DRMAS_CUDA_LAUNCHED("advantage_kernel");
     }
     if (want_diag) {
-        advantage_diagnostics_kernel<<<grid_for(S), kBlockSize, 0, stream>>>(U, K, cfg.ddof, agents_c,
+        DRMAS_LAUNCH(advantage_diagnostics_kernel, grid_for(S), kBlockSize, 0, stream)(U, K, cfg.ddof, agents_c,
                                                                              groups_c, diagnostics);
         DRMAS_CUDA_LAUNCHED("advantage_diagnostics_kernel");
     }
@@ -480,7 +491,7 @@ int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int
     if (num_tokens == 0) return DRMAS_OK;
     DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(token_values, first, last, num_tokens, stream));
     if (num_rows > 0 && last > first) {
-        broadcast_rows_kernel<<<grid_for_rows(num_rows), kBlockSize, 0, stream>>>(
+        DRMAS_LAUNCH(broadcast_rows_kernel, grid_for_rows(num_rows), kBlockSize, 0, stream)(
             num_rows, row_values, row_offsets, token_values);
         DRMAS_CUDA_LAUNCHED("broadcast_rows_kernel");
     }
@@ -516,11 +527,11 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     if (num_tokens > 0)
         DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(grad, first, last, num_tokens, stream));
     if (num_rows > 0) {
-        clipped_loss_kernel<<<grid_for_rows(num_rows), kBlockSize, 0, stream>>>(
+        DRMAS_LAUNCH(clipped_loss_kernel, grid_for_rows(num_rows), kBlockSize, 0, stream)(
             cfg, num_rows, row_offsets, logp, old_logp, advantages, ref_logp, mask, grad, partials);
         DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
     }
-    clipped_loss_reduce_kernel<<<1, kBlockSize, 0, stream>>>(num_rows, partials, sums);
+    DRMAS_LAUNCH(clipped_loss_reduce_kernel, 1, kBlockSize, 0, stream)(num_rows, partials, sums);
     DRMAS_CUDA_LAUNCHED("clipped_loss_reduce_kernel");
     DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
     return DRMAS_OK;

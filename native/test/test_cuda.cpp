@@ -2,7 +2,9 @@
 // CPU backend (the oracle) over awkward shapes and every config, and each element is compared
 // with |cuda - cpu| <= atol + rtol |cpu|; bad data must give the CPU's status and message and
 // leave guard-filled outputs untouched. Plain C++ over drmas.h only, so it builds without
-// CUDA too; without a usable device it exits 77 (ctest: skipped).
+// CUDA too, and links against the emulated backend (libdrmas_emu) as well. Without a usable
+// device it exits 77 (ctest: skipped), or fails when DRMAS_REQUIRE_GPU=1 (a GPU check).
+// DRMAS_TEST_SCALE=small shrinks the large cases (for the emulator, ~1000x slower than a GPU).
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -19,6 +22,11 @@
 #include "drmas.h"
 
 static int g_pass = 0, g_fail = 0;
+
+// DRMAS_TEST_SCALE=small: the large cases at a size the SIMT emulator runs in seconds; the
+// awkward shapes (1, primes, 65537, empty segments, one huge segment) stay as they are.
+static bool g_small = false;
+static int64_t scaled(int64_t full, int64_t small) { return g_small ? small : full; }
 
 // One named check: counts a pass, or prints the failure and counts it.
 static void check(bool ok, const char* fmt, ...) {
@@ -217,12 +225,12 @@ static void test_segment_stats(std::mt19937_64& rng) {
     cases.push_back({"n=65537 S=1009 sorted", values(65537), sorted(random_ids(65537, 1009)), 1009});
     cases.push_back({"n=100 S=10007 mostly empty", values(100), random_ids(100, 10007), 10007});
     {
-        const int64_t n = 1000000, S = 10000;
+        const int64_t n = scaled(1000000, 30011), S = scaled(10000, 307);
         std::vector<int32_t> ids = sorted(random_ids(n, S));
         std::vector<float> v = values(n);
-        cases.push_back({"n=1e6 S=1e4 sorted", v, ids, S});
+        cases.push_back({format("n=%lld S=%lld sorted", (long long)n, (long long)S), v, ids, S});
         std::shuffle(ids.begin(), ids.end(), rng);
-        cases.push_back({"n=1e6 S=1e4 unsorted", v, ids, S});
+        cases.push_back({format("n=%lld S=%lld unsorted", (long long)n, (long long)S), v, ids, S});
     }
     for (size_t c = 0; c < cases.size(); ++c)
         for (int ddof = 0; ddof <= 1; ++ddof)
@@ -231,7 +239,7 @@ static void test_segment_stats(std::mt19937_64& rng) {
     // Constant segments: the mean is exactly the value and M2 and std are exactly 0,
     // whatever order the atomics add in (inexact decimals on purpose).
     {
-        const int64_t n = 100003, S = 1009;
+        const int64_t n = scaled(100003, 20011), S = 1009;
         std::vector<int32_t> ids = random_ids(n, S);
         std::vector<float> v(n);
         for (int64_t i = 0; i < n; ++i) v[i] = 0.1f * (float)(ids[i] % 37) - 1.3f;
@@ -410,7 +418,7 @@ static void test_advantage(std::mt19937_64& rng) {
     const Rows cont = rollout_rows(101, 5, 2, 4, true, 0, 0, rng);
     cases.push_back({format("continuous n=%zu", cont.s.size()), cont, true});
     // ~10^6 rows in 10^4 groups, once sorted (the CPU's blocked path) and once shuffled.
-    const Rows big = rollout_rows(10000, 10, 3, 5, false, 0, 0, rng);
+    const Rows big = rollout_rows(scaled(10000, 307), 10, 3, 5, false, 0, 0, rng);
     cases.push_back({format("big n=%zu", big.s.size()), big, false});
     cases.push_back({format("big unsorted n=%zu", big.s.size()), shuffled(big, rng), false});
 
@@ -704,16 +712,20 @@ static void test_clipped_loss(std::mt19937_64& rng) {
     cases.push_back({"1 row 1 token", make_tokens({0, 1}, 1, false, rng), true});
     cases.push_back({"no rows", make_tokens({2}, 5, false, rng), true});
     {
-        const std::vector<int64_t> off = random_offsets(1009, 13, 3, rng);
-        cases.push_back({"1009 rows, gaps, NaN-padded mask", make_tokens(off, off.back() + 7, true, rng), true});
-        cases.push_back({"1009 rows, gaps, no mask", make_tokens(off, off.back() + 7, false, rng), true});
+        // Every config on these: a prime row count (211 at the small scale, still > 3 blocks of rows).
+        const int64_t rows = scaled(1009, 211);
+        const std::vector<int64_t> off = random_offsets(rows, 13, 3, rng);
+        cases.push_back({format("%lld rows, gaps, NaN-padded mask", (long long)rows), make_tokens(off, off.back() + 7, true, rng), true});
+        cases.push_back({format("%lld rows, gaps, no mask", (long long)rows), make_tokens(off, off.back() + 7, false, rng), true});
     }
     cases.push_back({"1 row 65537 tokens", make_tokens({0, 65537}, 65537, false, rng), true});
     cases.push_back({"rows of masked tokens only", make_tokens({0, 3, 3, 9}, 9, true, rng), true});
     for (auto& m : cases.back().tk.mask) m = 0;
     {
-        const std::vector<int64_t> off = random_offsets(10000, 199, 0, rng);
-        cases.push_back({"1e4 rows ~1e6 tokens, mask", make_tokens(off, off.back(), true, rng), false});
+        const int64_t rows = scaled(10000, 307);
+        const std::vector<int64_t> off = random_offsets(rows, 199, 0, rng);
+        cases.push_back({format("%lld rows %lld tokens, mask", (long long)rows, (long long)off.back()),
+                         make_tokens(off, off.back(), true, rng), false});
     }
     for (const Case& cs : cases) {
         // "rows of masked tokens only": clear the NaN-free values that make_tokens wrote for
@@ -941,18 +953,33 @@ static void test_errors(std::mt19937_64& rng) {
 }
 
 int main() {
-    printf("libdrmas %s, CUDA compiled %d, available %d\n", drmas_version(), drmas_cuda_compiled(),
-           drmas_cuda_available());
+    const char* scale = getenv("DRMAS_TEST_SCALE");
+    g_small = scale != nullptr && strcmp(scale, "small") == 0;
+    const char* require = getenv("DRMAS_REQUIRE_GPU");
+    const bool required = require != nullptr && strcmp(require, "1") == 0;
+    printf("libdrmas %s, CUDA compiled %d, available %d, test scale %s\n", drmas_version(), drmas_cuda_compiled(),
+           drmas_cuda_available(), g_small ? "small" : "full");
     if (drmas_cuda_available() == 0) {
+        if (required) {
+            printf("FAIL DRMAS_REQUIRE_GPU=1 but no CUDA device is usable (CUDA compiled %d)\n", drmas_cuda_compiled());
+            return 1;
+        }
         printf("no CUDA device: skipping CUDA tests\n");
         return 77;
     }
     std::mt19937_64 rng(20260208);
-    test_segment_stats(rng);
-    test_advantage(rng);
-    test_broadcast(rng);
-    test_clipped_loss(rng);
-    test_errors(rng);
+    // Each part's wall time, to see what the emulated suite spends its time on.
+    auto timed = [&](const char* name, void (*part)(std::mt19937_64&)) {
+        const auto t0 = std::chrono::steady_clock::now();
+        part(rng);
+        printf("%-14s %7.2f s\n", name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        fflush(stdout);
+    };
+    timed("segment_stats", test_segment_stats);
+    timed("advantage", test_advantage);
+    timed("broadcast", test_broadcast);
+    timed("clipped_loss", test_clipped_loss);
+    timed("errors", test_errors);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }
