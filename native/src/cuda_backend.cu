@@ -1,8 +1,12 @@
 // cuda_backend.cu — the CUDA backend: host launchers for the kernels of kernels/. Each call
-// checks that its arrays are device memory, validates the data on the device and synchronises
-// `stream` once to report the first bad index (in the CPU backend's order and words) before
-// any output is written; scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync).
+// checks that its arrays are device memory of one device and runs on that device (a guard
+// restores the caller's current device on every return path), validates the data on the device
+// and synchronises `stream` once to report the first bad index (in the CPU backend's order and
+// words) before any output is written; the clipped loss given host-validated offsets does not
+// synchronise at all. Scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync).
 // Every CUDA error becomes a status with cudaGetErrorString; nothing exits or prints.
+// The same file compiles as host C++ under the SIMT emulator of native/emu (launches go through
+// DRMAS_LAUNCH), which is how the CI tests it.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stddef.h>
@@ -63,38 +67,82 @@ int32_t cuda_fail(const char* fn, const char* what, cudaError_t e) {
 // After a launch: a bad configuration or a missing kernel image shows up here.
 #define DRMAS_CUDA_LAUNCHED(kernel) DRMAS_CUDA_TRY(kernel, cudaGetLastError())
 
-// Fails unless p (when not NULL) is device or managed memory usable on the current device.
-int32_t check_device_pointer(const char* fn, const char* name, const void* p) {
-    if (p == nullptr) return DRMAS_OK;
-    cudaPointerAttributes attr;
-    const cudaError_t e = cudaPointerGetAttributes(&attr, p);
-    if (e == cudaErrorInvalidValue) {
-        (void)cudaGetLastError();
-        return fail(DRMAS_ERR_CONFIG,
-                    "%s: argument '%s' is not a device pointer (CUDA calls need cudaMalloc'd or managed memory)",
-                    fn, name);
+// The device a call runs on: the device of its arrays, which must all be memory of one device
+// (managed memory runs on any). The call then runs with that device current, and the caller's
+// current device is restored on every return path (as LibTorch's device guard does): rank r of a
+// multi-GPU run hands us tensors of cuda:r while the thread's current device may be another,
+// and scratch memory and launches must go to the arrays' device. Declare it before any Scratch,
+// so that scratch is freed before the device is switched back.
+class DeviceGuard {
+public:
+    DeviceGuard() = default;
+    DeviceGuard(const DeviceGuard&) = delete;
+    DeviceGuard& operator=(const DeviceGuard&) = delete;
+    ~DeviceGuard() {
+        if (previous_ >= 0 && previous_ != device_) {
+            (void)cudaSetDevice(previous_);
+            (void)cudaGetLastError();
+        }
     }
-    if (e != cudaSuccess) return cuda_fail(fn, "cudaPointerGetAttributes", e);
-    if (attr.type == cudaMemoryTypeManaged) return DRMAS_OK;
-    if (attr.type == cudaMemoryTypeDevice) {
-        int current = 0;
-        DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&current));
-        if (attr.device != current)
+
+    // Checks that p (when not NULL) is device or managed memory, on the device of the arrays
+    // added before it.
+    int32_t add(const char* fn, const char* name, const void* p) {
+        if (p == nullptr) return DRMAS_OK;
+        cudaPointerAttributes attr;
+        const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+        if (e == cudaErrorInvalidValue) {
+            (void)cudaGetLastError();
             return fail(DRMAS_ERR_CONFIG,
-                        "%s: argument '%s' is memory of device %d but the current device is %d", fn,
-                        name, attr.device, current);
+                        "%s: argument '%s' is not a device pointer (CUDA calls need cudaMalloc'd or managed memory)",
+                        fn, name);
+        }
+        if (e != cudaSuccess) return cuda_fail(fn, "cudaPointerGetAttributes", e);
+        if (attr.type == cudaMemoryTypeManaged) return DRMAS_OK;
+        if (attr.type != cudaMemoryTypeDevice)
+            return fail(DRMAS_ERR_CONFIG,
+                        "%s: argument '%s' is not a device pointer (it is %s memory; CUDA calls need cudaMalloc'd or managed memory)",
+                        fn, name, attr.type == cudaMemoryTypeHost ? "pinned host" : "host");
+        if (device_ < 0) {
+            device_ = attr.device;
+            first_ = name;
+        } else if (attr.device != device_) {
+            return fail(DRMAS_ERR_CONFIG,
+                        "%s: argument '%s' is memory of device %d but '%s' is memory of device %d (the arrays of "
+                        "one call must be on one device)",
+                        fn, name, attr.device, first_, device_);
+        }
         return DRMAS_OK;
     }
-    return fail(DRMAS_ERR_CONFIG,
-                "%s: argument '%s' is not a device pointer (it is %s memory; CUDA calls need cudaMalloc'd or managed memory)",
-                fn, name, attr.type == cudaMemoryTypeHost ? "pinned host" : "host");
-}
+
+    // Makes the arrays' device current (after every add); with none but managed memory, the
+    // current device stays.
+    int32_t enter(const char* fn) {
+        if (device_ < 0) return DRMAS_OK;
+        int current = 0;
+        DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&current));
+        if (current == device_) return DRMAS_OK;
+        DRMAS_CUDA_TRY("cudaSetDevice", cudaSetDevice(device_));
+        previous_ = current;
+        return DRMAS_OK;
+    }
+
+private:
+    int device_ = -1;
+    const char* first_ = nullptr;
+    int previous_ = -1;
+};
 
 #define DRMAS_CHECK_POINTER(name, ptr, used)                                   \
     do {                                                                       \
         if (used) {                                                            \
-            if (int32_t drmas_st_ = check_device_pointer(fn, name, ptr)) return drmas_st_; \
+            if (int32_t drmas_st_ = guard.add(fn, name, ptr)) return drmas_st_; \
         }                                                                      \
+    } while (0)
+
+#define DRMAS_ENTER_DEVICE()                                                   \
+    do {                                                                       \
+        if (int32_t drmas_st_ = guard.enter(fn)) return drmas_st_;             \
     } while (0)
 
 // One stream-ordered scratch allocation carved into aligned arrays. The destructor frees it
@@ -245,6 +293,33 @@ int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind) {
     return DRMAS_OK;
 }
 
+int32_t cuda_device_count() {
+    if (!cuda_available()) return 0;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+int32_t cuda_set_device(int32_t device) {
+    const char* fn = "drmas_cuda_set_device";
+    const int32_t count = cuda_device_count();
+    if (device < 0 || device >= count)
+        return fail(DRMAS_ERR_RANGE, "%s: device %d is not in [0, %d)", fn, device, count);
+    DRMAS_CUDA_TRY("cudaSetDevice", cudaSetDevice(device));
+    return DRMAS_OK;
+}
+
+int32_t cuda_get_device(int32_t* device) {
+    const char* fn = "drmas_cuda_get_device";
+    int d = 0;
+    DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&d));
+    *device = d;
+    return DRMAS_OK;
+}
+
 int32_t cuda_synchronize(void* stream) {
     const char* fn = "drmas_cuda_synchronize";
     DRMAS_CUDA_TRY("cudaStreamSynchronize", cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
@@ -260,12 +335,14 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
     const char* fn = "drmas_segment_stats_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();  // an earlier, unrelated launch error must not be blamed on us
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("values", values, n > 0);
     DRMAS_CHECK_POINTER("segment_ids", ids, n > 0);
     DRMAS_CHECK_POINTER("count", count, num_segments > 0);
     DRMAS_CHECK_POINTER("mean", mean, num_segments > 0);
     DRMAS_CHECK_POINTER("m2", m2, num_segments > 0);
     DRMAS_CHECK_POINTER("std", std, num_segments > 0);
+    DRMAS_ENTER_DEVICE();
     if (num_segments == 0) return DRMAS_OK;  // then n == 0 too (api.cpp)
 
     // Validation: per row the CPU checks the id, then the value, and stops at the first
@@ -335,12 +412,14 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     const bool by_traj = traj != nullptr;  // api.cpp passes NULL under row pooling
     const int64_t U = num_uids, T = by_traj ? num_trajs : 0, K = num_agents;
     const int64_t S = U * K;
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("scores", scores, n > 0);
     DRMAS_CHECK_POINTER("uid", uid, n > 0);
     DRMAS_CHECK_POINTER("traj", traj, n > 0);
     DRMAS_CHECK_POINTER("agent", agent, n > 0);
     DRMAS_CHECK_POINTER("advantages", advantages, n > 0);
     DRMAS_CHECK_POINTER("diagnostics", diagnostics, S > 0);
+    DRMAS_ENTER_DEVICE();
     const bool want_diag = diagnostics != nullptr && S > 0;
     if (n == 0 && !want_diag) return DRMAS_OK;
 
@@ -482,9 +561,11 @@ int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int
     const char* fn = "drmas_broadcast_rows_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("row_values", row_values, num_rows > 0);
     DRMAS_CHECK_POINTER("row_offsets", row_offsets, true);
     DRMAS_CHECK_POINTER("token_values", token_values, num_tokens > 0);
+    DRMAS_ENTER_DEVICE();
     int64_t first = 0, last = 0;
     if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last))
         return st;
@@ -502,12 +583,14 @@ int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int
 // 4. fused clipped loss
 
 int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
-                          const int64_t* row_offsets, int64_t num_tokens, const float* logp,
-                          const float* old_logp, const float* advantages, const float* ref_logp,
-                          const uint8_t* mask, float* grad, double* sums, void* stream_ptr) {
-    const char* fn = "drmas_clipped_loss_f32";
+                          const int64_t* host_row_offsets, const int64_t* row_offsets,
+                          int64_t num_tokens, const float* logp, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask,
+                          float* grad, double* sums, void* stream_ptr) {
+    const char* fn = host_row_offsets != nullptr ? "drmas_clipped_loss_async_f32" : "drmas_clipped_loss_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("row_offsets", row_offsets, true);
     DRMAS_CHECK_POINTER("logp", logp, num_tokens > 0);
     DRMAS_CHECK_POINTER("old_logp", old_logp, num_tokens > 0);
@@ -516,9 +599,15 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     DRMAS_CHECK_POINTER("mask", mask, num_tokens > 0);
     DRMAS_CHECK_POINTER("grad", grad, num_tokens > 0);
     DRMAS_CHECK_POINTER("sums", sums, true);
+    DRMAS_ENTER_DEVICE();
     int64_t first = 0, last = 0;
-    if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last))
+    if (host_row_offsets != nullptr) {
+        // validated on the host by the caller (api.cpp): no read-back, no synchronisation
+        first = host_row_offsets[0];
+        last = host_row_offsets[num_rows];
+    } else if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last)) {
         return st;
+    }
 
     Scratch scratch(stream);
     const size_t partials_at = scratch.reserve<double>((int64_t)DRMAS_LOSS_SUMS * num_rows);
