@@ -1,32 +1,107 @@
 #!/usr/bin/env bash
-# gpu-check.sh — the one prepared script for a machine with an NVIDIA GPU: builds libdrmas
-# there with CMake and nvcc, runs ctest (every CUDA result against the CPU oracle), the
-# gpu-tagged JUnit tests through the Java bindings, and the GPU benchmark. Logs and the
-# benchmark table go to $OUT (default gpu-out/). Needs .jdk-runtime from gpu-prepare.sh for
-# the Java parts; without it only the native checks run.
+# gpu-check.sh — the one prepared script for a machine with an NVIDIA GPU (made for an H200 with
+# nvcc, CMake, g++, compute-sanitizer and no JDK; run bench/gpu-prepare.sh elsewhere first and carry
+# its .gpu-carry/). It cannot pass without testing the GPU: CMake must compile the CUDA kernels
+# (DRMAS_REQUIRE_CUDA), and DRMAS_REQUIRE_GPU=1 turns every "no GPU: skipped" into a failure.
+# Steps, each with its log in $OUT (default gpu-out/) and its time in $OUT/summary.md:
+#   build      libdrmas and the CUDA test for sm_90 only (-DDRMAS_CUDA_ARCHITECTURES=90-real)
+#   ctest      ctest -L gpu: every CUDA result against the CPU oracle, at full size and with the
+#              grid capped at 3 blocks (several grid-stride iterations)
+#   memcheck, racecheck   compute-sanitizer on the CUDA test at DRMAS_TEST_SCALE=small
+#   junit      the bindings' JUnit tests (CudaKernelsTest on the GPU) on the jlinked runtime
+#   gpubench   GpuBench at 16M and 64M rows: GPU vs native CPU kernel (table in $OUT/gpu-bench.md)
+#   synccheck  compute-sanitizer's barrier checks, if time is left
+# The whole run stays under GPU_CHECK_BUDGET_S (default 450 s): each step's timeout is what is left.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-gpu-out}"
 mkdir -p "$OUT"
+CARRY=.gpu-carry
+BUILD=build-gpu
+JAVA="$CARRY/jre/bin/java"
+export OUT CARRY BUILD JAVA
+BUDGET="${GPU_CHECK_BUDGET_S:-450}"
+DEADLINE=$((SECONDS + BUDGET))
+export DRMAS_REQUIRE_GPU=1
 status=0
-(nvidia-smi; nvcc --version) > "$OUT/machine.txt" 2>&1
-cmake -S . -B build-gpu -DCMAKE_BUILD_TYPE=Release > "$OUT/build.log" 2>&1 \
-    && cmake --build build-gpu -j"$(nproc)" >> "$OUT/build.log" 2>&1 \
-    || { echo "gpu-check: build failed"; tail -40 "$OUT/build.log"; exit 1; }
-ctest --test-dir build-gpu --output-on-failure > "$OUT/ctest.log" 2>&1 || status=1
-tail -25 "$OUT/ctest.log"
-JAVA=.jdk-runtime/bin/java
-if [[ -x "$JAVA" ]]; then
-    "$JAVA" --enable-native-access=ALL-UNNAMED -Ddrmas.native.path=build-gpu \
-        -jar .jdk-runtime/junit/junit-platform-console-standalone-1.14.1.jar execute \
-        --class-path bindings/target/classes:bindings/target/test-classes \
-        --select-package dev.drmas.bindings --details=summary > "$OUT/junit.log" 2>&1 || status=1
-    tail -20 "$OUT/junit.log"
-    "$JAVA" --enable-native-access=ALL-UNNAMED -Ddrmas.native.path=build-gpu \
-        -cp bench/target/classes:bindings/target/classes dev.drmas.bench.GpuBench --out "$OUT/gpu-bench.md" \
-        > "$OUT/gpu-bench.log" 2>&1 || status=1
-    cat "$OUT/gpu-bench.log" | tail -30
-else
-    echo "gpu-check: no .jdk-runtime (run bench/gpu-prepare.sh first): Java checks skipped"
+SUMMARY="$OUT/summary.md"
+printf '| step | result | seconds |\n|---|---|---:|\n' > "$SUMMARY"
+
+# step NAME CAP_SECONDS COMMAND...: runs COMMAND with its output in $OUT/NAME.log under a timeout
+# of min(CAP, time left); records pass/fail/timeout and the seconds taken.
+step() {
+    local name="$1" cap="$2"; shift 2
+    local left=$((DEADLINE - SECONDS))
+    if (( left < 15 )); then
+        echo "gpu-check: $name not run: out of time"
+        printf '| %s | NOT RUN (out of time) | 0 |\n' "$name" >> "$SUMMARY"
+        status=1
+        return 1
+    fi
+    local limit=$(( cap < left ? cap : left )) t0=$SECONDS rc=0
+    echo "gpu-check: $name (timeout ${limit}s) ..."
+    # through bash, so that COMMAND may be one of the exported functions below
+    timeout "$limit" bash -c '"$@"' step "$@" > "$OUT/$name.log" 2>&1 || rc=$?
+    local took=$((SECONDS - t0)) result=ok
+    if (( rc == 124 )); then result="TIMEOUT after ${limit}s"; elif (( rc != 0 )); then result="FAILED (exit $rc)"; fi
+    printf '| %s | %s | %d |\n' "$name" "$result" "$took" >> "$SUMMARY"
+    echo "gpu-check: $name: $result in ${took}s"
+    if (( rc != 0 )); then status=1; tail -25 "$OUT/$name.log"; return 1; fi
+    return 0
+}
+
+{ nvidia-smi; nvcc --version; compute-sanitizer --version; cmake --version | head -1; g++ --version | head -1
+  nproc; free -g; } > "$OUT/machine.txt" 2>&1
+
+build() {
+    cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DDRMAS_REQUIRE_CUDA=ON \
+        -DDRMAS_CUDA_ARCHITECTURES=90-real -DDRMAS_CUDA_EMULATION=OFF \
+        && cmake --build "$BUILD" -j"$(nproc)" --target drmas drmas_test_cuda
+}
+export -f build
+if ! step build 240 build; then
+    echo "gpu-check: the build failed; nothing else can run"
+    cat "$SUMMARY"
+    exit 1
 fi
+
+# ctest fails on zero selected tests, and DRMAS_REQUIRE_GPU=1 makes the CUDA test fail, not skip.
+step ctest 180 ctest --test-dir "$BUILD" -L gpu --no-tests=error --output-on-failure
+grep -h "CUDA compiled\|passed, " "$OUT/ctest.log" | head -4
+
+sanitize() {  # sanitize TOOL [OPTIONS...]: the CUDA test at the small scale under compute-sanitizer
+    local tool="$1"; shift
+    DRMAS_TEST_SCALE=small compute-sanitizer --tool "$tool" --error-exitcode 99 "$@" "$BUILD/drmas_test_cuda"
+}
+export -f sanitize
+step memcheck 120 sanitize memcheck --leak-check full
+step racecheck 150 sanitize racecheck
+
+if [[ -x "$JAVA" ]]; then
+    junit() {
+        "$JAVA" --enable-native-access=ALL-UNNAMED -Ddrmas.native.path="$BUILD/libdrmas.so" \
+            -jar "$CARRY/junit-console.jar" execute --fail-if-no-tests --details=summary --disable-banner \
+            --class-path "$CARRY/classes/bindings:$CARRY/classes/bindings-test" --select-package dev.drmas.bindings
+    }
+    export -f junit
+    step junit 150 junit
+    grep -E "tests (successful|failed|skipped)" "$OUT/junit.log"
+    if grep -qE "\[ +[1-9][0-9]* tests skipped" "$OUT/junit.log"; then
+        echo "gpu-check: JUnit skipped tests (with DRMAS_REQUIRE_GPU=1 none may be)"
+        printf '| junit | FAILED (tests skipped) | 0 |\n' >> "$SUMMARY"
+        status=1
+    fi
+    step gpubench 240 "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx32g -Ddrmas.native.path="$BUILD/libdrmas.so" \
+        -cp "$CARRY/classes/bench:$CARRY/classes/bindings:$CARRY/classes/algo" dev.drmas.bench.GpuBench \
+        --sizes 16777216,67108864 --threads "$(nproc)" --out "$OUT/gpu-bench.md"
+    [[ -f "$OUT/gpu-bench.md" ]] && cat "$OUT/gpu-bench.md"
+else
+    echo "gpu-check: no $JAVA (run bench/gpu-prepare.sh on a development machine and carry $CARRY)"
+    printf '| junit, gpubench | NOT RUN (no %s) | 0 |\n' "$JAVA" >> "$SUMMARY"
+    status=1
+fi
+
+step synccheck 90 sanitize synccheck
+printf '\ntotal %d s (budget %d s), exit %d\n' "$SECONDS" "$BUDGET" "$status" >> "$SUMMARY"
+cat "$SUMMARY"
 exit $status

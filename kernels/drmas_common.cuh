@@ -1,11 +1,18 @@
 // drmas_common.cuh — device helpers shared by the drmas kernels: warp-uniform grid-stride
 // loops, warp-aggregated segment atomics (sorted ids cost one atomic per warp), a fixed-order
 // block reduction (so per-row results are deterministic) and first-bad-index records.
-// defines: kBlockSize, kNoError, warp_loop_start, record_first_bad, warp_sum,
+// defines: DRMAS_LAUNCH, kBlockSize, kNoError, warp_loop_start, record_first_bad, warp_sum,
 //          segment_atomic_add, block_sum
 #pragma once
 
 #include <stdint.h>
+
+// DRMAS_LAUNCH(kernel, grid, block, shared_bytes, stream)(args...) launches a kernel: the
+// triple-chevron syntax under nvcc, an emulated launch in the host-C++ build of native/emu
+// (whose cuda_runtime.h defines it first), so that both read the same launcher code.
+#ifndef DRMAS_LAUNCH
+#define DRMAS_LAUNCH(kernel, grid, block, smem, stream) kernel<<<(grid), (block), (smem), (stream)>>>
+#endif
 
 namespace drmas {
 

@@ -3,17 +3,21 @@
  * CUDA with one semantics. Plain C so that Java's FFM (and anything else) can bind it.
  *
  * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_broadcast_rows_f32,
- *          drmas_clipped_loss_f32, drmas_last_error, drmas_cuda_* helpers
+ *          drmas_clipped_loss_f32, drmas_clipped_loss_async_f32, drmas_last_error,
+ *          drmas_cuda_* helpers
  *
  * Conventions (ARCHITECTURE §4):
  *  - Every function returns a status: DRMAS_OK (0) or a DRMAS_ERR_* code. On error,
  *    drmas_last_error() returns a thread-local message that names the argument and, for
  *    bad data, the first offending index; output buffers are left untouched.
  *  - `device` selects the backend (DRMAS_DEVICE_CPU or DRMAS_DEVICE_CUDA). With CUDA, every
- *    array pointer is a device pointer (cudaMalloc'd or managed) and work is queued on
- *    `stream` (a cudaStream_t; NULL is the legacy default stream). Config structs are always
- *    host memory. CUDA calls validate their data on the device and synchronise `stream`
- *    once to report errors before anything is written (as torch.nonzero does).
+ *    array pointer is a device pointer (cudaMalloc'd or managed), all of one GPU: the call
+ *    runs on that GPU whatever the calling thread's current device, which it leaves as it
+ *    was. Work is queued on `stream` (a cudaStream_t of that GPU, e.g. LibTorch's current
+ *    stream; NULL is the legacy default stream). Config structs are always host memory.
+ *    CUDA calls validate their data on the device and synchronise `stream` once to report
+ *    errors before anything is written (as torch.nonzero does); drmas_clipped_loss_async_f32
+ *    takes host-validated offsets instead and never synchronises.
  *  - Sizes are int64_t; ids are dense int32 in [0, num_x). Empty segments are legal.
  *  - Scratch memory: the CPU backend allocates internally and frees before returning; the
  *    CUDA backend uses cudaMallocAsync/cudaFreeAsync on `stream` (stream-ordered pool).
@@ -199,6 +203,20 @@ DRMAS_API int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config
                                          const float* ref_logp, const uint8_t* mask,
                                          float* grad, double* sums, void* stream);
 
+/* The same as drmas_clipped_loss_f32, given also host_row_offsets: a host copy of row_offsets
+ * (num_rows + 1 entries), which is validated on the host with the same checks and messages.
+ * The CUDA backend then never reads row_offsets back and never synchronises: the call is only
+ * queued on `stream` (the trainer's form: offsets are built on the host anyway). row_offsets
+ * must hold the same values (a device copy cannot be compared without a synchronisation).
+ * With DRMAS_DEVICE_CPU both are host arrays and may be the same pointer. */
+DRMAS_API int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_config* cfg,
+                                               int64_t num_rows, const int64_t* host_row_offsets,
+                                               const int64_t* row_offsets, int64_t num_tokens,
+                                               const float* logp, const float* old_logp,
+                                               const float* advantages, const float* ref_logp,
+                                               const uint8_t* mask, float* grad, double* sums,
+                                               void* stream);
+
 /* ---- CUDA memory helpers (so the bindings can test kernels with nothing but a JRE) --- */
 #define DRMAS_COPY_HOST_TO_DEVICE 1
 #define DRMAS_COPY_DEVICE_TO_HOST 2
@@ -207,6 +225,12 @@ DRMAS_API int32_t drmas_cuda_malloc(size_t bytes, void** ptr);
 DRMAS_API int32_t drmas_cuda_free(void* ptr);
 DRMAS_API int32_t drmas_cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind);
 DRMAS_API int32_t drmas_cuda_synchronize(void* stream);
+/* Visible CUDA devices (0 without CUDA, a driver or a GPU). */
+DRMAS_API int32_t drmas_cuda_device_count(void);
+/* The calling thread's current device: where drmas_cuda_malloc allocates. Kernel calls do not
+ * need it (they run on their arrays' device). DRMAS_ERR_RANGE for a device that is not there. */
+DRMAS_API int32_t drmas_cuda_set_device(int32_t device);
+DRMAS_API int32_t drmas_cuda_get_device(int32_t* device);
 
 #ifdef __cplusplus
 }

@@ -179,12 +179,12 @@ int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows, const float* 
     });
 }
 
-int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
-                               const int64_t* row_offsets, int64_t num_tokens, const float* logp,
-                               const float* old_logp, const float* advantages,
-                               const float* ref_logp, const uint8_t* mask, float* grad,
-                               double* sums, void* stream) {
-    const char* fn = "drmas_clipped_loss_f32";
+// Both clipped-loss entry points; host_row_offsets (the async one's) is checked on the host.
+static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
+                                  const int64_t* host_row_offsets, const int64_t* row_offsets, int64_t num_tokens,
+                                  const float* logp, const float* old_logp, const float* advantages,
+                                  const float* ref_logp, const uint8_t* mask, float* grad, double* sums,
+                                  void* stream, bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
@@ -205,6 +205,11 @@ int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg, int
         DRMAS_REQUIRE(c.kl_type == DRMAS_KL_NONE || ref_logp, DRMAS_ERR_NULL,
                       "%s: cfg.kl_type is set but ref_logp is NULL", fn);
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
+        if (async) {
+            DRMAS_REQUIRE(host_row_offsets != nullptr, DRMAS_ERR_NULL,
+                          "%s: host_row_offsets is NULL (it needs num_rows + 1 = %lld entries)", fn, (long long)num_rows + 1);
+            if (int32_t st = check_offsets(fn, num_rows, host_row_offsets, num_tokens)) return st;
+        }
         if (num_tokens > 0) {
             DRMAS_REQUIRE(logp, DRMAS_ERR_NULL, "%s: logp is NULL", fn);
             DRMAS_REQUIRE(old_logp, DRMAS_ERR_NULL, "%s: old_logp is NULL", fn);
@@ -214,10 +219,49 @@ int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg, int
         DRMAS_REQUIRE(sums, DRMAS_ERR_NULL, "%s: sums is NULL (it needs %d doubles)", fn, DRMAS_LOSS_SUMS);
         if (c.kl_type == DRMAS_KL_NONE) ref_logp = nullptr;
         if (device == DRMAS_DEVICE_CUDA)
-            return clipped_loss_cuda(c, num_rows, row_offsets, num_tokens, logp, old_logp, advantages,
+            return clipped_loss_cuda(c, num_rows, host_row_offsets, row_offsets, num_tokens, logp, old_logp, advantages,
                                      ref_logp, mask, grad, sums, stream);
         return clipped_loss_cpu(c, num_rows, row_offsets, num_tokens, logp, old_logp, advantages,
                                 ref_logp, mask, grad, sums);
+    });
+}
+
+int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
+                               const int64_t* row_offsets, int64_t num_tokens, const float* logp,
+                               const float* old_logp, const float* advantages,
+                               const float* ref_logp, const uint8_t* mask, float* grad,
+                               double* sums, void* stream) {
+    return clipped_loss_entry("drmas_clipped_loss_f32", device, cfg, num_rows, nullptr, row_offsets, num_tokens, logp,
+                              old_logp, advantages, ref_logp, mask, grad, sums, stream, false);
+}
+
+int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
+                                     const int64_t* host_row_offsets, const int64_t* row_offsets,
+                                     int64_t num_tokens, const float* logp, const float* old_logp,
+                                     const float* advantages, const float* ref_logp, const uint8_t* mask,
+                                     float* grad, double* sums, void* stream) {
+    return clipped_loss_entry("drmas_clipped_loss_async_f32", device, cfg, num_rows, host_row_offsets, row_offsets,
+                              num_tokens, logp, old_logp, advantages, ref_logp, mask, grad, sums, stream, true);
+}
+
+int32_t drmas_cuda_device_count(void) {
+    try {
+        return cuda_device_count();
+    } catch (...) {
+        return 0;
+    }
+}
+int32_t drmas_cuda_set_device(int32_t device) {
+    return guarded("drmas_cuda_set_device", [&]() -> int32_t {
+        if (int32_t st = check_device("drmas_cuda_set_device", DRMAS_DEVICE_CUDA)) return st;
+        return cuda_set_device(device);
+    });
+}
+int32_t drmas_cuda_get_device(int32_t* device) {
+    return guarded("drmas_cuda_get_device", [&]() -> int32_t {
+        if (int32_t st = check_device("drmas_cuda_get_device", DRMAS_DEVICE_CUDA)) return st;
+        if (!device) return fail(DRMAS_ERR_NULL, "drmas_cuda_get_device: device is NULL");
+        return cuda_get_device(device);
     });
 }
 

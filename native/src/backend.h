@@ -22,6 +22,10 @@ void clear_error();
 // Threads for the CPU backend.
 int32_t cpu_threads();
 
+// Checks host row offsets (>= 0 first, never decreasing, ending <= num_tokens) with the CPU
+// backend's messages: for the CPU backend and for the host copy of drmas_clipped_loss_async_f32.
+int32_t check_offsets(const char* fn, int64_t num_rows, const int64_t* off, int64_t num_tokens);
+
 // ---- CPU backend (cpu.cpp) ----
 int32_t segment_stats_cpu(int64_t n, const float* values, const int32_t* ids, int64_t num_segments,
                           int32_t ddof, int64_t* count, double* mean, double* m2, double* std);
@@ -48,13 +52,19 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
                        float* advantages, double* diagnostics, void* stream);
 int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int64_t* row_offsets,
                             int64_t num_tokens, float* token_values, void* stream);
+// host_row_offsets: NULL, or a host copy of row_offsets that the caller has validated; then
+// nothing is read back and the call never synchronises.
 int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
-                          const int64_t* row_offsets, int64_t num_tokens, const float* logp,
-                          const float* old_logp, const float* advantages, const float* ref_logp,
-                          const uint8_t* mask, float* grad, double* sums, void* stream);
+                          const int64_t* host_row_offsets, const int64_t* row_offsets,
+                          int64_t num_tokens, const float* logp, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask,
+                          float* grad, double* sums, void* stream);
 int32_t cuda_malloc(size_t bytes, void** ptr);
 int32_t cuda_free(void* ptr);
 int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind);
 int32_t cuda_synchronize(void* stream);
+int32_t cuda_device_count();
+int32_t cuda_set_device(int32_t device);
+int32_t cuda_get_device(int32_t* device);
 
 }  // namespace drmas

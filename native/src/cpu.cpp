@@ -599,7 +599,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
 // ---------------------------------------------------------------------------------------
 // 3. broadcast
 
-static int32_t check_offsets(const char* fn, int64_t num_rows, const int64_t* off, int64_t num_tokens) {
+int32_t check_offsets(const char* fn, int64_t num_rows, const int64_t* off, int64_t num_tokens) {
     if (off[0] < 0)
         return fail(DRMAS_ERR_RANGE, "%s: row_offsets[0] = %lld is negative", fn, (long long)off[0]);
     for (int64_t r = 0; r < num_rows; ++r)

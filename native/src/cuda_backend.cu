@@ -1,12 +1,17 @@
 // cuda_backend.cu — the CUDA backend: host launchers for the kernels of kernels/. Each call
-// checks that its arrays are device memory, validates the data on the device and synchronises
-// `stream` once to report the first bad index (in the CPU backend's order and words) before
-// any output is written; scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync).
+// checks that its arrays are device memory of one device and runs on that device (a guard
+// restores the caller's current device on every return path), validates the data on the device
+// and synchronises `stream` once to report the first bad index (in the CPU backend's order and
+// words) before any output is written; the clipped loss given host-validated offsets does not
+// synchronise at all. Scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync).
 // Every CUDA error becomes a status with cudaGetErrorString; nothing exits or prints.
+// The same file compiles as host C++ under the SIMT emulator of native/emu (launches go through
+// DRMAS_LAUNCH), which is how the CI tests it.
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <algorithm>
 
@@ -26,15 +31,25 @@ namespace {
 using ull = unsigned long long;
 
 // Grid-stride kernels never need more blocks than this to fill a GPU (132 SMs x 2048 threads
-// on an H100 is ~1000 blocks of 256); more would only add scheduling overhead.
+// on an H100 is ~1000 blocks of 256); more would only add scheduling overhead. Tests lower it
+// with DRMAS_CUDA_MAX_GRID (read once) so that small inputs take several grid-stride iterations.
 constexpr int64_t kMaxGrid = 8192;
+
+int64_t max_grid() {
+    static const int64_t cap = [] {
+        const char* s = getenv("DRMAS_CUDA_MAX_GRID");
+        const long long v = s != nullptr ? atoll(s) : 0;
+        return v >= 1 && v <= kMaxGrid ? (int64_t)v : kMaxGrid;
+    }();
+    return cap;
+}
 
 int grid_for(int64_t items) {
     const int64_t blocks = (items + kBlockSize - 1) / kBlockSize;
-    return (int)std::min<int64_t>(std::max<int64_t>(blocks, 1), kMaxGrid);
+    return (int)std::min<int64_t>(std::max<int64_t>(blocks, 1), max_grid());
 }
 // Kernels with one block per row.
-int grid_for_rows(int64_t rows) { return (int)std::min<int64_t>(std::max<int64_t>(rows, 1), kMaxGrid); }
+int grid_for_rows(int64_t rows) { return (int)std::min<int64_t>(std::max<int64_t>(rows, 1), max_grid()); }
 
 // A failed CUDA call: clear the (non-sticky) error state and report it.
 int32_t cuda_fail(const char* fn, const char* what, cudaError_t e) {
@@ -52,38 +67,82 @@ int32_t cuda_fail(const char* fn, const char* what, cudaError_t e) {
 // After a launch: a bad configuration or a missing kernel image shows up here.
 #define DRMAS_CUDA_LAUNCHED(kernel) DRMAS_CUDA_TRY(kernel, cudaGetLastError())
 
-// Fails unless p (when not NULL) is device or managed memory usable on the current device.
-int32_t check_device_pointer(const char* fn, const char* name, const void* p) {
-    if (p == nullptr) return DRMAS_OK;
-    cudaPointerAttributes attr;
-    const cudaError_t e = cudaPointerGetAttributes(&attr, p);
-    if (e == cudaErrorInvalidValue) {
-        (void)cudaGetLastError();
-        return fail(DRMAS_ERR_CONFIG,
-                    "%s: argument '%s' is not a device pointer (CUDA calls need cudaMalloc'd or managed memory)",
-                    fn, name);
+// The device a call runs on: the device of its arrays, which must all be memory of one device
+// (managed memory runs on any). The call then runs with that device current, and the caller's
+// current device is restored on every return path (as LibTorch's device guard does): rank r of a
+// multi-GPU run hands us tensors of cuda:r while the thread's current device may be another,
+// and scratch memory and launches must go to the arrays' device. Declare it before any Scratch,
+// so that scratch is freed before the device is switched back.
+class DeviceGuard {
+public:
+    DeviceGuard() = default;
+    DeviceGuard(const DeviceGuard&) = delete;
+    DeviceGuard& operator=(const DeviceGuard&) = delete;
+    ~DeviceGuard() {
+        if (previous_ >= 0 && previous_ != device_) {
+            (void)cudaSetDevice(previous_);
+            (void)cudaGetLastError();
+        }
     }
-    if (e != cudaSuccess) return cuda_fail(fn, "cudaPointerGetAttributes", e);
-    if (attr.type == cudaMemoryTypeManaged) return DRMAS_OK;
-    if (attr.type == cudaMemoryTypeDevice) {
-        int current = 0;
-        DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&current));
-        if (attr.device != current)
+
+    // Checks that p (when not NULL) is device or managed memory, on the device of the arrays
+    // added before it.
+    int32_t add(const char* fn, const char* name, const void* p) {
+        if (p == nullptr) return DRMAS_OK;
+        cudaPointerAttributes attr;
+        const cudaError_t e = cudaPointerGetAttributes(&attr, p);
+        if (e == cudaErrorInvalidValue) {
+            (void)cudaGetLastError();
             return fail(DRMAS_ERR_CONFIG,
-                        "%s: argument '%s' is memory of device %d but the current device is %d", fn,
-                        name, attr.device, current);
+                        "%s: argument '%s' is not a device pointer (CUDA calls need cudaMalloc'd or managed memory)",
+                        fn, name);
+        }
+        if (e != cudaSuccess) return cuda_fail(fn, "cudaPointerGetAttributes", e);
+        if (attr.type == cudaMemoryTypeManaged) return DRMAS_OK;
+        if (attr.type != cudaMemoryTypeDevice)
+            return fail(DRMAS_ERR_CONFIG,
+                        "%s: argument '%s' is not a device pointer (it is %s memory; CUDA calls need cudaMalloc'd or managed memory)",
+                        fn, name, attr.type == cudaMemoryTypeHost ? "pinned host" : "host");
+        if (device_ < 0) {
+            device_ = attr.device;
+            first_ = name;
+        } else if (attr.device != device_) {
+            return fail(DRMAS_ERR_CONFIG,
+                        "%s: argument '%s' is memory of device %d but '%s' is memory of device %d (the arrays of "
+                        "one call must be on one device)",
+                        fn, name, attr.device, first_, device_);
+        }
         return DRMAS_OK;
     }
-    return fail(DRMAS_ERR_CONFIG,
-                "%s: argument '%s' is not a device pointer (it is %s memory; CUDA calls need cudaMalloc'd or managed memory)",
-                fn, name, attr.type == cudaMemoryTypeHost ? "pinned host" : "host");
-}
+
+    // Makes the arrays' device current (after every add); with none but managed memory, the
+    // current device stays.
+    int32_t enter(const char* fn) {
+        if (device_ < 0) return DRMAS_OK;
+        int current = 0;
+        DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&current));
+        if (current == device_) return DRMAS_OK;
+        DRMAS_CUDA_TRY("cudaSetDevice", cudaSetDevice(device_));
+        previous_ = current;
+        return DRMAS_OK;
+    }
+
+private:
+    int device_ = -1;
+    const char* first_ = nullptr;
+    int previous_ = -1;
+};
 
 #define DRMAS_CHECK_POINTER(name, ptr, used)                                   \
     do {                                                                       \
         if (used) {                                                            \
-            if (int32_t drmas_st_ = check_device_pointer(fn, name, ptr)) return drmas_st_; \
+            if (int32_t drmas_st_ = guard.add(fn, name, ptr)) return drmas_st_; \
         }                                                                      \
+    } while (0)
+
+#define DRMAS_ENTER_DEVICE()                                                   \
+    do {                                                                       \
+        if (int32_t drmas_st_ = guard.enter(fn)) return drmas_st_;             \
     } while (0)
 
 // One stream-ordered scratch allocation carved into aligned arrays. The destructor frees it
@@ -170,7 +229,7 @@ int32_t validate_offsets(const char* fn, int64_t num_rows, const int64_t* row_of
     DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
     ull* slots = scratch.at<ull>(slots_at);
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(slots, 0xFF, kOffSlots * sizeof(ull), stream));
-    validate_row_offsets_kernel<<<grid_for(num_rows + 1), kBlockSize, 0, stream>>>(
+    DRMAS_LAUNCH(validate_row_offsets_kernel, grid_for(num_rows + 1), kBlockSize, 0, stream)(
         num_rows, row_offsets, slots);
     DRMAS_CUDA_LAUNCHED("validate_row_offsets_kernel");
     ull host[kOffSlots];
@@ -234,6 +293,33 @@ int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind) {
     return DRMAS_OK;
 }
 
+int32_t cuda_device_count() {
+    if (!cuda_available()) return 0;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+int32_t cuda_set_device(int32_t device) {
+    const char* fn = "drmas_cuda_set_device";
+    const int32_t count = cuda_device_count();
+    if (device < 0 || device >= count)
+        return fail(DRMAS_ERR_RANGE, "%s: device %d is not in [0, %d)", fn, device, count);
+    DRMAS_CUDA_TRY("cudaSetDevice", cudaSetDevice(device));
+    return DRMAS_OK;
+}
+
+int32_t cuda_get_device(int32_t* device) {
+    const char* fn = "drmas_cuda_get_device";
+    int d = 0;
+    DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&d));
+    *device = d;
+    return DRMAS_OK;
+}
+
 int32_t cuda_synchronize(void* stream) {
     const char* fn = "drmas_cuda_synchronize";
     DRMAS_CUDA_TRY("cudaStreamSynchronize", cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
@@ -249,12 +335,14 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
     const char* fn = "drmas_segment_stats_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();  // an earlier, unrelated launch error must not be blamed on us
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("values", values, n > 0);
     DRMAS_CHECK_POINTER("segment_ids", ids, n > 0);
     DRMAS_CHECK_POINTER("count", count, num_segments > 0);
     DRMAS_CHECK_POINTER("mean", mean, num_segments > 0);
     DRMAS_CHECK_POINTER("m2", m2, num_segments > 0);
     DRMAS_CHECK_POINTER("std", std, num_segments > 0);
+    DRMAS_ENTER_DEVICE();
     if (num_segments == 0) return DRMAS_OK;  // then n == 0 too (api.cpp)
 
     // Validation: per row the CPU checks the id, then the value, and stops at the first
@@ -266,7 +354,7 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
         DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
         ull* bad = scratch.at<ull>(bad_at);
         DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(bad, 0xFF, kSegChecks * sizeof(ull), stream));
-        validate_segment_rows_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids,
+        DRMAS_LAUNCH(validate_segment_rows_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids,
                                                                               num_segments, bad);
         DRMAS_CUDA_LAUNCHED("validate_segment_rows_kernel");
         ull host[kSegChecks];
@@ -296,15 +384,15 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(mean, 0, (size_t)num_segments * sizeof(double), stream));
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(m2, 0, (size_t)num_segments * sizeof(double), stream));
     if (n > 0) {
-        segment_sums_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids, cnt, mean);
+        DRMAS_LAUNCH(segment_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids, cnt, mean);
         DRMAS_CUDA_LAUNCHED("segment_sums_kernel");
-        segment_means_kernel<<<grid_for(num_segments), kBlockSize, 0, stream>>>(num_segments, cnt, mean);
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(num_segments), kBlockSize, 0, stream)(num_segments, cnt, mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-        segment_m2_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, values, ids, mean, m2);
+        DRMAS_LAUNCH(segment_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids, mean, m2);
         DRMAS_CUDA_LAUNCHED("segment_m2_kernel");
     }
     if (std != nullptr) {
-        segment_std_kernel<<<grid_for(num_segments), kBlockSize, 0, stream>>>(num_segments, cnt, m2,
+        DRMAS_LAUNCH(segment_std_kernel, grid_for(num_segments), kBlockSize, 0, stream)(num_segments, cnt, m2,
                                                                                ddof, std);
         DRMAS_CUDA_LAUNCHED("segment_std_kernel");
     }
@@ -324,12 +412,14 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     const bool by_traj = traj != nullptr;  // api.cpp passes NULL under row pooling
     const int64_t U = num_uids, T = by_traj ? num_trajs : 0, K = num_agents;
     const int64_t S = U * K;
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("scores", scores, n > 0);
     DRMAS_CHECK_POINTER("uid", uid, n > 0);
     DRMAS_CHECK_POINTER("traj", traj, n > 0);
     DRMAS_CHECK_POINTER("agent", agent, n > 0);
     DRMAS_CHECK_POINTER("advantages", advantages, n > 0);
     DRMAS_CHECK_POINTER("diagnostics", diagnostics, S > 0);
+    DRMAS_ENTER_DEVICE();
     const bool want_diag = diagnostics != nullptr && S > 0;
     if (n == 0 && !want_diag) return DRMAS_OK;
 
@@ -369,14 +459,14 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     // first bad row `limit`; before reporting it, it scans rows [0, limit) for the first row
     // whose trajectory its first row put in another uid, and reports that one first.
     if (n > 0) {
-        validate_advantage_rows_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(
+        DRMAS_LAUNCH(validate_advantage_rows_kernel, grid_for(n), kBlockSize, 0, stream)(
             n, scores, uid, traj, agent, U, T, K, bad);
         DRMAS_CUDA_LAUNCHED("validate_advantage_rows_kernel");
         if (by_traj) {
-            trajectory_first_row_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, uid, traj, U, T,
+            DRMAS_LAUNCH(trajectory_first_row_kernel, grid_for(n), kBlockSize, 0, stream)(n, uid, traj, U, T,
                                                                                 first_row);
             DRMAS_CUDA_LAUNCHED("trajectory_first_row_kernel");
-            trajectory_consistency_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(
+            DRMAS_LAUNCH(trajectory_consistency_kernel, grid_for(n), kBlockSize, 0, stream)(
                 n, uid, traj, U, T, first_row, bad);
             DRMAS_CUDA_LAUNCHED("trajectory_consistency_kernel");
         }
@@ -427,35 +517,35 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
 
     // ---- statistics: two passes, fp64 ----
     if (n > 0) {
-        advantage_sums_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, K,
                                                                       agents, groups, trajs);
         DRMAS_CUDA_LAUNCHED("advantage_sums_kernel");
-        segment_means_kernel<<<grid_for(S), kBlockSize, 0, stream>>>(S, agents.count, agents.mean);
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(S), kBlockSize, 0, stream)(S, agents.count, agents.mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
         if (by_traj) {
-            segment_means_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs.count, trajs.mean);
+            DRMAS_LAUNCH(segment_means_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs.count, trajs.mean);
             DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-            trajectory_group_sums_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs_c, first_row,
+            DRMAS_LAUNCH(trajectory_group_sums_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
                                                                                  uid, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_sums_kernel");
         }
-        segment_means_kernel<<<grid_for(U), kBlockSize, 0, stream>>>(U, groups.count, groups.mean);
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(U), kBlockSize, 0, stream)(U, groups.count, groups.mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-        advantage_m2_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, K,
                                                                     agents, groups);
         DRMAS_CUDA_LAUNCHED("advantage_m2_kernel");
         if (by_traj) {
-            trajectory_group_m2_kernel<<<grid_for(T), kBlockSize, 0, stream>>>(T, trajs_c, first_row,
+            DRMAS_LAUNCH(trajectory_group_m2_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
                                                                                uid, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_m2_kernel");
         }
-        advantage_kernel<<<grid_for(n), kBlockSize, 0, stream>>>(cfg, n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_kernel, grid_for(n), kBlockSize, 0, stream)(cfg, n, scores, uid, traj, agent, K,
                                                                  agents_c, groups_c, trajs_c,
                                                                  advantages);
         DRMAS_CUDA_LAUNCHED("advantage_kernel");
     }
     if (want_diag) {
-        advantage_diagnostics_kernel<<<grid_for(S), kBlockSize, 0, stream>>>(U, K, cfg.ddof, agents_c,
+        DRMAS_LAUNCH(advantage_diagnostics_kernel, grid_for(S), kBlockSize, 0, stream)(U, K, cfg.ddof, agents_c,
                                                                              groups_c, diagnostics);
         DRMAS_CUDA_LAUNCHED("advantage_diagnostics_kernel");
     }
@@ -471,16 +561,18 @@ int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int
     const char* fn = "drmas_broadcast_rows_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("row_values", row_values, num_rows > 0);
     DRMAS_CHECK_POINTER("row_offsets", row_offsets, true);
     DRMAS_CHECK_POINTER("token_values", token_values, num_tokens > 0);
+    DRMAS_ENTER_DEVICE();
     int64_t first = 0, last = 0;
     if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last))
         return st;
     if (num_tokens == 0) return DRMAS_OK;
     DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(token_values, first, last, num_tokens, stream));
     if (num_rows > 0 && last > first) {
-        broadcast_rows_kernel<<<grid_for_rows(num_rows), kBlockSize, 0, stream>>>(
+        DRMAS_LAUNCH(broadcast_rows_kernel, grid_for_rows(num_rows), kBlockSize, 0, stream)(
             num_rows, row_values, row_offsets, token_values);
         DRMAS_CUDA_LAUNCHED("broadcast_rows_kernel");
     }
@@ -491,12 +583,14 @@ int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int
 // 4. fused clipped loss
 
 int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
-                          const int64_t* row_offsets, int64_t num_tokens, const float* logp,
-                          const float* old_logp, const float* advantages, const float* ref_logp,
-                          const uint8_t* mask, float* grad, double* sums, void* stream_ptr) {
-    const char* fn = "drmas_clipped_loss_f32";
+                          const int64_t* host_row_offsets, const int64_t* row_offsets,
+                          int64_t num_tokens, const float* logp, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask,
+                          float* grad, double* sums, void* stream_ptr) {
+    const char* fn = host_row_offsets != nullptr ? "drmas_clipped_loss_async_f32" : "drmas_clipped_loss_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
+    DeviceGuard guard;
     DRMAS_CHECK_POINTER("row_offsets", row_offsets, true);
     DRMAS_CHECK_POINTER("logp", logp, num_tokens > 0);
     DRMAS_CHECK_POINTER("old_logp", old_logp, num_tokens > 0);
@@ -505,9 +599,15 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     DRMAS_CHECK_POINTER("mask", mask, num_tokens > 0);
     DRMAS_CHECK_POINTER("grad", grad, num_tokens > 0);
     DRMAS_CHECK_POINTER("sums", sums, true);
+    DRMAS_ENTER_DEVICE();
     int64_t first = 0, last = 0;
-    if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last))
+    if (host_row_offsets != nullptr) {
+        // validated on the host by the caller (api.cpp): no read-back, no synchronisation
+        first = host_row_offsets[0];
+        last = host_row_offsets[num_rows];
+    } else if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last)) {
         return st;
+    }
 
     Scratch scratch(stream);
     const size_t partials_at = scratch.reserve<double>((int64_t)DRMAS_LOSS_SUMS * num_rows);
@@ -516,11 +616,11 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     if (num_tokens > 0)
         DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(grad, first, last, num_tokens, stream));
     if (num_rows > 0) {
-        clipped_loss_kernel<<<grid_for_rows(num_rows), kBlockSize, 0, stream>>>(
+        DRMAS_LAUNCH(clipped_loss_kernel, grid_for_rows(num_rows), kBlockSize, 0, stream)(
             cfg, num_rows, row_offsets, logp, old_logp, advantages, ref_logp, mask, grad, partials);
         DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
     }
-    clipped_loss_reduce_kernel<<<1, kBlockSize, 0, stream>>>(num_rows, partials, sums);
+    DRMAS_LAUNCH(clipped_loss_reduce_kernel, 1, kBlockSize, 0, stream)(num_rows, partials, sums);
     DRMAS_CUDA_LAUNCHED("clipped_loss_reduce_kernel");
     DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
     return DRMAS_OK;

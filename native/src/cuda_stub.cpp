@@ -23,8 +23,8 @@ int32_t advantage_cuda(const drmas_norm_config&, int64_t, const float*, const in
 int32_t broadcast_rows_cuda(int64_t, const float*, const int64_t*, int64_t, float*, void*) {
     return no_cuda("broadcast_rows_cuda");
 }
-int32_t clipped_loss_cuda(const drmas_loss_config&, int64_t, const int64_t*, int64_t,
-                          const float*, const float*, const float*, const float*,
+int32_t clipped_loss_cuda(const drmas_loss_config&, int64_t, const int64_t*, const int64_t*,
+                          int64_t, const float*, const float*, const float*, const float*,
                           const uint8_t*, float*, double*, void*) {
     return no_cuda("clipped_loss_cuda");
 }
@@ -32,5 +32,8 @@ int32_t cuda_malloc(size_t, void**) { return no_cuda("cuda_malloc"); }
 int32_t cuda_free(void*) { return no_cuda("cuda_free"); }
 int32_t cuda_memcpy(void*, const void*, size_t, int32_t) { return no_cuda("cuda_memcpy"); }
 int32_t cuda_synchronize(void*) { return no_cuda("cuda_synchronize"); }
+int32_t cuda_device_count() { return 0; }
+int32_t cuda_set_device(int32_t) { return no_cuda("cuda_set_device"); }
+int32_t cuda_get_device(int32_t*) { return no_cuda("cuda_get_device"); }
 
 }  // namespace drmas

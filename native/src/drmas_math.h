@@ -1,7 +1,7 @@
 // drmas_math.h — the per-element formulas shared by the CPU backend and the CUDA kernels,
 // so that both compute the same numbers by construction: the advantage of one row given its
 // segments' statistics (ARCHITECTURE §5) and the clipped PPO loss of one token (§6).
-// defines: SegStat, Resolved, resolve_segments, apply_advantage, row_advantage, TokenLoss, token_loss
+// defines: SegStat, Resolved, resolve_segments, apply_advantage, row_advantage, TokenLoss, exp_as_float, token_loss
 // The independent oracle is the plain-Java reference in the test sources, not this file.
 #pragma once
 
@@ -110,12 +110,18 @@ DRMAS_HD float clampf_(float v, float lo, float hi) { return v < lo ? lo : (v > 
 
 // Gradient conventions follow LibTorch autograd of the same formula: clamp passes the
 // gradient on its closed interval, max/min split it evenly on ties, where() routes it.
+// The ratio and k3's e^x are fp64 exponentials rounded to fp32 on both backends: fp32 expf is
+// correctly rounded on neither (up to 2 ulp on CUDA, ~0.5 ulp in glibc), so a ratio within an
+// ulp of 1 - eps_low or 1 + eps_high could clip on one backend and not on the other; fp64 exp
+// (<= 1 ulp of fp64 on both) rounds to the same float unless the exact value lies within ~2^-52
+// of a rounding boundary, so the backends agree bit for bit in practice.
+DRMAS_HD float exp_as_float(float x) { return (float)exp((double)x); }
 DRMAS_HD TokenLoss token_loss(const drmas_loss_config& c, float logp, float old_logp, float adv,
                               bool has_ref, float ref_logp) {
     TokenLoss t;
     const float d = logp - old_logp;
     const float dc = clampf_(d, -20.0f, 20.0f);
-    const float ratio = expf(dc);
+    const float ratio = exp_as_float(dc);
     const float dratio = (d >= -20.0f && d <= 20.0f) ? ratio : 0.0f;
     const float lo = (float)(1.0 - c.clip_low), hi = (float)(1.0 + c.clip_high);
     const float pg1 = -adv * ratio;
@@ -156,7 +162,7 @@ DRMAS_HD TokenLoss token_loss(const drmas_loss_config& c, float logp, float old_
             case DRMAS_KL_K3: {
                 const float e = ref_logp - logp;
                 const float ec = clampf_(e, -20.0f, 20.0f);
-                const float r = expf(ec);
+                const float r = exp_as_float(ec);
                 const float kld = r - ec - 1.0f;
                 t.kl = clampf_(kld, -10.0f, 10.0f);
                 const bool pass = (e >= -20.0f && e <= 20.0f) && (kld >= -10.0f && kld <= 10.0f);

@@ -2,7 +2,9 @@
 // CPU backend (the oracle) over awkward shapes and every config, and each element is compared
 // with |cuda - cpu| <= atol + rtol |cpu|; bad data must give the CPU's status and message and
 // leave guard-filled outputs untouched. Plain C++ over drmas.h only, so it builds without
-// CUDA too; without a usable device it exits 77 (ctest: skipped).
+// CUDA too, and links against the emulated backend (libdrmas_emu) as well. Without a usable
+// device it exits 77 (ctest: skipped), or fails when DRMAS_REQUIRE_GPU=1 (a GPU check).
+// DRMAS_TEST_SCALE=small shrinks the large cases (for the emulator, ~1000x slower than a GPU).
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -19,6 +22,11 @@
 #include "drmas.h"
 
 static int g_pass = 0, g_fail = 0;
+
+// DRMAS_TEST_SCALE=small: the large cases at a size the SIMT emulator runs in seconds; the
+// awkward shapes (1, primes, 65537, empty segments, one huge segment) stay as they are.
+static bool g_small = false;
+static int64_t scaled(int64_t full, int64_t small) { return g_small ? small : full; }
 
 // One named check: counts a pass, or prints the failure and counts it.
 static void check(bool ok, const char* fmt, ...) {
@@ -217,12 +225,12 @@ static void test_segment_stats(std::mt19937_64& rng) {
     cases.push_back({"n=65537 S=1009 sorted", values(65537), sorted(random_ids(65537, 1009)), 1009});
     cases.push_back({"n=100 S=10007 mostly empty", values(100), random_ids(100, 10007), 10007});
     {
-        const int64_t n = 1000000, S = 10000;
+        const int64_t n = scaled(1000000, 30011), S = scaled(10000, 307);
         std::vector<int32_t> ids = sorted(random_ids(n, S));
         std::vector<float> v = values(n);
-        cases.push_back({"n=1e6 S=1e4 sorted", v, ids, S});
+        cases.push_back({format("n=%lld S=%lld sorted", (long long)n, (long long)S), v, ids, S});
         std::shuffle(ids.begin(), ids.end(), rng);
-        cases.push_back({"n=1e6 S=1e4 unsorted", v, ids, S});
+        cases.push_back({format("n=%lld S=%lld unsorted", (long long)n, (long long)S), v, ids, S});
     }
     for (size_t c = 0; c < cases.size(); ++c)
         for (int ddof = 0; ddof <= 1; ++ddof)
@@ -231,7 +239,7 @@ static void test_segment_stats(std::mt19937_64& rng) {
     // Constant segments: the mean is exactly the value and M2 and std are exactly 0,
     // whatever order the atomics add in (inexact decimals on purpose).
     {
-        const int64_t n = 100003, S = 1009;
+        const int64_t n = scaled(100003, 20011), S = 1009;
         std::vector<int32_t> ids = random_ids(n, S);
         std::vector<float> v(n);
         for (int64_t i = 0; i < n; ++i) v[i] = 0.1f * (float)(ids[i] % 37) - 1.3f;
@@ -410,7 +418,7 @@ static void test_advantage(std::mt19937_64& rng) {
     const Rows cont = rollout_rows(101, 5, 2, 4, true, 0, 0, rng);
     cases.push_back({format("continuous n=%zu", cont.s.size()), cont, true});
     // ~10^6 rows in 10^4 groups, once sorted (the CPU's blocked path) and once shuffled.
-    const Rows big = rollout_rows(10000, 10, 3, 5, false, 0, 0, rng);
+    const Rows big = rollout_rows(scaled(10000, 307), 10, 3, 5, false, 0, 0, rng);
     cases.push_back({format("big n=%zu", big.s.size()), big, false});
     cases.push_back({format("big unsorted n=%zu", big.s.size()), shuffled(big, rng), false});
 
@@ -517,10 +525,11 @@ struct Tokens {
 
 static float nan_f() { return std::numeric_limits<float>::quiet_NaN(); }
 
-// Token data for `off`. fp32 exp differs by an ulp or two between the host's libm and CUDA,
-// so ratios are kept away from the clip bounds (1 - eps_low, 1 + eps_high, the dual clip)
-// and the k3 estimator away from its +-10 clamp, where an ulp could flip a branch; the
-// exactly computed +-20 clamps of logp - old_logp and ref - logp are crossed on purpose.
+// Token data for `off`. Ratios are kept away from the clip bounds (1 - eps_low, 1 + eps_high,
+// the dual clip) and the k3 estimator away from its +-10 clamp, where a rounding difference
+// would flip a branch and fail the tolerances; test_clip_bounds puts tokens on them on purpose
+// and compares exactly. The exactly computed +-20 clamps of logp - old_logp and ref - logp are
+// crossed on purpose.
 // Masked tokens and tokens outside every row hold NaN.
 static Tokens make_tokens(std::vector<int64_t> off, int64_t num_tokens, bool with_mask, std::mt19937_64& rng) {
     Tokens tk;
@@ -704,16 +713,20 @@ static void test_clipped_loss(std::mt19937_64& rng) {
     cases.push_back({"1 row 1 token", make_tokens({0, 1}, 1, false, rng), true});
     cases.push_back({"no rows", make_tokens({2}, 5, false, rng), true});
     {
-        const std::vector<int64_t> off = random_offsets(1009, 13, 3, rng);
-        cases.push_back({"1009 rows, gaps, NaN-padded mask", make_tokens(off, off.back() + 7, true, rng), true});
-        cases.push_back({"1009 rows, gaps, no mask", make_tokens(off, off.back() + 7, false, rng), true});
+        // Every config on these: a prime row count (211 at the small scale, still > 3 blocks of rows).
+        const int64_t rows = scaled(1009, 211);
+        const std::vector<int64_t> off = random_offsets(rows, 13, 3, rng);
+        cases.push_back({format("%lld rows, gaps, NaN-padded mask", (long long)rows), make_tokens(off, off.back() + 7, true, rng), true});
+        cases.push_back({format("%lld rows, gaps, no mask", (long long)rows), make_tokens(off, off.back() + 7, false, rng), true});
     }
     cases.push_back({"1 row 65537 tokens", make_tokens({0, 65537}, 65537, false, rng), true});
     cases.push_back({"rows of masked tokens only", make_tokens({0, 3, 3, 9}, 9, true, rng), true});
     for (auto& m : cases.back().tk.mask) m = 0;
     {
-        const std::vector<int64_t> off = random_offsets(10000, 199, 0, rng);
-        cases.push_back({"1e4 rows ~1e6 tokens, mask", make_tokens(off, off.back(), true, rng), false});
+        const int64_t rows = scaled(10000, 307);
+        const std::vector<int64_t> off = random_offsets(rows, 199, 0, rng);
+        cases.push_back({format("%lld rows %lld tokens, mask", (long long)rows, (long long)off.back()),
+                         make_tokens(off, off.back(), true, rng), false});
     }
     for (const Case& cs : cases) {
         // "rows of masked tokens only": clear the NaN-free values that make_tokens wrote for
@@ -732,6 +745,69 @@ static void test_clipped_loss(std::mt19937_64& rng) {
                     if (kl == DRMAS_KL_NONE) compare_loss(cs.name, c, tk, d, false, false);
                 }
     }
+}
+
+// Ratios on the clip bounds: logp - old_logp chosen so that the fp32 ratio is each bound (1 -
+// eps_low, 1 + eps_high, the dual clip c) or 1-3 ulp either side, and also k3's e^x next to its
+// +-10 clamp. Both backends round an fp64 exponential to fp32 (drmas_math.h), so the gradient
+// and the clip counts must agree exactly; with fp32 expf they differed wherever an ulp moved a
+// ratio across a bound. (Emulation uses the host's exp on both sides and cannot show this; a GPU can.)
+static void test_clip_bounds() {
+    const float lo = (float)(1.0 - kClipLow), hi = (float)(1.0 + kClipHigh), dual = (float)kDualClip;
+    // x* with e^x - x - 1 = 10 (k3's clamp), by Newton's method; ref - logp steps across it by ulps
+    double xs = 2.6;
+    for (int it = 0; it < 50; ++it) xs -= (exp(xs) - xs - 11.0) / (exp(xs) - 1.0);
+    const float xstar = (float)xs, xulp = nextafterf(xstar, INFINITY) - xstar;
+    std::vector<float> logp, old, adv, ref;
+    for (float bound : {lo, hi, dual}) {
+        // every float d near log(bound) whose ratio lands within 3 ulp of the bound
+        const float d0 = logf(bound);
+        float d = d0;
+        for (int k = 0; k < 400; ++k) d = nextafterf(d, -INFINITY);
+        for (int k = 0; k < 800; ++k, d = nextafterf(d, INFINITY)) {
+            const float ratio = (float)exp((double)d);
+            float below = bound, above = bound;
+            bool near = ratio == bound;
+            for (int u = 0; u < 3 && !near; ++u) {
+                below = nextafterf(below, 0.0f);
+                above = nextafterf(above, INFINITY);
+                near = ratio == below || ratio == above;
+            }
+            if (!near) continue;
+            for (float a : {1.0f, -1.0f, 0.37f, -2.5f}) {
+                logp.push_back(d);  // old_logp 0: logp - old_logp is d exactly
+                old.push_back(0.0f);
+                adv.push_back(a);
+                ref.push_back(d + (xstar + (float)((int)(ref.size() % 9) - 4) * xulp));
+            }
+        }
+    }
+    const int64_t n = (int64_t)logp.size();
+    Tokens tk;
+    tk.num_tokens = n;
+    for (int64_t t = 0; t <= n; t += 7) tk.off.push_back(t);
+    if (tk.off.back() != n) tk.off.push_back(n);
+    tk.logp = logp;
+    tk.old_logp = old;
+    tk.adv = adv;
+    tk.ref = ref;
+    const DeviceTokens dt(tk);
+    for (int kl : {DRMAS_KL_NONE, DRMAS_KL_K3})
+        for (int dual_on = 0; dual_on <= 1; ++dual_on) {
+            const drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, kl, dual_on != 0, tk);
+            const std::string what = format("clip bounds (%lld tokens) kl=%s dual=%d", (long long)n,
+                                            kl == DRMAS_KL_K3 ? "k3" : "none", dual_on);
+            const LossResult cpu = loss_cpu(c, tk, kl != DRMAS_KL_NONE);
+            const LossResult gpu = loss_cuda(c, tk, dt, kl != DRMAS_KL_NONE);
+            check(cpu.status == DRMAS_OK && gpu.status == DRMAS_OK, "%s: status %d / %d", what.c_str(), cpu.status,
+                  gpu.status);
+            if (cpu.status != DRMAS_OK || gpu.status != DRMAS_OK || gpu.sums.size() != DRMAS_LOSS_SUMS) continue;
+            compare(what + " grad (exact)", gpu.grad, cpu.grad, 0, 0);
+            for (int k : {DRMAS_LOSS_TOKENS, DRMAS_LOSS_CLIPPED, DRMAS_LOSS_CLIPPED_LOWER})
+                compare(what + format(" sums[%d] (exact)", k), std::vector<double>{gpu.sums[k]},
+                        std::vector<double>{cpu.sums[k]}, 0, 0);
+        }
+    check(n > 100, "clip bounds: only %lld tokens near the bounds", (long long)n);
 }
 
 // ---- 5. errors: same status and message as the CPU, outputs untouched ----------------
@@ -940,19 +1016,165 @@ static void test_errors(std::mt19937_64& rng) {
     }
 }
 
+// ---- 6. devices and the async loss -----------------------------------------------------
+
+// With several GPUs (two under emulation): arrays of device 1 while device 0 is current must run
+// on device 1 (scratch and launches there; the emulator aborts a launch that mixes devices) and
+// leave device 0 current; arrays of two devices in one call are an error naming both.
+static void test_devices(std::mt19937_64& rng) {
+    const int32_t count = drmas_cuda_device_count();
+    if (count < 2) {
+        printf("%d CUDA device(s): multi-device checks skipped\n", count);
+        return;
+    }
+    const Rows r = rollout_rows(40, 4, 3, 3, false, 0, 0, rng);
+    const int64_t n = (int64_t)r.s.size(), S = r.U * r.K;
+    const drmas_norm_config c = norm_config(DRMAS_MODE_DRMAS, DRMAS_POOL_TRAJECTORIES, 0, 1, 1);
+    const AdvResult cpu = advantage_cpu(c, r, true);
+    const std::vector<int64_t> toff = random_offsets(50, 30, 2, rng);
+    const Tokens t = make_tokens(toff, toff.back() + 3, false, rng);
+    const drmas_loss_config lc = loss_config(DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN, DRMAS_KL_K3, true, t);
+    const LossResult lcpu = loss_cpu(lc, t, true);
+    check(drmas_cuda_set_device(1) == DRMAS_OK, "set device 1: %s", drmas_last_error());
+    {
+        const DeviceRows d(r);
+        DeviceArray<float> adv(std::vector<float>(n, -777.0f));
+        DeviceArray<double> diag(std::vector<double>(DRMAS_DIAG_FIELDS * S, -777.0));
+        const DeviceTokens dt(t);
+        DeviceArray<float> grad(std::vector<float>(t.num_tokens, 12345.0f));
+        DeviceArray<double> sums(std::vector<double>(DRMAS_LOSS_SUMS, -777.0));
+        check(drmas_cuda_set_device(0) == DRMAS_OK, "set device 0: %s", drmas_last_error());
+        DeviceArray<int32_t> agent0(r.agent);  // device 0
+        int32_t st = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, n, d.s.get(), d.uid.get(), d.traj.get(), d.agent.get(),
+                                         r.U, r.T, r.K, adv.get(), diag.get(), nullptr);
+        check(st == DRMAS_OK, "advantage on device 1 from device 0: %d %s", st, drmas_last_error());
+        int32_t cur = -1;
+        check(drmas_cuda_get_device(&cur) == DRMAS_OK && cur == 0, "advantage left device %d current, not 0", cur);
+        if (st == DRMAS_OK && sync_ok("advantage on device 1")) compare("advantage on device 1", adv.download(), cpu.adv, 1e-5, 1e-5);
+        st = drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &lc, (int64_t)t.off.size() - 1, dt.off.get(), t.num_tokens,
+                                    dt.logp.get(), dt.old_logp.get(), dt.adv.get(), dt.ref.get(), nullptr, grad.get(),
+                                    sums.get(), nullptr);
+        check(st == DRMAS_OK, "clipped loss on device 1 from device 0: %d %s", st, drmas_last_error());
+        check(drmas_cuda_get_device(&cur) == DRMAS_OK && cur == 0, "clipped loss left device %d current, not 0", cur);
+        if (st == DRMAS_OK && sync_ok("clipped loss on device 1")) compare("clipped loss on device 1", grad.download(), lcpu.grad, 1e-5, 1e-5);
+        // one array on device 0, the others on device 1
+        st = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, n, d.s.get(), d.uid.get(), d.traj.get(), agent0.get(), r.U, r.T,
+                                 r.K, adv.get(), nullptr, nullptr);
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_CONFIG && msg.find("argument 'agent' is memory of device 0 but 'scores' is memory of device 1") != std::string::npos,
+              "arrays of two devices: status %d, message \"%s\"", st, msg.c_str());
+        check(drmas_cuda_get_device(&cur) == DRMAS_OK && cur == 0, "a refused call left device %d current", cur);
+    }
+    check(drmas_cuda_set_device(count) == DRMAS_ERR_RANGE, "set device %d (one past the last) must fail", count);
+    check(drmas_cuda_set_device(0) == DRMAS_OK, "set device 0 back");
+}
+
+// drmas_clipped_loss_async_f32: the same results as the synchronous call, bit for bit, and the
+// same refusals (host offsets checked with the CPU's messages) leaving the outputs untouched.
+static void test_async_loss(std::mt19937_64& rng) {
+    const std::vector<int64_t> off = random_offsets(scaled(3001, 97), 40, 3, rng);
+    const Tokens tk = make_tokens(off, off.back() + 5, true, rng);
+    const DeviceTokens d(tk);
+    const int64_t rows = (int64_t)off.size() - 1;
+    for (int agg = 0; agg <= 3; ++agg) {
+        const drmas_loss_config c = loss_config(agg, DRMAS_KL_K3, true, tk);
+        const LossResult sync = loss_cuda(c, tk, d, true);
+        DeviceArray<float> grad(std::vector<float>(tk.num_tokens, 12345.0f));
+        DeviceArray<double> sums(std::vector<double>(DRMAS_LOSS_SUMS, -777.0));
+        const int32_t st = drmas_clipped_loss_async_f32(DRMAS_DEVICE_CUDA, &c, rows, off.data(), d.off.get(), tk.num_tokens,
+                                                        d.logp.get(), d.old_logp.get(), d.adv.get(), d.ref.get(),
+                                                        d.mask.get(), grad.get(), sums.get(), nullptr);
+        check(st == DRMAS_OK, "async loss agg %d: %d %s", agg, st, drmas_last_error());
+        if (st != DRMAS_OK || !sync_ok("async loss")) continue;
+        const std::vector<float> g = grad.download();
+        const std::vector<double> sm = sums.download();
+        check(sync.grad.size() == g.size() && memcmp(g.data(), sync.grad.data(), g.size() * sizeof(float)) == 0 &&
+                  memcmp(sm.data(), sync.sums.data(), sm.size() * sizeof(double)) == 0,
+              "async loss agg %d: not bitwise the synchronous result", agg);
+    }
+    // bad host offsets: the CPU backend's verdict and message, nothing written
+    const std::vector<std::vector<int64_t>> bad = {{0, 4, 9, 7, 12}, {-1, 4, 9}, {0, 4, 13}};
+    for (const auto& b : bad) {
+        Tokens t = make_tokens({0, 12}, 12, false, rng);
+        const DeviceTokens dt(t);
+        DeviceArray<int64_t> doff(b);
+        const int64_t nr = (int64_t)b.size() - 1;
+        const drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, DRMAS_KL_NONE, true, t);
+        std::vector<float> cg(12, 12345.0f);
+        std::vector<double> cs(DRMAS_LOSS_SUMS, -777.0);
+        const int32_t cst = drmas_clipped_loss_async_f32(DRMAS_DEVICE_CPU, &c, nr, b.data(), b.data(), 12, t.logp.data(),
+                                                         t.old_logp.data(), t.adv.data(), nullptr, nullptr, cg.data(),
+                                                         cs.data(), nullptr);
+        const std::string cmsg = drmas_last_error();
+        DeviceArray<float> grad(std::vector<float>(12, 12345.0f));
+        DeviceArray<double> sums(std::vector<double>(DRMAS_LOSS_SUMS, -777.0));
+        const int32_t gst = drmas_clipped_loss_async_f32(DRMAS_DEVICE_CUDA, &c, nr, b.data(), doff.get(), 12, dt.logp.get(),
+                                                         dt.old_logp.get(), dt.adv.get(), nullptr, nullptr, grad.get(),
+                                                         sums.get(), nullptr);
+        const std::string gmsg = drmas_last_error();
+        sync_ok("async loss error");
+        expect_error("async clipped_loss bad offsets", DRMAS_ERR_RANGE, cst, cmsg, gst, gmsg,
+                     all_equal(grad.download(), 12345.0f) && all_equal(sums.download(), -777.0));
+    }
+    const int32_t st = drmas_clipped_loss_async_f32(DRMAS_DEVICE_CUDA, nullptr, 0, nullptr, d.off.get(), 0, nullptr,
+                                                    nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    check(st != DRMAS_OK, "async loss without a config must fail");
+}
+
+// A GPU-sized case: more rows than one grid-stride pass covers (kMaxGrid x kBlockSize = 2^21),
+// so that the row kernels take their second and third iterations with the real grid cap.
+static void test_grid_stride(std::mt19937_64& rng) {
+    if (g_small) return;  // emulated: cuda_emu_grid3 (DRMAS_CUDA_MAX_GRID=3) covers the loops
+    const int64_t n = 2 * 8192 * 256 + 1009, S = 4099;
+    std::vector<float> v(n);
+    std::vector<int32_t> ids(n);
+    std::normal_distribution<float> normal(1.0f, 3.0f);
+    std::uniform_int_distribution<int32_t> id(0, (int32_t)S - 1);
+    for (int64_t i = 0; i < n; ++i) {
+        v[i] = normal(rng);
+        ids[i] = id(rng);
+    }
+    compare_stats("n=2^22+1009 (3 grid-stride passes)", v, ids, S, 1, true);
+    const Rows big = rollout_rows(120000, 6, 3, 3, false, 0, 0, rng);
+    check((int64_t)big.s.size() > 2 * 8192 * 256, "grid-stride rollout has only %zu rows", big.s.size());
+    const DeviceRows d(big);
+    for (int mode = 0; mode <= 3; ++mode)
+        compare_advantage(format("rollout n=%zu (several grid-stride passes)", big.s.size()),
+                          norm_config(mode, DRMAS_POOL_TRAJECTORIES, 0, 1, 1), big, d);
+}
+
 int main() {
-    printf("libdrmas %s, CUDA compiled %d, available %d\n", drmas_version(), drmas_cuda_compiled(),
-           drmas_cuda_available());
+    const char* scale = getenv("DRMAS_TEST_SCALE");
+    g_small = scale != nullptr && strcmp(scale, "small") == 0;
+    const char* require = getenv("DRMAS_REQUIRE_GPU");
+    const bool required = require != nullptr && strcmp(require, "1") == 0;
+    printf("libdrmas %s, CUDA compiled %d, available %d, test scale %s\n", drmas_version(), drmas_cuda_compiled(),
+           drmas_cuda_available(), g_small ? "small" : "full");
     if (drmas_cuda_available() == 0) {
+        if (required) {
+            printf("FAIL DRMAS_REQUIRE_GPU=1 but no CUDA device is usable (CUDA compiled %d)\n", drmas_cuda_compiled());
+            return 1;
+        }
         printf("no CUDA device: skipping CUDA tests\n");
         return 77;
     }
     std::mt19937_64 rng(20260208);
-    test_segment_stats(rng);
-    test_advantage(rng);
-    test_broadcast(rng);
-    test_clipped_loss(rng);
-    test_errors(rng);
+    // Each part's wall time, to see what the emulated suite spends its time on.
+    auto timed = [&](const char* name, void (*part)(std::mt19937_64&)) {
+        const auto t0 = std::chrono::steady_clock::now();
+        part(rng);
+        printf("%-14s %7.2f s\n", name, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        fflush(stdout);
+    };
+    timed("segment_stats", test_segment_stats);
+    timed("advantage", test_advantage);
+    timed("broadcast", test_broadcast);
+    timed("clipped_loss", test_clipped_loss);
+    timed("clip_bounds", [](std::mt19937_64&) { test_clip_bounds(); });
+    timed("errors", test_errors);
+    timed("devices", test_devices);
+    timed("async_loss", test_async_loss);
+    timed("grid_stride", test_grid_stride);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

@@ -3,6 +3,11 @@
 // LibTorch and plain Java, and its bandwidth as a share of a memory copy's (--out saves the tables).
 package dev.drmas.bench;
 
+import static dev.drmas.bench.BenchSupport.human;
+import static dev.drmas.bench.BenchSupport.ms;
+import static dev.drmas.bench.BenchSupport.num;
+import static dev.drmas.bench.BenchSupport.ratio;
+
 import dev.drmas.bindings.LibDrmas;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -288,24 +293,5 @@ public final class BenchReport {
 
     private static String speedup(Score other, Score nat) {
         return other == null || nat == null ? "—" : ratio(other.ms() / nat.ms());
-    }
-
-    static String human(long n) {
-        if (n % (1L << 20) == 0) return (n >> 20) + "M";
-        if (n % (1L << 10) == 0) return (n >> 10) + "K";
-        return Long.toString(n);
-    }
-
-    static String ms(double v) {
-        if (Double.isNaN(v)) return "—";
-        return String.format(Locale.ROOT, v >= 100 ? "%.1f" : v >= 1 ? "%.3f" : "%.4f", v);
-    }
-
-    static String num(double v) {
-        return Double.isFinite(v) ? String.format(Locale.ROOT, v >= 10 ? "%.1f" : "%.2f", v) : "—";
-    }
-
-    static String ratio(double v) {
-        return Double.isFinite(v) ? String.format(Locale.ROOT, v >= 10 ? "%.0f×" : "%.2f×", v) : "—";
     }
 }

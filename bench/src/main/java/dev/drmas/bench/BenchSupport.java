@@ -7,6 +7,7 @@ import dev.drmas.bindings.LibDrmas;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Locale;
 
 final class BenchSupport {
     private BenchSupport() {}
@@ -92,5 +93,26 @@ final class BenchSupport {
         if (!(Math.abs(actual - expected) <= relTol * Math.max(Math.abs(expected), 1e-12))) {
             throw new IllegalStateException(what + " = " + actual + " differs from the native kernel's " + expected);
         }
+    }
+
+    // ------------------------------------------------------------------ table cells (BenchReport, GpuBench)
+
+    static String human(long n) {
+        if (n % (1L << 20) == 0) return (n >> 20) + "M";
+        if (n % (1L << 10) == 0) return (n >> 10) + "K";
+        return Long.toString(n);
+    }
+
+    static String ms(double v) {
+        if (Double.isNaN(v)) return "—";
+        return String.format(Locale.ROOT, v >= 100 ? "%.1f" : v >= 1 ? "%.3f" : "%.4f", v);
+    }
+
+    static String num(double v) {
+        return Double.isFinite(v) ? String.format(Locale.ROOT, v >= 10 ? "%.1f" : "%.2f", v) : "—";
+    }
+
+    static String ratio(double v) {
+        return Double.isFinite(v) ? String.format(Locale.ROOT, v >= 10 ? "%.0f×" : "%.2f×", v) : "—";
     }
 }

@@ -1,6 +1,8 @@
 // GpuBench.java — times the CUDA kernels (advantage, clipped loss) at 1M and 16M on device buffers
 // (nanoTime around N calls, each followed by a device synchronise) next to the native CPU kernel:
-// ms, GB/s and speed-up. Without a usable CUDA device it prints that it skipped and exits 0.
+// ms, GB/s and speed-up. Without a usable CUDA device it prints that it skipped and exits 0, or
+// fails (exit 1) when DRMAS_REQUIRE_GPU=1. It needs only the bindings, the bench classes and the
+// trainer's dev.drmas.algo classes (no LibTorch), so that it runs on bench/gpu-prepare.sh's runtime.
 package dev.drmas.bench;
 
 import dev.drmas.algo.ClippedLoss;
@@ -8,6 +10,7 @@ import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.DeviceBuffer;
 import dev.drmas.bindings.Kernels;
 import dev.drmas.bindings.LibDrmas;
+import dev.drmas.bindings.NativeLibrary;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -51,7 +54,13 @@ public final class GpuBench {
             }
         }
         if (!Backend.CUDA.available()) {
-            System.out.println("no CUDA device: GPU benchmark skipped");
+            String why = "no CUDA device (libdrmas " + NativeLibrary.get().path() + ", CUDA compiled "
+                    + LibDrmas.cudaCompiled() + ")";
+            if ("1".equals(System.getenv("DRMAS_REQUIRE_GPU"))) {
+                System.err.println("GpuBench: DRMAS_REQUIRE_GPU=1 but " + why);
+                System.exit(1);
+            }
+            System.out.println(why + ": GPU benchmark skipped");
             return;
         }
         BenchSupport.configureNativeThreads();
@@ -151,9 +160,9 @@ public final class GpuBench {
         sb.append("|---|---:|---|---:|---:|---:|---:|---:|\n");
         for (Row r : rows) {
             double gb = (double) r.bytesPerElement() * r.n() / 1e9;
-            sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s |%n", r.op(), BenchReport.human(r.n()),
-                    r.layout().isEmpty() ? "—" : r.layout(), BenchReport.ms(r.gpuMs()), BenchReport.num(gb / (r.gpuMs() * 1e-3)),
-                    BenchReport.ms(r.cpuMs()), BenchReport.num(gb / (r.cpuMs() * 1e-3)), BenchReport.ratio(r.cpuMs() / r.gpuMs())));
+            sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s |%n", r.op(), BenchSupport.human(r.n()),
+                    r.layout().isEmpty() ? "—" : r.layout(), BenchSupport.ms(r.gpuMs()), BenchSupport.num(gb / (r.gpuMs() * 1e-3)),
+                    BenchSupport.ms(r.cpuMs()), BenchSupport.num(gb / (r.cpuMs() * 1e-3)), BenchSupport.ratio(r.cpuMs() / r.gpuMs())));
         }
         return sb.toString();
     }

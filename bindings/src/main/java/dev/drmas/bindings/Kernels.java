@@ -97,6 +97,18 @@ public final class Kernels {
     public static void clippedLoss(Backend b, LossParams p, long numRows, MemorySegment offsets, long numTokens,
                                    MemorySegment logp, MemorySegment oldLogp, MemorySegment adv, MemorySegment ref,
                                    MemorySegment mask, MemorySegment grad, MemorySegment sums, MemorySegment stream) {
+        clippedLoss(b, p, numRows, null, offsets, numTokens, logp, oldLogp, adv, ref, mask, grad, sums, stream);
+    }
+
+    /**
+     * As above; with {@code hostOffsets} (a host copy of {@code offsets}, a heap or native segment)
+     * through drmas_clipped_loss_async_f32, which validates that copy and never synchronises the
+     * device: the call is only queued on {@code stream}. {@code offsets} must hold the same values.
+     */
+    public static void clippedLoss(Backend b, LossParams p, long numRows, MemorySegment hostOffsets, MemorySegment offsets,
+                                   long numTokens, MemorySegment logp, MemorySegment oldLogp, MemorySegment adv,
+                                   MemorySegment ref, MemorySegment mask, MemorySegment grad, MemorySegment sums,
+                                   MemorySegment stream) {
         Objects.requireNonNull(p, "params");
         checkCount("numRows", numRows);
         checkCount("numTokens", numTokens);
@@ -110,11 +122,33 @@ public final class Kernels {
             cfg.set(ValueLayout.JAVA_DOUBLE, 32, p.normalizer());
             cfg.set(ValueLayout.JAVA_INT, 40, p.klType());
             cfg.set(ValueLayout.JAVA_INT, 44, p.aggregation());
-            LibDrmas.check(LibDrmas.clippedLoss(crit, b.device(), cfg, numRows, arg(b, "row_offsets", offsets, numRows + 1, 8),
-                    numTokens, arg(b, "logp", logp, numTokens, 4), arg(b, "old_logp", oldLogp, numTokens, 4),
-                    arg(b, "advantages", adv, numTokens, 4), arg(b, "ref_logp", ref, numTokens, 4),
-                    arg(b, "mask", mask, numTokens, 1), arg(b, "grad", grad, numTokens, 4),
-                    arg(b, "sums", sums, LibDrmas.LOSS_SUMS, 8), orNull(stream)));
+            MemorySegment off = arg(b, "row_offsets", offsets, numRows + 1, 8);
+            MemorySegment lp = arg(b, "logp", logp, numTokens, 4), olp = arg(b, "old_logp", oldLogp, numTokens, 4);
+            MemorySegment a = arg(b, "advantages", adv, numTokens, 4), r = arg(b, "ref_logp", ref, numTokens, 4);
+            MemorySegment m = arg(b, "mask", mask, numTokens, 1), g = arg(b, "grad", grad, numTokens, 4);
+            MemorySegment s = arg(b, "sums", sums, LibDrmas.LOSS_SUMS, 8);
+            if (hostOffsets == null) {
+                LibDrmas.check(LibDrmas.clippedLoss(crit, b.device(), cfg, numRows, off, numTokens, lp, olp, a, r, m, g, s,
+                        orNull(stream)));
+            } else {
+                MemorySegment host = hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena);
+                LibDrmas.check(LibDrmas.clippedLossAsync(crit, b.device(), cfg, numRows, host, off, numTokens, lp, olp, a,
+                        r, m, g, s, orNull(stream)));
+            }
         }
+    }
+
+    // A host array for any backend: CUDA calls use non-critical downcalls, which take native
+    // memory only, so a heap segment is copied into `arena` for them.
+    private static MemorySegment hostArg(String name, MemorySegment s, long count, long elemBytes, boolean critical,
+                                         Arena arena) {
+        long need = Math.multiplyExact(count, elemBytes);
+        if (s.byteSize() < need) {
+            throw new IllegalArgumentException(name + " holds " + s.byteSize() + " bytes but " + count + " elements need " + need);
+        }
+        if (critical || s.isNative()) return s;
+        MemorySegment copy = arena.allocate(need, 8);
+        copy.copyFrom(s.asSlice(0, need));
+        return copy;
     }
 }

@@ -70,11 +70,19 @@ public final class LibDrmas {
         static final MethodHandle BCAST_PLAIN = handle("drmas_broadcast_rows_f32", BCAST, false);
         static final MethodHandle LOSS_CRIT = handle("drmas_clipped_loss_f32", LOSS, true);
         static final MethodHandle LOSS_PLAIN = handle("drmas_clipped_loss_f32", LOSS, false);
+        // drmas_clipped_loss_async_f32: LOSS with the host copy of the offsets before the device one
+        static final FunctionDescriptor LOSS_ASYNC = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
+                ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        static final MethodHandle LOSS_ASYNC_CRIT = handle("drmas_clipped_loss_async_f32", LOSS_ASYNC, true);
+        static final MethodHandle LOSS_ASYNC_PLAIN = handle("drmas_clipped_loss_async_f32", LOSS_ASYNC, false);
 
         static final MethodHandle CUDA_MALLOC = handle("drmas_cuda_malloc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), false);
         static final MethodHandle CUDA_FREE = handle("drmas_cuda_free", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
         static final MethodHandle CUDA_MEMCPY = handle("drmas_cuda_memcpy", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT), false);
         static final MethodHandle CUDA_SYNC = handle("drmas_cuda_synchronize", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
+        static final MethodHandle CUDA_DEVICE_COUNT = handle("drmas_cuda_device_count", FunctionDescriptor.of(JAVA_INT), false);
+        static final MethodHandle CUDA_SET_DEVICE = handle("drmas_cuda_set_device", FunctionDescriptor.of(JAVA_INT, JAVA_INT), false);
+        static final MethodHandle CUDA_GET_DEVICE = handle("drmas_cuda_get_device", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
     }
 
     private static String cString(MemorySegment p) {
@@ -180,6 +188,48 @@ public final class LibDrmas {
         try {
             MethodHandle h = critical ? H.LOSS_CRIT : H.LOSS_PLAIN;
             return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, logp, oldLogp, adv, ref, mask, grad, sums, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int clippedLossAsync(boolean critical, int device, MemorySegment cfg, long numRows, MemorySegment hostOffsets,
+                                MemorySegment offsets, long numTokens, MemorySegment logp, MemorySegment oldLogp,
+                                MemorySegment adv, MemorySegment ref, MemorySegment mask, MemorySegment grad,
+                                MemorySegment sums, MemorySegment stream) {
+        try {
+            MethodHandle h = critical ? H.LOSS_ASYNC_CRIT : H.LOSS_ASYNC_PLAIN;
+            return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, ref, mask,
+                    grad, sums, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** CUDA devices visible to libdrmas (0 without CUDA, a driver or a GPU). */
+    public static int cudaDeviceCount() {
+        try {
+            return (int) H.CUDA_DEVICE_COUNT.invokeExact();
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Makes {@code device} the calling thread's current CUDA device (where DeviceBuffer allocates). */
+    public static void cudaSetDevice(int device) {
+        try {
+            check((int) H.CUDA_SET_DEVICE.invokeExact(device));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** The calling thread's current CUDA device. */
+    public static int cudaGetDevice() {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(JAVA_INT);
+            check((int) H.CUDA_GET_DEVICE.invokeExact(out));
+            return out.get(JAVA_INT, 0);
         } catch (Throwable t) {
             throw rethrow(t);
         }

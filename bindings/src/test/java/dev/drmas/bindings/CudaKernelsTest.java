@@ -2,7 +2,9 @@
 // alone (device memory via DeviceBuffer), so that a GPU server with only a JRE can run it:
 // every mode x pooling x singleton x std option, awkward sizes, shuffled rows, every loss
 // aggregation x KL estimator x dual clip, and bad inputs leaving device outputs untouched.
-// Tagged "gpu"; skipped with a message where no GPU is visible.
+// Tagged "gpu"; skipped with a message where no GPU is visible, failed instead when
+// DRMAS_REQUIRE_GPU=1 (a GPU check). The build also runs it on the emulated CUDA backend
+// (libdrmas_emu) with DRMAS_TEST_SCALE=small, which shrinks the large cases.
 package dev.drmas.bindings;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -22,10 +24,21 @@ import org.junit.jupiter.api.Assumptions;
 @Tag("gpu")
 class CudaKernelsTest {
 
+    /** The large cases at a size the SIMT emulator runs in seconds (DRMAS_TEST_SCALE=small). */
+    static final boolean SMALL = "small".equals(System.getenv("DRMAS_TEST_SCALE"));
+
+    static int scaled(int full, int small) {
+        return SMALL ? small : full;
+    }
+
     @BeforeEach
     void needsGpu() {
-        Assumptions.assumeTrue(LibDrmas.cudaAvailable(),
-                "no CUDA device: skipping CUDA kernel tests (libdrmas CUDA compiled: " + LibDrmas.cudaCompiled() + ")");
+        String why = "no CUDA device (libdrmas " + NativeLibrary.get().path() + ", CUDA compiled: " + LibDrmas.cudaCompiled() + ")";
+        if ("1".equals(System.getenv("DRMAS_REQUIRE_GPU"))) {
+            assertTrue(LibDrmas.cudaAvailable(), "DRMAS_REQUIRE_GPU=1 but " + why);
+        } else {
+            Assumptions.assumeTrue(LibDrmas.cudaAvailable(), why + ": skipping CUDA kernel tests");
+        }
     }
 
     record Rows(float[] s, int[] uid, int[] traj, int[] agent, int u, int t, int k) {}
@@ -103,7 +116,8 @@ class CudaKernelsTest {
     @Test
     void advantagesMatchTheCpuForEveryOption() {
         Rows[] cases = {rollouts(1, 1, 1, 1, false, 1), rollouts(3, 5, 2, 2, false, 2), rollouts(101, 7, 3, 2, true, 3),
-                rollouts(1, 997, 2, 3, false, 4), rollouts(10007, 8, 2, 2, false, 5), rollouts(10007, 8, 2, 2, true, 6)};
+                rollouts(1, 997, 2, 3, false, 4), rollouts(scaled(10007, 211), 8, 2, 2, false, 5),
+                rollouts(scaled(10007, 211), 8, 2, 2, true, 6)};
         for (Rows r : cases) {
             for (int mode = 0; mode < 4; mode++)
                 for (int pool = 0; pool < 2; pool++)
@@ -131,7 +145,7 @@ class CudaKernelsTest {
     @Test
     void segmentStatsAndBroadcastMatchTheCpu() {
         SplittableRandom r = new SplittableRandom(9);
-        for (int n : new int[] {1, 1009, 1_000_000}) {
+        for (int n : new int[] {1, 1009, scaled(1_000_000, 30011)}) {
             int segs = Math.max(1, n / 100) + 3;  // a few segments stay empty
             float[] v = new float[n];
             int[] id = new int[n];
@@ -180,7 +194,7 @@ class CudaKernelsTest {
     @Test
     void clippedLossMatchesTheCpuForEveryOption() {
         SplittableRandom r = new SplittableRandom(13);
-        for (int rows : new int[] {1, 17, 4099}) {
+        for (int rows : new int[] {1, 17, scaled(4099, 101)}) {
             long[] off = new long[rows + 1];
             for (int i = 0; i < rows; i++) off[i + 1] = off[i] + (i % 5 == 0 ? 0 : r.nextInt(1, 300));
             int n = (int) off[rows] + 2;
@@ -212,10 +226,52 @@ class CudaKernelsTest {
                                     kl == 0 ? null : dRef.segment(), dMask.segment(), dG.segment(), dS.segment(), null);
                             dG.download(MemorySegment.ofArray(gg));
                             dS.download(MemorySegment.ofArray(gs));
+                            // the form with host offsets (never synchronises): the same bits
+                            float[] ag = new float[n];
+                            double[] as = new double[LibDrmas.LOSS_SUMS];
+                            Kernels.clippedLoss(Backend.CUDA, p, rows, MemorySegment.ofArray(off), dOff.segment(), n, dLp.segment(),
+                                    dOld.segment(), dAdv.segment(), kl == 0 ? null : dRef.segment(), dMask.segment(), dG.segment(),
+                                    dS.segment(), null);
+                            dG.download(MemorySegment.ofArray(ag));
+                            dS.download(MemorySegment.ofArray(as));
+                            assertTrue(java.util.Arrays.equals(ag, gg) && java.util.Arrays.equals(as, gs),
+                                    "rows=" + rows + " " + p + ": host offsets give other bits");
                         }
                         assertClose("grad rows=" + rows + " " + p, gg, cg, 1e-7, 1e-5);
                         assertClose("sums rows=" + rows + " " + p, gs, cs, 1e-7, 1e-6);
                     }
+        }
+    }
+
+    @Test
+    void callsRunOnTheDeviceOfTheirArrays() {
+        int count = LibDrmas.cudaDeviceCount();
+        assertTrue(count >= 1, "cudaAvailable but no device counted");
+        DrmasException range = assertThrows(DrmasException.class, () -> LibDrmas.cudaSetDevice(count));
+        assertEquals(DrmasException.ERR_RANGE, range.status());
+        assertEquals(0, LibDrmas.cudaGetDevice());
+        if (count < 2) return;  // one GPU: nothing else to choose (the emulated backend has two)
+        float[] s = {1, 0, 0.5f, 1}, out = new float[4], cpu = new float[4];
+        int[] u = {0, 0, 1, 1}, a = {0, 1, 0, 1};
+        Kernels.NormParams p = new Kernels.NormParams(0, 1, 0, 1, true, 1e-6);
+        Kernels.advantage(Backend.CPU, p, 4, MemorySegment.ofArray(s), MemorySegment.ofArray(u), null, MemorySegment.ofArray(a),
+                2, 0, 2, MemorySegment.ofArray(cpu), null, null);
+        LibDrmas.cudaSetDevice(1);
+        try (DeviceBuffer ds = DeviceBuffer.of(MemorySegment.ofArray(s)); DeviceBuffer du = DeviceBuffer.of(MemorySegment.ofArray(u));
+             DeviceBuffer da = DeviceBuffer.of(MemorySegment.ofArray(a)); DeviceBuffer o = DeviceBuffer.allocate(16)) {
+            LibDrmas.cudaSetDevice(0);
+            Kernels.advantage(Backend.CUDA, p, 4, ds.segment(), du.segment(), null, da.segment(), 2, 0, 2, o.segment(), null, null);
+            assertEquals(0, LibDrmas.cudaGetDevice(), "the call must leave the caller's device current");
+            o.download(MemorySegment.ofArray(out));
+            assertClose("advantages of device-1 arrays", out, cpu, 1e-6, 1e-6);
+            try (DeviceBuffer a0 = DeviceBuffer.of(MemorySegment.ofArray(a))) {
+                DrmasException e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CUDA, p, 4, ds.segment(),
+                        du.segment(), null, a0.segment(), 2, 0, 2, o.segment(), null, null));
+                assertTrue(e.getMessage().contains("argument 'agent' is memory of device 0 but 'scores' is memory of device 1"),
+                        e.getMessage());
+            }
+        } finally {
+            LibDrmas.cudaSetDevice(0);
         }
     }
 

@@ -161,6 +161,29 @@ class KernelsTest {
     }
 
     @Test
+    void lossWithHostOffsetsIsTheSameCallAndChecksThem() {
+        long[] off = {0, 3, 3, 7};
+        float[] lp = {-1, -0.5f, -2, -0.1f, -0.3f, -1.2f, -0.7f}, old = {-1.1f, -0.4f, -2.5f, -0.1f, -0.9f, -1, -0.6f};
+        float[] adv = {1, 1, 1, -2, -2, -2, -2};
+        Kernels.LossParams p = new Kernels.LossParams(0.2, 0.28, 3, 0, 7, 0, 2);
+        float[] g1 = new float[7], g2 = new float[7];
+        double[] s1 = new double[LibDrmas.LOSS_SUMS], s2 = new double[LibDrmas.LOSS_SUMS];
+        Kernels.clippedLoss(Backend.CPU, p, 3, MemorySegment.ofArray(off), 7, seg(lp), seg(old), seg(adv), null, null,
+                seg(g1), MemorySegment.ofArray(s1), null);
+        Kernels.clippedLoss(Backend.CPU, p, 3, MemorySegment.ofArray(off), MemorySegment.ofArray(off), 7, seg(lp), seg(old),
+                seg(adv), null, null, seg(g2), MemorySegment.ofArray(s2), null);
+        assertTrue(java.util.Arrays.equals(g1, g2) && java.util.Arrays.equals(s1, s2), "host offsets changed the result");
+        float[] grad = guards(7);
+        DrmasException e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, p, 3,
+                MemorySegment.ofArray(new long[] {0, 3, 2, 7}), MemorySegment.ofArray(off), 7, seg(lp), seg(old), seg(adv),
+                null, null, seg(grad), MemorySegment.ofArray(s2), null));
+        assertEquals(DrmasException.ERR_RANGE, e.status());
+        assertTrue(e.getMessage().contains("drmas_clipped_loss_async_f32: row_offsets[2] = 2 < row_offsets[1] = 3"),
+                e.getMessage());
+        assertUntouched(grad);
+    }
+
+    @Test
     void cudaBackendWithoutAGpuIsAClearError() {
         if (LibDrmas.cudaAvailable()) return;  // covered by CudaKernelsTest on GPU machines
         try (Arena arena = Arena.ofConfined()) {

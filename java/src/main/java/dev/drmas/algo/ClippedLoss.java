@@ -1,14 +1,17 @@
 // ClippedLoss.java — the fused clipped PPO loss (ARCHITECTURE §6), forward and backward in
 // one native pass: it returns dL/dlogp per token, which the trainer feeds to
 // logp.backward(grad), and the sums behind pg_loss, clipfrac, ppo_kl and kl. The normaliser
-// is passed in so that token-mean divides by the token count of the whole mini-batch.
+// is passed in so that token-mean divides by the token count of the whole mini-batch. CUDA calls
+// run on LibTorch's current stream of the tensors' device; computeOnDevice keeps the sums there
+// and, given the offsets on the host too, never synchronises the device (the trainer's form).
 package dev.drmas.algo;
 
 import dev.drmas.bindings.Backend;
-import dev.drmas.bindings.DeviceBuffer;
 import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -31,6 +34,10 @@ public final class ClippedLoss {
         public double loss() {
             return sums[LOSS];
         }
+    }
+
+    /** Device form: grad (float32 [N]) and sums (float64 [NUM_SUMS]) on the device of logp, not yet read. */
+    public record DeviceResult(Tensor grad, Tensor sums) {
     }
 
     static Kernels.LossParams params(LossConfig c, double normalizer, boolean hasRef) {
@@ -73,13 +80,33 @@ public final class ClippedLoss {
     /**
      * Tensor form. logp, oldLogp, adv (and refLogp) are float32 1-D contiguous token tensors;
      * offsets is int64 with numRows + 1 entries (on the same device); mask is bool or uint8.
-     * logp may require grad: only its data is read.
+     * logp may require grad: only its data is read. Reads the sums back (a device synchronisation
+     * with CUDA); the trainer uses {@link #computeOnDevice} instead.
      */
     public static TensorResult compute(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor oldLogp,
                                        Tensor adv, Tensor refLogp, Tensor mask) {
+        DeviceResult r = computeOnDevice(c, normalizer, null, offsets, logp, oldLogp, adv, refLogp, mask);
+        Tensor hostSums = r.sums().is_cpu() ? r.sums() : r.sums().cpu();
+        double[] sums = new double[NUM_SUMS];
+        hostSums.data_ptr_double().get(sums);
+        return new TensorResult(r.grad(), sums);
+    }
+
+    /**
+     * As {@link #compute(LossConfig, double, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)}, with
+     * the sums left on logp's device. {@code hostOffsets} (may be null) holds the values of
+     * {@code offsets} on the host: the kernel then validates them there and a CUDA call is only
+     * queued on the current stream, never synchronised (drmas_clipped_loss_async_f32).
+     */
+    public static DeviceResult computeOnDevice(LossConfig c, double normalizer, long[] hostOffsets, Tensor offsets,
+                                               Tensor logp, Tensor oldLogp, Tensor adv, Tensor refLogp, Tensor mask) {
         Backend b = TensorViews.backendOf("logp", logp);
         long n = logp.numel();
         if (offsets.numel() < 1) throw new IllegalArgumentException("offsets needs numRows + 1 >= 1 entries");
+        if (hostOffsets != null && hostOffsets.length != offsets.numel()) {
+            throw new IllegalArgumentException("hostOffsets has " + hostOffsets.length + " entries but offsets has "
+                    + offsets.numel());
+        }
         MemorySegment off = TensorViews.view("offsets", offsets, ScalarType.Long, -1, b);
         MemorySegment lp = TensorViews.view("logp", logp, ScalarType.Float, n, b);
         MemorySegment olp = TensorViews.view("oldLogp", oldLogp, ScalarType.Float, n, b);
@@ -95,16 +122,12 @@ public final class ClippedLoss {
         }
         Tensor grad = torch.empty_like(logp.detach());
         MemorySegment g = TensorViews.view("grad", grad, ScalarType.Float, n, b);
+        // from LibTorch's caching allocator: no cudaMalloc/cudaFree (which synchronises) per call
+        Tensor sums = torch.empty(new long[] {NUM_SUMS}, new TensorOptions(ScalarType.Double).device(new DeviceOptional(logp.device())), null);
+        MemorySegment s = TensorViews.view("sums", sums, ScalarType.Double, NUM_SUMS, b);
         Kernels.LossParams p = params(c, normalizer, refLogp != null);
-        double[] sums = new double[NUM_SUMS];
-        if (b == Backend.CPU) {
-            Kernels.clippedLoss(b, p, offsets.numel() - 1, off, n, lp, olp, a, ref, m, g, MemorySegment.ofArray(sums), null);
-        } else {
-            try (DeviceBuffer dsums = DeviceBuffer.allocate(8L * NUM_SUMS)) {
-                Kernels.clippedLoss(b, p, offsets.numel() - 1, off, n, lp, olp, a, ref, m, g, dsums.segment(), null);
-                dsums.download(MemorySegment.ofArray(sums));
-            }
-        }
-        return new TensorResult(grad, sums);
+        Kernels.clippedLoss(b, p, offsets.numel() - 1, hostOffsets == null ? null : MemorySegment.ofArray(hostOffsets), off,
+                n, lp, olp, a, ref, m, g, s, TorchStreams.current(logp));
+        return new DeviceResult(grad, sums);
     }
 }

@@ -162,8 +162,14 @@ final class Policies implements AutoCloseable {
             }
             case AUTO -> torch.cuda_is_available();
         };
-        // one GPU per rank: the local rank picks it (0 when not distributed)
-        return new Device(cuda ? "cuda:" + dev.drmas.dist.DistEnv.fromEnvironment().localRank() : "cpu");
+        if (!cuda) return new Device("cpu");
+        // One GPU per rank: the local rank picks it (0 when not distributed). It also becomes this
+        // thread's current device, once, for LibTorch and for libdrmas (whose kernels run on their
+        // tensors' device anyway), so that nothing of rank r lands on GPU 0 by default.
+        int index = dev.drmas.dist.DistEnv.fromEnvironment().localRank();
+        torch.setDeviceIndex((byte) index);
+        if (dev.drmas.bindings.LibDrmas.cudaAvailable()) dev.drmas.bindings.LibDrmas.cudaSetDevice(index);
+        return new Device("cuda:" + index);
     }
 
     private static ScalarType dtype(ModelSpec spec, Device device) {

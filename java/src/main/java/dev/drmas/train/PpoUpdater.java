@@ -6,6 +6,9 @@
 // permutation is global and seeded alike everywhere, each rank computes its share of every
 // mini-batch with the global normaliser, and the gradients are summed across ranks before the
 // norm, the clipping and the step, so every rank takes the single-process step.
+// Per-step data stays on the model's device: old and reference log-probs are computed once and
+// gathered per micro-batch there, the loss kernel gets the offsets on the host too (so it never
+// synchronises), and the loss sums and the entropy are read back once per mini-batch.
 package dev.drmas.train;
 
 import dev.drmas.algo.ClippedLoss;
@@ -13,6 +16,7 @@ import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.dist.Collective;
 import dev.drmas.model.CausalLm;
+import dev.drmas.model.Scopes;
 import dev.drmas.model.Tensors;
 import dev.drmas.rollout.TeacherForcing;
 import java.util.ArrayList;
@@ -20,9 +24,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.InferenceMode;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class PpoUpdater {
@@ -77,15 +85,38 @@ public final class PpoUpdater {
      */
     interface LossBackend {
         LossOut apply(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor old, Tensor adv, Tensor ref);
+
+        /** The same with the offsets also on the host ({@code hostOffsets}), for a backend that can use them. */
+        default LossOut apply(LossConfig c, double normalizer, long[] hostOffsets, Tensor offsets, Tensor logp, Tensor old,
+                              Tensor adv, Tensor ref) {
+            return apply(c, normalizer, offsets, logp, old, adv, ref);
+        }
     }
 
-    record LossOut(Tensor surrogate, double[] sums) {
+    /** The sums come as host values ({@code sums}) or as a float64 tensor on the model's device ({@code deviceSums}). */
+    record LossOut(Tensor surrogate, double[] sums, Tensor deviceSums) {
+        LossOut(Tensor surrogate, double[] sums) {
+            this(surrogate, sums, null);
+        }
     }
 
-    /** The fused native kernel: dL/dlogp in one pass, then d/dlogp of Σ logp·g is g. */
-    static final LossBackend NATIVE = (c, normalizer, offsets, logp, old, adv, ref) -> {
-        ClippedLoss.TensorResult r = ClippedLoss.compute(c, normalizer, offsets, logp.detach().contiguous(), old, adv, ref, null);
-        return new LossOut(logp.mul(r.grad()).sum(), r.sums());
+    /**
+     * The fused native kernel: dL/dlogp in one pass, then d/dlogp of Σ logp·g is g. With the host
+     * offsets it is only queued on the device, and its sums stay there.
+     */
+    static final LossBackend NATIVE = new LossBackend() {
+        @Override
+        public LossOut apply(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor old, Tensor adv, Tensor ref) {
+            return apply(c, normalizer, null, offsets, logp, old, adv, ref);
+        }
+
+        @Override
+        public LossOut apply(LossConfig c, double normalizer, long[] hostOffsets, Tensor offsets, Tensor logp, Tensor old,
+                             Tensor adv, Tensor ref) {
+            ClippedLoss.DeviceResult r = ClippedLoss.computeOnDevice(c, normalizer, hostOffsets, offsets,
+                    logp.detach().contiguous(), old, adv, ref, null);
+            return new LossOut(logp.mul(r.grad()).sum(), null, r.sums());
+        }
     };
 
     private final CausalLm model;
@@ -164,8 +195,14 @@ public final class PpoUpdater {
         String what = "the update of model " + name;
         GlobalRows g = globalRows(rows, what);
         if (g.total() == 0) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
-        float[][] old = logProbs(model, rows);
-        float[][] ref = reference == null || s.loss().kl() == dev.drmas.algo.KlEstimator.NONE ? null : logProbs(reference, rows);
+        try (RowLogProbs old = logProbs(model, rows);
+             RowLogProbs ref = reference == null || s.loss().kl() == dev.drmas.algo.KlEstimator.NONE ? null
+                     : logProbs(reference, rows)) {
+            return update(rows, seed, g, old, ref, what);
+        }
+    }
+
+    private Stats update(List<Row> rows, long seed, GlobalRows g, RowLogProbs old, RowLogProbs ref, String what) {
         model.setRequiresGrad(true);
         Map<Integer, Double> agentNorms = new java.util.TreeMap<>();
         if (s.gradNormPerAgent()) {
@@ -182,14 +219,13 @@ public final class PpoUpdater {
                 }
                 if (tokens == 0) continue;
                 List<Row> mine = new ArrayList<>();
-                List<float[]> mineOld = new ArrayList<>(), mineRef = new ArrayList<>();
+                List<Integer> mineIdx = new ArrayList<>();
                 for (int i = 0; i < rows.size(); i++) {
                     if (rows.get(i).agent() != a) continue;
                     mine.add(rows.get(i));
-                    mineOld.add(old[i]);
-                    if (ref != null) mineRef.add(ref[i]);
+                    mineIdx.add(i);
                 }
-                miniBatch(mine, mineOld, ref == null ? null : mineRef, normalizer(tokens, agentRows), tokens);
+                miniBatch(mine, mineIdx, old, ref, normalizer(tokens, agentRows), tokens);
                 dist.sumGradients(model.parameters(), "the gradient of agent " + a + " in " + what);
                 agentNorms.put(a, GradNorm.of(model.parameters()));
                 optim.zeroGrad();
@@ -209,15 +245,14 @@ public final class PpoUpdater {
                 if (tokens == 0) continue;  // no response tokens on any rank
                 // this rank's share of the mini-batch (possibly none: it still joins the gradient sum)
                 List<Row> mb = new ArrayList<>(to - from);
-                List<float[]> mbOld = new ArrayList<>(), mbRef = new ArrayList<>();
+                List<Integer> mbIdx = new ArrayList<>(to - from);
                 for (int i = from; i < to; i++) {
                     if (!g.mine(order[i], rows.size())) continue;
                     int local = order[i] - g.offset();
                     mb.add(rows.get(local));
-                    mbOld.add(old[local]);
-                    if (ref != null) mbRef.add(ref[local]);
+                    mbIdx.add(local);
                 }
-                MiniBatch r = miniBatch(mb, mbOld, ref == null ? null : mbRef, normalizer(tokens, to - from), tokens);
+                MiniBatch r = miniBatch(mb, mbIdx, old, ref, normalizer(tokens, to - from), tokens);
                 dist.sumGradients(model.parameters(), "the gradients of " + what + " (epoch " + epoch + ", rows " + from + ".." + to + ")");
                 batches++;
                 pg += r.sums[ClippedLoss.PG_LOSS];
@@ -271,23 +306,31 @@ public final class PpoUpdater {
      * Forward, fused loss and backward of (this rank's share of) one mini-batch, a micro-batch at a
      * time; gradients accumulate in the parameters. The normaliser and token count are the whole
      * mini-batch's (token-mean: its tokens on all ranks), so micro-batching and sharding change
-     * nothing but memory and summation order.
+     * nothing but memory and summation order. {@code idx} are the rows' indices into old and ref.
+     * The loss sums and the entropy sum accumulate on the device and are read once at the end.
      */
-    private MiniBatch miniBatch(List<Row> mb, List<float[]> old, List<float[]> ref, double normalizer, long total) {
-        double[] sums = new double[ClippedLoss.NUM_SUMS];
-        double entropySum = 0;
-        for (int from = 0; from < mb.size(); from += s.microBatchRows()) {
-            int to = Math.min(mb.size(), from + s.microBatchRows());
-            MiniBatch part = microBatch(mb.subList(from, to), old.subList(from, to), ref == null ? null : ref.subList(from, to),
-                    normalizer, total);
-            if (part == null) continue;
-            for (int k = 0; k < sums.length; k++) sums[k] += part.sums[k];
-            entropySum += part.entropySum;
+    private MiniBatch miniBatch(List<Row> mb, List<Integer> idx, RowLogProbs old, RowLogProbs ref, double normalizer,
+                                long total) {
+        try (PointerScope scope = new PointerScope()) {
+            // [loss sums..., entropy sum] of the device; host sums of a backend that returns them so
+            Tensor acc = torch.zeros(new long[] {ClippedLoss.NUM_SUMS + 1},
+                    new TensorOptions(ScalarType.Double).device(new DeviceOptional(model.device())));
+            double[] host = new double[ClippedLoss.NUM_SUMS];
+            for (int from = 0; from < mb.size(); from += s.microBatchRows()) {
+                int to = Math.min(mb.size(), from + s.microBatchRows());
+                microBatch(mb.subList(from, to), idx.subList(from, to), old, ref, normalizer, total, acc, host);
+            }
+            double[] all = new double[ClippedLoss.NUM_SUMS + 1];
+            Tensor read = acc.is_cpu() ? acc : acc.cpu();  // the mini-batch's one device-to-host read
+            read.data_ptr_double().get(all);
+            double[] sums = new double[ClippedLoss.NUM_SUMS];
+            for (int k = 0; k < sums.length; k++) sums[k] = all[k] + host[k];
+            return new MiniBatch(sums, all[ClippedLoss.NUM_SUMS]);
         }
-        return new MiniBatch(sums, entropySum);
     }
 
-    private MiniBatch microBatch(List<Row> mb, List<float[]> old, List<float[]> ref, double normalizer, long miniBatchTokens) {
+    private void microBatch(List<Row> mb, List<Integer> idx, RowLogProbs old, RowLogProbs ref, double normalizer,
+                            long miniBatchTokens, Tensor acc, double[] host) {
         List<int[]> prompts = new ArrayList<>(mb.size()), responses = new ArrayList<>(mb.size());
         for (Row r : mb) {
             prompts.add(r.promptIds());
@@ -297,50 +340,73 @@ public final class PpoUpdater {
             TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), true);
             long[] off = tf.offsets();
             int n = (int) off[mb.size()];
-            if (n == 0) return null;
-            float[] oldTok = new float[n], advTok = new float[n], refTok = ref == null ? null : new float[n];
+            if (n == 0) return;
+            // token positions of these rows in old and ref, and each token's advantage
+            long[] at = new long[n];
+            float[] advTok = new float[n];
             for (int r = 0; r < mb.size(); r++) {
-                System.arraycopy(old.get(r), 0, oldTok, (int) off[r], old.get(r).length);
-                if (refTok != null) System.arraycopy(ref.get(r), 0, refTok, (int) off[r], ref.get(r).length);
+                long first = old.start()[idx.get(r)];
+                for (int t = (int) off[r]; t < (int) off[r + 1]; t++) at[t] = first + t - off[r];
                 java.util.Arrays.fill(advTok, (int) off[r], (int) off[r + 1], mb.get(r).advantage());
             }
             var dev = model.device();
+            Tensor where = Tensors.longs(at).to(dev, ScalarType.Long);
             Tensor logp = tf.logprobs();
-            LossOut loss = backend.apply(s.loss(), normalizer, Tensors.longs(off).to(dev, ScalarType.Long), logp,
-                    Tensors.floats(oldTok).to(dev, ScalarType.Float), Tensors.floats(advTok).to(dev, ScalarType.Float),
-                    refTok == null ? null : Tensors.floats(refTok).to(dev, ScalarType.Float));
+            LossOut loss = backend.apply(s.loss(), normalizer, off, Tensors.longs(off).to(dev, ScalarType.Long), logp,
+                    old.values().index_select(0, where), Tensors.floats(advTok).to(dev, ScalarType.Float),
+                    ref == null ? null : ref.values().index_select(0, where));
+            if (loss.deviceSums() != null) {
+                acc.narrow(0, 0, ClippedLoss.NUM_SUMS).add_(loss.deviceSums().to(dev, ScalarType.Double));
+            } else {
+                for (int k = 0; k < host.length; k++) host[k] += loss.sums()[k];
+            }
             // one backward for the policy loss and the entropy bonus (token mean over the mini-batch)
             Tensor surrogate = loss.surrogate();
-            double entropySum = 0;
             Tensor ent = tf.entropy();
-            entropySum = ent.detach().sum().item_double();
+            acc.narrow(0, ClippedLoss.NUM_SUMS, 1).add_(ent.detach().sum().to(dev, ScalarType.Double));
             if (s.entropyCoef() > 0) surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / miniBatchTokens)));
             surrogate.backward();
-            return new MiniBatch(loss.sums(), entropySum);
         }
     }
 
-    /** Log-probs of every row's response under {@code m}, without autograd, a mini-batch at a time. */
-    private float[][] logProbs(CausalLm m, List<Row> rows) {
-        float[][] out = new float[rows.size()][];
-        for (int from = 0; from < rows.size(); from += s.microBatchRows()) {
-            int to = Math.min(rows.size(), from + s.microBatchRows());
-            List<int[]> p = new ArrayList<>(), a = new ArrayList<>();
-            for (int i = from; i < to; i++) {
-                p.add(rows.get(i).promptIds());
-                a.add(rows.get(i).responseIds());
-            }
-            // inference mode, not just no-grad: nothing of this pass leaves it but Java arrays
-            try (PointerScope scope = new PointerScope(); InferenceMode inference = new InferenceMode()) {
-                TeacherForcing.Result tf = TeacherForcing.logProbs(m, p, a, s.temperature(), false);
-                float[] all = Tensors.toFloats(tf.logprobs());
+    /**
+     * Every row's response log-probs under one model, back to back on its device (row i from
+     * {@code start[i]}): computed once per update, gathered per micro-batch on the device.
+     */
+    private record RowLogProbs(Tensor values, long[] start) implements AutoCloseable {
+        @Override
+        public void close() {
+            values.releaseReference();  // the reference retained by logProbs
+        }
+    }
+
+    /** Log-probs of every row's response under {@code m}, without autograd, a micro-batch at a time. */
+    private RowLogProbs logProbs(CausalLm m, List<Row> rows) {
+        long[] start = new long[rows.size() + 1];
+        for (int i = 0; i < rows.size(); i++) start[i + 1] = start[i] + rows.get(i).responseIds().length;
+        List<Tensor> parts = new ArrayList<>();
+        try {
+            for (int from = 0; from < rows.size(); from += s.microBatchRows()) {
+                int to = Math.min(rows.size(), from + s.microBatchRows());
+                List<int[]> p = new ArrayList<>(), a = new ArrayList<>();
                 for (int i = from; i < to; i++) {
-                    int b = (int) tf.offsets()[i - from], e = (int) tf.offsets()[i - from + 1];
-                    out[i] = java.util.Arrays.copyOfRange(all, b, e);
+                    p.add(rows.get(i).promptIds());
+                    a.add(rows.get(i).responseIds());
+                }
+                // inference mode, not just no-grad: nothing of this pass is differentiated
+                try (PointerScope scope = new PointerScope(); InferenceMode inference = new InferenceMode()) {
+                    parts.add(Scopes.retain(TeacherForcing.logProbs(m, p, a, s.temperature(), false).logprobs()));
                 }
             }
+            try (PointerScope scope = new PointerScope()) {
+                Tensor all = parts.isEmpty()
+                        ? torch.empty(new long[] {0}, new TensorOptions(ScalarType.Float).device(new DeviceOptional(m.device())), null)
+                        : torch.cat(new TensorVector(parts.toArray(Tensor[]::new)), 0);
+                return new RowLogProbs(Scopes.retain(all), start);
+            }
+        } finally {
+            for (Tensor t : parts) t.releaseReference();
         }
-        return out;
     }
 
     /** A uniformly random permutation of 0..n-1 (Fisher–Yates). */

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# mutation-check.sh — shows that the emulated CUDA suite (ctest -L emulation) catches the bugs it
+# is there for: each mutation below is applied to a copy of the sources (the work tree is never
+# touched), libdrmas_emu is built there without nvcc, and the emulated tests must fail.
+# Prints one line per mutation; exits 1 if any mutation went unnoticed. ~1-2 min a mutation on 2 cores.
+#   native/emu/mutation-check.sh [NAME...]     (default: all)
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+WORK="$(mktemp -d /tmp/drmas-mutation.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+
+# name | file | python expression applied to the file's text (s) — each must change the file
+MUTATIONS=(
+  "block_sum-first-barrier|kernels/drmas_common.cuh|s.replace('    __syncthreads();\n    if (warp == 0) {', '    if (warp == 0) {', 1)"
+  "block_sum-last-barrier|kernels/drmas_common.cuh|s[:s.rindex('    __syncthreads();\n}')] + s[s.rindex('    __syncthreads();\n}') + len('    __syncthreads();\n'):]"
+  "divergent-all_sync|kernels/drmas_common.cuh|s.replace('if (__all_sync(kFullMask, active && (long long)seg == first)) {', 'if (active && __all_sync(kFullMask, (long long)seg == first)) {')"
+  "divergent-ballot|kernels/drmas_common.cuh|s.replace('const unsigned flagged = __ballot_sync(kFullMask, bad);', 'const unsigned flagged = bad ? __ballot_sync(kFullMask, bad) : 0u;')"
+  "divergent-warp0-shuffle|kernels/drmas_common.cuh|s.replace('            for (int offset = 16; offset > 0; offset >>= 1)\n                x += __shfl_down_sync', '            if (lane < kWarpsPerBlock) for (int offset = 16; offset > 0; offset >>= 1)\n                x += __shfl_down_sync')"
+  "no-device-guard|native/src/cuda_backend.cu|s.replace('        if (device_ < 0) return DRMAS_OK;\n        int current = 0;', '        return DRMAS_OK;\n        int current = 0;')"
+  "loss-row-barrier|kernels/clipped_loss.cuh|s.replace('            const double n_r = smem[0];\n            __syncthreads();', '            const double n_r = smem[0];')"
+)
+
+wanted=("$@")
+missed=0
+for m in "${MUTATIONS[@]}"; do
+    IFS='|' read -r name file expr <<< "$m"
+    if [[ ${#wanted[@]} -gt 0 && ! " ${wanted[*]} " == *" $name "* ]]; then continue; fi
+    src="$WORK/$name"
+    mkdir -p "$src"
+    (cd "$ROOT" && git ls-files -z CMakeLists.txt native kernels | xargs -0 cp --parents -t "$src")
+    if ! python3 - "$src/$file" "$expr" <<'EOF'
+import sys
+path, expr = sys.argv[1], sys.argv[2]
+s = open(path).read()
+t = eval(expr, {"s": s})
+if t == s:
+    sys.exit("mutation does not apply")
+open(path, "w").write(t)
+EOF
+    then
+        echo "$name: could not be applied to $file (the code changed?)"; missed=1; continue
+    fi
+    log="$WORK/$name.log"
+    if ! { cmake -S "$src" -B "$src/build" -DDRMAS_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
+           && cmake --build "$src/build" -j"$(nproc)" --target drmas_test_cuda_emu; } > "$log" 2>&1; then
+        echo "$name: the mutated sources do not build (see below)"; tail -5 "$log"; missed=1; continue
+    fi
+    start=$(date +%s)
+    # (stderr of the group too: the shell reports an aborted test there)
+    if { (cd "$src/build" && DRMAS_TEST_SCALE=small DRMAS_CUDA_MAX_GRID=3 ./drmas_test_cuda_emu) > "$log" 2>&1 \
+       && (cd "$src/build" && DRMAS_TEST_SCALE=small ./drmas_test_cuda_emu) >> "$log" 2>&1; } 2>/dev/null; then
+        echo "$name: NOT DETECTED (the emulated suite passed)"; missed=1
+    else
+        first="$(grep -m1 -E 'drmas CUDA emulation|FAIL|mismatch' "$log" | cut -c1-220)"
+        echo "$name: detected after $(( $(date +%s) - start )) s: $first"
+    fi
+done
+exit $missed
