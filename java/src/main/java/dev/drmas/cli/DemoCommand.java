@@ -7,6 +7,7 @@ package dev.drmas.cli;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.config.RunConfig;
+import dev.drmas.metrics.RunReport;
 import dev.drmas.train.Checkpoints;
 import dev.drmas.train.Trainer;
 import java.io.IOException;
@@ -56,6 +57,7 @@ final class DemoCommand implements Callable<Integer> {
         RunCommand.withTrainer(cfg, System.out, Trainer::train);
         double minutes = (System.nanoTime() - t0) / 60e9;
         report(runDir, minutes);
+        System.out.println("report:          " + RunReport.write(List.of(runDir), runDir.resolve("report.html")).toAbsolutePath());
         return 0;
     }
 

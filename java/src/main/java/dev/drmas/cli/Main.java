@@ -1,6 +1,7 @@
 // Main.java — the `drmas` command: picocli subcommands over the trainer: demo (the main job),
 // train / sft / eval (runs from a YAML config), launch (N local data-parallel ranks of train),
-// normalize (advantages for a JSONL file of rollout rows), compare (GRPO vs Dr. MAS on a batch), tokenize and generate (check a tokenizer or a
+// experiment (modes × seeds from shared warm starts) and report (HTML with plots), normalize (advantages
+// for a JSONL file of rollout rows), compare (GRPO vs Dr. MAS on a batch), tokenize and generate (check a tokenizer or a
 // checkpoint by hand) and info (which libdrmas and backend this machine uses), plus the commands
 // that workflows bring (search: index).
 package dev.drmas.cli;
@@ -15,6 +16,7 @@ import picocli.CommandLine;
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
         subcommands = {DemoCommand.class, NormalizeCommand.class, CompareCommand.class, InfoCommand.class, TokenizeCommand.class,
                 GenerateCommand.class, TrainCommand.class, LaunchCommand.class, SftCommand.class, EvalCommand.class,
+                ExperimentCommand.class, ReportCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

@@ -17,8 +17,12 @@ import java.nio.file.Path;
  *                  ({@code step_N/}) to continue from
  * @param device    {@code cpu}, {@code cuda} or {@code auto} (default: cuda when a GPU is usable)
  * @param threads   CPU threads for LibTorch and the native kernels; 0 (default) = all cores
+ * @param warmStart the folder of warm-start weights (one sub-folder per model, as `drmas sft`
+ *                  writes them) that models without a path start from; null (default) = the run's
+ *                  own {@code sft/models}. `drmas experiment` points every run of a seed at one
+ *                  warm start, so that the modes it compares start from the same weights
  */
-public record RunSettings(String name, long seed, Path outputDir, String resume, Device device, int threads) {
+public record RunSettings(String name, long seed, Path outputDir, String resume, Device device, int threads, Path warmStart) {
 
     /** Where the run computes. */
     public enum Device implements ConfigEnum {
@@ -45,7 +49,12 @@ public record RunSettings(String name, long seed, Path outputDir, String resume,
     }
 
     public static RunSettings defaults() {
-        return new RunSettings("drmas", 1, Path.of("runs"), "auto", Device.AUTO, 0);
+        return new RunSettings("drmas", 1, Path.of("runs"), "auto", Device.AUTO, 0, null);
+    }
+
+    /** Where the warm-start weights are read from: warm_start, else the run's own sft/models. */
+    public Path warmStartDir() {
+        return warmStart != null ? warmStart : runDir().resolve("sft").resolve("models");
     }
 
     /** {@code output_dir/name}. */

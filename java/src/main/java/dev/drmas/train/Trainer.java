@@ -65,7 +65,7 @@ public final class Trainer implements AutoCloseable {
             SamplingStreams.check(cfg, workload);
             // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
             if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
-            this.policies = Policies.open(cfg, runDir, checkpoint, runDir.resolve("sft").resolve("models"));
+            this.policies = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStartDir());
             if (dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
         } catch (RuntimeException e) {
             workload.close();  // the retriever's index

@@ -138,7 +138,7 @@ class RunConfigTest {
     @Test
     void fullFileSetsEverySection() throws IOException {
         RunConfig c = RunConfig.load(write("full.yaml", FULL));
-        assertEquals(new RunSettings("ablation-1", 7, Path.of("/tmp/drmas-runs"), "never", RunSettings.Device.CPU, 2), c.run());
+        assertEquals(new RunSettings("ablation-1", 7, Path.of("/tmp/drmas-runs"), "never", RunSettings.Device.CPU, 2, null), c.run());
         assertTrue(c.run().resumeNever());
         assertNull(c.run().resumeFrom());
         assertEquals(new DataConfig(DataConfig.Source.JSONL, Path.of("data/train.jsonl"), Path.of("data/test.jsonl"),

@@ -1,0 +1,185 @@
+// ExperimentCommand.java — `drmas experiment CONFIG [--modes ...] [--seeds N] [--pooling ...]`: the
+// comparison the paper makes, run fairly: per seed one warm start (`drmas sft`), then one RL run per
+// (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
+// ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on. Each job is
+// a child JVM (as `drmas launch` starts them), its output in logs/; finished jobs are skipped when
+// the experiment is run again; at the end the experiment's report is written.
+package dev.drmas.cli;
+
+import dev.drmas.algo.GlobalPooling;
+import dev.drmas.algo.NormMode;
+import dev.drmas.config.RunConfig;
+import dev.drmas.metrics.RunReport;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
+
+@Command(name = "experiment", mixinStandardHelpOptions = true,
+        description = {"Compare advantage modes fairly: per seed one warm start, then one RL run per mode (and pooling)",
+                "from it, in output_dir/<run.name>/<mode>-s<seed>/; then the experiment's report (report.html).",
+                "Run it again to continue: finished runs are skipped."})
+final class ExperimentCommand implements Callable<Integer> {
+    /** The marker of a job that finished; a job without it runs (again: training resumes its checkpoints). */
+    static final String DONE = "experiment.done";
+
+    @Spec
+    CommandSpec spec;
+
+    @Parameters(index = "0", paramLabel = "CONFIG", description = "run configuration (YAML)")
+    Path config;
+
+    @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides for every run")
+    List<String> overrides = new ArrayList<>();
+
+    @Option(names = "--modes", split = ",", defaultValue = "grpo,drmas,agent-mean,agent-std",
+            description = "advantage modes (default ${DEFAULT-VALUE})")
+    List<String> modes;
+
+    @Option(names = "--seeds", defaultValue = "3", description = "seeds 1..N (default ${DEFAULT-VALUE})")
+    int seeds;
+
+    @Option(names = "--pooling", split = ",", defaultValue = "trajectories",
+            description = "global pooling of the group statistics: trajectories, rows or both (default ${DEFAULT-VALUE})")
+    List<String> pooling;
+
+    @Option(names = "--parallel", defaultValue = "1", description = "jobs at once, the threads split among them (default 1)")
+    int parallel;
+
+    /** One job: a warm start or an RL run, as a command line of `drmas`. */
+    record Job(String name, List<String> args, Job after) {
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        if (seeds < 1) throw new UserError("--seeds must be >= 1, got " + seeds);
+        if (parallel < 1) throw new UserError("--parallel must be >= 1, got " + parallel);
+        for (String m : modes) parse(NormMode.class, m, "--modes");
+        for (String p : pooling) parse(GlobalPooling.class, p, "--pooling");
+        RunConfig cfg = RunCommand.loadConfig(config, overrides);  // checks the config and the overrides once, here
+        Path root = cfg.run().runDir();
+        int threads = Math.max(1, (cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors()) / parallel);
+        List<Job> jobs = jobs(root, threads);
+        Files.createDirectories(root.resolve("logs"));
+        PrintWriter out = spec.commandLine().getOut();
+        out.printf("drmas experiment: %d seeds x (1 warm start + %d runs) = %d jobs, %d at a time, %d threads each, in %s%n",
+                seeds, jobs.size() / seeds - 1, jobs.size(), parallel, threads, root);
+        out.flush();
+        AtomicInteger finished = new AtomicInteger();
+        Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
+        ExecutorService pool = Executors.newFixedThreadPool(parallel);
+        try {
+            for (Job j : jobs) {
+                CompletableFuture<Void> before = j.after() == null ? CompletableFuture.completedFuture(null) : done.get(j.after());
+                done.put(j, before.thenRunAsync(() -> run(root, j, jobs.size(), finished, out), pool));
+            }
+            CompletableFuture.allOf(done.values().toArray(CompletableFuture[]::new)).join();
+        } catch (java.util.concurrent.CompletionException e) {
+            throw e.getCause() instanceof RuntimeException re ? re : e;
+        } finally {
+            pool.shutdownNow();
+        }
+        Path report = RunReport.write(List.of(root), root.resolve("report.html"));
+        out.println("drmas experiment: report " + report.toAbsolutePath());
+        out.flush();
+        return 0;
+    }
+
+    /** Per seed: the warm start, then every (mode, pooling) from it. */
+    List<Job> jobs(Path root, int threads) {
+        List<String> common = new ArrayList<>(overrides);
+        common.add("run.output_dir=" + root);
+        common.add("run.threads=" + threads);
+        common.add("metrics.progress_bar=false");
+        List<Job> jobs = new ArrayList<>();
+        for (int seed = 1; seed <= seeds; seed++) {
+            String sftName = "sft-s" + seed;
+            List<String> sft = new ArrayList<>(List.of("sft", config.toString()));
+            sft.addAll(common);
+            sft.addAll(List.of("run.name=" + sftName, "run.seed=" + seed));
+            Job warm = new Job(sftName, sft, null);
+            jobs.add(warm);
+            for (String pool : pooling) {
+                for (String mode : modes) {
+                    String name = label(mode, pool) + "-s" + seed;
+                    List<String> train = new ArrayList<>(List.of("train", config.toString()));
+                    train.addAll(common);
+                    train.addAll(List.of("run.name=" + name, "run.seed=" + seed, "algorithm.mode=" + mode,
+                            "algorithm.global_pooling=" + pool, "trainer.grad_norm_per_agent=true",
+                            "run.warm_start=" + root.resolve(sftName).resolve("sft").resolve("models")));
+                    jobs.add(new Job(name, train, warm));
+                }
+            }
+        }
+        return jobs;
+    }
+
+    /** A run's name: the mode, and the pooling when several are compared or it is not the default. */
+    String label(String mode, String pool) {
+        boolean showPool = pooling.size() > 1 || !pool.equals(GlobalPooling.TRAJECTORIES.configName());
+        return mode + (showPool ? "-" + pool : "");
+    }
+
+    private void run(Path root, Job j, int total, AtomicInteger finished, PrintWriter out) {
+        Path dir = root.resolve(j.name());
+        if (Files.isRegularFile(dir.resolve(DONE))) {
+            out.printf("[%d/%d] %s: done before, skipped%n", finished.incrementAndGet(), total, j.name());
+            out.flush();
+            return;
+        }
+        Path log = root.resolve("logs").resolve(j.name() + ".log");
+        long t0 = System.nanoTime();
+        int code;
+        try {
+            List<String> cmd = LaunchCommand.javaCommand();
+            cmd.addAll(j.args());
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+            pb.environment().put("OMP_NUM_THREADS", j.args().stream().filter(a -> a.startsWith("run.threads="))
+                    .map(a -> a.substring("run.threads=".length())).findFirst().orElse("1"));
+            Process p = pb.start();
+            try {
+                code = p.waitFor();
+            } catch (InterruptedException e) {
+                p.destroyForcibly();
+                Thread.currentThread().interrupt();
+                throw new UserError("interrupted while " + j.name() + " ran");
+            }
+            if (code != 0) {
+                List<String> lines = Files.readAllLines(log);
+                String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
+                throw new UserError(j.name() + " failed (exit " + code + "); its log is " + log + ":\n" + tail);
+            }
+            Files.createDirectories(dir);
+            Files.writeString(dir.resolve(DONE), j.args().toString() + "\n");
+        } catch (IOException e) {
+            throw new UserError(j.name() + ": " + e.getMessage() + " (log " + log + ")", e);
+        }
+        out.printf(Locale.ROOT, "[%d/%d] %s: done in %.1f min%s%n", finished.incrementAndGet(), total, j.name(),
+                (System.nanoTime() - t0) / 60e9, RunReport.oneLine(dir));
+        out.flush();
+    }
+
+    private static <E extends Enum<E>> void parse(Class<E> type, String value, String option) {
+        for (E c : type.getEnumConstants()) {
+            if (((dev.drmas.algo.ConfigEnum) c).configName().equals(value)) return;
+        }
+        List<String> valid = new ArrayList<>();
+        for (E c : type.getEnumConstants()) valid.add(((dev.drmas.algo.ConfigEnum) c).configName());
+        throw new UserError(option + ": '" + value + "' is not one of " + String.join(", ", valid));
+    }
+}

@@ -1,0 +1,160 @@
+// ReportRuns.java — the runs a report shows, read back from their folders: metrics.jsonl (training
+// steps and evaluations, every line checked: a truncated or corrupt file is an error naming its
+// line) and the resolved config.yaml (mode, pooling, seed, workflow), grouped by what was compared
+// (mode and pooling) with the seeds of each group.
+package dev.drmas.metrics;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLMapper;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+final class ReportRuns {
+    private ReportRuns() {
+    }
+
+    /**
+     * One run: its folder, what it compared (label: mode, plus pooling when rows), its seed, and its
+     * metric lines (training steps have reward/mean, evaluations eval/*).
+     */
+    record Run(Path dir, String label, long seed, String workflow, List<JsonNode> steps, List<JsonNode> evals) {
+        /** The agents or models that the run's metrics name under prefix…suffix, sorted. */
+        List<String> names(String prefix, String suffix) {
+            TreeSet<String> out = new TreeSet<>();
+            for (JsonNode n : steps) {
+                for (Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
+                    String k = it.next();
+                    if (k.startsWith(prefix) && k.endsWith(suffix) && k.length() > prefix.length() + suffix.length()) {
+                        String name = k.substring(prefix.length(), k.length() - suffix.length());
+                        if (!name.contains("/")) out.add(name);
+                    }
+                }
+            }
+            return List.copyOf(out);
+        }
+
+        /** {@code key} over the training steps: (step, value) where logged and finite. */
+        double[][] series(String key) {
+            List<double[]> pts = new ArrayList<>();
+            for (JsonNode n : steps) {
+                JsonNode v = n.get(key);
+                if (v != null && v.isNumber() && Double.isFinite(v.asDouble())) pts.add(new double[] {n.get("step").asDouble(), v.asDouble()});
+            }
+            return pts.toArray(double[][]::new);
+        }
+
+        /** {@code key} over the evaluations. */
+        double[][] evalSeries(String key) {
+            List<double[]> pts = new ArrayList<>();
+            for (JsonNode n : evals) {
+                JsonNode v = n.get(key);
+                if (v != null && v.isNumber()) pts.add(new double[] {n.get("step").asDouble(), v.asDouble()});
+            }
+            return pts.toArray(double[][]::new);
+        }
+    }
+
+    /** The runs under {@code inputs}: a folder with metrics.jsonl is a run, any other folder holds runs (an experiment). */
+    static List<Run> find(List<Path> inputs) {
+        List<Run> runs = new ArrayList<>();
+        for (Path in : inputs) {
+            if (!Files.isDirectory(in)) throw new IllegalArgumentException(in + ": no such folder");
+            if (Files.isRegularFile(in.resolve("metrics.jsonl"))) {
+                runs.add(read(in));
+                continue;
+            }
+            List<Path> dirs;
+            try (Stream<Path> s = Files.list(in)) {
+                dirs = s.filter(d -> Files.isRegularFile(d.resolve("metrics.jsonl"))).sorted().toList();
+            } catch (IOException e) {
+                throw new UncheckedIOException("listing " + in, e);
+            }
+            if (dirs.isEmpty()) throw new IllegalArgumentException(in + ": no metrics.jsonl in it or in its sub-folders: not a run or an experiment");
+            for (Path d : dirs) runs.add(read(d));
+        }
+        return runs;
+    }
+
+    /** Runs by label, labels in the order the modes are usually discussed (grpo first). */
+    static Map<String, List<Run>> byLabel(List<Run> runs) {
+        Map<String, List<Run>> out = new TreeMap<>((a, b) -> {
+            int c = Integer.compare(order(a), order(b));
+            return c != 0 ? c : a.compareTo(b);
+        });
+        for (Run r : runs) out.computeIfAbsent(r.label(), k -> new ArrayList<>()).add(r);
+        return out;
+    }
+
+    private static int order(String label) {
+        String[] known = {"grpo", "drmas", "agent-mean", "agent-std"};
+        for (int i = 0; i < known.length; i++) if (label.equals(known[i]) || label.startsWith(known[i] + "-")) return i;
+        return known.length;
+    }
+
+    static Run read(Path dir) {
+        Path file = dir.resolve("metrics.jsonl");
+        List<String> lines;
+        try {
+            lines = Files.readAllLines(file);
+        } catch (IOException e) {
+            throw new UncheckedIOException("reading " + file, e);
+        }
+        ObjectMapper json = new ObjectMapper();
+        List<JsonNode> steps = new ArrayList<>(), evals = new ArrayList<>();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).isBlank()) continue;
+            JsonNode n;
+            try {
+                n = json.readTree(lines.get(i));
+            } catch (JsonProcessingException e) {
+                throw new IllegalArgumentException(file + ":" + (i + 1) + ": not a JSON object (a truncated or corrupt metrics file): "
+                        + e.getOriginalMessage());
+            }
+            if (n == null || !n.isObject() || !n.path("step").isNumber()) {
+                throw new IllegalArgumentException(file + ":" + (i + 1) + ": a metrics line needs an object with a numeric \"step\"");
+            }
+            if (n.has("reward/mean")) steps.add(n);
+            if (n.has("eval/pass@1")) evals.add(n);
+        }
+        if (steps.isEmpty() && evals.isEmpty()) throw new IllegalArgumentException(file + ": no training step or evaluation in it");
+        String mode = dir.getFileName().toString(), pool = "trajectories", workflow = "";
+        long seed = 0;
+        Path cfg = dir.resolve("config.yaml");
+        if (Files.isRegularFile(cfg)) {
+            try {
+                JsonNode c = new YAMLMapper().readTree(cfg.toFile());
+                mode = c.path("algorithm").path("mode").asText(mode);
+                pool = c.path("algorithm").path("global_pooling").asText(pool);
+                seed = c.path("run").path("seed").asLong(0);
+                workflow = c.path("orchestra").path("name").asText("");
+            } catch (IOException e) {
+                throw new IllegalArgumentException(cfg + ": not a readable config (" + e.getMessage() + ")");
+            }
+        }
+        return new Run(dir, pool.equals("trajectories") ? mode : mode + "-" + pool, seed, workflow, steps, evals);
+    }
+
+    /** Per-step mean over runs of {@code key} (steps logged by at least one run), with the minimum and maximum. */
+    static Map<Double, double[]> meanMinMax(List<Run> runs, java.util.function.Function<Run, double[][]> series) {
+        Map<Double, List<Double>> at = new TreeMap<>();
+        for (Run r : runs) for (double[] p : series.apply(r)) at.computeIfAbsent(p[0], k -> new ArrayList<>()).add(p[1]);
+        Map<Double, double[]> out = new LinkedHashMap<>();
+        at.forEach((step, vs) -> out.put(step, new double[] {
+                vs.stream().mapToDouble(Double::doubleValue).average().orElse(Double.NaN),
+                vs.stream().mapToDouble(Double::doubleValue).min().orElse(Double.NaN),
+                vs.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN)}));
+        return out;
+    }
+}

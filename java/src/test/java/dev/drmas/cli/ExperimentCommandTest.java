@@ -1,0 +1,74 @@
+// ExperimentCommandTest.java — `drmas experiment` end to end with child JVMs, at tiny sizes: one warm
+// start per seed, one run per mode from it (the same initial weights: their first evaluations are
+// identical), per-agent gradient norms logged, finished jobs skipped when run again, the report
+// written; bad options are user errors.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ExperimentCommandTest {
+    @TempDir
+    Path tmp;
+
+    static final List<String> TINY = List.of("run.name=exp", "models.policy.size.hidden=32", "models.policy.size.layers=1",
+            "models.policy.size.heads=2", "models.policy.size.kv_heads=1", "models.policy.size.intermediate=64",
+            "sft.steps=20", "sft.batch_size=8", "trainer.steps=2", "trainer.eval_freq=2", "trainer.save_freq=2",
+            "rollout.tasks_per_step=2", "rollout.max_new_tokens=8", "eval.tasks=3", "metrics.tensorboard=false");
+
+    static JsonNode first(Path metrics) throws IOException {
+        return new ObjectMapper().readTree(Files.readAllLines(metrics).getFirst());
+    }
+
+    @Test
+    void modesShareTheirSeedsWarmStartAndFinishedJobsAreSkipped() throws IOException {
+        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
+                "--seeds", "1", "run.output_dir=" + tmp, "run.threads=1"));
+        args.addAll(TINY);
+        Cli.Run r = Cli.run(args.toArray(String[]::new));
+        assertEquals(0, r.exit(), r.err());
+        Path exp = tmp.resolve("exp");
+        for (String run : List.of("sft-s1", "grpo-s1", "drmas-s1")) {
+            assertTrue(Files.isRegularFile(exp.resolve(run).resolve(ExperimentCommand.DONE)), run);
+            assertTrue(Files.isRegularFile(exp.resolve("logs").resolve(run + ".log")), run);
+        }
+        assertTrue(Files.isRegularFile(exp.resolve("sft-s1/sft/models/policy/config.json")));
+        String grpoCfg = Files.readString(exp.resolve("grpo-s1/config.yaml"));
+        assertTrue(grpoCfg.contains("warm_start: " + exp.resolve("sft-s1/sft/models")) && grpoCfg.contains("mode: grpo")
+                && grpoCfg.contains("grad_norm_per_agent: true"), grpoCfg);
+        // the same warm start and eval seeds: the evaluations before any update agree exactly
+        JsonNode g = first(exp.resolve("grpo-s1/metrics.jsonl")), d = first(exp.resolve("drmas-s1/metrics.jsonl"));
+        assertEquals(0, g.get("step").asInt());
+        assertEquals(g.get("eval/avg@4"), d.get("eval/avg@4"));
+        String step2 = Files.readAllLines(exp.resolve("drmas-s1/metrics.jsonl")).stream().filter(l -> l.contains("reward/mean"))
+                .reduce((a, b) -> b).orElseThrow();
+        assertTrue(step2.contains("agent/solver/grad_norm") && step2.contains("agent/verifier/grad_norm"), step2);
+        assertTrue(Files.isRegularFile(exp.resolve("report.html")) && r.out().contains("report"), r.out());
+        assertTrue(Files.isRegularFile(exp.resolve("plots/reward.json")));
+
+        // again: nothing runs
+        Cli.Run again = Cli.run(args.toArray(String[]::new));
+        assertEquals(0, again.exit(), again.err());
+        assertEquals(3, again.out().lines().filter(l -> l.contains("done before, skipped")).count(), again.out());
+    }
+
+    @Test
+    void badOptionsAreUserErrors() {
+        Cli.Run r = Cli.run("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmass", "run.output_dir=" + tmp);
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("--modes: 'drmass' is not one of grpo, drmas, agent-mean, agent-std"), r.err());
+        r = Cli.run("experiment", "../configs/math-toy-drmas.yaml", "--seeds", "0");
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("--seeds must be >= 1"), r.err());
+    }
+}

@@ -1,0 +1,106 @@
+// RunReportTest.java — the run report on fixture runs written as the trainer writes them (metrics.jsonl
+// and config.yaml in real folders): the HTML and the plot files exist, each plot's data has the
+// modes' series with the mean, lowest and highest seed at every step, the summary states intervals
+// over seeds and spikiness, and a missing, truncated or empty metrics file is an error naming it.
+package dev.drmas.metrics;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class RunReportTest {
+    @TempDir
+    Path tmp;
+
+    /** A run folder: `steps` training lines (reward = base + step/100, solver grad norm spiking at step 5) and two evaluations. */
+    Path run(Path exp, String mode, int seed, double base) throws IOException {
+        Path d = exp.resolve(mode + "-s" + seed);
+        Files.createDirectories(d);
+        Files.writeString(d.resolve("config.yaml"), "run: {name: " + mode + "-s" + seed + ", seed: " + seed + "}\n"
+                + "algorithm: {mode: " + mode + ", global_pooling: trajectories}\norchestra: {name: math}\n");
+        List<String> lines = new ArrayList<>();
+        lines.add(String.format(Locale.ROOT, "{\"step\":0,\"wall_time\":1.0,\"eval/pass@1\":%.2f,\"eval/avg@4\":%.2f}", base, base));
+        for (int s = 1; s <= 6; s++) {
+            double g = s == 5 ? 10.0 : 1.0 + 0.1 * s;
+            lines.add(String.format(Locale.ROOT, "{\"step\":%d,\"wall_time\":1.0,\"reward/mean\":%.4f,\"rows\":8.0,"
+                    + "\"agent/solver/rows\":4.0,\"agent/solver/grad_norm\":%.3f,\"agent/solver/inflation\":2.0,"
+                    + "\"agent/verifier/rows\":4.0,\"agent/verifier/grad_norm\":1.0,\"model/policy/clipfrac\":0.01}", s, base + s / 100.0, g));
+        }
+        lines.add(String.format(Locale.ROOT, "{\"step\":6,\"wall_time\":1.0,\"eval/pass@1\":%.2f,\"eval/avg@4\":%.2f}", base + 0.1, base + 0.1));
+        Files.write(d.resolve("metrics.jsonl"), lines);
+        return d;
+    }
+
+    @Test
+    void experimentReportHasPlotsTablesAndAnHonestSummary() throws IOException {
+        Path exp = tmp.resolve("exp");
+        run(exp, "grpo", 1, 0.10);
+        run(exp, "grpo", 2, 0.20);
+        run(exp, "drmas", 1, 0.30);
+        run(exp, "drmas", 2, 0.32);
+        Files.createDirectories(exp.resolve("sft-s1").resolve("sft"));  // a warm start has no metrics: not a run
+        Path html = RunReport.write(List.of(exp), exp.resolve("report.html"));
+        String page = Files.readString(html);
+        assertTrue(page.startsWith("<!DOCTYPE html>") && page.contains("data:image/png;base64,"), "plots are inline");
+        for (String id : List.of("reward", "grad_norm-solver", "grad_norm-verifier", "inflation-solver", "eval-pass_1", "clipfrac-policy")) {
+            assertTrue(Files.size(exp.resolve("plots").resolve(id + ".png")) > 1000, id);
+        }
+        JsonNode reward = new ObjectMapper().readTree(exp.resolve("plots/reward.json").toFile());
+        assertEquals("grpo", reward.get("series").get(0).get("name").asText(), "grpo first");
+        JsonNode grpo = reward.get("series").get(0);
+        assertEquals(2, grpo.get("seeds").asInt());
+        assertEquals(6, grpo.get("x").size());
+        assertEquals(0.16, grpo.get("mean").get(0).asDouble(), 1e-9, "step 1: mean of 0.11 and 0.21");
+        assertEquals(0.11, grpo.get("min").get(0).asDouble(), 1e-9);
+        assertEquals(0.21, grpo.get("max").get(0).asDouble(), 1e-9);
+        // the table: pass@1 after = mean ± t(1)·sd/√2 over the two seeds
+        double sd = Math.sqrt(2 * 0.05 * 0.05), half = 12.706 * sd / Math.sqrt(2);
+        assertTrue(page.contains(String.format(Locale.ROOT, "<td>%.3f ± %.3f</td>", 0.25, half)), page);
+        // spikiness of the solver: max/median = 10 / 1.35; one spike (step 5)
+        assertTrue(page.contains(String.format(Locale.ROOT, "%.3f", 10 / 1.35)), "max/median");
+        assertTrue(page.contains("Every pair of intervals overlaps"), "two seeds: wide intervals, no claim");
+        assertTrue(page.contains("Intervals are over 2 seeds"));
+    }
+
+    @Test
+    void statistics() {
+        var i = ReportStats.interval(new double[] {1, 2, 3});
+        assertEquals(2, i.mean(), 1e-12);
+        assertEquals(4.303 * 1 / Math.sqrt(3), i.halfWidth(), 1e-12);
+        assertTrue(Double.isNaN(ReportStats.interval(new double[] {5}).halfWidth()));
+        assertEquals(2.5, ReportStats.median(new double[] {4, 1, 3, 2}));
+        assertEquals(10 / 2.5, ReportStats.maxOverMedian(new double[] {1, 2, 3, 10}), 1e-12);
+        assertEquals(1, ReportStats.spikes(new double[] {1, 1, 1, 4, 1, 2.9}));
+        assertTrue(Double.isNaN(ReportStats.maxOverMedian(new double[] {0, 0, 1})), "a zero median: undefined");
+    }
+
+    @Test
+    void unreadableRunsAreNamed() throws IOException {
+        Path d = run(tmp, "drmas", 1, 0.1);
+        Path m = d.resolve("metrics.jsonl");
+        List<String> lines = new ArrayList<>(Files.readAllLines(m));
+        lines.set(3, lines.get(3).substring(0, 20));  // a line cut by a crash
+        Files.write(m, lines);
+        var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(d), tmp.resolve("r.html")));
+        assertTrue(e.getMessage().startsWith(m + ":4: not a JSON object"), e.getMessage());
+        Files.writeString(m, "");
+        e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(d), tmp.resolve("r.html")));
+        assertEquals(m + ": no training step or evaluation in it", e.getMessage());
+        Path empty = Files.createDirectories(tmp.resolve("nothing"));
+        e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(empty), tmp.resolve("r.html")));
+        assertTrue(e.getMessage().contains("no metrics.jsonl"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(tmp.resolve("missing")), tmp.resolve("r.html")));
+        assertTrue(e.getMessage().endsWith("missing: no such folder"), e.getMessage());
+    }
+}
