@@ -121,6 +121,12 @@ public final class Trainer implements AutoCloseable {
         return runDir;
     }
 
+    /** The last step's rows and advantages, for tests in this package. */
+    record LastStep(RolloutBatch batch, Advantages.Result adv) {
+    }
+
+    LastStep lastStep;
+
     /** The run's models, for tests in this package. */
     Map<String, Policies.Policy> policiesForTest() {
         return policies.byId;
@@ -168,6 +174,7 @@ public final class Trainer implements AutoCloseable {
         RolloutBatch batch = timed(timer, "reward", () -> RolloutBatch.of(batchTasks, episodes, rc.rolloutsPerTask(), workload));
         Advantages.Result adv = timed(timer, "advantage", () -> batch.advantages(cfg.normConfig(), workload.team().size()));
         PpoUpdater.Stats[] stats = timed(timer, "update", () -> update(batch, adv.advantages()));
+        lastStep = new LastStep(batch, adv);
         return StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), timer, collective0),
                 workload.team(), workload, policies, dist);
     }
