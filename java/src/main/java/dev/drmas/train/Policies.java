@@ -21,9 +21,11 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
-import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
 
 final class Policies implements AutoCloseable {
     /** One model of the run. {@code tokenizerDir} holds its tokenizer files (copied into checkpoints). */
@@ -103,6 +105,23 @@ final class Policies implements AutoCloseable {
         Map<String, AdamW> m = new LinkedHashMap<>();
         byId.forEach((k, p) -> m.put(k, p.optim()));
         return m;
+    }
+
+    /** Per model, in order, the sum and the sum of squares of its parameters (fp64): what ranks compare. */
+    double[] checksums() {
+        double[] v = new double[2 * byId.size()];
+        int i = 0;
+        for (Policy p : byId.values()) {
+            try (PointerScope scope = new PointerScope()) {
+                for (Tensor t : p.model().parameters().values()) {
+                    Tensor d = t.detach().to(ScalarType.Double);
+                    v[i] += d.sum().item_double();
+                    v[i + 1] += d.mul(d).sum().item_double();
+                }
+            }
+            i += 2;
+        }
+        return v;
     }
 
     /** Copies each model's tokenizer files next to its weights in {@code modelsDir}/id, so the folder is self-contained. */

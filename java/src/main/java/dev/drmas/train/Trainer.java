@@ -27,11 +27,8 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
 public final class Trainer implements AutoCloseable {
@@ -218,23 +215,9 @@ public final class Trainer implements AutoCloseable {
 
     /** Stops the run when the ranks no longer hold the same weights (sum and sum of squares per model). */
     private void checkSameWeights() {
-        List<Double> sums = new ArrayList<>();
-        for (Policies.Policy p : policies.byId.values()) {
-            try (PointerScope scope = new PointerScope()) {
-                double s1 = 0, s2 = 0;
-                for (Tensor t : p.model().parameters().values()) {
-                    Tensor d = t.detach().to(torch.ScalarType.Double);
-                    s1 += d.sum().item_double();
-                    s2 += d.mul(d).sum().item_double();
-                }
-                sums.add(s1);
-                sums.add(s2);
-            }
-        }
-        double[] v = sums.stream().mapToDouble(Double::doubleValue).toArray();
         // identical inputs and ops give identical bits; the slack only allows for nodes whose
         // libraries sum in a different order
-        dist.requireSame(v, 1e-9, "the parameter checksum of models " + policies.byId.keySet() + " at step " + step);
+        dist.requireSame(policies.checksums(), 1e-9, "the parameter checksum of models " + policies.byId.keySet() + " at step " + step);
     }
 
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
