@@ -216,8 +216,9 @@ namespace {
 // The generic per-run kernel (any number of agents; the vectorised ones of
 // cpu_adv_kernels.inc cover up to 4). Normalises rows [b, e), all of uid u (and nothing else of
 // u anywhere), while they are hot in L1: agent sums, then (only if the mode, the singleton policy or the diagnostics need
-// them) the group's statistics, then agent second moments, then the advantages. Dr. MAS
-// without diagnostics usually needs no group statistics at all, so it skips that work.
+// them) the group's statistics, then agent second moments, then the advantages. A mode with
+// its mean and std from the agent (Dr. MAS) and no diagnostics usually needs no group
+// statistics at all, so it skips that work.
 void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch& w, int32_t* tslot) {
     const drmas_norm_config& c = *a.c;
     const int64_t K = a.K;
@@ -243,7 +244,7 @@ void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch
     }
 
     // Group statistics, where anything reads them.
-    const bool need_group = c.mode != DRMAS_MODE_DRMAS || a.diag != nullptr ||
+    const bool need_group = reads_group(c, a.traj != nullptr) || a.diag != nullptr ||
                             (single && c.singleton == DRMAS_SINGLETON_FALLBACK);
     double gm2 = 0;
     SegStat group{0.0, 0.0, 0.0};
@@ -268,7 +269,7 @@ void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch
     }
     bool any_zero = false;
     for (int64_t k = 0; k < K; ++k) any_zero |= res[k].zero != 0;
-    if (a.traj != nullptr && c.mode == DRMAS_MODE_GRPO) {
+    if (a.traj != nullptr && trajectory_numerator(c)) {
         write_run<true>(a, b, e, res, w);
     } else if (c.scale_by_std && !any_zero) {
         // The common case (the numerator is the row's own score), with apply_advantage's
@@ -629,7 +630,7 @@ int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int
                          const float* adv, const float* ref, const uint8_t* mask, float* grad,
                          double* sums) {
     if (int32_t st = check_offsets("drmas_clipped_loss_f32", num_rows, off, num_tokens)) return st;
-    const bool per_row_mean = c.aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN;
+    const bool per_row_mean = c.per_row_mean != 0;
     const double inv_norm = 1.0 / c.normalizer;
     const float coef = (float)c.kl_coef;
 

@@ -52,7 +52,8 @@ SegStat group_of_run(const AdvArgs& a, int64_t b, int64_t e, RunScratch& w, int3
 
 // The advantages of rows [b, e) from their agents' resolved segments, one row at a time with
 // apply_advantage (every mode and option). kTrajX: the numerator is the trajectory's mean
-// score (GRPO with trajectory pooling; group_of_run must have filled w.slot and w.tsum).
+// score (a trajectory numerator with trajectory pooling; group_of_run must have filled w.slot
+// and w.tsum).
 void write_run_scalar(const AdvArgs& a, int64_t b, int64_t e, const Resolved* res, const RunScratch& w, bool kTrajX);
 
 // Writes the diagnostics of segment (u, k).

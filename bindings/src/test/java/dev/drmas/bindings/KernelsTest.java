@@ -16,7 +16,8 @@ import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 class KernelsTest {
-    static final Kernels.NormParams DRMAS = new Kernels.NormParams(1, 0, 0, 1, true, 1e-6);
+    // Dr. MAS: mean and std of the agent segment, the row's own score
+    static final Kernels.NormParams DRMAS = new Kernels.NormParams(true, true, false, 0, 0, 1, true, 1e-6);
     static final float GUARD = -12345f;
 
     static MemorySegment seg(float[] a) {
@@ -105,12 +106,13 @@ class KernelsTest {
                 null, seg(ag), 2, 2, 2, seg(out), null, null));
         assertEquals(DrmasException.ERR_NULL, e.status());
 
-        Kernels.NormParams badMode = new Kernels.NormParams(7, 0, 0, 1, true, 1e-6);
-        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, badMode, 4, seg(s), seg(uid),
+        Kernels.NormParams badPooling = new Kernels.NormParams(true, true, false, 7, 0, 1, true, 1e-6);
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, badPooling, 4, seg(s), seg(uid),
                 seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
         assertEquals(DrmasException.ERR_CONFIG, e.status());
+        assertTrue(e.getMessage().contains("cfg.global_pooling"), e.getMessage());
 
-        Kernels.NormParams zeroEps = new Kernels.NormParams(1, 0, 0, 1, true, 0.0);
+        Kernels.NormParams zeroEps = new Kernels.NormParams(true, true, false, 0, 0, 1, true, 0.0);
         e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, zeroEps, 4, seg(s), seg(uid),
                 seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
         assertTrue(e.getMessage().contains("eps"), e.getMessage());
@@ -146,13 +148,13 @@ class KernelsTest {
         assertUntouched(tokens);
 
         float[] grad = guards(4);
-        double[] sums = new double[LibDrmas.LOSS_SUMS];
-        Kernels.LossParams kNoRef = new Kernels.LossParams(0.2, 0.2, 3, 0.1, 4, 3, 0);
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
+        Kernels.LossParams kNoRef = new Kernels.LossParams(0.2, 0.2, 3, 0.1, 4, 3, false);
         e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, kNoRef, 1,
                 MemorySegment.ofArray(new long[] {0, 4}), 4, seg(new float[4]), seg(new float[4]), seg(new float[4]),
                 null, null, seg(grad), MemorySegment.ofArray(sums), null));
         assertEquals(DrmasException.ERR_NULL, e.status());
-        Kernels.LossParams badClip = new Kernels.LossParams(1.5, 0.2, 3, 0, 4, 0, 0);
+        Kernels.LossParams badClip = new Kernels.LossParams(1.5, 0.2, 3, 0, 4, 0, false);
         e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, badClip, 1,
                 MemorySegment.ofArray(new long[] {0, 4}), 4, seg(new float[4]), seg(new float[4]), seg(new float[4]),
                 null, null, seg(grad), MemorySegment.ofArray(sums), null));

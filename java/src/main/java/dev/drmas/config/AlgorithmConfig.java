@@ -1,11 +1,13 @@
 // AlgorithmConfig.java — `algorithm:`: the advantage normalisation of ARCHITECTURE §5 (GRPO,
-// Dr. MAS and the two ablations) in config form, turned into the algo package's NormConfig.
+// Dr. MAS and the two ablations) in config form, turned into the algo package's NormConfig,
+// which checks the values (here, at config time, under their key paths).
 package dev.drmas.config;
 
 import dev.drmas.algo.ConfigEnum;
 import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
+import dev.drmas.algo.SettingException;
 import dev.drmas.algo.SingletonPolicy;
 
 /**
@@ -42,8 +44,12 @@ public record AlgorithmConfig(NormMode mode, GlobalPooling globalPooling, double
         Check.given(globalPooling, "global_pooling");
         Check.given(std, "std");
         Check.given(singleton, "singleton");
-        if (scaleByStd) Check.positive(eps, "eps");
-        else Check.nonNegative(eps, "eps");
+        try {
+            // (the fields are not assigned yet: build from the parameters)
+            normConfig(mode, globalPooling, eps, std, scaleByStd, singleton);
+        } catch (SettingException e) {
+            throw ConfigException.at(e.key(), e.problem());
+        }
     }
 
     public static AlgorithmConfig defaults() {
@@ -52,6 +58,11 @@ public record AlgorithmConfig(NormMode mode, GlobalPooling globalPooling, double
     }
 
     public NormConfig toNormConfig() {
+        return normConfig(mode, globalPooling, eps, std, scaleByStd, singleton);
+    }
+
+    private static NormConfig normConfig(NormMode mode, GlobalPooling globalPooling, double eps, Std std, boolean scaleByStd,
+                                         SingletonPolicy singleton) {
         return new NormConfig(mode, globalPooling, singleton, std == Std.UNBIASED, scaleByStd, eps);
     }
 }

@@ -3,6 +3,7 @@
 // the same way and the binder can prefix the full path.
 package dev.drmas.config;
 
+import dev.drmas.algo.SettingException;
 import java.util.regex.Pattern;
 
 final class Check {
@@ -56,7 +57,6 @@ final class Check {
 
     /** A number in a message: 1 rather than 1.0, else Java's shortest exact form (1.0E-6). */
     static String num(double v) {
-        if (v == Math.rint(v) && Math.abs(v) < 1e15) return Long.toString((long) v);
-        return Double.toString(v);
+        return SettingException.num(v);
     }
 }

@@ -11,6 +11,7 @@ package dev.drmas.train;
 import dev.drmas.algo.ClippedLoss;
 import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.dist.Collective;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Tensors;
@@ -52,8 +53,9 @@ public final class PpoUpdater {
             if (epochs < 1) throw new IllegalArgumentException("ppo.epochs must be >= 1, got " + epochs);
             if (miniBatchRows < 1) throw new IllegalArgumentException("ppo.mini_batch_size must be >= 1, got " + miniBatchRows);
             if (!(gradClip >= 0)) throw new IllegalArgumentException("grad_clip must be >= 0, got " + gradClip);
-            if (loss.aggregation() == LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM && !(constantNormalizer > 0)) {
-                throw new IllegalArgumentException("seq-mean-token-sum-norm needs a positive constant normaliser");
+            if (loss.aggregation().divisor() == LossAggregation.Divisor.CONSTANT && !(constantNormalizer > 0)) {
+                throw new IllegalArgumentException(loss.aggregation().configName() + " needs a positive constant normaliser, got "
+                        + constantNormalizer);
             }
         }
     }
@@ -73,7 +75,7 @@ public final class PpoUpdater {
 
     /**
      * How a mini-batch's loss reaches autograd: a scalar whose gradient with respect to
-     * {@code logp} is dL/dlogp, and the kernel's metric sums ({@link ClippedLoss} indices).
+     * {@code logp} is dL/dlogp, and the kernel's metric sums ({@link AbiIndices}{@code .LOSS_*}).
      */
     interface LossBackend {
         LossOut apply(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor old, Tensor adv, Tensor ref);
@@ -119,7 +121,7 @@ public final class PpoUpdater {
         this.backend = backend;
         this.dist = dist;
         this.name = name;
-        if (settings.loss().kl() != dev.drmas.algo.KlEstimator.NONE && reference == null) {
+        if (settings.loss().usesReference() && reference == null) {
             throw new IllegalArgumentException("a KL term (" + settings.loss().kl() + ") needs a reference model");
         }
     }
@@ -165,7 +167,7 @@ public final class PpoUpdater {
         GlobalRows g = globalRows(rows, what);
         if (g.total() == 0) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
         float[][] old = logProbs(model, rows);
-        float[][] ref = reference == null || s.loss().kl() == dev.drmas.algo.KlEstimator.NONE ? null : logProbs(reference, rows);
+        float[][] ref = s.loss().usesReference() ? logProbs(reference, rows) : null;
         model.setRequiresGrad(true);
         Map<Integer, Double> agentNorms = new java.util.TreeMap<>();
         if (s.gradNormPerAgent()) {
@@ -196,7 +198,7 @@ public final class PpoUpdater {
             }
         }
         double pg = 0, klLoss = 0, entSum = 0, normSum = 0, normMax = 0;
-        double[] sums = new double[ClippedLoss.NUM_SUMS];
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
         int steps = 0, skipped = 0, batches = 0;
         SplittableRandom rng = new SplittableRandom(seed);
         for (int epoch = 0; epoch < s.epochs(); epoch++) {
@@ -220,9 +222,10 @@ public final class PpoUpdater {
                 MiniBatch r = miniBatch(mb, mbOld, ref == null ? null : mbRef, normalizer(tokens, to - from), tokens);
                 dist.sumGradients(model.parameters(), "the gradients of " + what + " (epoch " + epoch + ", rows " + from + ".." + to + ")");
                 batches++;
-                pg += r.sums[ClippedLoss.PG_LOSS];
-                klLoss += r.sums[ClippedLoss.KL_LOSS];
-                for (int k = ClippedLoss.TOKENS; k < sums.length; k++) sums[k] += r.sums[k];
+                pg += r.sums[AbiIndices.LOSS_PG_LOSS];
+                klLoss += r.sums[AbiIndices.LOSS_KL_LOSS];
+                // the raw sums (tokens onwards) add up; the aggregated losses are averaged over mini-batches
+                for (int k = AbiIndices.LOSS_TOKENS; k < sums.length; k++) sums[k] += r.sums[k];
                 entSum += r.entropySum;
                 double norm = GradNorm.clip(model.parameters(), s.gradClip());
                 if (Double.isFinite(norm)) {
@@ -248,10 +251,10 @@ public final class PpoUpdater {
         pg = part[sums.length];
         klLoss = part[sums.length + 1];
         entSum = part[sums.length + 2];
-        double tokens = sums[ClippedLoss.TOKENS];
+        double tokens = sums[AbiIndices.LOSS_TOKENS];
         return new Stats(batches == 0 ? 0 : pg / batches, batches == 0 ? 0 : klLoss / batches,
-                ratio(sums[ClippedLoss.CLIPPED], tokens), ratio(sums[ClippedLoss.CLIPPED_LOWER], tokens),
-                ratio(sums[ClippedLoss.PPO_KL], tokens), ratio(sums[ClippedLoss.KL], tokens), ratio(entSum, tokens),
+                ratio(sums[AbiIndices.LOSS_CLIPPED], tokens), ratio(sums[AbiIndices.LOSS_CLIPPED_LOWER], tokens),
+                ratio(sums[AbiIndices.LOSS_PPO_KL], tokens), ratio(sums[AbiIndices.LOSS_KL], tokens), ratio(entSum, tokens),
                 steps == 0 ? 0 : normSum / steps, normMax, steps, skipped, (long) tokens, agentNorms);
     }
 
@@ -260,11 +263,7 @@ public final class PpoUpdater {
 
     /** The loss divisor of a mini-batch of {@code rows} rows and {@code tokens} response tokens (all ranks together). */
     private double normalizer(long tokens, int rows) {
-        return switch (s.loss().aggregation()) {
-            case TOKEN_MEAN -> tokens;
-            case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> rows;
-            case SEQ_MEAN_TOKEN_SUM_NORM -> s.constantNormalizer();
-        };
+        return s.loss().aggregation().normalizer(tokens, rows, s.constantNormalizer());
     }
 
     /**
@@ -274,7 +273,7 @@ public final class PpoUpdater {
      * nothing but memory and summation order.
      */
     private MiniBatch miniBatch(List<Row> mb, List<float[]> old, List<float[]> ref, double normalizer, long total) {
-        double[] sums = new double[ClippedLoss.NUM_SUMS];
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
         double entropySum = 0;
         for (int from = 0; from < mb.size(); from += s.microBatchRows()) {
             int to = Math.min(mb.size(), from + s.microBatchRows());
