@@ -76,7 +76,10 @@ DRMAS_API int32_t drmas_get_num_threads(void);
  * Chan et al.'s update. ddof is 1 (unbiased, n - 1) or 0 (biased).
  * Errors: NULL values/segment_ids (when n > 0)/count/mean/m2, n < 0, num_segments < 0,
  * ddof not 0 or 1, an id outside [0, num_segments) (names the row), a non-finite value
- * (names the row). */
+ * (names the row).
+ * API only: training does not call it (drmas_advantage_f32 computes the statistics it needs
+ * itself, and ranks never split a group, so there is nothing to merge). It is the building
+ * block for callers with their own normalisation (Java: dev.drmas.algo.SegmentStats). */
 DRMAS_API int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
                                           const int32_t* segment_ids, int64_t num_segments,
                                           int32_t ddof, int64_t* count, double* mean,
@@ -156,7 +159,10 @@ DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* c
 /* ---- 3. broadcast of row values to tokens ----------------------------------------- *
  * Row r owns tokens [row_offsets[r], row_offsets[r+1]); token_values[t] = row_values[r]
  * for the tokens of row r and 0 for tokens no row owns. row_offsets has num_rows + 1
- * entries, starts >= 0, never decreases and ends <= num_tokens. */
+ * entries, starts >= 0, never decreases and ends <= num_tokens.
+ * API only: training does not call it (the trainer fills each row's tokens while it packs them
+ * into a micro-batch); it is there for callers whose advantages live on a GPU (Java:
+ * dev.drmas.algo.TokenBroadcast). */
 DRMAS_API int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows,
                                            const float* row_values, const int64_t* row_offsets,
                                            int64_t num_tokens, float* token_values,

@@ -19,10 +19,9 @@ import dev.drmas.algo.SingletonPolicy;
  * @param scaleByStd     divide by (std + eps) (default true); false only centres (Dr. GRPO)
  * @param singleton      single-member segments: {@code fallback} (default), {@code zero} or
  *                       {@code raw}
- * @param dropNonFinite  drop rows whose score is NaN or infinite instead of failing; default false
  */
 public record AlgorithmConfig(NormMode mode, GlobalPooling globalPooling, double eps, Std std, boolean scaleByStd,
-                              SingletonPolicy singleton, boolean dropNonFinite) {
+                              SingletonPolicy singleton) {
 
     public enum Std implements ConfigEnum {
         UNBIASED("unbiased"), BIASED("biased");
@@ -54,7 +53,7 @@ public record AlgorithmConfig(NormMode mode, GlobalPooling globalPooling, double
 
     public static AlgorithmConfig defaults() {
         return new AlgorithmConfig(NormMode.DRMAS, GlobalPooling.TRAJECTORIES, NormConfig.DEFAULT_EPS, Std.UNBIASED,
-                true, SingletonPolicy.FALLBACK, false);
+                true, SingletonPolicy.FALLBACK);
     }
 
     public NormConfig toNormConfig() {

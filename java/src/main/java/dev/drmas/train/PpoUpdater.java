@@ -40,12 +40,22 @@ public final class PpoUpdater {
      * @param constantNormalizer the divisor of seq-mean-token-sum-norm (Dr. GRPO: the token budget)
      * @param gradNormPerAgent  also measure each agent's own gradient norm before the update (one
      *                          extra forward and backward per agent of the model)
+     * @param shuffle           cut each epoch's mini-batches from a seeded permutation of the rows
+     *                          (default); false cuts them in row order (all ranks' rows in rank order),
+     *                          the same every epoch
      */
     public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
-                           double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent) {
+                           double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent,
+                           boolean shuffle) {
         public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                         double gradClip, LossConfig loss, double constantNormalizer) {
             this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer, false);
+        }
+
+        public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
+                        double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent) {
+            this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer,
+                    gradNormPerAgent, true);
         }
 
         public Settings {
@@ -203,7 +213,7 @@ public final class PpoUpdater {
         SplittableRandom rng = new SplittableRandom(seed);
         for (int epoch = 0; epoch < s.epochs(); epoch++) {
             // the permutation of the global rows: the same on every rank, whatever the world size
-            int[] order = permutation(g.total(), rng);
+            int[] order = s.shuffle() ? permutation(g.total(), rng) : identity(g.total());
             for (int from = 0; from < order.length; from += s.miniBatchRows()) {
                 int to = Math.min(order.length, from + s.miniBatchRows());
                 long tokens = 0;
@@ -340,6 +350,12 @@ public final class PpoUpdater {
             }
         }
         return out;
+    }
+
+    private static int[] identity(int n) {
+        int[] p = new int[n];
+        for (int i = 0; i < n; i++) p[i] = i;
+        return p;
     }
 
     /** A uniformly random permutation of 0..n-1 (Fisher–Yates). */
