@@ -244,8 +244,7 @@ void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch
     }
 
     // Group statistics, where anything reads them.
-    const bool need_group = reads_group(c, a.traj != nullptr) || a.diag != nullptr ||
-                            (single && c.singleton == DRMAS_SINGLETON_FALLBACK);
+    const bool need_group = w.mode.need_group || (single && c.singleton == DRMAS_SINGLETON_FALLBACK);
     double gm2 = 0;
     SegStat group{0.0, 0.0, 0.0};
     if (need_group) {
@@ -269,7 +268,7 @@ void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch
     }
     bool any_zero = false;
     for (int64_t k = 0; k < K; ++k) any_zero |= res[k].zero != 0;
-    if (a.traj != nullptr && trajectory_numerator(c)) {
+    if (w.mode.traj_x) {
         write_run<true>(a, b, e, res, w);
     } else if (c.scale_by_std && !any_zero) {
         // The common case (the numerator is the row's own score), with apply_advantage's
@@ -474,7 +473,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         });
         if (std::find(sorted.begin(), sorted.end(), 0) == sorted.end()) {
             run_parallel(nt, [&](int tid, int nth) {
-                RunScratch w(K);
+                RunScratch w(a);
                 isa.sorted_runs(a, split(tid, nth), split(tid + 1, nth), starts, w, &normalise_run);
             });
             return DRMAS_OK;
@@ -587,7 +586,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         // A thread takes the runs that begin in its row range.
         int64_t r0 = std::lower_bound(all.begin(), all.end(), lo, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
         int64_t r1 = std::lower_bound(all.begin(), all.end(), hi, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
-        RunScratch w(K);
+        RunScratch w(a);
         const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t b = all[r].begin, e = r + 1 < R ? all[r + 1].begin : n;
