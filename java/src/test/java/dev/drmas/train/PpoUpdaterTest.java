@@ -1,7 +1,8 @@
 // PpoUpdaterTest.java — PPO updates of a tiny model: the native fused loss and a pure-LibTorch
 // composition of the same loss (TorchReference, autograd) give the same parameters after several
 // optimiser steps; the optimiser moves only what has gradients; a non-finite gradient skips the
-// step; and the update raises the log-probability of positively advantaged responses.
+// step; the update raises the log-probability of positively advantaged responses; and ppo.shuffle
+// (false: mini-batches in row order) goes from the run config to the update.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -13,6 +14,7 @@ import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.algo.TorchReference;
 import dev.drmas.bindings.AbiIndices;
+import dev.drmas.config.RunConfig;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
@@ -139,6 +141,30 @@ class PpoUpdaterTest {
         // (old log-probs come from forward passes over other batches of rows: equal up to rounding)
         double d = maxMove(trained(cfg, rows, oneEpochShuffled, 7), trained(cfg, permuted, oneEpochInOrder, 0));
         assertTrue(d < 1e-5, "the permuted rows in order vs the shuffled update: " + d);
+    }
+
+    @Test
+    void ppoShuffleOfTheRunConfigReachesTheUpdate() {
+        // The trainer's settings from a run config: without the key they are what every run had
+        // before ppo.shuffle was read (shuffling), and ppo.shuffle=false changes that one field,
+        // which the updater then honours (the seed no longer matters).
+        List<String> small = List.of("ppo.mini_batch_size=3", "ppo.micro_batch_size=3");
+        List<String> unshuffled = new ArrayList<>(small);
+        unshuffled.add("ppo.shuffle=false");
+        PpoUpdater.Settings on = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, small), 1.0);
+        PpoUpdater.Settings off = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, unshuffled), 1.0);
+        assertEquals(new PpoUpdater.Settings(on.epochs(), on.miniBatchRows(), on.microBatchRows(), on.temperature(),
+                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent()), on,
+                "the default is the settings' own default");
+        assertEquals(new PpoUpdater.Settings(on.epochs(), on.miniBatchRows(), on.microBatchRows(), on.temperature(),
+                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent(), false), off,
+                "ppo.shuffle=false changes the shuffle and nothing else");
+        assertTrue(on.shuffle() && on.epochs() == 2 && on.miniBatchRows() == 3, "the config's values: " + on);
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        List<PpoUpdater.Row> rows = rows(23, 12);
+        assertEquals(0.0, maxMove(trained(cfg, rows, off, 1), trained(cfg, rows, off, 2)), "unshuffled: the seed must not matter");
+        double d = maxMove(trained(cfg, rows, on, 1), trained(cfg, rows, on, 2));
+        assertTrue(d > 1e-4, "shuffled: the seed must matter, " + d);
     }
 
     static Map<String, float[]> trained(ModelConfig cfg, List<PpoUpdater.Row> rows, PpoUpdater.Settings s, long seed) {
