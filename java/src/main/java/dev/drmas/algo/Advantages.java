@@ -15,12 +15,6 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 public final class Advantages {
     private Advantages() {}
 
-    // The diagnostics' field indices are dev.drmas.bindings.AbiIndices.DIAG_*. These aliases stay
-    // only for train/Trainer.java, which reads them today; the trainer split points it at
-    // AbiIndices, and then they go.
-    public static final int DIAG_AGENT_COUNT = AbiIndices.DIAG_AGENT_COUNT, DIAG_AGENT_MEAN = AbiIndices.DIAG_AGENT_MEAN,
-            DIAG_AGENT_STD = AbiIndices.DIAG_AGENT_STD, DIAG_INFLATION = AbiIndices.DIAG_INFLATION;
-
     /**
      * @param advantages  one per row
      * @param diagnostics field-major: {@code diagnostics[f * U*K + u*K + k]} for the fields
