@@ -57,8 +57,9 @@ public final class Advantages {
 
     /**
      * Tensor form: float32 scores and int32 ids, 1-D, contiguous, all on one device (CPU, or CUDA
-     * when libdrmas has it; CUDA work goes on the default stream). traj may be null with row
-     * pooling. Returns a new float32 tensor on the same device.
+     * when libdrmas has it; CUDA work goes on LibTorch's current stream of that device, see
+     * {@link TorchStreams}). traj may be null with row pooling. Returns a new float32 tensor on the
+     * same device.
      */
     public static Tensor compute(NormConfig c, Tensor scores, Tensor uid, Tensor traj, Tensor agent,
                                  long numUids, long numTrajs, long numAgents) {
@@ -70,7 +71,7 @@ public final class Advantages {
         MemorySegment a = TensorViews.view("agent", agent, ScalarType.Int, n, b);
         Tensor out = torch.empty_like(scores);
         Kernels.advantage(b, params(c), n, s, u, t, a, numUids, numTrajs, numAgents,
-                TensorViews.view("advantages", out, ScalarType.Float, n, b), null, null);
+                TensorViews.view("advantages", out, ScalarType.Float, n, b), null, TorchStreams.current(scores));
         return out;
     }
 }
