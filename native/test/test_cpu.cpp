@@ -3,6 +3,8 @@
 // zeros for constant segments, every documented error with its message and untouched
 // outputs, broadcast, and loss identities. The exhaustive comparisons against an
 // independent reference and LibTorch live in the Java test suite.
+#include <ctype.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -615,17 +617,25 @@ static void test_sorted_run_map() {
 
 // drmas_abi_value knows every constant and every struct field of drmas.h (read from the header
 // file itself, so that a new #define or field without an entry in abi.cpp fails here), with the
-// values this test was compiled with, and answers -1 for anything else.
+// values this test was compiled with, and answers -1 for anything else. Every DRMAS_API function
+// of the header is exported by the library (a binding looks each one up by name).
 static void test_abi_table() {
     FILE* f = fopen(DRMAS_HEADER_PATH, "r");
     CHECK(f != nullptr, "cannot read %s", DRMAS_HEADER_PATH);
     if (!f) return;
     char line[512];
     std::string in_struct;  // the struct whose fields are being read, "" outside one
-    int constants = 0, fields = 0;
+    int constants = 0, fields = 0, functions = 0;
     while (fgets(line, sizeof line, f)) {
         char name[128];
-        if (sscanf(line, "#define %127[A-Z0-9_]", name) == 1 && strncmp(name, "DRMAS_", 6) == 0 &&
+        const char* paren = strncmp(line, "DRMAS_API ", 10) == 0 ? strchr(line, '(') : nullptr;
+        if (paren != nullptr) {
+            const char* begin = paren;
+            while (begin > line && (isalnum((unsigned char)begin[-1]) || begin[-1] == '_')) --begin;
+            const std::string fn(begin, paren);
+            ++functions;
+            CHECK(dlsym(RTLD_DEFAULT, fn.c_str()) != nullptr, "libdrmas does not export %s", fn.c_str());
+        } else if (sscanf(line, "#define %127[A-Z0-9_]", name) == 1 && strncmp(name, "DRMAS_", 6) == 0 &&
             strcmp(name, "DRMAS_H") != 0 && strcmp(name, "DRMAS_API") != 0) {
             ++constants;
             CHECK(drmas_abi_value(name) != -1, "drmas_abi_value does not know %s", name);
@@ -644,7 +654,8 @@ static void test_abi_table() {
         }
     }
     fclose(f);
-    CHECK(constants > 40 && fields >= 16, "read %d constants and %d fields from drmas.h", constants, fields);
+    CHECK(constants > 40 && fields >= 16 && functions >= 19, "read %d constants, %d fields and %d functions from drmas.h",
+          constants, fields, functions);
     CHECK(drmas_abi_value("drmas_norm_config") == (int64_t)sizeof(drmas_norm_config), "sizeof(drmas_norm_config)");
     CHECK(drmas_abi_value("drmas_norm_config.eps") == (int64_t)offsetof(drmas_norm_config, eps), "offsetof eps");
     CHECK(drmas_abi_value("drmas_loss_config.per_row_mean") == (int64_t)offsetof(drmas_loss_config, per_row_mean), "offsetof per_row_mean");
