@@ -27,7 +27,7 @@ clipped_loss_kernel(drmas_loss_config cfg, int64_t num_rows,
     enum { kLoss, kPg, kKl, kTokens, kClipped, kLower, kPpoKl, kRowSums };
     __shared__ double smem[kRowSums * kWarpsPerBlock];
     const bool has_ref = ref_logp != nullptr;
-    const bool per_row_mean = cfg.aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN;
+    const bool per_row_mean = cfg.per_row_mean != 0;
     const double inv_norm = 1.0 / cfg.normalizer;
     const float coef = (float)cfg.kl_coef;
     // The loop runs the same rows in every thread of the block (block-uniform), as

@@ -4,7 +4,7 @@
  *
  * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_broadcast_rows_f32,
  *          drmas_clipped_loss_f32, drmas_clipped_loss_async_f32, drmas_last_error,
- *          drmas_cuda_* helpers
+ *          drmas_abi_value, drmas_cuda_* helpers
  *
  * Conventions (ARCHITECTURE §4):
  *  - Every function returns a status: DRMAS_OK (0) or a DRMAS_ERR_* code. On error,
@@ -80,34 +80,52 @@ DRMAS_API int32_t drmas_get_num_threads(void);
  * Chan et al.'s update. ddof is 1 (unbiased, n - 1) or 0 (biased).
  * Errors: NULL values/segment_ids (when n > 0)/count/mean/m2, n < 0, num_segments < 0,
  * ddof not 0 or 1, an id outside [0, num_segments) (names the row), a non-finite value
- * (names the row). */
+ * (names the row).
+ * API only: training does not call it (drmas_advantage_f32 computes the statistics it needs
+ * itself, and ranks never split a group, so there is nothing to merge). It is the building
+ * block for callers with their own normalisation (Java: dev.drmas.algo.SegmentStats). */
 DRMAS_API int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
                                           const int32_t* segment_ids, int64_t num_segments,
                                           int32_t ddof, int64_t* count, double* mean,
                                           double* m2, double* std, void* stream);
 
-/* ---- 2. advantage normalisation (ARCHITECTURE §5) --------------------------------- */
-#define DRMAS_MODE_GRPO 0       /* (x - mu_u) / (sigma_u + eps) */
-#define DRMAS_MODE_DRMAS 1      /* (s - mu_uk) / (sigma_uk + eps) */
-#define DRMAS_MODE_AGENT_MEAN 2 /* (s - mu_uk) / (sigma_u + eps) */
-#define DRMAS_MODE_AGENT_STD 3  /* (s - mu_u) / (sigma_uk + eps) */
+/* ---- 2. advantage normalisation (ARCHITECTURE §5) --------------------------------- *
+ * A mode is data, not a number: A_i = (x_i - mean) / (std + eps), where the mean comes from
+ * the agent segment (uid, agent) or the group (uid), so does the std, and the numerator x_i is
+ * the row's own score s_i or, under trajectory pooling, its trajectory's mean score S_t(i)
+ * (under row pooling x_i = s_i either way). The named modes are a table of the callers
+ * (Java: dev.drmas.algo.NormMode):
+ *   grpo        mean GROUP, std GROUP, numerator TRAJECTORY
+ *   drmas       mean AGENT, std AGENT, numerator ROW
+ *   agent-mean  mean AGENT, std GROUP, numerator ROW
+ *   agent-std   mean GROUP, std AGENT, numerator ROW
+ * so that a new mode needs no change here. */
+#define DRMAS_FROM_GROUP 0 /* the statistic of the row's group u (as pooled by global_pooling) */
+#define DRMAS_FROM_AGENT 1 /* the statistic of the row's agent segment (u, k) */
+
+#define DRMAS_NUMERATOR_ROW 0        /* x_i = s_i */
+#define DRMAS_NUMERATOR_TRAJECTORY 1 /* x_i = S_t(i) under trajectory pooling, else s_i */
 
 #define DRMAS_POOL_TRAJECTORIES 0 /* group stats over trajectory mean scores S_t */
 #define DRMAS_POOL_ROWS 1         /* group stats over all rows of the group */
 
+/* When a segment that the config reads (the mean's; the std's with scale_by_std) has a single
+ * member (ARCHITECTURE §5): */
 #define DRMAS_SINGLETON_FALLBACK 0 /* single agent segment -> its group; single group used -> A = 0 */
 #define DRMAS_SINGLETON_ZERO 1     /* any used segment single -> A = 0 */
 #define DRMAS_SINGLETON_RAW 2      /* a single segment has mean 0 and std 1 */
 
 typedef struct drmas_norm_config {
-    int32_t mode;           /* DRMAS_MODE_* */
+    int32_t mean_from;      /* DRMAS_FROM_*: the segment whose mean is subtracted */
+    int32_t std_from;       /* DRMAS_FROM_*: the segment whose std divides (with scale_by_std) */
+    int32_t numerator;      /* DRMAS_NUMERATOR_* */
     int32_t global_pooling; /* DRMAS_POOL_* */
     int32_t singleton;      /* DRMAS_SINGLETON_* */
     int32_t ddof;           /* 1 unbiased (default), 0 biased */
     int32_t scale_by_std;   /* 1: divide by (std + eps) (default); 0: centre only */
     int32_t reserved;       /* must be 0 */
-    double eps;             /* >= 0, finite; default 1e-6 */
-} drmas_norm_config;        /* 32 bytes, no padding */
+    double eps;             /* >= 0, finite; > 0 with scale_by_std; default 1e-6 */
+} drmas_norm_config;        /* 40 bytes, no padding */
 
 /* Fields of the optional diagnostics array, field-major: diag[f * S + u * K + k] with
  * S = num_uids * num_agents, K = num_agents. Group fields repeat the group's statistics
@@ -145,7 +163,10 @@ DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* c
 /* ---- 3. broadcast of row values to tokens ----------------------------------------- *
  * Row r owns tokens [row_offsets[r], row_offsets[r+1]); token_values[t] = row_values[r]
  * for the tokens of row r and 0 for tokens no row owns. row_offsets has num_rows + 1
- * entries, starts >= 0, never decreases and ends <= num_tokens. */
+ * entries, starts >= 0, never decreases and ends <= num_tokens.
+ * API only: training does not call it (the trainer fills each row's tokens while it packs them
+ * into a micro-batch); it is there for callers whose advantages live on a GPU (Java:
+ * dev.drmas.algo.TokenBroadcast). */
 DRMAS_API int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows,
                                            const float* row_values, const int64_t* row_offsets,
                                            int64_t num_tokens, float* token_values,
@@ -157,26 +178,24 @@ DRMAS_API int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows,
 #define DRMAS_KL_K2 2 /* 0.5 (logp - ref)^2 */
 #define DRMAS_KL_K3 3 /* low_var_kl: d = clamp(ref - logp, -20, 20); clamp(e^d - d - 1, -10, 10) */
 
-/* The per-token loss l_t = pg_t + kl_coef * kl_t is aggregated over the valid tokens
- * (inside a row and mask != 0) and divided by cfg.normalizer:
- *   TOKEN_MEAN              sum_t l_t / normalizer            (normalizer: valid tokens of the whole mini-batch)
- *   SEQ_MEAN_TOKEN_SUM      sum_r sum_t l_t / normalizer      (normalizer: sequences of the mini-batch)
- *   SEQ_MEAN_TOKEN_MEAN     sum_r (sum_t l_t / n_r) / normalizer, rows with n_r = 0 add 0
- *   SEQ_MEAN_TOKEN_SUM_NORM sum_r sum_t l_t / normalizer      (normalizer: a constant, Dr. GRPO) */
-#define DRMAS_AGG_TOKEN_MEAN 0
-#define DRMAS_AGG_SEQ_MEAN_TOKEN_SUM 1
-#define DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN 2
-#define DRMAS_AGG_SEQ_MEAN_TOKEN_SUM_NORM 3
-
+/* The per-token loss l_t = pg_t + kl_coef * kl_t of the valid tokens (inside a row and
+ * mask != 0) is summed per row, divided by the row's valid-token count n_r when
+ * cfg.per_row_mean is 1 (a row with n_r = 0 adds 0), summed over the rows and divided by
+ * cfg.normalizer. The aggregations are a table of the callers (Java:
+ * dev.drmas.algo.LossAggregation, which also computes the normalizer), verl's loss_agg_mode:
+ *   token-mean               per_row_mean 0, normalizer: valid tokens of the whole mini-batch
+ *   seq-mean-token-sum       per_row_mean 0, normalizer: rows of the mini-batch
+ *   seq-mean-token-mean      per_row_mean 1, normalizer: rows of the mini-batch
+ *   seq-mean-token-sum-norm  per_row_mean 0, normalizer: a constant (Dr. GRPO) */
 typedef struct drmas_loss_config {
-    double clip_low;    /* eps_low in [0, 1) */
-    double clip_high;   /* eps_high >= 0 */
-    double dual_clip;   /* c > 1: pg = min(pg, -A c) for A < 0; 0 disables */
-    double kl_coef;     /* weight of the KL term (needs ref_logp and kl_type != NONE) */
-    double normalizer;  /* > 0, finite: the final divisor of the aggregation */
-    int32_t kl_type;    /* DRMAS_KL_* */
-    int32_t aggregation;/* DRMAS_AGG_* */
-} drmas_loss_config;    /* 48 bytes, no padding */
+    double clip_low;      /* eps_low in [0, 1) */
+    double clip_high;     /* eps_high >= 0 */
+    double dual_clip;     /* c > 1: pg = min(pg, -A c) for A < 0; 0 disables */
+    double kl_coef;       /* weight of the KL term (needs ref_logp and kl_type != NONE) */
+    double normalizer;    /* > 0, finite: the final divisor of the aggregation */
+    int32_t kl_type;      /* DRMAS_KL_* */
+    int32_t per_row_mean; /* 1: each row's sum is divided by its valid tokens first; 0: not */
+} drmas_loss_config;      /* 48 bytes, no padding */
 
 /* Outputs of sums[DRMAS_LOSS_SUMS] (fp64; a device pointer with CUDA). LOSS, PG_LOSS and
  * KL_LOSS are aggregated (divided as above; KL_LOSS without kl_coef); the others are raw
@@ -216,6 +235,14 @@ DRMAS_API int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_
                                                const float* advantages, const float* ref_logp,
                                                const uint8_t* mask, float* grad, double* sums,
                                                void* stream);
+
+/* ---- the ABI as the library was compiled ------------------------------------------ *
+ * So that a binding can check its own copy of this header against the library it loaded:
+ * drmas_abi_value("drmas_norm_config") is sizeof(drmas_norm_config),
+ * drmas_abi_value("drmas_norm_config.eps") is offsetof(drmas_norm_config, eps), and
+ * drmas_abi_value("DRMAS_LOSS_KL") is the value of that #define (every DRMAS_ constant of this
+ * header except DRMAS_API and DRMAS_H). Returns -1 for a name it does not know, or NULL. */
+DRMAS_API int64_t drmas_abi_value(const char* name);
 
 /* ---- CUDA memory helpers (so the bindings can test kernels with nothing but a JRE) --- */
 #define DRMAS_COPY_HOST_TO_DEVICE 1

@@ -126,8 +126,12 @@ int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_norm_config& c = *cfg;
-        DRMAS_REQUIRE(c.mode >= DRMAS_MODE_GRPO && c.mode <= DRMAS_MODE_AGENT_STD, DRMAS_ERR_CONFIG,
-                      "%s: cfg.mode must be 0..3 (grpo, drmas, agent-mean, agent-std), got %d", fn, c.mode);
+        DRMAS_REQUIRE(c.mean_from == DRMAS_FROM_GROUP || c.mean_from == DRMAS_FROM_AGENT, DRMAS_ERR_CONFIG,
+                      "%s: cfg.mean_from must be 0 (group) or 1 (agent), got %d", fn, c.mean_from);
+        DRMAS_REQUIRE(c.std_from == DRMAS_FROM_GROUP || c.std_from == DRMAS_FROM_AGENT, DRMAS_ERR_CONFIG,
+                      "%s: cfg.std_from must be 0 (group) or 1 (agent), got %d", fn, c.std_from);
+        DRMAS_REQUIRE(c.numerator == DRMAS_NUMERATOR_ROW || c.numerator == DRMAS_NUMERATOR_TRAJECTORY, DRMAS_ERR_CONFIG,
+                      "%s: cfg.numerator must be 0 (row) or 1 (trajectory), got %d", fn, c.numerator);
         DRMAS_REQUIRE(c.global_pooling == DRMAS_POOL_TRAJECTORIES || c.global_pooling == DRMAS_POOL_ROWS, DRMAS_ERR_CONFIG,
                       "%s: cfg.global_pooling must be 0 (trajectories) or 1 (rows), got %d", fn, c.global_pooling);
         DRMAS_REQUIRE(c.singleton >= DRMAS_SINGLETON_FALLBACK && c.singleton <= DRMAS_SINGLETON_RAW, DRMAS_ERR_CONFIG,
@@ -200,8 +204,8 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
                       "%s: cfg.normalizer must be finite and > 0, got %g", fn, c.normalizer);
         DRMAS_REQUIRE(c.kl_type >= DRMAS_KL_NONE && c.kl_type <= DRMAS_KL_K3, DRMAS_ERR_CONFIG,
                       "%s: cfg.kl_type must be 0..3 (none, k1, k2, k3), got %d", fn, c.kl_type);
-        DRMAS_REQUIRE(c.aggregation >= DRMAS_AGG_TOKEN_MEAN && c.aggregation <= DRMAS_AGG_SEQ_MEAN_TOKEN_SUM_NORM, DRMAS_ERR_CONFIG,
-                      "%s: cfg.aggregation must be 0..3, got %d", fn, c.aggregation);
+        DRMAS_REQUIRE(c.per_row_mean == 0 || c.per_row_mean == 1, DRMAS_ERR_CONFIG,
+                      "%s: cfg.per_row_mean must be 0 or 1, got %d", fn, c.per_row_mean);
         DRMAS_REQUIRE(c.kl_type == DRMAS_KL_NONE || ref_logp, DRMAS_ERR_NULL,
                       "%s: cfg.kl_type is set but ref_logp is NULL", fn);
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;

@@ -216,8 +216,9 @@ namespace {
 // The generic per-run kernel (any number of agents; the vectorised ones of
 // cpu_adv_kernels.inc cover up to 4). Normalises rows [b, e), all of uid u (and nothing else of
 // u anywhere), while they are hot in L1: agent sums, then (only if the mode, the singleton policy or the diagnostics need
-// them) the group's statistics, then agent second moments, then the advantages. Dr. MAS
-// without diagnostics usually needs no group statistics at all, so it skips that work.
+// them) the group's statistics, then agent second moments, then the advantages. A mode with
+// its mean and std from the agent (Dr. MAS) and no diagnostics usually needs no group
+// statistics at all, so it skips that work.
 void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch& w, int32_t* tslot) {
     const drmas_norm_config& c = *a.c;
     const int64_t K = a.K;
@@ -243,8 +244,7 @@ void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch
     }
 
     // Group statistics, where anything reads them.
-    const bool need_group = c.mode != DRMAS_MODE_DRMAS || a.diag != nullptr ||
-                            (single && c.singleton == DRMAS_SINGLETON_FALLBACK);
+    const bool need_group = w.mode.need_group || (single && c.singleton == DRMAS_SINGLETON_FALLBACK);
     double gm2 = 0;
     SegStat group{0.0, 0.0, 0.0};
     if (need_group) {
@@ -268,7 +268,7 @@ void normalise_run(const AdvArgs& a, int64_t b, int64_t e, int32_t u, RunScratch
     }
     bool any_zero = false;
     for (int64_t k = 0; k < K; ++k) any_zero |= res[k].zero != 0;
-    if (a.traj != nullptr && c.mode == DRMAS_MODE_GRPO) {
+    if (w.mode.traj_x) {
         write_run<true>(a, b, e, res, w);
     } else if (c.scale_by_std && !any_zero) {
         // The common case (the numerator is the row's own score), with apply_advantage's
@@ -473,7 +473,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         });
         if (std::find(sorted.begin(), sorted.end(), 0) == sorted.end()) {
             run_parallel(nt, [&](int tid, int nth) {
-                RunScratch w(K);
+                RunScratch w(a);
                 isa.sorted_runs(a, split(tid, nth), split(tid + 1, nth), starts, w, &normalise_run);
             });
             return DRMAS_OK;
@@ -586,7 +586,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         // A thread takes the runs that begin in its row range.
         int64_t r0 = std::lower_bound(all.begin(), all.end(), lo, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
         int64_t r1 = std::lower_bound(all.begin(), all.end(), hi, [](const Run& x, int64_t v) { return x.begin < v; }) - all.begin();
-        RunScratch w(K);
+        RunScratch w(a);
         const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
         for (int64_t r = r0; r < r1; ++r) {
             const int64_t b = all[r].begin, e = r + 1 < R ? all[r + 1].begin : n;
@@ -629,7 +629,7 @@ int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int
                          const float* adv, const float* ref, const uint8_t* mask, float* grad,
                          double* sums) {
     if (int32_t st = check_offsets("drmas_clipped_loss_f32", num_rows, off, num_tokens)) return st;
-    const bool per_row_mean = c.aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN;
+    const bool per_row_mean = c.per_row_mean != 0;
     const double inv_norm = 1.0 / c.normalizer;
     const float coef = (float)c.kl_coef;
 

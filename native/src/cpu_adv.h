@@ -1,8 +1,8 @@
 // cpu_adv.h — what the CPU advantage code shares between cpu.cpp (validation, the general
 // path, the scalar pieces) and the per-run kernels of cpu_adv_kernels.inc, which are compiled
 // twice (cpu_adv_v2.cpp for x86-64-v2, cpu_adv_v3.cpp for AVX2 machines) and picked at run time.
-// defines: AdvArgs, RunScratch, RunFn, AdvIsa, group_of_run, write_run_scalar, write_diag,
-//          adv_isa
+// defines: AdvArgs, RunMode, run_mode, RunScratch, RunFn, AdvIsa, group_of_run, write_run_scalar,
+//          write_diag, adv_isa
 #pragma once
 
 #include <stdint.h>
@@ -26,10 +26,26 @@ struct AdvArgs {
     double* diag;
 };
 
+// What the mode decides for every run alike, worked out once per call from the config's
+// descriptor: at ~30 rows a run, a few compares per run show in the kernel's instruction count
+// (bench/README.md).
+struct RunMode {
+    bool need_group;  // the group statistics are read whatever the segment sizes (or for diagnostics)
+    bool agent_only;  // mean and std from the agent segment (Dr. MAS): resolved without branches
+    bool traj_x;      // the numerator is the trajectory's mean score
+};
+
+inline RunMode run_mode(const AdvArgs& a) {
+    const drmas_norm_config& c = *a.c;
+    return RunMode{reads_group(c, a.traj != nullptr) || a.diag != nullptr, mean_from_agent(c) && std_from_agent(c),
+                   a.traj != nullptr && trajectory_numerator(c)};
+}
+
 // Scratch of one thread for the per-run path, sized once per thread and reused across runs
 // (a run is ~30 rows: per-run allocation or vector bookkeeping would cost more than the rows).
 struct RunScratch {
-    explicit RunScratch(int64_t K) : acc(3 * K), acnt(K), res(K) {}
+    explicit RunScratch(const AdvArgs& a) : mode(run_mode(a)), acc(3 * a.K), acnt(a.K), res(a.K) {}
+    RunMode mode;                    // the call's, for every run
     std::vector<double> acc;         // per agent of the current uid: sum, m2, mean
     std::vector<int64_t> acnt;       // per agent: rows
     std::vector<Resolved> res;       // per agent: resolved mean / divisor / zero
@@ -52,7 +68,8 @@ SegStat group_of_run(const AdvArgs& a, int64_t b, int64_t e, RunScratch& w, int3
 
 // The advantages of rows [b, e) from their agents' resolved segments, one row at a time with
 // apply_advantage (every mode and option). kTrajX: the numerator is the trajectory's mean
-// score (GRPO with trajectory pooling; group_of_run must have filled w.slot and w.tsum).
+// score (a trajectory numerator with trajectory pooling; group_of_run must have filled w.slot
+// and w.tsum).
 void write_run_scalar(const AdvArgs& a, int64_t b, int64_t e, const Resolved* res, const RunScratch& w, bool kTrajX);
 
 // Writes the diagnostics of segment (u, k).

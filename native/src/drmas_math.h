@@ -1,7 +1,9 @@
 // drmas_math.h — the per-element formulas shared by the CPU backend and the CUDA kernels,
 // so that both compute the same numbers by construction: the advantage of one row given its
 // segments' statistics (ARCHITECTURE §5) and the clipped PPO loss of one token (§6).
-// defines: SegStat, Resolved, resolve_segments, apply_advantage, row_advantage, TokenLoss, exp_as_float, token_loss
+// defines: SegStat, mean_from_agent, std_from_agent, trajectory_numerator, reads_group,
+//          Resolved, resolve_segments, apply_advantage, row_advantage, TokenLoss, exp_as_float,
+//          token_loss
 // The independent oracle is the plain-Java reference in the test sources, not this file.
 #pragma once
 
@@ -30,6 +32,21 @@ DRMAS_HD double std_from_m2(double count, double m2, int ddof) {
     return count > ddof ? sqrt(m2 / (count - ddof)) : 0.0;
 }
 
+// The mode as the config describes it (drmas.h: mean_from, std_from, numerator). Every
+// backend reads the mode through these, so there is no table of named modes below the ABI.
+DRMAS_HD bool mean_from_agent(const drmas_norm_config& c) { return c.mean_from == DRMAS_FROM_AGENT; }
+DRMAS_HD bool std_from_agent(const drmas_norm_config& c) { return c.std_from == DRMAS_FROM_AGENT; }
+// The numerator is the trajectory's mean score; it differs from the row's own only with
+// trajectory pooling (callers then pass x = S_t, else x = s).
+DRMAS_HD bool trajectory_numerator(const drmas_norm_config& c) { return c.numerator == DRMAS_NUMERATOR_TRAJECTORY; }
+
+// Whether the advantages read the group's statistics (or, with `traj`, the trajectory means),
+// whatever the segment sizes: its mean, its std when dividing, or the trajectory numerator.
+// (A single agent segment under the fallback policy reads its group too; callers add that.)
+DRMAS_HD bool reads_group(const drmas_norm_config& c, bool traj) {
+    return !mean_from_agent(c) || (c.scale_by_std && !std_from_agent(c)) || (traj && trajectory_numerator(c));
+}
+
 // What a row's advantage needs from its segments, resolved once per (uid, agent) segment:
 // the mean to subtract, the divisor (std + eps), or `zero` when the singleton policy says
 // A = 0. The mode takes its mean from one segment and its std from another; a single-member
@@ -42,8 +59,8 @@ struct Resolved {
 };
 
 DRMAS_HD Resolved resolve_segments(const drmas_norm_config& c, SegStat agent, SegStat group) {
-    const bool agent_mean = c.mode == DRMAS_MODE_DRMAS || c.mode == DRMAS_MODE_AGENT_MEAN;
-    const bool agent_std = c.mode == DRMAS_MODE_DRMAS || c.mode == DRMAS_MODE_AGENT_STD;
+    const bool agent_mean = mean_from_agent(c);
+    const bool agent_std = std_from_agent(c);
 
     // Resolve one statistic (mean when want_mean, else std) from its segment.
     // Returns false when the policy says A = 0.
@@ -80,12 +97,12 @@ DRMAS_HD Resolved resolve_segments(const drmas_norm_config& c, SegStat agent, Se
     return r;
 }
 
-// Advantage of one row from its resolved segments. `s` is the row score, `x` the GRPO
+// Advantage of one row from its resolved segments. `s` is the row score, `x` the trajectory
 // numerator (the trajectory's mean score under trajectory pooling, else s).
 // Written as selects rather than early returns so that the per-row loop stays branch-free.
 // When dividing by the std, a zero difference gives exactly +0 (a constant segment).
 DRMAS_HD float apply_advantage(const drmas_norm_config& c, const Resolved& r, double s, double x) {
-    const double diff = (c.mode == DRMAS_MODE_GRPO ? x : s) - r.mean;
+    const double diff = (trajectory_numerator(c) ? x : s) - r.mean;
     const double scaled = diff == 0.0 ? 0.0 : diff / r.denom;
     const double a = c.scale_by_std ? scaled : diff;
     return r.zero ? 0.0f : (float)a;

@@ -60,7 +60,9 @@ int main(int argc, char** argv) {
     const int32_t T = *std::max_element(traj.begin(), traj.end()) + 1;
     drmas_norm_config c;
     memset(&c, 0, sizeof c);
-    c.mode = DRMAS_MODE_DRMAS;
+    c.mean_from = DRMAS_FROM_AGENT;  // Dr. MAS
+    c.std_from = DRMAS_FROM_AGENT;
+    c.numerator = DRMAS_NUMERATOR_ROW;
     c.global_pooling = DRMAS_POOL_TRAJECTORIES;
     c.singleton = DRMAS_SINGLETON_FALLBACK;
     c.ddof = 1;

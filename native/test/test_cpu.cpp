@@ -3,7 +3,10 @@
 // zeros for constant segments, every documented error with its message and untouched
 // outputs, broadcast, and loss identities. The exhaustive comparisons against an
 // independent reference and LibTorch live in the Java test suite.
+#include <ctype.h>
+#include <dlfcn.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +35,18 @@ static int g_pass = 0, g_fail = 0;
 
 static bool close(double a, double e, double atol, double rtol) { return fabs(a - e) <= atol + rtol * fabs(e); }
 
-static drmas_norm_config cfg_of(int mode) {
+// The library has no table of named modes: a mode is a descriptor (mean_from, std_from,
+// numerator). The tests run every one of the 8, numbered d = mean_from + 2 std_from + 4 numerator.
+constexpr int kDescriptors = 8;
+constexpr int kDrmas = DRMAS_FROM_AGENT + 2 * DRMAS_FROM_AGENT + 4 * DRMAS_NUMERATOR_ROW;    // Dr. MAS
+constexpr int kGrpo = DRMAS_FROM_GROUP + 2 * DRMAS_FROM_GROUP + 4 * DRMAS_NUMERATOR_TRAJECTORY;  // GRPO
+
+static drmas_norm_config cfg_of(int d) {
     drmas_norm_config c;
     memset(&c, 0, sizeof c);
-    c.mode = mode;
+    c.mean_from = d & 1;
+    c.std_from = (d >> 1) & 1;
+    c.numerator = (d >> 2) & 1;
     c.global_pooling = DRMAS_POOL_TRAJECTORIES;
     c.singleton = DRMAS_SINGLETON_FALLBACK;
     c.ddof = 1;
@@ -49,13 +60,13 @@ static void test_hand_example() {
     const float s[] = {1, 0, 1, 1, 0, 0};
     const int32_t uid[] = {0, 0, 0, 0, 0, 0}, traj[] = {0, 0, 1, 1, 2, 2}, ag[] = {0, 1, 0, 1, 0, 1};
     float a[6];
-    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    drmas_norm_config c = cfg_of(kDrmas);
     CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 6, s, uid, traj, ag, 1, 3, 2, a, nullptr, nullptr) == 0, "drmas: %s", drmas_last_error());
     // solver scores {1,1,0}: mean 2/3, std 0.57735; verifier {0,1,0}: mean 1/3, std 0.57735
     const double drmas_expect[] = {0.5773493, -0.5773493, 0.5773493, 1.1546985, -1.1546985, -0.5773493};
     for (int i = 0; i < 6; ++i) CHECK(close(a[i], drmas_expect[i], 1e-6, 1e-6), "drmas row %d: %g vs %g", i, a[i], drmas_expect[i]);
     // GRPO with trajectory pooling: S = {0.5, 1, 0}, mean 0.5, std 0.5
-    c = cfg_of(DRMAS_MODE_GRPO);
+    c = cfg_of(kGrpo);
     CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 6, s, uid, traj, ag, 1, 3, 2, a, nullptr, nullptr) == 0, "grpo: %s", drmas_last_error());
     const double grpo_expect[] = {0, 0, 0.999998, 0.999998, -0.999998, -0.999998};
     for (int i = 0; i < 6; ++i) CHECK(close(a[i], grpo_expect[i], 1e-6, 1e-6), "grpo row %d: %g vs %g", i, a[i], grpo_expect[i]);
@@ -102,7 +113,7 @@ static void test_layout_invariance() {
         p.traj[i] = r.traj[perm[i]];
         p.agent[i] = r.agent[perm[i]];
     }
-    for (int mode = 0; mode < 4; ++mode)
+    for (int mode = 0; mode < kDescriptors; ++mode)
         for (int pool = 0; pool < 2; ++pool)
             for (int single = 0; single < 3; ++single) {
                 drmas_norm_config c = cfg_of(mode);
@@ -132,7 +143,7 @@ static void test_threads_agree() {
     std::mt19937_64 rng(11);
     Rows r = rollout_rows(20000, 8, 2, 2, rng);  // > 300K rows: the parallel paths run
     const int64_t n = (int64_t)r.s.size();
-    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    drmas_norm_config c = cfg_of(kDrmas);
     std::vector<float> a(n), b(n);
     drmas_set_num_threads(1);
     drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(), r.U, r.T, r.K, a.data(), nullptr, nullptr);
@@ -156,7 +167,7 @@ static void test_constant_segments() {
                 ag.push_back((int32_t)k);
             }
     std::vector<float> a(s.size(), 99.0f);
-    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    drmas_norm_config c = cfg_of(kDrmas);
     CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, (int64_t)s.size(), s.data(), uid.data(), traj.data(), ag.data(), U, U * N, K, a.data(), nullptr, nullptr) == 0, "%s", drmas_last_error());
     bool zero = true;
     for (float v : a) zero = zero && v == 0.0f;
@@ -176,7 +187,7 @@ static void test_errors() {
     const float s[] = {1, 0, NAN, 1};
     const int32_t uid[] = {0, 0, 1, 1}, traj[] = {0, 0, 1, 1}, ag[] = {0, 1, 0, 1};
     float out[4] = {-7, -7, -7, -7};
-    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    drmas_norm_config c = cfg_of(kDrmas);
     int st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, s, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
     CHECK(st == DRMAS_ERR_NONFINITE && contains(drmas_last_error(), "scores[2]"), "NaN score: %d %s", st, drmas_last_error());
     const int32_t bad_uid[] = {0, 0, 1, 5};
@@ -192,9 +203,17 @@ static void test_errors() {
     st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, ok, uid, nullptr, ag, 2, 2, 2, out, nullptr, nullptr);
     CHECK(st == DRMAS_ERR_NULL && contains(drmas_last_error(), "traj is NULL"), "null traj: %d %s", st, drmas_last_error());
     drmas_norm_config bad = c;
-    bad.mode = 9;
+    bad.mean_from = 2;
     st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &bad, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
-    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "cfg.mode"), "bad mode: %d %s", st, drmas_last_error());
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "cfg.mean_from"), "bad mean_from: %d %s", st, drmas_last_error());
+    bad = c;
+    bad.std_from = -1;
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &bad, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "cfg.std_from"), "bad std_from: %d %s", st, drmas_last_error());
+    bad = c;
+    bad.numerator = 3;
+    st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &bad, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "cfg.numerator"), "bad numerator: %d %s", st, drmas_last_error());
     st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, -1, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
     CHECK(st == DRMAS_ERR_SIZE, "negative n: %d %s", st, drmas_last_error());
     CHECK(out[0] == -7 && out[1] == -7 && out[2] == -7 && out[3] == -7, "outputs must be untouched after errors");
@@ -216,7 +235,7 @@ static void test_errors() {
     CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "num_tokens"), "past end: %d %s", st, drmas_last_error());
     CHECK(tok[0] == -7 && tok[3] == -7, "token outputs untouched");
 
-    drmas_loss_config lc{0.2, 0.2, 3.0, 0.0, 0.0, DRMAS_KL_NONE, DRMAS_AGG_TOKEN_MEAN};
+    drmas_loss_config lc{0.2, 0.2, 3.0, 0.0, 0.0, DRMAS_KL_NONE, 0};
     double sums[DRMAS_LOSS_SUMS];
     st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, past, 4, ok, ok, ok, nullptr, nullptr, tok, sums, nullptr);
     CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "normalizer"), "zero normalizer: %d %s", st, drmas_last_error());
@@ -224,6 +243,10 @@ static void test_errors() {
     lc.kl_type = DRMAS_KL_K3;
     st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, past, 4, ok, ok, ok, nullptr, nullptr, tok, sums, nullptr);
     CHECK(st == DRMAS_ERR_NULL && contains(drmas_last_error(), "ref_logp"), "kl without ref: %d %s", st, drmas_last_error());
+    lc.kl_type = DRMAS_KL_NONE;
+    lc.per_row_mean = 2;
+    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, past, 4, ok, ok, ok, nullptr, nullptr, tok, sums, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "per_row_mean"), "bad per_row_mean: %d %s", st, drmas_last_error());
     CHECK(tok[0] == -7 && tok[3] == -7, "grad untouched");
 
     st = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
@@ -247,7 +270,7 @@ static void test_loss_identities() {
     const float lp[] = {-1, -2, -3, -1, -2, NAN};
     const float adv[] = {1, 1, 1, -2, -2, -2};
     const uint8_t mask[] = {1, 1, 0, 1, 1, 0};
-    drmas_loss_config lc{0.2, 0.2, 3.0, 0.0, 4.0, DRMAS_KL_NONE, DRMAS_AGG_TOKEN_MEAN};
+    drmas_loss_config lc{0.2, 0.2, 3.0, 0.0, 4.0, DRMAS_KL_NONE, 0};
     float g[6];
     double sums[DRMAS_LOSS_SUMS];
     CHECK(drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, offs, 6, lp, lp, adv, nullptr, mask, g, sums, nullptr) == 0, "%s", drmas_last_error());
@@ -273,7 +296,7 @@ static void test_parallel_errors() {
     std::mt19937_64 rng(5);
     const Rows r = rollout_rows(20000, 8, 2, 2, rng);  // > 300K rows
     const int64_t n = (int64_t)r.s.size();
-    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    drmas_norm_config c = cfg_of(kDrmas);
     for (int threads : {1, 4}) {
         drmas_set_num_threads(threads);
         std::vector<float> out(n, -7.0f);
@@ -314,7 +337,7 @@ static void test_signed_zero() {
     const float s[] = {-0.0f, 0.0f, -0.0f, 0.5f, 0.0f, 0.25f};
     const int32_t uid[] = {0, 0, 0, 0, 0, 0}, traj[] = {0, 0, 1, 1, 2, 2}, ag[] = {0, 1, 0, 1, 0, 1};
     float out[6];
-    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    drmas_norm_config c = cfg_of(kDrmas);
     CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 6, s, uid, traj, ag, 1, 3, 2, out, nullptr, nullptr) == 0, "%s", drmas_last_error());
     for (int i = 0; i < 6; i += 2) CHECK(out[i] == 0.0f && !signbit(out[i]), "row %d: %g must be +0", i, out[i]);
 }
@@ -364,7 +387,7 @@ static void test_sorted_path_matches_other_paths() {
             sh.traj[i] = r.traj[perm[i]];
             sh.agent[i] = r.agent[perm[i]];
         }
-        for (int mode = 0; mode < 4; ++mode)
+        for (int mode = 0; mode < kDescriptors; ++mode)
             for (int pool = 0; pool < 2; ++pool)
                 for (int single = 0; single < 3; ++single)
                     for (int scale = 0; scale < 2; ++scale) {
@@ -393,7 +416,7 @@ static void test_sorted_path_matches_other_paths() {
                             if (!close(g[i], a[perm[i]], 1e-6, 1e-6)) ++bad;
                         CHECK(bad == 0, "K %lld mode %d pool %d single %d scale %d: general path differs in %d rows", (long long)K, mode, pool, single, scale, bad);
                         for (size_t i = 0; i < r.s.size(); ++i)
-                            if (r.uid[i] == 7 && mode != 0 && scale && !(a[i] == 0.0f && !signbit(a[i])))
+                            if (r.uid[i] == 7 && c.numerator == DRMAS_NUMERATOR_ROW && scale && !(a[i] == 0.0f && !signbit(a[i])))
                                 bad = 1;
                         CHECK(bad == 0, "K %lld mode %d: a constant uid must give exactly +0", (long long)K, mode);
                     }
@@ -447,7 +470,7 @@ static void test_sorted_path_shapes() {
             std::iota(split.begin(), split.end(), 0);
             std::rotate(split.begin() + (first_end - 1), split.begin() + first_end, split.end());
             for (int pool = 0; pool < 2; ++pool) {
-                drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+                drmas_norm_config c = cfg_of(kDrmas);
                 c.global_pooling = pool;
                 std::vector<float> a;
                 std::vector<double> da;
@@ -484,7 +507,7 @@ static void test_isa_identical() {
     for (int64_t K : {1, 2, 3, 4}) {
         Rows r = rollout_rows(701, 8, K, 2, rng);
         for (float& v : r.s) v = v * 0.37f + (float)(rng() % 100) * 1e-3f;
-        for (int mode = 0; mode < 4; ++mode) {
+        for (int mode = 0; mode < kDescriptors; ++mode) {
             drmas_norm_config c = cfg_of(mode);
             std::vector<float> a, b;
             std::vector<double> da, db;
@@ -510,7 +533,7 @@ static void test_sorted_threads() {
     Rows r = rollout_rows(12000, 8, 3, 2, rng);  // ~250K rows
     for (auto& u : r.uid) u = u * 2 + 1;          // every other uid has no rows
     r.U = r.U * 2 + 1;
-    drmas_norm_config c = cfg_of(DRMAS_MODE_DRMAS);
+    drmas_norm_config c = cfg_of(kDrmas);
     std::vector<float> a, b;
     std::vector<double> da, db;
     drmas_set_num_threads(1);
@@ -573,7 +596,7 @@ static void test_sorted_run_map() {
     r.T = t;
     const Rows rev = reversed_ids(r);
     const int64_t n = (int64_t)r.s.size();
-    for (int mode : {DRMAS_MODE_DRMAS, DRMAS_MODE_GRPO}) {
+    for (int mode : {kDrmas, kGrpo}) {
         drmas_norm_config c = cfg_of(mode);
         std::vector<float> one, other;
         drmas_set_num_threads(1);
@@ -592,6 +615,57 @@ static void test_sorted_run_map() {
     drmas_set_num_threads(0);
 }
 
+// drmas_abi_value knows every constant and every struct field of drmas.h (read from the header
+// file itself, so that a new #define or field without an entry in abi.cpp fails here), with the
+// values this test was compiled with, and answers -1 for anything else. Every DRMAS_API function
+// of the header is exported by the library (a binding looks each one up by name).
+static void test_abi_table() {
+    FILE* f = fopen(DRMAS_HEADER_PATH, "r");
+    CHECK(f != nullptr, "cannot read %s", DRMAS_HEADER_PATH);
+    if (!f) return;
+    char line[512];
+    std::string in_struct;  // the struct whose fields are being read, "" outside one
+    int constants = 0, fields = 0, functions = 0;
+    while (fgets(line, sizeof line, f)) {
+        char name[128];
+        const char* paren = strncmp(line, "DRMAS_API ", 10) == 0 ? strchr(line, '(') : nullptr;
+        if (paren != nullptr) {
+            const char* begin = paren;
+            while (begin > line && (isalnum((unsigned char)begin[-1]) || begin[-1] == '_')) --begin;
+            const std::string fn(begin, paren);
+            ++functions;
+            CHECK(dlsym(RTLD_DEFAULT, fn.c_str()) != nullptr, "libdrmas does not export %s", fn.c_str());
+        } else if (sscanf(line, "#define %127[A-Z0-9_]", name) == 1 && strncmp(name, "DRMAS_", 6) == 0 &&
+            strcmp(name, "DRMAS_H") != 0 && strcmp(name, "DRMAS_API") != 0) {
+            ++constants;
+            CHECK(drmas_abi_value(name) != -1, "drmas_abi_value does not know %s", name);
+        } else if (sscanf(line, "typedef struct %127[a-z0-9_] {", name) == 1) {
+            in_struct = name;
+            CHECK(drmas_abi_value(name) > 0, "drmas_abi_value does not know the size of %s", name);
+        } else if (!in_struct.empty() && line[0] == '}') {
+            in_struct.clear();
+        } else if (!in_struct.empty()) {
+            char type[64];
+            if (sscanf(line, " %63s %127[a-z0-9_];", type, name) == 2) {
+                ++fields;
+                const std::string key = in_struct + "." + name;
+                CHECK(drmas_abi_value(key.c_str()) >= 0, "drmas_abi_value does not know the offset of %s", key.c_str());
+            }
+        }
+    }
+    fclose(f);
+    CHECK(constants > 40 && fields >= 16 && functions >= 19, "read %d constants, %d fields and %d functions from drmas.h",
+          constants, fields, functions);
+    CHECK(drmas_abi_value("drmas_norm_config") == (int64_t)sizeof(drmas_norm_config), "sizeof(drmas_norm_config)");
+    CHECK(drmas_abi_value("drmas_norm_config.eps") == (int64_t)offsetof(drmas_norm_config, eps), "offsetof eps");
+    CHECK(drmas_abi_value("drmas_loss_config.per_row_mean") == (int64_t)offsetof(drmas_loss_config, per_row_mean), "offsetof per_row_mean");
+    CHECK(drmas_abi_value("DRMAS_LOSS_SUMS") == DRMAS_LOSS_SUMS && drmas_abi_value("DRMAS_DIAG_INFLATION") == DRMAS_DIAG_INFLATION,
+          "constant values");
+    CHECK(drmas_abi_value("DRMAS_NO_SUCH_THING") == -1 && drmas_abi_value("drmas_norm_config.mode") == -1 &&
+              drmas_abi_value(nullptr) == -1,
+          "unknown names must give -1");
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -608,6 +682,7 @@ int main() {
     test_sorted_threads();
     test_broadcast();
     test_loss_identities();
+    test_abi_table();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

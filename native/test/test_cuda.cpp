@@ -315,10 +315,16 @@ static Rows shuffled(const Rows& in, std::mt19937_64& rng) {
     return r;
 }
 
+// A mode is a descriptor (drmas.h): d = mean_from + 2 std_from + 4 numerator, all 8 of them.
+constexpr int kDescriptors = 8;
+constexpr int kDrmas = DRMAS_FROM_AGENT + 2 * DRMAS_FROM_AGENT + 4 * DRMAS_NUMERATOR_ROW;
+
 static drmas_norm_config norm_config(int mode, int pooling, int singleton, int ddof, int scale) {
     drmas_norm_config c;
     memset(&c, 0, sizeof c);
-    c.mode = mode;
+    c.mean_from = mode & 1;
+    c.std_from = (mode >> 1) & 1;
+    c.numerator = (mode >> 2) & 1;
     c.global_pooling = pooling;
     c.singleton = singleton;
     c.ddof = ddof;
@@ -328,9 +334,10 @@ static drmas_norm_config norm_config(int mode, int pooling, int singleton, int d
 }
 
 static std::string describe(const drmas_norm_config& c) {
-    static const char* modes[] = {"grpo", "drmas", "agent-mean", "agent-std"};
+    static const char* from[] = {"group", "agent"};
     static const char* singles[] = {"fallback", "zero", "raw"};
-    return format("%s pool=%s single=%s ddof=%d scale=%d", modes[c.mode],
+    return format("mean=%s std=%s numerator=%s pool=%s single=%s ddof=%d scale=%d", from[c.mean_from], from[c.std_from],
+                  c.numerator == DRMAS_NUMERATOR_TRAJECTORY ? "traj" : "row",
                   c.global_pooling == DRMAS_POOL_TRAJECTORIES ? "traj" : "rows", singles[c.singleton], c.ddof,
                   c.scale_by_std);
 }
@@ -424,7 +431,7 @@ static void test_advantage(std::mt19937_64& rng) {
 
     for (const Case& cs : cases) {
         const DeviceRows d(cs.rows);
-        for (int mode = 0; mode <= 3; ++mode)
+        for (int mode = 0; mode < kDescriptors; ++mode)
             for (int pool = 0; pool <= 1; ++pool)
                 for (int single = 0; single <= 2; ++single)
                     for (int ddof = 0; ddof <= 1; ++ddof)
@@ -440,7 +447,7 @@ static void test_advantage(std::mt19937_64& rng) {
         Rows r = rollout_rows(50, 6, 3, 3, false, 0, 0, rng);
         for (auto& s : r.s) s = 0.3f;
         const DeviceRows d(r);
-        for (int mode = 0; mode <= 3; ++mode)
+        for (int mode = 0; mode < kDescriptors; ++mode)
             for (int pool = 0; pool <= 1; ++pool)
                 for (int single = 0; single <= 1; ++single)
                     for (int scale = 0; scale <= 1; ++scale) {
@@ -459,7 +466,7 @@ static void test_advantage(std::mt19937_64& rng) {
         r.T = 0;
         r.K = 2;
         const DeviceRows d(r);
-        compare_advantage("n=0", norm_config(DRMAS_MODE_DRMAS, DRMAS_POOL_ROWS, 0, 1, 1), r, d);
+        compare_advantage("n=0", norm_config(kDrmas, DRMAS_POOL_ROWS, 0, 1, 1), r, d);
     }
 }
 
@@ -579,6 +586,9 @@ static int64_t valid_tokens(const Tokens& tk) {
     return v;
 }
 
+// verl's aggregations as drmas.h describes them (the trainer's table is Java's LossAggregation).
+enum Aggregation { kTokenMean, kSeqMeanTokenSum, kSeqMeanTokenMean, kSeqMeanTokenSumNorm };
+
 static drmas_loss_config loss_config(int aggregation, int kl, bool dual, const Tokens& tk) {
     drmas_loss_config c;
     memset(&c, 0, sizeof c);
@@ -587,11 +597,11 @@ static drmas_loss_config loss_config(int aggregation, int kl, bool dual, const T
     c.dual_clip = dual ? kDualClip : 0.0;
     c.kl_coef = kKlCoef;
     c.kl_type = kl;
-    c.aggregation = aggregation;
+    c.per_row_mean = aggregation == kSeqMeanTokenMean;
     const int64_t rows = (int64_t)tk.off.size() - 1;
-    c.normalizer = aggregation == DRMAS_AGG_TOKEN_MEAN ? (double)std::max<int64_t>(1, valid_tokens(tk))
-                   : aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_SUM_NORM ? 512.0
-                                                                      : (double)std::max<int64_t>(1, rows);
+    c.normalizer = aggregation == kTokenMean ? (double)std::max<int64_t>(1, valid_tokens(tk))
+                   : aggregation == kSeqMeanTokenSumNorm ? 512.0
+                                                         : (double)std::max<int64_t>(1, rows);
     return c;
 }
 
@@ -604,8 +614,7 @@ static std::vector<double> sum_magnitudes(const drmas_loss_config& c, const Toke
         int64_t nv = 0;
         for (int64_t t = tk.off[r]; t < tk.off[r + 1]; ++t) nv += tk.mask.empty() || tk.mask[t] != 0;
         if (nv == 0) continue;
-        const double w = c.aggregation == DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN ? 1.0 / c.normalizer / (double)nv
-                                                                        : 1.0 / c.normalizer;
+        const double w = c.per_row_mean ? 1.0 / c.normalizer / (double)nv : 1.0 / c.normalizer;
         for (int64_t t = tk.off[r]; t < tk.off[r + 1]; ++t) {
             if (!tk.mask.empty() && tk.mask[t] == 0) continue;
             const double d = std::min(20.0, std::max(-20.0, (double)tk.logp[t] - (double)tk.old_logp[t]));
@@ -666,10 +675,9 @@ static LossResult loss_cuda(const drmas_loss_config& c, const Tokens& tk, const 
 
 static void compare_loss(const std::string& name, const drmas_loss_config& c, const Tokens& tk,
                          const DeviceTokens& d, bool with_ref, bool check_determinism) {
-    static const char* aggs[] = {"token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm"};
     static const char* kls[] = {"none", "k1", "k2", "k3"};
-    const std::string what = format("clipped_loss %s %s kl=%s%s dual=%g", name.c_str(), aggs[c.aggregation],
-                                    kls[c.kl_type], with_ref ? "" : "(no ref)", c.dual_clip);
+    const std::string what = format("clipped_loss %s per_row_mean=%d normalizer=%g kl=%s%s dual=%g", name.c_str(),
+                                    c.per_row_mean, c.normalizer, kls[c.kl_type], with_ref ? "" : "(no ref)", c.dual_clip);
     const LossResult cpu = loss_cpu(c, tk, with_ref);
     const LossResult gpu = loss_cuda(c, tk, d, with_ref);
     check(cpu.status == DRMAS_OK, "%s: CPU status %d: %s", what.c_str(), cpu.status, cpu.message.c_str());
@@ -736,7 +744,7 @@ static void test_clipped_loss(std::mt19937_64& rng) {
             for (int64_t t = 0; t < tk.num_tokens; ++t)
                 if (tk.mask[t] == 0) tk.logp[t] = tk.old_logp[t] = tk.adv[t] = tk.ref[t] = nan_f();
         const DeviceTokens d(tk);
-        for (int agg = 0; agg <= 3; ++agg)
+        for (int agg = kTokenMean; agg <= kSeqMeanTokenSumNorm; ++agg)
             for (int kl = 0; kl <= 3; ++kl)
                 for (int dual = 0; dual <= 1; ++dual) {
                     if (!cs.all_configs && kl != DRMAS_KL_K3 && kl != DRMAS_KL_NONE) continue;
@@ -794,7 +802,7 @@ static void test_clip_bounds() {
     const DeviceTokens dt(tk);
     for (int kl : {DRMAS_KL_NONE, DRMAS_KL_K3})
         for (int dual_on = 0; dual_on <= 1; ++dual_on) {
-            const drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, kl, dual_on != 0, tk);
+            const drmas_loss_config c = loss_config(kTokenMean, kl, dual_on != 0, tk);
             const std::string what = format("clip bounds (%lld tokens) kl=%s dual=%d", (long long)n,
                                             kl == DRMAS_KL_K3 ? "k3" : "none", dual_on);
             const LossResult cpu = loss_cpu(c, tk, kl != DRMAS_KL_NONE);
@@ -842,7 +850,7 @@ static void stats_error(const std::string& what, int32_t want, const std::vector
 }
 
 static void advantage_error(const std::string& what, int32_t want, const Rows& r, int pooling) {
-    const drmas_norm_config c = norm_config(DRMAS_MODE_DRMAS, pooling, 0, 1, 1);
+    const drmas_norm_config c = norm_config(kDrmas, pooling, 0, 1, 1);
     const AdvResult cpu = advantage_cpu(c, r, true);
     const DeviceRows d(r);
     const AdvResult gpu = advantage_cuda(c, r, d, true);
@@ -877,7 +885,7 @@ static void offsets_error(const std::string& what, int32_t want, const std::vect
         tk.old_logp.assign(num_tokens, 0.0f);
         tk.adv.assign(num_tokens, 1.0f);
         tk.ref.assign(num_tokens, 0.0f);
-        drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, DRMAS_KL_K3, true, tk);
+        drmas_loss_config c = loss_config(kTokenMean, DRMAS_KL_K3, true, tk);
         c.normalizer = 1.0;
         const LossResult cpu = loss_cpu(c, tk, true);
         const DeviceTokens d(tk);
@@ -950,7 +958,7 @@ static void test_errors(std::mt19937_64& rng) {
         b.traj[n / 2] = (int32_t)r.T;
         advantage_error("traj out of range", DRMAS_ERR_RANGE, b, DRMAS_POOL_TRAJECTORIES);
         // Row pooling ignores traj.
-        const drmas_norm_config c = norm_config(DRMAS_MODE_DRMAS, DRMAS_POOL_ROWS, 0, 1, 1);
+        const drmas_norm_config c = norm_config(kDrmas, DRMAS_POOL_ROWS, 0, 1, 1);
         const DeviceRows d(b);
         const AdvResult gpu = advantage_cuda(c, b, d, false);
         check(gpu.status == DRMAS_OK, "advantage: row pooling must ignore traj: %d %s", gpu.status, gpu.message.c_str());
@@ -995,7 +1003,7 @@ static void test_errors(std::mt19937_64& rng) {
         const DeviceTokens d(tk);
         DeviceArray<float> grad(std::vector<float>(5, 12345.0f));
         std::vector<double> host_sums(DRMAS_LOSS_SUMS, -777.0);
-        const drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, DRMAS_KL_NONE, false, tk);
+        const drmas_loss_config c = loss_config(kTokenMean, DRMAS_KL_NONE, false, tk);
         const int32_t st = drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &c, 2, d.off.get(), 5, d.logp.get(),
                                                   d.old_logp.get(), d.adv.get(), nullptr, nullptr, grad.get(),
                                                   host_sums.data(), nullptr);
@@ -1029,11 +1037,11 @@ static void test_devices(std::mt19937_64& rng) {
     }
     const Rows r = rollout_rows(40, 4, 3, 3, false, 0, 0, rng);
     const int64_t n = (int64_t)r.s.size(), S = r.U * r.K;
-    const drmas_norm_config c = norm_config(DRMAS_MODE_DRMAS, DRMAS_POOL_TRAJECTORIES, 0, 1, 1);
+    const drmas_norm_config c = norm_config(kDrmas, DRMAS_POOL_TRAJECTORIES, 0, 1, 1);
     const AdvResult cpu = advantage_cpu(c, r, true);
     const std::vector<int64_t> toff = random_offsets(50, 30, 2, rng);
     const Tokens t = make_tokens(toff, toff.back() + 3, false, rng);
-    const drmas_loss_config lc = loss_config(DRMAS_AGG_SEQ_MEAN_TOKEN_MEAN, DRMAS_KL_K3, true, t);
+    const drmas_loss_config lc = loss_config(kSeqMeanTokenMean, DRMAS_KL_K3, true, t);
     const LossResult lcpu = loss_cpu(lc, t, true);
     check(drmas_cuda_set_device(1) == DRMAS_OK, "set device 1: %s", drmas_last_error());
     {
@@ -1076,7 +1084,7 @@ static void test_async_loss(std::mt19937_64& rng) {
     const Tokens tk = make_tokens(off, off.back() + 5, true, rng);
     const DeviceTokens d(tk);
     const int64_t rows = (int64_t)off.size() - 1;
-    for (int agg = 0; agg <= 3; ++agg) {
+    for (int agg = kTokenMean; agg <= kSeqMeanTokenSumNorm; ++agg) {
         const drmas_loss_config c = loss_config(agg, DRMAS_KL_K3, true, tk);
         const LossResult sync = loss_cuda(c, tk, d, true);
         DeviceArray<float> grad(std::vector<float>(tk.num_tokens, 12345.0f));
@@ -1099,7 +1107,7 @@ static void test_async_loss(std::mt19937_64& rng) {
         const DeviceTokens dt(t);
         DeviceArray<int64_t> doff(b);
         const int64_t nr = (int64_t)b.size() - 1;
-        const drmas_loss_config c = loss_config(DRMAS_AGG_TOKEN_MEAN, DRMAS_KL_NONE, true, t);
+        const drmas_loss_config c = loss_config(kTokenMean, DRMAS_KL_NONE, true, t);
         std::vector<float> cg(12, 12345.0f);
         std::vector<double> cs(DRMAS_LOSS_SUMS, -777.0);
         const int32_t cst = drmas_clipped_loss_async_f32(DRMAS_DEVICE_CPU, &c, nr, b.data(), b.data(), 12, t.logp.data(),
@@ -1138,7 +1146,7 @@ static void test_grid_stride(std::mt19937_64& rng) {
     const Rows big = rollout_rows(120000, 6, 3, 3, false, 0, 0, rng);
     check((int64_t)big.s.size() > 2 * 8192 * 256, "grid-stride rollout has only %zu rows", big.s.size());
     const DeviceRows d(big);
-    for (int mode = 0; mode <= 3; ++mode)
+    for (int mode = 0; mode < kDescriptors; ++mode)
         compare_advantage(format("rollout n=%zu (several grid-stride passes)", big.s.size()),
                           norm_config(mode, DRMAS_POOL_TRAJECTORIES, 0, 1, 1), big, d);
 }

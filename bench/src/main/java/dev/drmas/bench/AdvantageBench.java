@@ -132,7 +132,7 @@ public class AdvantageBench {
             out = BenchSupport.zeroed(arena, 4L * d.n());
             params = normParams(CONFIG);
             run(d);
-            // the hand-made NormParams must mean what the production API means
+            // the direct call must mean what the production API means
             BenchSupport.check("nativeCpu", Advantages.compute(CONFIG, d.scores(), d.uid(), d.traj(), d.agent(),
                     d.numUids(), d.numTrajs(), d.numAgents()), BenchSupport.floats(out, d.n()), 1e-6);
         }
@@ -228,8 +228,7 @@ public class AdvantageBench {
     }
 
     static Kernels.NormParams normParams(NormConfig c) {
-        return new Kernels.NormParams(c.mode().ordinal(), c.globalPooling().ordinal(), c.singleton().ordinal(),
-                c.unbiased() ? 1 : 0, c.scaleByStd(), c.eps());
+        return Advantages.params(c);
     }
 
     /** The production result, what every other implementation is checked against. */

@@ -5,10 +5,10 @@ package dev.drmas.bench;
 
 import dev.drmas.algo.ClippedLoss;
 import dev.drmas.algo.KlEstimator;
-import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.algo.ReferenceKernels;
 import dev.drmas.algo.TorchReference;
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.Kernels;
 import java.lang.foreign.Arena;
@@ -106,8 +106,7 @@ public class ClippedLossBench {
     }
 
     static Kernels.LossParams lossParams(LossConfig c, double normalizer) {
-        return new Kernels.LossParams(c.clipLow(), c.clipHigh(), c.dualClip(), c.klCoef(), normalizer,
-                c.kl().ordinal(), c.aggregation().ordinal());
+        return ClippedLoss.params(c, normalizer);
     }
 
     /** Inputs and outputs off-heap, allocated once. */
@@ -127,7 +126,7 @@ public class ClippedLossBench {
             adv = BenchSupport.offHeap(arena, d.adv());
             mask = BenchSupport.offHeap(arena, d.maskBytes());
             grad = BenchSupport.zeroed(arena, 4L * d.n());
-            sums = BenchSupport.zeroed(arena, 8L * ClippedLoss.NUM_SUMS);
+            sums = BenchSupport.zeroed(arena, 8L * AbiIndices.LOSS_SUMS);
             params = lossParams(CONFIG, d.normalizer());
             run(d);
             ClippedLoss.Result want = expected(d);
@@ -191,11 +190,11 @@ public class ClippedLossBench {
         public void setup(Tokens tk) {
             Data d = tk.data;
             grad = new float[d.n()];
-            sums = new double[ClippedLoss.NUM_SUMS];
+            sums = new double[AbiIndices.LOSS_SUMS];
             plainLoss(CONFIG, d.normalizer(), d.offsets(), d.logp(), d.old(), d.adv(), d.maskBytes(), grad, sums);
             ClippedLoss.Result want = expected(d);
             BenchSupport.check("plainJava grad", want.grad(), grad, 1e-5);
-            BenchSupport.check("plainJava loss", want.loss(), sums[ClippedLoss.LOSS], 1e-5);
+            BenchSupport.check("plainJava loss", want.loss(), sums[AbiIndices.LOSS_LOSS], 1e-5);
         }
     }
 
@@ -211,7 +210,7 @@ public class ClippedLossBench {
             Data d = tk.data;
             ReferenceKernels.LossRef r = ReferenceKernels.clippedLoss(CONFIG, d.normalizer(), d.offsets(), d.logp(),
                     d.old(), d.adv(), null, d.mask());
-            BenchSupport.check("referenceJava loss", expected(d).loss(), r.sums()[ReferenceKernels.LOSS], 1e-4);
+            BenchSupport.check("referenceJava loss", expected(d).loss(), r.sums()[AbiIndices.LOSS_LOSS], 1e-4);
         }
     }
 
@@ -238,13 +237,13 @@ public class ClippedLossBench {
 
     /**
      * The loss as a simple single-threaded loop: drmas_math.h token_loss in float arithmetic,
-     * per-row weights, sums in double, in the order of ClippedLoss.LOSS … KL. No KL term
+     * per-row weights, sums in double, in the order of AbiIndices.LOSS_*. No KL term
      * (the benchmark's config has none).
      */
     static void plainLoss(LossConfig c, double normalizer, long[] off, float[] logp, float[] old, float[] adv,
                           byte[] mask, float[] grad, double[] sums) {
         if (c.kl() != KlEstimator.NONE) throw new UnsupportedOperationException("plainLoss has no KL term");
-        boolean perRowMean = c.aggregation() == LossAggregation.SEQ_MEAN_TOKEN_MEAN;
+        boolean perRowMean = c.aggregation().perRowMean();
         double invNorm = 1.0 / normalizer;
         float lo = (float) (1.0 - c.clipLow()), hi = (float) (1.0 + c.clipHigh());
         boolean dual = c.dualClip() > 0;
@@ -293,12 +292,12 @@ public class ClippedLossBench {
                 ppo += -dc;
                 ntok++;
             }
-            sums[ClippedLoss.LOSS] += w * pgSum;
-            sums[ClippedLoss.PG_LOSS] += w * pgSum;
-            sums[ClippedLoss.TOKENS] += ntok;
-            sums[ClippedLoss.CLIPPED] += clipped;
-            sums[ClippedLoss.CLIPPED_LOWER] += lower;
-            sums[ClippedLoss.PPO_KL] += ppo;
+            sums[AbiIndices.LOSS_LOSS] += w * pgSum;
+            sums[AbiIndices.LOSS_PG_LOSS] += w * pgSum;
+            sums[AbiIndices.LOSS_TOKENS] += ntok;
+            sums[AbiIndices.LOSS_CLIPPED] += clipped;
+            sums[AbiIndices.LOSS_CLIPPED_LOWER] += lower;
+            sums[AbiIndices.LOSS_PPO_KL] += ppo;
         }
     }
 

@@ -6,6 +6,7 @@
 package dev.drmas.bench;
 
 import dev.drmas.algo.ClippedLoss;
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.DeviceBuffer;
 import dev.drmas.bindings.Kernels;
@@ -110,12 +111,12 @@ public final class GpuBench {
             MemorySegment old = BenchSupport.offHeap(arena, d.old()), adv = BenchSupport.offHeap(arena, d.adv());
             MemorySegment mask = BenchSupport.offHeap(arena, d.maskBytes());
             MemorySegment cpuGrad = BenchSupport.zeroed(arena, 4L * n), gpuGrad = BenchSupport.zeroed(arena, 4L * n);
-            MemorySegment cpuSums = BenchSupport.zeroed(arena, 8L * ClippedLoss.NUM_SUMS);
-            MemorySegment gpuSums = BenchSupport.zeroed(arena, 8L * ClippedLoss.NUM_SUMS);
+            MemorySegment cpuSums = BenchSupport.zeroed(arena, 8L * AbiIndices.LOSS_SUMS);
+            MemorySegment gpuSums = BenchSupport.zeroed(arena, 8L * AbiIndices.LOSS_SUMS);
             try (DeviceBuffer doff = DeviceBuffer.of(off); DeviceBuffer dlp = DeviceBuffer.of(lp);
                  DeviceBuffer dold = DeviceBuffer.of(old); DeviceBuffer dadv = DeviceBuffer.of(adv);
                  DeviceBuffer dmask = DeviceBuffer.of(mask); DeviceBuffer dgrad = DeviceBuffer.allocate(4L * n);
-                 DeviceBuffer dsums = DeviceBuffer.allocate(8L * ClippedLoss.NUM_SUMS)) {
+                 DeviceBuffer dsums = DeviceBuffer.allocate(8L * AbiIndices.LOSS_SUMS)) {
                 Runnable gpu = () -> Kernels.clippedLoss(Backend.CUDA, p, rows, doff.segment(), n, dlp.segment(),
                         dold.segment(), dadv.segment(), null, dmask.segment(), dgrad.segment(), dsums.segment(), null);
                 Runnable cpu = () -> Kernels.clippedLoss(Backend.CPU, p, rows, off, n, lp, old, adv, null, mask,

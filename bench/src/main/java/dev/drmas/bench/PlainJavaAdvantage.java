@@ -5,7 +5,6 @@ package dev.drmas.bench;
 
 import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormConfig;
-import dev.drmas.algo.NormMode;
 import dev.drmas.algo.SingletonPolicy;
 import java.util.Arrays;
 
@@ -19,7 +18,7 @@ import java.util.Arrays;
  * Any NormConfig is supported; ids must be dense and in range (they are not validated).
  */
 final class PlainJavaAdvantage {
-    private final boolean agentMean, agentStd, grpo, trajPooling, scale;
+    private final boolean agentMean, agentStd, trajNumerator, trajPooling, scale;
     private final SingletonPolicy singleton;
     private final int ddof;
     private final double eps;
@@ -40,7 +39,7 @@ final class PlainJavaAdvantage {
     PlainJavaAdvantage(NormConfig c) {
         this.agentMean = c.mode().agentMean();
         this.agentStd = c.mode().agentStd();
-        this.grpo = c.mode() == NormMode.GRPO;
+        this.trajNumerator = c.mode().trajectoryNumerator();
         this.trajPooling = c.globalPooling() == GlobalPooling.TRAJECTORIES;
         this.scale = c.scaleByStd();
         this.singleton = c.singleton();
@@ -253,7 +252,7 @@ final class PlainJavaAdvantage {
     // The per-row formula of drmas_math.h row_advantage: mode, singleton policy, scale_by_std.
     private float rowAdvantage(double s, double x, double aCount, double aMeanV, double aStd,
                                double gCount, double gMeanV, double gStd) {
-        double num = grpo ? x : s;
+        double num = trajNumerator ? x : s;
         double mean;
         if (agentMean && aCount > 1) mean = aMeanV;
         else if (agentMean && singleton == SingletonPolicy.ZERO) return 0f;

@@ -1,24 +1,89 @@
 // Kernels.java — the Java face of libdrmas on MemorySegments: segmentStats, advantage,
 // broadcastRows, clippedLoss (one name per operation, as in C and CUDA). It checks that every
 // buffer is large enough before the call, so that a short buffer is a Java error naming the
-// argument instead of a native out-of-bounds write. CPU calls accept heap segments (Java
-// arrays, read in place); CUDA calls need segments that wrap device memory (DeviceBuffer).
+// argument instead of a native out-of-bounds write. Config structs are written field by field
+// through LibDrmas's named layouts, which are checked against the loaded library before the
+// first one is written. CPU calls accept heap segments (Java arrays, read in place); CUDA calls
+// need segments that wrap device memory (DeviceBuffer).
 package dev.drmas.bindings;
 
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import java.lang.foreign.StructLayout;
+import java.lang.invoke.VarHandle;
 import java.util.Objects;
 
 public final class Kernels {
     private Kernels() {}
 
-    /** drmas_norm_config: mode, pooling and singleton as the DRMAS_* values. */
-    public record NormParams(int mode, int globalPooling, int singleton, int ddof, boolean scaleByStd, double eps) {}
+    /**
+     * drmas_norm_config. The mode is its descriptor: the mean and the std from the agent segment
+     * (true) or the group (false), and the trajectory numerator; pooling and singleton are the
+     * DRMAS_POOL_* and DRMAS_SINGLETON_* values.
+     */
+    public record NormParams(boolean meanFromAgent, boolean stdFromAgent, boolean trajectoryNumerator, int globalPooling,
+                             int singleton, int ddof, boolean scaleByStd, double eps) {}
 
-    /** drmas_loss_config. dualClip 0 is off; klType 0 is none. */
+    /** drmas_loss_config. dualClip 0 is off; klType 0 is none; perRowMean averages each row's tokens first. */
     public record LossParams(double clipLow, double clipHigh, double dualClip, double klCoef, double normalizer,
-                             int klType, int aggregation) {}
+                             int klType, boolean perRowMean) {}
+
+    // The config structs are written field by field through their named layouts.
+    private static VarHandle field(StructLayout s, String name) {
+        return s.varHandle(MemoryLayout.PathElement.groupElement(name));
+    }
+
+    private static final VarHandle NC_MEAN_FROM = field(LibDrmas.NORM_CONFIG, "mean_from");
+    private static final VarHandle NC_STD_FROM = field(LibDrmas.NORM_CONFIG, "std_from");
+    private static final VarHandle NC_NUMERATOR = field(LibDrmas.NORM_CONFIG, "numerator");
+    private static final VarHandle NC_POOLING = field(LibDrmas.NORM_CONFIG, "global_pooling");
+    private static final VarHandle NC_SINGLETON = field(LibDrmas.NORM_CONFIG, "singleton");
+    private static final VarHandle NC_DDOF = field(LibDrmas.NORM_CONFIG, "ddof");
+    private static final VarHandle NC_SCALE = field(LibDrmas.NORM_CONFIG, "scale_by_std");
+    private static final VarHandle NC_RESERVED = field(LibDrmas.NORM_CONFIG, "reserved");
+    private static final VarHandle NC_EPS = field(LibDrmas.NORM_CONFIG, "eps");
+    private static final VarHandle LC_CLIP_LOW = field(LibDrmas.LOSS_CONFIG, "clip_low");
+    private static final VarHandle LC_CLIP_HIGH = field(LibDrmas.LOSS_CONFIG, "clip_high");
+    private static final VarHandle LC_DUAL_CLIP = field(LibDrmas.LOSS_CONFIG, "dual_clip");
+    private static final VarHandle LC_KL_COEF = field(LibDrmas.LOSS_CONFIG, "kl_coef");
+    private static final VarHandle LC_NORMALIZER = field(LibDrmas.LOSS_CONFIG, "normalizer");
+    private static final VarHandle LC_KL_TYPE = field(LibDrmas.LOSS_CONFIG, "kl_type");
+    private static final VarHandle LC_PER_ROW_MEAN = field(LibDrmas.LOSS_CONFIG, "per_row_mean");
+
+    private static int bit(boolean b) {
+        return b ? 1 : 0;
+    }
+
+    /** p as a drmas_norm_config in {@code arena}. */
+    static MemorySegment normConfig(Arena arena, NormParams p) {
+        LibDrmas.requireAbi();
+        MemorySegment c = arena.allocate(LibDrmas.NORM_CONFIG);
+        NC_MEAN_FROM.set(c, 0L, bit(p.meanFromAgent()));
+        NC_STD_FROM.set(c, 0L, bit(p.stdFromAgent()));
+        NC_NUMERATOR.set(c, 0L, bit(p.trajectoryNumerator()));
+        NC_POOLING.set(c, 0L, p.globalPooling());
+        NC_SINGLETON.set(c, 0L, p.singleton());
+        NC_DDOF.set(c, 0L, p.ddof());
+        NC_SCALE.set(c, 0L, bit(p.scaleByStd()));
+        NC_RESERVED.set(c, 0L, 0);
+        NC_EPS.set(c, 0L, p.eps());
+        return c;
+    }
+
+    /** p as a drmas_loss_config in {@code arena}. */
+    static MemorySegment lossConfig(Arena arena, LossParams p) {
+        LibDrmas.requireAbi();
+        MemorySegment c = arena.allocate(LibDrmas.LOSS_CONFIG);
+        LC_CLIP_LOW.set(c, 0L, p.clipLow());
+        LC_CLIP_HIGH.set(c, 0L, p.clipHigh());
+        LC_DUAL_CLIP.set(c, 0L, p.dualClip());
+        LC_KL_COEF.set(c, 0L, p.klCoef());
+        LC_NORMALIZER.set(c, 0L, p.normalizer());
+        LC_KL_TYPE.set(c, 0L, p.klType());
+        LC_PER_ROW_MEAN.set(c, 0L, bit(p.perRowMean()));
+        return c;
+    }
 
     private static MemorySegment orNull(MemorySegment s) {
         return s == null ? MemorySegment.NULL : s;
@@ -66,19 +131,12 @@ public final class Kernels {
         checkCount("numAgents", numAgents);
         boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment cfg = arena.allocate(LibDrmas.NORM_CONFIG);
-            cfg.set(ValueLayout.JAVA_INT, 0, p.mode());
-            cfg.set(ValueLayout.JAVA_INT, 4, p.globalPooling());
-            cfg.set(ValueLayout.JAVA_INT, 8, p.singleton());
-            cfg.set(ValueLayout.JAVA_INT, 12, p.ddof());
-            cfg.set(ValueLayout.JAVA_INT, 16, p.scaleByStd() ? 1 : 0);
-            cfg.set(ValueLayout.JAVA_INT, 20, 0);
-            cfg.set(ValueLayout.JAVA_DOUBLE, 24, p.eps());
+            MemorySegment cfg = normConfig(arena, p);
             long segs = Math.multiplyExact(numUids, numAgents);
             LibDrmas.check(LibDrmas.advantage(crit, b.device(), cfg, n, arg(b, "scores", scores, n, 4),
                     arg(b, "uid", uid, n, 4), arg(b, "traj", traj, n, 4), arg(b, "agent", agent, n, 4),
                     numUids, numTrajs, numAgents, arg(b, "advantages", advantages, n, 4),
-                    arg(b, "diagnostics", diagnostics, Math.multiplyExact(segs, LibDrmas.DIAG_FIELDS), 8), orNull(stream)));
+                    arg(b, "diagnostics", diagnostics, Math.multiplyExact(segs, AbiIndices.DIAG_FIELDS), 8), orNull(stream)));
         }
     }
 
@@ -114,19 +172,12 @@ public final class Kernels {
         checkCount("numTokens", numTokens);
         boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment cfg = arena.allocate(LibDrmas.LOSS_CONFIG);
-            cfg.set(ValueLayout.JAVA_DOUBLE, 0, p.clipLow());
-            cfg.set(ValueLayout.JAVA_DOUBLE, 8, p.clipHigh());
-            cfg.set(ValueLayout.JAVA_DOUBLE, 16, p.dualClip());
-            cfg.set(ValueLayout.JAVA_DOUBLE, 24, p.klCoef());
-            cfg.set(ValueLayout.JAVA_DOUBLE, 32, p.normalizer());
-            cfg.set(ValueLayout.JAVA_INT, 40, p.klType());
-            cfg.set(ValueLayout.JAVA_INT, 44, p.aggregation());
+            MemorySegment cfg = lossConfig(arena, p);
             MemorySegment off = arg(b, "row_offsets", offsets, numRows + 1, 8);
             MemorySegment lp = arg(b, "logp", logp, numTokens, 4), olp = arg(b, "old_logp", oldLogp, numTokens, 4);
             MemorySegment a = arg(b, "advantages", adv, numTokens, 4), r = arg(b, "ref_logp", ref, numTokens, 4);
             MemorySegment m = arg(b, "mask", mask, numTokens, 1), g = arg(b, "grad", grad, numTokens, 4);
-            MemorySegment s = arg(b, "sums", sums, LibDrmas.LOSS_SUMS, 8);
+            MemorySegment s = arg(b, "sums", sums, AbiIndices.LOSS_SUMS, 8);
             if (hostOffsets == null) {
                 LibDrmas.check(LibDrmas.clippedLoss(crit, b.device(), cfg, numRows, off, numTokens, lp, olp, a, r, m, g, s,
                         orNull(stream)));

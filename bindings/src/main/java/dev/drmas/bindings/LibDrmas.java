@@ -1,5 +1,7 @@
-// LibDrmas.java — one FFM downcall handle per C function of native/include/drmas.h, and the
-// status check that turns a failed call into a DrmasException carrying the library's message.
+// LibDrmas.java — one FFM downcall handle per C function of native/include/drmas.h, the
+// layouts of its config structs (checked once against the loaded library's own, through
+// drmas_abi_value), and the status check that turns a failed call into a DrmasException
+// carrying the library's message.
 // Kernel calls exist in two flavours: "critical" handles (Linker.Option.critical(true)) let
 // CPU calls read Java arrays in place, with no copy; CUDA calls, which synchronise a stream,
 // use ordinary handles so that they never hold off the garbage collector.
@@ -10,30 +12,32 @@ import static java.lang.foreign.ValueLayout.JAVA_DOUBLE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.PaddingLayout;
 import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
+import java.util.ArrayList;
+import java.util.List;
 
 /** Raw bindings; most code wants {@link Kernels}. */
 public final class LibDrmas {
     private LibDrmas() {}
 
-    /** struct drmas_norm_config (32 bytes). */
+    /** struct drmas_norm_config, field for field (40 bytes); checked against the library by {@link #requireAbi}. */
     public static final StructLayout NORM_CONFIG = MemoryLayout.structLayout(
-            JAVA_INT.withName("mode"), JAVA_INT.withName("global_pooling"), JAVA_INT.withName("singleton"),
-            JAVA_INT.withName("ddof"), JAVA_INT.withName("scale_by_std"), JAVA_INT.withName("reserved"),
-            JAVA_DOUBLE.withName("eps"));
-    /** struct drmas_loss_config (48 bytes). */
+            JAVA_INT.withName("mean_from"), JAVA_INT.withName("std_from"), JAVA_INT.withName("numerator"),
+            JAVA_INT.withName("global_pooling"), JAVA_INT.withName("singleton"), JAVA_INT.withName("ddof"),
+            JAVA_INT.withName("scale_by_std"), JAVA_INT.withName("reserved"),
+            JAVA_DOUBLE.withName("eps")).withName("drmas_norm_config");
+    /** struct drmas_loss_config, field for field (48 bytes); checked against the library by {@link #requireAbi}. */
     public static final StructLayout LOSS_CONFIG = MemoryLayout.structLayout(
             JAVA_DOUBLE.withName("clip_low"), JAVA_DOUBLE.withName("clip_high"), JAVA_DOUBLE.withName("dual_clip"),
             JAVA_DOUBLE.withName("kl_coef"), JAVA_DOUBLE.withName("normalizer"),
-            JAVA_INT.withName("kl_type"), JAVA_INT.withName("aggregation"));
-
-    public static final int DIAG_FIELDS = 9;
-    public static final int LOSS_SUMS = 8;
+            JAVA_INT.withName("kl_type"), JAVA_INT.withName("per_row_mean")).withName("drmas_loss_config");
 
     private static final Linker LINKER = Linker.nativeLinker();
 
@@ -52,6 +56,7 @@ public final class LibDrmas {
         static final MethodHandle CUDA_AVAILABLE = handle("drmas_cuda_available", FunctionDescriptor.of(JAVA_INT), false);
         static final MethodHandle SET_THREADS = handle("drmas_set_num_threads", FunctionDescriptor.of(JAVA_INT, JAVA_INT), false);
         static final MethodHandle GET_THREADS = handle("drmas_get_num_threads", FunctionDescriptor.of(JAVA_INT), false);
+        static final MethodHandle ABI_VALUE = handle("drmas_abi_value", FunctionDescriptor.of(JAVA_LONG, ADDRESS), false);
 
         static final FunctionDescriptor STATS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS,
                 JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
@@ -147,6 +152,61 @@ public final class LibDrmas {
         } catch (Throwable t) {
             throw rethrow(t);
         }
+    }
+
+    /**
+     * What the loaded library says a name of drmas.h is: a struct's size ("drmas_norm_config"), a
+     * field's offset ("drmas_norm_config.eps") or a constant's value ("DRMAS_LOSS_KL"); -1 when it
+     * does not know the name.
+     */
+    public static long abiValue(String name) {
+        try (Arena arena = Arena.ofConfined()) {
+            return (long) H.ABI_VALUE.invokeExact(arena.allocateFrom(name));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * How {@code layout} (named as the C struct, its members as the C fields) differs from the struct
+     * the library was compiled with: one line per difference, empty when they agree.
+     */
+    public static List<String> layoutMismatches(StructLayout layout) {
+        String struct = layout.name().orElseThrow(() -> new IllegalArgumentException("the layout needs the C struct's name"));
+        List<String> out = new ArrayList<>();
+        long size = abiValue(struct);
+        if (size != layout.byteSize()) {
+            out.add(size < 0 ? "the library has no struct " + struct
+                    : "sizeof(" + struct + ") is " + size + " in the library, " + layout.byteSize() + " in Java");
+        }
+        for (MemoryLayout m : layout.memberLayouts()) {
+            if (m instanceof PaddingLayout) continue;
+            String field = m.name().orElseThrow(() -> new IllegalArgumentException(struct + " has an unnamed member"));
+            long c = abiValue(struct + "." + field);
+            long java = layout.byteOffset(MemoryLayout.PathElement.groupElement(field));
+            if (c != java) {
+                out.add(c < 0 ? "the library's " + struct + " has no field " + field
+                        : "offsetof(" + struct + ", " + field + ") is " + c + " in the library, " + java + " in Java");
+            }
+        }
+        return out;
+    }
+
+    private static volatile boolean abiChecked;
+
+    /**
+     * Fails unless the config structs of this class match the loaded library's (a library built from
+     * another drmas.h would otherwise read the config at the wrong offsets). Checked once per process.
+     */
+    static void requireAbi() {
+        if (abiChecked) return;
+        List<String> problems = new ArrayList<>(layoutMismatches(NORM_CONFIG));
+        problems.addAll(layoutMismatches(LOSS_CONFIG));
+        if (!problems.isEmpty()) {
+            throw new IllegalStateException("libdrmas at " + NativeLibrary.get().path() + " was built from another drmas.h than"
+                    + " these bindings (a stale build? rebuild with `mvn package`): " + String.join("; ", problems));
+        }
+        abiChecked = true;
     }
 
     static int segmentStats(boolean critical, int device, long n, MemorySegment values, MemorySegment ids,

@@ -1,8 +1,8 @@
 // CudaKernelsTest.java — the CUDA backend against the CPU oracle through the Java bindings
 // alone (device memory via DeviceBuffer), so that a GPU server with only a JRE can run it:
-// every mode x pooling x singleton x std option, awkward sizes, shuffled rows, every loss
-// aggregation x KL estimator x dual clip, and bad inputs leaving device outputs untouched.
-// Tagged "gpu"; skipped with a message where no GPU is visible, failed instead when
+// every mode descriptor x pooling x singleton x std option, awkward sizes, shuffled rows, both
+// row weightings of the loss x KL estimator x dual clip, and bad inputs leaving device outputs
+// untouched. Tagged "gpu"; skipped with a message where no GPU is visible, failed instead when
 // DRMAS_REQUIRE_GPU=1 (a GPU check). The build also runs it on the emulated CUDA backend
 // (libdrmas_emu) with DRMAS_TEST_SCALE=small, which shrinks the large cases.
 package dev.drmas.bindings;
@@ -119,15 +119,15 @@ class CudaKernelsTest {
                 rollouts(1, 997, 2, 3, false, 4), rollouts(scaled(10007, 211), 8, 2, 2, false, 5),
                 rollouts(scaled(10007, 211), 8, 2, 2, true, 6)};
         for (Rows r : cases) {
-            for (int mode = 0; mode < 4; mode++)
+            for (int mode = 0; mode < 8; mode++)  // every descriptor: mean, std from agent, trajectory numerator
                 for (int pool = 0; pool < 2; pool++)
                     for (int single = 0; single < 3; single++)
                         for (int ddof = 0; ddof < 2; ddof++)
                             for (boolean scale : new boolean[] {true, false}) {
-                                Kernels.NormParams p = new Kernels.NormParams(mode, pool, single, ddof, scale, 1e-6);
+                                Kernels.NormParams p = new Kernels.NormParams((mode & 1) != 0, (mode & 2) != 0, (mode & 4) != 0, pool, single, ddof, scale, 1e-6);
                                 int n = r.s.length;
                                 float[] cpu = new float[n];
-                                double[] cpuDiag = new double[LibDrmas.DIAG_FIELDS * r.u * r.k];
+                                double[] cpuDiag = new double[AbiIndices.DIAG_FIELDS * r.u * r.k];
                                 Kernels.advantage(Backend.CPU, p, n, MemorySegment.ofArray(r.s), MemorySegment.ofArray(r.uid),
                                         MemorySegment.ofArray(r.traj), MemorySegment.ofArray(r.agent), r.u, r.t, r.k,
                                         MemorySegment.ofArray(cpu), MemorySegment.ofArray(cpuDiag), null);
@@ -208,12 +208,12 @@ class CudaKernelsTest {
                 mask[i] = (byte) (r.nextInt(10) == 0 ? 0 : 1);
                 if (mask[i] == 0) lp[i] = Float.NaN;  // padding must never leak into results
             }
-            for (int agg = 0; agg < 4; agg++)
+            for (boolean perRowMean : new boolean[] {false, true})
                 for (int kl = 0; kl < 4; kl++)
                     for (double dual : new double[] {0, 3}) {
-                        Kernels.LossParams p = new Kernels.LossParams(0.2, 0.28, dual, 0.05, 1000, kl, agg);
+                        Kernels.LossParams p = new Kernels.LossParams(0.2, 0.28, dual, 0.05, 1000, kl, perRowMean);
                         float[] cg = new float[n], gg = new float[n];
-                        double[] cs = new double[LibDrmas.LOSS_SUMS], gs = new double[LibDrmas.LOSS_SUMS];
+                        double[] cs = new double[AbiIndices.LOSS_SUMS], gs = new double[AbiIndices.LOSS_SUMS];
                         MemorySegment refSeg = kl == 0 ? null : MemorySegment.ofArray(ref);
                         Kernels.clippedLoss(Backend.CPU, p, rows, MemorySegment.ofArray(off), n, MemorySegment.ofArray(lp),
                                 MemorySegment.ofArray(old), MemorySegment.ofArray(adv), refSeg, MemorySegment.ofArray(mask),
@@ -221,14 +221,14 @@ class CudaKernelsTest {
                         try (DeviceBuffer dOff = DeviceBuffer.of(MemorySegment.ofArray(off)); DeviceBuffer dLp = DeviceBuffer.of(MemorySegment.ofArray(lp));
                              DeviceBuffer dOld = DeviceBuffer.of(MemorySegment.ofArray(old)); DeviceBuffer dAdv = DeviceBuffer.of(MemorySegment.ofArray(adv));
                              DeviceBuffer dRef = DeviceBuffer.of(MemorySegment.ofArray(ref)); DeviceBuffer dMask = DeviceBuffer.of(MemorySegment.ofArray(mask));
-                             DeviceBuffer dG = DeviceBuffer.allocate(4L * n); DeviceBuffer dS = DeviceBuffer.allocate(8L * LibDrmas.LOSS_SUMS)) {
+                             DeviceBuffer dG = DeviceBuffer.allocate(4L * n); DeviceBuffer dS = DeviceBuffer.allocate(8L * AbiIndices.LOSS_SUMS)) {
                             Kernels.clippedLoss(Backend.CUDA, p, rows, dOff.segment(), n, dLp.segment(), dOld.segment(), dAdv.segment(),
                                     kl == 0 ? null : dRef.segment(), dMask.segment(), dG.segment(), dS.segment(), null);
                             dG.download(MemorySegment.ofArray(gg));
                             dS.download(MemorySegment.ofArray(gs));
                             // the form with host offsets (never synchronises): the same bits
                             float[] ag = new float[n];
-                            double[] as = new double[LibDrmas.LOSS_SUMS];
+                            double[] as = new double[AbiIndices.LOSS_SUMS];
                             Kernels.clippedLoss(Backend.CUDA, p, rows, MemorySegment.ofArray(off), dOff.segment(), n, dLp.segment(),
                                     dOld.segment(), dAdv.segment(), kl == 0 ? null : dRef.segment(), dMask.segment(), dG.segment(),
                                     dS.segment(), null);
@@ -253,7 +253,7 @@ class CudaKernelsTest {
         if (count < 2) return;  // one GPU: nothing else to choose (the emulated backend has two)
         float[] s = {1, 0, 0.5f, 1}, out = new float[4], cpu = new float[4];
         int[] u = {0, 0, 1, 1}, a = {0, 1, 0, 1};
-        Kernels.NormParams p = new Kernels.NormParams(0, 1, 0, 1, true, 1e-6);
+        Kernels.NormParams p = new Kernels.NormParams(false, false, true, 1, 0, 1, true, 1e-6);  // GRPO
         Kernels.advantage(Backend.CPU, p, 4, MemorySegment.ofArray(s), MemorySegment.ofArray(u), null, MemorySegment.ofArray(a),
                 2, 0, 2, MemorySegment.ofArray(cpu), null, null);
         LibDrmas.cudaSetDevice(1);
@@ -282,7 +282,7 @@ class CudaKernelsTest {
              DeviceBuffer u = DeviceBuffer.of(MemorySegment.ofArray(new int[] {0, 0, 1, 1}));
              DeviceBuffer a = DeviceBuffer.of(MemorySegment.ofArray(new int[] {0, 1, 0, 1}));
              DeviceBuffer o = DeviceBuffer.of(MemorySegment.ofArray(guard))) {
-            Kernels.NormParams p = new Kernels.NormParams(1, 1, 0, 1, true, 1e-6);
+            Kernels.NormParams p = new Kernels.NormParams(true, true, false, 1, 0, 1, true, 1e-6);
             DrmasException e = assertThrows(DrmasException.class,
                     () -> Kernels.advantage(Backend.CUDA, p, 4, s.segment(), u.segment(), null, a.segment(), 2, 0, 2, o.segment(), null, null));
             assertEquals(DrmasException.ERR_NONFINITE, e.status());

@@ -16,7 +16,8 @@ import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 
 class KernelsTest {
-    static final Kernels.NormParams DRMAS = new Kernels.NormParams(1, 0, 0, 1, true, 1e-6);
+    // Dr. MAS: mean and std of the agent segment, the row's own score
+    static final Kernels.NormParams DRMAS = new Kernels.NormParams(true, true, false, 0, 0, 1, true, 1e-6);
     static final float GUARD = -12345f;
 
     static MemorySegment seg(float[] a) {
@@ -105,12 +106,13 @@ class KernelsTest {
                 null, seg(ag), 2, 2, 2, seg(out), null, null));
         assertEquals(DrmasException.ERR_NULL, e.status());
 
-        Kernels.NormParams badMode = new Kernels.NormParams(7, 0, 0, 1, true, 1e-6);
-        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, badMode, 4, seg(s), seg(uid),
+        Kernels.NormParams badPooling = new Kernels.NormParams(true, true, false, 7, 0, 1, true, 1e-6);
+        e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, badPooling, 4, seg(s), seg(uid),
                 seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
         assertEquals(DrmasException.ERR_CONFIG, e.status());
+        assertTrue(e.getMessage().contains("cfg.global_pooling"), e.getMessage());
 
-        Kernels.NormParams zeroEps = new Kernels.NormParams(1, 0, 0, 1, true, 0.0);
+        Kernels.NormParams zeroEps = new Kernels.NormParams(true, true, false, 0, 0, 1, true, 0.0);
         e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, zeroEps, 4, seg(s), seg(uid),
                 seg(traj), seg(ag), 2, 2, 2, seg(out), null, null));
         assertTrue(e.getMessage().contains("eps"), e.getMessage());
@@ -146,13 +148,13 @@ class KernelsTest {
         assertUntouched(tokens);
 
         float[] grad = guards(4);
-        double[] sums = new double[LibDrmas.LOSS_SUMS];
-        Kernels.LossParams kNoRef = new Kernels.LossParams(0.2, 0.2, 3, 0.1, 4, 3, 0);
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
+        Kernels.LossParams kNoRef = new Kernels.LossParams(0.2, 0.2, 3, 0.1, 4, 3, false);
         e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, kNoRef, 1,
                 MemorySegment.ofArray(new long[] {0, 4}), 4, seg(new float[4]), seg(new float[4]), seg(new float[4]),
                 null, null, seg(grad), MemorySegment.ofArray(sums), null));
         assertEquals(DrmasException.ERR_NULL, e.status());
-        Kernels.LossParams badClip = new Kernels.LossParams(1.5, 0.2, 3, 0, 4, 0, 0);
+        Kernels.LossParams badClip = new Kernels.LossParams(1.5, 0.2, 3, 0, 4, 0, false);
         e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, badClip, 1,
                 MemorySegment.ofArray(new long[] {0, 4}), 4, seg(new float[4]), seg(new float[4]), seg(new float[4]),
                 null, null, seg(grad), MemorySegment.ofArray(sums), null));
@@ -165,9 +167,9 @@ class KernelsTest {
         long[] off = {0, 3, 3, 7};
         float[] lp = {-1, -0.5f, -2, -0.1f, -0.3f, -1.2f, -0.7f}, old = {-1.1f, -0.4f, -2.5f, -0.1f, -0.9f, -1, -0.6f};
         float[] adv = {1, 1, 1, -2, -2, -2, -2};
-        Kernels.LossParams p = new Kernels.LossParams(0.2, 0.28, 3, 0, 7, 0, 2);
+        Kernels.LossParams p = new Kernels.LossParams(0.2, 0.28, 3, 0, 7, 0, true);  // seq-mean-token-mean
         float[] g1 = new float[7], g2 = new float[7];
-        double[] s1 = new double[LibDrmas.LOSS_SUMS], s2 = new double[LibDrmas.LOSS_SUMS];
+        double[] s1 = new double[AbiIndices.LOSS_SUMS], s2 = new double[AbiIndices.LOSS_SUMS];
         Kernels.clippedLoss(Backend.CPU, p, 3, MemorySegment.ofArray(off), 7, seg(lp), seg(old), seg(adv), null, null,
                 seg(g1), MemorySegment.ofArray(s1), null);
         Kernels.clippedLoss(Backend.CPU, p, 3, MemorySegment.ofArray(off), MemorySegment.ofArray(off), 7, seg(lp), seg(old),

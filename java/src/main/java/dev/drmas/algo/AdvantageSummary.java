@@ -3,6 +3,8 @@
 // and Lemma 4.2's inflation factor, its mean and its maximum over the groups where it is defined.
 package dev.drmas.algo;
 
+import dev.drmas.bindings.AbiIndices;
+
 public record AdvantageSummary(int agent, long rows, double scoreMean, double advantageMean,
                                double advantageSecondMoment, double inflationMean, double inflationMax,
                                long inflationGroups) {
@@ -25,7 +27,7 @@ public record AdvantageSummary(int agent, long rows, double scoreMean, double ad
             double inf = 0, max = Double.NaN;
             long groups = 0;
             for (int u = 0; u < numUids; u++) {
-                double v = diagnostics[(int) (Advantages.DIAG_INFLATION * segs + (long) u * numAgents + k)];
+                double v = diagnostics[(int) (AbiIndices.DIAG_INFLATION * segs + (long) u * numAgents + k)];
                 if (!Double.isNaN(v)) {
                     inf += v;
                     max = groups == 0 ? v : Math.max(max, v);

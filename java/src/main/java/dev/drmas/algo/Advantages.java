@@ -1,9 +1,10 @@
 // Advantages.java — row advantages from scores and (uid, traj, agent) keys under a
-// NormConfig: GRPO, Dr. MAS and the two ablations (ARCHITECTURE §5), computed by the native
-// kernel drmas_advantage_f32. Java arrays are read in place (no copy) on the CPU; LibTorch
+// NormConfig: GRPO, Dr. MAS, the two ablations (ARCHITECTURE §5) or any other mode descriptor,
+// computed by the native kernel drmas_advantage_f32. Java arrays are read in place (no copy) on the CPU; LibTorch
 // tensors run on the CPU or, when they live there, on CUDA.
 package dev.drmas.algo;
 
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
@@ -14,20 +15,18 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 public final class Advantages {
     private Advantages() {}
 
-    /** Number of fields per (uid, agent) segment in the diagnostics array (drmas.h DRMAS_DIAG_*). */
-    public static final int DIAG_FIELDS = 9;
-    public static final int DIAG_AGENT_COUNT = 0, DIAG_AGENT_MEAN = 1, DIAG_AGENT_M2 = 2, DIAG_AGENT_STD = 3,
-            DIAG_GROUP_COUNT = 4, DIAG_GROUP_MEAN = 5, DIAG_GROUP_M2 = 6, DIAG_GROUP_STD = 7, DIAG_INFLATION = 8;
-
     /**
      * @param advantages  one per row
-     * @param diagnostics field-major: {@code diagnostics[f * U*K + u*K + k]} for the fields DIAG_*
+     * @param diagnostics field-major: {@code diagnostics[f * U*K + u*K + k]} for the fields
+     *                    {@link AbiIndices}{@code .DIAG_*}
      */
     public record Result(float[] advantages, double[] diagnostics) {}
 
-    static Kernels.NormParams params(NormConfig c) {
-        return new Kernels.NormParams(c.mode().ordinal(), c.globalPooling().ordinal(), c.singleton().ordinal(),
-                c.unbiased() ? 1 : 0, c.scaleByStd(), c.eps());
+    /** {@code c} as the kernel's config: the mode as its descriptor, the enums as DRMAS_* values (their ordinals). */
+    public static Kernels.NormParams params(NormConfig c) {
+        AdvantageMode m = c.mode();
+        return new Kernels.NormParams(m.agentMean(), m.agentStd(), m.trajectoryNumerator(), c.globalPooling().ordinal(),
+                c.singleton().ordinal(), c.unbiased() ? 1 : 0, c.scaleByStd(), c.eps());
     }
 
     /** Advantage of every row; ids are dense in [0, numUids), [0, numTrajs), [0, numAgents). */
@@ -49,7 +48,7 @@ public final class Advantages {
         TensorViews.requireSameLength("scores", n, "agent", agent.length);
         if (traj != null) TensorViews.requireSameLength("scores", n, "traj", traj.length);
         float[] adv = new float[n];
-        double[] d = diag ? new double[Math.multiplyExact(Math.multiplyExact(numUids, numAgents), DIAG_FIELDS)] : null;
+        double[] d = diag ? new double[Math.multiplyExact(Math.multiplyExact(numUids, numAgents), AbiIndices.DIAG_FIELDS)] : null;
         Kernels.advantage(Backend.CPU, params(c), n, MemorySegment.ofArray(scores), MemorySegment.ofArray(uid),
                 traj == null ? null : MemorySegment.ofArray(traj), MemorySegment.ofArray(agent),
                 numUids, numTrajs, numAgents, MemorySegment.ofArray(adv), d == null ? null : MemorySegment.ofArray(d), null);
@@ -58,8 +57,9 @@ public final class Advantages {
 
     /**
      * Tensor form: float32 scores and int32 ids, 1-D, contiguous, all on one device (CPU, or CUDA
-     * when libdrmas has it; CUDA work goes on the default stream). traj may be null with row
-     * pooling. Returns a new float32 tensor on the same device.
+     * when libdrmas has it; CUDA work goes on LibTorch's current stream of that device, see
+     * {@link TorchStreams}). traj may be null with row pooling. Returns a new float32 tensor on the
+     * same device.
      */
     public static Tensor compute(NormConfig c, Tensor scores, Tensor uid, Tensor traj, Tensor agent,
                                  long numUids, long numTrajs, long numAgents) {
@@ -71,7 +71,7 @@ public final class Advantages {
         MemorySegment a = TensorViews.view("agent", agent, ScalarType.Int, n, b);
         Tensor out = torch.empty_like(scores);
         Kernels.advantage(b, params(c), n, s, u, t, a, numUids, numTrajs, numAgents,
-                TensorViews.view("advantages", out, ScalarType.Float, n, b), null, null);
+                TensorViews.view("advantages", out, ScalarType.Float, n, b), null, TorchStreams.current(scores));
         return out;
     }
 }

@@ -6,6 +6,7 @@
 // and, given the offsets on the host too, never synchronises the device (the trainer's form).
 package dev.drmas.algo;
 
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
@@ -18,37 +19,35 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 public final class ClippedLoss {
     private ClippedLoss() {}
 
-    /** Indices into {@code sums} (drmas.h DRMAS_LOSS_*). */
-    public static final int LOSS = 0, PG_LOSS = 1, KL_LOSS = 2, TOKENS = 3, CLIPPED = 4, CLIPPED_LOWER = 5,
-            PPO_KL = 6, KL = 7, NUM_SUMS = 8;
-
-    /** dL/dlogp per token, and the sums (LOSS … KL). */
+    /** dL/dlogp per token, and the sums, indexed by {@link AbiIndices}{@code .LOSS_*}. */
     public record Result(float[] grad, double[] sums) {
         public double loss() {
-            return sums[LOSS];
+            return sums[AbiIndices.LOSS_LOSS];
         }
     }
 
     /** Tensor form: grad is a float32 tensor on the device of logp. */
     public record TensorResult(Tensor grad, double[] sums) {
         public double loss() {
-            return sums[LOSS];
+            return sums[AbiIndices.LOSS_LOSS];
         }
     }
 
-    /** Device form: grad (float32 [N]) and sums (float64 [NUM_SUMS]) on the device of logp, not yet read. */
+    /** Device form: grad (float32 [N]) and sums (float64 [LOSS_SUMS]) on the device of logp, not yet read. */
     public record DeviceResult(Tensor grad, Tensor sums) {
     }
 
-    static Kernels.LossParams params(LossConfig c, double normalizer, boolean hasRef) {
+    /**
+     * {@code c} as the kernel's config, dividing by {@code normalizer} (see
+     * {@link LossAggregation#normalizer}). A KL estimator without reference log-probs is refused by
+     * the kernel (drmas.h), not here.
+     */
+    public static Kernels.LossParams params(LossConfig c, double normalizer) {
         if (!(normalizer > 0) || !Double.isFinite(normalizer)) {
             throw new IllegalArgumentException("normalizer must be finite and > 0, got " + normalizer);
         }
-        if (c.kl() != KlEstimator.NONE && !hasRef) {
-            throw new IllegalArgumentException("kl_type " + c.kl().configName() + " needs reference log-probs (refLogp is null)");
-        }
         return new Kernels.LossParams(c.clipLow(), c.clipHigh(), c.dualClip(), c.klCoef(), normalizer,
-                c.kl().ordinal(), c.aggregation().ordinal());
+                c.kl().ordinal(), c.aggregation().perRowMean());
     }
 
     /**
@@ -69,8 +68,8 @@ public final class ClippedLoss {
             m = new byte[n];
             for (int i = 0; i < n; i++) m[i] = (byte) (mask[i] ? 1 : 0);
         }
-        Result r = new Result(new float[n], new double[NUM_SUMS]);
-        Kernels.clippedLoss(Backend.CPU, params(c, normalizer, refLogp != null), offsets.length - 1,
+        Result r = new Result(new float[n], new double[AbiIndices.LOSS_SUMS]);
+        Kernels.clippedLoss(Backend.CPU, params(c, normalizer), offsets.length - 1,
                 MemorySegment.ofArray(offsets), n, MemorySegment.ofArray(logp), MemorySegment.ofArray(oldLogp),
                 MemorySegment.ofArray(adv), refLogp == null ? null : MemorySegment.ofArray(refLogp),
                 m == null ? null : MemorySegment.ofArray(m), MemorySegment.ofArray(r.grad), MemorySegment.ofArray(r.sums), null);
@@ -87,7 +86,7 @@ public final class ClippedLoss {
                                        Tensor adv, Tensor refLogp, Tensor mask) {
         DeviceResult r = computeOnDevice(c, normalizer, null, offsets, logp, oldLogp, adv, refLogp, mask);
         Tensor hostSums = r.sums().is_cpu() ? r.sums() : r.sums().cpu();
-        double[] sums = new double[NUM_SUMS];
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
         hostSums.data_ptr_double().get(sums);
         return new TensorResult(r.grad(), sums);
     }
@@ -123,9 +122,10 @@ public final class ClippedLoss {
         Tensor grad = torch.empty_like(logp.detach());
         MemorySegment g = TensorViews.view("grad", grad, ScalarType.Float, n, b);
         // from LibTorch's caching allocator: no cudaMalloc/cudaFree (which synchronises) per call
-        Tensor sums = torch.empty(new long[] {NUM_SUMS}, new TensorOptions(ScalarType.Double).device(new DeviceOptional(logp.device())), null);
-        MemorySegment s = TensorViews.view("sums", sums, ScalarType.Double, NUM_SUMS, b);
-        Kernels.LossParams p = params(c, normalizer, refLogp != null);
+        Tensor sums = torch.empty(new long[] {AbiIndices.LOSS_SUMS},
+                new TensorOptions(ScalarType.Double).device(new DeviceOptional(logp.device())), null);
+        MemorySegment s = TensorViews.view("sums", sums, ScalarType.Double, AbiIndices.LOSS_SUMS, b);
+        Kernels.LossParams p = params(c, normalizer);
         Kernels.clippedLoss(b, p, offsets.numel() - 1, hostOffsets == null ? null : MemorySegment.ofArray(hostOffsets), off,
                 n, lp, olp, a, ref, m, g, s, TorchStreams.current(logp));
         return new DeviceResult(grad, sums);

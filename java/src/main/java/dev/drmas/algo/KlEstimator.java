@@ -1,5 +1,5 @@
 // KlEstimator.java — the KL-to-reference estimators of the loss (ARCHITECTURE §6), named as
-// in verl; ordinals match DRMAS_KL_* in drmas.h.
+// in verl; ordinals are the DRMAS_KL_* values of drmas.h (AbiOrdinalsTest).
 package dev.drmas.algo;
 
 public enum KlEstimator implements ConfigEnum {

@@ -1,18 +1,20 @@
-// NormConfig.java — one advantage normalisation setting (ARCHITECTURE §5), validated here so
-// that a bad value is reported in Java terms before it reaches the native layer.
+// NormConfig.java — one advantage normalisation setting (ARCHITECTURE §5), validated here (and
+// only here: the config layer builds one to check `algorithm:`) so that a bad value is reported
+// in Java terms, with its key, before it reaches the native layer.
 package dev.drmas.algo;
 
 import java.util.Objects;
 
 /**
- * @param mode          where the mean and std come from
+ * @param mode          where the mean and std come from, and the numerator (a NormMode, or any
+ *                      other descriptor)
  * @param globalPooling what the group statistics pool over
  * @param singleton     policy for single-member segments
  * @param unbiased      std with n − 1 (default) or n
  * @param scaleByStd    divide by (std + eps) (default) or only centre (Dr. GRPO style)
  * @param eps           added to the std; > 0 when scaleByStd
  */
-public record NormConfig(NormMode mode, GlobalPooling globalPooling, SingletonPolicy singleton,
+public record NormConfig(AdvantageMode mode, GlobalPooling globalPooling, SingletonPolicy singleton,
                          boolean unbiased, boolean scaleByStd, double eps) {
 
     public static final double DEFAULT_EPS = 1e-6;
@@ -21,13 +23,16 @@ public record NormConfig(NormMode mode, GlobalPooling globalPooling, SingletonPo
         Objects.requireNonNull(mode, "mode");
         Objects.requireNonNull(globalPooling, "globalPooling");
         Objects.requireNonNull(singleton, "singleton");
-        if (!Double.isFinite(eps) || eps < 0 || (scaleByStd && eps == 0)) {
-            throw new IllegalArgumentException("eps must be finite and > 0 when dividing by the std, got " + eps);
+        if (scaleByStd) {
+            SettingException.require(eps > 0 && Double.isFinite(eps), "eps", "must be a finite number > 0, got " + SettingException.num(eps));
+        } else {
+            SettingException.require(eps >= 0 && Double.isFinite(eps), "eps",
+                    "must be a finite number >= 0, got " + SettingException.num(eps));
         }
     }
 
     /** The defaults: trajectory pooling, fallback, unbiased std, scaled, eps 1e-6. */
-    public static NormConfig of(NormMode mode) {
+    public static NormConfig of(AdvantageMode mode) {
         return new NormConfig(mode, GlobalPooling.TRAJECTORIES, SingletonPolicy.FALLBACK, true, true, DEFAULT_EPS);
     }
 

@@ -1,6 +1,7 @@
 // SegmentStats.java — per-segment count, mean, M2 and std of float values with int32 segment
 // ids, in fp64 (the kernel drmas_segment_stats_f32), plus Chan et al.'s merge of the partial
-// moments, which is how shards (ranks) combine their statistics exactly.
+// moments, which is how shards (ranks) combine their statistics exactly. API only: training does
+// not call it (the advantage kernel computes its own statistics; ranks never split a group).
 package dev.drmas.algo;
 
 import dev.drmas.bindings.Backend;

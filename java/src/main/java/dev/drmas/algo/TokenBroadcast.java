@@ -1,5 +1,6 @@
 // TokenBroadcast.java — spreads one value per row (an advantage) over the row's response
-// tokens in the packed token array (the kernel drmas_broadcast_rows_f32).
+// tokens in the packed token array (the kernel drmas_broadcast_rows_f32). API only: training fills
+// each row's tokens itself while it packs a micro-batch.
 package dev.drmas.algo;
 
 import dev.drmas.bindings.Backend;

@@ -1,11 +1,13 @@
 // AlgorithmConfig.java — `algorithm:`: the advantage normalisation of ARCHITECTURE §5 (GRPO,
-// Dr. MAS and the two ablations) in config form, turned into the algo package's NormConfig.
+// Dr. MAS and the two ablations) in config form, turned into the algo package's NormConfig,
+// which checks the values (here, at config time, under their key paths).
 package dev.drmas.config;
 
 import dev.drmas.algo.ConfigEnum;
 import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
+import dev.drmas.algo.SettingException;
 import dev.drmas.algo.SingletonPolicy;
 
 /**
@@ -17,10 +19,9 @@ import dev.drmas.algo.SingletonPolicy;
  * @param scaleByStd     divide by (std + eps) (default true); false only centres (Dr. GRPO)
  * @param singleton      single-member segments: {@code fallback} (default), {@code zero} or
  *                       {@code raw}
- * @param dropNonFinite  drop rows whose score is NaN or infinite instead of failing; default false
  */
 public record AlgorithmConfig(NormMode mode, GlobalPooling globalPooling, double eps, Std std, boolean scaleByStd,
-                              SingletonPolicy singleton, boolean dropNonFinite) {
+                              SingletonPolicy singleton) {
 
     public enum Std implements ConfigEnum {
         UNBIASED("unbiased"), BIASED("biased");
@@ -42,16 +43,25 @@ public record AlgorithmConfig(NormMode mode, GlobalPooling globalPooling, double
         Check.given(globalPooling, "global_pooling");
         Check.given(std, "std");
         Check.given(singleton, "singleton");
-        if (scaleByStd) Check.positive(eps, "eps");
-        else Check.nonNegative(eps, "eps");
+        try {
+            // (the fields are not assigned yet: build from the parameters)
+            normConfig(mode, globalPooling, eps, std, scaleByStd, singleton);
+        } catch (SettingException e) {
+            throw ConfigException.at(e.key(), e.problem());
+        }
     }
 
     public static AlgorithmConfig defaults() {
         return new AlgorithmConfig(NormMode.DRMAS, GlobalPooling.TRAJECTORIES, NormConfig.DEFAULT_EPS, Std.UNBIASED,
-                true, SingletonPolicy.FALLBACK, false);
+                true, SingletonPolicy.FALLBACK);
     }
 
     public NormConfig toNormConfig() {
+        return normConfig(mode, globalPooling, eps, std, scaleByStd, singleton);
+    }
+
+    private static NormConfig normConfig(NormMode mode, GlobalPooling globalPooling, double eps, Std std, boolean scaleByStd,
+                                         SingletonPolicy singleton) {
         return new NormConfig(mode, globalPooling, singleton, std == Std.UNBIASED, scaleByStd, eps);
     }
 }

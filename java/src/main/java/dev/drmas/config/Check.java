@@ -4,6 +4,7 @@
 // (orchestra.options, data.synthetic) check their values with it too.
 package dev.drmas.config;
 
+import dev.drmas.algo.SettingException;
 import java.util.regex.Pattern;
 
 public final class Check {
@@ -57,7 +58,6 @@ public final class Check {
 
     /** A number in a message: 1 rather than 1.0, else Java's shortest exact form (1.0E-6). */
     public static String num(double v) {
-        if (v == Math.rint(v) && Math.abs(v) < 1e15) return Long.toString((long) v);
-        return Double.toString(v);
+        return SettingException.num(v);
     }
 }

@@ -1,11 +1,13 @@
 // PpoConfig.java — `ppo:`: the update of each model from one step's rows (epochs × mini-batches
 // × micro-batches) and the clipped loss of ARCHITECTURE §6, turned into the algo package's
-// LossConfig. Defaults as verl's actor.
+// LossConfig, which checks the loss's values (here, at config time, under their key paths).
+// Defaults as verl's actor.
 package dev.drmas.config;
 
 import dev.drmas.algo.KlEstimator;
 import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
+import dev.drmas.algo.SettingException;
 
 /**
  * @param epochs          passes over a step's rows; default 1
@@ -15,8 +17,8 @@ import dev.drmas.algo.LossConfig;
  * @param shuffle         shuffle rows before cutting mini-batches; default true
  * @param clipLow         ε_low, in [0, 1); default 0.2
  * @param clipHigh        ε_high, &gt;= 0; default 0.2
- * @param dualClip        c &gt; 1: the loss of a token with A &lt; 0 is at most −A·c; null turns
- *                        it off; default 3.0
+ * @param dualClip        c &gt; 1: the loss of a token with A &lt; 0 is at most −A·c; null (or 0)
+ *                        turns it off; default 3.0
  * @param lossAgg         {@code token-mean} (default), {@code seq-mean-token-sum},
  *                        {@code seq-mean-token-mean} or {@code seq-mean-token-sum-norm}
  * @param klCoef          weight of the KL to the reference policy in the loss, &gt;= 0; &gt; 0
@@ -36,15 +38,15 @@ public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, boole
         Check.positive(microBatchSize, "micro_batch_size");
         Check.that(microBatchSize <= miniBatchSize, "micro_batch_size",
                 "must be <= mini_batch_size (" + miniBatchSize + "), got " + microBatchSize);
-        Check.inRange(clipLow, 0, 1, true, "clip_low");
-        Check.nonNegative(clipHigh, "clip_high");
-        if (dualClip != null) {
-            Check.that(dualClip > 1 && Double.isFinite(dualClip), "dual_clip",
-                    "must be > 1, or null to turn it off, got " + Check.num(dualClip));
-        }
         Check.given(lossAgg, "loss_agg");
-        Check.nonNegative(klCoef, "kl_coef");
         Check.given(klType, "kl_type");
+        // the loss's own ranges (clip, dual clip, kl_coef) are LossConfig's to check
+        try {
+            // (the fields are not assigned yet: build from the parameters)
+            lossConfig(clipLow, clipHigh, dualClip, lossAgg, klCoef, klType, referenceModel);
+        } catch (SettingException e) {
+            throw ConfigException.at(e.key(), e.problem());
+        }
         Check.that(klCoef == 0 || referenceModel, "kl_coef",
                 "> 0 needs ppo.reference_model: true (the KL is to the reference policy)");
         Check.that(klCoef == 0 || klType != KlEstimator.NONE, "kl_type", "is none but ppo.kl_coef is > 0");
@@ -58,6 +60,11 @@ public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, boole
 
     /** The loss settings: the KL estimator only when there is a reference model. */
     public LossConfig toLossConfig() {
+        return lossConfig(clipLow, clipHigh, dualClip, lossAgg, klCoef, klType, referenceModel);
+    }
+
+    private static LossConfig lossConfig(double clipLow, double clipHigh, Double dualClip, LossAggregation lossAgg,
+                                         double klCoef, KlEstimator klType, boolean referenceModel) {
         return new LossConfig(clipLow, clipHigh, dualClip == null ? 0 : dualClip,
                 referenceModel ? klType : KlEstimator.NONE, klCoef, lossAgg);
     }

@@ -14,6 +14,7 @@ package dev.drmas.train;
 import dev.drmas.algo.ClippedLoss;
 import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.dist.Collective;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Scopes;
@@ -47,12 +48,22 @@ public final class PpoUpdater {
      * @param constantNormalizer the divisor of seq-mean-token-sum-norm (Dr. GRPO: the token budget)
      * @param gradNormPerAgent  also measure each agent's own gradient norm before the update (one
      *                          extra forward and backward per agent of the model)
+     * @param shuffle           cut each epoch's mini-batches from a seeded permutation of the rows
+     *                          (default); false cuts them in row order (all ranks' rows in rank order),
+     *                          the same every epoch
      */
     public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
-                           double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent) {
+                           double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent,
+                           boolean shuffle) {
         public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                         double gradClip, LossConfig loss, double constantNormalizer) {
             this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer, false);
+        }
+
+        public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
+                        double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent) {
+            this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer,
+                    gradNormPerAgent, true);
         }
 
         public Settings {
@@ -60,8 +71,9 @@ public final class PpoUpdater {
             if (epochs < 1) throw new IllegalArgumentException("ppo.epochs must be >= 1, got " + epochs);
             if (miniBatchRows < 1) throw new IllegalArgumentException("ppo.mini_batch_size must be >= 1, got " + miniBatchRows);
             if (!(gradClip >= 0)) throw new IllegalArgumentException("grad_clip must be >= 0, got " + gradClip);
-            if (loss.aggregation() == LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM && !(constantNormalizer > 0)) {
-                throw new IllegalArgumentException("seq-mean-token-sum-norm needs a positive constant normaliser");
+            if (loss.aggregation().divisor() == LossAggregation.Divisor.CONSTANT && !(constantNormalizer > 0)) {
+                throw new IllegalArgumentException(loss.aggregation().configName() + " needs a positive constant normaliser, got "
+                        + constantNormalizer);
             }
         }
     }
@@ -81,7 +93,7 @@ public final class PpoUpdater {
 
     /**
      * How a mini-batch's loss reaches autograd: a scalar whose gradient with respect to
-     * {@code logp} is dL/dlogp, and the kernel's metric sums ({@link ClippedLoss} indices).
+     * {@code logp} is dL/dlogp, and the kernel's metric sums ({@link AbiIndices}{@code .LOSS_*}).
      */
     interface LossBackend {
         LossOut apply(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor old, Tensor adv, Tensor ref);
@@ -150,7 +162,7 @@ public final class PpoUpdater {
         this.backend = backend;
         this.dist = dist;
         this.name = name;
-        if (settings.loss().kl() != dev.drmas.algo.KlEstimator.NONE && reference == null) {
+        if (settings.loss().usesReference() && reference == null) {
             throw new IllegalArgumentException("a KL term (" + settings.loss().kl() + ") needs a reference model");
         }
     }
@@ -196,8 +208,7 @@ public final class PpoUpdater {
         GlobalRows g = globalRows(rows, what);
         if (g.total() == 0) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
         try (RowLogProbs old = logProbs(model, rows);
-             RowLogProbs ref = reference == null || s.loss().kl() == dev.drmas.algo.KlEstimator.NONE ? null
-                     : logProbs(reference, rows)) {
+             RowLogProbs ref = s.loss().usesReference() ? logProbs(reference, rows) : null) {
             return update(rows, seed, g, old, ref, what);
         }
     }
@@ -232,12 +243,12 @@ public final class PpoUpdater {
             }
         }
         double pg = 0, klLoss = 0, entSum = 0, normSum = 0, normMax = 0;
-        double[] sums = new double[ClippedLoss.NUM_SUMS];
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
         int steps = 0, skipped = 0, batches = 0;
         SplittableRandom rng = new SplittableRandom(seed);
         for (int epoch = 0; epoch < s.epochs(); epoch++) {
             // the permutation of the global rows: the same on every rank, whatever the world size
-            int[] order = permutation(g.total(), rng);
+            int[] order = s.shuffle() ? permutation(g.total(), rng) : identity(g.total());
             for (int from = 0; from < order.length; from += s.miniBatchRows()) {
                 int to = Math.min(order.length, from + s.miniBatchRows());
                 long tokens = 0;
@@ -255,9 +266,10 @@ public final class PpoUpdater {
                 MiniBatch r = miniBatch(mb, mbIdx, old, ref, normalizer(tokens, to - from), tokens);
                 dist.sumGradients(model.parameters(), "the gradients of " + what + " (epoch " + epoch + ", rows " + from + ".." + to + ")");
                 batches++;
-                pg += r.sums[ClippedLoss.PG_LOSS];
-                klLoss += r.sums[ClippedLoss.KL_LOSS];
-                for (int k = ClippedLoss.TOKENS; k < sums.length; k++) sums[k] += r.sums[k];
+                pg += r.sums[AbiIndices.LOSS_PG_LOSS];
+                klLoss += r.sums[AbiIndices.LOSS_KL_LOSS];
+                // the raw sums (tokens onwards) add up; the aggregated losses are averaged over mini-batches
+                for (int k = AbiIndices.LOSS_TOKENS; k < sums.length; k++) sums[k] += r.sums[k];
                 entSum += r.entropySum;
                 double norm = GradNorm.clip(model.parameters(), s.gradClip());
                 if (Double.isFinite(norm)) {
@@ -283,10 +295,10 @@ public final class PpoUpdater {
         pg = part[sums.length];
         klLoss = part[sums.length + 1];
         entSum = part[sums.length + 2];
-        double tokens = sums[ClippedLoss.TOKENS];
+        double tokens = sums[AbiIndices.LOSS_TOKENS];
         return new Stats(batches == 0 ? 0 : pg / batches, batches == 0 ? 0 : klLoss / batches,
-                ratio(sums[ClippedLoss.CLIPPED], tokens), ratio(sums[ClippedLoss.CLIPPED_LOWER], tokens),
-                ratio(sums[ClippedLoss.PPO_KL], tokens), ratio(sums[ClippedLoss.KL], tokens), ratio(entSum, tokens),
+                ratio(sums[AbiIndices.LOSS_CLIPPED], tokens), ratio(sums[AbiIndices.LOSS_CLIPPED_LOWER], tokens),
+                ratio(sums[AbiIndices.LOSS_PPO_KL], tokens), ratio(sums[AbiIndices.LOSS_KL], tokens), ratio(entSum, tokens),
                 steps == 0 ? 0 : normSum / steps, normMax, steps, skipped, (long) tokens, agentNorms);
     }
 
@@ -295,11 +307,7 @@ public final class PpoUpdater {
 
     /** The loss divisor of a mini-batch of {@code rows} rows and {@code tokens} response tokens (all ranks together). */
     private double normalizer(long tokens, int rows) {
-        return switch (s.loss().aggregation()) {
-            case TOKEN_MEAN -> tokens;
-            case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> rows;
-            case SEQ_MEAN_TOKEN_SUM_NORM -> s.constantNormalizer();
-        };
+        return s.loss().aggregation().normalizer(tokens, rows, s.constantNormalizer());
     }
 
     /**
@@ -313,19 +321,19 @@ public final class PpoUpdater {
                                 long total) {
         try (PointerScope scope = new PointerScope()) {
             // [loss sums..., entropy sum] of the device; host sums of a backend that returns them so
-            Tensor acc = torch.zeros(new long[] {ClippedLoss.NUM_SUMS + 1},
+            Tensor acc = torch.zeros(new long[] {AbiIndices.LOSS_SUMS + 1},
                     new TensorOptions(ScalarType.Double).device(new DeviceOptional(model.device())));
-            double[] host = new double[ClippedLoss.NUM_SUMS];
+            double[] host = new double[AbiIndices.LOSS_SUMS];
             for (int from = 0; from < mb.size(); from += s.microBatchRows()) {
                 int to = Math.min(mb.size(), from + s.microBatchRows());
                 microBatch(mb.subList(from, to), idx.subList(from, to), old, ref, normalizer, total, acc, host);
             }
-            double[] all = new double[ClippedLoss.NUM_SUMS + 1];
+            double[] all = new double[AbiIndices.LOSS_SUMS + 1];
             Tensor read = acc.is_cpu() ? acc : acc.cpu();  // the mini-batch's one device-to-host read
             read.data_ptr_double().get(all);
-            double[] sums = new double[ClippedLoss.NUM_SUMS];
+            double[] sums = new double[AbiIndices.LOSS_SUMS];
             for (int k = 0; k < sums.length; k++) sums[k] = all[k] + host[k];
-            return new MiniBatch(sums, all[ClippedLoss.NUM_SUMS]);
+            return new MiniBatch(sums, all[AbiIndices.LOSS_SUMS]);
         }
     }
 
@@ -356,14 +364,14 @@ public final class PpoUpdater {
                     old.values().index_select(0, where), Tensors.floats(advTok).to(dev, ScalarType.Float),
                     ref == null ? null : ref.values().index_select(0, where));
             if (loss.deviceSums() != null) {
-                acc.narrow(0, 0, ClippedLoss.NUM_SUMS).add_(loss.deviceSums().to(dev, ScalarType.Double));
+                acc.narrow(0, 0, AbiIndices.LOSS_SUMS).add_(loss.deviceSums().to(dev, ScalarType.Double));
             } else {
                 for (int k = 0; k < host.length; k++) host[k] += loss.sums()[k];
             }
             // one backward for the policy loss and the entropy bonus (token mean over the mini-batch)
             Tensor surrogate = loss.surrogate();
             Tensor ent = tf.entropy();
-            acc.narrow(0, ClippedLoss.NUM_SUMS, 1).add_(ent.detach().sum().to(dev, ScalarType.Double));
+            acc.narrow(0, AbiIndices.LOSS_SUMS, 1).add_(ent.detach().sum().to(dev, ScalarType.Double));
             if (s.entropyCoef() > 0) surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / miniBatchTokens)));
             surrogate.backward();
         }
@@ -407,6 +415,12 @@ public final class PpoUpdater {
         } finally {
             for (Tensor t : parts) t.releaseReference();
         }
+    }
+
+    private static int[] identity(int n) {
+        int[] p = new int[n];
+        for (int i = 0; i < n; i++) p[i] = i;
+        return p;
     }
 
     /** A uniformly random permutation of 0..n-1 (Fisher–Yates). */

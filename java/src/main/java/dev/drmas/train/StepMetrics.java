@@ -8,6 +8,7 @@ package dev.drmas.train;
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.Team;
 import dev.drmas.algo.Advantages;
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.dist.Collective;
 import dev.drmas.dist.Moments;
 import dev.drmas.env.Task;
@@ -107,11 +108,11 @@ final class StepMetrics {
         for (int a = 0; a < k; a++) {
             for (int g = 0; g < numUids; g++) {
                 int seg = g * k + a;
-                if (d[Advantages.DIAG_AGENT_COUNT * segs + seg] == 0) continue;
+                if (d[AbiIndices.DIAG_AGENT_COUNT * segs + seg] == 0) continue;
                 sums.add(a + "/groups", 1);
-                sums.add(a + "/mu", d[Advantages.DIAG_AGENT_MEAN * segs + seg]);
-                sums.add(a + "/sigma", d[Advantages.DIAG_AGENT_STD * segs + seg]);
-                double f = d[Advantages.DIAG_INFLATION * segs + seg];
+                sums.add(a + "/mu", d[AbiIndices.DIAG_AGENT_MEAN * segs + seg]);
+                sums.add(a + "/sigma", d[AbiIndices.DIAG_AGENT_STD * segs + seg]);
+                double f = d[AbiIndices.DIAG_INFLATION * segs + seg];
                 if (Double.isFinite(f)) {
                     sums.add(a + "/inflation_groups", 1);
                     sums.add(a + "/inflation", f);

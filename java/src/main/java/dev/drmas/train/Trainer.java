@@ -181,13 +181,19 @@ public final class Trainer implements AutoCloseable {
         PpoUpdater.Stats[] stats = new PpoUpdater.Stats[policies.byId.size()];
         int mi = 0;
         for (Policies.Policy p : policies.byId.values()) {
-            var pc = cfg.ppo();
-            var settings = new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), pc.microBatchSize(), cfg.rollout().temperature(),
-                    pc.entropyCoef(), p.gradClip(), cfg.lossConfig(), cfg.rollout().maxNewTokens(), cfg.trainer().gradNormPerAgent());
+            PpoUpdater.Settings settings = ppoSettings(cfg, p.gradClip());
             stats[mi++] = new PpoUpdater(p.model(), p.optim(), p.reference(), settings, dist, p.id())
                     .update(batch.rowsOf(p.id(), workload.team(), advantages), cfg.run().seed() * 1_000_003L + step * 131 + mi);
         }
         return stats;
+    }
+
+    /** The update settings of a model whose optimiser clips at {@code gradClip}, from the run's config. */
+    static PpoUpdater.Settings ppoSettings(RunConfig cfg, double gradClip) {
+        var pc = cfg.ppo();
+        return new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), pc.microBatchSize(), cfg.rollout().temperature(),
+                pc.entropyCoef(), gradClip, cfg.lossConfig(), cfg.rollout().maxNewTokens(), cfg.trainer().gradNormPerAgent(),
+                pc.shuffle());
     }
 
     private static <T> T timed(PhaseTimer timer, String phase, java.util.function.Supplier<T> work) {

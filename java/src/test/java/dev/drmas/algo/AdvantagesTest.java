@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.bindings.AbiIndices;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -113,6 +114,44 @@ class AdvantagesTest {
         return out.stream();
     }
 
+    /** A mode in no table: its descriptor alone says what it means, and that is all the kernel is told. */
+    record Descriptor(String configName, boolean agentMean, boolean agentStd, boolean trajectoryNumerator)
+            implements AdvantageMode {
+        @Override
+        public String toString() {
+            return configName;
+        }
+    }
+
+    /** Group mean, agent std, trajectory numerator: (S_t − μ_u)/(σ_uk + ε). */
+    static final AdvantageMode GROUP_MEAN_AGENT_STD_TRAJ = new Descriptor("group-mean/agent-std/traj", false, true, true);
+
+    /** The four descriptors that NormMode does not name, under every pooling, singleton policy and scaling. */
+    static Stream<NormConfig> descriptorsOutsideTheTable() {
+        List<NormConfig> out = new ArrayList<>();
+        for (int d = 0; d < 8; d++) {
+            boolean am = (d & 1) != 0, as = (d & 2) != 0, tn = (d & 4) != 0;
+            boolean named = false;
+            for (NormMode m : NormMode.values()) {
+                named |= m.agentMean() == am && m.agentStd() == as && m.trajectoryNumerator() == tn;
+            }
+            if (named) continue;
+            AdvantageMode mode = am == GROUP_MEAN_AGENT_STD_TRAJ.agentMean() && as == GROUP_MEAN_AGENT_STD_TRAJ.agentStd()
+                    && tn == GROUP_MEAN_AGENT_STD_TRAJ.trajectoryNumerator() ? GROUP_MEAN_AGENT_STD_TRAJ
+                    : new Descriptor("mean " + (am ? "agent" : "group") + "/std " + (as ? "agent" : "group")
+                            + (tn ? "/traj" : "/row"), am, as, tn);
+            for (GlobalPooling p : GlobalPooling.values()) {
+                for (SingletonPolicy s : SingletonPolicy.values()) {
+                    for (boolean scale : new boolean[] {true, false}) {
+                        out.add(new NormConfig(mode, p, s, true, scale, NormConfig.DEFAULT_EPS));
+                    }
+                }
+            }
+        }
+        if (out.size() != 4 * 12) throw new AssertionError("expected 4 descriptors outside NormMode, got " + out.size() / 12);
+        return out.stream();
+    }
+
     static Stream<NormConfig> defaultConfigs() {
         List<NormConfig> out = new ArrayList<>();
         for (NormMode m : NormMode.values()) {
@@ -160,6 +199,33 @@ class AdvantagesTest {
     }
 
     @ParameterizedTest(name = "{0}")
+    @MethodSource("descriptorsOutsideTheTable")
+    void aModeDefinedOnlyByItsDescriptorMatchesTheReference(NormConfig c) {
+        Batch b = rollouts(4321, 2003, 6, 3, 4, Scores.MIXED, true);
+        check("mixed rollouts", c, b, true);
+        check("shuffled rollouts", c, b.shuffled(5), true);
+        if (c.globalPooling() == GlobalPooling.ROWS) check("rows pooling, traj null", c, b.withoutTraj(), true);
+        check("sparse groups", c, rollouts(78, 499, 2, 4, 2, Scores.CONTINUOUS, true), true);
+        for (int k = 1; k <= 5; k++) check(k + " agents", c, rollouts(90 + k, 617, 4, k, 3, Scores.MIXED, false), false);
+    }
+
+    @Test
+    void theTrajectoryNumeratorReachesTheKernel() {
+        // same segments as agent-std, but x = S_t: under trajectory pooling the advantages differ
+        Batch b = rollouts(11, 997, 6, 2, 4, Scores.MIXED, false);
+        float[] traj = check("traj numerator", NormConfig.of(GROUP_MEAN_AGENT_STD_TRAJ), b, false);
+        float[] row = check("row numerator", NormConfig.of(NormMode.AGENT_STD), b, false);
+        int differ = 0;
+        for (int i = 0; i < traj.length; i++) differ += traj[i] != row[i] ? 1 : 0;
+        assertTrue(differ > traj.length / 4, differ + " of " + traj.length + " rows differ");
+        // under row pooling x_i = s_i either way
+        float[] trajRows = check("traj numerator, rows", NormConfig.of(GROUP_MEAN_AGENT_STD_TRAJ)
+                .withGlobalPooling(GlobalPooling.ROWS), b, false);
+        float[] rowRows = check("row numerator, rows", NormConfig.of(NormMode.AGENT_STD).withGlobalPooling(GlobalPooling.ROWS), b, false);
+        assertArrayEquals(rowRows, trajRows);
+    }
+
+    @ParameterizedTest(name = "{0}")
     @MethodSource("allConfigs")
     void singleRow(NormConfig c) {
         float v = 0.75f;
@@ -194,8 +260,8 @@ class AdvantagesTest {
             double[] d = Advantages.computeWithDiagnostics(c, s, u, t, k, 7, 12, 5).diagnostics();
             int segs = 7 * 5;
             // an empty agent segment reports count 0 and NaN inflation
-            assertEquals(0.0, d[0 * segs + 1 * 5 + 0], "count of empty agent segment");
-            assertTrue(Double.isNaN(d[8 * segs + 1 * 5 + 0]), "inflation of empty agent segment");
+            assertEquals(0.0, d[AbiIndices.DIAG_AGENT_COUNT * segs + 1 * 5 + 0], "count of empty agent segment");
+            assertTrue(Double.isNaN(d[AbiIndices.DIAG_INFLATION * segs + 1 * 5 + 0]), "inflation of empty agent segment");
         });
     }
 
@@ -291,11 +357,14 @@ class AdvantagesTest {
                 if (!perAgentUid) {
                     exactZero = true; // every segment is constant and there are no single segments
                 } else {
-                    exactZero = switch (c.mode()) {
-                        case DRMAS, AGENT_MEAN -> true; // s_i − μ_uk = 0
-                        case GRPO -> c.globalPooling() == GlobalPooling.TRAJECTORIES; // S_t − μ_u = 0
-                        case AGENT_STD -> false;
-                    };
+                    AdvantageMode m = c.mode();
+                    if (m.agentMean() && !m.trajectoryNumerator()) {
+                        exactZero = true; // s_i − μ_uk = 0
+                    } else if (!m.agentMean() && m.trajectoryNumerator()) {
+                        exactZero = c.globalPooling() == GlobalPooling.TRAJECTORIES; // S_t − μ_u = 0
+                    } else {
+                        exactZero = false;
+                    }
                 }
                 if (exactZero) {
                     assertEquals(0.0f, a[i], "row " + i + " (uid " + batch.uid()[i] + ", score " + batch.scores()[i]

@@ -4,8 +4,12 @@
 package dev.drmas.algo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.bindings.AbiIndices;
+import dev.drmas.bindings.DrmasException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
@@ -94,10 +98,10 @@ class ClippedLossReferenceTest {
     }
 
     static double normalizerFor(LossAggregation a, Tokens tk) {
-        return switch (a) {
-            case TOKEN_MEAN -> Math.max(1, tk.validTokens()) * 1.5; // as if other micro-batches followed
-            case SEQ_MEAN_TOKEN_SUM, SEQ_MEAN_TOKEN_MEAN -> Math.max(1, tk.numRows());
-            case SEQ_MEAN_TOKEN_SUM_NORM -> 4096;
+        return switch (a.divisor()) {
+            case TOKENS -> Math.max(1, tk.validTokens()) * 1.5; // as if other micro-batches followed
+            case ROWS -> Math.max(1, tk.numRows());
+            case CONSTANT -> 4096;
         };
     }
 
@@ -124,9 +128,9 @@ class ClippedLossReferenceTest {
         for (int t = 0; t < valid.length; t++) {
             if (!valid[t]) assertEquals(0f, a.grad()[t], w + ": grad of invalid token " + t + " must be 0");
         }
-        assertEquals(e.sums()[ReferenceKernels.TOKENS], a.sums()[ReferenceKernels.TOKENS], w + ": token count");
-        assertEquals(e.sums()[ReferenceKernels.CLIPPED], a.sums()[ReferenceKernels.CLIPPED], w + ": clipped count");
-        assertEquals(e.sums()[ReferenceKernels.CLIPPED_LOWER], a.sums()[ReferenceKernels.CLIPPED_LOWER],
+        assertEquals(e.sums()[AbiIndices.LOSS_TOKENS], a.sums()[AbiIndices.LOSS_TOKENS], w + ": token count");
+        assertEquals(e.sums()[AbiIndices.LOSS_CLIPPED], a.sums()[AbiIndices.LOSS_CLIPPED], w + ": clipped count");
+        assertEquals(e.sums()[AbiIndices.LOSS_CLIPPED_LOWER], a.sums()[AbiIndices.LOSS_CLIPPED_LOWER],
                 w + ": lower-clipped count");
     }
 
@@ -239,14 +243,18 @@ class ClippedLossReferenceTest {
 
     @Test
     void klWithoutReferenceIsRejected() {
-        // the Java API refuses a KL estimator without reference log-probs (drmas.h would skip the term)
+        // a KL estimator without reference log-probs is refused (by drmas.h's check, which names it)
         Tokens tk = tokens(11, new int[] {3, 4}, 0, 0, 0.0, false, 0f).withoutRef();
         for (KlEstimator kl : new KlEstimator[] {KlEstimator.K1, KlEstimator.K2, KlEstimator.K3}) {
             LossConfig c = LossConfig.defaults().withKl(kl, 0.1);
-            assertThrows(IllegalArgumentException.class,
+            assertTrue(c.usesReference());
+            DrmasException e = assertThrows(DrmasException.class,
                     () -> ClippedLoss.compute(c, 7.0, tk.offsets(), tk.logp(), tk.old(), tk.adv(), null, tk.mask()),
                     "kl " + kl + " without ref");
+            assertEquals(DrmasException.ERR_NULL, e.status());
+            assertTrue(e.getMessage().contains("ref_logp is NULL"), e.getMessage());
         }
+        assertFalse(LossConfig.defaults().usesReference());
     }
 
     @Test

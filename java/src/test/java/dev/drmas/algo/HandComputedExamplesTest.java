@@ -129,6 +129,20 @@ class HandComputedExamplesTest {
                 Arguments.of("drmas/trajectories/fallback/no-scale",
                         NormConfig.of(NormMode.DRMAS).withScaleByStd(false), new float[] {
                         0.5625f, -0.5f, -1.5f, 0.0625f, -0.4375f, 1.5f, 0.5f, 0f, -0.1875f, 1.5f, 0f}),
+                // A mode in no table, only a descriptor (AdvantagesTest.GROUP_MEAN_AGENT_STD_TRAJ):
+                // A = (S_t − μ_u)/(σ_uk + ε); row 0: (0.5 − 0.416667)/0.426956 = 0.195180; row 1:
+                // 0.083333/0.707107 = 0.117851; row 5: agent (1,1) single → σ_u1: (4 − 4.5)/0.707107;
+                // u2: its group (the mean) is single → 0.
+                Arguments.of("group-mean/agent-std/traj/trajectories/fallback",
+                        NormConfig.of(AdvantagesTest.GROUP_MEAN_AGENT_STD_TRAJ), new float[] {
+                        0.1951796f, 0.1178509f, -0.2357021f, 0.1951796f, 0.1951796f, -0.7071058f, 0.1178509f,
+                        0f, -0.3903591f, 0.2357021f, 0f}),
+                // the same, raw: row 5's single agent std is 1: (4 − 4.5)/(1 + ε); u2's single group mean
+                // is 0 and its single agents' std 1: S5/(1 + ε) = 1.999998.
+                Arguments.of("group-mean/agent-std/traj/trajectories/raw",
+                        NormConfig.of(AdvantagesTest.GROUP_MEAN_AGENT_STD_TRAJ).withSingleton(RAW), new float[] {
+                        0.1951796f, 0.1178509f, -0.2357021f, 0.1951796f, 0.1951796f, -0.4999995f, 0.1178509f,
+                        1.999998f, -0.3903591f, 0.2357021f, 1.999998f}),
                 // agent-mean zero without scaling: the group std is not used, so u2 is zeroed only because
                 // its agent segments (the mean) are single; row 5 likewise.
                 Arguments.of("agent-mean/trajectories/zero/no-scale",

@@ -7,6 +7,7 @@ package dev.drmas.algo;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.bindings.AbiIndices;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
@@ -76,7 +77,7 @@ class MergeAndSummaryTest {
         assertEquals(13.0 / 9, sum[0].inflationMax(), 1e-9);
         assertEquals(1, sum[0].inflationGroups());
         assertEquals(1, sum[1].inflationGroups());
-        assertTrue(Double.isNaN(r.diagnostics()[Advantages.DIAG_INFLATION * 4 + 2]), "uid 1, agent 0: sigma_u = 0");
-        assertTrue(Double.isNaN(r.diagnostics()[Advantages.DIAG_INFLATION * 4 + 3]), "uid 1, agent 1: empty segment");
+        assertTrue(Double.isNaN(r.diagnostics()[AbiIndices.DIAG_INFLATION * 4 + 2]), "uid 1, agent 0: sigma_u = 0");
+        assertTrue(Double.isNaN(r.diagnostics()[AbiIndices.DIAG_INFLATION * 4 + 3]), "uid 1, agent 1: empty segment");
     }
 }

@@ -3,6 +3,7 @@
 // one obvious loop per formula. Used by the tests and the benchmarks (test-jar).
 package dev.drmas.algo;
 
+import dev.drmas.bindings.AbiIndices;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -105,7 +106,7 @@ public final class ReferenceKernels {
         for (int i = 0; i < scores.length; i++) {
             Moments grp = g.group()[uid[i]];
             Moments agt = g.agent()[uid[i] * numAgents + agent[i]];
-            double num = (c.mode() == NormMode.GRPO && trajPooling) ? g.trajScore()[traj[i]] : scores[i];
+            double num = (c.mode().trajectoryNumerator() && trajPooling) ? g.trajScore()[traj[i]] : scores[i];
 
             // the segments the mode takes its mean and std from (isAgent flags)
             boolean meanFromAgent = c.mode().agentMean();
@@ -159,22 +160,22 @@ public final class ReferenceKernels {
                                        int numUids, int numTrajs, int numAgents) {
         Groups g = groups(c, scores, uid, traj, agent, numUids, numTrajs, numAgents);
         int s = numUids * numAgents;
-        double[] d = new double[9 * s];
+        double[] d = new double[AbiIndices.DIAG_FIELDS * s];
         for (int u = 0; u < numUids; u++) {
             Moments grp = g.group()[u];
             for (int k = 0; k < numAgents; k++) {
                 int j = u * numAgents + k;
                 Moments agt = g.agent()[j];
-                d[0 * s + j] = agt.count();
-                d[1 * s + j] = agt.mean();
-                d[2 * s + j] = agt.m2();
-                d[3 * s + j] = agt.std();
-                d[4 * s + j] = grp.count();
-                d[5 * s + j] = grp.mean();
-                d[6 * s + j] = grp.m2();
-                d[7 * s + j] = grp.std();
+                d[AbiIndices.DIAG_AGENT_COUNT * s + j] = agt.count();
+                d[AbiIndices.DIAG_AGENT_MEAN * s + j] = agt.mean();
+                d[AbiIndices.DIAG_AGENT_M2 * s + j] = agt.m2();
+                d[AbiIndices.DIAG_AGENT_STD * s + j] = agt.std();
+                d[AbiIndices.DIAG_GROUP_COUNT * s + j] = grp.count();
+                d[AbiIndices.DIAG_GROUP_MEAN * s + j] = grp.mean();
+                d[AbiIndices.DIAG_GROUP_M2 * s + j] = grp.m2();
+                d[AbiIndices.DIAG_GROUP_STD * s + j] = grp.std();
                 double diff = agt.mean() - grp.mean();
-                d[8 * s + j] = (agt.count() == 0 || grp.std() == 0.0) ? Double.NaN
+                d[AbiIndices.DIAG_INFLATION * s + j] = (agt.count() == 0 || grp.std() == 0.0) ? Double.NaN
                         : (agt.std() * agt.std() + diff * diff) / (grp.std() * grp.std());
             }
         }
@@ -193,12 +194,10 @@ public final class ReferenceKernels {
 
     // ---------------------------------------------------------------- loss
 
-    /** grad[t] = dL/dlogp[t]; sums in the order of DRMAS_LOSS_*. */
+    /** grad[t] = dL/dlogp[t]; sums indexed by AbiIndices.LOSS_*. */
     public record LossRef(double[] grad, double[] sums) {
     }
 
-    public static final int LOSS = 0, PG_LOSS = 1, KL_LOSS = 2, TOKENS = 3, CLIPPED = 4,
-            CLIPPED_LOWER = 5, PPO_KL = 6, KL = 7;
 
     private static double clamp(double x, double lo, double hi) {
         return Math.max(lo, Math.min(hi, x));
@@ -229,7 +228,7 @@ public final class ReferenceKernels {
         int numTokens = logp.length;
         int numRows = offsets.length - 1;
         double[] grad = new double[numTokens];
-        double[] sums = new double[8];
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
         boolean withKl = ref != null && c.kl() != KlEstimator.NONE;
         for (int r = 0; r < numRows; r++) {
             // valid tokens of the row
@@ -238,7 +237,7 @@ public final class ReferenceKernels {
                 if (mask == null || mask[(int) t]) valid.add((int) t);
             }
             if (valid.isEmpty()) continue;
-            double w = c.aggregation() == LossAggregation.SEQ_MEAN_TOKEN_MEAN
+            double w = c.aggregation().perRowMean()
                     ? 1.0 / (valid.size() * normalizer) : 1.0 / normalizer;
             for (int t : valid) {
                 double lp = logp[t], a = adv[t];
@@ -298,14 +297,14 @@ public final class ReferenceKernels {
                 }
                 double l = pg + c.klCoef() * kl;
                 grad[t] = w * (dPg + c.klCoef() * dKl);
-                sums[LOSS] += term(w * l, absolute);
-                sums[PG_LOSS] += term(w * pg, absolute);
-                sums[KL_LOSS] += term(w * kl, absolute);
-                sums[TOKENS] += 1;
-                if (pg2 > pg1) sums[CLIPPED] += 1;
-                if (dualOn && pgMax > -a * c.dualClip()) sums[CLIPPED_LOWER] += 1;
-                sums[PPO_KL] += term(-dc, absolute);
-                sums[KL] += term(kl, absolute);
+                sums[AbiIndices.LOSS_LOSS] += term(w * l, absolute);
+                sums[AbiIndices.LOSS_PG_LOSS] += term(w * pg, absolute);
+                sums[AbiIndices.LOSS_KL_LOSS] += term(w * kl, absolute);
+                sums[AbiIndices.LOSS_TOKENS] += 1;
+                if (pg2 > pg1) sums[AbiIndices.LOSS_CLIPPED] += 1;
+                if (dualOn && pgMax > -a * c.dualClip()) sums[AbiIndices.LOSS_CLIPPED_LOWER] += 1;
+                sums[AbiIndices.LOSS_PPO_KL] += term(-dc, absolute);
+                sums[AbiIndices.LOSS_KL] += term(kl, absolute);
             }
         }
         return new LossRef(grad, sums);

@@ -121,7 +121,7 @@ public final class TorchReference {
             // empty trajectories go to a spare segment numUids that no row reads
             Tensor gid = torch.where(ts.count().gt(s(0.0)), trajUid, s(numUids));
             g = stats(ts.mean(), gid, numUids + 1, ddof);
-            if (c.mode() == NormMode.GRPO) num = ts.mean().index_select(0, t);
+            if (c.mode().trajectoryNumerator()) num = ts.mean().index_select(0, t);
         } else {
             g = stats(x, u, numUids, ddof);
         }
@@ -263,7 +263,7 @@ public final class TorchReference {
         // back to logp's dtype
         Tensor lv = torch.where(valid, l, s(0.0)).to(ScalarType.Double);
         Tensor total;
-        if (c.aggregation() == LossAggregation.SEQ_MEAN_TOKEN_MEAN) {
+        if (c.aggregation().perRowMean()) {
             // per-row sums and valid counts; the spare row `rows` collects nothing
             Tensor rowSum = zeros(rows + 1, ScalarType.Double);
             rowSum.index_add_(0, row, lv);
@@ -272,7 +272,7 @@ public final class TorchReference {
             // clamp_min keeps 0/0 out of the graph (where() would pass its NaN gradient on)
             total = torch.where(n.gt(s(0.0)), rowSum.div(n.clamp_min(s(1.0))), s(0.0)).sum();
         } else {
-            total = lv.sum(); // TOKEN_MEAN, SEQ_MEAN_TOKEN_SUM(_NORM): only the normaliser differs
+            total = lv.sum(); // the other aggregations differ only in their normaliser
         }
         return total.div(s(normalizer));
     }

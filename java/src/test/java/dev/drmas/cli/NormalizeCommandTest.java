@@ -164,7 +164,7 @@ class NormalizeCommandTest {
         assertTrue(r.err().contains("mode: 'maximal' is not one of grpo, drmas, agent-mean, agent-std"), r.err());
         r = run("normalize", "--mode", "drmas", "--eps", "0", in.toString());
         assertEquals(1, r.exit());
-        assertTrue(r.err().contains("eps must be finite and > 0"), r.err());
+        assertTrue(r.err().contains("eps: must be a finite number > 0, got 0"), r.err());
         r = run("normalize", "--mode", "drmas", dir.resolve("absent.jsonl").toString());
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("absent.jsonl: no such file"), r.err());

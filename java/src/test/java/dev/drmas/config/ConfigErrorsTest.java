@@ -82,7 +82,10 @@ class ConfigErrorsTest {
             models: {policy: {init: path}}                  | models.policy.path: is required when init is path
             ppo: {clip_low: 1.0}                            | ppo.clip_low: must be in [0, 1), got 1
             ppo: {clip_low: -0.1}                           | ppo.clip_low: must be in [0, 1), got -0.1
-            ppo: {dual_clip: 1.0}                           | ppo.dual_clip: must be > 1, or null to turn it off, got 1
+            ppo: {dual_clip: 1.0}                           | ppo.dual_clip: must be > 1, or null (or 0) to turn it off, got 1
+            ppo: {clip_high: -0.1}                          | ppo.clip_high: must be a finite number >= 0, got -0.1
+            ppo: {kl_coef: -0.1}                            | ppo.kl_coef: must be a finite number >= 0, got -0.1
+            algorithm: {eps: -1, scale_by_std: false}       | algorithm.eps: must be a finite number >= 0, got -1
             ppo: {mini_batch_size: 8, micro_batch_size: 16} | ppo.micro_batch_size: must be <= mini_batch_size (8), got 16
             ppo: {kl_coef: 0.1}                             | ppo.kl_coef: > 0 needs ppo.reference_model: true (the KL is to the reference policy)
             rollout: {top_p: 0}                             | rollout.top_p: must be in (0, 1], got 0

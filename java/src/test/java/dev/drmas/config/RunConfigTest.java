@@ -81,7 +81,7 @@ class RunConfigTest {
             rollout: {tasks_per_step: 8, rollouts_per_task: 6, temperature: 0.9, top_p: 0.95, top_k: 50,
                       max_new_tokens: 128, max_prompt_tokens: 384}
             algorithm: {mode: agent-mean, global_pooling: rows, eps: 1e-5, std: biased, scale_by_std: false,
-                        singleton: raw, drop_non_finite: true}
+                        singleton: raw}
             ppo:
               epochs: 2
               mini_batch_size: 32
@@ -168,7 +168,6 @@ class RunConfigTest {
         assertEquals(new SamplingParams(0.9, 50, 0.95), c.rollout().sampling());
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
                 c.normConfig());
-        assertTrue(c.algorithm().dropNonFinite());
         assertEquals(new PpoConfig(2, 32, 8, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
                 KlEstimator.K3, 0.01, true), c.ppo());
         assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),

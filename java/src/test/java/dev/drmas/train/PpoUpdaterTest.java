@@ -1,7 +1,8 @@
 // PpoUpdaterTest.java — PPO updates of a tiny model: the native fused loss and a pure-LibTorch
 // composition of the same loss (TorchReference, autograd) give the same parameters after several
 // optimiser steps; the optimiser moves only what has gradients; a non-finite gradient skips the
-// step; and the update raises the log-probability of positively advantaged responses.
+// step; the update raises the log-probability of positively advantaged responses; and ppo.shuffle
+// (false: mini-batches in row order) goes from the run config to the update.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -12,6 +13,8 @@ import dev.drmas.algo.KlEstimator;
 import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.algo.TorchReference;
+import dev.drmas.bindings.AbiIndices;
+import dev.drmas.config.RunConfig;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
@@ -40,7 +43,7 @@ class PpoUpdaterTest {
     /** The same loss composed from LibTorch ops; autograd gives dL/dlogp. */
     static final PpoUpdater.LossBackend TORCH = (c, normalizer, offsets, logp, old, adv, ref) ->
             new PpoUpdater.LossOut(TorchReference.clippedLossTensor(c, normalizer, offsets, logp, old, adv, ref, null),
-                    new double[dev.drmas.algo.ClippedLoss.NUM_SUMS]);
+                    new double[AbiIndices.LOSS_SUMS]);
 
     static List<PpoUpdater.Row> rows(long seed, int count) {
         SplittableRandom rng = new SplittableRandom(seed);
@@ -81,27 +84,94 @@ class PpoUpdaterTest {
         double entropy = v == Variant.SEQ_MEAN_KL_K3_ENTROPY ? 0.01 : 0.0;
         PpoUpdater.Settings s = new PpoUpdater.Settings(2, 5, 5, 0.8, entropy, 1.0, loss, 8);
         List<PpoUpdater.Row> rows = rows(3, 12);
-        Map<String, float[]> a, b;
+        Map<String, float[]> initial, a, b;
         try (CausalLm m1 = CausalLm.random(cfg, 5); CausalLm m2 = CausalLm.random(cfg, 5);
              CausalLm ref = CausalLm.random(cfg, 6);
              AdamW o1 = new AdamW(m1.parameters(), AdamW.Settings.of(3e-3));
              AdamW o2 = new AdamW(m2.parameters(), AdamW.Settings.of(3e-3))) {
             CausalLm r = loss.kl() == KlEstimator.NONE ? null : ref;
+            initial = snapshot(m1);
             PpoUpdater.Stats st = new PpoUpdater(m1, o1, r, s).update(rows, 42);
             new PpoUpdater(m2, o2, r, s, TORCH).update(rows, 42);
             assertEquals(6, st.optimizerSteps());  // 2 epochs x ceil(12 / 5)
             a = snapshot(m1);
             b = snapshot(m2);
         }
-        double maxDiff = 0;
         for (String k : a.keySet()) {
             float[] x = a.get(k), y = b.get(k);
-            for (int i = 0; i < x.length; i++) {
-                maxDiff = Math.max(maxDiff, Math.abs(x[i] - y[i]));
-                assertEquals(y[i], x[i], 1e-5 + 1e-5 * Math.abs(y[i]), k + "[" + i + "]");
-            }
+            for (int i = 0; i < x.length; i++) assertEquals(y[i], x[i], 1e-5 + 1e-5 * Math.abs(y[i]), k + "[" + i + "]");
         }
-        assertTrue(maxDiff >= 0);
+        // equal parameters mean something only if the update moved them: six Adam steps at lr 3e-3
+        // move most weights by about 1e-2 (the tolerance above is 1e-5)
+        assertTrue(maxMove(initial, a) > 1e-3, "the native update moved no parameter by more than 1e-3: "
+                + maxMove(initial, a));
+    }
+
+    /** The largest |after − before| over all parameters. */
+    static double maxMove(Map<String, float[]> before, Map<String, float[]> after) {
+        double max = 0;
+        for (String k : before.keySet()) {
+            float[] x = before.get(k), y = after.get(k);
+            for (int i = 0; i < x.length; i++) max = Math.max(max, Math.abs(x[i] - y[i]));
+        }
+        return max;
+    }
+
+    @Test
+    void withoutShuffleTheMiniBatchesAreCutInRowOrder() {
+        // 12 rows in mini-batches of 3, 2 epochs. Shuffled, the seed orders the mini-batches, so two
+        // seeds give different parameters; unshuffled, the order is the rows' and the seed changes
+        // nothing (bit for bit), and it is the order of seed-free updates of rows 0-2, 3-5, …
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        List<PpoUpdater.Row> rows = rows(21, 12);
+        PpoUpdater.Settings shuffled = new PpoUpdater.Settings(2, 3, 3, 1.0, 0, 1.0, LossConfig.defaults(), 1);
+        PpoUpdater.Settings inOrder = new PpoUpdater.Settings(2, 3, 3, 1.0, 0, 1.0, LossConfig.defaults(), 1, false, false);
+        assertTrue(shuffled.shuffle(), "shuffling is the default");
+        Map<String, float[]> s1 = trained(cfg, rows, shuffled, 1), s2 = trained(cfg, rows, shuffled, 2);
+        assertTrue(maxMove(s1, s2) > 1e-4, "shuffled: the seed must matter, " + maxMove(s1, s2));
+        Map<String, float[]> o1 = trained(cfg, rows, inOrder, 1), o2 = trained(cfg, rows, inOrder, 2);
+        assertEquals(0.0, maxMove(o1, o2), "unshuffled: the seed must not matter");
+        assertTrue(maxMove(o1, s1) > 1e-4 && maxMove(o1, s2) > 1e-4, "unshuffled differs from both shuffled orders");
+        // the rows in a seeded order, unshuffled, are that order's shuffled update
+        int[] perm = PpoUpdater.permutation(rows.size(), new SplittableRandom(7));
+        List<PpoUpdater.Row> permuted = new ArrayList<>();
+        for (int i : perm) permuted.add(rows.get(i));
+        PpoUpdater.Settings oneEpochShuffled = new PpoUpdater.Settings(1, 3, 3, 1.0, 0, 1.0, LossConfig.defaults(), 1);
+        PpoUpdater.Settings oneEpochInOrder = new PpoUpdater.Settings(1, 3, 3, 1.0, 0, 1.0, LossConfig.defaults(), 1, false, false);
+        // (old log-probs come from forward passes over other batches of rows: equal up to rounding)
+        double d = maxMove(trained(cfg, rows, oneEpochShuffled, 7), trained(cfg, permuted, oneEpochInOrder, 0));
+        assertTrue(d < 1e-5, "the permuted rows in order vs the shuffled update: " + d);
+    }
+
+    @Test
+    void ppoShuffleOfTheRunConfigReachesTheUpdate() {
+        // The trainer's settings from a run config: without the key they are what every run had
+        // before ppo.shuffle was read (shuffling), and ppo.shuffle=false changes that one field,
+        // which the updater then honours (the seed no longer matters).
+        List<String> small = List.of("ppo.mini_batch_size=3", "ppo.micro_batch_size=3");
+        List<String> unshuffled = new ArrayList<>(small);
+        unshuffled.add("ppo.shuffle=false");
+        PpoUpdater.Settings on = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, small), 1.0);
+        PpoUpdater.Settings off = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, unshuffled), 1.0);
+        assertEquals(new PpoUpdater.Settings(on.epochs(), on.miniBatchRows(), on.microBatchRows(), on.temperature(),
+                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent()), on,
+                "the default is the settings' own default");
+        assertEquals(new PpoUpdater.Settings(on.epochs(), on.miniBatchRows(), on.microBatchRows(), on.temperature(),
+                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent(), false), off,
+                "ppo.shuffle=false changes the shuffle and nothing else");
+        assertTrue(on.shuffle() && on.epochs() == 2 && on.miniBatchRows() == 3, "the config's values: " + on);
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        List<PpoUpdater.Row> rows = rows(23, 12);
+        assertEquals(0.0, maxMove(trained(cfg, rows, off, 1), trained(cfg, rows, off, 2)), "unshuffled: the seed must not matter");
+        double d = maxMove(trained(cfg, rows, on, 1), trained(cfg, rows, on, 2));
+        assertTrue(d > 1e-4, "shuffled: the seed must matter, " + d);
+    }
+
+    static Map<String, float[]> trained(ModelConfig cfg, List<PpoUpdater.Row> rows, PpoUpdater.Settings s, long seed) {
+        try (CausalLm m = CausalLm.random(cfg, 3); AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(3e-3))) {
+            new PpoUpdater(m, o, null, s).update(rows, seed);
+            return snapshot(m);
+        }
     }
 
     @Test
@@ -162,7 +232,7 @@ class PpoUpdaterTest {
             Map<String, float[]> before = snapshot(m);
             // a loss whose gradient is NaN everywhere
             PpoUpdater.LossBackend nan = (c, n, off, logp, old, adv, ref) -> new PpoUpdater.LossOut(
-                    logp.mul(new org.bytedeco.pytorch.Scalar(Double.NaN)).sum(), new double[dev.drmas.algo.ClippedLoss.NUM_SUMS]);
+                    logp.mul(new org.bytedeco.pytorch.Scalar(Double.NaN)).sum(), new double[AbiIndices.LOSS_SUMS]);
             PpoUpdater.Stats st = new PpoUpdater(m, o, null,
                     new PpoUpdater.Settings(1, 4, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1), nan).update(rows(4, 4), 0);
             assertEquals(1, st.skippedSteps());
