@@ -14,10 +14,14 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
 import java.net.URISyntaxException;
 import java.net.URL;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileTime;
 import java.security.MessageDigest;
+import java.time.Duration;
+import java.time.Instant;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
@@ -25,6 +29,8 @@ import java.util.HexFormat;
 public final class NativeLibrary {
     public static final String PATH_PROPERTY = "drmas.native.path";
     public static final String CACHE_PROPERTY = "drmas.native.cache";
+    /** Cached copies of other builds unused this long are removed. */
+    static final int KEEP_DAYS = 14;
     static final String RESOURCE = "/native/linux-x86_64/libdrmas.so";
     private static final System.Logger LOG = System.getLogger("dev.drmas.bindings");
 
@@ -122,16 +128,39 @@ public final class NativeLibrary {
         Path file = dir.resolve("libdrmas.so");
         try {
             if (Files.isRegularFile(file) && Files.size(file) == bytes.length && sha256(Files.readAllBytes(file)).equals(hash)) {
+                Files.setLastModifiedTime(file, FileTime.from(Instant.now()));  // in use: prune() keeps it
                 return file;
             }
             Files.createDirectories(dir);
             Path tmp = dir.resolve("libdrmas.so." + ProcessHandle.current().pid() + ".tmp");
             Files.write(tmp, bytes);
             Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            prune(root, dir);
             return file;
         } catch (IOException e) {
             LOG.log(System.Logger.Level.DEBUG, "cannot use the native cache " + root + " (" + e + "); extracting to a temporary folder");
             return extractTemporary(bytes);
+        }
+    }
+
+    /**
+     * Removes the copies of other builds that no process has used for {@link #KEEP_DAYS} days, so
+     * that rebuilding does not grow the cache without end (a process still using one keeps its
+     * mapping: Linux removes the name, not the pages).
+     */
+    private static void prune(Path root, Path keep) {
+        Instant cutoff = Instant.now().minus(Duration.ofDays(KEEP_DAYS));
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root)) {
+            for (Path d : dirs) {
+                Path lib = d.resolve("libdrmas.so");
+                if (d.equals(keep) || !Files.isRegularFile(lib) || Files.getLastModifiedTime(lib).toInstant().isAfter(cutoff)) continue;
+                try (DirectoryStream<Path> files = Files.newDirectoryStream(d)) {
+                    for (Path f : files) Files.deleteIfExists(f);
+                }
+                Files.deleteIfExists(d);
+            }
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.DEBUG, "pruning " + root + ": " + e);  // only space is at stake
         }
     }
 

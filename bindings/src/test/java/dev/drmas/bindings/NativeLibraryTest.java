@@ -57,16 +57,29 @@ class NativeLibraryTest {
         Path cache = dir.resolve("cache");
         Path first = NativeLibrary.extract(url, cache);
         long stamp = Files.getLastModifiedTime(first).toMillis();
-        Thread.sleep(20);
+        Object inode = Files.readAttributes(first, java.nio.file.attribute.BasicFileAttributes.class).fileKey();
         Path second = NativeLibrary.extract(url, cache);
         assertEquals(first, second);
-        assertEquals(stamp, Files.getLastModifiedTime(second).toMillis(), "an intact copy is reused, not rewritten");
+        assertEquals(inode, Files.readAttributes(second, java.nio.file.attribute.BasicFileAttributes.class).fileKey(),
+                "an intact copy is reused, not rewritten");
         assertArrayEquals(Files.readAllBytes(built()), Files.readAllBytes(first));
         try (Stream<Path> s = Files.walk(cache)) {
             assertEquals(1, s.filter(Files::isRegularFile).count(), "one file in the cache, no temporary left");
         }
+        assertTrue(Files.getLastModifiedTime(second).toMillis() >= stamp, "a reused copy is marked as used");
         Files.writeString(first, "damaged");
         assertArrayEquals(Files.readAllBytes(built()), Files.readAllBytes(NativeLibrary.extract(url, cache)), "a damaged copy is replaced");
+
+        // copies of other builds go once unused for KEEP_DAYS, when a new one is extracted
+        Path stale = Files.createDirectories(cache.resolve("0000000000000000")).resolve("libdrmas.so");
+        Path recent = Files.createDirectories(cache.resolve("1111111111111111")).resolve("libdrmas.so");
+        Files.writeString(stale, "old build");
+        Files.writeString(recent, "other build");
+        Files.setLastModifiedTime(stale, java.nio.file.attribute.FileTime.from(java.time.Instant.now().minus(
+                java.time.Duration.ofDays(NativeLibrary.KEEP_DAYS + 1))));
+        Files.delete(first);
+        NativeLibrary.extract(url, cache);
+        assertTrue(!Files.exists(stale.getParent()) && Files.exists(recent), "stale copies pruned, recent ones kept");
     }
 
     @Test
