@@ -252,7 +252,9 @@ public final class PpoUpdater {
         return new Stats(batches == 0 ? 0 : pg / batches, batches == 0 ? 0 : klLoss / batches,
                 ratio(sums[ClippedLoss.CLIPPED], tokens), ratio(sums[ClippedLoss.CLIPPED_LOWER], tokens),
                 ratio(sums[ClippedLoss.PPO_KL], tokens), ratio(sums[ClippedLoss.KL], tokens), ratio(entSum, tokens),
-                steps == 0 ? 0 : normSum / steps, normMax, steps, skipped, (long) tokens, agentNorms);
+                // every step skipped (non-finite norm): NaN, not a 0.0 that reads as a calm step; skipped_steps counts them
+                steps == 0 ? (skipped > 0 ? Double.NaN : 0) : normSum / steps, steps == 0 && skipped > 0 ? Double.NaN : normMax,
+                steps, skipped, (long) tokens, agentNorms);
     }
 
     private record MiniBatch(double[] sums, double entropySum) {
