@@ -74,7 +74,9 @@ int32_t check_offsets_args(const char* fn, int64_t num_rows, const int64_t* row_
                            int64_t num_tokens) {
     DRMAS_REQUIRE(num_rows >= 0, DRMAS_ERR_SIZE, "%s: num_rows must be >= 0, got %lld", fn, (long long)num_rows);
     DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
-    DRMAS_REQUIRE(row_offsets != nullptr, DRMAS_ERR_NULL, "%s: row_offsets is NULL (it needs num_rows + 1 = %lld entries)", fn, (long long)num_rows + 1);
+    // num_rows + 1 in unsigned arithmetic: num_rows = INT64_MAX is a valid argument to reject, not an overflow
+    DRMAS_REQUIRE(row_offsets != nullptr, DRMAS_ERR_NULL, "%s: row_offsets is NULL (it needs num_rows + 1 = %llu entries)", fn,
+                  (unsigned long long)num_rows + 1);
     return DRMAS_OK;
 }
 

@@ -1,6 +1,10 @@
 // NativeLibrary.java — finds and loads libdrmas once per process: from -Ddrmas.native.path
-// (the .so or its folder) when set, else from the copy packed in the bindings jar, which is
-// extracted to a temporary file because the dynamic loader needs a real path.
+// (the .so or its folder) when set, else from the copy packed with the bindings classes. In a
+// built tree (target/classes) that copy is a file and is loaded where it is; inside a jar it is
+// extracted once to a cache folder named by its SHA-256 (-Ddrmas.native.cache, else
+// $XDG_CACHE_HOME/drmas/native or ~/.cache/drmas/native) and reused by every later process, since
+// the dynamic loader needs a real path. (Extracting to a new temporary folder per process left a
+// 2.3 MB /tmp/drmas-native* folder behind at every start.)
 package dev.drmas.bindings;
 
 import java.io.IOException;
@@ -8,13 +12,25 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.SymbolLookup;
+import java.net.URISyntaxException;
+import java.net.URL;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.FileTime;
+import java.security.MessageDigest;
+import java.time.Duration;
+import java.time.Instant;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
 
 /** The loaded libdrmas and where it came from. */
 public final class NativeLibrary {
     public static final String PATH_PROPERTY = "drmas.native.path";
+    public static final String CACHE_PROPERTY = "drmas.native.cache";
+    /** Cached copies of other builds unused this long are removed. */
+    static final int KEEP_DAYS = 14;
     static final String RESOURCE = "/native/linux-x86_64/libdrmas.so";
     private static final System.Logger LOG = System.getLogger("dev.drmas.bindings");
 
@@ -70,19 +86,103 @@ public final class NativeLibrary {
                     + System.getProperty("os.name") + "/" + System.getProperty("os.arch")
                     + ". Build it with CMake and pass -D" + PATH_PROPERTY + "=<build folder>");
         }
-        try (InputStream in = NativeLibrary.class.getResourceAsStream(RESOURCE)) {
-            if (in == null) {
-                throw new IllegalStateException("libdrmas.so is not in the bindings jar (" + RESOURCE
-                        + "); build with `mvn package` or pass -D" + PATH_PROPERTY);
+        URL url = NativeLibrary.class.getResource(RESOURCE);
+        if (url == null) {
+            throw new IllegalStateException("libdrmas.so is not in the bindings jar (" + RESOURCE
+                    + "); build with `mvn package` or pass -D" + PATH_PROPERTY);
+        }
+        if (url.getProtocol().equals("file")) {
+            try {
+                return Path.of(url.toURI());  // the build tree: nothing to extract
+            } catch (URISyntaxException | IllegalArgumentException e) {
+                // an odd URL: extract it like a jar's
             }
+        }
+        return extract(url, cacheRoot());
+    }
+
+    /** Where extracted copies go (a folder per content hash below it). */
+    static Path cacheRoot() {
+        String configured = System.getProperty(CACHE_PROPERTY);
+        if (configured != null && !configured.isBlank()) return Path.of(configured);
+        String xdg = System.getenv("XDG_CACHE_HOME");
+        Path base = xdg != null && !xdg.isBlank() ? Path.of(xdg) : Path.of(System.getProperty("user.home"), ".cache");
+        return base.resolve("drmas").resolve("native");
+    }
+
+    /**
+     * The library at {@code url} as a file {@code root}/SHA/libdrmas.so, written (through a
+     * temporary file and a rename, so that concurrent starts never see half a library) only when
+     * no intact copy is there. Falls back to a temporary folder deleted at exit when the cache
+     * cannot be written.
+     */
+    static Path extract(URL url, Path root) {
+        byte[] bytes;
+        try (InputStream in = url.openStream()) {
+            bytes = in.readAllBytes();
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + url, e);
+        }
+        String hash = sha256(bytes);
+        Path dir = root.resolve(hash.substring(0, 16));
+        Path file = dir.resolve("libdrmas.so");
+        try {
+            if (Files.isRegularFile(file) && Files.size(file) == bytes.length && sha256(Files.readAllBytes(file)).equals(hash)) {
+                Files.setLastModifiedTime(file, FileTime.from(Instant.now()));  // in use: prune() keeps it
+                return file;
+            }
+            Files.createDirectories(dir);
+            Path tmp = dir.resolve("libdrmas.so." + ProcessHandle.current().pid() + ".tmp");
+            Files.write(tmp, bytes);
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            prune(root, dir);
+            return file;
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.DEBUG, "cannot use the native cache " + root + " (" + e + "); extracting to a temporary folder");
+            return extractTemporary(bytes);
+        }
+    }
+
+    /**
+     * Removes the copies of other builds that no process has used for {@link #KEEP_DAYS} days, so
+     * that rebuilding does not grow the cache without end (a process still using one keeps its
+     * mapping: Linux removes the name, not the pages).
+     */
+    private static void prune(Path root, Path keep) {
+        Instant cutoff = Instant.now().minus(Duration.ofDays(KEEP_DAYS));
+        try (DirectoryStream<Path> dirs = Files.newDirectoryStream(root)) {
+            for (Path d : dirs) {
+                Path lib = d.resolve("libdrmas.so");
+                if (d.equals(keep) || !Files.isRegularFile(lib) || Files.getLastModifiedTime(lib).toInstant().isAfter(cutoff)) continue;
+                try (DirectoryStream<Path> files = Files.newDirectoryStream(d)) {
+                    for (Path f : files) Files.deleteIfExists(f);
+                }
+                Files.deleteIfExists(d);
+            }
+        } catch (IOException e) {
+            LOG.log(System.Logger.Level.DEBUG, "pruning " + root + ": " + e);  // only space is at stake
+        }
+    }
+
+    private static Path extractTemporary(byte[] bytes) {
+        try {
             Path dir = Files.createTempDirectory("drmas-native");
             Path file = dir.resolve("libdrmas.so");
-            Files.copy(in, file, StandardCopyOption.REPLACE_EXISTING);
-            file.toFile().deleteOnExit();
+            // deleteOnExit runs in reverse order of registration: the file first, then its folder
             dir.toFile().deleteOnExit();
+            file.toFile().deleteOnExit();
+            Files.write(file, bytes);
             return file;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot extract libdrmas.so to a temporary folder", e);
+        }
+    }
+
+    private static String sha256(byte[] bytes) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);  // every JDK has SHA-256
         }
     }
 }

@@ -1,6 +1,9 @@
 // AdvantageSummary.java — per-agent figures of one normalisation: score and advantage mean,
 // the advantage second moment E[A²] (what scales an agent's gradient norm, the paper's §4),
 // and Lemma 4.2's inflation factor, its mean and its maximum over the groups where it is defined.
+// It is undefined where the group's std is 0 and also where the std is only rounding noise (below
+// RELATIVE_STD_FLOOR times the group's mean): float32 scores that mean the same value (0.7 and
+// the mean of 0.6 and 0.8) give a σ of ~1e-8, and dividing by its square reported factors of 1e15.
 package dev.drmas.algo;
 
 import dev.drmas.bindings.AbiIndices;
@@ -8,6 +11,8 @@ import dev.drmas.bindings.AbiIndices;
 public record AdvantageSummary(int agent, long rows, double scoreMean, double advantageMean,
                                double advantageSecondMoment, double inflationMean, double inflationMax,
                                long inflationGroups) {
+    /** A group std at or below this times |group mean| counts as 0 (float32 scores carry ~6e-8 relative rounding). */
+    public static final double RELATIVE_STD_FLOOR = 1e-6;
 
     /** One summary per agent from the rows and the diagnostics of {@link Advantages#computeWithDiagnostics}. */
     public static AdvantageSummary[] perAgent(float[] scores, int[] agent, float[] advantages, double[] diagnostics,
@@ -27,8 +32,11 @@ public record AdvantageSummary(int agent, long rows, double scoreMean, double ad
             double inf = 0, max = Double.NaN;
             long groups = 0;
             for (int u = 0; u < numUids; u++) {
-                double v = diagnostics[(int) (AbiIndices.DIAG_INFLATION * segs + (long) u * numAgents + k)];
-                if (!Double.isNaN(v)) {
+                long seg = (long) u * numAgents + k;
+                double v = diagnostics[(int) (AbiIndices.DIAG_INFLATION * segs + seg)];
+                double sigma = diagnostics[(int) (AbiIndices.DIAG_GROUP_STD * segs + seg)];
+                double mu = diagnostics[(int) (AbiIndices.DIAG_GROUP_MEAN * segs + seg)];
+                if (!Double.isNaN(v) && sigma > RELATIVE_STD_FLOOR * Math.abs(mu)) {
                     inf += v;
                     max = groups == 0 ? v : Math.max(max, v);
                     groups++;

@@ -37,8 +37,9 @@ final class CompareCommand implements Callable<Integer> {
                 rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
         Advantages.Result drmas = Advantages.computeWithDiagnostics(NormConfig.of(NormMode.DRMAS), rows.scores, rows.uid,
                 rows.traj, rows.agent, rows.numUids, rows.numTrajs, k);
-        NormalizeCommand.writeAtomically(outDir.resolve("grpo.jsonl"), ScoredRows.read(input), grpo.advantages());
-        NormalizeCommand.writeAtomically(outDir.resolve("drmas.jsonl"), ScoredRows.read(input), drmas.advantages());
+        // the same rows twice (each write sets their "advantage"): stdin cannot be read twice
+        NormalizeCommand.writeFile(outDir.resolve("grpo.jsonl"), rows, grpo.advantages());
+        NormalizeCommand.writeFile(outDir.resolve("drmas.jsonl"), rows, drmas.advantages());
 
         AdvantageSummary[] g = AdvantageSummary.perAgent(rows.scores, rows.agent, grpo.advantages(), grpo.diagnostics(), rows.numUids, k);
         AdvantageSummary[] d = AdvantageSummary.perAgent(rows.scores, rows.agent, drmas.advantages(), drmas.diagnostics(), rows.numUids, k);

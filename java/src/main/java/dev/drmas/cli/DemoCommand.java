@@ -9,6 +9,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.config.RunConfig;
 import dev.drmas.metrics.RunReport;
 import dev.drmas.train.Checkpoints;
+import dev.drmas.train.RunLock;
 import dev.drmas.train.Trainer;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -41,24 +42,34 @@ final class DemoCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         RunConfig cfg = RunCommand.loadConfig(config, overrides);
         Path runDir = cfg.run().runDir();
-        if (fresh) Checkpoints.deleteTree(runDir);
-        System.out.println("drmas demo: " + cfg.agents().size() + " agents, mode " + cfg.algorithm().mode().configName()
-                + ", " + cfg.trainer().steps() + " steps of " + cfg.rollout().tasksPerStep() + " tasks x "
-                + cfg.rollout().rolloutsPerTask() + " rollouts; run directory " + runDir);
-        long t0 = System.nanoTime();
-        boolean warm = Files.isDirectory(runDir.resolve("sft").resolve("models"));
-        boolean checkpointed = Files.isDirectory(runDir.resolve("checkpoints"));
-        if (!warm && !checkpointed && cfg.sft().steps() > 0) {
-            System.out.println("1/2 supervised warm start (" + cfg.sft().steps() + " steps)");
-            RunConfig sftCfg = cfg.withOverrides(List.of("run.resume=never"));
-            RunCommand.withTrainer(sftCfg, System.out, Trainer::sft);
+        // the lock first: --fresh must not delete a folder another process is training in
+        try (RunLock lock = RunCommand.lock(cfg)) {
+            if (fresh) clear(runDir);
+            System.out.println("drmas demo: " + cfg.agents().size() + " agents, mode " + cfg.algorithm().mode().configName()
+                    + ", " + cfg.trainer().steps() + " steps of " + cfg.rollout().tasksPerStep() + " tasks x "
+                    + cfg.rollout().rolloutsPerTask() + " rollouts; run directory " + runDir);
+            long t0 = System.nanoTime();
+            boolean warm = Files.isDirectory(runDir.resolve("sft").resolve("models"));
+            boolean checkpointed = Files.isDirectory(runDir.resolve("checkpoints"));
+            if (!warm && !checkpointed && cfg.sft().steps() > 0) {
+                System.out.println("1/2 supervised warm start (" + cfg.sft().steps() + " steps)");
+                RunConfig sftCfg = cfg.withOverrides(List.of("run.resume=never"));
+                RunCommand.withTrainer(sftCfg, System.out, Trainer::sft);
+            }
+            System.out.println("2/2 reinforcement learning with " + cfg.algorithm().mode().configName());
+            RunCommand.withTrainer(cfg, System.out, Trainer::train);
+            double minutes = (System.nanoTime() - t0) / 60e9;
+            report(runDir, minutes);
+            System.out.println("report:          " + RunReport.write(List.of(runDir), runDir.resolve("report.html")).toAbsolutePath());
         }
-        System.out.println("2/2 reinforcement learning with " + cfg.algorithm().mode().configName());
-        RunCommand.withTrainer(cfg, System.out, Trainer::train);
-        double minutes = (System.nanoTime() - t0) / 60e9;
-        report(runDir, minutes);
-        System.out.println("report:          " + RunReport.write(List.of(runDir), runDir.resolve("report.html")).toAbsolutePath());
         return 0;
+    }
+
+    /** Everything in the run folder but the lock file (which this process holds). */
+    private static void clear(Path runDir) throws IOException {
+        try (var children = Files.list(runDir)) {
+            for (Path p : children.toList()) if (!p.getFileName().toString().equals(RunLock.FILE)) Checkpoints.deleteTree(p);
+        }
     }
 
     /** Before/after table from metrics.jsonl: the first and the last evaluation. */

@@ -75,6 +75,12 @@ final class ExperimentCommand implements Callable<Integer> {
         Path root = cfg.run().runDir();
         int threads = Math.max(1, (cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors()) / parallel);
         List<Job> jobs = jobs(root, threads);
+        try (var lock = RunCommand.lock(cfg)) {  // one experiment at a time in a folder; each job locks its own run
+            return run(root, jobs, threads);
+        }
+    }
+
+    private int run(Path root, List<Job> jobs, int threads) throws IOException {
         Files.createDirectories(root.resolve("logs"));
         PrintWriter out = spec.commandLine().getOut();
         out.printf("drmas experiment: %d seeds x (1 warm start + %d runs) = %d jobs, %d at a time, %d threads each, in %s%n",

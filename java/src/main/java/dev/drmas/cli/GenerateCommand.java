@@ -91,10 +91,28 @@ final class GenerateCommand implements Callable<Integer> {
                     : prompt;
             int[] ids = tok.encode(text);
             if (ids.length == 0) throw new UserError("--prompt encodes to no tokens");
-            GenerationConfig cfg = new GenerationConfig(sampling, base.maxNewTokens(), new HashSet<>(tok.stopTokenIds()),
+            int positions = model.config().maxPositionEmbeddings();
+            if (ids.length >= positions) {
+                throw new UserError("--prompt is " + ids.length + " tokens; the model in " + modelDir + " takes at most " + positions
+                        + " positions (max_position_embeddings), prompt and completion together");
+            }
+            int budget = base.maxNewTokens();
+            if (ids.length + (long) budget > positions) {
+                budget = positions - ids.length;
+                spec.commandLine().getErr().println("drmas generate: --max-new-tokens " + base.maxNewTokens() + " goes past the model's "
+                        + positions + " positions (max_position_embeddings) after the " + ids.length + "-token prompt; generating at most "
+                        + budget + " tokens");
+                spec.commandLine().getErr().flush();
+            }
+            GenerationConfig cfg = new GenerationConfig(sampling, budget, new HashSet<>(tok.stopTokenIds()),
                     stopStrings, stopStrings.isEmpty() ? null : t -> tok.decode(t, false), seed, true,
                     Math.min(tok.vocabSize(), model.config().vocabSize()));
-            Completion c = new Generator(model).generate(List.of(new Request(ids, 0)), cfg).get(0);
+            Completion c;
+            try {
+                c = new Generator(model).generate(List.of(new Request(ids, 0)), cfg).get(0);
+            } catch (IllegalStateException e) {
+                throw new UserError(modelDir + ": " + e.getMessage(), e);  // non-finite logits: the model, not drmas
+            }
             String completion = tok.decode(c.tokens(), true);
             if (json) {
                 ObjectMapper m = new ObjectMapper();

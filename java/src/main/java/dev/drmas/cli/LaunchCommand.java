@@ -2,7 +2,9 @@
 // Starts N ranks of `drmas train` as child JVMs (same java, JVM flags and class path as this one)
 // on 127.0.0.1, forwards their output line by line with a [rankR] prefix, and when one rank fails
 // stops the others and exits with its status. Several machines: run `drmas train` on each with
-// the torchrun variables set (README, "Several GPUs and nodes").
+// the torchrun variables set (README, "Several GPUs and nodes"). Each rank's stdin is a pipe from
+// the launcher that nobody writes to: when the launcher dies, even by kill -9 (no shutdown hook
+// runs then), the pipe closes and the rank stops itself instead of training on unattended.
 package dev.drmas.cli;
 
 import java.io.BufferedReader;
@@ -42,12 +44,41 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides, as for train")
     List<String> overrides = new ArrayList<>();
 
+    /** Set in a rank's environment: its stdin is the launcher's pipe, whose end means the launcher is gone. */
+    static final String WATCH_ENV = "DRMAS_LAUNCHER_STDIN";
+
+    /**
+     * In a rank started by launch: a daemon thread that reads stdin until the launcher's end of the
+     * pipe closes, then ends this process (exit status 1, with a line saying why).
+     */
+    static void watchLauncher() {
+        if (!"1".equals(System.getenv(WATCH_ENV))) return;
+        Thread t = new Thread(() -> {
+            try {
+                byte[] sink = new byte[256];
+                while (System.in.read(sink) >= 0) {
+                    // the launcher writes nothing; read on until its end closes
+                }
+            } catch (IOException e) {
+                // a broken pipe means the same: the launcher is gone
+            }
+            System.err.println("drmas: the launcher of this rank (drmas launch) is gone; stopping rank " + System.getenv("RANK"));
+            System.err.flush();
+            Runtime.getRuntime().halt(1);  // no hooks: the lock, the files and the sockets go with the process
+        }, "drmas-launcher-watch");
+        t.setDaemon(true);
+        t.start();
+    }
+
     /** Where the ranks' output goes (the console; tests capture it). */
     static PrintStream out = System.out;
+    /** Set by a pump when the ranks' output can no longer be written. */
+    private static volatile StdStreams.OutputFailure outputLost;
 
     @Override
     public Integer call() throws Exception {
         if (nproc < 1) throw new UserError("--nproc must be >= 1, got " + nproc);
+        if (java.nio.file.Files.isDirectory(config)) throw new UserError(config + ": is a folder, not a config file");
         if (!java.nio.file.Files.isRegularFile(config)) throw new UserError(config + ": no such config file");
         int port = masterPort != null ? masterPort : freePort();
         if (port < 1 || port > 65535) throw new UserError("--master-port must be in 1..65535, got " + port);
@@ -55,6 +86,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         if (threads < 1) throw new UserError("--threads-per-rank must be >= 1, got " + threads);
         List<Process> ranks = new ArrayList<>();
         List<Thread> pumps = new ArrayList<>();
+        outputLost = null;
         Thread cleanup = new Thread(() -> ranks.forEach(Process::destroyForcibly));
         Runtime.getRuntime().addShutdownHook(cleanup);  // a killed launcher takes its ranks with it
         try {
@@ -73,6 +105,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                 env.put("WORLD_SIZE", Integer.toString(nproc));
                 env.put("LOCAL_WORLD_SIZE", Integer.toString(nproc));
                 env.put("OMP_NUM_THREADS", Integer.toString(threads));
+                env.put(WATCH_ENV, "1");  // stdin stays the default pipe from this process
                 // as ./drmas sets them: waiting threads sleep instead of spinning on shared cores
                 env.putIfAbsent("OMP_WAIT_POLICY", "PASSIVE");
                 env.putIfAbsent("OPENBLAS_THREAD_TIMEOUT", "4");
@@ -99,6 +132,10 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         boolean[] done = new boolean[ranks.size()];
         int left = ranks.size();
         while (left > 0) {
+            if (outputLost != null) {  // nobody can see the ranks any more (a closed pipe, a full disk)
+                stopAll(ranks);
+                throw outputLost;
+            }
             for (int r = 0; r < ranks.size(); r++) {
                 Process p = ranks.get(r);
                 if (done[r] || !p.waitFor(50, TimeUnit.MILLISECONDS)) continue;
@@ -128,8 +165,13 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         Thread t = new Thread(() -> {
             try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
                 for (String line; (line = in.readLine()) != null; ) {
+                    if (outputLost != null) continue;  // drain, so the rank does not block on a full pipe
                     synchronized (LaunchCommand.class) {
-                        out.println(prefix + line);
+                        try {
+                            out.println(prefix + line);
+                        } catch (StdStreams.OutputFailure e) {
+                            outputLost = e;  // await() stops the ranks and reports it
+                        }
                     }
                 }
             } catch (IOException e) {

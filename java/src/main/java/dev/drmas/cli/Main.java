@@ -23,13 +23,33 @@ public final class Main implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
+    @CommandLine.Option(names = "--verbose", scope = CommandLine.ScopeType.INHERIT,
+            description = "print the stack trace with an error (also: DRMAS_DEBUG=1)")
+    boolean verbose;
+
     @Override
     public void run() {
         spec.commandLine().usage(System.err);
     }
 
     public static void main(String[] args) {
-        System.exit(commandLine().execute(args));
+        StdStreams.install();  // before picocli wraps System.out
+        int status = commandLine().execute(args);
+        try {
+            StdStreams.flushOut();
+        } catch (StdStreams.OutputFailure e) {
+            System.err.println("drmas: " + e.getMessage());
+            if (status == 0) status = 1;
+        }
+        System.exit(status);
+    }
+
+    /** Stack traces with error messages: DRMAS_DEBUG=1 in the environment, or --verbose. */
+    static boolean verbose(String[] args) {
+        String env = System.getenv("DRMAS_DEBUG");
+        if (env != null && !env.isBlank() && !env.equals("0")) return true;
+        for (String a : args) if (a.equals("--verbose")) return true;
+        return false;
     }
 
     /** The configured picocli command line (also used by tests). */
@@ -37,10 +57,18 @@ public final class Main implements Runnable {
         CommandLine cl = new CommandLine(new Main());
         for (Workflow w : Workflows.all()) for (Object command : w.commands()) cl.addSubcommand(command);
         cl.setCaseInsensitiveEnumValuesAllowed(true);
-        // A data or configuration error is a one-line message naming what and where, not a stack trace.
+        // A data or configuration error is a one-line message naming what and where, with its causes
+        // (what was being done, then why), not a stack trace unless asked for.
         cl.setExecutionExceptionHandler((ex, cmd, parseResult) -> {
-            cmd.getErr().println("drmas " + cmd.getCommandName() + ": " + ex.getMessage());
-            return ex instanceof UserError || ex instanceof TaskFileException ? 1 : 3;
+            var err = cmd.getErr();
+            err.println("drmas " + cmd.getCommandName() + ": " + Errors.describe(ex));
+            if (verbose(parseResult.originalArgs().toArray(String[]::new))) {
+                ex.printStackTrace(err);
+            } else if (!(ex instanceof UserError || ex instanceof TaskFileException || ex instanceof StdStreams.OutputFailure)) {
+                err.println("drmas: (DRMAS_DEBUG=1 prints the stack trace)");
+            }
+            err.flush();
+            return ex instanceof UserError || ex instanceof TaskFileException || ex instanceof StdStreams.OutputFailure ? 1 : 3;
         });
         return cl;
     }

@@ -14,13 +14,10 @@ import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.OutputStreamWriter;
 import java.io.PrintStream;
-import java.io.UncheckedIOException;
 import java.io.Writer;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -53,7 +50,7 @@ final class NormalizeCommand implements Callable<Integer> {
     @Option(names = "--no-std", description = "only subtract the mean (Dr. GRPO style)")
     boolean noStd;
 
-    @Option(names = {"-o", "--output"}, paramLabel = "OUT.jsonl", description = "write here (atomically) instead of stdout")
+    @Option(names = {"-o", "--output"}, paramLabel = "OUT.jsonl", description = "write here instead of stdout (a regular file is replaced whole: written beside it, then renamed)")
     Path output;
 
     @Option(names = "--summary", description = "print per-agent statistics to stderr")
@@ -72,7 +69,7 @@ final class NormalizeCommand implements Callable<Integer> {
     }
 
     @Override
-    public Integer call() {
+    public Integer call() throws IOException {
         NormConfig cfg = config();
         ScoredRows rows = ScoredRows.read(input);
         Advantages.Result r;
@@ -83,44 +80,29 @@ final class NormalizeCommand implements Callable<Integer> {
             throw new UserError(rows.source + ": " + e.getMessage());
         }
         if (output == null) {
+            // System.out throws on a failed write (StdStreams): a full disk or a closed pipe stops the command
             Writer w = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
             write(rows, r.advantages(), w);
         } else {
-            writeAtomically(output, rows, r.advantages());
+            writeFile(output, rows, r.advantages());
         }
         if (summary) printSummary(System.err, cfg, rows, r);
         return 0;
     }
 
-    static void write(ScoredRows rows, float[] adv, Writer w) {
-        try {
-            for (int i = 0; i < rows.size(); i++) {
-                // the float's shortest decimal form, exactly as the kernel produced it
-                rows.objects.get(i).put("advantage", new BigDecimal(Float.toString(adv[i])));
-                w.write(ScoredRows.JSON.writeValueAsString(rows.objects.get(i)));
-                w.write('\n');
-            }
-            w.flush();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+    static void write(ScoredRows rows, float[] adv, Writer w) throws IOException {
+        for (int i = 0; i < rows.size(); i++) {
+            // the float's shortest decimal form, exactly as the kernel produced it
+            rows.objects.get(i).put("advantage", new BigDecimal(Float.toString(adv[i])));
+            w.write(ScoredRows.JSON.writeValueAsString(rows.objects.get(i)));
+            w.write('\n');
         }
+        w.flush();
     }
 
-    static void writeAtomically(Path out, ScoredRows rows, float[] adv) {
-        Path dir = out.toAbsolutePath().getParent();
-        try {
-            Files.createDirectories(dir);
-            Path tmp = Files.createTempFile(dir, "." + out.getFileName(), ".tmp");
-            try (Writer w = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-                write(rows, adv, w);
-            } catch (RuntimeException | IOException e) {
-                Files.deleteIfExists(tmp);
-                throw e;
-            }
-            Files.move(tmp, out, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            throw new UserError(out + ": cannot write: " + e.getMessage(), e);
-        }
+    /** The rows with their advantages to {@code out} (OutputFile: whole or not at all, devices written in place). */
+    static void writeFile(Path out, ScoredRows rows, float[] adv) {
+        OutputFile.write(out, os -> write(rows, adv, new BufferedWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8))));
     }
 
     static void printSummary(PrintStream err, NormConfig cfg, ScoredRows rows, Advantages.Result r) {

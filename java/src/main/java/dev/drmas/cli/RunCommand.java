@@ -9,6 +9,7 @@ import dev.drmas.dist.Collective;
 import dev.drmas.env.TaskFileException;
 import dev.drmas.model.ModelFileException;
 import dev.drmas.tokenizer.TokenizerFileException;
+import dev.drmas.train.RunLock;
 import dev.drmas.train.Trainer;
 import java.io.PrintStream;
 import java.nio.file.Files;
@@ -30,12 +31,16 @@ abstract class RunCommand implements Callable<Integer> {
     }
 
     static RunConfig loadConfig(Path config, List<String> overrides) {
+        if (Files.isDirectory(config)) throw new UserError(config + ": is a folder, not a config file");
         if (!Files.isRegularFile(config)) throw new UserError(config + ": no such config file");
+        RunConfig cfg;
         try {
-            return RunConfig.load(config, overrides);
+            cfg = RunConfig.load(config, overrides);
         } catch (ConfigException e) {
             throw new UserError(e.getMessage(), e);
         }
+        for (String w : cfg.warnings()) System.err.println("drmas: warning: " + w);
+        return cfg;
     }
 
     /** Runs {@code body} with a trainer, turning bad input into user errors. */
@@ -43,14 +48,35 @@ abstract class RunCommand implements Callable<Integer> {
         return withTrainer(cfg, out, Collective.single(), body);
     }
 
-    /** As above, as one rank of {@code dist}. */
+    /**
+     * As above, as one rank of {@code dist}. Rank 0 holds the run folder's lock (RunLock) for the
+     * whole body: a second process on the same folder stops before it writes anything.
+     */
     static int withTrainer(RunConfig cfg, PrintStream out, Collective dist, TrainerBody body) throws Exception {
-        try (Trainer t = Trainer.open(cfg, out, dist)) {
+        try (RunLock lock = dist.isMaster() ? lock(cfg) : null; Trainer t = Trainer.open(cfg, out, dist)) {
             body.run(t);
             return 0;
         } catch (ConfigException | TaskFileException | ModelFileException | TokenizerFileException e) {
             throw new UserError(e.getMessage(), e);
         }
+    }
+
+    /** The run folder's lock for this command; a folder in use or not writable is a user error. */
+    static RunLock lock(RunConfig cfg) {
+        try {
+            return RunLock.acquire(cfg.run().runDir(), "drmas " + commandName());
+        } catch (RunLock.RunFolderException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+    }
+
+    /** This process's command line after the main class ("train run.yaml trainer.steps=3"), for the lock file. */
+    static String commandName() {
+        String[] args = ProcessHandle.current().info().arguments().orElse(new String[0]);
+        for (int i = 0; i < args.length; i++) {
+            if (args[i].equals(Main.class.getName())) return String.join(" ", java.util.Arrays.copyOfRange(args, i + 1, args.length));
+        }
+        return "(in-process)";
     }
 
     interface TrainerBody {

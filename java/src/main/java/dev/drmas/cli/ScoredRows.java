@@ -5,16 +5,21 @@
 // so files that number rollouts 0..N-1 within each task work as they are.
 package dev.drmas.cli;
 
+import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.io.BufferedReader;
+import java.io.BufferedInputStream;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.Reader;
+import java.io.InputStream;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -28,6 +33,8 @@ final class ScoredRows {
     /** Keeps numbers as written (0.1 stays 0.1, 1.0 stays 1.0) when rows are echoed back. */
     static final ObjectMapper JSON = new ObjectMapper()
             .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
+            // {"score": 1, "score": 0} is an error, not "the last one wins"
+            .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
             .setNodeFactory(JsonNodeFactory.withExactBigDecimals(true));
 
     final String source;
@@ -53,27 +60,32 @@ final class ScoredRows {
     }
 
     static ScoredRows read(Path input) {
-        String name = input.toString().equals("-") ? "<stdin>" : input.toString();
-        try (Reader r = input.toString().equals("-")
-                ? new InputStreamReader(System.in, StandardCharsets.UTF_8)
-                : Files.newBufferedReader(input, StandardCharsets.UTF_8)) {
-            return read(name, r);
+        boolean stdin = input.toString().equals("-");
+        String name = stdin ? "<stdin>" : input.toString();
+        if (!stdin && Files.isDirectory(input)) throw new UserError(name + ": is a folder, not a JSONL file");
+        try (InputStream in = stdin ? StdStreams.stdin() : Files.newInputStream(input)) {
+            return read(name, in);
         } catch (NoSuchFileException e) {
             throw new UserError(name + ": no such file");
         } catch (IOException e) {
-            throw new UserError(name + ": cannot read: " + e.getMessage(), e);
+            throw new UserError(name + ": cannot read: " + Errors.reason(e), e);
         }
     }
 
-    static ScoredRows read(String name, Reader reader) throws IOException {
+    static ScoredRows read(String name, InputStream input) throws IOException {
         ScoredRows rows = new ScoredRows(name);
         Map<String, Integer> uids = new HashMap<>(), trajs = new HashMap<>(), agents = new HashMap<>();
         List<Float> scores = new ArrayList<>();
         List<int[]> keys = new ArrayList<>();
-        BufferedReader in = reader instanceof BufferedReader b ? b : new BufferedReader(reader);
+        BufferedInputStream in = new BufferedInputStream(input, 1 << 16);
+        // a decoder that reports bad bytes (a Reader with a charset silently replaces them), one line at a time
+        // so that the error can name the line
+        CharsetDecoder utf8 = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         String line;
         int lineNo = 0;
-        while ((line = in.readLine()) != null) {
+        while ((line = nextLine(in, bytes, utf8, name, lineNo + 1)) != null) {
             lineNo++;
             if (line.isBlank()) continue;
             String where = name + ":" + lineNo;
@@ -123,6 +135,32 @@ final class ScoredRows {
         rows.numUids = uids.size();
         rows.numTrajs = trajs.size();
         return rows;
+    }
+
+    /** The next line without its \n (and \r), or null at the end; bytes that are not UTF-8 are an error naming the line. */
+    private static String nextLine(BufferedInputStream in, ByteArrayOutputStream buf, CharsetDecoder utf8, String name, int lineNo)
+            throws IOException {
+        buf.reset();
+        int b;
+        while ((b = in.read()) != -1 && b != '\n') buf.write(b);
+        if (b == -1 && buf.size() == 0) return null;
+        byte[] raw = buf.toByteArray();
+        int n = raw.length > 0 && raw[raw.length - 1] == '\r' ? raw.length - 1 : raw.length;
+        try {
+            return utf8.reset().decode(ByteBuffer.wrap(raw, 0, n)).toString();
+        } catch (CharacterCodingException e) {
+            int at = firstBadByte(raw, n);
+            throw new UserError(name + ":" + lineNo + ": not UTF-8 text (byte " + (at + 1) + " of the line, 0x"
+                    + String.format("%02x", raw[at] & 0xff) + ", is not valid UTF-8)");
+        }
+    }
+
+    private static int firstBadByte(byte[] raw, int n) {
+        CharsetDecoder d = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(raw, 0, n);
+        var r = d.decode(in, java.nio.CharBuffer.allocate(n + 1), true);
+        return r.isError() ? in.position() : 0;
     }
 
     // A key is a string or an integer; the type is part of the key ("1" and 1 differ).

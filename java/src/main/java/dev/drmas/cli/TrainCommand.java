@@ -14,6 +14,7 @@ import picocli.CommandLine.Command;
 final class TrainCommand extends RunCommand {
     @Override
     public Integer call() throws Exception {
+        LaunchCommand.watchLauncher();
         var cfg = loadConfig();
         DistEnv env;
         try {

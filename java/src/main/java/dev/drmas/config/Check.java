@@ -39,6 +39,12 @@ public final class Check {
         that(value >= 0 && Double.isFinite(value), key, "must be a finite number >= 0, got " + num(value));
     }
 
+    /** A positive number that float32 holds (what LibTorch turns optimiser settings into). */
+    public static void positiveFloat32(double value, String key) {
+        positive(value, key);
+        that(value <= Float.MAX_VALUE, key, "must be <= " + Float.MAX_VALUE + " (LibTorch takes it as a float32), got " + num(value));
+    }
+
     /** value in [lo, hi) when {@code hiOpen}, else [lo, hi]. */
     public static void inRange(double value, double lo, double hi, boolean hiOpen, String key) {
         boolean ok = value >= lo && (hiOpen ? value < hi : value <= hi);

@@ -13,6 +13,11 @@ import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
+import java.nio.ByteBuffer;
+import java.nio.CharBuffer;
+import java.nio.charset.CoderResult;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -81,7 +86,8 @@ final class ConfigTree {
         }
         String text;
         try {
-            text = Files.readString(file);
+            if (Files.isDirectory(file)) throw ConfigException.in(file.toString(), "is a folder, not a config file");
+            text = utf8(file, Files.readAllBytes(file));
         } catch (NoSuchFileException e) {
             if (extendsOrigin == null) throw ConfigException.in(file.toString(), "no such file");
             throw new ConfigException(extendsOrigin, "extends", "no such file " + file);
@@ -110,6 +116,30 @@ final class ConfigTree {
         for (String p : parents) merged.mergeFrom(read(file.resolveSibling(p), next, origin));
         merged.mergeFrom(tree);
         return merged;
+    }
+
+    /** The file's text; bytes that are not UTF-8 are an error naming the line and column (Java's own says "Input length = 1"). */
+    private static String utf8(Path file, byte[] bytes) {
+        var decoder = StandardCharsets.UTF_8.newDecoder()
+                .onMalformedInput(CodingErrorAction.REPORT).onUnmappableCharacter(CodingErrorAction.REPORT);
+        ByteBuffer in = ByteBuffer.wrap(bytes);
+        CharBuffer out = CharBuffer.allocate(bytes.length + 1);
+        CoderResult r = decoder.decode(in, out, true);
+        if (r.isError()) {
+            int at = in.position(), line = 1, col = 1;
+            for (int i = 0; i < at; i++) {
+                if (bytes[i] == '\n') {
+                    line++;
+                    col = 1;
+                } else if ((bytes[i] & 0xC0) != 0x80) {
+                    col++;  // count characters, not continuation bytes
+                }
+            }
+            throw ConfigException.in(file + ":" + line + ":" + col, String.format("not UTF-8 text (byte 0x%02x); save the file as UTF-8",
+                    bytes[at] & 0xff));
+        }
+        decoder.flush(out);
+        return out.flip().toString();
     }
 
     /**

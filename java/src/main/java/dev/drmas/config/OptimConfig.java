@@ -19,8 +19,10 @@ public record OptimConfig(double lr, List<Double> betas, double eps, double weig
     public OptimConfig {
         checkLr(lr, "lr");
         betas = checkBetas(betas, "betas");
-        Check.positive(eps, "eps");
+        Check.positiveFloat32(eps, "eps");
         Check.nonNegative(weightDecay, "weight_decay");
+        Check.that(weightDecay <= Float.MAX_VALUE, "weight_decay", "must be <= " + Float.MAX_VALUE + " (LibTorch takes it as a float32), got "
+                + Check.num(weightDecay));
         Check.nonNegative(warmupSteps, "warmup_steps");
         Check.nonNegative(gradClip, "grad_clip");
     }
@@ -45,7 +47,7 @@ public record OptimConfig(double lr, List<Double> betas, double eps, double weig
     }
 
     static void checkLr(double lr, String key) {
-        Check.positive(lr, key);
+        Check.positiveFloat32(lr, key);
     }
 
     static List<Double> checkBetas(List<Double> betas, String key) {

@@ -24,7 +24,7 @@ public record OptimOverrides(Double lr, List<Double> betas, Double eps, Double w
     public OptimOverrides {
         if (lr != null) OptimConfig.checkLr(lr, "lr");
         if (betas != null) betas = OptimConfig.checkBetas(betas, "betas");
-        if (eps != null) Check.positive(eps, "eps");
+        if (eps != null) Check.positiveFloat32(eps, "eps");
         if (weightDecay != null) Check.nonNegative(weightDecay, "weight_decay");
         if (warmupSteps != null) Check.nonNegative(warmupSteps, "warmup_steps");
         if (gradClip != null) Check.nonNegative(gradClip, "grad_clip");

@@ -111,7 +111,11 @@ final class Overrides {
                             + l.size() + " entries" + ids(l) + (appendable ? "; append one with +"
                             + o.key() + (o.kind() == Kind.DELETE ? "" : "=...") : ""));
                 }
-                if (append && !last) l.add(new LinkedHashMap<String, Object>());
+                if (append && !last) {
+                    l.add(new LinkedHashMap<String, Object>());
+                    // what the new entry lacks (its id, say) is this override's doing, not the file's
+                    tree.setOrigin(KeyPaths.element(path, index), o.origin());
+                }
                 childPath = KeyPaths.element(path, index);
                 childType = Binder.typeArg(type, 0);
                 childTemplate = template instanceof List<?> tl && index < tl.size() ? tl.get(index) : null;

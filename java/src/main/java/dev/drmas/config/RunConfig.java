@@ -5,8 +5,11 @@
 // folder's config.yaml, which loads to an equal RunConfig.
 package dev.drmas.config;
 
+import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.algo.NormConfig;
+import dev.drmas.algo.NormMode;
+import dev.drmas.algo.SingletonPolicy;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.AtomicMoveNotSupportedException;
@@ -75,6 +78,7 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         Check.that(data.source() != DataConfig.Source.JSONL || data.testFile() != null || trainer.evalFreq() == 0,
                 "data.test_file", "is required when data.source is jsonl and trainer.eval_freq > 0 "
                         + "(or set trainer.eval_freq: 0)");
+        checkOneRollout(rollout, algorithm);
         int longest = rollout.maxPromptTokens() + rollout.maxNewTokens();
         for (Map.Entry<String, ModelSpec> e : models.entrySet()) {
             ModelSpec m = e.getValue();
@@ -82,6 +86,33 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
                     "(" + m.size().maxPositions() + ") is shorter than rollout.max_prompt_tokens + rollout.max_new_tokens ("
                             + longest + ")");
         }
+    }
+
+    /**
+     * One rollout per task under trajectory pooling makes every group a single trajectory; a mode
+     * that takes its mean or std from the group then gives every row advantage 0 (singleton
+     * fallback and zero), so the run would train on nothing. Refused, saying what does work.
+     */
+    private static void checkOneRollout(RolloutConfig rollout, AlgorithmConfig a) {
+        if (rollout.rolloutsPerTask() != 1 || a.globalPooling() != GlobalPooling.TRAJECTORIES || a.singleton() == SingletonPolicy.RAW
+                || a.mode() == NormMode.DRMAS) {
+            return;
+        }
+        throw ConfigException.at("rollout.rollouts_per_task", "is 1, so each group (task) has one trajectory and algorithm.mode "
+                + a.mode().configName() + " gives every advantage 0 (the group's statistics are undefined; algorithm.singleton "
+                + a.singleton().configName() + "); use 2 or more rollouts per task, or algorithm.global_pooling: rows, "
+                + "or algorithm.singleton: raw");
+    }
+
+    /** What is allowed but probably not meant, one line each (the CLI prints them at start). */
+    public List<String> warnings() {
+        List<String> w = new ArrayList<>();
+        if (rollout.rolloutsPerTask() == 1 && algorithm.mode() == NormMode.DRMAS && algorithm.singleton() != SingletonPolicy.RAW) {
+            w.add("rollout.rollouts_per_task is 1: an agent that acts once per trajectory is alone in its (task, agent) segment and"
+                    + " its group has one trajectory, so its advantages are 0 (algorithm.singleton " + algorithm.singleton().configName()
+                    + "); only agents acting several times per trajectory learn. Use 2 or more rollouts per task");
+        }
+        return w;
     }
 
     private static Map<String, ModelSpec> checkModels(Map<String, ModelSpec> models) {
@@ -224,6 +255,27 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
             }
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + file, e);
+        }
+    }
+
+    /**
+     * Every setting by its full key path ({@code models.policy.size.hidden}, {@code agents[0].model})
+     * with its value as config.yaml writes it (numbers, strings, booleans, null), in config order:
+     * what a resumed run compares with the run it continues.
+     */
+    public Map<String, Object> flat() {
+        Map<String, Object> out = new LinkedHashMap<>();
+        flatten("", Binder.toTree(this), out);
+        return out;
+    }
+
+    private static void flatten(String path, Object v, Map<String, Object> out) {
+        if (v instanceof Map<?, ?> m && !m.isEmpty()) {
+            m.forEach((k, e) -> flatten(KeyPaths.child(path, (String) k), e, out));
+        } else if (v instanceof List<?> l && !l.isEmpty() && l.stream().anyMatch(e -> e instanceof Map<?, ?>)) {
+            for (int i = 0; i < l.size(); i++) flatten(KeyPaths.element(path, i), l.get(i), out);
+        } else {
+            out.put(path, v);
         }
     }
 

@@ -43,9 +43,23 @@ public record RunSettings(String name, long seed, Path outputDir, String resume,
     public RunSettings {
         Check.notBlank(name, "name");
         Check.given(outputDir, "output_dir");
+        checkName(name);
         Check.notBlank(resume, "resume");
         Check.given(device, "device");
         Check.nonNegative(threads, "threads");
+    }
+
+    /** The run folder is output_dir/name: a name that leaves output_dir (../x, /abs) would write elsewhere. */
+    private static void checkName(String name) {
+        Path n;
+        try {
+            n = Path.of(name);
+        } catch (java.nio.file.InvalidPathException e) {
+            throw ConfigException.at("name", "'" + name + "' is not a valid folder name (" + e.getReason() + ")");
+        }
+        Path norm = n.normalize();
+        Check.that(!n.isAbsolute() && !norm.toString().isEmpty() && !norm.startsWith(".."), "name",
+                "'" + name + "' would put the run folder outside run.output_dir; give a name inside it (a/b is fine, ../a and /a are not)");
     }
 
     public static RunSettings defaults() {

@@ -1,7 +1,9 @@
 // MetricsLogger.java — what the trainer logs to: fans each step's scalars out to its sinks
-// (metrics.jsonl, TensorBoard, the console). Metrics observe training, they are not its result,
-// so nothing here may end a run: a non-finite value is reported once per name and passed on for
-// each sink to keep as it can, and a sink that fails is reported and dropped while the others go on.
+// (metrics.jsonl, TensorBoard, the console). A non-finite value is reported once per name and
+// passed on for each sink to keep as it can. A console sink that fails is reported and dropped
+// while the others go on; a file of the run folder that cannot be written (a full disk) stops the
+// run instead, since every later step would be lost from it while the run looked fine (the last
+// checkpoint stays, and a resumed run rewrites the metrics from there).
 package dev.drmas.metrics;
 
 import java.io.IOException;
@@ -21,7 +23,8 @@ import java.util.Set;
  * The first non-finite value of each name is reported on the warning stream with its step.
  *
  * <p>A sink that throws while logging is closed, reported with the error on the warning stream
- * and not called again ({@link #failures()} lists them); the step is still given to the others.
+ * and not called again ({@link #failures()} lists them); the step is still given to the others,
+ * unless the sink is {@link MetricsSink#essential()}: then log throws.
  */
 public final class MetricsLogger implements MetricsSink {
     /** Where {@link #forRun} puts the event files, under the run directory. */
@@ -95,6 +98,10 @@ public final class MetricsLogger implements MetricsSink {
                 it.remove();
                 String what = sink.getClass().getSimpleName() + " failed at step " + step + ": " + e.getMessage();
                 failures.add(what);
+                if (sink.essential()) {
+                    closeQuietly(sink);
+                    throw new IllegalStateException("metrics: " + what + "; the run stops (resume continues from its last checkpoint)", e);
+                }
                 warnings.println("metrics: " + what + "; it is dropped, the other sinks go on");
                 closeQuietly(sink);
             }

@@ -17,6 +17,15 @@ public interface MetricsSink extends AutoCloseable {
      */
     void log(long step, Map<String, Double> scalars);
 
+    /**
+     * Whether the run must stop when this sink cannot write: true for the run folder's files
+     * (metrics.jsonl, TensorBoard events), whose lost lines nothing would bring back; false for
+     * the console, which may go away while the run goes on.
+     */
+    default boolean essential() {
+        return false;
+    }
+
     /** Flushes and releases the destination; later calls to {@link #log} are errors. */
     @Override
     void close();

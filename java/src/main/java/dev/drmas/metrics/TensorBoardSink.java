@@ -97,6 +97,12 @@ public final class TensorBoardSink implements MetricsSink {
         return file;
     }
 
+    /** The file is the run's record: a failed write stops the run (MetricsLogger). */
+    @Override
+    public boolean essential() {
+        return true;
+    }
+
     @Override
     public synchronized void log(long step, Map<String, Double> scalars) {
         if (out == null) throw new IllegalStateException(file + " is closed");

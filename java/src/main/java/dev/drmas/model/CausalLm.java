@@ -199,8 +199,22 @@ public final class CausalLm implements AutoCloseable {
             throw new ModelFileException(m.toString());
         }
         Map<String, Tensor> p = new LinkedHashMap<>();
+        List<String> nonFinite = new ArrayList<>();
         try (PointerScope scope = new PointerScope()) {
-            for (String name : shapes.keySet()) p.put(name, Scopes.retain(st.get(name, dtype, device)));
+            for (String name : shapes.keySet()) {
+                Tensor t = st.get(name, dtype, device);
+                // NaN or infinite weights load fine and then train into nothing (every step skipped)
+                // or generate empty text; refuse them here, by name
+                long bad = t.numel() == 0 ? 0 : t.isfinite().logical_not().sum().item_long();
+                if (bad > 0) nonFinite.add(name + " (" + bad + " of " + t.numel() + " values, in " + st.info(name).file().getFileName() + ")");
+                p.put(name, Scopes.retain(t));
+            }
+        }
+        if (!nonFinite.isEmpty()) {
+            p.values().forEach(Tensor::close);
+            StringBuilder m = new StringBuilder(st.source() + ": weights that are NaN or infinite");
+            list(m, "tensors", nonFinite);
+            throw new ModelFileException(m.toString());
         }
         return new CausalLm(c, dtype, device, p);
     }

@@ -49,6 +49,11 @@ public final class Generator {
             }
             longest = Math.max(longest, p.length);
         }
+        long slots = (long) b * (longest + (long) cfg.maxNewTokens());
+        if (slots > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(b + " requests × (longest prompt " + longest + " + max new tokens " + cfg.maxNewTokens()
+                    + ") = " + slots + " token slots, more than one batch can hold (" + (Integer.MAX_VALUE - 8) + ")");
+        }
         final int capacity = longest + cfg.maxNewTokens();
         // the whole batch as it grows, left-padded: ids and key validity per slot
         long[] ids = new long[b * capacity];
@@ -100,6 +105,11 @@ public final class Generator {
                         Row row = rows[r];
                         int tok = (int) draw.tokens()[r];
                         if (row.reason == null) {
+                            if (Float.isNaN(draw.logprobs()[r])) {
+                                // log_softmax of finite logits is never NaN: the model's output is not finite
+                                throw new IllegalStateException("the model produced non-finite logits (NaN or infinity) for request "
+                                        + r + " at generated token " + row.n + "; its weights or activations are not finite");
+                            }
                             row.add(tok, draw.logprobs()[r]);
                             row.reason = stopReason(row, tok, cfg);
                             if (row.reason != null) active--;

@@ -1,7 +1,9 @@
 // Checkpoints.java — a run's checkpoints: every model's weights in HF layout (so a checkpoint
 // loads in HF transformers too), every optimiser's state as safetensors, and the trainer's own
-// state (step, data position, seeds) as JSON. Each checkpoint is written into a temporary folder
-// and renamed into place, so a crash never leaves a half checkpoint that resume would pick up.
+// state (step, data position, seeds) as JSON. Each checkpoint is written into a temporary folder,
+// synced to the disk (files, then folders) and renamed into place, so neither a crash nor a power
+// loss leaves a half or empty checkpoint that resume would pick up; a save that fails removes its
+// temporary folder and says which checkpoint and folder it was.
 package dev.drmas.train;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -48,38 +50,85 @@ public final class Checkpoints {
         return root.resolve(String.format("step_%06d", step));
     }
 
+    /** What else goes into a checkpoint before it is renamed into place (tokenizer files, the config). */
+    public interface Extra {
+        void writeInto(Path tmpDir) throws IOException;
+    }
+
     /**
      * Writes a checkpoint of {@code step}: models (id → model), their optimisers (id → AdamW) and
      * the trainer state, into a temporary folder renamed to step_N when complete.
      */
     public Path save(long step, Map<String, CausalLm> models, Map<String, AdamW> optims, ObjectNode trainerState)
             throws IOException {
-        Files.createDirectories(root);
+        return save(step, models, optims, trainerState, tmp -> { });
+    }
+
+    /** As above, with {@code extra} written into the folder too, before the state file and the rename. */
+    public Path save(long step, Map<String, CausalLm> models, Map<String, AdamW> optims, ObjectNode trainerState, Extra extra)
+            throws IOException {
         Path tmp = root.resolve(String.format("step_%06d.tmp", step));
-        deleteTree(tmp);
-        Files.createDirectories(tmp);
-        for (Map.Entry<String, CausalLm> e : models.entrySet()) {
-            e.getValue().save(tmp.resolve("models").resolve(e.getKey()));
-        }
-        Files.createDirectories(tmp.resolve("optim"));
-        for (Map.Entry<String, AdamW> e : optims.entrySet()) {
-            AdamW o = e.getValue();
-            try (PointerScope scope = new PointerScope()) {
-                Map<String, Tensor> state = new LinkedHashMap<>();
-                o.state().forEach((k, t) -> state.put(k, t.detach().cpu().contiguous()));
-                SafeTensorsWriter.write(tmp.resolve("optim").resolve(e.getKey() + ".safetensors"), state);
-            }
-        }
-        ObjectNode st = trainerState.deepCopy();
-        st.put("step", step);
-        ObjectNode steps = st.putObject("optimizer_steps");
-        optims.forEach((k, o) -> steps.put(k, o.steps()));
-        // the state file last: its presence marks a complete checkpoint
-        Files.writeString(tmp.resolve(STATE_FILE), JSON.writerWithDefaultPrettyPrinter().writeValueAsString(st));
         Path dest = dir(step);
-        deleteTree(dest);
-        Files.move(tmp, dest, StandardCopyOption.ATOMIC_MOVE);
-        return dest;
+        try {
+            Files.createDirectories(root);
+            deleteTree(tmp);
+            Files.createDirectories(tmp);
+            for (Map.Entry<String, CausalLm> e : models.entrySet()) {
+                e.getValue().save(tmp.resolve("models").resolve(e.getKey()));
+            }
+            Files.createDirectories(tmp.resolve("optim"));
+            for (Map.Entry<String, AdamW> e : optims.entrySet()) {
+                AdamW o = e.getValue();
+                try (PointerScope scope = new PointerScope()) {
+                    Map<String, Tensor> state = new LinkedHashMap<>();
+                    o.state().forEach((k, t) -> state.put(k, t.detach().cpu().contiguous()));
+                    SafeTensorsWriter.write(tmp.resolve("optim").resolve(e.getKey() + ".safetensors"), state);
+                }
+            }
+            extra.writeInto(tmp);
+            ObjectNode st = trainerState.deepCopy();
+            st.put("step", step);
+            ObjectNode steps = st.putObject("optimizer_steps");
+            optims.forEach((k, o) -> steps.put(k, o.steps()));
+            // the state file last: its presence marks a complete checkpoint
+            Files.writeString(tmp.resolve(STATE_FILE), JSON.writerWithDefaultPrettyPrinter().writeValueAsString(st));
+            Durable.syncTree(tmp);  // the data on the disk before the name that says it is complete
+            deleteTree(dest);
+            Files.move(tmp, dest, StandardCopyOption.ATOMIC_MOVE);
+            Durable.syncFolder(root);
+            return dest;
+        } catch (IOException | RuntimeException e) {
+            try {
+                deleteTree(tmp);
+            } catch (IOException | RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw new IOException("cannot write the checkpoint of step " + step + " (in " + tmp + "; removed): " + reason(e), e);
+        }
+    }
+
+    private static String reason(Exception e) {
+        if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
+            return (f.getFile() != null ? f.getFile() + ": " : "") + f.getReason();
+        }
+        if (e.getMessage() != null) return e.getMessage();
+        return e.getClass().getSimpleName();
+    }
+
+    /**
+     * Fails now, naming the folder, when checkpoints cannot be written there, rather than at the
+     * first save after an hour of training (an existing read-only or immutable checkpoints/).
+     */
+    public void checkWritable() throws IOException {
+        Path probe = root.resolve(".write-test-" + ProcessHandle.current().pid());
+        try {
+            Files.createDirectories(root);
+            Files.deleteIfExists(probe);
+            Files.createFile(probe);
+            Files.delete(probe);
+        } catch (IOException e) {
+            throw new IOException("checkpoints folder " + root + " is not writable: " + reason(e), e);
+        }
     }
 
     /** The complete checkpoint with the highest step, if any (temporary folders are ignored). */

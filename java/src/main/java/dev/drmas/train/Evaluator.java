@@ -2,17 +2,24 @@
 // eval.samples times each, with the eval sampling settings on random streams that are the same at
 // every evaluation (same tasks, same seeds: evaluations of a run are comparable), and the correct
 // counts are summed across ranks into avg@n and the unbiased pass@k, plus the workload's metrics.
+// A long evaluation (many tasks, many rounds) shows that it is alive: rank 0 prints a progress line
+// after an agent's round when drmas.progress.interval_s (default 15) seconds have passed since the
+// last one; the lines change nothing in the results.
 package dev.drmas.train;
 
+import dev.drmas.agent.AgentPolicy;
 import dev.drmas.agent.Episode;
+import dev.drmas.agent.Turn;
 import dev.drmas.config.RunConfig;
 import dev.drmas.dist.Collective;
 import dev.drmas.env.Task;
 import dev.drmas.metrics.PassAtK;
 import dev.drmas.workflow.Workload;
+import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 final class Evaluator {
@@ -20,12 +27,23 @@ final class Evaluator {
     private final Workload workload;
     private final Policies policies;
     private final Collective dist;
+    private final PrintStream log;
 
-    Evaluator(RunConfig cfg, Workload workload, Policies policies, Collective dist) {
+    Evaluator(RunConfig cfg, Workload workload, Policies policies, Collective dist, PrintStream log) {
         this.cfg = cfg;
         this.workload = workload;
         this.policies = policies;
         this.dist = dist;
+        this.log = log;
+    }
+
+    /** Seconds between progress lines of one evaluation (system property drmas.progress.interval_s; 0: after every round). */
+    static double progressInterval() {
+        try {
+            return Double.parseDouble(System.getProperty("drmas.progress.interval_s", "15"));
+        } catch (NumberFormatException e) {
+            return 15;
+        }
     }
 
     /** avg@n and pass@k on the held-out tasks; empty when there are none. */
@@ -40,7 +58,25 @@ final class Evaluator {
         long t0 = System.nanoTime();
         EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().maxNewTokens(),
                 SamplingStreams.evaluation(), cfg.run().seed() + 7, (long) mine.first() * n);
-        List<Episode> eps = RolloutBatch.run(workload.orchestra(), local, n, policy);
+        AgentPolicy watched = policy;
+        if (dist.isMaster()) {
+            double every = progressInterval();
+            int episodes = local.size() * n;
+            long[] last = {t0};
+            int[] rounds = {0};
+            watched = (agent, requests) -> {
+                List<Turn> turns = policy.act(agent, requests);
+                rounds[0]++;
+                long now = System.nanoTime();
+                if ((now - last[0]) / 1e9 >= every) {
+                    last[0] = now;
+                    log.printf(Locale.ROOT, "eval: round %d done (%s, %d of %d episodes still running), %.0f s%n", rounds[0],
+                            agent.id(), requests.size(), episodes, (now - t0) / 1e9);
+                }
+                return turns;
+            };
+        }
+        List<Episode> eps = RolloutBatch.run(workload.orchestra(), local, n, watched);
         double[] hits = new double[tasks.size() * n];
         for (Episode e : eps) if (workload.reward(local.get(e.uid()), e) == 1.0) hits[(mine.first() * n) + e.traj()] = 1;
         dist.sum(hits, "the evaluation results");

@@ -20,7 +20,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Set;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
@@ -35,6 +37,7 @@ final class Policies implements AutoCloseable {
 
     final Map<String, Policy> byId = new LinkedHashMap<>();
     final String origin;  // where the weights came from, for the log
+    final Set<String> randomInit = new LinkedHashSet<>();  // models with no weights to start from
 
     private Policies(String origin) {
         this.origin = origin;
@@ -68,6 +71,7 @@ final class Policies implements AutoCloseable {
                     ModelConfig mc = spec.toModelConfig(tok.vocabSize(), tok.stopTokenIds());
                     model = CausalLm.random(mc, cfg.run().seed() * 1_000_003L + id.hashCode(), dtype, device);
                     from.append(id).append(": random init; ");
+                    ps.randomInit.add(id);
                 }
                 OptimConfig o = cfg.optimFor(id);
                 AdamW optim = new AdamW(model.parameters(), new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(),
@@ -86,6 +90,7 @@ final class Policies implements AutoCloseable {
 
     private Policies(Policies p, String origin) {
         this.byId.putAll(p.byId);
+        this.randomInit.addAll(p.randomInit);
         this.origin = origin;
     }
 

@@ -31,8 +31,8 @@ import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.TensorVector;
-import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.bytedeco.pytorch.global.torch;
 
 public final class PpoUpdater {
     /**
@@ -299,7 +299,9 @@ public final class PpoUpdater {
         return new Stats(batches == 0 ? 0 : pg / batches, batches == 0 ? 0 : klLoss / batches,
                 ratio(sums[AbiIndices.LOSS_CLIPPED], tokens), ratio(sums[AbiIndices.LOSS_CLIPPED_LOWER], tokens),
                 ratio(sums[AbiIndices.LOSS_PPO_KL], tokens), ratio(sums[AbiIndices.LOSS_KL], tokens), ratio(entSum, tokens),
-                steps == 0 ? 0 : normSum / steps, normMax, steps, skipped, (long) tokens, agentNorms);
+                // every step skipped (non-finite norm): NaN, not a 0.0 that reads as a calm step; skipped_steps counts them
+                steps == 0 ? (skipped > 0 ? Double.NaN : 0) : normSum / steps, steps == 0 && skipped > 0 ? Double.NaN : normMax,
+                steps, skipped, (long) tokens, agentNorms);
     }
 
     private record MiniBatch(double[] sums, double entropySum) {

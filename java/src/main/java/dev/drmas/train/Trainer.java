@@ -23,12 +23,14 @@ import dev.drmas.metrics.PhaseTimer;
 import dev.drmas.workflow.Workflows;
 import dev.drmas.workflow.Workload;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.bytedeco.pytorch.global.torch;
 
 public final class Trainer implements AutoCloseable {
@@ -55,14 +57,23 @@ public final class Trainer implements AutoCloseable {
         try {
             Files.createDirectories(runDir);
         } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            throw new UncheckedIOException("cannot create the run folder " + runDir + " (run.output_dir/run.name)", e);
         }
         this.workload = Workflows.open(cfg, log);
         try {
             SamplingStreams.check(cfg, workload);
+            // what the checkpoint cannot honour stops every rank; what changed safely rank 0 logs
+            if (checkpoint != null) ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()));
             // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
             if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
-            this.policies = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStartDir());
+            Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir));
+            try {
+                GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize());
+            } catch (RuntimeException e) {
+                ps.close();
+                throw e;
+            }
+            this.policies = ps;
             if (dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
         } catch (RuntimeException e) {
             workload.close();  // the retriever's index
@@ -124,6 +135,11 @@ public final class Trainer implements AutoCloseable {
 
     LastStep lastStep;
 
+    /** The models that start from a random initialisation (no checkpoint, no path, no warm start). */
+    public Set<String> randomModels() {
+        return Set.copyOf(policies.randomInit);
+    }
+
     /** The run's models, for tests in this package. */
     Map<String, Policies.Policy> policiesForTest() {
         return policies.byId;
@@ -134,7 +150,10 @@ public final class Trainer implements AutoCloseable {
     /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
-        if (dist.isMaster()) cfg.save(runDir.resolve("config.yaml"));
+        if (dist.isMaster()) {
+            if (tc.saveFreq() > 0) new Checkpoints(runDir.resolve("checkpoints")).checkWritable();  // now, not at the first save
+            cfg.save(runDir.resolve("config.yaml"));
+        }
         Map<String, Double> lastEval = Map.of();
         var mc = cfg.metrics();
         boolean m0 = dist.isMaster();  // the other ranks' metrics are merged into rank 0's
@@ -212,8 +231,11 @@ public final class Trainer implements AutoCloseable {
             st.put("data_position", tasks.position());
             st.put("seed", cfg.run().seed());
             st.put("world_size", dist.worldSize());  // informative: resume works with any world size
-            Path p = cps.save(step, policies.models(), policies.optimizers(), st);
-            policies.copyTokenizers(p.resolve("models"));
+            // the tokenizer and the config go in before the rename: a checkpoint with a name is complete
+            cps.save(step, policies.models(), policies.optimizers(), st, tmp -> {
+                policies.copyTokenizers(tmp.resolve("models"));
+                Files.writeString(tmp.resolve(ResumeCheck.CONFIG_FILE), cfg.toYaml());
+            });
         }
         dist.barrier("the checkpoint of step " + step);
         return cps.dir(step);
@@ -228,7 +250,7 @@ public final class Trainer implements AutoCloseable {
 
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
     public Map<String, Double> evaluate() {
-        return new Evaluator(cfg, workload, policies, dist).evaluate();
+        return new Evaluator(cfg, workload, policies, dist, log).evaluate();
     }
 
     /** The supervised warm start; saves the weights to runDir/sft/models, where training starts from. */

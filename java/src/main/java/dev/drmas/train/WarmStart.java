@@ -2,7 +2,9 @@
 // model learns from its agents' turns in demonstrations that the workload scripts (formats right,
 // final answers right with probability sft.correct_prob), by token-mean cross-entropy on the
 // responses (which end with the end-of-turn token, so that the models learn to stop); the weights
-// go to runDir/sft/models, where training picks them up as its starting point.
+// go to runDir/sft/models, where training picks them up as its starting point. They are written as
+// checkpoints are (a temporary folder, synced, then renamed), so a warm start killed while saving
+// keeps the previous weights whole.
 package dev.drmas.train;
 
 import dev.drmas.agent.Agent;
@@ -16,7 +18,9 @@ import dev.drmas.rollout.TeacherForcing;
 import dev.drmas.workflow.Workload;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -70,11 +74,54 @@ final class WarmStart {
         } finally {
             optims.values().forEach(AdamW::close);
         }
-        Path dir = runDir.resolve("sft").resolve("models");
-        for (Policies.Policy p : policies.byId.values()) p.model().save(dir.resolve(p.id()));
-        policies.copyTokenizers(dir);
+        Path dir = save(runDir);
         log.println("drmas: warm-start weights written to " + dir);
         return last;
+    }
+
+    /**
+     * runDir/sft/models, where the warm start's weights are. A save stopped between its two renames
+     * (models moved to models.old, models.tmp not yet renamed) is repaired first: models.old is the
+     * previous complete set.
+     */
+    static Path weights(Path runDir) {
+        Path sft = runDir.resolve("sft"), dir = sft.resolve("models"), old = sft.resolve("models.old");
+        if (!Files.exists(dir) && Files.isDirectory(old)) {
+            try {
+                Files.move(old, dir, StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException e) {
+                return Files.isDirectory(dir) ? dir : old;  // another rank repaired it first, or use it where it is
+            }
+        }
+        return dir;
+    }
+
+    /** Writes every model and its tokenizer into sft/models.tmp, syncs it, and swaps it in for sft/models. */
+    private Path save(Path runDir) throws IOException {
+        Path dir = weights(runDir);
+        Path sft = dir.getParent(), tmp = sft.resolve("models.tmp"), old = sft.resolve("models.old");
+        try {
+            Files.createDirectories(sft);
+            Checkpoints.deleteTree(tmp);
+            for (Policies.Policy p : policies.byId.values()) p.model().save(tmp.resolve(p.id()));
+            policies.copyTokenizers(tmp);
+            Durable.syncTree(tmp);
+        } catch (IOException | RuntimeException e) {
+            try {
+                Checkpoints.deleteTree(tmp);
+            } catch (IOException | RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw new IOException("cannot write the warm-start weights (in " + tmp + ", removed; " + dir
+                    + " is unchanged): " + (e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName()), e);
+        }
+        // two renames (a folder cannot be renamed over a full one); weights() repairs a stop in between
+        Checkpoints.deleteTree(old);
+        if (Files.exists(dir)) Files.move(dir, old, StandardCopyOption.ATOMIC_MOVE);
+        Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+        Durable.syncFolder(sft);
+        Checkpoints.deleteTree(old);
+        return dir;
     }
 
     /** Demonstration turns (prompt and response tokens) per model for {@code episodes} workflow runs. */

@@ -156,4 +156,21 @@ class MetricsLoggerTest {
         assertEquals(4, TensorBoardSinkTest.only(start, 2, 0).bits());
         assertEquals("0801", HexFormat.of().formatHex(TensorBoardSinkTest.only(start, 7, 2).bytes()));
     }
+
+    @Test
+    void aRunFileThatCannotBeWrittenStopsTheRun() throws IOException {
+        // metrics.jsonl on a full disk (a link to /dev/full: every write fails with ENOSPC) used to give one
+        // warning, then every later step was lost while the run ended 0
+        Path file = dir.resolve("metrics.jsonl");
+        Files.createSymbolicLink(file, Path.of("/dev/full"));
+        ByteArrayOutputStream warnBytes = new ByteArrayOutputStream();
+        Recording console = new Recording();
+        try (MetricsLogger logger = new MetricsLogger(List.of(console, JsonlSink.create(file)),
+                new PrintStream(warnBytes, true, StandardCharsets.UTF_8))) {
+            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> logger.log(1, Map.of("loss", 1.0)));
+            assertTrue(e.getMessage().contains("JsonlSink failed at step 1: cannot append to " + file + ": No space left on device"),
+                    e.getMessage());
+            assertTrue(e.getMessage().contains("the run stops"), e.getMessage());
+        }
+    }
 }

@@ -182,6 +182,12 @@ class GeneratorTest {
         var e2 = assertThrows(IllegalArgumentException.class,
                 () -> TeacherForcing.logProbs(model(Family.QWEN3), List.of(new int[] {1}), List.of(new int[] {-1}), 1.0, false));
         assertTrue(e2.getMessage().contains("response 0: token 0 = -1"), e2.getMessage());
+        // a budget whose slots overflow an int (b × capacity) is refused before anything is allocated (issue 20)
+        List<Request> many = new java.util.ArrayList<>();
+        for (int i = 0; i < 8; i++) many.add(new Request(new int[] {1, 2}, i));
+        var e3 = assertThrows(IllegalArgumentException.class, () -> g.generate(many, GenerationConfig.greedy(Integer.MAX_VALUE / 4, Set.of())));
+        assertTrue(e3.getMessage().contains("8 requests × (longest prompt 2 + max new tokens 536870911) = 4294967304 token slots"),
+                e3.getMessage());
     }
 
     @Test

@@ -79,4 +79,28 @@ class CheckpointsTest {
             assertTrue(names.contains("config.json") && names.contains("model.safetensors"), names.toString());
         }
     }
+
+    @Test
+    void aSaveThatFailsLeavesNeitherACheckpointNorItsTemporaryFolder() throws Exception {
+        Checkpoints cps = new Checkpoints(dir.resolve("checkpoints"));
+        try (CausalLm a = CausalLm.random(ModelConfig.tiny(Family.QWEN3, 40), 1);
+             AdamW oa = new AdamW(a.parameters(), AdamW.Settings.of(1e-2))) {
+            ObjectNode state = new ObjectMapper().createObjectNode();
+            // what goes in besides the weights (the trainer's tokenizer files) fails after the weights are written
+            var e = assertThrows(java.io.IOException.class, () -> cps.save(3, Map.of("policy", a), Map.of("policy", oa), state, tmp -> {
+                assertTrue(Files.isRegularFile(tmp.resolve("models/policy/model.safetensors")), "extras come after the weights");
+                assertTrue(!Files.exists(cps.dir(3)), "and before the rename");
+                throw new java.io.IOException("disk full (simulated by the extra)");
+            }));
+            assertTrue(e.getMessage().contains("cannot write the checkpoint of step 3 (in " + cps.root().resolve("step_000003.tmp")
+                    + "; removed): disk full"), e.getMessage());
+            try (var files = Files.list(cps.root())) {
+                assertEquals(List.of(), files.toList());
+            }
+            // the extra's files are part of the checkpoint once it has its name
+            Path p = cps.save(4, Map.of("policy", a), Map.of("policy", oa), state,
+                    tmp -> Files.writeString(tmp.resolve("models/policy/tokenizer.json"), "{}"));
+            assertTrue(Files.isRegularFile(p.resolve("models/policy/tokenizer.json")));
+        }
+    }
 }

@@ -199,6 +199,25 @@ class PpoUpdaterTest {
     }
 
     @Test
+    void aSkippedStepLogsANaNNormNotZero() {
+        // every gradient non-finite (a NaN advantage reaches every token): every step is skipped, and the
+        // norm must not read as 0.0, a calm step (issue 20)
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        List<PpoUpdater.Row> rows = new ArrayList<>();
+        for (PpoUpdater.Row r : rows(3, 4)) rows.add(new PpoUpdater.Row(r.promptIds(), r.responseIds(), Float.NaN));
+        try (CausalLm m = CausalLm.random(cfg, 1); AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(1e-3))) {
+            Map<String, float[]> before = snapshot(m);
+            PpoUpdater.Stats st = new PpoUpdater(m, o, null, new PpoUpdater.Settings(1, 4, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1))
+                    .update(rows, 1);
+            assertEquals(0, st.optimizerSteps());
+            assertEquals(1, st.skippedSteps());
+            assertTrue(Double.isNaN(st.gradNormMean()) && Double.isNaN(st.gradNormMax()), st.gradNormMean() + ", " + st.gradNormMax());
+            Map<String, float[]> after = snapshot(m);
+            for (String k : before.keySet()) org.junit.jupiter.api.Assertions.assertArrayEquals(before.get(k), after.get(k), k);
+        }
+    }
+
+    @Test
     void positiveAdvantagesRaiseTheirLogProbs() {
         ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
         List<PpoUpdater.Row> rows = new ArrayList<>();

@@ -5,6 +5,9 @@ package dev.drmas.workflow.search;
 
 import dev.drmas.algo.ConfigEnum;
 import dev.drmas.config.Check;
+import dev.drmas.config.ConfigException;
+import java.net.URI;
+import java.net.URISyntaxException;
 import java.nio.file.Path;
 
 /**
@@ -17,8 +20,9 @@ import java.nio.file.Path;
  * @param topK            passages per search, &gt;= 1; default 3
  * @param timeoutS        http: seconds to wait for one batch before its searches count as failed,
  *                        &gt; 0; default 10
- * @param maxPassageChars a passage's text is cut to this many characters in the information block
- *                        (prompts of tiny models are short); 0 (default) = no limit
+ * @param maxPassageChars a passage's text is cut to this many characters in the information block,
+ *                        so that one huge passage (a 5 MB document in a corpus) cannot fill the
+ *                        prompt; default 2000 (Search-R1's 100-word passages are ~600); 0 = no limit
  */
 public record RetrieverOptions(Type type, Path corpus, Path index, String url, int topK, double timeoutS,
                               int maxPassageChars) {
@@ -38,11 +42,14 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
         }
     }
 
+    public static final int DEFAULT_MAX_PASSAGE_CHARS = 2000;
+
     public RetrieverOptions {
         Check.given(type, "type");
         Check.that(type != Type.HTTP || url != null && !url.isBlank(), "url", "is required when retriever.type is http");
         Check.that(url == null || url.startsWith("http://") || url.startsWith("https://"), "url",
                 "'" + url + "' must start with http:// or https://");
+        if (url != null) checkUrl(url);
         Check.that(corpus == null || index == null, "index", "and retriever.corpus are both set; set one (index: a folder "
                 + "written by drmas index; corpus: a JSONL file indexed at start)");
         Check.positive(topK, "top_k");
@@ -50,7 +57,21 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
         Check.nonNegative(maxPassageChars, "max_passage_chars");
     }
 
+    /** A URL the HTTP client can send to: it parses, names a host, and its port (if any) is a port. */
+    private static void checkUrl(String url) {
+        URI u;
+        try {
+            u = new URI(url);
+        } catch (URISyntaxException e) {
+            throw ConfigException.at("url", "'" + url + "' is not a valid URL: " + e.getReason()
+                    + (e.getIndex() >= 0 ? " at character " + (e.getIndex() + 1) : ""));
+        }
+        Check.that(u.getHost() != null && !u.getHost().isEmpty(), "url", "'" + url + "' names no host (http://HOST:PORT/retrieve)");
+        Check.that(u.getPort() == -1 || u.getPort() >= 1 && u.getPort() <= 65535, "url",
+                "'" + url + "': port " + u.getPort() + " is outside 1..65535");
+    }
+
     public static RetrieverOptions defaults() {
-        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, 0);
+        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, DEFAULT_MAX_PASSAGE_CHARS);
     }
 }

@@ -80,6 +80,18 @@ class SearchWorkloadTest {
     }
 
     @Test
+    void aHugePassageIsCutByDefault() {
+        // issue 20: a 5 MB passage of a user's corpus was put into the prompt whole
+        int limit = RetrieverOptions.defaults().maxPassageChars();
+        assertEquals(2000, limit);
+        String huge = "word ".repeat(1_000_000);
+        String block = SearchWorkload.format(List.of(new Passage.Hit(new Passage("big", "Big", huge), 1)), limit);
+        assertTrue(block.length() <= limit + 20, "information block of " + block.length() + " characters");
+        assertEquals(0, SearchWorkload.format(List.of(new Passage.Hit(new Passage("big", "Big", huge), 1)), 0).length() - huge.length()
+                - "(1) Big: ".length(), "0 still means no limit");
+    }
+
+    @Test
     void teamNeedsEachRoleOnce() {
         var e = assertThrows(IllegalArgumentException.class, () -> SearchWorkload.ROLES.team(config("agents[2].role=searcher")));
         assertTrue(e.getMessage().contains("agents[2].role") && e.getMessage().contains("searcher"), e.getMessage());

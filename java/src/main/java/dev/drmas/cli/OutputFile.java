@@ -1,0 +1,124 @@
+// OutputFile.java — writes a command's -o/--output target without surprising the user. A regular
+// file (or one that does not exist yet) is written beside itself, synced and renamed over, so a
+// crash or a full disk leaves the old file or the new one, never half of one; the file keeps its
+// permissions, and through a symbolic link the link stays and its target is replaced. Anything
+// else (a device such as /dev/full, a FIFO, /dev/stdout) is written in place: renaming over it
+// would replace the device node by a regular file. Every error names the output and is reported;
+// no temporary file is left behind.
+package dev.drmas.cli;
+
+import dev.drmas.train.Durable;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+
+final class OutputFile {
+    private OutputFile() {
+    }
+
+    /** What writes the content; it may throw IOException or OutputFailure. */
+    interface Body {
+        void writeTo(OutputStream out) throws IOException;
+    }
+
+    /** Writes {@code body} to {@code out} as described above; a failure is a UserError naming {@code out}. */
+    static void write(Path out, Body body) {
+        if (Files.isDirectory(out)) throw new UserError(out + ": is a folder, not a file to write");
+        if (Files.exists(out) && !Files.isRegularFile(out) || special(out)) {
+            writeInPlace(out, body);
+        } else {
+            writeByRename(out, body);
+        }
+    }
+
+    /** /dev/stdout, /dev/fd/N, /proc/self/fd/N: names of open descriptors, which a rename must not replace. */
+    private static boolean special(Path out) {
+        Path abs = out.toAbsolutePath().normalize();
+        return abs.startsWith("/dev") || abs.startsWith("/proc");
+    }
+
+    private static void writeInPlace(Path out, Body body) {
+        try (OutputStream os = Files.newOutputStream(out, StandardOpenOption.WRITE, StandardOpenOption.CREATE)) {
+            body.writeTo(os);
+            os.flush();
+        } catch (IOException e) {
+            throw new UserError(out + ": cannot write: " + Errors.reason(e), e);
+        } catch (StdStreams.OutputFailure e) {
+            throw new UserError(out + ": cannot write: " + Errors.reason(e.getCause()), e);
+        }
+    }
+
+    private static void writeByRename(Path out, Body body) {
+        Path target;
+        try {
+            target = finalTarget(out);
+        } catch (IOException e) {
+            throw new UserError(out + ": cannot follow the link: " + Errors.reason(e), e);
+        }
+        Path dir = target.toAbsolutePath().getParent();
+        Path tmp = dir.resolve("." + target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp");
+        try {
+            Files.createDirectories(dir);
+            Set<PosixFilePermission> mode = Files.exists(target) ? permissions(target) : null;
+            // CREATE_NEW without attributes: a new file gets the user's umask (createTempFile would make it 0600)
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
+                OutputStream os = Channels.newOutputStream(ch);
+                body.writeTo(os);
+                os.flush();
+                ch.force(true);
+            }
+            if (mode != null) Files.setPosixFilePermissions(tmp, mode);
+            try {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            } catch (AtomicMoveNotSupportedException e) {
+                Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+            }
+            Durable.syncFolder(dir);
+        } catch (IOException | StdStreams.OutputFailure e) {
+            deleteQuietly(tmp);
+            IOException io = e instanceof IOException x ? x : (IOException) e.getCause();
+            throw new UserError(out + (target.equals(out) ? "" : " (-> " + target + ")") + ": cannot write: " + Errors.reason(io), e);
+        } catch (RuntimeException e) {
+            deleteQuietly(tmp);
+            throw e;
+        }
+    }
+
+    /** Where a chain of symbolic links ends (the path itself when it is none); the end need not exist. */
+    static Path finalTarget(Path p) throws IOException {
+        Path cur = p;
+        for (int hops = 0; Files.isSymbolicLink(cur); hops++) {
+            if (hops == 40) throw new IOException("too many levels of symbolic links");
+            Path next = Files.readSymbolicLink(cur);
+            Path parent = cur.toAbsolutePath().getParent();
+            cur = next.isAbsolute() ? next : parent.resolve(next).normalize();
+        }
+        return cur;
+    }
+
+    private static Set<PosixFilePermission> permissions(Path p) throws IOException {
+        try {
+            return Files.getPosixFilePermissions(p, LinkOption.NOFOLLOW_LINKS);
+        } catch (UnsupportedOperationException e) {
+            return null;
+        }
+    }
+
+    private static void deleteQuietly(Path p) {
+        try {
+            Files.deleteIfExists(p);
+        } catch (IOException ignored) {
+            // nothing more can be done; the error that got us here is reported
+        }
+    }
+}

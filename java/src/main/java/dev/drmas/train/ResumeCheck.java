@@ -1,0 +1,119 @@
+// ResumeCheck.java — what a resumed run may change. The checkpoint's weights were trained with one
+// model shape, one team and one workflow; a config that now asks for another (hidden 256 where the
+// checkpoint holds 128) used to be ignored in silence while config.yaml recorded the new value.
+// Changes the checkpoint cannot honour are an error naming each key with both values; the rest
+// (steps, frequencies, learning rates, logging, sampling) are allowed and logged. The earlier
+// config is the checkpoint's own config.yaml (written with it), else the run folder's; the shapes
+// are also checked against the checkpoint's config.json, which every checkpoint has.
+package dev.drmas.train;
+
+import dev.drmas.config.ConfigException;
+import dev.drmas.config.ModelSize;
+import dev.drmas.config.ModelSpec;
+import dev.drmas.config.RunConfig;
+import dev.drmas.model.ModelConfig;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
+final class ResumeCheck {
+    /** The resolved config a checkpoint was written with, inside the checkpoint folder. */
+    static final String CONFIG_FILE = "config.yaml";
+
+    private ResumeCheck() {
+    }
+
+    /** Throws a ConfigException listing every change {@code checkpoint} cannot honour; logs the others. */
+    static void check(RunConfig now, Path checkpoint, Path runDir, PrintStream log) {
+        List<String> fatal = new ArrayList<>();
+        List<String> allowed = new ArrayList<>();
+        for (String id : now.usedModels()) shapes(id, now.models().get(id), checkpoint, fatal);
+        Path earlierFile = Files.isRegularFile(checkpoint.resolve(CONFIG_FILE)) ? checkpoint.resolve(CONFIG_FILE) : runDir.resolve("config.yaml");
+        RunConfig earlier = null;
+        if (Files.isRegularFile(earlierFile)) {
+            try {
+                earlier = RunConfig.load(earlierFile);
+            } catch (RuntimeException e) {
+                log.println("drmas: cannot compare with " + earlierFile + " (" + e.getMessage() + "); only the model shapes are checked");
+            }
+        }
+        if (earlier != null) {
+            Map<String, Object> was = earlier.flat(), is = now.flat();
+            Set<String> keys = new LinkedHashSet<>(was.keySet());
+            keys.addAll(is.keySet());
+            for (String k : keys) {
+                Object a = was.get(k), b = is.get(k);
+                if (Objects.equals(a, b) || k.equals("run.resume")) continue;
+                String change = k + ": " + show(a, was.containsKey(k)) + " at the checkpoint, " + show(b, is.containsKey(k)) + " now";
+                if (binding(k, now)) {
+                    if (!fatal.stream().anyMatch(f -> f.startsWith(k + ":"))) fatal.add(change);
+                } else {
+                    allowed.add(k + ": " + show(a, was.containsKey(k)) + " -> " + show(b, is.containsKey(k)));
+                }
+            }
+        }
+        if (!fatal.isEmpty()) {
+            throw ConfigException.at("run.resume", "the checkpoint " + checkpoint + " cannot continue with this config: "
+                    + String.join("; ", fatal) + ". Undo the change, or start a new run (another run.name)");
+        }
+        if (!allowed.isEmpty()) log.println("drmas: resuming with changed settings: " + String.join("; ", allowed));
+    }
+
+    /**
+     * Keys the checkpoint fixes: the shape, family, origin and dtype-independent identity of every
+     * model an agent uses, the team (agents, their roles and models) and the workflow.
+     */
+    private static boolean binding(String key, RunConfig now) {
+        if (key.startsWith("agents[") || key.equals("agents") || key.equals("orchestra.name")) return true;
+        for (String id : now.usedModels()) {
+            String m = "models." + id + ".";
+            if (key.startsWith(m + "size.") || key.equals(m + "family") || key.equals(m + "path") || key.equals(m + "init")) return true;
+        }
+        return false;
+    }
+
+    /** The checkpoint's config.json against what the config now builds for model {@code id}. */
+    private static void shapes(String id, ModelSpec spec, Path checkpoint, List<String> fatal) {
+        Path file = checkpoint.resolve("models").resolve(id).resolve("config.json");
+        if (!Files.isRegularFile(file)) {
+            fatal.add("models." + id + ": not in the checkpoint (no " + file + ")");
+            return;
+        }
+        ModelConfig had = ModelConfig.read(file);
+        if (spec.loadsWeights()) {
+            Path base = spec.path().resolve("config.json");
+            if (!Files.isRegularFile(base)) return;  // Policies reports the missing model folder
+            ModelConfig want = ModelConfig.read(base);
+            same(fatal, "models." + id + ".path (its config.json hidden_size)", had.hiddenSize(), want.hiddenSize());
+            same(fatal, "models." + id + ".path (its config.json num_hidden_layers)", had.numLayers(), want.numLayers());
+            same(fatal, "models." + id + ".path (its config.json vocab_size)", had.vocabSize(), want.vocabSize());
+            return;
+        }
+        ModelSize s = spec.size();
+        String p = "models." + id + ".";
+        same(fatal, p + "family", had.family(), spec.family());
+        same(fatal, p + "size.hidden", had.hiddenSize(), s.hidden());
+        same(fatal, p + "size.layers", had.numLayers(), s.layers());
+        same(fatal, p + "size.heads", had.numHeads(), s.heads());
+        same(fatal, p + "size.kv_heads", had.numKvHeads(), s.kvHeads());
+        same(fatal, p + "size.intermediate", had.intermediateSize(), s.intermediate());
+        if (s.headDim() != 0) same(fatal, p + "size.head_dim", had.headDim(), s.headDim());  // else hidden and heads say it
+        same(fatal, p + "size.max_positions", had.maxPositionEmbeddings(), s.maxPositions());
+        same(fatal, p + "size.tie_embeddings", had.tieWordEmbeddings(), s.tieEmbeddings());
+    }
+
+    private static void same(List<String> fatal, String key, Object had, Object want) {
+        if (!Objects.equals(had, want)) fatal.add(key + ": " + had + " at the checkpoint, " + want + " now");
+    }
+
+    private static String show(Object v, boolean present) {
+        if (!present) return "(absent)";
+        return v == null ? "null" : v.toString();
+    }
+}

@@ -1,0 +1,233 @@
+// OutputSafetyTest.java — the CLI's input and output under hostile conditions (issue 20, cases 1–3
+// and the normalize list): -o on a device, a FIFO, a symbolic link and an existing file keeps what
+// it points at and its mode; write errors and closed or broken standard streams end non-zero with
+// a message naming the output, in child JVMs with real descriptors; a closed stdin is refused (it
+// crashed the JVM); duplicate keys and bad UTF-8 are named by line; a temporary file never stays.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+class OutputSafetyTest {
+    @TempDir
+    Path dir;
+
+    static final String ROWS = """
+            {"uid": "q1", "traj": 0, "agent": "solver", "score": 1.0}
+            {"uid": "q1", "traj": 0, "agent": "verifier", "score": 0.5}
+            {"uid": "q1", "traj": 1, "agent": "solver", "score": 0}
+            {"uid": "q1", "traj": 1, "agent": "verifier", "score": 0.25}
+            """;
+
+    record Run(int exit, String err) {
+    }
+
+    static Run run(String... args) {
+        StringWriter err = new StringWriter();
+        var cl = Main.commandLine();
+        cl.setErr(new PrintWriter(err));
+        return new Run(cl.execute(args), err.toString());
+    }
+
+    Path rows() throws Exception {
+        Path p = dir.resolve("rows.jsonl");
+        if (!Files.exists(p)) Files.writeString(p, ROWS);
+        return p;
+    }
+
+    /** Names in {@code dir} other than the given ones (a temporary file left behind shows up here). */
+    List<String> others(String... expected) throws Exception {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.map(p -> p.getFileName().toString()).filter(n -> !List.of(expected).contains(n)).sorted().toList();
+        }
+    }
+
+    static boolean run(List<String> cmd) throws Exception {
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        p.getInputStream().readAllBytes();
+        return p.waitFor() == 0;
+    }
+
+    @Test
+    void outputToADeviceIsWrittenInPlaceAndItsErrorsReported() throws Exception {
+        // a private copy of /dev/full (major 1, minor 7): renaming over it, as the old code did, would
+        // only replace this node, never the machine's /dev/full
+        Path full = dir.resolve("full");
+        assumeTrue(run(List.of("mknod", full.toString(), "c", "1", "7")), "mknod needs root; skipped");
+        Run r = run("normalize", "--mode", "drmas", "-o", full.toString(), rows().toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(full + ": cannot write: No space left on device"), r.err());
+        assertFalse(Files.isRegularFile(full, LinkOption.NOFOLLOW_LINKS), "the device node was replaced by a file");
+        assertEquals(List.of(), others("full", "rows.jsonl"));
+    }
+
+    @Test
+    @Timeout(30)
+    void outputToAFifoGoesToItsReader() throws Exception {
+        Path fifo = dir.resolve("fifo");
+        assumeTrue(run(List.of("mkfifo", fifo.toString())), "mkfifo failed; skipped");
+        CompletableFuture<String> reader = CompletableFuture.supplyAsync(() -> {
+            try {
+                return Files.readString(fifo);
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        Run r = run("normalize", "--mode", "drmas", "-o", fifo.toString(), rows().toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(4, reader.get(20, TimeUnit.SECONDS).lines().count(), "the reader got every row");
+        assertFalse(Files.isRegularFile(fifo, LinkOption.NOFOLLOW_LINKS), "the FIFO was replaced by a file");
+    }
+
+    @Test
+    void aLinkStaysALinkAndFilesKeepTheirMode() throws Exception {
+        Path target = dir.resolve("target.jsonl"), link = dir.resolve("link.jsonl");
+        Files.writeString(target, "old\n");
+        Files.setPosixFilePermissions(target, PosixFilePermissions.fromString("rw-r-----"));
+        Files.createSymbolicLink(link, target.getFileName());
+        Run r = run("normalize", "--mode", "drmas", "-o", link.toString(), rows().toString());
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(Files.isSymbolicLink(link), "-o on a link replaced the link");
+        assertEquals(4, Files.readAllLines(target).size(), "the link's target holds the output");
+        assertEquals("rw-r-----", PosixFilePermissions.toString(Files.getPosixFilePermissions(target)), "mode kept");
+        // a new file gets the umask's mode like any other, not createTempFile's 0600
+        Path fresh = dir.resolve("fresh.jsonl");
+        assertEquals(0, run("normalize", "--mode", "drmas", "-o", fresh.toString(), rows().toString()).exit());
+        assertTrue(Files.getPosixFilePermissions(fresh).contains(java.nio.file.attribute.PosixFilePermission.OTHERS_READ)
+                || !Files.getPosixFilePermissions(dir).contains(java.nio.file.attribute.PosixFilePermission.OTHERS_READ),
+                "new output mode " + PosixFilePermissions.toString(Files.getPosixFilePermissions(fresh)));
+        assertEquals(List.of(), others("target.jsonl", "link.jsonl", "rows.jsonl", "fresh.jsonl"));
+    }
+
+    @Test
+    void anImmutableOutputLeavesNoTemporaryFile() throws Exception {
+        Path out = dir.resolve("frozen.jsonl");
+        Files.writeString(out, "old\n");
+        assumeTrue(run(List.of("chattr", "+i", out.toString())), "chattr +i needs root and ext2/3/4; skipped");
+        try {
+            Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), rows().toString());
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains(out + ": cannot write"), r.err());
+            assertEquals("old\n", Files.readString(out));
+            assertEquals(List.of(), others("frozen.jsonl", "rows.jsonl"), "the temporary file was left behind");
+        } finally {
+            run(List.of("chattr", "-i", out.toString()));
+        }
+    }
+
+    @Test
+    @Timeout(120)
+    void aFullOrClosedStdoutIsAnErrorNamingIt() throws Exception {
+        String in = rows().toString();
+        Child.Result full = Child.shell(dir, "", "> /dev/full", 60, "normalize", "--mode", "drmas", in);
+        assertEquals(1, full.exit(), full.err());
+        assertTrue(full.err().contains("cannot write to standard output: No space left on device"), full.err());
+
+        Child.Result closed = Child.shell(dir, "", ">&-", 60, "normalize", "--mode", "drmas", in);
+        assertEquals(1, closed.exit(), closed.err());
+        assertTrue(closed.err().contains("cannot write to standard output: it was closed when drmas started"), closed.err());
+    }
+
+    @Test
+    @Timeout(120)
+    void aBrokenPipeStopsTheCommand() throws Exception {
+        // enough rows that the output outlives the pipe's 64 KiB buffer
+        StringBuilder many = new StringBuilder();
+        for (int i = 0; i < 20000; i++) many.append("{\"uid\": ").append(i / 4).append(", \"traj\": ").append(i % 2)
+                .append(", \"agent\": \"a").append(i % 4 / 2).append("\", \"score\": ").append(i % 3).append("}\n");
+        Path in = dir.resolve("many.jsonl");
+        Files.writeString(in, many);
+        Process p = new ProcessBuilder(Child.command("normalize", "--mode", "drmas", in.toString())).start();
+        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        assertTrue(out.readLine().startsWith("{\"uid\":0"));
+        out.close();  // `| head -1`
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS), "the command went on writing into a closed pipe");
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertEquals(1, p.exitValue(), err);
+        assertTrue(err.contains("cannot write to standard output: Broken pipe"), err);
+    }
+
+    @Test
+    @Timeout(120)
+    void aClosedStdinIsRefusedWithoutCrashingTheJvm() throws Exception {
+        // with fd 0 closed the JVM's class image took descriptor 0: reading it as rows and closing it
+        // ended in a segfault (exit 139)
+        Child.Result r = Child.shell(dir, "", "<&-", 60, "normalize", "--mode", "drmas", "-");
+        assertNotEquals(139, r.exit(), r.err());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("<stdin>: standard input is closed"), r.err());
+        // and stdin that is open is read as before
+        rows();
+        Child.Result piped = Child.shell(dir, "", "< rows.jsonl", 60, "normalize", "--mode", "drmas", "-");
+        assertEquals(0, piped.exit(), piped.err());
+        assertEquals(4, piped.out().lines().count());
+    }
+
+    @Test
+    void duplicateKeysAndBadUtf8AreNamedByLine() throws Exception {
+        Path dup = dir.resolve("dup.jsonl");
+        Files.writeString(dup, ROWS + "{\"uid\": 2, \"traj\": 0, \"agent\": \"a\", \"score\": 1, \"score\": 0}\n");
+        Run r = run("normalize", "--mode", "drmas", dup.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(dup + ":5: not valid JSON: Duplicate field 'score'"), r.err());
+
+        Path bad = dir.resolve("latin1.jsonl");
+        byte[] line = "{\"uid\": \"caf\u00e9\", \"traj\": 0, \"agent\": \"a\", \"score\": 1}\n".getBytes(StandardCharsets.ISO_8859_1);
+        byte[] text = (ROWS + ROWS).getBytes(StandardCharsets.UTF_8);
+        byte[] all = new byte[text.length + line.length];
+        System.arraycopy(text, 0, all, 0, text.length);
+        System.arraycopy(line, 0, all, text.length, line.length);
+        Files.write(bad, all);
+        r = run("normalize", "--mode", "drmas", bad.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(bad + ":9: not UTF-8 text (byte 13 of the line, 0xe9"), r.err());
+    }
+
+    @Test
+    void summaryTreatsARoundingSizedStdAsZero() throws Exception {
+        // trajectory means 0.7 and (0.6 + 0.8) / 2 are the same number up to float32 rounding: the group
+        // std is ~1e-8 and the inflation factor was reported as ~1e15
+        Path in = dir.resolve("round.jsonl");
+        Files.writeString(in, """
+                {"uid": 1, "traj": 0, "agent": "a", "score": 0.7}
+                {"uid": 1, "traj": 0, "agent": "b", "score": 0.7}
+                {"uid": 1, "traj": 1, "agent": "a", "score": 0.6}
+                {"uid": 1, "traj": 1, "agent": "b", "score": 0.8}
+                """);
+        var saved = System.err;
+        var captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true, StandardCharsets.UTF_8));
+        Run r;
+        try {
+            r = run("normalize", "--mode", "grpo", "--summary", "-o", dir.resolve("o.jsonl").toString(), in.toString());
+        } finally {
+            System.setErr(saved);
+        }
+        assertEquals(0, r.exit(), r.err());
+        String summary = captured.toString(StandardCharsets.UTF_8);
+        assertEquals(2, summary.lines().filter(l -> l.startsWith("  a ") || l.startsWith("  b ")).count(), summary);
+        for (String row : summary.lines().filter(l -> l.startsWith("  a ") || l.startsWith("  b ")).toList()) {
+            assertTrue(row.matches(".*NaN\\s+NaN\\s*"), "the factor is undefined, not huge: " + summary);
+        }
+    }
+}

@@ -1,0 +1,194 @@
+// RunFolderTest.java — a run folder has one owner, and a run that cannot work says so before it
+// starts (issue 20: case 4, case 7 and the "errors without their cause" and "silent configs"
+// lists): a second process on a locked folder stops naming the holder's pid; a folder through a
+// file or in /proc, a config that is a folder or not UTF-8, an override that adds half an agent,
+// an lr float32 cannot hold, a malformed retriever URL, a run name that leaves output_dir, one
+// rollout per task under GRPO, too many rounds, token budgets that cannot fit, a checkpoints
+// folder that cannot be written, and eval of a run with nothing trained: each a one-line error
+// with its key or path.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.drmas.train.RunLock;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+class RunFolderTest {
+    @TempDir
+    Path dir;
+
+    static final String YAML = """
+            run: {name: lock, seed: 3, threads: 1, device: cpu}
+            data:
+              synthetic: {operands: 2, digits: 1, operators: ["+"], train_size: 40, test_size: 4}
+            models:
+              policy:
+                family: qwen3
+                size: {hidden: 32, layers: 1, heads: 2, kv_heads: 1, intermediate: 64, max_positions: 512}
+                optim: {lr: 1.0e-3, weight_decay: 0.0, grad_clip: 1.0}
+            rollout: {tasks_per_step: 2, rollouts_per_task: 2, temperature: 1.0, max_new_tokens: 6, max_prompt_tokens: 300}
+            ppo: {epochs: 1, mini_batch_size: 4, micro_batch_size: 4}
+            trainer: {steps: 2, eval_freq: 0, eval_before_train: false, save_freq: 1}
+            eval: {tasks: 2, k: 2, temperature: 1.0, top_p: 1.0}
+            sft: {steps: 1, batch_size: 2}
+            metrics: {progress_bar: false, tensorboard: false}
+            """;
+
+    Path config() throws Exception {
+        Path p = dir.resolve("run.yaml");
+        if (!Files.exists(p)) Files.writeString(p, YAML);
+        return p;
+    }
+
+    Cli.Run cli(String command, String... overrides) throws Exception {
+        List<String> args = new ArrayList<>(List.of(command, config().toString(), "run.output_dir=" + dir.resolve("runs")));
+        args.addAll(List.of(overrides));
+        return Cli.run(args.toArray(String[]::new));
+    }
+
+    static void fails(Cli.Run r, String... parts) {
+        assertEquals(1, r.exit(), r.err());
+        for (String p : parts) assertTrue(r.err().contains(p), "'" + p + "' in: " + r.err());
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aSecondProcessOnALockedRunFolderStopsNamingTheFirst() throws Exception {
+        Path runDir = dir.resolve("runs/lock");
+        Process first = new ProcessBuilder(Child.command("train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
+                "trainer.steps=100000")).redirectErrorStream(true).redirectOutput(dir.resolve("first.log").toFile()).start();
+        try {
+            Path lockFile = runDir.resolve(RunLock.FILE);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            String owner = "pid " + first.pid() + ":";
+            while (!(Files.isRegularFile(lockFile) && Files.readString(lockFile).startsWith(owner))) {
+                assertTrue(first.isAlive(), () -> "the first run ended: " + read(dir.resolve("first.log")));
+                assertTrue(System.nanoTime() < deadline, "the first run did not take the lock");
+                Thread.sleep(100);
+            }
+            for (String command : List.of("train", "sft", "eval")) {
+                fails(cli(command), "run folder " + runDir + " is in use by another drmas process (" + owner, "train");
+            }
+        } finally {
+            first.destroyForcibly().waitFor();  // kill -9: the OS drops the lock with the process
+        }
+        Cli.Run after = cli("eval", "--allow-random");
+        assertEquals(0, after.exit(), after.err());
+    }
+
+    @Test
+    void aRunFolderThatCannotBeMadeIsNamedWithItsKey() throws Exception {
+        fails(cli("train", "run.output_dir=/proc/drmas-no-such"), "run folder /proc/drmas-no-such/lock (run.output_dir/run.name)",
+                "cannot create it");
+        Path file = dir.resolve("a-file");
+        Files.writeString(file, "x");
+        fails(cli("train", "run.output_dir=" + file), "run folder " + file.resolve("lock") + " (run.output_dir/run.name)", "Not a directory");
+    }
+
+    @Test
+    void anImmutableRunFolderIsNamedBeforeAnyWork() throws Exception {
+        Path run = Files.createDirectories(dir.resolve("runs/lock"));
+        Process p = new ProcessBuilder("chattr", "+i", run.toString()).redirectErrorStream(true).start();
+        p.getInputStream().readAllBytes();
+        assumeTrue(p.waitFor() == 0, "chattr +i needs root and ext2/3/4; skipped");
+        try {
+            fails(cli("train"), "run folder " + run + " (run.output_dir/run.name) is not writable", "drmas.lock: Operation not permitted");
+        } finally {
+            new ProcessBuilder("chattr", "-i", run.toString()).start().waitFor();
+        }
+    }
+
+    @Test
+    void aCheckpointsFolderThatCannotBeWrittenStopsTheRunAtStart() throws Exception {
+        Path cps = dir.resolve("runs/lock/checkpoints");
+        Files.createDirectories(cps);
+        Process p = new ProcessBuilder("chattr", "+i", cps.toString()).redirectErrorStream(true).start();
+        p.getInputStream().readAllBytes();
+        assumeTrue(p.waitFor() == 0, "chattr +i needs root and ext2/3/4; skipped");
+        try {
+            Cli.Run r = cli("train");
+            assertEquals(3, r.exit(), r.err());
+            assertTrue(r.err().contains("checkpoints folder " + cps + " is not writable"), r.err());
+            assertTrue(!Files.exists(dir.resolve("runs/lock/metrics.jsonl")) || Files.size(dir.resolve("runs/lock/metrics.jsonl")) == 0,
+                    "no step may run before the check");
+        } finally {
+            new ProcessBuilder("chattr", "-i", cps.toString()).start().waitFor();
+        }
+    }
+
+    @Test
+    void configFilesThatAreFoldersOrNotUtf8() throws Exception {
+        fails(Cli.run("train", dir.toString()), dir + ": is a folder, not a config file");
+        Path latin = dir.resolve("latin.yaml");
+        Files.write(latin, "run:\n  name: caf\u00e9\n".getBytes(StandardCharsets.ISO_8859_1));
+        fails(Cli.run("train", latin.toString()), "latin.yaml:2:12: not UTF-8 text (byte 0xe9)");
+    }
+
+    @Test
+    void badValuesNameTheirKeyAndOverride() throws Exception {
+        fails(cli("train", "+agents.2.model=policy"), "override '+agents.2.model=policy': agents[2].id: is required");
+        fails(cli("train", "models.policy.optim.lr=1e300"), "models.policy.optim.lr: must be <= 3.4028235E38 (LibTorch takes it as a float32), got 1.0E300");
+        String search = "orchestra.name=search";
+        for (String url : List.of("http://", "http://[::1")) {
+            fails(cli("train", search, "data.synthetic=null", "orchestra.options.retriever.type=http", "orchestra.options.retriever.url=" + url),
+                    "orchestra.options.retriever.url: '" + url + "' is not a valid URL");
+        }
+        fails(cli("train", search, "data.synthetic=null", "orchestra.options.retriever.type=http",
+                "orchestra.options.retriever.url=http://127.0.0.1:99999/retrieve"), "orchestra.options.retriever.url", "port 99999 is outside 1..65535");
+        fails(cli("train", "run.name=../escaped"), "run.name: '../escaped' would put the run folder outside run.output_dir");
+        fails(cli("train", "run.name=/tmp/abs"), "run.name: '/tmp/abs' would put the run folder outside run.output_dir");
+        assertTrue(!Files.exists(dir.resolve("escaped")));
+    }
+
+    @Test
+    void configsThatWouldTrainOnNothingOrNeverEnd() throws Exception {
+        fails(cli("train", "rollout.rollouts_per_task=1", "algorithm.mode=grpo"), "rollout.rollouts_per_task: is 1",
+                "algorithm.mode grpo gives every advantage 0");
+        // Dr. MAS with one rollout still learns from agents acting several times a trajectory: a warning
+        var saved = System.err;
+        var captured = new java.io.ByteArrayOutputStream();
+        System.setErr(new java.io.PrintStream(captured, true, StandardCharsets.UTF_8));
+        Cli.Run one;
+        try {
+            one = cli("train", "rollout.rollouts_per_task=1", "trainer.steps=1", "run.name=one-rollout");
+        } finally {
+            System.setErr(saved);
+        }
+        assertEquals(0, one.exit(), one.err());
+        assertTrue(captured.toString(StandardCharsets.UTF_8).contains("drmas: warning: rollout.rollouts_per_task is 1"), captured.toString());
+        // issue 20 case 7: turns past 63 would reuse the next trajectory's random stream
+        fails(cli("train", "orchestra.options.max_loops=33"), "orchestra.options: workflow 'math' can take up to 65 agent turns",
+                "hold at most 64");
+        fails(cli("train", "orchestra.options.max_loops=1000"), "orchestra.options:");
+        fails(cli("train", "orchestra.name=search", "data.synthetic=null", "orchestra.options.max_turns=1000"), "orchestra.options:");
+        fails(cli("train", "rollout.max_new_tokens=100000000", "models.policy.size.max_positions=100000400"),
+                "rollout.max_new_tokens: a batch of", "rollout.max_prompt_tokens 300 + rollout.max_new_tokens 100000000");
+    }
+
+    @Test
+    void evalOfARunWithNothingTrainedIsRefused() throws Exception {
+        fails(cli("eval"), "has no checkpoint, and model(s) policy have no path and no warm start", "--allow-random");
+        Cli.Run sft = cli("sft");
+        assertEquals(0, sft.exit(), sft.err());
+        Cli.Run eval = cli("eval");  // the warm start is something trained
+        assertEquals(0, eval.exit(), eval.err());
+    }
+
+    private static String read(Path p) {
+        try {
+            return Files.readString(p);
+        } catch (Exception e) {
+            return "(" + e + ")";
+        }
+    }
+}

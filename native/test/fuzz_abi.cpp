@@ -1,0 +1,562 @@
+// fuzz_abi.cpp — a seeded random driver of every drmas_* entry point, built with the CPU backend
+// under AddressSanitizer and UndefinedBehaviorSanitizer (gcc has no libFuzzer, and clang is not
+// on the build machines; the driver needs neither). Each call gets random sizes (0, 1, small,
+// prime, negative, near INT32/INT64 limits), ids in and out of range, NaN/Inf/denormal/huge
+// values, NULL pointers, invalid config fields, broken offsets, outputs that alias inputs or each
+// other, and 1-3 byte misaligned buffers. Buffers always have the length the sizes promise (the
+// ABI cannot check a caller that lies about them); what it must check it is asked to check.
+// Asserted for every call:
+//   - the status is DRMAS_OK or a documented DRMAS_ERR_*; no crash, no sanitizer report;
+//   - on error, drmas_last_error() names the function, and no output byte changed;
+//   - on success with finite inputs of moderate size (|x| <= 1e4: no product can overflow float),
+//     every output is finite;
+//   - a call on misaligned copies of the same data gives the same status and the same bits;
+//   - a call repeated gives the same bits (the CPU backend is deterministic).
+// Usage: drmas_fuzz_abi [--seconds S] [--seed N] [--max-iterations N]; prints the executions.
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "drmas.h"
+
+// Sizes that are valid but huge (num_trajs = 2^31 - 1 with ten rows) make the library allocate
+// scratch for them; its std::bad_alloc becomes DRMAS_ERR_ALLOC, but ASan's operator new aborts
+// instead of throwing, so such sizes stay below 2^20 here (the limit checks above them are fuzzed).
+extern "C" const char* __asan_default_options() { return "detect_leaks=1"; }
+
+namespace {
+
+std::mt19937_64 rng;
+long long g_calls = 0, g_ok = 0, g_err = 0, g_failures = 0;
+long long g_status[16] = {0};
+
+uint64_t u64() { return rng(); }
+int64_t below(int64_t n) { return n <= 0 ? 0 : (int64_t)(rng() % (uint64_t)n); }
+bool chance(double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
+
+#define FAIL(...)                                          \
+    do {                                                   \
+        ++g_failures;                                      \
+        fprintf(stderr, "FAIL (call %lld) ", g_calls);     \
+        fprintf(stderr, __VA_ARGS__);                      \
+        fprintf(stderr, "\n");                             \
+        if (g_failures > 20) exit(1);                      \
+    } while (0)
+
+// A size: mostly small (the shapes that break indexing), sometimes large, rarely invalid.
+int64_t size(int64_t small_max = 64) {
+    switch (below(12)) {
+        case 0: return 0;
+        case 1: return 1;
+        case 2: return 2 + below(3);
+        case 3: { static const int64_t primes[] = {7, 13, 31, 127, 257, 1021}; return primes[below(6)]; }
+        case 4: return below(5000);
+        case 5: return chance(0.1) ? 70000 + below(70000) : below(small_max);  // past the one-thread cut (64K)
+        default: return below(small_max);
+    }
+}
+
+// A count argument: the buffers' own, or one the library must reject before it reads anything
+// (negative; with `past_int32`, beyond the 2^31 that id-indexed sizes are limited to).
+int64_t count_arg(int64_t valid, bool past_int32 = false) {
+    if (!chance(0.08)) return valid;
+    static const int64_t negative[] = {-1, -2, INT64_MIN};
+    if (past_int32 && chance(0.5)) return chance(0.5) ? (int64_t)INT32_MAX + 1 : INT64_MAX;
+    return negative[below(3)];
+}
+
+float value() {
+    switch (below(16)) {
+        case 0: return NAN;
+        case 1: return INFINITY;
+        case 2: return -INFINITY;
+        case 3: return 1e-42f;  // denormal
+        case 4: return -0.0f;
+        case 5: return 3e38f;
+        case 6: return -3e38f;
+        case 7: return (float)below(3);  // ties and constant segments
+        default: return std::uniform_real_distribution<float>(-4, 4)(rng);
+    }
+}
+
+// finite and small enough that sums, squares and products of a few stay finite in float32
+bool moderate(float v) { return isfinite(v) && fabsf(v) <= 1e4f; }
+
+float finite_value() {
+    float v;
+    do v = value(); while (!isfinite(v));
+    return v;
+}
+
+// A buffer of n elements of T at a chosen byte offset (0 = aligned; 1-3 misaligned).
+template <class T>
+struct Buf {
+    std::vector<unsigned char> bytes;
+    size_t off = 0;
+    int64_t n = 0;
+    bool null = false;
+    Buf() = default;
+    Buf(int64_t n_, size_t off_ = 0) : bytes((size_t)std::max<int64_t>(n_, 0) * sizeof(T) + 8), off(off_), n(n_) {}
+    T* ptr() { return null ? nullptr : reinterpret_cast<T*>(bytes.data() + off); }
+    // element access through memcpy: the driver itself never dereferences a misaligned T*
+    void set(int64_t i, T v) { memcpy(bytes.data() + off + (size_t)i * sizeof(T), &v, sizeof(T)); }
+    T get(int64_t i) const {
+        T v;
+        memcpy(&v, bytes.data() + off + (size_t)i * sizeof(T), sizeof(T));
+        return v;
+    }
+    void poison() { for (auto& b : bytes) b = 0xA5; }
+    // the same contents at another byte offset
+    Buf<T> moved(size_t to) const {
+        Buf<T> b(n, to);
+        b.null = null;
+        if (n > 0) memcpy(b.bytes.data() + to, bytes.data() + off, (size_t)n * sizeof(T));
+        return b;
+    }
+    bool same_bytes(const Buf<T>& o) const {
+        if (null != o.null || n != o.n) return false;
+        return n <= 0 || memcmp(bytes.data() + off, o.bytes.data() + o.off, (size_t)n * sizeof(T)) == 0;
+    }
+};
+
+size_t misalign() { return chance(0.15) ? 1 + below(3) : 0; }
+
+void count_status(int32_t st) {
+    ++g_calls;
+    if (st < 0 || st > 9) {
+        FAIL("status %d is not a documented code", st);
+        return;
+    }
+    ++g_status[st];
+    if (st == 0) ++g_ok; else ++g_err;
+}
+
+void check_error_message(int32_t st, const char* fn) {
+    if (st == 0) return;
+    const char* m = drmas_last_error();
+    if (m == nullptr || strstr(m, fn) == nullptr) FAIL("%s failed with %d but its message does not name it: '%s'", fn, st, m ? m : "(null)");
+}
+
+// The CUDA backend takes device pointers, which this driver does not make: it is asked only where
+// it must refuse (a build or a machine without a GPU). Any other device number is always refused.
+bool g_cuda = false;
+int32_t device() {
+    if (!chance(0.03)) return DRMAS_DEVICE_CPU;
+    return chance(0.5) && !g_cuda ? DRMAS_DEVICE_CUDA : (int32_t)(2 + u64() % 1000);
+}
+
+// ------------------------------------------------------------------ segment statistics
+
+struct StatsCall {
+    int32_t dev;
+    int64_t n, num_segments;
+    int32_t ddof;
+    Buf<float> values;
+    Buf<int32_t> ids;
+    Buf<int64_t> count;
+    Buf<double> mean, m2, std;
+    bool alias_mean_m2 = false;
+
+    int32_t run() {
+        double* m2p = alias_mean_m2 ? mean.ptr() : m2.ptr();
+        return drmas_segment_stats_f32(dev, n, values.ptr(), ids.ptr(), num_segments, ddof, count.ptr(), mean.ptr(), m2p,
+                                       std.ptr(), nullptr);
+    }
+    StatsCall moved() const {
+        StatsCall c = *this;
+        c.values = values.moved(misalign() | 1);
+        c.ids = ids.moved(2);
+        c.count = count.moved(4);
+        c.mean = mean.moved(3);
+        c.m2 = m2.moved(1);
+        c.std = std.moved(2);
+        return c;
+    }
+    bool same_outputs(const StatsCall& o) const {
+        return count.same_bytes(o.count) && mean.same_bytes(o.mean) && m2.same_bytes(o.m2) && std.same_bytes(o.std);
+    }
+};
+
+void fuzz_segment_stats() {
+    StatsCall c;
+    c.dev = device();
+    int64_t n = size(), segs = chance(0.05) ? 0 : 1 + size(16);
+    c.n = count_arg(n);
+    c.num_segments = count_arg(segs, true);
+    c.ddof = chance(0.05) ? (int32_t)u64() : (int32_t)below(2);
+    bool finite = true;
+    c.values = Buf<float>(n, misalign());
+    c.ids = Buf<int32_t>(n, misalign());
+    for (int64_t i = 0; i < n; ++i) {
+        float v = chance(0.02) ? value() : finite_value();
+        c.values.set(i, v);
+        finite &= moderate(v);
+        c.ids.set(i, chance(0.01) ? (int32_t)(chance(0.5) ? -1 - below(3) : segs + below(3)) : (int32_t)below(segs));
+    }
+    c.count = Buf<int64_t>(segs, misalign());
+    c.mean = Buf<double>(segs, misalign());
+    c.m2 = Buf<double>(segs, misalign());
+    c.std = Buf<double>(segs, misalign());
+    c.std.null = chance(0.3);
+    if (chance(0.02)) c.values.null = true;
+    if (chance(0.02)) c.ids.null = true;
+    if (chance(0.02)) c.count.null = true;
+    if (chance(0.02)) c.mean.null = true;
+    c.alias_mean_m2 = chance(0.03);
+    c.count.poison(), c.mean.poison(), c.m2.poison(), c.std.poison();
+    StatsCall before = c;
+    int32_t st = c.run();
+    count_status(st);
+    check_error_message(st, "drmas_segment_stats_f32");
+    if (st != 0 && !c.same_outputs(before)) FAIL("drmas_segment_stats_f32 failed (%d) but wrote its outputs", st);
+    if (st == 0 && finite && !c.alias_mean_m2) {
+        for (int64_t s = 0; s < segs; ++s) {
+            if (!isfinite(c.mean.get(s)) || !isfinite(c.m2.get(s)) || (!c.std.null && !isfinite(c.std.get(s))))
+            {
+                FAIL("drmas_segment_stats_f32: segment %lld not finite (n %lld)", (long long)s, (long long)n);
+                break;
+            }
+        }
+    }
+    if (c.alias_mean_m2) return;
+    StatsCall m = before.moved();
+    int32_t st2 = m.run();
+    count_status(st2);
+    if (st2 != st) FAIL("drmas_segment_stats_f32: status %d aligned, %d misaligned", st, st2);
+    else if (st == 0 && !m.same_outputs(c)) FAIL("drmas_segment_stats_f32: misaligned buffers gave other bits (n %lld)", (long long)n);
+}
+
+// ------------------------------------------------------------------ advantages
+
+struct AdvCall {
+    int32_t dev;
+    drmas_norm_config cfg;
+    bool cfg_null = false;
+    int64_t n, U, T, K;
+    Buf<float> scores, adv;
+    Buf<int32_t> uid, traj, agent;
+    Buf<double> diag;
+    bool in_place = false;  // advantages written over the scores
+
+    int32_t run() {
+        float* out = in_place ? scores.ptr() : adv.ptr();
+        return drmas_advantage_f32(dev, cfg_null ? nullptr : &cfg, n, scores.ptr(), uid.ptr(), traj.ptr(), agent.ptr(), U, T, K,
+                                   out, diag.ptr(), nullptr);
+    }
+    AdvCall moved() const {
+        AdvCall c = *this;
+        c.scores = scores.moved(1);
+        c.adv = adv.moved(3);
+        c.uid = uid.moved(2);
+        c.traj = traj.moved(1);
+        c.agent = agent.moved(3);
+        c.diag = diag.moved(5);
+        return c;
+    }
+    bool same_outputs(const AdvCall& o) const { return adv.same_bytes(o.adv) && diag.same_bytes(o.diag) && scores.same_bytes(o.scores); }
+};
+
+void fuzz_advantage() {
+    AdvCall c;
+    c.dev = device();
+    memset(&c.cfg, 0, sizeof c.cfg);
+    c.cfg.mean_from = (int32_t)below(2);
+    c.cfg.std_from = (int32_t)below(2);
+    c.cfg.numerator = (int32_t)below(2);
+    c.cfg.global_pooling = (int32_t)below(2);
+    c.cfg.singleton = (int32_t)below(3);
+    c.cfg.ddof = (int32_t)below(2);
+    c.cfg.scale_by_std = chance(0.8) ? 1 : 0;
+    c.cfg.eps = chance(0.9) ? 1e-6 : (double)value();
+    if (chance(0.02)) c.cfg.mean_from = (int32_t)u64();
+    if (chance(0.02)) c.cfg.std_from = -1;
+    if (chance(0.02)) c.cfg.numerator = 2;
+    if (chance(0.02)) c.cfg.global_pooling = -1;
+    if (chance(0.02)) c.cfg.singleton = 3;
+    if (chance(0.02)) c.cfg.ddof = 2;
+    if (chance(0.02)) c.cfg.scale_by_std = 7;
+    if (chance(0.02)) c.cfg.reserved = 1;
+    c.cfg_null = chance(0.01);
+    // groups of N rollouts, each trajectory a few agent turns, in rollout order or shuffled
+    int64_t U = 1 + size(12), N = 1 + below(6), K = 1 + below(4);
+    std::vector<float> sc;
+    std::vector<int32_t> u, t, a;
+    int64_t T = 0;
+    for (int64_t g = 0; g < U; ++g) {
+        for (int64_t r = 0; r < N; ++r, ++T) {
+            int64_t turns = 1 + below(2 * K);
+            for (int64_t j = 0; j < turns; ++j) {
+                u.push_back((int32_t)g);
+                t.push_back((int32_t)T);
+                a.push_back((int32_t)(chance(0.7) ? j % K : below(K)));
+                sc.push_back(chance(0.3) ? (float)below(2) : (chance(0.01) ? value() : finite_value()));
+            }
+        }
+    }
+    int64_t n = (int64_t)sc.size();
+    if (chance(0.3)) {  // any order is correct, through the general path
+        for (int64_t i = n - 1; i > 0; --i) {
+            int64_t j = below(i + 1);
+            std::swap(sc[i], sc[j]), std::swap(u[i], u[j]), std::swap(t[i], t[j]), std::swap(a[i], a[j]);
+        }
+    }
+    if (chance(0.03) && n > 1) t[below(n)] = t[0] + 0, u[0] = (int32_t)((u[0] + 1) % U);  // a trajectory in two groups
+    for (int64_t i = 0; i < n; ++i) {
+        if (chance(0.003)) u[i] = chance(0.5) ? -1 : (int32_t)U;
+        if (chance(0.003)) t[i] = chance(0.5) ? INT32_MIN : (int32_t)T;
+        if (chance(0.003)) a[i] = (int32_t)(K + below(3));
+    }
+    bool finite = true;
+    for (float v : sc) finite &= moderate(v);
+    c.n = count_arg(n);
+    // other counts than the rows' own: larger (valid, ids still in range), past the limits, negative
+    c.U = chance(0.02) ? (chance(0.5) ? U + below(1 << 20) : (chance(0.5) ? (int64_t)INT32_MAX + 1 : -3)) : U;
+    c.T = chance(0.02) ? (chance(0.5) ? T + below(1 << 20) : (chance(0.5) ? INT64_MAX : -1)) : T;
+    c.K = chance(0.02) ? (chance(0.5) ? K + below(1 << 12) : (int64_t)INT32_MAX + 5) : K;
+    if (chance(0.01)) c.U = (int64_t)1 << 30, c.K = (int64_t)1 << 11;  // U x K past the 2^40 segments limit
+    c.scores = Buf<float>(n, misalign());
+    c.uid = Buf<int32_t>(n, misalign());
+    c.traj = Buf<int32_t>(n, misalign());
+    c.agent = Buf<int32_t>(n, misalign());
+    for (int64_t i = 0; i < n; ++i) c.scores.set(i, sc[i]), c.uid.set(i, u[i]), c.traj.set(i, t[i]), c.agent.set(i, a[i]);
+    c.adv = Buf<float>(n, misalign());
+    // the diagnostics array is sized by the sizes actually passed, when they fit in memory
+    int64_t diag_len = c.U > 0 && c.K > 0 && c.U <= (1 << 20) && c.K <= (1 << 20) && c.U * c.K <= (1 << 22)
+                           ? DRMAS_DIAG_FIELDS * c.U * c.K : -1;
+    c.diag = Buf<double>(std::max<int64_t>(diag_len, 0), misalign());
+    c.diag.null = diag_len < 0 || chance(0.4);
+    if (chance(0.02)) c.scores.null = true;
+    if (chance(0.02)) c.uid.null = true;
+    if (chance(0.02)) c.agent.null = true;
+    if (chance(0.05)) c.traj.null = true;
+    if (chance(0.02)) c.adv.null = true;
+    c.in_place = chance(0.05);
+    c.adv.poison(), c.diag.poison();
+    AdvCall before = c;
+    int32_t st = c.run();
+    count_status(st);
+    check_error_message(st, "drmas_advantage_f32");
+    if (st != 0 && !c.same_outputs(before)) FAIL("drmas_advantage_f32 failed (%d) but wrote its outputs: %s", st, drmas_last_error());
+    if (st == 0 && finite) {
+        const Buf<float>& out = c.in_place ? c.scores : c.adv;
+        for (int64_t i = 0; i < n && !out.null; ++i)
+            if (!isfinite(out.get(i))) {
+                FAIL("drmas_advantage_f32: row %lld advantage %g from finite scores (mean %d std %d numerator %d pooling %d singleton %d eps %g scale %d)",
+                     (long long)i, out.get(i), c.cfg.mean_from, c.cfg.std_from, c.cfg.numerator, c.cfg.global_pooling, c.cfg.singleton, c.cfg.eps, c.cfg.scale_by_std);
+                break;
+            }
+    }
+    AdvCall again = before;
+    int32_t st1 = again.run();
+    count_status(st1);
+    if (st1 != st || (st == 0 && !again.same_outputs(c))) FAIL("drmas_advantage_f32: a repeated call gave another result");
+    AdvCall m = before.moved();
+    int32_t st2 = m.run();
+    count_status(st2);
+    if (st2 != st) FAIL("drmas_advantage_f32: status %d aligned, %d misaligned", st, st2);
+    else if (st == 0 && !m.same_outputs(c)) FAIL("drmas_advantage_f32: misaligned buffers gave other bits (n %lld)", (long long)n);
+}
+
+// ------------------------------------------------------------------ offsets (broadcast, loss)
+
+std::vector<int64_t> offsets(int64_t rows, int64_t tokens, bool& valid) {
+    std::vector<int64_t> off((size_t)rows + 1);
+    valid = true;
+    int64_t at = chance(0.2) ? below(3) : 0;
+    for (int64_t r = 0; r <= rows; ++r) {
+        off[(size_t)r] = std::min(at, tokens);
+        at += below(tokens / std::max<int64_t>(rows, 1) + 3);
+    }
+    if (chance(0.05) && rows > 0) off[(size_t)below(rows + 1)] = -1 - below(3), valid = false;
+    if (chance(0.05) && rows > 1) std::swap(off[0], off[(size_t)rows]), valid = off[0] == off[(size_t)rows];
+    if (chance(0.03)) off[(size_t)rows] = chance(0.5) ? tokens + 1 : INT64_MAX, valid = false;
+    return off;
+}
+
+void fuzz_broadcast() {
+    int32_t dev = device();
+    int64_t rows = size(40), tokens = size(300);
+    bool valid;
+    std::vector<int64_t> off = offsets(rows, tokens, valid);
+    Buf<float> vals(rows, misalign()), out(tokens, misalign());
+    Buf<int64_t> offb(rows + 1, misalign());
+    for (int64_t r = 0; r < rows; ++r) vals.set(r, value());
+    for (int64_t r = 0; r <= rows; ++r) offb.set(r, off[(size_t)r]);
+    if (chance(0.02)) vals.null = true;
+    if (chance(0.02)) out.null = true;
+    int64_t rows_arg = count_arg(rows), tokens_arg = chance(0.1) ? below(tokens + 1) : count_arg(tokens);
+    if (chance(0.03)) {  // no offsets: any row count must be refused, however large
+        offb.null = true;
+        rows_arg = chance(0.5) ? INT64_MAX : rows_arg;
+    }
+    out.poison();
+    Buf<float> before = out;
+    int32_t st = drmas_broadcast_rows_f32(dev, rows_arg, vals.ptr(), offb.ptr(), tokens_arg, out.ptr(), nullptr);
+    count_status(st);
+    check_error_message(st, "drmas_broadcast_rows_f32");
+    if (st != 0 && !out.same_bytes(before)) FAIL("drmas_broadcast_rows_f32 failed (%d) but wrote its output", st);
+    if (st == 0 && !valid && rows_arg == rows && tokens_arg == tokens)
+        FAIL("drmas_broadcast_rows_f32 accepted broken offsets");
+    Buf<float> vm = vals.moved(1), om = before.moved(3);
+    Buf<int64_t> offm = offb.moved(5);
+    int32_t st2 = drmas_broadcast_rows_f32(dev, rows_arg, vm.ptr(), offm.ptr(), tokens_arg, om.ptr(), nullptr);
+    count_status(st2);
+    if (st2 != st || (st == 0 && !om.same_bytes(out))) FAIL("drmas_broadcast_rows_f32: misaligned buffers gave another result");
+}
+
+void fuzz_clipped_loss() {
+    int32_t dev = device();
+    drmas_loss_config c;
+    memset(&c, 0, sizeof c);
+    c.clip_low = chance(0.9) ? 0.2 : (double)value();
+    c.clip_high = chance(0.9) ? 0.28 : (double)value();
+    c.dual_clip = chance(0.7) ? 3.0 : (chance(0.5) ? 0.0 : (double)value());
+    c.kl_coef = chance(0.8) ? 0.0 : (double)value();
+    c.kl_type = chance(0.95) ? (int32_t)below(4) : (int32_t)u64();
+    c.per_row_mean = chance(0.95) ? (int32_t)below(2) : -1;
+    int64_t rows = size(30), tokens = size(400);
+    c.normalizer = chance(0.9) ? (double)std::max<int64_t>(tokens, 1) : (double)value();
+    bool valid;
+    std::vector<int64_t> off = offsets(rows, tokens, valid);
+    Buf<int64_t> offb(rows + 1, misalign());
+    for (int64_t r = 0; r <= rows; ++r) offb.set(r, off[(size_t)r]);
+    Buf<float> logp(tokens, misalign()), old(tokens, misalign()), adv(tokens, misalign()), ref(tokens, misalign()), grad(tokens, misalign());
+    Buf<uint8_t> mask(tokens, misalign());
+    bool finite = true;
+    for (int64_t t = 0; t < tokens; ++t) {
+        float lp = chance(0.01) ? value() : -fabsf(finite_value()), ol = chance(0.01) ? value() : -fabsf(finite_value());
+        float ad = chance(0.01) ? value() : finite_value(), rf = chance(0.01) ? value() : -fabsf(finite_value());
+        logp.set(t, lp), old.set(t, ol), adv.set(t, ad), ref.set(t, rf);
+        mask.set(t, (uint8_t)(chance(0.8) ? 1 : (chance(0.5) ? 0 : u64())));
+        finite &= moderate(lp) && moderate(ol) && moderate(ad) && moderate(rf);
+    }
+    mask.null = chance(0.3);
+    ref.null = chance(0.3);
+    if (chance(0.02)) logp.null = true;
+    if (chance(0.02)) grad.null = true;
+    Buf<double> sums(DRMAS_LOSS_SUMS, misalign());
+    if (chance(0.02)) sums.null = true;
+    bool grad_over_logp = chance(0.04);  // dL/dlogp written over logp
+    grad.poison(), sums.poison();
+    Buf<float> grad0 = grad, logp0 = logp;
+    Buf<double> sums0 = sums;
+    int64_t rows_arg = count_arg(rows), tokens_arg = count_arg(tokens);
+    if (chance(0.03)) {  // no offsets: any row count must be refused, however large
+        offb.null = true;
+        rows_arg = chance(0.5) ? INT64_MAX : rows_arg;
+    }
+    auto call = [&](Buf<int64_t>& o, Buf<float>& lp, Buf<float>& ol, Buf<float>& ad, Buf<float>& rf, Buf<uint8_t>& mk, Buf<float>& g,
+                    Buf<double>& s) {
+        return drmas_clipped_loss_f32(dev, &c, rows_arg, o.ptr(), tokens_arg, lp.ptr(), ol.ptr(), ad.ptr(), rf.ptr(), mk.ptr(),
+                                      grad_over_logp ? lp.ptr() : g.ptr(), s.ptr(), nullptr);
+    };
+    int32_t st = call(offb, logp, old, adv, ref, mask, grad, sums);
+    count_status(st);
+    check_error_message(st, "drmas_clipped_loss_f32");
+    if (st != 0 && (!grad.same_bytes(grad0) || !sums.same_bytes(sums0) || !logp.same_bytes(logp0)))
+        FAIL("drmas_clipped_loss_f32 failed (%d) but wrote its outputs", st);
+    if (st == 0 && !valid && rows_arg == rows && tokens_arg == tokens) FAIL("drmas_clipped_loss_f32 accepted broken offsets");
+    bool sane_cfg = isfinite(c.kl_coef) && fabs(c.kl_coef) < 1e30 && c.normalizer >= 1;
+    if (st == 0 && finite && sane_cfg && !grad_over_logp) {
+        for (int j = 0; j < DRMAS_LOSS_SUMS; ++j)
+            if (!isfinite(sums.get(j))) {
+                FAIL("drmas_clipped_loss_f32: sums[%d] = %g from finite inputs", j, sums.get(j));
+                break;
+            }
+    }
+    if (grad_over_logp) return;
+    Buf<int64_t> o2 = offb.moved(3);
+    Buf<float> lp2 = logp0.moved(1), ol2 = old.moved(2), ad2 = adv.moved(3), rf2 = ref.moved(1), g2 = grad0.moved(2);
+    Buf<uint8_t> mk2 = mask.moved(3);
+    Buf<double> s2 = sums0.moved(4);
+    int32_t st2 = call(o2, lp2, ol2, ad2, rf2, mk2, g2, s2);
+    count_status(st2);
+    if (st2 != st || (st == 0 && (!g2.same_bytes(grad) || !s2.same_bytes(sums))))
+        FAIL("drmas_clipped_loss_f32: misaligned buffers gave another result (%d vs %d)", st, st2);
+}
+
+void fuzz_library() {
+    switch (below(6)) {
+        case 0: count_status(0); if (!drmas_version() || !*drmas_version()) FAIL("drmas_version is empty"); break;
+        case 1: count_status(0); (void)drmas_cuda_compiled(); (void)drmas_cuda_available(); break;
+        case 2: {
+            int32_t n = chance(0.5) ? (int32_t)below(5) - 1 : (int32_t)u64();
+            int32_t got = drmas_set_num_threads(n);
+            count_status(0);
+            if (got < 1) FAIL("drmas_set_num_threads(%d) returned %d", n, got);
+            drmas_set_num_threads(chance(0.5) ? 0 : 2);
+            break;
+        }
+        case 3: {  // the CUDA helpers refuse politely without a GPU
+            void* p = reinterpret_cast<void*>(0x1);
+            int32_t st = drmas_cuda_malloc((size_t)u64() % 4096, chance(0.5) ? &p : nullptr);
+            count_status(st);
+            if (!g_cuda && st == 0) FAIL("drmas_cuda_malloc succeeded without a device");
+            if (st == 0) count_status(drmas_cuda_free(p));
+            check_error_message(st, "drmas_cuda_malloc");
+            break;
+        }
+        case 4: {
+            if (g_cuda) {  // host buffers are no device buffers: only the argument checks
+                count_status(drmas_cuda_memcpy(nullptr, nullptr, 8, DRMAS_COPY_HOST_TO_DEVICE));
+                break;
+            }
+            unsigned char a[8], b[8] = {0};
+            int32_t st = drmas_cuda_memcpy(chance(0.5) ? a : nullptr, b, (size_t)below(9), (int32_t)below(5));
+            count_status(st);
+            check_error_message(st, "drmas_cuda_memcpy");
+            st = drmas_cuda_synchronize(nullptr);
+            count_status(st);
+            st = drmas_cuda_free(nullptr);
+            count_status(st);
+            break;
+        }
+        default: count_status(0); (void)drmas_get_num_threads(); (void)strlen(drmas_last_error()); break;
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    double seconds = 10;
+    uint64_t seed = 20;
+    long long max_iter = -1;
+    for (int i = 1; i < argc; ++i) {
+        if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], nullptr, 10);
+        else if (!strcmp(argv[i], "--max-iterations") && i + 1 < argc) max_iter = atoll(argv[++i]);
+        else {
+            fprintf(stderr, "usage: %s [--seconds S] [--seed N] [--max-iterations N]\n", argv[0]);
+            return 2;
+        }
+    }
+    rng.seed(seed);
+    g_cuda = drmas_cuda_available() != 0;
+    drmas_set_num_threads(2);
+    auto t0 = std::chrono::steady_clock::now();
+    long long iter = 0;
+    for (; max_iter < 0 || iter < max_iter; ++iter) {
+        if ((iter & 63) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= seconds) break;
+        switch (below(10)) {
+            case 0: case 1: fuzz_segment_stats(); break;
+            case 2: case 3: case 4: fuzz_advantage(); break;
+            case 5: fuzz_broadcast(); break;
+            case 6: case 7: case 8: fuzz_clipped_loss(); break;
+            default: fuzz_library(); break;
+        }
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    printf("fuzz_abi: seed %llu, %lld iterations, %lld calls (%lld ok, %lld errors) in %.1f s; failures %lld\n",
+           (unsigned long long)seed, iter, g_calls, g_ok, g_err, s, g_failures);
+    printf("fuzz_abi: statuses");
+    for (int k = 0; k < 10; ++k) printf(" %d:%lld", k, g_status[k]);
+    printf("\n");
+    return g_failures == 0 ? 0 : 1;
+}
