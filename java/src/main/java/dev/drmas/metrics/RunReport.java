@@ -17,6 +17,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Locale;
@@ -28,6 +29,7 @@ import org.knowm.xchart.XYChart;
 import org.knowm.xchart.XYChartBuilder;
 import org.knowm.xchart.XYSeries;
 import org.knowm.xchart.style.Styler;
+import org.knowm.xchart.style.XYStyler;
 import org.knowm.xchart.style.lines.SeriesLines;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
@@ -38,9 +40,18 @@ public final class RunReport {
     private static final Color[] PALETTE = {new Color(0x1f77b4), new Color(0xd62728), new Color(0x2ca02c), new Color(0x9467bd),
         new Color(0xff7f0e), new Color(0x8c564b), new Color(0xe377c2), new Color(0x7f7f7f)};
 
-    /** One plot: its file id, title, y-axis and the series of a run it draws. */
-    private record Plot(String id, String title, String yAxis, Function<ReportRuns.Run, double[][]> series) {
+    /**
+     * One plot: its file id, title, y-axis and the series of a run it draws; {@code logIfWide}: a
+     * scale (a norm, E[A²]) that is drawn on a logarithmic axis when its positive values span more
+     * than {@link #LOG_SPAN}, so that one mode's blow-up does not flatten the others to a line at 0.
+     */
+    private record Plot(String id, String title, String yAxis, Function<ReportRuns.Run, double[][]> series, boolean logIfWide) {
+        Plot(String id, String title, String yAxis, Function<ReportRuns.Run, double[][]> series) {
+            this(id, title, yAxis, series, false);
+        }
     }
+
+    static final double LOG_SPAN = 1000;
 
     /**
      * Writes the report of the runs under {@code inputs} to {@code html}, and its plots to
@@ -108,20 +119,20 @@ public final class RunReport {
         List<Plot> out = new ArrayList<>();
         for (String a : agents) {
             out.add(new Plot("grad_norm-" + a, "gradient norm of agent " + a, "‖g‖ (before clipping)",
-                    r -> r.series("agent/" + a + "/grad_norm")));
+                    r -> r.series("agent/" + a + "/grad_norm"), true));
         }
         out.add(new Plot("reward", "training reward", "reward/mean", r -> r.series("reward/mean")));
         for (String k : evalKeys) out.add(new Plot(k.replace('/', '-').replace('@', '_'), "held-out " + k.substring(5), k, r -> r.evalSeries(k)));
         for (String a : agents) {
             out.add(new Plot("inflation-" + a, "Lemma 4.2 inflation of agent " + a, "(σ_k² + (μ_k − μ)²) / σ²",
                     r -> r.series("agent/" + a + "/inflation")));
-            out.add(new Plot("adv_sq_mean-" + a, "E[A²] of agent " + a, "E[A²]", r -> r.series("agent/" + a + "/adv_sq_mean")));
+            out.add(new Plot("adv_sq_mean-" + a, "E[A²] of agent " + a, "E[A²]", r -> r.series("agent/" + a + "/adv_sq_mean"), true));
             out.add(new Plot("valid_ratio-" + a, "valid outputs of agent " + a, "valid ratio", r -> r.series("agent/" + a + "/valid_ratio")));
             out.add(new Plot("response_len-" + a, "response length of agent " + a, "tokens", r -> r.series("agent/" + a + "/response_len")));
         }
         for (String m : models) {
             out.add(new Plot("grad_norm_model-" + m, "gradient norm of model " + m + " (its mini-batches)", "‖g‖ (before clipping)",
-                    r -> r.series("model/" + m + "/grad_norm")));
+                    r -> r.series("model/" + m + "/grad_norm"), true));
             out.add(new Plot("clipfrac-" + m, "clipped fraction, model " + m, "clipfrac", r -> r.series("model/" + m + "/clipfrac")));
             out.add(new Plot("ppo_kl-" + m, "PPO KL (old → new), model " + m, "ppo_kl", r -> r.series("model/" + m + "/ppo_kl")));
             out.add(new Plot("kl-" + m, "KL to the reference, model " + m, "kl", r -> r.series("model/" + m + "/kl")));
@@ -132,17 +143,37 @@ public final class RunReport {
     /** Draws one plot into plots/ (PNG and its data as JSON); returns its inline image element, or null when no run has the series. */
     private static String plot(Plot p, Map<String, List<ReportRuns.Run>> groups, Path plotsDir) throws IOException {
         XYChart chart = new XYChartBuilder().width(560).height(340).title(p.title()).xAxisTitle("step").yAxisTitle(p.yAxis()).build();
-        Styler st = chart.getStyler();
+        XYStyler st = chart.getStyler();
         st.setLegendPosition(Styler.LegendPosition.InsideNE);
         st.setChartBackgroundColor(Color.WHITE);
         ObjectMapper json = new ObjectMapper();
         ObjectNode data = json.createObjectNode().put("title", p.title()).put("y", p.yAxis());
         ArrayNode series = data.putArray("series");
+        Map<String, Map<Double, double[]>> stats = new LinkedHashMap<>();
+        double minPositive = Double.POSITIVE_INFINITY, max = 0;
+        boolean negative = false;
+        for (var e : groups.entrySet()) {
+            Map<Double, double[]> mm = ReportRuns.meanMinMax(e.getValue(), p.series());
+            stats.put(e.getKey(), mm);
+            for (double[] v : mm.values()) {
+                for (double y : v) {
+                    if (y < 0) negative = true;
+                    if (y > 0) minPositive = Math.min(minPositive, y);
+                    max = Math.max(max, y);
+                }
+            }
+        }
+        boolean log = p.logIfWide() && !negative && max > LOG_SPAN * minPositive;
+        if (log) {
+            st.setYAxisLogarithmic(true);
+            chart.setYAxisTitle(p.yAxis() + ", log");  // zeros are not drawn (the JSON keeps them)
+        }
+        data.put("log_y", log);
         int colour = 0;
         boolean any = false;
         for (var e : groups.entrySet()) {
             Color c = PALETTE[colour++ % PALETTE.length];
-            Map<Double, double[]> mm = ReportRuns.meanMinMax(e.getValue(), p.series());
+            Map<Double, double[]> mm = stats.get(e.getKey());
             if (mm.isEmpty()) continue;
             any = true;
             double[] x = new double[mm.size()], mean = new double[mm.size()], lo = new double[mm.size()], hi = new double[mm.size()];
@@ -154,14 +185,18 @@ public final class RunReport {
                 hi[i++] = pt.getValue()[2];
             }
             String name = e.getKey() + " (" + e.getValue().size() + " seed" + (e.getValue().size() == 1 ? "" : "s") + ")";
-            XYSeries s = chart.addSeries(name, x, mean);
-            s.setLineColor(c);
-            s.setMarker(x.length == 1 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
-            s.setMarkerColor(c);
-            s.setLineWidth(2f);
+            XYSeries s = log ? addPositive(chart, name, x, mean) : chart.addSeries(name, x, mean);
+            if (s != null) {
+                s.setLineColor(c);
+                s.setMarker(x.length == 1 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
+                s.setMarkerColor(c);
+                s.setLineWidth(2f);
+            }
             if (e.getValue().size() > 1) {
                 for (double[] band : new double[][] {lo, hi}) {
-                    XYSeries b = chart.addSeries(name + (band == lo ? " min" : " max"), x, band);
+                    String bandName = name + (band == lo ? " min" : " max");
+                    XYSeries b = log ? addPositive(chart, bandName, x, band) : chart.addSeries(bandName, x, band);
+                    if (b == null) continue;
                     b.setLineColor(c);
                     b.setMarker(SeriesMarkers.NONE);
                     b.setLineStyle(SeriesLines.DASH_DASH);
@@ -184,6 +219,24 @@ public final class RunReport {
         json.writerWithDefaultPrettyPrinter().writeValue(plotsDir.resolve(p.id() + ".json").toFile(), data);
         return "<img alt=\"" + escape(p.title()) + "\" src=\"data:image/png;base64,"
                 + java.util.Base64.getEncoder().encodeToString(Files.readAllBytes(png)) + "\">";
+    }
+
+    /**
+     * A series without its non-positive points, which a logarithmic axis cannot show (the JSON keeps
+     * them); null when no point is left.
+     */
+    private static XYSeries addPositive(XYChart chart, String name, double[] x, double[] y) {
+        int n = 0;
+        for (double v : y) if (v > 0) n++;
+        if (n == 0) return null;
+        double[] px = new double[n], py = new double[n];
+        for (int i = 0, k = 0; i < y.length; i++) {
+            if (y[i] > 0) {
+                px[k] = x[i];
+                py[k++] = y[i];
+            }
+        }
+        return chart.addSeries(name, px, py);
     }
 
     // ------------------------------------------------------------------ the summary

@@ -1,7 +1,8 @@
 // RunReportTest.java — the run report on fixture runs written as the trainer writes them (metrics.jsonl
 // and config.yaml in real folders): the HTML and the plot files exist, each plot's data has the
 // modes' series with the mean, lowest and highest seed at every step, the summary states intervals
-// over seeds and spikiness, and a missing, truncated or empty metrics file is an error naming it.
+// over seeds and spikiness, a blow-up goes on a log axis, and a missing, truncated or empty metrics
+// file is an error naming it.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -102,5 +103,35 @@ class RunReportTest {
         assertTrue(e.getMessage().contains("no metrics.jsonl"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(tmp.resolve("missing")), tmp.resolve("r.html")));
         assertTrue(e.getMessage().endsWith("missing: no such folder"), e.getMessage());
+    }
+
+    @Test
+    void aBlowUpIsDrawnOnALogAxisWithoutFlatteningTheOthers() throws IOException {
+        Path exp = tmp.resolve("wide");
+        for (String mode : List.of("grpo", "agent-std")) {
+            Path d = Files.createDirectories(exp.resolve(mode + "-s1"));
+            Files.writeString(d.resolve("config.yaml"), "run: {name: " + mode + "-s1, seed: 1}\n"
+                    + "algorithm: {mode: " + mode + ", global_pooling: trajectories}\norchestra: {name: math}\n");
+            List<String> lines = new ArrayList<>();
+            for (int s = 1; s <= 5; s++) {
+                // grpo: norms near 1 with a zero (an agent without a non-zero advantage); agent-std: 1e5
+                double g = mode.equals("grpo") ? (s == 3 ? 0 : 0.5 + 0.1 * s) : 1e5 * s;
+                lines.add(String.format(Locale.ROOT, "{\"step\":%d,\"wall_time\":1.0,\"reward/mean\":0.5,\"rows\":4.0,"
+                        + "\"agent/solver/rows\":4.0,\"agent/solver/grad_norm\":%s,\"model/policy/clipfrac\":0.01}", s, g));
+            }
+            Files.write(d.resolve("metrics.jsonl"), lines);
+        }
+        RunReport.write(List.of(exp), exp.resolve("report.html"));
+        JsonNode norms = new ObjectMapper().readTree(exp.resolve("plots/grad_norm-solver.json").toFile());
+        assertTrue(norms.get("log_y").asBoolean(), "a span of 1e5 / 0.6 is drawn on a log axis");
+        assertEquals(0.0, norms.get("series").get(0).get("mean").get(2).asDouble(), "the data keeps the zero");
+        assertTrue(Files.size(exp.resolve("plots/grad_norm-solver.png")) > 1000);
+        JsonNode reward = new ObjectMapper().readTree(exp.resolve("plots/reward.json").toFile());
+        assertTrue(!reward.get("log_y").asBoolean(), "the reward keeps its linear axis");
+        // without the blow-up the norms are drawn linearly
+        Files.walk(exp.resolve("agent-std-s1")).sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+        RunReport.write(List.of(exp), exp.resolve("report.html"));
+        norms = new ObjectMapper().readTree(exp.resolve("plots/grad_norm-solver.json").toFile());
+        assertTrue(!norms.get("log_y").asBoolean(), "norms within 0.6..1.0 stay linear");
     }
 }
