@@ -1,6 +1,6 @@
 // ExperimentCommand.java — `drmas experiment CONFIG [--modes ...] [--seeds N] [--pooling ...]`: the
-// comparison the paper makes, run fairly: per seed one warm start (`drmas sft`), then one RL run per
-// (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
+// comparison the paper makes, run fairly: per seed one warm start (`drmas sft`; one for all seeds with
+// --shared-warm-start), then one RL run per (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
 // ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on. Each job is
 // a child JVM (as `drmas launch` starts them), its output in logs/; finished jobs are skipped when
 // the experiment is run again; at the end the experiment's report is written.
@@ -58,6 +58,10 @@ final class ExperimentCommand implements Callable<Integer> {
             description = "global pooling of the group statistics: trajectories, rows or both (default ${DEFAULT-VALUE})")
     List<String> pooling;
 
+    @Option(names = "--shared-warm-start", description = {"one warm start (sft-s1) for every seed instead of one per seed:",
+            "the seeds then differ only in their RL runs (rollouts, task order); for when the warm start costs most"})
+    boolean sharedWarmStart;
+
     @Option(names = "--parallel", defaultValue = "1", description = "jobs at once, the threads split among them (default 1)")
     int parallel;
 
@@ -106,20 +110,23 @@ final class ExperimentCommand implements Callable<Integer> {
         return 0;
     }
 
-    /** Per seed: the warm start, then every (mode, pooling) from it. */
+    /** Per seed: the warm start (or seed 1's, when shared), then every (mode, pooling) from it. */
     List<Job> jobs(Path root, int threads) {
         List<String> common = new ArrayList<>(overrides);
         common.add("run.output_dir=" + root);
         common.add("run.threads=" + threads);
         common.add("metrics.progress_bar=false");
         List<Job> jobs = new ArrayList<>();
+        Job warm = null;
         for (int seed = 1; seed <= seeds; seed++) {
-            String sftName = "sft-s" + seed;
-            List<String> sft = new ArrayList<>(List.of("sft", config.toString()));
-            sft.addAll(common);
-            sft.addAll(List.of("run.name=" + sftName, "run.seed=" + seed));
-            Job warm = new Job(sftName, sft, null);
-            jobs.add(warm);
+            if (warm == null || !sharedWarmStart) {
+                List<String> sft = new ArrayList<>(List.of("sft", config.toString()));
+                sft.addAll(common);
+                sft.addAll(List.of("run.name=sft-s" + seed, "run.seed=" + seed));
+                warm = new Job("sft-s" + seed, sft, null);
+                jobs.add(warm);
+            }
+            String sftName = warm.name();
             for (String pool : pooling) {
                 for (String mode : modes) {
                     String name = label(mode, pool) + "-s" + seed;

@@ -1,7 +1,7 @@
 // ExperimentCommandTest.java — `drmas experiment` end to end with child JVMs, at tiny sizes: one warm
 // start per seed, one run per mode from it (the same initial weights: their first evaluations are
 // identical), per-agent gradient norms logged, finished jobs skipped when run again, the report
-// written; bad options are user errors.
+// written; with --shared-warm-start one warm start serves every seed; bad options are user errors.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -60,6 +60,29 @@ class ExperimentCommandTest {
         Cli.Run again = Cli.run(args.toArray(String[]::new));
         assertEquals(0, again.exit(), again.err());
         assertEquals(3, again.out().lines().filter(l -> l.contains("done before, skipped")).count(), again.out());
+    }
+
+    @Test
+    void aSharedWarmStartIsOneSftForEverySeed() {
+        ExperimentCommand c = new ExperimentCommand();
+        c.config = Path.of("c.yaml");
+        c.modes = List.of("grpo", "drmas");
+        c.pooling = List.of("trajectories");
+        c.seeds = 3;
+        Path root = tmp.resolve("exp");
+        List<ExperimentCommand.Job> own = c.jobs(root, 1);
+        assertEquals(List.of("sft-s1", "grpo-s1", "drmas-s1", "sft-s2", "grpo-s2", "drmas-s2", "sft-s3", "grpo-s3", "drmas-s3"),
+                own.stream().map(ExperimentCommand.Job::name).toList());
+        assertTrue(own.get(7).args().contains("run.warm_start=" + root.resolve("sft-s3/sft/models")), own.get(7).args().toString());
+        c.sharedWarmStart = true;
+        List<ExperimentCommand.Job> shared = c.jobs(root, 1);
+        assertEquals(List.of("sft-s1", "grpo-s1", "drmas-s1", "grpo-s2", "drmas-s2", "grpo-s3", "drmas-s3"),
+                shared.stream().map(ExperimentCommand.Job::name).toList());
+        for (ExperimentCommand.Job j : shared.subList(1, shared.size())) {
+            assertEquals(shared.getFirst(), j.after(), j.name());
+            assertTrue(j.args().contains("run.warm_start=" + root.resolve("sft-s1/sft/models")), j.args().toString());
+            assertTrue(j.args().contains("run.seed=" + j.name().substring(j.name().length() - 1)), j.args().toString());
+        }
     }
 
     @Test
