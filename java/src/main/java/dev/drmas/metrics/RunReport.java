@@ -188,6 +188,7 @@ public final class RunReport {
             XYSeries s = log ? addPositive(chart, name, x, mean) : chart.addSeries(name, x, mean);
             if (s != null) {
                 s.setLineColor(c);
+                s.setLineStyle(SeriesLines.SOLID);  // XChart's theme cycles line styles past four series
                 s.setMarker(x.length == 1 ? SeriesMarkers.CIRCLE : SeriesMarkers.NONE);
                 s.setMarkerColor(c);
                 s.setLineWidth(2f);
