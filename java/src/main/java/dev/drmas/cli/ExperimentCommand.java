@@ -87,8 +87,12 @@ final class ExperimentCommand implements Callable<Integer> {
     private int run(Path root, List<Job> jobs, int threads) throws IOException {
         Files.createDirectories(root.resolve("logs"));
         PrintWriter out = spec.commandLine().getOut();
-        out.printf("drmas experiment: %d seeds x (1 warm start + %d runs) = %d jobs, %d at a time, %d threads each, in %s%n",
-                seeds, jobs.size() / seeds - 1, jobs.size(), parallel, threads, root);
+        long warmStarts = jobs.stream().filter(j -> j.after() == null).count();
+        long runsPerSeed = (jobs.size() - warmStarts) / seeds;
+        String shape = sharedWarmStart ? String.format("%d seeds x %d runs from 1 warm start", seeds, runsPerSeed)
+                : String.format("%d seeds x (1 warm start + %d runs)", seeds, runsPerSeed);
+        out.printf("drmas experiment: %s = %d jobs, %d at a time, %d threads each, in %s%n",
+                shape, jobs.size(), parallel, threads, root);
         out.flush();
         AtomicInteger finished = new AtomicInteger();
         Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
@@ -96,7 +100,7 @@ final class ExperimentCommand implements Callable<Integer> {
         try {
             for (Job j : jobs) {
                 CompletableFuture<Void> before = j.after() == null ? CompletableFuture.completedFuture(null) : done.get(j.after());
-                done.put(j, before.thenRunAsync(() -> run(root, j, jobs.size(), finished, out), pool));
+                done.put(j, before.thenRunAsync(() -> run(root, j, threads, jobs.size(), finished, out), pool));
             }
             CompletableFuture.allOf(done.values().toArray(CompletableFuture[]::new)).join();
         } catch (java.util.concurrent.CompletionException e) {
@@ -148,7 +152,7 @@ final class ExperimentCommand implements Callable<Integer> {
         return mode + (showPool ? "-" + pool : "");
     }
 
-    private void run(Path root, Job j, int total, AtomicInteger finished, PrintWriter out) {
+    private void run(Path root, Job j, int threads, int total, AtomicInteger finished, PrintWriter out) {
         Path dir = root.resolve(j.name());
         if (Files.isRegularFile(dir.resolve(DONE))) {
             out.printf("[%d/%d] %s: done before, skipped%n", finished.incrementAndGet(), total, j.name());
@@ -162,8 +166,7 @@ final class ExperimentCommand implements Callable<Integer> {
             List<String> cmd = LaunchCommand.javaCommand();
             cmd.addAll(j.args());
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
-            pb.environment().put("OMP_NUM_THREADS", j.args().stream().filter(a -> a.startsWith("run.threads="))
-                    .map(a -> a.substring("run.threads=".length())).findFirst().orElse("1"));
+            pb.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
             Process p = pb.start();
             try {
                 code = p.waitFor();
