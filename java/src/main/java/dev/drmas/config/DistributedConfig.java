@@ -14,8 +14,12 @@ import dev.drmas.algo.ConfigEnum;
  *                       after the last); 0 = never; default 10
  * @param bucketMb       gradients are summed across ranks in flat buffers of about this many MiB;
  *                       default 25 (as PyTorch DDP)
+ * @param shardOptimizer ZeRO stages 1–2: gradients are reduce-scattered and each rank keeps and
+ *                       updates only its 1/world share of the fp32 master weights and AdamW
+ *                       moments, then the updated weights are all-gathered; default false (every
+ *                       rank holds the whole optimiser state, as DDP)
  */
-public record DistributedConfig(Backend backend, double timeoutS, int checksumFreq, double bucketMb) {
+public record DistributedConfig(Backend backend, double timeoutS, int checksumFreq, double bucketMb, boolean shardOptimizer) {
 
     /** The c10d backend. */
     public enum Backend implements ConfigEnum {
@@ -41,6 +45,6 @@ public record DistributedConfig(Backend backend, double timeoutS, int checksumFr
     }
 
     public static DistributedConfig defaults() {
-        return new DistributedConfig(Backend.AUTO, 300, 10, 25);
+        return new DistributedConfig(Backend.AUTO, 300, 10, 25, false);
     }
 }

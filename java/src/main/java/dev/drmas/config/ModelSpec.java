@@ -19,11 +19,20 @@ import java.util.Map;
  * @param family {@code qwen2}, {@code qwen3} (default) or {@code llama}: the architecture of a
  *               model without path (a folder's config.json names its own)
  * @param size   the shape of a model without path
- * @param dtype  {@code float32} (default), {@code bfloat16} or {@code float16}: parameters and
- *               activations
+ * @param dtype  {@code float32} (default), {@code bfloat16} or {@code float16}: the weights of the
+ *               forward, backward and generation, and the activations (on the CPU too, slower)
+ * @param masterDtype {@code float32} (default): the precision of the master weights the optimiser
+ *               updates, of its AdamW moments and of the accumulated, clipped gradients, as FSDP's
+ *               and Megatron's mixed precision (with dtype float32 they are the weights
+ *               themselves); equal to a reduced {@code dtype}: pure reduced-precision training,
+ *               which a warning flags (an update of relative size below ~4e-3 rounds to nothing in
+ *               bfloat16)
+ * @param activationCheckpointing keep only each decoder layer's input for the backward pass and
+ *               recompute the layer there (less memory, one more forward of the layers); default false
  * @param optim  the AdamW settings of this model's optimiser (its agents may override them)
  */
-public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dtype dtype, OptimConfig optim) {
+public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dtype dtype, Dtype masterDtype,
+                        boolean activationCheckpointing, OptimConfig optim) {
 
     public enum Init implements ConfigEnum {
         AUTO("auto"), RANDOM("random"), PATH("path");
@@ -62,16 +71,25 @@ public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dty
         Check.given(family, "family");
         Check.given(size, "size");
         Check.given(dtype, "dtype");
+        Check.given(masterDtype, "master_dtype");
+        Check.that(masterDtype == Dtype.FLOAT32 || masterDtype == dtype, "master_dtype",
+                "must be float32 or the model's dtype (" + dtype.configName() + "), got " + masterDtype.configName());
         Check.given(optim, "optim");
     }
 
     public static ModelSpec defaults() {
-        return new ModelSpec(null, Init.AUTO, Family.QWEN3, ModelSize.defaults(), Dtype.FLOAT32, OptimConfig.defaults());
+        return new ModelSpec(null, Init.AUTO, Family.QWEN3, ModelSize.defaults(), Dtype.FLOAT32, Dtype.FLOAT32, false,
+                OptimConfig.defaults());
     }
 
     /** Whether training starts from the weights in {@code path} (else from random weights). */
     public boolean loadsWeights() {
         return init == Init.PATH || (init == Init.AUTO && path != null);
+    }
+
+    /** Whether the optimiser keeps master weights apart from the model's (dtype reduced, master float32). */
+    public boolean mixedPrecision() {
+        return dtype != masterDtype;
     }
 
     /** The shape of a model without path: {@code family} at {@code size}, for a tokenizer of {@code vocabSize} ids. */

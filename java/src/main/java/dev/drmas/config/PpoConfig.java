@@ -14,6 +14,11 @@ import dev.drmas.algo.SettingException;
  * @param miniBatchSize   rows (agent turns) per optimiser step; default 64
  * @param microBatchSize  rows per forward/backward (gradient accumulation; the loss is still
  *                        normalised over the whole mini-batch), &lt;= mini_batch_size; default 16
+ * @param maxTokensPerMicroBatch dynamic micro-batches (verl's use_dynamic_bsz): rows are packed in
+ *                        order into micro-batches of at most this many prompt + response tokens
+ *                        (a longer row goes alone), for the update and the log-prob passes,
+ *                        instead of micro_batch_size rows; the gradients are the same; 0 = off
+ *                        (default)
  * @param shuffle         shuffle rows before cutting mini-batches; default true
  * @param clipLow         ε_low, in [0, 1); default 0.2
  * @param clipHigh        ε_high, &gt;= 0; default 0.2
@@ -29,7 +34,7 @@ import dev.drmas.algo.SettingException;
  * @param referenceModel  keep a frozen copy of each model's initial weights and compute the KL to
  *                        it (logged, and in the loss when kl_coef &gt; 0); default false
  */
-public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, boolean shuffle, double clipLow,
+public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, int maxTokensPerMicroBatch, boolean shuffle, double clipLow,
                         double clipHigh, Double dualClip, LossAggregation lossAgg, double klCoef, KlEstimator klType,
                         double entropyCoef, boolean referenceModel) {
     public PpoConfig {
@@ -38,6 +43,7 @@ public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, boole
         Check.positive(microBatchSize, "micro_batch_size");
         Check.that(microBatchSize <= miniBatchSize, "micro_batch_size",
                 "must be <= mini_batch_size (" + miniBatchSize + "), got " + microBatchSize);
+        Check.nonNegative(maxTokensPerMicroBatch, "max_tokens_per_micro_batch");
         Check.given(lossAgg, "loss_agg");
         Check.given(klType, "kl_type");
         // the loss's own ranges (clip, dual clip, kl_coef) are LossConfig's to check
@@ -54,7 +60,7 @@ public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, boole
     }
 
     public static PpoConfig defaults() {
-        return new PpoConfig(1, 64, 16, true, 0.2, 0.2, 3.0, LossAggregation.TOKEN_MEAN, 0.0, KlEstimator.K3, 0.0,
+        return new PpoConfig(1, 64, 16, 0, true, 0.2, 0.2, 3.0, LossAggregation.TOKEN_MEAN, 0.0, KlEstimator.K3, 0.0,
                 false);
     }
 

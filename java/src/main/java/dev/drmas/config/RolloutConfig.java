@@ -15,9 +15,13 @@ import dev.drmas.rollout.SamplingParams;
  * @param maxNewTokens    token budget of one agent turn; default 256
  * @param maxPromptTokens the longest prompt of one agent turn (question plus team context);
  *                        longer prompts are cut from the left; default 512
+ * @param maxBatchTokens  the most prompt + generated tokens of the rows one model decodes together
+ *                        (its KV cache is sized from it): a turn's requests are generated in as
+ *                        many batches as the budget needs, with the same tokens; 0 = no bound
+ *                        (default); else at least max_prompt_tokens + max_new_tokens
  */
 public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temperature, double topP, int topK,
-                            int maxNewTokens, int maxPromptTokens) {
+                            int maxNewTokens, int maxPromptTokens, int maxBatchTokens) {
     public RolloutConfig {
         Check.positive(tasksPerStep, "tasks_per_step");
         Check.positive(rolloutsPerTask, "rollouts_per_task");
@@ -27,10 +31,14 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
         Check.nonNegative(topK, "top_k");
         Check.positive(maxNewTokens, "max_new_tokens");
         Check.positive(maxPromptTokens, "max_prompt_tokens");
+        Check.nonNegative(maxBatchTokens, "max_batch_tokens");
+        Check.that(maxBatchTokens == 0 || (long) maxBatchTokens >= (long) maxPromptTokens + maxNewTokens, "max_batch_tokens",
+                "must hold one row of max_prompt_tokens + max_new_tokens (" + ((long) maxPromptTokens + maxNewTokens)
+                        + ") or be 0 (no bound), got " + maxBatchTokens);
     }
 
     public static RolloutConfig defaults() {
-        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512);
+        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512, 0);
     }
 
     public SamplingParams sampling() {

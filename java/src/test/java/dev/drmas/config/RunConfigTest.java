@@ -146,7 +146,7 @@ class RunConfigTest {
 
         ModelSpec solver = c.models().get("solver_model");
         assertEquals(new ModelSpec(null, ModelSpec.Init.AUTO, Family.LLAMA,
-                new ModelSize(64, 3, 8, 2, 160, 8, 2048, false, 500000), ModelSpec.Dtype.BFLOAT16,
+                new ModelSize(64, 3, 8, 2, 160, 8, 2048, false, 500000), ModelSpec.Dtype.BFLOAT16, ModelSpec.Dtype.FLOAT32, false,
                 new OptimConfig(3e-4, List.of(0.9, 0.95), 1e-6, 0.0, 5, 0.5)), solver);
         assertFalse(solver.loadsWeights());
         ModelSpec verifier = c.models().get("verifier_model");
@@ -164,11 +164,11 @@ class RunConfigTest {
         assertEquals(List.of("solver_model", "verifier_model"), c.usedModels());
 
         assertEquals(new OrchestraConfig("math", new MathOptions(3, MalformedVerdict.REJECT, 0.2)), c.orchestra());
-        assertEquals(new RolloutConfig(8, 6, 0.9, 0.95, 50, 128, 384), c.rollout());
+        assertEquals(new RolloutConfig(8, 6, 0.9, 0.95, 50, 128, 384, 0), c.rollout());
         assertEquals(new SamplingParams(0.9, 50, 0.95), c.rollout().sampling());
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
                 c.normConfig());
-        assertEquals(new PpoConfig(2, 32, 8, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
+        assertEquals(new PpoConfig(2, 32, 8, 0, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
                 KlEstimator.K3, 0.01, true), c.ppo());
         assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),
                 c.lossConfig(), "dual_clip null is the loss's 0 (off)");
@@ -300,7 +300,7 @@ class RunConfigTest {
 
     @Test
     void recordsBuiltInCodeAreCheckedToo() {
-        ConfigException e = assertThrows(ConfigException.class, () -> new PpoConfig(1, 8, 16, true, 0.2, 0.2, 3.0,
+        ConfigException e = assertThrows(ConfigException.class, () -> new PpoConfig(1, 8, 16, 0, true, 0.2, 0.2, 3.0,
                 LossAggregation.TOKEN_MEAN, 0, KlEstimator.K3, 0, false));
         assertEquals("micro_batch_size: must be <= mini_batch_size (8), got 16", e.getMessage());
         assertNotEquals(RunConfig.defaults(), RunConfig.defaults().withOverrides(List.of("run.seed=2")));

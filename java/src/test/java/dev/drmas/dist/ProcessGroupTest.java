@@ -53,7 +53,7 @@ class ProcessGroupTest {
     }
 
     static DistributedConfig cfg(double timeoutS, double bucketMb) {
-        return new DistributedConfig(DistributedConfig.Backend.GLOO, timeoutS, 1, bucketMb);
+        return new DistributedConfig(DistributedConfig.Backend.GLOO, timeoutS, 1, bucketMb, false);
     }
 
     /** Runs {@code body} as ranks 0 and 1 in two threads; returns their results (or throws the first failure). */

@@ -61,7 +61,7 @@ class PpoUpdaterDistributedTest {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
-        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 30, 1, 1e-3);  // ~1 KiB buckets: several
+        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 30, 1, 1e-3, false);  // ~1 KiB buckets: several
         ExecutorService ex = Executors.newFixedThreadPool(2);
         List<Result> ranks = new ArrayList<>();
         try {
