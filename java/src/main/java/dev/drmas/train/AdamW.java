@@ -61,16 +61,30 @@ public final class AdamW implements AutoCloseable {
         return s.warmupSteps() > 0 && steps < s.warmupSteps() ? s.lr() * (steps + 1) / s.warmupSteps() : s.lr();
     }
 
+    /** The tensors this optimiser updates in place, by name. */
+    public Map<String, Tensor> weights() {
+        return params;
+    }
+
     /** One update from the parameters' .grad (parameters without a gradient are left alone). */
     public void step() {
+        step(null);
+    }
+
+    /**
+     * One update from {@code grads} (by name; null: each parameter's own .grad). A missing or
+     * undefined gradient leaves its parameter alone. Mixed precision passes the fp32 accumulators
+     * of the master weights here.
+     */
+    public void step(Map<String, Tensor> grads) {
         final double lr = currentLr();
         steps++;
         final double bc1 = 1 - Math.pow(s.beta1(), steps), bc2 = 1 - Math.pow(s.beta2(), steps);
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (Map.Entry<String, Tensor> e : params.entrySet()) {
                 Tensor p = e.getValue();
-                Tensor g = p.grad();
-                if (!g.defined()) continue;
+                Tensor g = grads == null ? p.grad() : grads.get(e.getKey());
+                if (g == null || !g.defined()) continue;
                 Tensor m = expAvg.get(e.getKey()), v = expAvgSq.get(e.getKey());
                 if (s.weightDecay() > 0) p.mul_(new Scalar(1 - lr * s.weightDecay()));
                 m.mul_(new Scalar(s.beta1())).add_(g, new Scalar(1 - s.beta1()));

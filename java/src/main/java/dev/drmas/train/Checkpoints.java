@@ -1,6 +1,8 @@
-// Checkpoints.java — a run's checkpoints: every model's weights in HF layout (so a checkpoint
-// loads in HF transformers too), every optimiser's state as safetensors, and the trainer's own
-// state (step, data position, seeds) as JSON. Each checkpoint is written into a temporary folder,
+// Checkpoints.java — a run's checkpoints: every model's weights in HF layout and in the model's
+// dtype (so a checkpoint loads in HF transformers too), every optimiser's state as safetensors, the
+// fp32 master weights of models trained in mixed precision (master/<id>, which resuming loads
+// instead of the rounded export, so that it is exact), and the trainer's own state (step, data
+// position, seeds) as JSON. Each checkpoint is written into a temporary folder,
 // synced to the disk (files, then folders) and renamed into place, so neither a crash nor a power
 // loss leaves a half or empty checkpoint that resume would pick up; a save that fails removes its
 // temporary folder and says which checkpoint and folder it was.
@@ -31,6 +33,8 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class Checkpoints {
     static final String STATE_FILE = "trainer_state.json";
+    /** The folder of the fp32 master weights of models trained in mixed precision. */
+    static final String MASTER = "master";
     private static final Pattern STEP_DIR = Pattern.compile("step_(\\d+)");
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -61,11 +65,23 @@ public final class Checkpoints {
      */
     public Path save(long step, Map<String, CausalLm> models, Map<String, AdamW> optims, ObjectNode trainerState)
             throws IOException {
-        return save(step, models, optims, trainerState, tmp -> { });
+        return write(step, models, wrap(optims), trainerState, tmp -> { });
     }
 
     /** As above, with {@code extra} written into the folder too, before the state file and the rename. */
     public Path save(long step, Map<String, CausalLm> models, Map<String, AdamW> optims, ObjectNode trainerState, Extra extra)
+            throws IOException {
+        return write(step, models, wrap(optims), trainerState, extra);
+    }
+
+    private static Map<String, ModelOptimizer> wrap(Map<String, AdamW> optims) {
+        Map<String, ModelOptimizer> m = new LinkedHashMap<>();
+        optims.forEach((k, o) -> m.put(k, ModelOptimizer.wrap(o)));
+        return m;
+    }
+
+    /** As above for optimisers in full or mixed precision (mixed: their fp32 master weights go to master/id). */
+    public Path write(long step, Map<String, CausalLm> models, Map<String, ModelOptimizer> optims, ObjectNode trainerState, Extra extra)
             throws IOException {
         Path tmp = root.resolve(String.format("step_%06d.tmp", step));
         Path dest = dir(step);
@@ -77,12 +93,17 @@ public final class Checkpoints {
                 e.getValue().save(tmp.resolve("models").resolve(e.getKey()));
             }
             Files.createDirectories(tmp.resolve("optim"));
-            for (Map.Entry<String, AdamW> e : optims.entrySet()) {
-                AdamW o = e.getValue();
+            for (Map.Entry<String, ModelOptimizer> e : optims.entrySet()) {
+                ModelOptimizer o = e.getValue();
                 try (PointerScope scope = new PointerScope()) {
                     Map<String, Tensor> state = new LinkedHashMap<>();
                     o.state().forEach((k, t) -> state.put(k, t.detach().cpu().contiguous()));
                     SafeTensorsWriter.write(tmp.resolve("optim").resolve(e.getKey() + ".safetensors"), state);
+                    if (o.masterWeights() != null) {
+                        Map<String, Tensor> master = new LinkedHashMap<>();
+                        o.masterWeights().forEach((k, t) -> master.put(k, t.detach().cpu().contiguous()));
+                        SafeTensorsWriter.writeCheckpoint(tmp.resolve(MASTER).resolve(e.getKey()), master, CausalLm.DEFAULT_SHARD_BYTES);
+                    }
                 }
             }
             extra.writeInto(tmp);
@@ -153,15 +174,38 @@ public final class Checkpoints {
         }
     }
 
-    /** Loads model {@code id} of a checkpoint. */
+    /**
+     * Loads model {@code id} of a checkpoint: from its fp32 master weights when it has them (the
+     * most precise copy), else from the HF export.
+     */
     public static CausalLm loadModel(Path checkpoint, String id, ScalarType dtype, Device device) {
         Path d = checkpoint.resolve("models").resolve(id);
         if (!Files.isDirectory(d)) throw new IllegalArgumentException(checkpoint + " has no model '" + id + "' (no " + d + ")");
-        return CausalLm.load(d, dtype, device);
+        Path master = checkpoint.resolve(MASTER).resolve(id);
+        if (!Files.isDirectory(master)) return CausalLm.load(d, dtype, device);
+        try (SafeTensors st = SafeTensors.open(master)) {
+            return CausalLm.fromCheckpoint(dev.drmas.model.ModelConfig.read(d.resolve("config.json")), st, dtype, device);
+        }
     }
 
     /** Restores optimiser {@code id} of a checkpoint into {@code optim}. */
     public static void loadOptimizer(Path checkpoint, String id, AdamW optim) {
+        loadOptimizer(checkpoint, id, ModelOptimizer.wrap(optim));
+    }
+
+    /** The same for an optimiser in full or mixed precision: mixed also restores its fp32 master weights when the checkpoint has them. */
+    public static void loadOptimizer(Path checkpoint, String id, ModelOptimizer optim) {
+        Path master = checkpoint.resolve(MASTER).resolve(id);
+        if (optim.mixedPrecision() && Files.isDirectory(master)) {
+            try (SafeTensors st = SafeTensors.open(master); PointerScope scope = new PointerScope()) {
+                Map<String, Tensor> w = new LinkedHashMap<>();
+                for (Map.Entry<String, Tensor> e : optim.masterWeights().entrySet()) {
+                    if (!st.tensors().containsKey(e.getKey())) throw new IllegalArgumentException(master + ": no tensor " + e.getKey());
+                    w.put(e.getKey(), st.get(e.getKey(), ScalarType.Float, e.getValue().device()));
+                }
+                optim.loadMasterWeights(w);
+            }
+        }
         Path f = checkpoint.resolve("optim").resolve(id + ".safetensors");
         JsonNode steps = state(checkpoint).path("optimizer_steps").path(id);
         if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);

@@ -16,16 +16,37 @@ public final class GradNorm {
 
     /** The L2 norm of all defined gradients. */
     public static double of(Map<String, Tensor> params) {
+        return Math.sqrt(squaredSum(grads(params)));
+    }
+
+    /** The sum of the squares of the defined tensors' elements (fp64): a norm's square, which shards add up. */
+    public static double squaredSum(Iterable<Tensor> grads) {
         double sq = 0;
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-            for (Tensor p : params.values()) {
-                Tensor g = p.grad();
-                if (!g.defined()) continue;
+            for (Tensor g : grads) {
+                if (g == null || !g.defined()) continue;
                 Tensor gd = g.to(ScalarType.Double);
                 sq += gd.mul(gd).sum().item_double();
             }
         }
-        return Math.sqrt(sq);
+        return sq;
+    }
+
+    /** Scales every defined tensor by {@code max/(norm + 1e-6)} when a finite {@code norm} exceeds {@code max} (> 0). */
+    public static void scale(Iterable<Tensor> grads, double norm, double max) {
+        if (!(max > 0 && Double.isFinite(norm) && norm > max)) return;
+        double coef = max / (norm + 1e-6);
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            for (Tensor g : grads) {
+                if (g != null && g.defined()) g.mul_(new Scalar(coef));
+            }
+        }
+    }
+
+    private static java.util.List<Tensor> grads(Map<String, Tensor> params) {
+        java.util.List<Tensor> g = new java.util.ArrayList<>(params.size());
+        for (Tensor p : params.values()) g.add(p.grad());
+        return g;
     }
 
     /**
@@ -33,16 +54,9 @@ public final class GradNorm {
      * ({@code max} 0: no clipping). When the norm is not finite nothing is changed.
      */
     public static double clip(Map<String, Tensor> params, double max) {
-        double norm = of(params);
-        if (max > 0 && Double.isFinite(norm) && norm > max) {
-            double coef = max / (norm + 1e-6);
-            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-                for (Tensor p : params.values()) {
-                    Tensor g = p.grad();
-                    if (g.defined()) g.mul_(new Scalar(coef));
-                }
-            }
-        }
+        java.util.List<Tensor> g = grads(params);
+        double norm = Math.sqrt(squaredSum(g));
+        scale(g, norm, max);
         return norm;
     }
 }

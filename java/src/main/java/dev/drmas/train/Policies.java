@@ -32,12 +32,13 @@ import org.bytedeco.pytorch.global.torch;
 final class Policies implements AutoCloseable {
     /** One model of the run. {@code tokenizerDir} holds its tokenizer files (copied into checkpoints). */
     record Policy(String id, CausalLm model, HfTokenizer tokenizer, Path tokenizerDir, ChatRenderer chat, Generator generator,
-                  AdamW optim, double gradClip, CausalLm reference) {
+                  ModelOptimizer optim, double gradClip, CausalLm reference) {
     }
 
     final Map<String, Policy> byId = new LinkedHashMap<>();
     final String origin;  // where the weights came from, for the log
     final Set<String> randomInit = new LinkedHashSet<>();  // models with no weights to start from
+    final java.util.List<String> notes = new java.util.ArrayList<>();  // precision warnings, for the run's log
 
     private Policies(String origin) {
         this.origin = origin;
@@ -74,9 +75,10 @@ final class Policies implements AutoCloseable {
                     ps.randomInit.add(id);
                 }
                 OptimConfig o = cfg.optimFor(id);
-                AdamW optim = new AdamW(model.parameters(), new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(),
-                        o.weightDecay(), o.warmupSteps()));
+                ModelOptimizer optim = ModelOptimizer.create(model.parameters(), new AdamW.Settings(o.lr(), o.beta1(), o.beta2(),
+                        o.eps(), o.weightDecay(), o.warmupSteps()), spec.mixedPrecision());
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
+                ps.notes.addAll(precisionNotes(id, spec, device));
                 CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;
                 ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), new Generator(model),
                         optim, o.gradClip(), ref));
@@ -91,6 +93,7 @@ final class Policies implements AutoCloseable {
     private Policies(Policies p, String origin) {
         this.byId.putAll(p.byId);
         this.randomInit.addAll(p.randomInit);
+        this.notes.addAll(p.notes);
         this.origin = origin;
     }
 
@@ -106,8 +109,8 @@ final class Policies implements AutoCloseable {
         return m;
     }
 
-    Map<String, AdamW> optimizers() {
-        Map<String, AdamW> m = new LinkedHashMap<>();
+    Map<String, ModelOptimizer> optimizers() {
+        Map<String, ModelOptimizer> m = new LinkedHashMap<>();
         byId.forEach((k, p) -> m.put(k, p.optim()));
         return m;
     }
@@ -196,14 +199,33 @@ final class Policies implements AutoCloseable {
         return new Device("cuda:" + index);
     }
 
-    private static ScalarType dtype(ModelSpec spec, Device device) {
-        // reduced precision only where it pays: on the CPU everything runs in float32
-        if (!device.is_cuda()) return ScalarType.Float;
+    /** The dtype of a model's weights: models.<id>.dtype, on every device (the CPU runs bf16 too, slower, but the same path as a GPU). */
+    static ScalarType dtype(ModelSpec spec, Device device) {
         return switch (spec.dtype()) {
             case FLOAT32 -> ScalarType.Float;
             case BFLOAT16 -> ScalarType.BFloat16;
             case FLOAT16 -> ScalarType.Half;
         };
+    }
+
+    /** What the run's log says about a model's precision: the CPU's reduced precision is slow, pure bf16 does not learn at small lr. */
+    static java.util.List<String> precisionNotes(String id, ModelSpec spec, Device device) {
+        java.util.List<String> n = new java.util.ArrayList<>();
+        if (spec.dtype() == ModelSpec.Dtype.FLOAT32) return n;
+        String dt = spec.dtype().configName();
+        if (!device.is_cuda()) {
+            n.add("models." + id + ".dtype is " + dt + " on the CPU: it runs (the same path as on a GPU), but several times "
+                    + "slower than float32 there");
+        }
+        if (!spec.mixedPrecision()) {
+            n.add("warning: models." + id + " trains in pure " + dt + " (master_dtype " + dt + "): weights, gradients and AdamW "
+                    + "moments keep 8 (bfloat16) or 11 (float16) significant bits, so updates smaller than ~1/256 of a weight "
+                    + "round to nothing; master_dtype: float32 (the default) keeps fp32 master weights");
+        } else if (spec.dtype() == ModelSpec.Dtype.FLOAT16) {
+            n.add("warning: models." + id + " trains in float16 without loss scaling: small gradients may underflow to 0 "
+                    + "(bfloat16 has float32's range)");
+        }
+        return n;
     }
 
     @Override

@@ -132,7 +132,7 @@ public final class PpoUpdater {
     };
 
     private final CausalLm model;
-    private final AdamW optim;
+    private final ModelOptimizer optim;
     private final CausalLm reference;
     private final Settings s;
     private final LossBackend backend;
@@ -141,19 +141,28 @@ public final class PpoUpdater {
 
     /** {@code reference} (may be null) supplies ref log-probs for the KL term. */
     public PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings) {
+        this(model, ModelOptimizer.wrap(optim), reference, settings, NATIVE, Collective.single(), "the model");
+    }
+
+    /** As above with the model's optimiser in full or mixed precision. */
+    public PpoUpdater(CausalLm model, ModelOptimizer optim, CausalLm reference, Settings settings) {
         this(model, optim, reference, settings, NATIVE, Collective.single(), "the model");
     }
 
     /** As above, as one rank of {@code dist}: {@link #update} then takes this rank's rows of model {@code name}. */
     public PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings, Collective dist, String name) {
+        this(model, ModelOptimizer.wrap(optim), reference, settings, NATIVE, dist, name);
+    }
+
+    public PpoUpdater(CausalLm model, ModelOptimizer optim, CausalLm reference, Settings settings, Collective dist, String name) {
         this(model, optim, reference, settings, NATIVE, dist, name);
     }
 
     PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings, LossBackend backend) {
-        this(model, optim, reference, settings, backend, Collective.single(), "the model");
+        this(model, ModelOptimizer.wrap(optim), reference, settings, backend, Collective.single(), "the model");
     }
 
-    PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings, LossBackend backend, Collective dist,
+    PpoUpdater(CausalLm model, ModelOptimizer optim, CausalLm reference, Settings settings, LossBackend backend, Collective dist,
                String name) {
         this.model = model;
         this.optim = optim;
@@ -237,8 +246,8 @@ public final class PpoUpdater {
                     mineIdx.add(i);
                 }
                 miniBatch(mine, mineIdx, old, ref, normalizer(tokens, agentRows), tokens);
-                dist.sumGradients(model.parameters(), "the gradient of agent " + a + " in " + what);
-                agentNorms.put(a, GradNorm.of(model.parameters()));
+                optim.reduceGradients(dist, "the gradient of agent " + a + " in " + what);
+                agentNorms.put(a, optim.gradNorm());
                 optim.zeroGrad();
             }
         }
@@ -264,14 +273,14 @@ public final class PpoUpdater {
                     mbIdx.add(local);
                 }
                 MiniBatch r = miniBatch(mb, mbIdx, old, ref, normalizer(tokens, to - from), tokens);
-                dist.sumGradients(model.parameters(), "the gradients of " + what + " (epoch " + epoch + ", rows " + from + ".." + to + ")");
+                optim.reduceGradients(dist, "the gradients of " + what + " (epoch " + epoch + ", rows " + from + ".." + to + ")");
                 batches++;
                 pg += r.sums[AbiIndices.LOSS_PG_LOSS];
                 klLoss += r.sums[AbiIndices.LOSS_KL_LOSS];
                 // the raw sums (tokens onwards) add up; the aggregated losses are averaged over mini-batches
                 for (int k = AbiIndices.LOSS_TOKENS; k < sums.length; k++) sums[k] += r.sums[k];
                 entSum += r.entropySum;
-                double norm = GradNorm.clip(model.parameters(), s.gradClip());
+                double norm = optim.clipGradNorm(s.gradClip());
                 if (Double.isFinite(norm)) {
                     optim.step();
                     steps++;
@@ -329,6 +338,7 @@ public final class PpoUpdater {
             for (int from = 0; from < mb.size(); from += s.microBatchRows()) {
                 int to = Math.min(mb.size(), from + s.microBatchRows());
                 microBatch(mb.subList(from, to), idx.subList(from, to), old, ref, normalizer, total, acc, host);
+                optim.afterBackward();  // mixed precision: into the fp32 accumulators, micro-batch by micro-batch
             }
             double[] all = new double[AbiIndices.LOSS_SUMS + 1];
             Tensor read = acc.is_cpu() ? acc : acc.cpu();  // the mini-batch's one device-to-host read

@@ -69,6 +69,8 @@ final class StepMetrics {
             m.put(pre + "grad_norm_max", st.gradNormMax());
             m.put(pre + "skipped_steps", (double) st.skippedSteps());
             m.put(pre + "lr", p.optim().currentLr());
+            // this rank's optimiser state (moments, and in mixed precision the fp32 masters and accumulators)
+            m.put("memory/" + p.id() + "/optimizer_bytes", (double) p.optim().stateBytes());
         }
         m.put("prompt_truncated", counts.get("truncated"));
         m.putAll(s.timer().drain());

@@ -88,6 +88,7 @@ public final class Trainer implements AutoCloseable {
         } else if (!policies.origin.isEmpty()) {
             log.println("drmas: models: " + policies.origin);
         }
+        if (dist.isMaster()) for (String n : policies.notes) log.println("drmas: " + n);
         this.resumed = checkpoint != null;
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
     }
@@ -232,7 +233,7 @@ public final class Trainer implements AutoCloseable {
             st.put("seed", cfg.run().seed());
             st.put("world_size", dist.worldSize());  // informative: resume works with any world size
             // the tokenizer and the config go in before the rename: a checkpoint with a name is complete
-            cps.save(step, policies.models(), policies.optimizers(), st, tmp -> {
+            cps.write(step, policies.models(), policies.optimizers(), st, tmp -> {
                 policies.copyTokenizers(tmp.resolve("models"));
                 Files.writeString(tmp.resolve(ResumeCheck.CONFIG_FILE), cfg.toYaml());
             });

@@ -48,9 +48,11 @@ final class WarmStart {
     /** Trains every model on demonstrations and saves the weights; returns the last loss per model. */
     Map<String, Double> run(Path runDir) throws IOException {
         var sc = cfg.sft();
-        Map<String, AdamW> optims = new LinkedHashMap<>();
+        Map<String, ModelOptimizer> optims = new LinkedHashMap<>();
         for (Policies.Policy p : policies.byId.values()) {
-            optims.put(p.id(), new AdamW(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0)));
+            // the run's optimiser in the model's precision: mixed (fp32 masters) unless master_dtype says otherwise
+            optims.put(p.id(), ModelOptimizer.create(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0),
+                    p.optim().mixedPrecision()));
         }
         SplittableRandom rng = new SplittableRandom(cfg.run().seed() ^ 0x5F7L);
         Map<String, Double> last = new LinkedHashMap<>();
@@ -72,7 +74,9 @@ final class WarmStart {
                 }
             }
         } finally {
-            optims.values().forEach(AdamW::close);
+            optims.values().forEach(ModelOptimizer::close);
+            // the run's own optimisers start from the warm-started weights, should this trainer go on to train
+            for (Policies.Policy p : policies.byId.values()) p.optim().reloadFromWeights();
         }
         Path dir = save(runDir);
         log.println("drmas: warm-start weights written to " + dir);
@@ -144,7 +148,7 @@ final class WarmStart {
     }
 
     /** One step of token-mean cross-entropy on the responses; returns the loss. */
-    private static double crossEntropyStep(Policies.Policy p, AdamW optim, List<PpoUpdater.Row> rows) {
+    private static double crossEntropyStep(Policies.Policy p, ModelOptimizer optim, List<PpoUpdater.Row> rows) {
         List<int[]> prompts = new ArrayList<>(), responses = new ArrayList<>();
         for (PpoUpdater.Row r : rows) {
             prompts.add(r.promptIds());
@@ -158,7 +162,8 @@ final class WarmStart {
             loss = l.item_double();
             l.backward();
         }
-        double norm = GradNorm.clip(p.model().parameters(), p.gradClip());
+        optim.afterBackward();
+        double norm = optim.clipGradNorm(p.gradClip());
         if (Double.isFinite(norm)) optim.step();
         optim.zeroGrad();
         p.model().setRequiresGrad(false);
