@@ -85,6 +85,9 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
             Check.that(m.path() != null || m.size().maxPositions() >= longest, "models." + e.getKey() + ".size.max_positions",
                     "(" + m.size().maxPositions() + ") is shorter than rollout.max_prompt_tokens + rollout.max_new_tokens ("
                             + longest + ")");
+            Check.that(!distributed.shardOptimizer() || m.masterDtype() == ModelSpec.Dtype.FLOAT32, "distributed.shard_optimizer",
+                    "shards fp32 master weights, but models." + e.getKey() + ".master_dtype is " + m.masterDtype().configName()
+                            + " (pure reduced precision keeps no masters to shard)");
         }
     }
 

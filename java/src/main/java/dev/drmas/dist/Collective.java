@@ -22,6 +22,17 @@ public interface Collective extends AutoCloseable {
     /** Sums the tensors over the ranks, in place (flattened into buckets; one dtype and device per bucket). */
     void sumTensors(List<Tensor> tensors, String what);
 
+    /**
+     * Reduce-scatter of a flat buffer (ZeRO's gradient reduction): {@code full} is 1-D and holds
+     * {@code worldSize()} equal chunks of {@code chunk.numel()} elements; afterwards {@code chunk}
+     * holds the sum over the ranks of their chunk number {@code rank()}. {@code full} may be
+     * changed. Both on one device, one dtype.
+     */
+    void reduceScatter(Tensor full, Tensor chunk, String what);
+
+    /** All-gather into a flat buffer: chunk r of {@code full} becomes rank r's {@code chunk} (sizes as above). */
+    void allGather(Tensor chunk, Tensor full, String what);
+
     /** Returns when every rank has called it. */
     void barrier(String what);
 
@@ -114,6 +125,16 @@ public interface Collective extends AutoCloseable {
 
         @Override
         public void sumTensors(List<Tensor> tensors, String what) {
+        }
+
+        @Override
+        public void reduceScatter(Tensor full, Tensor chunk, String what) {
+            chunk.copy_(full);
+        }
+
+        @Override
+        public void allGather(Tensor chunk, Tensor full, String what) {
+            full.copy_(chunk);
         }
 
         @Override

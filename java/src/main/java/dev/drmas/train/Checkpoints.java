@@ -74,15 +74,18 @@ public final class Checkpoints {
         return write(step, models, wrap(optims), trainerState, extra);
     }
 
-    private static Map<String, ModelOptimizer> wrap(Map<String, AdamW> optims) {
-        Map<String, ModelOptimizer> m = new LinkedHashMap<>();
-        optims.forEach((k, o) -> m.put(k, ModelOptimizer.wrap(o)));
+    private static Map<String, ModelOptimizer.Snapshot> wrap(Map<String, AdamW> optims) {
+        Map<String, ModelOptimizer.Snapshot> m = new LinkedHashMap<>();
+        optims.forEach((k, o) -> m.put(k, new ModelOptimizer.Snapshot(o.state(), null, o.steps())));
         return m;
     }
 
-    /** As above for optimisers in full or mixed precision (mixed: their fp32 master weights go to master/id). */
-    public Path write(long step, Map<String, CausalLm> models, Map<String, ModelOptimizer> optims, ObjectNode trainerState, Extra extra)
-            throws IOException {
+    /**
+     * As above from optimisers' snapshots ({@link ModelOptimizer#gatherState}): moments by name, and
+     * for mixed precision the fp32 master weights, which go to master/id.
+     */
+    public Path write(long step, Map<String, CausalLm> models, Map<String, ModelOptimizer.Snapshot> optims, ObjectNode trainerState,
+                      Extra extra) throws IOException {
         Path tmp = root.resolve(String.format("step_%06d.tmp", step));
         Path dest = dir(step);
         try {
@@ -93,15 +96,15 @@ public final class Checkpoints {
                 e.getValue().save(tmp.resolve("models").resolve(e.getKey()));
             }
             Files.createDirectories(tmp.resolve("optim"));
-            for (Map.Entry<String, ModelOptimizer> e : optims.entrySet()) {
-                ModelOptimizer o = e.getValue();
+            for (Map.Entry<String, ModelOptimizer.Snapshot> e : optims.entrySet()) {
+                ModelOptimizer.Snapshot o = e.getValue();
                 try (PointerScope scope = new PointerScope()) {
                     Map<String, Tensor> state = new LinkedHashMap<>();
                     o.state().forEach((k, t) -> state.put(k, t.detach().cpu().contiguous()));
                     SafeTensorsWriter.write(tmp.resolve("optim").resolve(e.getKey() + ".safetensors"), state);
-                    if (o.masterWeights() != null) {
+                    if (o.master() != null) {
                         Map<String, Tensor> master = new LinkedHashMap<>();
-                        o.masterWeights().forEach((k, t) -> master.put(k, t.detach().cpu().contiguous()));
+                        o.master().forEach((k, t) -> master.put(k, t.detach().cpu().contiguous()));
                         SafeTensorsWriter.writeCheckpoint(tmp.resolve(MASTER).resolve(e.getKey()), master, CausalLm.DEFAULT_SHARD_BYTES);
                     }
                 }
@@ -196,12 +199,13 @@ public final class Checkpoints {
     /** The same for an optimiser in full or mixed precision: mixed also restores its fp32 master weights when the checkpoint has them. */
     public static void loadOptimizer(Path checkpoint, String id, ModelOptimizer optim) {
         Path master = checkpoint.resolve(MASTER).resolve(id);
-        if (optim.mixedPrecision() && Files.isDirectory(master)) {
+        if (optim.keepsMasterWeights() && Files.isDirectory(master)) {
             try (SafeTensors st = SafeTensors.open(master); PointerScope scope = new PointerScope()) {
                 Map<String, Tensor> w = new LinkedHashMap<>();
-                for (Map.Entry<String, Tensor> e : optim.masterWeights().entrySet()) {
-                    if (!st.tensors().containsKey(e.getKey())) throw new IllegalArgumentException(master + ": no tensor " + e.getKey());
-                    w.put(e.getKey(), st.get(e.getKey(), ScalarType.Float, e.getValue().device()));
+                for (String name : optim.parameterNames()) {
+                    if (!st.tensors().containsKey(name)) throw new IllegalArgumentException(master + ": no tensor " + name);
+                    // whole tensors on the CPU: a sharded optimiser takes its part of each
+                    w.put(name, st.get(name, ScalarType.Float, new Device("cpu")));
                 }
                 optim.loadMasterWeights(w);
             }
@@ -212,6 +216,13 @@ public final class Checkpoints {
         try (SafeTensors st = SafeTensors.open(f); PointerScope scope = new PointerScope()) {
             Map<String, Tensor> state = new LinkedHashMap<>();
             for (String name : st.tensors().keySet()) {
+                if (optim.sharded()) {
+                    // whole fp32 tensors on the CPU; the optimiser takes its part and names what is missing
+                    String param = name.substring(name.indexOf('.') + 1);
+                    if (!optim.parameterNames().contains(param)) throw new IllegalArgumentException(f + ": unexpected tensor " + name);
+                    state.put(name, st.get(name, ScalarType.Float, new Device("cpu")));
+                    continue;
+                }
                 Tensor like = optim.state().get(name);
                 if (like == null) throw new IllegalArgumentException(f + ": unexpected tensor " + name);
                 state.put(name, st.get(name, like.scalar_type().intern(), like.device()));

@@ -7,6 +7,15 @@
 // gradients are accumulated, reduced across ranks, measured and clipped in fp32; after each step the
 // masters are rounded into the model's weights. bf16 keeps 8 significant bits: an update of relative
 // size 1e-6 (the paper's lr) is lost when added to bf16 weights, but not to fp32 masters.
+// Sharded (distributed.shard_optimizer, ZeRO stage 1 with a reduce-scatter): the parameters are laid
+// end to end in one flat fp32 gradient buffer of W equal chunks; each rank owns chunk `rank` of the
+// flat vector: its fp32 master weights and AdamW moments exist only there (1/W of the whole). The
+// gradients accumulate in the flat buffer, are reduce-scattered at the end of a mini-batch (every
+// rank then holds the summed gradient of its chunk), the norm is summed over the ranks, each rank
+// steps its chunk, and the updated masters are all-gathered (into the same flat buffer, free by
+// then) and rounded into the model's weights. AdamW is element-wise, so the chunks' steps are the
+// single process's step. Checkpoints gather the whole state (a collective: every rank takes part)
+// and store it by parameter name, so that a run resumes with any world size.
 package dev.drmas.train;
 
 import dev.drmas.dist.Collective;
@@ -29,15 +38,31 @@ public final class ModelOptimizer implements AutoCloseable {
     private final Map<String, Tensor> grad32;  // fp32 gradient accumulators (mixed), else null
     private final AdamW adam;
     private final boolean ownsAdam;
+    private final Shard shard;  // null unless sharded
 
     private ModelOptimizer(Map<String, Tensor> params, boolean mixed, Map<String, Tensor> master, Map<String, Tensor> grad32,
-                           AdamW adam, boolean ownsAdam) {
+                           AdamW adam, boolean ownsAdam, Shard shard) {
         this.params = params;
         this.mixed = mixed;
         this.master = master;
         this.grad32 = grad32;
         this.adam = adam;
         this.ownsAdam = ownsAdam;
+        this.shard = shard;
+    }
+
+    /**
+     * The sharded layout: parameter i covers [offset[i], offset[i] + numel[i]) of the flat vector
+     * of {@code total} elements, padded to W chunks of {@code chunk}; this rank owns [lo, hi).
+     * {@code flat} is the fp32 gradient buffer (W·chunk; the gathered masters after a step),
+     * {@code gradChunk} the reduced gradient of this rank's chunk, {@code masterChunk} its fp32
+     * masters ([chunk], of which hi − lo are real).
+     */
+    private record Shard(Collective dist, long[] offset, long[] numel, long total, long chunk, long lo, long hi, Tensor flat,
+                         Tensor gradChunk, Tensor masterChunk) {
+        long owned() {
+            return hi - lo;
+        }
     }
 
     /**
@@ -46,7 +71,7 @@ public final class ModelOptimizer implements AutoCloseable {
      * AdamW works on the parameters themselves, in their dtype.
      */
     public static ModelOptimizer create(Map<String, Tensor> params, AdamW.Settings settings, boolean mixed) {
-        if (!mixed) return new ModelOptimizer(params, false, params, null, new AdamW(params, settings), true);
+        if (!mixed) return new ModelOptimizer(params, false, params, null, new AdamW(params, settings), true, null);
         Map<String, Tensor> master = new LinkedHashMap<>(), grad32 = new LinkedHashMap<>();
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (Map.Entry<String, Tensor> e : params.entrySet()) {
@@ -56,16 +81,97 @@ public final class ModelOptimizer implements AutoCloseable {
             }
         }
         return new ModelOptimizer(params, true, Collections.unmodifiableMap(master), Collections.unmodifiableMap(grad32),
-                new AdamW(master, settings), true);
+                new AdamW(master, settings), true, null);
+    }
+
+    /**
+     * The optimiser of {@code params} with its state sharded over the ranks of {@code dist} (in
+     * mixed or full precision alike: the masters are fp32 either way). With one rank it is the
+     * whole state in one chunk.
+     */
+    public static ModelOptimizer sharded(Map<String, Tensor> params, AdamW.Settings settings, Collective dist) {
+        int n = params.size(), w = dist.worldSize();
+        long[] offset = new long[n], numel = new long[n];
+        long total = 0;
+        int i = 0;
+        org.bytedeco.pytorch.Device device = null;
+        for (Tensor p : params.values()) {
+            offset[i] = total;
+            numel[i] = p.numel();
+            total += numel[i++];
+            if (device == null) device = p.device();
+        }
+        long chunk = Math.max(1, (total + w - 1) / w);
+        long lo = Math.min(total, dist.rank() * chunk), hi = Math.min(total, lo + chunk);
+        Tensor flat, gradChunk, masterChunk;
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            org.bytedeco.pytorch.TensorOptions f32 = new org.bytedeco.pytorch.TensorOptions(ScalarType.Float)
+                    .device(new org.bytedeco.pytorch.DeviceOptional(device == null ? new org.bytedeco.pytorch.Device("cpu") : device));
+            flat = Scopes.retain(torch.zeros(new long[] {chunk * w}, f32));
+            gradChunk = Scopes.retain(torch.zeros(new long[] {chunk}, f32));
+            masterChunk = Scopes.retain(torch.zeros(new long[] {chunk}, f32));
+        }
+        Shard sh = new Shard(dist, offset, numel, total, chunk, lo, hi, flat, gradChunk, masterChunk);
+        Map<String, Tensor> grad32 = new LinkedHashMap<>();
+        try (PointerScope scope = new PointerScope()) {
+            int k = 0;
+            for (Map.Entry<String, Tensor> e : params.entrySet()) {
+                grad32.put(e.getKey(), Scopes.retain(flat.narrow(0, offset[k], numel[k]).view(e.getValue().sizes())));
+                k++;
+            }
+        }
+        Map<String, Tensor> masterMap;
+        try (PointerScope scope = new PointerScope()) {
+            masterMap = Map.of("chunk", Scopes.retain(masterChunk.narrow(0, 0, hi - lo)));
+        }
+        ModelOptimizer o = new ModelOptimizer(params, true, masterMap, Collections.unmodifiableMap(grad32),
+                new AdamW(masterMap, settings), true, sh);
+        o.reloadFromWeights();
+        return o;
     }
 
     /** Full precision around an existing AdamW of the model's parameters (tests build their own). */
     public static ModelOptimizer wrap(AdamW adam) {
-        return new ModelOptimizer(adam.weights(), false, adam.weights(), null, adam, false);
+        return new ModelOptimizer(adam.weights(), false, adam.weights(), null, adam, false, null);
     }
 
+    /** Whether the state is sharded over data-parallel ranks. */
+    public boolean sharded() {
+        return shard != null;
+    }
+
+    /**
+     * Runs {@code f(param index, the part of the flat vector in [from, to) that parameter i covers:
+     * its first flat element, its first element inside the parameter, the length)} for every
+     * parameter that overlaps [from, to).
+     */
+    private interface Overlap {
+        void on(int i, long flatStart, long paramStart, long length);
+    }
+
+    private void overlaps(long from, long to, Overlap f) {
+        for (int i = 0; i < shard.offset().length; i++) {
+            long a = Math.max(from, shard.offset()[i]), b = Math.min(to, shard.offset()[i] + shard.numel()[i]);
+            if (a < b) f.on(i, a, a - shard.offset()[i], b - a);
+        }
+    }
+
+    private List<Tensor> paramList() {
+        return new ArrayList<>(params.values());
+    }
+
+    private List<String> names() {
+        return new ArrayList<>(params.keySet());
+    }
+
+    /** Whether the model's weights are in reduced precision with fp32 masters apart from them. */
     public boolean mixedPrecision() {
-        return mixed;
+        return keepsMasterWeights();
+    }
+
+    /** The model's parameter names, in order. */
+    public java.util.Set<String> parameterNames() {
+        return params.keySet();
     }
 
     public AdamW.Settings settings() {
@@ -99,6 +205,10 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /** Sums the gradients over the ranks (the fp32 accumulators in mixed precision). */
     public void reduceGradients(Collective dist, String what) {
+        if (shard != null) {
+            shard.dist().reduceScatter(shard.flat(), shard.gradChunk(), what);
+            return;
+        }
         if (!mixed) {
             dist.sumGradients(params, what);
             return;
@@ -109,18 +219,30 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /** The global L2 norm of the gradients AdamW will use. */
     public double gradNorm() {
-        return Math.sqrt(GradNorm.squaredSum(grads()));
+        return Math.sqrt(squaredNorm(grads()));
+    }
+
+    /** The squared norm of the gradients AdamW will use: sharded, the sum of every rank's chunk. */
+    private double squaredNorm(List<Tensor> g) {
+        double sq = GradNorm.squaredSum(g);
+        if (shard == null) return sq;
+        double[] all = {sq};
+        shard.dist().sum(all, "the gradient norm's shards");
+        return all[0];
     }
 
     /** The norm before clipping; the gradients are scaled to {@code max} when above it (0: no clipping, non-finite: untouched). */
     public double clipGradNorm(double max) {
         List<Tensor> g = grads();
-        double norm = Math.sqrt(GradNorm.squaredSum(g));
+        double norm = Math.sqrt(squaredNorm(g));
         GradNorm.scale(g, norm, max);
         return norm;
     }
 
     private List<Tensor> grads() {
+        if (shard != null) {
+            return List.of(shard.gradChunk().narrow(0, 0, shard.owned()));  // in the caller's scope
+        }
         if (mixed) return new ArrayList<>(grad32.values());
         List<Tensor> g = new ArrayList<>(params.size());
         for (Tensor p : params.values()) g.add(p.grad());
@@ -133,12 +255,27 @@ public final class ModelOptimizer implements AutoCloseable {
             adam.step();
             return;
         }
-        adam.step(grad32);
+        if (shard != null) {
+            try (PointerScope scope = new PointerScope()) {
+                adam.step(Map.of("chunk", shard.gradChunk().narrow(0, 0, shard.owned())));
+            }
+        } else {
+            adam.step(grad32);
+        }
         publish();
     }
 
-    /** Copies the masters into the model's weights (rounded to their dtype). */
+    /** Copies the masters into the model's weights (rounded to their dtype); sharded, all-gathered first. */
     private void publish() {
+        if (shard != null) {
+            // the flat buffer is free: its gradients were reduced into gradChunk
+            shard.dist().allGather(shard.masterChunk(), shard.flat(), "the all-gather of the updated weights");
+            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+                for (Map.Entry<String, Tensor> e : params.entrySet()) e.getValue().copy_(grad32.get(e.getKey()));
+                shard.flat().zero_();
+            }
+            return;
+        }
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (Map.Entry<String, Tensor> e : params.entrySet()) e.getValue().copy_(master.get(e.getKey()));
         }
@@ -153,23 +290,110 @@ public final class ModelOptimizer implements AutoCloseable {
                 Tensor g = p.grad();
                 if (g.defined()) g.detach_().zero_();
             }
-            for (Tensor g : grad32.values()) g.zero_();
+            if (shard != null) {
+                shard.flat().zero_();
+                shard.gradChunk().zero_();
+            } else {
+                for (Tensor g : grad32.values()) g.zero_();
+            }
         }
     }
 
-    /** AdamW's moments by name (live views), as checkpoints store them. */
+    /** AdamW's moments by name (live views), as checkpoints store them; sharded: see {@link #gatherState}. */
     public Map<String, Tensor> state() {
+        if (shard != null) throw new IllegalStateException("a sharded optimiser's state is gathered first (gatherState)");
         return adam.state();
     }
 
     /** The fp32 master weights by name (live), or null in full precision (the parameters are the masters). */
     public Map<String, Tensor> masterWeights() {
+        if (shard != null) throw new IllegalStateException("a sharded optimiser's master weights are gathered first (gatherState)");
         return mixed ? master : null;
     }
 
-    /** Restores AdamW's moments and step count (see {@link AdamW#load}). */
+    /** Whether checkpoints store master weights apart from the model's (reduced-precision weights with fp32 masters). */
+    public boolean keepsMasterWeights() {
+        return shard != null ? !isFloat32Model() : mixed;
+    }
+
+    private boolean isFloat32Model() {
+        for (Tensor p : params.values()) return p.scalar_type().intern() == ScalarType.Float;
+        return true;
+    }
+
+    /** What a checkpoint stores: moments by name, master weights by name (null when the model's weights are them), steps. */
+    public record Snapshot(Map<String, Tensor> state, Map<String, Tensor> master, long steps) {
+    }
+
+    /**
+     * The whole state by parameter name. Unsharded: live views. Sharded: a collective (every rank
+     * must call it at the same point): the moments and the masters are all-gathered into fresh
+     * tensors of the parameters' shapes, on every rank.
+     */
+    public Snapshot gatherState() {
+        if (shard == null) return new Snapshot(adam.state(), mixed ? master : null, adam.steps());
+        Map<String, Tensor> state = new LinkedHashMap<>();
+        Map<String, Tensor> adamState = adam.state();
+        state.putAll(gather("exp_avg.", adamState.get("exp_avg.chunk")));
+        state.putAll(gather("exp_avg_sq.", adamState.get("exp_avg_sq.chunk")));
+        Map<String, Tensor> m = keepsMasterWeights() ? gather("", master.get("chunk")) : null;
+        return new Snapshot(state, m, adam.steps());
+    }
+
+    /** This rank's {@code owned} elements of a flat vector, all-gathered and cut into the parameters' shapes (CPU tensors). */
+    private Map<String, Tensor> gather(String prefix, Tensor mine) {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            Tensor chunk = torch.zeros_like(shard.masterChunk());
+            chunk.narrow(0, 0, shard.owned()).copy_(mine);
+            Tensor full = torch.zeros_like(shard.flat());
+            shard.dist().allGather(chunk, full, "the gather of the optimiser state");
+            Tensor host = full.cpu();
+            int i = 0;
+            for (Map.Entry<String, Tensor> e : params.entrySet()) {
+                out.put(prefix + e.getKey(), Scopes.retain(host.narrow(0, shard.offset()[i], shard.numel()[i])
+                        .view(e.getValue().sizes()).clone()));
+                i++;
+            }
+        }
+        // the caller's scope owns them
+        out.replaceAll((k, t) -> Scopes.adopt(t));
+        return out;
+    }
+
+    /**
+     * Restores AdamW's moments (by name, whole tensors as {@link #gatherState} gives them) and the
+     * step count; sharded, each rank takes its part of every tensor.
+     */
     public void load(Map<String, Tensor> state, long steps) {
-        adam.load(state, steps);
+        if (shard == null) {
+            adam.load(state, steps);
+            return;
+        }
+        Map<String, Tensor> adamState = adam.state();
+        Map<String, Tensor> mine = new LinkedHashMap<>();
+        try (PointerScope scope = new PointerScope()) {
+            mine.put("exp_avg.chunk", slice("exp_avg.", state));
+            mine.put("exp_avg_sq.chunk", slice("exp_avg_sq.", state));
+            adam.load(mine, steps);
+        }
+    }
+
+    /** This rank's part [lo, hi) of the flat vector of the named tensors {@code prefix + name}, as one fp32 tensor. */
+    private Tensor slice(String prefix, Map<String, Tensor> byName) {
+        List<String> names = names();
+        List<Tensor> ps = paramList();
+        Tensor out = torch.zeros_like(shard.masterChunk()).narrow(0, 0, shard.owned());
+        overlaps(shard.lo(), shard.hi(), (i, flatStart, paramStart, len) -> {
+            Tensor t = byName.get(prefix + names.get(i));
+            if (t == null) throw new IllegalArgumentException("the optimiser state has no tensor " + prefix + names.get(i));
+            if (t.numel() != ps.get(i).numel()) {
+                throw new IllegalArgumentException("optimizer state " + prefix + names.get(i) + " has " + t.numel()
+                        + " elements, the parameter has " + ps.get(i).numel());
+            }
+            out.narrow(0, flatStart - shard.lo(), len).copy_(t.reshape(-1).narrow(0, paramStart, len));
+        });
+        return out;
     }
 
     /**
@@ -178,6 +402,13 @@ public final class ModelOptimizer implements AutoCloseable {
      */
     public void loadMasterWeights(Map<String, Tensor> weights) {
         if (!mixed) throw new IllegalStateException("full precision keeps no master weights");
+        if (shard != null) {
+            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+                master.get("chunk").copy_(slice("", weights));
+            }
+            publish();
+            return;
+        }
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (Map.Entry<String, Tensor> e : master.entrySet()) {
                 Tensor t = weights.get(e.getKey());
@@ -199,19 +430,33 @@ public final class ModelOptimizer implements AutoCloseable {
      */
     public void reloadFromWeights() {
         if (!mixed) return;
+        if (shard != null) {
+            List<Tensor> ps = paramList();
+            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+                Tensor m = master.get("chunk");
+                overlaps(shard.lo(), shard.hi(), (i, flatStart, paramStart, len) -> m.narrow(0, flatStart - shard.lo(), len)
+                        .copy_(ps.get(i).detach().reshape(-1).narrow(0, paramStart, len)));
+            }
+            return;
+        }
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (Map.Entry<String, Tensor> e : params.entrySet()) master.get(e.getKey()).copy_(e.getValue());
         }
     }
 
-    /** Bytes this optimiser holds beyond the model's weights and .grad: moments, masters and accumulators. */
+    /** Bytes of the optimiser state this rank holds: AdamW's moments and the fp32 master weights (not the model's own weights). */
     public long stateBytes() {
         long b = 0;
         for (Tensor t : adam.state().values()) b += t.numel() * t.element_size();
-        if (mixed) {
-            for (Tensor t : master.values()) b += t.numel() * t.element_size();
-            for (Tensor t : grad32.values()) b += t.numel() * t.element_size();
-        }
+        if (mixed) for (Tensor t : master.values()) b += t.numel() * t.element_size();
+        return b;
+    }
+
+    /** Bytes of fp32 gradient buffers this rank holds beyond the parameters' own .grad (accumulators, the reduced chunk). */
+    public long gradientBufferBytes() {
+        if (shard != null) return (shard.flat().numel() + shard.gradChunk().numel()) * 4;
+        long b = 0;
+        if (mixed) for (Tensor t : grad32.values()) b += t.numel() * t.element_size();
         return b;
     }
 
@@ -221,5 +466,10 @@ public final class ModelOptimizer implements AutoCloseable {
         if (!mixed) return;
         for (Tensor t : master.values()) t.releaseReference();
         for (Tensor t : grad32.values()) t.releaseReference();
+        if (shard != null) {
+            shard.flat().releaseReference();
+            shard.gradChunk().releaseReference();
+            shard.masterChunk().releaseReference();
+        }
     }
 }

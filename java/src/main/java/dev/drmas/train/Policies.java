@@ -49,6 +49,11 @@ final class Policies implements AutoCloseable {
      * {@code sftDir} (may be null) holds warm-start weights for models without a path.
      */
     static Policies open(RunConfig cfg, Path runDir, Path checkpoint, Path sftDir) {
+        return open(cfg, runDir, checkpoint, sftDir, dev.drmas.dist.Collective.single());
+    }
+
+    /** As above as one rank of {@code dist} (distributed.shard_optimizer shards each optimiser over its ranks). */
+    static Policies open(RunConfig cfg, Path runDir, Path checkpoint, Path sftDir, dev.drmas.dist.Collective dist) {
         Device device = device(cfg);
         String origin = checkpoint != null ? "checkpoint " + checkpoint : null;
         Policies ps = new Policies(origin == null ? "" : origin);
@@ -75,8 +80,11 @@ final class Policies implements AutoCloseable {
                     ps.randomInit.add(id);
                 }
                 OptimConfig o = cfg.optimFor(id);
-                ModelOptimizer optim = ModelOptimizer.create(model.parameters(), new AdamW.Settings(o.lr(), o.beta1(), o.beta2(),
-                        o.eps(), o.weightDecay(), o.warmupSteps()), spec.mixedPrecision());
+                AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
+                // sharded: fp32 masters of every rank's chunk, whatever the dtype (the config refuses pure reduced precision)
+                ModelOptimizer optim = cfg.distributed().shardOptimizer()
+                        ? ModelOptimizer.sharded(model.parameters(), as, dist)
+                        : ModelOptimizer.create(model.parameters(), as, spec.mixedPrecision());
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
                 ps.notes.addAll(precisionNotes(id, spec, device));
                 CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;

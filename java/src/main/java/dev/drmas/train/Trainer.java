@@ -30,6 +30,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import org.bytedeco.javacpp.PointerScope;
 import java.util.Set;
 import org.bytedeco.pytorch.global.torch;
 
@@ -66,7 +67,7 @@ public final class Trainer implements AutoCloseable {
             if (checkpoint != null) ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()));
             // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
             if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
-            Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir));
+            Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
             try {
                 GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize());
             } catch (RuntimeException e) {
@@ -227,19 +228,28 @@ public final class Trainer implements AutoCloseable {
     /** Writes a checkpoint of the current step (rank 0 writes, the others wait for it). */
     public Path save() throws IOException {
         Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
-        if (dist.isMaster()) {
-            ObjectNode st = new ObjectMapper().createObjectNode();
-            st.put("data_position", tasks.position());
-            st.put("seed", cfg.run().seed());
-            st.put("world_size", dist.worldSize());  // informative: resume works with any world size
-            // the tokenizer and the config go in before the rename: a checkpoint with a name is complete
-            cps.write(step, policies.models(), policies.optimizers(), st, tmp -> {
-                policies.copyTokenizers(tmp.resolve("models"));
-                Files.writeString(tmp.resolve(ResumeCheck.CONFIG_FILE), cfg.toYaml());
-            });
+        try (PointerScope scope = new PointerScope()) {
+            // every rank: a sharded optimiser's state is gathered by a collective
+            Map<String, ModelOptimizer.Snapshot> optims = new java.util.LinkedHashMap<>();
+            policies.optimizers().forEach((k, o) -> optims.put(k, o.gatherState()));
+            if (dist.isMaster()) write(cps, optims);
         }
         dist.barrier("the checkpoint of step " + step);
         return cps.dir(step);
+    }
+
+
+    /** Rank 0's part of {@link #save}: the checkpoint folder. */
+    private void write(Checkpoints cps, Map<String, ModelOptimizer.Snapshot> optims) throws IOException {
+        ObjectNode st = new ObjectMapper().createObjectNode();
+        st.put("data_position", tasks.position());
+        st.put("seed", cfg.run().seed());
+        st.put("world_size", dist.worldSize());  // informative: resume works with any world size
+        // the tokenizer and the config go in before the rename: a checkpoint with a name is complete
+        cps.write(step, policies.models(), optims, st, tmp -> {
+            policies.copyTokenizers(tmp.resolve("models"));
+            Files.writeString(tmp.resolve(ResumeCheck.CONFIG_FILE), cfg.toYaml());
+        });
     }
 
     /** Stops the run when the ranks no longer hold the same weights (sum and sum of squares per model). */

@@ -134,6 +134,54 @@ class DistributedTrainingTest {
         assertTrue(d <= 1e-5, "1 rank then 2: max |Δw| = " + d);
     }
 
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aShardedOptimizerTrainsAndResumesLikeOneProcess() throws Exception {
+        // distributed.shard_optimizer: step 1 on two ranks with the optimiser state sharded, step 2
+        // resumed on two sharded ranks, and (from the same checkpoint) on one unsharded process: both
+        // reach the weights of one process's two steps; each rank logs half of the optimiser state
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        Cli.Run one = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("one"), "trainer.eval_freq=0");
+        assertEquals(0, one.exit(), one.err());
+        Map<String, float[]> w1 = weights(dir.resolve("one/dp/checkpoints/step_000001")),
+                w2 = weights(dir.resolve("one/dp/checkpoints/step_000002"));
+        assertTrue(maxDiff(w1, w2) > 1e-4, "step 2 changed the weights by only " + maxDiff(w1, w2));
+
+        Cli.Run first = launch(config, dir.resolve("sharded"), "trainer.steps=1", "trainer.eval_freq=0",
+                "distributed.shard_optimizer=true");
+        assertEquals(0, first.exit(), first.out() + first.err());
+        // the checkpoint is whole: copy it for the unsharded resume
+        copyTree(dir.resolve("sharded"), dir.resolve("shardedThenOne"));
+        Cli.Run rest = launch(config, dir.resolve("sharded"), "trainer.eval_freq=0", "distributed.shard_optimizer=true");
+        assertEquals(0, rest.exit(), rest.out() + rest.err());
+        assertTrue(rest.out().contains("[rank1] drmas: resumed"), rest.out());
+        double d = maxDiff(w2, weights(dir.resolve("sharded/dp/checkpoints/step_000002")));
+        assertTrue(d <= 1e-5, "2 sharded ranks vs 1 process: max |Δw| = " + d);
+
+        Cli.Run alone = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("shardedThenOne"), "trainer.eval_freq=0");
+        assertEquals(0, alone.exit(), alone.err());
+        d = maxDiff(w2, weights(dir.resolve("shardedThenOne/dp/checkpoints/step_000002")));
+        assertTrue(d <= 1e-5, "2 sharded ranks then 1 unsharded process: max |Δw| = " + d);
+
+        long params = 0;
+        for (float[] v : w2.values()) params += v.length;
+        JsonNode shardedStep = metrics(dir.resolve("sharded/dp")).get(2L), oneStep = metrics(dir.resolve("one/dp")).get(2L);
+        // fp32 masters and two moments of rank 0's half (rank 0 logs its own state)
+        assertEquals(12.0 * ((params + 1) / 2), shardedStep.get("memory/policy/optimizer_bytes").asDouble(), shardedStep.toString());
+        assertEquals(8.0 * params, oneStep.get("memory/policy/optimizer_bytes").asDouble(), "unsharded fp32: two moments");
+    }
+
+    private static void copyTree(Path from, Path to) throws java.io.IOException {
+        try (Stream<Path> s = Files.walk(from)) {
+            for (Path p : s.toList()) {
+                Path q = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) Files.createDirectories(q);
+                else if (!p.getFileName().toString().equals(dev.drmas.train.RunLock.FILE)) Files.copy(p, q);
+            }
+        }
+    }
+
     /** `drmas launch --nproc 2` (one thread each) of {@code config} into {@code out}; the ranks' output is in out(). */
     static Cli.Run launch(Path config, Path out, String... overrides) {
         List<String> args = new ArrayList<>(List.of("launch", "--nproc", "2", "--threads-per-rank", "1", config.toString(),

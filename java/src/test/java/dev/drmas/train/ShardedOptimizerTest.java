@@ -1,0 +1,209 @@
+// ShardedOptimizerTest.java — distributed.shard_optimizer (ZeRO stage 1 with a reduce-scatter) over
+// the real Gloo process group, two ranks as two threads of this JVM: the PPO update with the
+// optimiser state sharded ends with the weights of one unsharded process (fp32), and with the
+// masters of unsharded ranks on the same rows (bf16 with fp32 masters: bf16 forwards of other batch
+// shapes round differently, so one process is not the reference there); each rank holds 1/W of the
+// optimiser state; the gathered state (what checkpoints store) loads into another world size and
+// continues alike.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.config.DistributedConfig;
+import dev.drmas.dist.Collective;
+import dev.drmas.dist.DistEnv;
+import dev.drmas.dist.ProcessGroup;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.Tensors;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiFunction;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class ShardedOptimizerTest {
+    /** After the update: the model's weights, the gathered masters and moments (host copies), this rank's state bytes. */
+    record Result(Map<String, float[]> weights, Map<String, float[]> masters, Map<String, float[]> moments, long stateBytes,
+                  long parameters) {
+    }
+
+    private static Map<String, float[]> host(Map<String, Tensor> m) {
+        Map<String, float[]> out = new LinkedHashMap<>();
+        if (m == null) return out;
+        try (PointerScope scope = new PointerScope()) {
+            m.forEach((k, t) -> out.put(k, Tensors.toFloats(t.to(ScalarType.Float))));
+        }
+        return out;
+    }
+
+    /** One PPO update of a fresh tiny model on {@code rows}, through {@code optim(model params, dist)}. */
+    static Result update(List<PpoUpdater.Row> rows, Collective dist, ScalarType dtype,
+                         BiFunction<Map<String, Tensor>, Collective, ModelOptimizer> optim) {
+        try (CausalLm m = CausalLm.random(PpoUpdaterDistributedTest.CFG, 5, dtype, new Device("cpu"));
+             ModelOptimizer o = optim.apply(m.parameters(), dist);
+             PointerScope scope = new PointerScope()) {
+            new PpoUpdater(m, o, null, PpoUpdaterDistributedTest.PPO, dist, "policy").update(rows, 17);
+            ModelOptimizer.Snapshot s = o.gatherState();
+            long n = 0;
+            for (Tensor p : m.parameters().values()) n += p.numel();
+            return new Result(PpoUpdaterTest.snapshot(m), host(s.master()), host(s.state()), o.stateBytes(), n);
+        }
+    }
+
+    static List<Result> twoRanks(List<PpoUpdater.Row> all, int rank0Rows, ScalarType dtype, boolean sharded) throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 30, 1, 1e-3, sharded);
+        ExecutorService ex = Executors.newFixedThreadPool(2);
+        List<Result> ranks = new ArrayList<>();
+        boolean mixed = dtype != ScalarType.Float;
+        try {
+            List<Future<Result>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                DistEnv env = new DistEnv("127.0.0.1", port, r, 2, r);
+                List<PpoUpdater.Row> mine = r == 0 ? all.subList(0, rank0Rows) : all.subList(rank0Rows, all.size());
+                fs.add(ex.submit(() -> {
+                    try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
+                        return update(mine, pg, dtype, (p, d) -> sharded ? ModelOptimizer.sharded(p, PpoUpdaterDistributedTest.OPT, d)
+                                : ModelOptimizer.create(p, PpoUpdaterDistributedTest.OPT, mixed));
+                    }
+                }));
+            }
+            for (Future<Result> f : fs) ranks.add(f.get(120, TimeUnit.SECONDS));
+        } finally {
+            ex.shutdownNow();
+        }
+        return ranks;
+    }
+
+    private static double maxDiff(Map<String, float[]> a, Map<String, float[]> b) {
+        assertEquals(a.keySet(), b.keySet());
+        double d = 0;
+        for (String k : a.keySet()) {
+            float[] x = a.get(k), y = b.get(k);
+            assertEquals(x.length, y.length, k);
+            for (int i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
+        }
+        return d;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"float32", "bfloat16"})
+    void twoShardedRanksUpdateLikeOneUnshardedProcess(String dtypeName) throws Exception {
+        ScalarType dtype = dtypeName.equals("float32") ? ScalarType.Float : ScalarType.BFloat16;
+        boolean mixed = dtype != ScalarType.Float;
+        List<PpoUpdater.Row> all = PpoUpdaterDistributedTest.rows();
+        Result one = update(all, Collective.single(), dtype, (p, d) -> ModelOptimizer.create(p, PpoUpdaterDistributedTest.OPT, mixed));
+        List<Result> ranks = twoRanks(all, 7, dtype, true);
+        List<Result> unsharded = mixed ? twoRanks(all, 7, dtype, false) : null;
+        Map<String, float[]> init;
+        try (CausalLm m = CausalLm.random(PpoUpdaterDistributedTest.CFG, 5, dtype, new Device("cpu"))) {
+            init = PpoUpdaterTest.snapshot(m);
+        }
+        double moved = maxDiff(one.weights(), init);
+        assertTrue(moved > 1e-3, "the update barely moved the weights: " + moved);
+        for (int i = 0; i < ranks.size(); i++) {
+            Result r = ranks.get(i);
+            if (mixed) {
+                // the fp32 masters agree with unsharded ranks on the same rows; the bf16 weights are their rounding
+                Result u = unsharded.get(i);
+                double dm = maxDiff(u.masters(), r.masters());
+                assertTrue(dm <= 1e-6, "masters, 2 unsharded vs 2 sharded ranks: max |Δ| = " + dm);
+                assertTrue(maxDiff(u.weights(), r.weights()) <= 1e-6, "bf16 weights, unsharded vs sharded");
+                double dv = maxDiff(u.moments(), r.moments());
+                assertTrue(dv <= 1e-6, "AdamW moments, 2 unsharded vs 2 sharded ranks: max |Δ| = " + dv);
+            } else {
+                double dw = maxDiff(one.weights(), r.weights());
+                assertTrue(dw <= 1e-5, "weights, 1 process vs 2 sharded ranks: max |Δw| = " + dw);
+                double dv = maxDiff(one.moments(), r.moments());
+                assertTrue(dv <= 1e-5, "AdamW moments, 1 process vs 2 sharded ranks: max |Δ| = " + dv);
+            }
+        }
+        assertEquals(0, maxDiff(ranks.get(0).weights(), ranks.get(1).weights()), "both ranks hold the same weights");
+        // each rank: fp32 masters + two moments of its half of the parameters
+        long p = one.parameters(), half = (p + 1) / 2;
+        assertEquals(12 * half, ranks.get(0).stateBytes());
+        assertEquals(12 * (p - half), ranks.get(1).stateBytes());
+        assertEquals(mixed ? 12 * p : 8 * p, one.stateBytes(), "unsharded: moments (and masters when mixed) of every parameter");
+    }
+
+    @ParameterizedTest
+    @ValueSource(ints = {1, 2})
+    void theGatheredStateLoadsIntoAnotherWorldSize(int world) throws Exception {
+        // the state after one update on one process (fp32: the weights are the masters), loaded into
+        // `world` sharded ranks, then a second update on each side: the same weights (what resuming a
+        // checkpoint with another world size does)
+        List<PpoUpdater.Row> all = PpoUpdaterDistributedTest.rows();
+        try (CausalLm m = CausalLm.random(PpoUpdaterDistributedTest.CFG, 5);
+             ModelOptimizer o = ModelOptimizer.create(m.parameters(), PpoUpdaterDistributedTest.OPT, false);
+             PointerScope scope = new PointerScope()) {
+            new PpoUpdater(m, o, null, PpoUpdaterDistributedTest.PPO, Collective.single(), "policy").update(all, 17);
+            ModelOptimizer.Snapshot saved = o.gatherState();
+            Map<String, float[]> masters = PpoUpdaterTest.snapshot(m), moments = host(saved.state());
+            new PpoUpdater(m, o, null, PpoUpdaterDistributedTest.PPO, Collective.single(), "policy").update(all, 18);
+            Map<String, float[]> want = PpoUpdaterTest.snapshot(m);
+
+            List<Map<String, float[]>> got = new ArrayList<>();
+            if (world == 1) {
+                got.add(resumeAndUpdate(all, masters, moments, saved.steps(), Collective.single()));
+            } else {
+                int port;
+                try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+                    port = s.getLocalPort();
+                }
+                DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 30, 1, 1e-3, true);
+                ExecutorService ex = Executors.newFixedThreadPool(2);
+                try {
+                    List<Future<Map<String, float[]>>> fs = new ArrayList<>();
+                    for (int r = 0; r < 2; r++) {
+                        DistEnv env = new DistEnv("127.0.0.1", port, r, 2, r);
+                        List<PpoUpdater.Row> mine = r == 0 ? all.subList(0, 5) : all.subList(5, all.size());
+                        fs.add(ex.submit(() -> {
+                            try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
+                                return resumeAndUpdate(mine, masters, moments, saved.steps(), pg);
+                            }
+                        }));
+                    }
+                    for (var f : fs) got.add(f.get(120, TimeUnit.SECONDS));
+                } finally {
+                    ex.shutdownNow();
+                }
+            }
+            for (Map<String, float[]> g : got) {
+                double d = maxDiff(want, g);
+                assertTrue(d <= 1e-5, "resumed on " + world + " sharded rank(s) vs continued: max |Δw| = " + d);
+            }
+        }
+    }
+
+    /** A fresh fp32 model and sharded optimiser restored from whole-tensor state (as Checkpoints loads it), then one update. */
+    private static Map<String, float[]> resumeAndUpdate(List<PpoUpdater.Row> rows, Map<String, float[]> masters,
+                                                        Map<String, float[]> moments, long steps, Collective dist) {
+        try (CausalLm m = CausalLm.random(PpoUpdaterDistributedTest.CFG, 99);
+             ModelOptimizer o = ModelOptimizer.sharded(m.parameters(), PpoUpdaterDistributedTest.OPT, dist);
+             PointerScope scope = new PointerScope()) {
+            Map<String, Tensor> w = new LinkedHashMap<>(), st = new LinkedHashMap<>();
+            masters.forEach((k, v) -> w.put(k, Tensors.floats(v)));
+            moments.forEach((k, v) -> st.put(k, Tensors.floats(v)));
+            o.loadMasterWeights(w);
+            o.load(st, steps);
+            new PpoUpdater(m, o, null, PpoUpdaterDistributedTest.PPO, dist, "policy").update(rows, 18);
+            return PpoUpdaterTest.snapshot(m);
+        }
+    }
+}
