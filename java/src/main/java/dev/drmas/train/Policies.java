@@ -73,6 +73,7 @@ final class Policies implements AutoCloseable {
                     from.append(id).append(": random init; ");
                     ps.randomInit.add(id);
                 }
+                model.setActivationCheckpointing(spec.activationCheckpointing());
                 OptimConfig o = cfg.optimFor(id);
                 AdamW optim = new AdamW(model.parameters(), new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(),
                         o.weightDecay(), o.warmupSteps()));
