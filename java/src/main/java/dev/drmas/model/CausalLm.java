@@ -16,13 +16,18 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.AutoGradMode;
+import org.bytedeco.pytorch.BoolOptional;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Generator;
 import org.bytedeco.pytorch.GeneratorOptional;
+import org.bytedeco.pytorch.GradMode;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorArrayRefOptional;
 import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -47,6 +52,13 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  *
  * <p><b>Autograd.</b> Parameters do not require grad until {@link #setRequiresGrad}(true). A forward
  * with a KV cache is inference: it runs without autograd (the cache must not hold a graph).
+ *
+ * <p><b>Activation checkpointing.</b> A training forward ({@link #trainingHidden}) with
+ * {@link #setActivationCheckpointing} on runs the decoder layers without autograd, keeping only
+ * each layer's input; the caller back-propagates its loss into the final hidden states as usual,
+ * then calls {@link PendingBackward#finishBackward()}, which recomputes the layers from last to
+ * first with autograd and back-propagates through each (LibTorch's Java presets have no custom
+ * autograd Function or saved-tensor hooks, so the recompute is driven from here).
  */
 public final class CausalLm implements AutoCloseable {
     /** transformers' default max_shard_size ("5GB"). */
@@ -64,6 +76,7 @@ public final class CausalLm implements AutoCloseable {
     private final DecodeStep decodeStep;
     /** Whether CPU decoding goes through decodeStep; tests turn it off to check the general path too. */
     boolean decodeStepOn = true;
+    private boolean activationCheckpointing;
     private boolean closed;
 
     /** Takes ownership of {@code params} (retained, attached to no scope), named and shaped as {@link #parameterShapes}. */
@@ -276,6 +289,18 @@ public final class CausalLm implements AutoCloseable {
         for (Tensor t : params.values()) t.set_requires_grad(on);
     }
 
+    /**
+     * Whether training forwards ({@link #trainingHidden}) keep only each decoder layer's input and
+     * recompute the layer in the backward pass (models.&lt;id&gt;.activation_checkpointing).
+     */
+    public void setActivationCheckpointing(boolean on) {
+        activationCheckpointing = on;
+    }
+
+    public boolean activationCheckpointing() {
+        return activationCheckpointing;
+    }
+
     /** A KV cache for {@code batch} rows of up to {@code capacity} tokens (prompt + generated). */
     public KvCache newCache(long batch, long capacity) {
         return new KvCache(config, batch, capacity, dtype, device);
@@ -312,22 +337,157 @@ public final class CausalLm implements AutoCloseable {
      * the cache advances by T.
      */
     public Tensor hidden(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache) {
-        if (inputIds == null || inputIds.dim() != 2) {
-            throw new IllegalArgumentException("input_ids must be [batch, tokens], got "
-                    + (inputIds == null ? "null" : Arrays.toString(sizes(inputIds))));
-        }
-        long b = inputIds.size(0), t = inputIds.size(1);
+        checkInputs(inputIds, positionIds, attentionMask, cache);
+        long t = inputIds.size(1);
         long past = cache == null ? 0 : cache.length();
-        checkInput("input_ids", inputIds, new long[]{b, t});
-        checkInput("position_ids", positionIds, new long[]{b, t});
-        checkInput("attention_mask", attentionMask, new long[]{b, past + t});
-        if (cache != null) cache.checkFits(config, dtype, b, t);
         Tensor out;
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = cache == null ? null : new NoGradGuard()) {
             out = Scopes.retain(hiddenImpl(inputIds, positionIds, attentionMask, cache, past));
         }
         if (cache != null) cache.advance(t);
         return Scopes.adopt(out);
+    }
+
+    /** The final hidden states of a training forward, and what remains of its backward pass. */
+    public record TrainingForward(Tensor hidden, PendingBackward pending) {
+    }
+
+    /**
+     * The final hidden states [B, T, hidden] of a forward without cache that is to be
+     * differentiated, as {@link #hidden}. Without checkpointing (or when nothing requires grad) it
+     * is that forward, and {@code pending} does nothing. With it, the layers run without autograd,
+     * keeping their inputs; the returned states are computed with autograd from a leaf that stands
+     * for the last layer's output, so the caller's backward pass reaches the final norm and the LM
+     * head but not the layers: {@code pending.finishBackward()}, after it, does the rest. The
+     * hidden states and the pending pass belong to the caller's innermost PointerScope.
+     */
+    public TrainingForward trainingHidden(Tensor inputIds, Tensor positionIds, Tensor attentionMask) {
+        if (!activationCheckpointing || !GradMode.is_enabled() || !embed.requires_grad()) {
+            return new TrainingForward(hidden(inputIds, positionIds, attentionMask, null), PendingBackward.NONE);
+        }
+        checkInputs(inputIds, positionIds, attentionMask, null);
+        long b = inputIds.size(0), t = inputIds.size(1);
+        Tensor out;
+        TensorVector saved;
+        try (PointerScope scope = new PointerScope()) {
+            saved = Scopes.retain(new TensorVector());
+            Tensor ids = inputIds.to(device, ScalarType.Long);
+            saved.push_back(ids);
+            saved.push_back(positionIds);
+            saved.push_back(attentionMask);
+            Tensor x;
+            Pass p;
+            try (NoGradGuard noGrad = new NoGradGuard()) {
+                p = generalPass(b, t, 0, positionIds, attentionMask, null);
+                x = torch.embedding(embed, ids);
+                for (int l = 0; l < layers.length; l++) {
+                    saved.push_back(x);
+                    Tensor y;
+                    try (PointerScope layer = new PointerScope()) {  // a layer's intermediates go at once
+                        y = Scopes.retain(transformer.layer(l, x, p));
+                    }
+                    x = Scopes.adopt(y);
+                }
+            }
+            Tensor last = x.detach().requires_grad_(true);
+            saved.push_back(last);
+            out = Scopes.retain(transformer.rmsNorm(last, finalNorm, p));
+        }
+        return new TrainingForward(Scopes.adopt(out), new PendingBackward(this, Scopes.adopt(saved)));
+    }
+
+    /**
+     * The backward pass through the checkpointed decoder layers of one training forward, to run
+     * after the caller's backward pass into its hidden states. It holds the tensors the recompute
+     * needs (ids, position ids, mask, each layer's input, the leaf of the last layer's output) in
+     * one vector in the caller's PointerScope: freed by {@link #finishBackward} as each layer is
+     * done, or with that scope when the backward pass never comes (an exception).
+     */
+    public static final class PendingBackward {
+        /** The pending pass of a forward that was not checkpointed: nothing to do. */
+        public static final PendingBackward NONE = new PendingBackward(null, null);
+        private static final int FIRST_INPUT = 3;  // after ids, position ids and mask
+
+        private final CausalLm model;
+        private TensorVector saved;
+
+        private PendingBackward(CausalLm model, TensorVector saved) {
+            this.model = model;
+            this.saved = saved;
+        }
+
+        /** Whether the layers were checkpointed (there is a backward pass left to run). */
+        public boolean checkpointed() {
+            return model != null;
+        }
+
+        /**
+         * As {@link Scopes#retain}: keeps the saved tensors past the close of the scope this was
+         * made in (for a caller that returns it from inside its own scope).
+         */
+        public PendingBackward retain() {
+            if (saved != null) Scopes.retain(saved);
+            return this;
+        }
+
+        /** As {@link Scopes#adopt}: hands the saved tensors to the caller's innermost scope. */
+        public PendingBackward adopt() {
+            if (saved != null) Scopes.adopt(saved);
+            return this;
+        }
+
+        /**
+         * Back-propagates the gradient that reached the hidden states through the layers, last to
+         * first (each recomputed from its input with autograd), and into the embeddings; the
+         * parameters' gradients accumulate, as one backward pass without checkpointing would
+         * leave them (up to summation order). Nothing happens when the hidden states received no
+         * gradient. Once per forward; the saved tensors are freed, also when it throws.
+         */
+        public void finishBackward() {
+            if (model == null) return;
+            if (saved == null) throw new IllegalStateException("finishBackward was already called for this forward");
+            TensorVector v = saved;
+            saved = null;
+            Tensor gradIn = null;  // retained: the gradient of the last layer's output, then of each layer's input
+            try (PointerScope scope = new PointerScope(); AutoGradMode grad = new AutoGradMode(true)) {
+                Layer[] layers = model.layers;
+                Tensor leaf = v.get(FIRST_INPUT + layers.length);
+                if (!leaf.grad().defined()) return;
+                try (PointerScope first = new PointerScope()) {
+                    gradIn = Scopes.retain(leaf.grad().detach());
+                }
+                leaf.mutable_grad().reset();
+                leaf.reset();
+                Tensor gradOut = gradIn;
+                Tensor ids = v.get(0).detach();
+                long b = ids.size(0), t = ids.size(1);
+                Pass p;
+                try (NoGradGuard noGrad = new NoGradGuard()) {
+                    p = model.generalPass(b, t, 0, v.get(1), v.get(2), null);
+                }
+                v.get(1).reset();
+                v.get(2).reset();
+                BoolOptional noRetain = new BoolOptional(false);
+                TensorArrayRefOptional allLeaves = new TensorArrayRefOptional();
+                for (int l = layers.length - 1; l >= 0; l--) {
+                    Tensor next;
+                    try (PointerScope layer = new PointerScope()) {
+                        Tensor in = v.get(FIRST_INPUT + l).detach().requires_grad_(true);
+                        v.get(FIRST_INPUT + l).reset();
+                        model.transformer.layer(l, in, p).backward(gradOut, noRetain, false, allLeaves);
+                        next = Scopes.retain(in.grad().detach());
+                    }
+                    gradIn.releaseReference();
+                    gradIn = next;
+                    gradOut = next;
+                }
+                // the embedding lookup; with tied embeddings the LM head's gradient is already in embed's
+                torch.embedding(model.embed, ids).backward(gradOut, noRetain, false, allLeaves);
+            } finally {
+                if (gradIn != null) gradIn.releaseReference();
+                v.clear();
+            }
+        }
     }
 
     /**
@@ -354,11 +514,20 @@ public final class CausalLm implements AutoCloseable {
     }
 
     private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
-        long b = ids.size(0), t = ids.size(1), s = past + t;
+        long b = ids.size(0), t = ids.size(1);
         if (decodeStepOn && cache != null && t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
             return decodeStep.hidden(ids.scalar_type().intern() == ScalarType.Long && ids.is_cpu() ? ids : ids.to(device, ScalarType.Long),
                     pos, mask, cache, past);  // CPU decoding
         }
+        Pass p = generalPass(b, t, past, pos, mask, cache);
+        Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
+        for (int l = 0; l < layers.length; l++) x = transformer.layer(l, x, p);
+        return transformer.rmsNorm(x, finalNorm, p);
+    }
+
+    /** The arrangement of a general pass: which slots each query attends to, and the rotary angles. */
+    private Pass generalPass(long b, long t, long past, Tensor pos, Tensor mask, KvCache cache) {
+        long s = past + t;
         Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);
         Tensor attend;
         if (t == 1) {
@@ -373,10 +542,20 @@ public final class CausalLm implements AutoCloseable {
             Tensor querySlot = torch.arange(new Scalar(past), new Scalar(s), longs).to(device, ScalarType.Long).view(t, 1);
             attend = valid.logical_and(keySlot.le(querySlot)).logical_or(keySlot.eq(querySlot));
         }
-        Pass p = Pass.general(b, t, past, Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype), attend, cache);
-        Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
-        for (int l = 0; l < layers.length; l++) x = transformer.layer(l, x, p);
-        return transformer.rmsNorm(x, finalNorm, p);
+        return Pass.general(b, t, past, Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype), attend, cache);
+    }
+
+    private void checkInputs(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache) {
+        if (inputIds == null || inputIds.dim() != 2) {
+            throw new IllegalArgumentException("input_ids must be [batch, tokens], got "
+                    + (inputIds == null ? "null" : Arrays.toString(sizes(inputIds))));
+        }
+        long b = inputIds.size(0), t = inputIds.size(1);
+        long past = cache == null ? 0 : cache.length();
+        checkInput("input_ids", inputIds, new long[]{b, t});
+        checkInput("position_ids", positionIds, new long[]{b, t});
+        checkInput("attention_mask", attentionMask, new long[]{b, past + t});
+        if (cache != null) cache.checkFits(config, dtype, b, t);
     }
 
     private static void checkInput(String name, Tensor t, long[] shape) {

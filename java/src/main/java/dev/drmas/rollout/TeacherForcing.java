@@ -1,7 +1,8 @@
 // TeacherForcing.java — the trainer's forward pass: log-probabilities (and optionally the
 // entropy) of given response tokens after their prompts, batched, at the sampling temperature.
 // The result is packed like the loss kernel's input (response tokens of all rows back to back,
-// with row offsets) and keeps its autograd graph when the model's parameters require grad.
+// with row offsets) and keeps its autograd graph when the model's parameters require grad; with
+// activation checkpointing, the caller finishes its backward pass with Result.finishBackward().
 package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
@@ -23,15 +24,25 @@ public final class TeacherForcing {
      *                 prefix) at the temperature
      * @param entropy  float32 [N] entropy of each predicted distribution, or null when not asked
      * @param offsets  row r's tokens are [offsets[r], offsets[r + 1])
+     * @param pending  the backward pass through checkpointed layers (see {@link #finishBackward})
      */
-    public record Result(Tensor logprobs, Tensor entropy, long[] offsets) {
+    public record Result(Tensor logprobs, Tensor entropy, long[] offsets, CausalLm.PendingBackward pending) {
+        /**
+         * To call after the backward pass of a loss of these log-probs: with activation
+         * checkpointing, the layers' part of it ({@link CausalLm.PendingBackward#finishBackward});
+         * without, nothing.
+         */
+        public void finishBackward() {
+            pending.finishBackward();
+        }
     }
 
     /**
      * Scores {@code responses[r]} after {@code prompts[r]} for every row in one forward (rows
      * right-padded to the longest prompt + response). Only the positions that predict a
      * response token go through the LM head. {@code temperature} 0 (greedy) scores at 1.
-     * The returned tensors belong to the caller's innermost PointerScope.
+     * The returned tensors belong to the caller's innermost PointerScope; so do the saved layer
+     * inputs of a checkpointed forward, which {@link Result#finishBackward} frees.
      */
     public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
                                   boolean withEntropy) {
@@ -69,11 +80,14 @@ public final class TeacherForcing {
             }
         }
         Tensor lp, ent = null;
+        CausalLm.PendingBackward pending;
         try (PointerScope scope = new PointerScope()) {
             var dev = model.device();
             Tensor in = Tensors.longs(ids).reshape(b, longest).to(dev, ScalarType.Long);
             Tensor mask = Tensors.longs(valid).reshape(b, longest).to(dev, ScalarType.Long);
-            Tensor hidden = model.hidden(in, CausalLm.positionIds(mask), mask, null);
+            CausalLm.TrainingForward forward = model.trainingHidden(in, CausalLm.positionIds(mask), mask);
+            pending = forward.pending().retain();
+            Tensor hidden = forward.hidden();
             Tensor picked = hidden.reshape(b * (long) longest, hidden.size(2))
                     .index_select(0, Tensors.longs(where).to(dev, ScalarType.Long));
             Tensor logits = model.logits(picked);  // [N, V] float32
@@ -82,7 +96,7 @@ public final class TeacherForcing {
             lp = Scopes.retain(logp.gather(1, Tensors.longs(target).to(dev, ScalarType.Long).unsqueeze(1)).squeeze(1));
             if (withEntropy) ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
         }
-        return new Result(Scopes.adopt(lp), ent == null ? null : Scopes.adopt(ent), offsets);
+        return new Result(Scopes.adopt(lp), ent == null ? null : Scopes.adopt(ent), offsets, pending.adopt());
     }
 
     private static void checkTokens(String what, int row, int[] t, int vocab) {

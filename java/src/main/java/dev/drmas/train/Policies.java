@@ -79,6 +79,7 @@ final class Policies implements AutoCloseable {
                     from.append(id).append(": random init; ");
                     ps.randomInit.add(id);
                 }
+                model.setActivationCheckpointing(spec.activationCheckpointing());
                 OptimConfig o = cfg.optimFor(id);
                 AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
                 // sharded: fp32 masters of every rank's chunk, whatever the dtype (the config refuses pure reduced precision)

@@ -386,6 +386,7 @@ public final class PpoUpdater {
             acc.narrow(0, AbiIndices.LOSS_SUMS, 1).add_(ent.detach().sum().to(dev, ScalarType.Double));
             if (s.entropyCoef() > 0) surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / miniBatchTokens)));
             surrogate.backward();
+            tf.finishBackward();  // the checkpointed layers' part of the backward (nothing without checkpointing)
         }
     }
 

@@ -157,10 +157,11 @@ final class WarmStart {
         p.model().setRequiresGrad(true);
         double loss;
         try (PointerScope scope = new PointerScope()) {
-            Tensor lp = TeacherForcing.logProbs(p.model(), prompts, responses, 1.0, false).logprobs();
-            Tensor l = lp.mean().neg();
+            TeacherForcing.Result tf = TeacherForcing.logProbs(p.model(), prompts, responses, 1.0, false);
+            Tensor l = tf.logprobs().mean().neg();
             loss = l.item_double();
             l.backward();
+            tf.finishBackward();
         }
         optim.afterBackward();
         double norm = optim.clipGradNorm(p.gradClip());

@@ -144,8 +144,8 @@ class MixedPrecisionTest {
         for (float[] v : masterA.values()) numel += v.length;
         JsonNode lastTrain = TrainerEndToEndTest.metrics(run).stream().filter(l -> l.has("memory/policy/optimizer_bytes"))
                 .reduce((x, y) -> y).orElseThrow();
-        assertEquals(16.0 * numel, lastTrain.get("memory/policy/optimizer_bytes").asDouble(),
-                "fp32 masters, accumulators and two moments: 16 bytes a parameter");
+        assertEquals(12.0 * numel, lastTrain.get("memory/policy/optimizer_bytes").asDouble(),
+                "fp32 masters and two fp32 moments: 12 bytes a parameter");
         try (SafeTensors st = SafeTensors.open(cp.resolve("optim/policy.safetensors"))) {
             for (SafeTensors.Info i : st.tensors().values()) assertEquals(ScalarType.Float, i.dtype().scalarType(), i.name());
         }
