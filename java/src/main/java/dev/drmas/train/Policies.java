@@ -78,7 +78,8 @@ final class Policies implements AutoCloseable {
                         o.weightDecay(), o.warmupSteps()));
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
                 CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;
-                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), new Generator(model),
+                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok),
+                        new Generator(model, cfg.rollout().maxBatchTokens()),
                         optim, o.gradClip(), ref));
             }
         } catch (RuntimeException e) {
