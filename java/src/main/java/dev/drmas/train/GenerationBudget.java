@@ -35,15 +35,15 @@ final class GenerationBudget {
         String sizes = String.format(Locale.ROOT, "a batch of %d requests (%s) × %d token slots (rollout.max_prompt_tokens %d"
                 + " + rollout.max_new_tokens %d)", batch, batchKeys, slots, rc.maxPromptTokens(), rc.maxNewTokens());
         long cells = Math.multiplyHigh(batch, slots) != 0 ? Long.MAX_VALUE : batch * slots;
-        String key = "rollout.max_new_tokens";
+        String key = "rollout.max_new_tokens", count = sizes + " = " + cells + " slots";
         if (rc.maxBatchTokens() > 0 && rc.maxBatchTokens() < cells) {
             // the requests are generated in batches of at most max_batch_tokens slots
             cells = rc.maxBatchTokens();
             key = "rollout.max_batch_tokens";
-            sizes = String.format(Locale.ROOT, "a batch of at most rollout.max_batch_tokens = %d token slots", cells);
+            sizes = count = String.format(Locale.ROOT, "a batch of at most %d token slots", cells);
         }
         if (cells > MAX_ARRAY) {
-            throw ConfigException.at(key, sizes + " = " + cells + " slots, more than a Java array holds ("
+            throw ConfigException.at(key, count + ", more than a Java array holds ("
                     + MAX_ARRAY + "); lower the token budgets or the batch, or bound it with rollout.max_batch_tokens");
         }
         long heap = Runtime.getRuntime().maxMemory();
