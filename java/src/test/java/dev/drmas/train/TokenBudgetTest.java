@@ -1,7 +1,7 @@
 // TokenBudgetTest.java — the two token budgets of a training run on the toy math team:
 // rollout.max_batch_tokens cuts every turn's generation into batches whose KV caches stay within it
-// and changes no token and no metric; ppo.max_tokens_per_micro_batch cuts the update's forwards
-// and changes the trained weights only by summation order.
+// and changes no token and no metric (training and evaluation); ppo.max_tokens_per_micro_batch cuts
+// the update's forwards and changes the trained weights only by summation order.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -44,13 +44,18 @@ class TokenBudgetTest {
 
     /** What a run of {@code steps} steps did: per step its metrics (clocks aside) and its rows' tokens. */
     record Run(List<Map<String, Double>> metrics, List<List<int[]>> tokens, List<Generator.Batch> lastBatches,
-               Map<String, float[]> weights) {
+               Map<String, float[]> weights, Map<String, Double> eval) {
     }
 
     Run run(String name, int steps, String... overrides) {
+        return run(name, steps, false, overrides);
+    }
+
+    /** {@code steps} training steps, then (if {@code eval}) an evaluation on 8 held-out tasks. */
+    Run run(String name, int steps, boolean eval, String... overrides) {
         List<String> o = new ArrayList<>(List.of("run.output_dir=" + tmp.resolve(name), "trainer.steps=" + steps,
                 "trainer.eval_freq=0", "trainer.save_freq=0", "metrics.tensorboard=false", "rollout.tasks_per_step=4", "run.threads=2",
-                "ppo.mini_batch_size=16", "ppo.micro_batch_size=4", "models.policy.optim.lr=1.0e-3",
+                "ppo.mini_batch_size=16", "ppo.micro_batch_size=4", "models.policy.optim.lr=1.0e-3", "eval.tasks=8",
                 "run.warm_start=" + warm));
         o.addAll(List.of(overrides));
         RunConfig cfg = RunConfig.load(CONFIG, o);
@@ -70,7 +75,10 @@ class TokenBudgetTest {
                 tokens.add(rows);
             }
             Policies.Policy p = t.policiesForTest().get("policy");
-            return new Run(metrics, tokens, p.generator().lastBatches(), PpoUpdaterTest.snapshot(p.model()));
+            List<Generator.Batch> batches = p.generator().lastBatches();  // of the last training turn
+            Map<String, Double> ev = eval ? new TreeMap<>(t.evaluate()) : Map.of();
+            ev.keySet().removeIf(k -> k.startsWith("time/") || k.startsWith("perf/"));
+            return new Run(metrics, tokens, batches, PpoUpdaterTest.snapshot(p.model()), ev);
         }
     }
 
@@ -78,8 +86,8 @@ class TokenBudgetTest {
     void aRolloutBudgetChangesNoTokenAndNoMetric() {
         // 4 tasks × 4 rollouts: 16 requests a turn; 400 slots hold two or three rows of the team's
         // prompts (+ 24 new tokens) a batch, so every turn runs in several batches
-        Run free = run("free", 2);
-        Run bounded = run("bounded", 2, "rollout.max_batch_tokens=400");
+        Run free = run("free", 2, true);
+        Run bounded = run("bounded", 2, true, "rollout.max_batch_tokens=400");
         assertEquals(1, free.lastBatches().size(), "unbounded: one batch a turn, " + free.lastBatches());
         assertEquals(16, free.lastBatches().get(0).rows());
         assertTrue(bounded.lastBatches().size() >= 3, "bounded: " + bounded.lastBatches());
@@ -101,6 +109,9 @@ class TokenBudgetTest {
         assertTrue(free.metrics().get(0).get("agent/solver/adv_sq_mean") > 0, "advantages " + free.metrics().get(0));
         assertTrue(free.metrics().get(0).get("model/policy/grad_norm") > 0, "grad norm " + free.metrics().get(0));
         for (String k : free.weights().keySet()) assertArrayEquals(free.weights().get(k), bounded.weights().get(k), k);
+        // the evaluation generates through the same bounded engine: the same scores
+        assertTrue(free.eval().containsKey("eval/pass@1"), "eval metrics: " + free.eval());
+        assertEquals(free.eval(), bounded.eval(), "evaluation");
     }
 
     @Test
