@@ -15,10 +15,11 @@ import dev.drmas.algo.SettingException;
  * @param microBatchSize  rows per forward/backward (gradient accumulation; the loss is still
  *                        normalised over the whole mini-batch), &lt;= mini_batch_size; default 16
  * @param maxTokensPerMicroBatch dynamic micro-batches (verl's use_dynamic_bsz): rows are packed in
- *                        order into micro-batches of at most this many prompt + response tokens
- *                        (a longer row goes alone), for the update and the log-prob passes,
- *                        instead of micro_batch_size rows; the gradients are the same; 0 = off
- *                        (default)
+ *                        order into micro-batches of at most this many prompt + response tokens,
+ *                        counted as the padded forward holds them (rows × the longest row), for
+ *                        the update and the log-prob passes, instead of micro_batch_size rows; the
+ *                        gradients are the same; 0 = off (default); else at least
+ *                        rollout.max_prompt_tokens + rollout.max_new_tokens (one whole row)
  * @param shuffle         shuffle rows before cutting mini-batches; default true
  * @param clipLow         ε_low, in [0, 1); default 0.2
  * @param clipHigh        ε_high, &gt;= 0; default 0.2

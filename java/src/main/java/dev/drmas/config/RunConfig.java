@@ -80,6 +80,11 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
                         + "(or set trainer.eval_freq: 0)");
         checkOneRollout(rollout, algorithm);
         int longest = rollout.maxPromptTokens() + rollout.maxNewTokens();
+        // a bound that the longest possible row (a whole prompt and response) breaks bounds nothing
+        long row = (long) rollout.maxPromptTokens() + rollout.maxNewTokens();
+        Check.that(ppo.maxTokensPerMicroBatch() == 0 || ppo.maxTokensPerMicroBatch() >= row, "ppo.max_tokens_per_micro_batch",
+                "must hold one row of rollout.max_prompt_tokens + rollout.max_new_tokens (" + row + ") or be 0 (off), got "
+                        + ppo.maxTokensPerMicroBatch());
         for (Map.Entry<String, ModelSpec> e : models.entrySet()) {
             ModelSpec m = e.getValue();
             Check.that(m.path() != null || m.size().maxPositions() >= longest, "models." + e.getKey() + ".size.max_positions",

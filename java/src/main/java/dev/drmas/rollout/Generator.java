@@ -1,7 +1,8 @@
 // Generator.java — the in-process rollout engine: a batch of prompts of different lengths is
 // left-padded, prefilled in one forward, then decoded one token per step from a KV cache
 // allocated once for the batch; each request stops at a stop token, a stop string or its token
-// budget. Every step's native memory is released before the next (PointerScope).
+// budget. Every step's native memory is released before the next (PointerScope). With a token
+// budget (rollout.max_batch_tokens) the requests are split into as many batches as it needs.
 package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
@@ -9,6 +10,7 @@ import dev.drmas.model.KvCache;
 import dev.drmas.model.Tensors;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Comparator;
 import java.util.List;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.InferenceMode;
@@ -21,12 +23,47 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * not depend on the padding (up to floating-point summation order). Rows that have stopped keep
  * being computed until the whole batch stops (their outputs are ignored): simple, and on a GPU
  * cheaper than reshaping the cache.
+ * <p>
+ * A request's draws are keyed by (seed, its stream, its token index) alone ({@link Sampler#uniform}),
+ * so the batches it is cut into change no token. With a budget of {@code maxBatchTokens} token
+ * slots, a batch holds rows × (its longest prompt + max new tokens) slots, which is what its KV
+ * cache and its id arrays allocate; the requests are taken longest prompt first, so that rows of
+ * like length share a batch and little of the budget goes to padding.
  */
 public final class Generator {
     private final CausalLm model;
+    private final long maxBatchTokens;
+    private volatile List<Batch> lastBatches = List.of();
 
+    /** A batch as allocated: {@code rows} × {@code capacity} token slots (KV cache and id arrays). */
+    public record Batch(int rows, int capacity) {
+        public long slots() {
+            return (long) rows * capacity;
+        }
+    }
+
+    /** Every call generates its requests in one batch. */
     public Generator(CausalLm model) {
+        this(model, 0);
+    }
+
+    /**
+     * @param maxBatchTokens the most token slots (rows × (longest prompt + max new tokens)) of one
+     *                       batch; 0 = no bound (one batch per call)
+     */
+    public Generator(CausalLm model, long maxBatchTokens) {
+        if (maxBatchTokens < 0) throw new IllegalArgumentException("max_batch_tokens must be >= 0 (0 = no bound), got " + maxBatchTokens);
         this.model = model;
+        this.maxBatchTokens = maxBatchTokens;
+    }
+
+    public long maxBatchTokens() {
+        return maxBatchTokens;
+    }
+
+    /** The batches of the latest {@link #generate} call, in the order they ran. */
+    public List<Batch> lastBatches() {
+        return lastBatches;
     }
 
     public CausalLm model() {
@@ -36,9 +73,11 @@ public final class Generator {
     /** Generates a completion for every request, in order. */
     public List<Completion> generate(List<Request> requests, GenerationConfig cfg) {
         final int b = requests.size();
-        if (b == 0) return List.of();
+        if (b == 0) {
+            lastBatches = List.of();
+            return List.of();
+        }
         final int vocab = model.config().vocabSize();
-        int longest = 0;
         for (int r = 0; r < b; r++) {
             int[] p = requests.get(r).promptIds();
             for (int j = 0; j < p.length; j++) {
@@ -47,8 +86,59 @@ public final class Generator {
                             + " is outside the vocabulary [0, " + vocab + ")");
                 }
             }
-            longest = Math.max(longest, p.length);
+            if (maxBatchTokens > 0 && (long) p.length + cfg.maxNewTokens() > maxBatchTokens) {
+                throw new IllegalArgumentException("request " + r + ": its prompt of " + p.length + " tokens + max new tokens "
+                        + cfg.maxNewTokens() + " = " + ((long) p.length + cfg.maxNewTokens()) + " token slots, more than a batch may hold"
+                        + " (max_batch_tokens " + maxBatchTokens + ")");
+            }
         }
+        List<Batch> shapes = new ArrayList<>();
+        List<Completion> out;
+        if (maxBatchTokens == 0) {
+            out = generateBatch(requests, null, cfg, shapes);
+        } else {
+            Completion[] done = new Completion[b];
+            for (int[] batch : plan(requests, cfg.maxNewTokens(), maxBatchTokens)) {
+                List<Request> part = new ArrayList<>(batch.length);
+                for (int i : batch) part.add(requests.get(i));
+                List<Completion> got = generateBatch(part, batch, cfg, shapes);
+                for (int k = 0; k < batch.length; k++) done[batch[k]] = got.get(k);
+            }
+            out = Arrays.asList(done);
+        }
+        lastBatches = List.copyOf(shapes);
+        return out;
+    }
+
+    /**
+     * The batches of a bounded call, as indices into {@code requests}: longest prompt first (ties in
+     * request order), each batch as many rows as fit in {@code budget} slots at the capacity of its
+     * first (longest) row. Every request fits alone (checked by the caller).
+     */
+    static List<int[]> plan(List<Request> requests, int maxNewTokens, long budget) {
+        Integer[] order = new Integer[requests.size()];
+        for (int i = 0; i < order.length; i++) order[i] = i;
+        Arrays.sort(order, Comparator.comparingInt((Integer i) -> -requests.get(i).promptIds().length));  // stable
+        List<int[]> batches = new ArrayList<>();
+        for (int from = 0; from < order.length; ) {
+            long capacity = (long) requests.get(order[from]).promptIds().length + maxNewTokens;
+            int rows = (int) Math.min(order.length - from, budget / capacity);
+            int[] batch = new int[rows];
+            for (int k = 0; k < rows; k++) batch[k] = order[from + k];
+            batches.add(batch);
+            from += rows;
+        }
+        return batches;
+    }
+
+    /**
+     * One batch: prefill and decode until every row has stopped; its shape goes into {@code shapes}.
+     * Row r is request {@code index[r]} of the call (null: r), for error messages.
+     */
+    private List<Completion> generateBatch(List<Request> requests, int[] index, GenerationConfig cfg, List<Batch> shapes) {
+        final int b = requests.size();
+        int longest = 0;
+        for (Request r : requests) longest = Math.max(longest, r.promptIds().length);
         long slots = (long) b * (longest + (long) cfg.maxNewTokens());
         if (slots > Integer.MAX_VALUE - 8) {
             throw new IllegalArgumentException(b + " requests × (longest prompt " + longest + " + max new tokens " + cfg.maxNewTokens()
@@ -79,6 +169,8 @@ public final class Generator {
         // so that it does not attach to the caller's.)
         try (PointerScope guardScope = new PointerScope(); InferenceMode inference = new InferenceMode();
              KvCache cache = cfg.useCache() ? model.newCache(b, capacity) : null) {
+            // the shape as allocated: the cache's own (the id arrays above have the same)
+            shapes.add(cache == null ? new Batch(b, capacity) : new Batch((int) cache.batchSize(), (int) cache.capacity()));
             Tensor logits;
             for (int step = 0; ; step++) {
                 try (PointerScope scope = new PointerScope()) {
@@ -108,7 +200,7 @@ public final class Generator {
                             if (Float.isNaN(draw.logprobs()[r])) {
                                 // log_softmax of finite logits is never NaN: the model's output is not finite
                                 throw new IllegalStateException("the model produced non-finite logits (NaN or infinity) for request "
-                                        + r + " at generated token " + row.n + "; its weights or activations are not finite");
+                                        + (index == null ? r : index[r]) + " at generated token " + row.n + "; its weights or activations are not finite");
                             }
                             row.add(tok, draw.logprobs()[r]);
                             row.reason = stopReason(row, tok, cfg);

@@ -3,6 +3,7 @@
 // of 2·layers·B·kv_heads·head_dim·(P + N) values per model; rollout.max_new_tokens=1e8 used to end
 // in an OutOfMemoryError deep in Generator (or in an int product that overflowed). The sizes are
 // computed here in long arithmetic, and a run whose batches cannot fit is an error naming the keys.
+// With rollout.max_batch_tokens a batch holds at most that many slots, whatever the request count.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -34,15 +35,22 @@ final class GenerationBudget {
         String sizes = String.format(Locale.ROOT, "a batch of %d requests (%s) × %d token slots (rollout.max_prompt_tokens %d"
                 + " + rollout.max_new_tokens %d)", batch, batchKeys, slots, rc.maxPromptTokens(), rc.maxNewTokens());
         long cells = Math.multiplyHigh(batch, slots) != 0 ? Long.MAX_VALUE : batch * slots;
+        String key = "rollout.max_new_tokens", count = sizes + " = " + cells + " slots";
+        if (rc.maxBatchTokens() > 0 && rc.maxBatchTokens() < cells) {
+            // the requests are generated in batches of at most max_batch_tokens slots
+            cells = rc.maxBatchTokens();
+            key = "rollout.max_batch_tokens";
+            sizes = count = String.format(Locale.ROOT, "a batch of at most %d token slots", cells);
+        }
         if (cells > MAX_ARRAY) {
-            throw ConfigException.at("rollout.max_new_tokens", sizes + " = " + cells + " slots, more than a Java array holds ("
-                    + MAX_ARRAY + "); lower the token budgets or the batch");
+            throw ConfigException.at(key, count + ", more than a Java array holds ("
+                    + MAX_ARRAY + "); lower the token budgets or the batch, or bound it with rollout.max_batch_tokens");
         }
         long heap = Runtime.getRuntime().maxMemory();
         // ids and key validity (8 bytes each) per slot, tokens and log-probs (4 + 4) per new token
         long javaBytes = cells * 16 + batch * rc.maxNewTokens() * 8L;
         if (javaBytes > heap / 2) {
-            throw ConfigException.at("rollout.max_new_tokens", sizes + " needs " + gib(javaBytes) + " of Java heap for the token"
+            throw ConfigException.at(key, sizes + " needs " + gib(javaBytes) + " of Java heap for the token"
                     + " arrays; this JVM has " + gib(heap) + " (raise it with DRMAS_JAVA_OPTS=-Xmx..., or lower the budgets)");
         }
         long physical = physicalMemory();
@@ -53,8 +61,9 @@ final class GenerationBudget {
             long perSlot = 2L * m.numLayers() * m.numKvHeads() * m.headDim() * bytes;
             double kv = (double) perSlot * cells;
             if (kv > physical) {
-                throw ConfigException.at("rollout.max_new_tokens", sizes + " needs a KV cache of " + gib((long) Math.min(kv, Long.MAX_VALUE))
-                        + " for model " + p.id() + ", more than this machine's " + gib(physical) + " of memory; lower the budgets or the batch");
+                throw ConfigException.at(key, sizes + " needs a KV cache of " + gib((long) Math.min(kv, Long.MAX_VALUE))
+                        + " for model " + p.id() + ", more than this machine's " + gib(physical) + " of memory; lower the budgets or the batch,"
+                        + " or bound it with rollout.max_batch_tokens");
             }
         }
     }

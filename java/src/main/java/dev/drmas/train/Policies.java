@@ -89,7 +89,8 @@ final class Policies implements AutoCloseable {
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
                 ps.notes.addAll(precisionNotes(id, spec, device));
                 CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;
-                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), new Generator(model),
+                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok),
+                        new Generator(model, cfg.rollout().maxBatchTokens()),
                         optim, o.gradClip(), ref));
             }
         } catch (RuntimeException e) {

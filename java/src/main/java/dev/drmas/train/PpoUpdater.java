@@ -51,10 +51,15 @@ public final class PpoUpdater {
      * @param shuffle           cut each epoch's mini-batches from a seeded permutation of the rows
      *                          (default); false cuts them in row order (all ranks' rows in rank order),
      *                          the same every epoch
+     * @param maxTokensPerMicroBatch 0, or micro-batches by tokens (verl's use_dynamic_bsz) instead of
+     *                          microBatchRows rows, for the update and the log-prob passes: rows are
+     *                          taken in order while the padded batch the forward runs, rows × the
+     *                          longest prompt + response among them, stays within it (a longer row
+     *                          goes alone); as microBatchRows, it changes only memory and summation order
      */
     public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                            double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent,
-                           boolean shuffle) {
+                           boolean shuffle, int maxTokensPerMicroBatch) {
         public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                         double gradClip, LossConfig loss, double constantNormalizer) {
             this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer, false);
@@ -66,7 +71,16 @@ public final class PpoUpdater {
                     gradNormPerAgent, true);
         }
 
+        public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
+                        double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent, boolean shuffle) {
+            this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer,
+                    gradNormPerAgent, shuffle, 0);
+        }
+
         public Settings {
+            if (maxTokensPerMicroBatch < 0) {
+                throw new IllegalArgumentException("ppo.max_tokens_per_micro_batch must be >= 0 (0 = off), got " + maxTokensPerMicroBatch);
+            }
             if (microBatchRows < 1) throw new IllegalArgumentException("ppo.micro_batch_size must be >= 1, got " + microBatchRows);
             if (epochs < 1) throw new IllegalArgumentException("ppo.epochs must be >= 1, got " + epochs);
             if (miniBatchRows < 1) throw new IllegalArgumentException("ppo.mini_batch_size must be >= 1, got " + miniBatchRows);
@@ -335,9 +349,8 @@ public final class PpoUpdater {
             Tensor acc = torch.zeros(new long[] {AbiIndices.LOSS_SUMS + 1},
                     new TensorOptions(ScalarType.Double).device(new DeviceOptional(model.device())));
             double[] host = new double[AbiIndices.LOSS_SUMS];
-            for (int from = 0; from < mb.size(); from += s.microBatchRows()) {
-                int to = Math.min(mb.size(), from + s.microBatchRows());
-                microBatch(mb.subList(from, to), idx.subList(from, to), old, ref, normalizer, total, acc, host);
+            for (int[] cut : microBatches(mb)) {
+                microBatch(mb.subList(cut[0], cut[1]), idx.subList(cut[0], cut[1]), old, ref, normalizer, total, acc, host);
                 optim.afterBackward();  // mixed precision: into the fp32 accumulators, micro-batch by micro-batch
             }
             double[] all = new double[AbiIndices.LOSS_SUMS + 1];
@@ -407,10 +420,9 @@ public final class PpoUpdater {
         for (int i = 0; i < rows.size(); i++) start[i + 1] = start[i] + rows.get(i).responseIds().length;
         List<Tensor> parts = new ArrayList<>();
         try {
-            for (int from = 0; from < rows.size(); from += s.microBatchRows()) {
-                int to = Math.min(rows.size(), from + s.microBatchRows());
+            for (int[] cut : microBatches(rows)) {
                 List<int[]> p = new ArrayList<>(), a = new ArrayList<>();
-                for (int i = from; i < to; i++) {
+                for (int i = cut[0]; i < cut[1]; i++) {
                     p.add(rows.get(i).promptIds());
                     a.add(rows.get(i).responseIds());
                 }
@@ -428,6 +440,37 @@ public final class PpoUpdater {
         } finally {
             for (Tensor t : parts) t.releaseReference();
         }
+    }
+
+    /**
+     * The micro-batches of {@code rows} as [from, to) ranges, in order: microBatchRows rows each, or
+     * with maxTokensPerMicroBatch as many rows as keep rows × their longest prompt + response (the
+     * padded forward of TeacherForcing) within it, at least one.
+     */
+    List<int[]> microBatches(List<Row> rows) {
+        List<int[]> cuts = new ArrayList<>();
+        final int n = rows.size();
+        if (s.maxTokensPerMicroBatch() == 0) {
+            for (int from = 0; from < n; from += s.microBatchRows()) cuts.add(new int[] {from, Math.min(n, from + s.microBatchRows())});
+            return cuts;
+        }
+        for (int from = 0; from < n; ) {
+            long longest = tokens(rows.get(from));
+            int to = from + 1;
+            while (to < n) {
+                long l = Math.max(longest, tokens(rows.get(to)));
+                if ((long) (to + 1 - from) * l > s.maxTokensPerMicroBatch()) break;
+                longest = l;
+                to++;
+            }
+            cuts.add(new int[] {from, to});
+            from = to;
+        }
+        return cuts;
+    }
+
+    private static long tokens(Row r) {
+        return (long) r.promptIds().length + r.responseIds().length;
     }
 
     private static int[] identity(int n) {

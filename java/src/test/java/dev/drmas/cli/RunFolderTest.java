@@ -173,6 +173,10 @@ class RunFolderTest {
         fails(cli("train", "orchestra.name=search", "data.synthetic=null", "orchestra.options.max_turns=1000"), "orchestra.options:");
         fails(cli("train", "rollout.max_new_tokens=100000000", "models.policy.size.max_positions=100000400"),
                 "rollout.max_new_tokens: a batch of", "rollout.max_prompt_tokens 300 + rollout.max_new_tokens 100000000");
+        // bounded by rollout.max_batch_tokens, a batch holds that many slots whatever the request count, and the error names it
+        fails(cli("train", "rollout.max_new_tokens=1000000000", "models.policy.size.max_positions=1000000400",
+                "rollout.max_batch_tokens=2147483647"), "rollout.max_batch_tokens: a batch of at most 2147483647 token slots,"
+                + " more than a Java array holds");
     }
 
     @Test

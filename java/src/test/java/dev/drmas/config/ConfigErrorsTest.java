@@ -60,8 +60,8 @@ class ConfigErrorsTest {
         assertEquals("run.yaml:1: ppo.clip_low: expected a number, got 'a lot' (a string)", fails("ppo: {clip_low: a lot}\n"));
         assertEquals("run.yaml:1: ppo.clip_low: expected a number, got a list", fails("ppo: {clip_low: [0.1]}\n"));
         assertEquals("run.yaml:1: run.seed: expected an integer, got null", fails("run: {seed: null}\n"));
-        assertEquals("run.yaml:1: ppo: expected a section of keys (epochs, mini_batch_size, micro_batch_size, shuffle,"
-                + " clip_low, clip_high, dual_clip, loss_agg, kl_coef, kl_type, entropy_coef, reference_model), got 3 (a number)",
+        assertEquals("run.yaml:1: ppo: expected a section of keys (epochs, mini_batch_size, micro_batch_size, max_tokens_per_micro_batch,"
+                + " shuffle, clip_low, clip_high, dual_clip, loss_agg, kl_coef, kl_type, entropy_coef, reference_model), got 3 (a number)",
                 fails("ppo: 3\n"));
         assertEquals("run.yaml:1: models.policy.optim.betas: expected a list, got 0.9 (a number)",
                 fails("models: {policy: {optim: {betas: 0.9}}}\n"));
@@ -92,6 +92,9 @@ class ConfigErrorsTest {
             rollout: {top_p: 1.5}                           | rollout.top_p: must be in (0, 1], got 1.5
             rollout: {temperature: 0}                       | rollout.temperature: must be a finite number > 0 (training rollouts are sampled), got 0
             rollout: {tasks_per_step: 0}                    | rollout.tasks_per_step: must be > 0, got 0
+            rollout: {max_batch_tokens: -1}                 | rollout.max_batch_tokens: must be >= 0, got -1
+            rollout: {max_batch_tokens: 700}                | rollout.max_batch_tokens: must hold one row of max_prompt_tokens + max_new_tokens (768) or be 0 (no bound), got 700
+            ppo: {max_tokens_per_micro_batch: -1}           | ppo.max_tokens_per_micro_batch: must be >= 0, got -1
             eval: {k: 8, samples: 4}                        | eval.samples: must be 0 (= k) or >= k (8), got 4
             eval: {top_p: 0}                                | eval.top_p: must be in (0, 1], got 0
             algorithm: {eps: 0}                             | algorithm.eps: must be a finite number > 0, got 0
@@ -115,6 +118,8 @@ class ConfigErrorsTest {
                 + " (or set trainer.eval_freq: 0)", fails("data: {source: jsonl, train_file: t.jsonl}\n"));
         assertEquals("run.yaml:1: models.policy.size.max_positions: (256) is shorter than rollout.max_prompt_tokens"
                 + " + rollout.max_new_tokens (768)", fails("models: {policy: {size: {max_positions: 256}}}\n"));
+        assertEquals("run.yaml:1: ppo.max_tokens_per_micro_batch: must hold one row of rollout.max_prompt_tokens"
+                + " + rollout.max_new_tokens (768) or be 0 (off), got 700", fails("ppo: {max_tokens_per_micro_batch: 700}\n"));
         assertEquals("run.yaml:3: agents[1].id: 'a' is also the id of agents[0]", fails("agents:\n  - {id: a}\n  - {id: a}\n"));
         assertEquals("run.yaml:2: agents[0].id: is required", fails("agents:\n  - {role: solver}\n"));
         assertEquals("run.yaml:2: agents[0].id: 'solver.v2' is not a valid id (letters, digits, _ and -, not starting with -)",

@@ -1,8 +1,9 @@
 // GeneratorTest.java — the rollout engine on tiny random models of each family: batched
 // generation of mixed prompt lengths equals one-by-one generation, the KV cache gives the tokens
 // a full recompute gives, the engine's log-probs equal the trainer's teacher-forced ones, draws
-// are reproducible from their seed, requests stop for the right reason, and native memory stays
-// flat over many calls.
+// are reproducible from their seed, requests stop for the right reason, native memory stays
+// flat over many calls, and a token budget (rollout.max_batch_tokens) splits the requests into
+// batches whose KV caches stay within it, with the same tokens.
 package dev.drmas.rollout;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -105,6 +106,91 @@ class GeneratorTest {
                 }
             }
         }
+    }
+
+    /** Seven prompts of 1 to 9 tokens, in no order of length. */
+    static List<Request> unevenPrompts() {
+        int[] lengths = {4, 9, 1, 6, 2, 9, 3};
+        List<Request> out = new ArrayList<>();
+        for (int r = 0; r < lengths.length; r++) {
+            int[] p = new int[lengths[r]];
+            for (int j = 0; j < p.length; j++) p[j] = (r * 31 + j * 7 + 3) % VOCAB;
+            out.add(new Request(p, 100 + r));
+        }
+        return out;
+    }
+
+    enum DecodePath { CPU_DECODE, GENERAL_CACHED, RECOMPUTE }
+
+    @ParameterizedTest
+    @EnumSource(DecodePath.class)
+    void aTokenBudgetSplitsTheBatchAndKeepsEveryToken(DecodePath path) {
+        // CPU_DECODE: float32 on the CPU decodes through DecodeStep; GENERAL_CACHED: a float64 model
+        // takes the general layers (as on a GPU) with its KV cache; RECOMPUTE: no cache at all
+        CausalLm m = path == DecodePath.GENERAL_CACHED
+                ? CausalLm.random(ModelConfig.tiny(Family.QWEN3, VOCAB), 77, org.bytedeco.pytorch.global.torch.ScalarType.Double,
+                        new org.bytedeco.pytorch.Device("cpu"))
+                : CausalLm.random(ModelConfig.tiny(Family.QWEN3, VOCAB), 77);
+        try (m) {
+            List<Request> reqs = unevenPrompts();
+            GenerationConfig free = GenerationConfig.greedy(8, Set.of()).withSampling(new SamplingParams(1.0, 30, 0.95), 4242)
+                    .withCache(path != DecodePath.RECOMPUTE);
+            Generator unbounded = new Generator(m);
+            // a stop token that request 0 draws at its third token: it and any row that draws it stop early
+            int stop = unbounded.generate(reqs, free).get(0).tokens()[2];
+            GenerationConfig cfg = new GenerationConfig(free.sampling(), free.maxNewTokens(), Set.of(stop), List.of(), null,
+                    free.seed(), free.useCache(), 0);
+            List<Completion> want = unbounded.generate(reqs, cfg);
+            assertEquals(List.of(new Generator.Batch(7, 17)), unbounded.lastBatches(), "unbounded: one batch of all rows");
+            assertTrue(want.stream().anyMatch(c -> c.finishReason() == Completion.FinishReason.STOP_TOKEN && c.length() < 8)
+                    && want.stream().anyMatch(c -> c.finishReason() == Completion.FinishReason.LENGTH), "some rows stop early, some do not");
+            // 40 slots: two rows of the 9-token prompts (2 × 17), then rows of 6 + 8, ...
+            final long budget = 40;
+            Generator bounded = new Generator(m, budget);
+            List<Completion> got = bounded.generate(reqs, cfg);
+            List<Generator.Batch> batches = bounded.lastBatches();
+            assertTrue(batches.size() >= 3, "batches: " + batches);
+            int rows = 0;
+            for (Generator.Batch b : batches) {
+                assertTrue(b.slots() <= budget, "a batch of " + b + " = " + b.slots() + " slots exceeds the budget " + budget);
+                rows += b.rows();
+            }
+            assertEquals(reqs.size(), rows, "every request in exactly one batch: " + batches);
+            assertEquals(want.size(), got.size());
+            for (int r = 0; r < want.size(); r++) {
+                assertArrayEquals(want.get(r).tokens(), got.get(r).tokens(), "request " + r + " (in request order)");
+                assertEquals(want.get(r).finishReason(), got.get(r).finishReason(), "request " + r);
+                for (int j = 0; j < want.get(r).length(); j++) {
+                    assertEquals(want.get(r).logprobs()[j], got.get(r).logprobs()[j], 1e-5, "request " + r + " token " + j);
+                }
+            }
+            // a budget that holds everything runs one batch
+            Generator roomy = new Generator(m, 7 * 17);
+            List<Completion> one = roomy.generate(reqs, cfg);
+            assertEquals(List.of(new Generator.Batch(7, 17)), roomy.lastBatches());
+            for (int r = 0; r < want.size(); r++) assertArrayEquals(want.get(r).tokens(), one.get(r).tokens(), "request " + r);
+        }
+    }
+
+    @Test
+    void theBatchPlanPacksLongestFirstWithinTheBudget() {
+        // lengths 4 9 1 6 2 9 3 + 8 new tokens, 40 slots: {1, 5} at 17, {3, 0} at 14, {6, 4, 2} at 11 (33 of 40)
+        List<int[]> plan = Generator.plan(unevenPrompts(), 8, 40);
+        assertEquals(3, plan.size());
+        assertArrayEquals(new int[] {1, 5}, plan.get(0));
+        assertArrayEquals(new int[] {3, 0}, plan.get(1));
+        assertArrayEquals(new int[] {6, 4, 2}, plan.get(2));
+        // a budget of one longest row: one row a batch
+        assertEquals(7, Generator.plan(unevenPrompts(), 8, 17).size());
+    }
+
+    @Test
+    void aRequestLargerThanTheBudgetIsNamed() {
+        Generator g = new Generator(model(Family.QWEN3), 12);
+        var e = assertThrows(IllegalArgumentException.class, () -> g.generate(unevenPrompts(), GenerationConfig.greedy(8, Set.of())));
+        assertEquals("request 1: its prompt of 9 tokens + max new tokens 8 = 17 token slots, more than a batch may hold"
+                + " (max_batch_tokens 12)", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> new Generator(model(Family.QWEN3), -1));
     }
 
     @Test

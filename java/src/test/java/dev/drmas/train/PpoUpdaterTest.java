@@ -2,7 +2,8 @@
 // composition of the same loss (TorchReference, autograd) give the same parameters after several
 // optimiser steps; the optimiser moves only what has gradients; a non-finite gradient skips the
 // step; the update raises the log-probability of positively advantaged responses; and ppo.shuffle
-// (false: mini-batches in row order) goes from the run config to the update.
+// (false: mini-batches in row order) goes from the run config to the update; micro-batches cut by
+// tokens (ppo.max_tokens_per_micro_batch) give the update of whole mini-batches.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -196,6 +197,85 @@ class PpoUpdaterTest {
             float[] x = a.get(k), y = b.get(k);
             for (int i = 0; i < x.length; i++) assertEquals(y[i], x[i], 1e-5 + 1e-5 * Math.abs(y[i]), k + "[" + i + "]");
         }
+    }
+
+    @Test
+    void tokenMicroBatchesDoNotChangeTheUpdate() {
+        // ppo.max_tokens_per_micro_batch: the same two epochs of 6-row mini-batches, once a whole
+        // mini-batch per forward, once in micro-batches of at most 14 padded tokens (rows of 1 to 11
+        // prompt + response tokens), with a reference model so that its log-prob pass is cut too.
+        // The loss is normalised over the mini-batch, so only summation order differs.
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        List<PpoUpdater.Row> rows = rows(11, 12);
+        LossConfig loss = LossConfig.defaults().withAggregation(LossAggregation.SEQ_MEAN_TOKEN_MEAN).withKl(KlEstimator.K3, 0.1);
+        AdamW.Settings opt = new AdamW.Settings(3e-3, 0.9, 0.999, 1e-3, 0.01, 0);
+        PpoUpdater.Settings whole = new PpoUpdater.Settings(2, 6, 6, 1.0, 0.01, 1.0, loss, 8, false, true, 0);
+        PpoUpdater.Settings byTokens = new PpoUpdater.Settings(2, 6, 6, 1.0, 0.01, 1.0, loss, 8, false, true, 14);
+        Map<String, float[]> initial, a, b;
+        try (CausalLm m1 = CausalLm.random(cfg, 5); CausalLm m2 = CausalLm.random(cfg, 5); CausalLm ref = CausalLm.random(cfg, 6);
+             AdamW o1 = new AdamW(m1.parameters(), opt);
+             AdamW o2 = new AdamW(m2.parameters(), opt)) {
+            initial = snapshot(m1);
+            PpoUpdater tokenWise = new PpoUpdater(m2, o2, ref, byTokens);
+            List<int[]> cuts = tokenWise.microBatches(rows);
+            assertTrue(cuts.size() >= 6, "12 rows in micro-batches of at most 14 tokens: " + cuts.size() + " cuts");
+            assertEquals(1, new PpoUpdater(m1, o1, ref, whole).microBatches(rows.subList(0, 6)).size());
+            PpoUpdater.Stats s1 = new PpoUpdater(m1, o1, ref, whole).update(rows, 9);
+            PpoUpdater.Stats s2 = tokenWise.update(rows, 9);
+            a = snapshot(m1);
+            b = snapshot(m2);
+            assertEquals(s1.tokens(), s2.tokens());
+            assertEquals(s1.pgLoss(), s2.pgLoss(), 1e-6);
+            assertEquals(s1.kl(), s2.kl(), 1e-6);
+            assertTrue(s1.kl() > 0, "the reference differs from the policy: KL " + s1.kl());
+        }
+        for (String k : a.keySet()) {
+            float[] x = a.get(k), y = b.get(k);
+            for (int i = 0; i < x.length; i++) assertEquals(x[i], y[i], 1e-6, k + "[" + i + "]");
+        }
+        assertTrue(maxMove(initial, a) > 1e-3, "the update moved no parameter by more than 1e-3: " + maxMove(initial, a));
+    }
+
+    @Test
+    void tokenMicroBatchesCountThePaddedForward() {
+        // prompt + response lengths 3 3 3 10 2 2 2 2 20 1, at most 9 tokens: three rows of 3 (9), the
+        // 10 alone, four rows of 2 (8), the 20 alone, the last. Rows of 1 and 5 do not share a
+        // micro-batch of 9: padded to the longest they are 10 tokens, though their sum is 6.
+        int[] lengths = {3, 3, 3, 10, 2, 2, 2, 2, 20, 1};
+        List<PpoUpdater.Row> rows = new ArrayList<>();
+        for (int l : lengths) rows.add(new PpoUpdater.Row(new int[] {1}, new int[l - 1], 1f));
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.LLAMA, VOCAB), 1); AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(1e-3))) {
+            PpoUpdater byTokens = new PpoUpdater(m, o, null, new PpoUpdater.Settings(1, 16, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1,
+                    false, true, 9));
+            assertEquals("[[0, 3], [3, 4], [4, 8], [8, 9], [9, 10]]", cuts(byTokens.microBatches(rows)));
+            List<PpoUpdater.Row> padded = List.of(new PpoUpdater.Row(new int[] {1}, new int[0], 1f),
+                    new PpoUpdater.Row(new int[] {1, 2}, new int[3], 1f), new PpoUpdater.Row(new int[] {1}, new int[0], 1f));
+            assertEquals("[[0, 1], [1, 2], [2, 3]]", cuts(byTokens.microBatches(padded)));
+            // 0: micro_batch_size rows, as before
+            PpoUpdater byRows = new PpoUpdater(m, o, null, new PpoUpdater.Settings(1, 16, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1));
+            assertEquals("[[0, 4], [4, 8], [8, 10]]", cuts(byRows.microBatches(rows)));
+        }
+        var e = assertThrows(IllegalArgumentException.class,
+                () -> new PpoUpdater.Settings(1, 16, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1, false, true, -1));
+        assertEquals("ppo.max_tokens_per_micro_batch must be >= 0 (0 = off), got -1", e.getMessage());
+    }
+
+    static String cuts(List<int[]> cuts) {
+        List<String> out = new ArrayList<>();
+        for (int[] c : cuts) out.add(java.util.Arrays.toString(c));
+        return out.toString();
+    }
+
+    @Test
+    void maxTokensPerMicroBatchOfTheRunConfigReachesTheUpdate() {
+        PpoUpdater.Settings off = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, List.of()), 1.0);
+        PpoUpdater.Settings on = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML,
+                List.of("ppo.max_tokens_per_micro_batch=400")), 1.0);
+        assertEquals(0, off.maxTokensPerMicroBatch(), "off by default");
+        assertEquals(400, on.maxTokensPerMicroBatch());
+        assertEquals(new PpoUpdater.Settings(off.epochs(), off.miniBatchRows(), off.microBatchRows(), off.temperature(),
+                off.entropyCoef(), off.gradClip(), off.loss(), off.constantNormalizer(), off.gradNormPerAgent(), off.shuffle(), 400), on,
+                "the key changes that field and nothing else");
     }
 
     @Test
