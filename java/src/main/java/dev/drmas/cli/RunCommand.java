@@ -73,6 +73,16 @@ abstract class RunCommand implements Callable<Integer> {
     /** This process's command line after the main class ("train run.yaml trainer.steps=3"), for the lock file. */
     static String commandName() {
         String[] args = ProcessHandle.current().info().arguments().orElse(new String[0]);
+        // the JDK leaves arguments() empty when the command line is longer than ~4 KB (a long
+        // class path); Linux has it whole in /proc/self/cmdline, NUL-separated
+        if (args.length == 0) {
+            try {
+                String all = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/self/cmdline"));
+                args = all.split("\0");
+            } catch (java.io.IOException | RuntimeException e) {
+                args = new String[0];
+            }
+        }
         for (int i = 0; i < args.length; i++) {
             if (args[i].equals(Main.class.getName())) return String.join(" ", java.util.Arrays.copyOfRange(args, i + 1, args.length));
         }
