@@ -3,7 +3,8 @@
  * CUDA with one semantics. Plain C so that Java's FFM (and anything else) can bind it.
  *
  * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_broadcast_rows_f32,
- *          drmas_clipped_loss_f32, drmas_clipped_loss_async_f32, drmas_last_error,
+ *          drmas_clipped_loss_f32, drmas_clipped_loss_async_f32, drmas_lmhead_logprobs_f32,
+ *          drmas_lmhead_chunk_f32, drmas_last_error,
  *          drmas_abi_value, drmas_cuda_* helpers
  *
  * Conventions (ARCHITECTURE §4):
@@ -235,6 +236,65 @@ DRMAS_API int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_
                                                const float* advantages, const float* ref_logp,
                                                const uint8_t* mask, float* grad, double* sums,
                                                void* stream);
+
+/* ---- 5. fused LM head: log-probs, entropy and the clipped loss over a chunk of logits -- *
+ * The caller computes a chunk of logits z = h W^T / T (rows of `vocab` floats, contiguous) with
+ * its own matrix product; these ops take it from there, so that no [N, V] tensor of log-probs
+ * or probabilities ever exists. Per token t: lse_t = log sum_v e^{z_tv} (running max, fp64 sum),
+ * logp_t = z_{t,y_t} - lse_t, the entropy H_t = lse_t - sum_v p_tv z_tv (p = softmax z).
+ * CPU only for now: DRMAS_DEVICE_CUDA gives DRMAS_ERR_UNSUPPORTED.
+ *
+ * Forward only (the old and reference log-prob passes, evaluation scoring): logp[t] and, when
+ * entropy != NULL, entropy[t] for t in [0, num_tokens). Every target must lie in [0, vocab) and
+ * every logit must be finite (errors name the first bad token, and the vocabulary index). */
+DRMAS_API int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vocab,
+                                            const float* logits, const int64_t* targets, float* logp,
+                                            float* entropy, void* stream);
+
+/* The clipped loss of ARCHITECTURE §6 (the fields as in drmas_loss_config) plus the entropy
+ * bonus: the total loss is sums[LOSS] - entropy_coef * sums[ENTROPY], i.e. entropy_coef is the
+ * weight of each valid token's entropy (PPO: the bonus coefficient / the mini-batch's tokens). */
+typedef struct drmas_lmhead_config {
+    double clip_low;      /* as drmas_loss_config */
+    double clip_high;
+    double dual_clip;
+    double kl_coef;
+    double normalizer;
+    double entropy_coef;  /* finite; 0 turns the bonus off */
+    int32_t kl_type;
+    int32_t per_row_mean;
+} drmas_lmhead_config;    /* 56 bytes, no padding */
+
+/* sums[DRMAS_LMHEAD_SUMS]: DRMAS_LOSS_* as drmas_clipped_loss_f32's (over this chunk's valid
+ * tokens), then the raw sum of the valid tokens' entropies. */
+#define DRMAS_LMHEAD_ENTROPY 8
+#define DRMAS_LMHEAD_SUMS 9
+
+/* One chunk of the update's fused pass. The token arrays describe the whole micro-batch of
+ * num_tokens tokens, rows as in drmas_clipped_loss_f32 (row r owns [row_offsets[r],
+ * row_offsets[r+1]); mask and ref_logp as there; advantages has one entry per ROW); the chunk
+ * is the tokens [chunk_begin, chunk_begin + chunk_tokens), whose logits are `logits`
+ * (chunk_tokens x vocab). A token is valid when a row owns it and its mask is not 0; a row's
+ * per_row_mean divisor counts its valid tokens over the whole row, not only the chunk. For the
+ * chunk's valid tokens it computes logp, the entropy and the loss term from logp exactly as
+ * drmas_clipped_loss_f32 does, and overwrites logits with dL/dz:
+ *   dz_tv = g_t (1[v = y_t] - p_tv) + entropy_coef p_tv (log p_tv + H_t),
+ * g_t = dL/dlogp_t as drmas_clipped_loss_f32 writes it; the rows of invalid tokens become 0 (their
+ * logits and targets are never read). logp and entropy (chunk_tokens entries each, may be NULL)
+ * get the chunk's values (0 for invalid tokens); sums get this chunk's sums. Summed over chunks
+ * that tile the tokens, the sums are the micro-batch's (up to the order of fp64 additions); one
+ * chunk of all tokens gives bit for bit what drmas_clipped_loss_f32 gives from
+ * drmas_lmhead_logprobs_f32's log-probs and the advantages broadcast to tokens, with the same
+ * thread count. Errors: as drmas_clipped_loss_f32, plus a chunk outside [0, num_tokens], vocab < 1,
+ * a valid token's target outside [0, vocab) or a non-finite logit (naming the first such token
+ * and, for logits, the vocabulary index); outputs, logits included, are then untouched. */
+DRMAS_API int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                         const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin,
+                                         int64_t chunk_tokens, int64_t vocab, float* logits,
+                                         const int64_t* targets, const float* old_logp,
+                                         const float* advantages, const float* ref_logp,
+                                         const uint8_t* mask, float* logp, float* entropy, double* sums,
+                                         void* stream);
 
 /* ---- the ABI as the library was compiled ------------------------------------------ *
  * So that a binding can check its own copy of this header against the library it loaded:

@@ -80,6 +80,25 @@ int32_t check_offsets_args(const char* fn, int64_t num_rows, const int64_t* row_
     return DRMAS_OK;
 }
 
+// The loss fields shared by drmas_loss_config and drmas_lmhead_config.
+template <class C>
+int32_t check_loss_config(const char* fn, const C& c) {
+    DRMAS_REQUIRE(isfinite(c.clip_low) && c.clip_low >= 0 && c.clip_low < 1, DRMAS_ERR_CONFIG,
+                  "%s: cfg.clip_low must be in [0, 1), got %g", fn, c.clip_low);
+    DRMAS_REQUIRE(isfinite(c.clip_high) && c.clip_high >= 0, DRMAS_ERR_CONFIG,
+                  "%s: cfg.clip_high must be finite and >= 0, got %g", fn, c.clip_high);
+    DRMAS_REQUIRE(c.dual_clip == 0 || (isfinite(c.dual_clip) && c.dual_clip > 1), DRMAS_ERR_CONFIG,
+                  "%s: cfg.dual_clip must be 0 (off) or > 1, got %g", fn, c.dual_clip);
+    DRMAS_REQUIRE(isfinite(c.kl_coef), DRMAS_ERR_CONFIG, "%s: cfg.kl_coef must be finite, got %g", fn, c.kl_coef);
+    DRMAS_REQUIRE(isfinite(c.normalizer) && c.normalizer > 0, DRMAS_ERR_CONFIG,
+                  "%s: cfg.normalizer must be finite and > 0, got %g", fn, c.normalizer);
+    DRMAS_REQUIRE(c.kl_type >= DRMAS_KL_NONE && c.kl_type <= DRMAS_KL_K3, DRMAS_ERR_CONFIG,
+                  "%s: cfg.kl_type must be 0..3 (none, k1, k2, k3), got %d", fn, c.kl_type);
+    DRMAS_REQUIRE(c.per_row_mean == 0 || c.per_row_mean == 1, DRMAS_ERR_CONFIG,
+                  "%s: cfg.per_row_mean must be 0 or 1, got %d", fn, c.per_row_mean);
+    return DRMAS_OK;
+}
+
 }  // namespace
 
 extern "C" {
@@ -195,19 +214,7 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_loss_config& c = *cfg;
-        DRMAS_REQUIRE(isfinite(c.clip_low) && c.clip_low >= 0 && c.clip_low < 1, DRMAS_ERR_CONFIG,
-                      "%s: cfg.clip_low must be in [0, 1), got %g", fn, c.clip_low);
-        DRMAS_REQUIRE(isfinite(c.clip_high) && c.clip_high >= 0, DRMAS_ERR_CONFIG,
-                      "%s: cfg.clip_high must be finite and >= 0, got %g", fn, c.clip_high);
-        DRMAS_REQUIRE(c.dual_clip == 0 || (isfinite(c.dual_clip) && c.dual_clip > 1), DRMAS_ERR_CONFIG,
-                      "%s: cfg.dual_clip must be 0 (off) or > 1, got %g", fn, c.dual_clip);
-        DRMAS_REQUIRE(isfinite(c.kl_coef), DRMAS_ERR_CONFIG, "%s: cfg.kl_coef must be finite, got %g", fn, c.kl_coef);
-        DRMAS_REQUIRE(isfinite(c.normalizer) && c.normalizer > 0, DRMAS_ERR_CONFIG,
-                      "%s: cfg.normalizer must be finite and > 0, got %g", fn, c.normalizer);
-        DRMAS_REQUIRE(c.kl_type >= DRMAS_KL_NONE && c.kl_type <= DRMAS_KL_K3, DRMAS_ERR_CONFIG,
-                      "%s: cfg.kl_type must be 0..3 (none, k1, k2, k3), got %d", fn, c.kl_type);
-        DRMAS_REQUIRE(c.per_row_mean == 0 || c.per_row_mean == 1, DRMAS_ERR_CONFIG,
-                      "%s: cfg.per_row_mean must be 0 or 1, got %d", fn, c.per_row_mean);
+        if (int32_t st = check_loss_config(fn, c)) return st;
         DRMAS_REQUIRE(c.kl_type == DRMAS_KL_NONE || ref_logp, DRMAS_ERR_NULL,
                       "%s: cfg.kl_type is set but ref_logp is NULL", fn);
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
@@ -248,6 +255,62 @@ int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_config* cf
                                      float* grad, double* sums, void* stream) {
     return clipped_loss_entry("drmas_clipped_loss_async_f32", device, cfg, num_rows, host_row_offsets, row_offsets,
                               num_tokens, logp, old_logp, advantages, ref_logp, mask, grad, sums, stream, true);
+}
+
+int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vocab, const float* logits,
+                                  const int64_t* targets, float* logp, float* entropy, void* stream) {
+    const char* fn = "drmas_lmhead_logprobs_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
+        DRMAS_REQUIRE(vocab >= 1, DRMAS_ERR_SIZE, "%s: vocab must be >= 1, got %lld", fn, (long long)vocab);
+        DRMAS_REQUIRE(num_tokens <= INT64_MAX / vocab, DRMAS_ERR_SIZE, "%s: num_tokens x vocab overflows (%lld x %lld)", fn,
+                      (long long)num_tokens, (long long)vocab);
+        if (num_tokens > 0) {
+            DRMAS_REQUIRE(logits, DRMAS_ERR_NULL, "%s: logits is NULL", fn);
+            DRMAS_REQUIRE(targets, DRMAS_ERR_NULL, "%s: targets is NULL", fn);
+            DRMAS_REQUIRE(logp, DRMAS_ERR_NULL, "%s: logp is NULL", fn);
+        }
+        if (device == DRMAS_DEVICE_CUDA)
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: the CUDA backend has no fused LM head yet (use DRMAS_DEVICE_CPU)", fn);
+        return lmhead_logprobs_cpu(num_tokens, vocab, logits, targets, logp, entropy);
+    });
+}
+
+int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                               const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                               int64_t vocab, float* logits, const int64_t* targets, const float* old_logp,
+                               const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
+                               float* entropy, double* sums, void* stream) {
+    const char* fn = "drmas_lmhead_chunk_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
+        const drmas_lmhead_config& c = *cfg;
+        if (int32_t st = check_loss_config(fn, c)) return st;
+        DRMAS_REQUIRE(isfinite(c.entropy_coef), DRMAS_ERR_CONFIG, "%s: cfg.entropy_coef must be finite, got %g", fn, c.entropy_coef);
+        DRMAS_REQUIRE(c.kl_type == DRMAS_KL_NONE || ref_logp, DRMAS_ERR_NULL, "%s: cfg.kl_type is set but ref_logp is NULL", fn);
+        if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
+        DRMAS_REQUIRE(vocab >= 1, DRMAS_ERR_SIZE, "%s: vocab must be >= 1, got %lld", fn, (long long)vocab);
+        DRMAS_REQUIRE(chunk_begin >= 0 && chunk_tokens >= 0 && chunk_begin <= num_tokens && chunk_tokens <= num_tokens - chunk_begin,
+                      DRMAS_ERR_RANGE, "%s: the chunk [%lld, %lld + %lld) is not inside the %lld tokens", fn, (long long)chunk_begin,
+                      (long long)chunk_begin, (long long)chunk_tokens, (long long)num_tokens);
+        DRMAS_REQUIRE(chunk_tokens <= INT64_MAX / vocab, DRMAS_ERR_SIZE, "%s: chunk_tokens x vocab overflows (%lld x %lld)", fn,
+                      (long long)chunk_tokens, (long long)vocab);
+        if (num_tokens > 0) {
+            DRMAS_REQUIRE(targets, DRMAS_ERR_NULL, "%s: targets is NULL", fn);
+            DRMAS_REQUIRE(old_logp, DRMAS_ERR_NULL, "%s: old_logp is NULL", fn);
+        }
+        DRMAS_REQUIRE(num_rows == 0 || advantages, DRMAS_ERR_NULL, "%s: advantages is NULL (it needs num_rows = %lld entries)", fn,
+                      (long long)num_rows);
+        DRMAS_REQUIRE(chunk_tokens == 0 || logits, DRMAS_ERR_NULL, "%s: logits is NULL", fn);
+        DRMAS_REQUIRE(sums, DRMAS_ERR_NULL, "%s: sums is NULL (it needs %d doubles)", fn, DRMAS_LMHEAD_SUMS);
+        if (c.kl_type == DRMAS_KL_NONE) ref_logp = nullptr;
+        if (device == DRMAS_DEVICE_CUDA)
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: the CUDA backend has no fused LM head yet (use DRMAS_DEVICE_CPU)", fn);
+        return lmhead_chunk_cpu(c, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens, vocab, logits, targets, old_logp,
+                                advantages, ref_logp, mask, logp, entropy, sums);
+    });
 }
 
 int32_t drmas_cuda_device_count(void) {

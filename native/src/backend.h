@@ -39,6 +39,12 @@ int32_t clipped_loss_cpu(const drmas_loss_config& cfg, int64_t num_rows, const i
                          int64_t num_tokens, const float* logp, const float* old_logp,
                          const float* advantages, const float* ref_logp, const uint8_t* mask,
                          float* grad, double* sums);
+int32_t lmhead_logprobs_cpu(int64_t num_tokens, int64_t vocab, const float* logits, const int64_t* targets,
+                            float* logp, float* entropy);
+int32_t lmhead_chunk_cpu(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
+                         int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, float* logits,
+                         const int64_t* targets, const float* old_logp, const float* advantages,
+                         const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums);
 
 // ---- CUDA backend (cuda_backend.cu; cuda_stub.cpp when built without nvcc) ----
 int32_t cuda_compiled();

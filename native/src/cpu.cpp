@@ -1,5 +1,6 @@
 // cpu.cpp — the CPU backend of libdrmas and the oracle that CUDA results are compared with:
-// segment_stats_cpu, advantage_cpu, broadcast_rows_cpu, clipped_loss_cpu.
+// segment_stats_cpu, advantage_cpu, broadcast_rows_cpu, clipped_loss_cpu, lmhead_logprobs_cpu,
+// lmhead_chunk_cpu.
 // Every function validates all of its input before it writes any output, so that a bad
 // call leaves the caller's buffers untouched. Statistics are two-pass in fp64.
 //
@@ -624,34 +625,49 @@ int32_t broadcast_rows_cpu(int64_t num_rows, const float* row_values, const int6
 // ---------------------------------------------------------------------------------------
 // 4. fused clipped loss
 
-int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int64_t* off,
-                         int64_t num_tokens, const float* logp, const float* old_logp,
-                         const float* adv, const float* ref, const uint8_t* mask, float* grad,
-                         double* sums) {
-    if (int32_t st = check_offsets("drmas_clipped_loss_f32", num_rows, off, num_tokens)) return st;
+// The loss of the rows' tokens inside the window [w0, w1): each row clamped to the window, its
+// per_row_mean weight from its whole extent. logp[t - lp_base]; adv(t, r) is token t's advantage
+// in row r; grad[t - g_base] is written for the window's tokens that rows own. The threads split
+// the window's row tokens, a row going to the thread that holds its first (clamped) token, and
+// their partial sums are added in thread order: with the window [off[0], off[num_rows]) this is
+// the historical clipped_loss_cpu, and drmas_lmhead_chunk_f32 with one chunk of all tokens
+// adds the same numbers in the same order.
+template <class Adv>
+static void loss_window(const drmas_loss_config& c, int64_t num_rows, const int64_t* off, int64_t w0, int64_t w1,
+                        const float* logp, int64_t lp_base, const float* old_logp, Adv adv, const float* ref,
+                        const uint8_t* mask, float* grad, int64_t g_base, double* sums) {
     const bool per_row_mean = c.per_row_mean != 0;
     const double inv_norm = 1.0 / c.normalizer;
     const float coef = (float)c.kl_coef;
-
-    const int nt = threads_for(off[num_rows] - off[0]);
+    auto cb = [&](int64_t r) { return std::min(std::max(off[r], w0), w1); };  // clamped row begin
+    const int64_t t0 = cb(0), span = cb(num_rows) - t0;
+    const int nt = threads_for(span);
     std::vector<double> partial((size_t)nt * DRMAS_LOSS_SUMS, 0.0);
     run_parallel(nt, [&](int tid, int nth) {
         // rows split by token count, so that threads get equal work
-        const int64_t t0 = off[0], span = off[num_rows] - off[0];
         const int64_t lo = t0 + span * tid / nth, hi = t0 + span * (tid + 1) / nth;
         // a row belongs to the thread whose token range holds its first token
-        const int64_t r0 = tid == 0 ? 0 : std::lower_bound(off, off + num_rows, lo) - off;
-        const int64_t r1 = tid == nth - 1 ? num_rows : std::lower_bound(off, off + num_rows, hi) - off;
+        auto first_at = [&](int64_t v) {  // first row whose clamped begin is >= v (clamped begins never decrease)
+            int64_t a = 0, b = num_rows;
+            while (a < b) {
+                const int64_t m = a + (b - a) / 2;
+                if (cb(m) < v) a = m + 1; else b = m;
+            }
+            return a;
+        };
+        const int64_t r0 = tid == 0 ? 0 : first_at(lo);
+        const int64_t r1 = tid == nth - 1 ? num_rows : first_at(hi);
         double acc[DRMAS_LOSS_SUMS] = {0};
         for (int64_t r = r0; r < r1; ++r) {
-            const int64_t b = off[r], e = off[r + 1];
+            const int64_t b = cb(r), e = std::min(std::max(off[r + 1], w0), w1);
+            if (e <= b) continue;  // no token in the window (an empty row would add exact zeros)
             double w = inv_norm;
             if (per_row_mean) {
                 int64_t nv = 0;
                 if (mask) {
-                    for (int64_t t = b; t < e; ++t) nv += mask[t] != 0;
+                    for (int64_t t = off[r]; t < off[r + 1]; ++t) nv += mask[t] != 0;
                 } else {
-                    nv = e - b;
+                    nv = off[r + 1] - off[r];
                 }
                 w = nv > 0 ? inv_norm / (double)nv : 0.0;
             }
@@ -660,11 +676,11 @@ int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int
             int64_t ntok = 0, clipped = 0, lower = 0;
             for (int64_t t = b; t < e; ++t) {
                 if (mask && !mask[t]) {
-                    grad[t] = 0.0f;
+                    grad[t - g_base] = 0.0f;
                     continue;
                 }
-                const TokenLoss tl = token_loss(c, logp[t], old_logp[t], adv[t], ref != nullptr, ref ? ref[t] : 0.0f);
-                grad[t] = wf * (tl.dpg + coef * tl.dkl);
+                const TokenLoss tl = token_loss(c, logp[t - lp_base], old_logp[t], adv(t, r), ref != nullptr, ref ? ref[t] : 0.0f);
+                grad[t - g_base] = wf * (tl.dpg + coef * tl.dkl);
                 pgsum += tl.pg;
                 klsum += tl.kl;
                 lsum += (double)tl.pg + (double)coef * tl.kl;
@@ -684,13 +700,192 @@ int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int
         }
         for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) partial[(size_t)tid * DRMAS_LOSS_SUMS + j] = acc[j];
     });
-    std::fill(grad, grad + off[0], 0.0f);
-    std::fill(grad + off[num_rows], grad + num_tokens, 0.0f);
     for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) {
         double s = 0;
         for (int t = 0; t < nt; ++t) s += partial[(size_t)t * DRMAS_LOSS_SUMS + j];  // fixed order
         sums[j] = s;
     }
+}
+
+int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int64_t* off,
+                         int64_t num_tokens, const float* logp, const float* old_logp,
+                         const float* adv, const float* ref, const uint8_t* mask, float* grad,
+                         double* sums) {
+    if (int32_t st = check_offsets("drmas_clipped_loss_f32", num_rows, off, num_tokens)) return st;
+    loss_window(c, num_rows, off, off[0], off[num_rows], logp, 0, old_logp,
+                [adv](int64_t t, int64_t) { return adv[t]; }, ref, mask, grad, 0, sums);
+    std::fill(grad, grad + off[0], 0.0f);
+    std::fill(grad + off[num_rows], grad + num_tokens, 0.0f);
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. fused LM head
+
+namespace {
+
+// One token's softmax statistics over its logits row: lse = m + log s with s = sum e^{z - m}
+// (m the running maximum, s in fp64 from fp32 block sums), and the entropy log s - sz / s with
+// sz = sum e^{z - m} (z - m) (both rescaled when the maximum grows). bad: index of the first
+// non-finite logit, or -1.
+struct RowStats {
+    float lse;
+    float entropy;
+    int64_t bad;
+};
+
+RowStats row_stats(const float* z, int64_t V) {
+    constexpr int64_t kBlock = 512;
+    double m = -INFINITY, s = 0, sz = 0;
+    for (int64_t v0 = 0; v0 < V; v0 += kBlock) {
+        const int64_t v1 = std::min(V, v0 + kBlock);
+        float bm = -INFINITY;
+        int finite = 1;
+        for (int64_t v = v0; v < v1; ++v) {
+            finite &= fabsf(z[v]) <= 3.402823466e38f;  // false for NaN and +-inf
+            bm = z[v] > bm ? z[v] : bm;
+        }
+        if (!finite) {
+            for (int64_t v = v0; v < v1; ++v)
+                if (!(fabsf(z[v]) <= 3.402823466e38f)) return RowStats{0, 0, v};
+        }
+        if (bm > m) {
+            if (s > 0) {
+                const double scale = exp(m - (double)bm);
+                sz = scale * (sz + (m - (double)bm) * s);
+                s *= scale;
+            }
+            m = bm;
+        }
+        const float mf = (float)m;
+        float bs = 0, bsz = 0;
+        for (int64_t v = v0; v < v1; ++v) {
+            const float d = z[v] - mf;
+            const float e = expf(d);
+            bs += e;
+            bsz += e * d;
+        }
+        s += bs;
+        sz += bsz;
+    }
+    const double ls = log(s);
+    return RowStats{(float)(m + ls), (float)(ls - sz / s), -1};
+}
+
+int32_t threads_for_logits(int64_t tokens, int64_t vocab) {
+    const int64_t work = tokens * vocab;  // callers bound tokens x vocab by the size of the logits
+    int64_t t = std::min<int64_t>(cpu_threads(), std::max<int64_t>(1, work / (1 << 16)));
+    return (int32_t)std::max<int64_t>(1, std::min<int64_t>(t, tokens));
+}
+
+// Statistics of tokens [0, n) of logits (rows of V) where valid(t); the first non-finite logit
+// (token, index) in token order, or -1.
+template <class Valid>
+void all_row_stats(int64_t n, int64_t V, const float* logits, Valid valid, std::vector<RowStats>& out, int64_t* bad_t,
+                   int64_t* bad_v) {
+    out.assign((size_t)n, RowStats{0, 0, -1});
+    const int nt = threads_for_logits(n, V);
+    std::vector<int64_t> first((size_t)nt, -1);
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
+        for (int64_t t = lo; t < hi; ++t) {
+            if (!valid(t)) continue;
+            out[(size_t)t] = row_stats(logits + t * V, V);
+            if (out[(size_t)t].bad >= 0) {
+                first[(size_t)tid] = t;
+                return;
+            }
+        }
+    });
+    *bad_t = -1;
+    *bad_v = -1;
+    for (int64_t f : first)
+        if (f >= 0) {  // threads hold increasing token ranges: the first one found is the first
+            *bad_t = f;
+            *bad_v = out[(size_t)f].bad;
+            return;
+        }
+}
+
+}  // namespace
+
+int32_t lmhead_logprobs_cpu(int64_t n, int64_t V, const float* logits, const int64_t* targets, float* logp,
+                            float* entropy) {
+    const char* fn = "drmas_lmhead_logprobs_f32";
+    for (int64_t t = 0; t < n; ++t)
+        if (targets[t] < 0 || targets[t] >= V)
+            return fail(DRMAS_ERR_RANGE, "%s: targets[%lld] = %lld is outside the vocabulary [0, %lld)", fn, (long long)t,
+                        (long long)targets[t], (long long)V);
+    std::vector<RowStats> st;
+    int64_t bt, bv;
+    all_row_stats(n, V, logits, [](int64_t) { return true; }, st, &bt, &bv);
+    if (bt >= 0)
+        return fail(DRMAS_ERR_NONFINITE, "%s: logits[%lld][%lld] (token %lld, vocabulary index %lld) is %s", fn, (long long)bt,
+                    (long long)bv, (long long)bt, (long long)bv, finite_name(logits[bt * V + bv]));
+    for (int64_t t = 0; t < n; ++t) {
+        logp[t] = logits[t * V + targets[t]] - st[(size_t)t].lse;
+        if (entropy) entropy[t] = st[(size_t)t].entropy;
+    }
+    return DRMAS_OK;
+}
+
+int32_t lmhead_chunk_cpu(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* off, int64_t num_tokens,
+                         int64_t c0, int64_t n, int64_t V, float* logits, const int64_t* targets, const float* old_logp,
+                         const float* adv, const float* ref, const uint8_t* mask, float* logp_out, float* ent_out,
+                         double* sums) {
+    const char* fn = "drmas_lmhead_chunk_f32";
+    if (int32_t st = check_offsets(fn, num_rows, off, num_tokens)) return st;
+    // validity of the chunk's tokens: owned by a row (rows are back to back from off[0]) and not masked
+    std::vector<uint8_t> valid((size_t)n);
+    for (int64_t i = 0; i < n; ++i) {
+        const int64_t t = c0 + i;
+        valid[(size_t)i] = t >= off[0] && t < off[num_rows] && (!mask || mask[t]);
+    }
+    for (int64_t i = 0; i < n; ++i)
+        if (valid[(size_t)i] && (targets[c0 + i] < 0 || targets[c0 + i] >= V))
+            return fail(DRMAS_ERR_RANGE, "%s: targets[%lld] = %lld (a valid token of the chunk) is outside the vocabulary [0, %lld)",
+                        fn, (long long)(c0 + i), (long long)targets[c0 + i], (long long)V);
+    std::vector<RowStats> st;
+    int64_t bt, bv;
+    all_row_stats(n, V, logits, [&](int64_t i) { return valid[(size_t)i] != 0; }, st, &bt, &bv);
+    if (bt >= 0)
+        return fail(DRMAS_ERR_NONFINITE, "%s: logits[%lld][%lld] (token %lld, vocabulary index %lld) is %s", fn, (long long)bt,
+                    (long long)bv, (long long)(c0 + bt), (long long)bv, finite_name(logits[bt * V + bv]));
+    // everything is valid from here on: nothing below fails
+    std::vector<float> lp((size_t)n, 0.0f), g((size_t)n, 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+        if (valid[(size_t)i]) lp[(size_t)i] = logits[i * V + targets[c0 + i]] - st[(size_t)i].lse;
+    const drmas_loss_config lc{c.clip_low, c.clip_high, c.dual_clip, c.kl_coef, c.normalizer, c.kl_type, c.per_row_mean};
+    double ls[DRMAS_LOSS_SUMS];
+    loss_window(lc, num_rows, off, c0, c0 + n, lp.data(), c0, old_logp, [adv](int64_t, int64_t r) { return adv[r]; }, ref,
+                mask, g.data(), c0, ls);
+    const float ew = (float)c.entropy_coef;
+    const int nt = threads_for_logits(n, V);
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
+        for (int64_t i = lo; i < hi; ++i) {
+            float* z = logits + i * V;
+            if (!valid[(size_t)i]) {
+                std::fill(z, z + V, 0.0f);
+                continue;
+            }
+            const float lse = st[(size_t)i].lse, h = st[(size_t)i].entropy, gi = g[(size_t)i];
+            for (int64_t v = 0; v < V; ++v) {
+                const float lpv = z[v] - lse;
+                const float p = expf(lpv);
+                z[v] = -gi * p + ew * p * (lpv + h);
+            }
+            z[targets[c0 + i]] += gi;
+        }
+    });
+    double ent = 0;
+    for (int64_t i = 0; i < n; ++i)
+        if (valid[(size_t)i]) ent += (double)st[(size_t)i].entropy;
+    for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) sums[j] = ls[j];
+    sums[DRMAS_LMHEAD_ENTROPY] = ent;
+    if (logp_out) std::copy(lp.begin(), lp.end(), logp_out);
+    if (ent_out)
+        for (int64_t i = 0; i < n; ++i) ent_out[i] = valid[(size_t)i] ? st[(size_t)i].entropy : 0.0f;
     return DRMAS_OK;
 }
 

@@ -1,7 +1,8 @@
 // test_cpu.cpp — ctest harness for the CPU backend through the public C ABI: hand-computed
 // advantages, invariance to row order (the blocked and the general path must agree), exact
 // zeros for constant segments, every documented error with its message and untouched
-// outputs, broadcast, and loss identities. The exhaustive comparisons against an
+// outputs, broadcast, loss identities, and the fused LM head (against an fp64 reference and
+// bit for bit against the clipped-loss kernel). The exhaustive comparisons against an
 // independent reference and LibTorch live in the Java test suite.
 #include <ctype.h>
 #include <dlfcn.h>
@@ -666,6 +667,201 @@ static void test_abi_table() {
           "unknown names must give -1");
 }
 
+
+// ---- fused LM head ------------------------------------------------------------------
+// A plain fp64 reference of one token's softmax statistics.
+static void ref_row(const float* z, int64_t V, double* lse, double* ent) {
+    double m = -INFINITY;
+    for (int64_t v = 0; v < V; ++v) m = std::max(m, (double)z[v]);
+    double s = 0;
+    for (int64_t v = 0; v < V; ++v) s += exp((double)z[v] - m);
+    *lse = m + log(s);
+    double h = 0;
+    for (int64_t v = 0; v < V; ++v) {
+        const double lp = (double)z[v] - *lse;
+        h -= exp(lp) * lp;
+    }
+    *ent = h;
+}
+
+struct HeadCase {
+    int64_t V, T;
+    std::vector<int64_t> off;
+    std::vector<float> z, old, adv_row, adv_tok, ref;
+    std::vector<int64_t> y;
+    std::vector<uint8_t> mask;
+};
+
+// Rows that do not start at token 0 nor end at the last one, a masked token, logits whose maximum
+// grows along the vocabulary (the running max rescales) and a few large ones.
+static HeadCase head_case(int64_t V, std::mt19937_64& rng) {
+    HeadCase h;
+    h.V = V;
+    h.T = 23;
+    h.off = {1, 6, 6, 13, 21};
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    std::uniform_int_distribution<int64_t> yd(0, V - 1);
+    h.z.resize((size_t)(h.T * V));
+    for (int64_t t = 0; t < h.T; ++t)
+        for (int64_t v = 0; v < V; ++v) h.z[(size_t)(t * V + v)] = nd(rng) + 6.0f * (float)v / (float)V + (v % 97 == 3 ? 9.0f : 0.0f);
+    for (int64_t t = 0; t < h.T; ++t) h.y.push_back(yd(rng));
+    h.y[0] = -5;  // outside every row: never read
+    h.mask.assign((size_t)h.T, 1);
+    h.mask[8] = 0;
+    h.y[8] = V + 3;  // masked: never read
+    const float ra[] = {1.3f, -0.7f, 0.0f, -2.1f};
+    h.adv_row.assign(ra, ra + 4);
+    h.adv_tok.assign((size_t)h.T, 0.0f);
+    for (int r = 0; r < 4; ++r)
+        for (int64_t t = h.off[r]; t < h.off[r + 1]; ++t) h.adv_tok[(size_t)t] = ra[r];
+    std::vector<float> lp((size_t)h.T);
+    std::vector<int64_t> y_ok(h.y);
+    for (int64_t& v : y_ok) v = std::min(std::max<int64_t>(v, 0), V - 1);
+    drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, h.T, V, h.z.data(), y_ok.data(), lp.data(), nullptr, nullptr);
+    std::normal_distribution<float> dd(0.0f, 0.3f);
+    for (int64_t t = 0; t < h.T; ++t) {
+        h.old.push_back(lp[(size_t)t] + dd(rng));
+        h.ref.push_back(lp[(size_t)t] + dd(rng));
+    }
+    return h;
+}
+
+static void test_lmhead() {
+    std::mt19937_64 rng(11);
+    for (int64_t V : {37, 1300}) {
+        HeadCase h = head_case(V, rng);
+        // forward only, against the fp64 reference (all targets in range here)
+        std::vector<int64_t> y_ok(h.y);
+        for (int64_t& v : y_ok) v = std::min(std::max<int64_t>(v, 0), V - 1);
+        std::vector<float> lp((size_t)h.T), ent((size_t)h.T);
+        CHECK(drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, h.T, V, h.z.data(), y_ok.data(), lp.data(), ent.data(), nullptr) == 0, "%s",
+              drmas_last_error());
+        for (int64_t t = 0; t < h.T; ++t) {
+            double lse, e;
+            ref_row(&h.z[(size_t)(t * V)], V, &lse, &e);
+            CHECK(close(lp[(size_t)t], h.z[(size_t)(t * V + y_ok[(size_t)t])] - lse, 1e-5, 1e-5), "V %lld logp[%lld] %g vs %g",
+                  (long long)V, (long long)t, lp[(size_t)t], h.z[(size_t)(t * V + y_ok[(size_t)t])] - lse);
+            CHECK(close(ent[(size_t)t], e, 1e-5, 1e-5), "V %lld entropy[%lld] %g vs %g", (long long)V, (long long)t, ent[(size_t)t], e);
+        }
+        for (int kl = DRMAS_KL_NONE; kl <= DRMAS_KL_K3; ++kl)
+            for (int prm = 0; prm <= 1; ++prm)
+                for (double dual : {0.0, 3.0}) {
+                    const double ec = kl == DRMAS_KL_K2 ? 0.01 : 0.0;
+                    const drmas_lmhead_config hc{0.2, 0.28, dual, 0.05, 7.0, ec, kl, prm};
+                    const drmas_loss_config lc{0.2, 0.28, dual, 0.05, 7.0, kl, prm};
+                    // the existing fused loss kernel on the same log-probs
+                    std::vector<float> g((size_t)h.T);
+                    double ls[DRMAS_LOSS_SUMS];
+                    CHECK(drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 4, h.off.data(), h.T, lp.data(), h.old.data(), h.adv_tok.data(),
+                                                 h.ref.data(), h.mask.data(), g.data(), ls, nullptr) == 0, "%s", drmas_last_error());
+                    // one chunk of all tokens: the same sums, bit for bit
+                    std::vector<float> dz(h.z);
+                    std::vector<float> clp((size_t)h.T), cent((size_t)h.T);
+                    double hs[DRMAS_LMHEAD_SUMS];
+                    CHECK(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 0, h.T, V, dz.data(), h.y.data(), h.old.data(),
+                                                 h.adv_row.data(), h.ref.data(), h.mask.data(), clp.data(), cent.data(), hs, nullptr) == 0,
+                          "%s", drmas_last_error());
+                    CHECK(memcmp(hs, ls, sizeof ls) == 0, "V %lld kl %d per_row_mean %d dual %g: sums differ from drmas_clipped_loss_f32 "
+                          "(loss %.17g vs %.17g)", (long long)V, kl, prm, dual, hs[0], ls[0]);
+                    double ent_ref = 0;
+                    bool dz_ok = true;
+                    for (int64_t t = 0; t < h.T; ++t) {
+                        const bool valid = t >= h.off[0] && t < h.off[4] && h.mask[(size_t)t];
+                        CHECK(clp[(size_t)t] == (valid ? lp[(size_t)t] : 0.0f) && cent[(size_t)t] == (valid ? ent[(size_t)t] : 0.0f),
+                              "chunk logp/entropy of token %lld", (long long)t);
+                        if (valid) ent_ref += ent[(size_t)t];
+                        double lse, e;
+                        ref_row(&h.z[(size_t)(t * V)], V, &lse, &e);
+                        for (int64_t v = 0; v < V; ++v) {
+                            double want = 0;
+                            if (valid) {
+                                const double lpv = (double)h.z[(size_t)(t * V + v)] - lse, p = exp(lpv);
+                                want = (double)g[(size_t)t] * ((v == h.y[(size_t)t] ? 1.0 : 0.0) - p) + ec * p * (lpv + e);
+                            }
+                            if (!close(dz[(size_t)(t * V + v)], want, 1e-6, 1e-4)) dz_ok = false;
+                        }
+                    }
+                    CHECK(dz_ok, "V %lld kl %d per_row_mean %d dual %g: dL/dz differs from the reference", (long long)V, kl, prm, dual);
+                    CHECK(close(hs[DRMAS_LMHEAD_ENTROPY], ent_ref, 1e-9, 1e-9), "entropy sum %g vs %g", hs[DRMAS_LMHEAD_ENTROPY], ent_ref);
+                    // chunks of 7 (not dividing 23) and 1, and one chunk larger than a row: per token the same bits, sums close
+                    for (int64_t cs : {7, 1, 23}) {
+                        std::vector<float> dz2(h.z);
+                        double tot[DRMAS_LMHEAD_SUMS] = {0};
+                        bool same = true;
+                        for (int64_t c0 = 0; c0 < h.T; c0 += cs) {
+                            const int64_t n = std::min(cs, h.T - c0);
+                            double part[DRMAS_LMHEAD_SUMS];
+                            std::vector<float> lp2((size_t)n);
+                            CHECK(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, c0, n, V, &dz2[(size_t)(c0 * V)],
+                                                         h.y.data(), h.old.data(), h.adv_row.data(), h.ref.data(), h.mask.data(), lp2.data(),
+                                                         nullptr, part, nullptr) == 0, "%s", drmas_last_error());
+                            for (int j = 0; j < DRMAS_LMHEAD_SUMS; ++j) tot[j] += part[j];
+                            for (int64_t i = 0; i < n; ++i) same &= lp2[(size_t)i] == clp[(size_t)(c0 + i)];
+                        }
+                        CHECK(same && memcmp(dz2.data(), dz.data(), dz.size() * sizeof(float)) == 0, "chunk size %lld: other logp or dL/dz bits",
+                              (long long)cs);
+                        for (int j = 0; j < DRMAS_LMHEAD_SUMS; ++j)
+                            CHECK(close(tot[j], hs[j], 1e-12, 1e-12), "chunk size %lld: sums[%d] %.17g vs %.17g", (long long)cs, j, tot[j], hs[j]);
+                    }
+                }
+    }
+    // errors name the first bad token and leave every output, the logits included, untouched
+    HeadCase h = head_case(37, rng);
+    const drmas_lmhead_config hc{0.2, 0.2, 3.0, 0.0, 1.0, 0.0, DRMAS_KL_NONE, 0};
+    std::vector<float> dz(h.z), lp((size_t)h.T, 5.0f);
+    double sums[DRMAS_LMHEAD_SUMS];
+    for (double& v : sums) v = 9;
+    auto untouched = [&]() {
+        bool ok = memcmp(dz.data(), h.z.data(), dz.size() * sizeof(float)) == 0;
+        for (float v : lp) ok &= v == 5.0f;
+        for (double v : sums) ok &= v == 9;
+        return ok;
+    };
+    h.y[14] = 37;
+    int st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 0, h.T, 37, dz.data(), h.y.data(), h.old.data(),
+                                    h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "targets[14] = 37") && untouched(), "bad target: %d %s", st, drmas_last_error());
+    h.y[14] = 2;
+    dz[(size_t)(17 * 37 + 30)] = NAN;
+    h.z[(size_t)(17 * 37 + 30)] = NAN;
+    dz[(size_t)(8 * 37 + 1)] = h.z[(size_t)(8 * 37 + 1)] = INFINITY;  // a masked token's logits are never read
+    st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 0, h.T, 37, dz.data(), h.y.data(), h.old.data(),
+                                h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_NONFINITE && contains(drmas_last_error(), "token 17, vocabulary index 30") && untouched(), "NaN logit: %d %s", st,
+          drmas_last_error());
+    // the same logit seen from a chunk starting at token 10: row 7 of the chunk, token 17
+    st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 10, 13, 37, &dz[(size_t)(10 * 37)], h.y.data(), h.old.data(),
+                                h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_NONFINITE && contains(drmas_last_error(), "logits[7][30] (token 17") && untouched(), "NaN logit in a chunk: %s",
+          drmas_last_error());
+    st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 20, 4, 37, dz.data(), h.y.data(), h.old.data(),
+                                h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "chunk") && untouched(), "chunk past the end: %s", drmas_last_error());
+    drmas_lmhead_config bad = hc;
+    bad.entropy_coef = NAN;
+    st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &bad, 4, h.off.data(), h.T, 0, 5, 37, dz.data(), h.y.data(), h.old.data(),
+                                h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "entropy_coef") && untouched(), "entropy_coef NaN: %s", drmas_last_error());
+    bad = hc;
+    bad.kl_type = DRMAS_KL_K3;
+    st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &bad, 4, h.off.data(), h.T, 0, 5, 37, dz.data(), h.y.data(), h.old.data(),
+                                h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_NULL && contains(drmas_last_error(), "ref_logp") && untouched(), "KL without ref: %s", drmas_last_error());
+    std::vector<int64_t> y_ok(h.y);
+    for (int64_t& v : y_ok) v = std::min(std::max<int64_t>(v, 0), (int64_t)36);
+    y_ok[3] = -1;
+    st = drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, h.T, 37, h.z.data(), y_ok.data(), lp.data(), nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "targets[3] = -1") && untouched(), "logprobs bad target: %s", drmas_last_error());
+    y_ok[3] = 0;
+    st = drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, h.T, 37, h.z.data(), y_ok.data(), lp.data(), nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_NONFINITE && contains(drmas_last_error(), "token 8, vocabulary index 1") && untouched(), "logprobs inf: %s",
+          drmas_last_error());
+    if (!drmas_cuda_available()) {
+        st = drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CUDA, 0, 37, nullptr, nullptr, nullptr, nullptr, nullptr);
+        CHECK(st == DRMAS_ERR_UNSUPPORTED, "CUDA without a GPU: %d", st);
+    }
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -682,6 +878,7 @@ int main() {
     test_sorted_threads();
     test_broadcast();
     test_loss_identities();
+    test_lmhead();
     test_abi_table();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
