@@ -1,5 +1,6 @@
 // AbiIndices.java — the index constants of drmas.h that Java reads results with: the fields of
-// the advantage diagnostics (DRMAS_DIAG_*) and the loss sums (DRMAS_LOSS_*). This is their one
+// the advantage diagnostics (DRMAS_DIAG_*), the loss sums (DRMAS_LOSS_*) and the LM head's
+// (DRMAS_LMHEAD_*). This is their one
 // Java spelling; each is named as its #define without the DRMAS_ prefix, and AbiTest checks every
 // one against the loaded library, so that the two cannot drift apart.
 package dev.drmas.bindings;
@@ -35,4 +36,10 @@ public final class AbiIndices {
     public static final int LOSS_KL = 7;
     /** Entries of the sums array. */
     public static final int LOSS_SUMS = 8;
+
+    // sums[DRMAS_LMHEAD_SUMS] of drmas_lmhead_chunk_f32: LOSS_* first, then
+    /** The raw sum of the valid tokens' entropies. */
+    public static final int LMHEAD_ENTROPY = 8;
+    /** Entries of the LM head's sums array. */
+    public static final int LMHEAD_SUMS = 9;
 }

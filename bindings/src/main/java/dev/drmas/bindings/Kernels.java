@@ -1,5 +1,5 @@
 // Kernels.java — the Java face of libdrmas on MemorySegments: segmentStats, advantage,
-// broadcastRows, clippedLoss (one name per operation, as in C and CUDA). It checks that every
+// broadcastRows, clippedLoss, lmheadLogprobs, lmheadChunk (one name per operation, as in C and CUDA). It checks that every
 // buffer is large enough before the call, so that a short buffer is a Java error naming the
 // argument instead of a native out-of-bounds write. Config structs are written field by field
 // through LibDrmas's named layouts, which are checked against the loaded library before the
@@ -29,6 +29,9 @@ public final class Kernels {
     public record LossParams(double clipLow, double clipHigh, double dualClip, double klCoef, double normalizer,
                              int klType, boolean perRowMean) {}
 
+    /** drmas_lmhead_config: the loss's fields, and the weight of each valid token's entropy (the bonus). */
+    public record LmHeadParams(LossParams loss, double entropyCoef) {}
+
     // The config structs are written field by field through their named layouts.
     private static VarHandle field(StructLayout s, String name) {
         return s.varHandle(MemoryLayout.PathElement.groupElement(name));
@@ -50,6 +53,15 @@ public final class Kernels {
     private static final VarHandle LC_NORMALIZER = field(LibDrmas.LOSS_CONFIG, "normalizer");
     private static final VarHandle LC_KL_TYPE = field(LibDrmas.LOSS_CONFIG, "kl_type");
     private static final VarHandle LC_PER_ROW_MEAN = field(LibDrmas.LOSS_CONFIG, "per_row_mean");
+
+    private static final VarHandle HC_CLIP_LOW = field(LibDrmas.LMHEAD_CONFIG, "clip_low");
+    private static final VarHandle HC_CLIP_HIGH = field(LibDrmas.LMHEAD_CONFIG, "clip_high");
+    private static final VarHandle HC_DUAL_CLIP = field(LibDrmas.LMHEAD_CONFIG, "dual_clip");
+    private static final VarHandle HC_KL_COEF = field(LibDrmas.LMHEAD_CONFIG, "kl_coef");
+    private static final VarHandle HC_NORMALIZER = field(LibDrmas.LMHEAD_CONFIG, "normalizer");
+    private static final VarHandle HC_ENTROPY_COEF = field(LibDrmas.LMHEAD_CONFIG, "entropy_coef");
+    private static final VarHandle HC_KL_TYPE = field(LibDrmas.LMHEAD_CONFIG, "kl_type");
+    private static final VarHandle HC_PER_ROW_MEAN = field(LibDrmas.LMHEAD_CONFIG, "per_row_mean");
 
     private static int bit(boolean b) {
         return b ? 1 : 0;
@@ -82,6 +94,22 @@ public final class Kernels {
         LC_NORMALIZER.set(c, 0L, p.normalizer());
         LC_KL_TYPE.set(c, 0L, p.klType());
         LC_PER_ROW_MEAN.set(c, 0L, bit(p.perRowMean()));
+        return c;
+    }
+
+    /** p as a drmas_lmhead_config in {@code arena}. */
+    static MemorySegment lmheadConfig(Arena arena, LmHeadParams p) {
+        LibDrmas.requireAbi();
+        MemorySegment c = arena.allocate(LibDrmas.LMHEAD_CONFIG);
+        LossParams l = p.loss();
+        HC_CLIP_LOW.set(c, 0L, l.clipLow());
+        HC_CLIP_HIGH.set(c, 0L, l.clipHigh());
+        HC_DUAL_CLIP.set(c, 0L, l.dualClip());
+        HC_KL_COEF.set(c, 0L, l.klCoef());
+        HC_NORMALIZER.set(c, 0L, l.normalizer());
+        HC_ENTROPY_COEF.set(c, 0L, p.entropyCoef());
+        HC_KL_TYPE.set(c, 0L, l.klType());
+        HC_PER_ROW_MEAN.set(c, 0L, bit(l.perRowMean()));
         return c;
     }
 
@@ -186,6 +214,41 @@ public final class Kernels {
                 LibDrmas.check(LibDrmas.clippedLossAsync(crit, b.device(), cfg, numRows, host, off, numTokens, lp, olp, a,
                         r, m, g, s, orNull(stream)));
             }
+        }
+    }
+
+    /** Log-probs (and entropies, when entropy != null) of a [numTokens, vocab] block of logits; see drmas_lmhead_logprobs_f32. */
+    public static void lmheadLogprobs(Backend b, long numTokens, long vocab, MemorySegment logits, MemorySegment targets,
+                                      MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
+        checkCount("numTokens", numTokens);
+        if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        LibDrmas.check(LibDrmas.lmheadLogprobs(b.device(), numTokens, vocab,
+                arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), 4), arg(b, "targets", targets, numTokens, 8),
+                arg(b, "logp", logp, numTokens, 4), arg(b, "entropy", entropy, numTokens, 4), orNull(stream)));
+    }
+
+    /**
+     * One chunk of the fused LM head's update: dL/dz over {@code logits} in place, the chunk's log-probs
+     * and entropies (each may be null) and its sums ({@link AbiIndices}{@code .LMHEAD_SUMS}); see
+     * drmas_lmhead_chunk_f32. Token arrays have numTokens entries, advantages numRows.
+     */
+    public static void lmheadChunk(Backend b, LmHeadParams p, long numRows, MemorySegment offsets, long numTokens,
+                                   long chunkBegin, long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets,
+                                   MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
+                                   MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
+        Objects.requireNonNull(p, "params");
+        checkCount("numRows", numRows);
+        checkCount("numTokens", numTokens);
+        checkCount("chunkTokens", chunkTokens);
+        if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cfg = lmheadConfig(arena, p);
+            LibDrmas.check(LibDrmas.lmheadChunk(b.device(), cfg, numRows, arg(b, "row_offsets", offsets, numRows + 1, 8), numTokens,
+                    chunkBegin, chunkTokens, vocab, arg(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), 4),
+                    arg(b, "targets", targets, numTokens, 8), arg(b, "old_logp", oldLogp, numTokens, 4),
+                    arg(b, "advantages", adv, numRows, 4), arg(b, "ref_logp", ref, numTokens, 4), arg(b, "mask", mask, numTokens, 1),
+                    arg(b, "logp", logp, chunkTokens, 4), arg(b, "entropy", entropy, chunkTokens, 4),
+                    arg(b, "sums", sums, AbiIndices.LMHEAD_SUMS, 8), orNull(stream)));
         }
     }
 

@@ -38,6 +38,11 @@ public final class LibDrmas {
             JAVA_DOUBLE.withName("clip_low"), JAVA_DOUBLE.withName("clip_high"), JAVA_DOUBLE.withName("dual_clip"),
             JAVA_DOUBLE.withName("kl_coef"), JAVA_DOUBLE.withName("normalizer"),
             JAVA_INT.withName("kl_type"), JAVA_INT.withName("per_row_mean")).withName("drmas_loss_config");
+    /** struct drmas_lmhead_config, field for field (56 bytes); checked against the library by {@link #requireAbi}. */
+    public static final StructLayout LMHEAD_CONFIG = MemoryLayout.structLayout(
+            JAVA_DOUBLE.withName("clip_low"), JAVA_DOUBLE.withName("clip_high"), JAVA_DOUBLE.withName("dual_clip"),
+            JAVA_DOUBLE.withName("kl_coef"), JAVA_DOUBLE.withName("normalizer"), JAVA_DOUBLE.withName("entropy_coef"),
+            JAVA_INT.withName("kl_type"), JAVA_INT.withName("per_row_mean")).withName("drmas_lmhead_config");
 
     private static final Linker LINKER = Linker.nativeLinker();
 
@@ -80,6 +85,14 @@ public final class LibDrmas {
                 ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LOSS_ASYNC_CRIT = handle("drmas_clipped_loss_async_f32", LOSS_ASYNC, true);
         static final MethodHandle LOSS_ASYNC_PLAIN = handle("drmas_clipped_loss_async_f32", LOSS_ASYNC, false);
+
+        static final FunctionDescriptor LMHEAD_LOGPROBS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG,
+                ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        static final MethodHandle LMHEAD_LOGPROBS_CRIT = handle("drmas_lmhead_logprobs_f32", LMHEAD_LOGPROBS, true);
+        static final FunctionDescriptor LMHEAD_CHUNK = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
+                JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
+                ADDRESS, ADDRESS, ADDRESS);
+        static final MethodHandle LMHEAD_CHUNK_CRIT = handle("drmas_lmhead_chunk_f32", LMHEAD_CHUNK, true);
 
         static final MethodHandle CUDA_MALLOC = handle("drmas_cuda_malloc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), false);
         static final MethodHandle CUDA_FREE = handle("drmas_cuda_free", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
@@ -202,6 +215,7 @@ public final class LibDrmas {
         if (abiChecked) return;
         List<String> problems = new ArrayList<>(layoutMismatches(NORM_CONFIG));
         problems.addAll(layoutMismatches(LOSS_CONFIG));
+        problems.addAll(layoutMismatches(LMHEAD_CONFIG));
         if (!problems.isEmpty()) {
             throw new IllegalStateException("libdrmas at " + NativeLibrary.get().path() + " was built from another drmas.h than"
                     + " these bindings (a stale build? rebuild with `mvn package`): " + String.join("; ", problems));
@@ -261,6 +275,28 @@ public final class LibDrmas {
             MethodHandle h = critical ? H.LOSS_ASYNC_CRIT : H.LOSS_ASYNC_PLAIN;
             return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, ref, mask,
                     grad, sums, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    // The LM head ops run on the CPU only (for now): critical handles, which read Java arrays in place.
+    static int lmheadLogprobs(int device, long numTokens, long vocab, MemorySegment logits, MemorySegment targets,
+                              MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
+        try {
+            return (int) H.LMHEAD_LOGPROBS_CRIT.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int lmheadChunk(int device, MemorySegment cfg, long numRows, MemorySegment offsets, long numTokens, long chunkBegin,
+                           long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets, MemorySegment oldLogp,
+                           MemorySegment adv, MemorySegment ref, MemorySegment mask, MemorySegment logp, MemorySegment entropy,
+                           MemorySegment sums, MemorySegment stream) {
+        try {
+            return (int) H.LMHEAD_CHUNK_CRIT.invokeExact(device, cfg, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab,
+                    logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, stream);
         } catch (Throwable t) {
             throw rethrow(t);
         }

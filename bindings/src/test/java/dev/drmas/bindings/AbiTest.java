@@ -21,6 +21,8 @@ class AbiTest {
     void configStructsMatchTheLibrary() {
         assertEquals(List.of(), LibDrmas.layoutMismatches(LibDrmas.NORM_CONFIG));
         assertEquals(List.of(), LibDrmas.layoutMismatches(LibDrmas.LOSS_CONFIG));
+        assertEquals(List.of(), LibDrmas.layoutMismatches(LibDrmas.LMHEAD_CONFIG));
+        assertEquals(56, LibDrmas.abiValue("drmas_lmhead_config"));
         assertEquals(40, LibDrmas.abiValue("drmas_norm_config"));
         assertEquals(48, LibDrmas.abiValue("drmas_loss_config"));
         LibDrmas.requireAbi();
@@ -65,6 +67,7 @@ class AbiTest {
     void indexConstantsAndStatusCodesMatchTheLibrary() throws IllegalAccessException {
         assertEquals(10, checkConstants(AbiIndices.class, "DIAG_"));
         assertEquals(9, checkConstants(AbiIndices.class, "LOSS_"));
+        assertEquals(2, checkConstants(AbiIndices.class, "LMHEAD_"));
         assertEquals(9, checkConstants(DrmasException.class, "ERR_"));
         assertEquals(LibDrmas.abiValue("DRMAS_DEVICE_CPU"), Backend.CPU.device());
         assertEquals(LibDrmas.abiValue("DRMAS_DEVICE_CUDA"), Backend.CUDA.device());

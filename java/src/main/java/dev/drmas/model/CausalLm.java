@@ -513,6 +513,15 @@ public final class CausalLm implements AutoCloseable {
         return Scopes.adopt(out);
     }
 
+    /**
+     * The LM head's weight [vocab, hidden] that {@link #logits} multiplies by: lm_head.weight, or the
+     * embedding itself when they are tied (its gradient is then the embedding's). The live parameter,
+     * for the fused LM head (dev.drmas.algo.FusedLmHead), which accumulates into its .grad.
+     */
+    public Tensor lmHeadWeight() {
+        return lmHead;
+    }
+
     private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
         long b = ids.size(0), t = ids.size(1);
         if (decodeStepOn && cache != null && t == 1 && device.is_cpu() && dtype == ScalarType.Float) {

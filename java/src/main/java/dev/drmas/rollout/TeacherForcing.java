@@ -46,12 +46,44 @@ public final class TeacherForcing {
      */
     public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
                                   boolean withEntropy) {
+        if (!(temperature >= 0) || Double.isInfinite(temperature)) {
+            throw new IllegalArgumentException("temperature must be finite and >= 0, got " + temperature);
+        }
+        Tensor lp, ent = null;
+        Hidden h;
+        try (PointerScope scope = new PointerScope()) {
+            h = responseHidden(model, prompts, responses);
+            Tensor logits = model.logits(h.hidden());  // [N, V] float32
+            if (temperature > 0 && temperature != 1.0) logits = logits.div(new Scalar(temperature));
+            Tensor logp = logits.log_softmax(1);
+            lp = Scopes.retain(logp.gather(1, h.targets().unsqueeze(1)).squeeze(1));
+            if (withEntropy) ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
+            h.pending().retain();
+        }
+        return new Result(Scopes.adopt(lp), ent == null ? null : Scopes.adopt(ent), h.offsets(), h.pending().adopt());
+    }
+
+    /**
+     * The final hidden states of the positions that predict the response tokens, for a caller that
+     * applies the LM head itself (the fused one, dev.drmas.algo.FusedLmHead).
+     *
+     * @param hidden  [N, hidden] in the model's dtype, on its device, with its autograd graph
+     * @param targets int64 [N]: the response tokens they predict
+     * @param offsets row r's tokens are [offsets[r], offsets[r + 1])
+     * @param pending the backward pass through checkpointed layers, to finish after hidden's
+     */
+    public record Hidden(Tensor hidden, Tensor targets, long[] offsets, CausalLm.PendingBackward pending) {
+    }
+
+    /**
+     * The forward of {@link #logProbs} up to the LM head: rows right-padded to the longest prompt +
+     * response, the positions that predict a response token picked out. The tensors (and the saved
+     * inputs of a checkpointed forward) belong to the caller's innermost PointerScope.
+     */
+    public static Hidden responseHidden(CausalLm model, List<int[]> prompts, List<int[]> responses) {
         final int b = prompts.size();
         if (responses.size() != b) {
             throw new IllegalArgumentException(b + " prompts but " + responses.size() + " responses");
-        }
-        if (!(temperature >= 0) || Double.isInfinite(temperature)) {
-            throw new IllegalArgumentException("temperature must be finite and >= 0, got " + temperature);
         }
         final int vocab = model.config().vocabSize();
         long[] offsets = new long[b + 1];
@@ -79,7 +111,7 @@ public final class TeacherForcing {
                 target[k] = a[j];
             }
         }
-        Tensor lp, ent = null;
+        Tensor picked, targets;
         CausalLm.PendingBackward pending;
         try (PointerScope scope = new PointerScope()) {
             var dev = model.device();
@@ -88,15 +120,11 @@ public final class TeacherForcing {
             CausalLm.TrainingForward forward = model.trainingHidden(in, CausalLm.positionIds(mask), mask);
             pending = forward.pending().retain();
             Tensor hidden = forward.hidden();
-            Tensor picked = hidden.reshape(b * (long) longest, hidden.size(2))
-                    .index_select(0, Tensors.longs(where).to(dev, ScalarType.Long));
-            Tensor logits = model.logits(picked);  // [N, V] float32
-            if (temperature > 0 && temperature != 1.0) logits = logits.div(new Scalar(temperature));
-            Tensor logp = logits.log_softmax(1);
-            lp = Scopes.retain(logp.gather(1, Tensors.longs(target).to(dev, ScalarType.Long).unsqueeze(1)).squeeze(1));
-            if (withEntropy) ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
+            picked = Scopes.retain(hidden.reshape(b * (long) longest, hidden.size(2))
+                    .index_select(0, Tensors.longs(where).to(dev, ScalarType.Long)));
+            targets = Scopes.retain(Tensors.longs(target).to(dev, ScalarType.Long));
         }
-        return new Result(Scopes.adopt(lp), ent == null ? null : Scopes.adopt(ent), offsets, pending.adopt());
+        return new Hidden(Scopes.adopt(picked), Scopes.adopt(targets), offsets, pending.adopt());
     }
 
     private static void checkTokens(String what, int row, int[] t, int vocab) {

@@ -1,0 +1,212 @@
+// FusedLmHead.java — the LM head, log-probs, entropy and the clipped PPO loss of ARCHITECTURE §6
+// and §7a without an [N, V] tensor: the response tokens' hidden states go through the head a chunk
+// of tokens at a time. Per chunk, the logits z = h·Wᵀ/T (a LibTorch product in the weight's dtype,
+// then fp32, as CausalLm.logits), one drmas kernel that turns them into log-probs, entropies, the
+// loss sums and dL/dz in place, then dL/dh = dz·W/T and dL/dW += dzᵀ·h/T. At the end, one
+// hidden.backward(dL/dh) carries the gradient into the model. At most one chunk of logits is alive.
+// CPU tensors only for now (the kernel has no CUDA twin yet).
+package dev.drmas.algo;
+
+import dev.drmas.bindings.AbiIndices;
+import dev.drmas.bindings.Backend;
+import dev.drmas.bindings.DrmasException;
+import dev.drmas.bindings.Kernels;
+import java.lang.foreign.MemorySegment;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.BoolOptional;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorArrayRefOptional;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+public final class FusedLmHead {
+    private FusedLmHead() {
+    }
+
+    /** Bytes of fp32 logits a chunk may hold by default (the chunk is the only [tokens, V] tensor alive). */
+    public static final long DEFAULT_CHUNK_BYTES = 128L << 20;
+
+    /** Tokens per chunk for a vocabulary of {@code vocab}: {@link #DEFAULT_CHUNK_BYTES} of logits, at least 16. */
+    public static int defaultChunkTokens(long vocab) {
+        return (int) Math.max(16, Math.min(1 << 16, DEFAULT_CHUNK_BYTES / (4 * Math.max(1, vocab))));
+    }
+
+    /** Log-probs (and entropies, or null) float32 [N] of a forward-only pass. */
+    public record Forward(Tensor logprobs, Tensor entropy) {
+    }
+
+    /**
+     * The update's pass: log-probs and entropies float32 [N] (detached), and the sums of all chunks
+     * ({@link AbiIndices}{@code .LMHEAD_SUMS}: the loss's, then the entropy sum).
+     */
+    public record Update(Tensor logprobs, Tensor entropy, double[] sums) {
+        public double loss() {
+            return sums[AbiIndices.LOSS_LOSS];
+        }
+    }
+
+    /**
+     * Forward only (old and reference log-probs, scoring), without autograd. {@code hidden} [N, H] and
+     * {@code weight} [V, H] of one dtype, {@code targets} int64 [N] in [0, V); temperature 0 counts as 1.
+     * The results belong to the caller's innermost PointerScope.
+     */
+    public static Forward logProbs(Tensor hidden, Tensor weight, Tensor targets, double temperature, boolean withEntropy,
+                                   int chunkTokens) {
+        final long n = checkShapes(hidden, weight, targets, chunkTokens);
+        final long vocab = weight.size(0);
+        TensorOptions f32 = new TensorOptions(ScalarType.Float);
+        Tensor lp = torch.empty(new long[] {n}, f32, null);
+        Tensor ent = withEntropy ? torch.empty(new long[] {n}, f32, null) : null;
+        Tensor y = targets.contiguous();
+        try (NoGradGuard noGrad = new NoGradGuard()) {
+            for (long c0 = 0; c0 < n; c0 += chunkTokens) {
+                long c = Math.min(chunkTokens, n - c0);
+                try (PointerScope scope = new PointerScope()) {
+                    Tensor z = logits(hidden.narrow(0, c0, c), weight, temperature);
+                    try {
+                            Kernels.lmheadLogprobs(Backend.CPU, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, Backend.CPU),
+                                TensorViews.view("targets", y.narrow(0, c0, c), ScalarType.Long, c, Backend.CPU),
+                                TensorViews.view("logp", lp.narrow(0, c0, c), ScalarType.Float, c, Backend.CPU),
+                                ent == null ? null : TensorViews.view("entropy", ent.narrow(0, c0, c), ScalarType.Float, c, Backend.CPU),
+                                null);
+                    } catch (DrmasException e) {
+                        // the kernel counts the tokens of its chunk: say which chunk
+                        throw new IllegalArgumentException("the LM head's chunk of tokens [" + c0 + ", " + (c0 + c) + "): "
+                                + e.getMessage(), e);
+                    }
+                }
+            }
+        }
+        return new Forward(lp, ent);
+    }
+
+    /**
+     * The loss over the tokens of {@code hidden} and its backward pass: dL/dW accumulates into
+     * {@code weight}'s .grad (when it requires grad; a tied embedding's is the embedding's), and
+     * {@code hidden.backward(dL/dh)} runs when hidden requires grad (a caller with checkpointed
+     * layers then finishes their part). The loss is that of {@link ClippedLoss} over these log-probs
+     * with {@code normalizer}, minus {@code entropyCoef} · Σ entropies of the valid tokens.
+     *
+     * @param offsets       row r owns tokens [offsets[r], offsets[r + 1]) (host)
+     * @param oldLogp       float32 [N] (CPU)
+     * @param rowAdvantages one advantage per row
+     * @param refLogp       float32 [N], or null without a KL term
+     * @param mask          bool or uint8 [N], or null (all valid)
+     */
+    public static Update lossAndBackward(Tensor hidden, Tensor weight, Tensor targets, double temperature, LossConfig c,
+                                         double normalizer, double entropyCoef, long[] offsets, Tensor oldLogp,
+                                         float[] rowAdvantages, Tensor refLogp, Tensor mask, int chunkTokens) {
+        final long n = checkShapes(hidden, weight, targets, chunkTokens);
+        final long vocab = weight.size(0);
+        if (offsets.length != rowAdvantages.length + 1) {
+            throw new IllegalArgumentException("offsets has " + offsets.length + " entries but " + rowAdvantages.length
+                    + " row advantages need " + (rowAdvantages.length + 1));
+        }
+        if (!Double.isFinite(entropyCoef)) throw new IllegalArgumentException("entropyCoef must be finite, got " + entropyCoef);
+        Kernels.LmHeadParams p = new Kernels.LmHeadParams(ClippedLoss.params(c, normalizer), entropyCoef);
+        MemorySegment off = MemorySegment.ofArray(offsets), adv = MemorySegment.ofArray(rowAdvantages);
+        Tensor y = targets.contiguous();
+        MemorySegment ys = TensorViews.view("targets", y, ScalarType.Long, n, Backend.CPU);
+        Tensor old = oldLogp.contiguous();
+        MemorySegment olds = TensorViews.view("oldLogp", old, ScalarType.Float, n, Backend.CPU);
+        Tensor ref = refLogp == null ? null : refLogp.contiguous();
+        MemorySegment refs = TensorViews.view("refLogp", ref, ScalarType.Float, n, Backend.CPU);
+        Tensor m = null;
+        if (mask != null) {
+            m = mask.to(ScalarType.Byte).contiguous();
+        }
+        MemorySegment ms = TensorViews.view("mask", m, ScalarType.Byte, n, Backend.CPU);
+        checkTargets(ys, ms, offsets, n, vocab);
+        TensorOptions f32 = new TensorOptions(ScalarType.Float);
+        Tensor lp = torch.empty(new long[] {n}, f32, null), ent = torch.empty(new long[] {n}, f32, null);
+        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
+        final boolean wantW = weight.requires_grad(), wantH = hidden.requires_grad();
+        final double invT = temperature > 0 ? 1.0 / temperature : 1.0;
+        Tensor dh = null, dw = null;
+        boolean intoGrad = false;
+        try (NoGradGuard noGrad = new NoGradGuard()) {
+            Tensor h = hidden.detach(), w = weight.detach();
+            if (wantH) dh = torch.empty_like(h);
+            if (wantW) {
+                // fp32 weights: straight into .grad; else an fp32 sum of the chunks, added to .grad once
+                if (w.scalar_type().intern() == ScalarType.Float) {
+                    if (!weight.grad().defined()) weight.mutable_grad().put(torch.zeros_like(w));
+                    dw = weight.grad();
+                    intoGrad = true;
+                } else {
+                    dw = torch.zeros(new long[] {w.size(0), w.size(1)}, f32);
+                }
+            }
+            Scalar alpha = new Scalar(invT);
+            for (long c0 = 0; c0 < n; c0 += chunkTokens) {
+                long cn = Math.min(chunkTokens, n - c0);
+                try (PointerScope scope = new PointerScope()) {
+                    Tensor hc = h.narrow(0, c0, cn);
+                    Tensor z = logits(hc, w, temperature);
+                    double[] part = new double[AbiIndices.LMHEAD_SUMS];
+                    Kernels.lmheadChunk(Backend.CPU, p, rowAdvantages.length, off, n, c0, cn, vocab,
+                            TensorViews.view("logits", z, ScalarType.Float, cn * vocab, Backend.CPU), ys, olds, adv, refs, ms,
+                            TensorViews.view("logp", lp.narrow(0, c0, cn), ScalarType.Float, cn, Backend.CPU),
+                            TensorViews.view("entropy", ent.narrow(0, c0, cn), ScalarType.Float, cn, Backend.CPU),
+                            MemorySegment.ofArray(part), null);
+                    for (int k = 0; k < sums.length; k++) sums[k] += part[k];
+                    // z now holds dL/dz; the logits were (h·Wᵀ)/T: dL/d(h·Wᵀ) = dz/T in fp32, then in the
+                    // weight's dtype for dL/dh as autograd of the materialised path rounds it
+                    if (invT != 1.0) z.mul_(alpha);
+                    if (wantH) dh.narrow(0, c0, cn).copy_(torch.mm(z.to(w.scalar_type().intern()), w));
+                    if (wantW) dw.addmm_(z.t(), hc.scalar_type().intern() == ScalarType.Float ? hc : hc.to(ScalarType.Float));
+                }
+            }
+            if (wantW && !intoGrad) {
+                if (weight.grad().defined()) weight.grad().add_(dw);
+                else weight.mutable_grad().put(dw.to(w.scalar_type().intern()));
+            }
+        }
+        if (wantH) {
+            hidden.backward(dh, new BoolOptional(false), false, new TensorArrayRefOptional());
+        }
+        return new Update(lp, ent, sums);
+    }
+
+    /**
+     * The kernel checks the targets too, but chunk by chunk: checked here first, a bad one fails before
+     * any chunk has added to .grad. (A non-finite logit still fails at its chunk, after the earlier
+     * chunks' dL/dW went into .grad: the exception ends the update.)
+     */
+    private static void checkTargets(MemorySegment ys, MemorySegment ms, long[] offsets, long n, long vocab) {
+        long first = offsets[0], last = offsets[offsets.length - 1];
+        for (long t = Math.max(0, first); t < Math.min(n, last); t++) {
+            if (ms != null && !ms.equals(MemorySegment.NULL) && ms.get(java.lang.foreign.ValueLayout.JAVA_BYTE, t) == 0) continue;
+            long y = ys.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, t);
+            if (y < 0 || y >= vocab) {
+                throw new IllegalArgumentException("targets[" + t + "] = " + y + " (a valid token) is outside the vocabulary [0, "
+                        + vocab + ")");
+            }
+        }
+    }
+
+    /** h·Wᵀ in the weight's dtype, then float32 divided by the temperature: CausalLm.logits and TeacherForcing's order. */
+    private static Tensor logits(Tensor h, Tensor w, double temperature) {
+        Tensor y = torch.linear(h, w);
+        if (y.scalar_type().intern() != ScalarType.Float) y = y.to(ScalarType.Float);
+        if (temperature > 0 && temperature != 1.0) y = y.div(new Scalar(temperature));
+        return y.contiguous();
+    }
+
+    private static long checkShapes(Tensor hidden, Tensor weight, Tensor targets, int chunkTokens) {
+        if (chunkTokens < 1) throw new IllegalArgumentException("chunkTokens must be >= 1, got " + chunkTokens);
+        if (hidden.dim() != 2 || weight.dim() != 2 || hidden.size(1) != weight.size(1)) {
+            throw new IllegalArgumentException("hidden must be [N, H] and weight [V, H]");
+        }
+        if (!hidden.is_cpu() || !weight.is_cpu() || !targets.is_cpu()) {
+            throw new IllegalArgumentException("the fused LM head runs on CPU tensors only (no CUDA kernel yet)");
+        }
+        if (targets.dim() != 1 || targets.size(0) != hidden.size(0)) {
+            throw new IllegalArgumentException("targets must be [N] with N = " + hidden.size(0) + " rows of hidden");
+        }
+        return hidden.size(0);
+    }
+}

@@ -1,0 +1,245 @@
+// FusedLmHeadTest.java — the fused LM head (FusedLmHead) against the materialised path: LibTorch
+// autograd of the same formula (full [N, V] logits, log_softmax, gather, the entropy, the native
+// clipped loss's dL/dlogp fed back through logp, the entropy bonus) for every aggregation, three
+// clip settings and every KL estimator, at temperature 0.7 and 1, with chunks that do not divide N,
+// N < chunk and one token per chunk, a vocabulary that is not a multiple of 8, tokens outside every
+// row and masked tokens (whose targets are invalid: they must never be read). Log-probs, entropies,
+// loss sums, dL/dh and dL/dW within fp32 atol 1e-5 + rtol 1e-4; the sums of one chunk bit for bit
+// equal to ClippedLoss on the fused log-probs; errors name the bad token.
+package dev.drmas.algo;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.bindings.AbiIndices;
+import dev.drmas.bindings.DrmasException;
+import dev.drmas.model.Tensors;
+import dev.drmas.testing.TorchScope;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.bytedeco.pytorch.Scalar;
+import org.bytedeco.pytorch.ScalarTypeOptional;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+@ExtendWith(TorchScope.class)
+class FusedLmHeadTest {
+    static final int N = 23, H = 16, V = 37;
+    static final long[] OFFSETS = {1, 6, 6, 13, 21};  // token 0 and tokens 21, 22 belong to no row; row 1 is empty
+    static final float[] ROW_ADV = {1.3f, -0.7f, 0.4f, -2.1f};
+    static final int MASKED = 8;
+    static final double ATOL = 1e-5, RTOL = 1e-4;
+
+    static Stream<Arguments> cases() {
+        List<Arguments> out = new ArrayList<>();
+        double[][] clips = {{0.2, 0.2, 3.0}, {0.2, 0.28, 0.0}, {0.1, 0.3, 2.0}};
+        int i = 0;
+        for (LossAggregation agg : LossAggregation.values()) {
+            for (double[] clip : clips) {
+                for (KlEstimator kl : KlEstimator.values()) {
+                    LossConfig c = new LossConfig(clip[0], clip[1], clip[2], kl, kl == KlEstimator.NONE ? 0 : 0.1, agg);
+                    out.add(Arguments.of(agg + " clip " + clip[0] + "/" + clip[1] + " dual " + clip[2] + " kl " + kl, c,
+                            i++ % 2 == 0 ? 0.7 : 1.0));
+                }
+            }
+        }
+        return out.stream();
+    }
+
+    /** The inputs of one case: hidden and weight leaves, targets, old/ref log-probs near the policy's, the mask. */
+    record Inputs(Tensor hidden, Tensor weight, long[] targets, Tensor old, Tensor ref, boolean[] mask) {
+    }
+
+    static Inputs inputs(long seed, double temperature) {
+        torch.manual_seed(seed);
+        Tensor h = torch.randn(new long[] {N, H}).mul(new Scalar(1.5));
+        Tensor w = torch.randn(new long[] {V, H}).mul(new Scalar(0.7));
+        SplittableRandom rng = new SplittableRandom(seed);
+        long[] y = new long[N];
+        for (int t = 0; t < N; t++) y[t] = rng.nextInt(V);
+        Tensor lp = FusedLmHead.logProbs(h, w, Tensors.longs(y), temperature, false, 64).logprobs();
+        float[] shiftOld = new float[N], shiftRef = new float[N];
+        for (int t = 0; t < N; t++) {
+            shiftOld[t] = (float) (rng.nextDouble() * 0.6 - 0.3);  // some ratios outside the clip range
+            shiftRef[t] = (float) (rng.nextDouble() * 0.8 - 0.4);
+        }
+        boolean[] mask = new boolean[N];
+        java.util.Arrays.fill(mask, true);
+        mask[MASKED] = false;
+        return new Inputs(h, w, y, lp.add(Tensors.floats(shiftOld)), lp.add(Tensors.floats(shiftRef)),
+                mask);
+    }
+
+    static boolean valid(int t) {
+        return t >= OFFSETS[0] && t < OFFSETS[OFFSETS.length - 1] && t != MASKED;
+    }
+
+    static double normalizer(LossConfig c) {
+        long tokens = 0;
+        for (int t = 0; t < N; t++) tokens += valid(t) ? 1 : 0;
+        return c.aggregation().normalizer(tokens, ROW_ADV.length, 12.0);
+    }
+
+    static float[] tokenAdvantages() {
+        float[] a = new float[N];
+        for (int r = 0; r < ROW_ADV.length; r++) {
+            for (long t = OFFSETS[r]; t < OFFSETS[r + 1]; t++) a[(int) t] = ROW_ADV[r];
+        }
+        return a;
+    }
+
+    static Tensor maskTensor(boolean[] m) {
+        byte[] b = new byte[m.length];
+        for (int i = 0; i < m.length; i++) b[i] = (byte) (m[i] ? 1 : 0);
+        return torch.from_blob(new org.bytedeco.javacpp.BytePointer(b), new long[] {m.length},
+                new TensorOptions(ScalarType.Byte)).clone();
+    }
+
+    /** What a pass leaves: log-probs, entropies, loss sums (LMHEAD_SUMS), dL/dh, dL/dW. */
+    record Out(float[] logp, float[] entropy, double[] sums, float[] dh, float[] dw) {
+    }
+
+    /** The materialised path: autograd through [N, V] logits, ClippedLoss's dL/dlogp, the entropy bonus. */
+    static Out materialised(Inputs in, LossConfig c, double temperature, double entCoef) {
+        Tensor h = in.hidden().detach().clone().requires_grad_(true);
+        Tensor w = in.weight().detach().clone().requires_grad_(true);
+        Tensor logits = torch.linear(h, w);
+        if (temperature != 1.0) logits = logits.div(new Scalar(temperature));
+        Tensor logp = logits.log_softmax(1);
+        long[] y = in.targets().clone();
+        Tensor lp = logp.gather(1, Tensors.longs(y).unsqueeze(1)).squeeze(1);
+        Tensor ent = logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg();
+        ClippedLoss.TensorResult r = ClippedLoss.compute(c, normalizer(c), Tensors.longs(OFFSETS), lp.detach().contiguous(),
+                in.old(), Tensors.floats(tokenAdvantages()), c.usesReference() ? in.ref() : null, maskTensor(in.mask()));
+        float[] vm = new float[N];
+        for (int t = 0; t < N; t++) vm[t] = valid(t) ? 1 : 0;
+        Tensor surrogate = lp.mul(r.grad()).sum().sub(ent.mul(Tensors.floats(vm)).sum().mul(new Scalar(entCoef)));
+        surrogate.backward();
+        double[] sums = java.util.Arrays.copyOf(r.sums(), AbiIndices.LMHEAD_SUMS);
+        float[] e = Tensors.toFloats(ent.detach());
+        for (int t = 0; t < N; t++) if (valid(t)) sums[AbiIndices.LMHEAD_ENTROPY] += e[t];
+        return new Out(Tensors.toFloats(lp.detach()), e, sums, Tensors.toFloats(h.grad()),
+                Tensors.toFloats(w.grad()));
+    }
+
+    static Out fused(Inputs in, LossConfig c, double temperature, double entCoef, int chunk) {
+        Tensor h = in.hidden().detach().clone().requires_grad_(true);
+        Tensor w = in.weight().detach().clone().requires_grad_(true);
+        long[] y = in.targets().clone();
+        y[MASKED] = V + 5;  // never read: outside the vocabulary
+        y[0] = -1;          // outside every row
+        FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(y), temperature, c, normalizer(c), entCoef,
+                OFFSETS, in.old(), ROW_ADV, c.usesReference() ? in.ref() : null, maskTensor(in.mask()), chunk);
+        return new Out(Tensors.toFloats(u.logprobs()), Tensors.toFloats(u.entropy()), u.sums(),
+                Tensors.toFloats(h.grad()), Tensors.toFloats(w.grad()));
+    }
+
+    static void assertClose(String what, float[] want, float[] got) {
+        assertEquals(want.length, got.length, what);
+        for (int i = 0; i < want.length; i++) {
+            assertTrue(Math.abs(got[i] - want[i]) <= ATOL + RTOL * Math.abs(want[i]),
+                    what + "[" + i + "]: " + got[i] + ", want " + want[i]);
+        }
+    }
+
+    static void assertValidClose(String what, float[] want, float[] got) {
+        for (int t = 0; t < N; t++) {
+            if (valid(t)) {
+                assertTrue(Math.abs(got[t] - want[t]) <= ATOL + RTOL * Math.abs(want[t]), what + "[" + t + "]: " + got[t] + ", want " + want[t]);
+            } else {
+                assertEquals(0.0f, got[t], what + " of invalid token " + t);
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0} T {2}")
+    @MethodSource("cases")
+    void fusedEqualsTheMaterialisedPath(String name, LossConfig c, double temperature) {
+        Inputs in = inputs(name.hashCode(), temperature);
+        double entCoef = 0.01;
+        Out want = materialised(in, c, temperature, entCoef);
+        // the comparison means something: gradients are not ~0
+        double maxDh = 0;
+        for (float v : want.dh()) maxDh = Math.max(maxDh, Math.abs(v));
+        assertTrue(maxDh > 1e-3, "dL/dh is ~0: nothing compared");
+        for (int chunk : new int[] {5, 64, 1}) {  // 5 does not divide 23; 64 > N
+            Out got = fused(in, c, temperature, entCoef, chunk);
+            String at = name + ", chunk " + chunk + ": ";
+            assertValidClose(at + "logp", want.logp(), got.logp());
+            assertValidClose(at + "entropy", want.entropy(), got.entropy());
+            for (int k = 0; k < AbiIndices.LMHEAD_SUMS; k++) {
+                assertTrue(Math.abs(got.sums()[k] - want.sums()[k]) <= ATOL + RTOL * Math.abs(want.sums()[k]),
+                        at + "sums[" + k + "] " + got.sums()[k] + ", want " + want.sums()[k]);
+            }
+            assertClose(at + "dL/dh", want.dh(), got.dh());
+            assertClose(at + "dL/dW", want.dw(), got.dw());
+        }
+    }
+
+    @Test
+    void oneChunkGivesTheClippedLossKernelsSumsBitForBit() {
+        LossConfig c = LossConfig.defaults().withKl(KlEstimator.K3, 0.05).withAggregation(LossAggregation.SEQ_MEAN_TOKEN_MEAN);
+        Inputs in = inputs(3, 0.9);
+        Tensor h = in.hidden().detach(), w = in.weight().detach();
+        FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(in.targets()), 0.9, c, normalizer(c), 0.0,
+                OFFSETS, in.old(), ROW_ADV, in.ref(), maskTensor(in.mask()), 64);
+        ClippedLoss.Result r = ClippedLoss.compute(c, normalizer(c), OFFSETS, Tensors.toFloats(u.logprobs()),
+                Tensors.toFloats(in.old()), tokenAdvantages(), Tensors.toFloats(in.ref()), in.mask());
+        assertArrayEquals(r.sums(), java.util.Arrays.copyOf(u.sums(), AbiIndices.LOSS_SUMS));
+        // the forward-only pass gives the update's log-probs and entropies, bit for bit
+        FusedLmHead.Forward f = FusedLmHead.logProbs(h, w, Tensors.longs(in.targets()), 0.9, true, 5);
+        float[] flp = Tensors.toFloats(f.logprobs()), fent = Tensors.toFloats(f.entropy());
+        float[] ulp = Tensors.toFloats(u.logprobs()), uent = Tensors.toFloats(u.entropy());
+        for (int t = 0; t < N; t++) {
+            if (!valid(t)) continue;
+            assertEquals(flp[t], ulp[t], "logp " + t);
+            assertEquals(fent[t], uent[t], "entropy " + t);
+        }
+        // nothing required grad: no gradient appeared
+        assertFalse(w.grad().defined());
+    }
+
+    @Test
+    void weightGradientsAccumulateAndErrorsNameTheToken() {
+        Inputs in = inputs(9, 1.0);
+        LossConfig c = LossConfig.defaults();
+        Tensor w = in.weight().detach().clone().requires_grad_(true);
+        Tensor h = in.hidden().detach();
+        FusedLmHead.lossAndBackward(h, w, Tensors.longs(in.targets()), 1.0, c, normalizer(c), 0.0, OFFSETS, in.old(), ROW_ADV,
+                null, null, 7);
+        float[] once = Tensors.toFloats(w.grad());
+        FusedLmHead.lossAndBackward(h, w, Tensors.longs(in.targets()), 1.0, c, normalizer(c), 0.0, OFFSETS, in.old(), ROW_ADV,
+                null, null, 7);
+        float[] twice = Tensors.toFloats(w.grad());
+        for (int i = 0; i < once.length; i++) assertEquals(2 * once[i], twice[i], 1e-6 + 1e-6 * Math.abs(once[i]), "accumulated " + i);
+        long[] bad = in.targets().clone();
+        bad[14] = V;
+        float[] before = Tensors.toFloats(w.grad());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> FusedLmHead.lossAndBackward(h, w, Tensors.longs(bad), 1.0,
+                c, normalizer(c), 0.0, OFFSETS, in.old(), ROW_ADV, null, null, 5));
+        assertTrue(e.getMessage().contains("targets[14] = 37"), e.getMessage());
+        // the kernel's own check (offsets that the Java side does not read: row 2 ends past the tokens)
+        DrmasException k = assertThrows(DrmasException.class, () -> FusedLmHead.lossAndBackward(h, w.detach(), Tensors.longs(in.targets()),
+                1.0, c, normalizer(c), 0.0, new long[] {1, 6, 6, 13, 40}, in.old(), ROW_ADV, null, null, 5));
+        assertTrue(k.getMessage().contains("row_offsets[4] = 40 is past num_tokens = 23"), k.getMessage());
+        assertArrayEquals(before, Tensors.toFloats(w.grad()), "a failed call changed the gradient");
+        Tensor hn = in.hidden().detach().clone();
+        hn.narrow(0, 16, 1).fill_(new Scalar(Double.NaN));
+        IllegalArgumentException f = assertThrows(IllegalArgumentException.class, () -> FusedLmHead.logProbs(hn, w.detach(),
+                Tensors.longs(in.targets()), 1.0, false, 5));
+        // token 16 is row 1 of the chunk at 15
+        assertTrue(f.getMessage().contains("tokens [15, 20)") && f.getMessage().contains("token 1, vocabulary index 0"), f.getMessage());
+    }
+}
