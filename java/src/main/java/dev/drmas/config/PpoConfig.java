@@ -34,10 +34,15 @@ import dev.drmas.algo.SettingException;
  * @param entropyCoef     weight of the entropy bonus, &gt;= 0; default 0
  * @param referenceModel  keep a frozen copy of each model's initial weights and compute the KL to
  *                        it (logged, and in the loss when kl_coef &gt; 0); default false
+ * @param fusedLmHead     the fused LM head (dev.drmas.algo.FusedLmHead) in the update and the log-prob
+ *                        passes: log-probs, entropy and the loss a chunk of response tokens at a time,
+ *                        so that no [tokens, vocab] logits tensor exists; the same loss and gradients
+ *                        up to rounding; CPU models only for now. Default false (today's materialised
+ *                        path, the reference) until it is measured faster
  */
 public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, int maxTokensPerMicroBatch, boolean shuffle, double clipLow,
                         double clipHigh, Double dualClip, LossAggregation lossAgg, double klCoef, KlEstimator klType,
-                        double entropyCoef, boolean referenceModel) {
+                        double entropyCoef, boolean referenceModel, boolean fusedLmHead) {
     public PpoConfig {
         Check.positive(epochs, "epochs");
         Check.positive(miniBatchSize, "mini_batch_size");
@@ -62,7 +67,7 @@ public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, int m
 
     public static PpoConfig defaults() {
         return new PpoConfig(1, 64, 16, 0, true, 0.2, 0.2, 3.0, LossAggregation.TOKEN_MEAN, 0.0, KlEstimator.K3, 0.0,
-                false);
+                false, false);
     }
 
     /** The loss settings: the KL estimator only when there is a reference model. */

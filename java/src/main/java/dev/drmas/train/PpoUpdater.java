@@ -12,6 +12,7 @@
 package dev.drmas.train;
 
 import dev.drmas.algo.ClippedLoss;
+import dev.drmas.algo.FusedLmHead;
 import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.bindings.AbiIndices;
@@ -56,10 +57,21 @@ public final class PpoUpdater {
      *                          taken in order while the padded batch the forward runs, rows × the
      *                          longest prompt + response among them, stays within it (a longer row
      *                          goes alone); as microBatchRows, it changes only memory and summation order
+     * @param fusedLmHead       the LM head, log-probs, entropy and loss a chunk of tokens at a time
+     *                          ({@link FusedLmHead}: no [N, V] logits) in the update and the log-prob
+     *                          passes, instead of TeacherForcing's materialised logits; the same loss
+     *                          and gradients up to rounding. CPU models only (no CUDA kernel yet)
      */
     public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                            double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent,
-                           boolean shuffle, int maxTokensPerMicroBatch) {
+                           boolean shuffle, int maxTokensPerMicroBatch, boolean fusedLmHead) {
+        public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
+                        double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent, boolean shuffle,
+                        int maxTokensPerMicroBatch) {
+            this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer,
+                    gradNormPerAgent, shuffle, maxTokensPerMicroBatch, false);
+        }
+
         public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                         double gradClip, LossConfig loss, double constantNormalizer) {
             this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer, false);
@@ -187,6 +199,10 @@ public final class PpoUpdater {
         this.name = name;
         if (settings.loss().usesReference() && reference == null) {
             throw new IllegalArgumentException("a KL term (" + settings.loss().kl() + ") needs a reference model");
+        }
+        if (settings.fusedLmHead() && !model.device().is_cpu()) {
+            throw new IllegalArgumentException("ppo.fused_lm_head runs on the CPU only for now (no CUDA kernel yet), but "
+                    + name + " is on " + model.device().str().getString());
         }
     }
 
@@ -369,6 +385,10 @@ public final class PpoUpdater {
             prompts.add(r.promptIds());
             responses.add(r.responseIds());
         }
+        if (s.fusedLmHead()) {
+            fusedMicroBatch(mb, idx, prompts, responses, old, ref, normalizer, miniBatchTokens, acc, host);
+            return;
+        }
         try (PointerScope scope = new PointerScope()) {
             TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), true);
             long[] off = tf.offsets();
@@ -404,6 +424,37 @@ public final class PpoUpdater {
     }
 
     /**
+     * {@link #microBatch} through the fused LM head: the model's forward up to the response positions'
+     * hidden states, then FusedLmHead's chunks (loss, dL/dW into the head's .grad, hidden.backward),
+     * then the checkpointed layers' part. The loss backend of the package-private constructor is not
+     * used on this path (the kernel computes the loss itself).
+     */
+    private void fusedMicroBatch(List<Row> mb, List<Integer> idx, List<int[]> prompts, List<int[]> responses, RowLogProbs old,
+                                 RowLogProbs ref, double normalizer, long miniBatchTokens, Tensor acc, double[] host) {
+        try (PointerScope scope = new PointerScope()) {
+            TeacherForcing.Hidden hd = TeacherForcing.responseHidden(model, prompts, responses);
+            long[] off = hd.offsets();
+            int n = (int) off[mb.size()];
+            if (n == 0) return;
+            long[] at = new long[n];
+            float[] adv = new float[mb.size()];
+            for (int r = 0; r < mb.size(); r++) {
+                long first = old.start()[idx.get(r)];
+                for (int t = (int) off[r]; t < (int) off[r + 1]; t++) at[t] = first + t - off[r];
+                adv[r] = mb.get(r).advantage();
+            }
+            Tensor where = Tensors.longs(at).to(model.device(), ScalarType.Long);
+            FusedLmHead.Update u = FusedLmHead.lossAndBackward(hd.hidden(), model.lmHeadWeight(), hd.targets(), s.temperature(),
+                    s.loss(), normalizer, s.entropyCoef() / miniBatchTokens, off, old.values().index_select(0, where), adv,
+                    ref == null ? null : ref.values().index_select(0, where), null,
+                    FusedLmHead.defaultChunkTokens(model.config().vocabSize()));
+            hd.pending().finishBackward();  // the checkpointed layers' part (nothing without checkpointing)
+            for (int k = 0; k < host.length; k++) host[k] += u.sums()[k];
+            acc.narrow(0, AbiIndices.LOSS_SUMS, 1).add_(new Scalar(u.sums()[AbiIndices.LMHEAD_ENTROPY]));
+        }
+    }
+
+    /**
      * Every row's response log-probs under one model, back to back on its device (row i from
      * {@code start[i]}): computed once per update, gathered per micro-batch on the device.
      */
@@ -428,7 +479,13 @@ public final class PpoUpdater {
                 }
                 // inference mode, not just no-grad: nothing of this pass is differentiated
                 try (PointerScope scope = new PointerScope(); InferenceMode inference = new InferenceMode()) {
-                    parts.add(Scopes.retain(TeacherForcing.logProbs(m, p, a, s.temperature(), false).logprobs()));
+                    if (s.fusedLmHead()) {
+                        TeacherForcing.Hidden hd = TeacherForcing.responseHidden(m, p, a);
+                        parts.add(Scopes.retain(FusedLmHead.logProbs(hd.hidden(), m.lmHeadWeight(), hd.targets(), s.temperature(), false,
+                                FusedLmHead.defaultChunkTokens(m.config().vocabSize())).logprobs()));
+                    } else {
+                        parts.add(Scopes.retain(TeacherForcing.logProbs(m, p, a, s.temperature(), false).logprobs()));
+                    }
                 }
             }
             try (PointerScope scope = new PointerScope()) {

@@ -61,7 +61,7 @@ class ConfigErrorsTest {
         assertEquals("run.yaml:1: ppo.clip_low: expected a number, got a list", fails("ppo: {clip_low: [0.1]}\n"));
         assertEquals("run.yaml:1: run.seed: expected an integer, got null", fails("run: {seed: null}\n"));
         assertEquals("run.yaml:1: ppo: expected a section of keys (epochs, mini_batch_size, micro_batch_size, max_tokens_per_micro_batch,"
-                + " shuffle, clip_low, clip_high, dual_clip, loss_agg, kl_coef, kl_type, entropy_coef, reference_model), got 3 (a number)",
+                + " shuffle, clip_low, clip_high, dual_clip, loss_agg, kl_coef, kl_type, entropy_coef, reference_model, fused_lm_head), got 3 (a number)",
                 fails("ppo: 3\n"));
         assertEquals("run.yaml:1: models.policy.optim.betas: expected a list, got 0.9 (a number)",
                 fails("models: {policy: {optim: {betas: 0.9}}}\n"));

@@ -169,7 +169,7 @@ class RunConfigTest {
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
                 c.normConfig());
         assertEquals(new PpoConfig(2, 32, 8, 0, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
-                KlEstimator.K3, 0.01, true), c.ppo());
+                KlEstimator.K3, 0.01, true, false), c.ppo());
         assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),
                 c.lossConfig(), "dual_clip null is the loss's 0 (off)");
         assertEquals(new TrainerConfig(40, 5, false, 20, 2, true), c.trainer());
@@ -301,7 +301,7 @@ class RunConfigTest {
     @Test
     void recordsBuiltInCodeAreCheckedToo() {
         ConfigException e = assertThrows(ConfigException.class, () -> new PpoConfig(1, 8, 16, 0, true, 0.2, 0.2, 3.0,
-                LossAggregation.TOKEN_MEAN, 0, KlEstimator.K3, 0, false));
+                LossAggregation.TOKEN_MEAN, 0, KlEstimator.K3, 0, false, false));
         assertEquals("micro_batch_size: must be <= mini_batch_size (8), got 16", e.getMessage());
         assertNotEquals(RunConfig.defaults(), RunConfig.defaults().withOverrides(List.of("run.seed=2")));
     }
