@@ -271,8 +271,7 @@ int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vo
             DRMAS_REQUIRE(targets, DRMAS_ERR_NULL, "%s: targets is NULL", fn);
             DRMAS_REQUIRE(logp, DRMAS_ERR_NULL, "%s: logp is NULL", fn);
         }
-        if (device == DRMAS_DEVICE_CUDA)
-            return fail(DRMAS_ERR_UNSUPPORTED, "%s: the CUDA backend has no fused LM head yet (use DRMAS_DEVICE_CPU)", fn);
+        if (device == DRMAS_DEVICE_CUDA) return lmhead_logprobs_cuda(num_tokens, vocab, logits, targets, logp, entropy, stream);
         return lmhead_logprobs_cpu(num_tokens, vocab, logits, targets, logp, entropy);
     });
 }
@@ -307,7 +306,8 @@ int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, i
         DRMAS_REQUIRE(sums, DRMAS_ERR_NULL, "%s: sums is NULL (it needs %d doubles)", fn, DRMAS_LMHEAD_SUMS);
         if (c.kl_type == DRMAS_KL_NONE) ref_logp = nullptr;
         if (device == DRMAS_DEVICE_CUDA)
-            return fail(DRMAS_ERR_UNSUPPORTED, "%s: the CUDA backend has no fused LM head yet (use DRMAS_DEVICE_CPU)", fn);
+            return lmhead_chunk_cuda(c, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens, vocab, logits, targets,
+                                     old_logp, advantages, ref_logp, mask, logp, entropy, sums, stream);
         return lmhead_chunk_cpu(c, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens, vocab, logits, targets, old_logp,
                                 advantages, ref_logp, mask, logp, entropy, sums);
     });

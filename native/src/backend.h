@@ -65,6 +65,13 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
                           int64_t num_tokens, const float* logp, const float* old_logp,
                           const float* advantages, const float* ref_logp, const uint8_t* mask,
                           float* grad, double* sums, void* stream);
+int32_t lmhead_logprobs_cuda(int64_t num_tokens, int64_t vocab, const float* logits, const int64_t* targets,
+                             float* logp, float* entropy, void* stream);
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
+                          int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, float* logits,
+                          const int64_t* targets, const float* old_logp, const float* advantages,
+                          const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums,
+                          void* stream);
 int32_t cuda_malloc(size_t bytes, void** ptr);
 int32_t cuda_free(void* ptr);
 int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind);

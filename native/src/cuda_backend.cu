@@ -24,6 +24,7 @@
 #include "advantage.cuh"
 #include "broadcast_rows.cuh"
 #include "clipped_loss.cuh"
+#include "lmhead.cuh"
 
 namespace drmas {
 namespace {
@@ -622,6 +623,128 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     }
     DRMAS_LAUNCH(clipped_loss_reduce_kernel, 1, kBlockSize, 0, stream)(num_rows, partials, sums);
     DRMAS_CUDA_LAUNCHED("clipped_loss_reduce_kernel");
+    DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. fused LM head
+
+namespace {
+
+// Softmax statistics of the chunk's valid tokens into scratch (lse, entropy, logp), then the
+// first bad target or non-finite logit reported as the CPU backend words it (one synchronisation).
+int32_t lmhead_stats(const char* fn, int64_t n, int64_t V, const float* logits, const int64_t* targets, LmHeadValid valid,
+                     float* lse, float* ent, float* lp, ull* slots, bool chunk, cudaStream_t stream) {
+    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(slots, 0xFF, 2 * sizeof(ull), stream));
+    if (n > 0) {
+        DRMAS_LAUNCH(lmhead_stats_kernel, grid_for_rows(n), kBlockSize, 0, stream)(n, V, logits, targets, valid, lse, ent, lp, slots);
+        DRMAS_CUDA_LAUNCHED("lmhead_stats_kernel");
+    }
+    ull host[2];
+    DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(host, slots, 2, stream));
+    if (host[0] != kNoError) {
+        const int64_t t = valid.c0 + (int64_t)host[0];
+        int64_t y = 0;
+        DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&y, targets + t, 1, stream));
+        if (chunk)
+            return fail(DRMAS_ERR_RANGE, "%s: targets[%lld] = %lld (a valid token of the chunk) is outside the vocabulary [0, %lld)",
+                        fn, (long long)t, (long long)y, (long long)V);
+        return fail(DRMAS_ERR_RANGE, "%s: targets[%lld] = %lld is outside the vocabulary [0, %lld)", fn, (long long)t,
+                    (long long)y, (long long)V);
+    }
+    if (host[1] != kNoError) {
+        const int64_t bt = (int64_t)(host[1] / (ull)V), bv = (int64_t)(host[1] % (ull)V);
+        float x = 0;
+        DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&x, logits + host[1], 1, stream));
+        return fail(DRMAS_ERR_NONFINITE, "%s: logits[%lld][%lld] (token %lld, vocabulary index %lld) is %s", fn, (long long)bt,
+                    (long long)bv, (long long)(valid.c0 + bt), (long long)bv, finite_name(x));
+    }
+    return DRMAS_OK;
+}
+
+}  // namespace
+
+int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const float* logits, const int64_t* targets, float* logp, float* entropy,
+                             void* stream_ptr) {
+    const char* fn = "drmas_lmhead_logprobs_f32";
+    const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+    (void)cudaGetLastError();
+    DeviceGuard guard;
+    DRMAS_CHECK_POINTER("logits", logits, n > 0);
+    DRMAS_CHECK_POINTER("targets", targets, n > 0);
+    DRMAS_CHECK_POINTER("logp", logp, n > 0);
+    DRMAS_CHECK_POINTER("entropy", entropy, n > 0);
+    DRMAS_ENTER_DEVICE();
+    Scratch scratch(stream);
+    const size_t lse_at = scratch.reserve<float>(n), ent_at = scratch.reserve<float>(n), lp_at = scratch.reserve<float>(n);
+    const size_t slots_at = scratch.reserve<ull>(2);
+    DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
+    float *lse = scratch.at<float>(lse_at), *ent = scratch.at<float>(ent_at), *lp = scratch.at<float>(lp_at);
+    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, LmHeadValid{0, 0, n, nullptr}, lse, ent, lp,
+                                  scratch.at<ull>(slots_at), false, stream))
+        return st;
+    if (n > 0) {
+        DRMAS_CUDA_TRY("cudaMemcpyAsync", cudaMemcpyAsync(logp, lp, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+        if (entropy)
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", cudaMemcpyAsync(entropy, ent, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    }
+    DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
+    return DRMAS_OK;
+}
+
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets, int64_t num_tokens,
+                          int64_t c0, int64_t n, int64_t V, float* logits, const int64_t* targets, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp_out,
+                          float* ent_out, double* sums, void* stream_ptr) {
+    const char* fn = "drmas_lmhead_chunk_f32";
+    const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
+    (void)cudaGetLastError();
+    DeviceGuard guard;
+    DRMAS_CHECK_POINTER("row_offsets", row_offsets, true);
+    DRMAS_CHECK_POINTER("logits", logits, n > 0);
+    DRMAS_CHECK_POINTER("targets", targets, num_tokens > 0);
+    DRMAS_CHECK_POINTER("old_logp", old_logp, num_tokens > 0);
+    DRMAS_CHECK_POINTER("advantages", advantages, num_rows > 0);
+    DRMAS_CHECK_POINTER("ref_logp", ref_logp, num_tokens > 0);
+    DRMAS_CHECK_POINTER("mask", mask, num_tokens > 0);
+    DRMAS_CHECK_POINTER("logp", logp_out, n > 0);
+    DRMAS_CHECK_POINTER("entropy", ent_out, n > 0);
+    DRMAS_CHECK_POINTER("sums", sums, true);
+    DRMAS_ENTER_DEVICE();
+    int64_t first = 0, last = 0;
+    if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last)) return st;
+    Scratch scratch(stream);
+    const size_t lse_at = scratch.reserve<float>(n), ent_at = scratch.reserve<float>(n), lp_at = scratch.reserve<float>(n);
+    const size_t g_at = scratch.reserve<float>(n), slots_at = scratch.reserve<ull>(2);
+    const size_t partials_at = scratch.reserve<double>((int64_t)DRMAS_LOSS_SUMS * num_rows);
+    DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
+    float *lse = scratch.at<float>(lse_at), *ent = scratch.at<float>(ent_at), *lp = scratch.at<float>(lp_at);
+    float* g = scratch.at<float>(g_at);
+    double* partials = num_rows > 0 ? scratch.at<double>(partials_at) : nullptr;
+    const LmHeadValid valid{c0, first, last, mask};
+    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, valid, lse, ent, lp, scratch.at<ull>(slots_at), true, stream)) return st;
+    // valid from here on
+    const drmas_loss_config lc{c.clip_low, c.clip_high, c.dual_clip, c.kl_coef, c.normalizer, c.kl_type, c.per_row_mean};
+    if (n > 0) DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(g, 0, (size_t)n * sizeof(float), stream));
+    if (num_rows > 0) {
+        DRMAS_LAUNCH(lmhead_loss_kernel, grid_for_rows(num_rows), kBlockSize, 0, stream)(
+            lc, num_rows, row_offsets, c0, c0 + n, lp, old_logp, advantages, ref_logp, mask, g, partials);
+        DRMAS_CUDA_LAUNCHED("lmhead_loss_kernel");
+    }
+    DRMAS_LAUNCH(clipped_loss_reduce_kernel, 1, kBlockSize, 0, stream)(num_rows, partials, sums);
+    DRMAS_CUDA_LAUNCHED("clipped_loss_reduce_kernel");
+    DRMAS_LAUNCH(lmhead_entropy_sum_kernel, 1, kBlockSize, 0, stream)(n, ent, sums);
+    DRMAS_CUDA_LAUNCHED("lmhead_entropy_sum_kernel");
+    if (n > 0) {
+        DRMAS_LAUNCH(lmhead_grad_kernel, grid_for_rows(n), kBlockSize, 0, stream)(n, V, logits, targets, valid, lse, ent, g,
+                                                                                   (float)c.entropy_coef);
+        DRMAS_CUDA_LAUNCHED("lmhead_grad_kernel");
+        if (logp_out)
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", cudaMemcpyAsync(logp_out, lp, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+        if (ent_out)
+            DRMAS_CUDA_TRY("cudaMemcpyAsync", cudaMemcpyAsync(ent_out, ent, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
+    }
     DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
     return DRMAS_OK;
 }

@@ -1151,6 +1151,134 @@ static void test_grid_stride(std::mt19937_64& rng) {
                           norm_config(mode, DRMAS_POOL_TRAJECTORIES, 0, 1, 1), big, d);
 }
 
+
+// ---- fused LM head: CUDA against the CPU ----------------------------------------------
+// Rows that do not start at token 0 nor end at the last one, an empty row, a masked token with an
+// invalid target, a vocabulary of one block's width and one of several, chunks that do not divide
+// the tokens: log-probs, entropies, dL/dz and the sums agree with the CPU's to rounding (expf
+// differs); one chunk of all tokens gives the CUDA clipped-loss kernel's sums bit for bit on the
+// CUDA log-probs; the errors are the CPU's, with untouched outputs.
+static void test_lmhead(std::mt19937_64& rng) {
+    const int64_t T = 23;
+    const std::vector<int64_t> off = {1, 6, 6, 13, 21};
+    const std::vector<float> adv_row = {1.3f, -0.7f, 0.4f, -2.1f};
+    for (int64_t V : {37, 700}) {
+        std::normal_distribution<float> nd(0.0f, 2.0f);
+        std::uniform_int_distribution<int64_t> yd(0, V - 1);
+        std::vector<float> z((size_t)(T * V)), old((size_t)T), ref((size_t)T), adv_tok((size_t)T, 0.0f);
+        for (int64_t i = 0; i < T * V; ++i) z[(size_t)i] = nd(rng) + 6.0f * (float)(i % V) / (float)V;
+        std::vector<int64_t> y((size_t)T);
+        for (auto& v : y) v = yd(rng);
+        std::vector<uint8_t> mask((size_t)T, 1);
+        mask[8] = 0;
+        std::vector<float> lp_cpu((size_t)T);
+        drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, T, V, z.data(), y.data(), lp_cpu.data(), nullptr, nullptr);
+        std::normal_distribution<float> dd(0.0f, 0.3f);
+        for (int64_t t = 0; t < T; ++t) {
+            old[(size_t)t] = lp_cpu[(size_t)t] + dd(rng);
+            ref[(size_t)t] = lp_cpu[(size_t)t] + dd(rng);
+        }
+        for (int r = 0; r < 4; ++r)
+            for (int64_t t = off[(size_t)r]; t < off[(size_t)r + 1]; ++t) adv_tok[(size_t)t] = adv_row[(size_t)r];
+        y[8] = V + 3;  // masked: never read
+        y[0] = -1;     // outside every row
+        DeviceArray<float> dz_all(z), dold(old), dref(ref), dadv(adv_row), dadv_tok(adv_tok);
+        DeviceArray<int64_t> doff(off), dy(y);
+        DeviceArray<uint8_t> dmask(mask);
+        // forward only (all targets in range)
+        std::vector<int64_t> y_ok(y);
+        for (auto& v : y_ok) v = std::min<int64_t>(std::max<int64_t>(v, 0), V - 1);
+        DeviceArray<int64_t> dy_ok(y_ok);
+        std::vector<float> lpc((size_t)T), entc((size_t)T);
+        check(drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, T, V, z.data(), y_ok.data(), lpc.data(), entc.data(), nullptr) == 0, "cpu logprobs");
+        DeviceArray<float> dlp((size_t)T), dent((size_t)T);
+        const int32_t st0 = drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CUDA, T, V, dz_all.get(), dy_ok.get(), dlp.get(), dent.get(), nullptr);
+        check(st0 == 0, "cuda lmhead_logprobs V %lld: %d %s", (long long)V, st0, drmas_last_error());
+        if (sync_ok("lmhead_logprobs")) {
+            compare(format("lmhead_logprobs V %lld logp", (long long)V), dlp.download(), lpc, 1e-5, 1e-5);
+            compare(format("lmhead_logprobs V %lld entropy", (long long)V), dent.download(), entc, 1e-5, 1e-5);
+        }
+        for (int kl = DRMAS_KL_NONE; kl <= DRMAS_KL_K3; kl += 3)
+            for (int prm = 0; prm <= 1; ++prm) {
+                const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.05, 7.0, 0.01, kl, prm};
+                for (int64_t cs : {(int64_t)7, T}) {
+                    std::vector<float> zc(z), lpo((size_t)T), ento((size_t)T);
+                    DeviceArray<float> dzc(z), dlpo((size_t)T), dento((size_t)T);
+                    std::vector<double> tot_c(DRMAS_LMHEAD_SUMS, 0.0), tot_g(DRMAS_LMHEAD_SUMS, 0.0);
+                    for (int64_t c0 = 0; c0 < T; c0 += cs) {
+                        const int64_t n = std::min(cs, T - c0);
+                        double sc[DRMAS_LMHEAD_SUMS];
+                        check(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, off.data(), T, c0, n, V, &zc[(size_t)(c0 * V)], y.data(),
+                                                     old.data(), adv_row.data(), ref.data(), mask.data(), &lpo[(size_t)c0], &ento[(size_t)c0],
+                                                     sc, nullptr) == 0, "cpu chunk: %s", drmas_last_error());
+                        DeviceArray<double> dsums(DRMAS_LMHEAD_SUMS);
+                        const int32_t st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CUDA, &hc, 4, doff.get(), T, c0, n, V, dzc.get() + c0 * V, dy.get(),
+                                                                  dold.get(), dadv.get(), dref.get(), dmask.get(), dlpo.get() + c0, dento.get() + c0,
+                                                                  dsums.get(), nullptr);
+                        check(st == 0, "cuda lmhead_chunk: %d %s", st, drmas_last_error());
+                        const std::vector<double> sg = dsums.download();
+                        for (int k = 0; k < DRMAS_LMHEAD_SUMS; ++k) {
+                            tot_c[(size_t)k] += sc[k];
+                            tot_g[(size_t)k] += sg[(size_t)k];
+                        }
+                    }
+                    if (!sync_ok("lmhead_chunk")) continue;
+                    const std::string what = format("lmhead_chunk V %lld kl %d per_row_mean %d chunk %lld", (long long)V, kl, prm, (long long)cs);
+                    compare(what + " logp", dlpo.download(), lpo, 1e-5, 1e-5);
+                    compare(what + " entropy", dento.download(), ento, 1e-5, 1e-5);
+                    compare(what + " dL/dz", dzc.download(), zc, 1e-6, 1e-4);
+                    compare(what + " sums", tot_g, tot_c, 1e-6, 1e-5);
+                    if (cs == T) {
+                        // the CUDA clipped-loss kernel on the CUDA log-probs: the same sums, bit for bit
+                        const drmas_loss_config lc{0.2, 0.28, 3.0, 0.05, 7.0, kl, prm};
+                        DeviceArray<float> dg((size_t)T);
+                        DeviceArray<double> ds(DRMAS_LOSS_SUMS);
+                        check(drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &lc, 4, doff.get(), T, dlpo.get(), dold.get(), dadv_tok.get(), dref.get(),
+                                                     dmask.get(), dg.get(), ds.get(), nullptr) == 0, "cuda clipped_loss: %s", drmas_last_error());
+                        if (sync_ok("clipped_loss")) {
+                            const std::vector<double> a = ds.download();
+                            bool same = true;
+                            for (int k = 0; k < DRMAS_LOSS_SUMS; ++k) same &= a[(size_t)k] == tot_g[(size_t)k];
+                            check(same, "%s: sums differ from the CUDA clipped-loss kernel's (loss %.17g vs %.17g)", what.c_str(), tot_g[0], a[0]);
+                        }
+                    }
+                }
+            }
+        // errors: the CPU's status and message; nothing written
+        const drmas_lmhead_config hc{0.2, 0.2, 3.0, 0.0, 1.0, 0.0, DRMAS_KL_NONE, 0};
+        for (int which = 0; which < 2; ++which) {
+            std::vector<int64_t> yb(y);
+            std::vector<float> zb(z);
+            if (which == 0) yb[14] = V;
+            else zb[(size_t)(17 * V + 5)] = nan_f();
+            DeviceArray<int64_t> dyb(yb);
+            DeviceArray<float> dzb(zb), dlpb((size_t)T);
+            const std::vector<float> lp_before((size_t)T, 0.0f);
+            dlpb.upload(lp_before);
+            DeviceArray<double> dsb(DRMAS_LMHEAD_SUMS);
+            const std::vector<double> sums_before(DRMAS_LMHEAD_SUMS, 7.0);
+            dsb.upload(sums_before);
+            std::vector<float> zc(zb), lpb((size_t)T);
+            double sc[DRMAS_LMHEAD_SUMS];
+            const int32_t cst = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, off.data(), T, 0, T, V, zc.data(), yb.data(), old.data(),
+                                                       adv_row.data(), nullptr, mask.data(), lpb.data(), nullptr, sc, nullptr);
+            const std::string cmsg = drmas_last_error();
+            const int32_t gst = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CUDA, &hc, 4, doff.get(), T, 0, T, V, dzb.get(), dyb.get(), dold.get(),
+                                                       dadv.get(), nullptr, dmask.get(), dlpb.get(), nullptr, dsb.get(), nullptr);
+            const std::string gmsg = drmas_last_error();
+            const bool untouched = dzb.download() == zb && dlpb.download() == lp_before && dsb.download() == sums_before;
+            expect_error(format("lmhead_chunk V %lld %s", (long long)V, which == 0 ? "bad target" : "NaN logit"),
+                         which == 0 ? DRMAS_ERR_RANGE : DRMAS_ERR_NONFINITE, cst, cmsg, gst, gmsg, untouched || which == 1);
+            if (which == 1) {
+                // a NaN logit compares unequal to itself: check the bits
+                const std::vector<float> after = dzb.download();
+                check(memcmp(after.data(), zb.data(), zb.size() * sizeof(float)) == 0 && dlpb.download() == lp_before &&
+                          dsb.download() == sums_before, "lmhead_chunk NaN logit: CUDA wrote to an output before failing");
+            }
+        }
+    }
+}
+
 int main() {
     const char* scale = getenv("DRMAS_TEST_SCALE");
     g_small = scale != nullptr && strcmp(scale, "small") == 0;
@@ -1182,6 +1310,7 @@ int main() {
     timed("errors", test_errors);
     timed("devices", test_devices);
     timed("async_loss", test_async_loss);
+    timed("lmhead", test_lmhead);
     timed("grid_stride", test_grid_stride);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

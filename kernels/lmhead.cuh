@@ -1,0 +1,183 @@
+// lmhead.cuh — the fused LM head (drmas_lmhead_logprobs_f32, drmas_lmhead_chunk_f32) on CUDA, the
+// twin of lmhead_logprobs_cpu / lmhead_chunk_cpu. One block per token of the chunk computes its
+// softmax statistics over the vocabulary (block max, then fp64 sums of e^{z - max} and
+// e^{z - max}(z - max) in a fixed order); one block per row computes the clipped loss of its tokens
+// inside the chunk (clipped_loss_kernel's arithmetic, with the row clamped to the chunk and the
+// per-row-mean count over the whole row); one block per token writes dL/dz over its logits.
+// defines: LmHeadValid, lmhead_stats_kernel, lmhead_loss_kernel, lmhead_grad_kernel,
+//          lmhead_entropy_sum_kernel
+#pragma once
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "drmas_common.cuh"
+#include "drmas_math.h"
+
+namespace drmas {
+
+// Token c0 + i of the chunk is valid when a row owns it ([first, last): rows are back to back) and
+// its mask (may be NULL) is not 0.
+struct LmHeadValid {
+    int64_t c0, first, last;
+    const uint8_t* mask;
+};
+
+__device__ __forceinline__ bool lmhead_valid(const LmHeadValid& v, int64_t i) {
+    const int64_t t = v.c0 + i;
+    return t >= v.first && t < v.last && (v.mask == nullptr || v.mask[t] != 0);
+}
+
+// Per valid token i: lse[i], entropy[i], logp[i] (0 for invalid tokens). slots[0]: the first token
+// whose target is outside [0, V); slots[1]: the first flat index i·V + v of a non-finite logit.
+__global__ void __launch_bounds__(kBlockSize)
+lmhead_stats_kernel(int64_t n, int64_t V, const float* __restrict__ logits, const int64_t* __restrict__ targets,
+                    LmHeadValid valid, float* __restrict__ lse, float* __restrict__ entropy, float* __restrict__ logp,
+                    unsigned long long* __restrict__ slots) {
+    __shared__ float smax[kWarpsPerBlock];
+    __shared__ double ssum[2 * kWarpsPerBlock];
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {  // block-uniform
+        if (!lmhead_valid(valid, i)) {
+            if (threadIdx.x == 0) lse[i] = entropy[i] = logp[i] = 0.0f;
+            continue;
+        }
+        const int64_t y = targets[valid.c0 + i];
+        if (threadIdx.x == 0 && (y < 0 || y >= V)) atomicMin(&slots[0], (unsigned long long)i);
+        const float* z = logits + i * V;
+        float m = -INFINITY;
+        int64_t bad = -1;
+        for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+            const float x = z[v];
+            if (!(fabsf(x) <= FLT_MAX)) {
+                if (bad < 0) bad = v;
+            } else {
+                m = fmaxf(m, x);
+            }
+        }
+        if (bad >= 0) atomicMin(&slots[1], (unsigned long long)(i * V + bad));
+        for (int offset = 16; offset > 0; offset >>= 1) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+        if (lane_id() == 0) smax[threadIdx.x >> 5] = m;
+        __syncthreads();
+        float mx = smax[0];
+        for (int w = 1; w < kWarpsPerBlock; ++w) mx = fmaxf(mx, smax[w]);
+        double acc[2] = {0.0, 0.0};  // sum e^{z - max}, sum e^{z - max} (z - max)
+        for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+            const float d = __fadd_rn(z[v], -mx);
+            const float e = expf(d);
+            acc[0] += (double)e;
+            acc[1] += (double)__fmul_rn(e, d);
+        }
+        block_sum(acc, ssum);  // synchronises: smax may be rewritten by the next token
+        if (threadIdx.x == 0) {
+            const double ls = log(acc[0]);
+            const float l = (float)((double)mx + ls);
+            lse[i] = l;
+            entropy[i] = (float)(ls - acc[1] / acc[0]);
+            logp[i] = (y >= 0 && y < V) ? __fadd_rn(z[y], -l) : 0.0f;
+        }
+    }
+}
+
+// The clipped loss of the rows' tokens inside the chunk [c0, c1): clipped_loss_kernel's arithmetic
+// (kept in step with it: the emulation test compares the sums of one chunk of all tokens with
+// drmas_clipped_loss_f32's bit for bit), logp and grad indexed from c0, one advantage per row.
+__global__ void __launch_bounds__(kBlockSize)
+lmhead_loss_kernel(drmas_loss_config cfg, int64_t num_rows, const int64_t* __restrict__ row_offsets, int64_t c0, int64_t c1,
+                   const float* __restrict__ logp, const float* __restrict__ old_logp, const float* __restrict__ advantages,
+                   const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask, float* __restrict__ grad,
+                   double* __restrict__ partials) {
+    enum { kLoss, kPg, kKl, kTokens, kClipped, kLower, kPpoKl, kRowSums };
+    __shared__ double smem[kRowSums * kWarpsPerBlock];
+    const bool has_ref = ref_logp != nullptr;
+    const bool per_row_mean = cfg.per_row_mean != 0;
+    const double inv_norm = 1.0 / cfg.normalizer;
+    const float coef = (float)cfg.kl_coef;
+    for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
+        const int64_t row_begin = row_offsets[r], row_end = row_offsets[r + 1];
+        const int64_t begin = row_begin > c0 ? row_begin : c0;
+        const int64_t end = row_end < c1 ? row_end : c1;
+        double weight = inv_norm;
+        if (per_row_mean) {
+            double valid[1] = {0.0};
+            if (mask == nullptr) {
+                valid[0] = threadIdx.x == 0 ? (double)(row_end - row_begin) : 0.0;
+            } else {
+                for (int64_t t = row_begin + threadIdx.x; t < row_end; t += blockDim.x) valid[0] += mask[t] != 0 ? 1.0 : 0.0;
+            }
+            block_sum(valid, smem);
+            if (threadIdx.x == 0) smem[0] = valid[0];
+            __syncthreads();
+            const double n_r = smem[0];
+            __syncthreads();
+            weight = n_r > 0.0 ? inv_norm / n_r : 0.0;
+        }
+        const float weight_f = (float)weight;
+        const float adv = advantages[r];
+        double acc[kRowSums];
+#pragma unroll
+        for (int k = 0; k < kRowSums; ++k) acc[k] = 0.0;
+        for (int64_t t = begin + threadIdx.x; t < end; t += blockDim.x) {
+            float g = 0.0f;
+            if (mask == nullptr || mask[t] != 0) {
+                const TokenLoss tl = token_loss(cfg, logp[t - c0], old_logp[t], adv, has_ref, has_ref ? ref_logp[t] : 0.0f);
+                g = __fmul_rn(weight_f, __fadd_rn(tl.dpg, __fmul_rn(coef, tl.dkl)));
+                acc[kLoss] += (double)tl.pg + (double)coef * (double)tl.kl;
+                acc[kPg] += (double)tl.pg;
+                acc[kKl] += (double)tl.kl;
+                acc[kTokens] += 1.0;
+                acc[kClipped] += (double)tl.clipped;
+                acc[kLower] += (double)tl.clipped_lower;
+                acc[kPpoKl] += (double)tl.neg_kl;
+            }
+            grad[t - c0] = g;
+        }
+        block_sum(acc, smem);
+        if (threadIdx.x == 0) {
+            double* p = partials + r;
+            p[DRMAS_LOSS_LOSS * num_rows] = weight * acc[kLoss];
+            p[DRMAS_LOSS_PG_LOSS * num_rows] = weight * acc[kPg];
+            p[DRMAS_LOSS_KL_LOSS * num_rows] = weight * acc[kKl];
+            p[DRMAS_LOSS_TOKENS * num_rows] = acc[kTokens];
+            p[DRMAS_LOSS_CLIPPED * num_rows] = acc[kClipped];
+            p[DRMAS_LOSS_CLIPPED_LOWER * num_rows] = acc[kLower];
+            p[DRMAS_LOSS_PPO_KL * num_rows] = acc[kPpoKl];
+            p[DRMAS_LOSS_KL * num_rows] = acc[kKl];
+        }
+    }
+}
+
+// dL/dz over the chunk's logits, in place: g (1[v = y] - p) + ew p (log p + H) for valid tokens (the
+// CPU's order of operations, without contraction), 0 for the others.
+__global__ void __launch_bounds__(kBlockSize)
+lmhead_grad_kernel(int64_t n, int64_t V, float* __restrict__ logits, const int64_t* __restrict__ targets, LmHeadValid valid,
+                   const float* __restrict__ lse, const float* __restrict__ entropy, const float* __restrict__ grad, float ew) {
+    for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+        float* z = logits + i * V;
+        if (!lmhead_valid(valid, i)) {
+            for (int64_t v = threadIdx.x; v < V; v += blockDim.x) z[v] = 0.0f;
+            continue;
+        }
+        const int64_t y = targets[valid.c0 + i];
+        const float l = lse[i], h = entropy[i], g = grad[i];
+        for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
+            const float lpv = __fadd_rn(z[v], -l);
+            const float p = expf(lpv);
+            float d = __fadd_rn(__fmul_rn(-g, p), __fmul_rn(__fmul_rn(ew, p), __fadd_rn(lpv, h)));
+            if (v == y) d = __fadd_rn(d, g);
+            z[v] = d;
+        }
+    }
+}
+
+// sums[DRMAS_LMHEAD_ENTROPY] = the entropies of the chunk (0 for invalid tokens), in a fixed order. One block.
+__global__ void __launch_bounds__(kBlockSize)
+lmhead_entropy_sum_kernel(int64_t n, const float* __restrict__ entropy, double* __restrict__ sums) {
+    __shared__ double smem[kWarpsPerBlock];
+    double acc[1] = {0.0};
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) acc[0] += (double)entropy[i];
+    block_sum(acc, smem);
+    if (threadIdx.x == 0) sums[DRMAS_LMHEAD_ENTROPY] = acc[0];
+}
+
+}  // namespace drmas
