@@ -115,7 +115,7 @@ class FusedLmHeadTest {
     static Out materialised(Inputs in, LossConfig c, double temperature, double entCoef) {
         Tensor h = in.hidden().detach().clone().requires_grad_(true);
         Tensor w = in.weight().detach().clone().requires_grad_(true);
-        Tensor logits = torch.linear(h, w);
+        Tensor logits = torch.linear(h, w).to(ScalarType.Float);  // CausalLm.logits: the product in the weights' dtype, then fp32
         if (temperature != 1.0) logits = logits.div(new Scalar(temperature));
         Tensor logp = logits.log_softmax(1);
         long[] y = in.targets().clone();
@@ -130,8 +130,8 @@ class FusedLmHeadTest {
         double[] sums = java.util.Arrays.copyOf(r.sums(), AbiIndices.LMHEAD_SUMS);
         float[] e = Tensors.toFloats(ent.detach());
         for (int t = 0; t < N; t++) if (valid(t)) sums[AbiIndices.LMHEAD_ENTROPY] += e[t];
-        return new Out(Tensors.toFloats(lp.detach()), e, sums, Tensors.toFloats(h.grad()),
-                Tensors.toFloats(w.grad()));
+        return new Out(Tensors.toFloats(lp.detach()), e, sums, Tensors.toFloats(h.grad().to(ScalarType.Float)),
+                Tensors.toFloats(w.grad().to(ScalarType.Float)));
     }
 
     static Out fused(Inputs in, LossConfig c, double temperature, double entCoef, int chunk) {
@@ -143,7 +143,7 @@ class FusedLmHeadTest {
         FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(y), temperature, c, normalizer(c), entCoef,
                 OFFSETS, in.old(), ROW_ADV, c.usesReference() ? in.ref() : null, maskTensor(in.mask()), chunk);
         return new Out(Tensors.toFloats(u.logprobs()), Tensors.toFloats(u.entropy()), u.sums(),
-                Tensors.toFloats(h.grad()), Tensors.toFloats(w.grad()));
+                Tensors.toFloats(h.grad().to(ScalarType.Float)), Tensors.toFloats(w.grad().to(ScalarType.Float)));
     }
 
     static void assertClose(String what, float[] want, float[] got) {
@@ -185,6 +185,40 @@ class FusedLmHeadTest {
             }
             assertClose(at + "dL/dh", want.dh(), got.dh());
             assertClose(at + "dL/dW", want.dw(), got.dw());
+        }
+    }
+
+    /**
+     * bf16 hidden states and weight (mixed precision's forward): the products run in bf16 on both
+     * paths, so they agree to bf16's precision, not fp32's: |got − want| ≤ 2e-2 (|want| + max|want|/10).
+     */
+    @Test
+    void bf16InputsAgreeWithTheMaterialisedPathToBf16Precision() {
+        LossConfig c = LossConfig.defaults().withKl(KlEstimator.K1, 0.1);
+        Inputs in = inputs(21, 0.8);
+        Inputs b = new Inputs(in.hidden().to(ScalarType.BFloat16), in.weight().to(ScalarType.BFloat16), in.targets(), in.old(), in.ref(),
+                in.mask());
+        Out want = materialised(b, c, 0.8, 0.01), got = fused(b, c, 0.8, 0.01, 5);
+        for (String what : new String[] {"logp", "entropy", "dh", "dw"}) {
+            float[] w = switch (what) {
+                case "logp" -> want.logp();
+                case "entropy" -> want.entropy();
+                case "dh" -> want.dh();
+                default -> want.dw();
+            };
+            float[] g = switch (what) {
+                case "logp" -> got.logp();
+                case "entropy" -> got.entropy();
+                case "dh" -> got.dh();
+                default -> got.dw();
+            };
+            double max = 0;
+            for (float v : w) max = Math.max(max, Math.abs(v));
+            assertTrue(max > 1e-4, what + " is ~0");
+            for (int i = 0; i < w.length; i++) {
+                if ((what.equals("logp") || what.equals("entropy")) && !valid(i)) continue;
+                assertTrue(Math.abs(g[i] - w[i]) <= 2e-2 * (Math.abs(w[i]) + max / 10), "bf16 " + what + "[" + i + "]: " + g[i] + ", want " + w[i]);
+            }
         }
     }
 
