@@ -1,7 +1,8 @@
 // GoldenMetricsTest.java — the behaviour lock of the redesign: `drmas sft` then `drmas train` on the
 // shipped math and search configs (tiny sizes: 5 steps, short warm start, a small eval before and
 // after) must log the same metrics.jsonl, bit for bit, as the code that recorded the golden files
-// in src/test/resources/golden/ (keys time/* and perf/* and wall_time aside: they are clocks).
+// in src/test/resources/golden/ (keys time/*, perf/* and wall_time aside: they are clocks; and
+// memory/*, the process's resident memory, which the allocator decides).
 // Floating-point results of LibTorch and OpenBLAS depend on the CPU's vector units, so the files
 // name the CPU features they were recorded on; on a CPU with other features the test is skipped,
 // saying so. Re-record (after a deliberate change of behaviour) with
@@ -97,7 +98,8 @@ class GoldenMetricsTest {
             JsonNode n = JSON.readTree(line);
             ObjectNode kept = JSON.createObjectNode();
             for (String key : new TreeSet<>(iterable(n.fieldNames()))) {
-                if (key.equals("wall_time") || key.startsWith("time/") || key.startsWith("perf/")) continue;
+                if (key.equals("wall_time") || key.startsWith("time/") || key.startsWith("perf/")
+                        || key.startsWith("memory/")) continue;
                 kept.set(key, n.get(key));
             }
             out.add(JSON.writeValueAsString(kept));
