@@ -20,8 +20,10 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine.Spec;
 
 @Command(name = "plan", mixinStandardHelpOptions = true,
         description = {"Print the memory a training run needs per GPU: per model the weights, master weights, optimiser state, "
@@ -31,6 +33,9 @@ import picocli.CommandLine.Parameters;
 final class PlanCommand implements Callable<Integer> {
     /** The exit status of a plan that does not fit. */
     static final int DOES_NOT_FIT = 2;
+
+    @Spec
+    CommandSpec spec;
 
     @Parameters(index = "0", paramLabel = "CONFIG", description = "run configuration (YAML)")
     Path config;
@@ -53,7 +58,9 @@ final class PlanCommand implements Callable<Integer> {
         if (gpus < 1) throw new UserError("--gpus must be at least 1, got " + gpus);
         if (!(gpuMemoryGib > 0) || Double.isInfinite(gpuMemoryGib)) throw new UserError("--gpu-memory must be a number of GiB > 0, got " + gpuMemoryGib);
         MemoryPlan plan = MemoryPlan.of(cfg, shapes(cfg), new MemoryPlan.Machine(gpus, (long) (gpuMemoryGib * (1L << 30))));
-        System.out.print(render(plan, config.toString()));
+        var out = spec.commandLine().getOut();
+        out.print(render(plan, config.toString()));
+        out.flush();
         return plan.fits() ? 0 : DOES_NOT_FIT;
     }
 
@@ -127,13 +134,14 @@ final class PlanCommand implements Callable<Integer> {
                 dt, master, s.activationCheckpointing() ? "on" : "off"));
         MemoryPlan.Resident r = mp.resident();
         boolean mixed = s.mixedPrecision();
-        line(o, "weights (" + dt + ")", r.weights());
-        line(o, "master weights" + (mixed ? " (float32" + w + ")" : " (the weights themselves)"), mixed ? r.masterWeights() : 0);
-        line(o, "optimiser moments (2 x " + master + w + ")", r.moments());
-        line(o, "gradients (" + dt + " .grad)", r.gradients());
-        line(o, "gradient accumulator" + (mixed ? " (float32" + w + ")" : " (the .grad itself)"), r.gradAccumulator());
-        line(o, "reference model" + (r.reference() > 0 ? " (" + dt + ")" : " (ppo.reference_model off)"), r.reference());
-        line(o, "resident", r.total());
+        o.append("  resident in every phase, per GPU\n");
+        line(o, "  weights (" + dt + ")", r.weights());
+        line(o, "  master weights" + (mixed ? " (float32" + w + ")" : " (the weights themselves)"), mixed ? r.masterWeights() : 0);
+        line(o, "  optimiser moments (2 x " + master + w + ")", r.moments());
+        line(o, "  gradients (" + dt + " .grad)", r.gradients());
+        line(o, "  gradient accumulator" + (mixed ? " (float32" + w + ")" : " (the .grad itself)"), r.gradAccumulator());
+        line(o, "  reference model" + (r.reference() > 0 ? " (" + dt + ")" : " (ppo.reference_model off)"), r.reference());
+        line(o, "  total", r.total());
         MemoryPlan.Generation g = mp.generation();
         o.append(String.format(Locale.ROOT, "  generation: batches of %d rows x (%d prompt + %d new) tokens%n", g.rows(), g.promptTokens(),
                 g.capacity() - g.promptTokens()));
@@ -142,7 +150,7 @@ final class PlanCommand implements Callable<Integer> {
         line(o, "  last-position logits and sampling", g.logits());
         line(o, "  generation transient", g.added());
         MemoryPlan.MicroBatch mb = mp.logProbBatch();
-        o.append(String.format(Locale.ROOT, "  log-prob and update micro-batch: %d tokens (rows of <= %d), %d response tokens%n",
+        o.append(String.format(Locale.ROOT, "  log-prob and update: micro-batches of %d tokens (rows of <= %d), %d response tokens%n",
                 mb.tokens(), mb.rowTokens(), mb.responseTokens()));
         line(o, "  log-prob pass peak (" + mp.logProbPasses() + (mp.logProbPasses() == 1 ? " pass: old log-probs)" : " passes: old and reference)"),
                 mp.logProbPeak());
@@ -151,14 +159,14 @@ final class PlanCommand implements Callable<Integer> {
         line(o, "  activations, checkpointing", u.activationsCheckpointed());
         line(o, "  logits, materialised: " + u.logitsTensors() + " x [N, V] float32 of " + MemoryPlan.gib(u.logitsBytes()),
                 u.logitsTensors() * u.logitsBytes());
-        o.append(String.format(Locale.ROOT, "    %-58s %12s%n", "logits, fused", "not available yet (the fused LM-head issue)"));
+        o.append(String.format(Locale.ROOT, "      %-56s %12s%n", "logits, fused", "not available yet (the fused LM-head issue)"));
         line(o, "  update micro-batch peak, no checkpointing" + (u.checkpointing() ? "" : "  <- configured"), u.peak());
         line(o, "  update micro-batch peak, checkpointing" + (u.checkpointing() ? "  <- configured" : ""), u.peakCheckpointed());
         line(o, "  optimiser step (norm in float64" + (shard ? ", all-gather of the weights)" : ")"), u.stepTransient());
     }
 
     private static void line(StringBuilder o, String what, long bytes) {
-        o.append(String.format(Locale.ROOT, "    %-58s %12s%n", what, bytes == 0 ? "-" : MemoryPlan.gib(bytes)));
+        o.append(String.format(Locale.ROOT, "    %-60s %12s%n", what, bytes == 0 ? "-" : MemoryPlan.gib(bytes)));
     }
 
     private static String bound(int v) {

@@ -496,7 +496,8 @@ public final class MemoryPlan {
                 return out;
             }
             changes.add("rollout.max_batch_tokens=" + rows * row);
-            out.add("rollout.max_batch_tokens: " + rows * row + " (at most " + rows + " rows of " + row + " tokens per generation batch)");
+            out.add("rollout.max_batch_tokens: " + rows * row + " (at most " + rows + (rows == 1 ? " row" : " rows") + " of " + row
+                    + " tokens per generation batch)");
             p = with(changes);
         }
         if (p.phases.get(2).peak() > usable) {
@@ -516,10 +517,13 @@ public final class MemoryPlan {
             long hi = p.models.stream().mapToLong(m -> m.update().mb().tokens()).max().orElse(row);
             long tokens = ok.test(row) ? largest(ok, row, Math.max(row, hi)) : 0;
             if (tokens == 0) {
-                ModelPlan m = p.models.get(0);
-                out.add("one row of " + row + " tokens does not fit the log-prob and update passes (the LM head alone makes [N, V] float32"
-                        + " tensors of " + gib((long) rc.maxNewTokens() * m.shape().vocabSize() * 4L) + " for one row's response;"
-                        + " the fused LM head is not available yet): lower rollout.max_new_tokens");
+                MemoryPlan one = with(changes, "ppo.max_tokens_per_micro_batch=" + row);
+                Phase worse = one.phases.get(1).peak() > one.phases.get(2).peak() ? one.phases.get(1) : one.phases.get(2);
+                ModelPlan m = one.models.get(0);
+                out.add("one row of " + row + " tokens does not fit: its " + worse.name() + " pass peaks at " + gib(worse.peak())
+                        + " (its LM head alone makes [N, V] float32 tensors of " + gib(m.update().logitsBytes())
+                        + "; the fused LM head is not available yet): lower rollout.max_prompt_tokens or rollout.max_new_tokens,"
+                        + " or use more GPUs");
                 return out;
             }
             changes.add("ppo.max_tokens_per_micro_batch=" + tokens);
