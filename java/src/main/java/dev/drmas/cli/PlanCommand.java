@@ -136,10 +136,12 @@ final class PlanCommand implements Callable<Integer> {
         boolean mixed = s.mixedPrecision();
         o.append("  resident in every phase, per GPU\n");
         line(o, "  weights (" + dt + ")", r.weights());
-        line(o, "  master weights" + (mixed ? " (float32" + w + ")" : " (the weights themselves)"), mixed ? r.masterWeights() : 0);
-        line(o, "  optimiser moments (2 x " + master + w + ")", r.moments());
+        boolean masters = mixed || shard;  // a sharded optimiser keeps fp32 masters of its chunk whatever the dtype
+        line(o, "  master weights" + (masters ? " (float32" + w + ")" : " (the weights themselves)"), masters ? r.masterWeights() : 0);
+        line(o, "  optimiser moments (2 x " + (shard ? "float32" : master) + w + ")", r.moments());
         line(o, "  gradients (" + dt + " .grad)", r.gradients());
-        line(o, "  gradient accumulator" + (mixed ? " (float32" + w + ")" : " (the .grad itself)"), r.gradAccumulator());
+        line(o, "  gradient accumulator" + (shard ? " (float32" + w + ")" : mixed ? " (float32)" : " (the .grad itself)"),
+                r.gradAccumulator());
         line(o, "  reference model" + (r.reference() > 0 ? " (" + dt + ")" : " (ppo.reference_model off)"), r.reference());
         line(o, "  total", r.total());
         MemoryPlan.Generation g = mp.generation();

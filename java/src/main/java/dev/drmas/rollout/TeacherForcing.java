@@ -46,6 +46,15 @@ public final class TeacherForcing {
      */
     public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
                                   boolean withEntropy) {
+        return logProbs(model, prompts, responses, temperature, withEntropy, withEntropy);
+    }
+
+    /**
+     * As above; {@code entropyGrad} false computes the entropy without autograd (a metric only:
+     * its graph would hold two [N, V] tensors through the whole backward pass).
+     */
+    public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
+                                  boolean withEntropy, boolean entropyGrad) {
         final int b = prompts.size();
         if (responses.size() != b) {
             throw new IllegalArgumentException(b + " prompts but " + responses.size() + " responses");
@@ -94,7 +103,11 @@ public final class TeacherForcing {
             if (temperature > 0 && temperature != 1.0) logits = logits.div(new Scalar(temperature));
             Tensor logp = logits.log_softmax(1);
             lp = Scopes.retain(logp.gather(1, Tensors.longs(target).to(dev, ScalarType.Long).unsqueeze(1)).squeeze(1));
-            if (withEntropy) ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
+            if (withEntropy) {
+                try (org.bytedeco.pytorch.NoGradGuard ng = entropyGrad ? null : new org.bytedeco.pytorch.NoGradGuard()) {
+                    ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
+                }
+            }
         }
         return new Result(Scopes.adopt(lp), ent == null ? null : Scopes.adopt(ent), offsets, pending.adopt());
     }

@@ -30,12 +30,12 @@ public final class MemoryPlan {
 
     /**
      * Whether a forward without checkpointing holds every tensor its layers make until it returns.
-     * It does today: CausalLm.hidden runs all layers inside one PointerScope, and the scope's Java
-     * handles keep each intermediate alive, saved for the backward pass or not (in inference too).
-     * If each layer ran in a scope of its own (keeping its output), only what autograd saves would
-     * outlive a layer and this would be false. MemoryPlanCheckTest tells which is true.
+     * It did while CausalLm.hidden ran all layers inside one PointerScope (the scope's Java handles
+     * kept each intermediate alive, saved for the backward pass or not, in inference too); each
+     * layer now runs in a scope of its own keeping only its output, so only what autograd saves
+     * outlives a layer. MemoryPlanCheckTest tells whether this matches the code.
      */
-    static final boolean FORWARD_HOLDS_EVERY_LAYER = true;
+    static final boolean FORWARD_HOLDS_EVERY_LAYER = false;
 
     /** Data-parallel ranks (one GPU each) and the memory of one GPU. */
     public record Machine(int gpus, long bytesPerGpu) {
@@ -194,11 +194,17 @@ public final class MemoryPlan {
         boolean shard = cfg.distributed().shardOptimizer() && w > 1;
         boolean mixed = spec.mixedPrecision();
         int masterB = bytes(spec.masterDtype());
-        // With a reduced dtype and fp32 master: bf16 weights and .grad (whole on every rank), fp32
-        // master, moments and gradient accumulator (1/W each when sharded). With dtype float32 the
-        // weights are the master and .grad is the only gradient.
-        Resident res = new Resident(params * b, mixed ? shard(params * 4, w, shard) : 0, 2 * shard(params * masterB, w, shard),
-                params * b, mixed ? shard(params * 4, w, shard) : 0, cfg.ppo().referenceModel() ? params * b : 0);
+        // As train/ModelOptimizer keeps them. Unsharded, reduced dtype with fp32 master: the model's
+        // weights and .grad in the dtype, fp32 masters, two fp32 moments and an fp32 gradient
+        // accumulator; dtype float32: the weights are the masters and .grad the only gradient.
+        // Sharded (ZeRO-2, any dtype): fp32 masters, moments and gradient of this rank's chunk
+        // (1/W; gradients are reduced after every micro-batch in small buckets), the model's weights
+        // and .grad whole.
+        Resident res = shard
+                ? new Resident(params * b, ceilDiv(params * 4, w), 2 * ceilDiv(params * 4, w), params * b, ceilDiv(params, w) * 4,
+                        cfg.ppo().referenceModel() ? params * b : 0)
+                : new Resident(params * b, mixed ? params * 4 : 0, 2 * params * masterB, params * b, mixed ? params * 4 : 0,
+                        cfg.ppo().referenceModel() ? params * b : 0);
 
         var rc = cfg.rollout();
         var pc = cfg.ppo();
@@ -221,7 +227,9 @@ public final class MemoryPlan {
         boolean entropy = pc.entropyCoef() > 0;
         long peak = trainingPeak(c, b, mb, div, entropy, false);
         long peakCk = trainingPeak(c, b, mb, div, entropy, true);
-        long stepTransient = largest * 16 + (shard ? params * b : 0);
+        // AdamW's temporaries of its largest tensor (sharded: the one flat chunk, and the bucket
+        // the updated masters are all-gathered through)
+        long stepTransient = shard ? ceilDiv(params, w) * 16 + (long) (cfg.distributed().bucketMb() * (1 << 20)) : largest * 16;
         long nv = mb.responseTokens() * c.vocabSize() * 4L;
         Update up = new Update(mb, forwardEnd(c, b, mb, false), forwardEnd(c, b, mb, true), nv, 4 + (div ? 1 : 0), peak, peakCk,
                 stepTransient, spec.activationCheckpointing());
@@ -387,11 +395,12 @@ public final class MemoryPlan {
      *       response positions [N, h] and the LM head's [N, V] float32 tensors: the logits, their
      *       division by the temperature (when it is not 1), log_softmax, exp and exp·logp for the
      *       entropy (all in one scope);</li>
-     *   <li>the backward pass at the head: the saved log_softmax and exp, the gather's gradient
-     *       and log_softmax's (plus two more of the entropy's when ppo.entropy_coef &gt; 0);</li>
+     *   <li>the backward pass at the head: the saved log_softmax, the gather's gradient and
+     *       log_softmax's, and when ppo.entropy_coef &gt; 0 the entropy's graph (its saved exp)
+     *       and its two gradients; with the coefficient 0 the entropy is computed without
+     *       autograd and holds nothing;</li>
      *   <li>the backward pass in the last layer: the gradient of its output and three [tokens,
-     *       I] gradients of the MLP, while the entropy's graph (not run when its coefficient is 0)
-     *       still holds its two [N, V] tensors.</li>
+     *       I] gradients of the MLP.</li>
      * </ol>
      */
     static long trainingPeak(ModelConfig c, int b, MicroBatch mb, boolean div, boolean entropy, boolean checkpointing) {
@@ -405,15 +414,15 @@ public final class MemoryPlan {
             long backOfLayer = n * b * (h + Math.max(3L * c.intermediateSize(), (long) c.numHeads() * c.headDim()
                     + 2L * c.numKvHeads() * c.headDim() + h));
             backLayer = saved + n * b * h + n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created()) + masks(n, t) + n * lay.created()
-                    + convertedMask(n, t, b) + backOfLayer + (entropy ? 0 : 2 * nv);
+                    + convertedMask(n, t, b) + backOfLayer;
         } else {
             saved = n * (rope(c, b).saved() + embedding(c, b).saved() + layers * lay.saved() + finalNorm(c, b).saved())
                     + layers * convertedMask(n, t, b);
-            backLayer = saved + picked + (entropy ? 0 : 2 * nv) + n * b * (h + 3L * c.intermediateSize());
+            backLayer = saved + picked + n * b * (h + 3L * c.intermediateSize());
         }
         long fwd = forwardEnd(c, b, mb, checkpointing);
         long head = saved + hiddenOut + picked + nv * (4 + (div ? 1 : 0));
-        long backHead = saved + picked + nv * (2 + (entropy ? 4 : 2));
+        long backHead = saved + picked + nv * (entropy ? 6 : 3);
         return Math.max(Math.max(fwd, head), Math.max(backHead, backLayer));
     }
 

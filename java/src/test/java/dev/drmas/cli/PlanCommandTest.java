@@ -50,7 +50,7 @@ class PlanCommandTest {
         List<String> advice = adviceOverrides(r.out());
         assertTrue(advice.contains("distributed.shard_optimizer=true"), r.out());
         assertTrue(advice.contains("models.policy.activation_checkpointing=true"), r.out());
-        assertTrue(advice.stream().anyMatch(a -> a.startsWith("rollout.max_batch_tokens=")), r.out());
+        // (no rollout bound: once the optimiser is sharded, 32 rows of a turn decode within the GPU)
         assertTrue(advice.stream().anyMatch(a -> a.startsWith("ppo.max_tokens_per_micro_batch=")), r.out());
         assertTrue(r.out().contains("with all of these it fits"), r.out());
         List<String> fixed = new ArrayList<>(base);

@@ -52,7 +52,7 @@ class MemoryPlanTest {
     @Test
     void residentBytesInBfloat16WithFp32MasterShardedOverFourRanks() {
         MemoryPlan.ModelPlan m = plan(4, "models.policy.dtype=bfloat16", "distributed.shard_optimizer=true").models().get(0);
-        // bf16 weights and .grad whole (8272 each); fp32 master and accumulator 16544 / 4; moments 2 · 16544 / 4
+        // bf16 weights and .grad whole (8272 each); fp32 master and gradient 16544 / 4 (chunks of 1034); moments 2 · 16544 / 4
         assertEquals(new MemoryPlan.Resident(8272, 4136, 8272, 8272, 4136, 0), m.resident());
         // not sharded: everything whole
         MemoryPlan.ModelPlan whole = plan(4, "models.policy.dtype=bfloat16").models().get(0);
@@ -90,9 +90,10 @@ class MemoryPlanTest {
     @Test
     void aTrainingForwardAtItsEnd() {
         // 4 rows of 16 tokens (n = 64): inputs 41 + rope 84 bytes per token (d = 4: 4 + 8 + 48 + 8 + 16); masks
-        // 2·64·16 + 2·16² + 64 + 16·16 = 2880 and the negation 64·16; the embedding 32, two layers 2·1036 and the
-        // final norm 100 bytes per token; each layer's float32 mask 64·16·4
-        long expected = 64 * (41 + 84) + 2880 + 1024 + 64 * (32 + 2 * 1036 + 100) + 2 * 64 * 16 * 4;
+        // 2·64·16 + 2·16² + 64 + 16·16 = 2880 and the negation 64·16; the embedding 32, two layers' saved tensors
+        // 2·668 plus the last layer's unsaved ones (1036 − 668: each layer runs in its own scope) and the final
+        // norm 100 bytes per token; each layer's float32 mask 64·16·4
+        long expected = 64 * (41 + 84) + 2880 + 1024 + 64 * (32 + 2 * 668 + (1036 - 668) + 100) + 2 * 64 * 16 * 4;
         assertEquals(expected, MemoryPlan.forwardEnd(shape(), 4, MemoryPlan.microBatch(4, 0, 10, 6), false));
     }
 
