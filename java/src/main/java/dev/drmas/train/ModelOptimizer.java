@@ -220,37 +220,50 @@ public final class ModelOptimizer implements AutoCloseable {
      */
     private void reduceIntoChunk() {
         List<Tensor> ps = paramList();
-        int n = ps.size();
+        forEachBucket((from, to, start, end) -> {
+            Tensor[] parts = new Tensor[to - from];
+            for (int i = from; i < to; i++) {
+                Tensor g = ps.get(i).grad();
+                parts[i - from] = g.defined() ? g.detach().reshape(-1).to(ScalarType.Float) : zerosF32(shard.numel()[i], ps.get(i));
+            }
+            Tensor bucket = torch.cat(new org.bytedeco.pytorch.TensorVector(parts), 0);
+            shard.dist().sumTensors(List.of(bucket), "the gradients of a micro-batch (parameters " + from + ".." + (to - 1) + ")");
+            long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
+            if (a < b) shard.gradChunk().narrow(0, a - shard.lo(), b - a).add_(bucket.narrow(0, a - start, b - a));
+            for (int i = from; i < to; i++) {
+                Tensor g = ps.get(i).grad();
+                if (g.defined()) g.detach_().zero_();
+            }
+        });
+    }
+
+    /** One bucket: parameters [from, to), covering [start, end) of the flat vector. */
+    private interface Bucket {
+        void on(int from, int to, long start, long end);
+    }
+
+    /**
+     * Walks the parameters in buckets of consecutive ones, about bucketBytes of fp32 each (at least
+     * one parameter), inside one PointerScope without autograd: the same cut for the gradients'
+     * reduction and the weights' spreading, so every rank's collectives pair up.
+     */
+    private void forEachBucket(Bucket f) {
+        int n = shard.numel().length;
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (int from = 0; from < n; ) {
-                int to = bucketEnd(from);
-                long start = shard.offset()[from], end = shard.offset()[to - 1] + shard.numel()[to - 1];
-                Tensor[] parts = new Tensor[to - from];
-                for (int i = from; i < to; i++) {
-                    Tensor g = ps.get(i).grad();
-                    parts[i - from] = g.defined() ? g.detach().reshape(-1).to(ScalarType.Float)
-                            : torch.zeros(new long[] {shard.numel()[i]}, new org.bytedeco.pytorch.TensorOptions(ScalarType.Float)
-                                    .device(new org.bytedeco.pytorch.DeviceOptional(ps.get(i).device())));
-                }
-                Tensor bucket = torch.cat(new org.bytedeco.pytorch.TensorVector(parts), 0);
-                shard.dist().sumTensors(List.of(bucket), "the gradients of a micro-batch (parameters " + from + ".." + (to - 1) + ")");
-                long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
-                if (a < b) shard.gradChunk().narrow(0, a - shard.lo(), b - a).add_(bucket.narrow(0, a - start, b - a));
-                for (int i = from; i < to; i++) {
-                    Tensor g = ps.get(i).grad();
-                    if (g.defined()) g.detach_().zero_();
-                }
+                int to = from;
+                long bytes = 0;
+                while (to < n && (to == from || bytes + shard.numel()[to] * 4 <= shard.bucketBytes())) bytes += shard.numel()[to++] * 4;
+                f.on(from, to, shard.offset()[from], shard.offset()[to - 1] + shard.numel()[to - 1]);
                 from = to;
             }
         }
     }
 
-    /** The end (exclusive) of the bucket of consecutive parameters from {@code from}: about bucketBytes of fp32, at least one parameter. */
-    private int bucketEnd(int from) {
-        int to = from, n = shard.numel().length;
-        long bytes = 0;
-        while (to < n && (to == from || bytes + shard.numel()[to] * 4 <= shard.bucketBytes())) bytes += shard.numel()[to++] * 4;
-        return to;
+    /** float32 zeros [n] on {@code like}'s device. */
+    private static Tensor zerosF32(long n, Tensor like) {
+        return torch.zeros(new long[] {n}, new org.bytedeco.pytorch.TensorOptions(ScalarType.Float)
+                .device(new org.bytedeco.pytorch.DeviceOptional(like.device())));
     }
 
     /** Sums the gradients over the ranks (the fp32 accumulators in mixed precision; sharded: done per micro-batch). */
@@ -315,26 +328,19 @@ public final class ModelOptimizer implements AutoCloseable {
     /** Copies the masters into the model's weights (rounded to their dtype); sharded, all-gathered first. */
     private void publish() {
         if (shard != null) {
-            // bucket by bucket (consecutive parameters, distributed.bucket_mb of fp32): each rank
-            // writes the part of its chunk into a zeroed buffer, the buffer is summed over the ranks
-            // (x + 0 is x: exact), and the parameters take their values; no buffer of the whole model
+            // bucket by bucket: each rank writes the part of its chunk into a zeroed buffer, the
+            // buffer is summed over the ranks (x + 0 is x: exact), and the parameters take their
+            // values; no buffer of the whole model
             List<Tensor> ps = paramList();
-            int n = ps.size();
-            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-                for (int from = 0; from < n; ) {
-                    int to = bucketEnd(from);
-                    long start = shard.offset()[from], end = shard.offset()[to - 1] + shard.numel()[to - 1];
-                    Tensor buf = torch.zeros(new long[] {end - start}, new org.bytedeco.pytorch.TensorOptions(ScalarType.Float)
-                            .device(new org.bytedeco.pytorch.DeviceOptional(shard.masterChunk().device())));
-                    long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
-                    if (a < b) buf.narrow(0, a - start, b - a).copy_(shard.masterChunk().narrow(0, a - shard.lo(), b - a));
-                    shard.dist().sumTensors(List.of(buf), "the all-gather of the updated weights (parameters " + from + ".." + (to - 1) + ")");
-                    for (int i = from; i < to; i++) {
-                        ps.get(i).copy_(buf.narrow(0, shard.offset()[i] - start, shard.numel()[i]).view(ps.get(i).sizes()));
-                    }
-                    from = to;
+            forEachBucket((from, to, start, end) -> {
+                Tensor buf = zerosF32(end - start, shard.masterChunk());
+                long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
+                if (a < b) buf.narrow(0, a - start, b - a).copy_(shard.masterChunk().narrow(0, a - shard.lo(), b - a));
+                shard.dist().sumTensors(List.of(buf), "the all-gather of the updated weights (parameters " + from + ".." + (to - 1) + ")");
+                for (int i = from; i < to; i++) {
+                    ps.get(i).copy_(buf.narrow(0, shard.offset()[i] - start, shard.numel()[i]).view(ps.get(i).sizes()));
                 }
-            }
+            });
             return;
         }
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
@@ -406,8 +412,7 @@ public final class ModelOptimizer implements AutoCloseable {
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             Tensor chunk = torch.zeros_like(shard.masterChunk());
             chunk.narrow(0, 0, shard.owned()).copy_(mine);
-            Tensor full = torch.zeros(new long[] {shard.chunk() * shard.dist().worldSize()},
-                    new org.bytedeco.pytorch.TensorOptions(ScalarType.Float).device(new org.bytedeco.pytorch.DeviceOptional(chunk.device())));
+            Tensor full = zerosF32(shard.chunk() * shard.dist().worldSize(), chunk);
             shard.dist().allGather(chunk, full, "the gather of the optimiser state");
             Tensor host = full.cpu();
             int i = 0;
@@ -510,14 +515,6 @@ public final class ModelOptimizer implements AutoCloseable {
         long b = 0;
         for (Tensor t : adam.state().values()) b += t.numel() * t.element_size();
         if (mixed) for (Tensor t : master.values()) b += t.numel() * t.element_size();
-        return b;
-    }
-
-    /** Bytes of fp32 gradient buffers this rank holds beyond the parameters' own .grad (accumulators, the reduced chunk). */
-    public long gradientBufferBytes() {
-        if (shard != null) return shard.gradChunk().numel() * 4;
-        long b = 0;
-        if (mixed) for (Tensor t : grad32.values()) b += t.numel() * t.element_size();
         return b;
     }
 
