@@ -2,8 +2,8 @@
 // train / sft / eval (runs from a YAML config), launch (N local data-parallel ranks of train),
 // experiment (modes × seeds from shared warm starts) and report (HTML with plots), normalize (advantages
 // for a JSONL file of rollout rows), compare (GRPO vs Dr. MAS on a batch), tokenize and generate (check a tokenizer or a
-// checkpoint by hand) and info (which libdrmas and backend this machine uses), plus the commands
-// that workflows bring (search: index).
+// checkpoint by hand), info (which libdrmas and backend this machine uses) and plan (a run's memory
+// per GPU, from its config alone), plus the commands that workflows bring (search: index).
 package dev.drmas.cli;
 
 import dev.drmas.env.TaskFileException;
@@ -16,7 +16,7 @@ import picocli.CommandLine;
         description = "Dr. MAS: stable reinforcement learning for multi-agent LLM systems.",
         subcommands = {DemoCommand.class, NormalizeCommand.class, CompareCommand.class, InfoCommand.class, TokenizeCommand.class,
                 GenerateCommand.class, TrainCommand.class, LaunchCommand.class, SftCommand.class, EvalCommand.class,
-                ExperimentCommand.class, ReportCommand.class,
+                ExperimentCommand.class, ReportCommand.class, PlanCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main implements Runnable {
 

@@ -14,9 +14,10 @@ import dev.drmas.algo.ConfigEnum;
  *                       after the last); 0 = never; default 10
  * @param bucketMb       gradients are summed across ranks in flat buffers of about this many MiB;
  *                       default 25 (as PyTorch DDP)
- * @param shardOptimizer ZeRO stages 1–2: gradients are reduce-scattered and each rank keeps and
- *                       updates only its 1/world share of the fp32 master weights and AdamW
- *                       moments, then the updated weights are all-gathered; default false (every
+ * @param shardOptimizer ZeRO stage 2: each rank keeps and updates only its 1/world share of the
+ *                       fp32 master weights, AdamW moments and fp32 gradient; the gradients are
+ *                       summed over the ranks after every micro-batch (in buckets of bucket_mb)
+ *                       and the updated weights spread back to every rank; default false (every
  *                       rank holds the whole optimiser state, as DDP)
  */
 public record DistributedConfig(Backend backend, double timeoutS, int checksumFreq, double bucketMb, boolean shardOptimizer) {

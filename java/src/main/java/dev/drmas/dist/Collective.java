@@ -23,14 +23,10 @@ public interface Collective extends AutoCloseable {
     void sumTensors(List<Tensor> tensors, String what);
 
     /**
-     * Reduce-scatter of a flat buffer (ZeRO's gradient reduction): {@code full} is 1-D and holds
-     * {@code worldSize()} equal chunks of {@code chunk.numel()} elements; afterwards {@code chunk}
-     * holds the sum over the ranks of their chunk number {@code rank()}. {@code full} may be
-     * changed. Both on one device, one dtype.
+     * All-gather into a flat buffer (ZeRO's updated weights): {@code full} is 1-D and holds
+     * {@code worldSize()} equal chunks of {@code chunk.numel()} elements; chunk r becomes rank r's
+     * {@code chunk}. Both on one device, one dtype.
      */
-    void reduceScatter(Tensor full, Tensor chunk, String what);
-
-    /** All-gather into a flat buffer: chunk r of {@code full} becomes rank r's {@code chunk} (sizes as above). */
     void allGather(Tensor chunk, Tensor full, String what);
 
     /** Returns when every rank has called it. */
@@ -125,11 +121,6 @@ public interface Collective extends AutoCloseable {
 
         @Override
         public void sumTensors(List<Tensor> tensors, String what) {
-        }
-
-        @Override
-        public void reduceScatter(Tensor full, Tensor chunk, String what) {
-            chunk.copy_(full);
         }
 
         @Override

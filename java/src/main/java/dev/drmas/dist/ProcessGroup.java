@@ -17,7 +17,6 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.javacpp.chrono.Milliseconds;
 import org.bytedeco.pytorch.AllgatherOptions;
 import org.bytedeco.pytorch.AllreduceOptions;
-import org.bytedeco.pytorch.ReduceScatterOptions;
 import org.bytedeco.pytorch.Backend;
 import org.bytedeco.pytorch.BarrierOptions;
 import org.bytedeco.pytorch.Device;
@@ -181,28 +180,6 @@ public final class ProcessGroup implements Collective {
                 TensorVector parts = torch.unflatten_dense_tensors(flats.get(i), new TensorVector(b.toArray(Tensor[]::new)));
                 for (int j = 0; j < b.size(); j++) b.get(j).copy_(parts.get(j));
             }
-        }
-    }
-
-    /**
-     * NCCL: its flat reduce-scatter. Gloo has none for one flat tensor here, so the whole buffer is
-     * all-reduced and this rank keeps its chunk: the same sums (every element is reduced in the
-     * same rank order), twice the traffic of a real reduce-scatter.
-     */
-    @Override
-    public void reduceScatter(Tensor full, Tensor chunk, String what) {
-        checkChunks(full, chunk, what);
-        if (backendName.equals("nccl")) {
-            collective(what, () -> {
-                ReduceScatterOptions o = new ReduceScatterOptions();
-                o.timeout(new Milliseconds(timeoutMs));
-                return List.of(backend._reduce_scatter_base(chunk, full, o));
-            });
-            return;
-        }
-        run(what, List.of(full));
-        try (PointerScope scope = new PointerScope()) {
-            chunk.copy_(full.narrow(0, rank() * chunk.numel(), chunk.numel()));
         }
     }
 

@@ -530,8 +530,25 @@ public final class CausalLm implements AutoCloseable {
         }
         Pass p = generalPass(b, t, past, pos, mask, cache);
         Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
-        for (int l = 0; l < layers.length; l++) x = transformer.layer(l, x, p);
-        return transformer.rmsNorm(x, finalNorm, p);
+        // Each layer in a scope of its own, keeping only its output: the Java handles of a scope
+        // keep every tensor they name alive, so one scope around all layers held every
+        // intermediate of every layer until the forward returned (what autograd saves lives on in
+        // the graph either way). The previous output is let go as soon as the next exists.
+        Tensor held = null;  // this method's reference to the latest layer output
+        try {
+            for (int l = 0; l < layers.length; l++) {
+                Tensor y;
+                try (PointerScope layer = new PointerScope()) {
+                    y = Scopes.retain(transformer.layer(l, x, p));
+                }
+                if (held != null) held.releaseReference();
+                held = y;
+                x = y;
+            }
+            return transformer.rmsNorm(x, finalNorm, p);
+        } finally {
+            if (held != null) held.releaseReference();
+        }
     }
 
     /** The arrangement of a general pass: which slots each query attends to, and the rotary angles. */

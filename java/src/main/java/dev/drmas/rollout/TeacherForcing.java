@@ -46,6 +46,15 @@ public final class TeacherForcing {
      */
     public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
                                   boolean withEntropy) {
+        return logProbs(model, prompts, responses, temperature, withEntropy, withEntropy);
+    }
+
+    /**
+     * As above; {@code entropyGrad} false computes the entropy without autograd (a metric only:
+     * its graph would hold two [N, V] tensors through the whole backward pass).
+     */
+    public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
+                                  boolean withEntropy, boolean entropyGrad) {
         if (!(temperature >= 0) || Double.isInfinite(temperature)) {
             throw new IllegalArgumentException("temperature must be finite and >= 0, got " + temperature);
         }
@@ -57,7 +66,11 @@ public final class TeacherForcing {
             if (temperature > 0 && temperature != 1.0) logits = logits.div(new Scalar(temperature));
             Tensor logp = logits.log_softmax(1);
             lp = Scopes.retain(logp.gather(1, h.targets().unsqueeze(1)).squeeze(1));
-            if (withEntropy) ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
+            if (withEntropy) {
+                try (org.bytedeco.pytorch.NoGradGuard ng = entropyGrad ? null : new org.bytedeco.pytorch.NoGradGuard()) {
+                    ent = Scopes.retain(logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg());
+                }
+            }
             h.pending().retain();
         }
         return new Result(Scopes.adopt(lp), ent == null ? null : Scopes.adopt(ent), h.offsets(), h.pending().adopt());

@@ -39,6 +39,9 @@ public final class BuiltinTokenizer {
     public static final List<String> TAG_TOKENS = List.of("<think>", "</think>", "<verify>", "</verify>", "<search>",
             "</search>", "<answer>", "</answer>", "<information>", "</information>", "\\boxed{");
 
+    /** Its vocabulary: the added tokens, "\n", the 95 printable ASCII characters and the 256 bytes (366 ids). */
+    public static final int VOCAB_SIZE = SPECIAL_TOKENS.size() + TAG_TOKENS.size() + 1 + 95 + 256;
+
     public static final String EOS_TOKEN = "<|im_end|>";
     public static final String PAD_TOKEN = "<|endoftext|>";
 

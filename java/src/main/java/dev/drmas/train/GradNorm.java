@@ -48,15 +48,4 @@ public final class GradNorm {
         for (Tensor p : params.values()) g.add(p.grad());
         return g;
     }
-
-    /**
-     * The norm before clipping; gradients are scaled down to {@code max} when the norm exceeds it
-     * ({@code max} 0: no clipping). When the norm is not finite nothing is changed.
-     */
-    public static double clip(Map<String, Tensor> params, double max) {
-        java.util.List<Tensor> g = grads(params);
-        double norm = Math.sqrt(squaredSum(g));
-        scale(g, norm, max);
-        return norm;
-    }
 }

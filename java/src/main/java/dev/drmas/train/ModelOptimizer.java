@@ -7,15 +7,16 @@
 // gradients are accumulated, reduced across ranks, measured and clipped in fp32; after each step the
 // masters are rounded into the model's weights. bf16 keeps 8 significant bits: an update of relative
 // size 1e-6 (the paper's lr) is lost when added to bf16 weights, but not to fp32 masters.
-// Sharded (distributed.shard_optimizer, ZeRO stage 1 with a reduce-scatter): the parameters are laid
-// end to end in one flat fp32 gradient buffer of W equal chunks; each rank owns chunk `rank` of the
-// flat vector: its fp32 master weights and AdamW moments exist only there (1/W of the whole). The
-// gradients accumulate in the flat buffer, are reduce-scattered at the end of a mini-batch (every
-// rank then holds the summed gradient of its chunk), the norm is summed over the ranks, each rank
-// steps its chunk, and the updated masters are all-gathered (into the same flat buffer, free by
-// then) and rounded into the model's weights. AdamW is element-wise, so the chunks' steps are the
-// single process's step. Checkpoints gather the whole state (a collective: every rank takes part)
-// and store it by parameter name, so that a run resumes with any world size.
+// Sharded (distributed.shard_optimizer, ZeRO stage 2): the parameters are laid end to end in one
+// flat vector of W equal chunks; each rank owns chunk `rank`: its fp32 master weights, AdamW
+// moments and fp32 gradient exist only there (1/W of the whole). After every micro-batch's
+// backward the parameters' .grad are summed over the ranks in fp32 buckets of
+// distributed.bucket_mb and each rank adds the part of its chunk to its fp32 gradient (the update
+// pads every rank to the same number of micro-batches, so the collectives pair up); the norm is
+// summed over the ranks, each rank steps its chunk, and the updated masters are all-gathered
+// bucket by bucket and rounded into the model's weights. AdamW is element-wise, so the chunks' steps are the single process's step.
+// Checkpoints gather the whole state (a collective: every rank takes part) and store it by
+// parameter name, so that a run resumes with any world size.
 package dev.drmas.train;
 
 import dev.drmas.dist.Collective;
@@ -54,11 +55,11 @@ public final class ModelOptimizer implements AutoCloseable {
     /**
      * The sharded layout: parameter i covers [offset[i], offset[i] + numel[i]) of the flat vector
      * of {@code total} elements, padded to W chunks of {@code chunk}; this rank owns [lo, hi).
-     * {@code flat} is the fp32 gradient buffer (W·chunk; the gathered masters after a step),
-     * {@code gradChunk} the reduced gradient of this rank's chunk, {@code masterChunk} its fp32
-     * masters ([chunk], of which hi − lo are real).
+     * {@code gradChunk} is the reduced fp32 gradient of this rank's chunk, {@code masterChunk} its
+     * fp32 masters ([chunk], of which hi − lo are real); gradients are summed over the ranks in
+     * buckets of about {@code bucketBytes}.
      */
-    private record Shard(Collective dist, long[] offset, long[] numel, long total, long chunk, long lo, long hi, Tensor flat,
+    private record Shard(Collective dist, long[] offset, long[] numel, long total, long chunk, long lo, long hi, long bucketBytes,
                          Tensor gradChunk, Tensor masterChunk) {
         long owned() {
             return hi - lo;
@@ -90,6 +91,11 @@ public final class ModelOptimizer implements AutoCloseable {
      * whole state in one chunk.
      */
     public static ModelOptimizer sharded(Map<String, Tensor> params, AdamW.Settings settings, Collective dist) {
+        return sharded(params, settings, dist, 25L << 20);
+    }
+
+    /** As above, the gradients summed over the ranks in fp32 buckets of about {@code bucketBytes}. */
+    public static ModelOptimizer sharded(Map<String, Tensor> params, AdamW.Settings settings, Collective dist, long bucketBytes) {
         int n = params.size(), w = dist.worldSize();
         long[] offset = new long[n], numel = new long[n];
         long total = 0;
@@ -103,23 +109,15 @@ public final class ModelOptimizer implements AutoCloseable {
         }
         long chunk = Math.max(1, (total + w - 1) / w);
         long lo = Math.min(total, dist.rank() * chunk), hi = Math.min(total, lo + chunk);
-        Tensor flat, gradChunk, masterChunk;
+        Tensor gradChunk, masterChunk;
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             org.bytedeco.pytorch.TensorOptions f32 = new org.bytedeco.pytorch.TensorOptions(ScalarType.Float)
                     .device(new org.bytedeco.pytorch.DeviceOptional(device == null ? new org.bytedeco.pytorch.Device("cpu") : device));
-            flat = Scopes.retain(torch.zeros(new long[] {chunk * w}, f32));
             gradChunk = Scopes.retain(torch.zeros(new long[] {chunk}, f32));
             masterChunk = Scopes.retain(torch.zeros(new long[] {chunk}, f32));
         }
-        Shard sh = new Shard(dist, offset, numel, total, chunk, lo, hi, flat, gradChunk, masterChunk);
-        Map<String, Tensor> grad32 = new LinkedHashMap<>();
-        try (PointerScope scope = new PointerScope()) {
-            int k = 0;
-            for (Map.Entry<String, Tensor> e : params.entrySet()) {
-                grad32.put(e.getKey(), Scopes.retain(flat.narrow(0, offset[k], numel[k]).view(e.getValue().sizes())));
-                k++;
-            }
-        }
+        Shard sh = new Shard(dist, offset, numel, total, chunk, lo, hi, Math.max(1, bucketBytes), gradChunk, masterChunk);
+        Map<String, Tensor> grad32 = Map.of();
         Map<String, Tensor> masterMap;
         try (PointerScope scope = new PointerScope()) {
             masterMap = Map.of("chunk", Scopes.retain(masterChunk.narrow(0, 0, hi - lo)));
@@ -192,6 +190,10 @@ public final class ModelOptimizer implements AutoCloseable {
      * precision: nothing (autograd accumulates in .grad).
      */
     public void afterBackward() {
+        if (shard != null) {
+            reduceIntoChunk();
+            return;
+        }
         if (!mixed) return;
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (Map.Entry<String, Tensor> e : params.entrySet()) {
@@ -203,12 +205,70 @@ public final class ModelOptimizer implements AutoCloseable {
         }
     }
 
-    /** Sums the gradients over the ranks (the fp32 accumulators in mixed precision). */
-    public void reduceGradients(Collective dist, String what) {
-        if (shard != null) {
-            shard.dist().reduceScatter(shard.flat(), shard.gradChunk(), what);
-            return;
+    /**
+     * Sharded: whether {@link #afterBackward} is a collective (every rank must call it equally
+     * often per mini-batch, with an empty micro-batch where it has none).
+     */
+    public boolean reducesEachMicroBatch() {
+        return shard != null;
+    }
+
+    /**
+     * ZeRO-2's reduction of one micro-batch: the parameters' .grad (zeros where undefined), in
+     * fp32 buckets of consecutive parameters, summed over the ranks; this rank adds the part that
+     * falls in its chunk to its fp32 gradient; the .grad are zeroed.
+     */
+    private void reduceIntoChunk() {
+        List<Tensor> ps = paramList();
+        forEachBucket((from, to, start, end) -> {
+            Tensor[] parts = new Tensor[to - from];
+            for (int i = from; i < to; i++) {
+                Tensor g = ps.get(i).grad();
+                parts[i - from] = g.defined() ? g.detach().reshape(-1).to(ScalarType.Float) : zerosF32(shard.numel()[i], ps.get(i));
+            }
+            Tensor bucket = torch.cat(new org.bytedeco.pytorch.TensorVector(parts), 0);
+            shard.dist().sumTensors(List.of(bucket), "the gradients of a micro-batch (parameters " + from + ".." + (to - 1) + ")");
+            long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
+            if (a < b) shard.gradChunk().narrow(0, a - shard.lo(), b - a).add_(bucket.narrow(0, a - start, b - a));
+            for (int i = from; i < to; i++) {
+                Tensor g = ps.get(i).grad();
+                if (g.defined()) g.detach_().zero_();
+            }
+        });
+    }
+
+    /** One bucket: parameters [from, to), covering [start, end) of the flat vector. */
+    private interface Bucket {
+        void on(int from, int to, long start, long end);
+    }
+
+    /**
+     * Walks the parameters in buckets of consecutive ones, about bucketBytes of fp32 each (at least
+     * one parameter), inside one PointerScope without autograd: the same cut for the gradients'
+     * reduction and the weights' spreading, so every rank's collectives pair up.
+     */
+    private void forEachBucket(Bucket f) {
+        int n = shard.numel().length;
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            for (int from = 0; from < n; ) {
+                int to = from;
+                long bytes = 0;
+                while (to < n && (to == from || bytes + shard.numel()[to] * 4 <= shard.bucketBytes())) bytes += shard.numel()[to++] * 4;
+                f.on(from, to, shard.offset()[from], shard.offset()[to - 1] + shard.numel()[to - 1]);
+                from = to;
+            }
         }
+    }
+
+    /** float32 zeros [n] on {@code like}'s device. */
+    private static Tensor zerosF32(long n, Tensor like) {
+        return torch.zeros(new long[] {n}, new org.bytedeco.pytorch.TensorOptions(ScalarType.Float)
+                .device(new org.bytedeco.pytorch.DeviceOptional(like.device())));
+    }
+
+    /** Sums the gradients over the ranks (the fp32 accumulators in mixed precision; sharded: done per micro-batch). */
+    public void reduceGradients(Collective dist, String what) {
+        if (shard != null) return;
         if (!mixed) {
             dist.sumGradients(params, what);
             return;
@@ -268,12 +328,19 @@ public final class ModelOptimizer implements AutoCloseable {
     /** Copies the masters into the model's weights (rounded to their dtype); sharded, all-gathered first. */
     private void publish() {
         if (shard != null) {
-            // the flat buffer is free: its gradients were reduced into gradChunk
-            shard.dist().allGather(shard.masterChunk(), shard.flat(), "the all-gather of the updated weights");
-            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-                for (Map.Entry<String, Tensor> e : params.entrySet()) e.getValue().copy_(grad32.get(e.getKey()));
-                shard.flat().zero_();
-            }
+            // bucket by bucket: each rank writes the part of its chunk into a zeroed buffer, the
+            // buffer is summed over the ranks (x + 0 is x: exact), and the parameters take their
+            // values; no buffer of the whole model
+            List<Tensor> ps = paramList();
+            forEachBucket((from, to, start, end) -> {
+                Tensor buf = zerosF32(end - start, shard.masterChunk());
+                long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
+                if (a < b) buf.narrow(0, a - start, b - a).copy_(shard.masterChunk().narrow(0, a - shard.lo(), b - a));
+                shard.dist().sumTensors(List.of(buf), "the all-gather of the updated weights (parameters " + from + ".." + (to - 1) + ")");
+                for (int i = from; i < to; i++) {
+                    ps.get(i).copy_(buf.narrow(0, shard.offset()[i] - start, shard.numel()[i]).view(ps.get(i).sizes()));
+                }
+            });
             return;
         }
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
@@ -291,7 +358,6 @@ public final class ModelOptimizer implements AutoCloseable {
                 if (g.defined()) g.detach_().zero_();
             }
             if (shard != null) {
-                shard.flat().zero_();
                 shard.gradChunk().zero_();
             } else {
                 for (Tensor g : grad32.values()) g.zero_();
@@ -346,7 +412,7 @@ public final class ModelOptimizer implements AutoCloseable {
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             Tensor chunk = torch.zeros_like(shard.masterChunk());
             chunk.narrow(0, 0, shard.owned()).copy_(mine);
-            Tensor full = torch.zeros_like(shard.flat());
+            Tensor full = zerosF32(shard.chunk() * shard.dist().worldSize(), chunk);
             shard.dist().allGather(chunk, full, "the gather of the optimiser state");
             Tensor host = full.cpu();
             int i = 0;
@@ -452,14 +518,6 @@ public final class ModelOptimizer implements AutoCloseable {
         return b;
     }
 
-    /** Bytes of fp32 gradient buffers this rank holds beyond the parameters' own .grad (accumulators, the reduced chunk). */
-    public long gradientBufferBytes() {
-        if (shard != null) return (shard.flat().numel() + shard.gradChunk().numel()) * 4;
-        long b = 0;
-        if (mixed) for (Tensor t : grad32.values()) b += t.numel() * t.element_size();
-        return b;
-    }
-
     @Override
     public void close() {
         if (ownsAdam) adam.close();
@@ -467,7 +525,6 @@ public final class ModelOptimizer implements AutoCloseable {
         for (Tensor t : master.values()) t.releaseReference();
         for (Tensor t : grad32.values()) t.releaseReference();
         if (shard != null) {
-            shard.flat().releaseReference();
             shard.gradChunk().releaseReference();
             shard.masterChunk().releaseReference();
         }

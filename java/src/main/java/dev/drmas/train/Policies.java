@@ -84,7 +84,7 @@ final class Policies implements AutoCloseable {
                 AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
                 // sharded: fp32 masters of every rank's chunk, whatever the dtype (the config refuses pure reduced precision)
                 ModelOptimizer optim = cfg.distributed().shardOptimizer()
-                        ? ModelOptimizer.sharded(model.parameters(), as, dist)
+                        ? ModelOptimizer.sharded(model.parameters(), as, dist, (long) (cfg.distributed().bucketMb() * (1 << 20)))
                         : ModelOptimizer.create(model.parameters(), as, spec.mixedPrecision());
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
                 ps.notes.addAll(precisionNotes(id, spec, device));

@@ -365,9 +365,21 @@ public final class PpoUpdater {
             Tensor acc = torch.zeros(new long[] {AbiIndices.LOSS_SUMS + 1},
                     new TensorOptions(ScalarType.Double).device(new DeviceOptional(model.device())));
             double[] host = new double[AbiIndices.LOSS_SUMS];
-            for (int[] cut : microBatches(mb)) {
-                microBatch(mb.subList(cut[0], cut[1]), idx.subList(cut[0], cut[1]), old, ref, normalizer, total, acc, host);
-                optim.afterBackward();  // mixed precision: into the fp32 accumulators, micro-batch by micro-batch
+            List<int[]> cuts = microBatches(mb);
+            int rounds = cuts.size();
+            if (optim.reducesEachMicroBatch()) {
+                // ZeRO-2 reduces every micro-batch: every rank runs as many as the rank with the most
+                // (an empty one where it has none), so that the collectives pair up
+                for (double[] r : dist.gather(new double[] {cuts.size()}, "the micro-batch counts of " + name)) {
+                    rounds = Math.max(rounds, (int) r[0]);
+                }
+            }
+            for (int i = 0; i < rounds; i++) {
+                if (i < cuts.size()) {
+                    int[] cut = cuts.get(i);
+                    microBatch(mb.subList(cut[0], cut[1]), idx.subList(cut[0], cut[1]), old, ref, normalizer, total, acc, host);
+                }
+                optim.afterBackward();  // mixed precision: into the fp32 accumulators; sharded: reduced into this rank's chunk
             }
             double[] all = new double[AbiIndices.LOSS_SUMS + 1];
             Tensor read = acc.is_cpu() ? acc : acc.cpu();  // the mini-batch's one device-to-host read
@@ -390,7 +402,8 @@ public final class PpoUpdater {
             return;
         }
         try (PointerScope scope = new PointerScope()) {
-            TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), true);
+            // the entropy is differentiated only when it is in the loss
+            TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), true, s.entropyCoef() > 0);
             long[] off = tf.offsets();
             int n = (int) off[mb.size()];
             if (n == 0) return;

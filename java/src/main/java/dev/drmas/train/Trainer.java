@@ -19,6 +19,7 @@ import dev.drmas.dist.DistEnv;
 import dev.drmas.dist.ProcessGroup;
 import dev.drmas.env.Task;
 import dev.drmas.metrics.MetricsLogger;
+import dev.drmas.metrics.PeakMemory;
 import dev.drmas.metrics.PhaseTimer;
 import dev.drmas.workflow.Workflows;
 import dev.drmas.workflow.Workload;
@@ -28,6 +29,7 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;
@@ -188,13 +190,16 @@ public final class Trainer implements AutoCloseable {
         List<Task> batchTasks = tasks.next(rc.tasksPerStep()).subList(mine.first(), mine.first() + mine.count());
         EnginePolicy policy = new EnginePolicy(policies, rc.sampling(), rc.maxPromptTokens(), rc.maxNewTokens(),
                 SamplingStreams.training(step), cfg.run().seed(), (long) mine.first() * rc.rolloutsPerTask());
-        List<Episode> episodes = timed(timer, "rollout", () -> RolloutBatch.run(workload.orchestra(), batchTasks, rc.rolloutsPerTask(), policy));
-        RolloutBatch batch = timed(timer, "reward", () -> RolloutBatch.of(batchTasks, episodes, rc.rolloutsPerTask(), workload));
-        Advantages.Result adv = timed(timer, "advantage", () -> batch.advantages(cfg.normConfig(), workload.team().size()));
-        PpoUpdater.Stats[] stats = timed(timer, "update", () -> update(batch, adv.advantages()));
+        Map<String, Double> memory = new LinkedHashMap<>();
+        List<Episode> episodes = timed(timer, memory, "rollout", () -> RolloutBatch.run(workload.orchestra(), batchTasks, rc.rolloutsPerTask(), policy));
+        RolloutBatch batch = timed(timer, memory, "reward", () -> RolloutBatch.of(batchTasks, episodes, rc.rolloutsPerTask(), workload));
+        Advantages.Result adv = timed(timer, memory, "advantage", () -> batch.advantages(cfg.normConfig(), workload.team().size()));
+        PpoUpdater.Stats[] stats = timed(timer, memory, "update", () -> update(batch, adv.advantages()));
         lastStep = new LastStep(batch, adv);
-        return StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), timer, collective0),
+        Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), timer, collective0),
                 workload.team(), workload, policies, dist);
+        m.putAll(memory);
+        return m;
     }
 
     /** The PPO update of every model from its agents' rows, in model order. */
@@ -217,10 +222,22 @@ public final class Trainer implements AutoCloseable {
                 pc.shuffle(), pc.maxTokensPerMicroBatch(), pc.fusedLmHead());
     }
 
-    private static <T> T timed(PhaseTimer timer, String phase, java.util.function.Supplier<T> work) {
+    /**
+     * Runs one phase of the step, timed, and puts {@code memory/peak_<phase>_bytes} into {@code
+     * memory}: what the phase added at its peak to this process's resident memory (PeakMemory;
+     * host memory, this rank's own; absent where it cannot be read). The first step's update also
+     * allocates the gradients, which stay; from the second step on it is the phase's transient
+     * memory, what `drmas plan` predicts.
+     */
+    private static <T> T timed(PhaseTimer timer, Map<String, Double> memory, String phase, java.util.function.Supplier<T> work) {
+        PeakMemory mem = PeakMemory.start();
+        T out;
         try (var t = timer.phase(phase)) {
-            return work.get();
+            out = work.get();
         }
+        long added = mem.addedBytes();
+        if (added >= 0) memory.put("memory/peak_" + phase + "_bytes", (double) added);
+        return out;
     }
 
     // ------------------------------------------------------------------ checkpoints, evaluation, warm start

@@ -42,6 +42,12 @@ class BuiltinTokenizerTest {
         tok.close();
     }
 
+    @org.junit.jupiter.api.Test
+    void vocabSizeConstantIsTheWrittenVocabulary() {
+        org.junit.jupiter.api.Assertions.assertEquals(BuiltinTokenizer.VOCAB_SIZE, tok.vocabSize());
+        org.junit.jupiter.api.Assertions.assertEquals(366, BuiltinTokenizer.VOCAB_SIZE);
+    }
+
     static int v(String token) {
         assertTrue(vocab.has(token), token);
         return vocab.get(token).asInt();

@@ -1,4 +1,4 @@
-// ShardedOptimizerTest.java — distributed.shard_optimizer (ZeRO stage 1 with a reduce-scatter) over
+// ShardedOptimizerTest.java — distributed.shard_optimizer (ZeRO stage 2: gradients reduced per micro-batch) over
 // the real Gloo process group, two ranks as two threads of this JVM: the PPO update with the
 // optimiser state sharded ends with the weights of one unsharded process (fp32), and with the
 // masters of unsharded ranks on the same rows (bf16 with fp32 masters: bf16 forwards of other batch
@@ -35,6 +35,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class ShardedOptimizerTest {
+    /** 4 KiB: the tiny model's gradients go over the ranks in many buckets, some parameters alone. */
+    static final long BUCKET = 4096;
+
     /** After the update: the model's weights, the gathered masters and moments (host copies), this rank's state bytes. */
     record Result(Map<String, float[]> weights, Map<String, float[]> masters, Map<String, float[]> moments, long stateBytes,
                   long parameters) {
@@ -79,7 +82,7 @@ class ShardedOptimizerTest {
                 List<PpoUpdater.Row> mine = r == 0 ? all.subList(0, rank0Rows) : all.subList(rank0Rows, all.size());
                 fs.add(ex.submit(() -> {
                     try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
-                        return update(mine, pg, dtype, (p, d) -> sharded ? ModelOptimizer.sharded(p, PpoUpdaterDistributedTest.OPT, d)
+                        return update(mine, pg, dtype, (p, d) -> sharded ? ModelOptimizer.sharded(p, PpoUpdaterDistributedTest.OPT, d, BUCKET)
                                 : ModelOptimizer.create(p, PpoUpdaterDistributedTest.OPT, mixed));
                     }
                 }));
@@ -195,7 +198,7 @@ class ShardedOptimizerTest {
     private static Map<String, float[]> resumeAndUpdate(List<PpoUpdater.Row> rows, Map<String, float[]> masters,
                                                         Map<String, float[]> moments, long steps, Collective dist) {
         try (CausalLm m = CausalLm.random(PpoUpdaterDistributedTest.CFG, 99);
-             ModelOptimizer o = ModelOptimizer.sharded(m.parameters(), PpoUpdaterDistributedTest.OPT, dist);
+             ModelOptimizer o = ModelOptimizer.sharded(m.parameters(), PpoUpdaterDistributedTest.OPT, dist, BUCKET);
              PointerScope scope = new PointerScope()) {
             Map<String, Tensor> w = new LinkedHashMap<>(), st = new LinkedHashMap<>();
             masters.forEach((k, v) -> w.put(k, Tensors.floats(v)));

@@ -201,7 +201,7 @@ class TrainerEndToEndTest {
             var o = ((com.fasterxml.jackson.databind.node.ObjectNode) l).deepCopy();
             for (Iterator<String> it = l.fieldNames(); it.hasNext(); ) {
                 String k = it.next();
-                if (k.equals("wall_time") || k.startsWith("time/") || k.startsWith("perf/")) o.remove(k);
+                if (k.equals("wall_time") || k.startsWith("time/") || k.startsWith("perf/") || k.startsWith("memory/")) o.remove(k);
             }
             out.add(o.toString());
         }

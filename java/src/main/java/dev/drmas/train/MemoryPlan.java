@@ -1,0 +1,576 @@
+// MemoryPlan.java — the arithmetic of `drmas plan`: what one GPU (one data-parallel rank) holds for
+// each model of a run, and at the peak of each phase of a training step (generation, the log-prob
+// pass, the update), from the run config and each model's config.json alone; whether that fits,
+// and which setting to change where it does not. The activation figures are counted tensor by
+// tensor from the code that makes them (Transformer.layer, CausalLm.hidden, TeacherForcing,
+// Generator, PpoUpdater), not from a rule of thumb, and checked against the peaks the trainer
+// measures on the CPU (MemoryPlanCheckTest); each formula's derivation is in its comment.
+package dev.drmas.train;
+
+import dev.drmas.config.ModelSpec;
+import dev.drmas.config.RunConfig;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.ModelConfig;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.function.LongPredicate;
+
+/**
+ * A run's memory, per GPU. Every model stays resident in every phase (nothing is offloaded);
+ * agents sharing a model id count it once. A phase's peak is the resident bytes plus the largest
+ * transient of its models (they run one after the other). Worst cases throughout: every prompt
+ * at rollout.max_prompt_tokens, every response at rollout.max_new_tokens.
+ */
+public final class MemoryPlan {
+    /** The part of a GPU's memory a plan may fill; the rest is the CUDA context, cuBLAS and NCCL workspaces, fragmentation. */
+    public static final double USABLE_FRACTION = 0.90;
+    /** Bytes per token of a forward's int64 inputs (ids, mask, position ids and their cumsum, in TeacherForcing and CausalLm.positionIds). */
+    static final long INPUT_BYTES_PER_TOKEN = 41;
+
+    /**
+     * Whether a forward without checkpointing holds every tensor its layers make until it returns.
+     * It did while CausalLm.hidden ran all layers inside one PointerScope (the scope's Java handles
+     * kept each intermediate alive, saved for the backward pass or not, in inference too); each
+     * layer now runs in a scope of its own keeping only its output, so only what autograd saves
+     * outlives a layer. MemoryPlanCheckTest tells whether this matches the code.
+     */
+    static final boolean FORWARD_HOLDS_EVERY_LAYER = false;
+
+    /** Data-parallel ranks (one GPU each) and the memory of one GPU. */
+    public record Machine(int gpus, long bytesPerGpu) {
+        public Machine {
+            if (gpus < 1) throw new IllegalArgumentException("--gpus must be >= 1, got " + gpus);
+            if (bytesPerGpu <= 0) throw new IllegalArgumentException("--gpu-memory must be > 0, got " + bytesPerGpu + " bytes");
+        }
+
+        public long usableBytes() {
+            return (long) (bytesPerGpu * USABLE_FRACTION);
+        }
+    }
+
+    /** What a model keeps between phases, bytes per GPU. */
+    public record Resident(long weights, long masterWeights, long moments, long gradients, long gradAccumulator, long reference) {
+        public long total() {
+            return weights + masterWeights + moments + gradients + gradAccumulator + reference;
+        }
+    }
+
+    /**
+     * One batch of generation: {@code rows} requests prefilled at {@code promptTokens} each, with
+     * a KV cache of {@code capacity} slots per row; {@code prefill} is the prefill's forward at its
+     * peak, {@code logits} the last position's logits with the sampler's work.
+     */
+    public record Generation(int rows, int promptTokens, int capacity, long kvCache, long prefill, long logits) {
+        public long added() {
+            return kvCache + Math.max(prefill, logits);
+        }
+    }
+
+    /**
+     * One micro-batch of a forward (log-prob pass or update): {@code tokens} = rows × the longest
+     * row (the padded batch), {@code rowTokens} the longest row, {@code responseTokens} the tokens
+     * that go through the LM head.
+     */
+    public record MicroBatch(long rows, long tokens, int rowTokens, long responseTokens) {
+    }
+
+    /**
+     * The update of one micro-batch: its peak without and with activation checkpointing, and the
+     * parts of it: the layers' activations (the forward's, at its end), the [N, V] float32 logits
+     * that are alive at the head's peak ({@code logitsTensors} of {@code logitsBytes} each), and the
+     * optimiser step's own transient (after the micro-batches).
+     */
+    public record Update(MicroBatch mb, long activations, long activationsCheckpointed, long logitsBytes, int logitsTensors,
+                         long peak, long peakCheckpointed, long stepTransient, boolean checkpointing) {
+        /** What the update adds to the resident bytes at its peak, with the configured checkpointing. */
+        public long added() {
+            return Math.max(checkpointing ? peakCheckpointed : peak, stepTransient);
+        }
+    }
+
+    /** One model of the run. */
+    public record ModelPlan(String id, List<String> agents, ModelConfig shape, ModelSpec spec, long params, Resident resident,
+                            Generation generation, MicroBatch logProbBatch, long logProbPeak, int logProbPasses, Update update) {
+        public long logProbAdded() {
+            return logProbPeak;
+        }
+    }
+
+    /** A phase of the step: its peak per GPU, what its largest model adds, which model that is. */
+    public record Phase(String name, long peak, long added, String largestModel) {
+    }
+
+    private final RunConfig cfg;
+    private final Map<String, ModelConfig> shapes;
+    private final Machine machine;
+    private final List<ModelPlan> models;
+    private final List<Phase> phases;
+    private final long resident;
+
+    private MemoryPlan(RunConfig cfg, Map<String, ModelConfig> shapes, Machine machine, List<ModelPlan> models) {
+        this.cfg = cfg;
+        this.shapes = Map.copyOf(shapes);
+        this.machine = machine;
+        this.models = List.copyOf(models);
+        long r = 0;
+        for (ModelPlan m : models) r += m.resident().total();
+        this.resident = r;
+        this.phases = List.of(phase("generation", m -> m.generation().added()), phase("log-prob", ModelPlan::logProbAdded),
+                phase("update", m -> m.update().added()));
+    }
+
+    private Phase phase(String name, java.util.function.ToLongFunction<ModelPlan> added) {
+        long best = 0;
+        String who = "";
+        for (ModelPlan m : models) {
+            long a = added.applyAsLong(m);
+            if (a > best || who.isEmpty()) {
+                best = a;
+                who = m.id();
+            }
+        }
+        return new Phase(name, resident + best, best, who);
+    }
+
+    public RunConfig config() {
+        return cfg;
+    }
+
+    public Machine machine() {
+        return machine;
+    }
+
+    public List<ModelPlan> models() {
+        return models;
+    }
+
+    public List<Phase> phases() {
+        return phases;
+    }
+
+    public long residentBytes() {
+        return resident;
+    }
+
+    /** The phase with the highest peak. */
+    public Phase largestPhase() {
+        Phase p = phases.get(0);
+        for (Phase q : phases) if (q.peak() > p.peak()) p = q;
+        return p;
+    }
+
+    public boolean fits() {
+        return largestPhase().peak() <= machine.usableBytes();
+    }
+
+    // ------------------------------------------------------------------ building
+
+    /**
+     * The plan of {@code cfg} on {@code machine}; {@code shapes} holds each used model's shape
+     * (its config.json, or ModelSpec.toModelConfig for a model without path).
+     */
+    public static MemoryPlan of(RunConfig cfg, Map<String, ModelConfig> shapes, Machine machine) {
+        List<ModelPlan> out = new ArrayList<>();
+        for (String id : cfg.usedModels()) {
+            ModelConfig c = shapes.get(id);
+            if (c == null) throw new IllegalArgumentException("no shape for model " + id + " (shapes: " + shapes.keySet() + ")");
+            out.add(model(cfg, id, c, machine));
+        }
+        return new MemoryPlan(cfg, shapes, machine, out);
+    }
+
+    private static ModelPlan model(RunConfig cfg, String id, ModelConfig c, Machine machine) {
+        ModelSpec spec = cfg.models().get(id);
+        int b = bytes(spec.dtype());
+        long params = 0, largest = 0;
+        for (long[] s : CausalLm.parameterShapes(c).values()) {
+            long n = 1;
+            for (long d : s) n *= d;
+            params += n;
+            largest = Math.max(largest, n);
+        }
+        int w = machine.gpus();
+        boolean shard = cfg.distributed().shardOptimizer() && w > 1;
+        boolean mixed = spec.mixedPrecision();
+        int masterB = bytes(spec.masterDtype());
+        // As train/ModelOptimizer keeps them. Unsharded, reduced dtype with fp32 master: the model's
+        // weights and .grad in the dtype, fp32 masters, two fp32 moments and an fp32 gradient
+        // accumulator; dtype float32: the weights are the masters and .grad the only gradient.
+        // Sharded (ZeRO-2, any dtype): fp32 masters, moments and gradient of this rank's chunk
+        // (1/W; gradients are reduced after every micro-batch in small buckets), the model's weights
+        // and .grad whole.
+        Resident res = shard
+                ? new Resident(params * b, ceilDiv(params * 4, w), 2 * ceilDiv(params * 4, w), params * b, ceilDiv(params, w) * 4,
+                        cfg.ppo().referenceModel() ? params * b : 0)
+                : new Resident(params * b, mixed ? params * 4 : 0, 2 * params * masterB, params * b, mixed ? params * 4 : 0,
+                        cfg.ppo().referenceModel() ? params * b : 0);
+
+        var rc = cfg.rollout();
+        var pc = cfg.ppo();
+        int prompt = rc.maxPromptTokens(), fresh = rc.maxNewTokens(), row = prompt + fresh;
+        // generation: one agent turn's requests of every trajectory on this rank (or of the
+        // evaluation, when it has more), cut by rollout.max_batch_tokens into batches of rows ×
+        // (longest prompt + max_new_tokens) slots
+        long rows = ceilDiv(rc.tasksPerStep(), w) * rc.rolloutsPerTask();
+        if (cfg.trainer().evalFreq() > 0 && cfg.eval().tasks() > 0) {
+            rows = Math.max(rows, ceilDiv(cfg.eval().tasks(), w) * cfg.eval().samplesPerTask());
+        }
+        if (rc.maxBatchTokens() > 0) rows = Math.min(rows, rc.maxBatchTokens() / row);
+        boolean filters = rc.topK() > 0 || rc.topP() < 1;
+        Generation gen = generation(c, b, (int) rows, prompt, fresh, filters);
+
+        boolean div = rc.temperature() != 1.0;
+        MicroBatch mb = microBatch(pc.microBatchSize(), pc.maxTokensPerMicroBatch(), prompt, fresh);
+        long logProb = inferencePeak(c, b, mb, div);
+        int passes = 1 + (pc.referenceModel() && cfg.lossConfig().usesReference() ? 1 : 0);
+        boolean entropy = pc.entropyCoef() > 0;
+        long peak = trainingPeak(c, b, mb, div, entropy, false);
+        long peakCk = trainingPeak(c, b, mb, div, entropy, true);
+        // AdamW's temporaries of its largest tensor (sharded: the one flat chunk, and the bucket
+        // the updated masters are all-gathered through)
+        long stepTransient = shard ? ceilDiv(params, w) * 16 + (long) (cfg.distributed().bucketMb() * (1 << 20)) : largest * 16;
+        long nv = mb.responseTokens() * c.vocabSize() * 4L;
+        Update up = new Update(mb, forwardEnd(c, b, mb, false), forwardEnd(c, b, mb, true), nv, 4 + (div ? 1 : 0), peak, peakCk,
+                stepTransient, spec.activationCheckpointing());
+        List<String> agents = cfg.agentsOf(id).stream().map(a -> a.id()).toList();
+        return new ModelPlan(id, agents, c, spec, params, res, gen, mb, logProb, passes, up);
+    }
+
+    static int bytes(ModelSpec.Dtype d) {
+        return d == ModelSpec.Dtype.FLOAT32 ? 4 : 2;
+    }
+
+    private static long shard(long bytes, int w, boolean shard) {
+        return shard ? ceilDiv(bytes, w) : bytes;
+    }
+
+    static long ceilDiv(long a, long b) {
+        return (a + b - 1) / b;
+    }
+
+    /**
+     * The worst micro-batch of the update and log-prob passes. Without a token bound:
+     * micro_batch_size rows of max_prompt + max_new tokens. With ppo.max_tokens_per_micro_batch M:
+     * rows are packed while rows × the longest stays within M (a longer row alone), so the padded
+     * batch holds max(M, one row) tokens; its response tokens are at most all but one prompt token
+     * per row (rows of ≤ max_new + 1 tokens).
+     */
+    static MicroBatch microBatch(int rows, int maxTokens, int prompt, int fresh) {
+        int row = prompt + fresh;
+        if (maxTokens == 0) return new MicroBatch(rows, (long) rows * row, row, (long) rows * fresh);
+        long tokens = Math.max(maxTokens, row);
+        // R rows of ≥ 1 prompt and ≤ max_new response tokens: min(tokens − R, R·max_new) ≤ tokens·max_new/(max_new + 1)
+        return new MicroBatch(Math.max(1, tokens / row), tokens, row, tokens * fresh / (fresh + 1L));
+    }
+
+    // ------------------------------------------------------------------ the tensors of a forward, per token
+
+    /** Bytes per token a part of the forward creates, and those of them autograd saves for the backward pass. */
+    record PerToken(long created, long saved) {
+        PerToken plus(PerToken o) {
+            return new PerToken(created + o.created, saved + o.saved);
+        }
+
+        PerToken times(long k) {
+            return new PerToken(created * k, saved * k);
+        }
+    }
+
+    /**
+     * Transformer.rmsNorm over n values per token. float32: x² (pow), x·factor, weight·that: 3n
+     * floats made; autograd saves the normed values (weight.mul) and, when its consumer is a
+     * linear, the output (the norm's input x is saved too, by pow and mul: counted by whoever made
+     * x). Reduced dtype: x.to(float32) (saved by pow and mul), x², the normed float32, its cast
+     * (saved by weight.mul) and the output: n(12 + 2b) bytes. Plus the factor, one float (saved).
+     */
+    static PerToken norm(long n, int b, boolean outputSaved) {
+        if (b == 4) return new PerToken(12 * n + 4, 4 * n + (outputSaved ? 4 * n : 0) + 4);
+        return new PerToken(n * (12 + 2L * b) + 4, 4 * n + b * n + (outputSaved ? b * n : 0) + 4);
+    }
+
+    /**
+     * One decoder layer of the general pass (Transformer.layer), per token, b bytes per value:
+     * <pre>
+     *   input norm (h)                                   norm(h), its output saved (q/k/v linears)
+     *   q, k, v = linear(·)          b(qd + 2kvd)        v saved (SDPA); q, k saved in float32 with
+     *                                                    Qwen3's q/k norm (its pow and mul save self)
+     *   Qwen3 q/k norm               norm(qd) + norm(kvd), outputs not saved (rotation saves cos only)
+     *   rotation of q and k          4b(qd + kvd)        x·cos, roll(x), ·sin, sum; the sum saved (SDPA)
+     *   attention (flash, CPU)       b·qd + 4·heads      output and logsumexp saved
+     *   o linear, residual add       2b·h                the sum (x_mid) saved in float32 (next norm)
+     *   post norm (h)                norm(h), output saved (gate/up linears)
+     *   gate, up, silu, silu·up      4b·I                all four saved (silu, mul, down linear)
+     *   down linear, residual add    2b·h                the sum (x_out) saved in float32 (next norm)
+     * </pre>
+     * so float32 makes 10h + 6qd + 6kvd + 4I values per token (+ 9qd + 9kvd in all with Qwen3's
+     * q/k norm) and saves 6h + 2qd + 2kvd + 4I (Qwen3: 4qd + 4kvd). The attention mask is not in
+     * here: it is per token pair ({@link #masks}). Only the saved part outlives the forward, but
+     * every tensor the layers make stays alive until CausalLm.hidden returns (one PointerScope
+     * around all layers holds them), so a forward's peak counts all of them.
+     */
+    static PerToken layer(ModelConfig c, int b) {
+        long h = c.hiddenSize(), inter = c.intermediateSize(), heads = c.numHeads(), kvh = c.numKvHeads();
+        long qd = heads * c.headDim(), kvd = kvh * c.headDim();
+        boolean qk = c.family().qkNorm(), f32 = b == 4;
+        PerToken p = norm(h, b, true);
+        p = p.plus(new PerToken(b * (qd + 2 * kvd), b * kvd + (qk && f32 ? b * (qd + kvd) : 0)));
+        if (qk) p = p.plus(norm(qd, b, false)).plus(norm(kvd, b, false)).plus(new PerToken(4 * (heads + kvh) - 8, 4 * (heads + kvh) - 8));
+        p = p.plus(new PerToken(4L * b * (qd + kvd), (long) b * (qd + kvd)));
+        p = p.plus(new PerToken(b * qd + 4 * heads, b * qd + 4 * heads));
+        p = p.plus(new PerToken(2L * b * h, f32 ? b * h : 0));
+        p = p.plus(norm(h, b, true));
+        p = p.plus(new PerToken(4L * b * inter, 4L * b * inter));
+        p = p.plus(new PerToken(2L * b * h, f32 ? b * h : 0));
+        return p;
+    }
+
+    /** The embedding lookup's output: saved in float32 (by the first norm's pow and mul), not in a reduced dtype (the norm saves its float32 copy). */
+    static PerToken embedding(ModelConfig c, int b) {
+        return new PerToken((long) b * c.hiddenSize(), b == 4 ? 4L * c.hiddenSize() : 0);
+    }
+
+    /** The final norm; its output (the hidden states) is not saved but held by TeacherForcing until the LM head has run. */
+    static PerToken finalNorm(ModelConfig c, int b) {
+        return norm(c.hiddenSize(), b, false);
+    }
+
+    /**
+     * Rope.angles for d = head_dim: positions as floats, angles [d/2], cat [d], sin and cos [d] in
+     * float32, their casts to the dtype (none in float32), sin's negated half [d/2] and the signed
+     * sin [d]; cos and the signed sin are saved (shared by every layer's rotation).
+     */
+    static PerToken rope(ModelConfig c, int b) {
+        long d = c.headDim();
+        long casts = b == 4 ? 0 : 2L * b * d;
+        return new PerToken(4 + 4 * (d / 2) + 12 * d + casts + b * (d / 2) + b * d, (b == 4 ? 4 * d : b * d) + b * d);
+    }
+
+    /**
+     * The attention masks of one forward of n = r·t tokens (r rows of t) over s = t key slots
+     * (CausalLm's general pass): the bool validity [r, s], the slot comparisons [t, s] twice, the
+     * slot numbers (int64) and the bool masks [r, 1, t, s] twice. scaled_dot_product_attention
+     * turns the bool mask into an additive one of the dtype in every layer ({@link
+     * #convertedMask}), through a bool negation of the same size ({@link #negatedMask}).
+     */
+    static long masks(long n, long t) {
+        return 2 * n * t + 2 * t * t + n + 16 * t;
+    }
+
+    /** One layer's additive mask [r, 1, t, t] in b bytes: saved by every layer of a training forward, one at a time otherwise. */
+    static long convertedMask(long n, long t, int b) {
+        return n * t * b;
+    }
+
+    /** The bool negation made while converting the mask (freed when the attention returns). */
+    static long negatedMask(long n, long t) {
+        return n * t;
+    }
+
+    // ------------------------------------------------------------------ peaks
+
+    /**
+     * The layers' part of a training forward of {@code mb} at its end: without checkpointing
+     * every tensor the forward made (they live until CausalLm.hidden returns) with each layer's
+     * saved mask; with it, each layer's input (and the last output) plus one layer at a time
+     * (CausalLm.trainingHidden: the layers run without autograd, each in its own scope).
+     */
+    static long forwardEnd(ModelConfig c, int b, MicroBatch mb, boolean checkpointing) {
+        long n = mb.tokens(), t = mb.rowTokens(), layers = c.numLayers();
+        long common = n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created()) + masks(n, t) + negatedMask(n, t);
+        if (checkpointing) {
+            return common + n * (layers + 1) * b * c.hiddenSize() + n * layer(c, b).created() + convertedMask(n, t, b);
+        }
+        PerToken lay = layer(c, b);
+        long perLayer = FORWARD_HOLDS_EVERY_LAYER ? layers * lay.created() : layers * lay.saved() + lay.created() - lay.saved();
+        return common + n * (embedding(c, b).created() + perLayer + finalNorm(c, b).created()) + layers * convertedMask(n, t, b);
+    }
+
+    /**
+     * The peak of one micro-batch's forward, loss and backward (PpoUpdater.microBatch), the
+     * largest of four moments:
+     * <ol>
+     *   <li>the end of the layers' forward ({@link #forwardEnd});</li>
+     *   <li>the end of TeacherForcing: what autograd saved, the hidden states, the gathered
+     *       response positions [N, h] and the LM head's [N, V] float32 tensors: the logits, their
+     *       division by the temperature (when it is not 1), log_softmax, exp and exp·logp for the
+     *       entropy (all in one scope);</li>
+     *   <li>the backward pass at the head: the saved log_softmax, the gather's gradient and
+     *       log_softmax's, and when ppo.entropy_coef &gt; 0 the entropy's graph (its saved exp)
+     *       and its two gradients; with the coefficient 0 the entropy is computed without
+     *       autograd and holds nothing;</li>
+     *   <li>the backward pass in the last layer: the gradient of its output and three [tokens,
+     *       I] gradients of the MLP.</li>
+     * </ol>
+     */
+    static long trainingPeak(ModelConfig c, int b, MicroBatch mb, boolean div, boolean entropy, boolean checkpointing) {
+        long n = mb.tokens(), t = mb.rowTokens(), layers = c.numLayers(), h = c.hiddenSize();
+        long nv = mb.responseTokens() * c.vocabSize() * 4L, picked = mb.responseTokens() * h * b, hiddenOut = n * h * b;
+        PerToken lay = layer(c, b);
+        long saved;
+        long backLayer;
+        if (checkpointing) {
+            saved = n * (layers + 1) * b * h + n * finalNorm(c, b).saved();
+            long backOfLayer = n * b * (h + Math.max(3L * c.intermediateSize(), (long) c.numHeads() * c.headDim()
+                    + 2L * c.numKvHeads() * c.headDim() + h));
+            backLayer = saved + n * b * h + n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created()) + masks(n, t) + n * lay.created()
+                    + convertedMask(n, t, b) + backOfLayer;
+        } else {
+            saved = n * (rope(c, b).saved() + embedding(c, b).saved() + layers * lay.saved() + finalNorm(c, b).saved())
+                    + layers * convertedMask(n, t, b);
+            backLayer = saved + picked + n * b * (h + 3L * c.intermediateSize());
+        }
+        long fwd = forwardEnd(c, b, mb, checkpointing);
+        long head = saved + hiddenOut + picked + nv * (4 + (div ? 1 : 0));
+        long backHead = saved + picked + nv * (entropy ? 6 : 3);
+        return Math.max(Math.max(fwd, head), Math.max(backHead, backLayer));
+    }
+
+    /**
+     * A forward without autograd (the old and reference log-probs, PpoUpdater.logProbs): every
+     * tensor of the layers until CausalLm.hidden returns, with one layer's converted mask (and
+     * its bool negation) at a time; then the hidden states, the response positions and the
+     * logits, their division by the temperature and log_softmax, [N, V] float32 each.
+     */
+    static long inferencePeak(ModelConfig c, int b, MicroBatch mb, boolean div) {
+        long n = mb.tokens(), t = mb.rowTokens(), h = c.hiddenSize();
+        long layers = FORWARD_HOLDS_EVERY_LAYER ? c.numLayers() * layer(c, b).created() : layer(c, b).created() + (long) b * h;
+        long fwd = n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created() + embedding(c, b).created() + layers + finalNorm(c, b).created())
+                + masks(n, t) + convertedMask(n, t, b) + negatedMask(n, t);
+        long nv = mb.responseTokens() * c.vocabSize() * 4L;
+        long head = n * h * b + mb.responseTokens() * h * b + nv * (2 + (div ? 1 : 0));
+        return Math.max(fwd, head);
+    }
+
+    /**
+     * One generation batch (Generator): the KV cache, [2, rows, kv_heads, capacity, head_dim] per
+     * layer in the dtype, made before the prefill and held to the end; the prefill, a forward of
+     * rows × prompt tokens without autograd; then the last position's logits [rows, V] (in the
+     * dtype, then float32) and the sampler's float32 and float64 copies of them (division by the
+     * temperature, softmax, its float64 cumulative sum: 28 bytes a logit; top-k/top-p add a sort).
+     */
+    static Generation generation(ModelConfig c, int b, int rows, int prompt, int fresh, boolean filters) {
+        long cap = (long) prompt + fresh;
+        long kv = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * b * rows * cap;
+        MicroBatch pre = new MicroBatch(rows, (long) rows * prompt, prompt, 0);
+        long prefill = inferencePeak(c, b, pre, false);
+        long logits = (long) rows * prompt * c.hiddenSize() * b + (long) rows * c.vocabSize() * (b + 4 + 28 + (filters ? 24 : 0));
+        return new Generation(rows, prompt, (int) cap, kv, prefill, logits);
+    }
+
+    // ------------------------------------------------------------------ advice
+
+    /**
+     * What to change when the plan does not fit, one line each, in order and each on top of the
+     * ones before it, so that together they fit (the last line says whether they do): the
+     * optimiser state sharded, or more GPUs, when the resident models alone overflow; a generation
+     * budget; activation checkpointing; a micro-batch token bound. Each value is the largest that
+     * fits, found by planning the changed config again. Empty when the plan fits.
+     */
+    public List<String> advice() {
+        List<String> out = new ArrayList<>();
+        if (fits()) return out;
+        final long usable = machine.usableBytes();
+        final List<String> changes = new ArrayList<>();
+        MemoryPlan p = this;
+        if (p.resident > usable && machine.gpus() > 1 && !cfg.distributed().shardOptimizer()) {
+            changes.add("distributed.shard_optimizer=true");
+            MemoryPlan q = with(changes);
+            out.add("distributed.shard_optimizer: true (the models' resident bytes per GPU: " + gib(p.resident) + " -> "
+                    + gib(q.resident) + ")");
+            p = q;
+        }
+        if (p.resident > usable) {
+            String more = "the models alone need " + gib(p.resident) + " per GPU, more than the usable " + gib(usable);
+            RunConfig sharded = cfg.withOverrides(List.of("distributed.shard_optimizer=true"));
+            for (int g = Math.max(2, machine.gpus() + 1); g <= 4096; g++) {
+                MemoryPlan q = of(sharded, shapes, new Machine(g, machine.bytesPerGpu()));
+                if (q.resident <= usable) {
+                    more += ": at least --gpus " + g + " with distributed.shard_optimizer: true (" + gib(q.resident) + " each)";
+                    break;
+                }
+            }
+            if (cfg.ppo().referenceModel()) more += "; ppo.reference_model: false frees each model's frozen copy";
+            out.add(more);
+            return out;
+        }
+        var rc = cfg.rollout();
+        final int row = rc.maxPromptTokens() + rc.maxNewTokens();
+        if (p.phases.get(0).peak() > usable) {
+            long rows = largest(r -> with(changes, "rollout.max_batch_tokens=" + r * row).phases.get(0).peak() <= usable, 1,
+                    Math.max(1, p.models.stream().mapToLong(m -> m.generation().rows()).max().orElse(1)));
+            if (rows == 0) {
+                out.add("one generation row of rollout.max_prompt_tokens + rollout.max_new_tokens (" + row + " tokens) does not fit:"
+                        + " lower them");
+                return out;
+            }
+            changes.add("rollout.max_batch_tokens=" + rows * row);
+            out.add("rollout.max_batch_tokens: " + rows * row + " (at most " + rows + (rows == 1 ? " row" : " rows") + " of " + row
+                    + " tokens per generation batch)");
+            p = with(changes);
+        }
+        if (p.phases.get(2).peak() > usable) {
+            for (ModelPlan m : p.models) {
+                if (m.spec().activationCheckpointing() || resident(p) + m.update().added() <= usable) continue;
+                changes.add("models." + m.id() + ".activation_checkpointing=true");
+                out.add("models." + m.id() + ".activation_checkpointing: true (its update micro-batch: " + gib(m.update().peak())
+                        + " -> " + gib(m.update().peakCheckpointed()) + ")");
+            }
+            p = with(changes);
+        }
+        if (p.phases.get(1).peak() > usable || p.phases.get(2).peak() > usable) {
+            LongPredicate ok = k -> {
+                MemoryPlan q = with(changes, "ppo.max_tokens_per_micro_batch=" + k);
+                return q.phases.get(1).peak() <= usable && q.phases.get(2).peak() <= usable;
+            };
+            long hi = p.models.stream().mapToLong(m -> m.update().mb().tokens()).max().orElse(row);
+            long tokens = ok.test(row) ? largest(ok, row, Math.max(row, hi)) : 0;
+            if (tokens == 0) {
+                MemoryPlan one = with(changes, "ppo.max_tokens_per_micro_batch=" + row);
+                Phase worse = one.phases.get(1).peak() > one.phases.get(2).peak() ? one.phases.get(1) : one.phases.get(2);
+                ModelPlan m = one.models.get(0);
+                out.add("one row of " + row + " tokens does not fit: its " + worse.name() + " pass peaks at " + gib(worse.peak())
+                        + " (its LM head alone makes [N, V] float32 tensors of " + gib(m.update().logitsBytes())
+                        + "; the fused LM head is not available yet): lower rollout.max_prompt_tokens or rollout.max_new_tokens,"
+                        + " or use more GPUs");
+                return out;
+            }
+            changes.add("ppo.max_tokens_per_micro_batch=" + tokens);
+            out.add("ppo.max_tokens_per_micro_batch: " + tokens + " (the log-prob and update passes in micro-batches of at most "
+                    + tokens + " tokens)");
+            p = with(changes);
+        }
+        Phase top = p.largestPhase();
+        out.add((p.fits() ? "with all of these it fits: " : "with all of these it still does not fit: ") + top.name() + " peaks at "
+                + gib(top.peak()) + " of " + gib(usable));
+        return out;
+    }
+
+    private static long resident(MemoryPlan p) {
+        return p.resident;
+    }
+
+    private MemoryPlan with(List<String> overrides, String... more) {
+        List<String> all = new ArrayList<>(overrides);
+        all.addAll(List.of(more));
+        return of(cfg.withOverrides(all), shapes, machine);
+    }
+
+    /** The largest k in [lo, hi] with ok(k), for ok true up to some k and false after; 0 when ok(lo) is false. */
+    private static long largest(LongPredicate ok, long lo, long hi) {
+        if (!ok.test(lo)) return 0;
+        if (ok.test(hi)) return hi;
+        while (hi - lo > 1) {
+            long mid = lo + (hi - lo) / 2;
+            if (ok.test(mid)) lo = mid;
+            else hi = mid;
+        }
+        return lo;
+    }
+
+    // ------------------------------------------------------------------ printing
+
+    public static String gib(long bytes) {
+        return String.format(java.util.Locale.ROOT, "%.2f GiB", bytes / (double) (1L << 30));
+    }
+}

@@ -1,0 +1,75 @@
+// PlanCommandTest.java — `drmas plan` on the shipped GPU-server configs with the model shapes of
+// configs/shapes: the math config fits 8 x 80 GiB as shipped; a machine too small gets advice, and
+// the advice applied as overrides makes the plan fit (so the advice is checked, not only printed);
+// a model folder without config.json is an error that names the key and configs/shapes.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class PlanCommandTest {
+    @TempDir
+    Path tmp;
+
+    static final String MATH = "../configs/math-qwen3-4b.yaml", QWEN3 = "models.policy.path=../configs/shapes/qwen3-4b";
+
+    @Test
+    void theMathConfigFitsEightGpusOf80GiB() {
+        Cli.Run r = Cli.run("plan", MATH, QWEN3, "--gpus", "8", "--gpu-memory", "80");
+        assertEquals(0, r.exit(), r.out() + r.err());
+        assertTrue(r.out().contains("4.02 B parameters"), r.out());
+        assertTrue(r.out().contains("master weights (float32, 1/8)"), r.out());
+        assertTrue(r.out().contains("logits, fused") && r.out().contains("not available yet"), r.out());
+        assertTrue(r.out().contains("fits: yes"), r.out());
+    }
+
+    /** Every "key: value" line of the advice, as overrides. */
+    static List<String> adviceOverrides(String out) {
+        List<String> o = new ArrayList<>();
+        Matcher m = Pattern.compile("(?m)^  ([a-z_.]+): (\\S+) \\(").matcher(out);
+        while (m.find()) o.add(m.group(1) + "=" + m.group(2));
+        return o;
+    }
+
+    @Test
+    void adviceThatIsFollowedMakesItFit() {
+        // the shipped settings off: unsharded optimiser, no checkpointing, no token bounds
+        List<String> base = List.of("plan", MATH, QWEN3, "--gpus", "8", "--gpu-memory", "80", "distributed.shard_optimizer=false",
+                "models.policy.activation_checkpointing=false", "rollout.max_batch_tokens=0", "ppo.max_tokens_per_micro_batch=0");
+        Cli.Run r = Cli.run(base.toArray(String[]::new));
+        assertEquals(PlanCommand.DOES_NOT_FIT, r.exit(), r.out() + r.err());
+        assertTrue(r.out().contains("fits: no"), r.out());
+        List<String> advice = adviceOverrides(r.out());
+        assertTrue(advice.contains("distributed.shard_optimizer=true"), r.out());
+        assertTrue(advice.contains("models.policy.activation_checkpointing=true"), r.out());
+        // (no rollout bound: once the optimiser is sharded, 32 rows of a turn decode within the GPU)
+        assertTrue(advice.stream().anyMatch(a -> a.startsWith("ppo.max_tokens_per_micro_batch=")), r.out());
+        assertTrue(r.out().contains("with all of these it fits"), r.out());
+        List<String> fixed = new ArrayList<>(base);
+        fixed.addAll(advice);
+        Cli.Run again = Cli.run(fixed.toArray(String[]::new));
+        assertEquals(0, again.exit(), again.out());
+    }
+
+    @Test
+    void aModelFolderWithoutConfigJsonIsNamed() {
+        Cli.Run r = Cli.run("plan", MATH, "models.policy.path=" + tmp);
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("models.policy.path") && r.err().contains("configs/shapes"), r.err());
+    }
+
+    @Test
+    void aTinyCpuConfigFitsOneSmallGpu() {
+        Cli.Run r = Cli.run("plan", "../configs/math-toy-drmas.yaml", "--gpu-memory", "2");
+        assertEquals(0, r.exit(), r.out() + r.err());
+        assertTrue(r.out().contains("vocab 366"), r.out());
+    }
+}

@@ -1,0 +1,147 @@
+// MemoryPlanCheckTest.java — `drmas plan` against measurement: for three toy configs on the CPU
+// (float32; Qwen3 shared by two agents, Qwen2 with biases, an untied head, temperature and entropy
+// bonus, two Llama models with reference models), the bytes the plan predicts for the update phase,
+// the step's peak — what the phase adds on top of what is resident before it — must be within 15%
+// of what the trainer measures (memory/peak_update_bytes: the resident high-water mark over the
+// phase's start); generation's prediction and measurement (memory/peak_rollout_bytes) are printed.
+// Run with OPENBLAS_THREAD_TIMEOUT=4, as ./drmas sets it: without it the update read up to 1/3 low. The shapes make the tensors dominate the
+// process's noise (hidden 256-384, 3-4 layers, 512-token rows, 16 rollouts: 130-320 MiB a phase;
+// the noise seen was up to ~30 MiB in generation). Measured at the second step: the first
+// allocates the gradients, which stay, and warms the allocator. glibc's malloc is told to return
+// every block of 64 KiB or more to the system when it is freed (a fixed mmap threshold, mallopt),
+// else freed tensors are reused from the heap without a trace in the resident size and a phase's
+// peak reads low. The plan is a worst case, so each config's seed is one whose rollouts reach the
+// longest row (asserted). Figures: bench/README.md, "drmas plan".
+package dev.drmas.train;
+
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.config.RunConfig;
+import dev.drmas.model.ModelConfig;
+import dev.drmas.tokenizer.BuiltinTokenizer;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class MemoryPlanCheckTest {
+    @TempDir
+    Path tmp;
+
+    static final double TOLERANCE = 0.15;
+    static final PrintStream QUIET = new PrintStream(new ByteArrayOutputStream());
+
+    /** glibc: M_MMAP_THRESHOLD (-3); setting it also turns off the dynamic threshold. */
+    @BeforeAll
+    static void returnFreedMemory() throws Throwable {
+        Linker linker = Linker.nativeLinker();
+        MethodHandle mallopt = linker.downcallHandle(linker.defaultLookup().find("mallopt").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT));
+        assertEquals(1, (int) mallopt.invoke(-3, 64 * 1024), "mallopt(M_MMAP_THRESHOLD) failed");
+    }
+
+    static final String BASE = """
+            run: {name: check, seed: 3, threads: 2, device: cpu, resume: never}
+            data:
+              synthetic: {operands: 2, digits: 1, operators: ["+"], train_size: 40, test_size: 4}
+            models:
+              policy:
+                family: qwen3
+                size: {hidden: 256, layers: 4, heads: 4, kv_heads: 2, intermediate: 768, max_positions: 512}
+                optim: {lr: 1.0e-4, weight_decay: 0.0, grad_clip: 1.0}
+            orchestra: {name: math, options: {max_loops: 1}}
+            rollout: {tasks_per_step: 4, rollouts_per_task: 4, temperature: 1.0, max_new_tokens: 448, max_prompt_tokens: 64}
+            algorithm: {mode: drmas}
+            ppo: {epochs: 1, mini_batch_size: 16, micro_batch_size: 4}
+            trainer: {steps: 2, eval_freq: 0, save_freq: 0}
+            metrics: {jsonl: false, tensorboard: false, progress_bar: false}
+            """;
+
+    record Measured(double rollout, double update, int longestRow) {
+    }
+
+    Measured measure(RunConfig cfg) {
+        try (Trainer t = Trainer.open(cfg, QUIET)) {
+            t.trainStep();
+            Map<String, Double> m = t.trainStep();
+            int longest = 0;
+            for (int i = 0; i < t.lastStep.batch().rows(); i++) {
+                var turn = t.lastStep.batch().turn(i);
+                longest = Math.max(longest, turn.promptIds().length + turn.responseIds().length);
+            }
+            return new Measured(m.get("memory/peak_rollout_bytes"), m.get("memory/peak_update_bytes"), longest);
+        }
+    }
+
+    static Map<String, ModelConfig> shapes(RunConfig cfg) {
+        Map<String, ModelConfig> s = new LinkedHashMap<>();
+        for (String id : cfg.usedModels()) s.put(id, cfg.models().get(id).toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()));
+        return s;
+    }
+
+    void check(String name, String... overrides) {
+        checkYaml(name, BASE, overrides);
+    }
+
+    void checkYaml(String name, String yaml, String... overrides) {
+        List<String> o = new ArrayList<>(List.of("run.output_dir=" + tmp, "run.name=" + name));
+        o.addAll(List.of(overrides));
+        RunConfig cfg = RunConfig.parse(yaml, o);
+        MemoryPlan plan = MemoryPlan.of(cfg, shapes(cfg), new MemoryPlan.Machine(1, 1L << 40));
+        Measured got = measure(cfg);
+        long predUpdate = plan.phases().get(2).added(), predGen = plan.phases().get(0).added();
+        System.out.printf(Locale.ROOT, "plan check %s: update predicted %.1f MiB measured %.1f MiB (%.3f); generation predicted %.1f MiB"
+                        + " measured %.1f MiB (%.3f); longest row %d%n", name, predUpdate / 1048576.0, got.update() / 1048576.0,
+                predUpdate / got.update(), predGen / 1048576.0, got.rollout() / 1048576.0, predGen / got.rollout(), got.longestRow());
+        // the plan is a worst case: it is only comparable when the step's longest row came near the longest possible
+        int row = cfg.rollout().maxPromptTokens() + cfg.rollout().maxNewTokens();
+        assertTrue(got.longestRow() >= 0.95 * row, name + ": the longest row (" + got.longestRow() + " tokens) is far from the"
+                + " plan's worst case (" + row + "): pick a seed whose rollouts reach it");
+        assertTrue(Math.abs(predUpdate - got.update()) <= TOLERANCE * got.update(), String.format(Locale.ROOT,
+                "%s: update phase predicted %d bytes, measured %.0f (ratio %.3f)", name, predUpdate, got.update(), predUpdate / got.update()));
+        // The update is the step's peak: the issue's 15% holds it. Generation, since each layer of a
+        // forward frees its own tensors, adds only ~50-130 MiB here, and its reading moved by up to
+        // ~50 MiB between runs of the same config (0.51-1.09 of the prediction): it is printed above,
+        // not asserted; only that the plan ranks it below the update.
+        assertTrue(predGen < predUpdate, name + ": the update is the step's peak in the plan");
+    }
+
+    @Test
+    void qwen3Shared() {
+        check("qwen3", "run.seed=5");
+    }
+
+    @Test
+    void qwen2WithBiasesTemperatureAndEntropy() {
+        check("qwen2", "run.seed=5", "models.policy.family=qwen2", "models.policy.size.hidden=384", "models.policy.size.layers=3",
+                "models.policy.size.heads=4", "models.policy.size.kv_heads=4", "models.policy.size.intermediate=1024",
+                "models.policy.size.tie_embeddings=false",
+                "rollout.temperature=1.5", "ppo.micro_batch_size=3", "++ppo.entropy_coef=0.01");
+    }
+
+    @Test
+    void twoLlamaModelsWithReference() {
+        String llama = "{family: llama, size: {hidden: 256, layers: 4, heads: 8, kv_heads: 2, intermediate: 688, max_positions: 512}}";
+        String yaml = BASE.replaceFirst("(?s)models:.*?orchestra: \\{name: math, options: \\{max_loops: 1}}", """
+                models:
+                  solver_model: %s
+                  verifier_model: %s
+                agents:
+                  - {id: solver, role: solver, model: solver_model}
+                  - {id: verifier, role: verifier, model: verifier_model}
+                orchestra: {name: math, options: {max_loops: 2}}""".formatted(llama, llama));
+        checkYaml("llama", yaml, "++ppo.reference_model=true", "++ppo.kl_coef=0.01");
+    }
+}
