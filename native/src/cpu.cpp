@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "cpu_adv.h"
+#include "cpu_lmhead.h"
 #include "drmas_math.h"
 
 namespace drmas {
@@ -448,6 +449,10 @@ const AdvIsa& adv_isa() {
     return kAdvIsaV3;
 }
 
+const LmheadIsa& lmhead_isa() {
+    return &adv_isa() == &kAdvIsaV3 ? kLmheadIsaV3 : kLmheadIsaV2;
+}
+
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
                       int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
@@ -724,54 +729,6 @@ int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int
 
 namespace {
 
-// One token's softmax statistics over its logits row: lse = m + log s with s = sum e^{z - m}
-// (m the running maximum, s in fp64 from fp32 block sums), and the entropy log s - sz / s with
-// sz = sum e^{z - m} (z - m) (both rescaled when the maximum grows). bad: index of the first
-// non-finite logit, or -1.
-struct RowStats {
-    float lse;
-    float entropy;
-    int64_t bad;
-};
-
-RowStats row_stats(const float* z, int64_t V) {
-    constexpr int64_t kBlock = 512;
-    double m = -INFINITY, s = 0, sz = 0;
-    for (int64_t v0 = 0; v0 < V; v0 += kBlock) {
-        const int64_t v1 = std::min(V, v0 + kBlock);
-        float bm = -INFINITY;
-        int finite = 1;
-        for (int64_t v = v0; v < v1; ++v) {
-            finite &= fabsf(z[v]) <= 3.402823466e38f;  // false for NaN and +-inf
-            bm = z[v] > bm ? z[v] : bm;
-        }
-        if (!finite) {
-            for (int64_t v = v0; v < v1; ++v)
-                if (!(fabsf(z[v]) <= 3.402823466e38f)) return RowStats{0, 0, v};
-        }
-        if (bm > m) {
-            if (s > 0) {
-                const double scale = exp(m - (double)bm);
-                sz = scale * (sz + (m - (double)bm) * s);
-                s *= scale;
-            }
-            m = bm;
-        }
-        const float mf = (float)m;
-        float bs = 0, bsz = 0;
-        for (int64_t v = v0; v < v1; ++v) {
-            const float d = z[v] - mf;
-            const float e = expf(d);
-            bs += e;
-            bsz += e * d;
-        }
-        s += bs;
-        sz += bsz;
-    }
-    const double ls = log(s);
-    return RowStats{(float)(m + ls), (float)(ls - sz / s), -1};
-}
-
 int32_t threads_for_logits(int64_t tokens, int64_t vocab) {
     const int64_t work = tokens * vocab;  // callers bound tokens x vocab by the size of the logits
     int64_t t = std::min<int64_t>(cpu_threads(), std::max<int64_t>(1, work / (1 << 16)));
@@ -784,13 +741,14 @@ template <class Valid>
 void all_row_stats(int64_t n, int64_t V, const float* logits, Valid valid, std::vector<RowStats>& out, int64_t* bad_t,
                    int64_t* bad_v) {
     out.assign((size_t)n, RowStats{0, 0, -1});
+    const LmheadIsa& isa = lmhead_isa();
     const int nt = threads_for_logits(n, V);
     std::vector<int64_t> first((size_t)nt, -1);
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
         for (int64_t t = lo; t < hi; ++t) {
             if (!valid(t)) continue;
-            out[(size_t)t] = row_stats(logits + t * V, V);
+            out[(size_t)t] = isa.row_stats(logits + t * V, V);
             if (out[(size_t)t].bad >= 0) {
                 first[(size_t)tid] = t;
                 return;
@@ -860,6 +818,7 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& c, int64_t num_rows, const i
     loss_window(lc, num_rows, off, c0, c0 + n, lp.data(), c0, old_logp, [adv](int64_t, int64_t r) { return adv[r]; }, ref,
                 mask, g.data(), c0, ls);
     const float ew = (float)c.entropy_coef;
+    const LmheadIsa& isa = lmhead_isa();
     const int nt = threads_for_logits(n, V);
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
@@ -869,12 +828,8 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& c, int64_t num_rows, const i
                 std::fill(z, z + V, 0.0f);
                 continue;
             }
-            const float lse = st[(size_t)i].lse, h = st[(size_t)i].entropy, gi = g[(size_t)i];
-            for (int64_t v = 0; v < V; ++v) {
-                const float lpv = z[v] - lse;
-                const float p = expf(lpv);
-                z[v] = -gi * p + ew * p * (lpv + h);
-            }
+            const float gi = g[(size_t)i];
+            isa.dz_row(z, V, st[(size_t)i].lse, st[(size_t)i].entropy, gi, ew);
             z[targets[c0 + i]] += gi;
         }
     });
