@@ -282,7 +282,8 @@ typedef struct drmas_lmhead_config {
  * chunk's valid tokens it computes logp, the entropy and the loss term from logp exactly as
  * drmas_clipped_loss_f32 does, and overwrites logits with dL/dz:
  *   dz_tv = g_t (1[v = y_t] - p_tv) + entropy_coef p_tv (log p_tv + H_t),
- * g_t = dL/dlogp_t as drmas_clipped_loss_f32 writes it; the rows of invalid tokens become 0 (their
+ * g_t = dL/dlogp_t as drmas_clipped_loss_f32 writes it, entries below FLT_MIN in magnitude written
+ * as 0 (no denormals for the products that read dL/dz); the rows of invalid tokens become 0 (their
  * logits and targets are never read). logp and entropy (chunk_tokens entries each, may be NULL)
  * get the chunk's values (0 for invalid tokens); sums get this chunk's sums. Summed over chunks
  * that tile the tokens, the sums are the micro-batch's (up to the order of fp64 additions); one

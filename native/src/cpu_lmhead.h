@@ -27,7 +27,7 @@ struct LmheadIsa {
     RowStats (*row_stats)(const float* z, int64_t V);
     // Overwrites one valid token's row of V logits with the entropy bonus's and the loss's
     // share of dL/dz except the target's +g: with lp = z - lse and p = e^lp,
-    // z = -g p + ew p (lp + H).
+    // z = -g p + ew p (lp + H), 0 where that is below FLT_MIN in magnitude (no denormals).
     void (*dz_row)(float* z, int64_t V, float lse, float entropy, float g, float ew);
 };
 extern const LmheadIsa kLmheadIsaV2, kLmheadIsaV3;

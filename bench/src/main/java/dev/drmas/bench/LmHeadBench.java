@@ -121,6 +121,7 @@ public final class LmHeadBench {
                 Figures b = best.get(what);
                 if (b != null && b.seconds() > 60) continue;
                 Figures f = run(w, n, chunk, rowTokens, what);
+                System.err.printf(Locale.ROOT, "  N %d %s: %.2f s%n", n, what, f.seconds());
                 peak.merge(what, f.peakBytes(), Math::max);
                 if (b == null || f.seconds() < b.seconds()) best.put(what, f);
             }
