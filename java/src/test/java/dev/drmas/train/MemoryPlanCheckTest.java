@@ -1,6 +1,7 @@
-// MemoryPlanCheckTest.java — `drmas plan` against measurement: for three toy configs on the CPU
+// MemoryPlanCheckTest.java — `drmas plan` against measurement: for four toy configs on the CPU
 // (float32; Qwen3 shared by two agents, Qwen2 with biases, an untied head, temperature and entropy
-// bonus, two Llama models with reference models), the bytes the plan predicts for the update phase,
+// bonus, two Llama models with reference models, Qwen3 at a 30,000-id vocabulary with the fused LM
+// head and temperature, and opt-in its materialised twin), the bytes the plan predicts for the update phase,
 // the step's peak — what the phase adds on top of what is resident before it — must be within 15%
 // of what the trainer measures (memory/peak_update_bytes: the resident high-water mark over the
 // phase's start); generation's prediction and measurement (memory/peak_rollout_bytes) are printed.
