@@ -124,7 +124,6 @@ public final class MemoryPlan {
         }
     }
 
-    /** One model of the run. */
     /**
      * One model of the run; the log-prob pass's peak with the materialised and with the fused LM
      * head ({@code logProbFusedHead} is what the fused head holds there).
@@ -568,9 +567,9 @@ public final class MemoryPlan {
      * ones before it, so that together they fit (the last line says whether they do): the
      * optimiser state sharded, or more GPUs, when the resident models alone overflow; a generation
      * budget; the fused LM head, when the materialised one is a big part of a phase that does not
-     * fit (on a CPU run; a GPU run gets a line that says what it would buy, not a change: it runs on
-     * CPU models only for now); activation checkpointing; a micro-batch token bound. Each value is the largest that
-     * fits, found by planning the changed config again. Empty when the plan fits.
+     * fit (on a CPU run; a GPU run gets a line that says what it would buy, not a change: it runs
+     * on CPU models only for now); activation checkpointing; a micro-batch token bound. Each value
+     * is the largest that fits, found by planning the changed config again. Empty when the plan fits.
      */
     public List<String> advice() {
         List<String> out = new ArrayList<>();
