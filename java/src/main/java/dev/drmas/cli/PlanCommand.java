@@ -8,6 +8,7 @@ package dev.drmas.cli;
 
 import dev.drmas.config.ModelSpec;
 import dev.drmas.config.RunConfig;
+import dev.drmas.config.RunSettings;
 import dev.drmas.model.ModelConfig;
 import dev.drmas.model.ModelFileException;
 import dev.drmas.tokenizer.BuiltinTokenizer;
@@ -100,7 +101,8 @@ final class PlanCommand implements Callable<Integer> {
                         + " rollout.max_batch_tokens %s, ppo.max_tokens_per_micro_batch %s (ppo.micro_batch_size %d)%n",
                 rc.tasksPerStep(), rc.rolloutsPerTask(), rc.maxPromptTokens(), rc.maxNewTokens(), bound(rc.maxBatchTokens()),
                 bound(cfg.ppo().maxTokensPerMicroBatch()), cfg.ppo().microBatchSize()));
-        for (MemoryPlan.ModelPlan mp : plan.models()) model(o, mp, m, shard);
+        boolean cpu = cfg.run().device() == RunSettings.Device.CPU;
+        for (MemoryPlan.ModelPlan mp : plan.models()) model(o, mp, m, shard, cpu);
         o.append(String.format(Locale.ROOT, "%nphases, per GPU (every model resident: %s)%n", String.join(", ",
                 plan.models().stream().map(MemoryPlan.ModelPlan::id).toList())));
         o.append(String.format(Locale.ROOT, "  %-12s %12s %12s %12s   %s%n", "phase", "peak", "resident", "transient", "largest transient"));
@@ -124,7 +126,7 @@ final class PlanCommand implements Callable<Integer> {
         return o.toString();
     }
 
-    private static void model(StringBuilder o, MemoryPlan.ModelPlan mp, MemoryPlan.Machine m, boolean shard) {
+    private static void model(StringBuilder o, MemoryPlan.ModelPlan mp, MemoryPlan.Machine m, boolean shard, boolean cpu) {
         ModelConfig c = mp.shape();
         ModelSpec s = mp.spec();
         String dt = s.dtype().configName(), master = s.masterDtype().configName(), w = shard ? ", 1/" + m.gpus() : "";
@@ -152,19 +154,33 @@ final class PlanCommand implements Callable<Integer> {
         line(o, "  last-position logits and sampling", g.logits());
         line(o, "  generation transient", g.added());
         MemoryPlan.MicroBatch mb = mp.logProbBatch();
+        MemoryPlan.Update u = mp.update();
+        MemoryPlan.FusedHead fh = u.fusedHead();
         o.append(String.format(Locale.ROOT, "  log-prob and update: micro-batches of %d tokens (rows of <= %d), %d response tokens%n",
                 mb.tokens(), mb.rowTokens(), mb.responseTokens()));
-        line(o, "  log-prob pass peak (" + mp.logProbPasses() + (mp.logProbPasses() == 1 ? " pass: old log-probs)" : " passes: old and reference)"),
-                mp.logProbPeak());
-        MemoryPlan.Update u = mp.update();
         line(o, "  activations, no checkpointing", u.activations());
         line(o, "  activations, checkpointing", u.activationsCheckpointed());
-        line(o, "  logits, materialised: " + u.logitsTensors() + " x [N, V] float32 of " + MemoryPlan.gib(u.logitsBytes()),
-                u.logitsTensors() * u.logitsBytes());
-        o.append(String.format(Locale.ROOT, "      %-56s %12s%n", "logits, fused", "not available yet (the fused LM-head issue)"));
-        line(o, "  update micro-batch peak, no checkpointing" + (u.checkpointing() ? "" : "  <- configured"), u.peak());
-        line(o, "  update micro-batch peak, checkpointing" + (u.checkpointing() ? "  <- configured" : ""), u.peakCheckpointed());
+        // the LM head's two ways side by side: what ppo.fused_lm_head buys
+        o.append(String.format(Locale.ROOT, "    %-60s %12s %12s%n", "  with the LM head (ppo.fused_lm_head: " + u.fused() + ")",
+                "materialised", "fused"));
+        line2(o, "  the LM head's own tensors (update)", u.materialisedHeadBytes(), fh.peak());
+        line2(o, "  log-prob pass peak (" + mp.logProbPasses() + (mp.logProbPasses() == 1 ? " pass: old log-probs)" : " passes: old and reference)"),
+                mp.logProbPeakMaterialised(), mp.logProbPeakFused());
+        line2(o, "  update micro-batch peak, no checkpointing" + (u.checkpointing() ? "" : "  <- configured"), u.peak(false, false),
+                u.peak(false, true));
+        line2(o, "  update micro-batch peak, checkpointing" + (u.checkpointing() ? "  <- configured" : ""), u.peak(true, false),
+                u.peak(true, true));
+        boolean reduced = s.dtype() != ModelSpec.Dtype.FLOAT32;
+        o.append(String.format(Locale.ROOT, "      (materialised: %d x [N, V] float32 of %s at the end of the forward; fused%s:%n"
+                        + "       chunks of %d tokens, %s each, and across them dL/dh [N, H]%s, %s%s)%n", u.logitsTensors(),
+                MemoryPlan.gib(u.logitsBytes()), cpu ? "" : ", CPU models only for now", fh.chunkTokens(), MemoryPlan.gib(fh.chunkBytes()),
+                reduced ? " and a float32 dL/dW [V, H]" : "", MemoryPlan.gib(fh.heldBytes()), fh.finishBytes() > 0
+                        ? ";\n       then 2 x [V, H] float32 while dL/dW is added into the " + s.dtype().configName() + " .grad" : ""));
         line(o, "  optimiser step (norm in float64" + (shard ? ", all-gather of the weights)" : ")"), u.stepTransient());
+    }
+
+    private static void line2(StringBuilder o, String what, long materialised, long fused) {
+        o.append(String.format(Locale.ROOT, "    %-60s %12s %12s%n", what, MemoryPlan.gib(materialised), MemoryPlan.gib(fused)));
     }
 
     private static void line(StringBuilder o, String what, long bytes) {

@@ -7,8 +7,10 @@
 // measures on the CPU (MemoryPlanCheckTest); each formula's derivation is in its comment.
 package dev.drmas.train;
 
+import dev.drmas.algo.FusedLmHead;
 import dev.drmas.config.ModelSpec;
 import dev.drmas.config.RunConfig;
+import dev.drmas.config.RunSettings;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.ModelConfig;
 import java.util.ArrayList;
@@ -76,24 +78,66 @@ public final class MemoryPlan {
     }
 
     /**
-     * The update of one micro-batch: its peak without and with activation checkpointing, and the
-     * parts of it: the layers' activations (the forward's, at its end), the [N, V] float32 logits
-     * that are alive at the head's peak ({@code logitsTensors} of {@code logitsBytes} each), and the
-     * optimiser step's own transient (after the micro-batches).
+     * What {@link dev.drmas.algo.FusedLmHead} holds for one micro-batch of {@code N} response tokens
+     * (ppo.fused_lm_head), as its code allocates it: chunks of {@code chunkTokens} tokens
+     * (FusedLmHead.defaultChunkTokens(V), at most N); {@code chunkBytes}, the transient of the largest
+     * chunk (its logits, overwritten in place by dL/dz, with the products and casts made in the
+     * chunk's scope); {@code heldBytes}, what lives across the chunks and through the rest of the
+     * micro-batch (the update: dL/dh [N, H], a reduced dtype's float32 dL/dW [V, H], the per-token
+     * vectors; the log-prob pass: the targets and log-probs); {@code finishBytes}, the transient after
+     * the chunks (a reduced dtype's dL/dW added into .grad). The response positions' hidden states
+     * [N, H] are not in here: they are counted with the micro-batch, as for the materialised head.
      */
-    public record Update(MicroBatch mb, long activations, long activationsCheckpointed, long logitsBytes, int logitsTensors,
-                         long peak, long peakCheckpointed, long stepTransient, boolean checkpointing) {
-        /** What the update adds to the resident bytes at its peak, with the configured checkpointing. */
-        public long added() {
-            return Math.max(checkpointing ? peakCheckpointed : peak, stepTransient);
+    public record FusedHead(int chunkTokens, long chunkBytes, long heldBytes, long finishBytes) {
+        /** The head's own bytes at its peak. */
+        public long peak() {
+            return heldBytes + Math.max(chunkBytes, finishBytes);
         }
     }
 
-    /** One model of the run. */
+    /**
+     * The update of one micro-batch: its peak without and with activation checkpointing, with the
+     * materialised LM head ({@code peak}, {@code peakCheckpointed}) and with the fused one ({@code
+     * fusedPeak}, {@code fusedPeakCheckpointed}), and the parts of it: the layers' activations (the
+     * forward's, at its end), the [N, V] float32 logits that the materialised head has alive at its
+     * peak ({@code logitsTensors} of {@code logitsBytes} each), what the fused head holds instead,
+     * and the optimiser step's own transient (after the micro-batches). {@code checkpointing} and
+     * {@code fused} are the configured settings.
+     */
+    public record Update(MicroBatch mb, long activations, long activationsCheckpointed, long logitsBytes, int logitsTensors,
+                         FusedHead fusedHead, long peak, long peakCheckpointed, long fusedPeak, long fusedPeakCheckpointed,
+                         long stepTransient, boolean checkpointing, boolean fused) {
+        /** The micro-batch's peak with and without checkpointing and the fused or the materialised head. */
+        public long peak(boolean withCheckpointing, boolean withFusedHead) {
+            if (withFusedHead) return withCheckpointing ? fusedPeakCheckpointed : fusedPeak;
+            return withCheckpointing ? peakCheckpointed : peak;
+        }
+
+        /** The materialised head's [N, V] tensors at its peak. */
+        public long materialisedHeadBytes() {
+            return logitsTensors * logitsBytes;
+        }
+
+        /** What the update adds to the resident bytes at its peak, with the configured checkpointing and head. */
+        public long added() {
+            return Math.max(peak(checkpointing, fused), stepTransient);
+        }
+    }
+
+    /**
+     * One model of the run; the log-prob pass's peak with the materialised and with the fused LM
+     * head ({@code logProbFusedHead} is what the fused head holds there).
+     */
     public record ModelPlan(String id, List<String> agents, ModelConfig shape, ModelSpec spec, long params, Resident resident,
-                            Generation generation, MicroBatch logProbBatch, long logProbPeak, int logProbPasses, Update update) {
+                            Generation generation, MicroBatch logProbBatch, long logProbPeakMaterialised, long logProbPeakFused,
+                            FusedHead logProbFusedHead, int logProbPasses, Update update) {
+        /** The log-prob pass's peak with the configured head. */
+        public long logProbPeak() {
+            return update.fused() ? logProbPeakFused : logProbPeakMaterialised;
+        }
+
         public long logProbAdded() {
-            return logProbPeak;
+            return logProbPeak();
         }
     }
 
@@ -223,18 +267,24 @@ public final class MemoryPlan {
         boolean div = rc.temperature() != 1.0;
         MicroBatch mb = microBatch(pc.microBatchSize(), pc.maxTokensPerMicroBatch(), prompt, fresh);
         long logProb = inferencePeak(c, b, mb, div);
-        int passes = 1 + (pc.referenceModel() && cfg.lossConfig().usesReference() ? 1 : 0);
+        FusedHead inferHead = fusedHead(c, b, mb, div, false, false);
+        long logProbFused = inferencePeakFused(c, b, mb, inferHead);
+        boolean usesRef = pc.referenceModel() && cfg.lossConfig().usesReference();
+        int passes = 1 + (usesRef ? 1 : 0);
         boolean entropy = pc.entropyCoef() > 0;
-        long peak = trainingPeak(c, b, mb, div, entropy, false);
-        long peakCk = trainingPeak(c, b, mb, div, entropy, true);
+        long peak = trainingPeak(c, b, mb, div, entropy, false, null);
+        long peakCk = trainingPeak(c, b, mb, div, entropy, true, null);
+        FusedHead head = fusedHead(c, b, mb, div, true, usesRef);
+        long fusedPeak = trainingPeak(c, b, mb, div, entropy, false, head);
+        long fusedPeakCk = trainingPeak(c, b, mb, div, entropy, true, head);
         // AdamW's temporaries of its largest tensor (sharded: the one flat chunk, and the bucket
         // the updated masters are all-gathered through)
         long stepTransient = shard ? ceilDiv(params, w) * 16 + (long) (cfg.distributed().bucketMb() * (1 << 20)) : largest * 16;
         long nv = mb.responseTokens() * c.vocabSize() * 4L;
-        Update up = new Update(mb, forwardEnd(c, b, mb, false), forwardEnd(c, b, mb, true), nv, 4 + (div ? 1 : 0), peak, peakCk,
-                stepTransient, spec.activationCheckpointing());
+        Update up = new Update(mb, forwardEnd(c, b, mb, false), forwardEnd(c, b, mb, true), nv, 4 + (div ? 1 : 0), head, peak, peakCk,
+                fusedPeak, fusedPeakCk, stepTransient, spec.activationCheckpointing(), pc.fusedLmHead());
         List<String> agents = cfg.agentsOf(id).stream().map(a -> a.id()).toList();
-        return new ModelPlan(id, agents, c, spec, params, res, gen, mb, logProb, passes, up);
+        return new ModelPlan(id, agents, c, spec, params, res, gen, mb, logProb, logProbFused, inferHead, passes, up);
     }
 
     static int bytes(ModelSpec.Dtype d) {
@@ -402,8 +452,14 @@ public final class MemoryPlan {
      *   <li>the backward pass in the last layer: the gradient of its output and three [tokens,
      *       I] gradients of the MLP.</li>
      * </ol>
+     * With {@code fused} (PpoUpdater.fusedMicroBatch), moments 2 and 3 are one: FusedLmHead's
+     * chunks, on top of what autograd saved and the response positions' hidden states (which
+     * TeacherForcing.responseHidden keeps; the whole final hidden states went with its scope); and
+     * what the fused head holds across its chunks ({@link FusedHead#heldBytes}: dL/dh above all) is
+     * still alive in moment 4, through hidden.backward and the checkpointed layers' part.
      */
-    static long trainingPeak(ModelConfig c, int b, MicroBatch mb, boolean div, boolean entropy, boolean checkpointing) {
+    static long trainingPeak(ModelConfig c, int b, MicroBatch mb, boolean div, boolean entropy, boolean checkpointing,
+                             FusedHead fused) {
         long n = mb.tokens(), t = mb.rowTokens(), layers = c.numLayers(), h = c.hiddenSize();
         long nv = mb.responseTokens() * c.vocabSize() * 4L, picked = mb.responseTokens() * h * b, hiddenOut = n * h * b;
         PerToken lay = layer(c, b);
@@ -415,15 +471,63 @@ public final class MemoryPlan {
                     + 2L * c.numKvHeads() * c.headDim() + h));
             backLayer = saved + n * b * h + n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created()) + masks(n, t) + n * lay.created()
                     + convertedMask(n, t, b) + backOfLayer;
+            // the fused path's scope keeps the response positions' hidden states until the micro-batch ends
+            if (fused != null) backLayer += picked;
         } else {
             saved = n * (rope(c, b).saved() + embedding(c, b).saved() + layers * lay.saved() + finalNorm(c, b).saved())
                     + layers * convertedMask(n, t, b);
             backLayer = saved + picked + n * b * (h + 3L * c.intermediateSize());
         }
         long fwd = forwardEnd(c, b, mb, checkpointing);
+        if (fused != null) {
+            return Math.max(fwd, Math.max(saved + picked + fused.peak(), backLayer + fused.heldBytes()));
+        }
         long head = saved + hiddenOut + picked + nv * (4 + (div ? 1 : 0));
         long backHead = saved + picked + nv * (entropy ? 6 : 3);
         return Math.max(Math.max(fwd, head), Math.max(backHead, backLayer));
+    }
+
+    /**
+     * The fused LM head of a micro-batch, from FusedLmHead's code. N response tokens, H hidden, V
+     * vocabulary, b bytes per value of the model's dtype, chunks of c = min(N,
+     * FusedLmHead.defaultChunkTokens(V)) tokens. A chunk's scope holds the logits h·Wᵀ [c, V] in the
+     * dtype, their float32 copy (a reduced dtype only) and its division by the temperature (when it
+     * is not 1): the kernel overwrites the last with dL/dz. The update's chunk adds dL/dz in the
+     * dtype for dL/dh's product (a reduced dtype only), that product [c, H] in the dtype, and the
+     * chunk's hidden states in float32 for dL/dW's (a reduced dtype only); dL/dW goes straight into
+     * a float32 .grad. Across the chunks the update holds dL/dh [N, H] in the dtype, the float32
+     * sum of dL/dW [V, H] (a reduced dtype only), the log-probs and entropies (float32), the
+     * targets and the rows' token positions (int64) and the gathered old (and reference) log-probs
+     * (float32): 28 (32) bytes a token. After the chunks, a reduced dtype's .grad.add_(dL/dW) makes
+     * two float32 [V, H] temporaries on the CPU (TensorIterator promotes the bf16 .grad, as input
+     * and as output, to the float32 of the sum). The log-prob pass (no autograd) holds the chunk's
+     * logits alone, and across the chunks the targets and log-probs: 12 bytes a token.
+     */
+    static FusedHead fusedHead(ModelConfig c, int b, MicroBatch mb, boolean div, boolean update, boolean reference) {
+        long n = mb.responseTokens(), h = c.hiddenSize(), v = c.vocabSize();
+        boolean reduced = b != 4;
+        int chunk = (int) Math.min(Math.max(1, n), FusedLmHead.defaultChunkTokens(v));
+        long logits = (long) chunk * v * (b + (reduced ? 4 : 0) + (div ? 4 : 0));
+        if (!update) return new FusedHead(chunk, logits, 12 * n, 0);
+        long chunkBytes = logits + (reduced ? (long) chunk * v * b : 0) + (long) chunk * h * b + (reduced ? (long) chunk * h * 4 : 0);
+        long held = n * h * b + (reduced ? v * h * 4 : 0) + n * (28 + (reference ? 4 : 0));
+        return new FusedHead(chunk, chunkBytes, held, reduced ? 2 * v * h * 4 : 0);
+    }
+
+    /**
+     * The log-prob pass with the fused head (PpoUpdater.logProbs): the layers' forward as in {@link
+     * #inferencePeak}, then the response positions' hidden states [N, H] and the head's chunks.
+     */
+    static long inferencePeakFused(ModelConfig c, int b, MicroBatch mb, FusedHead head) {
+        return Math.max(inferenceForward(c, b, mb), mb.responseTokens() * c.hiddenSize() * b + head.peak());
+    }
+
+    /** The layers of a forward without autograd at its peak: every tensor until CausalLm.hidden returns, one layer's mask at a time. */
+    private static long inferenceForward(ModelConfig c, int b, MicroBatch mb) {
+        long n = mb.tokens(), t = mb.rowTokens(), h = c.hiddenSize();
+        long layers = FORWARD_HOLDS_EVERY_LAYER ? c.numLayers() * layer(c, b).created() : layer(c, b).created() + (long) b * h;
+        return n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created() + embedding(c, b).created() + layers + finalNorm(c, b).created())
+                + masks(n, t) + convertedMask(n, t, b) + negatedMask(n, t);
     }
 
     /**
@@ -433,10 +537,8 @@ public final class MemoryPlan {
      * logits, their division by the temperature and log_softmax, [N, V] float32 each.
      */
     static long inferencePeak(ModelConfig c, int b, MicroBatch mb, boolean div) {
-        long n = mb.tokens(), t = mb.rowTokens(), h = c.hiddenSize();
-        long layers = FORWARD_HOLDS_EVERY_LAYER ? c.numLayers() * layer(c, b).created() : layer(c, b).created() + (long) b * h;
-        long fwd = n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created() + embedding(c, b).created() + layers + finalNorm(c, b).created())
-                + masks(n, t) + convertedMask(n, t, b) + negatedMask(n, t);
+        long n = mb.tokens(), h = c.hiddenSize();
+        long fwd = inferenceForward(c, b, mb);
         long nv = mb.responseTokens() * c.vocabSize() * 4L;
         long head = n * h * b + mb.responseTokens() * h * b + nv * (2 + (div ? 1 : 0));
         return Math.max(fwd, head);
@@ -464,8 +566,10 @@ public final class MemoryPlan {
      * What to change when the plan does not fit, one line each, in order and each on top of the
      * ones before it, so that together they fit (the last line says whether they do): the
      * optimiser state sharded, or more GPUs, when the resident models alone overflow; a generation
-     * budget; activation checkpointing; a micro-batch token bound. Each value is the largest that
-     * fits, found by planning the changed config again. Empty when the plan fits.
+     * budget; the fused LM head, when the materialised one is a big part of a phase that does not
+     * fit (on a CPU run; a GPU run gets a line that says what it would buy, not a change: it runs
+     * on CPU models only for now); activation checkpointing; a micro-batch token bound. Each value
+     * is the largest that fits, found by planning the changed config again. Empty when the plan fits.
      */
     public List<String> advice() {
         List<String> out = new ArrayList<>();
@@ -509,12 +613,39 @@ public final class MemoryPlan {
                     + " tokens per generation batch)");
             p = with(changes);
         }
+        if ((p.phases.get(1).peak() > usable || p.phases.get(2).peak() > usable) && !cfg.ppo().fusedLmHead()) {
+            // the fused head first: the same losses and gradients at the materialised head's speed
+            // (bench/README.md, "Fused LM head"), where checkpointing costs a forward
+            ModelPlan big = null;
+            for (ModelPlan m : p.models) {
+                if (headMatters(p, m, usable) && (big == null || m.update().materialisedHeadBytes() > big.update().materialisedHeadBytes())) {
+                    big = m;
+                }
+            }
+            if (big != null) {
+                Update u = big.update();
+                String what = "the LM head's [N, V] float32 tensors, " + gib(u.materialisedHeadBytes()) + " of " + big.id()
+                        + "'s update micro-batch, become chunks of " + u.fusedHead().chunkTokens() + " tokens: " + gib(u.fusedHead().peak())
+                        + " in all; its update micro-batch: " + gib(u.peak(u.checkpointing(), false)) + " -> "
+                        + gib(u.peak(u.checkpointing(), true));
+                if (cfg.run().device() == RunSettings.Device.CPU) {
+                    changes.add("ppo.fused_lm_head=true");
+                    out.add("ppo.fused_lm_head: true (" + what + ")");
+                    p = with(changes);
+                } else {
+                    // PpoUpdater refuses it on a CUDA model: not a change to make, only what it will buy
+                    out.add("not yet on a GPU: ppo.fused_lm_head runs on CPU models only for now (run.device: "
+                            + cfg.run().device().configName() + "); with it " + what);
+                }
+            }
+        }
         if (p.phases.get(2).peak() > usable) {
             for (ModelPlan m : p.models) {
                 if (m.spec().activationCheckpointing() || resident(p) + m.update().added() <= usable) continue;
+                Update u = m.update();
                 changes.add("models." + m.id() + ".activation_checkpointing=true");
-                out.add("models." + m.id() + ".activation_checkpointing: true (its update micro-batch: " + gib(m.update().peak())
-                        + " -> " + gib(m.update().peakCheckpointed()) + ")");
+                out.add("models." + m.id() + ".activation_checkpointing: true (its update micro-batch: " + gib(u.peak(false, u.fused()))
+                        + " -> " + gib(u.peak(true, u.fused())) + ")");
             }
             p = with(changes);
         }
@@ -528,11 +659,13 @@ public final class MemoryPlan {
             if (tokens == 0) {
                 MemoryPlan one = with(changes, "ppo.max_tokens_per_micro_batch=" + row);
                 Phase worse = one.phases.get(1).peak() > one.phases.get(2).peak() ? one.phases.get(1) : one.phases.get(2);
-                ModelPlan m = one.models.get(0);
+                Update u = one.models.get(0).update();
+                String head = u.fused() ? "its fused LM head holds " + gib(u.fusedHead().peak())
+                        : "its LM head alone makes [N, V] float32 tensors of " + gib(u.logitsBytes())
+                        + (cfg.run().device() == RunSettings.Device.CPU ? "" : "; ppo.fused_lm_head, CPU only for now, holds "
+                        + gib(u.fusedHead().peak()));
                 out.add("one row of " + row + " tokens does not fit: its " + worse.name() + " pass peaks at " + gib(worse.peak())
-                        + " (its LM head alone makes [N, V] float32 tensors of " + gib(m.update().logitsBytes())
-                        + "; the fused LM head is not available yet): lower rollout.max_prompt_tokens or rollout.max_new_tokens,"
-                        + " or use more GPUs");
+                        + " (" + head + "): lower rollout.max_prompt_tokens or rollout.max_new_tokens, or use more GPUs");
                 return out;
             }
             changes.add("ppo.max_tokens_per_micro_batch=" + tokens);
@@ -544,6 +677,19 @@ public final class MemoryPlan {
         out.add((p.fits() ? "with all of these it fits: " : "with all of these it still does not fit: ") + top.name() + " peaks at "
                 + gib(top.peak()) + " of " + gib(usable));
         return out;
+    }
+
+    /**
+     * Whether the materialised LM head's [N, V] tensors are a big part of a phase of {@code m} that
+     * does not fit: at least a tenth of what the model adds in the log-prob or the update phase.
+     * (A tenth is a judgement: below it the fused head changes little of what else must change.)
+     */
+    private static boolean headMatters(MemoryPlan p, ModelPlan m, long usable) {
+        Update u = m.update();
+        boolean update = p.resident + u.added() > usable && u.materialisedHeadBytes() * 10 >= u.added();
+        boolean logProb = p.resident + m.logProbAdded() > usable
+                && m.update().logitsBytes() * (2 + (p.cfg.rollout().temperature() != 1.0 ? 1 : 0)) * 10 >= m.logProbAdded();
+        return update || logProb;
     }
 
     private static long resident(MemoryPlan p) {

@@ -1,6 +1,7 @@
-// MemoryPlanCheckTest.java — `drmas plan` against measurement: for three toy configs on the CPU
+// MemoryPlanCheckTest.java — `drmas plan` against measurement: for four toy configs on the CPU
 // (float32; Qwen3 shared by two agents, Qwen2 with biases, an untied head, temperature and entropy
-// bonus, two Llama models with reference models), the bytes the plan predicts for the update phase,
+// bonus, two Llama models with reference models, Qwen3 at a 30,000-id vocabulary with the fused LM
+// head and temperature, and opt-in its materialised twin), the bytes the plan predicts for the update phase,
 // the step's peak — what the phase adds on top of what is resident before it — must be within 15%
 // of what the trainer measures (memory/peak_update_bytes: the resident high-water mark over the
 // phase's start); generation's prediction and measurement (memory/peak_rollout_bytes) are printed.
@@ -18,10 +19,13 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.config.RunConfig;
 import dev.drmas.model.ModelConfig;
 import dev.drmas.tokenizer.BuiltinTokenizer;
+import dev.drmas.tokenizer.HfTokenizer;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -34,6 +38,7 @@ import java.util.Locale;
 import java.util.Map;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.junit.jupiter.api.io.TempDir;
 
 class MemoryPlanCheckTest {
@@ -85,10 +90,38 @@ class MemoryPlanCheckTest {
         }
     }
 
+    /** Each model's shape as the trainer builds it: its size, at the vocabulary of its tokenizer (the built-in one without path). */
     static Map<String, ModelConfig> shapes(RunConfig cfg) {
         Map<String, ModelConfig> s = new LinkedHashMap<>();
-        for (String id : cfg.usedModels()) s.put(id, cfg.models().get(id).toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()));
+        for (String id : cfg.usedModels()) {
+            var spec = cfg.models().get(id);
+            int vocab = BuiltinTokenizer.VOCAB_SIZE;
+            if (spec.path() != null) {
+                try (HfTokenizer tok = HfTokenizer.load(spec.path())) {
+                    vocab = tok.vocabSize();
+                }
+            }
+            s.put(id, spec.toModelConfig(vocab, List.of()));
+        }
         return s;
+    }
+
+    /**
+     * A tokenizer folder of {@code vocab} ids: the built-in tokenizer's, then ids that encoding never
+     * makes (no merges reach them) but a random model samples and decoding prints ("w366", …): a toy
+     * model at a vocabulary where the LM head matters.
+     */
+    static Path bigVocabulary(Path dir, int vocab) throws IOException {
+        BuiltinTokenizer.writeTo(dir);
+        ObjectMapper json = new ObjectMapper();
+        Path file = dir.resolve("tokenizer.json");
+        @SuppressWarnings("unchecked")
+        Map<String, Object> tok = json.readValue(file.toFile(), Map.class);
+        @SuppressWarnings("unchecked")
+        Map<String, Object> ids = (Map<String, Object>) ((Map<String, Object>) tok.get("model")).get("vocab");
+        for (int id = BuiltinTokenizer.VOCAB_SIZE; id < vocab; id++) ids.put("w" + id, id);
+        json.writeValue(file.toFile(), tok);
+        return dir;
     }
 
     void check(String name, String... overrides) {
@@ -129,6 +162,35 @@ class MemoryPlanCheckTest {
                 "models.policy.size.heads=4", "models.policy.size.kv_heads=4", "models.policy.size.intermediate=1024",
                 "models.policy.size.tie_embeddings=false",
                 "rollout.temperature=1.5", "ppo.micro_batch_size=3", "++ppo.entropy_coef=0.01");
+    }
+
+    /**
+     * 30,000 ids: the materialised head's [N, V] float32 tensors are 205 MiB each (four at the end of
+     * the forward, five at temperature 1.5); the fused head's chunks are 1,118 tokens (128 MiB of
+     * logits, and at 1.5 their division: 256 MiB), 1,792 response tokens per micro-batch in two of them.
+     */
+    static final int BIG_VOCAB = 30_000;
+
+    static String[] bigVocabulary(Path tok, String... more) {
+        List<String> o = new ArrayList<>(List.of("run.seed=5", "++models.policy.path=" + tok, "++models.policy.init=random",
+                "rollout.temperature=1.5"));
+        o.addAll(List.of(more));
+        return o.toArray(String[]::new);
+    }
+
+    @Test
+    void fusedLmHeadAtALargeVocabularyAndTemperature() throws IOException {
+        check("fused", bigVocabulary(bigVocabulary(tmp.resolve("tokenizer"), BIG_VOCAB), "ppo.fused_lm_head=true"));
+    }
+
+    /**
+     * The same with the materialised head, what the switch buys (bench/README.md, "drmas plan"); 2.5
+     * more minutes, so only with -Ddrmas.plancheck.all=true.
+     */
+    @Test
+    @EnabledIfSystemProperty(named = "drmas.plancheck.all", matches = "true")
+    void materialisedLmHeadAtALargeVocabularyAndTemperature() throws IOException {
+        check("materialised", bigVocabulary(bigVocabulary(tmp.resolve("tokenizer"), BIG_VOCAB)));
     }
 
     @Test

@@ -3,7 +3,10 @@
 // embeddings): parameter count, the resident bytes in float32 and in bfloat16 with fp32 master
 // weights sharded over 4 ranks, the KV cache, the micro-batch shapes with and without a token
 // bound, a decoder layer's bytes per token, and a forward's end; and that the plan's peaks are
-// the resident bytes plus the largest transient.
+// the resident bytes plus the largest transient. The fused LM head (ppo.fused_lm_head): what
+// FusedLmHead holds per chunk and across a micro-batch in float32, bfloat16 and at a temperature,
+// the micro-batch's peak with it at a real vocabulary, and the advice that switches it on (a CPU
+// run) or only says what it would buy (a GPU run, where the trainer refuses it for now).
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -108,5 +111,132 @@ class MemoryPlanTest {
         assertTrue(p.advice().isEmpty());
         // checkpointing keeps less than the whole forward
         assertTrue(m.update().peakCheckpointed() < m.update().peak());
+    }
+
+    // ------------------------------------------------------------------ the fused LM head
+
+    @Test
+    void theFusedHeadOfAMicroBatchInFloat32() {
+        // 4 rows of 6 response tokens: N = 24, V = 366 (one chunk: the default chunk is 65536 tokens at this vocabulary), H = 8.
+        // The chunk: logits [24, V] float32 (dL/dz in place) and dL/dh's product [24, H]; across the chunks dL/dh [N, H] and
+        // 28 bytes a token (log-probs, entropies, targets, token positions, old log-probs); .grad is float32: nothing after
+        MemoryPlan.FusedHead f = plan(1).models().get(0).update().fusedHead();
+        assertEquals(new MemoryPlan.FusedHead(24, 24 * 366 * 4 + 24 * 8 * 4, 24 * 8 * 4 + 24 * 28, 0), f);
+        // a temperature: the logits' division is a second [24, V] float32 in the chunk's scope; a KL term: the reference log-probs
+        MemoryPlan.FusedHead t = plan(1, "rollout.temperature=1.5", "++ppo.reference_model=true", "++ppo.kl_coef=0.01")
+                .models().get(0).update().fusedHead();
+        assertEquals(new MemoryPlan.FusedHead(24, 2 * 24 * 366 * 4 + 24 * 8 * 4, 24 * 8 * 4 + 24 * 32, 0), t);
+        // the log-prob pass: the logits alone; the targets and log-probs across the chunks
+        assertEquals(new MemoryPlan.FusedHead(24, 24 * 366 * 4, 24 * 12, 0), plan(1).models().get(0).logProbFusedHead());
+    }
+
+    @Test
+    void theFusedHeadOfAMicroBatchInBfloat16() {
+        // the chunk: the product's logits in bf16 and their float32 copy, dL/dz cast back to bf16 for dL/dh = dz·W, that
+        // product [24, H] in bf16 and the chunk's hidden states in float32 for dL/dW; across: dL/dh in bf16 and dL/dW's
+        // float32 sum [V, H]; after the chunks .grad.add_(dL/dW) promotes the bf16 .grad: two float32 [V, H] temporaries
+        MemoryPlan.FusedHead f = plan(1, "models.policy.dtype=bfloat16").models().get(0).update().fusedHead();
+        long vh4 = 366 * 8 * 4;
+        assertEquals(new MemoryPlan.FusedHead(24, 24 * 366 * (2 + 4) + 24 * 366 * 2 + 24 * 8 * 2 + 24 * 8 * 4,
+                24 * 8 * 2 + vh4 + 24 * 28, 2 * vh4), f);
+        assertEquals(f.heldBytes() + f.chunkBytes(), f.peak());
+    }
+
+    /** The tiny shape at Qwen's vocabulary (151,936), one task of one rollout (a single generation row). */
+    static MemoryPlan bigVocab(long gpuBytes, String... overrides) {
+        List<String> o = new java.util.ArrayList<>(List.of("rollout.tasks_per_step=1", "rollout.rollouts_per_task=1",
+                "ppo.mini_batch_size=4"));
+        o.addAll(List.of(overrides));
+        RunConfig cfg = RunConfig.parse(YAML, o);
+        ModelConfig c = cfg.models().get("policy").toModelConfig(151936, List.of());
+        return MemoryPlan.of(cfg, Map.of("policy", c), new MemoryPlan.Machine(1, gpuBytes));
+    }
+
+    @Test
+    void atARealVocabularyTheHeadIsTheUpdatesPeak() {
+        MemoryPlan.Update u = bigVocab(1L << 30).models().get(0).update();
+        // chunks of 220 tokens at V = 151936 (128 MiB of float32 logits), N = 24 < 220: one chunk of 24
+        assertEquals(24, u.fusedHead().chunkTokens());
+        // what autograd saved, per token (d = 4, float32): rope 32, embedding 32, two layers 2·668, final norm 36 = 1436
+        // bytes; each layer's mask 64·16·4: 64 · 1436 + 2 · 4096 = 100096
+        long saved = 100096, picked = 24 * 8 * 4, nv = 24L * 151936 * 4;
+        // fused: saved + the response positions' hidden states + the head (one chunk of logits and dL/dh's product,
+        // dL/dh and 28 bytes a token)
+        assertEquals(saved + picked + (nv + 24 * 8 * 4) + (24 * 8 * 4 + 24 * 28), u.peak(false, true));
+        // materialised: the end of TeacherForcing, saved + the final hidden states [64, 8] + picked + 4 [N, V] tensors
+        assertEquals(saved + 64 * 8 * 4 + picked + 4 * nv, u.peak(false, false));
+        assertEquals(4 * nv, u.materialisedHeadBytes());
+    }
+
+    @Test
+    void thePhasesFollowTheConfiguredHead() {
+        MemoryPlan off = bigVocab(1L << 30), on = bigVocab(1L << 30, "ppo.fused_lm_head=true");
+        MemoryPlan.ModelPlan a = off.models().get(0), b = on.models().get(0);
+        assertEquals(a.update().peak(false, true), b.update().peak(false, true));  // both columns whatever is configured
+        // (the optimiser step's transient, AdamW's temporaries of the [V, H] embedding, is above the fused micro-batch)
+        assertEquals(off.residentBytes() + a.update().peak(false, false), off.phases().get(2).peak());
+        assertEquals(on.residentBytes() + Math.max(b.update().peak(false, true), b.update().stepTransient()), on.phases().get(2).peak());
+        assertEquals(off.residentBytes() + a.logProbPeakMaterialised(), off.phases().get(1).peak());
+        assertEquals(on.residentBytes() + b.logProbPeakFused(), on.phases().get(1).peak());
+        // the log-prob pass: 2 [N, V] float32 (logits, log_softmax) against one chunk's logits
+        assertTrue(b.logProbPeakFused() < a.logProbPeakMaterialised() / 1.9, b.logProbPeakFused() + " vs " + a.logProbPeakMaterialised());
+        assertTrue(b.update().peak(false, true) < a.update().peak(false, false) / 3);
+        assertTrue(on.phases().get(2).peak() < off.phases().get(2).peak());
+    }
+
+    /** Every "key: value (" line of the advice, as overrides (PlanCommandTest reads the printed advice the same way). */
+    static List<String> overrides(List<String> advice) {
+        List<String> o = new java.util.ArrayList<>();
+        for (String a : advice) {
+            var m = java.util.regex.Pattern.compile("^([a-z_.]+): (\\S+) \\(").matcher(a);
+            if (m.find()) o.add(m.group(1) + "=" + m.group(2));
+        }
+        return o;
+    }
+
+    @Test
+    void theAdviceSwitchesTheFusedHeadOnForACpuRun() {
+        // 64 MiB (57.6 usable): the resident ~19 MB and the materialised update's ~58 MB do not fit; the fused ~15 MB does
+        long gpu = 64L << 20;
+        MemoryPlan p = bigVocab(gpu, "run.device=cpu");
+        assertTrue(!p.fits());
+        List<String> advice = p.advice();
+        assertEquals(List.of("ppo.fused_lm_head=true"), overrides(advice), advice.toString());
+        assertTrue(advice.get(0).contains("become chunks of 24 tokens"), advice.toString());
+        assertTrue(advice.get(advice.size() - 1).startsWith("with all of these it fits"), advice.toString());
+        assertTrue(bigVocab(gpu, "run.device=cpu", "ppo.fused_lm_head=true").fits());
+    }
+
+    @Test
+    void aGpuRunIsToldWhatTheFusedHeadWouldBuyNotToSwitchItOn() {
+        long gpu = 64L << 20;
+        List<String> advice = bigVocab(gpu, "run.device=cuda").advice();
+        assertTrue(advice.stream().anyMatch(a -> a.startsWith("not yet on a GPU: ppo.fused_lm_head runs on CPU models only for now"
+                + " (run.device: cuda)")), advice.toString());
+        List<String> o = overrides(advice);
+        assertTrue(o.stream().noneMatch(a -> a.startsWith("ppo.fused_lm_head")), o.toString());
+        // the other advice makes it fit without the fused head
+        assertTrue(o.stream().anyMatch(a -> a.startsWith("ppo.max_tokens_per_micro_batch=")), o.toString());
+        List<String> all = new java.util.ArrayList<>(List.of("run.device=cuda"));
+        all.addAll(o);
+        assertTrue(bigVocab(gpu, all.toArray(String[]::new)).fits(), advice.toString());
+    }
+
+    @Test
+    void aSmallHeadIsNotAdvised() {
+        // MemoryPlanCheckTest's Qwen3 (hidden 256, 4 layers, rows of 64 + 448 tokens) at V = 366: the head's 4 [N, V]
+        // tensors (~10 MiB) are below a tenth of the update micro-batch; a GPU too small for it gets other advice only
+        String[] shape = {"run.device=cpu", "models.policy.size.hidden=256", "models.policy.size.layers=4", "models.policy.size.heads=4",
+                "models.policy.size.kv_heads=2", "models.policy.size.intermediate=768", "models.policy.size.max_positions=512",
+                "rollout.max_new_tokens=448", "rollout.max_prompt_tokens=64", "rollout.tasks_per_step=1", "rollout.rollouts_per_task=4"};
+        RunConfig cfg = RunConfig.parse(YAML, List.of(shape));
+        Map<String, ModelConfig> shapes = Map.of("policy", cfg.models().get("policy").toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()));
+        MemoryPlan.ModelPlan m = MemoryPlan.of(cfg, shapes, new MemoryPlan.Machine(1, 1L << 40)).models().get(0);
+        assertTrue(m.update().materialisedHeadBytes() * 10 < m.update().added(), m.update().toString());
+        MemoryPlan small = MemoryPlan.of(cfg, shapes, new MemoryPlan.Machine(1, (long) (m.update().added() * 0.9 / MemoryPlan.USABLE_FRACTION)));
+        assertTrue(!small.fits());
+        List<String> advice = small.advice();
+        assertTrue(advice.stream().anyMatch(a -> a.startsWith("models.policy.activation_checkpointing: true")), advice.toString());
+        assertTrue(advice.stream().noneMatch(a -> a.contains("fused_lm_head")), advice.toString());
     }
 }
