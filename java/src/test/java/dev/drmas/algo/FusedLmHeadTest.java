@@ -295,5 +295,11 @@ class FusedLmHeadTest {
                 Tensors.longs(in.targets()), 1.0, false, 5));
         // token 16 is row 1 of the chunk at 15
         assertTrue(f.getMessage().contains("tokens [15, 20)") && f.getMessage().contains("token 1, vocabulary index 0"), f.getMessage());
+        // tensors on two devices are refused before anything runs (meta stands for a second device here)
+        Tensor metaTargets = torch.empty(new long[] {N}, new TensorOptions(ScalarType.Long).device(
+                new org.bytedeco.pytorch.DeviceOptional(new org.bytedeco.pytorch.Device("meta"))), null);
+        IllegalArgumentException split = assertThrows(IllegalArgumentException.class, () -> FusedLmHead.logProbs(h, w.detach(), metaTargets,
+                1.0, false, 5));
+        assertTrue(split.getMessage().contains("one device") && split.getMessage().contains("meta"), split.getMessage());
     }
 }
