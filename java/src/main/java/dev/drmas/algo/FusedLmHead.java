@@ -4,7 +4,10 @@
 // then fp32, as CausalLm.logits), one drmas kernel that turns them into log-probs, entropies, the
 // loss sums and dL/dz in place, then dL/dh = dz·W/T and dL/dW += dzᵀ·h/T. At the end, one
 // hidden.backward(dL/dh) carries the gradient into the model. At most one chunk of logits is alive.
-// CPU tensors only for now (the kernel has no CUDA twin yet).
+// CPU and CUDA tensors alike: the backend comes from the tensors, the products are LibTorch's (its
+// BLAS, cuBLAS), the kernel runs on LibTorch's current stream, and every array it reads or writes
+// (offsets, row advantages and the sums included) lives on the tensors' device, so that one code
+// path serves both and the CPU tests exercise what runs on a GPU.
 package dev.drmas.algo;
 
 import dev.drmas.bindings.AbiIndices;
@@ -14,6 +17,8 @@ import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.BoolOptional;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
@@ -50,14 +55,17 @@ public final class FusedLmHead {
 
     /**
      * Forward only (old and reference log-probs, scoring), without autograd. {@code hidden} [N, H] and
-     * {@code weight} [V, H] of one dtype, {@code targets} int64 [N] in [0, V); temperature 0 counts as 1.
-     * The results belong to the caller's innermost PointerScope.
+     * {@code weight} [V, H] of one dtype, {@code targets} int64 [N] in [0, V), all on one device (CPU
+     * or CUDA); temperature 0 counts as 1. The results are on that device and belong to the caller's
+     * innermost PointerScope.
      */
     public static Forward logProbs(Tensor hidden, Tensor weight, Tensor targets, double temperature, boolean withEntropy,
                                    int chunkTokens) {
         final long n = checkShapes(hidden, weight, targets, chunkTokens);
         final long vocab = weight.size(0);
-        TensorOptions f32 = new TensorOptions(ScalarType.Float);
+        final Backend b = TensorViews.backendOf("hidden", hidden);
+        final MemorySegment stream = TorchStreams.current(hidden);
+        TensorOptions f32 = options(ScalarType.Float, hidden.device());
         Tensor lp = torch.empty(new long[] {n}, f32, null);
         Tensor ent = withEntropy ? torch.empty(new long[] {n}, f32, null) : null;
         Tensor y = targets.contiguous();
@@ -67,11 +75,11 @@ public final class FusedLmHead {
                 try (PointerScope scope = new PointerScope()) {
                     Tensor z = logits(hidden.narrow(0, c0, c), weight, temperature);
                     try {
-                            Kernels.lmheadLogprobs(Backend.CPU, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, Backend.CPU),
-                                TensorViews.view("targets", y.narrow(0, c0, c), ScalarType.Long, c, Backend.CPU),
-                                TensorViews.view("logp", lp.narrow(0, c0, c), ScalarType.Float, c, Backend.CPU),
-                                ent == null ? null : TensorViews.view("entropy", ent.narrow(0, c0, c), ScalarType.Float, c, Backend.CPU),
-                                null);
+                        Kernels.lmheadLogprobs(b, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, b),
+                                TensorViews.view("targets", y.narrow(0, c0, c), ScalarType.Long, c, b),
+                                TensorViews.view("logp", lp.narrow(0, c0, c), ScalarType.Float, c, b),
+                                ent == null ? null : TensorViews.view("entropy", ent.narrow(0, c0, c), ScalarType.Float, c, b),
+                                stream);
                     } catch (DrmasException e) {
                         // the kernel counts the tokens of its chunk: say which chunk
                         throw new IllegalArgumentException("the LM head's chunk of tokens [" + c0 + ", " + (c0 + c) + "): "
@@ -88,11 +96,14 @@ public final class FusedLmHead {
      * {@code weight}'s .grad (when it requires grad; a tied embedding's is the embedding's), and
      * {@code hidden.backward(dL/dh)} runs when hidden requires grad (a caller with checkpointed
      * layers then finishes their part). The loss is that of {@link ClippedLoss} over these log-probs
-     * with {@code normalizer}, minus {@code entropyCoef} · Σ entropies of the valid tokens.
+     * with {@code normalizer}, minus {@code entropyCoef} · Σ entropies of the valid tokens. The
+     * tensors are all on hidden's device (CPU or CUDA); the host arrays are copied there. With CUDA,
+     * each chunk's kernel synchronises LibTorch's current stream once (it reports bad data before
+     * writing), and the sums are read back once at the end.
      *
      * @param offsets       row r owns tokens [offsets[r], offsets[r + 1]) (host)
-     * @param oldLogp       float32 [N] (CPU)
-     * @param rowAdvantages one advantage per row
+     * @param oldLogp       float32 [N]
+     * @param rowAdvantages one advantage per row (host)
      * @param refLogp       float32 [N], or null without a KL term
      * @param mask          bool or uint8 [N], or null (all valid)
      */
@@ -107,22 +118,30 @@ public final class FusedLmHead {
         }
         if (!Double.isFinite(entropyCoef)) throw new IllegalArgumentException("entropyCoef must be finite, got " + entropyCoef);
         Kernels.LmHeadParams p = new Kernels.LmHeadParams(ClippedLoss.params(c, normalizer), entropyCoef);
-        MemorySegment off = MemorySegment.ofArray(offsets), adv = MemorySegment.ofArray(rowAdvantages);
+        final Backend b = TensorViews.backendOf("hidden", hidden);
+        final MemorySegment stream = TorchStreams.current(hidden);
+        final Device dev = hidden.device();
+        // drmas.h: with CUDA every array is a device pointer, the offsets and the advantages too
+        Tensor offT = upload(offsets, dev), advT = upload(rowAdvantages, dev);
+        MemorySegment off = TensorViews.view("offsets", offT, ScalarType.Long, offsets.length, b);
+        MemorySegment adv = TensorViews.view("rowAdvantages", advT, ScalarType.Float, rowAdvantages.length, b);
         Tensor y = targets.contiguous();
-        MemorySegment ys = TensorViews.view("targets", y, ScalarType.Long, n, Backend.CPU);
+        MemorySegment ys = TensorViews.view("targets", y, ScalarType.Long, n, b);
         Tensor old = oldLogp.contiguous();
-        MemorySegment olds = TensorViews.view("oldLogp", old, ScalarType.Float, n, Backend.CPU);
+        MemorySegment olds = TensorViews.view("oldLogp", old, ScalarType.Float, n, b);
         Tensor ref = refLogp == null ? null : refLogp.contiguous();
-        MemorySegment refs = TensorViews.view("refLogp", ref, ScalarType.Float, n, Backend.CPU);
+        MemorySegment refs = TensorViews.view("refLogp", ref, ScalarType.Float, n, b);
         Tensor m = null;
         if (mask != null) {
             m = mask.to(ScalarType.Byte).contiguous();
         }
-        MemorySegment ms = TensorViews.view("mask", m, ScalarType.Byte, n, Backend.CPU);
-        checkTargets(ys, ms, offsets, n, vocab);
-        TensorOptions f32 = new TensorOptions(ScalarType.Float);
+        MemorySegment ms = TensorViews.view("mask", m, ScalarType.Byte, n, b);
+        checkTargets(y, m, offsets, n, vocab);
+        TensorOptions f32 = options(ScalarType.Float, dev);
         Tensor lp = torch.empty(new long[] {n}, f32, null), ent = torch.empty(new long[] {n}, f32, null);
-        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
+        // each chunk writes its own row of sums where the kernel can (the device); added in chunk order at the end
+        final long chunks = (n + chunkTokens - 1) / chunkTokens;
+        Tensor partSums = torch.zeros(new long[] {chunks, AbiIndices.LMHEAD_SUMS}, options(ScalarType.Double, dev));
         final boolean wantW = weight.requires_grad(), wantH = hidden.requires_grad();
         final double invT = temperature > 0 ? 1.0 / temperature : 1.0;
         Tensor dh = null, dw = null;
@@ -141,18 +160,16 @@ public final class FusedLmHead {
                 }
             }
             Scalar alpha = new Scalar(invT);
-            for (long c0 = 0; c0 < n; c0 += chunkTokens) {
+            for (long k = 0, c0 = 0; c0 < n; k++, c0 += chunkTokens) {
                 long cn = Math.min(chunkTokens, n - c0);
                 try (PointerScope scope = new PointerScope()) {
                     Tensor hc = h.narrow(0, c0, cn);
                     Tensor z = logits(hc, w, temperature);
-                    double[] part = new double[AbiIndices.LMHEAD_SUMS];
-                    Kernels.lmheadChunk(Backend.CPU, p, rowAdvantages.length, off, n, c0, cn, vocab,
-                            TensorViews.view("logits", z, ScalarType.Float, cn * vocab, Backend.CPU), ys, olds, adv, refs, ms,
-                            TensorViews.view("logp", lp.narrow(0, c0, cn), ScalarType.Float, cn, Backend.CPU),
-                            TensorViews.view("entropy", ent.narrow(0, c0, cn), ScalarType.Float, cn, Backend.CPU),
-                            MemorySegment.ofArray(part), null);
-                    for (int k = 0; k < sums.length; k++) sums[k] += part[k];
+                    Kernels.lmheadChunk(b, p, rowAdvantages.length, off, n, c0, cn, vocab,
+                            TensorViews.view("logits", z, ScalarType.Float, cn * vocab, b), ys, olds, adv, refs, ms,
+                            TensorViews.view("logp", lp.narrow(0, c0, cn), ScalarType.Float, cn, b),
+                            TensorViews.view("entropy", ent.narrow(0, c0, cn), ScalarType.Float, cn, b),
+                            TensorViews.view("sums", partSums.select(0, k), ScalarType.Double, AbiIndices.LMHEAD_SUMS, b), stream);
                     // z now holds dL/dz; the logits were (h·Wᵀ)/T: dL/d(h·Wᵀ) = dz/T in fp32, then in the
                     // weight's dtype for dL/dh as autograd of the materialised path rounds it
                     if (invT != 1.0) z.mul_(alpha);
@@ -168,31 +185,70 @@ public final class FusedLmHead {
         if (wantH) {
             hidden.backward(dh, new BoolOptional(false), false, new TensorArrayRefOptional());
         }
+        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
+        if (chunks > 0) {
+            double[] parts = new double[(int) (chunks * AbiIndices.LMHEAD_SUMS)];
+            (partSums.is_cpu() ? partSums : partSums.cpu()).data_ptr_double().get(parts);  // with CUDA: the one read back
+            for (int k = 0; k < chunks; k++) {
+                for (int j = 0; j < sums.length; j++) sums[j] += parts[k * sums.length + j];
+            }
+        }
         return new Update(lp, ent, sums);
     }
 
     /**
-     * The kernel checks the targets too, but chunk by chunk: checked here first, a bad one fails before
-     * any chunk has added to .grad. (A non-finite logit still fails at its chunk, after the earlier
-     * chunks' dL/dW went into .grad: the exception ends the update.)
+     * The kernel checks the targets too, but chunk by chunk: checked here first, so that a bad one
+     * fails before any chunk has added to .grad. Tensor ops on the targets' device (no host copy of
+     * them; with CUDA one read of the first bad position, a synchronisation); the same for both
+     * backends, so the CPU tests run the code that a GPU runs. (A non-finite logit still fails at its
+     * chunk, after the earlier chunks' dL/dW went into .grad: the exception ends the update.)
      */
-    private static void checkTargets(MemorySegment ys, MemorySegment ms, long[] offsets, long n, long vocab) {
-        long first = offsets[0], last = offsets[offsets.length - 1];
-        for (long t = Math.max(0, first); t < Math.min(n, last); t++) {
-            if (ms != null && !ms.equals(MemorySegment.NULL) && ms.get(java.lang.foreign.ValueLayout.JAVA_BYTE, t) == 0) continue;
-            long y = ys.getAtIndex(java.lang.foreign.ValueLayout.JAVA_LONG, t);
-            if (y < 0 || y >= vocab) {
-                throw new IllegalArgumentException("targets[" + t + "] = " + y + " (a valid token) is outside the vocabulary [0, "
-                        + vocab + ")");
+    private static void checkTargets(Tensor y, Tensor mask, long[] offsets, long n, long vocab) {
+        // rows are back to back (the kernel refuses offsets that are not): the valid tokens lie in [lo, hi)
+        long lo = Math.max(0, offsets[0]), hi = Math.min(n, offsets[offsets.length - 1]);
+        if (hi <= lo) return;
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            Tensor ys = y.narrow(0, lo, hi - lo);
+            Tensor bad = ys.lt(new Scalar(0L)).logical_or(ys.ge(new Scalar(vocab)));
+            if (mask != null) bad = bad.logical_and(mask.narrow(0, lo, hi - lo).ne(new Scalar(0L)));
+            // the first bad position: hi - lo when there is none
+            Tensor pos = torch.arange(new Scalar(hi - lo), options(ScalarType.Long, y.device()));
+            long first = pos.masked_fill(bad.logical_not(), new Scalar(hi - lo)).min().item_long();
+            if (first < hi - lo) {
+                long t = lo + first;
+                throw new IllegalArgumentException("targets[" + t + "] = " + y.select(0, t).item_long()
+                        + " (a valid token) is outside the vocabulary [0, " + vocab + ")");
             }
         }
     }
 
-    /** h·Wᵀ in the weight's dtype, then float32 divided by the temperature: CausalLm.logits and TeacherForcing's order. */
+    private static TensorOptions options(ScalarType dtype, Device device) {
+        return new TensorOptions(dtype).device(new DeviceOptional(device));
+    }
+
+    /** {@code a} as an int64 tensor on {@code dev} (a copy from the host). */
+    private static Tensor upload(long[] a, Device dev) {
+        Tensor t = torch.empty(new long[] {a.length}, new TensorOptions(ScalarType.Long), null);
+        if (a.length > 0) t.data_ptr_long().put(a);
+        return dev.is_cpu() ? t : t.to(dev, ScalarType.Long);
+    }
+
+    /** {@code a} as a float32 tensor on {@code dev} (a copy from the host). */
+    private static Tensor upload(float[] a, Device dev) {
+        Tensor t = torch.empty(new long[] {a.length}, new TensorOptions(ScalarType.Float), null);
+        if (a.length > 0) t.data_ptr_float().put(a);
+        return dev.is_cpu() ? t : t.to(dev, ScalarType.Float);
+    }
+
+    /**
+     * h·Wᵀ in the weight's dtype, then float32 divided by the temperature: CausalLm.logits and
+     * TeacherForcing's order. The division is in place, so the chunk holds one fp32 [tokens, V]
+     * tensor, not two.
+     */
     private static Tensor logits(Tensor h, Tensor w, double temperature) {
         Tensor y = torch.linear(h, w);
         if (y.scalar_type().intern() != ScalarType.Float) y = y.to(ScalarType.Float);
-        if (temperature > 0 && temperature != 1.0) y = y.div(new Scalar(temperature));
+        if (temperature > 0 && temperature != 1.0) y.div_(new Scalar(temperature));
         return y.contiguous();
     }
 
@@ -201,11 +257,13 @@ public final class FusedLmHead {
         if (hidden.dim() != 2 || weight.dim() != 2 || hidden.size(1) != weight.size(1)) {
             throw new IllegalArgumentException("hidden must be [N, H] and weight [V, H]");
         }
-        if (!hidden.is_cpu() || !weight.is_cpu() || !targets.is_cpu()) {
-            throw new IllegalArgumentException("the fused LM head runs on CPU tensors only (no CUDA kernel yet)");
-        }
         if (targets.dim() != 1 || targets.size(0) != hidden.size(0)) {
             throw new IllegalArgumentException("targets must be [N] with N = " + hidden.size(0) + " rows of hidden");
+        }
+        Device d = hidden.device();
+        if (!weight.device().equals(d) || !targets.device().equals(d)) {
+            throw new IllegalArgumentException("hidden, weight and targets must be on one device, but they are on "
+                    + d.str().getString() + ", " + weight.device().str().getString() + " and " + targets.device().str().getString());
         }
         return hidden.size(0);
     }

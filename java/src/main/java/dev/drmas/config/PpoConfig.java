@@ -37,7 +37,7 @@ import dev.drmas.algo.SettingException;
  * @param fusedLmHead     the fused LM head (dev.drmas.algo.FusedLmHead) in the update and the log-prob
  *                        passes: log-probs, entropy and the loss a chunk of response tokens at a time,
  *                        so that no [tokens, vocab] logits tensor exists; the same loss and gradients
- *                        up to rounding; CPU models only for now. Default false (today's materialised
+ *                        up to rounding; CPU and CUDA models. Default false (today's materialised
  *                        path, the reference) until it is measured faster
  */
 public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, int maxTokensPerMicroBatch, boolean shuffle, double clipLow,

@@ -60,7 +60,8 @@ public final class PpoUpdater {
      * @param fusedLmHead       the LM head, log-probs, entropy and loss a chunk of tokens at a time
      *                          ({@link FusedLmHead}: no [N, V] logits) in the update and the log-prob
      *                          passes, instead of TeacherForcing's materialised logits; the same loss
-     *                          and gradients up to rounding. CPU models only (no CUDA kernel yet)
+     *                          and gradients up to rounding. CPU and CUDA models (the kernel runs where
+     *                          the model is)
      */
     public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                            double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent,
@@ -199,10 +200,6 @@ public final class PpoUpdater {
         this.name = name;
         if (settings.loss().usesReference() && reference == null) {
             throw new IllegalArgumentException("a KL term (" + settings.loss().kl() + ") needs a reference model");
-        }
-        if (settings.fusedLmHead() && !model.device().is_cpu()) {
-            throw new IllegalArgumentException("ppo.fused_lm_head runs on the CPU only for now (no CUDA kernel yet), but "
-                    + name + " is on " + model.device().str().getString());
         }
     }
 

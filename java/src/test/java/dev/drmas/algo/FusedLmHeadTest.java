@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.stream.Stream;
+import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
 import org.bytedeco.pytorch.Tensor;
@@ -60,7 +61,14 @@ class FusedLmHeadTest {
 
     /** The inputs of one case: hidden and weight leaves, targets, old/ref log-probs near the policy's, the mask. */
     record Inputs(Tensor hidden, Tensor weight, long[] targets, Tensor old, Tensor ref, boolean[] mask) {
+        /** The same inputs on {@code dev} (FusedLmHeadCudaTest). */
+        Inputs on(Device dev) {
+            return new Inputs(hidden.to(dev, hidden.scalar_type().intern()), weight.to(dev, weight.scalar_type().intern()), targets,
+                    old.to(dev, ScalarType.Float), ref.to(dev, ScalarType.Float), mask);
+        }
     }
+
+    static final Device CPU = new Device("cpu");
 
     static Inputs inputs(long seed, double temperature) {
         torch.manual_seed(seed);
@@ -113,19 +121,25 @@ class FusedLmHeadTest {
 
     /** The materialised path: autograd through [N, V] logits, ClippedLoss's dL/dlogp, the entropy bonus. */
     static Out materialised(Inputs in, LossConfig c, double temperature, double entCoef) {
+        return materialised(in, c, temperature, entCoef, CPU);
+    }
+
+    /** {@link #materialised(Inputs, LossConfig, double, double)} with in's tensors on {@code dev} and every other there too. */
+    static Out materialised(Inputs in, LossConfig c, double temperature, double entCoef, Device dev) {
         Tensor h = in.hidden().detach().clone().requires_grad_(true);
         Tensor w = in.weight().detach().clone().requires_grad_(true);
         Tensor logits = torch.linear(h, w).to(ScalarType.Float);  // CausalLm.logits: the product in the weights' dtype, then fp32
         if (temperature != 1.0) logits = logits.div(new Scalar(temperature));
         Tensor logp = logits.log_softmax(1);
         long[] y = in.targets().clone();
-        Tensor lp = logp.gather(1, Tensors.longs(y).unsqueeze(1)).squeeze(1);
+        Tensor lp = logp.gather(1, Tensors.longs(y).to(dev, ScalarType.Long).unsqueeze(1)).squeeze(1);
         Tensor ent = logp.exp().mul(logp).sum(new long[] {1}, false, new ScalarTypeOptional()).neg();
-        ClippedLoss.TensorResult r = ClippedLoss.compute(c, normalizer(c), Tensors.longs(OFFSETS), lp.detach().contiguous(),
-                in.old(), Tensors.floats(tokenAdvantages()), c.usesReference() ? in.ref() : null, maskTensor(in.mask()));
+        ClippedLoss.TensorResult r = ClippedLoss.compute(c, normalizer(c), Tensors.longs(OFFSETS).to(dev, ScalarType.Long),
+                lp.detach().contiguous(), in.old(), Tensors.floats(tokenAdvantages()).to(dev, ScalarType.Float),
+                c.usesReference() ? in.ref() : null, maskTensor(in.mask()).to(dev, ScalarType.Byte));
         float[] vm = new float[N];
         for (int t = 0; t < N; t++) vm[t] = valid(t) ? 1 : 0;
-        Tensor surrogate = lp.mul(r.grad()).sum().sub(ent.mul(Tensors.floats(vm)).sum().mul(new Scalar(entCoef)));
+        Tensor surrogate = lp.mul(r.grad()).sum().sub(ent.mul(Tensors.floats(vm).to(dev, ScalarType.Float)).sum().mul(new Scalar(entCoef)));
         surrogate.backward();
         double[] sums = java.util.Arrays.copyOf(r.sums(), AbiIndices.LMHEAD_SUMS);
         float[] e = Tensors.toFloats(ent.detach());
@@ -135,13 +149,19 @@ class FusedLmHeadTest {
     }
 
     static Out fused(Inputs in, LossConfig c, double temperature, double entCoef, int chunk) {
+        return fused(in, c, temperature, entCoef, chunk, CPU);
+    }
+
+    /** {@link #fused(Inputs, LossConfig, double, double, int)} with in's tensors on {@code dev}, the targets and mask there too. */
+    static Out fused(Inputs in, LossConfig c, double temperature, double entCoef, int chunk, Device dev) {
         Tensor h = in.hidden().detach().clone().requires_grad_(true);
         Tensor w = in.weight().detach().clone().requires_grad_(true);
         long[] y = in.targets().clone();
         y[MASKED] = V + 5;  // never read: outside the vocabulary
         y[0] = -1;          // outside every row
-        FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(y), temperature, c, normalizer(c), entCoef,
-                OFFSETS, in.old(), ROW_ADV, c.usesReference() ? in.ref() : null, maskTensor(in.mask()), chunk);
+        FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(y).to(dev, ScalarType.Long), temperature, c,
+                normalizer(c), entCoef, OFFSETS, in.old(), ROW_ADV, c.usesReference() ? in.ref() : null,
+                maskTensor(in.mask()).to(dev, ScalarType.Byte), chunk);
         return new Out(Tensors.toFloats(u.logprobs()), Tensors.toFloats(u.entropy()), u.sums(),
                 Tensors.toFloats(h.grad().to(ScalarType.Float)), Tensors.toFloats(w.grad().to(ScalarType.Float)));
     }
@@ -275,5 +295,11 @@ class FusedLmHeadTest {
                 Tensors.longs(in.targets()), 1.0, false, 5));
         // token 16 is row 1 of the chunk at 15
         assertTrue(f.getMessage().contains("tokens [15, 20)") && f.getMessage().contains("token 1, vocabulary index 0"), f.getMessage());
+        // tensors on two devices are refused before anything runs (meta stands for a second device here)
+        Tensor metaTargets = torch.empty(new long[] {N}, new TensorOptions(ScalarType.Long).device(
+                new org.bytedeco.pytorch.DeviceOptional(new org.bytedeco.pytorch.Device("meta"))), null);
+        IllegalArgumentException split = assertThrows(IllegalArgumentException.class, () -> FusedLmHead.logProbs(h, w.detach(), metaTargets,
+                1.0, false, 5));
+        assertTrue(split.getMessage().contains("one device") && split.getMessage().contains("meta"), split.getMessage());
     }
 }
