@@ -173,7 +173,7 @@ final class PlanCommand implements Callable<Integer> {
         boolean reduced = s.dtype() != ModelSpec.Dtype.FLOAT32;
         o.append(String.format(Locale.ROOT, "      (materialised: %d x [N, V] float32 of %s at the end of the forward; fused%s:%n"
                         + "       chunks of %d tokens, %s each, and across them dL/dh [N, H]%s, %s%s)%n", u.logitsTensors(),
-                MemoryPlan.gib(u.logitsBytes()), cpu ? "" : ", CPU models only for now", fh.chunkTokens(), MemoryPlan.gib(fh.chunkBytes()),
+                MemoryPlan.gib(u.logitsBytes()), cpu ? "" : ", not yet run on a GPU", fh.chunkTokens(), MemoryPlan.gib(fh.chunkBytes()),
                 reduced ? " and a float32 dL/dW [V, H]" : "", MemoryPlan.gib(fh.heldBytes()), fh.finishBytes() > 0
                         ? ";\n       then 2 x [V, H] float32 while dL/dW is added into the " + s.dtype().configName() + " .grad" : ""));
         line(o, "  optimiser step (norm in float64" + (shard ? ", all-gather of the weights)" : ")"), u.stepTransient());

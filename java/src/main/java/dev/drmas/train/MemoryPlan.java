@@ -567,8 +567,8 @@ public final class MemoryPlan {
      * ones before it, so that together they fit (the last line says whether they do): the
      * optimiser state sharded, or more GPUs, when the resident models alone overflow; a generation
      * budget; the fused LM head, when the materialised one is a big part of a phase that does not
-     * fit (on a CPU run; a GPU run gets a line that says what it would buy, not a change: it runs
-     * on CPU models only for now); activation checkpointing; a micro-batch token bound. Each value
+     * fit (on a GPU run marked as not yet run on a GPU); activation checkpointing; a micro-batch
+     * token bound. Each value
      * is the largest that fits, found by planning the changed config again. Empty when the plan fits.
      */
     public List<String> advice() {
@@ -628,15 +628,10 @@ public final class MemoryPlan {
                         + "'s update micro-batch, become chunks of " + u.fusedHead().chunkTokens() + " tokens: " + gib(u.fusedHead().peak())
                         + " in all; its update micro-batch: " + gib(u.peak(u.checkpointing(), false)) + " -> "
                         + gib(u.peak(u.checkpointing(), true));
-                if (cfg.run().device() == RunSettings.Device.CPU) {
-                    changes.add("ppo.fused_lm_head=true");
-                    out.add("ppo.fused_lm_head: true (" + what + ")");
-                    p = with(changes);
-                } else {
-                    // PpoUpdater refuses it on a CUDA model: not a change to make, only what it will buy
-                    out.add("not yet on a GPU: ppo.fused_lm_head runs on CPU models only for now (run.device: "
-                            + cfg.run().device().configName() + "); with it " + what);
-                }
+                changes.add("ppo.fused_lm_head=true");
+                out.add("ppo.fused_lm_head: true (" + what + (cfg.run().device() == RunSettings.Device.CPU ? ""
+                        : "; its CUDA path is tested against the CPU's but has not run on a GPU yet") + ")");
+                p = with(changes);
             }
         }
         if (p.phases.get(2).peak() > usable) {
@@ -662,8 +657,7 @@ public final class MemoryPlan {
                 Update u = one.models.get(0).update();
                 String head = u.fused() ? "its fused LM head holds " + gib(u.fusedHead().peak())
                         : "its LM head alone makes [N, V] float32 tensors of " + gib(u.logitsBytes())
-                        + (cfg.run().device() == RunSettings.Device.CPU ? "" : "; ppo.fused_lm_head, CPU only for now, holds "
-                        + gib(u.fusedHead().peak()));
+                        + "; ppo.fused_lm_head would hold " + gib(u.fusedHead().peak());
                 out.add("one row of " + row + " tokens does not fit: its " + worse.name() + " pass peaks at " + gib(worse.peak())
                         + " (" + head + "): lower rollout.max_prompt_tokens or rollout.max_new_tokens, or use more GPUs");
                 return out;
