@@ -12,7 +12,7 @@
 //     every output is finite;
 //   - a call on misaligned copies of the same data gives the same status and the same bits;
 //   - a call repeated gives the same bits (the CPU backend is deterministic);
-//   - LM head ops: nothing is written outside the buffers (guard bytes around each), and a call
+//   - LM head ops (fp32 and bf16 logits): nothing is written outside the buffers (guard bytes around each), and a call
 //     whose arguments are all valid has the status its data decides (the first bad target, else
 //     the first non-finite logit of a valid token, each named in the message, else success), with
 //     invalid tokens' rows of dL/dz, logp and entropy 0 and the token count of the valid ones.
@@ -552,12 +552,51 @@ bool slack_intact(const Buf<T>& b) {
     return true;
 }
 
+// The fp32 and bf16 (uint16_t bits) ops through one driver: a logit's value, and the call by type.
+float as_float(float v) { return v; }
+float as_float(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+template <class L>
+L logit_of(float v);
+template <>
+float logit_of<float>(float v) { return v; }
+template <>
+uint16_t logit_of<uint16_t>(float v) {  // the upper half: any bits are a bf16 (NaN stays NaN, inf inf)
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (uint16_t)(u >> 16);
+}
+const char* logprobs_name(const float*) { return "drmas_lmhead_logprobs_f32"; }
+const char* logprobs_name(const uint16_t*) { return "drmas_lmhead_logprobs_bf16"; }
+const char* chunk_name(const float*) { return "drmas_lmhead_chunk_f32"; }
+const char* chunk_name(const uint16_t*) { return "drmas_lmhead_chunk_bf16"; }
+int32_t lmhead_logprobs(int32_t dev, int64_t T, int64_t V, const float* z, const int64_t* y, float* lp, float* ent) {
+    return drmas_lmhead_logprobs_f32(dev, T, V, z, y, lp, ent, nullptr);
+}
+int32_t lmhead_logprobs(int32_t dev, int64_t T, int64_t V, const uint16_t* z, const int64_t* y, float* lp, float* ent) {
+    return drmas_lmhead_logprobs_bf16(dev, T, V, z, y, lp, ent, nullptr);
+}
+template <class L>
+int32_t lmhead_chunk(int32_t dev, const drmas_lmhead_config* c, int64_t rows, const int64_t* off, int64_t tokens, int64_t c0,
+                     int64_t n, int64_t V, L* z, const int64_t* y, const float* old, const float* adv, const float* ref,
+                     const uint8_t* mask, float* lp, float* ent, double* sums) {
+    if constexpr (sizeof(L) == 2)
+        return drmas_lmhead_chunk_bf16(dev, c, rows, off, tokens, c0, n, V, z, y, old, adv, ref, mask, lp, ent, sums, nullptr);
+    else
+        return drmas_lmhead_chunk_f32(dev, c, rows, off, tokens, c0, n, V, z, y, old, adv, ref, mask, lp, ent, sums, nullptr);
+}
+
+template <class L>
 void fuzz_lmhead_logprobs() {
-    const char* fn = "drmas_lmhead_logprobs_f32";
+    const char* fn = logprobs_name((const L*)nullptr);
     int32_t dev = device();
     int64_t T = size(40), V = vocab_size(T);
     bool moderate_all = true;
-    Buf<float> z(T * V, misalign());
+    Buf<L> z(T * V, misalign());
     Buf<int64_t> y(T, misalign());
     int64_t first_bad_target = -1, first_bad_logit = -1;
     const double bad_y = bad_rate(T), bad_z = bad_rate(T * V);
@@ -566,8 +605,8 @@ void fuzz_lmhead_logprobs() {
         if (first_bad_target < 0 && (y.get(t) < 0 || y.get(t) >= V)) first_bad_target = t;
     }
     for (int64_t i = 0; i < T * V; ++i) {
-        z.set(i, logit(moderate_all, bad_z));
-        if (first_bad_logit < 0 && !isfinite(z.get(i))) first_bad_logit = i;
+        z.set(i, logit_of<L>(logit(moderate_all, bad_z)));
+        if (first_bad_logit < 0 && !isfinite(as_float(z.get(i)))) first_bad_logit = i;
     }
     Buf<float> lp(T, misalign()), ent(T, misalign());
     ent.null = chance(0.3);
@@ -577,9 +616,10 @@ void fuzz_lmhead_logprobs() {
     const int64_t T_arg = count_arg(T), V_arg = vocab_arg(V, T);
     lp.poison(), ent.poison();
     guard_slack(z), guard_slack(y);
-    const Buf<float> z0 = z, lp0 = lp, ent0 = ent;
-    auto call = [&](Buf<float>& zz, Buf<int64_t>& yy, Buf<float>& l, Buf<float>& e) {
-        return drmas_lmhead_logprobs_f32(dev, T_arg, V_arg, zz.ptr(), yy.ptr(), l.ptr(), e.ptr(), nullptr);
+    const Buf<L> z0 = z;
+    const Buf<float> lp0 = lp, ent0 = ent;
+    auto call = [&](Buf<L>& zz, Buf<int64_t>& yy, Buf<float>& l, Buf<float>& e) {
+        return lmhead_logprobs(dev, T_arg, V_arg, zz.ptr(), yy.ptr(), l.ptr(), e.ptr());
     };
     int32_t st = call(z, y, lp, ent);
     count_status(st);
@@ -611,7 +651,8 @@ void fuzz_lmhead_logprobs() {
             }
         }
     }
-    Buf<float> z2 = z0.moved(misalign() | 2), lp2 = lp0.moved(1), ent2 = ent0.moved(3);
+    Buf<L> z2 = z0.moved(misalign() | 2);
+    Buf<float> lp2 = lp0.moved(1), ent2 = ent0.moved(3);
     Buf<int64_t> y2 = y.moved(5);
     int32_t st2 = call(z2, y2, lp2, ent2);
     count_status(st2);
@@ -619,8 +660,9 @@ void fuzz_lmhead_logprobs() {
         FAIL("%s: misaligned buffers gave another result (%d vs %d)", fn, st, st2);
 }
 
+template <class L>
 void fuzz_lmhead_chunk() {
-    const char* fn = "drmas_lmhead_chunk_f32";
+    const char* fn = chunk_name((const L*)nullptr);
     int32_t dev = device();
     // half the calls have only valid arguments, so that their data decides; the others break things
     const bool perturb = chance(0.5);
@@ -652,7 +694,8 @@ void fuzz_lmhead_chunk() {
     int64_t V = vocab_size(std::max<int64_t>(n_buf, 1));
     Buf<int64_t> offb(rows + 1, misalign());
     for (int64_t r = 0; r <= rows; ++r) offb.set(r, off[(size_t)r]);
-    Buf<float> z(n_buf * V, misalign()), old(tokens, misalign()), adv(rows, misalign()), ref(tokens, misalign());
+    Buf<L> z(n_buf * V, misalign());
+    Buf<float> old(tokens, misalign()), adv(rows, misalign()), ref(tokens, misalign());
     Buf<int64_t> y(tokens, misalign());
     Buf<uint8_t> mask(tokens, misalign());
     bool moderate_all = true;
@@ -669,7 +712,7 @@ void fuzz_lmhead_chunk() {
         adv.set(r, a);
         moderate_all &= moderate(a);
     }
-    for (int64_t i = 0; i < n_buf * V; ++i) z.set(i, logit(moderate_all, bad_z));
+    for (int64_t i = 0; i < n_buf * V; ++i) z.set(i, logit_of<L>(logit(moderate_all, bad_z)));
     mask.null = chance(0.3);
     ref.null = chance(0.3);
     if (odd(0.02)) z.null = true;
@@ -689,12 +732,13 @@ void fuzz_lmhead_chunk() {
     }
     lp.poison(), ent.poison(), sums.poison();
     guard_slack(z), guard_slack(y), guard_slack(old), guard_slack(adv), guard_slack(ref), guard_slack(mask), guard_slack(offb);
-    const Buf<float> z0 = z, lp0 = lp, ent0 = ent;
+    const Buf<L> z0 = z;
+    const Buf<float> lp0 = lp, ent0 = ent;
     const Buf<double> sums0 = sums;
-    auto call = [&](Buf<int64_t>& o, Buf<float>& zz, Buf<int64_t>& yy, Buf<float>& ol, Buf<float>& ad, Buf<float>& rf,
+    auto call = [&](Buf<int64_t>& o, Buf<L>& zz, Buf<int64_t>& yy, Buf<float>& ol, Buf<float>& ad, Buf<float>& rf,
                     Buf<uint8_t>& mk, Buf<float>& l, Buf<float>& e, Buf<double>& s) {
-        return drmas_lmhead_chunk_f32(dev, &c, rows_arg, o.ptr(), tokens_arg, c0, n, V_arg, zz.ptr(), yy.ptr(), ol.ptr(), ad.ptr(),
-                                      rf.ptr(), mk.ptr(), l.ptr(), e.ptr(), s.ptr(), nullptr);
+        return lmhead_chunk(dev, &c, rows_arg, o.ptr(), tokens_arg, c0, n, V_arg, zz.ptr(), yy.ptr(), ol.ptr(), ad.ptr(), rf.ptr(),
+                            mk.ptr(), l.ptr(), e.ptr(), s.ptr());
     };
     int32_t st = call(offb, z, y, old, adv, ref, mask, lp, ent, sums);
     count_status(st);
@@ -721,7 +765,7 @@ void fuzz_lmhead_chunk() {
         for (int64_t i = 0; i < n && bad_z < 0; ++i)
             if (valid_token(c0 + i))
                 for (int64_t v = 0; v < V; ++v)
-                    if (!isfinite(z0.get(i * V + v))) {
+                    if (!isfinite(as_float(z0.get(i * V + v)))) {
                         bad_z = i * V + v;
                         break;
                     }
@@ -742,10 +786,10 @@ void fuzz_lmhead_chunk() {
                 const bool v_ok = valid_token(c0 + i);
                 nv += v_ok;
                 if (!v_ok) {
-                    for (int64_t v = 0; v < V; ++v) zeros &= z.get(i * V + v) == 0.0f;
+                    for (int64_t v = 0; v < V; ++v) zeros &= as_float(z.get(i * V + v)) == 0.0f;
                     zeros &= (lp.null || lp.get(i) == 0.0f) && (ent.null || ent.get(i) == 0.0f);
                 } else if (moderate_all) {
-                    for (int64_t v = 0; v < V; ++v) finite &= isfinite(z.get(i * V + v));
+                    for (int64_t v = 0; v < V; ++v) finite &= isfinite(as_float(z.get(i * V + v)));
                     finite &= (lp.null || isfinite(lp.get(i))) && (ent.null || isfinite(ent.get(i)));
                 }
             }
@@ -760,7 +804,8 @@ void fuzz_lmhead_chunk() {
     }
     // the same call again, on misaligned copies: the same status and bits
     Buf<int64_t> o2 = offb.moved(3), y2 = y.moved(1);
-    Buf<float> z2 = z0.moved(misalign() | 1), ol2 = old.moved(2), ad2 = adv.moved(3), rf2 = ref.moved(1), l2 = lp0.moved(2), e2 = ent0.moved(1);
+    Buf<L> z2 = z0.moved(misalign() | 1);
+    Buf<float> ol2 = old.moved(2), ad2 = adv.moved(3), rf2 = ref.moved(1), l2 = lp0.moved(2), e2 = ent0.moved(1);
     Buf<uint8_t> mk2 = mask.moved(3);
     Buf<double> s2 = sums0.moved(4);
     int32_t st2 = call(o2, z2, y2, ol2, ad2, rf2, mk2, l2, e2, s2);
@@ -836,8 +881,8 @@ int main(int argc, char** argv) {
             case 2: case 3: case 4: fuzz_advantage(); break;
             case 5: fuzz_broadcast(); break;
             case 6: case 7: case 8: fuzz_clipped_loss(); break;
-            case 9: fuzz_lmhead_logprobs(); break;
-            case 10: case 11: fuzz_lmhead_chunk(); break;
+            case 9: if (chance(0.5)) fuzz_lmhead_logprobs<float>(); else fuzz_lmhead_logprobs<uint16_t>(); break;
+            case 10: case 11: if (chance(0.5)) fuzz_lmhead_chunk<float>(); else fuzz_lmhead_chunk<uint16_t>(); break;
             default: fuzz_library(); break;
         }
     }
