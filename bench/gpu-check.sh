@@ -7,6 +7,10 @@
 #   build      libdrmas and the CUDA test for sm_90 only (-DDRMAS_CUDA_ARCHITECTURES=90-real)
 #   ctest      ctest -L gpu: every CUDA result against the CPU oracle, at full size and with the
 #              grid capped at 3 blocks (several grid-stride iterations)
+#   lmhead     bench/gpu_lmhead.py (python3 + PyTorch): one bf16 LM-head update at V = 151,936, H = 2560,
+#              N = 16K, fused (chunks + drmas_lmhead_chunk_bf16 on torch's stream) vs PyTorch's
+#              materialised log_softmax + autograd: time, max_memory_allocated, and a correctness check
+#              (table in $OUT/lmhead-bench.md; ~10 s of GPU time on an H200 plus PyTorch's start)
 #   memcheck, racecheck   compute-sanitizer on the CUDA test at DRMAS_TEST_SCALE=small
 #   junit      the bindings' JUnit tests (CudaKernelsTest on the GPU) on the jlinked runtime
 #   gpubench   GpuBench at 16M and 64M rows: GPU vs native CPU kernel (table in $OUT/gpu-bench.md)
@@ -68,6 +72,15 @@ fi
 # ctest fails on zero selected tests, and DRMAS_REQUIRE_GPU=1 makes the CUDA test fail, not skip.
 step ctest 180 ctest --test-dir "$BUILD" -L gpu --no-tests=error --output-on-failure
 grep -h "CUDA compiled\|passed, " "$OUT/ctest.log" | head -4
+
+lmhead() {
+    python3 -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'; print('torch', torch.__version__)" \
+        || { echo "gpu-check: lmhead needs python3 with a CUDA PyTorch"; return 3; }
+    python3 bench/gpu_lmhead.py --lib "$BUILD/libdrmas.so" --out "$OUT/lmhead-bench.md"
+}
+export -f lmhead
+step lmhead 120 lmhead
+[[ -f "$OUT/lmhead-bench.md" ]] && cat "$OUT/lmhead-bench.md"
 
 sanitize() {  # sanitize TOOL [OPTIONS...]: the CUDA test at the small scale under compute-sanitizer
     local tool="$1"; shift

@@ -1,11 +1,13 @@
-// lmhead.cuh — the fused LM head (drmas_lmhead_logprobs_f32, drmas_lmhead_chunk_f32) on CUDA, the
-// twin of lmhead_logprobs_cpu / lmhead_chunk_cpu. One block per token of the chunk computes its
+// lmhead.cuh — the fused LM head (drmas_lmhead_logprobs_f32/_bf16, drmas_lmhead_chunk_f32/_bf16) on
+// CUDA, the twin of lmhead_logprobs_cpu / lmhead_chunk_cpu. Logits are fp32 or bf16 (uint16_t bits),
+// read through logit_value (bf16 widened exactly) and dL/dz written through store_logit (rounded to
+// bf16 to nearest even), so that a bf16 call computes what the fp32 one does on the widened values. One block per token of the chunk computes its
 // softmax statistics over the vocabulary (block max, then fp64 sums of e^{z - max} and
 // e^{z - max}(z - max) in a fixed order); one block per row computes the clipped loss of its tokens
 // inside the chunk (clipped_loss_kernel's arithmetic, with the row clamped to the chunk and the
 // per-row-mean count over the whole row); one block per token writes dL/dz over its logits.
-// defines: LmHeadValid, lmhead_stats_kernel, lmhead_loss_kernel, lmhead_grad_kernel,
-//          lmhead_entropy_sum_kernel
+// defines: LmHeadValid, logit_value, store_logit, lmhead_stats_kernel, lmhead_stats_bf16_kernel,
+//          lmhead_loss_kernel, lmhead_grad_kernel, lmhead_entropy_sum_kernel
 #pragma once
 
 #include <float.h>
@@ -29,14 +31,23 @@ __device__ __forceinline__ bool lmhead_valid(const LmHeadValid& v, int64_t i) {
     return t >= v.first && t < v.last && (v.mask == nullptr || v.mask[t] != 0);
 }
 
+// A logit as fp32, and dL/dz stored in the logits' type (host and device: the launchers widen the
+// first non-finite logit for its message).
+DRMAS_HD float logit_value(float x) { return x; }
+DRMAS_HD float logit_value(uint16_t b) { return bf16_to_float(b); }
+DRMAS_HD void store_logit(float* p, float v) { *p = v; }
+DRMAS_HD void store_logit(uint16_t* p, float v) { *p = float_to_bf16(v); }
+
 // Per valid token i: lse[i], entropy[i], logp[i] (0 for invalid tokens). slots[0]: the first token
 // whose target is outside [0, V); slots[1]: the first flat index i·V + v of a non-finite logit.
-__global__ void __launch_bounds__(kBlockSize)
-lmhead_stats_kernel(int64_t n, int64_t V, const float* __restrict__ logits, const int64_t* __restrict__ targets,
-                    LmHeadValid valid, float* __restrict__ lse, float* __restrict__ entropy, float* __restrict__ logp,
-                    unsigned long long* __restrict__ slots) {
-    __shared__ float smax[kWarpsPerBlock];
-    __shared__ double ssum[2 * kWarpsPerBlock];
+// The body of lmhead_stats_kernel (fp32 logits) and lmhead_stats_bf16_kernel, which own its shared
+// memory (smax[kWarpsPerBlock], ssum[2 kWarpsPerBlock]): the emulator wants __shared__ in plain kernels.
+template <class L>
+__device__ __forceinline__ void lmhead_stats_block(int64_t n, int64_t V, const L* __restrict__ logits,
+                                                   const int64_t* __restrict__ targets, LmHeadValid valid,
+                                                   float* __restrict__ lse, float* __restrict__ entropy,
+                                                   float* __restrict__ logp, unsigned long long* __restrict__ slots,
+                                                   float* smax, double* ssum) {
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {  // block-uniform
         if (!lmhead_valid(valid, i)) {
             if (threadIdx.x == 0) lse[i] = entropy[i] = logp[i] = 0.0f;
@@ -44,11 +55,11 @@ lmhead_stats_kernel(int64_t n, int64_t V, const float* __restrict__ logits, cons
         }
         const int64_t y = targets[valid.c0 + i];
         if (threadIdx.x == 0 && (y < 0 || y >= V)) atomicMin(&slots[0], (unsigned long long)i);
-        const float* z = logits + i * V;
+        const L* z = logits + i * V;
         float m = -INFINITY;
         int64_t bad = -1;
         for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
-            const float x = z[v];
+            const float x = logit_value(z[v]);
             if (!(fabsf(x) <= FLT_MAX)) {
                 if (bad < 0) bad = v;
             } else {
@@ -63,10 +74,10 @@ lmhead_stats_kernel(int64_t n, int64_t V, const float* __restrict__ logits, cons
         for (int w = 1; w < kWarpsPerBlock; ++w) mx = fmaxf(mx, smax[w]);
         double acc[2] = {0.0, 0.0};  // sum e^{z - max}, sum e^{z - max} (z - max)
         for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
-            const float d = __fadd_rn(z[v], -mx);
+            const float d = __fadd_rn(logit_value(z[v]), -mx);
             const float e = expf(d);
             acc[0] += (double)e;
-            acc[1] += (double)__fmul_rn(e, d);
+            acc[1] += e == 0.0f ? 0.0 : (double)__fmul_rn(e, d);  // not 0 * -inf where z - max overflows
         }
         block_sum(acc, ssum);  // synchronises: smax may be rewritten by the next token
         if (threadIdx.x == 0) {
@@ -74,9 +85,27 @@ lmhead_stats_kernel(int64_t n, int64_t V, const float* __restrict__ logits, cons
             const float l = (float)((double)mx + ls);
             lse[i] = l;
             entropy[i] = (float)(ls - acc[1] / acc[0]);
-            logp[i] = (y >= 0 && y < V) ? __fadd_rn(z[y], -l) : 0.0f;
+            logp[i] = (y >= 0 && y < V) ? __fadd_rn(logit_value(z[y]), -l) : 0.0f;
         }
     }
+}
+
+__global__ void __launch_bounds__(kBlockSize)
+lmhead_stats_kernel(int64_t n, int64_t V, const float* __restrict__ logits, const int64_t* __restrict__ targets,
+                    LmHeadValid valid, float* __restrict__ lse, float* __restrict__ entropy, float* __restrict__ logp,
+                    unsigned long long* __restrict__ slots) {
+    __shared__ float smax[kWarpsPerBlock];
+    __shared__ double ssum[2 * kWarpsPerBlock];
+    lmhead_stats_block(n, V, logits, targets, valid, lse, entropy, logp, slots, smax, ssum);
+}
+
+__global__ void __launch_bounds__(kBlockSize)
+lmhead_stats_bf16_kernel(int64_t n, int64_t V, const uint16_t* __restrict__ logits, const int64_t* __restrict__ targets,
+                         LmHeadValid valid, float* __restrict__ lse, float* __restrict__ entropy, float* __restrict__ logp,
+                         unsigned long long* __restrict__ slots) {
+    __shared__ float smax[kWarpsPerBlock];
+    __shared__ double ssum[2 * kWarpsPerBlock];
+    lmhead_stats_block(n, V, logits, targets, valid, lse, entropy, logp, slots, smax, ssum);
 }
 
 // The clipped loss of the rows' tokens inside the chunk [c0, c1): clipped_loss_kernel's arithmetic
@@ -148,24 +177,28 @@ lmhead_loss_kernel(drmas_loss_config cfg, int64_t num_rows, const int64_t* __res
 }
 
 // dL/dz over the chunk's logits, in place: g (1[v = y] - p) + ew p (log p + H) for valid tokens (the
-// CPU's order of operations, without contraction), 0 for the others.
+// CPU's order of operations, without contraction; below FLT_MIN in magnitude, 0), 0 for the others;
+// in fp32, then stored as L.
+template <class L>
 __global__ void __launch_bounds__(kBlockSize)
-lmhead_grad_kernel(int64_t n, int64_t V, float* __restrict__ logits, const int64_t* __restrict__ targets, LmHeadValid valid,
+lmhead_grad_kernel(int64_t n, int64_t V, L* __restrict__ logits, const int64_t* __restrict__ targets, LmHeadValid valid,
                    const float* __restrict__ lse, const float* __restrict__ entropy, const float* __restrict__ grad, float ew) {
     for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
-        float* z = logits + i * V;
+        L* z = logits + i * V;
         if (!lmhead_valid(valid, i)) {
-            for (int64_t v = threadIdx.x; v < V; v += blockDim.x) z[v] = 0.0f;
+            for (int64_t v = threadIdx.x; v < V; v += blockDim.x) store_logit(z + v, 0.0f);
             continue;
         }
         const int64_t y = targets[valid.c0 + i];
         const float l = lse[i], h = entropy[i], g = grad[i];
         for (int64_t v = threadIdx.x; v < V; v += blockDim.x) {
-            const float lpv = __fadd_rn(z[v], -l);
+            const float lpv = __fadd_rn(logit_value(z[v]), -l);
             const float p = expf(lpv);
             float d = __fadd_rn(__fmul_rn(-g, p), __fmul_rn(__fmul_rn(ew, p), __fadd_rn(lpv, h)));
+            // as the CPU: no denormals for the products that read dL/dz, and 0 where p is 0
+            if (p == 0.0f || fabsf(d) < FLT_MIN) d = 0.0f;
             if (v == y) d = __fadd_rn(d, g);
-            z[v] = d;
+            store_logit(z + v, d);
         }
     }
 }

@@ -4,7 +4,7 @@
  *
  * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_broadcast_rows_f32,
  *          drmas_clipped_loss_f32, drmas_clipped_loss_async_f32, drmas_lmhead_logprobs_f32,
- *          drmas_lmhead_chunk_f32, drmas_last_error,
+ *          drmas_lmhead_chunk_f32, drmas_lmhead_logprobs_bf16, drmas_lmhead_chunk_bf16, drmas_last_error,
  *          drmas_abi_value, drmas_cuda_* helpers
  *
  * Conventions (ARCHITECTURE §4):
@@ -299,6 +299,25 @@ DRMAS_API int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_conf
                                          const float* advantages, const float* ref_logp,
                                          const uint8_t* mask, float* logp, float* entropy, double* sums,
                                          void* stream);
+
+/* The same two ops over logits in bfloat16, what a bf16 matrix product writes (torch.bfloat16,
+ * __nv_bfloat16): each logit is a uint16_t holding the upper 16 bits of an IEEE fp32. Each logit is
+ * widened to fp32 exactly, and everything else is the _f32 op's on the widened values: the statistics,
+ * log-probs, entropies, the loss and its fp64 sums, the errors and their messages (named _bf16). dL/dz
+ * is written back over the bf16 logits, each value the fp32 one the _f32 op would write, rounded to
+ * bf16 (to nearest, ties to even). On one backend, a _bf16 call gives bit for bit the _f32 op's
+ * outputs on the widened logits and its dL/dz rounded to bf16. The CPU backend widens the chunk into
+ * an fp32 scratch copy first (4 bytes per logit, freed before returning). */
+DRMAS_API int32_t drmas_lmhead_logprobs_bf16(int32_t device, int64_t num_tokens, int64_t vocab,
+                                             const uint16_t* logits, const int64_t* targets, float* logp,
+                                             float* entropy, void* stream);
+DRMAS_API int32_t drmas_lmhead_chunk_bf16(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                          const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin,
+                                          int64_t chunk_tokens, int64_t vocab, uint16_t* logits,
+                                          const int64_t* targets, const float* old_logp,
+                                          const float* advantages, const float* ref_logp,
+                                          const uint8_t* mask, float* logp, float* entropy, double* sums,
+                                          void* stream);
 
 /* ---- the ABI as the library was compiled ------------------------------------------ *
  * So that a binding can check its own copy of this header against the library it loaded:

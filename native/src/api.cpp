@@ -257,9 +257,13 @@ int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_config* cf
                               num_tokens, logp, old_logp, advantages, ref_logp, mask, grad, sums, stream, true);
 }
 
-int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vocab, const float* logits,
-                                  const int64_t* targets, float* logp, float* entropy, void* stream) {
-    const char* fn = "drmas_lmhead_logprobs_f32";
+}  // extern "C"
+
+// The LM head's entry points for logits of type L (float, or uint16_t holding bf16): the same checks,
+// then the backend's overload for L.
+template <class L>
+static int32_t lmhead_logprobs_entry(const char* fn, int32_t device, int64_t num_tokens, int64_t vocab, const L* logits,
+                                     const int64_t* targets, float* logp, float* entropy, void* stream) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
@@ -276,12 +280,12 @@ int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vo
     });
 }
 
-int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
-                               const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
-                               int64_t vocab, float* logits, const int64_t* targets, const float* old_logp,
-                               const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
-                               float* entropy, double* sums, void* stream) {
-    const char* fn = "drmas_lmhead_chunk_f32";
+template <class L>
+static int32_t lmhead_chunk_entry(const char* fn, int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                  const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                                  int64_t vocab, L* logits, const int64_t* targets, const float* old_logp,
+                                  const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
+                                  float* entropy, double* sums, void* stream) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
@@ -311,6 +315,36 @@ int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, i
         return lmhead_chunk_cpu(c, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens, vocab, logits, targets, old_logp,
                                 advantages, ref_logp, mask, logp, entropy, sums);
     });
+}
+
+extern "C" {
+
+int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vocab, const float* logits,
+                                  const int64_t* targets, float* logp, float* entropy, void* stream) {
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_f32", device, num_tokens, vocab, logits, targets, logp, entropy, stream);
+}
+
+int32_t drmas_lmhead_logprobs_bf16(int32_t device, int64_t num_tokens, int64_t vocab, const uint16_t* logits,
+                                   const int64_t* targets, float* logp, float* entropy, void* stream) {
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_bf16", device, num_tokens, vocab, logits, targets, logp, entropy, stream);
+}
+
+int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                               const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                               int64_t vocab, float* logits, const int64_t* targets, const float* old_logp,
+                               const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
+                               float* entropy, double* sums, void* stream) {
+    return lmhead_chunk_entry("drmas_lmhead_chunk_f32", device, cfg, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens,
+                              vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp, entropy, sums, stream);
+}
+
+int32_t drmas_lmhead_chunk_bf16(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                                int64_t vocab, uint16_t* logits, const int64_t* targets, const float* old_logp,
+                                const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
+                                float* entropy, double* sums, void* stream) {
+    return lmhead_chunk_entry("drmas_lmhead_chunk_bf16", device, cfg, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens,
+                              vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp, entropy, sums, stream);
 }
 
 int32_t drmas_cuda_device_count(void) {

@@ -45,6 +45,13 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& cfg, int64_t num_rows, const
                          int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, float* logits,
                          const int64_t* targets, const float* old_logp, const float* advantages,
                          const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums);
+// bf16 logits (uint16_t bits; cpu_bf16.cpp): widened into an fp32 copy for the two above, dL/dz rounded back.
+int32_t lmhead_logprobs_cpu(int64_t num_tokens, int64_t vocab, const uint16_t* logits, const int64_t* targets,
+                            float* logp, float* entropy);
+int32_t lmhead_chunk_cpu(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
+                         int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, uint16_t* logits,
+                         const int64_t* targets, const float* old_logp, const float* advantages,
+                         const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums);
 
 // ---- CUDA backend (cuda_backend.cu; cuda_stub.cpp when built without nvcc) ----
 int32_t cuda_compiled();
@@ -69,6 +76,14 @@ int32_t lmhead_logprobs_cuda(int64_t num_tokens, int64_t vocab, const float* log
                              float* logp, float* entropy, void* stream);
 int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
                           int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, float* logits,
+                          const int64_t* targets, const float* old_logp, const float* advantages,
+                          const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums,
+                          void* stream);
+// bf16 logits (uint16_t bits): the same kernels, templated on the logits' type.
+int32_t lmhead_logprobs_cuda(int64_t num_tokens, int64_t vocab, const uint16_t* logits, const int64_t* targets,
+                             float* logp, float* entropy, void* stream);
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
+                          int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, uint16_t* logits,
                           const int64_t* targets, const float* old_logp, const float* advantages,
                           const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums,
                           void* stream);

@@ -632,13 +632,25 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
 
 namespace {
 
+// The statistics kernel of each logits type (two plain kernels: see lmhead_stats_block).
+void launch_lmhead_stats(int64_t n, int64_t V, const float* logits, const int64_t* targets, LmHeadValid valid, float* lse,
+                         float* ent, float* lp, ull* slots, cudaStream_t stream) {
+    DRMAS_LAUNCH(lmhead_stats_kernel, grid_for_rows(n), kBlockSize, 0, stream)(n, V, logits, targets, valid, lse, ent, lp, slots);
+}
+void launch_lmhead_stats(int64_t n, int64_t V, const uint16_t* logits, const int64_t* targets, LmHeadValid valid, float* lse,
+                         float* ent, float* lp, ull* slots, cudaStream_t stream) {
+    DRMAS_LAUNCH(lmhead_stats_bf16_kernel, grid_for_rows(n), kBlockSize, 0, stream)(n, V, logits, targets, valid, lse, ent, lp,
+                                                                                     slots);
+}
+
 // Softmax statistics of the chunk's valid tokens into scratch (lse, entropy, logp), then the
 // first bad target or non-finite logit reported as the CPU backend words it (one synchronisation).
-int32_t lmhead_stats(const char* fn, int64_t n, int64_t V, const float* logits, const int64_t* targets, LmHeadValid valid,
+template <class L>
+int32_t lmhead_stats(const char* fn, int64_t n, int64_t V, const L* logits, const int64_t* targets, LmHeadValid valid,
                      float* lse, float* ent, float* lp, ull* slots, bool chunk, cudaStream_t stream) {
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(slots, 0xFF, 2 * sizeof(ull), stream));
     if (n > 0) {
-        DRMAS_LAUNCH(lmhead_stats_kernel, grid_for_rows(n), kBlockSize, 0, stream)(n, V, logits, targets, valid, lse, ent, lp, slots);
+        launch_lmhead_stats(n, V, logits, targets, valid, lse, ent, lp, slots, stream);
         DRMAS_CUDA_LAUNCHED("lmhead_stats_kernel");
     }
     ull host[2];
@@ -655,19 +667,17 @@ int32_t lmhead_stats(const char* fn, int64_t n, int64_t V, const float* logits, 
     }
     if (host[1] != kNoError) {
         const int64_t bt = (int64_t)(host[1] / (ull)V), bv = (int64_t)(host[1] % (ull)V);
-        float x = 0;
+        L x{};
         DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(&x, logits + host[1], 1, stream));
         return fail(DRMAS_ERR_NONFINITE, "%s: logits[%lld][%lld] (token %lld, vocabulary index %lld) is %s", fn, (long long)bt,
-                    (long long)bv, (long long)(valid.c0 + bt), (long long)bv, finite_name(x));
+                    (long long)bv, (long long)(valid.c0 + bt), (long long)bv, finite_name(logit_value(x)));
     }
     return DRMAS_OK;
 }
 
-}  // namespace
-
-int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const float* logits, const int64_t* targets, float* logp, float* entropy,
-                             void* stream_ptr) {
-    const char* fn = "drmas_lmhead_logprobs_f32";
+template <class L>
+int32_t lmhead_logprobs_any(const char* fn, int64_t n, int64_t V, const L* logits, const int64_t* targets, float* logp,
+                            float* entropy, void* stream_ptr) {
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
     DeviceGuard guard;
@@ -693,11 +703,11 @@ int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const float* logits, const in
     return DRMAS_OK;
 }
 
-int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets, int64_t num_tokens,
-                          int64_t c0, int64_t n, int64_t V, float* logits, const int64_t* targets, const float* old_logp,
-                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp_out,
-                          float* ent_out, double* sums, void* stream_ptr) {
-    const char* fn = "drmas_lmhead_chunk_f32";
+template <class L>
+int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets,
+                         int64_t num_tokens, int64_t c0, int64_t n, int64_t V, L* logits, const int64_t* targets,
+                         const float* old_logp, const float* advantages, const float* ref_logp, const uint8_t* mask,
+                         float* logp_out, float* ent_out, double* sums, void* stream_ptr) {
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
     DeviceGuard guard;
@@ -737,8 +747,8 @@ int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const 
     DRMAS_LAUNCH(lmhead_entropy_sum_kernel, 1, kBlockSize, 0, stream)(n, ent, sums);
     DRMAS_CUDA_LAUNCHED("lmhead_entropy_sum_kernel");
     if (n > 0) {
-        DRMAS_LAUNCH(lmhead_grad_kernel, grid_for_rows(n), kBlockSize, 0, stream)(n, V, logits, targets, valid, lse, ent, g,
-                                                                                   (float)c.entropy_coef);
+        DRMAS_LAUNCH(lmhead_grad_kernel<L>, grid_for_rows(n), kBlockSize, 0, stream)(n, V, logits, targets, valid, lse, ent, g,
+                                                                                      (float)c.entropy_coef);
         DRMAS_CUDA_LAUNCHED("lmhead_grad_kernel");
         if (logp_out)
             DRMAS_CUDA_TRY("cudaMemcpyAsync", cudaMemcpyAsync(logp_out, lp, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
@@ -747,6 +757,31 @@ int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const 
     }
     DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
     return DRMAS_OK;
+}
+
+}  // namespace
+
+int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const float* logits, const int64_t* targets, float* logp, float* entropy,
+                             void* stream) {
+    return lmhead_logprobs_any("drmas_lmhead_logprobs_f32", n, V, logits, targets, logp, entropy, stream);
+}
+int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const uint16_t* logits, const int64_t* targets, float* logp, float* entropy,
+                             void* stream) {
+    return lmhead_logprobs_any("drmas_lmhead_logprobs_bf16", n, V, logits, targets, logp, entropy, stream);
+}
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets, int64_t num_tokens,
+                          int64_t c0, int64_t n, int64_t V, float* logits, const int64_t* targets, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp_out,
+                          float* ent_out, double* sums, void* stream) {
+    return lmhead_chunk_any("drmas_lmhead_chunk_f32", c, num_rows, row_offsets, num_tokens, c0, n, V, logits, targets, old_logp,
+                            advantages, ref_logp, mask, logp_out, ent_out, sums, stream);
+}
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets, int64_t num_tokens,
+                          int64_t c0, int64_t n, int64_t V, uint16_t* logits, const int64_t* targets, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp_out,
+                          float* ent_out, double* sums, void* stream) {
+    return lmhead_chunk_any("drmas_lmhead_chunk_bf16", c, num_rows, row_offsets, num_tokens, c0, n, V, logits, targets, old_logp,
+                            advantages, ref_logp, mask, logp_out, ent_out, sums, stream);
 }
 
 }  // namespace drmas

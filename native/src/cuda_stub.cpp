@@ -36,6 +36,14 @@ int32_t lmhead_chunk_cuda(const drmas_lmhead_config&, int64_t, const int64_t*, i
                           void*) {
     return no_cuda("lmhead_chunk_cuda");
 }
+int32_t lmhead_logprobs_cuda(int64_t, int64_t, const uint16_t*, const int64_t*, float*, float*, void*) {
+    return no_cuda("lmhead_logprobs_cuda");
+}
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config&, int64_t, const int64_t*, int64_t, int64_t, int64_t, int64_t, uint16_t*,
+                          const int64_t*, const float*, const float*, const float*, const uint8_t*, float*, float*, double*,
+                          void*) {
+    return no_cuda("lmhead_chunk_cuda");
+}
 int32_t cuda_malloc(size_t, void**) { return no_cuda("cuda_malloc"); }
 int32_t cuda_free(void*) { return no_cuda("cuda_free"); }
 int32_t cuda_memcpy(void*, const void*, size_t, int32_t) { return no_cuda("cuda_memcpy"); }

@@ -3,12 +3,13 @@
 // segments' statistics (ARCHITECTURE §5) and the clipped PPO loss of one token (§6).
 // defines: SegStat, mean_from_agent, std_from_agent, trajectory_numerator, reads_group,
 //          Resolved, resolve_segments, apply_advantage, row_advantage, TokenLoss, exp_as_float,
-//          token_loss
+//          token_loss, bf16_to_float, float_to_bf16
 // The independent oracle is the plain-Java reference in the test sources, not this file.
 #pragma once
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "drmas.h"
 
@@ -191,6 +192,21 @@ DRMAS_HD TokenLoss token_loss(const drmas_loss_config& c, float logp, float old_
         }
     }
     return t;
+}
+
+// bfloat16 as the ABI carries it (the upper 16 bits of an fp32): widening is exact; narrowing rounds
+// to nearest, ties to even (as __float2bfloat16_rn and torch do), NaN staying a quiet NaN of its sign.
+DRMAS_HD float bf16_to_float(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+DRMAS_HD uint16_t float_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x0040u);  // NaN
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);  // inf stays inf; past bf16's largest finite: inf
 }
 
 }  // namespace drmas

@@ -11,7 +11,11 @@
 //   - on success with finite inputs of moderate size (|x| <= 1e4: no product can overflow float),
 //     every output is finite;
 //   - a call on misaligned copies of the same data gives the same status and the same bits;
-//   - a call repeated gives the same bits (the CPU backend is deterministic).
+//   - a call repeated gives the same bits (the CPU backend is deterministic);
+//   - LM head ops (fp32 and bf16 logits): nothing is written outside the buffers (guard bytes around each), and a call
+//     whose arguments are all valid has the status its data decides (the first bad target, else
+//     the first non-finite logit of a valid token, each named in the message, else success), with
+//     invalid tokens' rows of dL/dz, logp and entropy 0 and the token count of the valid ones.
 // Usage: drmas_fuzz_abi [--seconds S] [--seed N] [--max-iterations N]; prints the executions.
 #include <math.h>
 #include <stdint.h>
@@ -19,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <string>
@@ -36,6 +41,8 @@ namespace {
 std::mt19937_64 rng;
 long long g_calls = 0, g_ok = 0, g_err = 0, g_failures = 0;
 long long g_status[16] = {0};
+// LM head calls whose status the data decides (all arguments valid): [op][0 ok, 1 bad target, 2 non-finite logit]
+long long g_head_decided[2][3] = {{0}};
 
 uint64_t u64() { return rng(); }
 int64_t below(int64_t n) { return n <= 0 ? 0 : (int64_t)(rng() % (uint64_t)n); }
@@ -366,7 +373,7 @@ void fuzz_advantage() {
 
 // ------------------------------------------------------------------ offsets (broadcast, loss)
 
-std::vector<int64_t> offsets(int64_t rows, int64_t tokens, bool& valid) {
+std::vector<int64_t> offsets(int64_t rows, int64_t tokens, bool& valid, bool may_break = true) {
     std::vector<int64_t> off((size_t)rows + 1);
     valid = true;
     int64_t at = chance(0.2) ? below(3) : 0;
@@ -374,6 +381,7 @@ std::vector<int64_t> offsets(int64_t rows, int64_t tokens, bool& valid) {
         off[(size_t)r] = std::min(at, tokens);
         at += below(tokens / std::max<int64_t>(rows, 1) + 3);
     }
+    if (!may_break) return off;
     if (chance(0.05) && rows > 0) off[(size_t)below(rows + 1)] = -1 - below(3), valid = false;
     if (chance(0.05) && rows > 1) std::swap(off[0], off[(size_t)rows]), valid = off[0] == off[(size_t)rows];
     if (chance(0.03)) off[(size_t)rows] = chance(0.5) ? tokens + 1 : INT64_MAX, valid = false;
@@ -482,6 +490,330 @@ void fuzz_clipped_loss() {
         FAIL("drmas_clipped_loss_f32: misaligned buffers gave another result (%d vs %d)", st, st2);
 }
 
+// ------------------------------------------------------------------ fused LM head
+
+// What the contract says of a drmas_lmhead_config (drmas.h §4-5), to know when a call must pass
+// the argument checks and fail, if at all, on the data.
+bool lmhead_config_ok(const drmas_lmhead_config& c) {
+    return isfinite(c.clip_low) && c.clip_low >= 0 && c.clip_low < 1 && isfinite(c.clip_high) && c.clip_high >= 0 &&
+           (c.dual_clip == 0 || (isfinite(c.dual_clip) && c.dual_clip > 1)) && isfinite(c.kl_coef) && isfinite(c.normalizer) &&
+           c.normalizer > 0 && c.kl_type >= DRMAS_KL_NONE && c.kl_type <= DRMAS_KL_K3 && (c.per_row_mean == 0 || c.per_row_mean == 1) &&
+           isfinite(c.entropy_coef);
+}
+
+// A vocabulary: 1, a few, primes, a block (512) and past it; with `tokens` rows of logits kept
+// under ~64K floats so that the sanitized driver stays fast.
+int64_t vocab_size(int64_t tokens) {
+    static const int64_t sizes[] = {1, 2, 3, 7, 37, 97, 511, 512, 513, 1031};
+    int64_t v = chance(0.5) ? sizes[below(10)] : 1 + below(300);
+    const int64_t cap = chance(0.1) ? (int64_t)1 << 18 : (int64_t)1 << 16;  // sometimes past the one-thread cut (64K)
+    while (v > 1 && tokens * v > cap) v /= 2;
+    return v;
+}
+
+// How often a call's data is bad: in a third of the calls, one to three bad items among `count`.
+double bad_rate(int64_t count) { return chance(0.35) ? std::min(1.0, (double)(1 + below(3)) / (double)std::max<int64_t>(count, 1)) : 0.0; }
+
+// A target: in [0, V), or (at `rate`) just outside it or far outside.
+int64_t target(int64_t V, double rate) {
+    if (!chance(rate)) return below(V);
+    switch (below(5)) {
+        case 0: case 1: return V;  // the off-by-one
+        case 2: return V + 1 + below(2);
+        case 3: return -1;
+        default: return chance(0.5) ? INT64_MIN : INT64_MAX;
+    }
+}
+
+// A logit: moderate, a few large ones, and (at `rate`) any value(): NaN, inf, huge, denormal.
+float logit(bool& moderate_all, double rate) {
+    const float v = chance(rate) ? value() : std::uniform_real_distribution<float>(-8, 8)(rng) + (chance(0.02) ? 30.0f : 0.0f);
+    moderate_all &= moderate(v);
+    return v;
+}
+
+// A vocabulary the library must refuse before it reads anything: below 1, or with rows x vocab past
+// INT64_MAX (only with 2 rows or more: one row of 2^62 logits would be a caller lying about its buffer).
+int64_t vocab_arg(int64_t V, int64_t rows) {
+    if (!chance(0.04)) return V;
+    static const int64_t bad[] = {0, -1, INT64_MIN, INT64_MAX, (int64_t)1 << 62};
+    return bad[below(rows >= 2 ? 5 : 3)];
+}
+
+template <class T>
+void guard_slack(Buf<T>& b) {  // the 8 bytes past the payload (and the misalignment bytes before it) hold 0xA5
+    for (size_t i = 0; i < b.bytes.size(); ++i)
+        if (i < b.off || i >= b.off + (size_t)std::max<int64_t>(b.n, 0) * sizeof(T)) b.bytes[i] = 0xA5;
+}
+template <class T>
+bool slack_intact(const Buf<T>& b) {
+    for (size_t i = 0; i < b.bytes.size(); ++i)
+        if ((i < b.off || i >= b.off + (size_t)std::max<int64_t>(b.n, 0) * sizeof(T)) && b.bytes[i] != 0xA5) return false;
+    return true;
+}
+
+// The fp32 and bf16 (uint16_t bits) ops through one driver: a logit's value, and the call by type.
+float as_float(float v) { return v; }
+float as_float(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+template <class L>
+L logit_of(float v);
+template <>
+float logit_of<float>(float v) { return v; }
+template <>
+uint16_t logit_of<uint16_t>(float v) {  // the upper half: any bits are a bf16 (NaN stays NaN, inf inf)
+    uint32_t u;
+    memcpy(&u, &v, sizeof u);
+    return (uint16_t)(u >> 16);
+}
+const char* logprobs_name(const float*) { return "drmas_lmhead_logprobs_f32"; }
+const char* logprobs_name(const uint16_t*) { return "drmas_lmhead_logprobs_bf16"; }
+const char* chunk_name(const float*) { return "drmas_lmhead_chunk_f32"; }
+const char* chunk_name(const uint16_t*) { return "drmas_lmhead_chunk_bf16"; }
+int32_t lmhead_logprobs(int32_t dev, int64_t T, int64_t V, const float* z, const int64_t* y, float* lp, float* ent) {
+    return drmas_lmhead_logprobs_f32(dev, T, V, z, y, lp, ent, nullptr);
+}
+int32_t lmhead_logprobs(int32_t dev, int64_t T, int64_t V, const uint16_t* z, const int64_t* y, float* lp, float* ent) {
+    return drmas_lmhead_logprobs_bf16(dev, T, V, z, y, lp, ent, nullptr);
+}
+template <class L>
+int32_t lmhead_chunk(int32_t dev, const drmas_lmhead_config* c, int64_t rows, const int64_t* off, int64_t tokens, int64_t c0,
+                     int64_t n, int64_t V, L* z, const int64_t* y, const float* old, const float* adv, const float* ref,
+                     const uint8_t* mask, float* lp, float* ent, double* sums) {
+    if constexpr (sizeof(L) == 2)
+        return drmas_lmhead_chunk_bf16(dev, c, rows, off, tokens, c0, n, V, z, y, old, adv, ref, mask, lp, ent, sums, nullptr);
+    else
+        return drmas_lmhead_chunk_f32(dev, c, rows, off, tokens, c0, n, V, z, y, old, adv, ref, mask, lp, ent, sums, nullptr);
+}
+
+template <class L>
+void fuzz_lmhead_logprobs() {
+    const char* fn = logprobs_name((const L*)nullptr);
+    int32_t dev = device();
+    int64_t T = size(40), V = vocab_size(T);
+    bool moderate_all = true;
+    Buf<L> z(T * V, misalign());
+    Buf<int64_t> y(T, misalign());
+    int64_t first_bad_target = -1, first_bad_logit = -1;
+    const double bad_y = bad_rate(T), bad_z = bad_rate(T * V);
+    for (int64_t t = 0; t < T; ++t) {
+        y.set(t, target(V, bad_y));
+        if (first_bad_target < 0 && (y.get(t) < 0 || y.get(t) >= V)) first_bad_target = t;
+    }
+    for (int64_t i = 0; i < T * V; ++i) {
+        z.set(i, logit_of<L>(logit(moderate_all, bad_z)));
+        if (first_bad_logit < 0 && !isfinite(as_float(z.get(i)))) first_bad_logit = i;
+    }
+    Buf<float> lp(T, misalign()), ent(T, misalign());
+    ent.null = chance(0.3);
+    if (chance(0.02)) z.null = true;
+    if (chance(0.02)) y.null = true;
+    if (chance(0.02)) lp.null = true;
+    const int64_t T_arg = count_arg(T), V_arg = vocab_arg(V, T);
+    lp.poison(), ent.poison();
+    guard_slack(z), guard_slack(y);
+    const Buf<L> z0 = z;
+    const Buf<float> lp0 = lp, ent0 = ent;
+    auto call = [&](Buf<L>& zz, Buf<int64_t>& yy, Buf<float>& l, Buf<float>& e) {
+        return lmhead_logprobs(dev, T_arg, V_arg, zz.ptr(), yy.ptr(), l.ptr(), e.ptr());
+    };
+    int32_t st = call(z, y, lp, ent);
+    count_status(st);
+    check_error_message(st, fn);
+    if (!z.same_bytes(z0) || !slack_intact(z) || !slack_intact(y)) FAIL("%s wrote to its inputs (status %d)", fn, st);
+    if (!slack_intact(lp) || !slack_intact(ent)) FAIL("%s wrote outside logp/entropy (T %lld, status %d)", fn, (long long)T, st);
+    if (st != 0 && (!lp.same_bytes(lp0) || !ent.same_bytes(ent0))) FAIL("%s failed (%d) but wrote its outputs", fn, st);
+    // with the true sizes and every pointer there, the data decides: the first bad target, else the first non-finite logit
+    const bool clean = dev == DRMAS_DEVICE_CPU && T_arg == T && V_arg == V && (T == 0 || (!z.null && !y.null && !lp.null));
+    if (clean) {
+        const int32_t want = first_bad_target >= 0 ? DRMAS_ERR_RANGE : first_bad_logit >= 0 ? DRMAS_ERR_NONFINITE : DRMAS_OK;
+        ++g_head_decided[0][want == DRMAS_OK ? 0 : want == DRMAS_ERR_RANGE ? 1 : 2];
+        if (st != want) FAIL("%s: status %d, the data says %d (%s)", fn, st, want, drmas_last_error());
+        char needle[64];
+        if (want == DRMAS_ERR_RANGE) snprintf(needle, sizeof needle, "targets[%lld]", (long long)first_bad_target);
+        else snprintf(needle, sizeof needle, "token %lld, vocabulary index %lld", (long long)(first_bad_logit / std::max<int64_t>(V, 1)),
+                      (long long)(first_bad_logit % std::max<int64_t>(V, 1)));
+        if (want != DRMAS_OK && st == want && !strstr(drmas_last_error(), needle))
+            FAIL("%s: the message does not name the first bad item (%s): %s", fn, needle, drmas_last_error());
+    }
+    if (st == 0 && moderate_all) {
+        const double log_v = log((double)std::max<int64_t>(V, 1));
+        for (int64_t t = 0; t < T; ++t) {
+            const float l = lp.get(t), e = ent.null ? 0.0f : ent.get(t);
+            if (!(isfinite(l) && l <= 1e-5f && isfinite(e) && e >= -1e-5f && e <= log_v + 1e-4)) {
+                FAIL("%s: token %lld of %lld (V %lld): logp %g entropy %g from moderate logits", fn, (long long)t, (long long)T,
+                     (long long)V, l, e);
+                break;
+            }
+        }
+    }
+    Buf<L> z2 = z0.moved(misalign() | 2);
+    Buf<float> lp2 = lp0.moved(1), ent2 = ent0.moved(3);
+    Buf<int64_t> y2 = y.moved(5);
+    int32_t st2 = call(z2, y2, lp2, ent2);
+    count_status(st2);
+    if (st2 != st || (st == 0 && (!lp2.same_bytes(lp) || !ent2.same_bytes(ent))))
+        FAIL("%s: misaligned buffers gave another result (%d vs %d)", fn, st, st2);
+}
+
+template <class L>
+void fuzz_lmhead_chunk() {
+    const char* fn = chunk_name((const L*)nullptr);
+    int32_t dev = device();
+    // half the calls have only valid arguments, so that their data decides; the others break things
+    const bool perturb = chance(0.5);
+    auto odd = [&](double p) { return perturb && chance(2 * p); };
+    drmas_lmhead_config c;
+    memset(&c, 0, sizeof c);
+    c.clip_low = odd(0.1) ? (double)value() : 0.2;
+    c.clip_high = odd(0.1) ? (double)value() : 0.28;
+    c.dual_clip = chance(0.7) ? 3.0 : (odd(0.5) ? (double)value() : 0.0);
+    c.kl_coef = chance(0.7) ? 0.0 : (odd(0.2) ? (double)value() : 0.05);
+    c.entropy_coef = chance(0.5) ? 0.0 : (odd(0.1) ? (double)value() : 0.01);
+    c.kl_type = odd(0.05) ? (int32_t)u64() : (int32_t)below(4);
+    c.per_row_mean = odd(0.05) ? -1 : (int32_t)below(2);
+    int64_t rows = size(12), tokens = size(80);
+    if (tokens > 4000) tokens = 4000 + below(100);
+    c.normalizer = odd(0.1) ? (double)value() : (double)std::max<int64_t>(tokens, 1);
+    bool offsets_ok;
+    std::vector<int64_t> off = offsets(rows, tokens, offsets_ok, perturb);
+    // the chunk: inside the tokens, or (rarely) not
+    int64_t c0 = below(tokens + 1), n = below(std::min<int64_t>(tokens - c0, 96) + 1);
+    bool chunk_ok = true;
+    if (odd(0.03)) {
+        static const int64_t bad_c0[] = {-1, INT64_MIN};
+        if (chance(0.5)) c0 = bad_c0[below(2)];
+        else n = tokens - c0 + 1 + below(3);
+        chunk_ok = false;
+    }
+    const int64_t n_buf = chunk_ok ? n : 0;  // a bad chunk gets an empty buffer: nothing may be read
+    int64_t V = vocab_size(std::max<int64_t>(n_buf, 1));
+    Buf<int64_t> offb(rows + 1, misalign());
+    for (int64_t r = 0; r <= rows; ++r) offb.set(r, off[(size_t)r]);
+    Buf<L> z(n_buf * V, misalign());
+    Buf<float> old(tokens, misalign()), adv(rows, misalign()), ref(tokens, misalign());
+    Buf<int64_t> y(tokens, misalign());
+    Buf<uint8_t> mask(tokens, misalign());
+    bool moderate_all = true;
+    const double bad_y = bad_rate(n_buf), bad_v = odd(0.5) ? bad_rate(tokens) : 0.0, bad_z = bad_rate(n_buf * V);
+    for (int64_t t = 0; t < tokens; ++t) {
+        y.set(t, target(V, bad_y));
+        float ol = chance(bad_v) ? value() : -fabsf(finite_value()), rf = chance(bad_v) ? value() : -fabsf(finite_value());
+        old.set(t, ol), ref.set(t, rf);
+        mask.set(t, (uint8_t)(chance(0.8) ? 1 : (chance(0.5) ? 0 : u64())));
+        moderate_all &= moderate(ol) && moderate(rf);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        float a = chance(bad_v) ? value() : finite_value();
+        adv.set(r, a);
+        moderate_all &= moderate(a);
+    }
+    for (int64_t i = 0; i < n_buf * V; ++i) z.set(i, logit_of<L>(logit(moderate_all, bad_z)));
+    mask.null = chance(0.3);
+    ref.null = chance(0.3);
+    if (odd(0.02)) z.null = true;
+    if (odd(0.02)) y.null = true;
+    if (odd(0.02)) old.null = true;
+    if (odd(0.02)) adv.null = true;
+    Buf<float> lp(n_buf, misalign()), ent(n_buf, misalign());
+    lp.null = chance(0.2);
+    ent.null = chance(0.3);
+    Buf<double> sums(DRMAS_LMHEAD_SUMS, misalign());
+    if (odd(0.02)) sums.null = true;
+    int64_t rows_arg = perturb ? count_arg(rows) : rows, tokens_arg = perturb ? count_arg(tokens) : tokens;
+    int64_t V_arg = perturb ? vocab_arg(V, n) : V;
+    if (odd(0.03)) {  // no offsets: any row count must be refused, however large
+        offb.null = true;
+        rows_arg = chance(0.5) ? INT64_MAX : rows_arg;
+    }
+    lp.poison(), ent.poison(), sums.poison();
+    guard_slack(z), guard_slack(y), guard_slack(old), guard_slack(adv), guard_slack(ref), guard_slack(mask), guard_slack(offb);
+    const Buf<L> z0 = z;
+    const Buf<float> lp0 = lp, ent0 = ent;
+    const Buf<double> sums0 = sums;
+    auto call = [&](Buf<int64_t>& o, Buf<L>& zz, Buf<int64_t>& yy, Buf<float>& ol, Buf<float>& ad, Buf<float>& rf,
+                    Buf<uint8_t>& mk, Buf<float>& l, Buf<float>& e, Buf<double>& s) {
+        return lmhead_chunk(dev, &c, rows_arg, o.ptr(), tokens_arg, c0, n, V_arg, zz.ptr(), yy.ptr(), ol.ptr(), ad.ptr(), rf.ptr(),
+                            mk.ptr(), l.ptr(), e.ptr(), s.ptr());
+    };
+    int32_t st = call(offb, z, y, old, adv, ref, mask, lp, ent, sums);
+    count_status(st);
+    check_error_message(st, fn);
+    if (!slack_intact(z) || !slack_intact(lp) || !slack_intact(ent) || !slack_intact(sums))
+        FAIL("%s wrote outside its buffers (chunk [%lld, +%lld), V %lld, status %d)", fn, (long long)c0, (long long)n, (long long)V, st);
+    if (!slack_intact(y) || !slack_intact(old) || !slack_intact(adv) || !slack_intact(ref) || !slack_intact(mask) || !slack_intact(offb))
+        FAIL("%s wrote to its inputs (status %d)", fn, st);
+    if (st != 0 && (!z.same_bytes(z0) || !lp.same_bytes(lp0) || !ent.same_bytes(ent0) || !sums.same_bytes(sums0)))
+        FAIL("%s failed (%d) but wrote its outputs (logits included): %s", fn, st, drmas_last_error());
+    if (st == 0 && !offsets_ok && rows_arg == rows && tokens_arg == tokens) FAIL("%s accepted broken offsets", fn);
+    if (st == 0 && !chunk_ok) FAIL("%s accepted the chunk [%lld, %lld + %lld) of %lld tokens", fn, (long long)c0, (long long)c0,
+                                   (long long)n, (long long)tokens);
+    // With a valid config, offsets, chunk, sizes and pointers, the data decides: the chunk's first valid
+    // token with a bad target, else its first non-finite logit of a valid token, else success.
+    auto valid_token = [&](int64_t t) { return t >= off[0] && t < off[(size_t)rows] && (mask.null || mask.get(t) != 0); };
+    const bool clean = dev == DRMAS_DEVICE_CPU && lmhead_config_ok(c) && offsets_ok && chunk_ok && rows_arg == rows &&
+                       tokens_arg == tokens && V_arg == V && !offb.null && !sums.null && (c.kl_type == DRMAS_KL_NONE || !ref.null) &&
+                       (tokens == 0 || (!y.null && !old.null)) && (rows == 0 || !adv.null) && (n == 0 || !z.null);
+    if (clean) {
+        int64_t bad_t = -1, bad_z = -1;
+        for (int64_t i = 0; i < n && bad_t < 0; ++i)
+            if (valid_token(c0 + i) && (y.get(c0 + i) < 0 || y.get(c0 + i) >= V)) bad_t = c0 + i;
+        for (int64_t i = 0; i < n && bad_z < 0; ++i)
+            if (valid_token(c0 + i))
+                for (int64_t v = 0; v < V; ++v)
+                    if (!isfinite(as_float(z0.get(i * V + v)))) {
+                        bad_z = i * V + v;
+                        break;
+                    }
+        const int32_t want = bad_t >= 0 ? DRMAS_ERR_RANGE : bad_z >= 0 ? DRMAS_ERR_NONFINITE : DRMAS_OK;
+        ++g_head_decided[1][want == DRMAS_OK ? 0 : want == DRMAS_ERR_RANGE ? 1 : 2];
+        if (st != want) FAIL("%s: status %d, the data says %d (%s)", fn, st, want, drmas_last_error());
+        char needle[96];
+        if (want == DRMAS_ERR_RANGE) snprintf(needle, sizeof needle, "targets[%lld]", (long long)bad_t);
+        else snprintf(needle, sizeof needle, "logits[%lld][%lld] (token %lld,", (long long)(bad_z / V), (long long)(bad_z % V),
+                      (long long)(c0 + bad_z / V));
+        if (want != DRMAS_OK && st == want && !strstr(drmas_last_error(), needle))
+            FAIL("%s: the message does not name the first bad item (%s): %s", fn, needle, drmas_last_error());
+        if (st == 0) {
+            // invalid tokens: dL/dz rows, logp and entropy 0; the token count is the chunk's valid tokens
+            int64_t nv = 0;
+            bool zeros = true, finite = true;
+            for (int64_t i = 0; i < n; ++i) {
+                const bool v_ok = valid_token(c0 + i);
+                nv += v_ok;
+                if (!v_ok) {
+                    for (int64_t v = 0; v < V; ++v) zeros &= as_float(z.get(i * V + v)) == 0.0f;
+                    zeros &= (lp.null || lp.get(i) == 0.0f) && (ent.null || ent.get(i) == 0.0f);
+                } else if (moderate_all) {
+                    for (int64_t v = 0; v < V; ++v) finite &= isfinite(as_float(z.get(i * V + v)));
+                    finite &= (lp.null || isfinite(lp.get(i))) && (ent.null || isfinite(ent.get(i)));
+                }
+            }
+            if (!zeros) FAIL("%s: an invalid token of the chunk has a non-zero dL/dz, logp or entropy", fn);
+            if (sums.get(DRMAS_LOSS_TOKENS) != (double)nv) FAIL("%s: sums[TOKENS] %g, %lld valid tokens", fn, sums.get(DRMAS_LOSS_TOKENS), (long long)nv);
+            const bool sane_cfg = fabs(c.kl_coef) < 1e30 && fabs(c.entropy_coef) < 1e30 && c.normalizer >= 1;
+            if (moderate_all && sane_cfg) {
+                for (int j = 0; j < DRMAS_LMHEAD_SUMS; ++j) finite &= isfinite(sums.get(j));
+                if (!finite) FAIL("%s: a non-finite dL/dz, logp, entropy or sum from moderate inputs (V %lld, chunk %lld)", fn, (long long)V, (long long)n);
+            }
+        }
+    }
+    // the same call again, on misaligned copies: the same status and bits
+    Buf<int64_t> o2 = offb.moved(3), y2 = y.moved(1);
+    Buf<L> z2 = z0.moved(misalign() | 1);
+    Buf<float> ol2 = old.moved(2), ad2 = adv.moved(3), rf2 = ref.moved(1), l2 = lp0.moved(2), e2 = ent0.moved(1);
+    Buf<uint8_t> mk2 = mask.moved(3);
+    Buf<double> s2 = sums0.moved(4);
+    int32_t st2 = call(o2, z2, y2, ol2, ad2, rf2, mk2, l2, e2, s2);
+    count_status(st2);
+    if (st2 != st || (st == 0 && (!z2.same_bytes(z) || !l2.same_bytes(lp) || !e2.same_bytes(ent) || !s2.same_bytes(sums))))
+        FAIL("%s: misaligned buffers gave another result (%d vs %d)", fn, st, st2);
+}
+
 void fuzz_library() {
     switch (below(6)) {
         case 0: count_status(0); if (!drmas_version() || !*drmas_version()) FAIL("drmas_version is empty"); break;
@@ -544,11 +876,13 @@ int main(int argc, char** argv) {
     long long iter = 0;
     for (; max_iter < 0 || iter < max_iter; ++iter) {
         if ((iter & 63) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= seconds) break;
-        switch (below(10)) {
+        switch (below(13)) {
             case 0: case 1: fuzz_segment_stats(); break;
             case 2: case 3: case 4: fuzz_advantage(); break;
             case 5: fuzz_broadcast(); break;
             case 6: case 7: case 8: fuzz_clipped_loss(); break;
+            case 9: if (chance(0.5)) fuzz_lmhead_logprobs<float>(); else fuzz_lmhead_logprobs<uint16_t>(); break;
+            case 10: case 11: if (chance(0.5)) fuzz_lmhead_chunk<float>(); else fuzz_lmhead_chunk<uint16_t>(); break;
             default: fuzz_library(); break;
         }
     }
@@ -558,5 +892,8 @@ int main(int argc, char** argv) {
     printf("fuzz_abi: statuses");
     for (int k = 0; k < 10; ++k) printf(" %d:%lld", k, g_status[k]);
     printf("\n");
+    printf("fuzz_abi: LM head calls decided by their data (ok / bad target / non-finite logit): logprobs %lld/%lld/%lld, chunk %lld/%lld/%lld\n",
+           g_head_decided[0][0], g_head_decided[0][1], g_head_decided[0][2], g_head_decided[1][0], g_head_decided[1][1],
+           g_head_decided[1][2]);
     return g_failures == 0 ? 0 : 1;
 }

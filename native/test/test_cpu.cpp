@@ -2,7 +2,7 @@
 // advantages, invariance to row order (the blocked and the general path must agree), exact
 // zeros for constant segments, every documented error with its message and untouched
 // outputs, broadcast, loss identities, and the fused LM head (against an fp64 reference and
-// bit for bit against the clipped-loss kernel). The exhaustive comparisons against an
+// bit for bit against the clipped-loss kernel; its bf16 ops bit for bit against the fp32 ones). The exhaustive comparisons against an
 // independent reference and LibTorch live in the Java test suite.
 #include <ctype.h>
 #include <dlfcn.h>
@@ -864,8 +864,7 @@ static void test_lmhead() {
 
 // The fused LM head's AVX2 loops and the baseline ones agree bit for bit (vocabularies around the
 // 8-lane width and the 512-logit blocks, logits down to e^-200 that underflow to 0 and some whose
-// dL/dz would be denormal), and their
-// e^x keeps the log-probs and entropies at fp32 accuracy against fp64 (test_lmhead checks dL/dz).
+// dL/dz would be denormal), and their e^x keeps the log-probs and entropies at fp32 accuracy against fp64 (test_lmhead checks dL/dz).
 static void test_lmhead_isa_identical() {
     std::mt19937_64 rng(31);
     std::normal_distribution<float> nd(0.0f, 3.0f);
@@ -913,6 +912,180 @@ static void test_lmhead_isa_identical() {
     }
 }
 
+// ---- fused LM head on bf16 logits ---------------------------------------------------
+// bf16 as the ABI carries it, written here independently of the library: widening by the bits,
+// rounding by comparing the two neighbours in double (ties to the even one).
+static float bf16_widen(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static uint16_t bf16_round(float f) {
+    if (isnan(f)) return 0x7FC0;
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    const uint16_t lo = (uint16_t)(u >> 16);  // toward zero
+    const uint16_t hi = (uint16_t)(lo + 1);   // away from zero (the next magnitude; inf after the largest)
+    const double dl = fabs((double)f - (double)bf16_widen(lo)), dh = fabs((double)bf16_widen(hi) - (double)f);
+    if ((u & 0xFFFF) == 0) return lo;
+    if (dl < dh) return lo;
+    if (dh < dl) return hi;
+    return (lo & 1) ? hi : lo;
+}
+
+static std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
+    std::vector<uint16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); ++i) b[i] = bf16_round(v[i]);
+    return b;
+}
+static std::vector<float> widened(const std::vector<uint16_t>& b) {
+    std::vector<float> v(b.size());
+    for (size_t i = 0; i < b.size(); ++i) v[i] = bf16_widen(b[i]);
+    return v;
+}
+
+// The bf16 ops against the fp32 ones on the widened logits: log-probs, entropies and sums bit for
+// bit, dL/dz the fp32 one rounded to bf16, for every chunking; the errors name the bf16 op and leave
+// the bf16 logits and every output untouched.
+static void test_lmhead_bf16() {
+    CHECK(bf16_round(1.0f) == 0x3F80 && bf16_round(-2.0f) == 0xC000 && bf16_round(bf16_widen(0x3F81)) == 0x3F81,
+          "bf16 rounding of exact values");
+    CHECK(bf16_round(bf16_widen(0x3F80) + ldexpf(1.0f, -8)) == 0x3F80 && bf16_round(bf16_widen(0x3F81) + ldexpf(1.0f, -8)) == 0x3F82,
+          "bf16 rounding: ties go to the even neighbour");
+    std::mt19937_64 rng(12);
+    for (int64_t V : {37, 1300}) {
+        HeadCase h = head_case(V, rng);
+        const std::vector<uint16_t> zb = to_bf16(h.z);
+        const std::vector<float> zw = widened(zb);
+        std::vector<int64_t> y_ok(h.y);
+        for (int64_t& v : y_ok) v = std::min(std::max<int64_t>(v, 0), V - 1);
+        std::vector<float> lp((size_t)h.T), ent((size_t)h.T), lpb((size_t)h.T), entb((size_t)h.T);
+        CHECK(drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, h.T, V, zw.data(), y_ok.data(), lp.data(), ent.data(), nullptr) == 0, "%s",
+              drmas_last_error());
+        CHECK(drmas_lmhead_logprobs_bf16(DRMAS_DEVICE_CPU, h.T, V, zb.data(), y_ok.data(), lpb.data(), entb.data(), nullptr) == 0, "%s",
+              drmas_last_error());
+        CHECK(lp == lpb && ent == entb, "V %lld: bf16 log-probs/entropies differ from the fp32 op's on the widened logits", (long long)V);
+        for (int kl : {DRMAS_KL_NONE, DRMAS_KL_K3})
+            for (int prm = 0; prm <= 1; ++prm)
+                for (double ec : {0.0, 0.01}) {
+                    const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.05, 7.0, ec, kl, prm};
+                    for (int64_t cs : {7, 23}) {
+                        std::vector<float> dzf(zw), lpf((size_t)h.T), entf((size_t)h.T), lpg((size_t)h.T), entg((size_t)h.T);
+                        std::vector<uint16_t> dzb(zb);
+                        bool same_sums = true;
+                        for (int64_t c0 = 0; c0 < h.T; c0 += cs) {
+                            const int64_t n = std::min(cs, h.T - c0);
+                            double sf[DRMAS_LMHEAD_SUMS], sb[DRMAS_LMHEAD_SUMS];
+                            CHECK(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, c0, n, V, &dzf[(size_t)(c0 * V)],
+                                                         h.y.data(), h.old.data(), h.adv_row.data(), h.ref.data(), h.mask.data(),
+                                                         &lpf[(size_t)c0], &entf[(size_t)c0], sf, nullptr) == 0, "%s", drmas_last_error());
+                            CHECK(drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, c0, n, V, &dzb[(size_t)(c0 * V)],
+                                                          h.y.data(), h.old.data(), h.adv_row.data(), h.ref.data(), h.mask.data(),
+                                                          &lpg[(size_t)c0], &entg[(size_t)c0], sb, nullptr) == 0, "%s", drmas_last_error());
+                            same_sums &= memcmp(sf, sb, sizeof sf) == 0;
+                        }
+                        int64_t bad = 0, nonzero = 0;
+                        for (size_t i = 0; i < dzf.size(); ++i) {
+                            bad += dzb[i] != bf16_round(dzf[i]);
+                            nonzero += (dzb[i] & 0x7FFF) != 0;  // -0 is zero (a clipped token's row, an invalid one's)
+                        }
+                        CHECK(same_sums && lpf == lpg && entf == entg, "V %lld kl %d prm %d ec %g chunk %lld: bf16 logp/entropy/sums differ",
+                              (long long)V, kl, prm, ec, (long long)cs);
+                        CHECK(bad == 0 && nonzero > (int64_t)dzf.size() / 4,
+                              "V %lld kl %d prm %d ec %g chunk %lld: %lld dL/dz values are not the fp32 ones rounded to bf16 (%lld non-zero)",
+                              (long long)V, kl, prm, ec, (long long)cs, (long long)bad, (long long)nonzero);
+                    }
+                }
+    }
+    // dL/dz exactly halfway between two bf16 values goes to the even one: two tokens of V = 2 with
+    // logits {0, -200} (p = {1, 0} exactly, lse = entropy = 0), target 1 and old_logp = logp, so the
+    // ratio is 1 and dz = {-g, g} with g = -A; A = -(1 + 2^-8) and -(1 + 3 2^-8) are ties
+    {
+        const std::vector<uint16_t> z2 = {bf16_round(0.0f), bf16_round(-200.0f), bf16_round(0.0f), bf16_round(-200.0f)};
+        std::vector<uint16_t> dz2(z2);
+        const std::vector<int64_t> off2 = {0, 1, 2}, y2 = {1, 1};
+        const std::vector<float> old2 = {-200.0f, -200.0f}, adv2 = {-(1.0f + ldexpf(1.0f, -8)), -(1.0f + 3 * ldexpf(1.0f, -8))};
+        const drmas_lmhead_config tc{0.2, 0.28, 0.0, 0.0, 1.0, 0.01, DRMAS_KL_NONE, 0};
+        double ts[DRMAS_LMHEAD_SUMS];
+        std::vector<float> tlp(2);
+        CHECK(drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CPU, &tc, 2, off2.data(), 2, 0, 2, 2, dz2.data(), y2.data(), old2.data(), adv2.data(),
+                                      nullptr, nullptr, tlp.data(), nullptr, ts, nullptr) == 0, "%s", drmas_last_error());
+        CHECK(tlp[0] == -200.0f && tlp[1] == -200.0f, "tie case: logp %g %g", tlp[0], tlp[1]);
+        CHECK(dz2[0] == 0xBF80 && dz2[1] == 0x3F80 && dz2[2] == 0xBF82 && dz2[3] == 0x3F82,
+              "dL/dz at bf16 ties: %04x %04x %04x %04x, expected bf80 3f80 bf82 3f82 (to even)", dz2[0], dz2[1], dz2[2], dz2[3]);
+    }
+    // errors: the bf16 op's name, the first bad token, nothing written (bits compared: NaN logits)
+    HeadCase h = head_case(37, rng);
+    const drmas_lmhead_config hc{0.2, 0.2, 3.0, 0.0, 1.0, 0.0, DRMAS_KL_NONE, 0};
+    std::vector<uint16_t> zb = to_bf16(h.z);
+    std::vector<uint16_t> dz(zb);
+    std::vector<float> lp((size_t)h.T, 5.0f);
+    double sums[DRMAS_LMHEAD_SUMS];
+    for (double& v : sums) v = 9;
+    auto untouched = [&]() {
+        bool ok = dz == zb;
+        for (float v : lp) ok &= v == 5.0f;
+        for (double v : sums) ok &= v == 9;
+        return ok;
+    };
+    h.y[14] = 37;
+    int st = drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 0, h.T, 37, dz.data(), h.y.data(), h.old.data(),
+                                     h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "drmas_lmhead_chunk_bf16: targets[14] = 37") && untouched(),
+          "bf16 bad target: %d %s", st, drmas_last_error());
+    h.y[14] = 2;
+    dz[(size_t)(17 * 37 + 30)] = zb[(size_t)(17 * 37 + 30)] = 0x7FC0;  // NaN
+    dz[(size_t)(8 * 37 + 1)] = zb[(size_t)(8 * 37 + 1)] = 0x7F80;      // +inf in a masked token: never read
+    st = drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 10, 13, 37, &dz[(size_t)(10 * 37)], h.y.data(),
+                                 h.old.data(), h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_NONFINITE && contains(drmas_last_error(), "drmas_lmhead_chunk_bf16: logits[7][30] (token 17, vocabulary index 30) is nan") &&
+              untouched(), "bf16 NaN logit in a chunk: %d %s", st, drmas_last_error());
+    st = drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CPU, &hc, 4, h.off.data(), h.T, 0, 5, 37, nullptr, h.y.data(), h.old.data(),
+                                 h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+    CHECK(st == DRMAS_ERR_NULL && contains(drmas_last_error(), "drmas_lmhead_chunk_bf16: logits is NULL") && untouched(),
+          "bf16 NULL logits: %s", drmas_last_error());
+    std::vector<int64_t> y_ok(h.y);
+    for (int64_t& v : y_ok) v = std::min(std::max<int64_t>(v, 0), (int64_t)36);
+    st = drmas_lmhead_logprobs_bf16(DRMAS_DEVICE_CPU, h.T, 37, zb.data(), y_ok.data(), lp.data(), nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_NONFINITE && contains(drmas_last_error(), "drmas_lmhead_logprobs_bf16: logits[8][1] (token 8, vocabulary index 1) is +inf") &&
+              untouched(), "bf16 logprobs inf: %d %s", st, drmas_last_error());
+    y_ok[3] = 37;
+    st = drmas_lmhead_logprobs_bf16(DRMAS_DEVICE_CPU, h.T, 37, zb.data(), y_ok.data(), lp.data(), nullptr, nullptr);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "drmas_lmhead_logprobs_bf16: targets[3] = 37") && untouched(),
+          "bf16 logprobs bad target: %s", drmas_last_error());
+    if (!drmas_cuda_available()) {
+        st = drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CUDA, &hc, 4, h.off.data(), h.T, 0, 5, 37, dz.data(), h.y.data(), h.old.data(),
+                                     h.adv_row.data(), nullptr, h.mask.data(), lp.data(), nullptr, sums, nullptr);
+        CHECK(st == DRMAS_ERR_UNSUPPORTED && contains(drmas_last_error(), "drmas_lmhead_chunk_bf16") && untouched(),
+              "bf16 on CUDA without a GPU: %d %s", st, drmas_last_error());
+    }
+}
+
+// Finite logits more than FLT_MAX apart: z - max overflows to -inf, whose e^x is 0; the entropy and
+// dL/dz must stay finite (0 * -inf would make them NaN with status OK).
+static void test_lmhead_extreme_logits() {
+    for (int64_t V : {2, 13, 600}) {
+        std::vector<float> z((size_t)V, 1.0f);
+        z[0] = 3.0e38f;
+        z[(size_t)V - 1] = -3.0e38f;
+        const std::vector<int64_t> y = {0}, off = {0, 1};
+        const std::vector<float> old = {-0.1f}, adv = {1.0f};
+        float lp = 7, ent = 7;
+        CHECK(drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, 1, V, z.data(), y.data(), &lp, &ent, nullptr) == 0, "%s", drmas_last_error());
+        CHECK(lp == 0.0f && ent == 0.0f, "V %lld: one logit dominates: log-prob 0 and entropy 0, got %g and %g", (long long)V, lp, ent);
+        const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.0, 1.0, 0.01, DRMAS_KL_NONE, 0};
+        double sums[DRMAS_LMHEAD_SUMS];
+        CHECK(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 1, off.data(), 1, 0, 1, V, z.data(), y.data(), old.data(), adv.data(),
+                                     nullptr, nullptr, nullptr, nullptr, sums, nullptr) == 0,
+              "%s", drmas_last_error());
+        bool finite = true;
+        for (float d : z) finite = finite && std::isfinite(d);
+        for (double v : sums) finite = finite && std::isfinite(v);
+        CHECK(finite, "V %lld: dL/dz and the sums must be finite", (long long)V);
+    }
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -931,6 +1104,8 @@ int main() {
     test_loss_identities();
     test_lmhead();
     test_lmhead_isa_identical();
+    test_lmhead_extreme_logits();
+    test_lmhead_bf16();
     test_abi_table();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

@@ -1279,6 +1279,168 @@ static void test_lmhead(std::mt19937_64& rng) {
     }
 }
 
+// ---- fused LM head on bf16 logits: CUDA against the CPU, and against CUDA's own fp32 op -------
+static uint16_t bf16_of(float f) {  // round to nearest even (finite inputs); the test's own, not the library's
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+static float float_of(uint16_t b) {
+    const uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static std::vector<float> floats_of(const std::vector<uint16_t>& b) {
+    std::vector<float> v(b.size());
+    for (size_t i = 0; i < b.size(); ++i) v[i] = float_of(b[i]);
+    return v;
+}
+
+// The case of test_lmhead with its logits rounded to bf16: the CUDA bf16 ops give the CPU bf16 ops'
+// log-probs, entropies and sums to rounding and dL/dz to one bf16 step; and bit for bit CUDA's own fp32
+// op on the widened logits, its dL/dz rounded to bf16; the ties of V = 2 go to even; errors are the
+// CPU's, outputs untouched.
+static void test_lmhead_bf16(std::mt19937_64& rng) {
+    const int64_t T = 23;
+    const std::vector<int64_t> off = {1, 6, 6, 13, 21};
+    const std::vector<float> adv_row = {1.3f, -0.7f, 0.4f, -2.1f};
+    for (int64_t V : {37, 700}) {
+        std::normal_distribution<float> nd(0.0f, 2.0f);
+        std::uniform_int_distribution<int64_t> yd(0, V - 1);
+        std::vector<uint16_t> zb((size_t)(T * V));
+        for (int64_t i = 0; i < T * V; ++i) zb[(size_t)i] = bf16_of(nd(rng) + 6.0f * (float)(i % V) / (float)V);
+        const std::vector<float> zw = floats_of(zb);
+        std::vector<int64_t> y((size_t)T);
+        for (auto& v : y) v = yd(rng);
+        std::vector<uint8_t> mask((size_t)T, 1);
+        mask[8] = 0;
+        std::vector<float> lp0((size_t)T), old((size_t)T), ref((size_t)T);
+        drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, T, V, zw.data(), y.data(), lp0.data(), nullptr, nullptr);
+        std::normal_distribution<float> dd(0.0f, 0.3f);
+        for (int64_t t = 0; t < T; ++t) {
+            old[(size_t)t] = lp0[(size_t)t] + dd(rng);
+            ref[(size_t)t] = lp0[(size_t)t] + dd(rng);
+        }
+        y[8] = V + 3;  // masked: never read
+        y[0] = -1;     // outside every row
+        DeviceArray<float> dold(old), dref(ref), dadv(adv_row);
+        DeviceArray<int64_t> doff(off), dy(y);
+        DeviceArray<uint8_t> dmask(mask);
+        // forward only
+        std::vector<int64_t> y_ok(y);
+        for (auto& v : y_ok) v = std::min<int64_t>(std::max<int64_t>(v, 0), V - 1);
+        DeviceArray<int64_t> dy_ok(y_ok);
+        std::vector<float> lpc((size_t)T), entc((size_t)T);
+        check(drmas_lmhead_logprobs_bf16(DRMAS_DEVICE_CPU, T, V, zb.data(), y_ok.data(), lpc.data(), entc.data(), nullptr) == 0,
+              "cpu logprobs bf16: %s", drmas_last_error());
+        DeviceArray<uint16_t> dzb(zb);
+        DeviceArray<float> dzw(zw), dlp((size_t)T), dent((size_t)T), dlpf((size_t)T), dentf((size_t)T);
+        const int32_t st0 = drmas_lmhead_logprobs_bf16(DRMAS_DEVICE_CUDA, T, V, dzb.get(), dy_ok.get(), dlp.get(), dent.get(), nullptr);
+        check(st0 == 0, "cuda lmhead_logprobs_bf16 V %lld: %d %s", (long long)V, st0, drmas_last_error());
+        check(drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CUDA, T, V, dzw.get(), dy_ok.get(), dlpf.get(), dentf.get(), nullptr) == 0,
+              "cuda lmhead_logprobs_f32: %s", drmas_last_error());
+        if (sync_ok("lmhead_logprobs_bf16")) {
+            compare(format("lmhead_logprobs_bf16 V %lld logp", (long long)V), dlp.download(), lpc, 1e-5, 1e-5);
+            compare(format("lmhead_logprobs_bf16 V %lld entropy", (long long)V), dent.download(), entc, 1e-5, 1e-5);
+            check(dlp.download() == dlpf.download() && dent.download() == dentf.download(),
+                  "lmhead_logprobs_bf16 V %lld: CUDA bf16 differs from CUDA fp32 on the widened logits", (long long)V);
+        }
+        for (int kl = DRMAS_KL_NONE; kl <= DRMAS_KL_K3; kl += 3)
+            for (int prm = 0; prm <= 1; ++prm) {
+                const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.05, 7.0, 0.01, kl, prm};
+                for (int64_t cs : {(int64_t)7, T}) {
+                    std::vector<uint16_t> zc(zb);
+                    std::vector<float> lpo((size_t)T), ento((size_t)T);
+                    DeviceArray<uint16_t> dzc(zb);
+                    DeviceArray<float> dzf(zw), dlpo((size_t)T), dento((size_t)T), dlpf2((size_t)T), dentf2((size_t)T);
+                    std::vector<double> tot_c(DRMAS_LMHEAD_SUMS, 0.0), tot_g(DRMAS_LMHEAD_SUMS, 0.0), tot_f(DRMAS_LMHEAD_SUMS, 0.0);
+                    for (int64_t c0 = 0; c0 < T; c0 += cs) {
+                        const int64_t n = std::min(cs, T - c0);
+                        double sc[DRMAS_LMHEAD_SUMS];
+                        check(drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CPU, &hc, 4, off.data(), T, c0, n, V, &zc[(size_t)(c0 * V)], y.data(),
+                                                      old.data(), adv_row.data(), ref.data(), mask.data(), &lpo[(size_t)c0], &ento[(size_t)c0],
+                                                      sc, nullptr) == 0, "cpu chunk bf16: %s", drmas_last_error());
+                        DeviceArray<double> dsums(DRMAS_LMHEAD_SUMS), dsf(DRMAS_LMHEAD_SUMS);
+                        int32_t st = drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CUDA, &hc, 4, doff.get(), T, c0, n, V, dzc.get() + c0 * V, dy.get(),
+                                                             dold.get(), dadv.get(), dref.get(), dmask.get(), dlpo.get() + c0, dento.get() + c0,
+                                                             dsums.get(), nullptr);
+                        check(st == 0, "cuda lmhead_chunk_bf16: %d %s", st, drmas_last_error());
+                        st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CUDA, &hc, 4, doff.get(), T, c0, n, V, dzf.get() + c0 * V, dy.get(),
+                                                    dold.get(), dadv.get(), dref.get(), dmask.get(), dlpf2.get() + c0, dentf2.get() + c0,
+                                                    dsf.get(), nullptr);
+                        check(st == 0, "cuda lmhead_chunk_f32: %d %s", st, drmas_last_error());
+                        const std::vector<double> sg = dsums.download(), sf = dsf.download();
+                        for (int k = 0; k < DRMAS_LMHEAD_SUMS; ++k) {
+                            tot_c[(size_t)k] += sc[k];
+                            tot_g[(size_t)k] += sg[(size_t)k];
+                            tot_f[(size_t)k] += sf[(size_t)k];
+                        }
+                    }
+                    if (!sync_ok("lmhead_chunk_bf16")) continue;
+                    const std::string what = format("lmhead_chunk_bf16 V %lld kl %d per_row_mean %d chunk %lld", (long long)V, kl, prm, (long long)cs);
+                    compare(what + " logp", dlpo.download(), lpo, 1e-5, 1e-5);
+                    compare(what + " entropy", dento.download(), ento, 1e-5, 1e-5);
+                    // dL/dz: the CPU's and CUDA's fp32 values differ by rounding (expf), so their bf16 roundings by at most a step
+                    compare(what + " dL/dz", floats_of(dzc.download()), floats_of(zc), 1e-6, 1.0 / 128);
+                    compare(what + " sums", tot_g, tot_c, 1e-6, 1e-5);
+                    // on one backend: bit for bit the fp32 op on the widened logits, dL/dz rounded to bf16
+                    const std::vector<uint16_t> gb = dzc.download();
+                    const std::vector<float> gf = dzf.download();
+                    int64_t bad = 0;
+                    for (size_t i = 0; i < gb.size(); ++i) bad += gb[i] != bf16_of(gf[i]);
+                    check(bad == 0 && dlpo.download() == dlpf2.download() && dento.download() == dentf2.download() && tot_g == tot_f,
+                          "%s: CUDA bf16 differs from CUDA fp32 on the widened logits (%lld dL/dz values)", what.c_str(), (long long)bad);
+                }
+            }
+        // errors: the CPU's status and message, nothing written (the logits' bits compared)
+        const drmas_lmhead_config hc{0.2, 0.2, 3.0, 0.0, 1.0, 0.0, DRMAS_KL_NONE, 0};
+        for (int which = 0; which < 2; ++which) {
+            std::vector<int64_t> yb(y);
+            std::vector<uint16_t> zbad(zb);
+            if (which == 0) yb[14] = V;
+            else zbad[(size_t)(17 * V + 5)] = 0x7FC0;  // NaN
+            DeviceArray<int64_t> dyb(yb);
+            DeviceArray<uint16_t> dzbad(zbad);
+            DeviceArray<float> dlpb((size_t)T);
+            const std::vector<float> lp_before((size_t)T, 0.0f);
+            dlpb.upload(lp_before);
+            DeviceArray<double> dsb(DRMAS_LMHEAD_SUMS);
+            const std::vector<double> sums_before(DRMAS_LMHEAD_SUMS, 7.0);
+            dsb.upload(sums_before);
+            std::vector<uint16_t> zc(zbad);
+            std::vector<float> lpb((size_t)T);
+            double sc[DRMAS_LMHEAD_SUMS];
+            const int32_t cst = drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CPU, &hc, 4, off.data(), T, 0, T, V, zc.data(), yb.data(), old.data(),
+                                                        adv_row.data(), nullptr, mask.data(), lpb.data(), nullptr, sc, nullptr);
+            const std::string cmsg = drmas_last_error();
+            const int32_t gst = drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CUDA, &hc, 4, doff.get(), T, 0, T, V, dzbad.get(), dyb.get(), dold.get(),
+                                                        dadv.get(), nullptr, dmask.get(), dlpb.get(), nullptr, dsb.get(), nullptr);
+            const std::string gmsg = drmas_last_error();
+            const bool untouched = dzbad.download() == zbad && dlpb.download() == lp_before && dsb.download() == sums_before;
+            expect_error(format("lmhead_chunk_bf16 V %lld %s", (long long)V, which == 0 ? "bad target" : "NaN logit"),
+                         which == 0 ? DRMAS_ERR_RANGE : DRMAS_ERR_NONFINITE, cst, cmsg, gst, gmsg, untouched);
+            check(gmsg.find("drmas_lmhead_chunk_bf16") == 0, "lmhead_chunk_bf16: the message names %s", gmsg.c_str());
+        }
+    }
+    // ties: V = 2, logits {0, -200} (p = {1, 0} exactly), target 1, ratio 1: dz = {-g, g}, g = -A a bf16 tie
+    const std::vector<uint16_t> z2 = {bf16_of(0.0f), bf16_of(-200.0f), bf16_of(0.0f), bf16_of(-200.0f)};
+    const std::vector<int64_t> off2 = {0, 1, 2}, y2 = {1, 1};
+    const std::vector<float> old2 = {-200.0f, -200.0f}, adv2 = {-(1.0f + ldexpf(1.0f, -8)), -(1.0f + 3 * ldexpf(1.0f, -8))};
+    const drmas_lmhead_config tc{0.2, 0.28, 0.0, 0.0, 1.0, 0.01, DRMAS_KL_NONE, 0};
+    DeviceArray<uint16_t> dz2(z2);
+    DeviceArray<int64_t> doff2(off2), dy2(y2);
+    DeviceArray<float> dold2(old2), dadv2(adv2);
+    DeviceArray<double> ds2(DRMAS_LMHEAD_SUMS);
+    check(drmas_lmhead_chunk_bf16(DRMAS_DEVICE_CUDA, &tc, 2, doff2.get(), 2, 0, 2, 2, dz2.get(), dy2.get(), dold2.get(), dadv2.get(),
+                                  nullptr, nullptr, nullptr, nullptr, ds2.get(), nullptr) == 0, "cuda bf16 ties: %s", drmas_last_error());
+    if (sync_ok("lmhead_chunk_bf16 ties")) {
+        const std::vector<uint16_t> got = dz2.download();
+        check(got == std::vector<uint16_t>{0xBF80, 0x3F80, 0xBF82, 0x3F82}, "lmhead_chunk_bf16: dL/dz at bf16 ties %04x %04x %04x %04x, "
+              "expected bf80 3f80 bf82 3f82 (to even)", got[0], got[1], got[2], got[3]);
+    }
+}
+
 int main() {
     const char* scale = getenv("DRMAS_TEST_SCALE");
     g_small = scale != nullptr && strcmp(scale, "small") == 0;
@@ -1311,6 +1473,7 @@ int main() {
     timed("devices", test_devices);
     timed("async_loss", test_async_loss);
     timed("lmhead", test_lmhead);
+    timed("lmhead_bf16", test_lmhead_bf16);
     timed("grid_stride", test_grid_stride);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

@@ -1,5 +1,6 @@
 // Kernels.java — the Java face of libdrmas on MemorySegments: segmentStats, advantage,
-// broadcastRows, clippedLoss, lmheadLogprobs, lmheadChunk (one name per operation, as in C and CUDA). It checks that every
+// broadcastRows, clippedLoss, lmheadLogprobs, lmheadChunk and their bf16 forms lmheadLogprobsBf16, lmheadChunkBf16
+// (one name per operation, as in C and CUDA). It checks that every
 // buffer is large enough before the call, so that a short buffer is a Java error naming the
 // argument instead of a native out-of-bounds write. Config structs are written field by field
 // through LibDrmas's named layouts, which are checked against the loaded library before the
@@ -217,18 +218,33 @@ public final class Kernels {
         }
     }
 
-    /** Log-probs (and entropies, when entropy != null) of a [numTokens, vocab] block of logits; see drmas_lmhead_logprobs_f32. */
+    /** Log-probs (and entropies, when entropy != null) of a [numTokens, vocab] block of fp32 logits; see drmas_lmhead_logprobs_f32. */
     public static void lmheadLogprobs(Backend b, long numTokens, long vocab, MemorySegment logits, MemorySegment targets,
                                       MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
+        lmheadLogprobs(b, false, numTokens, vocab, logits, targets, logp, entropy, stream);
+    }
+
+    /**
+     * As {@link #lmheadLogprobs} over bf16 logits (2 bytes each, the upper half of an fp32: torch.bfloat16's
+     * layout); see drmas_lmhead_logprobs_bf16.
+     */
+    public static void lmheadLogprobsBf16(Backend b, long numTokens, long vocab, MemorySegment logits, MemorySegment targets,
+                                          MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
+        lmheadLogprobs(b, true, numTokens, vocab, logits, targets, logp, entropy, stream);
+    }
+
+    private static void lmheadLogprobs(Backend b, boolean bf16, long numTokens, long vocab, MemorySegment logits,
+                                       MemorySegment targets, MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
         checkCount("numTokens", numTokens);
         if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
-        LibDrmas.check(LibDrmas.lmheadLogprobs(b.device(), numTokens, vocab,
-                arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), 4), arg(b, "targets", targets, numTokens, 8),
+        boolean crit = b == Backend.CPU;
+        LibDrmas.check(LibDrmas.lmheadLogprobs(crit, bf16, b.device(), numTokens, vocab,
+                arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
                 arg(b, "logp", logp, numTokens, 4), arg(b, "entropy", entropy, numTokens, 4), orNull(stream)));
     }
 
     /**
-     * One chunk of the fused LM head's update: dL/dz over {@code logits} in place, the chunk's log-probs
+     * One chunk of the fused LM head's update: dL/dz over {@code logits} (fp32) in place, the chunk's log-probs
      * and entropies (each may be null) and its sums ({@link AbiIndices}{@code .LMHEAD_SUMS}); see
      * drmas_lmhead_chunk_f32. Token arrays have numTokens entries, advantages numRows.
      */
@@ -236,15 +252,37 @@ public final class Kernels {
                                    long chunkBegin, long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets,
                                    MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
                                    MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
+        lmheadChunk(b, false, p, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab, logits, targets, oldLogp, adv, ref,
+                mask, logp, entropy, sums, stream);
+    }
+
+    /**
+     * As {@link #lmheadChunk} over bf16 logits (2 bytes each), dL/dz written back over them rounded to bf16; see
+     * drmas_lmhead_chunk_bf16.
+     */
+    public static void lmheadChunkBf16(Backend b, LmHeadParams p, long numRows, MemorySegment offsets, long numTokens,
+                                       long chunkBegin, long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets,
+                                       MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
+                                       MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
+        lmheadChunk(b, true, p, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab, logits, targets, oldLogp, adv, ref,
+                mask, logp, entropy, sums, stream);
+    }
+
+    private static void lmheadChunk(Backend b, boolean bf16, LmHeadParams p, long numRows, MemorySegment offsets, long numTokens,
+                                    long chunkBegin, long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets,
+                                    MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
+                                    MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
         Objects.requireNonNull(p, "params");
         checkCount("numRows", numRows);
         checkCount("numTokens", numTokens);
         checkCount("chunkTokens", chunkTokens);
         if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = lmheadConfig(arena, p);
-            LibDrmas.check(LibDrmas.lmheadChunk(b.device(), cfg, numRows, arg(b, "row_offsets", offsets, numRows + 1, 8), numTokens,
-                    chunkBegin, chunkTokens, vocab, arg(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), 4),
+            LibDrmas.check(LibDrmas.lmheadChunk(crit, bf16, b.device(), cfg, numRows, arg(b, "row_offsets", offsets, numRows + 1, 8),
+                    numTokens, chunkBegin, chunkTokens, vocab,
+                    arg(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), bf16 ? 2 : 4),
                     arg(b, "targets", targets, numTokens, 8), arg(b, "old_logp", oldLogp, numTokens, 4),
                     arg(b, "advantages", adv, numRows, 4), arg(b, "ref_logp", ref, numTokens, 4), arg(b, "mask", mask, numTokens, 1),
                     arg(b, "logp", logp, chunkTokens, 4), arg(b, "entropy", entropy, chunkTokens, 4),

@@ -89,10 +89,16 @@ public final class LibDrmas {
         static final FunctionDescriptor LMHEAD_LOGPROBS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG,
                 ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LMHEAD_LOGPROBS_CRIT = handle("drmas_lmhead_logprobs_f32", LMHEAD_LOGPROBS, true);
+        static final MethodHandle LMHEAD_LOGPROBS_PLAIN = handle("drmas_lmhead_logprobs_f32", LMHEAD_LOGPROBS, false);
+        static final MethodHandle LMHEAD_LOGPROBS_BF16_CRIT = handle("drmas_lmhead_logprobs_bf16", LMHEAD_LOGPROBS, true);
+        static final MethodHandle LMHEAD_LOGPROBS_BF16_PLAIN = handle("drmas_lmhead_logprobs_bf16", LMHEAD_LOGPROBS, false);
         static final FunctionDescriptor LMHEAD_CHUNK = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
                 JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
                 ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LMHEAD_CHUNK_CRIT = handle("drmas_lmhead_chunk_f32", LMHEAD_CHUNK, true);
+        static final MethodHandle LMHEAD_CHUNK_PLAIN = handle("drmas_lmhead_chunk_f32", LMHEAD_CHUNK, false);
+        static final MethodHandle LMHEAD_CHUNK_BF16_CRIT = handle("drmas_lmhead_chunk_bf16", LMHEAD_CHUNK, true);
+        static final MethodHandle LMHEAD_CHUNK_BF16_PLAIN = handle("drmas_lmhead_chunk_bf16", LMHEAD_CHUNK, false);
 
         static final MethodHandle CUDA_MALLOC = handle("drmas_cuda_malloc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), false);
         static final MethodHandle CUDA_FREE = handle("drmas_cuda_free", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
@@ -280,22 +286,26 @@ public final class LibDrmas {
         }
     }
 
-    // The LM head ops run on the CPU only (for now): critical handles, which read Java arrays in place.
-    static int lmheadLogprobs(int device, long numTokens, long vocab, MemorySegment logits, MemorySegment targets,
-                              MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
+    // The LM head ops, fp32 or bf16 logits (the same signature but for the logits' element type).
+    static int lmheadLogprobs(boolean critical, boolean bf16, int device, long numTokens, long vocab, MemorySegment logits,
+                              MemorySegment targets, MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
         try {
-            return (int) H.LMHEAD_LOGPROBS_CRIT.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, stream);
+            MethodHandle h = bf16 ? (critical ? H.LMHEAD_LOGPROBS_BF16_CRIT : H.LMHEAD_LOGPROBS_BF16_PLAIN)
+                    : (critical ? H.LMHEAD_LOGPROBS_CRIT : H.LMHEAD_LOGPROBS_PLAIN);
+            return (int) h.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, stream);
         } catch (Throwable t) {
             throw rethrow(t);
         }
     }
 
-    static int lmheadChunk(int device, MemorySegment cfg, long numRows, MemorySegment offsets, long numTokens, long chunkBegin,
-                           long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets, MemorySegment oldLogp,
-                           MemorySegment adv, MemorySegment ref, MemorySegment mask, MemorySegment logp, MemorySegment entropy,
-                           MemorySegment sums, MemorySegment stream) {
+    static int lmheadChunk(boolean critical, boolean bf16, int device, MemorySegment cfg, long numRows, MemorySegment offsets,
+                           long numTokens, long chunkBegin, long chunkTokens, long vocab, MemorySegment logits,
+                           MemorySegment targets, MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
+                           MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
         try {
-            return (int) H.LMHEAD_CHUNK_CRIT.invokeExact(device, cfg, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab,
+            MethodHandle h = bf16 ? (critical ? H.LMHEAD_CHUNK_BF16_CRIT : H.LMHEAD_CHUNK_BF16_PLAIN)
+                    : (critical ? H.LMHEAD_CHUNK_CRIT : H.LMHEAD_CHUNK_PLAIN);
+            return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab,
                     logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, stream);
         } catch (Throwable t) {
             throw rethrow(t);

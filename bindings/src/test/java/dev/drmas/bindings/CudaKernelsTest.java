@@ -1,12 +1,13 @@
 // CudaKernelsTest.java — the CUDA backend against the CPU oracle through the Java bindings
 // alone (device memory via DeviceBuffer), so that a GPU server with only a JRE can run it:
 // every mode descriptor x pooling x singleton x std option, awkward sizes, shuffled rows, both
-// row weightings of the loss x KL estimator x dual clip, and bad inputs leaving device outputs
-// untouched. Tagged "gpu"; skipped with a message where no GPU is visible, failed instead when
+// row weightings of the loss x KL estimator x dual clip, the fused LM head on fp32 and bf16 logits
+// (chunks that do not divide the tokens), and bad inputs leaving device outputs untouched. Tagged "gpu"; skipped with a message where no GPU is visible, failed instead when
 // DRMAS_REQUIRE_GPU=1 (a GPU check). The build also runs it on the emulated CUDA backend
 // (libdrmas_emu) with DRMAS_TEST_SCALE=small, which shrinks the large cases.
 package dev.drmas.bindings;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -291,6 +292,177 @@ class CudaKernelsTest {
             o.download(MemorySegment.ofArray(back));
             assertEquals(-7f, back[0]);
             assertEquals(-7f, back[3]);
+        }
+    }
+
+    static void assertClose(String what, short[] gpuBf16, short[] cpuBf16, double atol, double rtol) {
+        assertClose(what, LmHeadKernelsTest.widen(gpuBf16), LmHeadKernelsTest.widen(cpuBf16), atol, rtol);
+    }
+
+    /** One LM-head update's chunks on the CPU (heap arrays) or CUDA (device copies), fp32 or bf16 logits. */
+    record HeadResult(float[] dz, short[] dzBf16, float[] logp, float[] entropy, double[] sums) {}
+
+    static HeadResult lmheadChunks(Backend be, boolean bf16, LmHeadKernelsTest.Batch b, int chunk, Kernels.LmHeadParams p) {
+        int t = b.t(), v = b.v();
+        float[] dz = bf16 ? null : b.z().clone();
+        short[] dzb = bf16 ? LmHeadKernelsTest.toBf16(b.z()) : null;
+        float[] lp = new float[t], ent = new float[t];
+        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
+        MemorySegment ref = p.loss().klType() == 0 ? null : MemorySegment.ofArray(b.ref());
+        if (be == Backend.CPU) {
+            for (int c0 = 0; c0 < t; c0 += chunk) {
+                int n = Math.min(chunk, t - c0);
+                double[] s = new double[AbiIndices.LMHEAD_SUMS];
+                MemorySegment lpS = MemorySegment.ofArray(lp).asSlice(4L * c0), entS = MemorySegment.ofArray(ent).asSlice(4L * c0);
+                if (bf16) {
+                    Kernels.lmheadChunkBf16(be, p, 4, MemorySegment.ofArray(b.off()), t, c0, n, v, MemorySegment.ofArray(dzb).asSlice(2L * c0 * v),
+                            MemorySegment.ofArray(b.y()), MemorySegment.ofArray(b.old()), MemorySegment.ofArray(b.adv()), ref,
+                            MemorySegment.ofArray(b.mask()), lpS, entS, MemorySegment.ofArray(s), null);
+                } else {
+                    Kernels.lmheadChunk(be, p, 4, MemorySegment.ofArray(b.off()), t, c0, n, v, MemorySegment.ofArray(dz).asSlice(4L * c0 * v),
+                            MemorySegment.ofArray(b.y()), MemorySegment.ofArray(b.old()), MemorySegment.ofArray(b.adv()), ref,
+                            MemorySegment.ofArray(b.mask()), lpS, entS, MemorySegment.ofArray(s), null);
+                }
+                for (int k = 0; k < s.length; k++) sums[k] += s[k];
+            }
+            return new HeadResult(dz, dzb, lp, ent, sums);
+        }
+        try (DeviceBuffer dZ = DeviceBuffer.of(bf16 ? MemorySegment.ofArray(dzb) : MemorySegment.ofArray(dz));
+             DeviceBuffer dOff = DeviceBuffer.of(MemorySegment.ofArray(b.off())); DeviceBuffer dY = DeviceBuffer.of(MemorySegment.ofArray(b.y()));
+             DeviceBuffer dOld = DeviceBuffer.of(MemorySegment.ofArray(b.old())); DeviceBuffer dAdv = DeviceBuffer.of(MemorySegment.ofArray(b.adv()));
+             DeviceBuffer dRef = DeviceBuffer.of(MemorySegment.ofArray(b.ref())); DeviceBuffer dMask = DeviceBuffer.of(MemorySegment.ofArray(b.mask()));
+             DeviceBuffer dLp = DeviceBuffer.allocate(4L * t); DeviceBuffer dEnt = DeviceBuffer.allocate(4L * t);
+             DeviceBuffer dS = DeviceBuffer.allocate(8L * AbiIndices.LMHEAD_SUMS)) {
+            long elem = bf16 ? 2 : 4;
+            for (int c0 = 0; c0 < t; c0 += chunk) {
+                int n = Math.min(chunk, t - c0);
+                MemorySegment z = dZ.segment().asSlice(elem * c0 * v, elem * n * v);
+                MemorySegment lpS = dLp.segment().asSlice(4L * c0), entS = dEnt.segment().asSlice(4L * c0);
+                MemorySegment refS = ref == null ? null : dRef.segment();
+                if (bf16) {
+                    Kernels.lmheadChunkBf16(be, p, 4, dOff.segment(), t, c0, n, v, z, dY.segment(), dOld.segment(), dAdv.segment(), refS,
+                            dMask.segment(), lpS, entS, dS.segment(), null);
+                } else {
+                    Kernels.lmheadChunk(be, p, 4, dOff.segment(), t, c0, n, v, z, dY.segment(), dOld.segment(), dAdv.segment(), refS,
+                            dMask.segment(), lpS, entS, dS.segment(), null);
+                }
+                double[] s = new double[AbiIndices.LMHEAD_SUMS];
+                dS.download(MemorySegment.ofArray(s));
+                for (int k = 0; k < s.length; k++) sums[k] += s[k];
+            }
+            dZ.download(bf16 ? MemorySegment.ofArray(dzb) : MemorySegment.ofArray(dz));
+            dLp.download(MemorySegment.ofArray(lp));
+            dEnt.download(MemorySegment.ofArray(ent));
+        }
+        return new HeadResult(dz, dzb, lp, ent, sums);
+    }
+
+    @Test
+    void lmheadMatchesTheCpuInFp32AndBf16() {
+        // a vocabulary that is not a multiple of 8 and spans many blocks; chunks that do not divide the tokens
+        LmHeadKernelsTest.Batch b = LmHeadKernelsTest.batch(scaled(301, 37), scaled(50_261, 1_031), 17);
+        int t = b.t(), v = b.v();
+        for (int kl : new int[] {0, 3})
+            for (boolean perRowMean : new boolean[] {false, true}) {
+                Kernels.LmHeadParams p = new Kernels.LmHeadParams(new Kernels.LossParams(0.2, 0.28, 3.0, 0.05, 1000, kl, perRowMean), 0.01);
+                int chunk = scaled(128, 10);
+                HeadResult cf = lmheadChunks(Backend.CPU, false, b, chunk, p), gf = lmheadChunks(Backend.CUDA, false, b, chunk, p);
+                String what = "fp32 " + p;
+                assertClose(what + " logp", gf.logp(), cf.logp(), 1e-5, 1e-4);
+                assertClose(what + " entropy", gf.entropy(), cf.entropy(), 1e-5, 1e-4);
+                assertClose(what + " dL/dz", gf.dz(), cf.dz(), 1e-5, 1e-4);
+                assertClose(what + " sums", gf.sums(), cf.sums(), 1e-6, 1e-5);
+                HeadResult cb = lmheadChunks(Backend.CPU, true, b, chunk, p), gb = lmheadChunks(Backend.CUDA, true, b, chunk, p);
+                what = "bf16 " + p;
+                assertClose(what + " logp", gb.logp(), cb.logp(), 1e-5, 1e-4);
+                assertClose(what + " entropy", gb.entropy(), cb.entropy(), 1e-5, 1e-4);
+                // the two backends' fp32 dL/dz differ by rounding (expf), so their bf16 values by at most one bf16 step
+                assertClose(what + " dL/dz", gb.dzBf16(), cb.dzBf16(), 1e-5, 1.0 / 128);
+                assertClose(what + " sums", gb.sums(), cb.sums(), 1e-6, 1e-5);
+                assertTrue(cb.sums()[AbiIndices.LOSS_TOKENS] > t / 2.0, "valid tokens " + cb.sums()[AbiIndices.LOSS_TOKENS]);
+            }
+        // forward only, bf16 on CUDA against the CPU
+        short[] zb = LmHeadKernelsTest.toBf16(b.z());
+        long[] yOk = java.util.Arrays.stream(b.y()).map(x -> Math.min(Math.max(x, 0), v - 1)).toArray();
+        float[] lp = new float[t], ent = new float[t], glp = new float[t], gent = new float[t];
+        Kernels.lmheadLogprobsBf16(Backend.CPU, t, v, MemorySegment.ofArray(zb), MemorySegment.ofArray(yOk), MemorySegment.ofArray(lp),
+                MemorySegment.ofArray(ent), null);
+        try (DeviceBuffer dZ = DeviceBuffer.of(MemorySegment.ofArray(zb)); DeviceBuffer dY = DeviceBuffer.of(MemorySegment.ofArray(yOk));
+             DeviceBuffer dLp = DeviceBuffer.allocate(4L * t); DeviceBuffer dEnt = DeviceBuffer.allocate(4L * t)) {
+            Kernels.lmheadLogprobsBf16(Backend.CUDA, t, v, dZ.segment(), dY.segment(), dLp.segment(), dEnt.segment(), null);
+            dLp.download(MemorySegment.ofArray(glp));
+            dEnt.download(MemorySegment.ofArray(gent));
+        }
+        assertClose("bf16 forward logp", glp, lp, 1e-5, 1e-4);
+        assertClose("bf16 forward entropy", gent, ent, 1e-5, 1e-4);
+    }
+
+    @Test
+    void lmheadErrorsOnCudaAreTheCpusAndLeaveDeviceOutputsUntouched() {
+        LmHeadKernelsTest.Batch b = LmHeadKernelsTest.batch(12, 37, 18);
+        int t = b.t(), v = b.v();
+        long[] y = b.y().clone();
+        y[5] = v;  // a valid token's target outside the vocabulary
+        Kernels.LmHeadParams p = LmHeadKernelsTest.PARAMS;
+        for (boolean bf16 : new boolean[] {false, true}) {
+            MemorySegment host = bf16 ? MemorySegment.ofArray(LmHeadKernelsTest.toBf16(b.z())) : MemorySegment.ofArray(b.z().clone());
+            DrmasException cpu = assertThrows(DrmasException.class, () -> chunk(Backend.CPU, bf16, p, b, y, host, null, null));
+            float[] guard = new float[t];
+            java.util.Arrays.fill(guard, -7f);
+            double[] sumsGuard = new double[AbiIndices.LMHEAD_SUMS];
+            java.util.Arrays.fill(sumsGuard, 9);
+            byte[] before = host.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+            try (DeviceBuffer dZ = DeviceBuffer.of(host); DeviceBuffer dLp = DeviceBuffer.of(MemorySegment.ofArray(guard));
+                 DeviceBuffer dS = DeviceBuffer.of(MemorySegment.ofArray(sumsGuard))) {
+                DrmasException gpu = assertThrows(DrmasException.class, () -> chunk(Backend.CUDA, bf16, p, b, y, dZ.segment(), dLp.segment(), dS.segment()));
+                assertEquals(DrmasException.ERR_RANGE, gpu.status());
+                assertEquals(cpu.getMessage(), gpu.getMessage());
+                assertTrue(gpu.getMessage().contains((bf16 ? "drmas_lmhead_chunk_bf16" : "drmas_lmhead_chunk_f32") + ": targets[5] = 37"),
+                        gpu.getMessage());
+                byte[] after = new byte[before.length];
+                dZ.download(MemorySegment.ofArray(after));
+                assertArrayEquals(before, after, "CUDA wrote the logits before failing");
+                float[] lp = new float[t];
+                dLp.download(MemorySegment.ofArray(lp));
+                assertArrayEquals(guard, lp, "CUDA wrote logp before failing");
+                double[] s = new double[AbiIndices.LMHEAD_SUMS];
+                dS.download(MemorySegment.ofArray(s));
+                assertArrayEquals(sumsGuard, s, "CUDA wrote the sums before failing");
+            }
+        }
+        // a Java array is no device memory: refused by the bindings, naming the argument
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Kernels.lmheadLogprobsBf16(Backend.CUDA, t, v,
+                MemorySegment.ofArray(new short[t * v]), MemorySegment.ofArray(new long[t]), MemorySegment.ofArray(new float[t]), null, null));
+        assertTrue(e.getMessage().startsWith("logits: a Java array cannot be passed to the CUDA backend"), e.getMessage());
+    }
+
+    // One chunk of all tokens; on CUDA the token arrays are device copies (freed before returning).
+    private static void chunk(Backend be, boolean bf16, Kernels.LmHeadParams p, LmHeadKernelsTest.Batch b, long[] y, MemorySegment z,
+                              MemorySegment logp, MemorySegment sums) {
+        int t = b.t(), v = b.v();
+        if (be == Backend.CPU) {
+            MemorySegment lp = MemorySegment.ofArray(new float[t]), s = MemorySegment.ofArray(new double[AbiIndices.LMHEAD_SUMS]);
+            if (bf16) {
+                Kernels.lmheadChunkBf16(be, p, 4, MemorySegment.ofArray(b.off()), t, 0, t, v, z, MemorySegment.ofArray(y),
+                        MemorySegment.ofArray(b.old()), MemorySegment.ofArray(b.adv()), MemorySegment.ofArray(b.ref()), MemorySegment.ofArray(b.mask()),
+                        lp, null, s, null);
+            } else {
+                Kernels.lmheadChunk(be, p, 4, MemorySegment.ofArray(b.off()), t, 0, t, v, z, MemorySegment.ofArray(y),
+                        MemorySegment.ofArray(b.old()), MemorySegment.ofArray(b.adv()), MemorySegment.ofArray(b.ref()), MemorySegment.ofArray(b.mask()),
+                        lp, null, s, null);
+            }
+            return;
+        }
+        try (DeviceBuffer dOff = DeviceBuffer.of(MemorySegment.ofArray(b.off())); DeviceBuffer dY = DeviceBuffer.of(MemorySegment.ofArray(y));
+             DeviceBuffer dOld = DeviceBuffer.of(MemorySegment.ofArray(b.old())); DeviceBuffer dAdv = DeviceBuffer.of(MemorySegment.ofArray(b.adv()));
+             DeviceBuffer dRef = DeviceBuffer.of(MemorySegment.ofArray(b.ref())); DeviceBuffer dMask = DeviceBuffer.of(MemorySegment.ofArray(b.mask()))) {
+            if (bf16) {
+                Kernels.lmheadChunkBf16(be, p, 4, dOff.segment(), t, 0, t, v, z, dY.segment(), dOld.segment(), dAdv.segment(), dRef.segment(),
+                        dMask.segment(), logp, null, sums, null);
+            } else {
+                Kernels.lmheadChunk(be, p, 4, dOff.segment(), t, 0, t, v, z, dY.segment(), dOld.segment(), dAdv.segment(), dRef.segment(),
+                        dMask.segment(), logp, null, sums, null);
+            }
         }
     }
 }
