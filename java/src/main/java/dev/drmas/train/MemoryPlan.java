@@ -267,14 +267,14 @@ public final class MemoryPlan {
         boolean div = rc.temperature() != 1.0;
         MicroBatch mb = microBatch(pc.microBatchSize(), pc.maxTokensPerMicroBatch(), prompt, fresh);
         long logProb = inferencePeak(c, b, mb, div);
-        FusedHead inferHead = fusedHead(c, b, mb, div, false, false);
+        FusedHead inferHead = fusedHead(c, b, mb, false, false);
         long logProbFused = inferencePeakFused(c, b, mb, inferHead);
         boolean usesRef = pc.referenceModel() && cfg.lossConfig().usesReference();
         int passes = 1 + (usesRef ? 1 : 0);
         boolean entropy = pc.entropyCoef() > 0;
         long peak = trainingPeak(c, b, mb, div, entropy, false, null);
         long peakCk = trainingPeak(c, b, mb, div, entropy, true, null);
-        FusedHead head = fusedHead(c, b, mb, div, true, usesRef);
+        FusedHead head = fusedHead(c, b, mb, true, usesRef);
         long fusedPeak = trainingPeak(c, b, mb, div, entropy, false, head);
         long fusedPeakCk = trainingPeak(c, b, mb, div, entropy, true, head);
         // AdamW's temporaries of its largest tensor (sharded: the one flat chunk, and the bucket
@@ -491,8 +491,8 @@ public final class MemoryPlan {
      * The fused LM head of a micro-batch, from FusedLmHead's code. N response tokens, H hidden, V
      * vocabulary, b bytes per value of the model's dtype, chunks of c = min(N,
      * FusedLmHead.defaultChunkTokens(V)) tokens. A chunk's scope holds the logits h·Wᵀ [c, V] in the
-     * dtype, their float32 copy (a reduced dtype only) and its division by the temperature (when it
-     * is not 1): the kernel overwrites the last with dL/dz. The update's chunk adds dL/dz in the
+     * dtype and their float32 copy (a reduced dtype only), divided by the temperature in place: the
+     * kernel overwrites the float32 one with dL/dz. The update's chunk adds dL/dz in the
      * dtype for dL/dh's product (a reduced dtype only), that product [c, H] in the dtype, and the
      * chunk's hidden states in float32 for dL/dW's (a reduced dtype only); dL/dW goes straight into
      * a float32 .grad. Across the chunks the update holds dL/dh [N, H] in the dtype, the float32
@@ -503,11 +503,11 @@ public final class MemoryPlan {
      * and as output, to the float32 of the sum). The log-prob pass (no autograd) holds the chunk's
      * logits alone, and across the chunks the targets and log-probs: 12 bytes a token.
      */
-    static FusedHead fusedHead(ModelConfig c, int b, MicroBatch mb, boolean div, boolean update, boolean reference) {
+    static FusedHead fusedHead(ModelConfig c, int b, MicroBatch mb, boolean update, boolean reference) {
         long n = mb.responseTokens(), h = c.hiddenSize(), v = c.vocabSize();
         boolean reduced = b != 4;
         int chunk = (int) Math.min(Math.max(1, n), FusedLmHead.defaultChunkTokens(v));
-        long logits = (long) chunk * v * (b + (reduced ? 4 : 0) + (div ? 4 : 0));
+        long logits = (long) chunk * v * (b + (reduced ? 4 : 0));
         if (!update) return new FusedHead(chunk, logits, 12 * n, 0);
         long chunkBytes = logits + (reduced ? (long) chunk * v * b : 0) + (long) chunk * h * b + (reduced ? (long) chunk * h * 4 : 0);
         long held = n * h * b + (reduced ? v * h * 4 : 0) + n * (28 + (reference ? 4 : 0));

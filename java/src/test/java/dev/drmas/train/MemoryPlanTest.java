@@ -122,10 +122,10 @@ class MemoryPlanTest {
         // 28 bytes a token (log-probs, entropies, targets, token positions, old log-probs); .grad is float32: nothing after
         MemoryPlan.FusedHead f = plan(1).models().get(0).update().fusedHead();
         assertEquals(new MemoryPlan.FusedHead(24, 24 * 366 * 4 + 24 * 8 * 4, 24 * 8 * 4 + 24 * 28, 0), f);
-        // a temperature: the logits' division is a second [24, V] float32 in the chunk's scope; a KL term: the reference log-probs
+        // a temperature: the logits are divided in place (nothing more); a KL term: the reference log-probs
         MemoryPlan.FusedHead t = plan(1, "rollout.temperature=1.5", "++ppo.reference_model=true", "++ppo.kl_coef=0.01")
                 .models().get(0).update().fusedHead();
-        assertEquals(new MemoryPlan.FusedHead(24, 2 * 24 * 366 * 4 + 24 * 8 * 4, 24 * 8 * 4 + 24 * 32, 0), t);
+        assertEquals(new MemoryPlan.FusedHead(24, 24 * 366 * 4 + 24 * 8 * 4, 24 * 8 * 4 + 24 * 32, 0), t);
         // the log-prob pass: the logits alone; the targets and log-probs across the chunks
         assertEquals(new MemoryPlan.FusedHead(24, 24 * 366 * 4, 24 * 12, 0), plan(1).models().get(0).logProbFusedHead());
     }
