@@ -2,7 +2,8 @@
 // the row's valid tokens (for seq-mean-token-mean), writes dL/dlogp for each of its tokens via
 // drmas::token_loss (the CPU's formula) and stores fixed-order per-row partial sums; a
 // single block then adds the partials in row order, so the sums are run-to-run deterministic.
-// defines: clipped_loss_kernel, clipped_loss_reduce_kernel
+// defines: AdvantagePerToken, AdvantagePerRow, clipped_loss_row, clipped_loss_kernel,
+//          clipped_loss_reduce_kernel
 #pragma once
 
 #include <stdint.h>
@@ -12,83 +13,101 @@
 
 namespace drmas {
 
-// partials is field-major: partials[k * num_rows + r] for k in [0, DRMAS_LOSS_SUMS), with
-// the fields of DRMAS_LOSS_* (LOSS, PG_LOSS, KL_LOSS aggregated with the row's weight).
-// ref_logp may be NULL (no KL), mask may be NULL (every token of a row is valid). Values of
-// masked tokens are never read, so NaN padding cannot reach any result.
+// The advantage of token t of row r: one per token (drmas_clipped_loss_f32) or one per row (the
+// fused LM head's chunks).
+struct AdvantagePerToken {
+    const float* a;
+    __device__ float operator()(int64_t t, int64_t) const { return a[t]; }
+};
+struct AdvantagePerRow {
+    const float* a;
+    __device__ float operator()(int64_t, int64_t r) const { return a[r]; }
+};
+
+// Row r's share of the clipped loss, by the whole block (block-uniform, as block_sum's
+// __syncthreads requires): its tokens [begin, end) inside the row's [row_begin, row_end) (whose
+// valid tokens are the seq-mean-token-mean divisor), logp and grad indexed from `base`; the
+// per-row partials into partials[k * num_rows + r], field-major with the fields of DRMAS_LOSS_*
+// (LOSS, PG_LOSS, KL_LOSS aggregated with the row's weight). ref_logp may be NULL (no KL), mask may
+// be NULL (every token valid); values of masked tokens are never read, so NaN padding cannot reach
+// any result. smem: kLossRowSums * kWarpsPerBlock doubles.
+enum { kLossRowSums = 7 };
+template <class Adv>
+__device__ void clipped_loss_row(const drmas_loss_config& cfg, int64_t num_rows, int64_t r, int64_t row_begin, int64_t row_end,
+                                 int64_t begin, int64_t end, int64_t base, const float* __restrict__ logp,
+                                 const float* __restrict__ old_logp, Adv adv_of, const float* __restrict__ ref_logp,
+                                 const uint8_t* __restrict__ mask, float* __restrict__ grad, double* __restrict__ partials,
+                                 double* smem) {
+    // Raw per-row sums, reduced over the block before the row weight is applied (as the CPU
+    // backend does): loss, pg, kl, tokens, clipped, clipped_lower, ppo_kl.
+    enum { kLoss, kPg, kKl, kTokens, kClipped, kLower, kPpoKl };
+    const bool has_ref = ref_logp != nullptr;
+    const double inv_norm = 1.0 / cfg.normalizer;
+    const float coef = (float)cfg.kl_coef;
+    // Weight of this row's tokens: 1 / normalizer, or 1 / normalizer / n_r.
+    double weight = inv_norm;
+    if (cfg.per_row_mean != 0) {
+        double valid[1] = {0.0};
+        if (mask == nullptr) {
+            valid[0] = threadIdx.x == 0 ? (double)(row_end - row_begin) : 0.0;
+        } else {
+            for (int64_t t = row_begin + threadIdx.x; t < row_end; t += blockDim.x) valid[0] += mask[t] != 0 ? 1.0 : 0.0;
+        }
+        block_sum(valid, smem);
+        if (threadIdx.x == 0) smem[0] = valid[0];
+        __syncthreads();
+        const double n_r = smem[0];
+        __syncthreads();
+        // n_r = 0: the row has no valid token, so the weight is never used.
+        weight = n_r > 0.0 ? inv_norm / n_r : 0.0;
+    }
+    const float weight_f = (float)weight;
+    double acc[kLossRowSums];
+#pragma unroll
+    for (int k = 0; k < kLossRowSums; ++k) acc[k] = 0.0;
+    for (int64_t t = begin + threadIdx.x; t < end; t += blockDim.x) {
+        float g = 0.0f;
+        // A branch, not a multiply by the mask: a masked token's NaN padding is never read.
+        if (mask == nullptr || mask[t] != 0) {
+            const TokenLoss tl = token_loss(cfg, logp[t - base], old_logp[t], adv_of(t, r), has_ref, has_ref ? ref_logp[t] : 0.0f);
+            // wf * (dpg + coef * dkl) in fp32 without FMA contraction, as on the host.
+            g = __fmul_rn(weight_f, __fadd_rn(tl.dpg, __fmul_rn(coef, tl.dkl)));
+            acc[kLoss] += (double)tl.pg + (double)coef * (double)tl.kl;
+            acc[kPg] += (double)tl.pg;
+            acc[kKl] += (double)tl.kl;
+            acc[kTokens] += 1.0;
+            acc[kClipped] += (double)tl.clipped;
+            acc[kLower] += (double)tl.clipped_lower;
+            acc[kPpoKl] += (double)tl.neg_kl;
+        }
+        grad[t - base] = g;
+    }
+    block_sum(acc, smem);
+    if (threadIdx.x == 0) {
+        double* p = partials + r;
+        p[DRMAS_LOSS_LOSS * num_rows] = weight * acc[kLoss];
+        p[DRMAS_LOSS_PG_LOSS * num_rows] = weight * acc[kPg];
+        p[DRMAS_LOSS_KL_LOSS * num_rows] = weight * acc[kKl];
+        p[DRMAS_LOSS_TOKENS * num_rows] = acc[kTokens];
+        p[DRMAS_LOSS_CLIPPED * num_rows] = acc[kClipped];
+        p[DRMAS_LOSS_CLIPPED_LOWER * num_rows] = acc[kLower];
+        p[DRMAS_LOSS_PPO_KL * num_rows] = acc[kPpoKl];
+        p[DRMAS_LOSS_KL * num_rows] = acc[kKl];
+    }
+}
+
+// One block per row (grid-stride over the rows), advantages per token.
 __global__ void __launch_bounds__(kBlockSize)
 clipped_loss_kernel(drmas_loss_config cfg, int64_t num_rows,
                     const int64_t* __restrict__ row_offsets, const float* __restrict__ logp,
                     const float* __restrict__ old_logp, const float* __restrict__ advantages,
                     const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask,
                     float* __restrict__ grad, double* __restrict__ partials) {
-    // Raw per-row sums, reduced over the block before the row weight is applied (as the CPU
-    // backend does): loss, pg, kl, tokens, clipped, clipped_lower, ppo_kl.
-    enum { kLoss, kPg, kKl, kTokens, kClipped, kLower, kPpoKl, kRowSums };
-    __shared__ double smem[kRowSums * kWarpsPerBlock];
-    const bool has_ref = ref_logp != nullptr;
-    const bool per_row_mean = cfg.per_row_mean != 0;
-    const double inv_norm = 1.0 / cfg.normalizer;
-    const float coef = (float)cfg.kl_coef;
-    // The loop runs the same rows in every thread of the block (block-uniform), as
-    // block_sum's __syncthreads requires.
+    __shared__ double smem[kLossRowSums * kWarpsPerBlock];
     for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
-        const int64_t begin = row_offsets[r];
-        const int64_t end = row_offsets[r + 1];
-
-        // Weight of this row's tokens: 1 / normalizer, or 1 / normalizer / n_r.
-        double weight = inv_norm;
-        if (per_row_mean) {
-            double valid[1] = {0.0};
-            if (mask == nullptr) {
-                valid[0] = threadIdx.x == 0 ? (double)(end - begin) : 0.0;
-            } else {
-                for (int64_t t = begin + threadIdx.x; t < end; t += blockDim.x)
-                    valid[0] += mask[t] != 0 ? 1.0 : 0.0;
-            }
-            block_sum(valid, smem);
-            if (threadIdx.x == 0) smem[0] = valid[0];
-            __syncthreads();
-            const double n_r = smem[0];
-            __syncthreads();
-            // n_r = 0: the row has no valid token, so the weight is never used.
-            weight = n_r > 0.0 ? inv_norm / n_r : 0.0;
-        }
-        const float weight_f = (float)weight;
-
-        double acc[kRowSums];
-#pragma unroll
-        for (int k = 0; k < kRowSums; ++k) acc[k] = 0.0;
-        for (int64_t t = begin + threadIdx.x; t < end; t += blockDim.x) {
-            float g = 0.0f;
-            // A branch, not a multiply by the mask: a masked token's NaN padding is never read.
-            if (mask == nullptr || mask[t] != 0) {
-                const TokenLoss tl = token_loss(cfg, logp[t], old_logp[t], advantages[t], has_ref,
-                                                has_ref ? ref_logp[t] : 0.0f);
-                // wf * (dpg + coef * dkl) in fp32 without FMA contraction, as on the host.
-                g = __fmul_rn(weight_f, __fadd_rn(tl.dpg, __fmul_rn(coef, tl.dkl)));
-                acc[kLoss] += (double)tl.pg + (double)coef * (double)tl.kl;
-                acc[kPg] += (double)tl.pg;
-                acc[kKl] += (double)tl.kl;
-                acc[kTokens] += 1.0;
-                acc[kClipped] += (double)tl.clipped;
-                acc[kLower] += (double)tl.clipped_lower;
-                acc[kPpoKl] += (double)tl.neg_kl;
-            }
-            grad[t] = g;
-        }
-        block_sum(acc, smem);
-        if (threadIdx.x == 0) {
-            double* p = partials + r;
-            p[DRMAS_LOSS_LOSS * num_rows] = weight * acc[kLoss];
-            p[DRMAS_LOSS_PG_LOSS * num_rows] = weight * acc[kPg];
-            p[DRMAS_LOSS_KL_LOSS * num_rows] = weight * acc[kKl];
-            p[DRMAS_LOSS_TOKENS * num_rows] = acc[kTokens];
-            p[DRMAS_LOSS_CLIPPED * num_rows] = acc[kClipped];
-            p[DRMAS_LOSS_CLIPPED_LOWER * num_rows] = acc[kLower];
-            p[DRMAS_LOSS_PPO_KL * num_rows] = acc[kPpoKl];
-            p[DRMAS_LOSS_KL * num_rows] = acc[kKl];
-        }
+        const int64_t begin = row_offsets[r], end = row_offsets[r + 1];
+        clipped_loss_row(cfg, num_rows, r, begin, end, begin, end, 0, logp, old_logp, AdvantagePerToken{advantages}, ref_logp,
+                         mask, grad, partials, smem);
     }
 }
 

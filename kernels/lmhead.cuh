@@ -1,11 +1,11 @@
 // lmhead.cuh — the fused LM head (drmas_lmhead_logprobs_f32/_bf16, drmas_lmhead_chunk_f32/_bf16) on
 // CUDA, the twin of lmhead_logprobs_cpu / lmhead_chunk_cpu. Logits are fp32 or bf16 (uint16_t bits),
 // read through logit_value (bf16 widened exactly) and dL/dz written through store_logit (rounded to
-// bf16 to nearest even), so that a bf16 call computes what the fp32 one does on the widened values. One block per token of the chunk computes its
-// softmax statistics over the vocabulary (block max, then fp64 sums of e^{z - max} and
+// bf16 to nearest even), so that a bf16 call computes what the fp32 one does on the widened values.
+// One block per token of the chunk computes its softmax statistics over the vocabulary (block max, then fp64 sums of e^{z - max} and
 // e^{z - max}(z - max) in a fixed order); one block per row computes the clipped loss of its tokens
-// inside the chunk (clipped_loss_kernel's arithmetic, with the row clamped to the chunk and the
-// per-row-mean count over the whole row); one block per token writes dL/dz over its logits.
+// inside the chunk (clipped_loss_row, the clipped loss kernel's own, with the row clamped to the
+// chunk and the per-row-mean count over the whole row); one block per token writes dL/dz over its logits.
 // defines: LmHeadValid, logit_value, store_logit, lmhead_stats_kernel, lmhead_stats_bf16_kernel,
 //          lmhead_loss_kernel, lmhead_grad_kernel, lmhead_entropy_sum_kernel
 #pragma once
@@ -14,6 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "clipped_loss.cuh"
 #include "drmas_common.cuh"
 #include "drmas_math.h"
 
@@ -108,71 +109,21 @@ lmhead_stats_bf16_kernel(int64_t n, int64_t V, const uint16_t* __restrict__ logi
     lmhead_stats_block(n, V, logits, targets, valid, lse, entropy, logp, slots, smax, ssum);
 }
 
-// The clipped loss of the rows' tokens inside the chunk [c0, c1): clipped_loss_kernel's arithmetic
-// (kept in step with it: the emulation test compares the sums of one chunk of all tokens with
-// drmas_clipped_loss_f32's bit for bit), logp and grad indexed from c0, one advantage per row.
+// The clipped loss of the rows' tokens inside the chunk [c0, c1): clipped_loss_row, as
+// clipped_loss_kernel runs it, with the row clamped to the chunk, logp and grad indexed from c0 and
+// one advantage per row (so one chunk of all tokens gives drmas_clipped_loss_f32's sums bit for bit).
 __global__ void __launch_bounds__(kBlockSize)
 lmhead_loss_kernel(drmas_loss_config cfg, int64_t num_rows, const int64_t* __restrict__ row_offsets, int64_t c0, int64_t c1,
                    const float* __restrict__ logp, const float* __restrict__ old_logp, const float* __restrict__ advantages,
                    const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask, float* __restrict__ grad,
                    double* __restrict__ partials) {
-    enum { kLoss, kPg, kKl, kTokens, kClipped, kLower, kPpoKl, kRowSums };
-    __shared__ double smem[kRowSums * kWarpsPerBlock];
-    const bool has_ref = ref_logp != nullptr;
-    const bool per_row_mean = cfg.per_row_mean != 0;
-    const double inv_norm = 1.0 / cfg.normalizer;
-    const float coef = (float)cfg.kl_coef;
+    __shared__ double smem[kLossRowSums * kWarpsPerBlock];
     for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
         const int64_t row_begin = row_offsets[r], row_end = row_offsets[r + 1];
         const int64_t begin = row_begin > c0 ? row_begin : c0;
         const int64_t end = row_end < c1 ? row_end : c1;
-        double weight = inv_norm;
-        if (per_row_mean) {
-            double valid[1] = {0.0};
-            if (mask == nullptr) {
-                valid[0] = threadIdx.x == 0 ? (double)(row_end - row_begin) : 0.0;
-            } else {
-                for (int64_t t = row_begin + threadIdx.x; t < row_end; t += blockDim.x) valid[0] += mask[t] != 0 ? 1.0 : 0.0;
-            }
-            block_sum(valid, smem);
-            if (threadIdx.x == 0) smem[0] = valid[0];
-            __syncthreads();
-            const double n_r = smem[0];
-            __syncthreads();
-            weight = n_r > 0.0 ? inv_norm / n_r : 0.0;
-        }
-        const float weight_f = (float)weight;
-        const float adv = advantages[r];
-        double acc[kRowSums];
-#pragma unroll
-        for (int k = 0; k < kRowSums; ++k) acc[k] = 0.0;
-        for (int64_t t = begin + threadIdx.x; t < end; t += blockDim.x) {
-            float g = 0.0f;
-            if (mask == nullptr || mask[t] != 0) {
-                const TokenLoss tl = token_loss(cfg, logp[t - c0], old_logp[t], adv, has_ref, has_ref ? ref_logp[t] : 0.0f);
-                g = __fmul_rn(weight_f, __fadd_rn(tl.dpg, __fmul_rn(coef, tl.dkl)));
-                acc[kLoss] += (double)tl.pg + (double)coef * (double)tl.kl;
-                acc[kPg] += (double)tl.pg;
-                acc[kKl] += (double)tl.kl;
-                acc[kTokens] += 1.0;
-                acc[kClipped] += (double)tl.clipped;
-                acc[kLower] += (double)tl.clipped_lower;
-                acc[kPpoKl] += (double)tl.neg_kl;
-            }
-            grad[t - c0] = g;
-        }
-        block_sum(acc, smem);
-        if (threadIdx.x == 0) {
-            double* p = partials + r;
-            p[DRMAS_LOSS_LOSS * num_rows] = weight * acc[kLoss];
-            p[DRMAS_LOSS_PG_LOSS * num_rows] = weight * acc[kPg];
-            p[DRMAS_LOSS_KL_LOSS * num_rows] = weight * acc[kKl];
-            p[DRMAS_LOSS_TOKENS * num_rows] = acc[kTokens];
-            p[DRMAS_LOSS_CLIPPED * num_rows] = acc[kClipped];
-            p[DRMAS_LOSS_CLIPPED_LOWER * num_rows] = acc[kLower];
-            p[DRMAS_LOSS_PPO_KL * num_rows] = acc[kPpoKl];
-            p[DRMAS_LOSS_KL * num_rows] = acc[kKl];
-        }
+        clipped_loss_row(cfg, num_rows, r, row_begin, row_end, begin, end, c0, logp, old_logp, AdvantagePerRow{advantages},
+                         ref_logp, mask, grad, partials, smem);
     }
 }
 
