@@ -34,6 +34,13 @@ public final class FusedLmHead {
     /** Bytes of fp32 logits a chunk may hold by default (the chunk is the only [tokens, V] tensor alive). */
     public static final long DEFAULT_CHUNK_BYTES = 128L << 20;
 
+    /**
+     * Rows of the weight per block when a reduced dtype's .grad gets the float32 sum of dL/dW: adding
+     * a float32 tensor into a bfloat16 one makes float32 temporaries of both (LibTorch's CPU kernels),
+     * so the add goes block by block (two [4096, H] float32, not two [V, H]).
+     */
+    public static final int GRAD_ADD_ROWS = 4096;
+
     /** Tokens per chunk for a vocabulary of {@code vocab}: {@link #DEFAULT_CHUNK_BYTES} of logits, at least 16. */
     public static int defaultChunkTokens(long vocab) {
         return (int) Math.max(16, Math.min(1 << 16, DEFAULT_CHUNK_BYTES / (4 * Math.max(1, vocab))));
@@ -178,8 +185,17 @@ public final class FusedLmHead {
                 }
             }
             if (wantW && !intoGrad) {
-                if (weight.grad().defined()) weight.grad().add_(dw);
-                else weight.mutable_grad().put(dw.to(w.scalar_type().intern()));
+                if (weight.grad().defined()) {
+                    Tensor g = weight.grad();
+                    for (long r0 = 0; r0 < vocab; r0 += GRAD_ADD_ROWS) {
+                        try (PointerScope scope = new PointerScope()) {
+                            long rb = Math.min(GRAD_ADD_ROWS, vocab - r0);
+                            g.narrow(0, r0, rb).add_(dw.narrow(0, r0, rb));
+                        }
+                    }
+                } else {
+                    weight.mutable_grad().put(dw.to(w.scalar_type().intern()));
+                }
             }
         }
         if (wantH) {

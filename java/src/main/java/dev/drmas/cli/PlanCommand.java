@@ -175,7 +175,8 @@ final class PlanCommand implements Callable<Integer> {
                         + "       chunks of %d tokens, %s each, and across them dL/dh [N, H]%s, %s%s)%n", u.logitsTensors(),
                 MemoryPlan.gib(u.logitsBytes()), cpu ? "" : ", not yet run on a GPU", fh.chunkTokens(), MemoryPlan.gib(fh.chunkBytes()),
                 reduced ? " and a float32 dL/dW [V, H]" : "", MemoryPlan.gib(fh.heldBytes()), fh.finishBytes() > 0
-                        ? ";\n       then 2 x [V, H] float32 while dL/dW is added into the " + s.dtype().configName() + " .grad" : ""));
+                        ? ";\n       then 2 x [" + Math.min(c.vocabSize(), dev.drmas.algo.FusedLmHead.GRAD_ADD_ROWS) + ", H] float32 while dL/dW is added into the "
+                        + s.dtype().configName() + " .grad a block of rows at a time" : ""));
         line(o, "  optimiser step (norm in float64" + (shard ? ", all-gather of the weights)" : ")"), u.stepTransient());
     }
 

@@ -498,9 +498,9 @@ public final class MemoryPlan {
      * a float32 .grad. Across the chunks the update holds dL/dh [N, H] in the dtype, the float32
      * sum of dL/dW [V, H] (a reduced dtype only), the log-probs and entropies (float32), the
      * targets and the rows' token positions (int64) and the gathered old (and reference) log-probs
-     * (float32): 28 (32) bytes a token. After the chunks, a reduced dtype's .grad.add_(dL/dW) makes
-     * two float32 [V, H] temporaries on the CPU (TensorIterator promotes the bf16 .grad, as input
-     * and as output, to the float32 of the sum). The log-prob pass (no autograd) holds the chunk's
+     * (float32): 28 (32) bytes a token. After the chunks, a reduced dtype's .grad.add_(dL/dW), in
+     * blocks of FusedLmHead.GRAD_ADD_ROWS rows, makes two float32 [block, H] temporaries on the CPU
+     * (TensorIterator promotes the bf16 .grad, as input and as output, to the float32 of the sum). The log-prob pass (no autograd) holds the chunk's
      * logits alone, and across the chunks the targets and log-probs: 12 bytes a token.
      */
     static FusedHead fusedHead(ModelConfig c, int b, MicroBatch mb, boolean update, boolean reference) {
@@ -511,7 +511,7 @@ public final class MemoryPlan {
         if (!update) return new FusedHead(chunk, logits, 12 * n, 0);
         long chunkBytes = logits + (reduced ? (long) chunk * v * b : 0) + (long) chunk * h * b + (reduced ? (long) chunk * h * 4 : 0);
         long held = n * h * b + (reduced ? v * h * 4 : 0) + n * (28 + (reference ? 4 : 0));
-        return new FusedHead(chunk, chunkBytes, held, reduced ? 2 * v * h * 4 : 0);
+        return new FusedHead(chunk, chunkBytes, held, reduced ? 2 * Math.min(v, FusedLmHead.GRAD_ADD_ROWS) * h * 4 : 0);
     }
 
     /**

@@ -265,6 +265,43 @@ class FusedLmHeadTest {
         assertFalse(w.grad().defined());
     }
 
+    /**
+     * A bf16 weight whose .grad exists: the float32 sum of dL/dW is added into it a block of
+     * FusedLmHead.GRAD_ADD_ROWS rows at a time; a vocabulary of two blocks and a part must give the
+     * start .grad plus the dL/dW a weight without .grad gets (that one rounded to bf16 first, hence a
+     * tolerance of bf16's precision on both terms), in every block.
+     */
+    @Test
+    void aBf16GradGetsTheSumInBlocksOfRowsAsOneAddWould() {
+        final int v = 2 * FusedLmHead.GRAD_ADD_ROWS + 37, hd = 8, n = 9;
+        torch.manual_seed(5);
+        Tensor h = torch.randn(new long[] {n, hd}).to(ScalarType.BFloat16);
+        Tensor w0 = torch.randn(new long[] {v, hd}).mul(new Scalar(0.3)).to(ScalarType.BFloat16);
+        long[] y = new long[n];
+        for (int t = 0; t < n; t++) y[t] = (t * 1931L) % v;
+        long[] off = {0, 4, 9};
+        float[] adv = {0.9f, -0.6f};
+        Tensor old = FusedLmHead.logProbs(h, w0, Tensors.longs(y), 1.0, false, 4).logprobs().add(new Scalar(0.1));
+        LossConfig c = LossConfig.defaults();
+        // the reference: the float32 dL/dW of a weight without .grad, added to the start .grad in one piece
+        Tensor wr = w0.detach().clone().requires_grad_(true);
+        FusedLmHead.lossAndBackward(h, wr, Tensors.longs(y), 1.0, c, n, 0.01 / n, off, old, adv, null, null, 4);
+        Tensor start = torch.randn(new long[] {v, hd}).mul(new Scalar(1e-3)).to(ScalarType.BFloat16);
+        Tensor want = start.to(ScalarType.Float).add(wr.grad().to(ScalarType.Float)).to(ScalarType.BFloat16);
+        // the blocks: .grad exists (bf16) before the call
+        Tensor w = w0.detach().clone().requires_grad_(true);
+        w.mutable_grad().put(start.clone());
+        FusedLmHead.lossAndBackward(h, w, Tensors.longs(y), 1.0, c, n, 0.01 / n, off, old, adv, null, null, 4);
+        float[] got = Tensors.toFloats(w.grad().to(ScalarType.Float)), exp = Tensors.toFloats(want.to(ScalarType.Float));
+        float[] st = Tensors.toFloats(start.to(ScalarType.Float)), d = Tensors.toFloats(wr.grad().to(ScalarType.Float));
+        int[] moved = new int[3];
+        for (int i = 0; i < got.length; i++) {
+            assertEquals(exp[i], got[i], 8e-3 * (Math.abs(st[i]) + Math.abs(d[i])) + 1e-9, "grad[" + i + "]");
+            if (Math.abs(got[i] - st[i]) > 8e-3 * Math.abs(st[i])) moved[i / hd / FusedLmHead.GRAD_ADD_ROWS]++;
+        }
+        for (int k = 0; k < 3; k++) assertTrue(moved[k] > 0, "block " + k + " of the rows must get its dL/dW: " + java.util.Arrays.toString(moved));
+    }
+
     @Test
     void weightGradientsAccumulateAndErrorsNameTheToken() {
         Inputs in = inputs(9, 1.0);

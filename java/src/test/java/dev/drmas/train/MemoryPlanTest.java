@@ -134,12 +134,19 @@ class MemoryPlanTest {
     void theFusedHeadOfAMicroBatchInBfloat16() {
         // the chunk: the product's logits in bf16 and their float32 copy, dL/dz cast back to bf16 for dL/dh = dz·W, that
         // product [24, H] in bf16 and the chunk's hidden states in float32 for dL/dW; across: dL/dh in bf16 and dL/dW's
-        // float32 sum [V, H]; after the chunks .grad.add_(dL/dW) promotes the bf16 .grad: two float32 [V, H] temporaries
+        // float32 sum [V, H]; after the chunks .grad.add_(dL/dW) promotes the bf16 .grad: two float32 [min(V, 4096), H] temporaries
         MemoryPlan.FusedHead f = plan(1, "models.policy.dtype=bfloat16").models().get(0).update().fusedHead();
         long vh4 = 366 * 8 * 4;
         assertEquals(new MemoryPlan.FusedHead(24, 24 * 366 * (2 + 4) + 24 * 366 * 2 + 24 * 8 * 2 + 24 * 8 * 4,
                 24 * 8 * 2 + vh4 + 24 * 28, 2 * vh4), f);
         assertEquals(f.heldBytes() + f.chunkBytes(), f.peak());
+    }
+
+    @Test
+    void theBfloat16GradIsAddedInBlocksOfRows() {
+        // at V = 151,936 the float32 temporaries of .grad.add_(dL/dW) are two [4096, H] blocks, not two [V, H]
+        MemoryPlan.FusedHead f = bigVocab(1L << 30, "models.policy.dtype=bfloat16").models().get(0).update().fusedHead();
+        assertEquals(2L * dev.drmas.algo.FusedLmHead.GRAD_ADD_ROWS * 8 * 4, f.finishBytes());
     }
 
     /** The tiny shape at Qwen's vocabulary (151,936), one task of one rollout (a single generation row). */
