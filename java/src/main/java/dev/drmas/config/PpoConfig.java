@@ -37,8 +37,9 @@ import dev.drmas.algo.SettingException;
  * @param fusedLmHead     the fused LM head (dev.drmas.algo.FusedLmHead) in the update and the log-prob
  *                        passes: log-probs, entropy and the loss a chunk of response tokens at a time,
  *                        so that no [tokens, vocab] logits tensor exists; the same loss and gradients
- *                        up to rounding; CPU and CUDA models. Default false (today's materialised
- *                        path, the reference) until it is measured faster
+ *                        up to rounding; CPU and CUDA models. Default true (measured faster on the
+ *                        CPU at a real vocabulary, bench/README.md); false: the materialised
+ *                        [tokens, vocab] logits, the reference path
  */
 public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, int maxTokensPerMicroBatch, boolean shuffle, double clipLow,
                         double clipHigh, Double dualClip, LossAggregation lossAgg, double klCoef, KlEstimator klType,
@@ -67,7 +68,7 @@ public record PpoConfig(int epochs, int miniBatchSize, int microBatchSize, int m
 
     public static PpoConfig defaults() {
         return new PpoConfig(1, 64, 16, 0, true, 0.2, 0.2, 3.0, LossAggregation.TOKEN_MEAN, 0.0, KlEstimator.K3, 0.0,
-                false, false);
+                false, true);
     }
 
     /** The loss settings: the KL estimator only when there is a reference model. */

@@ -169,7 +169,7 @@ class RunConfigTest {
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
                 c.normConfig());
         assertEquals(new PpoConfig(2, 32, 8, 0, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
-                KlEstimator.K3, 0.01, true, false), c.ppo());
+                KlEstimator.K3, 0.01, true, true), c.ppo());
         assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),
                 c.lossConfig(), "dual_clip null is the loss's 0 (off)");
         assertEquals(new TrainerConfig(40, 5, false, 20, 2, true), c.trainer());

@@ -183,11 +183,11 @@ class FusedLmHeadTrainingTest {
     }
 
     @Test
-    void theConfigKeyReachesTheUpdateAndIsOffByDefault() {
-        PpoUpdater.Settings off = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, List.of()), 1.0);
-        PpoUpdater.Settings on = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, List.of("ppo.fused_lm_head=true")), 1.0);
-        assertFalse(off.fusedLmHead(), "off by default");
-        assertTrue(on.fusedLmHead());
+    void theConfigKeyReachesTheUpdateAndIsOnByDefault() {
+        PpoUpdater.Settings off = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, List.of("ppo.fused_lm_head=false")), 1.0);
+        PpoUpdater.Settings on = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, List.of()), 1.0);
+        assertFalse(off.fusedLmHead());
+        assertTrue(on.fusedLmHead(), "on by default");
         assertEquals(new PpoUpdater.Settings(off.epochs(), off.miniBatchRows(), off.microBatchRows(), off.temperature(), off.entropyCoef(),
                 off.gradClip(), off.loss(), off.constantNormalizer(), off.gradNormPerAgent(), off.shuffle(), off.maxTokensPerMicroBatch(),
                 true), on, "the key changes that field and nothing else");

@@ -1,7 +1,7 @@
 // MemoryPlanCheckTest.java — `drmas plan` against measurement: for four toy configs on the CPU
-// (float32; Qwen3 shared by two agents, Qwen2 with biases, an untied head, temperature and entropy
-// bonus, two Llama models with reference models, Qwen3 at a 30,000-id vocabulary with the fused LM
-// head and temperature, and opt-in its materialised twin), the bytes the plan predicts for the update phase,
+// (float32, the default fused LM head; Qwen3 shared by two agents, Qwen2 with biases, an untied
+// head, temperature and entropy bonus, two Llama models with reference models, Qwen3 at a
+// 30,000-id vocabulary and temperature, and opt-in its materialised twin), the bytes the plan predicts for the update phase,
 // the step's peak — what the phase adds on top of what is resident before it — must be within 15%
 // of what the trainer measures (memory/peak_update_bytes: the high-water mark over the phase's
 // start); generation's prediction and measurement (memory/peak_rollout_bytes) are printed.
@@ -234,7 +234,7 @@ class MemoryPlanCheckTest {
 
     @Test
     void fusedLmHeadAtALargeVocabularyAndTemperature() throws IOException {
-        check("fused", bigVocabulary(bigVocabulary(tmp.resolve("tokenizer"), BIG_VOCAB), "ppo.fused_lm_head=true"));
+        check("fused", bigVocabulary(bigVocabulary(tmp.resolve("tokenizer"), BIG_VOCAB), "ppo.fused_lm_head=true"));  // (the default, said)
     }
 
     /**
@@ -244,7 +244,7 @@ class MemoryPlanCheckTest {
     @Test
     @EnabledIfSystemProperty(named = "drmas.plancheck.all", matches = "true")
     void materialisedLmHeadAtALargeVocabularyAndTemperature() throws IOException {
-        check("materialised", bigVocabulary(bigVocabulary(tmp.resolve("tokenizer"), BIG_VOCAB)));
+        check("materialised", bigVocabulary(bigVocabulary(tmp.resolve("tokenizer"), BIG_VOCAB), "ppo.fused_lm_head=false"));
     }
 
     @Test

@@ -177,7 +177,7 @@ class MemoryPlanTest {
 
     @Test
     void thePhasesFollowTheConfiguredHead() {
-        MemoryPlan off = bigVocab(1L << 30), on = bigVocab(1L << 30, "ppo.fused_lm_head=true");
+        MemoryPlan off = bigVocab(1L << 30, "ppo.fused_lm_head=false"), on = bigVocab(1L << 30);
         MemoryPlan.ModelPlan a = off.models().get(0), b = on.models().get(0);
         assertEquals(a.update().peak(false, true), b.update().peak(false, true));  // both columns whatever is configured
         // (the optimiser step's transient, AdamW's temporaries of the [V, H] embedding, is above the fused micro-batch)
@@ -205,24 +205,28 @@ class MemoryPlanTest {
     void theAdviceSwitchesTheFusedHeadOnForACpuRun() {
         // 64 MiB (57.6 usable): the resident ~19 MB and the materialised update's ~58 MB do not fit; the fused ~15 MB does
         long gpu = 64L << 20;
-        MemoryPlan p = bigVocab(gpu, "run.device=cpu");
+        MemoryPlan p = bigVocab(gpu, "run.device=cpu", "ppo.fused_lm_head=false");
         assertTrue(!p.fits());
         List<String> advice = p.advice();
         assertEquals(List.of("ppo.fused_lm_head=true"), overrides(advice), advice.toString());
         assertTrue(advice.get(0).contains("become chunks of 24 tokens"), advice.toString());
         assertTrue(advice.get(advice.size() - 1).startsWith("with all of these it fits"), advice.toString());
         assertTrue(bigVocab(gpu, "run.device=cpu", "ppo.fused_lm_head=true").fits());
+        // the default is the fused head: it fits as it is, and nothing is advised about the head
+        MemoryPlan byDefault = bigVocab(gpu, "run.device=cpu");
+        assertTrue(byDefault.fits());
+        assertTrue(byDefault.advice().stream().noneMatch(a -> a.contains("fused_lm_head")), byDefault.advice().toString());
     }
 
     @Test
     void aGpuRunIsAdvisedTheFusedHeadToo() {
         long gpu = 64L << 20;
-        List<String> advice = bigVocab(gpu, "run.device=cuda").advice();
+        List<String> advice = bigVocab(gpu, "run.device=cuda", "ppo.fused_lm_head=false").advice();
         assertTrue(advice.stream().anyMatch(a -> a.startsWith("ppo.fused_lm_head: true (") && a.contains("has not run on a GPU yet")),
                 advice.toString());
         List<String> o = overrides(advice);
         assertEquals(List.of("ppo.fused_lm_head=true"), o, advice.toString());
-        List<String> all = new java.util.ArrayList<>(List.of("run.device=cuda"));
+        List<String> all = new java.util.ArrayList<>(List.of("run.device=cuda", "ppo.fused_lm_head=false"));
         all.addAll(o);
         assertTrue(bigVocab(gpu, all.toArray(String[]::new)).fits(), advice.toString());
     }

@@ -154,11 +154,12 @@ class PpoUpdaterTest {
         unshuffled.add("ppo.shuffle=false");
         PpoUpdater.Settings on = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, small), 1.0);
         PpoUpdater.Settings off = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, unshuffled), 1.0);
+        // (the config's default head is the fused one; the settings' short constructors keep the materialised reference)
         assertEquals(new PpoUpdater.Settings(on.epochs(), on.miniBatchRows(), on.microBatchRows(), on.temperature(),
-                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent()), on,
+                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent(), true, 0, true), on,
                 "the default is the settings' own default");
         assertEquals(new PpoUpdater.Settings(on.epochs(), on.miniBatchRows(), on.microBatchRows(), on.temperature(),
-                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent(), false), off,
+                on.entropyCoef(), on.gradClip(), on.loss(), on.constantNormalizer(), on.gradNormPerAgent(), false, 0, true), off,
                 "ppo.shuffle=false changes the shuffle and nothing else");
         assertTrue(on.shuffle() && on.epochs() == 2 && on.miniBatchRows() == 3, "the config's values: " + on);
         ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
@@ -274,7 +275,8 @@ class PpoUpdaterTest {
         assertEquals(0, off.maxTokensPerMicroBatch(), "off by default");
         assertEquals(400, on.maxTokensPerMicroBatch());
         assertEquals(new PpoUpdater.Settings(off.epochs(), off.miniBatchRows(), off.microBatchRows(), off.temperature(),
-                off.entropyCoef(), off.gradClip(), off.loss(), off.constantNormalizer(), off.gradNormPerAgent(), off.shuffle(), 400), on,
+                off.entropyCoef(), off.gradClip(), off.loss(), off.constantNormalizer(), off.gradNormPerAgent(), off.shuffle(), 400,
+                off.fusedLmHead()), on,
                 "the key changes that field and nothing else");
     }
 
