@@ -1,7 +1,10 @@
 // GenerationBench.java — tokens/s of the in-process rollout engine on a tiny model (4 layers,
 // hidden 256, Qwen3 layout, random weights) at several batch sizes, with the KV cache and with
-// recomputing the whole sequence at every step, in one process. A bench entry point rather than
-// JMH: one measurement is a whole generate call of seconds, repeated a few times.
+// recomputing the whole sequence at every step, in one process, and the machine's limit in the same
+// run: the decoding step's matrix products alone (the same shapes through LibTorch into buffers
+// made once: no attention, no sampling, no Java between them), so that each configuration's
+// tokens/s is also a share of what the products allow. A bench entry point rather than JMH: one
+// measurement is a whole generate call of seconds, repeated a few times.
 package dev.drmas.bench;
 
 import dev.drmas.model.CausalLm;
@@ -29,6 +32,13 @@ public final class GenerationBench {
     }
 
     record Result(int batch, boolean cache, double seconds, long tokens) {
+        double tokensPerSecond() {
+            return tokens / seconds;
+        }
+    }
+
+    /** The decoding step's products alone at one batch size: median seconds for newTokens steps, and their FLOPs. */
+    record Limit(int batch, double seconds, long tokens, double flops) {
         double tokensPerSecond() {
             return tokens / seconds;
         }
@@ -65,7 +75,9 @@ public final class GenerationBench {
             results = measure(new Generator(model), batches, recomputeBatches, promptTokens, newTokens, repeats,
                     cfg.vocabSize());
         }
-        String report = report(results, promptTokens, newTokens, threads);
+        List<Limit> limits = new ArrayList<>();
+        for (int b : batches) limits.add(productsAlone(cfg, b, newTokens, repeats));
+        String report = report(results, limits, promptTokens, newTokens, threads);
         System.out.println(report);
         if (out != null) {
             Files.writeString(out, report);
@@ -120,6 +132,54 @@ public final class GenerationBench {
         return rs;
     }
 
+    /**
+     * The products one decoding step of {@code batch} rows makes, per layer q, k, v, o, gate, up,
+     * down and then the LM head, as the engine calls them: one row by matrix-vector products with
+     * the [out, in] weight (addmv), more rows by matrix products with the pre-transposed [in, out]
+     * weight (addmm), into outputs made once. Random values of the model's shapes; one warm-up
+     * pass, then {@code repeats} timings of newTokens steps, the median.
+     */
+    static Limit productsAlone(ModelConfig c, int batch, int newTokens, int repeats) {
+        long h = c.hiddenSize(), q = (long) c.numHeads() * c.headDim(), kv = (long) c.numKvHeads() * c.headDim();
+        long inter = c.intermediateSize();
+        List<long[]> shapes = new ArrayList<>();  // {out, in}
+        for (int l = 0; l < c.numLayers(); l++) {
+            shapes.addAll(List.of(new long[] {q, h}, new long[] {kv, h}, new long[] {kv, h}, new long[] {h, q},
+                    new long[] {inter, h}, new long[] {inter, h}, new long[] {h, inter}));
+        }
+        shapes.add(new long[] {c.vocabSize(), h});
+        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+            int k = shapes.size();
+            org.bytedeco.pytorch.Tensor[] w = new org.bytedeco.pytorch.Tensor[k], x = new org.bytedeco.pytorch.Tensor[k],
+                    out = new org.bytedeco.pytorch.Tensor[k];
+            double flops = 0;
+            for (int i = 0; i < k; i++) {
+                long o = shapes.get(i)[0], in = shapes.get(i)[1];
+                w[i] = torch.randn(o, in);
+                if (batch > 1) w[i] = w[i].t().contiguous();
+                x[i] = batch > 1 ? torch.randn(batch, in) : torch.randn(in);
+                out[i] = batch > 1 ? torch.zeros(batch, o) : torch.zeros(o);
+                flops += 2.0 * batch * o * in;
+            }
+            double[] t = new double[repeats];
+            for (int rep = -1; rep < repeats; rep++) {
+                long t0 = System.nanoTime();
+                for (int step = 0; step < newTokens; step++) {
+                    for (int i = 0; i < k; i++) {
+                        if (batch > 1) torch.mm_out(out[i], x[i], w[i]);
+                        else torch.mv_out(out[i], w[i], x[i]);
+                    }
+                }
+                if (rep >= 0) t[rep] = (System.nanoTime() - t0) / 1e9;
+            }
+            Arrays.sort(t);
+            Limit lim = new Limit(batch, t[t.length / 2], (long) batch * newTokens, flops * newTokens);
+            System.out.printf("batch %3d products  %8.3f s  %9.1f tokens/s  %6.1f GFLOP/s%n", batch, lim.seconds(),
+                    lim.tokensPerSecond(), lim.flops() / lim.seconds() / 1e9);
+            return lim;
+        }
+    }
+
     private static double timed(Generator g, List<Request> reqs, GenerationConfig gc, long[] tokens, int slot) {
         long t0 = System.nanoTime();
         List<Completion> out = g.generate(reqs, gc);
@@ -136,7 +196,7 @@ public final class GenerationBench {
         return r;
     }
 
-    static String report(List<Result> rs, int promptTokens, int newTokens, int threads) {
+    static String report(List<Result> rs, List<Limit> limits, int promptTokens, int newTokens, int threads) {
         StringBuilder sb = new StringBuilder();
         sb.append(Instant.now()).append(" · JDK ").append(Runtime.version()).append(" · ")
                 .append(Runtime.getRuntime().availableProcessors()).append(" CPUs · LibTorch threads ").append(threads)
@@ -145,15 +205,24 @@ public final class GenerationBench {
                 .append(promptTokens - 3).append("–").append(promptTokens).append(" tokens, ").append(newTokens)
                 .append(" new tokens per row (sampling at temperature 1, no stop), median of the repeats; the calls of all")
                 .append(" rows take turns, round after round.\n\n");
-        sb.append("| batch | mode | s/call | tokens/s | vs batch 1 (kv-cache) | kv-cache / recompute |\n");
-        sb.append("|---:|---|---:|---:|---:|---:|\n");
+        sb.append("| batch | mode | s/call | tokens/s | vs batch 1 (kv-cache) | kv-cache / recompute | share of the products limit |\n");
+        sb.append("|---:|---|---:|---:|---:|---:|---:|\n");
         Result base = rs.stream().filter(r -> r.batch() == 1 && r.cache()).findFirst().orElse(null);
         for (Result r : rs) {
             Result cached = rs.stream().filter(x -> x.batch() == r.batch() && x.cache()).findFirst().orElse(null);
             String vs1 = base == null ? "" : String.format("%.1f×", r.tokensPerSecond() / base.tokensPerSecond());
             String speedup = !r.cache() && cached != null ? String.format("%.1f×", cached.tokensPerSecond() / r.tokensPerSecond()) : "";
-            sb.append(String.format("| %d | %s | %.3f | %.1f | %s | %s |%n", r.batch(), r.cache() ? "kv-cache" : "recompute",
-                    r.seconds(), r.tokensPerSecond(), vs1, speedup));
+            Limit lim = limits.stream().filter(l -> l.batch() == r.batch()).findFirst().orElse(null);
+            String share = r.cache() && lim != null ? String.format("%.0f%%", 100 * r.tokensPerSecond() / lim.tokensPerSecond()) : "";
+            sb.append(String.format("| %d | %s | %.3f | %.1f | %s | %s | %s |%n", r.batch(), r.cache() ? "kv-cache" : "recompute",
+                    r.seconds(), r.tokensPerSecond(), vs1, speedup, share));
+        }
+        sb.append("\nThe limit: the decoding step's matrix products alone (per layer q, k, v, o, gate, up, down, then the LM head;")
+                .append(" addmv for one row, addmm with the pre-transposed weight for more, into buffers made once), ")
+                .append(newTokens).append(" steps, median of the repeats, in the same process:\n\n");
+        sb.append("| batch | products s | tokens/s | GFLOP/s |\n|---:|---:|---:|---:|\n");
+        for (Limit l : limits) {
+            sb.append(String.format("| %d | %.3f | %.1f | %.1f |%n", l.batch(), l.seconds(), l.tokensPerSecond(), l.flops() / l.seconds() / 1e9));
         }
         return sb.toString();
     }
