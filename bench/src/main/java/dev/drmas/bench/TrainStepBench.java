@@ -7,6 +7,7 @@
 package dev.drmas.bench;
 
 import dev.drmas.algo.ClippedLoss;
+import dev.drmas.cli.ChildJvm;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.metrics.PeakMemory;
 import dev.drmas.model.CausalLm;
@@ -17,7 +18,6 @@ import dev.drmas.rollout.TeacherForcing;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -130,14 +130,10 @@ public final class TrainStepBench {
 
     /** Runs one configuration in a child JVM with this one's class path and native-access options. */
     private static Result fork(Shape shape, boolean on) throws IOException, InterruptedException {
-        String java = ProcessHandle.current().info().command().orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        List<String> cmd = new ArrayList<>(List.of(java));
-        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (a.startsWith("--enable-native-access") || a.startsWith("-Dorg.bytedeco") || a.startsWith("-Ddrmas.")) cmd.add(a);
-        }
+        List<String> cmd = ChildJvm.command(a -> a.startsWith("--enable-native-access") || a.startsWith("-Dorg.bytedeco")
+                || a.startsWith("-Ddrmas."));
         // a heap that is resident from the start, so that its growth is not counted as the step's
-        cmd.addAll(List.of("-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch", "-cp", System.getProperty("java.class.path"),
-                TrainStepBench.class.getName(), "--child", on ? "on" : "off"));
+        cmd.addAll(List.of("-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch", TrainStepBench.class.getName(), "--child", on ? "on" : "off"));
         cmd.addAll(shape.args());
         Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         String result = null;

@@ -11,7 +11,6 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
-import java.lang.management.ManagementFactory;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -185,14 +184,8 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
 
     /** This JVM again: its java binary, its flags (native access, memory) and its class path, running Main. */
     static List<String> javaCommand() {
-        List<String> cmd = new ArrayList<>();
-        cmd.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        for (String a : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            // a debugger agent would make every child listen on the same port
-            if (!a.startsWith("-agentlib:jdwp") && !a.startsWith("-javaagent")) cmd.add(a);
-        }
-        cmd.add("-cp");
-        cmd.add(System.getProperty("java.class.path"));
+        // a debugger agent would make every child listen on the same port
+        List<String> cmd = ChildJvm.command(a -> !a.startsWith("-agentlib:jdwp") && !a.startsWith("-javaagent"));
         cmd.add(Main.class.getName());
         return cmd;
     }

@@ -19,6 +19,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.cli.ChildJvm;
 import dev.drmas.config.RunConfig;
 import dev.drmas.metrics.PeakMemory;
 import dev.drmas.model.ModelConfig;
@@ -80,21 +81,20 @@ class MemoryPlanCheckTest {
      * LibTorch (another config of this class) reads the phases differently — its one-time
      * allocations are made and some of them are let go of later (with the Llama config first the
      * Qwen3 update read 202 instead of 235 MiB, its generation 94 instead of 71). The JVM gets
-     * this one's class path, drmas.* and org.bytedeco.* properties and environment (the preload).
+     * this one's class path, native-access, -Ddrmas.* and -Dorg.bytedeco.* flags and environment (the
+     * preload).
      */
     Measured measure(RunConfig cfg, String name) {
         try {
             Path yaml = tmp.resolve(name + ".yaml");
             Files.writeString(yaml, cfg.toYaml());
-            List<String> cmd = new ArrayList<>(List.of(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    "--enable-native-access=ALL-UNNAMED", "-Xmx2g",
+            List<String> cmd = ChildJvm.command(a -> a.startsWith("--enable-native-access") || a.startsWith("-Dorg.bytedeco.")
+                    || a.startsWith("-Ddrmas."));
+            cmd.addAll(List.of("-Xmx2g",
                     // the JVM's own mallocs are in the count too: the serial collector and C1 alone make
                     // fewer and steadier ones than G1's remembered sets and C2's arenas (qwen3's update
                     // read 226.7-237.9 MiB over three runs with the defaults, 238.2-238.7 with these)
-                    "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
-            System.getProperties().stringPropertyNames().stream().filter(k -> k.startsWith("drmas.") || k.startsWith("org.bytedeco."))
-                    .sorted().forEach(k -> cmd.add("-D" + k + "=" + System.getProperty(k)));
-            cmd.addAll(List.of("-cp", classPath(), MemoryPlanCheckTest.class.getName(), yaml.toString()));
+                    "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", MemoryPlanCheckTest.class.getName(), yaml.toString()));
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
             assertTrue(p.waitFor(10, TimeUnit.MINUTES), name + ": the measuring JVM did not end");
@@ -110,22 +110,6 @@ class MemoryPlanCheckTest {
             Thread.currentThread().interrupt();
             throw new AssertionError(e);
         }
-    }
-
-    /** This JVM's class path, with the entries of a launcher's own class loader (JUnit's console) before it. */
-    static String classPath() {
-        List<String> cp = new ArrayList<>();
-        if (MemoryPlanCheckTest.class.getClassLoader() instanceof java.net.URLClassLoader u) {
-            for (var url : u.getURLs()) {
-                try {
-                    cp.add(Path.of(url.toURI()).toString());
-                } catch (java.net.URISyntaxException | IllegalArgumentException e) {
-                    throw new IllegalStateException("class path entry " + url, e);
-                }
-            }
-        }
-        cp.add(System.getProperty("java.class.path"));
-        return String.join(java.io.File.pathSeparator, cp);
     }
 
     /** The measuring JVM: the config file's two steps; prints MEASURED source rollout update longest-row. */
