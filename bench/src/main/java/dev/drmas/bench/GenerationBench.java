@@ -46,7 +46,7 @@ public final class GenerationBench {
 
     public static void main(String[] argv) throws IOException {
         List<Integer> batches = List.of(1, 16, 64), recomputeBatches = List.of(1, 16);
-        int newTokens = 128, promptTokens = 32, repeats = 5, threads = 2;
+        int newTokens = 128, promptTokens = 32, repeats = 5, threads = 2, sharedPrompt = 512, rollouts = 8, mixedNew = 128;
         Path out = null;
         for (int i = 0; i < argv.length; i++) {
             switch (argv[i]) {
@@ -56,11 +56,15 @@ public final class GenerationBench {
                 case "--prompt-tokens" -> promptTokens = Integer.parseInt(argv[++i]);
                 case "--repeats" -> repeats = Integer.parseInt(argv[++i]);
                 case "--threads" -> threads = Integer.parseInt(argv[++i]);
+                case "--shared-prompt" -> sharedPrompt = Integer.parseInt(argv[++i]);
+                case "--rollouts" -> rollouts = Integer.parseInt(argv[++i]);
+                case "--mixed-new-tokens" -> mixedNew = Integer.parseInt(argv[++i]);
                 case "--out" -> out = Path.of(argv[++i]);
                 case "--help", "-h" -> {
                     System.out.println("""
                             usage: drmas bench-generation [--batches 1,16,64] [--recompute-batches 1,16]
-                                   [--new-tokens 128] [--prompt-tokens 32] [--repeats 5] [--threads 2] [--out FILE.md]""");
+                                   [--new-tokens 128] [--prompt-tokens 32] [--repeats 5] [--threads 2] [--out FILE.md]
+                                   [--shared-prompt 512] [--rollouts 8] [--mixed-new-tokens 128]""");
                     return;
                 }
                 default -> throw new IllegalArgumentException("unknown option " + argv[i] + " (see --help)");
@@ -72,12 +76,18 @@ public final class GenerationBench {
                 promptTokens + newTokens, "float32", null, List.of(), Map.of());
         List<Result> results;
         try (CausalLm model = CausalLm.random(cfg, 7)) {
-            results = measure(new Generator(model), batches, recomputeBatches, promptTokens, newTokens, repeats,
+            results = measure(new Generator(model, 0, Generator.Engine.STATIC), batches, recomputeBatches, promptTokens, newTokens, repeats,
                     cfg.vocabSize());
         }
         List<Limit> limits = new ArrayList<>();
         for (int b : batches) limits.add(productsAlone(cfg, b, newTokens, repeats));
         String report = report(results, limits, promptTokens, newTokens, threads);
+        // the continuous engine: a task's rollouts sharing one long prompt, and a realistic mix of lengths
+        ModelConfig longer = new ModelConfig(Family.QWEN3, 256, 768, 4, 8, 4, 32, 1e-6, 1e6, null, 512, false, false, false,
+                Math.max(sharedPrompt + 1, 64 + mixedNew), "float32", null, List.of(), Map.of());
+        try (CausalLm model = CausalLm.random(longer, 7)) {
+            report += "\n" + sharedPrefix(model, sharedPrompt, rollouts, repeats) + "\n" + mixedLengths(model, rollouts, mixedNew, repeats);
+        }
         System.out.println(report);
         if (out != null) {
             Files.writeString(out, report);
@@ -178,6 +188,108 @@ public final class GenerationBench {
                     lim.tokensPerSecond(), lim.flops() / lim.seconds() / 1e9);
             return lim;
         }
+    }
+
+    /** Median seconds of {@code repeats} runs of {@code work} after one warm-up run. */
+    static double median(int repeats, Runnable work) {
+        work.run();
+        double[] t = new double[repeats];
+        for (int i = 0; i < repeats; i++) {
+            long t0 = System.nanoTime();
+            work.run();
+            t[i] = (System.nanoTime() - t0) / 1e9;
+        }
+        Arrays.sort(t);
+        return t[t.length / 2];
+    }
+
+    /**
+     * The prefill of one task's {@code n} rollouts of one {@code prompt}-token prompt (one new
+     * token each: the call is its prefill and one draw): the continuous engine, which prefills
+     * the prompt once and copies its keys and values to the rows, against the static engine's
+     * batched prefill of the n rows and against n separate one-row prefills.
+     */
+    static String sharedPrefix(CausalLm model, int prompt, int n, int repeats) {
+        SplittableRandom rng = new SplittableRandom(17);
+        int[] p = new int[prompt];
+        for (int j = 0; j < prompt; j++) p[j] = rng.nextInt(model.config().vocabSize());
+        List<Request> group = new ArrayList<>();
+        for (int r = 0; r < n; r++) group.add(new Request(p, r));
+        GenerationConfig one = GenerationConfig.greedy(1, Set.of()).withSampling(SamplingParams.temperature(1.0), 3);
+        Generator continuous = new Generator(model, 0, Generator.Engine.CONTINUOUS);
+        Generator batched = new Generator(model, 0, Generator.Engine.STATIC);
+        double shared = median(repeats, () -> continuous.generate(group, one));
+        double together = median(repeats, () -> batched.generate(group, one));
+        double separate = median(repeats, () -> {
+            for (Request r : group) batched.generate(List.of(r), one);
+        });
+        if (!sameTokens(continuous.generate(group, one), batched.generate(group, one))) throw new IllegalStateException("tokens differ");
+        System.out.printf("prefill of %d × %d: shared %.4f s, static batch %.4f s, %d separate %.4f s%n", n, prompt, shared, together, n,
+                separate);
+        return String.format("""
+                Shared prompt: the prefill of one task's %d rollouts of a %d-token prompt (one new token each), median of %d:
+
+                | engine | s | vs %d separate prefills | vs the static batch |
+                |---|---:|---:|---:|
+                | continuous (the prompt once, its keys and values copied to the rows) | %.4f | %.2f× | %.2f× |
+                | static (one batched prefill of the %d rows) | %.4f | %.2f× | 1.00× |
+                | %d separate one-row prefills | %.4f | 1.00× | |
+                """, n, prompt, repeats, n, shared, shared / separate, shared / together, n, together, together / separate, n, separate);
+    }
+
+    /**
+     * A realistic mix of response lengths: 8 tasks × n rollouts, prompts of 32–63 tokens shared
+     * within a task, sampling at temperature 1 with 32 of the 512 ids as stop tokens (so that
+     * lengths run from a token to the budget, most short: the workflows' verdicts against their
+     * answers); the static engine against the continuous one, wall time and tokens/s, same tokens.
+     */
+    static String mixedLengths(CausalLm model, int n, int maxNew, int repeats) {
+        SplittableRandom rng = new SplittableRandom(23);
+        List<Request> reqs = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            int[] p = new int[32 + rng.nextInt(32)];
+            for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(model.config().vocabSize());
+            for (int r = 0; r < n; r++) reqs.add(new Request(p, 100L * t + r));
+        }
+        Set<Integer> stops = new java.util.HashSet<>();
+        for (int id = 0; id < 512; id += 16) stops.add(id);
+        GenerationConfig gc = new GenerationConfig(SamplingParams.temperature(1.0), maxNew, stops, List.of(), null, 29, true, 0);
+        Generator st = new Generator(model, 0, Generator.Engine.STATIC);
+        Generator co = new Generator(model, 0, Generator.Engine.CONTINUOUS);
+        List<Completion> a = st.generate(reqs, gc), b = co.generate(reqs, gc);
+        if (!sameTokens(a, b)) throw new IllegalStateException("the engines' tokens differ");
+        int[] lengths = a.stream().mapToInt(Completion::length).sorted().toArray();
+        long tokens = Arrays.stream(lengths).sum();
+        // the engines take turns, so that a slow spell of the machine hits both
+        double[] ts = new double[repeats], tc = new double[repeats];
+        for (int i = 0; i < repeats; i++) {
+            long t0 = System.nanoTime();
+            st.generate(reqs, gc);
+            ts[i] = (System.nanoTime() - t0) / 1e9;
+            t0 = System.nanoTime();
+            co.generate(reqs, gc);
+            tc[i] = (System.nanoTime() - t0) / 1e9;
+        }
+        Arrays.sort(ts);
+        Arrays.sort(tc);
+        double s = ts[repeats / 2], c = tc[repeats / 2];
+        System.out.printf("mixed lengths: static %.3f s, continuous %.3f s (%d tokens)%n", s, c, tokens);
+        return String.format("""
+                Mixed lengths: 8 tasks × %d rollouts (prompts of 32–63 tokens, shared within a task), up to %d new tokens, 32 stop
+                ids of 512: responses of %d to %d tokens (median %d; %d in all), one call, median of %d; same tokens from both engines:
+
+                | engine | s/call | tokens/s | static / continuous |
+                |---|---:|---:|---:|
+                | static | %.3f | %.1f | |
+                | continuous | %.3f | %.1f | %.2f× |
+                """, n, maxNew, lengths[0], lengths[lengths.length - 1], lengths[lengths.length / 2], tokens, repeats, s, tokens / s, c,
+                tokens / c, s / c);
+    }
+
+    static boolean sameTokens(List<Completion> a, List<Completion> b) {
+        if (a.size() != b.size()) return false;
+        for (int i = 0; i < a.size(); i++) if (!Arrays.equals(a.get(i).tokens(), b.get(i).tokens())) return false;
+        return true;
     }
 
     private static double timed(Generator g, List<Request> reqs, GenerationConfig gc, long[] tokens, int slot) {

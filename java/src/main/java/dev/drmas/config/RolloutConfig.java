@@ -4,6 +4,7 @@
 // group no variance to learn from.
 package dev.drmas.config;
 
+import dev.drmas.rollout.Generator;
 import dev.drmas.rollout.SamplingParams;
 
 /**
@@ -19,9 +20,13 @@ import dev.drmas.rollout.SamplingParams;
  *                        (its KV cache is sized from it): a turn's requests are generated in as
  *                        many batches as the budget needs, with the same tokens; 0 = no bound
  *                        (default); else at least max_prompt_tokens + max_new_tokens
+ * @param engine          how a model's requests are batched: continuous (default: one cache of
+ *                        the budget's rows, requests join as rows finish, shared prompt prefixes
+ *                        prefilled once) or static (batches decoded until their last row stops);
+ *                        the same tokens either way
  */
 public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temperature, double topP, int topK,
-                            int maxNewTokens, int maxPromptTokens, int maxBatchTokens) {
+                            int maxNewTokens, int maxPromptTokens, int maxBatchTokens, Generator.Engine engine) {
     public RolloutConfig {
         Check.positive(tasksPerStep, "tasks_per_step");
         Check.positive(rolloutsPerTask, "rollouts_per_task");
@@ -32,13 +37,14 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
         Check.positive(maxNewTokens, "max_new_tokens");
         Check.positive(maxPromptTokens, "max_prompt_tokens");
         Check.nonNegative(maxBatchTokens, "max_batch_tokens");
+        Check.that(engine != null, "engine", "must be continuous or static");
         Check.that(maxBatchTokens == 0 || (long) maxBatchTokens >= (long) maxPromptTokens + maxNewTokens, "max_batch_tokens",
                 "must hold one row of max_prompt_tokens + max_new_tokens (" + ((long) maxPromptTokens + maxNewTokens)
                         + ") or be 0 (no bound), got " + maxBatchTokens);
     }
 
     public static RolloutConfig defaults() {
-        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512, 0);
+        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512, 0, Generator.Engine.CONTINUOUS);
     }
 
     public SamplingParams sampling() {

@@ -342,9 +342,45 @@ public final class CausalLm implements AutoCloseable {
         long past = cache == null ? 0 : cache.length();
         Tensor out;
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = cache == null ? null : new NoGradGuard()) {
-            out = Scopes.retain(hiddenImpl(inputIds, positionIds, attentionMask, cache, past));
+            out = Scopes.retain(hiddenImpl(inputIds, positionIds, attentionMask, cache, past, past + t));
         }
         if (cache != null) cache.advance(t);
+        return Scopes.adopt(out);
+    }
+
+    /**
+     * Logits [B, 1, vocab] (float32) of one new token per row whose keys and values go to slot
+     * {@code writeSlot} of every row of {@code cache}, reading the slots [0, S) of its row that
+     * {@code attentionMask} [B, S] marks valid, and its own (writeSlot < S ≤ capacity; the cache's
+     * length is left as it is). A query does not care where in the cache its keys lie (their
+     * positions were applied when they were written), so an engine may place each row's tokens
+     * anywhere: the rollout engine's continuous batching keeps the rows as rings over the cache's
+     * slots (Generator). Inference only, as every forward with a cache.
+     */
+    public Tensor forwardAt(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache, long writeSlot) {
+        if (cache == null) throw new IllegalArgumentException("forwardAt needs a KV cache");
+        if (inputIds == null || inputIds.dim() != 2 || inputIds.size(1) != 1) {
+            throw new IllegalArgumentException("forwardAt takes one token per row: input_ids must be [batch, 1], got "
+                    + (inputIds == null ? "null" : Arrays.toString(sizes(inputIds))));
+        }
+        long b = inputIds.size(0);
+        if (attentionMask == null || attentionMask.dim() != 2) {
+            throw new IllegalArgumentException("attention_mask must be [batch, slots], got "
+                    + (attentionMask == null ? "null" : Arrays.toString(sizes(attentionMask))));
+        }
+        long slots = attentionMask.size(1);
+        if (writeSlot < 0 || writeSlot >= slots || slots > cache.capacity()) {
+            throw new IllegalArgumentException("forwardAt: write slot " + writeSlot + " must lie in the mask's " + slots
+                    + " slots, and they within the cache's capacity " + cache.capacity());
+        }
+        checkInput("input_ids", inputIds, new long[]{b, 1});
+        checkInput("position_ids", positionIds, new long[]{b, 1});
+        checkInput("attention_mask", attentionMask, new long[]{b, slots});
+        cache.checkShape(config, dtype, b);
+        Tensor out;
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            out = Scopes.retain(logits(hiddenImpl(inputIds, positionIds, attentionMask, cache, writeSlot, slots)));
+        }
         return Scopes.adopt(out);
     }
 
@@ -378,7 +414,7 @@ public final class CausalLm implements AutoCloseable {
             Tensor x;
             Pass p;
             try (NoGradGuard noGrad = new NoGradGuard()) {
-                p = generalPass(b, t, 0, positionIds, attentionMask, null);
+                p = generalPass(b, t, 0, t, positionIds, attentionMask, null);
                 x = torch.embedding(embed, ids);
                 for (int l = 0; l < layers.length; l++) {
                     saved.push_back(x);
@@ -463,7 +499,7 @@ public final class CausalLm implements AutoCloseable {
                 long b = ids.size(0), t = ids.size(1);
                 Pass p;
                 try (NoGradGuard noGrad = new NoGradGuard()) {
-                    p = model.generalPass(b, t, 0, v.get(1), v.get(2), null);
+                    p = model.generalPass(b, t, 0, t, v.get(1), v.get(2), null);
                 }
                 v.get(1).reset();
                 v.get(2).reset();
@@ -522,13 +558,13 @@ public final class CausalLm implements AutoCloseable {
         return lmHead;
     }
 
-    private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past) {
+    private Tensor hiddenImpl(Tensor ids, Tensor pos, Tensor mask, KvCache cache, long past, long slots) {
         long b = ids.size(0), t = ids.size(1);
         if (decodeStepOn && cache != null && t == 1 && device.is_cpu() && dtype == ScalarType.Float) {
             return decodeStep.hidden(ids.scalar_type().intern() == ScalarType.Long && ids.is_cpu() ? ids : ids.to(device, ScalarType.Long),
-                    pos, mask, cache, past);  // CPU decoding
+                    pos, mask, cache, past, slots);  // CPU decoding
         }
-        Pass p = generalPass(b, t, past, pos, mask, cache);
+        Pass p = generalPass(b, t, past, slots, pos, mask, cache);
         Tensor x = torch.embedding(embed, ids.to(device, ScalarType.Long));
         // Each layer in a scope of its own, keeping only its output: the Java handles of a scope
         // keep every tensor they name alive, so one scope around all layers held every
@@ -552,13 +588,12 @@ public final class CausalLm implements AutoCloseable {
     }
 
     /** The arrangement of a general pass: which slots each query attends to, and the rotary angles. */
-    private Pass generalPass(long b, long t, long past, Tensor pos, Tensor mask, KvCache cache) {
-        long s = past + t;
+    private Pass generalPass(long b, long t, long past, long s, Tensor pos, Tensor mask, KvCache cache) {
         Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);
         Tensor attend;
         if (t == 1) {
-            // one query, in the last slot: every slot is at or before it, so it attends to the
-            // valid ones and to its own
+            // one query (decoding): every valid slot holds an earlier token of its row, wherever
+            // it lies (forwardAt), so it attends to the valid ones and to its own
             attend = valid.clone();
             attend.narrow(3, past, 1).fill_(new Scalar(1L));
         } else {
@@ -568,7 +603,7 @@ public final class CausalLm implements AutoCloseable {
             Tensor querySlot = torch.arange(new Scalar(past), new Scalar(s), longs).to(device, ScalarType.Long).view(t, 1);
             attend = valid.logical_and(keySlot.le(querySlot)).logical_or(keySlot.eq(querySlot));
         }
-        return Pass.general(b, t, past, Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype), attend, cache);
+        return Pass.general(b, t, past, s, Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype), attend, cache);
     }
 
     private void checkInputs(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache) {

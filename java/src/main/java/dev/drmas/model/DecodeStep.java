@@ -110,16 +110,25 @@ final class DecodeStep {
      * counts). Runs in the caller's PointerScope, without autograd.
      */
     Tensor hidden(Tensor ids, Tensor positions, Tensor mask, KvCache cache, long past) {
+        return hidden(ids, positions, mask, cache, past, past + 1);
+    }
+
+    /**
+     * As above, the new keys and values going to slot {@code past} of a mask of {@code slots}
+     * ≥ past + 1 slots: the query reads every valid slot of [0, slots) and its own.
+     */
+    Tensor hidden(Tensor ids, Tensor positions, Tensor mask, KvCache cache, long past, long slots) {
         Scratch sc = cache.decodeScratch(config);
         int rows = (int) sc.rows;
-        long slots = past + 1;
         boolean single = rows == 1;
         // the per-step inputs are read into Java and made there: a handful of numbers, for which
         // the dozen LibTorch calls of the general path cost more than a layer's arithmetic
         float[] bias = new float[(int) (rows * slots)];
         long[] valid = Tensors.toLongs(mask), pos = Tensors.toLongs(positions);
         for (int r = 0; r < rows; r++) {
-            for (int j = 0; j < past; j++) bias[(int) (r * slots + j)] = valid[(int) (r * slots + j)] != 0 ? 0f : Float.NEGATIVE_INFINITY;
+            for (int j = 0; j < slots; j++) {
+                if (j != past && valid[(int) (r * slots + j)] == 0) bias[(int) (r * slots + j)] = Float.NEGATIVE_INFINITY;
+            }
         }
         // cos and sin broadcast over the heads of a row
         long d = config.headDim();
@@ -134,7 +143,7 @@ final class DecodeStep {
         if (threads > 1) torch.set_num_threads(1);
         try {
             Tensor attnBias = Tensors.floats(bias).view(single ? new long[]{1, 1, slots} : new long[]{rows, 1, 1, slots});
-            Pass p = Pass.decoding(sc, past, angles, attnBias);
+            Pass p = Pass.decoding(sc, past, slots, angles, attnBias);
             for (int l = 0; l < transformer.numLayers(); l++) transformer.layer(l, x, p);  // x in place
             return transformer.rmsNorm(x, finalNorm, p).view(rows, 1, -1);
         } finally {

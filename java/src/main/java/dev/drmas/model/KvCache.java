@@ -81,15 +81,90 @@ public final class KvCache implements AutoCloseable {
 
     /** Checks that a forward of [b, t] tokens of a model shaped like {@code c} fits. */
     void checkFits(ModelConfig c, ScalarType modelDtype, long b, long t) {
+        checkShape(c, modelDtype, b);
+        if (length + t > capacity) {
+            throw new IllegalArgumentException("KV cache is full: " + length + " + " + t + " tokens exceed its capacity "
+                    + capacity);
+        }
+    }
+
+    /** Checks that this cache is of a model shaped like {@code c} and holds {@code b} rows. */
+    void checkShape(ModelConfig c, ScalarType modelDtype, long b) {
         if (keys.length != c.numLayers() || kvHeads != c.numKvHeads() || headDim != c.headDim() || dtype != modelDtype) {
             throw new IllegalArgumentException("KV cache (" + keys.length + " layers, " + kvHeads + " kv heads, head_dim "
                     + headDim + ", " + dtype + ") does not fit the model (" + c.numLayers() + ", " + c.numKvHeads() + ", "
                     + c.headDim() + ", " + modelDtype + ")");
         }
         if (b != batch) throw new IllegalArgumentException("KV cache holds " + batch + " rows but input_ids has " + b);
-        if (length + t > capacity) {
-            throw new IllegalArgumentException("KV cache is full: " + length + " + " + t + " tokens exceed its capacity "
-                    + capacity);
+    }
+
+    /** Sets the slots counted as filled (0 ≤ n ≤ capacity): for an engine that wrote them itself ({@link #copyRows}). */
+    public void setLength(long n) {
+        if (n < 0 || n > capacity) throw new IllegalArgumentException("KV cache length " + n + " outside [0, " + capacity + "]");
+        length = n;
+    }
+
+    /**
+     * A cache of this one's first {@code rows} rows, sharing its memory (a view: writes go
+     * through both ways), of the same capacity and length. Closing it frees nothing of this
+     * cache's. The rollout engine steps only the rows still generating this way.
+     */
+    public KvCache firstRows(long rows) {
+        if (rows <= 0 || rows > batch) throw new IllegalArgumentException("first rows " + rows + " of a KV cache of " + batch);
+        return new KvCache(this, rows);
+    }
+
+    private KvCache(KvCache of, long rows) {
+        batch = rows;
+        capacity = of.capacity;
+        kvHeads = of.kvHeads;
+        headDim = of.headDim;
+        dtype = of.dtype;
+        length = of.length;
+        int layers = of.keys.length;
+        keysAndValues = new Tensor[layers];
+        keys = new Tensor[layers];
+        values = new Tensor[layers];
+        try (PointerScope scope = new PointerScope()) {
+            for (int l = 0; l < layers; l++) {
+                keysAndValues[l] = Scopes.retain(of.keysAndValues[l].narrow(1, 0, rows));
+                keys[l] = Scopes.retain(keysAndValues[l].select(0, 0));
+                values[l] = Scopes.retain(keysAndValues[l].select(0, 1));
+            }
+        }
+    }
+
+    /**
+     * Copies slots [srcFrom, srcFrom + len) of rows {@code srcRows} of {@code src} (the same
+     * cache allowed; a row may repeat) to slots [dstFrom, dstFrom + len) of rows {@code dstRows}
+     * of this cache, every layer's keys and values, two LibTorch calls a layer (the source rows
+     * are gathered first, so source and destination may overlap when they are different rows).
+     */
+    public void copyRows(KvCache src, long[] srcRows, long srcFrom, long len, long[] dstRows, long dstFrom) {
+        if (srcRows.length != dstRows.length) {
+            throw new IllegalArgumentException(srcRows.length + " source rows but " + dstRows.length + " destination rows");
+        }
+        if (src.keys.length != keys.length || src.kvHeads != kvHeads || src.headDim != headDim || src.dtype != dtype) {
+            throw new IllegalArgumentException("copyRows between KV caches of different models");
+        }
+        if (len < 0 || srcFrom < 0 || dstFrom < 0 || srcFrom + len > src.capacity || dstFrom + len > capacity) {
+            throw new IllegalArgumentException("copyRows: slots [" + srcFrom + ", " + (srcFrom + len) + ") of " + src.capacity
+                    + " to [" + dstFrom + ", " + (dstFrom + len) + ") of " + capacity);
+        }
+        for (long r : srcRows) if (r < 0 || r >= src.batch) throw new IllegalArgumentException("source row " + r + " of " + src.batch);
+        for (long r : dstRows) if (r < 0 || r >= batch) throw new IllegalArgumentException("destination row " + r + " of " + batch);
+        if (srcRows.length == 0 || len == 0) return;
+        try (PointerScope scope = new PointerScope()) {
+            Tensor from = Tensors.longs(srcRows, srcRows.length), to = Tensors.longs(dstRows, dstRows.length);
+            Device dev = keysAndValues[0].device();
+            if (!dev.is_cpu()) {
+                from = from.to(dev, ScalarType.Long);
+                to = to.to(dev, ScalarType.Long);
+            }
+            for (int l = 0; l < keys.length; l++) {
+                Tensor part = src.keysAndValues[l].narrow(3, srcFrom, len).index_select(1, from);
+                keysAndValues[l].narrow(3, dstFrom, len).index_copy_(1, to, part);
+            }
         }
     }
 

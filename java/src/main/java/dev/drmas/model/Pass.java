@@ -12,8 +12,14 @@ final class Pass {
     final boolean decoding;
     /** A decoding step of one row: hidden states are flat [hidden] vectors. */
     final boolean oneRow;
-    /** Rows, new tokens per row (1 in a decoding step), and slots already in the cache. */
+    /**
+     * Rows, new tokens per row (1 in a decoding step), and the first slot the new keys and values
+     * go to (the slots already in the cache, unless one token is written elsewhere: {@link
+     * CausalLm#forwardAt}).
+     */
     final long batch, tokens, past;
+    /** Key slots a query may read, [0, slots): past + tokens, or the whole mask for a write at a given slot. */
+    private final long slots;
     final Rope.Angles angles;
     /**
      * Which key slots each query attends to. General pass: bool [B, 1, T, past + T] ([B, 1, 1,
@@ -30,13 +36,14 @@ final class Pass {
     /** Decoding step: where the projections go (views of the scratch buffers); null in a general pass. */
     final Tensor qOut, kOut, vOut, gateOut, upOut;
 
-    private Pass(boolean decoding, long batch, long tokens, long past, Rope.Angles angles, Tensor mask, KvCache cache,
+    private Pass(boolean decoding, long batch, long tokens, long past, long slots, Rope.Angles angles, Tensor mask, KvCache cache,
                  DecodeStep.Scratch sc) {
         this.decoding = decoding;
         this.oneRow = decoding && sc.rows == 1;
         this.batch = batch;
         this.tokens = tokens;
         this.past = past;
+        this.slots = slots;
         this.angles = angles;
         this.mask = mask;
         this.maskOpt = oneRow ? null : new TensorOptional(mask);
@@ -51,16 +58,21 @@ final class Pass {
 
     /** A forward of [batch, tokens] new tokens after {@code past} cached slots (cache null: none). */
     static Pass general(long batch, long tokens, long past, Rope.Angles angles, Tensor attend, KvCache cache) {
-        return new Pass(false, batch, tokens, past, angles, attend, cache, null);
+        return general(batch, tokens, past, past + tokens, angles, attend, cache);
     }
 
-    /** A CPU decoding step of {@code sc.rows} rows whose new keys and values go to slot {@code past}. */
-    static Pass decoding(DecodeStep.Scratch sc, long past, Rope.Angles angles, Tensor bias) {
-        return new Pass(true, sc.rows, 1, past, angles, bias, null, sc);
+    /** As above, the queries reading key slots [0, slots) (one token written at slot past < slots). */
+    static Pass general(long batch, long tokens, long past, long slots, Rope.Angles angles, Tensor attend, KvCache cache) {
+        return new Pass(false, batch, tokens, past, slots, angles, attend, cache, null);
     }
 
-    /** Key slots a query may read: the cached ones and the new tokens. */
+    /** A CPU decoding step of {@code sc.rows} rows whose new keys and values go to slot {@code past} < slots. */
+    static Pass decoding(DecodeStep.Scratch sc, long past, long slots, Rope.Angles angles, Tensor bias) {
+        return new Pass(true, sc.rows, 1, past, slots, angles, bias, null, sc);
+    }
+
+    /** Key slots a query may read: [0, slots()), the cached ones and the new tokens. */
     long slots() {
-        return past + tokens;
+        return slots;
     }
 }

@@ -1,8 +1,9 @@
-// Generator.java — the in-process rollout engine: a batch of prompts of different lengths is
-// left-padded, prefilled in one forward, then decoded one token per step from a KV cache
-// allocated once for the batch; each request stops at a stop token, a stop string or its token
-// budget. Every step's native memory is released before the next (PointerScope). With a token
-// budget (rollout.max_batch_tokens) the requests are split into as many batches as it needs.
+// Generator.java — the in-process rollout engine: a call's requests decoded one token per step
+// from a KV cache allocated once; each request stops at a stop token, a stop string or its token
+// budget. Continuous batching (ContinuousEngine, the default) or static batches (here: left-padded,
+// prefilled in one forward, decoded until the last row stops; with a token budget,
+// rollout.max_batch_tokens, as many batches as it needs). Every step's native memory is released
+// before the next (PointerScope).
 package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
@@ -18,7 +19,7 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
- * Batched generation with one model. Padding is on the left, so the next token of every row
+ * Batched generation with one model. The static engine: padding is on the left, so the next token of every row
  * goes into the same cache slot; position ids count real tokens only, so a request's logits do
  * not depend on the padding (up to floating-point summation order). Rows that have stopped keep
  * being computed until the whole batch stops (their outputs are ignored): simple, and on a GPU
@@ -31,15 +32,40 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * like length share a batch and little of the budget goes to padding.
  */
 public final class Generator {
+    /**
+     * How a call's requests are batched. STATIC: batches of the budget's rows, each prefilled
+     * together and decoded until its last row stops (rows that stopped keep being computed).
+     * CONTINUOUS (the default): one batch whose rows take the next waiting request as they
+     * finish, shared prompt prefixes prefilled once, and the rows still generating compacted
+     * once nothing waits ({@link ContinuousEngine}). Both give the same tokens for the same seeds.
+     * Without a KV cache (GenerationConfig.useCache false) every call runs STATIC.
+     */
+    public enum Engine {
+        STATIC, CONTINUOUS;
+
+    }
+
     private final CausalLm model;
     private final long maxBatchTokens;
+    private final Engine engine;
     private volatile List<Batch> lastBatches = List.of();
+    private volatile Stats lastStats;
 
     /** A batch as allocated: {@code rows} × {@code capacity} token slots (KV cache and id arrays). */
     public record Batch(int rows, int capacity) {
         public long slots() {
             return (long) rows * capacity;
         }
+    }
+
+    /**
+     * What the continuous engine did in a call: the prompts' tokens, the tokens it prefilled
+     * (fewer where prompts or their prefixes were shared), its prefill forwards, the groups of
+     * requests that joined (the first included), the compactions, and whether the write column
+     * went round the cache.
+     */
+    public record Stats(long promptTokens, long prefilledTokens, long prefills, int admissions, int compactions,
+                        boolean wrapped) {
     }
 
     /** Every call generates its requests in one batch. */
@@ -52,13 +78,29 @@ public final class Generator {
      *                       batch; 0 = no bound (one batch per call)
      */
     public Generator(CausalLm model, long maxBatchTokens) {
+        this(model, maxBatchTokens, Engine.CONTINUOUS);
+    }
+
+    /** As above, batching as {@code engine} says. */
+    public Generator(CausalLm model, long maxBatchTokens, Engine engine) {
         if (maxBatchTokens < 0) throw new IllegalArgumentException("max_batch_tokens must be >= 0 (0 = no bound), got " + maxBatchTokens);
+        if (engine == null) throw new IllegalArgumentException("engine must be given");
         this.model = model;
         this.maxBatchTokens = maxBatchTokens;
+        this.engine = engine;
+    }
+
+    public Engine engine() {
+        return engine;
     }
 
     public long maxBatchTokens() {
         return maxBatchTokens;
+    }
+
+    /** The continuous engine's account of the latest call (null if it ran the static engine). */
+    public Stats lastStats() {
+        return lastStats;
     }
 
     /** The batches of the latest {@link #generate} call, in the order they ran. */
@@ -94,7 +136,13 @@ public final class Generator {
         }
         List<Batch> shapes = new ArrayList<>();
         List<Completion> out;
-        if (maxBatchTokens == 0) {
+        lastStats = null;
+        if (engine == Engine.CONTINUOUS && cfg.useCache()) {
+            ContinuousEngine e = new ContinuousEngine(model, requests, cfg, maxBatchTokens);
+            shapes.add(e.shape());
+            out = e.run();
+            lastStats = e.stats();
+        } else if (maxBatchTokens == 0) {
             out = generateBatch(requests, null, cfg, shapes);
         } else {
             Completion[] done = new Completion[b];
@@ -203,7 +251,7 @@ public final class Generator {
                                         + (index == null ? r : index[r]) + " at generated token " + row.n + "; its weights or activations are not finite");
                             }
                             row.add(tok, draw.logprobs()[r]);
-                            row.reason = stopReason(row, tok, cfg);
+                            row.reason = stopReason(row.tokens, row.n, tok, cfg);
                             if (row.reason != null) active--;
                         }
                         // every row gets a slot, so the batch stays rectangular
@@ -235,15 +283,16 @@ public final class Generator {
         return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);  // a decoding step makes three
     }
 
-    private static Completion.FinishReason stopReason(Row row, int tok, GenerationConfig cfg) {
+    /** Why a request whose first {@code n} tokens are {@code tokens} (the last is {@code tok}) stops there, or null. */
+    static Completion.FinishReason stopReason(int[] tokens, int n, int tok, GenerationConfig cfg) {
         if (cfg.stopTokenIds().contains(tok)) return Completion.FinishReason.STOP_TOKEN;
         if (!cfg.stopStrings().isEmpty()) {
-            String text = cfg.decoder().apply(Arrays.copyOf(row.tokens, row.n));
+            String text = cfg.decoder().apply(Arrays.copyOf(tokens, n));
             for (String s : cfg.stopStrings()) {
                 if (text.contains(s)) return Completion.FinishReason.STOP_STRING;
             }
         }
-        if (row.n == cfg.maxNewTokens()) return Completion.FinishReason.LENGTH;
+        if (n == cfg.maxNewTokens()) return Completion.FinishReason.LENGTH;
         return null;
     }
 

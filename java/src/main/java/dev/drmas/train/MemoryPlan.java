@@ -7,6 +7,8 @@
 // measures on the CPU (MemoryPlanCheckTest); each formula's derivation is in its comment.
 package dev.drmas.train;
 
+import dev.drmas.rollout.Generator;
+
 import dev.drmas.algo.FusedLmHead;
 import dev.drmas.config.ModelSpec;
 import dev.drmas.config.RunConfig;
@@ -61,11 +63,15 @@ public final class MemoryPlan {
     /**
      * One batch of generation: {@code rows} requests prefilled at {@code promptTokens} each, with
      * a KV cache of {@code capacity} slots per row; {@code prefill} is the prefill's forward at its
-     * peak, {@code logits} the last position's logits with the sampler's work.
+     * peak, {@code logits} the last position's logits with the sampler's work; {@code
+     * prefillCache} the continuous engine's cache of the prompts being prefilled (held beside the
+     * batch's until they are copied into it; at most rows × prompt slots, when no two prompts are
+     * the same; 0 for the static engine, which prefills into the batch's cache).
      */
-    public record Generation(int rows, int promptTokens, int capacity, long kvCache, long prefill, long logits) {
+    public record Generation(int rows, int promptTokens, int capacity, long kvCache, long prefill, long logits,
+                             long prefillCache) {
         public long added() {
-            return kvCache + Math.max(prefill, logits);
+            return kvCache + prefillCache + Math.max(prefill, logits);
         }
     }
 
@@ -262,7 +268,7 @@ public final class MemoryPlan {
         }
         if (rc.maxBatchTokens() > 0) rows = Math.min(rows, rc.maxBatchTokens() / row);
         boolean filters = rc.topK() > 0 || rc.topP() < 1;
-        Generation gen = generation(c, b, (int) rows, prompt, fresh, filters);
+        Generation gen = generation(c, b, (int) rows, prompt, fresh, filters, rc.engine() == Generator.Engine.CONTINUOUS);
 
         boolean div = rc.temperature() != 1.0;
         MicroBatch mb = microBatch(pc.microBatchSize(), pc.maxTokensPerMicroBatch(), prompt, fresh);
@@ -546,18 +552,20 @@ public final class MemoryPlan {
 
     /**
      * One generation batch (Generator): the KV cache, [2, rows, kv_heads, capacity, head_dim] per
-     * layer in the dtype, made before the prefill and held to the end; the prefill, a forward of
+     * layer in the dtype, made before the prefill and held to the end (the continuous engine's
+     * prefill cache of rows × prompt slots beside it); the prefill, a forward of
      * rows × prompt tokens without autograd; then the last position's logits [rows, V] (in the
      * dtype, then float32) and the sampler's float32 and float64 copies of them (division by the
      * temperature, softmax, its float64 cumulative sum: 28 bytes a logit; top-k/top-p add a sort).
      */
-    static Generation generation(ModelConfig c, int b, int rows, int prompt, int fresh, boolean filters) {
+    static Generation generation(ModelConfig c, int b, int rows, int prompt, int fresh, boolean filters, boolean continuous) {
         long cap = (long) prompt + fresh;
-        long kv = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * b * rows * cap;
+        long slot = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * b;
+        long kv = slot * rows * cap;
         MicroBatch pre = new MicroBatch(rows, (long) rows * prompt, prompt, 0);
         long prefill = inferencePeak(c, b, pre, false);
         long logits = (long) rows * prompt * c.hiddenSize() * b + (long) rows * c.vocabSize() * (b + 4 + 28 + (filters ? 24 : 0));
-        return new Generation(rows, prompt, (int) cap, kv, prefill, logits);
+        return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * rows * prompt : 0);
     }
 
     // ------------------------------------------------------------------ advice

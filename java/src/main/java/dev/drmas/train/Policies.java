@@ -90,7 +90,7 @@ final class Policies implements AutoCloseable {
                 ps.notes.addAll(precisionNotes(id, spec, device));
                 CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;
                 ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok),
-                        new Generator(model, cfg.rollout().maxBatchTokens()),
+                        new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine()),
                         optim, o.gradClip(), ref));
             }
         } catch (RuntimeException e) {

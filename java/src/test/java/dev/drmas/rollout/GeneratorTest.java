@@ -146,7 +146,7 @@ class GeneratorTest {
                     && want.stream().anyMatch(c -> c.finishReason() == Completion.FinishReason.LENGTH), "some rows stop early, some do not");
             // 40 slots: two rows of the 9-token prompts (2 × 17), then rows of 6 + 8, ...
             final long budget = 40;
-            Generator bounded = new Generator(m, budget);
+            Generator bounded = new Generator(m, budget, Generator.Engine.STATIC);
             List<Completion> got = bounded.generate(reqs, cfg);
             List<Generator.Batch> batches = bounded.lastBatches();
             assertTrue(batches.size() >= 3, "batches: " + batches);
@@ -164,8 +164,16 @@ class GeneratorTest {
                     assertEquals(want.get(r).logprobs()[j], got.get(r).logprobs()[j], 1e-5, "request " + r + " token " + j);
                 }
             }
+            // continuous batching: one cache of the budget's two rows, the others join as rows finish
+            Generator continuous = new Generator(m, budget, Generator.Engine.CONTINUOUS);
+            List<Completion> joined = continuous.generate(reqs, cfg);
+            assertEquals(path == DecodePath.RECOMPUTE ? batches : List.of(new Generator.Batch(2, 17)), continuous.lastBatches());
+            for (int r = 0; r < want.size(); r++) {
+                assertArrayEquals(want.get(r).tokens(), joined.get(r).tokens(), "continuous: request " + r);
+                assertEquals(want.get(r).finishReason(), joined.get(r).finishReason(), "continuous: request " + r);
+            }
             // a budget that holds everything runs one batch
-            Generator roomy = new Generator(m, 7 * 17);
+            Generator roomy = new Generator(m, 7 * 17, Generator.Engine.STATIC);
             List<Completion> one = roomy.generate(reqs, cfg);
             assertEquals(List.of(new Generator.Batch(7, 17)), roomy.lastBatches());
             for (int r = 0; r < want.size(); r++) assertArrayEquals(want.get(r).tokens(), one.get(r).tokens(), "request " + r);

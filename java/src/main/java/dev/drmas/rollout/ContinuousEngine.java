@@ -1,0 +1,395 @@
+// ContinuousEngine.java — the rollout engine's continuous batching (Generator.Engine.CONTINUOUS):
+// one KV cache per generate call, of the static engine's first-batch shape; requests join rows as
+// earlier ones finish (within the token budget), each group of new requests prefilled with shared
+// prompt prefixes computed once; once nothing waits, the rows still generating are moved to the
+// front and only they are stepped. Same tokens as the static engine for the same seeds.
+package dev.drmas.rollout;
+
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.KvCache;
+import dev.drmas.model.Tensors;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.InferenceMode;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+
+/**
+ * The layout: the cache has R rows of C = longest prompt + max new tokens slots. All rows write
+ * their next token's keys and values into the same column, which advances by one each step and
+ * wraps around at C: a row's tokens are a ring segment of its row, at most C − 1 slots long, so it
+ * never overwrites itself. A query does not care where its keys lie (positions were applied when
+ * they were written, and the mask says which slots are its row's), so a request can join any free
+ * row at any step: its prompt goes into the slots just before the current column. This is what
+ * paged attention does with pages, with one page a row; it needs no attention kernel of its own.
+ * <p>
+ * Prefill of the requests that join together: identical prompts (a task's N rollouts) once, and
+ * when the distinct prompts share a prefix of at least {@link #MIN_SHARED_PREFIX} tokens (the
+ * workflows' system prompts and instructions) that prefix once, in a cache of its own; the keys
+ * and values are then copied into the rows. Draws are keyed by (seed, stream, token index), as
+ * in the static engine, so the tokens are the same up to floating-point summation order (the
+ * products' shapes differ).
+ */
+final class ContinuousEngine {
+    /** The shortest common prefix of distinct prompts that is prefilled once (shorter: not worth a forward). */
+    static final int MIN_SHARED_PREFIX = 16;
+
+    private final CausalLm model;
+    private final List<Request> requests;
+    private final GenerationConfig cfg;
+    private final int capacity, rows, maxNew;
+    private final Integer[] order;            // admission order: longest prompt first, ties in request order
+    private int next;                         // the first request of `order` not admitted yet
+    private final Completion[] done;
+
+    // per row of the cache
+    private final int[] req;                  // request index, or -1 for a free row
+    private final Row[] out;
+    private final long[] pos, pending;        // position id and id of the token to feed next
+    private final long[] valid;               // [rows × capacity]: slots holding the row's tokens
+    private int live;
+    private long column;                      // columns written so far: the next token goes to slot column % capacity
+    private boolean wrapped;                  // the column has gone round: every slot may be in use
+
+    // the call's account (Generator.Stats)
+    private long prefills, prefillTokens, promptTokens;
+    private int admissions, compactions;
+
+    ContinuousEngine(CausalLm model, List<Request> requests, GenerationConfig cfg, long maxBatchTokens) {
+        this.model = model;
+        this.requests = requests;
+        this.cfg = cfg;
+        int n = requests.size();
+        int longest = 0;
+        for (Request r : requests) longest = Math.max(longest, r.promptIds().length);
+        maxNew = cfg.maxNewTokens();
+        long cap = (long) longest + maxNew;
+        long r = maxBatchTokens == 0 ? n : Math.min(n, maxBatchTokens / cap);
+        if (r * cap > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException(r + (maxBatchTokens == 0 ? " requests" : " rows") + " × (longest prompt " + longest + " + max new tokens " + maxNew + ") = "
+                    + r * cap + " token slots, more than one batch can hold (" + (Integer.MAX_VALUE - 8) + ")");
+        }
+        capacity = (int) cap;
+        rows = (int) r;
+        order = new Integer[n];
+        for (int i = 0; i < n; i++) order[i] = i;
+        Arrays.sort(order, Comparator.comparingInt((Integer i) -> -requests.get(i).promptIds().length));  // stable
+        done = new Completion[n];
+        req = new int[rows];
+        Arrays.fill(req, -1);
+        out = new Row[rows];
+        pos = new long[rows];
+        pending = new long[rows];
+        valid = new long[rows * capacity];
+    }
+
+    Generator.Batch shape() {
+        return new Generator.Batch(rows, capacity);
+    }
+
+    Generator.Stats stats() {
+        return new Generator.Stats(promptTokens, prefillTokens, prefills, admissions, compactions, wrapped);
+    }
+
+    List<Completion> run() {
+        try (PointerScope guardScope = new PointerScope(); InferenceMode inference = new InferenceMode();
+             KvCache cache = model.newCache(rows, capacity)) {
+            KvCache view = cache;  // the rows stepped: all of them, or the first ones once compacted
+            try {
+                while (true) {
+                    int free = rows - live;
+                    if (next < order.length && (live == 0 || free >= Math.max(1, rows / 8))) {
+                        admit(cache);
+                        continue;
+                    }
+                    if (live == 0) break;
+                    if (next == order.length && live <= view.batchSize() * 3 / 4) {
+                        // nothing waits: the rows still generating move to the front, and only they are stepped
+                        compact(cache, (int) view.batchSize());
+                        compactions++;
+                        if (view != cache) view.close();
+                        view = cache.firstRows(live);
+                    }
+                    step(view);
+                }
+            } finally {
+                if (view != cache) view.close();
+            }
+        }
+        return Arrays.asList(done);
+    }
+
+    /** Requests into the free rows, as many as there are (all when nothing is generating), prefilled together. */
+    private void admit(KvCache cache) {
+        int k = Math.min(rows - live, order.length - next);
+        admissions++;
+        int[] who = new int[k];
+        for (int i = 0; i < k; i++) who[i] = order[next + i];
+        next += k;
+        try (PointerScope scope = new PointerScope()) {
+            Prefill pf = prefill(who);
+            try {
+                place(cache, pf, who);
+            } finally {
+                pf.cache.close();
+            }
+        }
+    }
+
+    /** The prefilled group {@code who} into the free rows, in row order, and its first tokens drawn. */
+    private void place(KvCache cache, Prefill pf, int[] who) {
+        int k = who.length;
+        List<Integer> freeRows = new ArrayList<>();
+        for (int r = 0; r < rows && freeRows.size() < k; r++) if (req[r] < 0) freeRows.add(r);
+        {
+            long span = pf.cache.capacity();
+            if (live == 0) {
+                // an empty batch starts afresh: its prompts end at the column
+                Arrays.fill(valid, 0);
+                column = span;
+                wrapped = false;
+            }
+            // the prefilled slots go just before the column: one piece, or two where they wrap
+            long start = Math.floorMod(column - span, (long) capacity);
+            long first = Math.min(span, capacity - start);
+            long[] dst = new long[k];
+            for (int i = 0; i < k; i++) dst[i] = freeRows.get(i);
+            cache.copyRows(pf.cache, pf.distinctOf, 0, first, dst, start);
+            if (first < span) cache.copyRows(pf.cache, pf.distinctOf, first, span - first, dst, 0);
+            Tensor last = pf.logits.index_select(0, onDevice(pf.distinctOf, k, -1).view(-1));
+            Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, new int[k]));
+            for (int i = 0; i < k; i++) {
+                int r = (int) dst[i], d = (int) pf.distinctOf[i];
+                Arrays.fill(valid, r * capacity, (r + 1) * capacity, 0);
+                for (int j = 0; j < span; j++) {
+                    valid[(int) (r * (long) capacity + Math.floorMod(start + j, (long) capacity))] = pf.mask[(int) (d * span + j)];
+                }
+                req[r] = who[i];
+                out[r] = new Row(maxNew);
+                pos[r] = requests.get(who[i]).promptIds().length;
+                live++;
+                accept(r, draw, i);
+            }
+        }
+    }
+
+    /** One token for every row of {@code view}: fed at the column's slot, the next one drawn. */
+    private void step(KvCache view) {
+        int k = (int) view.batchSize();
+        int slot = (int) (column % capacity);
+        int slots = wrapped ? capacity : slot + 1;
+        try (PointerScope scope = new PointerScope()) {
+            long[] ids = new long[k], at = new long[k], mask = new long[k * slots];
+            for (int r = 0; r < k; r++) {
+                if (req[r] < 0) continue;  // a free row computes on zeros; its output is not read
+                ids[r] = pending[r];
+                at[r] = pos[r];
+                valid[r * capacity + slot] = 1;
+                System.arraycopy(valid, r * capacity, mask, r * slots, slots);
+            }
+            Tensor logits = model.forwardAt(onDevice(ids, k, 1), onDevice(at, k, 1), onDevice(mask, k, slots), view, slot);
+            Tensor last = logits.select(1, 0);
+            if (cfg.vocabLimit() > 0 && cfg.vocabLimit() < last.size(1)) last = last.narrow(1, 0, cfg.vocabLimit());
+            int[] index = new int[k];
+            int[] who = new int[k];
+            for (int r = 0; r < k; r++) {
+                who[r] = req[r];
+                index[r] = req[r] < 0 ? 0 : out[r].n;
+            }
+            Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, index));
+            column++;
+            if (column % capacity == 0) wrapped = true;
+            for (int r = 0; r < k; r++) {
+                if (req[r] < 0) continue;
+                pos[r]++;
+                accept(r, draw, r);
+            }
+        }
+    }
+
+    /** Row r's token from draw row i: kept, and the row finishes if it stops there. */
+    private void accept(int r, Sampler.Draw draw, int i) {
+        Row row = out[r];
+        if (Float.isNaN(draw.logprobs()[i])) {
+            throw new IllegalStateException("the model produced non-finite logits (NaN or infinity) for request " + req[r]
+                    + " at generated token " + row.n + "; its weights or activations are not finite");
+        }
+        int tok = (int) draw.tokens()[i];
+        row.add(tok, draw.logprobs()[i]);
+        Completion.FinishReason reason = Generator.stopReason(row.tokens, row.n, tok, cfg);
+        if (reason == null) {
+            pending[r] = tok;
+            return;
+        }
+        done[req[r]] = new Completion(Arrays.copyOf(row.tokens, row.n), Arrays.copyOf(row.logprobs, row.n), reason);
+        req[r] = -1;
+        out[r] = null;
+        Arrays.fill(valid, r * capacity, (r + 1) * capacity, 0);
+        live--;
+    }
+
+    /** Rows of [0, k) still generating move into the free rows below {@code live}, keys, values and state. */
+    private void compact(KvCache cache, int k) {
+        List<Long> from = new ArrayList<>(), to = new ArrayList<>();
+        int hole = 0;
+        for (int r = live; r < k; r++) {
+            if (req[r] < 0) continue;
+            while (req[hole] >= 0) hole++;
+            from.add((long) r);
+            to.add((long) hole);
+            moveState(r, hole);
+            hole++;
+        }
+        int slots = wrapped ? capacity : (int) (column % capacity);
+        cache.copyRows(cache, from.stream().mapToLong(Long::longValue).toArray(), 0, slots,
+                to.stream().mapToLong(Long::longValue).toArray(), 0);
+    }
+
+    private void moveState(int from, int to) {
+        req[to] = req[from];
+        out[to] = out[from];
+        pos[to] = pos[from];
+        pending[to] = pending[from];
+        System.arraycopy(valid, from * capacity, valid, to * capacity, capacity);
+        req[from] = -1;
+        out[from] = null;
+        Arrays.fill(valid, from * capacity, (from + 1) * capacity, 0);
+    }
+
+    /** The prefilled prompts of a group joining: a cache of their distinct prompts, its masks and last logits. */
+    private record Prefill(KvCache cache, long[] mask, long[] distinctOf, Tensor logits) {
+    }
+
+    /**
+     * Prefills the prompts of requests {@code who}: each distinct prompt once, and a prefix that all
+     * distinct prompts share (≥ MIN_SHARED_PREFIX tokens, short of the shortest) once, broadcast to
+     * their rows before their suffixes are prefilled. Row d of the cache holds distinct prompt d as
+     * [shared prefix | padding | suffix], its slots marked in {@code mask} [D × span].
+     */
+    private Prefill prefill(int[] who) {
+        Map<IntsKey, Integer> index = new HashMap<>();
+        List<int[]> distinct = new ArrayList<>();
+        long[] distinctOf = new long[who.length];
+        for (int i = 0; i < who.length; i++) {
+            int[] p = requests.get(who[i]).promptIds();
+            promptTokens += p.length;
+            Integer d = index.putIfAbsent(new IntsKey(p), distinct.size());
+            if (d == null) {
+                d = distinct.size();
+                distinct.add(p);
+            }
+            distinctOf[i] = d;
+        }
+        int dn = distinct.size();
+        int shortest = Integer.MAX_VALUE, lcp = Integer.MAX_VALUE;
+        for (int[] p : distinct) {
+            shortest = Math.min(shortest, p.length);
+            lcp = Math.min(lcp, commonPrefix(distinct.get(0), p));
+        }
+        int shared = dn >= 2 && lcp >= MIN_SHARED_PREFIX ? Math.min(lcp, shortest - 1) : 0;
+        int suffix = 0;
+        for (int[] p : distinct) suffix = Math.max(suffix, p.length - shared);
+        int span = shared + suffix;
+        KvCache c = model.newCache(dn, span);
+        try {
+            if (shared > 0) {
+                try (KvCache prefix = model.newCache(1, shared)) {
+                    long[] ids = new long[shared], at = new long[shared], ones = new long[shared];
+                    for (int j = 0; j < shared; j++) {
+                        ids[j] = distinct.get(0)[j];
+                        at[j] = j;
+                        ones[j] = 1;
+                    }
+                    model.hidden(onDevice(ids, 1, shared), onDevice(at, 1, shared), onDevice(ones, 1, shared), prefix);
+                    c.copyRows(prefix, new long[dn], 0, shared, iota(dn), 0);
+                    c.setLength(shared);
+                }
+                prefills++;
+                prefillTokens += shared;
+            }
+            long[] ids = new long[dn * suffix], at = new long[dn * suffix], mask = new long[dn * span];
+            for (int d = 0; d < dn; d++) {
+                int[] p = distinct.get(d);
+                int pad = suffix - (p.length - shared);
+                for (int j = 0; j < shared; j++) mask[d * span + j] = 1;
+                for (int j = shared; j < p.length; j++) {
+                    int col = pad + j - shared;
+                    ids[d * suffix + col] = p[j];
+                    at[d * suffix + col] = j;
+                    mask[d * span + shared + col] = 1;
+                }
+                for (int col = 0; col < pad; col++) at[d * suffix + col] = 1;  // padding: never read
+                prefillTokens += p.length - shared;
+            }
+            prefills++;
+            Tensor h = model.hidden(onDevice(ids, dn, suffix), onDevice(at, dn, suffix), onDevice(mask, dn, span), c);
+            Tensor logits = model.logits(h.narrow(1, suffix - 1, 1)).select(1, 0);
+            if (cfg.vocabLimit() > 0 && cfg.vocabLimit() < logits.size(1)) logits = logits.narrow(1, 0, cfg.vocabLimit());
+            return new Prefill(c, mask, distinctOf, logits);
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
+    }
+
+    private double[] uniforms(int[] who, int[] tokenIndex) {
+        double[] u = new double[who.length];
+        for (int i = 0; i < who.length; i++) {
+            u[i] = who[i] < 0 ? 0.5 : Sampler.uniform(cfg.seed(), requests.get(who[i]).stream(), tokenIndex[i]);
+        }
+        return u;
+    }
+
+    private Tensor onDevice(long[] a, int rowsOf, int cols) {
+        Tensor t = cols < 0 ? Tensors.longs(a, a.length) : Tensors.longs(a, rowsOf, cols);
+        return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);
+    }
+
+    private static long[] iota(int n) {
+        long[] a = new long[n];
+        for (int i = 0; i < n; i++) a[i] = i;
+        return a;
+    }
+
+    private static int commonPrefix(int[] a, int[] b) {
+        int n = Math.min(a.length, b.length), i = 0;
+        while (i < n && a[i] == b[i]) i++;
+        return i;
+    }
+
+    /** An int[] as a map key by content. */
+    private record IntsKey(int[] a) {
+        @Override
+        public boolean equals(Object o) {
+            return o instanceof IntsKey k && Arrays.equals(a, k.a);
+        }
+
+        @Override
+        public int hashCode() {
+            return Arrays.hashCode(a);
+        }
+    }
+
+    /** One request's output so far. */
+    private static final class Row {
+        final int[] tokens;
+        final float[] logprobs;
+        int n;
+
+        Row(int budget) {
+            tokens = new int[budget];
+            logprobs = new float[budget];
+        }
+
+        void add(int tok, float lp) {
+            tokens[n] = tok;
+            logprobs[n] = lp;
+            n++;
+        }
+    }
+}
