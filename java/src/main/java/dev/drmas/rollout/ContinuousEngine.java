@@ -127,12 +127,16 @@ final class ContinuousEngine {
     /** Requests into the free rows, as many as there are (all when nothing is generating), prefilled together. */
     private void admit(KvCache cache) {
         int k = Math.min(rows - live, order.length - next);
+        // beside a running batch the group is prefilled in a cache of its own: at most a quarter
+        // of the rows at a time bounds that cache (MemoryPlan counts it); an empty batch is
+        // prefilled in place
+        if (live > 0) k = Math.min(k, Math.max(1, rows / 4));
         admissions++;
         int[] who = new int[k];
         for (int i = 0; i < k; i++) who[i] = order[next + i];
         next += k;
         try (PointerScope scope = new PointerScope()) {
-            Prefill pf = prefill(who);
+            Prefill pf = prefill(who, live == 0 ? cache : null);
             try {
                 place(cache, pf, who);
             } finally {
@@ -147,20 +151,40 @@ final class ContinuousEngine {
         List<Integer> freeRows = new ArrayList<>();
         for (int r = 0; r < rows && freeRows.size() < k; r++) if (req[r] < 0) freeRows.add(r);
         {
-            long span = pf.cache.capacity();
-            if (live == 0) {
-                // an empty batch starts afresh: its prompts end at the column
+            long span = pf.span;
+            long[] dst = new long[k];
+            long start;
+            if (pf.inPlace) {
+                // an empty batch starts afresh: distinct prompt d is in row d, its prompts end at the column;
+                // the other rows copy their prompt's row
                 Arrays.fill(valid, 0);
                 column = span;
                 wrapped = false;
+                start = 0;
+                boolean[] seen = new boolean[k];
+                int spare = (int) Arrays.stream(pf.distinctOf).max().orElse(-1) + 1;
+                List<Long> from = new ArrayList<>(), to = new ArrayList<>();
+                for (int i = 0; i < k; i++) {
+                    int d = (int) pf.distinctOf[i];
+                    if (!seen[d]) {
+                        seen[d] = true;
+                        dst[i] = d;
+                    } else {
+                        dst[i] = spare++;
+                        from.add((long) d);
+                        to.add(dst[i]);
+                    }
+                }
+                cache.copyRows(cache, from.stream().mapToLong(Long::longValue).toArray(), 0, span,
+                        to.stream().mapToLong(Long::longValue).toArray(), 0);
+            } else {
+                // the prefilled slots go just before the column: one piece, or two where they wrap
+                start = Math.floorMod(column - span, (long) capacity);
+                long first = Math.min(span, capacity - start);
+                for (int i = 0; i < k; i++) dst[i] = freeRows.get(i);
+                cache.copyRows(pf.cache, pf.distinctOf, 0, first, dst, start);
+                if (first < span) cache.copyRows(pf.cache, pf.distinctOf, first, span - first, dst, 0);
             }
-            // the prefilled slots go just before the column: one piece, or two where they wrap
-            long start = Math.floorMod(column - span, (long) capacity);
-            long first = Math.min(span, capacity - start);
-            long[] dst = new long[k];
-            for (int i = 0; i < k; i++) dst[i] = freeRows.get(i);
-            cache.copyRows(pf.cache, pf.distinctOf, 0, first, dst, start);
-            if (first < span) cache.copyRows(pf.cache, pf.distinctOf, first, span - first, dst, 0);
             Tensor last = pf.logits.index_select(0, onDevice(pf.distinctOf, k, -1).view(-1));
             Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, new int[k]));
             for (int i = 0; i < k; i++) {
@@ -261,17 +285,22 @@ final class ContinuousEngine {
         Arrays.fill(valid, from * capacity, (from + 1) * capacity, 0);
     }
 
-    /** The prefilled prompts of a group joining: a cache of their distinct prompts, its masks and last logits. */
-    private record Prefill(KvCache cache, long[] mask, long[] distinctOf, Tensor logits) {
+    /**
+     * The prefilled prompts of a group joining: a cache of their distinct prompts (its own, or
+     * a view of the batch's first rows when prefilled in place), {@code span} slots of each, its
+     * masks and last logits.
+     */
+    private record Prefill(KvCache cache, boolean inPlace, int span, long[] mask, long[] distinctOf, Tensor logits) {
     }
 
     /**
      * Prefills the prompts of requests {@code who}: each distinct prompt once, and a prefix that all
      * distinct prompts share (≥ MIN_SHARED_PREFIX tokens, short of the shortest) once, broadcast to
      * their rows before their suffixes are prefilled. Row d of the cache holds distinct prompt d as
-     * [shared prefix | padding | suffix], its slots marked in {@code mask} [D × span].
+     * [shared prefix | padding | suffix], its slots marked in {@code mask} [D × span]. With
+     * {@code batch} (an empty batch) the distinct prompts go into its first rows.
      */
-    private Prefill prefill(int[] who) {
+    private Prefill prefill(int[] who, KvCache batch) {
         Map<IntsKey, Integer> index = new HashMap<>();
         List<int[]> distinct = new ArrayList<>();
         long[] distinctOf = new long[who.length];
@@ -295,7 +324,8 @@ final class ContinuousEngine {
         int suffix = 0;
         for (int[] p : distinct) suffix = Math.max(suffix, p.length - shared);
         int span = shared + suffix;
-        KvCache c = model.newCache(dn, span);
+        KvCache c = batch != null ? batch.firstRows(dn) : model.newCache(dn, span);
+        c.setLength(0);
         try {
             if (shared > 0) {
                 try (KvCache prefix = model.newCache(1, shared)) {
@@ -330,7 +360,7 @@ final class ContinuousEngine {
             Tensor h = model.hidden(onDevice(ids, dn, suffix), onDevice(at, dn, suffix), onDevice(mask, dn, span), c);
             Tensor logits = model.logits(h.narrow(1, suffix - 1, 1)).select(1, 0);
             if (cfg.vocabLimit() > 0 && cfg.vocabLimit() < logits.size(1)) logits = logits.narrow(1, 0, cfg.vocabLimit());
-            return new Prefill(c, mask, distinctOf, logits);
+            return new Prefill(c, batch != null, span, mask, distinctOf, logits);
         } catch (RuntimeException e) {
             c.close();
             throw e;

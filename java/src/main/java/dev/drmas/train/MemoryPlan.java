@@ -64,9 +64,10 @@ public final class MemoryPlan {
      * One batch of generation: {@code rows} requests prefilled at {@code promptTokens} each, with
      * a KV cache of {@code capacity} slots per row; {@code prefill} is the prefill's forward at its
      * peak, {@code logits} the last position's logits with the sampler's work; {@code
-     * prefillCache} the continuous engine's cache of the prompts being prefilled (held beside the
-     * batch's until they are copied into it; at most rows × prompt slots, when no two prompts are
-     * the same; 0 for the static engine, which prefills into the batch's cache).
+     * prefillCache} the continuous engine's cache of the prompts joining a running batch (held
+     * beside the batch's until they are copied into it: at most a quarter of the rows × prompt
+     * slots, and one prompt's shared prefix; 0 for the static engine, which prefills into the
+     * batch's cache, as the continuous one does for an empty batch).
      */
     public record Generation(int rows, int promptTokens, int capacity, long kvCache, long prefill, long logits,
                              long prefillCache) {
@@ -553,7 +554,7 @@ public final class MemoryPlan {
     /**
      * One generation batch (Generator): the KV cache, [2, rows, kv_heads, capacity, head_dim] per
      * layer in the dtype, made before the prefill and held to the end (the continuous engine's
-     * prefill cache of rows × prompt slots beside it); the prefill, a forward of
+     * prefill cache of a quarter of the rows × prompt slots beside it); the prefill, a forward of
      * rows × prompt tokens without autograd; then the last position's logits [rows, V] (in the
      * dtype, then float32) and the sampler's float32 and float64 copies of them (division by the
      * temperature, softmax, its float64 cumulative sum: 28 bytes a logit; top-k/top-p add a sort).
@@ -565,7 +566,7 @@ public final class MemoryPlan {
         MicroBatch pre = new MicroBatch(rows, (long) rows * prompt, prompt, 0);
         long prefill = inferencePeak(c, b, pre, false);
         long logits = (long) rows * prompt * c.hiddenSize() * b + (long) rows * c.vocabSize() * (b + 4 + 28 + (filters ? 24 : 0));
-        return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * rows * prompt : 0);
+        return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * (Math.max(1, rows / 4) + 1) * prompt : 0);
     }
 
     // ------------------------------------------------------------------ advice

@@ -87,16 +87,27 @@ class TokenBudgetTest {
         // 4 tasks × 4 rollouts: 16 requests a turn; 400 slots hold two or three rows of the team's
         // prompts (+ 24 new tokens) a batch, so every turn runs in several batches
         Run free = run("free", 2, true);
-        Run bounded = run("bounded", 2, true, "rollout.max_batch_tokens=400");
         assertEquals(1, free.lastBatches().size(), "unbounded: one batch a turn, " + free.lastBatches());
         assertEquals(16, free.lastBatches().get(0).rows());
-        assertTrue(bounded.lastBatches().size() >= 3, "bounded: " + bounded.lastBatches());
+        // the static engine: several batches, each request in one
+        Run fixed = run("static", 2, true, "rollout.max_batch_tokens=400", "rollout.engine=static");
+        assertTrue(fixed.lastBatches().size() >= 3, "bounded: " + fixed.lastBatches());
         int rows = 0;
-        for (Generator.Batch b : bounded.lastBatches()) {
+        for (Generator.Batch b : fixed.lastBatches()) {
             assertTrue(b.slots() <= 400, "a batch of " + b + " = " + b.slots() + " KV cache slots, more than 400");
             rows += b.rows();
         }
-        assertEquals(16, rows, "every request of the turn in one batch: " + bounded.lastBatches());
+        assertEquals(16, rows, "every request of the turn in one batch: " + fixed.lastBatches());
+        // continuous batching (the default): one cache of the rows that fit, the others join as rows finish
+        Run bounded = run("bounded", 2, true, "rollout.max_batch_tokens=400");
+        assertEquals(1, bounded.lastBatches().size(), "continuous: one cache a turn, " + bounded.lastBatches());
+        Generator.Batch one = bounded.lastBatches().get(0);
+        assertTrue(one.slots() <= 400 && one.rows() < 16, "a cache of " + one + " within 400 slots, fewer rows than requests");
+        for (Run other : List.of(fixed, bounded)) compare(free, other);
+    }
+
+    /** The same tokens, metrics, weights and evaluation. */
+    static void compare(Run free, Run bounded) {
         for (int s = 0; s < 2; s++) {
             assertEquals(free.tokens().get(s).size(), bounded.tokens().get(s).size(), "rows of step " + (s + 1));
             for (int i = 0; i < free.tokens().get(s).size(); i++) {
