@@ -49,7 +49,7 @@ final class ContinuousEngine {
 
     // per row of the cache
     private final int[] req;                  // request index, or -1 for a free row
-    private final Row[] out;
+    private final Generator.Row[] out;
     private final long[] pos, pending;        // position id and id of the token to feed next
     private final long[] valid;               // [rows × capacity]: slots holding the row's tokens
     private int live;
@@ -82,7 +82,7 @@ final class ContinuousEngine {
         done = new Completion[n];
         req = new int[rows];
         Arrays.fill(req, -1);
-        out = new Row[rows];
+        out = new Generator.Row[rows];
         pos = new long[rows];
         pending = new long[rows];
         valid = new long[rows * capacity];
@@ -194,7 +194,7 @@ final class ContinuousEngine {
                     valid[(int) (r * (long) capacity + Math.floorMod(start + j, (long) capacity))] = pf.mask[(int) (d * span + j)];
                 }
                 req[r] = who[i];
-                out[r] = new Row(maxNew);
+                out[r] = new Generator.Row(maxNew);
                 pos[r] = requests.get(who[i]).promptIds().length;
                 live++;
                 accept(r, draw, i);
@@ -238,7 +238,7 @@ final class ContinuousEngine {
 
     /** Row r's token from draw row i: kept, and the row finishes if it stops there. */
     private void accept(int r, Sampler.Draw draw, int i) {
-        Row row = out[r];
+        Generator.Row row = out[r];
         if (Float.isNaN(draw.logprobs()[i])) {
             throw new IllegalStateException("the model produced non-finite logits (NaN or infinity) for request " + req[r]
                     + " at generated token " + row.n + "; its weights or activations are not finite");
@@ -402,24 +402,6 @@ final class ContinuousEngine {
         @Override
         public int hashCode() {
             return Arrays.hashCode(a);
-        }
-    }
-
-    /** One request's output so far. */
-    private static final class Row {
-        final int[] tokens;
-        final float[] logprobs;
-        int n;
-
-        Row(int budget) {
-            tokens = new int[budget];
-            logprobs = new float[budget];
-        }
-
-        void add(int tok, float lp) {
-            tokens[n] = tok;
-            logprobs[n] = lp;
-            n++;
         }
     }
 }

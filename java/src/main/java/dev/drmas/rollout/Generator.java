@@ -296,8 +296,8 @@ public final class Generator {
         return null;
     }
 
-    /** One request's output so far; reason is set once it stops. */
-    private static final class Row {
+    /** One request's output so far; reason is set once it stops (the static engine's; the continuous one's too). */
+    static final class Row {
         final int[] tokens;
         final float[] logprobs;
         int n;
