@@ -97,6 +97,13 @@ final class BenchSupport {
 
     // ------------------------------------------------------------------ table cells (BenchReport, GpuBench)
 
+    /** The median of {@code v} (the mean of the middle two for an even count); {@code v} is left as it is. */
+    static double median(double[] v) {
+        double[] s = v.clone();
+        java.util.Arrays.sort(s);
+        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+    }
+
     static String human(long n) {
         if (n % (1L << 20) == 0) return (n >> 20) + "M";
         if (n % (1L << 10) == 0) return (n >> 10) + "K";

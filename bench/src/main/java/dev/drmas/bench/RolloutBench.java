@@ -27,9 +27,7 @@ public final class RolloutBench {
     /** One config's figures: per engine and step, rollout seconds, generated tokens, mean reward. */
     record Result(String config, double[][] seconds, long[][] tokens, double[][] reward) {
         double median(int engine) {
-            double[] s = seconds[engine].clone();
-            Arrays.sort(s);
-            return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+            return BenchSupport.median(seconds[engine]);
         }
     }
 

@@ -56,9 +56,7 @@ public final class TrainStepBench {
     /** One child's figures: peak bytes over its baseline, seconds of each step, and what the steps computed. */
     record Result(boolean checkpointing, long peakBytes, long baselineBytes, double[] seconds, double loss, double gradNorm) {
         double medianSeconds() {
-            double[] s = seconds.clone();
-            Arrays.sort(s);
-            return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+            return BenchSupport.median(seconds);
         }
     }
 

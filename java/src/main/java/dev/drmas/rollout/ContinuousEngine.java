@@ -7,7 +7,6 @@ package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.KvCache;
-import dev.drmas.model.Tensors;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
@@ -147,58 +146,52 @@ final class ContinuousEngine {
 
     /** The prefilled group {@code who} into the free rows, in row order, and its first tokens drawn. */
     private void place(KvCache cache, Prefill pf, int[] who) {
-        int k = who.length;
-        List<Integer> freeRows = new ArrayList<>();
-        for (int r = 0; r < rows && freeRows.size() < k; r++) if (req[r] < 0) freeRows.add(r);
-        {
-            long span = pf.span;
-            long[] dst = new long[k];
-            long start;
-            if (pf.inPlace) {
-                // an empty batch starts afresh: distinct prompt d is in row d, its prompts end at the column;
-                // the other rows copy their prompt's row
-                Arrays.fill(valid, 0);
-                column = span;
-                wrapped = false;
-                start = 0;
-                boolean[] seen = new boolean[k];
-                int spare = (int) Arrays.stream(pf.distinctOf).max().orElse(-1) + 1;
-                List<Long> from = new ArrayList<>(), to = new ArrayList<>();
-                for (int i = 0; i < k; i++) {
-                    int d = (int) pf.distinctOf[i];
-                    if (!seen[d]) {
-                        seen[d] = true;
-                        dst[i] = d;
-                    } else {
-                        dst[i] = spare++;
-                        from.add((long) d);
-                        to.add(dst[i]);
-                    }
+        int k = who.length, span = pf.span;
+        long[] dst = new long[k];
+        long start;
+        if (pf.inPlace) {
+            // an empty batch starts afresh: distinct prompt d is in row d, its prompts end at the
+            // column; the other rows copy their prompt's row
+            column = span;
+            wrapped = false;
+            start = 0;
+            boolean[] seen = new boolean[k];
+            int spare = (int) Arrays.stream(pf.distinctOf).max().orElse(-1) + 1, copies = k - spare;
+            long[] from = new long[copies], to = new long[copies];
+            for (int i = 0, c = 0; i < k; i++) {
+                int d = (int) pf.distinctOf[i];
+                if (!seen[d]) {
+                    seen[d] = true;
+                    dst[i] = d;
+                } else {
+                    dst[i] = spare++;
+                    from[c] = d;
+                    to[c++] = dst[i];
                 }
-                cache.copyRows(cache, from.stream().mapToLong(Long::longValue).toArray(), 0, span,
-                        to.stream().mapToLong(Long::longValue).toArray(), 0);
-            } else {
-                // the prefilled slots go just before the column: one piece, or two where they wrap
-                start = Math.floorMod(column - span, (long) capacity);
-                long first = Math.min(span, capacity - start);
-                for (int i = 0; i < k; i++) dst[i] = freeRows.get(i);
-                cache.copyRows(pf.cache, pf.distinctOf, 0, first, dst, start);
-                if (first < span) cache.copyRows(pf.cache, pf.distinctOf, first, span - first, dst, 0);
             }
-            Tensor last = pf.logits.index_select(0, onDevice(pf.distinctOf, k, -1).view(-1));
-            Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, new int[k]));
-            for (int i = 0; i < k; i++) {
-                int r = (int) dst[i], d = (int) pf.distinctOf[i];
-                Arrays.fill(valid, r * capacity, (r + 1) * capacity, 0);
-                for (int j = 0; j < span; j++) {
-                    valid[(int) (r * (long) capacity + Math.floorMod(start + j, (long) capacity))] = pf.mask[(int) (d * span + j)];
-                }
-                req[r] = who[i];
-                out[r] = new Generator.Row(maxNew);
-                pos[r] = requests.get(who[i]).promptIds().length;
-                live++;
-                accept(r, draw, i);
+            cache.copyRows(cache, from, 0, span, to, 0);
+        } else {
+            // the prefilled slots go just before the column, into the first free rows: one piece,
+            // or two where they wrap
+            start = Math.floorMod(column - span, (long) capacity);
+            long first = Math.min(span, capacity - start);
+            for (int r = 0, i = 0; i < k; r++) if (req[r] < 0) dst[i++] = r;
+            cache.copyRows(pf.cache, pf.distinctOf, 0, first, dst, start);
+            if (first < span) cache.copyRows(pf.cache, pf.distinctOf, first, span - first, dst, 0);
+        }
+        Tensor last = pf.logits.index_select(0, onDevice(pf.distinctOf, k));
+        Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, new int[k]));
+        for (int i = 0; i < k; i++) {
+            int r = (int) dst[i], d = (int) pf.distinctOf[i];
+            Arrays.fill(valid, r * capacity, (r + 1) * capacity, 0);
+            for (int j = 0; j < span; j++) {
+                valid[(int) (r * (long) capacity + Math.floorMod(start + j, (long) capacity))] = pf.mask[d * span + j];
             }
+            req[r] = who[i];
+            out[r] = new Generator.Row(maxNew);
+            pos[r] = requests.get(who[i]).promptIds().length;
+            live++;
+            accept(r, draw, i);
         }
     }
 
@@ -216,16 +209,12 @@ final class ContinuousEngine {
                 valid[r * capacity + slot] = 1;
                 System.arraycopy(valid, r * capacity, mask, r * slots, slots);
             }
-            Tensor logits = model.forwardAt(onDevice(ids, k, 1), onDevice(at, k, 1), onDevice(mask, k, slots), view, slot);
-            Tensor last = logits.select(1, 0);
-            if (cfg.vocabLimit() > 0 && cfg.vocabLimit() < last.size(1)) last = last.narrow(1, 0, cfg.vocabLimit());
+            Tensor logits = model.forwardAt(onDevice(ids, k, 1), onDevice(at, k, 1),
+                    onDevice(mask, k, slots), view, slot);
             int[] index = new int[k];
-            int[] who = new int[k];
-            for (int r = 0; r < k; r++) {
-                who[r] = req[r];
-                index[r] = req[r] < 0 ? 0 : out[r].n;
-            }
-            Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, index));
+            for (int r = 0; r < k; r++) index[r] = req[r] < 0 ? 0 : out[r].n;
+            Sampler.Draw draw = Sampler.sample(Generator.allowed(logits.select(1, 0), cfg), cfg.sampling(),
+                    uniforms(Arrays.copyOf(req, k), index));
             column++;
             if (column % capacity == 0) wrapped = true;
             for (int r = 0; r < k; r++) {
@@ -239,18 +228,14 @@ final class ContinuousEngine {
     /** Row r's token from draw row i: kept, and the row finishes if it stops there. */
     private void accept(int r, Sampler.Draw draw, int i) {
         Generator.Row row = out[r];
-        if (Float.isNaN(draw.logprobs()[i])) {
-            throw new IllegalStateException("the model produced non-finite logits (NaN or infinity) for request " + req[r]
-                    + " at generated token " + row.n + "; its weights or activations are not finite");
-        }
         int tok = (int) draw.tokens()[i];
-        row.add(tok, draw.logprobs()[i]);
-        Completion.FinishReason reason = Generator.stopReason(row.tokens, row.n, tok, cfg);
-        if (reason == null) {
+        row.add(tok, draw.logprobs()[i], req[r]);
+        row.reason = Generator.stopReason(row, tok, cfg);
+        if (row.reason == null) {
             pending[r] = tok;
             return;
         }
-        done[req[r]] = new Completion(Arrays.copyOf(row.tokens, row.n), Arrays.copyOf(row.logprobs, row.n), reason);
+        done[req[r]] = row.completion();
         req[r] = -1;
         out[r] = null;
         Arrays.fill(valid, r * capacity, (r + 1) * capacity, 0);
@@ -259,19 +244,18 @@ final class ContinuousEngine {
 
     /** Rows of [0, k) still generating move into the free rows below {@code live}, keys, values and state. */
     private void compact(KvCache cache, int k) {
-        List<Long> from = new ArrayList<>(), to = new ArrayList<>();
-        int hole = 0;
-        for (int r = live; r < k; r++) {
+        int moves = 0;
+        for (int r = live; r < k; r++) if (req[r] >= 0) moves++;
+        long[] from = new long[moves], to = new long[moves];
+        for (int r = live, hole = 0, m = 0; r < k; r++) {
             if (req[r] < 0) continue;
             while (req[hole] >= 0) hole++;
-            from.add((long) r);
-            to.add((long) hole);
+            from[m] = r;
+            to[m++] = hole;
             moveState(r, hole);
-            hole++;
         }
         int slots = wrapped ? capacity : (int) (column % capacity);
-        cache.copyRows(cache, from.stream().mapToLong(Long::longValue).toArray(), 0, slots,
-                to.stream().mapToLong(Long::longValue).toArray(), 0);
+        cache.copyRows(cache, from, 0, slots, to, 0);
     }
 
     private void moveState(int from, int to) {
@@ -358,8 +342,7 @@ final class ContinuousEngine {
             }
             prefills++;
             Tensor h = model.hidden(onDevice(ids, dn, suffix), onDevice(at, dn, suffix), onDevice(mask, dn, span), c);
-            Tensor logits = model.logits(h.narrow(1, suffix - 1, 1)).select(1, 0);
-            if (cfg.vocabLimit() > 0 && cfg.vocabLimit() < logits.size(1)) logits = logits.narrow(1, 0, cfg.vocabLimit());
+            Tensor logits = Generator.allowed(model.logits(h.narrow(1, suffix - 1, 1)).select(1, 0), cfg);
             return new Prefill(c, batch != null, span, mask, distinctOf, logits);
         } catch (RuntimeException e) {
             c.close();
@@ -375,9 +358,8 @@ final class ContinuousEngine {
         return u;
     }
 
-    private Tensor onDevice(long[] a, int rowsOf, int cols) {
-        Tensor t = cols < 0 ? Tensors.longs(a, a.length) : Tensors.longs(a, rowsOf, cols);
-        return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);
+    private Tensor onDevice(long[] a, long... shape) {
+        return Generator.onDevice(model, a, shape);
     }
 
     private static long[] iota(int n) {

@@ -19,8 +19,8 @@ import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
- * Batched generation with one model. The static engine: padding is on the left, so the next token of every row
- * goes into the same cache slot; position ids count real tokens only, so a request's logits do
+ * Batched generation with one model. The static engine: padding is on the left, so the next
+ * token of every row goes into the same cache slot; position ids count real tokens only, so a request's logits do
  * not depend on the padding (up to floating-point summation order). Rows that have stopped keep
  * being computed until the whole batch stops (their outputs are ignored): simple, and on a GPU
  * cheaper than reshaping the cache.
@@ -40,10 +40,7 @@ public final class Generator {
      * once nothing waits ({@link ContinuousEngine}). Both give the same tokens for the same seeds.
      * Without a KV cache (GenerationConfig.useCache false) every call runs STATIC.
      */
-    public enum Engine {
-        STATIC, CONTINUOUS;
-
-    }
+    public enum Engine { STATIC, CONTINUOUS }
 
     private final CausalLm model;
     private final long maxBatchTokens;
@@ -237,7 +234,7 @@ public final class Generator {
                         logits = model.forward(in, onDevice(pos, b, 1), mask, cache);
                     }
                     Tensor last = logits.select(1, logits.size(1) - 1);  // [B, V]
-                    if (cfg.vocabLimit() > 0 && cfg.vocabLimit() < last.size(1)) last = last.narrow(1, 0, cfg.vocabLimit());
+                    last = allowed(last, cfg);
                     double[] u = new double[b];
                     for (int r = 0; r < b; r++) u[r] = Sampler.uniform(cfg.seed(), requests.get(r).stream(), step);
                     Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), u);
@@ -245,13 +242,8 @@ public final class Generator {
                         Row row = rows[r];
                         int tok = (int) draw.tokens()[r];
                         if (row.reason == null) {
-                            if (Float.isNaN(draw.logprobs()[r])) {
-                                // log_softmax of finite logits is never NaN: the model's output is not finite
-                                throw new IllegalStateException("the model produced non-finite logits (NaN or infinity) for request "
-                                        + (index == null ? r : index[r]) + " at generated token " + row.n + "; its weights or activations are not finite");
-                            }
-                            row.add(tok, draw.logprobs()[r]);
-                            row.reason = stopReason(row.tokens, row.n, tok, cfg);
+                            row.add(tok, draw.logprobs()[r], index == null ? r : index[r]);
+                            row.reason = stopReason(row, tok, cfg);
                             if (row.reason != null) active--;
                         }
                         // every row gets a slot, so the batch stays rectangular
@@ -266,7 +258,7 @@ public final class Generator {
         }
         List<Completion> out = new ArrayList<>(b);
         for (Row row : rows) {
-            out.add(new Completion(Arrays.copyOf(row.tokens, row.n), Arrays.copyOf(row.logprobs, row.n), row.reason));
+            out.add(row.completion());
         }
         return out;
     }
@@ -279,24 +271,34 @@ public final class Generator {
     }
 
     private Tensor onDevice(long[] a, int rows, int cols) {
-        Tensor t = Tensors.longs(a, rows, cols);
-        return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);  // a decoding step makes three
+        return onDevice(model, a, rows, cols);  // a decoding step makes three
     }
 
-    /** Why a request whose first {@code n} tokens are {@code tokens} (the last is {@code tok}) stops there, or null. */
-    static Completion.FinishReason stopReason(int[] tokens, int n, int tok, GenerationConfig cfg) {
+    /** {@code a} as an int64 tensor of {@code shape} on {@code model}'s device. */
+    static Tensor onDevice(CausalLm model, long[] a, long... shape) {
+        Tensor t = Tensors.longs(a, shape);
+        return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);
+    }
+
+    /** The logits [B, V] of the ids a request may generate (GenerationConfig.vocabLimit). */
+    static Tensor allowed(Tensor logits, GenerationConfig cfg) {
+        return cfg.vocabLimit() > 0 && cfg.vocabLimit() < logits.size(1) ? logits.narrow(1, 0, cfg.vocabLimit()) : logits;
+    }
+
+    /** Why a request whose latest token is {@code tok} stops there, or null. */
+    static Completion.FinishReason stopReason(Row row, int tok, GenerationConfig cfg) {
         if (cfg.stopTokenIds().contains(tok)) return Completion.FinishReason.STOP_TOKEN;
         if (!cfg.stopStrings().isEmpty()) {
-            String text = cfg.decoder().apply(Arrays.copyOf(tokens, n));
+            String text = cfg.decoder().apply(Arrays.copyOf(row.tokens, row.n));
             for (String s : cfg.stopStrings()) {
                 if (text.contains(s)) return Completion.FinishReason.STOP_STRING;
             }
         }
-        if (n == cfg.maxNewTokens()) return Completion.FinishReason.LENGTH;
+        if (row.n == cfg.maxNewTokens()) return Completion.FinishReason.LENGTH;
         return null;
     }
 
-    /** One request's output so far; reason is set once it stops (the static engine's; the continuous one's too). */
+    /** One request's output so far (both engines'); reason is set once it stops. */
     static final class Row {
         final int[] tokens;
         final float[] logprobs;
@@ -308,10 +310,20 @@ public final class Generator {
             logprobs = new float[budget];
         }
 
-        void add(int tok, float lp) {
+        /** The next token of request {@code request} (for the error), drawn at log-prob {@code lp}. */
+        void add(int tok, float lp, long request) {
+            if (Float.isNaN(lp)) {
+                // log_softmax of finite logits is never NaN: the model's output is not finite
+                throw new IllegalStateException("the model produced non-finite logits (NaN or infinity) for request "
+                        + request + " at generated token " + n + "; its weights or activations are not finite");
+            }
             tokens[n] = tok;
             logprobs[n] = lp;
             n++;
+        }
+
+        Completion completion() {
+            return new Completion(Arrays.copyOf(tokens, n), Arrays.copyOf(logprobs, n), reason);
         }
     }
 }

@@ -7,14 +7,13 @@
 // measures on the CPU (MemoryPlanCheckTest); each formula's derivation is in its comment.
 package dev.drmas.train;
 
-import dev.drmas.rollout.Generator;
-
 import dev.drmas.algo.FusedLmHead;
 import dev.drmas.config.ModelSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.config.RunSettings;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.ModelConfig;
+import dev.drmas.rollout.Generator;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
