@@ -190,17 +190,23 @@ public final class GenerationBench {
         }
     }
 
-    /** Median seconds of {@code repeats} runs of {@code work} after one warm-up run. */
-    static double median(int repeats, Runnable work) {
-        work.run();
-        double[] t = new double[repeats];
+    /**
+     * Median seconds of each of {@code works}: one warm-up run of each, then {@code repeats}
+     * rounds in which each runs once in turn, so that a slow spell of the machine hits them all.
+     */
+    static double[] interleaved(int repeats, Runnable... works) {
+        for (Runnable w : works) w.run();
+        double[][] t = new double[works.length][repeats];
         for (int i = 0; i < repeats; i++) {
-            long t0 = System.nanoTime();
-            work.run();
-            t[i] = (System.nanoTime() - t0) / 1e9;
+            for (int w = 0; w < works.length; w++) {
+                long t0 = System.nanoTime();
+                works[w].run();
+                t[w][i] = (System.nanoTime() - t0) / 1e9;
+            }
         }
-        Arrays.sort(t);
-        return t[t.length / 2];
+        double[] out = new double[works.length];
+        for (int w = 0; w < works.length; w++) out[w] = BenchSupport.median(t[w]);
+        return out;
     }
 
     /**
@@ -218,16 +224,15 @@ public final class GenerationBench {
         GenerationConfig one = GenerationConfig.greedy(1, Set.of()).withSampling(SamplingParams.temperature(1.0), 3);
         Generator continuous = new Generator(model, 0, Generator.Engine.CONTINUOUS);
         Generator batched = new Generator(model, 0, Generator.Engine.STATIC);
-        double shared = median(repeats, () -> continuous.generate(group, one));
-        double together = median(repeats, () -> batched.generate(group, one));
-        double separate = median(repeats, () -> {
+        double[] t = interleaved(repeats, () -> continuous.generate(group, one), () -> batched.generate(group, one), () -> {
             for (Request r : group) batched.generate(List.of(r), one);
         });
+        double shared = t[0], together = t[1], separate = t[2];
         if (!sameTokens(continuous.generate(group, one), batched.generate(group, one))) throw new IllegalStateException("tokens differ");
         System.out.printf("prefill of %d × %d: shared %.4f s, static batch %.4f s, %d separate %.4f s%n", n, prompt, shared, together, n,
                 separate);
         return String.format("""
-                Shared prompt: the prefill of one task's %d rollouts of a %d-token prompt (one new token each), median of %d:
+                Shared prompt: the prefill of one task's %d rollouts of a %d-token prompt (one new token each), median of %d interleaved rounds:
 
                 | engine | s | vs %d separate prefills | vs the static batch |
                 |---|---:|---:|---:|
@@ -260,19 +265,8 @@ public final class GenerationBench {
         if (!sameTokens(a, b)) throw new IllegalStateException("the engines' tokens differ");
         int[] lengths = a.stream().mapToInt(Completion::length).sorted().toArray();
         long tokens = Arrays.stream(lengths).sum();
-        // the engines take turns, so that a slow spell of the machine hits both
-        double[] ts = new double[repeats], tc = new double[repeats];
-        for (int i = 0; i < repeats; i++) {
-            long t0 = System.nanoTime();
-            st.generate(reqs, gc);
-            ts[i] = (System.nanoTime() - t0) / 1e9;
-            t0 = System.nanoTime();
-            co.generate(reqs, gc);
-            tc[i] = (System.nanoTime() - t0) / 1e9;
-        }
-        Arrays.sort(ts);
-        Arrays.sort(tc);
-        double s = ts[repeats / 2], c = tc[repeats / 2];
+        double[] t = interleaved(repeats, () -> st.generate(reqs, gc), () -> co.generate(reqs, gc));
+        double s = t[0], c = t[1];
         System.out.printf("mixed lengths: static %.3f s, continuous %.3f s (%d tokens)%n", s, c, tokens);
         return String.format("""
                 Mixed lengths: 8 tasks × %d rollouts (prompts of 32–63 tokens, shared within a task), up to %d new tokens, 32 stop
