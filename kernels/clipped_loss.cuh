@@ -96,17 +96,18 @@ __device__ void clipped_loss_row(const drmas_loss_config& cfg, int64_t num_rows,
     }
 }
 
-// One block per row (grid-stride over the rows), advantages per token.
+// One block per row (grid-stride over the rows), advantages per token or per row.
+template <class Adv>
 __global__ void __launch_bounds__(kBlockSize)
 clipped_loss_kernel(drmas_loss_config cfg, int64_t num_rows,
                     const int64_t* __restrict__ row_offsets, const float* __restrict__ logp,
-                    const float* __restrict__ old_logp, const float* __restrict__ advantages,
+                    const float* __restrict__ old_logp, Adv adv_of,
                     const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask,
                     float* __restrict__ grad, double* __restrict__ partials) {
     __shared__ double smem[kLossRowSums * kWarpsPerBlock];
     for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
         const int64_t begin = row_offsets[r], end = row_offsets[r + 1];
-        clipped_loss_row(cfg, num_rows, r, begin, end, begin, end, 0, logp, old_logp, AdvantagePerToken{advantages}, ref_logp,
+        clipped_loss_row(cfg, num_rows, r, begin, end, begin, end, 0, logp, old_logp, adv_of, ref_logp,
                          mask, grad, partials, smem);
     }
 }

@@ -2,8 +2,9 @@
  * normalisation, row-to-token broadcast and the fused clipped PPO loss, on the CPU and on
  * CUDA with one semantics. Plain C so that Java's FFM (and anything else) can bind it.
  *
- * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_broadcast_rows_f32,
- *          drmas_clipped_loss_f32, drmas_clipped_loss_async_f32, drmas_lmhead_logprobs_f32,
+ * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_advantage_trusted_f32,
+ *          drmas_broadcast_rows_f32, drmas_clipped_loss_f32, drmas_clipped_loss_async_f32,
+ *          drmas_clipped_loss_rows_f32, drmas_lmhead_logprobs_f32,
  *          drmas_lmhead_chunk_f32, drmas_lmhead_logprobs_bf16, drmas_lmhead_chunk_bf16, drmas_last_error,
  *          drmas_abi_value, drmas_cuda_* helpers
  *
@@ -161,6 +162,20 @@ DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* c
                                       int64_t num_uids, int64_t num_trajs, int64_t num_agents,
                                       float* advantages, double* diagnostics, void* stream);
 
+/* The same normalisation for callers that built the ids themselves (the trainer does): for valid
+ * input the same results, bit for bit (same backend, same thread count). There is no separate
+ * validation pass: on the CPU, sorted rows are checked block by block in registers while they are
+ * normalised, so each row is read once from memory (rows in another order take
+ * drmas_advantage_f32's path). Bad input is still an error with drmas_advantage_f32's code and
+ * message (naming this function), but advantages and diagnostics may then be partly written. On any input it reads and
+ * writes only inside its arrays. With CUDA the call never synchronises and reports no bad row:
+ * the rows are checked inside the kernels, and the advantages of bad input are unspecified. */
+DRMAS_API int32_t drmas_advantage_trusted_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
+                                              const float* scores, const int32_t* uid,
+                                              const int32_t* traj, const int32_t* agent,
+                                              int64_t num_uids, int64_t num_trajs, int64_t num_agents,
+                                              float* advantages, double* diagnostics, void* stream);
+
 /* ---- 3. broadcast of row values to tokens ----------------------------------------- *
  * Row r owns tokens [row_offsets[r], row_offsets[r+1]); token_values[t] = row_values[r]
  * for the tokens of row r and 0 for tokens no row owns. row_offsets has num_rows + 1
@@ -236,6 +251,18 @@ DRMAS_API int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_
                                                const float* advantages, const float* ref_logp,
                                                const uint8_t* mask, float* grad, double* sums,
                                                void* stream);
+
+/* The training step's form: one advantage per ROW (row_advantages[num_rows], read through the row
+ * offsets) instead of one per token, so that no per-token broadcast array is built. Otherwise as
+ * drmas_clipped_loss_async_f32 when host_row_offsets is not NULL, and as drmas_clipped_loss_f32
+ * (offsets validated on the device, one synchronisation) when it is NULL. On one backend the
+ * results are bit for bit those of drmas_clipped_loss_f32 given the advantages broadcast to the
+ * tokens (drmas_broadcast_rows_f32), with the same thread count. */
+DRMAS_API int32_t drmas_clipped_loss_rows_f32(int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
+                                              const int64_t* host_row_offsets, const int64_t* row_offsets,
+                                              int64_t num_tokens, const float* logp, const float* old_logp,
+                                              const float* row_advantages, const float* ref_logp,
+                                              const uint8_t* mask, float* grad, double* sums, void* stream);
 
 /* ---- 5. fused LM head: log-probs, entropy and the clipped loss over a chunk of logits -- *
  * The caller computes a chunk of logits z = h W^T / T (rows of `vocab` floats, contiguous) with

@@ -137,12 +137,13 @@ int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
     });
 }
 
-int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
-                            const float* scores, const int32_t* uid, const int32_t* traj,
-                            const int32_t* agent, int64_t num_uids, int64_t num_trajs,
-                            int64_t num_agents, float* advantages, double* diagnostics,
-                            void* stream) {
-    const char* fn = "drmas_advantage_f32";
+}  // extern "C"
+
+// Both advantage entry points: the same checks of what can be checked without the data.
+static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, const drmas_norm_config* cfg, int64_t n,
+                               const float* scores, const int32_t* uid, const int32_t* traj, const int32_t* agent,
+                               int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
+                               double* diagnostics, void* stream) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
@@ -183,10 +184,30 @@ int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_
         if (!need_traj) traj = nullptr;
         if (device == DRMAS_DEVICE_CUDA)
             return advantage_cuda(c, n, scores, uid, traj, agent, num_uids, num_trajs, num_agents,
-                                  advantages, diagnostics, stream);
+                                  advantages, diagnostics, stream, trusted);
         return advantage_cpu(c, n, scores, uid, traj, agent, num_uids, num_trajs, num_agents,
-                             advantages, diagnostics);
+                             advantages, diagnostics, trusted);
     });
+}
+
+extern "C" {
+
+int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
+                            const float* scores, const int32_t* uid, const int32_t* traj,
+                            const int32_t* agent, int64_t num_uids, int64_t num_trajs,
+                            int64_t num_agents, float* advantages, double* diagnostics,
+                            void* stream) {
+    return advantage_entry("drmas_advantage_f32", false, device, cfg, n, scores, uid, traj, agent, num_uids, num_trajs,
+                           num_agents, advantages, diagnostics, stream);
+}
+
+int32_t drmas_advantage_trusted_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
+                                    const float* scores, const int32_t* uid, const int32_t* traj,
+                                    const int32_t* agent, int64_t num_uids, int64_t num_trajs,
+                                    int64_t num_agents, float* advantages, double* diagnostics,
+                                    void* stream) {
+    return advantage_entry("drmas_advantage_trusted_f32", true, device, cfg, n, scores, uid, traj, agent, num_uids,
+                           num_trajs, num_agents, advantages, diagnostics, stream);
 }
 
 int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows, const float* row_values,
@@ -209,7 +230,7 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
                                   const int64_t* host_row_offsets, const int64_t* row_offsets, int64_t num_tokens,
                                   const float* logp, const float* old_logp, const float* advantages,
                                   const float* ref_logp, const uint8_t* mask, float* grad, double* sums,
-                                  void* stream, bool async) {
+                                  void* stream, bool async, bool per_row) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
@@ -226,16 +247,17 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
         if (num_tokens > 0) {
             DRMAS_REQUIRE(logp, DRMAS_ERR_NULL, "%s: logp is NULL", fn);
             DRMAS_REQUIRE(old_logp, DRMAS_ERR_NULL, "%s: old_logp is NULL", fn);
-            DRMAS_REQUIRE(advantages, DRMAS_ERR_NULL, "%s: advantages is NULL", fn);
+            if (!per_row) DRMAS_REQUIRE(advantages, DRMAS_ERR_NULL, "%s: advantages is NULL", fn);
             DRMAS_REQUIRE(grad, DRMAS_ERR_NULL, "%s: grad is NULL", fn);
         }
+        if (per_row) DRMAS_REQUIRE(num_rows == 0 || advantages, DRMAS_ERR_NULL, "%s: row_advantages is NULL", fn);
         DRMAS_REQUIRE(sums, DRMAS_ERR_NULL, "%s: sums is NULL (it needs %d doubles)", fn, DRMAS_LOSS_SUMS);
         if (c.kl_type == DRMAS_KL_NONE) ref_logp = nullptr;
         if (device == DRMAS_DEVICE_CUDA)
             return clipped_loss_cuda(c, num_rows, host_row_offsets, row_offsets, num_tokens, logp, old_logp, advantages,
-                                     ref_logp, mask, grad, sums, stream);
-        return clipped_loss_cpu(c, num_rows, row_offsets, num_tokens, logp, old_logp, advantages,
-                                ref_logp, mask, grad, sums);
+                                     ref_logp, mask, grad, sums, stream, per_row);
+        return clipped_loss_cpu(fn, c, num_rows, row_offsets, num_tokens, logp, old_logp, advantages,
+                                ref_logp, mask, grad, sums, per_row);
     });
 }
 
@@ -245,7 +267,7 @@ int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg, int
                                const float* ref_logp, const uint8_t* mask, float* grad,
                                double* sums, void* stream) {
     return clipped_loss_entry("drmas_clipped_loss_f32", device, cfg, num_rows, nullptr, row_offsets, num_tokens, logp,
-                              old_logp, advantages, ref_logp, mask, grad, sums, stream, false);
+                              old_logp, advantages, ref_logp, mask, grad, sums, stream, false, false);
 }
 
 int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
@@ -254,7 +276,17 @@ int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_config* cf
                                      const float* advantages, const float* ref_logp, const uint8_t* mask,
                                      float* grad, double* sums, void* stream) {
     return clipped_loss_entry("drmas_clipped_loss_async_f32", device, cfg, num_rows, host_row_offsets, row_offsets,
-                              num_tokens, logp, old_logp, advantages, ref_logp, mask, grad, sums, stream, true);
+                              num_tokens, logp, old_logp, advantages, ref_logp, mask, grad, sums, stream, true, false);
+}
+
+int32_t drmas_clipped_loss_rows_f32(int32_t device, const drmas_loss_config* cfg, int64_t num_rows,
+                                    const int64_t* host_row_offsets, const int64_t* row_offsets,
+                                    int64_t num_tokens, const float* logp, const float* old_logp,
+                                    const float* row_advantages, const float* ref_logp, const uint8_t* mask,
+                                    float* grad, double* sums, void* stream) {
+    return clipped_loss_entry("drmas_clipped_loss_rows_f32", device, cfg, num_rows, host_row_offsets, row_offsets,
+                              num_tokens, logp, old_logp, row_advantages, ref_logp, mask, grad, sums, stream,
+                              host_row_offsets != nullptr, true);
 }
 
 }  // extern "C"

@@ -32,13 +32,14 @@ int32_t segment_stats_cpu(int64_t n, const float* values, const int32_t* ids, in
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
                       int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
-                      double* diagnostics);
+                      double* diagnostics, bool trusted);
 int32_t broadcast_rows_cpu(int64_t num_rows, const float* row_values, const int64_t* row_offsets,
                            int64_t num_tokens, float* token_values);
-int32_t clipped_loss_cpu(const drmas_loss_config& cfg, int64_t num_rows, const int64_t* row_offsets,
+// per_row: advantages has one entry per row (drmas_clipped_loss_rows_f32), else one per token.
+int32_t clipped_loss_cpu(const char* fn, const drmas_loss_config& cfg, int64_t num_rows, const int64_t* row_offsets,
                          int64_t num_tokens, const float* logp, const float* old_logp,
                          const float* advantages, const float* ref_logp, const uint8_t* mask,
-                         float* grad, double* sums);
+                         float* grad, double* sums, bool per_row);
 int32_t lmhead_logprobs_cpu(int64_t num_tokens, int64_t vocab, const float* logits, const int64_t* targets,
                             float* logp, float* entropy);
 int32_t lmhead_chunk_cpu(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
@@ -62,16 +63,16 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
 int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* scores,
                        const int32_t* uid, const int32_t* traj, const int32_t* agent,
                        int64_t num_uids, int64_t num_trajs, int64_t num_agents,
-                       float* advantages, double* diagnostics, void* stream);
+                       float* advantages, double* diagnostics, void* stream, bool trusted);
 int32_t broadcast_rows_cuda(int64_t num_rows, const float* row_values, const int64_t* row_offsets,
                             int64_t num_tokens, float* token_values, void* stream);
 // host_row_offsets: NULL, or a host copy of row_offsets that the caller has validated; then
-// nothing is read back and the call never synchronises.
+// nothing is read back and the call never synchronises. per_row: as for clipped_loss_cpu.
 int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
                           const int64_t* host_row_offsets, const int64_t* row_offsets,
                           int64_t num_tokens, const float* logp, const float* old_logp,
                           const float* advantages, const float* ref_logp, const uint8_t* mask,
-                          float* grad, double* sums, void* stream);
+                          float* grad, double* sums, void* stream, bool per_row);
 int32_t lmhead_logprobs_cuda(int64_t num_tokens, int64_t vocab, const float* logits, const int64_t* targets,
                              float* logp, float* entropy, void* stream);
 int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,

@@ -25,6 +25,7 @@
 #include "backend.h"
 #include "cpu_adv.h"
 #include "cpu_lmhead.h"
+#include "cpu_loss.h"
 #include "drmas_math.h"
 
 namespace drmas {
@@ -449,6 +450,10 @@ const AdvIsa& adv_isa() {
     return kAdvIsaV3;
 }
 
+const LossIsa& loss_isa() {
+    return &adv_isa() == &kAdvIsaV3 ? kLossIsaV3 : kLossIsaV2;
+}
+
 const LmheadIsa& lmhead_isa() {
     return &adv_isa() == &kAdvIsaV3 ? kLmheadIsaV3 : kLmheadIsaV2;
 }
@@ -456,8 +461,8 @@ const LmheadIsa& lmhead_isa() {
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
                       int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
-                      double* diagnostics) {
-    const char* fn = "drmas_advantage_f32";
+                      double* diagnostics, bool trusted) {
+    const char* fn = trusted ? "drmas_advantage_trusted_f32" : "drmas_advantage_f32";
     const int64_t U = num_uids, T = num_trajs, K = num_agents;
     AdvArgs a{&cfg, n, scores, uid, traj, agent, U, T, K, advantages, diagnostics};
     const AdvIsa& isa = adv_isa();
@@ -631,19 +636,19 @@ int32_t broadcast_rows_cpu(int64_t num_rows, const float* row_values, const int6
 // 4. fused clipped loss
 
 // The loss of the rows' tokens inside the window [w0, w1): each row clamped to the window, its
-// per_row_mean weight from its whole extent. logp[t - lp_base]; adv(t, r) is token t's advantage
-// in row r; grad[t - g_base] is written for the window's tokens that rows own. The threads split
-// the window's row tokens, a row going to the thread that holds its first (clamped) token, and
-// their partial sums are added in thread order: with the window [off[0], off[num_rows]) this is
-// the historical clipped_loss_cpu, and drmas_lmhead_chunk_f32 with one chunk of all tokens
-// adds the same numbers in the same order.
-template <class Adv>
+// per_row_mean weight from its whole extent. logp[t - lp_base]; adv[t] is token t's advantage, or
+// with adv_per_row adv[r] is row r's; grad[t - g_base] is written for the window's tokens that rows
+// own. The threads split the window's row tokens, a row going to the thread that holds its first
+// (clamped) token, and their partial sums are added in thread order: with the window [off[0],
+// off[num_rows]) this is clipped_loss_cpu, and drmas_lmhead_chunk_f32 with one chunk of all tokens
+// adds the same numbers in the same order. Each row's tokens go through the vectorised loop of
+// cpu_loss_kernels.inc.
 static void loss_window(const drmas_loss_config& c, int64_t num_rows, const int64_t* off, int64_t w0, int64_t w1,
-                        const float* logp, int64_t lp_base, const float* old_logp, Adv adv, const float* ref,
-                        const uint8_t* mask, float* grad, int64_t g_base, double* sums) {
+                        const float* logp, int64_t lp_base, const float* old_logp, const float* adv, bool adv_per_row,
+                        const float* ref, const uint8_t* mask, float* grad, int64_t g_base, double* sums) {
     const bool per_row_mean = c.per_row_mean != 0;
     const double inv_norm = 1.0 / c.normalizer;
-    const float coef = (float)c.kl_coef;
+    const LossIsa& isa = loss_isa();
     auto cb = [&](int64_t r) { return std::min(std::max(off[r], w0), w1); };  // clamped row begin
     const int64_t t0 = cb(0), span = cb(num_rows) - t0;
     const int nt = threads_for(span);
@@ -676,32 +681,25 @@ static void loss_window(const drmas_loss_config& c, int64_t num_rows, const int6
                 }
                 w = nv > 0 ? inv_norm / (double)nv : 0.0;
             }
-            const float wf = (float)w;
-            double lsum = 0, pgsum = 0, klsum = 0, ppo = 0;
-            int64_t ntok = 0, clipped = 0, lower = 0;
-            for (int64_t t = b; t < e; ++t) {
-                if (mask && !mask[t]) {
-                    grad[t - g_base] = 0.0f;
-                    continue;
-                }
-                const TokenLoss tl = token_loss(c, logp[t - lp_base], old_logp[t], adv(t, r), ref != nullptr, ref ? ref[t] : 0.0f);
-                grad[t - g_base] = wf * (tl.dpg + coef * tl.dkl);
-                pgsum += tl.pg;
-                klsum += tl.kl;
-                lsum += (double)tl.pg + (double)coef * tl.kl;
-                ppo += tl.neg_kl;
-                ++ntok;
-                clipped += tl.clipped;
-                lower += tl.clipped_lower;
-            }
-            acc[DRMAS_LOSS_LOSS] += w * lsum;
-            acc[DRMAS_LOSS_PG_LOSS] += w * pgsum;
-            acc[DRMAS_LOSS_KL_LOSS] += w * klsum;
-            acc[DRMAS_LOSS_TOKENS] += (double)ntok;
-            acc[DRMAS_LOSS_CLIPPED] += (double)clipped;
-            acc[DRMAS_LOSS_CLIPPED_LOWER] += (double)lower;
-            acc[DRMAS_LOSS_PPO_KL] += ppo;
-            acc[DRMAS_LOSS_KL] += klsum;
+            const LossRow row{&c,
+                              e - b,
+                              logp + (b - lp_base),
+                              old_logp + b,
+                              adv_per_row ? nullptr : adv + b,
+                              adv_per_row ? adv[r] : 0.0f,
+                              ref ? ref + b : nullptr,
+                              mask ? mask + b : nullptr,
+                              grad + (b - g_base),
+                              (float)w};
+            const LossRowSums rs = isa.row(row);
+            acc[DRMAS_LOSS_LOSS] += w * rs.loss;
+            acc[DRMAS_LOSS_PG_LOSS] += w * rs.pg;
+            acc[DRMAS_LOSS_KL_LOSS] += w * rs.kl;
+            acc[DRMAS_LOSS_TOKENS] += (double)rs.tokens;
+            acc[DRMAS_LOSS_CLIPPED] += (double)rs.clipped;
+            acc[DRMAS_LOSS_CLIPPED_LOWER] += (double)rs.lower;
+            acc[DRMAS_LOSS_PPO_KL] += rs.ppo;
+            acc[DRMAS_LOSS_KL] += rs.kl;
         }
         for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) partial[(size_t)tid * DRMAS_LOSS_SUMS + j] = acc[j];
     });
@@ -712,13 +710,12 @@ static void loss_window(const drmas_loss_config& c, int64_t num_rows, const int6
     }
 }
 
-int32_t clipped_loss_cpu(const drmas_loss_config& c, int64_t num_rows, const int64_t* off,
+int32_t clipped_loss_cpu(const char* fn, const drmas_loss_config& c, int64_t num_rows, const int64_t* off,
                          int64_t num_tokens, const float* logp, const float* old_logp,
                          const float* adv, const float* ref, const uint8_t* mask, float* grad,
-                         double* sums) {
-    if (int32_t st = check_offsets("drmas_clipped_loss_f32", num_rows, off, num_tokens)) return st;
-    loss_window(c, num_rows, off, off[0], off[num_rows], logp, 0, old_logp,
-                [adv](int64_t t, int64_t) { return adv[t]; }, ref, mask, grad, 0, sums);
+                         double* sums, bool per_row) {
+    if (int32_t st = check_offsets(fn, num_rows, off, num_tokens)) return st;
+    loss_window(c, num_rows, off, off[0], off[num_rows], logp, 0, old_logp, adv, per_row, ref, mask, grad, 0, sums);
     std::fill(grad, grad + off[0], 0.0f);
     std::fill(grad + off[num_rows], grad + num_tokens, 0.0f);
     return DRMAS_OK;
@@ -815,8 +812,7 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& c, int64_t num_rows, const i
         if (valid[(size_t)i]) lp[(size_t)i] = logits[i * V + targets[c0 + i]] - st[(size_t)i].lse;
     const drmas_loss_config lc{c.clip_low, c.clip_high, c.dual_clip, c.kl_coef, c.normalizer, c.kl_type, c.per_row_mean};
     double ls[DRMAS_LOSS_SUMS];
-    loss_window(lc, num_rows, off, c0, c0 + n, lp.data(), c0, old_logp, [adv](int64_t, int64_t r) { return adv[r]; }, ref,
-                mask, g.data(), c0, ls);
+    loss_window(lc, num_rows, off, c0, c0 + n, lp.data(), c0, old_logp, adv, true, ref, mask, g.data(), c0, ls);
     const float ew = (float)c.entropy_coef;
     const LmheadIsa& isa = lmhead_isa();
     const int nt = threads_for_logits(n, V);

@@ -406,8 +406,9 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
 int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* scores,
                        const int32_t* uid, const int32_t* traj, const int32_t* agent,
                        int64_t num_uids, int64_t num_trajs, int64_t num_agents,
-                       float* advantages, double* diagnostics, void* stream_ptr) {
-    const char* fn = "drmas_advantage_f32";
+                       float* advantages, double* diagnostics, void* stream_ptr, bool trusted) {
+    // (trusted: the same validated path for now)
+    const char* fn = trusted ? "drmas_advantage_trusted_f32" : "drmas_advantage_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
     const bool by_traj = traj != nullptr;  // api.cpp passes NULL under row pooling
@@ -587,8 +588,9 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
                           const int64_t* host_row_offsets, const int64_t* row_offsets,
                           int64_t num_tokens, const float* logp, const float* old_logp,
                           const float* advantages, const float* ref_logp, const uint8_t* mask,
-                          float* grad, double* sums, void* stream_ptr) {
-    const char* fn = host_row_offsets != nullptr ? "drmas_clipped_loss_async_f32" : "drmas_clipped_loss_f32";
+                          float* grad, double* sums, void* stream_ptr, bool per_row) {
+    const char* fn = per_row ? "drmas_clipped_loss_rows_f32"
+                             : host_row_offsets != nullptr ? "drmas_clipped_loss_async_f32" : "drmas_clipped_loss_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
     DeviceGuard guard;
@@ -617,8 +619,12 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     if (num_tokens > 0)
         DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(grad, first, last, num_tokens, stream));
     if (num_rows > 0) {
-        DRMAS_LAUNCH(clipped_loss_kernel, grid_for_rows(num_rows), kBlockSize, 0, stream)(
-            cfg, num_rows, row_offsets, logp, old_logp, advantages, ref_logp, mask, grad, partials);
+        if (per_row)
+            DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
+                cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerRow{advantages}, ref_logp, mask, grad, partials);
+        else
+            DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
+                cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerToken{advantages}, ref_logp, mask, grad, partials);
         DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
     }
     DRMAS_LAUNCH(clipped_loss_reduce_kernel, 1, kBlockSize, 0, stream)(num_rows, partials, sums);

@@ -17,7 +17,7 @@ int32_t segment_stats_cuda(int64_t, const float*, const int32_t*, int64_t, int32
 }
 int32_t advantage_cuda(const drmas_norm_config&, int64_t, const float*, const int32_t*,
                        const int32_t*, const int32_t*, int64_t, int64_t, int64_t, float*, double*,
-                       void*) {
+                       void*, bool) {
     return no_cuda("advantage_cuda");
 }
 int32_t broadcast_rows_cuda(int64_t, const float*, const int64_t*, int64_t, float*, void*) {
@@ -25,7 +25,7 @@ int32_t broadcast_rows_cuda(int64_t, const float*, const int64_t*, int64_t, floa
 }
 int32_t clipped_loss_cuda(const drmas_loss_config&, int64_t, const int64_t*, const int64_t*,
                           int64_t, const float*, const float*, const float*, const float*,
-                          const uint8_t*, float*, double*, void*) {
+                          const uint8_t*, float*, double*, void*, bool) {
     return no_cuda("clipped_loss_cuda");
 }
 int32_t lmhead_logprobs_cuda(int64_t, int64_t, const float*, const int64_t*, float*, float*, void*) {

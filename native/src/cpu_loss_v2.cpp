@@ -1,0 +1,6 @@
+// cpu_loss_v2.cpp — the clipped loss's per-token loop for the x86-64-v2 baseline, compiled with
+// -ffp-contract=off (CMakeLists.txt), bit for bit what cpu_loss_v3.cpp computes.
+#define DRMAS_ISA_NS loss_v2
+#define DRMAS_ISA_TABLE kLossIsaV2
+#define DRMAS_ISA_NAME "x86-64-v2"
+#include "cpu_loss_kernels.inc"
