@@ -458,6 +458,60 @@ const LmheadIsa& lmhead_isa() {
     return &adv_isa() == &kAdvIsaV3 ? kLmheadIsaV3 : kLmheadIsaV2;
 }
 
+// The largest run start in (p, ce) of the run-start map, or p if there is none; reads only the
+// map's words that hold rows below ce.
+static int64_t last_start(const uint8_t* starts, int64_t p, int64_t ce) {
+    const int64_t lo = p + 1;
+    for (int64_t w = (ce - 1) >> 6; lo < ce && w >= (lo >> 6); --w) {
+        uint64_t word;
+        memcpy(&word, starts + 8 * w, 8);
+        const int64_t base = w << 6;
+        if (ce - base < 64) word &= (1ull << (ce - base)) - 1;
+        if (lo > base) word &= ~0ull << (lo - base);
+        if (word) return base + 63 - __builtin_clzll(word);
+    }
+    return p;
+}
+
+// drmas_advantage_trusted_f32 on sorted rows: each thread checks a block of its rows (in L1) and
+// normalises the runs that end inside what it has checked, so every row is read from memory once;
+// the run that a thread's last block leaves open (it ends in the next thread's rows, or at n) is
+// normalised after all threads have checked theirs. False (some outputs may be written) when a
+// block is not sorted or not valid: the caller then takes the validating path, which reports the
+// error or handles the order.
+static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
+    const int64_t n = a.n;
+    const int nt = threads_for(n);
+    auto split = [n](int tid, int nth) { return tid >= nth ? n : (n * tid / nth) & ~(int64_t)63; };
+    const int64_t words = (n + 63) / 64;
+    std::unique_ptr<uint64_t[]> map(new uint64_t[words]);
+    map[words - 1] = 0;
+    uint8_t* starts = reinterpret_cast<uint8_t*>(map.get());
+    std::vector<char> ok(nt, 0);
+    std::vector<int64_t> open(nt, 0);
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t lo = split(tid, nth), hi = split(tid + 1, nth);
+        constexpr int64_t kBlock = 2048;  // 32 KB of rows: checked, then normalised from L1
+        RunScratch w(a);
+        int64_t p = lo;  // the runs from p on are not normalised yet
+        for (int64_t cb = lo; cb < hi; cb += kBlock) {
+            const int64_t ce = std::min(hi, cb + kBlock);
+            if (!isa.sorted_and_valid(a, cb, ce, starts)) return;
+            const int64_t q = last_start(starts, p, ce);  // the runs in [p, q) end at or before q
+            if (q > p) {
+                isa.sorted_runs(a, p, q, starts, w, &normalise_run);
+                p = q;
+            }
+        }
+        open[tid] = p;
+        ok[tid] = 1;
+    });
+    if (std::find(ok.begin(), ok.end(), 0) != ok.end()) return false;
+    RunScratch w(a);
+    for (int tid = 0; tid < nt; ++tid) isa.sorted_runs(a, open[tid], split(tid + 1, nt), starts, w, &normalise_run);
+    return true;
+}
+
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
                       int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
@@ -467,8 +521,11 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
     AdvArgs a{&cfg, n, scores, uid, traj, agent, U, T, K, advantages, diagnostics};
     const AdvIsa& isa = adv_isa();
 
+    // ---- trusted entry, sorted rows: each block checked, then its runs normalised while hot ----
+    if (trusted && n > 0 && advantage_trusted_sorted(a, isa)) return DRMAS_OK;
+
     // ---- sorted rows (as rollouts write them): one cheap check, then the per-run kernels ----
-    if (n > 0) {
+    if (n > 0 && !trusted) {
         const int nt = threads_for(n);
         // Threads split the rows at multiples of 64, so that each writes whole words of the
         // run-start map (1 bit a row, written by the check, read by the kernels: 1/128 of the

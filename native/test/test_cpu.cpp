@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "drmas.h"
+#include "drmas_math.h"  // token_loss: the scalar formula the vectorised loss must match bit for bit
 
 static int g_pass = 0, g_fail = 0;
 
@@ -1086,6 +1087,272 @@ static void test_lmhead_extreme_logits() {
     }
 }
 
+// drmas_advantage_trusted_f32: bit for bit the validating call's advantages and diagnostics on
+// sorted rows (runs of 1 to ~60 rows, empty uids, runs across the threads' chunks and the 2048-row
+// blocks), on rows in another order, for every mode and 1, 3 and 4 threads; on bad rows the error
+// (naming the function and the row) and nothing written outside the outputs (guard values around
+// them).
+static int call_trusted(const drmas_norm_config& c, const Rows& r, std::vector<float>& out, std::vector<double>* diag) {
+    const int64_t n = (int64_t)r.s.size(), guard = 16;
+    out.assign(n + 2 * guard, -7.0f);
+    if (diag) diag->assign(DRMAS_DIAG_FIELDS * r.U * r.K + 2 * guard, -7.0);
+    const int st = drmas_advantage_trusted_f32(DRMAS_DEVICE_CPU, &c, n, r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(),
+                                               r.U, r.T, r.K, out.data() + guard, diag ? diag->data() + guard : nullptr, nullptr);
+    bool guards = true;
+    for (int64_t j = 0; j < guard; ++j) {
+        guards = guards && out[j] == -7.0f && out[n + guard + j] == -7.0f;
+        if (diag) guards = guards && (*diag)[j] == -7.0 && (*diag)[diag->size() - 1 - j] == -7.0;
+    }
+    CHECK(guards, "drmas_advantage_trusted_f32 wrote outside its outputs");
+    out.erase(out.begin(), out.begin() + guard);
+    out.resize(n);
+    if (diag) {
+        diag->erase(diag->begin(), diag->begin() + guard);
+        diag->resize(DRMAS_DIAG_FIELDS * r.U * r.K);
+    }
+    return st;
+}
+
+static void test_trusted_entry() {
+    std::mt19937_64 rng(53);
+    for (int64_t K : {1, 2, 3, 5}) {
+        Rows r = rollout_rows(K == 2 ? 9000 : 700, 8, K, 2, rng);  // K = 2: ~200K rows, several threads
+        for (auto& u : r.uid) u = u * 2 + 1;                       // every other uid has no rows
+        r.U = r.U * 2 + 1;
+        for (float& v : r.s) v = v * 0.37f + (float)(rng() % 100) * 1e-3f;
+        for (int mode = 0; mode < kDescriptors; ++mode)
+            for (int pool = 0; pool < 2; ++pool)
+                for (int threads : {1, 3, 4}) {
+                    if (K != 2 && threads != 1) continue;
+                    drmas_set_num_threads(threads);
+                    drmas_norm_config c = cfg_of(mode);
+                    c.global_pooling = pool;
+                    std::vector<float> a, b;
+                    std::vector<double> da, db;
+                    const int st1 = call_adv(c, r, a, &da);
+                    const int st2 = call_trusted(c, r, b, &db);
+                    CHECK(st1 == 0 && st2 == 0, "%s", drmas_last_error());
+                    bool same = same_bits(a.data(), b.data(), a.size() * 4);
+                    for (size_t j = 0; j < da.size(); ++j) same = same && (same_bits(&da[j], &db[j], 8) || (isnan(da[j]) && isnan(db[j])));
+                    CHECK(same, "K %lld mode %d pool %d threads %d: the trusted entry must give the validating one's bits", (long long)K,
+                          mode, pool, threads);
+                    const int st3 = call_trusted(c, r, b, nullptr);
+                    const int st4 = call_adv(c, r, a, nullptr);
+                    CHECK(st3 == 0 && st4 == 0 && same_bits(a.data(), b.data(), a.size() * 4), "K %lld mode %d: without diagnostics too",
+                          (long long)K, mode);
+                }
+    }
+    // rows in another order (uids reversed, then shuffled): the validating path's answer
+    Rows r = rollout_rows(300, 8, 2, 2, rng);
+    const int64_t n = (int64_t)r.s.size();
+    drmas_norm_config c = cfg_of(kGrpo);
+    for (int layout = 0; layout < 2; ++layout) {
+        Rows p = r;
+        if (layout == 0) {
+            for (auto& u : p.uid) u = (int32_t)(r.U - 1 - u);
+        } else {
+            std::vector<int64_t> perm(n);
+            std::iota(perm.begin(), perm.end(), 0);
+            std::shuffle(perm.begin(), perm.end(), rng);
+            for (int64_t i = 0; i < n; ++i) {
+                p.s[i] = r.s[perm[i]];
+                p.uid[i] = r.uid[perm[i]];
+                p.traj[i] = r.traj[perm[i]];
+                p.agent[i] = r.agent[perm[i]];
+            }
+        }
+        std::vector<float> a, b;
+        std::vector<double> da, db;
+        CHECK(call_adv(c, p, a, &da) == 0 && call_trusted(c, p, b, &db) == 0, "%s", drmas_last_error());
+        CHECK(same_bits(a.data(), b.data(), a.size() * 4), "layout %d: unsorted rows through the trusted entry", layout);
+    }
+    // bad rows: the error names the function and the row; writes stay inside the outputs
+    for (int threads : {1, 4}) {
+        drmas_set_num_threads(threads);
+        for (int what = 0; what < 5; ++what) {
+            Rows bad = rollout_rows(9000, 8, 2, 2, rng);
+            const int64_t row = (int64_t)bad.s.size() / 2 + 3;
+            if (what == 0) bad.s[row] = NAN;
+            if (what == 1) bad.uid[row] = (int32_t)bad.U + 1000000;
+            if (what == 2) bad.traj[row] = -3;
+            if (what == 3) bad.agent[row] = 1 << 30;
+            if (what == 4) bad.uid[row] = -1;
+            std::vector<float> out;
+            std::vector<double> dg;
+            const int st = call_trusted(cfg_of(kDrmas), bad, out, &dg);
+            const char* names[] = {"scores", "uid", "traj", "agent", "uid"};
+            char want[96];
+            snprintf(want, sizeof want, "drmas_advantage_trusted_f32: %s[%lld]", names[what], (long long)row);
+            CHECK(st != 0 && contains(drmas_last_error(), want), "%d threads, bad %s: %d %s", threads, names[what], st,
+                  drmas_last_error());
+        }
+    }
+    drmas_set_num_threads(0);
+}
+
+// ---- the vectorised clipped loss (cpu_loss_kernels.inc) ------------------------------------
+
+// Token-by-token reference: drmas::token_loss (the scalar formula, also the CUDA kernel's) and the
+// aggregation of drmas.h with per-row sums added one token at a time.
+static void loss_reference(const drmas_loss_config& c, int64_t R, const int64_t* off, const float* lp, const float* old,
+                           const float* adv_tok, const float* ref, const uint8_t* mask, float* grad, double* sums) {
+    for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) sums[j] = 0;
+    for (int64_t t = 0; t < off[0]; ++t) grad[t] = 0;
+    for (int64_t r = 0; r < R; ++r) {
+        int64_t nv = 0;
+        for (int64_t t = off[r]; t < off[r + 1]; ++t) nv += !mask || mask[t];
+        const double w = c.per_row_mean ? (nv ? 1.0 / c.normalizer / (double)nv : 0.0) : 1.0 / c.normalizer;
+        double l = 0, pg = 0, kl = 0;
+        for (int64_t t = off[r]; t < off[r + 1]; ++t) {
+            if (mask && !mask[t]) {
+                grad[t] = 0;
+                continue;
+            }
+            const drmas::TokenLoss tl = drmas::token_loss(c, lp[t], old[t], adv_tok[t], ref != nullptr, ref ? ref[t] : 0.0f);
+            grad[t] = (float)w * (tl.dpg + (float)c.kl_coef * tl.dkl);
+            l += (double)tl.pg + (double)(float)c.kl_coef * tl.kl;
+            pg += tl.pg;
+            kl += tl.kl;
+            sums[DRMAS_LOSS_TOKENS] += 1;
+            sums[DRMAS_LOSS_CLIPPED] += tl.clipped;
+            sums[DRMAS_LOSS_CLIPPED_LOWER] += tl.clipped_lower;
+            sums[DRMAS_LOSS_PPO_KL] += tl.neg_kl;
+        }
+        sums[DRMAS_LOSS_LOSS] += w * l;
+        sums[DRMAS_LOSS_PG_LOSS] += w * pg;
+        sums[DRMAS_LOSS_KL_LOSS] += w * kl;
+        sums[DRMAS_LOSS_KL] += kl;
+    }
+}
+
+// Rows of awkward lengths (0 to 13 tokens, then longer ones), log-probs that put ratios on both
+// sides of the clip range and past the +-20 clamp, NaN in masked tokens; every KL estimator, dual
+// clip on and off, both aggregations, masks and none: each token's grad is bit for bit the scalar
+// formula's, the sums agree to fp64 rounding (the kernel adds in lanes), the per-row entry gives bit
+// for bit the per-token one, and the v2 and v3 builds agree bit for bit.
+static void test_loss_vector_matches_scalar() {
+    std::mt19937_64 rng(41);
+    std::vector<int64_t> off{3};  // tokens [0, 3) belong to no row
+    for (int64_t len = 0; len <= 13; ++len) off.push_back(off.back() + len);
+    for (int j = 0; j < 20; ++j) off.push_back(off.back() + (int64_t)(rng() % 300));
+    const int64_t R = (int64_t)off.size() - 1, T = off.back() + 5;  // and 5 past the last row
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> lp(T), old(T), ref(T), adv_row(R), adv_tok(T, 0.0f);
+    std::vector<uint8_t> mask(T);
+    for (int64_t t = 0; t < T; ++t) {
+        lp[t] = -fabsf(1.5f * nd(rng));
+        const int kind = (int)(rng() % 20);
+        old[t] = kind == 0 ? lp[t] + 25.0f : kind == 1 ? lp[t] - 30.0f : kind == 2 ? lp[t] : lp[t] + 0.3f * nd(rng);
+        ref[t] = kind == 3 ? lp[t] + 22.0f : lp[t] + 0.5f * nd(rng);
+        mask[t] = rng() % 10 != 0;
+        if (!mask[t] && rng() % 2) lp[t] = old[t] = ref[t] = NAN;  // padding may hold anything
+    }
+    for (int64_t r = 0; r < R; ++r) {
+        adv_row[r] = r % 7 == 0 ? 0.0f : nd(rng);
+        for (int64_t t = off[r]; t < off[r + 1]; ++t) adv_tok[t] = adv_row[r];
+    }
+    for (int kl = DRMAS_KL_NONE; kl <= DRMAS_KL_K3; ++kl)
+        for (double dual : {0.0, 3.0})
+            for (int prm = 0; prm < 2; ++prm)
+                for (int masked = 0; masked < 2; ++masked) {
+                    const drmas_loss_config c{0.2, 0.28, dual, kl ? 0.05 : 0.0, 37.0, kl, prm};
+                    const float* rf = kl ? ref.data() : nullptr;
+                    const uint8_t* m = masked ? mask.data() : nullptr;
+                    std::vector<float> g_ref(T, -1.0f), g(T, -1.0f), g_rows(T, -1.0f), g_v2(T, -1.0f);
+                    double s_ref[DRMAS_LOSS_SUMS], s[DRMAS_LOSS_SUMS], s_rows[DRMAS_LOSS_SUMS], s_v2[DRMAS_LOSS_SUMS];
+                    std::vector<float> lpu = lp, oldu = old, refu = ref;
+                    if (!masked)  // without a mask every token is valid: no NaN padding
+                        for (int64_t t = 0; t < T; ++t)
+                            if (std::isnan(lpu[t])) lpu[t] = oldu[t] = refu[t] = -1.0f;
+                    const float* rfu = kl ? refu.data() : nullptr;
+                    loss_reference(c, R, off.data(), lpu.data(), oldu.data(), adv_tok.data(), rfu, m, g_ref.data(), s_ref);
+                    for (int64_t t = off[R]; t < T; ++t) g_ref[t] = 0;
+                    unsetenv("DRMAS_CPU_ISA");
+                    int st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &c, R, off.data(), T, lpu.data(), oldu.data(), adv_tok.data(),
+                                                    rfu, m, g.data(), s, nullptr);
+                    CHECK(st == 0, "%s", drmas_last_error());
+                    st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &c, R, off.data(), off.data(), T, lpu.data(), oldu.data(),
+                                                     adv_row.data(), rfu, m, g_rows.data(), s_rows, nullptr);
+                    CHECK(st == 0, "%s", drmas_last_error());
+                    setenv("DRMAS_CPU_ISA", "v2", 1);
+                    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &c, R, off.data(), T, lpu.data(), oldu.data(), adv_tok.data(), rfu,
+                                                m, g_v2.data(), s_v2, nullptr);
+                    unsetenv("DRMAS_CPU_ISA");
+                    CHECK(st == 0, "%s", drmas_last_error());
+                    int64_t bad = -1;
+                    for (int64_t t = 0; t < T && bad < 0; ++t)
+                        if (memcmp(&g[t], &g_ref[t], 4) != 0) bad = t;
+                    CHECK(bad < 0, "kl %d dual %g prm %d mask %d: grad[%lld] = %.9g, the scalar formula gives %.9g", kl, dual, prm,
+                          masked, (long long)bad, bad >= 0 ? g[bad] : 0.0, bad >= 0 ? g_ref[bad] : 0.0);
+                    bool sums_close = true;
+                    for (int j = 0; j < DRMAS_LOSS_SUMS; ++j) sums_close &= close(s[j], s_ref[j], 1e-12, 1e-12);
+                    CHECK(sums_close, "kl %d dual %g prm %d mask %d: sums differ from the scalar ones beyond rounding (loss %.17g vs %.17g)",
+                          kl, dual, prm, masked, s[0], s_ref[0]);
+                    CHECK(s[DRMAS_LOSS_TOKENS] == s_ref[DRMAS_LOSS_TOKENS] && s[DRMAS_LOSS_CLIPPED] == s_ref[DRMAS_LOSS_CLIPPED] &&
+                              s[DRMAS_LOSS_CLIPPED_LOWER] == s_ref[DRMAS_LOSS_CLIPPED_LOWER],
+                          "the counts are exact");
+                    CHECK(memcmp(g.data(), g_rows.data(), T * 4) == 0 && memcmp(s, s_rows, sizeof s) == 0,
+                          "kl %d: drmas_clipped_loss_rows_f32 must give bit for bit what the broadcast advantages give", kl);
+                    CHECK(memcmp(g.data(), g_v2.data(), T * 4) == 0 && memcmp(s, s_v2, sizeof s) == 0,
+                          "kl %d dual %g prm %d mask %d: the v2 and v3 loss kernels must agree bit for bit", kl, dual, prm, masked);
+                }
+    // the per-row entry's own argument check
+    double sums[DRMAS_LOSS_SUMS];
+    float g1[4];
+    const drmas_loss_config c{0.2, 0.2, 0.0, 0.0, 1.0, DRMAS_KL_NONE, 0};
+    const int64_t o1[2] = {0, 4};
+    const float z[4] = {0, 0, 0, 0};
+    const int st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &c, 1, nullptr, o1, 4, z, z, nullptr, nullptr, nullptr, g1, sums, nullptr);
+    CHECK(st == DRMAS_ERR_NULL && strstr(drmas_last_error(), "drmas_clipped_loss_rows_f32: row_advantages is NULL"),
+          "a NULL row_advantages is named: %d %s", st, drmas_last_error());
+}
+
+// The ratio's exponential: exactly (float)exp((double)d) for d in [-20, 20], through the loss (logp =
+// d, old = 0, A = -1, a clip range that never binds, weight 1: grad = ratio). Every 61st float of
+// the range (about 36M values, both signs, every binade down to 2^-126) and the floats near 0, +-20
+// and a few hard ones; DRMAS_TEST_EXHAUSTIVE=1 runs every float of the range (2.1e9 values, minutes).
+static void test_loss_exp_exact() {
+    const bool all = getenv("DRMAS_TEST_EXHAUSTIVE") != nullptr;
+    const uint32_t step = all ? 1 : 61;
+    const int64_t chunk = 1 << 20;
+    std::vector<float> x(chunk), zero(chunk, 0.0f), g(chunk);
+    const drmas_loss_config c{1.0 - 1e-10, 1e9, 0.0, 0.0, 1.0, DRMAS_KL_NONE, 0};
+    const float minus_one = -1.0f;
+    int64_t checked = 0, bad = 0;
+    uint32_t first_bad = 0;
+    for (int isa = 0; isa < 2; ++isa) {
+        if (isa) setenv("DRMAS_CPU_ISA", "v2", 1);
+        for (int sign = 0; sign < 2; ++sign) {
+            const uint32_t limit = 0x41A00000u;  // 20.0f
+            uint32_t u = isa && !all ? 7 : 0;    // v2 with another offset: more distinct values
+            while (u <= limit) {
+                int64_t k = 0;
+                for (; k < chunk && u <= limit; ++k, u += (isa && !all ? step * 3 : step)) {
+                    const uint32_t b = u | (sign ? 0x80000000u : 0);
+                    memcpy(&x[k], &b, 4);
+                }
+                const int64_t off[2] = {0, k};
+                double sums[DRMAS_LOSS_SUMS];
+                // one row of k tokens, one advantage (-1): per-row entry
+                const int st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &c, 1, off, off, k, x.data(), zero.data(), &minus_one,
+                                                           nullptr, nullptr, g.data(), sums, nullptr);
+                CHECK(st == 0, "%s", drmas_last_error());
+                for (int64_t i = 0; i < k; ++i) {
+                    const float want = (float)exp((double)x[i]);
+                    if (memcmp(&g[i], &want, 4) != 0 && bad++ == 0) memcpy(&first_bad, &x[i], 4);
+                }
+                checked += k;
+            }
+        }
+        unsetenv("DRMAS_CPU_ISA");
+    }
+    float fb;
+    memcpy(&fb, &first_bad, 4);
+    CHECK(bad == 0, "%lld of %lld ratios differ from (float)exp((double)d), the first at d = %.9g (bits %08x)", (long long)bad,
+          (long long)checked, fb, first_bad);
+    printf("  loss exp: %lld values checked (v3 and v2), %lld differ\n", (long long)checked, (long long)bad);
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -1100,8 +1367,11 @@ int main() {
     test_sorted_path_shapes();
     test_isa_identical();
     test_sorted_threads();
+    test_trusted_entry();
     test_broadcast();
     test_loss_identities();
+    test_loss_vector_matches_scalar();
+    test_loss_exp_exact();
     test_lmhead();
     test_lmhead_isa_identical();
     test_lmhead_extreme_logits();

@@ -153,6 +153,16 @@ public final class Kernels {
     public static void advantage(Backend b, NormParams p, long n, MemorySegment scores, MemorySegment uid,
                                  MemorySegment traj, MemorySegment agent, long numUids, long numTrajs, long numAgents,
                                  MemorySegment advantages, MemorySegment diagnostics, MemorySegment stream) {
+        advantage(b, p, false, n, scores, uid, traj, agent, numUids, numTrajs, numAgents, advantages, diagnostics, stream);
+    }
+
+    /**
+     * As above; {@code trusted} calls drmas_advantage_trusted_f32 (for ids the caller built itself:
+     * sorted rows read once; on bad input the outputs may be partly written, the error is still thrown).
+     */
+    public static void advantage(Backend b, NormParams p, boolean trusted, long n, MemorySegment scores, MemorySegment uid,
+                                 MemorySegment traj, MemorySegment agent, long numUids, long numTrajs, long numAgents,
+                                 MemorySegment advantages, MemorySegment diagnostics, MemorySegment stream) {
         Objects.requireNonNull(p, "params");
         checkCount("n", n);
         checkCount("numUids", numUids);
@@ -162,7 +172,7 @@ public final class Kernels {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = normConfig(arena, p);
             long segs = Math.multiplyExact(numUids, numAgents);
-            LibDrmas.check(LibDrmas.advantage(crit, b.device(), cfg, n, arg(b, "scores", scores, n, 4),
+            LibDrmas.check(LibDrmas.advantage(crit, trusted, b.device(), cfg, n, arg(b, "scores", scores, n, 4),
                     arg(b, "uid", uid, n, 4), arg(b, "traj", traj, n, 4), arg(b, "agent", agent, n, 4),
                     numUids, numTrajs, numAgents, arg(b, "advantages", advantages, n, 4),
                     arg(b, "diagnostics", diagnostics, Math.multiplyExact(segs, AbiIndices.DIAG_FIELDS), 8), orNull(stream)));
@@ -212,9 +222,36 @@ public final class Kernels {
                         orNull(stream)));
             } else {
                 MemorySegment host = hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena);
-                LibDrmas.check(LibDrmas.clippedLossAsync(crit, b.device(), cfg, numRows, host, off, numTokens, lp, olp, a,
-                        r, m, g, s, orNull(stream)));
+                LibDrmas.check(LibDrmas.clippedLossAsync(crit, false, b.device(), cfg, numRows, host, off, numTokens, lp, olp,
+                        a, r, m, g, s, orNull(stream)));
             }
+        }
+    }
+
+    /**
+     * The loss with one advantage per row ({@code rowAdv}: numRows floats) read through the offsets;
+     * see drmas_clipped_loss_rows_f32. {@code hostOffsets} may be null (then validated on the device,
+     * one synchronisation with CUDA); ref and mask may be null.
+     */
+    public static void clippedLossRows(Backend b, LossParams p, long numRows, MemorySegment hostOffsets, MemorySegment offsets,
+                                       long numTokens, MemorySegment logp, MemorySegment oldLogp, MemorySegment rowAdv,
+                                       MemorySegment ref, MemorySegment mask, MemorySegment grad, MemorySegment sums,
+                                       MemorySegment stream) {
+        Objects.requireNonNull(p, "params");
+        checkCount("numRows", numRows);
+        checkCount("numTokens", numTokens);
+        boolean crit = b == Backend.CPU;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cfg = lossConfig(arena, p);
+            MemorySegment off = arg(b, "row_offsets", offsets, numRows + 1, 8);
+            MemorySegment lp = arg(b, "logp", logp, numTokens, 4), olp = arg(b, "old_logp", oldLogp, numTokens, 4);
+            MemorySegment a = arg(b, "row_advantages", rowAdv, numRows, 4), r = arg(b, "ref_logp", ref, numTokens, 4);
+            MemorySegment m = arg(b, "mask", mask, numTokens, 1), g = arg(b, "grad", grad, numTokens, 4);
+            MemorySegment s = arg(b, "sums", sums, AbiIndices.LOSS_SUMS, 8);
+            MemorySegment host = hostOffsets == null ? MemorySegment.NULL
+                    : hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena);
+            LibDrmas.check(LibDrmas.clippedLossAsync(crit, true, b.device(), cfg, numRows, host, off, numTokens, lp, olp, a, r, m,
+                    g, s, orNull(stream)));
         }
     }
 

@@ -76,6 +76,8 @@ public final class LibDrmas {
         static final MethodHandle STATS_PLAIN = handle("drmas_segment_stats_f32", STATS, false);
         static final MethodHandle ADV_CRIT = handle("drmas_advantage_f32", ADV, true);
         static final MethodHandle ADV_PLAIN = handle("drmas_advantage_f32", ADV, false);
+        static final MethodHandle ADV_TRUSTED_CRIT = handle("drmas_advantage_trusted_f32", ADV, true);
+        static final MethodHandle ADV_TRUSTED_PLAIN = handle("drmas_advantage_trusted_f32", ADV, false);
         static final MethodHandle BCAST_CRIT = handle("drmas_broadcast_rows_f32", BCAST, true);
         static final MethodHandle BCAST_PLAIN = handle("drmas_broadcast_rows_f32", BCAST, false);
         static final MethodHandle LOSS_CRIT = handle("drmas_clipped_loss_f32", LOSS, true);
@@ -85,6 +87,9 @@ public final class LibDrmas {
                 ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LOSS_ASYNC_CRIT = handle("drmas_clipped_loss_async_f32", LOSS_ASYNC, true);
         static final MethodHandle LOSS_ASYNC_PLAIN = handle("drmas_clipped_loss_async_f32", LOSS_ASYNC, false);
+        // drmas_clipped_loss_rows_f32: LOSS_ASYNC's signature, one advantage per row
+        static final MethodHandle LOSS_ROWS_CRIT = handle("drmas_clipped_loss_rows_f32", LOSS_ASYNC, true);
+        static final MethodHandle LOSS_ROWS_PLAIN = handle("drmas_clipped_loss_rows_f32", LOSS_ASYNC, false);
 
         static final FunctionDescriptor LMHEAD_LOGPROBS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG,
                 ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
@@ -240,11 +245,11 @@ public final class LibDrmas {
         }
     }
 
-    static int advantage(boolean critical, int device, MemorySegment cfg, long n, MemorySegment scores,
+    static int advantage(boolean critical, boolean trusted, int device, MemorySegment cfg, long n, MemorySegment scores,
                          MemorySegment uid, MemorySegment traj, MemorySegment agent, long numUids, long numTrajs,
                          long numAgents, MemorySegment adv, MemorySegment diag, MemorySegment stream) {
         try {
-            MethodHandle h = critical ? H.ADV_CRIT : H.ADV_PLAIN;
+            MethodHandle h = trusted ? (critical ? H.ADV_TRUSTED_CRIT : H.ADV_TRUSTED_PLAIN) : critical ? H.ADV_CRIT : H.ADV_PLAIN;
             return (int) h.invokeExact(device, cfg, n, scores, uid, traj, agent, numUids, numTrajs, numAgents, adv, diag, stream);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -273,12 +278,13 @@ public final class LibDrmas {
         }
     }
 
-    static int clippedLossAsync(boolean critical, int device, MemorySegment cfg, long numRows, MemorySegment hostOffsets,
-                                MemorySegment offsets, long numTokens, MemorySegment logp, MemorySegment oldLogp,
-                                MemorySegment adv, MemorySegment ref, MemorySegment mask, MemorySegment grad,
-                                MemorySegment sums, MemorySegment stream) {
+    static int clippedLossAsync(boolean critical, boolean perRow, int device, MemorySegment cfg, long numRows,
+                                MemorySegment hostOffsets, MemorySegment offsets, long numTokens, MemorySegment logp,
+                                MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
+                                MemorySegment grad, MemorySegment sums, MemorySegment stream) {
         try {
-            MethodHandle h = critical ? H.LOSS_ASYNC_CRIT : H.LOSS_ASYNC_PLAIN;
+            MethodHandle h = perRow ? (critical ? H.LOSS_ROWS_CRIT : H.LOSS_ROWS_PLAIN)
+                    : critical ? H.LOSS_ASYNC_CRIT : H.LOSS_ASYNC_PLAIN;
             return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, ref, mask,
                     grad, sums, stream);
         } catch (Throwable t) {

@@ -186,6 +186,58 @@ class KernelsTest {
     }
 
     @Test
+    void perRowAdvantagesGiveTheBroadcastsBitsAndAreChecked() {
+        long[] off = {1, 4, 4, 9};  // token 0 and 9 belong to no row
+        float[] lp = {0, -1, -0.5f, -2, -0.1f, -0.3f, -1.2f, -0.7f, -0.2f, 0}, old = {0, -1.1f, -0.4f, -2.5f, -0.1f, -0.9f, -1, -0.6f, -0.9f, 0};
+        float[] rowAdv = {1.5f, 0.25f, -2};
+        float[] tokAdv = {0, 1.5f, 1.5f, 1.5f, -2, -2, -2, -2, -2, 0};
+        byte[] mask = {1, 1, 0, 1, 1, 1, 1, 0, 1, 1};
+        Kernels.LossParams p = new Kernels.LossParams(0.2, 0.28, 3, 0, 7, 0, true);
+        float[] g1 = new float[10], g2 = new float[10], g3 = new float[10];
+        double[] s1 = new double[AbiIndices.LOSS_SUMS], s2 = new double[AbiIndices.LOSS_SUMS], s3 = new double[AbiIndices.LOSS_SUMS];
+        Kernels.clippedLoss(Backend.CPU, p, 3, MemorySegment.ofArray(off), 10, seg(lp), seg(old), seg(tokAdv), null,
+                MemorySegment.ofArray(mask), seg(g1), MemorySegment.ofArray(s1), null);
+        Kernels.clippedLossRows(Backend.CPU, p, 3, MemorySegment.ofArray(off), MemorySegment.ofArray(off), 10, seg(lp), seg(old),
+                seg(rowAdv), null, MemorySegment.ofArray(mask), seg(g2), MemorySegment.ofArray(s2), null);
+        Kernels.clippedLossRows(Backend.CPU, p, 3, null, MemorySegment.ofArray(off), 10, seg(lp), seg(old), seg(rowAdv), null,
+                MemorySegment.ofArray(mask), seg(g3), MemorySegment.ofArray(s3), null);
+        assertArrayEquals(g1, g2);
+        assertArrayEquals(g1, g3);
+        assertArrayEquals(s1, s2);
+        assertArrayEquals(s1, s3);
+        assertTrue(s1[AbiIndices.LOSS_TOKENS] == 6 && g1[4] != 0, "the rows' valid tokens were counted and moved");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Kernels.clippedLossRows(Backend.CPU, p, 3,
+                null, MemorySegment.ofArray(off), 10, seg(lp), seg(old), seg(new float[2]), null, null, seg(g3),
+                MemorySegment.ofArray(s3), null));
+        assertTrue(e.getMessage().contains("row_advantages"), e.getMessage());
+        float[] grad = guards(10);
+        DrmasException d = assertThrows(DrmasException.class, () -> Kernels.clippedLossRows(Backend.CPU, p, 3, null,
+                MemorySegment.ofArray(new long[] {1, 4, 3, 9}), 10, seg(lp), seg(old), seg(rowAdv), null, null, seg(grad),
+                MemorySegment.ofArray(s3), null));
+        assertTrue(d.getMessage().contains("drmas_clipped_loss_rows_f32: row_offsets[2] = 3 < row_offsets[1] = 4"), d.getMessage());
+        assertUntouched(grad);
+    }
+
+    @Test
+    void trustedAdvantagesAreTheValidatedOnesAndStillNameABadRow() {
+        float[] s = {1, 0, 1, 1, 0, 0, 0.5f, 0.25f};
+        int[] uid = {0, 0, 0, 0, 0, 0, 2, 2}, traj = {0, 0, 1, 1, 2, 2, 3, 3}, ag = {0, 1, 0, 1, 0, 1, 0, 1};
+        float[] a = new float[8], b = new float[8];
+        double[] da = new double[AbiIndices.DIAG_FIELDS * 3 * 2], db = new double[da.length];
+        Kernels.advantage(Backend.CPU, DRMAS, 8, seg(s), seg(uid), seg(traj), seg(ag), 3, 4, 2, seg(a), MemorySegment.ofArray(da), null);
+        Kernels.advantage(Backend.CPU, DRMAS, true, 8, seg(s), seg(uid), seg(traj), seg(ag), 3, 4, 2, seg(b), MemorySegment.ofArray(db),
+                null);
+        assertArrayEquals(a, b);
+        assertArrayEquals(da, db);
+        assertTrue(a[0] != 0, "non-zero advantages");
+        int[] badAgent = ag.clone();
+        badAgent[5] = 7;
+        DrmasException e = assertThrows(DrmasException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, true, 8, seg(s), seg(uid),
+                seg(traj), seg(badAgent), 3, 4, 2, seg(new float[8]), null, null));
+        assertTrue(e.getMessage().contains("drmas_advantage_trusted_f32: agent[5] = 7 is outside [0, 2)"), e.getMessage());
+    }
+
+    @Test
     void cudaBackendWithoutAGpuIsAClearError() {
         if (LibDrmas.cudaAvailable()) return;  // covered by CudaKernelsTest on GPU machines
         try (Arena arena = Arena.ofConfined()) {

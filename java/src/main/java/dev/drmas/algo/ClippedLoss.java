@@ -99,6 +99,22 @@ public final class ClippedLoss {
      */
     public static DeviceResult computeOnDevice(LossConfig c, double normalizer, long[] hostOffsets, Tensor offsets,
                                                Tensor logp, Tensor oldLogp, Tensor adv, Tensor refLogp, Tensor mask) {
+        return onDevice(c, normalizer, hostOffsets, offsets, logp, oldLogp, adv, false, refLogp, mask);
+    }
+
+    /**
+     * As {@link #computeOnDevice}, with one advantage per row ({@code rowAdv}: float32, numRows
+     * entries) read through the offsets by the kernel (drmas_clipped_loss_rows_f32), so that no
+     * per-token advantage tensor is built: the training step's form. Bit for bit the result of the
+     * advantages broadcast to the tokens.
+     */
+    public static DeviceResult computeRowsOnDevice(LossConfig c, double normalizer, long[] hostOffsets, Tensor offsets,
+                                                   Tensor logp, Tensor oldLogp, Tensor rowAdv, Tensor refLogp, Tensor mask) {
+        return onDevice(c, normalizer, hostOffsets, offsets, logp, oldLogp, rowAdv, true, refLogp, mask);
+    }
+
+    private static DeviceResult onDevice(LossConfig c, double normalizer, long[] hostOffsets, Tensor offsets, Tensor logp,
+                                         Tensor oldLogp, Tensor adv, boolean perRow, Tensor refLogp, Tensor mask) {
         Backend b = TensorViews.backendOf("logp", logp);
         long n = logp.numel();
         if (offsets.numel() < 1) throw new IllegalArgumentException("offsets needs numRows + 1 >= 1 entries");
@@ -109,7 +125,8 @@ public final class ClippedLoss {
         MemorySegment off = TensorViews.view("offsets", offsets, ScalarType.Long, -1, b);
         MemorySegment lp = TensorViews.view("logp", logp, ScalarType.Float, n, b);
         MemorySegment olp = TensorViews.view("oldLogp", oldLogp, ScalarType.Float, n, b);
-        MemorySegment a = TensorViews.view("adv", adv, ScalarType.Float, n, b);
+        MemorySegment a = perRow ? TensorViews.view("rowAdv", adv, ScalarType.Float, offsets.numel() - 1, b)
+                : TensorViews.view("adv", adv, ScalarType.Float, n, b);
         MemorySegment ref = TensorViews.view("refLogp", refLogp, ScalarType.Float, n, b);
         MemorySegment m = null;
         if (mask != null) {
@@ -126,8 +143,12 @@ public final class ClippedLoss {
                 new TensorOptions(ScalarType.Double).device(new DeviceOptional(logp.device())), null);
         MemorySegment s = TensorViews.view("sums", sums, ScalarType.Double, AbiIndices.LOSS_SUMS, b);
         Kernels.LossParams p = params(c, normalizer);
-        Kernels.clippedLoss(b, p, offsets.numel() - 1, hostOffsets == null ? null : MemorySegment.ofArray(hostOffsets), off,
-                n, lp, olp, a, ref, m, g, s, TorchStreams.current(logp));
+        MemorySegment host = hostOffsets == null ? null : MemorySegment.ofArray(hostOffsets);
+        if (perRow) {
+            Kernels.clippedLossRows(b, p, offsets.numel() - 1, host, off, n, lp, olp, a, ref, m, g, s, TorchStreams.current(logp));
+        } else {
+            Kernels.clippedLoss(b, p, offsets.numel() - 1, host, off, n, lp, olp, a, ref, m, g, s, TorchStreams.current(logp));
+        }
         return new DeviceResult(grad, sums);
     }
 }

@@ -121,6 +121,8 @@ public final class PpoUpdater {
     /**
      * How a mini-batch's loss reaches autograd: a scalar whose gradient with respect to
      * {@code logp} is dL/dlogp, and the kernel's metric sums ({@link AbiIndices}{@code .LOSS_*}).
+     * {@code adv} holds one advantage per row (float32, numRows entries): the native kernel reads
+     * it through the offsets, so the step builds no per-token copy.
      */
     interface LossBackend {
         LossOut apply(LossConfig c, double normalizer, Tensor offsets, Tensor logp, Tensor old, Tensor adv, Tensor ref);
@@ -152,7 +154,7 @@ public final class PpoUpdater {
         @Override
         public LossOut apply(LossConfig c, double normalizer, long[] hostOffsets, Tensor offsets, Tensor logp, Tensor old,
                              Tensor adv, Tensor ref) {
-            ClippedLoss.DeviceResult r = ClippedLoss.computeOnDevice(c, normalizer, hostOffsets, offsets,
+            ClippedLoss.DeviceResult r = ClippedLoss.computeRowsOnDevice(c, normalizer, hostOffsets, offsets,
                     logp.detach().contiguous(), old, adv, ref, null);
             return new LossOut(logp.mul(r.grad()).sum(), null, r.sums());
         }
@@ -404,19 +406,19 @@ public final class PpoUpdater {
             long[] off = tf.offsets();
             int n = (int) off[mb.size()];
             if (n == 0) return;
-            // token positions of these rows in old and ref, and each token's advantage
+            // token positions of these rows in old and ref, and each row's advantage
             long[] at = new long[n];
-            float[] advTok = new float[n];
+            float[] adv = new float[mb.size()];
             for (int r = 0; r < mb.size(); r++) {
                 long first = old.start()[idx.get(r)];
                 for (int t = (int) off[r]; t < (int) off[r + 1]; t++) at[t] = first + t - off[r];
-                java.util.Arrays.fill(advTok, (int) off[r], (int) off[r + 1], mb.get(r).advantage());
+                adv[r] = mb.get(r).advantage();
             }
             var dev = model.device();
             Tensor where = Tensors.longs(at).to(dev, ScalarType.Long);
             Tensor logp = tf.logprobs();
             LossOut loss = backend.apply(s.loss(), normalizer, off, Tensors.longs(off).to(dev, ScalarType.Long), logp,
-                    old.values().index_select(0, where), Tensors.floats(advTok).to(dev, ScalarType.Float),
+                    old.values().index_select(0, where), Tensors.floats(adv).to(dev, ScalarType.Float),
                     ref == null ? null : ref.values().index_select(0, where));
             if (loss.deviceSums() != null) {
                 acc.narrow(0, 0, AbiIndices.LOSS_SUMS).add_(loss.deviceSums().to(dev, ScalarType.Double));

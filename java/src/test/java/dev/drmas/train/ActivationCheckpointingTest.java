@@ -89,11 +89,9 @@ class ActivationCheckpointingTest {
             long[] off = tf.offsets();
             int n = (int) off[off.length - 1];
             SplittableRandom rng = new SplittableRandom(5);
-            float[] shift = new float[n], adv = new float[n];
-            for (int i = 0; i < n; i++) {
-                shift[i] = (float) (rng.nextDouble() * 0.6 - 0.3);  // some ratios outside the clip range
-                adv[i] = (float) (rng.nextDouble() * 4 - 2);
-            }
+            float[] shift = new float[n], adv = new float[off.length - 1];  // one advantage per row
+            for (int i = 0; i < n; i++) shift[i] = (float) (rng.nextDouble() * 0.6 - 0.3);  // some ratios outside the clip range
+            for (int r = 0; r < adv.length; r++) adv[r] = (float) (rng.nextDouble() * 4 - 2);
             Tensor old = tf.logprobs().detach().add(Tensors.floats(shift));
             PpoUpdater.LossOut loss = PpoUpdater.NATIVE.apply(LossConfig.defaults(), n, off, Tensors.longs(off), tf.logprobs(), old,
                     Tensors.floats(adv), null);

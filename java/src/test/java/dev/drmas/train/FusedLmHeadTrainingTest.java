@@ -86,11 +86,8 @@ class FusedLmHeadTrainingTest {
                 lp0 = Tensors.toFloats(TeacherForcing.logProbs(m, prompts, responses, temperature, false).logprobs());
             }
             SplittableRandom rng = new SplittableRandom(5);
-            float[] old = new float[n], ref = new float[n], advTok = new float[n], advRow = new float[prompts.size()];
+            float[] old = new float[n], ref = new float[n], advRow = new float[prompts.size()];
             for (int r = 0; r < advRow.length; r++) advRow[r] = (float) (rng.nextDouble() * 4 - 2);
-            for (int r = 0; r < advRow.length; r++) {
-                for (long t = off[r]; t < off[r + 1]; t++) advTok[(int) t] = advRow[r];
-            }
             for (int i = 0; i < n; i++) {
                 old[i] = lp0[i] + (float) (rng.nextDouble() * 0.6 - 0.3);
                 ref[i] = lp0[i] + (float) (rng.nextDouble() * 0.6 - 0.3);
@@ -106,7 +103,7 @@ class FusedLmHeadTrainingTest {
             } else {
                 TeacherForcing.Result tf = TeacherForcing.logProbs(m, prompts, responses, temperature, true);
                 PpoUpdater.LossOut lo = PpoUpdater.NATIVE.apply(loss, normalizer, off, Tensors.longs(off), tf.logprobs(),
-                        Tensors.floats(old), Tensors.floats(advTok), Tensors.floats(ref));
+                        Tensors.floats(old), Tensors.floats(advRow), Tensors.floats(ref));
                 lo.surrogate().sub(tf.entropy().sum().mul(new Scalar(entCoef / n))).backward();
                 tf.finishBackward();
                 sums = new double[AbiIndices.LOSS_SUMS];

@@ -41,10 +41,21 @@ class PpoUpdaterTest {
         torch.set_num_threads(2);
     }
 
-    /** The same loss composed from LibTorch ops; autograd gives dL/dlogp. */
+    /** The same loss composed from LibTorch ops (the rows' advantages broadcast to their tokens); autograd gives dL/dlogp. */
     static final PpoUpdater.LossBackend TORCH = (c, normalizer, offsets, logp, old, adv, ref) ->
-            new PpoUpdater.LossOut(TorchReference.clippedLossTensor(c, normalizer, offsets, logp, old, adv, ref, null),
-                    new double[AbiIndices.LOSS_SUMS]);
+            new PpoUpdater.LossOut(TorchReference.clippedLossTensor(c, normalizer, offsets, logp, old,
+                    perToken(adv, offsets, logp.numel()), ref, null), new double[AbiIndices.LOSS_SUMS]);
+
+    /** Row values (float32, one per row) repeated over each row's tokens of {@code offsets}; 0 outside the rows. */
+    static Tensor perToken(Tensor rowValues, Tensor offsets, long tokens) {
+        long[] off = new long[(int) offsets.numel()];
+        offsets.cpu().contiguous().data_ptr_long().get(off);
+        float[] rows = new float[off.length - 1];
+        rowValues.cpu().contiguous().data_ptr_float().get(rows);
+        float[] tok = new float[(int) tokens];
+        for (int r = 0; r < rows.length; r++) java.util.Arrays.fill(tok, (int) off[r], (int) off[r + 1], rows[r]);
+        return Tensors.floats(tok).to(rowValues.device(), org.bytedeco.pytorch.global.torch.ScalarType.Float);
+    }
 
     static List<PpoUpdater.Row> rows(long seed, int count) {
         SplittableRandom rng = new SplittableRandom(seed);
