@@ -153,7 +153,8 @@ typedef struct drmas_norm_config {
  * one group (DRMAS_ERR_INCONSISTENT names the row otherwise). Non-finite scores are an
  * error naming the row. Fastest when the rows are sorted as rollouts write them: uid never
  * decreases and, with trajectories, each trajectory's rows are together and trajectory ids
- * never decrease; next when only the rows of each uid are contiguous; any order is correct.
+ * never decrease; any other order is partitioned by uid into scratch first (36 B a row) and is
+ * correct too.
  * The CPU backend uses AVX2 kernels where the CPU has them; the environment variable
  * DRMAS_CPU_ISA=v2 selects the baseline ones, which give bit-identical results. */
 DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
@@ -163,13 +164,15 @@ DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* c
                                       float* advantages, double* diagnostics, void* stream);
 
 /* The same normalisation for callers that built the ids themselves (the trainer does): for valid
- * input the same results, bit for bit (same backend, same thread count). There is no separate
+ * input the same results (on the CPU bit for bit, with the same thread count; on CUDA up to the
+ * order of the fp64 atomics, as between two drmas_advantage_f32 calls). There is no separate
  * validation pass: on the CPU, sorted rows are checked block by block in registers while they are
  * normalised, so each row is read once from memory (rows in another order take
  * drmas_advantage_f32's path). Bad input is still an error with drmas_advantage_f32's code and
  * message (naming this function), but advantages and diagnostics may then be partly written. On any input it reads and
  * writes only inside its arrays. With CUDA the call never synchronises and reports no bad row:
- * the rows are checked inside the kernels, and the advantages of bad input are unspecified. */
+ * the kernels skip rows with an id out of range (their advantages are NaN, so that bad input shows),
+ * and the other advantages of bad input are unspecified. */
 DRMAS_API int32_t drmas_advantage_trusted_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
                                               const float* scores, const int32_t* uid,
                                               const int32_t* traj, const int32_t* agent,

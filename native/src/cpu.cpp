@@ -512,6 +512,131 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
     return true;
 }
 
+// Rows in any other order (unsorted rows were ~1% of copy bandwidth through the general path's
+// random-access tables): a stable counting sort by uid into scratch that this call sizes and frees
+// (one 16-byte record a row, then the score, agent, traj and row index arrays that the per-run
+// kernels read, and their advantages: 36 B a row, plus one uid histogram per thread), then the
+// sorted path's per-run kernels on the uid runs, then the advantages written back to their rows.
+// Each uid's rows keep their order, so the result is bit for bit what the per-run kernels give for
+// those rows sorted stably by uid. The trajectory -> uid map is built on the partitioned runs (a
+// compare-and-swap per trajectory, so that threads agree on who saw a trajectory first);
+// group_of_run then claims it as in the blocked path. Returns false, having written no output,
+// when a row is bad or a trajectory lies in two uids (the caller's full validation then names the
+// row) or when the uids far outnumber the rows (the caller's general path then runs: the
+// histograms grow with U). What bounds it on the development VM, and what did not help (a
+// two-pass radix partition, a bucketed write-back, 2 MB pages): bench/README.md.
+static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
+    const int64_t n = a.n, U = a.U, K = a.K, T = a.T;
+    if (n >= INT32_MAX || U > 4 * n + 4096) return false;
+    const int nt = threads_for(n);
+    const bool by_traj = a.traj != nullptr;
+    // ---- check the rows and count each uid's rows, per thread ----
+    std::vector<std::vector<int32_t>> hist(nt);  // n < 2^31: counts and cursors fit
+    std::vector<char> bad(nt, 0), ran(nt, 0);
+    run_parallel(nt, [&](int tid, int nth) {
+        if (nth != nt) return;  // a smaller team than asked: the caller's paths run instead
+        ran[tid] = 1;
+        const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
+        std::vector<int32_t> h(U, 0);  // first touched by its own thread
+        constexpr int64_t kBlock = 2048;
+        for (int64_t b = lo; b < hi; b += kBlock) {
+            const int64_t e = std::min(hi, b + kBlock);
+            if (by_traj ? block_has_bad_row<true>(a, b, e) : block_has_bad_row<false>(a, b, e)) {
+                bad[tid] = 1;
+                return;
+            }
+            for (int64_t i = b; i < e; ++i) ++h[a.uid[i]];
+        }
+        hist[tid] = std::move(h);
+    });
+    if (std::find(bad.begin(), bad.end(), 1) != bad.end() || std::find(ran.begin(), ran.end(), 0) != ran.end()) return false;
+    // ---- offsets: off[u] is where uid u's rows start; thread t's rows of u follow threads < t ----
+    std::vector<int64_t> off(U + 1);
+    int64_t pos = 0;
+    for (int64_t u = 0; u < U; ++u) {
+        off[u] = pos;
+        for (int t = 0; t < nt; ++t) {
+            const int64_t c = hist[t][u];
+            hist[t][u] = (int32_t)pos;  // thread t's cursor for u
+            pos += c;
+        }
+    }
+    off[U] = pos;
+    // ---- scatter: each row as one 16-byte record (one cache line touched a row, where four
+    // ---- arrays touched four), then split into the arrays of the per-run kernels ----
+    struct Rec {
+        float score;
+        int32_t agent, traj, idx;
+    };
+    std::unique_ptr<Rec[]> rec(new Rec[n]);
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
+        int32_t* cur = hist[tid].data();
+        for (int64_t i = lo; i < hi; ++i)
+            rec[cur[a.uid[i]]++] = Rec{a.scores[i], a.agent[i], by_traj ? a.traj[i] : 0, (int32_t)i};
+    });
+    hist.clear();
+    std::unique_ptr<float[]> ps(new float[n]), padv(new float[n]);
+    std::unique_ptr<int32_t[]> pag(new int32_t[n]), ptr(by_traj ? new int32_t[n] : nullptr), pidx(new int32_t[n]);
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
+        for (int64_t i = lo; i < hi; ++i) {
+            ps[i] = rec[i].score;
+            pag[i] = rec[i].agent;
+            if (by_traj) ptr[i] = rec[i].traj;
+            pidx[i] = rec[i].idx;
+        }
+    });
+    rec.reset();
+    // the uids that begin in a thread's share of the partitioned rows are that thread's
+    auto first_uid = [&](int64_t row) { return (int64_t)(std::lower_bound(off.begin(), off.end() - 1, row) - off.begin()); };
+    auto uid_split = [&](int tid, int nth) { return tid >= nth ? U : tid == 0 ? 0 : first_uid(n * tid / nth); };
+    // ---- every trajectory in one uid ----
+    std::vector<int32_t> owner;
+    if (by_traj) {
+        owner.assign(T, -1);
+        std::vector<char> incons(nt, 0);
+        run_parallel(nt, [&](int tid, int nth) {
+            bool x = false;
+            for (int64_t u = uid_split(tid, nth); u < uid_split(tid + 1, nth); ++u)
+                for (int64_t i = off[u]; i < off[u + 1]; ++i) {
+                    int32_t* o = &owner[ptr[i]];
+                    int32_t v = __atomic_load_n(o, __ATOMIC_RELAXED);
+                    if (v == (int32_t)u) continue;
+                    if (v == -1 && __atomic_compare_exchange_n(o, &v, (int32_t)u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+                        continue;
+                    x |= v != (int32_t)u;
+                }
+            incons[tid] = x;
+        });
+        if (std::find(incons.begin(), incons.end(), 1) != incons.end()) return false;
+    }
+    // ---- everything is valid: the per-run kernels, then the advantages to their rows ----
+    AdvArgs p = a;
+    p.scores = ps.get();
+    p.agent = pag.get();
+    p.traj = ptr.get();
+    p.uid = nullptr;  // the runs' kernels take their uid as an argument
+    p.adv = padv.get();
+    const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
+    run_parallel(nt, [&](int tid, int nth) {
+        RunScratch w(p);
+        for (int64_t u = uid_split(tid, nth); u < uid_split(tid + 1, nth); ++u) {
+            if (off[u] == off[u + 1]) {
+                if (a.diag)
+                    for (int64_t k = 0; k < K; ++k) write_diag(a, u, k, 0, 0, 0, 0, 0, 0);
+                continue;
+            }
+            fn(p, off[u], off[u + 1], (int32_t)u, w, by_traj ? owner.data() : nullptr);
+        }
+    });
+    run_parallel(nt, [&](int tid, int nth) {
+        const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
+        for (int64_t i = lo; i < hi; ++i) a.adv[pidx[i]] = padv[i];
+    });
+    return true;
+}
+
 int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scores,
                       const int32_t* uid, const int32_t* traj, const int32_t* agent,
                       int64_t num_uids, int64_t num_trajs, int64_t num_agents, float* advantages,
@@ -549,7 +674,11 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         // Not sorted, or a bad row somewhere: the full validation below tells which.
     }
 
-    // ---- validation (parallel): ranges, finiteness, trajectory owners, uid runs ----
+    // ---- any other order: partitioned by uid, then the per-run kernels ----
+    if (n > 0 && advantage_partitioned(a, isa)) return DRMAS_OK;
+
+    // ---- validation (parallel): ranges, finiteness, trajectory owners, uid runs: for the rows
+    // ---- that advantage_partitioned declined (a bad row, for its message; huge id spaces) ----
     const int nt = threads_for(n);
     std::vector<std::vector<int32_t>> own(traj ? nt : 0);
     std::vector<Problem> problems(nt);

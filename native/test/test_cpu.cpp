@@ -1087,6 +1087,75 @@ static void test_lmhead_extreme_logits() {
     }
 }
 
+// Rows in random order take the partition path: bit for bit the advantages and diagnostics of the
+// same rows sorted stably by uid (the sorted path), for every mode, both poolings, 1 and 4 threads
+// and sizes on both sides of the threads' split; a trajectory in two uids or a bad row among
+// shuffled rows is still the validating path's error with every output untouched.
+static void test_partition_path() {
+    std::mt19937_64 rng(61);
+    for (int64_t U : {37, 9000}) {
+        Rows r = rollout_rows(U, 8, 3, 2, rng);
+        for (float& v : r.s) v = v * 0.37f + (float)(rng() % 100) * 1e-3f;
+        const int64_t n = (int64_t)r.s.size();
+        std::vector<int64_t> perm(n);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        Rows p = r;
+        for (int64_t i = 0; i < n; ++i) {
+            p.s[i] = r.s[perm[i]];
+            p.uid[i] = r.uid[perm[i]];
+            p.traj[i] = r.traj[perm[i]];
+            p.agent[i] = r.agent[perm[i]];
+        }
+        // the shuffled rows sorted stably by uid: what the partition builds
+        std::vector<int64_t> order(n);
+        std::iota(order.begin(), order.end(), 0);
+        std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return p.uid[x] < p.uid[y]; });
+        Rows q = p;
+        for (int64_t i = 0; i < n; ++i) {
+            q.s[i] = p.s[order[i]];
+            q.uid[i] = p.uid[order[i]];
+            q.traj[i] = p.traj[order[i]];
+            q.agent[i] = p.agent[order[i]];
+        }
+        for (int mode = 0; mode < kDescriptors; ++mode)
+            for (int pool = 0; pool < 2; ++pool)
+                for (int threads : {1, 4}) {
+                    if (U < 100 && threads != 1) continue;
+                    drmas_set_num_threads(threads);
+                    drmas_norm_config c = cfg_of(mode);
+                    c.global_pooling = pool;
+                    std::vector<float> a, b;
+                    std::vector<double> da, db;
+                    CHECK(call_adv(c, p, a, &da) == 0 && call_adv(c, q, b, &db) == 0, "%s", drmas_last_error());
+                    bool same = true;
+                    for (int64_t i = 0; i < n; ++i) same = same && same_bits(&b[i], &a[order[i]], 4);
+                    for (size_t j = 0; j < da.size(); ++j) same = same && (same_bits(&da[j], &db[j], 8) || (isnan(da[j]) && isnan(db[j])));
+                    CHECK(same, "U %lld mode %d pool %d threads %d: the partition must give the stably sorted rows' bits", (long long)U,
+                          mode, pool, threads);
+                }
+        drmas_set_num_threads(0);
+        if (U < 100) continue;
+        for (int what = 0; what < 3; ++what) {
+            Rows bad = p;
+            const int64_t row = n / 3;
+            if (what == 0) bad.traj[row] = bad.traj[row] == 0 ? 1 : 0;  // (a trajectory of another uid; uids 0 and 1 differ)
+            if (what == 0) bad.uid[row] = bad.uid[row] == 5 ? 6 : 5;
+            if (what == 1) bad.agent[row] = -2;
+            if (what == 2) bad.s[row] = -INFINITY;
+            std::vector<float> out;
+            std::vector<double> dg;
+            const int st = call_adv(cfg_of(kGrpo), bad, out, &dg);
+            const int want = what == 0 ? DRMAS_ERR_INCONSISTENT : what == 1 ? DRMAS_ERR_RANGE : DRMAS_ERR_NONFINITE;
+            CHECK(st == want, "shuffled rows, bad %d: status %d (%s), want %d", what, st, drmas_last_error(), want);
+            bool untouched = true;
+            for (float v : out) untouched = untouched && v == -7.0f;
+            for (double v : dg) untouched = untouched && v == -7.0;
+            CHECK(untouched, "shuffled rows, bad %d: outputs must be untouched", what);
+        }
+    }
+}
+
 // drmas_advantage_trusted_f32: bit for bit the validating call's advantages and diagnostics on
 // sorted rows (runs of 1 to ~60 rows, empty uids, runs across the threads' chunks and the 2048-row
 // blocks), on rows in another order, for every mode and 1, 3 and 4 threads; on bad rows the error
@@ -1368,6 +1437,7 @@ int main() {
     test_isa_identical();
     test_sorted_threads();
     test_trusted_entry();
+    test_partition_path();
     test_broadcast();
     test_loss_identities();
     test_loss_vector_matches_scalar();

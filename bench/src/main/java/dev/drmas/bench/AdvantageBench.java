@@ -142,6 +142,11 @@ public class AdvantageBench {
                     d.numAgents(), out, null, null);
         }
 
+        void runTrusted(Data d) {
+            Kernels.advantage(Backend.CPU, params, true, d.n(), scores, uid, traj, agent, d.numUids(), d.numTrajs(),
+                    d.numAgents(), out, null, null);
+        }
+
         @TearDown(Level.Trial)
         public void tearDown() {
             arena.close();
@@ -243,6 +248,13 @@ public class AdvantageBench {
     @Benchmark
     public MemorySegment nativeCpu(Rows r, Native s) {
         s.run(r.data);
+        return s.out;
+    }
+
+    /** (a') The trusted entry (drmas_advantage_trusted_f32, the trainer's ids): no separate validation pass. */
+    @Benchmark
+    public MemorySegment nativeTrusted(Rows r, Native s) {
+        s.runTrusted(r.data);
         return s.out;
     }
 

@@ -48,10 +48,12 @@ public final class BenchReport {
               --time MS          length of every iteration in ms (default 1000; --quick 500)
               --forks N          JVM forks per benchmark (default 1)
               --no-reference     skip the ReferenceKernels oracles (referenceJava)
-            Implementations: nativeCpu (headline), arrayApi, libtorch, plainJava, referenceJava (<= 1M), copy.""";
+            Implementations: nativeCpu (headline), nativeTrusted (advantage, trusted entry), nativeRows (loss, per-row
+            advantages), arrayApi, libtorch, plainJava, referenceJava (<= 1M), copy.""";
 
     static final List<String> DEFAULT_SIZES = List.of("65536", "1048576", "16777216");
-    static final List<String> IMPLS = List.of("nativeCpu", "arrayApi", "libtorch", "plainJava", "referenceJava", "copy");
+    static final List<String> IMPLS = List.of("nativeCpu", "nativeTrusted", "nativeRows", "arrayApi", "libtorch", "plainJava",
+            "referenceJava", "copy");
 
     /** One benchmark class: its size parameter and the bytes its kernel must touch per element. */
     record Spec(String className, String title, String sizeParam, String unit, int bytesPerElement, String bytesNote,
@@ -244,13 +246,16 @@ public final class BenchReport {
             }
             sb.append("\nSummary (speed-up = other's time / native's time):\n\n");
             sb.append("| ").append(spec.sizeParam()).append(" |").append(layoutCol)
-                    .append(" native ms | native GB/s | copy GB/s | native % of copy | vs LibTorch | vs plain Java | vs array API |\n");
-            sb.append("|---:|").append(layoutSep).append("---:|---:|---:|---:|---:|---:|---:|\n");
+                    .append(" native ms | native GB/s | copy GB/s | native % of copy | vs LibTorch | vs plain Java | vs array API |")
+                    .append(" variant (trusted / per-row) ms | variant % of copy | variant vs LibTorch |\n");
+            sb.append("|---:|").append(layoutSep).append("---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
             for (long n : sizes) {
                 for (String layout : layoutOrder) {
                     Score nat = score(byKey, n, layout, "nativeCpu"), copy = score(byKey, n, layout, "copy");
                     Score lt = score(byKey, n, layout, "libtorch"), pj = score(byKey, n, layout, "plainJava");
                     Score api = score(byKey, n, layout, "arrayApi");
+                    Score var = score(byKey, n, layout, "nativeTrusted");
+                    if (var == null) var = score(byKey, n, layout, "nativeRows");
                     sb.append("| ").append(human(n)).append(" |");
                     if (spec.hasLayout()) sb.append(' ').append(layout).append(" |");
                     sb.append(' ').append(nat == null ? "—" : ms(nat.ms()))
@@ -260,7 +265,11 @@ public final class BenchReport {
                                     : String.format(Locale.ROOT, "%.0f%%", 100 * copy.ms() / nat.ms()))
                             .append(" | ").append(speedup(lt, nat))
                             .append(" | ").append(speedup(pj, nat))
-                            .append(" | ").append(speedup(api, nat)).append(" |\n");
+                            .append(" | ").append(speedup(api, nat))
+                            .append(" | ").append(var == null ? "—" : ms(var.ms()))
+                            .append(" | ").append(var == null || copy == null ? "—"
+                                    : String.format(Locale.ROOT, "%.0f%%", 100 * copy.ms() / var.ms()))
+                            .append(" | ").append(speedup(lt, var)).append(" |\n");
                 }
             }
         }
