@@ -1,7 +1,11 @@
 // advantage.cuh — Dr. MAS / GRPO advantage normalisation: two-pass fp64 statistics of the
 // agent segments (uid, agent), of the trajectories and of the groups (over trajectory means
 // or rows), then one thread per row applies drmas::row_advantage, the formula the CPU uses.
-// defines: advantage_sums_kernel, trajectory_group_sums_kernel, advantage_m2_kernel,
+// Every kernel skips rows whose ids are out of range (RowIds), so that unvalidated input
+// (drmas_advantage_trusted_f32) can never index outside the accumulators or the outputs; after
+// validation no row is skipped and the guards change nothing.
+// defines: RowIds, row_ids, trajectory_uid, advantage_sums_kernel, trajectory_group_sums_kernel,
+//          advantage_m2_kernel,
 //          trajectory_group_m2_kernel, advantage_kernel, advantage_diagnostics_kernel
 #pragma once
 
@@ -26,6 +30,22 @@ struct ConstSegmentAccumulators {
     const double* m2;
 };
 
+// The ids of row i and whether all of them are in range (uid < num_uids, agent < num_agents and,
+// with trajectories, traj < num_trajs). A row that is not `ok` takes part in no statistic.
+struct RowIds {
+    int64_t u, t, seg;
+    bool ok;
+};
+__device__ __forceinline__ RowIds row_ids(int64_t i, const int32_t* __restrict__ uid, const int32_t* __restrict__ traj,
+                                          const int32_t* __restrict__ agent, int64_t num_uids, int64_t num_trajs,
+                                          int64_t num_agents) {
+    const int32_t u = uid[i], k = agent[i];
+    const int32_t t = traj != nullptr ? traj[i] : 0;
+    const bool ok = id_in_range(u, num_uids) && id_in_range(k, num_agents) &&
+                    (traj == nullptr || id_in_range(t, num_trajs));
+    return ok ? RowIds{u, t, (int64_t)u * num_agents + k, true} : RowIds{0, 0, 0, false};
+}
+
 __device__ __forceinline__ SegStat seg_stat(ConstSegmentAccumulators a, int64_t s, int ddof) {
     const double c = (double)a.count[s];
     return SegStat{c, a.mean[s], std_from_m2(c, a.m2[s], ddof)};
@@ -36,19 +56,20 @@ __device__ __forceinline__ SegStat seg_stat(ConstSegmentAccumulators a, int64_t 
 __global__ void advantage_sums_kernel(int64_t n, const float* __restrict__ scores,
                                       const int32_t* __restrict__ uid,
                                       const int32_t* __restrict__ traj,
-                                      const int32_t* __restrict__ agent, int64_t num_agents,
+                                      const int32_t* __restrict__ agent, int64_t num_uids,
+                                      int64_t num_trajs, int64_t num_agents,
                                       SegmentAccumulators agents, SegmentAccumulators groups,
                                       SegmentAccumulators trajs) {
     for (int64_t base = warp_loop_start(); base < n; base += grid_stride()) {
         const int64_t i = base + lane_id();
-        const bool in = i < n;
-        const int64_t u = in ? uid[i] : 0;
-        const int64_t seg = in ? u * num_agents + agent[i] : 0;
+        const RowIds id = i < n ? row_ids(i, uid, traj, agent, num_uids, num_trajs, num_agents) : RowIds{0, 0, 0, false};
+        const bool in = id.ok;
+        const int64_t u = id.u, seg = id.seg;
         const double s = in ? (double)scores[i] : 0.0;
         segment_atomic_add(agents.count, seg, 1ull, in);
         segment_atomic_add(agents.mean, seg, s, in);
         if (traj != nullptr) {
-            const int64_t t = in ? traj[i] : 0;
+            const int64_t t = id.t;
             segment_atomic_add(trajs.count, t, 1ull, in);
             segment_atomic_add(trajs.mean, t, s, in);
         } else {
@@ -58,19 +79,34 @@ __global__ void advantage_sums_kernel(int64_t n, const float* __restrict__ score
     }
 }
 
+// The group of trajectory t (the uid of its first row), or -1 when t is past the end, has no
+// rows, or its first row is unknown or out of range.
+__device__ __forceinline__ int64_t trajectory_uid(int64_t t, int64_t num_trajs, ConstSegmentAccumulators trajs,
+                                                  const unsigned long long* __restrict__ first_row,
+                                                  const int32_t* __restrict__ uid, int64_t num_uids) {
+    if (t >= num_trajs || trajs.count[t] == 0) return -1;
+    const unsigned long long f = first_row[t];
+    if (f == kNoError) return -1;
+    const int32_t u = uid[f];
+    return id_in_range(u, num_uids) ? (int64_t)u : -1;
+}
+
 // Trajectory pooling, pass 1 of the groups: every non-empty trajectory adds its mean score
-// S_t once to its group (the uid of its first row; all its rows agree, as validated).
+// S_t once to its group (the uid of its first row; all its rows agree, as validated). A
+// trajectory with rows has a first row whose uid is in range (trajectory_first_row_kernel skips
+// the same rows as advantage_sums_kernel and more); the check is kept so that this holds by
+// construction here too.
 __global__ void trajectory_group_sums_kernel(int64_t num_trajs, ConstSegmentAccumulators trajs,
                                              const unsigned long long* __restrict__ first_row,
-                                             const int32_t* __restrict__ uid,
+                                             const int32_t* __restrict__ uid, int64_t num_uids,
                                              SegmentAccumulators groups) {
     for (int64_t base = warp_loop_start(); base < num_trajs; base += grid_stride()) {
         const int64_t t = base + lane_id();
-        const bool active = t < num_trajs && trajs.count[t] > 0;
-        const int64_t u = active ? uid[first_row[t]] : 0;
+        const int64_t u = trajectory_uid(t, num_trajs, trajs, first_row, uid, num_uids);
+        const bool active = u >= 0;
         const double st = active ? trajs.mean[t] : 0.0;
-        segment_atomic_add(groups.count, u, 1ull, active);
-        segment_atomic_add(groups.mean, u, st, active);
+        segment_atomic_add(groups.count, active ? u : 0, 1ull, active);
+        segment_atomic_add(groups.mean, active ? u : 0, st, active);
     }
 }
 
@@ -78,13 +114,14 @@ __global__ void trajectory_group_sums_kernel(int64_t num_trajs, ConstSegmentAccu
 __global__ void advantage_m2_kernel(int64_t n, const float* __restrict__ scores,
                                     const int32_t* __restrict__ uid,
                                     const int32_t* __restrict__ traj,
-                                    const int32_t* __restrict__ agent, int64_t num_agents,
+                                    const int32_t* __restrict__ agent, int64_t num_uids,
+                                    int64_t num_trajs, int64_t num_agents,
                                     SegmentAccumulators agents, SegmentAccumulators groups) {
     for (int64_t base = warp_loop_start(); base < n; base += grid_stride()) {
         const int64_t i = base + lane_id();
-        const bool in = i < n;
-        const int64_t u = in ? uid[i] : 0;
-        const int64_t seg = in ? u * num_agents + agent[i] : 0;
+        const RowIds id = i < n ? row_ids(i, uid, traj, agent, num_uids, num_trajs, num_agents) : RowIds{0, 0, 0, false};
+        const bool in = id.ok;
+        const int64_t u = id.u, seg = id.seg;
         const double s = in ? (double)scores[i] : 0.0;
         double da = 0.0;
         if (in) {
@@ -106,38 +143,43 @@ __global__ void advantage_m2_kernel(int64_t n, const float* __restrict__ scores,
 // Trajectory pooling, pass 2 of the groups: (S_t - mu_u)^2 per non-empty trajectory.
 __global__ void trajectory_group_m2_kernel(int64_t num_trajs, ConstSegmentAccumulators trajs,
                                            const unsigned long long* __restrict__ first_row,
-                                           const int32_t* __restrict__ uid,
+                                           const int32_t* __restrict__ uid, int64_t num_uids,
                                            SegmentAccumulators groups) {
     for (int64_t base = warp_loop_start(); base < num_trajs; base += grid_stride()) {
         const int64_t t = base + lane_id();
-        const bool active = t < num_trajs && trajs.count[t] > 0;
-        const int64_t u = active ? uid[first_row[t]] : 0;
+        const int64_t u = trajectory_uid(t, num_trajs, trajs, first_row, uid, num_uids);
+        const bool active = u >= 0;
         double d = 0.0;
         if (active) {
             d = trajs.mean[t] - groups.mean[u];
             d *= d;
         }
-        segment_atomic_add(groups.m2, u, d, active);
+        segment_atomic_add(groups.m2, active ? u : 0, d, active);
     }
 }
 
 // One thread per row: A_i = row_advantage(cfg, s_i, x_i, agent stat, group stat), with
-// x_i = S_traj(i) under trajectory pooling (traj != NULL), else s_i.
+// x_i = S_traj(i) under trajectory pooling (traj != NULL), else s_i. A row with an id out of
+// range (unvalidated input only) gets NaN, so that bad input shows rather than training on.
 __global__ void advantage_kernel(drmas_norm_config cfg, int64_t n,
                                  const float* __restrict__ scores,
                                  const int32_t* __restrict__ uid,
                                  const int32_t* __restrict__ traj,
-                                 const int32_t* __restrict__ agent, int64_t num_agents,
+                                 const int32_t* __restrict__ agent, int64_t num_uids,
+                                 int64_t num_trajs, int64_t num_agents,
                                  ConstSegmentAccumulators agents, ConstSegmentAccumulators groups,
                                  ConstSegmentAccumulators trajs, float* __restrict__ advantages) {
     const int64_t stride = grid_stride();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-        const int64_t u = uid[i];
-        const int64_t seg = u * num_agents + agent[i];
+        const RowIds id = row_ids(i, uid, traj, agent, num_uids, num_trajs, num_agents);
+        if (!id.ok) {
+            advantages[i] = __int_as_float(0x7fc00000);
+            continue;
+        }
         const double s = (double)scores[i];
-        const double x = traj != nullptr ? trajs.mean[traj[i]] : s;
-        advantages[i] = row_advantage(cfg, s, x, seg_stat(agents, seg, cfg.ddof),
-                                      seg_stat(groups, u, cfg.ddof));
+        const double x = traj != nullptr ? trajs.mean[id.t] : s;
+        advantages[i] = row_advantage(cfg, s, x, seg_stat(agents, id.seg, cfg.ddof),
+                                      seg_stat(groups, id.u, cfg.ddof));
     }
 }
 

@@ -2,7 +2,7 @@
 // loops, warp-aggregated segment atomics (sorted ids cost one atomic per warp), a fixed-order
 // block reduction (so per-row results are deterministic) and first-bad-index records.
 // defines: DRMAS_LAUNCH, kBlockSize, kNoError, warp_loop_start, record_first_bad, warp_sum,
-//          segment_atomic_add, block_sum
+//          segment_atomic_add, block_sum, id_in_range
 #pragma once
 
 #include <stdint.h>
@@ -33,6 +33,11 @@ __device__ __forceinline__ int64_t warp_loop_start() {
 }
 __device__ __forceinline__ int64_t grid_stride() { return (int64_t)gridDim.x * blockDim.x; }
 __device__ __forceinline__ int lane_id() { return (int)(threadIdx.x & 31u); }
+
+// An id that indexes an array of `limit` entries (negative ids are out of range).
+__device__ __forceinline__ bool id_in_range(int32_t id, int64_t limit) {
+    return id >= 0 && (int64_t)id < limit;
+}
 
 // Records min(slot, index of the lowest lane with `bad`). Indices grow with the lane, so
 // the lowest flagged lane holds the warp's first offending index: one atomic per warp.

@@ -39,10 +39,6 @@ enum AdvantageCheck {
     kAdvChecks = 5
 };
 
-__device__ __forceinline__ bool id_in_range(int32_t id, int64_t limit) {
-    return id >= 0 && (int64_t)id < limit;
-}
-
 // traj may be NULL (row pooling): then no trajectory is checked.
 __global__ void validate_advantage_rows_kernel(int64_t n, const float* __restrict__ scores,
                                                const int32_t* __restrict__ uid,

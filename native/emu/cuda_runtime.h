@@ -3,7 +3,7 @@
 // tested on a CPU (CMake target drmas_emu, ctest label "emulation"). It is found before any real
 // cuda_runtime.h because native/emu is the first include folder of that build only.
 // defines: DRMAS_LAUNCH, dim3, threadIdx/blockIdx/blockDim/gridDim, the warp collectives,
-//          __syncthreads, atomics, the host API subset cuda_backend.cu calls
+//          __syncthreads, atomics, the host API subset cuda_backend.cu calls, drmas_emu_counters
 // How kernels execute (native/emu/simt.cpp): the blocks of a launch run one after another in a
 // seeded random order; each CUDA thread is a fiber; a warp collective completes when all 32
 // lanes have reached it and aborts, naming the collective and the lanes, when the mask is not
@@ -99,6 +99,18 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t str
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* ptr);
+
+// ---- counters for tests ------------------------------------------------------------------
+// drmas_emu_counters(out) fills out[DRMAS_EMU_COUNTERS] with the totals since the process
+// started: kernel launches, memsets, copies into host memory from device memory, stream and
+// device synchronisations. Exported from libdrmas_emu (not part of drmas.h), so that a test can
+// assert that a call never waits for the device; a test declares it weak, as libdrmas lacks it.
+#define DRMAS_EMU_LAUNCHES 0
+#define DRMAS_EMU_MEMSETS 1
+#define DRMAS_EMU_TO_HOST 2
+#define DRMAS_EMU_SYNCS 3
+#define DRMAS_EMU_COUNTERS 4
+extern "C" __attribute__((visibility("default"))) void drmas_emu_counters(uint64_t* out);
 
 // ---- the emulator's interface to kernels ------------------------------------------------
 namespace drmas_emu {

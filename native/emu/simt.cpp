@@ -641,6 +641,18 @@ void run_kernel(const Launch& launch, void (*body)(void*), void* ctx) {
 // ---- the runtime API ------------------------------------------------------------------
 using namespace drmas_emu;
 
+namespace {
+// What the host API was asked to do (drmas_emu_counters): tests assert, e.g., that a call
+// never waits for the device.
+uint64_t g_counters[DRMAS_EMU_COUNTERS] = {};
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void drmas_emu_counters(uint64_t* out) {
+    std::lock_guard<std::recursive_mutex> hold(g_lock);
+    g_counters[DRMAS_EMU_LAUNCHES] = g_launch_id;
+    for (int k = 0; k < DRMAS_EMU_COUNTERS; ++k) out[k] = g_counters[k];
+}
+
 cudaError_t cudaGetDeviceCount(int* count) {
     if (count == nullptr) return record(cudaErrorInvalidValue);
     *count = device_count();
@@ -686,6 +698,8 @@ cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) { return cud
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     std::lock_guard<std::recursive_mutex> hold(g_lock);
+    if (bytes > 0 && find(dst, 1, "cudaMemcpy destination") == nullptr && find(src, 1, "cudaMemcpy source") != nullptr)
+        g_counters[DRMAS_EMU_TO_HOST]++;
     return copy(dst, src, bytes, kind);
 }
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
@@ -693,11 +707,17 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 }
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
     std::lock_guard<std::recursive_mutex> hold(g_lock);
+    g_counters[DRMAS_EMU_MEMSETS]++;
     return fill(ptr, value, bytes);
 }
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) { return cudaMemset(ptr, value, bytes); }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }  // every call completed when it returned
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+// Every call completed when it returned: nothing to wait for, only counted.
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+    std::lock_guard<std::recursive_mutex> hold(g_lock);
+    g_counters[DRMAS_EMU_SYNCS]++;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize() { return cudaStreamSynchronize(nullptr); }
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* ptr) {
     if (attr == nullptr) return record(cudaErrorInvalidValue);
     std::lock_guard<std::recursive_mutex> hold(g_lock);

@@ -2,8 +2,8 @@
 // checks that its arrays are device memory of one device and runs on that device (a guard
 // restores the caller's current device on every return path), validates the data on the device
 // and synchronises `stream` once to report the first bad index (in the CPU backend's order and
-// words) before any output is written; the clipped loss given host-validated offsets does not
-// synchronise at all. Scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync).
+// words) before any output is written; the clipped loss given host-validated offsets and the
+// trusted advantages (which check rows inside the kernels instead) do not synchronise at all. Scratch memory is stream-ordered (cudaMallocAsync/cudaFreeAsync).
 // Every CUDA error becomes a status with cudaGetErrorString; nothing exits or prints.
 // The same file compiles as host C++ under the SIMT emulator of native/emu (launches go through
 // DRMAS_LAUNCH), which is how the CI tests it.
@@ -407,7 +407,8 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
                        const int32_t* uid, const int32_t* traj, const int32_t* agent,
                        int64_t num_uids, int64_t num_trajs, int64_t num_agents,
                        float* advantages, double* diagnostics, void* stream_ptr, bool trusted) {
-    // (trusted: the same validated path for now)
+    // trusted: no validation launches, no read-back, no synchronisation; the kernels skip rows
+    // with an id out of range (RowIds), so bad input cannot touch memory outside the arrays.
     const char* fn = trusted ? "drmas_advantage_trusted_f32" : "drmas_advantage_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
@@ -460,7 +461,13 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     // The CPU checks each row's uid, traj, agent and score in that order and stops at the
     // first bad row `limit`; before reporting it, it scans rows [0, limit) for the first row
     // whose trajectory its first row put in another uid, and reports that one first.
-    if (n > 0) {
+    if (trusted) {
+        // The statistics need each trajectory's first row (its group); nothing is checked.
+        if (n > 0 && by_traj) {
+            DRMAS_LAUNCH(trajectory_first_row_kernel, grid_for(n), kBlockSize, 0, stream)(n, uid, traj, U, T, first_row);
+            DRMAS_CUDA_LAUNCHED("trajectory_first_row_kernel");
+        }
+    } else if (n > 0) {
         DRMAS_LAUNCH(validate_advantage_rows_kernel, grid_for(n), kBlockSize, 0, stream)(
             n, scores, uid, traj, agent, U, T, K, bad);
         DRMAS_CUDA_LAUNCHED("validate_advantage_rows_kernel");
@@ -519,7 +526,7 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
 
     // ---- statistics: two passes, fp64 ----
     if (n > 0) {
-        DRMAS_LAUNCH(advantage_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, U, T, K,
                                                                       agents, groups, trajs);
         DRMAS_CUDA_LAUNCHED("advantage_sums_kernel");
         DRMAS_LAUNCH(segment_means_kernel, grid_for(S), kBlockSize, 0, stream)(S, agents.count, agents.mean);
@@ -528,20 +535,20 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
             DRMAS_LAUNCH(segment_means_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs.count, trajs.mean);
             DRMAS_CUDA_LAUNCHED("segment_means_kernel");
             DRMAS_LAUNCH(trajectory_group_sums_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
-                                                                                 uid, groups);
+                                                                                 uid, U, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_sums_kernel");
         }
         DRMAS_LAUNCH(segment_means_kernel, grid_for(U), kBlockSize, 0, stream)(U, groups.count, groups.mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-        DRMAS_LAUNCH(advantage_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, U, T, K,
                                                                     agents, groups);
         DRMAS_CUDA_LAUNCHED("advantage_m2_kernel");
         if (by_traj) {
             DRMAS_LAUNCH(trajectory_group_m2_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
-                                                                               uid, groups);
+                                                                               uid, U, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_m2_kernel");
         }
-        DRMAS_LAUNCH(advantage_kernel, grid_for(n), kBlockSize, 0, stream)(cfg, n, scores, uid, traj, agent, K,
+        DRMAS_LAUNCH(advantage_kernel, grid_for(n), kBlockSize, 0, stream)(cfg, n, scores, uid, traj, agent, U, T, K,
                                                                  agents_c, groups_c, trajs_c,
                                                                  advantages);
         DRMAS_CUDA_LAUNCHED("advantage_kernel");
@@ -612,23 +619,26 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
         return st;
     }
 
+    // One launch: the rows, then the last block's reduction (clipped_loss_kernel); its block
+    // counter lives in this call's scratch, so concurrent calls on other streams cannot share it.
     Scratch scratch(stream);
     const size_t partials_at = scratch.reserve<double>((int64_t)DRMAS_LOSS_SUMS * num_rows);
+    const size_t done_at = scratch.reserve<unsigned>(1);
     DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
     double* partials = num_rows > 0 ? scratch.at<double>(partials_at) : nullptr;
+    unsigned* blocks_done = scratch.at<unsigned>(done_at);
+    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(blocks_done, 0, sizeof(unsigned), stream));
     if (num_tokens > 0)
         DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(grad, first, last, num_tokens, stream));
-    if (num_rows > 0) {
-        if (per_row)
-            DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
-                cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerRow{advantages}, ref_logp, mask, grad, partials);
-        else
-            DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
-                cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerToken{advantages}, ref_logp, mask, grad, partials);
-        DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
-    }
-    DRMAS_LAUNCH(clipped_loss_reduce_kernel, 1, kBlockSize, 0, stream)(num_rows, partials, sums);
-    DRMAS_CUDA_LAUNCHED("clipped_loss_reduce_kernel");
+    if (per_row)
+        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
+            cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerRow{advantages}, ref_logp, mask, grad, partials,
+            blocks_done, sums);
+    else
+        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
+            cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerToken{advantages}, ref_logp, mask, grad, partials,
+            blocks_done, sums);
+    DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
     DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
     return DRMAS_OK;
 }
