@@ -1,6 +1,6 @@
 // Advantages.java — row advantages from scores and (uid, traj, agent) keys under a
 // NormConfig: GRPO, Dr. MAS, the two ablations (ARCHITECTURE §5) or any other mode descriptor,
-// computed by the native kernel drmas_advantage_f32. Java arrays are read in place (no copy) on the CPU; LibTorch
+// computed by the native kernel drmas_advantage_f32 (drmas_advantage_trusted_f32 for the trainer's own ids). Java arrays are read in place (no copy) on the CPU; LibTorch
 // tensors run on the CPU or, when they live there, on CUDA.
 package dev.drmas.algo;
 
@@ -32,24 +32,34 @@ public final class Advantages {
     /** Advantage of every row; ids are dense in [0, numUids), [0, numTrajs), [0, numAgents). */
     public static float[] compute(NormConfig c, float[] scores, int[] uid, int[] traj, int[] agent,
                                   int numUids, int numTrajs, int numAgents) {
-        return run(c, scores, uid, traj, agent, numUids, numTrajs, numAgents, false).advantages();
+        return run(c, scores, uid, traj, agent, numUids, numTrajs, numAgents, false, false).advantages();
     }
 
     /** As {@link #compute}, plus the per-(uid, agent) statistics and Lemma 4.2's inflation factor. */
     public static Result computeWithDiagnostics(NormConfig c, float[] scores, int[] uid, int[] traj, int[] agent,
                                                 int numUids, int numTrajs, int numAgents) {
-        return run(c, scores, uid, traj, agent, numUids, numTrajs, numAgents, true);
+        return run(c, scores, uid, traj, agent, numUids, numTrajs, numAgents, true, false);
+    }
+
+    /**
+     * As {@link #computeWithDiagnostics}, for ids the caller built itself (the trainer's rollout
+     * batch): drmas_advantage_trusted_f32, the same bits with no separate validation pass; bad ids
+     * are still an error, but the arrays returned are then never seen.
+     */
+    public static Result computeWithDiagnosticsOwnIds(NormConfig c, float[] scores, int[] uid, int[] traj, int[] agent,
+                                                      int numUids, int numTrajs, int numAgents) {
+        return run(c, scores, uid, traj, agent, numUids, numTrajs, numAgents, true, true);
     }
 
     private static Result run(NormConfig c, float[] scores, int[] uid, int[] traj, int[] agent,
-                              int numUids, int numTrajs, int numAgents, boolean diag) {
+                              int numUids, int numTrajs, int numAgents, boolean diag, boolean trusted) {
         int n = scores.length;
         TensorViews.requireSameLength("scores", n, "uid", uid.length);
         TensorViews.requireSameLength("scores", n, "agent", agent.length);
         if (traj != null) TensorViews.requireSameLength("scores", n, "traj", traj.length);
         float[] adv = new float[n];
         double[] d = diag ? new double[Math.multiplyExact(Math.multiplyExact(numUids, numAgents), AbiIndices.DIAG_FIELDS)] : null;
-        Kernels.advantage(Backend.CPU, params(c), n, MemorySegment.ofArray(scores), MemorySegment.ofArray(uid),
+        Kernels.advantage(Backend.CPU, params(c), trusted, n, MemorySegment.ofArray(scores), MemorySegment.ofArray(uid),
                 traj == null ? null : MemorySegment.ofArray(traj), MemorySegment.ofArray(agent),
                 numUids, numTrajs, numAgents, MemorySegment.ofArray(adv), d == null ? null : MemorySegment.ofArray(d), null);
         return new Result(adv, d);

@@ -82,7 +82,8 @@ final class RolloutBatch {
 
     /** The rows' advantages (and the per-segment diagnostics) by the native kernel. */
     Advantages.Result advantages(NormConfig c, int numAgents) {
-        return Advantages.computeWithDiagnostics(c, scores, uid, traj, agent, tasks.size(), tasks.size() * rolloutsPerTask, numAgents);
+        return Advantages.computeWithDiagnosticsOwnIds(c, scores, uid, traj, agent, tasks.size(), tasks.size() * rolloutsPerTask,
+                numAgents);
     }
 
     /** The rows of the agents that model {@code modelId} generated, in row order, with their advantages. */
