@@ -1,6 +1,7 @@
-// NormalizeCommand.java — `drmas normalize`: advantages for a JSONL file of rollout rows, so
-// that users can check the normalisation on their own data. Each output line is the input
-// object plus "advantage", in input order; any bad line stops the command before output.
+// NormalizeCommand.java — `drmas normalize`: advantages for a file of rollout rows, so that users can
+// check the normalisation on their own data. JSONL in, JSONL out: each output line is the input
+// object plus "advantage", in input order. Safetensors in (uid, traj, agent, score columns),
+// safetensors out (one advantage column). Any bad row stops the command before any output.
 package dev.drmas.cli;
 
 import dev.drmas.algo.AdvantageSummary;
@@ -9,25 +10,32 @@ import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
 import dev.drmas.algo.SingletonPolicy;
+import dev.drmas.bindings.AbiIndices;
+import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.DrmasException;
-import java.io.BufferedWriter;
+import dev.drmas.bindings.Kernels;
 import java.io.IOException;
-import java.io.OutputStreamWriter;
+import java.io.OutputStream;
 import java.io.PrintStream;
-import java.io.Writer;
-import java.math.BigDecimal;
-import java.nio.charset.StandardCharsets;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.Callable;
+import java.util.stream.IntStream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 @Command(name = "normalize", mixinStandardHelpOptions = true,
-        description = {"Compute advantages for rollout rows (JSONL: uid, traj, agent, score per line).",
-                "Writes each row plus \"advantage\", in input order, to stdout (or --output).",
-                "traj identifies a trajectory within its uid."})
+        description = {"Compute advantages for rollout rows: JSONL (uid, traj, agent, score per line) or safetensors",
+                "(1-D tensors uid, traj, agent and score). Writes each JSONL row plus \"advantage\", in input order,",
+                "or a safetensors file with one tensor \"advantage\", to stdout (or --output).",
+                "JSONL: traj identifies a trajectory within its uid. Safetensors: ids are dense (0..count-1) as given."})
 final class NormalizeCommand implements Callable<Integer> {
 
     @Option(names = "--mode", required = true, paramLabel = "MODE", description = "drmas | grpo | agent-mean | agent-std")
@@ -50,13 +58,18 @@ final class NormalizeCommand implements Callable<Integer> {
     @Option(names = "--no-std", description = "only subtract the mean (Dr. GRPO style)")
     boolean noStd;
 
-    @Option(names = {"-o", "--output"}, paramLabel = "OUT.jsonl", description = "write here instead of stdout (a regular file is replaced whole: written beside it, then renamed)")
+    @Option(names = "--format", paramLabel = "F",
+            description = "jsonl | safetensors: the input's format, and so the output's (default: safetensors for a "
+                    + ".safetensors file, else JSONL)")
+    String format;
+
+    @Option(names = {"-o", "--output"}, paramLabel = "OUT", description = "write here instead of stdout (a regular file is replaced whole: written beside it, then renamed)")
     Path output;
 
     @Option(names = "--summary", description = "print per-agent statistics to stderr")
     boolean summary;
 
-    @Parameters(index = "0", paramLabel = "IN.jsonl", description = "input rows, or - for stdin")
+    @Parameters(index = "0", paramLabel = "IN", description = "input rows (.jsonl, .safetensors), or - for stdin")
     Path input;
 
     NormConfig config() {
@@ -68,52 +81,134 @@ final class NormalizeCommand implements Callable<Integer> {
         }
     }
 
+    /** The input's format: --format, else by the file's extension (JSONL unless it is .safetensors). */
+    boolean safetensors() {
+        if (format != null) {
+            return switch (format.toLowerCase(Locale.ROOT)) {
+                case "jsonl", "json" -> false;
+                case "safetensors" -> true;
+                default -> throw new UserError("format: '" + format + "' is not one of jsonl, safetensors");
+            };
+        }
+        return input.getFileName() != null && input.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".safetensors");
+    }
+
     @Override
     public Integer call() throws IOException {
         NormConfig cfg = config();
-        ScoredRows rows = ScoredRows.read(input);
-        Advantages.Result r;
+        boolean st = safetensors();
+        if (output != null) {
+            String o = output.getFileName() == null ? "" : output.getFileName().toString().toLowerCase(Locale.ROOT);
+            boolean otherKind = st ? o.endsWith(".jsonl") || o.endsWith(".json") : o.endsWith(".safetensors");
+            if (otherKind) {
+                throw new UserError(output + ": the output has the input's format (" + (st ? "safetensors" : "JSONL")
+                        + "); name it " + (st ? ".safetensors" : ".jsonl") + " or give --format");
+            }
+        }
+        if (st) return safetensors(cfg);
+        ScoredRows rows = ScoredRows.readColumns(input);
+        int n = rows.size(), k = Math.max(1, rows.numAgents());
+        // the kernel reads the first n values of the columns (which the reader sized from the file, and does not copy)
+        float[] adv = new float[n];
+        double[] diag = summary ? new double[Math.multiplyExact(Math.multiplyExact(rows.numUids, k), AbiIndices.DIAG_FIELDS)] : null;
         try {
-            r = Advantages.computeWithDiagnostics(cfg, rows.scores, rows.uid, rows.traj, rows.agent,
-                    rows.numUids, rows.numTrajs, Math.max(1, rows.numAgents()));
+            Kernels.advantage(Backend.CPU, Advantages.params(cfg), n, MemorySegment.ofArray(rows.scores), MemorySegment.ofArray(rows.uid),
+                    MemorySegment.ofArray(rows.traj), MemorySegment.ofArray(rows.agent), rows.numUids, rows.numTrajs, k,
+                    MemorySegment.ofArray(adv), diag == null ? null : MemorySegment.ofArray(diag), null);
         } catch (DrmasException e) {
             throw new UserError(rows.source + ": " + e.getMessage());
         }
+        requireFinite(rows, adv);
         if (output == null) {
             // System.out throws on a failed write (StdStreams): a full disk or a closed pipe stops the command
-            Writer w = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8));
-            write(rows, r.advantages(), w);
+            write(rows, adv, System.out);
         } else {
-            writeFile(output, rows, r.advantages());
+            writeFile(output, rows, adv);
         }
-        if (summary) printSummary(System.err, cfg, rows, r);
+        if (summary) {
+            rows.trim();
+            printSummary(System.err, cfg, rows.source, rows.scores, rows.agent, adv, diag, rows.numUids, rows.numTrajs,
+                    rows.agentNames);
+        }
         return 0;
     }
 
-    static void write(ScoredRows rows, float[] adv, Writer w) throws IOException {
-        for (int i = 0; i < rows.size(); i++) {
-            // the float's shortest decimal form, exactly as the kernel produced it
-            rows.objects.get(i).put("advantage", new BigDecimal(Float.toString(adv[i])));
-            w.write(ScoredRows.JSON.writeValueAsString(rows.objects.get(i)));
-            w.write('\n');
-        }
-        w.flush();
+    static void write(ScoredRows rows, float[] adv, OutputStream os) throws IOException {
+        JsonlOutput.write(rows, adv, os);
     }
 
     /** The rows with their advantages to {@code out} (OutputFile: whole or not at all, devices written in place). */
     static void writeFile(Path out, ScoredRows rows, float[] adv) {
-        OutputFile.write(out, os -> write(rows, adv, new BufferedWriter(new OutputStreamWriter(os, StandardCharsets.UTF_8))));
+        OutputFile.write(out, os -> JsonlOutput.write(rows, adv, os));
     }
 
-    static void printSummary(PrintStream err, NormConfig cfg, ScoredRows rows, Advantages.Result r) {
-        AdvantageSummary[] s = AdvantageSummary.perAgent(rows.scores, rows.agent, r.advantages(), r.diagnostics(),
-                rows.numUids, rows.numAgents());
-        err.printf(Locale.ROOT, "%s: %d rows, %d groups, %d trajectories, %d agents (mode %s, pooling %s)%n", rows.source,
-                rows.size(), rows.numUids, rows.numTrajs, rows.numAgents(), cfg.mode().configName(), cfg.globalPooling().configName());
+    /** An advantage that overflowed float32 (|score − mean| > 3.4e38) would be written as no number: refused first. */
+    private static void requireFinite(ScoredRows rows, float[] adv) {
+        for (int i = 0; i < adv.length; i++) {
+            if (!Float.isFinite(adv[i])) {
+                long line;
+                try {
+                    line = JsonlOutput.lineOf(rows, i);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+                throw new UserError(rows.source + ":" + line + ": the advantage is " + adv[i]
+                        + " (the scores are too far apart for float32)");
+            }
+        }
+    }
+
+    private Integer safetensors(NormConfig cfg) {
+        try (SafetensorsRows rows = SafetensorsRows.open(input); Arena arena = Arena.ofConfined()) {
+            long n = rows.n;
+            int k = Math.max(1, rows.numAgents);
+            // the advantages live off-heap until written: the output is written from them as they are
+            MemorySegment adv = arena.allocate(4 * Math.max(1, n), 64);
+            double[] diag = summary ? new double[Math.multiplyExact(Math.multiplyExact(rows.numUids, k), AbiIndices.DIAG_FIELDS)] : null;
+            try {
+                Kernels.advantage(Backend.CPU, Advantages.params(cfg), n, rows.scores, rows.uid, rows.traj, rows.agent,
+                        rows.numUids, rows.numTrajs, k, adv, diag == null ? null : MemorySegment.ofArray(diag), null);
+            } catch (DrmasException e) {
+                throw new UserError(rows.source + ": " + e.getMessage());
+            }
+            Map<String, String> meta = new LinkedHashMap<>();
+            meta.put("producer", "drmas normalize");
+            meta.put("mode", cfg.mode().configName());
+            meta.put("global_pooling", cfg.globalPooling().configName());
+            meta.put("singleton", cfg.singleton().configName());
+            meta.put("std", cfg.unbiased() ? "unbiased" : "biased");
+            meta.put("scale_by_std", Boolean.toString(cfg.scaleByStd()));
+            meta.put("eps", Double.toString(cfg.eps()));
+            meta.put("rows", Long.toString(n));
+            var body = new SafetensorsRows.Output(SafetensorsRows.outputHeader(n, meta), adv.asSlice(0, 4 * n));
+            if (output == null) {
+                try {
+                    body.writeTo(System.out);
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            } else {
+                OutputFile.write(output, body);
+            }
+            if (summary) {
+                float[] a = SafetensorsRows.copyFloats(adv, n);
+                List<String> names = IntStream.range(0, rows.numAgents).mapToObj(Integer::toString).toList();
+                printSummary(System.err, cfg, rows.source, rows.scoresArray(), rows.agentArray(), a, diag, rows.numUids,
+                        rows.numTrajs, names);
+            }
+        }
+        return 0;
+    }
+
+    static void printSummary(PrintStream err, NormConfig cfg, String source, float[] scores, int[] agent, float[] adv,
+                             double[] diag, int numUids, int numTrajs, List<String> agentNames) {
+        AdvantageSummary[] s = AdvantageSummary.perAgent(scores, agent, adv, diag, numUids, agentNames.size());
+        err.printf(Locale.ROOT, "%s: %d rows, %d groups, %d trajectories, %d agents (mode %s, pooling %s)%n", source,
+                scores.length, numUids, numTrajs, agentNames.size(), cfg.mode().configName(), cfg.globalPooling().configName());
         err.printf(Locale.ROOT, "  %-12s %7s %10s %10s %10s %15s %15s%n", "agent", "rows", "score", "adv mean", "E[adv^2]",
                 "inflation mean", "inflation max");
         for (AdvantageSummary a : s) {
-            err.printf(Locale.ROOT, "  %-12s %7d %10.4f %10.4f %10.4f %15.4f %15.4f%n", rows.agentNames.get(a.agent()), a.rows(),
+            err.printf(Locale.ROOT, "  %-12s %7d %10.4f %10.4f %10.4f %15.4f %15.4f%n", agentNames.get(a.agent()), a.rows(),
                     a.scoreMean(), a.advantageMean(), a.advantageSecondMoment(), a.inflationMean(), a.inflationMax());
         }
     }

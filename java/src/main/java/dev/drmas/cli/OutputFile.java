@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -29,6 +30,14 @@ final class OutputFile {
     /** What writes the content; it may throw IOException or OutputFailure. */
     interface Body {
         void writeTo(OutputStream out) throws IOException;
+    }
+
+    /**
+     * Content that can also go straight to the file's channel, where there is one: a large off-heap
+     * buffer is then written as it is, not copied through the heap first.
+     */
+    interface ChannelBody extends Body {
+        void writeTo(WritableByteChannel ch) throws IOException;
     }
 
     /** Writes {@code body} to {@code out} as described above; a failure is a UserError naming {@code out}. */
@@ -72,9 +81,13 @@ final class OutputFile {
             Set<PosixFilePermission> mode = Files.exists(target) ? permissions(target) : null;
             // CREATE_NEW without attributes: a new file gets the user's umask (createTempFile would make it 0600)
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                OutputStream os = Channels.newOutputStream(ch);
-                body.writeTo(os);
-                os.flush();
+                if (body instanceof ChannelBody c) {
+                    c.writeTo(ch);
+                } else {
+                    OutputStream os = Channels.newOutputStream(ch);
+                    body.writeTo(os);
+                    os.flush();
+                }
                 ch.force(true);
             }
             if (mode != null) Files.setPosixFilePermissions(tmp, mode);

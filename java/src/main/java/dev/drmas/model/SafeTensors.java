@@ -1,24 +1,21 @@
 // SafeTensors.java — reads HF safetensors checkpoints (one file, or shards listed by
 // model.safetensors.index.json) memory-mapped: the Java heap only ever holds the JSON headers,
 // and each tensor is copied once, from the mapped bytes into a LibTorch tensor of the model's dtype.
-// Every header is validated the way the reference (Rust) implementation does before any tensor is read.
+// Every header is validated the way the reference (Rust) implementation does (SafeTensorsHeader) before any
+// tensor is read.
 package dev.drmas.model;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
-import java.util.Comparator;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -42,6 +39,8 @@ public final class SafeTensors implements AutoCloseable {
     public static final String INDEX_FILE = "model.safetensors.index.json";
     /** The reference implementation refuses headers above 100 MB; so do we. */
     static final long MAX_HEADER_BYTES = 100_000_000L;
+    /** The dtypes a checkpoint may hold here, with their sizes, for the header check (SafeTensorsHeader). */
+    private static final Map<String, Integer> DTYPE_BYTES = dtypeBytes();
 
     /** The element types drmas reads and writes, with their safetensors names. */
     public enum Dtype {
@@ -68,6 +67,13 @@ public final class SafeTensors implements AutoCloseable {
             for (Dtype d : values()) if (d.scalarType == t) return d;
             return null;
         }
+    }
+
+    private static Map<String, Integer> dtypeBytes() {
+        Map<String, Integer> m = new LinkedHashMap<>();
+        // in the order the error message has always listed them
+        for (Dtype d : List.of(Dtype.F32, Dtype.BF16, Dtype.F16)) m.put(d.name(), d.bytes);
+        return Collections.unmodifiableMap(m);
     }
 
     /** Where one tensor lies: {@code offset} is its first byte in {@code file}. */
@@ -223,55 +229,10 @@ public final class SafeTensors implements AutoCloseable {
         } catch (IOException e) {
             throw new ModelFileException(file + ": cannot read: " + e.getMessage(), e);
         }
-        long size = seg.byteSize();
-        if (size < 8) {
-            throw new ModelFileException(file + ": " + size + " bytes, too short for a safetensors file "
-                    + "(8-byte header length, JSON header, data)");
-        }
-        long n = seg.get(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0);
-        if (n < 0 || n > size - 8) {
-            throw new ModelFileException(file + ": header length " + Long.toUnsignedString(n) + " exceeds the file size ("
-                    + size + " bytes): not a safetensors file, or truncated");
-        }
-        if (n > MAX_HEADER_BYTES) {
-            throw new ModelFileException(file + ": header length " + n + " is above the " + MAX_HEADER_BYTES + "-byte limit");
-        }
-        JsonNode header;
-        try {
-            header = ModelConfig.JSON.readTree(seg.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE));
-        } catch (IOException e) {
-            throw new ModelFileException(file + ": header is not valid JSON: " + e.getMessage(), e);
-        }
-        if (header == null || !header.isObject()) throw new ModelFileException(file + ": header is not a JSON object");
-
-        long dataStart = 8 + n, dataSize = size - dataStart;
+        SafeTensorsHeader.Parsed header = SafeTensorsHeader.parse(file, seg, DTYPE_BYTES);
         List<Info> infos = new ArrayList<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = header.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            if (e.getKey().equals("__metadata__")) {
-                checkMetadata(file, e.getValue());
-                continue;
-            }
-            infos.add(tensorInfo(file, e.getKey(), e.getValue(), dataStart));
-        }
-        // the tensors must tile the data section: sorted by offset, each starts where the last ended
-        infos.sort(Comparator.comparingLong(Info::offset));
-        long end = dataStart;
-        for (Info i : infos) {
-            if (i.offset() != end) {
-                throw new ModelFileException(file + ": tensor '" + i.name() + "': data_offsets start at "
-                        + (i.offset() - dataStart) + " but the previous tensor ends at " + (end - dataStart)
-                        + " (tensors must follow each other without gaps or overlaps)");
-            }
-            if (i.offset() + i.bytes() > size) {
-                throw new ModelFileException(file + ": truncated: tensor '" + i.name() + "' ends at byte "
-                        + (i.offset() + i.bytes() - dataStart) + " of the data section, but the file holds only "
-                        + dataSize + " data bytes");
-            }
-            end = i.offset() + i.bytes();
-        }
-        if (end != size) {
-            throw new ModelFileException(file + ": " + (size - end) + " bytes after the end of the last tensor's data");
+        for (SafeTensorsHeader.Tensor t : header.tensors()) {
+            infos.add(new Info(t.name(), file, Dtype.valueOf(t.dtype()), t.shape(), t.offset(), t.bytes()));
         }
         for (Info i : infos) {
             Info prev = tensors.putIfAbsent(i.name(), i);
@@ -281,59 +242,5 @@ public final class SafeTensors implements AutoCloseable {
             }
         }
         mapped.put(file, seg);
-    }
-
-    private static void checkMetadata(Path file, JsonNode m) {
-        if (!m.isObject()) throw new ModelFileException(file + ": __metadata__ must be an object of strings");
-        for (Iterator<Map.Entry<String, JsonNode>> it = m.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            if (!e.getValue().isTextual()) {
-                throw new ModelFileException(file + ": __metadata__." + e.getKey() + " must be a string, got " + e.getValue());
-            }
-        }
-    }
-
-    private static Info tensorInfo(Path file, String name, JsonNode t, long dataStart) {
-        String where = file + ": tensor '" + name + "'";
-        if (!t.isObject()) throw new ModelFileException(where + ": expected an object with dtype, shape, data_offsets");
-        JsonNode dt = t.get("dtype");
-        if (dt == null || !dt.isTextual()) throw new ModelFileException(where + ": dtype is missing");
-        Dtype dtype;
-        try {
-            dtype = Dtype.valueOf(dt.asText());
-        } catch (IllegalArgumentException e) {
-            throw new ModelFileException(where + ": dtype " + dt.asText() + " is not supported (drmas reads F32, BF16, F16)");
-        }
-        long[] shape = longs(t.get("shape"), -1, where + ": shape");
-        long[] off = longs(t.get("data_offsets"), 2, where + ": data_offsets");
-        long bytes;
-        try {
-            long numel = 1;
-            for (long d : shape) numel = Math.multiplyExact(numel, d);
-            bytes = Math.multiplyExact(numel, dtype.bytes);
-        } catch (ArithmeticException e) {
-            throw new ModelFileException(where + ": shape " + Arrays.toString(shape) + " overflows");
-        }
-        if (off[1] < off[0] || off[1] - off[0] != bytes) {
-            throw new ModelFileException(where + ": data_offsets [" + off[0] + ", " + off[1] + "] hold " + (off[1] - off[0])
-                    + " bytes, but " + dtype + " " + Arrays.toString(shape) + " needs " + bytes);
-        }
-        return new Info(name, file, dtype, shape, dataStart + off[0], bytes);
-    }
-
-    /** A JSON array of non-negative integers (of length {@code len} unless negative). */
-    private static long[] longs(JsonNode a, int len, String where) {
-        if (a == null || !a.isArray() || (len >= 0 && a.size() != len)) {
-            throw new ModelFileException(where + " must be a list of " + (len >= 0 ? len + " " : "") + "integers, got " + a);
-        }
-        long[] out = new long[a.size()];
-        for (int i = 0; i < out.length; i++) {
-            JsonNode v = a.get(i);
-            if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0) {
-                throw new ModelFileException(where + "[" + i + "] must be a non-negative integer, got " + v);
-            }
-            out[i] = v.longValue();
-        }
-        return out;
     }
 }

@@ -7,7 +7,9 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.algo.Advantages;
 import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormConfig;
@@ -48,6 +50,9 @@ class NormalizeCommandTest {
             {"uid": 7, "traj": 1, "agent": "verifier", "score": 0.75}
             """;
 
+    /** Reads the output's lines back (numbers as written, as the old reader's mapper did). */
+    static final ObjectMapper JSON = new ObjectMapper().enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
+
     record Run(int exit, String err) {}
 
     Run run(String... args) {
@@ -81,7 +86,7 @@ class NormalizeCommandTest {
         int[] uid = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1}, traj = {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, ag = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
         float[] expect = Advantages.compute(NormConfig.of(NormMode.DRMAS), s, uid, traj, ag, 2, 5, 2);
         for (int i = 0; i < 10; i++) {
-            JsonNode node = ScoredRows.JSON.readTree(lines.get(i));
+            JsonNode node = JSON.readTree(lines.get(i));
             assertEquals(expect[i], node.get("advantage").floatValue(), 0f, "row " + i);
         }
     }
@@ -106,7 +111,7 @@ class NormalizeCommandTest {
         float[] expect = Advantages.compute(cfg, rows.scores, rows.uid, rows.traj, rows.agent, rows.numUids, rows.numTrajs, rows.numAgents());
         List<String> lines = Files.readAllLines(out);
         for (int i = 0; i < expect.length; i++) {
-            assertEquals(expect[i], ScoredRows.JSON.readTree(lines.get(i)).get("advantage").floatValue(), 0f, "row " + i);
+            assertEquals(expect[i], JSON.readTree(lines.get(i)).get("advantage").floatValue(), 0f, "row " + i);
         }
     }
 

@@ -1,0 +1,365 @@
+// SafetensorsRows.java — `drmas normalize`'s columnar input and output. The input holds 1-D tensors
+// uid, traj, agent (I32 or I64) and score (F32 or F64), as safetensors.numpy.save_file writes
+// them; the file is memory-mapped and tensors that are already int32 / float32 go to the kernel
+// as slices of the mapping, without a copy; I64 and F64 are narrowed once, with an error naming
+// the tensor and the row where a value does not fit. The ids are the caller's dense ids: each
+// count is the largest id + 1, and ids must lie in [0, rows), so that the kernel's per-segment
+// statistics stay proportional to the rows. The output is one F32 tensor, advantage, row for row.
+package dev.drmas.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.drmas.model.ModelFileException;
+import dev.drmas.model.SafeTensorsHeader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+final class SafetensorsRows implements AutoCloseable {
+    /** The tensors a normalize input holds, in the order errors list them. */
+    static final String[] COLUMNS = {"uid", "traj", "agent", "score"};
+    /** More (uid, agent) segments a row than this is not a dense numbering but ids spread over a range. */
+    static final long MAX_SEGMENTS_PER_ROW = 64;
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    final String source;
+    final long n;
+    /** float32 scores and int32 ids, n each, 4-byte aligned: slices of the mapping or narrowed copies. */
+    final MemorySegment scores, uid, traj, agent;
+    final int numUids, numTrajs, numAgents;
+    /** The input's dtypes, by tensor (for messages and the output's metadata). */
+    final Map<String, String> dtypes = new LinkedHashMap<>();
+    // owns the mapping and the narrowed copies: they live until close(), after the output is written
+    private final Arena arena;
+
+    private SafetensorsRows(String source, Arena arena, long n, MemorySegment[] cols, int[] counts) {
+        this.source = source;
+        this.arena = arena;
+        this.n = n;
+        this.uid = cols[0];
+        this.traj = cols[1];
+        this.agent = cols[2];
+        this.scores = cols[3];
+        this.numUids = counts[0];
+        this.numTrajs = counts[1];
+        this.numAgents = counts[2];
+    }
+
+    @Override
+    public void close() {
+        if (arena.scope().isAlive()) arena.close();
+    }
+
+    /** Maps and checks {@code input} ("-": stdin, copied to an unlinked temporary file first). */
+    static SafetensorsRows open(Path input) {
+        boolean stdin = input.toString().equals("-");
+        String name = stdin ? "<stdin>" : input.toString();
+        if (!stdin && Files.isDirectory(input)) throw new UserError(name + ": is a folder, not a safetensors file");
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment seg;
+            if (!stdin && Files.isRegularFile(input)) {
+                try (FileChannel ch = FileChannel.open(input, StandardOpenOption.READ)) {
+                    seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
+                }
+            } else {
+                seg = spool(stdin ? StdStreams.stdin() : Files.newInputStream(input), arena);
+            }
+            return from(name, Path.of(name), seg, arena);
+        } catch (NoSuchFileException e) {
+            arena.close();
+            throw new UserError(name + ": no such file");
+        } catch (IOException e) {
+            arena.close();
+            throw new UserError(name + ": cannot read: " + Errors.reason(e), e);
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    /** A stream's bytes in an unlinked temporary file, mapped. */
+    private static MemorySegment spool(InputStream in, Arena arena) throws IOException {
+        Path tmp = Files.createTempFile("drmas-normalize-", ".safetensors");
+        try (in; FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                StandardOpenOption.DELETE_ON_CLOSE)) {
+            Files.deleteIfExists(tmp);
+            byte[] buf = new byte[1 << 20];
+            for (int r; (r = in.read(buf)) > 0; ) {
+                ByteBuffer bb = ByteBuffer.wrap(buf, 0, r);
+                while (bb.hasRemaining()) ch.write(bb);
+            }
+            // the mapping keeps the pages after the channel (and the last name) are gone
+            return ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
+        }
+    }
+
+    /** The rows of the safetensors bytes {@code seg}; errors name {@code name}. */
+    static SafetensorsRows from(String name, Path file, MemorySegment seg, Arena arena) {
+        SafeTensorsHeader.Parsed h;
+        try {
+            h = SafeTensorsHeader.parse(file, seg, SafeTensorsHeader.ALL_DTYPES);
+        } catch (ModelFileException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+        SafeTensorsHeader.Tensor[] t = new SafeTensorsHeader.Tensor[4];
+        for (SafeTensorsHeader.Tensor x : h.tensors()) {
+            int c = Arrays.asList(COLUMNS).indexOf(x.name());
+            if (c >= 0) t[c] = x;
+        }
+        for (int c = 0; c < 4; c++) {
+            if (t[c] == null) {
+                throw new UserError(name + ": no tensor '" + COLUMNS[c] + "' (a normalize input holds uid, traj and agent, "
+                        + "I32 or I64, and score, F32 or F64, each of shape [rows]; it has " + names(h) + ")");
+            }
+            String want = c < 3 ? "I32 or I64" : "F32 or F64";
+            String d = t[c].dtype();
+            if (c < 3 ? !d.equals("I32") && !d.equals("I64") : !d.equals("F32") && !d.equals("F64")) {
+                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' is " + d + "; it must be " + want);
+            }
+            if (t[c].shape().length != 1) {
+                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' has shape " + Arrays.toString(t[c].shape())
+                        + "; it must be 1-D, one value a row");
+            }
+        }
+        long n = t[0].shape()[0];
+        for (int c = 1; c < 4; c++) {
+            if (t[c].shape()[0] != n) {
+                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' has " + t[c].shape()[0] + " rows, but 'uid' has " + n
+                        + " (every tensor holds one value a row)");
+            }
+        }
+        MemorySegment[] cols = new MemorySegment[4];
+        int[] counts = new int[3];
+        for (int c = 0; c < 3; c++) {
+            String where = name + ": tensor '" + COLUMNS[c] + "'";
+            MemorySegment data = seg.asSlice(t[c].offset(), t[c].bytes());
+            if (t[c].dtype().equals("I32")) {
+                counts[c] = countOf(data, n, where);
+                cols[c] = aligned(data, arena);
+            } else {
+                cols[c] = arena.allocate(4 * Math.max(1, n), 64);
+                counts[c] = narrow(data, cols[c], n, where, t[c].offset());
+            }
+        }
+        MemorySegment sdata = seg.asSlice(t[3].offset(), t[3].bytes());
+        if (t[3].dtype().equals("F32")) {
+            cols[3] = aligned(sdata, arena);
+        } else {
+            cols[3] = arena.allocate(4 * Math.max(1, n), 64);
+            narrowScores(sdata, cols[3], n, name + ": tensor 'score'", t[3].offset());
+        }
+        long segments = (long) counts[0] * Math.max(1, counts[2]);
+        if (segments > MAX_SEGMENTS_PER_ROW * Math.max(n, 1024)) {
+            throw new UserError(String.format(Locale.ROOT, "%s: uid and agent ids span %d x %d = %d (uid, agent) segments for %d rows: "
+                    + "the ids must be dense (0..count-1 for each), as the statistics are sized by the largest id + 1",
+                    name, counts[0], counts[2], segments, n));
+        }
+        SafetensorsRows rows = new SafetensorsRows(name, arena, n, cols, counts);
+        for (int c = 0; c < 4; c++) rows.dtypes.put(COLUMNS[c], t[c].dtype());
+        return rows;
+    }
+
+    private static String names(SafeTensorsHeader.Parsed h) {
+        if (h.tensors().isEmpty()) return "no tensors";
+        StringBuilder sb = new StringBuilder();
+        for (SafeTensorsHeader.Tensor x : h.tensors()) sb.append(sb.isEmpty() ? "" : ", ").append("'").append(x.name()).append("'");
+        return sb.toString();
+    }
+
+    /** The mapping's slice where it is 4-byte aligned (as the kernel reads it), else an aligned copy. */
+    private static MemorySegment aligned(MemorySegment data, Arena arena) {
+        if (data.address() % 4 == 0) return data;
+        MemorySegment copy = arena.allocate(Math.max(4, data.byteSize()), 64);
+        MemorySegment.copy(data, 0, copy, 0, data.byteSize());
+        return copy;
+    }
+
+    /** Values are checked and narrowed a block at a time through heap arrays, where the loops vectorise. */
+    private static final int BLOCK = 1 << 13;
+
+    /**
+     * The count of an int32 id column (largest id + 1) after checking every id is in [0, n). As
+     * unsigned numbers the ids are all below n exactly when their unsigned maximum is (a negative
+     * id is a huge unsigned one): one reduction a value.
+     */
+    private static int countOf(MemorySegment data, long n, String where) {
+        int[] buf = new int[BLOCK];
+        int m = Integer.MIN_VALUE;  // the unsigned maximum, its sign bit flipped so that a signed max computes it
+        for (long off = 0; off < n; off += BLOCK) {
+            int len = (int) Math.min(BLOCK, n - off);
+            MemorySegment.copy(data, I32, 4 * off, buf, 0, len);
+            for (int k = 0; k < len; k++) m = Math.max(m, buf[k] ^ Integer.MIN_VALUE);
+        }
+        long max = Integer.toUnsignedLong(m ^ Integer.MIN_VALUE);
+        if (n > 0 && max >= n) {
+            for (long i = 0; i < n; i++) {
+                int v = data.get(I32, 4 * i);
+                if (v < 0 || v >= n) throw outOfRange(where, i, v, n);
+            }
+        }
+        return n == 0 ? 0 : (int) max + 1;
+    }
+
+    /** int64 ids to int32 in {@code out}, checking each is in [0, n); returns the count. */
+    private static int narrow(MemorySegment data, MemorySegment out, long n, String where, long fileOffset) {
+        long[] in = new long[BLOCK];
+        int[] ints = new int[BLOCK];
+        long max = -1;
+        for (long off = 0; off < n; off += BLOCK) {
+            int len = (int) Math.min(BLOCK, n - off);
+            MemorySegment.copy(data, I64, 8 * off, in, 0, len);
+            long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
+            for (int k = 0; k < len; k++) {
+                long v = in[k];
+                lo = Math.min(lo, v);
+                hi = Math.max(hi, v);
+                ints[k] = (int) v;
+            }
+            if (lo < 0 || hi >= n) {
+                for (int k = 0; k < len; k++) {
+                    long v = in[k], i = off + k;
+                    if (v > Integer.MAX_VALUE || v < Integer.MIN_VALUE) {
+                        throw new UserError(where + ": row " + i + " (byte " + (fileOffset + 8 * i) + " of the file) holds " + v
+                                + ", which does not fit int32 (ids are dense, 0..count-1)");
+                    }
+                    if (v < 0 || v >= n) throw outOfRange(where, i, v, n);
+                }
+            }
+            max = Math.max(max, hi);
+            MemorySegment.copy(ints, 0, out, ValueLayout.JAVA_INT, 4 * off, len);
+        }
+        return (int) (max + 1);
+    }
+
+    private static UserError outOfRange(String where, long row, long v, long n) {
+        return new UserError(where + ": row " + row + " holds " + v + ", but ids must lie in [0, " + n + ") for " + n
+                + " rows: ids are dense (0..count-1) and each count is the largest id + 1");
+    }
+
+    /** float64 scores to float32, refusing what is not a finite float (as the JSONL reader does). */
+    private static void narrowScores(MemorySegment data, MemorySegment out, long n, String where, long fileOffset) {
+        double[] in = new double[BLOCK];
+        float[] fs = new float[BLOCK];
+        for (long off = 0; off < n; off += BLOCK) {
+            int len = (int) Math.min(BLOCK, n - off);
+            MemorySegment.copy(data, F64, 8 * off, in, 0, len);
+            double big = 0;  // NaN-sticky: Math.max returns NaN once one is seen
+            for (int k = 0; k < len; k++) {
+                double v = in[k];
+                big = Math.max(big, Math.abs(v));
+                fs[k] = (float) v;
+            }
+            if (!(big <= Float.MAX_VALUE)) {
+                for (int k = 0; k < len; k++) {
+                    double v = in[k];
+                    if (!(Math.abs(v) <= Float.MAX_VALUE)) {
+                        long i = off + k;
+                        throw new UserError(where + ": row " + i + " (byte " + (fileOffset + 8 * i) + " of the file) = " + v
+                                + " is not a finite float");
+                    }
+                }
+            }
+            MemorySegment.copy(fs, 0, out, ValueLayout.JAVA_FLOAT, 4 * off, len);
+        }
+    }
+
+    /** Heap copies for AdvantageSummary (--summary only). */
+    float[] scoresArray() {
+        return copyFloats(scores, n);
+    }
+
+    int[] agentArray() {
+        int[] a = new int[Math.toIntExact(n)];
+        MemorySegment.copy(agent, I32, 0, a, 0, a.length);
+        return a;
+    }
+
+    static float[] copyFloats(MemorySegment s, long n) {
+        float[] a = new float[Math.toIntExact(n)];
+        MemorySegment.copy(s, F32, 0, a, 0, a.length);
+        return a;
+    }
+
+    // ------------------------------------------------------------------ output
+
+    /**
+     * The output file's content: the 8-byte length, a header with __metadata__ (the normalisation
+     * and the input) and one F32 tensor "advantage" of shape [n], padded with spaces to a multiple
+     * of 8 as safetensors pads it, then the advantages.
+     */
+    static byte[] outputHeader(long n, Map<String, String> metadata) {
+        ObjectMapper json = new ObjectMapper();
+        ObjectNode root = json.createObjectNode();
+        ObjectNode meta = root.putObject("__metadata__");
+        metadata.forEach(meta::put);
+        ObjectNode adv = root.putObject("advantage");
+        adv.put("dtype", "F32");
+        adv.putArray("shape").add(n);
+        adv.putArray("data_offsets").add(0).add(4 * n);
+        byte[] text;
+        try {
+            text = json.writeValueAsBytes(root);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        int padded = (text.length + 7) & ~7;
+        ByteBuffer b = ByteBuffer.allocate(8 + padded).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(padded).put(text);
+        while (b.hasRemaining()) b.put((byte) ' ');
+        return b.array();
+    }
+
+    /** Writes header + {@code adv} (n floats): straight from the off-heap buffer to a channel, through a small buffer to a stream. */
+    static final class Output implements OutputFile.ChannelBody {
+        private final byte[] header;
+        private final MemorySegment adv;
+
+        Output(byte[] header, MemorySegment adv) {
+            this.header = header;
+            this.adv = adv;
+        }
+
+        @Override
+        public void writeTo(WritableByteChannel ch) throws IOException {
+            ByteBuffer h = ByteBuffer.wrap(header);
+            while (h.hasRemaining()) ch.write(h);
+            long size = adv.byteSize();
+            for (long off = 0; off < size; off += 1 << 30) {
+                ByteBuffer b = adv.asSlice(off, Math.min(1 << 30, size - off)).asByteBuffer();
+                while (b.hasRemaining()) ch.write(b);
+            }
+        }
+
+        @Override
+        public void writeTo(OutputStream os) throws IOException {
+            os.write(header);
+            byte[] buf = new byte[1 << 20];
+            long size = adv.byteSize();
+            for (long off = 0; off < size; off += buf.length) {
+                int len = (int) Math.min(buf.length, size - off);
+                MemorySegment.copy(adv, ValueLayout.JAVA_BYTE, off, buf, 0, len);
+                os.write(buf, 0, len);
+            }
+            os.flush();
+        }
+    }
+}

@@ -1,0 +1,397 @@
+// NormalizeJsonlTest.java — the streaming JSONL reader and writer of `drmas normalize` (issue 17,
+// item 6) against the implementation it replaced: on the test inputs, every output byte and the
+// --summary text equal files that the old Jackson-tree code wrote (src/test/resources/normalize/,
+// made once with it, for four configurations). Then what the new code decides itself (numbers and
+// escapes as written, trailing text refused), malformed lines anywhere (block boundaries, the last
+// line, after blank lines) leaving no output, long lines, CRLF, stdin, and the byte-level helpers
+// (UTF-8 check, number parsing, the advantage's decimal form, whitespace removal) against the
+// JDK's own on random inputs.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.algo.NormConfig;
+import dev.drmas.algo.NormMode;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.math.BigDecimal;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class NormalizeJsonlTest {
+    @TempDir
+    Path dir;
+
+    static final Path GOLDEN = Path.of("src/test/resources/normalize");
+    /** The configurations the golden files were made with, as out1..out4 / summary1..summary4. */
+    static final List<List<String>> CONFIGS = List.of(
+            List.of("--mode", "drmas"),
+            List.of("--mode", "grpo"),
+            List.of("--mode", "agent-mean", "--global-pooling", "rows", "--singleton", "raw", "--biased-std"),
+            List.of("--mode", "agent-std", "--singleton", "zero", "--no-std", "--eps", "1e-3"));
+
+    record Run(int exit, String err) {
+    }
+
+    static Run run(List<String> args) {
+        StringWriter err = new StringWriter();
+        var cl = Main.commandLine();
+        cl.setErr(new PrintWriter(err));
+        return new Run(cl.execute(args.toArray(String[]::new)), err.toString());
+    }
+
+    /** Runs normalize with --summary; returns the exit, picocli's errors and what went to System.err. */
+    static Run runCapturingStderr(List<String> args) {
+        PrintStream saved = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        Run r;
+        try {
+            r = run(args);
+        } finally {
+            System.setErr(saved);
+        }
+        return new Run(r.exit(), r.err() + captured.toString(StandardCharsets.UTF_8));
+    }
+
+    static Stream<Arguments> goldenCases() {
+        List<Arguments> cases = new ArrayList<>();
+        for (String input : List.of("rows", "edge", "demo")) {
+            // the default block (one block: parsed in this thread) and blocks of 300 bytes (a few lines
+            // each, parsed and formatted by two threads, merged in order)
+            for (int block : new int[] {0, 300}) {
+                for (int c = 0; c < CONFIGS.size(); c++) cases.add(Arguments.of(input, c + 1, block));
+            }
+        }
+        return cases.stream();
+    }
+
+    /** Runs {@code body} with blocks of {@code bytes} (0: the default) and 2 threads. */
+    static <T> T withBlocks(int bytes, java.util.concurrent.Callable<T> body) throws Exception {
+        String b = System.getProperty("drmas.normalize.blockBytes"), t = System.getProperty("drmas.normalize.threads");
+        try {
+            if (bytes > 0) System.setProperty("drmas.normalize.blockBytes", Integer.toString(bytes));
+            System.setProperty("drmas.normalize.threads", "2");
+            return body.call();
+        } finally {
+            if (b == null) System.clearProperty("drmas.normalize.blockBytes");
+            else System.setProperty("drmas.normalize.blockBytes", b);
+            if (t == null) System.clearProperty("drmas.normalize.threads");
+            else System.setProperty("drmas.normalize.threads", t);
+        }
+    }
+
+    static Path input(String name) {
+        return name.equals("demo") ? Path.of("..", "configs", "demo", "rollouts.jsonl") : GOLDEN.resolve(name + ".jsonl");
+    }
+
+    @ParameterizedTest(name = "{0}, configuration {1}, blocks of {2} bytes")
+    @MethodSource("goldenCases")
+    void outputAndSummaryAreByteForByteTheOldImplementations(String name, int config, int block) throws Exception {
+        Path out = dir.resolve("out.jsonl");
+        List<String> args = new ArrayList<>(List.of("normalize"));
+        args.addAll(CONFIGS.get(config - 1));
+        args.addAll(List.of("--summary", "-o", out.toString(), input(name).toString()));
+        Run r = withBlocks(block, () -> runCapturingStderr(args));
+        assertEquals(0, r.exit(), r.err());
+        byte[] want = Files.readAllBytes(GOLDEN.resolve(name + ".out" + config + ".jsonl"));
+        byte[] got = Files.readAllBytes(out);
+        if (!java.util.Arrays.equals(want, got)) {
+            List<String> w = Files.readAllLines(GOLDEN.resolve(name + ".out" + config + ".jsonl")), g = Files.readAllLines(out);
+            for (int i = 0; i < Math.min(w.size(), g.size()); i++) assertEquals(w.get(i), g.get(i), "line " + (i + 1));
+            assertEquals(w.size(), g.size(), "lines");
+        }
+        assertEquals(Files.readString(GOLDEN.resolve(name + ".summary" + config + ".txt")), r.err());
+    }
+
+    @Test
+    void stdinGivesTheSameBytes() throws Exception {
+        // read once, kept in an unlinked temporary file for the output's second reading
+        byte[] in = Files.readAllBytes(GOLDEN.resolve("edge.jsonl"));
+        ScoredRows rows = withBlocks(256, () -> ScoredRows.readOnce("<stdin>", new ByteArrayInputStream(in)));
+        assertTrue(rows.blocks > 3, "several blocks: " + rows.blocks);
+        rows.trim();  // Advantages.compute takes the arrays' length as the row count
+        float[] adv = dev.drmas.algo.Advantages.compute(NormConfig.of(NormMode.DRMAS), rows.scores, rows.uid, rows.traj, rows.agent, rows.numUids, rows.numTrajs, rows.numAgents());
+        for (int pass = 0; pass < 2; pass++) {  // compare writes the rows twice
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            withBlocks(256, () -> {
+                JsonlOutput.write(rows, adv, out);
+                return null;
+            });
+            assertArrayEquals(Files.readAllBytes(GOLDEN.resolve("edge.out1.jsonl")), out.toByteArray());
+        }
+    }
+
+    @Test
+    void numbersAndEscapesAreKeptAsWrittenAndKeysComparedAsValues() throws Exception {
+        // the old writer re-serialised these (1e5 -> 1E+5, 0.0000001 -> 1E-7, -0 -> 0, "\u00e9" -> "é", "\/" -> "/");
+        // the copy keeps the user's text; keys still compare by value ("\u00e9" is "é", -0 is 0)
+        Path in = dir.resolve("as-written.jsonl");
+        Files.writeString(in, """
+                {"uid": "caf\\u00e9", "traj": -0, "agent": "a", "score": 1e5, "note": "\\/ \\u0041"}
+                {"uid": "café", "traj": 0, "agent": "b", "score": 0.0000001}
+                {"uid": "café", "traj": 1, "agent": "a", "score": -0.0}
+                {"uid": "café", "traj": 1, "agent": "b", "score": 2E-3}
+                """);
+        Path out = dir.resolve("out.jsonl");
+        Run r = run(List.of("normalize", "--mode", "grpo", "-o", out.toString(), in.toString()));
+        assertEquals(0, r.exit(), r.err());
+        List<String> lines = Files.readAllLines(out);
+        assertTrue(lines.get(0).startsWith("{\"uid\":\"caf\\u00e9\",\"traj\":-0,\"agent\":\"a\",\"score\":1e5,\"note\":\"\\/ \\u0041\",\"advantage\":"),
+                lines.get(0));
+        assertTrue(lines.get(1).contains("\"score\":0.0000001,"), lines.get(1));
+        assertTrue(lines.get(2).contains("\"score\":-0.0,"), lines.get(2));
+        assertTrue(lines.get(3).contains("\"score\":2E-3,"), lines.get(3));
+        ScoredRows rows = ScoredRows.read(in);
+        assertEquals(1, rows.numUids, "\"caf\\u00e9\" and \"café\" are one uid");
+        assertEquals(2, rows.numTrajs, "-0 and 0 are one trajectory");
+        assertArrayEquals(new int[] {0, 0, 1, 1}, rows.traj);
+        assertEquals(0, Float.floatToRawIntBits(rows.scores[2]), "-0.0 is read as +0, as BigDecimal did");
+        // grpo with trajectory pooling: both rows of a trajectory share its advantage
+        assertEquals(NormalizeCommandTest.JSON.readTree(lines.get(0)).get("advantage"),
+                NormalizeCommandTest.JSON.readTree(lines.get(1)).get("advantage"));
+    }
+
+    static List<Arguments> badLines() {
+        return List.of(
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1} x", "not valid JSON: unexpected 'x' after the object"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1}{}", "not valid JSON: unexpected '{' after the object"),
+                Arguments.of("{\"uid\": 01, \"traj\": 0, \"agent\": \"a\", \"score\": 1}", "leading zeroes"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": NaN}", "not valid JSON: unexpected 'N'"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1.}", "a digit after the decimal point"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": -}", "a digit after '-'"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1,}", "a field name in double quotes"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\tb\", \"score\": 1}", "control character 0x09 inside a string"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\\x\", \"score\": 1}", "invalid escape in a string: \\x"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"\\u12\", \"score\": 1}", "\\u must be followed by 4 hex digits"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1, \"m\": {\"b\": 1, \"b\": 2}}", "Duplicate field 'b'"),
+                Arguments.of("{\"uid\": 1, \"\\u0075id\": 2, \"traj\": 0, \"agent\": \"a\", \"score\": 1}", "Duplicate field 'uid'"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": [1, 2,]}", "a value"),
+                Arguments.of("{\"uid\" 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1}", "':' after the field name"),
+                Arguments.of("{'uid': 1}", "a field name in double quotes"),
+                Arguments.of("{\"uid\": tru, \"traj\": 0, \"agent\": \"a\", \"score\": 1}", "unrecognised token: expected true"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1 \"x\": 2}", "',' or '}'"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": [", "unexpected end of line"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a", "unexpected end of line inside a string"),
+                Arguments.of("\"just a string\"", "expected a JSON object, got string"),
+                Arguments.of("17", "expected a JSON object, got number"),
+                Arguments.of("null", "expected a JSON object, got null"),
+                Arguments.of("{}", "field 'uid' is missing"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": [1], \"score\": 1}", "field 'agent' must be a string or an integer, got [1]"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": true}", "field 'score' must be a number, got true"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1e39}", "field 'score' = 1e39 is not a finite float"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": -3.5e38}", "is not a finite float"),
+                Arguments.of("[".repeat(1001) + "]".repeat(1001), "nesting deeper than 1000 levels"));
+    }
+
+    static Stream<Arguments> badLinesAtPositions() {
+        List<Arguments> out = new ArrayList<>();
+        // before the first good line, between two, the last line (with and without its \n), and far
+        // into a file of many blocks (in the middle, and last)
+        int[] at = {1, 3, 5, 2000, 3000};
+        for (Arguments a : badLines()) for (int p : at) out.add(Arguments.of(a.get()[0], a.get()[1], p));
+        return out.stream();
+    }
+
+    static final String GOOD = "{\"uid\": %d, \"traj\": %d, \"agent\": \"agent-%d\", \"score\": 0.%d, \"pad\": \"%s\"}";
+
+    @ParameterizedTest(name = "{1} at line {2}")
+    @MethodSource("badLinesAtPositions")
+    void aBadLineAnywhereStopsTheCommandWithNothingWritten(String bad, String message, int at) throws Exception {
+        // ~150 bytes a line: 3,000 lines are ~110 blocks of 4 KiB
+        int lines = at <= 5 ? 5 : 3000;
+        StringBuilder sb = new StringBuilder();
+        for (int i = 1; i <= lines; i++) {
+            if (i == 2) sb.append("\n   \n");  // blank lines count as lines
+            if (i == at) {
+                sb.append(bad);
+            } else {
+                sb.append(String.format(Locale.ROOT, GOOD, i / 8, i % 8, i % 2, i % 10, "x".repeat(80)));
+            }
+            if (i < lines || at % 2 == 1) sb.append('\n');  // some files end without a newline
+        }
+        Path in = dir.resolve("bad.jsonl");
+        Files.writeString(in, sb);
+        Path out = dir.resolve("never.jsonl");
+        // blocks of 4 KiB (~27 lines; a line of 150 bytes may straddle two reads) parsed by two threads
+        Run r = withBlocks(4096, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        int line = at == 1 ? 1 : at + 2;
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":" + line + ": "), "line " + line + ": " + r.err());
+        assertTrue(r.err().contains(message), r.err());
+        assertFalse(Files.exists(out), "no output may be written after a bad line");
+        try (var files = Files.list(dir)) {
+            assertEquals(1, files.count(), "no temporary file may be left behind");
+        }
+    }
+
+    @Test
+    void longLinesCrlfAndAMissingFinalNewline() throws Exception {
+        // a line of 3 MiB (longer than a block: the block grows), Windows line ends, no \n at the end
+        String big = "y".repeat(3 << 20);
+        String text = "{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1,\"blob\":\"" + big + "\"}\r\n"
+                + "{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0}\r\n"
+                + "{\"uid\": 1, \"traj\": 2, \"agent\": \"a\", \"score\": 0.5, \"blob\": \"a b \\\" c\"}";
+        Path in = dir.resolve("long.jsonl");
+        Files.writeString(in, text);
+        Path out = dir.resolve("out.jsonl");
+        Run r = withBlocks(1 << 16, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        assertEquals(0, r.exit(), r.err());
+        List<String> lines = Files.readAllLines(out);
+        assertEquals(3, lines.size());
+        assertTrue(lines.get(0).startsWith("{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1,\"blob\":\"" + big + "\",\"advantage\":"));
+        assertTrue(lines.get(1).startsWith("{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0,\"advantage\":"), lines.get(1));
+        assertTrue(lines.get(2).startsWith("{\"uid\":1,\"traj\":2,\"agent\":\"a\",\"score\":0.5,\"blob\":\"a b \\\" c\",\"advantage\":"),
+                lines.get(2));
+        assertTrue(Files.readString(out).endsWith("}\n"));
+    }
+
+    @Test
+    void aFileThatChangesBetweenTheTwoReadingsIsAnError() throws Exception {
+        Path in = dir.resolve("rows.jsonl");
+        Files.writeString(in, "{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1}\n{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0}\n");
+        ScoredRows rows = ScoredRows.read(in);
+        Files.writeString(in, "{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1}\n");
+        UserError e = org.junit.jupiter.api.Assertions.assertThrows(UserError.class,
+                () -> JsonlOutput.write(rows, new float[] {1, -1}, new ByteArrayOutputStream()));
+        assertTrue(e.getMessage().contains("changed while it was being read"), e.getMessage());
+    }
+
+    // ------------------------------------------------------------------ the byte-level helpers
+
+    @Test
+    void theUtf8CheckAgreesWithTheJdkDecoder() {
+        SplittableRandom rng = new SplittableRandom(17);
+        byte[][] pieces = {"a".getBytes(StandardCharsets.UTF_8), "é".getBytes(StandardCharsets.UTF_8),
+                "中".getBytes(StandardCharsets.UTF_8), "😀".getBytes(StandardCharsets.UTF_8), {(byte) 0xc0, (byte) 0x80},
+                {(byte) 0xed, (byte) 0xa0, (byte) 0x80}, {(byte) 0xf4, (byte) 0x90, (byte) 0x80, (byte) 0x80}, {(byte) 0x80},
+                {(byte) 0xe9}, {(byte) 0xf0, (byte) 0x9f}, {(byte) 0xff}, {(byte) 0xe0, (byte) 0x9f, (byte) 0xbf}};
+        for (int t = 0; t < 20_000; t++) {
+            ByteArrayOutputStream b = new ByteArrayOutputStream();
+            int parts = rng.nextInt(1, 8);
+            for (int i = 0; i < parts; i++) {
+                byte[] p = rng.nextInt(4) == 0 ? new byte[] {(byte) rng.nextInt(256)} : pieces[rng.nextInt(pieces.length)];
+                b.writeBytes(p);
+            }
+            byte[] bytes = b.toByteArray();
+            CharsetDecoder d = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT);
+            boolean valid;
+            try {
+                d.decode(ByteBuffer.wrap(bytes));
+                valid = true;
+            } catch (java.nio.charset.CharacterCodingException e) {
+                valid = false;
+            }
+            assertEquals(valid, ScoredRows.firstInvalidUtf8(bytes, 0, bytes.length) < 0, () -> java.util.HexFormat.of().formatHex(bytes));
+        }
+    }
+
+    @Test
+    void scoresAreTheDoublesBigDecimalGave() {
+        SplittableRandom rng = new SplittableRandom(5);
+        List<String> texts = new ArrayList<>(List.of("0", "-0", "1", "0.1", "0.30000001", "123456789012345678901234567890",
+                "1e22", "1e23", "9007199254740993", "0.000001", "1.7976931348623157e308", "4.9e-324", "2.5e-400",
+                "0.1234567890123456789", "-1.5E+3", "3.4028235e38", "3.4028236e38", "100000000000000000000", "1E5"));
+        for (int i = 0; i < 100_000; i++) {
+            StringBuilder s = new StringBuilder();
+            if (rng.nextBoolean()) s.append('-');
+            int intDigits = rng.nextInt(1, 12);
+            s.append(rng.nextInt(1, 10));
+            for (int k = 1; k < intDigits; k++) s.append(rng.nextInt(10));
+            if (rng.nextInt(3) == 0) s.setLength(s.charAt(0) == '-' ? 1 : 0);
+            if (s.isEmpty() || s.toString().equals("-")) s.append('0');
+            if (rng.nextBoolean()) {
+                s.append('.');
+                int frac = rng.nextInt(1, 20);
+                for (int k = 0; k < frac; k++) s.append(rng.nextInt(10));
+            }
+            if (rng.nextInt(4) == 0) s.append(rng.nextBoolean() ? 'e' : 'E').append(rng.nextBoolean() ? "-" : "").append(rng.nextInt(40));
+            texts.add(s.toString());
+        }
+        for (String t : texts) {
+            byte[] b = t.getBytes(StandardCharsets.US_ASCII);
+            double want = new BigDecimal(t).doubleValue();
+            double got = ScoredRows.toDouble(b, 0, b.length);
+            // BigDecimal has no -0: the reader turns a zero into +0 after this, as the old one did
+            if (want == 0 && got == 0) continue;
+            assertEquals(Double.doubleToLongBits(want), Double.doubleToLongBits(got), t);
+        }
+    }
+
+    @Test
+    void theAdvantageIsWrittenAsTheOldBigDecimalWriterDid() {
+        SplittableRandom rng = new SplittableRandom(11);
+        List<Float> fs = new ArrayList<>(List.of(0f, -0f, 1f, -1f, 1e-3f, 9.999999e-4f, 1e7f, 9999999f, 1.0E10f, 2.5e19f, 1e-5f,
+                1.0E-7f, 1.2345678e7f, 12345679f, Float.MIN_VALUE, Float.MAX_VALUE, -Float.MIN_NORMAL, 5.303301E-21f,
+                -2.8979339E-6f, 0.1f, 100f, 1e6f, 123456.79f));
+        for (int i = 0; i < 200_000; i++) {
+            float f = Float.intBitsToFloat(rng.nextInt());
+            if (Float.isFinite(f)) fs.add(f);
+            fs.add((float) (rng.nextGaussian() * Math.pow(10, rng.nextInt(-9, 10))));
+        }
+        byte[] out = new byte[64];
+        StringBuilder sb = new StringBuilder();
+        for (float f : fs) {
+            String want = new BigDecimal(Float.toString(f)).toString();
+            int n = JsonlOutput.appendDecimal(f, out, 0, sb);
+            assertEquals(want, new String(out, 0, n, StandardCharsets.US_ASCII), "float " + Float.toString(f));
+        }
+    }
+
+    /** The plain reference: drop whitespace outside strings. */
+    static String compactReference(String s) {
+        StringBuilder out = new StringBuilder();
+        boolean in = false;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (in) {
+                out.append(c);
+                if (c == '\\') out.append(s.charAt(++i));
+                else if (c == '"') in = false;
+            } else if (c != ' ' && c != '\t' && c != '\r' && c != '\n') {
+                out.append(c);
+                if (c == '"') in = true;
+            }
+        }
+        return out.toString();
+    }
+
+    @Test
+    void whitespaceRemovalKeepsStringsWhole() {
+        SplittableRandom rng = new SplittableRandom(3);
+        String[] tokens = {"{", "}", "[", "]", ":", ",", "1", "-2.5e3", "true", "null", " ", "  ", "\t", "\r", "\n",
+                "\"a b\"", "\"\\\" x \\\\\"", "\"  \"", "\"é 中\"", "\"\\u0041 \\n\"", "\"\"", "\"abcdefghijklmnop qrstuv\""};
+        for (int t = 0; t < 50_000; t++) {
+            StringBuilder s = new StringBuilder();
+            int n = rng.nextInt(1, 40);
+            for (int i = 0; i < n; i++) s.append(tokens[rng.nextInt(tokens.length)]);
+            byte[] b = s.toString().getBytes(StandardCharsets.UTF_8);
+            byte[] padded = new byte[b.length + 5];
+            System.arraycopy(b, 0, padded, 3, b.length);  // an offset that is not a multiple of 8
+            byte[] out = new byte[b.length + 16];
+            int end = JsonLine.compact(padded, 3, 3 + b.length, out, 1);
+            assertEquals(compactReference(s.toString()), new String(out, 1, end - 1, StandardCharsets.UTF_8), s.toString());
+        }
+    }
+}

@@ -1,0 +1,393 @@
+// NormalizeSafetensorsTest.java — `drmas normalize` on columnar input (issue 17, item 6): files laid
+// out byte for byte as safetensors.numpy.save_file writes them (tensors sorted by dtype, then
+// name; compact header padded with spaces to a multiple of 8), for the four id/score dtype pairs,
+// give the JSONL path's advantages bit for bit on the same rows; the output is a valid safetensors
+// file with one F32 tensor; bad headers, shapes, lengths, dtypes and ids are errors that name the
+// file and the tensor, and leave no output.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.model.SafeTensors;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class NormalizeSafetensorsTest {
+    @TempDir
+    Path dir;
+
+    record Run(int exit, String err) {
+    }
+
+    static Run run(String... args) {
+        StringWriter err = new StringWriter();
+        var cl = Main.commandLine();
+        cl.setErr(new PrintWriter(err));
+        return new Run(cl.execute(args), err.toString());
+    }
+
+    /** One tensor to write: its dtype name and its little-endian bytes. */
+    record T(String dtype, long[] shape, byte[] data) {
+    }
+
+    /** safetensors' dtype order (the Rust enum's): save_file sorts by it, descending, then by name. */
+    static final List<String> ORDER = List.of("BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "I16", "U16", "F16", "BF16", "I32", "U32",
+            "F32", "F64", "I64", "U64");
+
+    /** A file exactly as safetensors.numpy.save_file(tensors, path) writes it. */
+    static byte[] saveFile(Map<String, T> tensors) {
+        List<String> names = new ArrayList<>(tensors.keySet());
+        names.sort(Comparator.comparingInt((String n) -> -ORDER.indexOf(tensors.get(n).dtype())).thenComparing(n -> n));
+        StringBuilder h = new StringBuilder("{");
+        long off = 0;
+        ByteArrayOutputStream data = new ByteArrayOutputStream();
+        for (String n : names) {
+            T t = tensors.get(n);
+            if (h.length() > 1) h.append(',');
+            h.append('"').append(n).append("\":{\"dtype\":\"").append(t.dtype()).append("\",\"shape\":[");
+            for (int i = 0; i < t.shape().length; i++) h.append(i > 0 ? "," : "").append(t.shape()[i]);
+            h.append("],\"data_offsets\":[").append(off).append(',').append(off + t.data().length).append("]}");
+            off += t.data().length;
+            data.writeBytes(t.data());
+        }
+        h.append('}');
+        while (h.length() % 8 != 0) h.append(' ');
+        return assemble(h.toString(), data.toByteArray());
+    }
+
+    static byte[] assemble(String header, byte[] data) {
+        byte[] hb = header.getBytes(StandardCharsets.UTF_8);
+        ByteBuffer b = ByteBuffer.allocate(8 + hb.length + data.length).order(ByteOrder.LITTLE_ENDIAN);
+        b.putLong(hb.length).put(hb).put(data);
+        return b.array();
+    }
+
+    static T ids(int[] v, boolean i64) {
+        ByteBuffer b = ByteBuffer.allocate(v.length * (i64 ? 8 : 4)).order(ByteOrder.LITTLE_ENDIAN);
+        for (int x : v) if (i64) b.putLong(x); else b.putInt(x);
+        return new T(i64 ? "I64" : "I32", new long[] {v.length}, b.array());
+    }
+
+    static T longs(long[] v) {
+        ByteBuffer b = ByteBuffer.allocate(v.length * 8).order(ByteOrder.LITTLE_ENDIAN);
+        for (long x : v) b.putLong(x);
+        return new T("I64", new long[] {v.length}, b.array());
+    }
+
+    static T scores(double[] v, boolean f64) {
+        ByteBuffer b = ByteBuffer.allocate(v.length * (f64 ? 8 : 4)).order(ByteOrder.LITTLE_ENDIAN);
+        for (double x : v) if (f64) b.putDouble(x); else b.putFloat((float) x);
+        return new T(f64 ? "F64" : "F32", new long[] {v.length}, b.array());
+    }
+
+    /** Rollout-shaped rows: 8 trajectories per uid, 2-3 agents, 1-3 turns, some single-row segments. */
+    record Rows(int[] uid, int[] traj, int[] agent, double[] score) {
+        static Rows make(int tasks, long seed) {
+            SplittableRandom rng = new SplittableRandom(seed);
+            List<int[]> keys = new ArrayList<>();
+            List<Double> s = new ArrayList<>();
+            int traj = 0;
+            for (int u = 0; u < tasks; u++) {
+                int agents = 2 + u % 2, rollouts = u % 5 == 4 ? 1 : 8;
+                for (int r = 0; r < rollouts; r++, traj++) {
+                    int turns = 1 + rng.nextInt(3);
+                    for (int t = 0; t < turns; t++) {
+                        for (int a = 0; a < agents; a++) {
+                            if (u % 7 == 6 && a == 2 && t > 0) continue;  // an agent that acts once
+                            keys.add(new int[] {u, traj, a});
+                            s.add(rng.nextInt(4) == 0 ? 1.0 : rng.nextDouble() * 3 - 1);
+                        }
+                    }
+                }
+            }
+            int n = keys.size();
+            Rows rows = new Rows(new int[n], new int[n], new int[n], new double[n]);
+            for (int i = 0; i < n; i++) {
+                rows.uid[i] = keys.get(i)[0];
+                rows.traj[i] = keys.get(i)[1];
+                rows.agent[i] = keys.get(i)[2];
+                rows.score[i] = s.get(i);
+            }
+            return rows;
+        }
+
+        Map<String, T> tensors(boolean i64, boolean f64) {
+            Map<String, T> m = new LinkedHashMap<>();
+            m.put("uid", ids(uid, i64));
+            m.put("traj", ids(traj, i64));
+            m.put("agent", ids(agent, i64));
+            m.put("score", scores(score, f64));
+            return m;
+        }
+
+        /** The same rows as JSONL: traj numbered within its uid, scores as the float32 or float64 the file holds. */
+        String jsonl(boolean f64) {
+            StringBuilder sb = new StringBuilder();
+            int first = 0;
+            for (int i = 0; i < uid.length; i++) {
+                if (i > 0 && uid[i] != uid[i - 1]) first = traj[i];
+                String sc = f64 ? Double.toString(score[i]) : Float.toString((float) score[i]);
+                sb.append(String.format(Locale.ROOT, "{\"uid\": \"task-%d\", \"traj\": %d, \"agent\": \"a%d\", \"score\": %s}%n", uid[i],
+                        traj[i] - first, agent[i], sc));
+            }
+            return sb.toString();
+        }
+    }
+
+    /** The advantages of a normalize output file, checking its layout on the way. */
+    static float[] readOutput(Path out, long n) throws Exception {
+        byte[] b = Files.readAllBytes(out);
+        ByteBuffer bb = ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN);
+        long h = bb.getLong(0);
+        assertEquals(0, h % 8, "the header is padded to a multiple of 8");
+        JsonNode header = new ObjectMapper().readTree(new String(b, 8, (int) h, StandardCharsets.UTF_8));
+        JsonNode adv = header.get("advantage");
+        assertEquals("F32", adv.get("dtype").asText());
+        assertEquals(n, adv.get("shape").get(0).asLong());
+        assertEquals(0, adv.get("data_offsets").get(0).asLong());
+        assertEquals(4 * n, adv.get("data_offsets").get(1).asLong());
+        assertEquals(8 + h + 4 * n, b.length, "nothing after the data");
+        assertEquals("drmas normalize", header.get("__metadata__").get("producer").asText());
+        float[] a = new float[(int) n];
+        for (int i = 0; i < n; i++) a[i] = bb.getFloat((int) (8 + h + 4L * i));
+        // and the checkpoint reader accepts it (the same header rules)
+        try (SafeTensors st = SafeTensors.open(out)) {
+            assertEquals(n, st.info("advantage").numel());
+        }
+        return a;
+    }
+
+    static float[] jsonlAdvantages(Path jsonl, String... flags) throws Exception {
+        Path out = jsonl.resolveSibling(jsonl.getFileName() + ".out.jsonl");
+        List<String> args = new ArrayList<>(List.of("normalize"));
+        args.addAll(List.of(flags));
+        args.addAll(List.of("-o", out.toString(), jsonl.toString()));
+        Run r = run(args.toArray(String[]::new));
+        assertEquals(0, r.exit(), r.err());
+        List<String> lines = Files.readAllLines(out);
+        float[] a = new float[lines.size()];
+        for (int i = 0; i < a.length; i++) a[i] = NormalizeCommandTest.JSON.readTree(lines.get(i)).get("advantage").floatValue();
+        return a;
+    }
+
+    @ParameterizedTest(name = "ids {0}, scores {1}, {2}")
+    @CsvSource({"I32,F32,drmas", "I64,F32,grpo", "I32,F64,agent-mean", "I64,F64,drmas", "I64,F64,agent-std"})
+    void numpyFilesOfEachDtypeGiveTheJsonlAdvantages(String idType, String scoreType, String mode) throws Exception {
+        boolean i64 = idType.equals("I64"), f64 = scoreType.equals("F64");
+        Rows rows = Rows.make(37, 9);
+        Path st = dir.resolve("rows.safetensors");
+        Files.write(st, saveFile(rows.tensors(i64, f64)));
+        Path jsonl = dir.resolve("rows.jsonl");
+        Files.writeString(jsonl, rows.jsonl(f64));
+        Path out = dir.resolve("adv.safetensors");
+        Run r = run("normalize", "--mode", mode, "-o", out.toString(), st.toString());
+        assertEquals(0, r.exit(), r.err());
+        float[] got = readOutput(out, rows.uid().length);
+        float[] want = jsonlAdvantages(jsonl, "--mode", mode);
+        assertEquals(want.length, got.length);
+        for (int i = 0; i < want.length; i++) {
+            assertEquals(Float.floatToIntBits(want[i]), Float.floatToIntBits(got[i]), "row " + i + ": " + want[i] + " vs " + got[i]);
+        }
+        boolean someNonZero = false;
+        for (float a : got) someNonZero |= a != 0;
+        assertTrue(someNonZero, "the rows normalise to something");
+    }
+
+    @Test
+    void theFileLayoutIsNumpys() {
+        // safetensors' own serialisation test: {"attn.0": F32 [1,2,3]} is 64 header bytes, no padding needed
+        byte[] b = saveFile(Map.of("attn.0", new T("F32", new long[] {1, 2, 3}, new byte[24])));
+        assertEquals(64, ByteBuffer.wrap(b).order(ByteOrder.LITTLE_ENDIAN).getLong(0));
+        assertEquals("{\"attn.0\":{\"dtype\":\"F32\",\"shape\":[1,2,3],\"data_offsets\":[0,24]}}", new String(b, 8, 64, StandardCharsets.UTF_8));
+        // int64 ids come before float64 scores, float32 scores before int32 ids
+        Rows rows = Rows.make(2, 1);
+        String h64 = header(saveFile(rows.tensors(true, true))), h32 = header(saveFile(rows.tensors(false, false)));
+        assertTrue(h64.indexOf("\"agent\"") < h64.indexOf("\"traj\"") && h64.indexOf("\"uid\"") < h64.indexOf("\"score\""), h64);
+        assertTrue(h32.indexOf("\"score\"") < h32.indexOf("\"agent\""), h32);
+    }
+
+    static String header(byte[] file) {
+        int h = (int) ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+        return new String(file, 8, h, StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void formatByFlagOrExtensionAndTheSummary() throws Exception {
+        Rows rows = Rows.make(5, 2);
+        Path st = dir.resolve("rows.bin");  // no telling extension: --format says it
+        Files.write(st, saveFile(rows.tensors(false, false)));
+        Path out = dir.resolve("adv.safetensors");
+        PrintStream saved = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        Run r;
+        try {
+            r = run("normalize", "--mode", "drmas", "--format", "safetensors", "--summary", "-o", out.toString(), st.toString());
+        } finally {
+            System.setErr(saved);
+        }
+        assertEquals(0, r.exit(), r.err());
+        readOutput(out, rows.uid().length);
+        String summary = captured.toString(StandardCharsets.UTF_8);
+        assertTrue(summary.startsWith(st + ": " + rows.uid().length + " rows, 5 groups, "), summary);
+        assertTrue(summary.contains("\n  0 ") && summary.contains("\n  2 "), summary);
+        // read as JSONL, a safetensors file is not valid JSON
+        r = run("normalize", "--mode", "drmas", "--format", "jsonl", "-o", dir.resolve("x.jsonl").toString(), st.toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains(st + ":") && (r.err().contains("not UTF-8") || r.err().contains("not valid JSON")), r.err());
+        r = run("normalize", "--mode", "drmas", "--format", "csv", st.toString());
+        assertTrue(r.err().contains("format: 'csv' is not one of jsonl, safetensors"), r.err());
+        // the output keeps the input's format: a .jsonl name for a safetensors result is a mistake
+        r = run("normalize", "--mode", "drmas", "--format", "safetensors", "-o", dir.resolve("adv.jsonl").toString(), st.toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("the output has the input's format (safetensors)"), r.err());
+    }
+
+    @Test
+    void aMisalignedFileIsReadThroughAnAlignedCopy() throws Exception {
+        // a header length that is not a multiple of 4 (numpy never writes one; a hand-made file may)
+        Rows rows = Rows.make(6, 4);
+        byte[] good = saveFile(rows.tensors(false, false));
+        String h = header(good).stripTrailing() + " ";
+        while ((8 + h.length()) % 4 != 1) h += " ";
+        byte[] odd = assemble(h, java.util.Arrays.copyOfRange(good, 8 + header(good).length(), good.length));
+        Path a = dir.resolve("good.safetensors"), b = dir.resolve("odd.safetensors");
+        Files.write(a, good);
+        Files.write(b, odd);
+        Path oa = dir.resolve("oa.safetensors"), ob = dir.resolve("ob.safetensors");
+        assertEquals(0, run("normalize", "--mode", "drmas", "-o", oa.toString(), a.toString()).exit());
+        Run r = run("normalize", "--mode", "drmas", "-o", ob.toString(), b.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(java.util.Arrays.toString(readOutput(oa, rows.uid().length)), java.util.Arrays.toString(readOutput(ob, rows.uid().length)));
+    }
+
+    @Test
+    void noRows() throws Exception {
+        Rows empty = new Rows(new int[0], new int[0], new int[0], new double[0]);
+        Path st = dir.resolve("empty.safetensors"), out = dir.resolve("adv.safetensors");
+        Files.write(st, saveFile(empty.tensors(true, true)));
+        Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(0, readOutput(out, 0).length);
+    }
+
+    static Stream<org.junit.jupiter.params.provider.Arguments> malformed() {
+        Rows rows = Rows.make(4, 3);
+        int n = rows.uid().length;
+        List<org.junit.jupiter.params.provider.Arguments> out = new ArrayList<>();
+        java.util.function.BiConsumer<byte[], String> add = (b, m) -> out.add(org.junit.jupiter.params.provider.Arguments.of(b, m));
+
+        Map<String, T> t = rows.tensors(false, false);
+        t.remove("agent");
+        add.accept(saveFile(t), "no tensor 'agent' (a normalize input holds uid, traj and agent");
+        t = rows.tensors(false, false);
+        t.put("score", ids(new int[n], false));
+        add.accept(saveFile(t), "tensor 'score' is I32; it must be F32 or F64");
+        t = rows.tensors(false, false);
+        t.put("uid", scores(new double[n], false));
+        add.accept(saveFile(t), "tensor 'uid' is F32; it must be I32 or I64");
+        t = rows.tensors(false, false);
+        t.put("traj", new T("I32", new long[] {2, n / 2}, java.util.Arrays.copyOf(ids(rows.traj(), false).data(), 4 * 2 * (n / 2))));
+        add.accept(saveFile(t), "tensor 'traj' has shape [2, " + n / 2 + "]; it must be 1-D");
+        t = rows.tensors(false, true);
+        t.put("score", scores(java.util.Arrays.copyOf(rows.score(), n - 1), true));
+        add.accept(saveFile(t), "tensor 'score' has " + (n - 1) + " rows, but 'uid' has " + n);
+        int[] neg = rows.agent().clone();
+        neg[5] = -1;
+        t = rows.tensors(false, false);
+        t.put("agent", ids(neg, false));
+        add.accept(saveFile(t), "tensor 'agent': row 5 holds -1, but ids must lie in [0, " + n + ")");
+        int[] big = rows.uid().clone();
+        big[7] = n;
+        t = rows.tensors(false, false);
+        t.put("uid", ids(big, false));
+        add.accept(saveFile(t), "tensor 'uid': row 7 holds " + n + ", but ids must lie in [0, " + n + ")");
+        long[] huge = new long[n];
+        for (int i = 0; i < n; i++) huge[i] = rows.traj()[i];
+        huge[3] = 1L << 40;
+        t = rows.tensors(true, false);
+        t.put("traj", longs(huge));
+        add.accept(saveFile(t), "tensor 'traj': row 3 (byte ");
+        add.accept(saveFile(t), "holds 1099511627776, which does not fit int32");
+        double[] inf = rows.score().clone();
+        inf[2] = 1e300;
+        t = rows.tensors(true, true);
+        t.put("score", scores(inf, true));
+        add.accept(saveFile(t), "tensor 'score': row 2 (byte ");
+        double[] nan = rows.score().clone();
+        nan[4] = Double.NaN;
+        t = rows.tensors(false, false);
+        t.put("score", scores(nan, false));
+        add.accept(saveFile(t), "scores[4] is not finite");  // a float32 NaN goes to the kernel as it is: its error names the row
+        int[] cross = rows.traj().clone();
+        cross[n - 1] = 0;  // trajectory 0 belongs to uid 0; the last row is another uid's
+        t = rows.tensors(false, false);
+        t.put("traj", ids(cross, false));
+        add.accept(saveFile(t), "traj[" + (n - 1) + "] = 0 has uid");
+        byte[] good = saveFile(rows.tensors(false, false));
+        byte[] longHeader = good.clone();
+        ByteBuffer.wrap(longHeader).order(ByteOrder.LITTLE_ENDIAN).putLong(0, good.length);
+        add.accept(longHeader, "header length " + good.length + " exceeds the file size");
+        add.accept(assemble("{\"uid\":{\"dtype\":\"I32\",", new byte[0]), "header is not valid JSON");
+        add.accept(java.util.Arrays.copyOf(good, good.length - 4), "truncated: tensor");
+        add.accept(java.util.Arrays.copyOf(good, good.length + 4), "4 bytes after the end of the last tensor's data");
+        add.accept(new byte[] {1, 2, 3}, "3 bytes, too short for a safetensors file");
+        return out.stream();
+    }
+
+    @ParameterizedTest(name = "{1}")
+    @org.junit.jupiter.params.provider.MethodSource("malformed")
+    void aMalformedFileIsAnErrorNamingItWithNothingWritten(byte[] file, String message) throws Exception {
+        Path st = dir.resolve("bad.safetensors"), out = dir.resolve("never.safetensors");
+        Files.write(st, file);
+        Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(st + ": "), r.err());
+        assertTrue(r.err().contains(message), r.err());
+        assertFalse(Files.exists(out), "no output after an error");
+        try (var files = Files.list(dir)) {
+            assertEquals(1, files.count(), "no temporary file may be left behind");
+        }
+    }
+
+    @Test
+    void idsSpreadOverAHugeRangeAreRefusedBeforeTheKernelSizesItsStatistics() throws Exception {
+        // 3000 rows, every row its own uid and agents numbered up to 2999: 9e6 (uid, agent) segments
+        int n = 3000;
+        int[] seq = new int[n];
+        for (int i = 0; i < n; i++) seq[i] = i;
+        Map<String, T> t = new LinkedHashMap<>();
+        t.put("uid", ids(seq, false));
+        t.put("traj", ids(seq, false));
+        t.put("agent", ids(seq, false));
+        t.put("score", scores(new double[n], false));
+        Path st = dir.resolve("spread.safetensors");
+        Files.write(st, saveFile(t));
+        Run r = run("normalize", "--mode", "drmas", "-o", dir.resolve("o.safetensors").toString(), st.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("uid and agent ids span 3000 x 3000 = 9000000 (uid, agent) segments for 3000 rows"), r.err());
+    }
+}
