@@ -5,10 +5,11 @@
 // (2 with probability 3/4), solver and verifier interleaved, scores uniform in [0, 1)) and
 // calls drmas_advantage_f32 in mode drmas with trajectory pooling.
 //
-//   bench_adv [rows=1048576] [grouped|random|fixed] [threads=1] [calls=1]
+//   bench_adv [rows=1048576] [grouped|random|fixed] [threads=1] [calls=1] [validating|trusted]
 // (fixed: grouped, every trajectory of 2 turns, so every uid run has 32 rows: branch-predictable)
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=drmas_advantage_f32 \
 //       build/bench_adv 1048576 grouped 1 1
+// (trusted: drmas_advantage_trusted_f32, toggled as such under callgrind)
 // Prints the wall time per call (min over calls) and a checksum of the advantages.
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,7 @@ int main(int argc, char** argv) {
     const std::string layout = argc > 2 ? argv[2] : "grouped";
     const int threads = argc > 3 ? atoi(argv[3]) : 1;
     const int calls = argc > 4 ? atoi(argv[4]) : 1;
+    const bool trusted = argc > 5 && strcmp(argv[5], "trusted") == 0;
     std::vector<float> s(n);
     std::vector<int32_t> uid(n), traj(n), agent(n);
     std::mt19937_64 rng(42);
@@ -73,8 +75,8 @@ int main(int argc, char** argv) {
     double best = 1e30;
     for (int r = 0; r < calls; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        const int st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, s.data(), uid.data(), traj.data(),
-                                           agent.data(), U, T, 2, out.data(), nullptr, nullptr);
+        const int st = (trusted ? drmas_advantage_trusted_f32 : drmas_advantage_f32)(
+            DRMAS_DEVICE_CPU, &c, n, s.data(), uid.data(), traj.data(), agent.data(), U, T, 2, out.data(), nullptr, nullptr);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (st != 0) {
             fprintf(stderr, "error %d: %s\n", st, drmas_last_error());
