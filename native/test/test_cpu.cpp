@@ -101,6 +101,18 @@ static Rows rollout_rows(int64_t U, int64_t N, int64_t K, int turns, std::mt1993
     return r;
 }
 
+// Rows of r in the order perm (out[i] = r[perm[i]]).
+static Rows permuted(const Rows& r, const std::vector<int64_t>& perm) {
+    Rows p = r;
+    for (size_t i = 0; i < perm.size(); ++i) {
+        p.s[i] = r.s[perm[i]];
+        p.uid[i] = r.uid[perm[i]];
+        p.traj[i] = r.traj[perm[i]];
+        p.agent[i] = r.agent[perm[i]];
+    }
+    return p;
+}
+
 static void test_layout_invariance() {
     std::mt19937_64 rng(7);
     Rows r = rollout_rows(257, 8, 3, 2, rng);
@@ -108,13 +120,7 @@ static void test_layout_invariance() {
     std::vector<int64_t> perm(n);
     std::iota(perm.begin(), perm.end(), 0);
     std::shuffle(perm.begin(), perm.end(), rng);
-    Rows p = r;
-    for (int64_t i = 0; i < n; ++i) {
-        p.s[i] = r.s[perm[i]];
-        p.uid[i] = r.uid[perm[i]];
-        p.traj[i] = r.traj[perm[i]];
-        p.agent[i] = r.agent[perm[i]];
-    }
+    Rows p = permuted(r, perm);
     for (int mode = 0; mode < kDescriptors; ++mode)
         for (int pool = 0; pool < 2; ++pool)
             for (int single = 0; single < 3; ++single) {
@@ -382,13 +388,7 @@ static void test_sorted_path_matches_other_paths() {
         std::vector<int64_t> perm(n);
         std::iota(perm.begin(), perm.end(), 0);
         std::shuffle(perm.begin(), perm.end(), rng);
-        Rows sh = r;
-        for (int64_t i = 0; i < n; ++i) {
-            sh.s[i] = r.s[perm[i]];
-            sh.uid[i] = r.uid[perm[i]];
-            sh.traj[i] = r.traj[perm[i]];
-            sh.agent[i] = r.agent[perm[i]];
-        }
+        Rows sh = permuted(r, perm);
         for (int mode = 0; mode < kDescriptors; ++mode)
             for (int pool = 0; pool < 2; ++pool)
                 for (int single = 0; single < 3; ++single)
@@ -423,18 +423,6 @@ static void test_sorted_path_matches_other_paths() {
                         CHECK(bad == 0, "K %lld mode %d: a constant uid must give exactly +0", (long long)K, mode);
                     }
     }
-}
-
-// Rows of r in the order perm (out[i] = r[perm[i]]).
-static Rows permuted(const Rows& r, const std::vector<int64_t>& perm) {
-    Rows p = r;
-    for (size_t i = 0; i < perm.size(); ++i) {
-        p.s[i] = r.s[perm[i]];
-        p.uid[i] = r.uid[perm[i]];
-        p.traj[i] = r.traj[perm[i]];
-        p.agent[i] = r.agent[perm[i]];
-    }
-    return p;
 }
 
 // Odd shapes through the fast path against the general path on the same rows in another
@@ -1100,24 +1088,12 @@ static void test_partition_path() {
         std::vector<int64_t> perm(n);
         std::iota(perm.begin(), perm.end(), 0);
         std::shuffle(perm.begin(), perm.end(), rng);
-        Rows p = r;
-        for (int64_t i = 0; i < n; ++i) {
-            p.s[i] = r.s[perm[i]];
-            p.uid[i] = r.uid[perm[i]];
-            p.traj[i] = r.traj[perm[i]];
-            p.agent[i] = r.agent[perm[i]];
-        }
+        Rows p = permuted(r, perm);
         // the shuffled rows sorted stably by uid: what the partition builds
         std::vector<int64_t> order(n);
         std::iota(order.begin(), order.end(), 0);
         std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return p.uid[x] < p.uid[y]; });
-        Rows q = p;
-        for (int64_t i = 0; i < n; ++i) {
-            q.s[i] = p.s[order[i]];
-            q.uid[i] = p.uid[order[i]];
-            q.traj[i] = p.traj[order[i]];
-            q.agent[i] = p.agent[order[i]];
-        }
+        Rows q = permuted(p, order);
         for (int mode = 0; mode < kDescriptors; ++mode)
             for (int pool = 0; pool < 2; ++pool)
                 for (int threads : {1, 4}) {
@@ -1223,12 +1199,7 @@ static void test_trusted_entry() {
             std::vector<int64_t> perm(n);
             std::iota(perm.begin(), perm.end(), 0);
             std::shuffle(perm.begin(), perm.end(), rng);
-            for (int64_t i = 0; i < n; ++i) {
-                p.s[i] = r.s[perm[i]];
-                p.uid[i] = r.uid[perm[i]];
-                p.traj[i] = r.traj[perm[i]];
-                p.agent[i] = r.agent[perm[i]];
-            }
+            p = permuted(r, perm);
         }
         std::vector<float> a, b;
         std::vector<double> da, db;

@@ -402,6 +402,17 @@ static void compare_advantage(const std::string& name, const drmas_norm_config& 
     }
 }
 
+// One row: uid 0, trajectory 0, agent 0, score 0.75.
+static Rows one_row() {
+    Rows one;
+    one.s = {0.75f};
+    one.uid = {0};
+    one.traj = {0};
+    one.agent = {0};
+    one.U = one.T = one.K = 1;
+    return one;
+}
+
 static void test_advantage(std::mt19937_64& rng) {
     struct Case {
         std::string name;
@@ -409,15 +420,7 @@ static void test_advantage(std::mt19937_64& rng) {
         bool all_configs;
     };
     std::vector<Case> cases;
-    {
-        Rows one;
-        one.s = {0.75f};
-        one.uid = {0};
-        one.traj = {0};
-        one.agent = {0};
-        one.U = one.T = one.K = 1;
-        cases.push_back({"n=1", one, true});
-    }
+    cases.push_back({"n=1", one_row(), true});
     const Rows small = rollout_rows(7, 4, 3, 3, false, 0, 0, rng);
     cases.push_back({format("rollout n=%zu", small.s.size()), small, true});
     const Rows holes = rollout_rows(13, 5, 4, 3, false, 3, 11, rng);
@@ -535,15 +538,7 @@ static bool same_bits(const T* a, const T* b, size_t count) {
 static void test_advantage_trusted(std::mt19937_64& rng) {
     const bool counting = drmas_emu_counters != nullptr;
     std::vector<std::pair<std::string, Rows>> valid;
-    {
-        Rows one;
-        one.s = {0.75f};
-        one.uid = {0};
-        one.traj = {0};
-        one.agent = {0};
-        one.U = one.T = one.K = 1;
-        valid.push_back({"n=1", one});
-    }
+    valid.push_back({"n=1", one_row()});
     valid.push_back({"rollout", rollout_rows(7, 4, 3, 3, false, 0, 0, rng)});
     valid.push_back({"unsorted with empty uids/trajs", shuffled(rollout_rows(13, 5, 4, 3, false, 3, 11, rng), rng)});
     valid.push_back({"continuous", rollout_rows(101, 5, 2, 4, true, 0, 0, rng)});

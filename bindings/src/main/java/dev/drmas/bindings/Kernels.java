@@ -206,26 +206,7 @@ public final class Kernels {
                                    long numTokens, MemorySegment logp, MemorySegment oldLogp, MemorySegment adv,
                                    MemorySegment ref, MemorySegment mask, MemorySegment grad, MemorySegment sums,
                                    MemorySegment stream) {
-        Objects.requireNonNull(p, "params");
-        checkCount("numRows", numRows);
-        checkCount("numTokens", numTokens);
-        boolean crit = b == Backend.CPU;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment cfg = lossConfig(arena, p);
-            MemorySegment off = arg(b, "row_offsets", offsets, numRows + 1, 8);
-            MemorySegment lp = arg(b, "logp", logp, numTokens, 4), olp = arg(b, "old_logp", oldLogp, numTokens, 4);
-            MemorySegment a = arg(b, "advantages", adv, numTokens, 4), r = arg(b, "ref_logp", ref, numTokens, 4);
-            MemorySegment m = arg(b, "mask", mask, numTokens, 1), g = arg(b, "grad", grad, numTokens, 4);
-            MemorySegment s = arg(b, "sums", sums, AbiIndices.LOSS_SUMS, 8);
-            if (hostOffsets == null) {
-                LibDrmas.check(LibDrmas.clippedLoss(crit, b.device(), cfg, numRows, off, numTokens, lp, olp, a, r, m, g, s,
-                        orNull(stream)));
-            } else {
-                MemorySegment host = hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena);
-                LibDrmas.check(LibDrmas.clippedLossAsync(crit, false, b.device(), cfg, numRows, host, off, numTokens, lp, olp,
-                        a, r, m, g, s, orNull(stream)));
-            }
-        }
+        loss(b, p, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, false, ref, mask, grad, sums, stream);
     }
 
     /**
@@ -237,6 +218,15 @@ public final class Kernels {
                                        long numTokens, MemorySegment logp, MemorySegment oldLogp, MemorySegment rowAdv,
                                        MemorySegment ref, MemorySegment mask, MemorySegment grad, MemorySegment sums,
                                        MemorySegment stream) {
+        loss(b, p, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, rowAdv, true, ref, mask, grad, sums, stream);
+    }
+
+    // The three loss entry points: drmas_clipped_loss_f32 (no host offsets, advantages per token),
+    // drmas_clipped_loss_async_f32 (host offsets) and drmas_clipped_loss_rows_f32 (per row, host offsets or not).
+    private static void loss(Backend b, LossParams p, long numRows, MemorySegment hostOffsets, MemorySegment offsets,
+                             long numTokens, MemorySegment logp, MemorySegment oldLogp, MemorySegment adv, boolean perRow,
+                             MemorySegment ref, MemorySegment mask, MemorySegment grad, MemorySegment sums,
+                             MemorySegment stream) {
         Objects.requireNonNull(p, "params");
         checkCount("numRows", numRows);
         checkCount("numTokens", numTokens);
@@ -245,13 +235,19 @@ public final class Kernels {
             MemorySegment cfg = lossConfig(arena, p);
             MemorySegment off = arg(b, "row_offsets", offsets, numRows + 1, 8);
             MemorySegment lp = arg(b, "logp", logp, numTokens, 4), olp = arg(b, "old_logp", oldLogp, numTokens, 4);
-            MemorySegment a = arg(b, "row_advantages", rowAdv, numRows, 4), r = arg(b, "ref_logp", ref, numTokens, 4);
+            MemorySegment a = perRow ? arg(b, "row_advantages", adv, numRows, 4) : arg(b, "advantages", adv, numTokens, 4);
+            MemorySegment r = arg(b, "ref_logp", ref, numTokens, 4);
             MemorySegment m = arg(b, "mask", mask, numTokens, 1), g = arg(b, "grad", grad, numTokens, 4);
             MemorySegment s = arg(b, "sums", sums, AbiIndices.LOSS_SUMS, 8);
-            MemorySegment host = hostOffsets == null ? MemorySegment.NULL
-                    : hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena);
-            LibDrmas.check(LibDrmas.clippedLossAsync(crit, true, b.device(), cfg, numRows, host, off, numTokens, lp, olp, a, r, m,
-                    g, s, orNull(stream)));
+            if (hostOffsets == null && !perRow) {
+                LibDrmas.check(LibDrmas.clippedLoss(crit, b.device(), cfg, numRows, off, numTokens, lp, olp, a, r, m, g, s,
+                        orNull(stream)));
+            } else {
+                MemorySegment host = hostOffsets == null ? MemorySegment.NULL
+                        : hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena);
+                LibDrmas.check(LibDrmas.clippedLossAsync(crit, perRow, b.device(), cfg, numRows, host, off, numTokens, lp, olp,
+                        a, r, m, g, s, orNull(stream)));
+            }
         }
     }
 
