@@ -40,9 +40,6 @@ struct LossIsa {
     // grad of every token (0 where masked) and the row's sums. The fp64 sums add the tokens in a
     // fixed order of lanes (the same on both instruction sets), not one by one.
     LossRowSums (*row)(const LossRow& r);
-    // The fp64 exponential of the ratio, rounded to float: exactly (float)exp((double)x) for every
-    // float x in [-20, 20] and NaN (for tests: n values of x into y).
-    void (*exp_as_float)(const float* x, float* y, int64_t n);
 };
 extern const LossIsa kLossIsaV2, kLossIsaV3;
 

@@ -7,6 +7,11 @@ import dev.drmas.bindings.LibDrmas;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Locale;
 
 final class BenchSupport {
@@ -121,5 +126,24 @@ final class BenchSupport {
 
     static String ratio(double v) {
         return Double.isFinite(v) ? String.format(Locale.ROOT, v >= 10 ? "%.0f×" : "%.2f×", v) : "—";
+    }
+
+    /**
+     * Runs a child JVM ({@code cmd}), passing its other output lines to stderr, and returns the fields
+     * of the line it printed as "RESULT f1 f2 ..." (index 0 is "RESULT"); {@code what} names the run in
+     * the error when the child fails or prints none.
+     */
+    static String[] childResult(List<String> cmd, String what) throws IOException, InterruptedException {
+        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        String result = null;
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            for (String line; (line = r.readLine()) != null; ) {
+                if (line.startsWith("RESULT ")) result = line;
+                else System.err.println(line);
+            }
+        }
+        int rc = p.waitFor();
+        if (rc != 0 || result == null) throw new IllegalStateException(what + " failed with exit code " + rc);
+        return result.split(" ");
     }
 }

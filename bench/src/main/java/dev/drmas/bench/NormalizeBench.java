@@ -15,9 +15,7 @@ import dev.drmas.cli.ChildJvm;
 import dev.drmas.cli.Main;
 import dev.drmas.metrics.PeakMemory;
 import java.io.BufferedOutputStream;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
@@ -314,17 +312,7 @@ public final class NormalizeBench {
         List<String> cmd = ChildJvm.command(a -> a.startsWith("--enable-native-access") || a.startsWith("-Dorg.bytedeco")
                 || a.startsWith("-Ddrmas."));
         cmd.addAll(List.of(NormalizeBench.class.getName(), "--child", in.toString(), warm.toString(), out.toString(), mode));
-        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        String result = null;
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            for (String line; (line = r.readLine()) != null; ) {
-                if (line.startsWith("RESULT ")) result = line;
-                else System.err.println(line);
-            }
-        }
-        int rc = p.waitFor();
-        if (rc != 0 || result == null) throw new IllegalStateException(label + ": the child run failed with exit code " + rc);
-        String[] f = result.split(" ");
+        String[] f = BenchSupport.childResult(cmd, label + ": the child run");
         return new Result(label, rows, Files.size(in), Long.parseLong(f[5]), Double.parseDouble(f[1]), Long.parseLong(f[2]),
                 Long.parseLong(f[3]), Long.parseLong(f[4]));
     }

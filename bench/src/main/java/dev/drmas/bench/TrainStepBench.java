@@ -15,10 +15,7 @@ import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
 import dev.drmas.model.Tensors;
 import dev.drmas.rollout.TeacherForcing;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
@@ -133,17 +130,7 @@ public final class TrainStepBench {
         // a heap that is resident from the start, so that its growth is not counted as the step's
         cmd.addAll(List.of("-Xms256m", "-Xmx256m", "-XX:+AlwaysPreTouch", TrainStepBench.class.getName(), "--child", on ? "on" : "off"));
         cmd.addAll(shape.args());
-        Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        String result = null;
-        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            for (String line; (line = r.readLine()) != null; ) {
-                if (line.startsWith("RESULT ")) result = line;
-                else System.err.println(line);
-            }
-        }
-        int rc = p.waitFor();
-        if (rc != 0 || result == null) throw new IllegalStateException("the child run (checkpointing " + on + ") failed with exit code " + rc);
-        String[] f = result.split(" ");
+        String[] f = BenchSupport.childResult(cmd, "the child run (checkpointing " + on + ")");
         double[] secs = Arrays.stream(f[6].split(",")).mapToDouble(Double::parseDouble).toArray();
         return new Result(Boolean.parseBoolean(f[1]), Long.parseLong(f[2]), Long.parseLong(f[3]), secs, Double.parseDouble(f[4]),
                 Double.parseDouble(f[5]));

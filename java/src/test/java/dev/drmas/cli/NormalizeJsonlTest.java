@@ -18,8 +18,6 @@ import dev.drmas.algo.NormMode;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.math.BigDecimal;
 import java.nio.ByteBuffer;
 import java.nio.charset.CharsetDecoder;
@@ -50,28 +48,22 @@ class NormalizeJsonlTest {
             List.of("--mode", "agent-mean", "--global-pooling", "rows", "--singleton", "raw", "--biased-std"),
             List.of("--mode", "agent-std", "--singleton", "zero", "--no-std", "--eps", "1e-3"));
 
-    record Run(int exit, String err) {
-    }
-
-    static Run run(List<String> args) {
-        StringWriter err = new StringWriter();
-        var cl = Main.commandLine();
-        cl.setErr(new PrintWriter(err));
-        return new Run(cl.execute(args.toArray(String[]::new)), err.toString());
+    static Cli.Run run(List<String> args) {
+        return Cli.run(args.toArray(String[]::new));
     }
 
     /** Runs normalize with --summary; returns the exit, picocli's errors and what went to System.err. */
-    static Run runCapturingStderr(List<String> args) {
+    static Cli.Run runCapturingStderr(List<String> args) {
         PrintStream saved = System.err;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
-        Run r;
+        Cli.Run r;
         try {
             r = run(args);
         } finally {
             System.setErr(saved);
         }
-        return new Run(r.exit(), r.err() + captured.toString(StandardCharsets.UTF_8));
+        return new Cli.Run(r.exit(), r.out(), r.err() + captured.toString(StandardCharsets.UTF_8));
     }
 
     static Stream<Arguments> goldenCases() {
@@ -112,7 +104,7 @@ class NormalizeJsonlTest {
         List<String> args = new ArrayList<>(List.of("normalize"));
         args.addAll(CONFIGS.get(config - 1));
         args.addAll(List.of("--summary", "-o", out.toString(), input(name).toString()));
-        Run r = withBlocks(block, () -> runCapturingStderr(args));
+        Cli.Run r = withBlocks(block, () -> runCapturingStderr(args));
         assertEquals(0, r.exit(), r.err());
         byte[] want = Files.readAllBytes(GOLDEN.resolve(name + ".out" + config + ".jsonl"));
         byte[] got = Files.readAllBytes(out);
@@ -154,7 +146,7 @@ class NormalizeJsonlTest {
                 {"uid": "café", "traj": 1, "agent": "b", "score": 2E-3}
                 """);
         Path out = dir.resolve("out.jsonl");
-        Run r = run(List.of("normalize", "--mode", "grpo", "-o", out.toString(), in.toString()));
+        Cli.Run r = run(List.of("normalize", "--mode", "grpo", "-o", out.toString(), in.toString()));
         assertEquals(0, r.exit(), r.err());
         List<String> lines = Files.readAllLines(out);
         assertTrue(lines.get(0).startsWith("{\"uid\":\"caf\\u00e9\",\"traj\":-0,\"agent\":\"a\",\"score\":1e5,\"note\":\"\\/ \\u0041\",\"advantage\":"),
@@ -234,7 +226,7 @@ class NormalizeJsonlTest {
         Files.writeString(in, sb);
         Path out = dir.resolve("never.jsonl");
         // blocks of 4 KiB (~27 lines; a line of 150 bytes may straddle two reads) parsed by two threads
-        Run r = withBlocks(4096, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        Cli.Run r = withBlocks(4096, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
         int line = at == 1 ? 1 : at + 2;
         assertEquals(1, r.exit(), r.err());
         assertTrue(r.err().contains(in + ":" + line + ": "), "line " + line + ": " + r.err());
@@ -255,7 +247,7 @@ class NormalizeJsonlTest {
         Path in = dir.resolve("long.jsonl");
         Files.writeString(in, text);
         Path out = dir.resolve("out.jsonl");
-        Run r = withBlocks(1 << 16, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        Cli.Run r = withBlocks(1 << 16, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
         assertEquals(0, r.exit(), r.err());
         List<String> lines = Files.readAllLines(out);
         assertEquals(3, lines.size());

@@ -15,8 +15,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.model.SafeTensors;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.io.PrintWriter;
-import java.io.StringWriter;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
@@ -39,15 +37,6 @@ class NormalizeSafetensorsTest {
     @TempDir
     Path dir;
 
-    record Run(int exit, String err) {
-    }
-
-    static Run run(String... args) {
-        StringWriter err = new StringWriter();
-        var cl = Main.commandLine();
-        cl.setErr(new PrintWriter(err));
-        return new Run(cl.execute(args), err.toString());
-    }
 
     /** One tensor to write: its dtype name and its little-endian bytes. */
     record T(String dtype, long[] shape, byte[] data) {
@@ -185,7 +174,7 @@ class NormalizeSafetensorsTest {
         List<String> args = new ArrayList<>(List.of("normalize"));
         args.addAll(List.of(flags));
         args.addAll(List.of("-o", out.toString(), jsonl.toString()));
-        Run r = run(args.toArray(String[]::new));
+        Cli.Run r = Cli.run(args.toArray(String[]::new));
         assertEquals(0, r.exit(), r.err());
         List<String> lines = Files.readAllLines(out);
         float[] a = new float[lines.size()];
@@ -203,7 +192,7 @@ class NormalizeSafetensorsTest {
         Path jsonl = dir.resolve("rows.jsonl");
         Files.writeString(jsonl, rows.jsonl(f64));
         Path out = dir.resolve("adv.safetensors");
-        Run r = run("normalize", "--mode", mode, "-o", out.toString(), st.toString());
+        Cli.Run r = Cli.run("normalize", "--mode", mode, "-o", out.toString(), st.toString());
         assertEquals(0, r.exit(), r.err());
         float[] got = readOutput(out, rows.uid().length);
         float[] want = jsonlAdvantages(jsonl, "--mode", mode);
@@ -243,9 +232,9 @@ class NormalizeSafetensorsTest {
         PrintStream saved = System.err;
         ByteArrayOutputStream captured = new ByteArrayOutputStream();
         System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
-        Run r;
+        Cli.Run r;
         try {
-            r = run("normalize", "--mode", "drmas", "--format", "safetensors", "--summary", "-o", out.toString(), st.toString());
+            r = Cli.run("normalize", "--mode", "drmas", "--format", "safetensors", "--summary", "-o", out.toString(), st.toString());
         } finally {
             System.setErr(saved);
         }
@@ -255,13 +244,13 @@ class NormalizeSafetensorsTest {
         assertTrue(summary.startsWith(st + ": " + rows.uid().length + " rows, 5 groups, "), summary);
         assertTrue(summary.contains("\n  0 ") && summary.contains("\n  2 "), summary);
         // read as JSONL, a safetensors file is not valid JSON
-        r = run("normalize", "--mode", "drmas", "--format", "jsonl", "-o", dir.resolve("x.jsonl").toString(), st.toString());
+        r = Cli.run("normalize", "--mode", "drmas", "--format", "jsonl", "-o", dir.resolve("x.jsonl").toString(), st.toString());
         assertEquals(1, r.exit());
         assertTrue(r.err().contains(st + ":") && (r.err().contains("not UTF-8") || r.err().contains("not valid JSON")), r.err());
-        r = run("normalize", "--mode", "drmas", "--format", "csv", st.toString());
+        r = Cli.run("normalize", "--mode", "drmas", "--format", "csv", st.toString());
         assertTrue(r.err().contains("format: 'csv' is not one of jsonl, safetensors"), r.err());
         // the output keeps the input's format: a .jsonl name for a safetensors result is a mistake
-        r = run("normalize", "--mode", "drmas", "--format", "safetensors", "-o", dir.resolve("adv.jsonl").toString(), st.toString());
+        r = Cli.run("normalize", "--mode", "drmas", "--format", "safetensors", "-o", dir.resolve("adv.jsonl").toString(), st.toString());
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("the output has the input's format (safetensors)"), r.err());
     }
@@ -278,8 +267,8 @@ class NormalizeSafetensorsTest {
         Files.write(a, good);
         Files.write(b, odd);
         Path oa = dir.resolve("oa.safetensors"), ob = dir.resolve("ob.safetensors");
-        assertEquals(0, run("normalize", "--mode", "drmas", "-o", oa.toString(), a.toString()).exit());
-        Run r = run("normalize", "--mode", "drmas", "-o", ob.toString(), b.toString());
+        assertEquals(0, Cli.run("normalize", "--mode", "drmas", "-o", oa.toString(), a.toString()).exit());
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", ob.toString(), b.toString());
         assertEquals(0, r.exit(), r.err());
         assertEquals(java.util.Arrays.toString(readOutput(oa, rows.uid().length)), java.util.Arrays.toString(readOutput(ob, rows.uid().length)));
     }
@@ -289,7 +278,7 @@ class NormalizeSafetensorsTest {
         Rows empty = new Rows(new int[0], new int[0], new int[0], new double[0]);
         Path st = dir.resolve("empty.safetensors"), out = dir.resolve("adv.safetensors");
         Files.write(st, saveFile(empty.tensors(true, true)));
-        Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
         assertEquals(0, r.exit(), r.err());
         assertEquals(0, readOutput(out, 0).length);
     }
@@ -363,7 +352,7 @@ class NormalizeSafetensorsTest {
     void aMalformedFileIsAnErrorNamingItWithNothingWritten(byte[] file, String message) throws Exception {
         Path st = dir.resolve("bad.safetensors"), out = dir.resolve("never.safetensors");
         Files.write(st, file);
-        Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
         assertEquals(1, r.exit(), r.err());
         assertTrue(r.err().contains(st + ": "), r.err());
         assertTrue(r.err().contains(message), r.err());
@@ -386,7 +375,7 @@ class NormalizeSafetensorsTest {
         t.put("score", scores(new double[n], false));
         Path st = dir.resolve("spread.safetensors");
         Files.write(st, saveFile(t));
-        Run r = run("normalize", "--mode", "drmas", "-o", dir.resolve("o.safetensors").toString(), st.toString());
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", dir.resolve("o.safetensors").toString(), st.toString());
         assertEquals(1, r.exit(), r.err());
         assertTrue(r.err().contains("uid and agent ids span 3000 x 3000 = 9000000 (uid, agent) segments for 3000 rows"), r.err());
     }
