@@ -5,7 +5,8 @@
  * defines: drmas_segment_stats_f32, drmas_advantage_f32, drmas_advantage_trusted_f32,
  *          drmas_broadcast_rows_f32, drmas_clipped_loss_f32, drmas_clipped_loss_async_f32,
  *          drmas_clipped_loss_rows_f32, drmas_lmhead_logprobs_f32,
- *          drmas_lmhead_chunk_f32, drmas_lmhead_logprobs_bf16, drmas_lmhead_chunk_bf16, drmas_last_error,
+ *          drmas_lmhead_chunk_f32, drmas_lmhead_logprobs_bf16, drmas_lmhead_chunk_bf16,
+ *          drmas_decode_attention_f32, drmas_last_error,
  *          drmas_abi_value, drmas_cuda_* helpers
  *
  * Conventions (ARCHITECTURE §4):
@@ -348,6 +349,31 @@ DRMAS_API int32_t drmas_lmhead_chunk_bf16(int32_t device, const drmas_lmhead_con
                                           const float* advantages, const float* ref_logp,
                                           const uint8_t* mask, float* logp, float* entropy, double* sums,
                                           void* stream);
+
+/* ---- 6. a decoding step's attention (CPU only) ---------------------------------------- *
+ * One layer of one decoding step of a grouped-query-attention model (Qwen3 / Llama layout) for
+ * `rows` rows, one new token each, over a KV cache: per row r and kv head g (query head i reads kv
+ * head i / (heads / kv_heads), HF's repeat_kv):
+ *  - qkv + r * qkv_stride holds the row's projections [q: heads x head_dim | k: kv_heads x head_dim |
+ *    v: kv_heads x head_dim]. With q_norm and k_norm ([head_dim] each, Qwen3) every q and k head is
+ *    first RMS-normalised, x * (1 / sqrt(mean(x^2) + norm_eps)) * w; then rotated,
+ *    x * cos + roll(x, head_dim / 2) * sin_signed (HF's rotate_half with sin's first half negated;
+ *    cos and sin_signed are [rows, head_dim]). q and k are overwritten with these.
+ *  - The new key and value go to slot write_slot of the cache: element c of slot j of row r, kv
+ *    head g is k_cache[r * cache_row_stride + (g * capacity + j) * head_dim + c] (v_cache alike).
+ *  - out[r, i, :] = softmax_j(scale q_i . k_j) v_j over the slots j in [0, slots) with mask[r * slots
+ *    + j] != 0, and write_slot always (mask NULL: every slot); out is [rows, heads * head_dim].
+ * Floats throughout: dot products and the softmax sum in eight lanes added in a fixed order, e^x by
+ * a float polynomial within ~2 ulps (scores more than 87 below the row's maximum count as e^-87),
+ * the weighted sum of the values over the attended slots in two interleaved partial sums; the same
+ * result on every instruction set and thread count. The CUDA device is DRMAS_ERR_UNSUPPORTED: on
+ * GPUs the decoding step is LibTorch's. */
+DRMAS_API int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, int64_t kv_heads,
+                                             int64_t head_dim, float* qkv, int64_t qkv_stride, const float* q_norm,
+                                             const float* k_norm, double norm_eps, const float* cos,
+                                             const float* sin_signed, float* k_cache, float* v_cache,
+                                             int64_t cache_row_stride, int64_t capacity, int64_t write_slot,
+                                             int64_t slots, const uint8_t* mask, double scale, float* out);
 
 /* ---- the ABI as the library was compiled ------------------------------------------ *
  * So that a binding can check its own copy of this header against the library it loaded:

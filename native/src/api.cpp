@@ -429,4 +429,48 @@ int32_t drmas_cuda_synchronize(void* stream) {
     });
 }
 
+int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, int64_t kv_heads, int64_t head_dim,
+                                   float* qkv, int64_t qkv_stride, const float* q_norm, const float* k_norm, double norm_eps,
+                                   const float* cos, const float* sin_signed, float* k_cache, float* v_cache,
+                                   int64_t cache_row_stride, int64_t capacity, int64_t write_slot, int64_t slots,
+                                   const uint8_t* mask, double scale, float* out) {
+    const char* fn = "drmas_decode_attention_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (device == DRMAS_DEVICE_CUDA)
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's attention)", fn);
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
+        DRMAS_REQUIRE(heads >= 1 && kv_heads >= 1 && heads % kv_heads == 0, DRMAS_ERR_SIZE,
+                      "%s: heads (%lld) must be a positive multiple of kv_heads (%lld)", fn, (long long)heads, (long long)kv_heads);
+        DRMAS_REQUIRE(head_dim >= 2 && head_dim % 2 == 0 && head_dim <= (1 << 16), DRMAS_ERR_SIZE,
+                      "%s: head_dim must be even, in [2, 65536], got %lld", fn, (long long)head_dim);
+        DRMAS_REQUIRE(heads <= (1 << 16), DRMAS_ERR_SIZE, "%s: heads must be <= 65536, got %lld", fn, (long long)heads);
+        DRMAS_REQUIRE(capacity >= 1 && capacity <= (1LL << 32), DRMAS_ERR_SIZE, "%s: capacity must be in [1, 2^32], got %lld", fn,
+                      (long long)capacity);
+        DRMAS_REQUIRE(slots >= 1 && slots <= capacity, DRMAS_ERR_RANGE, "%s: slots (%lld) must be in [1, capacity = %lld]", fn,
+                      (long long)slots, (long long)capacity);
+        DRMAS_REQUIRE(write_slot >= 0 && write_slot < slots, DRMAS_ERR_RANGE, "%s: write_slot (%lld) must be in [0, slots = %lld)",
+                      fn, (long long)write_slot, (long long)slots);
+        const int64_t width = (heads + 2 * kv_heads) * head_dim, per_row = kv_heads * capacity * head_dim;
+        DRMAS_REQUIRE(qkv_stride >= width, DRMAS_ERR_SIZE, "%s: qkv_stride (%lld) is less than a row's (heads + 2 kv_heads) x head_dim = %lld",
+                      fn, (long long)qkv_stride, (long long)width);
+        DRMAS_REQUIRE(cache_row_stride >= per_row, DRMAS_ERR_SIZE,
+                      "%s: cache_row_stride (%lld) is less than a row's kv_heads x capacity x head_dim = %lld", fn,
+                      (long long)cache_row_stride, (long long)per_row);
+        DRMAS_REQUIRE(rows == 0 || (rows <= INT64_MAX / qkv_stride && rows <= INT64_MAX / cache_row_stride && rows <= INT64_MAX / slots),
+                      DRMAS_ERR_SIZE, "%s: rows x strides overflows (rows %lld)", fn, (long long)rows);
+        DRMAS_REQUIRE(!q_norm == !k_norm, DRMAS_ERR_NULL, "%s: q_norm and k_norm must both be given or both be NULL", fn);
+        DRMAS_REQUIRE(!q_norm || (isfinite(norm_eps) && norm_eps >= 0), DRMAS_ERR_CONFIG, "%s: norm_eps must be finite and >= 0, got %g",
+                      fn, norm_eps);
+        DRMAS_REQUIRE(isfinite(scale), DRMAS_ERR_CONFIG, "%s: scale must be finite, got %g", fn, scale);
+        if (rows == 0) return DRMAS_OK;
+        DRMAS_REQUIRE(qkv, DRMAS_ERR_NULL, "%s: qkv is NULL", fn);
+        DRMAS_REQUIRE(cos && sin_signed, DRMAS_ERR_NULL, "%s: cos or sin_signed is NULL", fn);
+        DRMAS_REQUIRE(k_cache && v_cache, DRMAS_ERR_NULL, "%s: k_cache or v_cache is NULL", fn);
+        DRMAS_REQUIRE(out, DRMAS_ERR_NULL, "%s: out is NULL", fn);
+        return decode_attention_cpu(rows, heads, kv_heads, head_dim, qkv, qkv_stride, q_norm, k_norm, norm_eps, cos, sin_signed,
+                                    k_cache, v_cache, cache_row_stride, capacity, write_slot, slots, mask, scale, out);
+    });
+}
+
 }  // extern "C"

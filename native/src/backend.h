@@ -54,6 +54,12 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& cfg, int64_t num_rows, const
                          const int64_t* targets, const float* old_logp, const float* advantages,
                          const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums);
 
+// The decoding step's attention (drmas_decode_attention_f32; CPU only), arguments checked.
+int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int64_t d, float* qkv, int64_t qkv_stride,
+                             const float* q_norm, const float* k_norm, double eps, const float* cos, const float* sin,
+                             float* k_cache, float* v_cache, int64_t cache_row_stride, int64_t capacity, int64_t write_slot,
+                             int64_t slots, const uint8_t* mask, double scale, float* out);
+
 // ---- CUDA backend (cuda_backend.cu; cuda_stub.cpp when built without nvcc) ----
 int32_t cuda_compiled();
 int32_t cuda_available();

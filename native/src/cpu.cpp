@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "cpu_adv.h"
+#include "cpu_decode.h"
 #include "cpu_lmhead.h"
 #include "cpu_loss.h"
 #include "drmas_math.h"
@@ -456,6 +457,10 @@ const LossIsa& loss_isa() {
 
 const LmheadIsa& lmhead_isa() {
     return &adv_isa() == &kAdvIsaV3 ? kLmheadIsaV3 : kLmheadIsaV2;
+}
+
+const DecodeIsa& decode_isa() {
+    return &adv_isa() == &kAdvIsaV3 ? kDecodeIsaV3 : kDecodeIsaV2;
 }
 
 // The largest run start in (p, ce) of the run-start map, or p if there is none; reads only the
@@ -1023,6 +1028,54 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& c, int64_t num_rows, const i
     if (logp_out) std::copy(lp.begin(), lp.end(), logp_out);
     if (ent_out)
         for (int64_t i = 0; i < n; ++i) ent_out[i] = valid[(size_t)i] ? st[(size_t)i].entropy : 0.0f;
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 6. decoding attention
+
+// The arguments were checked by the entry point (api.cpp). Each (row, kv head) is one item: it owns
+// its query heads, its new key and value and its cache, so items run on any thread in any order
+// with the same result. Threads by ~2 flops a (query head, slot, element), as the other kernels
+// count elements, so that a toy model's step stays on the caller's thread.
+int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int64_t d, float* qkv, int64_t qkv_stride,
+                             const float* q_norm, const float* k_norm, double eps, const float* cos, const float* sin,
+                             float* k_cache, float* v_cache, int64_t cache_row_stride, int64_t capacity, int64_t write_slot,
+                             int64_t slots, const uint8_t* mask, double scale, float* out) {
+    const DecodeIsa& isa = decode_isa();
+    const int64_t group = heads / kv_heads, items = rows * kv_heads;
+    const int nt = (int)std::min<int64_t>(std::max<int64_t>(items, 1), threads_for(items * group * slots * d * 2));
+    const int64_t per = group * slots + d;
+    std::vector<float> scratch((size_t)(nt * per));
+    std::vector<int32_t> live((size_t)(nt * slots));
+    run_parallel(nt, [&](int tid, int n) {
+        const int64_t b = items * tid / n, e = items * (tid + 1) / n;
+        for (int64_t it = b; it < e; ++it) {
+            const int64_t r = it / kv_heads, g = it % kv_heads;
+            float* row = qkv + r * qkv_stride;
+            DecodeHead h;
+            h.q = row + g * group * d;
+            h.k = row + (heads + g) * d;
+            h.v = row + (heads + kv_heads + g) * d;
+            h.q_norm = q_norm;
+            h.k_norm = k_norm;
+            h.eps = (float)eps;
+            h.cos = cos + r * d;
+            h.sin = sin + r * d;
+            h.k_cache = k_cache + r * cache_row_stride + g * capacity * d;
+            h.v_cache = v_cache + r * cache_row_stride + g * capacity * d;
+            h.group = group;
+            h.d = d;
+            h.write = write_slot;
+            h.slots = slots;
+            h.mask = mask ? mask + r * slots : nullptr;
+            h.scale = (float)scale;
+            h.out = out + r * heads * d + g * group * d;
+            h.scratch = scratch.data() + tid * per;
+            h.live = live.data() + tid * slots;
+            isa.head(h);
+        }
+    });
     return DRMAS_OK;
 }
 

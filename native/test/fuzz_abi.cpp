@@ -12,6 +12,7 @@
 //     every output is finite;
 //   - a call on misaligned copies of the same data gives the same status and the same bits;
 //   - a call repeated gives the same bits (the CPU backend is deterministic);
+//   - drmas_decode_attention_f32: valid shapes are accepted, each broken argument refused;
 //   - LM head ops (fp32 and bf16 logits): nothing is written outside the buffers (guard bytes around each), and a call
 //     whose arguments are all valid has the status its data decides (the first bad target, else
 //     the first non-finite logit of a valid token, each named in the message, else success), with
@@ -814,6 +815,71 @@ void fuzz_lmhead_chunk() {
         FAIL("%s: misaligned buffers gave another result (%d vs %d)", fn, st, st2);
 }
 
+// drmas_decode_attention_f32: shapes drawn valid and buffers sized by them (misaligned at times),
+// then at times one argument broken in a way the ABI must refuse (each refusal leaves qkv, the
+// caches and out as they were); values anywhere from ordinary to NaN/Inf/huge; masks with rows
+// that attend to their own slot only; a repeat on misaligned copies gives the same bits.
+void fuzz_decode_attention() {
+    const char* fn = "drmas_decode_attention_f32";
+    int32_t dev = chance(0.03) ? DRMAS_DEVICE_CUDA : device();
+    const int64_t rows = below(6), kv = 1 + below(3), heads = kv * (1 + below(3)), d = 2 * (1 + below(20));
+    const int64_t cap = 1 + below(40), slots = 1 + below(cap), write = below(slots);
+    const int64_t qs = (heads + 2 * kv) * d + below(3), cs = kv * cap * d + below(5);
+    const bool norm = chance(0.5), use_mask = chance(0.8), wild = chance(0.1);
+    auto fill = [&](Buf<float>& b) { for (int64_t i = 0; i < b.n; ++i) b.set(i, wild ? value() : (float)(below(2001) - 1000) / 500.0f); };
+    Buf<float> qkv(rows * qs, misalign()), kc(rows * cs, misalign()), vc(rows * cs, misalign()), cosb(rows * d), sinb(rows * d),
+        qn(d), kn(d), out(rows * heads * d, misalign());
+    fill(qkv); fill(kc); fill(vc); fill(cosb); fill(sinb); fill(qn); fill(kn);
+    Buf<uint8_t> mask(rows * slots);
+    for (int64_t i = 0; i < mask.n; ++i) mask.set(i, (uint8_t)(chance(0.3) ? 0 : 1 + below(255)));
+    if (!use_mask) mask.null = true;
+    if (!norm) qn.null = kn.null = true;
+    int64_t a_rows = rows, a_heads = heads, a_kv = kv, a_d = d, a_qs = qs, a_cs = cs, a_cap = cap, a_slots = slots, a_write = write;
+    double eps = 1e-6, scale = 1.0 / sqrt((double)d);
+    bool broken = chance(0.3);
+    if (broken) {
+        switch (below(12)) {
+            case 0: a_write = slots + below(3); break;
+            case 1: a_slots = cap + 1 + below(3); break;
+            case 2: a_qs = (heads + 2 * kv) * d - 1 - below(2); break;
+            case 3: a_cs = kv * cap * d - 1; break;
+            case 4: a_d = d - 1; break;  // odd
+            case 5: a_heads = kv >= 2 ? kv + 1 : 0; break;
+            case 6: if (norm) kn.null = true; else qn.null = false; break;
+            case 7: a_rows = -1 - below(5); break;
+            case 8: scale = chance(0.5) ? NAN : INFINITY; break;
+            case 9: if (rows > 0) { if (chance(0.5)) qkv.null = true; else out.null = true; } else broken = false; break;
+            case 10: a_write = -1; break;
+            default: dev = DRMAS_DEVICE_CUDA; break;
+        }
+    }
+    out.poison();
+    const Buf<float> qkv0 = qkv, kc0 = kc, vc0 = vc, out0 = out;
+    const int32_t st = drmas_decode_attention_f32(dev, a_rows, a_heads, a_kv, a_d, qkv.ptr(), a_qs, qn.ptr(), kn.ptr(), eps, cosb.ptr(),
+                                                  sinb.ptr(), kc.ptr(), vc.ptr(), a_cs, a_cap, a_write, a_slots, mask.ptr(), scale, out.ptr());
+    count_status(st);
+    check_error_message(st, fn);
+    if (st != 0 && !(qkv.same_bytes(qkv0) && kc.same_bytes(kc0) && vc.same_bytes(vc0) && out.same_bytes(out0)))
+        FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument", fn);
+    if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
+    if (st == 0 && !wild) {
+        for (int64_t i = 0; i < out.n; ++i)
+            if (!isfinite(out.get(i))) {
+                FAIL("%s: out[%lld] is not finite for moderate inputs", fn, (long long)i);
+                break;
+            }
+    }
+    if (st == 0) {  // the same call on misaligned copies of the inputs: the same bits
+        Buf<float> q2 = qkv0.moved(2), k2 = kc0.moved(1), v2 = vc0.moved(3), o2 = out0.moved(1);
+        const int32_t st2 = drmas_decode_attention_f32(dev, a_rows, a_heads, a_kv, a_d, q2.ptr(), a_qs, qn.ptr(), kn.ptr(), eps, cosb.ptr(),
+                                                       sinb.ptr(), k2.ptr(), v2.ptr(), a_cs, a_cap, a_write, a_slots, mask.ptr(), scale, o2.ptr());
+        count_status(st2);
+        if (st2 != 0 || !o2.same_bytes(out) || !q2.same_bytes(qkv) || !k2.same_bytes(kc))
+            FAIL("%s: misaligned buffers gave another result", fn);
+    }
+}
+
 void fuzz_library() {
     switch (below(6)) {
         case 0: count_status(0); if (!drmas_version() || !*drmas_version()) FAIL("drmas_version is empty"); break;
@@ -876,8 +942,9 @@ int main(int argc, char** argv) {
     long long iter = 0;
     for (; max_iter < 0 || iter < max_iter; ++iter) {
         if ((iter & 63) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= seconds) break;
-        switch (below(13)) {
+        switch (below(14)) {
             case 0: case 1: fuzz_segment_stats(); break;
+            case 13: fuzz_decode_attention(); break;
             case 2: case 3: case 4: fuzz_advantage(); break;
             case 5: fuzz_broadcast(); break;
             case 6: case 7: case 8: fuzz_clipped_loss(); break;

@@ -1393,6 +1393,181 @@ static void test_loss_exp_exact() {
     printf("  loss exp: %lld values checked (v3 and v2), %lld differ\n", (long long)checked, (long long)bad);
 }
 
+// ---------------------------------------------------------------------------------------
+// 6. decoding attention: against an fp64 composition of the same steps (per-head RMSNorm, the
+// rotation, softmax attention), on awkward shapes (head_dim not a multiple of 8, slots with a
+// tail, strides wider than the data, kv heads shared by several query heads); masked slots and
+// slots past `slots` hold NaN, so reading them would show; the cache outside the written slot
+// and the qkv padding must be untouched; v2 = v3 and 1 thread = 2 bit for bit; the errors.
+struct DecodeCase {
+    int64_t rows, heads, kv, d, capacity, slots, write;
+    bool norm, mask;
+};
+
+static void decode_reference(const DecodeCase& c, const std::vector<float>& qkv0, int64_t qs, const std::vector<float>& qn,
+                             const std::vector<float>& kn, double eps, const std::vector<float>& cos, const std::vector<float>& sin,
+                             const std::vector<float>& kc0, const std::vector<float>& vc0, int64_t cs, const std::vector<uint8_t>& mask,
+                             double scale, std::vector<double>& q_out, std::vector<double>& k_out, std::vector<double>& out) {
+    const int64_t d = c.d, group = c.heads / c.kv, half = d / 2;
+    q_out.assign((size_t)(c.rows * c.heads * d), 0.0);
+    k_out.assign((size_t)(c.rows * c.kv * d), 0.0);
+    out.assign((size_t)(c.rows * c.heads * d), 0.0);
+    auto prep = [&](const float* x, const std::vector<float>& w, int64_t r, double* y) {
+        std::vector<double> t((size_t)d);
+        double ss = 0;
+        for (int64_t e = 0; e < d; ++e) ss += (double)x[e] * x[e];
+        const double f = c.norm ? 1.0 / sqrt(ss / (double)d + eps) : 1.0;
+        for (int64_t e = 0; e < d; ++e) t[(size_t)e] = c.norm ? x[e] * f * w[(size_t)e] : x[e];
+        for (int64_t e = 0; e < d; ++e) {
+            const double rolled = e < half ? t[(size_t)(e + half)] : t[(size_t)(e - half)];
+            y[e] = t[(size_t)e] * cos[(size_t)(r * d + e)] + rolled * sin[(size_t)(r * d + e)];
+        }
+    };
+    for (int64_t r = 0; r < c.rows; ++r) {
+        const float* row = qkv0.data() + r * qs;
+        for (int64_t h = 0; h < c.heads; ++h) prep(row + h * d, qn, r, q_out.data() + (r * c.heads + h) * d);
+        for (int64_t g = 0; g < c.kv; ++g) prep(row + (c.heads + g) * d, kn, r, k_out.data() + (r * c.kv + g) * d);
+        for (int64_t h = 0; h < c.heads; ++h) {
+            const int64_t g = h / group;
+            const double* q = q_out.data() + (r * c.heads + h) * d;
+            std::vector<double> sc((size_t)c.slots, -INFINITY);
+            double m = -INFINITY;
+            for (int64_t j = 0; j < c.slots; ++j) {
+                if (j != c.write && c.mask && !mask[(size_t)(r * c.slots + j)]) continue;
+                double dot = 0;
+                for (int64_t e = 0; e < d; ++e) {
+                    const double kv = j == c.write ? k_out[(size_t)((r * c.kv + g) * d + e)]
+                                                   : (double)kc0[(size_t)(r * cs + (g * c.capacity + j) * d + e)];
+                    dot += q[e] * kv;
+                }
+                sc[(size_t)j] = dot * scale;
+                m = std::max(m, sc[(size_t)j]);
+            }
+            double sum = 0;
+            for (int64_t j = 0; j < c.slots; ++j) sum += sc[(size_t)j] == -INFINITY ? 0.0 : exp(sc[(size_t)j] - m);
+            for (int64_t j = 0; j < c.slots; ++j) {
+                if (sc[(size_t)j] == -INFINITY) continue;
+                const double p = exp(sc[(size_t)j] - m) / sum;
+                for (int64_t e = 0; e < d; ++e) {
+                    const double v = j == c.write ? (double)row[(c.heads + c.kv + g) * d + e]
+                                                  : (double)vc0[(size_t)(r * cs + (g * c.capacity + j) * d + e)];
+                    out[(size_t)((r * c.heads + h) * d + e)] += p * v;
+                }
+            }
+        }
+    }
+}
+
+static void test_decode_attention() {
+    const DecodeCase cases[] = {
+        {1, 1, 1, 2, 1, 1, 0, false, false},  {3, 6, 2, 10, 9, 7, 4, true, true},   {5, 8, 4, 32, 40, 37, 36, true, true},
+        {2, 4, 4, 16, 20, 20, 0, false, true}, {4, 12, 3, 24, 70, 65, 13, true, false}, {7, 2, 1, 64, 33, 17, 16, true, true},
+    };
+    std::mt19937_64 rng(61);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (const DecodeCase& c : cases) {
+        const int64_t d = c.d, width = (c.heads + 2 * c.kv) * d, qs = width + 3, cs = c.kv * c.capacity * d + 5;
+        std::vector<float> qkv((size_t)(c.rows * qs)), qn((size_t)d), kn((size_t)d), cos((size_t)(c.rows * d)), sin((size_t)(c.rows * d));
+        for (float& x : qkv) x = 2.0f * nd(rng);
+        for (int64_t r = 0; r < c.rows; ++r)
+            for (int64_t e = width; e < qs; ++e) qkv[(size_t)(r * qs + e)] = 1234.5f;  // padding: must stay
+        for (int64_t e = 0; e < d; ++e) {
+            qn[(size_t)e] = 1.0f + 0.3f * nd(rng);
+            kn[(size_t)e] = 1.0f + 0.3f * nd(rng);
+        }
+        for (int64_t r = 0; r < c.rows; ++r)
+            for (int64_t e = 0; e < d / 2; ++e) {
+                const double a = (double)(r * 7 + 3) * pow(10000.0, -2.0 * (double)e / (double)d);
+                cos[(size_t)(r * d + e)] = cos[(size_t)(r * d + e + d / 2)] = (float)::cos(a);
+                sin[(size_t)(r * d + e)] = -(float)::sin(a);
+                sin[(size_t)(r * d + e + d / 2)] = (float)::sin(a);
+            }
+        std::vector<uint8_t> mask((size_t)(c.rows * c.slots));
+        for (int64_t r = 0; r < c.rows; ++r)
+            for (int64_t j = 0; j < c.slots; ++j) mask[(size_t)(r * c.slots + j)] = r == 1 ? 0 : (uint8_t)(rng() % 3 != 0);  // row 1: only its own slot
+        std::vector<float> kc((size_t)(c.rows * cs)), vc((size_t)(c.rows * cs));
+        for (size_t i = 0; i < kc.size(); ++i) {
+            kc[i] = nd(rng);
+            vc[i] = nd(rng);
+        }
+        for (int64_t r = 0; r < c.rows; ++r)
+            for (int64_t g = 0; g < c.kv; ++g)
+                for (int64_t j = 0; j < c.capacity; ++j) {
+                    const bool unread = j >= c.slots || (j != c.write && c.mask && !mask[(size_t)(r * c.slots + j)]);
+                    if (!unread) continue;
+                    for (int64_t e = 0; e < d; ++e) kc[(size_t)(r * cs + (g * c.capacity + j) * d + e)] = vc[(size_t)(r * cs + (g * c.capacity + j) * d + e)] = NAN;
+                }
+        const double eps = 1e-6, scale = 1.0 / sqrt((double)d);
+        std::vector<double> rq, rk, ro;
+        decode_reference(c, qkv, qs, qn, kn, eps, cos, sin, kc, vc, cs, mask, scale, rq, rk, ro);
+        std::vector<float> got_qkv[3], got_k[3], got_v[3], got_out[3];
+        for (int k = 0; k < 3; ++k) {  // the default ISA on 2 threads, v2 on 2 threads, the default on 1
+            if (k == 1) setenv("DRMAS_CPU_ISA", "v2", 1);
+            const int32_t saved = drmas_get_num_threads();
+            if (k == 2) drmas_set_num_threads(1);
+            else drmas_set_num_threads(2);
+            got_qkv[k] = qkv;
+            got_k[k] = kc;
+            got_v[k] = vc;
+            got_out[k].assign((size_t)(c.rows * c.heads * d), -7.0f);
+            const int32_t st = drmas_decode_attention_f32(DRMAS_DEVICE_CPU, c.rows, c.heads, c.kv, d, got_qkv[k].data(), qs,
+                                                          c.norm ? qn.data() : nullptr, c.norm ? kn.data() : nullptr, eps, cos.data(),
+                                                          sin.data(), got_k[k].data(), got_v[k].data(), cs, c.capacity, c.write, c.slots,
+                                                          c.mask ? mask.data() : nullptr, scale, got_out[k].data());
+            drmas_set_num_threads(saved);
+            unsetenv("DRMAS_CPU_ISA");
+            CHECK(st == 0, "decode attention: %s", drmas_last_error());
+        }
+        int bad_out = 0, bad_q = 0, bad_cache = 0, bad_pad = 0;
+        for (size_t i = 0; i < ro.size(); ++i) bad_out += !close(got_out[0][i], ro[i], 2e-5, 2e-4);
+        for (int64_t r = 0; r < c.rows; ++r) {
+            for (int64_t e = 0; e < c.heads * d; ++e) bad_q += !close(got_qkv[0][(size_t)(r * qs + e)], rq[(size_t)(r * c.heads * d + e)], 2e-5, 2e-4);
+            for (int64_t e = 0; e < c.kv * d; ++e) bad_q += !close(got_qkv[0][(size_t)(r * qs + c.heads * d + e)], rk[(size_t)(r * c.kv * d + e)], 2e-5, 2e-4);
+            for (int64_t e = width; e < qs; ++e) bad_pad += got_qkv[0][(size_t)(r * qs + e)] != 1234.5f;
+            for (int64_t i = 0; i < cs; ++i) {
+                const int64_t slot = i < c.kv * c.capacity * d ? (i / d) % c.capacity : -1, g = i / (c.capacity * d), e = i % d;
+                const size_t at = (size_t)(r * cs + i);
+                if (slot == c.write) {
+                    bad_cache += got_k[0][at] != got_qkv[0][(size_t)(r * qs + (c.heads + g) * d + e)];
+                    bad_cache += got_v[0][at] != qkv[(size_t)(r * qs + (c.heads + c.kv + g) * d + e)];
+                } else {
+                    bad_cache += !same_bits(&got_k[0][at], &kc[at], 4) || !same_bits(&got_v[0][at], &vc[at], 4);
+                }
+            }
+        }
+        CHECK(bad_out == 0, "rows %lld heads %lld/%lld d %lld slots %lld: %d outputs differ from the fp64 reference", (long long)c.rows,
+              (long long)c.heads, (long long)c.kv, (long long)d, (long long)c.slots, bad_out);
+        CHECK(bad_q == 0, "d %lld: %d normed and rotated q/k entries differ from the reference", (long long)d, bad_q);
+        CHECK(bad_cache == 0 && bad_pad == 0, "d %lld: %d cache entries and %d padding entries wrong", (long long)d, bad_cache, bad_pad);
+        for (int k = 1; k < 3; ++k)
+            CHECK(same_bits(got_out[0].data(), got_out[k].data(), got_out[0].size() * 4) &&
+                      same_bits(got_qkv[0].data(), got_qkv[k].data(), got_qkv[0].size() * 4) &&
+                      same_bits(got_k[0].data(), got_k[k].data(), got_k[0].size() * 4),
+                  "d %lld: run %d (%s) must match the default bit for bit", (long long)d, k, k == 1 ? "v2" : "1 thread");
+    }
+    // errors: named, outputs untouched
+    const int64_t d = 4, cap = 3;
+    std::vector<float> qkv(2 * 3 * d, 1.0f), kc(2 * cap * d, 0.5f), vc(2 * cap * d, 0.5f), cs(2 * d, 1.0f), sn(2 * d, 0.0f), out(2 * d, -3.0f);
+    const std::vector<float> qkv0 = qkv, kc0 = kc, out0 = out;
+    auto call = [&](int32_t dev, int64_t heads, int64_t kv, int64_t write, int64_t slots, const float* qn, const float* kn, int64_t qs) {
+        return drmas_decode_attention_f32(dev, 2, heads, kv, d, qkv.data(), qs, qn, kn, 1e-6, cs.data(), sn.data(), kc.data(), vc.data(),
+                                          cap * d, cap, write, slots, nullptr, 0.5, out.data());
+    };
+    int32_t st = call(DRMAS_DEVICE_CUDA, 1, 1, 0, 1, nullptr, nullptr, 3 * d);
+    CHECK(st == DRMAS_ERR_UNSUPPORTED && contains(drmas_last_error(), "CPU only"), "CUDA device: %d %s", st, drmas_last_error());
+    st = call(DRMAS_DEVICE_CPU, 1, 1, 3, 3, nullptr, nullptr, 3 * d);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "write_slot (3)"), "write slot: %d %s", st, drmas_last_error());
+    st = call(DRMAS_DEVICE_CPU, 1, 1, 0, 4, nullptr, nullptr, 3 * d);
+    CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), "slots (4)"), "slots past capacity: %d %s", st, drmas_last_error());
+    st = call(DRMAS_DEVICE_CPU, 3, 2, 0, 1, nullptr, nullptr, 3 * d);
+    CHECK(st == DRMAS_ERR_SIZE && contains(drmas_last_error(), "kv_heads (2)"), "heads: %d %s", st, drmas_last_error());
+    st = call(DRMAS_DEVICE_CPU, 1, 1, 0, 1, cs.data(), nullptr, 3 * d);
+    CHECK(st == DRMAS_ERR_NULL && contains(drmas_last_error(), "k_norm"), "one norm: %d %s", st, drmas_last_error());
+    st = call(DRMAS_DEVICE_CPU, 1, 1, 0, 1, nullptr, nullptr, 3 * d - 1);
+    CHECK(st == DRMAS_ERR_SIZE && contains(drmas_last_error(), "qkv_stride"), "stride: %d %s", st, drmas_last_error());
+    CHECK(qkv == qkv0 && kc == kc0 && out == out0, "a failed call must leave its outputs untouched");
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -1417,6 +1592,7 @@ int main() {
     test_lmhead_isa_identical();
     test_lmhead_extreme_logits();
     test_lmhead_bf16();
+    test_decode_attention();
     test_abi_table();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

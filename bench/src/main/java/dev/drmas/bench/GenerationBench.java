@@ -75,13 +75,16 @@ public final class GenerationBench {
         ModelConfig cfg = new ModelConfig(Family.QWEN3, 256, 768, 4, 8, 4, 32, 1e-6, 1e6, null, 512, false, false, false,
                 promptTokens + newTokens, "float32", null, List.of(), Map.of());
         List<Result> results;
+        String attention;
         try (CausalLm model = CausalLm.random(cfg, 7)) {
             results = measure(new Generator(model, 0, Generator.Engine.STATIC), batches, recomputeBatches, promptTokens, newTokens, repeats,
+                    cfg.vocabSize());
+            attention = attentionAb(model, batches.stream().mapToInt(Integer::intValue).max().orElse(1), promptTokens, newTokens, repeats,
                     cfg.vocabSize());
         }
         List<Limit> limits = new ArrayList<>();
         for (int b : batches) limits.add(productsAlone(cfg, b, newTokens, repeats));
-        String report = report(results, limits, promptTokens, newTokens, threads);
+        String report = report(results, limits, promptTokens, newTokens, threads) + "\n" + attention;
         // the continuous engine: a task's rollouts sharing one long prompt, and a realistic mix of lengths
         ModelConfig longer = new ModelConfig(Family.QWEN3, 256, 768, 4, 8, 4, 32, 1e-6, 1e6, null, 512, false, false, false,
                 Math.max(sharedPrompt + 1, 64 + mixedNew), "float32", null, List.of(), Map.of());
@@ -207,6 +210,45 @@ public final class GenerationBench {
         double[] out = new double[works.length];
         for (int w = 0; w < works.length; w++) out[w] = BenchSupport.median(t[w]);
         return out;
+    }
+
+    /**
+     * The decoding step's attention by libdrmas (drmas_decode_attention_f32, the default for more
+     * than one row) against LibTorch's ops, the same calls at the largest batch taking turns; the
+     * tokens must be the same.
+     */
+    static String attentionAb(CausalLm model, int batch, int promptTokens, int newTokens, int repeats, int vocab) {
+        if (batch < 2) return "";
+        GenerationConfig kv = GenerationConfig.greedy(newTokens, Set.of()).withSampling(SamplingParams.temperature(1.0), 11).withCache(true);
+        SplittableRandom rng = new SplittableRandom(batch);
+        List<Request> rows = new ArrayList<>();
+        for (int r = 0; r < batch; r++) {
+            int[] p = new int[promptTokens - (r % 4)];
+            for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(vocab);
+            rows.add(new Request(p, r));
+        }
+        Generator g = new Generator(model, 0, Generator.Engine.STATIC);
+        double[] t = interleaved(repeats, () -> {
+            model.decodeNativeAttention(true);
+            g.generate(rows, kv);
+        }, () -> {
+            model.decodeNativeAttention(false);
+            g.generate(rows, kv);
+        });
+        model.decodeNativeAttention(false);
+        List<Completion> torchTokens = g.generate(rows, kv);
+        model.decodeNativeAttention(true);
+        boolean same = sameTokens(g.generate(rows, kv), torchTokens);
+        System.out.printf("batch %3d attention: libdrmas %.3f s, LibTorch %.3f s (%.2fx), same tokens %s%n", batch, t[0], t[1], t[1] / t[0], same);
+        return String.format("""
+                The decoding step's attention at batch %d (static engine, %d new tokens a row), libdrmas's \
+                drmas_decode_attention_f32 (the default) against LibTorch's ops, median of %d interleaved rounds:
+
+                | attention | s/call | LibTorch / libdrmas | same tokens |
+                |---|---:|---:|---|
+                | libdrmas | %.3f | %.2f× | %s |
+                | LibTorch | %.3f | | |
+                """, batch, newTokens, repeats, t[0], t[1] / t[0], same ? "yes" : "NO", t[1]);
     }
 
     /**

@@ -1,5 +1,6 @@
 // Kernels.java — the Java face of libdrmas on MemorySegments: segmentStats, advantage,
-// broadcastRows, clippedLoss, lmheadLogprobs, lmheadChunk and their bf16 forms lmheadLogprobsBf16, lmheadChunkBf16
+// broadcastRows, clippedLoss, lmheadLogprobs, lmheadChunk and their bf16 forms lmheadLogprobsBf16, lmheadChunkBf16,
+// decodeAttention (CPU only)
 // (one name per operation, as in C and CUDA). It checks that every
 // buffer is large enough before the call, so that a short buffer is a Java error naming the
 // argument instead of a native out-of-bounds write. Config structs are written field by field
@@ -321,6 +322,37 @@ public final class Kernels {
                     arg(b, "logp", logp, chunkTokens, 4), arg(b, "entropy", entropy, chunkTokens, 4),
                     arg(b, "sums", sums, AbiIndices.LMHEAD_SUMS, 8), orNull(stream)));
         }
+    }
+
+    /**
+     * One layer of a decoding step's attention on the CPU (see drmas_decode_attention_f32): q and k of
+     * each row's [q | k | v] in {@code qkv} per-head normed (when qNorm and kNorm are given) and rotated
+     * in place, the new key and value written to slot {@code writeSlot} of the caches, and the
+     * attention of each query head over the slots of [0, slots) that {@code mask} ([rows, slots]
+     * bytes, or null: all) marks, its own slot always, into {@code out} [rows, heads·headDim]. Heap
+     * segments (Java arrays) are read in place.
+     */
+    public static void decodeAttention(long rows, long heads, long kvHeads, long headDim, MemorySegment qkv, long qkvStride,
+                                       MemorySegment qNorm, MemorySegment kNorm, double normEps, MemorySegment cos,
+                                       MemorySegment sinSigned, MemorySegment kCache, MemorySegment vCache, long cacheRowStride,
+                                       long capacity, long writeSlot, long slots, MemorySegment mask, double scale,
+                                       MemorySegment out) {
+        checkCount("rows", rows);
+        if (heads < 1 || kvHeads < 1 || headDim < 1 || capacity < 1 || slots < 1) {
+            throw new IllegalArgumentException("heads, kvHeads, headDim, capacity and slots must be >= 1, got " + heads + ", "
+                    + kvHeads + ", " + headDim + ", " + capacity + ", " + slots);
+        }
+        Backend b = Backend.CPU;
+        // the native side checks the strides against the shapes; the buffers' extents are checked here
+        long rowsBefore = Math.max(0, rows - 1);
+        long qkvNeed = rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rowsBefore, qkvStride), (heads + 2 * kvHeads) * headDim);
+        long cacheNeed = rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rowsBefore, cacheRowStride), kvHeads * capacity * headDim);
+        LibDrmas.check(LibDrmas.decodeAttention(rows, heads, kvHeads, headDim, arg(b, "qkv", qkv, qkvNeed, 4), qkvStride,
+                arg(b, "q_norm", qNorm, headDim, 4), arg(b, "k_norm", kNorm, headDim, 4), normEps,
+                arg(b, "cos", cos, Math.multiplyExact(rows, headDim), 4), arg(b, "sin_signed", sinSigned, rows * headDim, 4),
+                arg(b, "k_cache", kCache, cacheNeed, 4), arg(b, "v_cache", vCache, cacheNeed, 4), cacheRowStride, capacity, writeSlot,
+                slots, arg(b, "mask", mask, Math.multiplyExact(rows, slots), 1), scale,
+                arg(b, "out", out, Math.multiplyExact(rows, heads * headDim), 4)));
     }
 
     // A host array for any backend: CUDA calls use non-critical downcalls, which take native

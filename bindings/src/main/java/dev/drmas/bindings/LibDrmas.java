@@ -91,6 +91,11 @@ public final class LibDrmas {
         static final MethodHandle LOSS_ROWS_CRIT = handle("drmas_clipped_loss_rows_f32", LOSS_ASYNC, true);
         static final MethodHandle LOSS_ROWS_PLAIN = handle("drmas_clipped_loss_rows_f32", LOSS_ASYNC, false);
 
+        // drmas_decode_attention_f32: CPU only, so critical (heap arrays read in place) only
+        static final MethodHandle DECODE_ATTN = handle("drmas_decode_attention_f32", FunctionDescriptor.of(JAVA_INT, JAVA_INT,
+                JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_DOUBLE, ADDRESS, ADDRESS,
+                ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_DOUBLE, ADDRESS), true);
+
         static final FunctionDescriptor LMHEAD_LOGPROBS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG,
                 ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LMHEAD_LOGPROBS_CRIT = handle("drmas_lmhead_logprobs_f32", LMHEAD_LOGPROBS, true);
@@ -287,6 +292,18 @@ public final class LibDrmas {
                     : critical ? H.LOSS_ASYNC_CRIT : H.LOSS_ASYNC_PLAIN;
             return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, ref, mask,
                     grad, sums, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int decodeAttention(long rows, long heads, long kvHeads, long headDim, MemorySegment qkv, long qkvStride,
+                               MemorySegment qNorm, MemorySegment kNorm, double normEps, MemorySegment cos, MemorySegment sin,
+                               MemorySegment kCache, MemorySegment vCache, long cacheRowStride, long capacity, long writeSlot,
+                               long slots, MemorySegment mask, double scale, MemorySegment out) {
+        try {
+            return (int) H.DECODE_ATTN.invokeExact(0, rows, heads, kvHeads, headDim, qkv, qkvStride, qNorm, kNorm, normEps, cos,
+                    sin, kCache, vCache, cacheRowStride, capacity, writeSlot, slots, mask, scale, out);
         } catch (Throwable t) {
             throw rethrow(t);
         }

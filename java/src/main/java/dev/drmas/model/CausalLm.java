@@ -76,6 +76,15 @@ public final class CausalLm implements AutoCloseable {
     private final DecodeStep decodeStep;
     /** Whether CPU decoding goes through decodeStep; tests turn it off to check the general path too. */
     boolean decodeStepOn = true;
+
+    /**
+     * Whether CPU decoding steps of more than one row run each layer's attention as one libdrmas call
+     * (drmas_decode_attention_f32, the default) or as LibTorch's ops: for tests and the benchmark
+     * that compare both.
+     */
+    public void decodeNativeAttention(boolean on) {
+        decodeStep.nativeAttention = on;
+    }
     private boolean activationCheckpointing;
     private boolean closed;
 

@@ -5,6 +5,8 @@
 // runs with one LibTorch intra-op thread.
 package dev.drmas.model;
 
+import dev.drmas.bindings.Kernels;
+import java.lang.foreign.MemorySegment;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -23,6 +25,11 @@ final class DecodeStep {
     private final Transformer transformer;
     private final Tensor embed, finalNorm;
     private final float[] invFreq;
+    /**
+     * Whether steps of more than one row run each layer's attention as one libdrmas call
+     * (drmas_decode_attention_f32) instead of LibTorch's ops; tests turn it off to compare both.
+     */
+    boolean nativeAttention = true;
 
     DecodeStep(ModelConfig config, Transformer transformer, Tensor embed, Tensor finalNorm, float[] invFreq) {
         this.config = config;
@@ -44,6 +51,13 @@ final class DecodeStep {
         final long rows;
         final Tensor qkv, qkHeads, qHeads, kHeads, qFlat, kFlat, vFlat, qGroups, kvSlot, gate, up;
         final Tensor attn, attnGroups;            // one row only
+        /** More rows: the native attention's output [rows, heads·d] (drmas_decode_attention_f32). */
+        final Tensor attnOut;
+        /** The views the native attention reads: qkv and attnOut, per layer the keys and values of the cache; null for one row. */
+        final MemorySegment qkvSeg, outSeg;
+        final MemorySegment[] kSeg, vSeg;
+        /** The cache's stride between rows, in floats, and its slots a row. */
+        final long cacheRowStride, capacity;
         /** Per layer, the stacked cache: one row [2, kvHeads, capacity, d], else [2, rows, kvHeads, capacity, d]. */
         final Tensor[] cache;
         /** Per layer: one row, keys as [kvHeads, d, capacity] and values [kvHeads, capacity, d]; else [rows, kvHeads, capacity, d] both. */
@@ -78,6 +92,7 @@ final class DecodeStep {
                 up = Scopes.retain(torch.empty(single ? new long[]{inter} : new long[]{rows, inter}, f32, null));
                 attn = single ? Scopes.retain(torch.empty(new long[]{qd}, f32, null)) : null;
                 attnGroups = single ? Scopes.retain(attn.view(kvHeads, group, d)) : null;
+                attnOut = single ? null : Scopes.retain(torch.empty(new long[]{rows, qd}, f32, null));
                 int layers = keysAndValues.length;
                 cache = new Tensor[layers];
                 keys = new Tensor[layers];
@@ -88,19 +103,50 @@ final class DecodeStep {
                     keys[l] = Scopes.retain(single ? cache[l].select(0, 0).transpose(1, 2) : all.select(0, 0));
                     values[l] = Scopes.retain(single ? cache[l].select(0, 1) : all.select(0, 1));
                 }
+                capacity = keysAndValues[0].size(3);
+                // [2, rows, kvHeads, capacity, d] with the last three dims dense (a cache or its first rows)
+                long[] st = keysAndValues[0].strides().vec().get();
+                cacheRowStride = st[1];
+                boolean dense = st[4] == 1 && st[3] == d && st[2] == capacity * d;
+                if (single || !dense) {
+                    qkvSeg = outSeg = null;
+                    kSeg = vSeg = null;
+                } else {
+                    qkvSeg = floats(qkv, rows * width);
+                    outSeg = floats(attnOut, rows * qd);
+                    kSeg = new MemorySegment[layers];
+                    vSeg = new MemorySegment[layers];
+                    long extent = (rows - 1) * cacheRowStride + kvd * capacity;
+                    for (int l = 0; l < layers; l++) {
+                        kSeg[l] = floats(keys[l], extent);
+                        vSeg[l] = floats(values[l], extent);
+                    }
+                }
             }
         }
 
         @Override
         public void close() {
             for (Tensor t : new Tensor[]{qkv, qkHeads, qHeads, kHeads, qFlat, kFlat, vFlat, qGroups, kvSlot, gate, up, attn,
-                    attnGroups}) {
+                    attnGroups, attnOut}) {
                 if (t != null) t.releaseReference();
             }
             for (Tensor[] ts : new Tensor[][]{cache, keys, values}) {
                 for (Tensor t : ts) t.releaseReference();
             }
         }
+    }
+
+    /** A float32 CPU tensor's data from its first element, {@code count} floats long (the tensor stays alive). */
+    static MemorySegment floats(Tensor t, long count) {
+        return MemorySegment.ofAddress(t.data_ptr().address()).reinterpret(count * 4);
+    }
+
+    /**
+     * The native attention's per-step inputs (drmas_decode_attention_f32): the rows' rotation and
+     * which slots each attends to, as Java arrays read in place.
+     */
+    record NativeStep(MemorySegment cos, MemorySegment sinSigned, MemorySegment mask) {
     }
 
     /**
@@ -123,8 +169,19 @@ final class DecodeStep {
         boolean single = rows == 1;
         // the per-step inputs are read into Java and made there: a handful of numbers, for which
         // the dozen LibTorch calls of the general path cost more than a layer's arithmetic
-        float[] bias = new float[(int) (rows * slots)];
         long[] valid = Tensors.toLongs(mask), pos = Tensors.toLongs(positions);
+        Tensor x = torch.embedding(embed, ids).view(single ? new long[]{-1} : new long[]{rows, -1});
+        if (nativeAttention && sc.qkvSeg != null) {
+            // more rows: each layer's attention is one libdrmas call (norm, rotation, cache write, softmax attention)
+            byte[] attend = new byte[(int) (rows * slots)];
+            for (int i = 0; i < attend.length; i++) attend[i] = (byte) (valid[i] != 0 || i % slots == past ? 1 : 0);
+            float[][] cs = Rope.angleArrays(pos, invFreq);
+            NativeStep ns = new NativeStep(MemorySegment.ofArray(cs[0]), MemorySegment.ofArray(cs[1]), MemorySegment.ofArray(attend));
+            Pass p = Pass.decoding(sc, past, slots, null, null, ns);
+            for (int l = 0; l < transformer.numLayers(); l++) transformer.layer(l, x, p);  // x in place
+            return transformer.rmsNorm(x, finalNorm, p).view(rows, 1, -1);
+        }
+        float[] bias = new float[(int) (rows * slots)];
         for (int r = 0; r < rows; r++) {
             for (int j = 0; j < slots; j++) {
                 if (j != past && valid[(int) (r * slots + j)] == 0) bias[(int) (r * slots + j)] = Float.NEGATIVE_INFINITY;
@@ -133,7 +190,6 @@ final class DecodeStep {
         // cos and sin broadcast over the heads of a row
         long d = config.headDim();
         Rope.Angles angles = Rope.angles(pos, invFreq, single ? new long[]{d} : new long[]{rows, 1, d});
-        Tensor x = torch.embedding(embed, ids).view(single ? new long[]{-1} : new long[]{rows, -1});
         // One LibTorch thread for a single row: its ops are too small for a second thread to pay
         // for waking it (batched attention products split 4 heads over 2 threads), so one-row
         // decoding ran 13–16% faster with 1 than with 2 (bench/README.md). Intra-op threads are
@@ -143,7 +199,7 @@ final class DecodeStep {
         if (threads > 1) torch.set_num_threads(1);
         try {
             Tensor attnBias = Tensors.floats(bias).view(single ? new long[]{1, 1, slots} : new long[]{rows, 1, 1, slots});
-            Pass p = Pass.decoding(sc, past, slots, angles, attnBias);
+            Pass p = Pass.decoding(sc, past, slots, angles, attnBias, null);
             for (int l = 0; l < transformer.numLayers(); l++) transformer.layer(l, x, p);  // x in place
             return transformer.rmsNorm(x, finalNorm, p).view(rows, 1, -1);
         } finally {

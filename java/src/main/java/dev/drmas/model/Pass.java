@@ -33,11 +33,13 @@ final class Pass {
     final KvCache cache;
     /** Decoding step: its buffers and fixed views. */
     final DecodeStep.Scratch scratch;
+    /** Decoding step of more rows with the native attention: its per-step inputs; else null. */
+    final DecodeStep.NativeStep nativeStep;
     /** Decoding step: where the projections go (views of the scratch buffers); null in a general pass. */
     final Tensor qOut, kOut, vOut, gateOut, upOut;
 
     private Pass(boolean decoding, long batch, long tokens, long past, long slots, Rope.Angles angles, Tensor mask, KvCache cache,
-                 DecodeStep.Scratch sc) {
+                 DecodeStep.Scratch sc, DecodeStep.NativeStep nativeStep) {
         this.decoding = decoding;
         this.oneRow = decoding && sc.rows == 1;
         this.batch = batch;
@@ -46,7 +48,8 @@ final class Pass {
         this.slots = slots;
         this.angles = angles;
         this.mask = mask;
-        this.maskOpt = oneRow ? null : new TensorOptional(mask);
+        this.maskOpt = oneRow || mask == null ? null : new TensorOptional(mask);
+        this.nativeStep = nativeStep;
         this.cache = cache;
         this.scratch = sc;
         qOut = sc == null ? null : sc.qFlat;
@@ -63,12 +66,16 @@ final class Pass {
 
     /** As above, the queries reading key slots [0, slots) (one token written at slot past < slots). */
     static Pass general(long batch, long tokens, long past, long slots, Rope.Angles angles, Tensor attend, KvCache cache) {
-        return new Pass(false, batch, tokens, past, slots, angles, attend, cache, null);
+        return new Pass(false, batch, tokens, past, slots, angles, attend, cache, null, null);
     }
 
-    /** A CPU decoding step of {@code sc.rows} rows whose new keys and values go to slot {@code past} < slots. */
-    static Pass decoding(DecodeStep.Scratch sc, long past, long slots, Rope.Angles angles, Tensor bias) {
-        return new Pass(true, sc.rows, 1, past, slots, angles, bias, null, sc);
+    /**
+     * A CPU decoding step of {@code sc.rows} rows whose new keys and values go to slot {@code past} <
+     * slots: attention by LibTorch's ops with {@code angles} and {@code bias}, or (nativeStep not
+     * null, angles and bias null) by libdrmas.
+     */
+    static Pass decoding(DecodeStep.Scratch sc, long past, long slots, Rope.Angles angles, Tensor bias, DecodeStep.NativeStep nativeStep) {
+        return new Pass(true, sc.rows, 1, past, slots, angles, bias, null, sc, nativeStep);
     }
 
     /** Key slots a query may read: [0, slots()), the cached ones and the new tokens. */

@@ -89,6 +89,17 @@ final class Rope {
      * and rounded to float32, so they are within an ulp of LibTorch's float32 ones, not always equal.
      */
     static Angles angles(long[] positions, float[] invFreq, long... shape) {
+        float[][] cs = angleArrays(positions, invFreq);
+        Tensor c = Tensors.floats(cs[0]), s = Tensors.floats(cs[1]);
+        if (shape.length > 1) {
+            c = c.view(shape);
+            s = s.view(shape);
+        }
+        return new Angles(c, s, new long[]{invFreq.length});
+    }
+
+    /** The same cos and sinSigned as Java arrays [positions × headDim] (the native decoding attention's). */
+    static float[][] angleArrays(long[] positions, float[] invFreq) {
         int half = invFreq.length, d = 2 * half;
         float[] cos = new float[positions.length * d], sin = new float[positions.length * d];
         for (int r = 0; r < positions.length; r++) {
@@ -101,11 +112,6 @@ final class Rope {
                 sin[at + i + half] = s;
             }
         }
-        Tensor c = Tensors.floats(cos), s = Tensors.floats(sin);
-        if (shape.length > 1) {
-            c = c.view(shape);
-            s = s.view(shape);
-        }
-        return new Angles(c, s, new long[]{half});
+        return new float[][]{cos, sin};
     }
 }

@@ -9,6 +9,7 @@
 // code it replaced, so training and sampling are bit for bit what they were.
 package dev.drmas.model;
 
+import dev.drmas.bindings.Kernels;
 import org.bytedeco.pytorch.DoubleOptional;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.ScalarTypeOptional;
@@ -140,6 +141,15 @@ final class Transformer {
      */
     private Tensor attention(int l, Tensor q, Tensor k, Tensor v, Layer w, Pass p) {
         Tensor keys, values, queries;
+        if (p.nativeStep != null) {
+            DecodeStep.Scratch sc = p.scratch;
+            DecodeStep.NativeStep ns = p.nativeStep;
+            Kernels.decodeAttention(p.batch, heads, kvHeads, headDim, sc.qkvSeg, sc.qkv.size(1),
+                    w.qNorm == null ? null : DecodeStep.floats(w.qNorm, headDim), w.kNorm == null ? null : DecodeStep.floats(w.kNorm, headDim),
+                    rmsEpsF, ns.cos(), ns.sinSigned(), sc.kSeg[l], sc.vSeg[l], sc.cacheRowStride, sc.capacity, p.past, p.slots(),
+                    ns.mask(), 1.0 / Math.sqrt(headDim), sc.outSeg);
+            return sc.attnOut;
+        }
         if (p.decoding) {
             // q and k of all heads as one [(rows,) heads + kvHeads, d] block: one norm, one rotation
             DecodeStep.Scratch sc = p.scratch;

@@ -280,10 +280,13 @@ class CausalLmTest {
             Tensor ids = all.ids(), mask = all.mask(), pos = CausalLm.positionIds(mask);
             float[] full = toFloats(m.forward(ids, pos, mask, null));
 
-            // decoding on the CPU goes through DecodeStep; the general path (GPUs, bfloat16) must agree too
-            for (boolean decodeStep : new boolean[]{true, false}) {
+            // decoding on the CPU goes through DecodeStep, whose steps of more rows run libdrmas's
+            // attention (or LibTorch's ops); the general path (GPUs, bfloat16) must agree too
+            for (int mode = 0; mode < 3; mode++) {
+                boolean decodeStep = mode < 2;
                 m.decodeStepOn = decodeStep;
-                String path = decodeStep ? " (DecodeStep)" : " (general path)";
+                m.decodeNativeAttention(mode == 0);
+                String path = mode == 0 ? " (DecodeStep, native attention)" : mode == 1 ? " (DecodeStep, LibTorch attention)" : " (general path)";
                 try (KvCache cache = m.newCache(3, prompt + generated + 2)) {
                     long keysAddress = cache.keys(0).data_ptr().address();
                     for (int round = 0; round < 2; round++) { // the second round reuses the cache after reset()
