@@ -64,7 +64,7 @@ public final class GenerationBench {
                     System.out.println("""
                             usage: drmas bench-generation [--batches 1,16,64] [--recompute-batches 1,16]
                                    [--new-tokens 128] [--prompt-tokens 32] [--repeats 5] [--threads 2] [--out FILE.md]
-                                   [--shared-prompt 512] [--rollouts 8] [--mixed-new-tokens 128]""");
+                                   [--shared-prompt 512] [--rollouts 8] [--mixed-new-tokens 128]   (0 skips that part)""");
                     return;
                 }
                 default -> throw new IllegalArgumentException("unknown option " + argv[i] + " (see --help)");
@@ -89,7 +89,9 @@ public final class GenerationBench {
         ModelConfig longer = new ModelConfig(Family.QWEN3, 256, 768, 4, 8, 4, 32, 1e-6, 1e6, null, 512, false, false, false,
                 Math.max(sharedPrompt + 1, 64 + mixedNew), "float32", null, List.of(), Map.of());
         try (CausalLm model = CausalLm.random(longer, 7)) {
-            report += "\n" + sharedPrefix(model, sharedPrompt, rollouts, repeats) + "\n" + mixedLengths(model, rollouts, mixedNew, repeats);
+            // 0 skips a part (a run of the decoding figures alone)
+            if (sharedPrompt > 0) report += "\n" + sharedPrefix(model, sharedPrompt, rollouts, repeats);
+            if (mixedNew > 0) report += "\n" + mixedLengths(model, rollouts, mixedNew, repeats);
         }
         System.out.println(report);
         if (out != null) {
