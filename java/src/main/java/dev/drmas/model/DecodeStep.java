@@ -2,10 +2,10 @@
 // step's inputs made in Java (the attention mask as an additive bias, the rotary angles) and the
 // buffers its layers write into, made once per KV cache; the layers themselves are
 // Transformer.layer, in its decoding arrangement (Pass.decoding). One row (batch-1 generation)
-// runs with one LibTorch intra-op thread.
+// runs with one LibTorch intra-op thread; more rows run each layer's attention as one libdrmas call
+// (drmas_decode_attention_f32) on views of these buffers and of the cache.
 package dev.drmas.model;
 
-import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;

@@ -6,7 +6,8 @@
 // "Rollout engine"): it writes into buffers made once per KV cache, norms and rotates q and k as
 // one block, adds the residual inside the output products, and for one row runs matrix-vector
 // products with RMSNorm's factor as their alpha. Each op keeps the exact LibTorch calls of the
-// code it replaced, so training and sampling are bit for bit what they were.
+// code it replaced, so training is bit for bit what it was; a decoding step of more rows runs its
+// attention in libdrmas (drmas_decode_attention_f32), which agrees with LibTorch's to rounding.
 package dev.drmas.model;
 
 import dev.drmas.bindings.Kernels;
