@@ -445,7 +445,7 @@ int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, 
         DRMAS_REQUIRE(head_dim >= 2 && head_dim % 2 == 0 && head_dim <= (1 << 16), DRMAS_ERR_SIZE,
                       "%s: head_dim must be even, in [2, 65536], got %lld", fn, (long long)head_dim);
         DRMAS_REQUIRE(heads <= (1 << 16), DRMAS_ERR_SIZE, "%s: heads must be <= 65536, got %lld", fn, (long long)heads);
-        DRMAS_REQUIRE(capacity >= 1 && capacity <= (1LL << 32), DRMAS_ERR_SIZE, "%s: capacity must be in [1, 2^32], got %lld", fn,
+        DRMAS_REQUIRE(capacity >= 1 && capacity <= INT32_MAX, DRMAS_ERR_SIZE, "%s: capacity must be in [1, 2^31 - 1], got %lld", fn,
                       (long long)capacity);
         DRMAS_REQUIRE(slots >= 1 && slots <= capacity, DRMAS_ERR_RANGE, "%s: slots (%lld) must be in [1, capacity = %lld]", fn,
                       (long long)slots, (long long)capacity);

@@ -1044,7 +1044,8 @@ int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int6
                              int64_t slots, const uint8_t* mask, double scale, float* out) {
     const DecodeIsa& isa = decode_isa();
     const int64_t group = heads / kv_heads, items = rows * kv_heads;
-    const int nt = (int)std::min<int64_t>(std::max<int64_t>(items, 1), threads_for(items * group * slots * d * 2));
+    const double work = (double)items * (double)group * (double)slots * (double)d * 2.0;  // in double: no overflow
+    const int nt = (int)std::min<int64_t>(std::max<int64_t>(items, 1), threads_for(work > 4e18 ? INT64_MAX : (int64_t)work));
     const int64_t per = group * slots + d;
     std::vector<float> scratch((size_t)(nt * per));
     std::vector<int32_t> live((size_t)(nt * slots));
