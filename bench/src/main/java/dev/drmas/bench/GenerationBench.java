@@ -120,13 +120,7 @@ public final class GenerationBench {
         long[][] tokens = new long[n][2];
         for (int i = 0; i < n; i++) {
             int batch = batches.get(i);
-            SplittableRandom rng = new SplittableRandom(batch);
-            List<Request> rows = new ArrayList<>();
-            for (int r = 0; r < batch; r++) {
-                int[] p = new int[promptTokens - (r % 4)];  // a few lengths, so padding is exercised
-                for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(vocab);
-                rows.add(new Request(p, r));
-            }
+            List<Request> rows = prompts(batch, promptTokens, vocab);
             reqs.add(rows);
             recomputeRepeats[i] = !recomputeBatches.contains(batch) ? 0 : batch <= 1 ? repeats : Math.min(repeats, 2);
             tr[i] = new double[recomputeRepeats[i]];
@@ -214,6 +208,18 @@ public final class GenerationBench {
         return out;
     }
 
+    /** {@code batch} random prompts of promptTokens − (r mod 4) tokens (a few lengths, so padding is exercised), seeded by the batch size. */
+    static List<Request> prompts(int batch, int promptTokens, int vocab) {
+        SplittableRandom rng = new SplittableRandom(batch);
+        List<Request> rows = new ArrayList<>();
+        for (int r = 0; r < batch; r++) {
+            int[] p = new int[promptTokens - (r % 4)];
+            for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(vocab);
+            rows.add(new Request(p, r));
+        }
+        return rows;
+    }
+
     /**
      * The decoding step's attention by libdrmas (drmas_decode_attention_f32, the default for more
      * than one row) against LibTorch's ops, the same calls at the largest batch taking turns; the
@@ -222,13 +228,7 @@ public final class GenerationBench {
     static String attentionAb(CausalLm model, int batch, int promptTokens, int newTokens, int repeats, int vocab) {
         if (batch < 2) return "";
         GenerationConfig kv = GenerationConfig.greedy(newTokens, Set.of()).withSampling(SamplingParams.temperature(1.0), 11).withCache(true);
-        SplittableRandom rng = new SplittableRandom(batch);
-        List<Request> rows = new ArrayList<>();
-        for (int r = 0; r < batch; r++) {
-            int[] p = new int[promptTokens - (r % 4)];
-            for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(vocab);
-            rows.add(new Request(p, r));
-        }
+        List<Request> rows = prompts(batch, promptTokens, vocab);
         Generator g = new Generator(model, 0, Generator.Engine.STATIC);
         double[] t = interleaved(repeats, () -> {
             model.decodeNativeAttention(true);

@@ -349,7 +349,7 @@ public final class Kernels {
         long cacheNeed = rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rowsBefore, cacheRowStride), kvHeads * capacity * headDim);
         LibDrmas.check(LibDrmas.decodeAttention(rows, heads, kvHeads, headDim, arg(b, "qkv", qkv, qkvNeed, 4), qkvStride,
                 arg(b, "q_norm", qNorm, headDim, 4), arg(b, "k_norm", kNorm, headDim, 4), normEps,
-                arg(b, "cos", cos, Math.multiplyExact(rows, headDim), 4), arg(b, "sin_signed", sinSigned, rows * headDim, 4),
+                arg(b, "cos", cos, Math.multiplyExact(rows, headDim), 4), arg(b, "sin_signed", sinSigned, Math.multiplyExact(rows, headDim), 4),
                 arg(b, "k_cache", kCache, cacheNeed, 4), arg(b, "v_cache", vCache, cacheNeed, 4), cacheRowStride, capacity, writeSlot,
                 slots, arg(b, "mask", mask, Math.multiplyExact(rows, slots), 1), scale,
                 arg(b, "out", out, Math.multiplyExact(rows, heads * headDim), 4)));

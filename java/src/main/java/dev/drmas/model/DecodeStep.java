@@ -56,8 +56,8 @@ final class DecodeStep {
         /** The views the native attention reads: qkv and attnOut, per layer the keys and values of the cache; null for one row. */
         final MemorySegment qkvSeg, outSeg;
         final MemorySegment[] kSeg, vSeg;
-        /** The cache's stride between rows, in floats, and its slots a row. */
-        final long cacheRowStride, capacity;
+        /** qkv's stride between rows, the cache's (in floats), and its slots a row. */
+        final long qkvStride, cacheRowStride, capacity;
         /** Per layer, the stacked cache: one row [2, kvHeads, capacity, d], else [2, rows, kvHeads, capacity, d]. */
         final Tensor[] cache;
         /** Per layer: one row, keys as [kvHeads, d, capacity] and values [kvHeads, capacity, d]; else [rows, kvHeads, capacity, d] both. */
@@ -103,6 +103,7 @@ final class DecodeStep {
                     keys[l] = Scopes.retain(single ? cache[l].select(0, 0).transpose(1, 2) : all.select(0, 0));
                     values[l] = Scopes.retain(single ? cache[l].select(0, 1) : all.select(0, 1));
                 }
+                qkvStride = width;
                 capacity = keysAndValues[0].size(3);
                 // [2, rows, kvHeads, capacity, d] with the last three dims dense (a cache or its first rows)
                 long[] st = keysAndValues[0].strides().vec().get();
@@ -177,9 +178,7 @@ final class DecodeStep {
             for (int i = 0; i < attend.length; i++) attend[i] = (byte) (valid[i] != 0 || i % slots == past ? 1 : 0);
             float[][] cs = Rope.angleArrays(pos, invFreq);
             NativeStep ns = new NativeStep(MemorySegment.ofArray(cs[0]), MemorySegment.ofArray(cs[1]), MemorySegment.ofArray(attend));
-            Pass p = Pass.decoding(sc, past, slots, null, null, ns);
-            for (int l = 0; l < transformer.numLayers(); l++) transformer.layer(l, x, p);  // x in place
-            return transformer.rmsNorm(x, finalNorm, p).view(rows, 1, -1);
+            return layers(x, Pass.decoding(sc, past, slots, null, null, ns), rows);
         }
         float[] bias = new float[(int) (rows * slots)];
         for (int r = 0; r < rows; r++) {
@@ -199,11 +198,15 @@ final class DecodeStep {
         if (threads > 1) torch.set_num_threads(1);
         try {
             Tensor attnBias = Tensors.floats(bias).view(single ? new long[]{1, 1, slots} : new long[]{rows, 1, 1, slots});
-            Pass p = Pass.decoding(sc, past, slots, angles, attnBias, null);
-            for (int l = 0; l < transformer.numLayers(); l++) transformer.layer(l, x, p);  // x in place
-            return transformer.rmsNorm(x, finalNorm, p).view(rows, 1, -1);
+            return layers(x, Pass.decoding(sc, past, slots, angles, attnBias, null), rows);
         } finally {
             if (threads > 1) torch.set_num_threads(threads);
         }
+    }
+
+    /** The layers over x (in place), then the final norm: [rows, 1, hidden]. */
+    private Tensor layers(Tensor x, Pass p, int rows) {
+        for (int l = 0; l < transformer.numLayers(); l++) transformer.layer(l, x, p);
+        return transformer.rmsNorm(x, finalNorm, p).view(rows, 1, -1);
     }
 }

@@ -145,7 +145,7 @@ final class Transformer {
         if (p.nativeStep != null) {
             DecodeStep.Scratch sc = p.scratch;
             DecodeStep.NativeStep ns = p.nativeStep;
-            Kernels.decodeAttention(p.batch, heads, kvHeads, headDim, sc.qkvSeg, sc.qkv.size(1),
+            Kernels.decodeAttention(p.batch, heads, kvHeads, headDim, sc.qkvSeg, sc.qkvStride,
                     w.qNorm == null ? null : DecodeStep.floats(w.qNorm, headDim), w.kNorm == null ? null : DecodeStep.floats(w.kNorm, headDim),
                     rmsEpsF, ns.cos(), ns.sinSigned(), sc.kSeg[l], sc.vSeg[l], sc.cacheRowStride, sc.capacity, p.past, p.slots(),
                     ns.mask(), 1.0 / Math.sqrt(headDim), sc.outSeg);
