@@ -1,9 +1,11 @@
 // RolloutBench.java — the rollout phase of real toy training steps, static engine against
 // continuous batching in the same process: for each workflow config (the toy search and the toy
 // math step by default) a short supervised warm start (so that responses have the workflows' mix
-// of lengths: verdicts of a few tokens, queries and answers longer), then two trainers from that
-// warm start, one per rollout.engine, stepping in turn; per step the trainer's own time/rollout_s,
-// and the generated tokens and reward, which must be the same for both (same tokens).
+// of lengths: verdicts of a few tokens, queries and answers longer), then three trainers from that
+// warm start — the static engine, the continuous one without and with the prompts kept across a
+// phase's calls (rollout.prefix_cache) — stepping in turn; per step the trainer's own
+// time/rollout_s, the prompt tokens it prefilled, and the generated tokens and reward, which must
+// be the same for all (same tokens).
 package dev.drmas.bench;
 
 import dev.drmas.config.RunConfig;
@@ -24,14 +26,18 @@ public final class RolloutBench {
     private RolloutBench() {
     }
 
-    /** One config's figures: per engine and step, rollout seconds, generated tokens, mean reward. */
-    record Result(String config, double[][] seconds, long[][] tokens, double[][] reward) {
-        double median(int engine) {
-            return BenchSupport.median(seconds[engine]);
+    /** One config's figures: per variant and step, rollout seconds, generated tokens, mean reward, prefilled and prompt tokens. */
+    record Result(String config, double[][] seconds, long[][] tokens, double[][] reward, long[][] prefilled, long[] prompt) {
+        double median(int variant) {
+            return BenchSupport.median(seconds[variant]);
         }
     }
 
-    static final String[] ENGINES = {"static", "continuous"};
+    /** The variants: a name and the overrides that make it. */
+    static final String[] NAMES = {"static", "continuous, no prefix cache", "continuous"};
+    static final List<List<String>> VARIANTS = List.of(List.of("rollout.engine=static"),
+            List.of("rollout.engine=continuous", "rollout.prefix_cache=false"),
+            List.of("rollout.engine=continuous", "rollout.prefix_cache=true"));
 
     public static void main(String[] argv) throws IOException {
         List<String> configs = List.of("configs/search-toy-drmas.yaml", "configs/math-toy-drmas.yaml");
@@ -78,30 +84,36 @@ public final class RolloutBench {
             t.sft();
             weights = t.runDir().resolve("sft").resolve("models");
         }
-        double[][] seconds = new double[2][steps];
-        long[][] tokens = new long[2][steps];
-        double[][] reward = new double[2][steps];
-        Trainer[] trainers = new Trainer[2];
+        int n = VARIANTS.size();
+        double[][] seconds = new double[n][steps];
+        long[][] tokens = new long[n][steps], prefilled = new long[n][steps];
+        long[] prompt = new long[steps];
+        double[][] reward = new double[n][steps];
+        Trainer[] trainers = new Trainer[n];
         try {
-            for (int e = 0; e < 2; e++) {
+            for (int e = 0; e < n; e++) {
                 List<String> o = new ArrayList<>(common);
-                o.addAll(List.of("run.name=" + name + "-" + ENGINES[e], "run.warm_start=" + weights, "rollout.engine=" + ENGINES[e]));
+                o.addAll(List.of("run.name=" + name + "-" + e, "run.warm_start=" + weights));
+                o.addAll(VARIANTS.get(e));
                 trainers[e] = Trainer.open(RunConfig.load(config, o), log);
             }
             for (int s = 0; s < steps; s++) {
-                for (int e = 0; e < 2; e++) {
+                StringBuilder line = new StringBuilder(name + " step " + (s + 1) + ":");
+                for (int e = 0; e < n; e++) {
                     Map<String, Double> m = trainers[e].trainStep();
                     seconds[e][s] = m.get("time/rollout_s");
                     tokens[e][s] = Math.round(m.get("perf/gen_tokens_per_s") * seconds[e][s]);
                     reward[e][s] = m.get("reward/mean");
+                    prefilled[e][s] = Math.round(m.get("perf/prefilled_tokens"));
+                    prompt[s] = Math.round(m.get("perf/prompt_tokens"));
+                    line.append(String.format(" %s %.3f s (%d tokens, %d prefilled)", NAMES[e], seconds[e][s], tokens[e][s], prefilled[e][s]));
                 }
-                System.out.printf("%s step %d: static %.3f s (%d tokens), continuous %.3f s (%d tokens)%n", name, s + 1,
-                        seconds[0][s], tokens[0][s], seconds[1][s], tokens[1][s]);
+                System.out.println(line);
             }
         } finally {
             for (Trainer t : trainers) if (t != null) t.close();
         }
-        return new Result(name, seconds, tokens, reward);
+        return new Result(name, seconds, tokens, reward, prefilled, prompt);
     }
 
     static String report(List<Result> rs, int steps, int sftSteps, int threads) {
@@ -109,16 +121,24 @@ public final class RolloutBench {
         sb.append(Instant.now()).append(" · JDK ").append(Runtime.version()).append(" · ")
                 .append(Runtime.getRuntime().availableProcessors()).append(" CPUs · LibTorch threads ").append(threads).append('\n');
         sb.append("The rollout phase (time/rollout_s) of ").append(steps).append(" training steps after a ").append(sftSteps)
-                .append("-step supervised warm start, the static engine and continuous batching stepping in turn from the same")
-                .append(" weights; median over the steps.\n\n");
-        sb.append("| config | static s | continuous s | static / continuous | tokens a step (both) | same tokens and rewards |\n");
-        sb.append("|---|---:|---:|---:|---:|---|\n");
+                .append("-step supervised warm start, the static engine and continuous batching (without and with the prompts kept")
+                .append(" across the phase's calls, rollout.prefix_cache) stepping in turn from the same weights; median over the")
+                .append(" steps; prompt tokens prefilled a step (the static engine's padding included), mean over the steps.\n\n");
+        sb.append("| config | variant | rollout s | static / this | prefilled tokens a step (of prompt tokens) | tokens a step |\n");
+        sb.append("|---|---|---:|---:|---:|---:|\n");
         for (Result r : rs) {
-            boolean same = Arrays.equals(r.tokens()[0], r.tokens()[1]) && Arrays.equals(r.reward()[0], r.reward()[1]);
-            long total = Arrays.stream(r.tokens()[1]).sum();
-            sb.append(String.format("| %s | %.3f | %.3f | %.2f× | %d | %s |%n", r.config(), r.median(0), r.median(1),
-                    r.median(0) / r.median(1), total / r.tokens()[1].length, same ? "yes" : "NO: " + Arrays.toString(r.tokens()[0])
-                            + " vs " + Arrays.toString(r.tokens()[1])));
+            long prompt = Arrays.stream(r.prompt()).sum() / r.prompt().length;
+            for (int e = 0; e < NAMES.length; e++) {
+                sb.append(String.format("| %s | %s | %.3f | %.2f× | %d (%d) | %d |%n", r.config(), NAMES[e], r.median(e),
+                        r.median(0) / r.median(e), Arrays.stream(r.prefilled()[e]).sum() / r.prefilled()[e].length, prompt,
+                        Arrays.stream(r.tokens()[e]).sum() / r.tokens()[e].length));
+            }
+            boolean same = true;
+            for (int e = 1; e < NAMES.length; e++) {
+                same &= Arrays.equals(r.tokens()[0], r.tokens()[e]) && Arrays.equals(r.reward()[0], r.reward()[e]);
+            }
+            sb.append(String.format("%nSame tokens and rewards in every step (%s): %s%n", r.config(), same ? "yes" : "NO: "
+                    + Arrays.deepToString(r.tokens()) + " " + Arrays.deepToString(r.reward())));
         }
         return sb.toString();
     }

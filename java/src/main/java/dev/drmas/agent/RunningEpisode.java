@@ -71,12 +71,52 @@ public class RunningEpisode {
      */
     public static <S extends RunningEpisode> List<Turn> call(Agent agent, List<S> states, List<Integer> which, int loop,
                                                             AgentPolicy policy, Function<S, List<Message>> prompt) {
+        List<TurnRequest> requests = requests(states, which, loop, prompt);
+        return record(agent, states, requests, policy.act(agent, requests));
+    }
+
+    /**
+     * The turns of several agents in one policy call ({@link AgentPolicy#actTogether}): agent i in
+     * the episodes {@code which.get(i)} with the prompts {@code prompts.get(i)} builds, each episode
+     * in at most one of the lists; recorded and returned as {@link #call} does, agent by agent.
+     */
+    public static <S extends RunningEpisode> List<List<Turn>> callTogether(List<Agent> agents, List<S> states,
+                                                                          List<List<Integer>> which, int loop, AgentPolicy policy,
+                                                                          List<Function<S, List<Message>>> prompts) {
+        if (which.size() != agents.size() || prompts.size() != agents.size()) {
+            throw new IllegalArgumentException(agents.size() + " agents, " + which.size() + " episode lists, " + prompts.size() + " prompts");
+        }
+        java.util.Set<Integer> seen = new java.util.HashSet<>();
+        for (List<Integer> w : which) {
+            for (int e : w) {
+                if (!seen.add(e)) throw new IllegalArgumentException("episode " + e + " is asked twice in one round of agents " + agents);
+            }
+        }
+        List<List<TurnRequest>> requests = new ArrayList<>(agents.size());
+        for (int i = 0; i < agents.size(); i++) requests.add(requests(states, which.get(i), loop, prompts.get(i)));
+        List<List<Turn>> turns = policy.actTogether(List.copyOf(agents), List.copyOf(requests));
+        if (turns == null || turns.size() != agents.size()) {
+            throw new IllegalStateException("policy returned " + (turns == null ? "null" : turns.size() + " turn lists") + " for "
+                    + agents.size() + " agents");
+        }
+        List<List<Turn>> out = new ArrayList<>(agents.size());
+        for (int i = 0; i < agents.size(); i++) out.add(record(agents.get(i), states, requests.get(i), turns.get(i)));
+        return out;
+    }
+
+    private static <S extends RunningEpisode> List<TurnRequest> requests(List<S> states, List<Integer> which, int loop,
+                                                                       Function<S, List<Message>> prompt) {
         List<TurnRequest> requests = new ArrayList<>(which.size());
         for (int i : which) {
             S st = states.get(i);
             requests.add(new TurnRequest(i, st.init().uid(), st.init().traj(), st.steps().size(), loop, prompt.apply(st)));
         }
-        List<Turn> turns = policy.act(agent, List.copyOf(requests));
+        return List.copyOf(requests);
+    }
+
+    // each turn checked and recorded as a step of its episode
+    private static <S extends RunningEpisode> List<Turn> record(Agent agent, List<S> states, List<TurnRequest> requests,
+                                                               List<Turn> turns) {
         if (turns == null || turns.size() != requests.size()) {
             throw new IllegalStateException("policy returned " + (turns == null ? "null" : turns.size() + " turns")
                     + " for " + requests.size() + " requests of agent '" + agent.id() + "'");
@@ -88,7 +128,7 @@ public class RunningEpisode {
             }
             TurnRequest r = requests.get(j);
             List<Step> steps = states.get(r.episode()).steps();
-            steps.add(new Step(agent.index(), steps.size(), loop, r.messages(), t, agent.isValid(t.text())));
+            steps.add(new Step(agent.index(), steps.size(), r.loop(), r.messages(), t, agent.isValid(t.text())));
         }
         return turns;
     }

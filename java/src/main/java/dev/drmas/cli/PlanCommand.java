@@ -150,6 +150,8 @@ final class PlanCommand implements Callable<Integer> {
         o.append(String.format(Locale.ROOT, "  generation: batches of %d rows x (%d prompt + %d new) tokens%n", g.rows(), g.promptTokens(),
                 g.capacity() - g.promptTokens()));
         line(o, "  KV cache", g.kvCache());
+        if (g.prefillCache() > 0) line(o, "  prefill cache (continuous engine)", g.prefillCache());
+        if (g.prefixCache() > 0) line(o, "  prompts kept for reuse (rollout.prefix_cache)", g.prefixCache());
         line(o, "  prefill (activations of the forward)", g.prefill());
         line(o, "  last-position logits and sampling", g.logits());
         line(o, "  generation transient", g.added());

@@ -24,9 +24,17 @@ import dev.drmas.rollout.SamplingParams;
  *                        the budget's rows, requests join as rows finish, shared prompt prefixes
  *                        prefilled once) or static (batches decoded until their last row stops);
  *                        the same tokens either way
+ * @param prefixCache     whether the continuous engine keeps the prompts it prefilled through a
+ *                        rollout phase (default true), so that an agent's later turns, whose
+ *                        prompts extend its earlier ones, copy that part's keys and values instead
+ *                        of computing them again (the same tokens); forgotten after each phase
+ * @param prefixCacheTokens the most token slots the kept prompts may take per model; 0 (default):
+ *                        max_batch_tokens, or when that is 0 too, one turn's requests × (max
+ *                        prompt + max new tokens): as much as the batch's own KV cache
  */
 public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temperature, double topP, int topK,
-                            int maxNewTokens, int maxPromptTokens, int maxBatchTokens, Generator.Engine engine) {
+                            int maxNewTokens, int maxPromptTokens, int maxBatchTokens, Generator.Engine engine,
+                            boolean prefixCache, long prefixCacheTokens) {
     public RolloutConfig {
         Check.positive(tasksPerStep, "tasks_per_step");
         Check.positive(rolloutsPerTask, "rollouts_per_task");
@@ -38,13 +46,26 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
         Check.positive(maxPromptTokens, "max_prompt_tokens");
         Check.nonNegative(maxBatchTokens, "max_batch_tokens");
         Check.that(engine != null, "engine", "must be continuous or static");
+        Check.that(prefixCacheTokens >= 0, "prefix_cache_tokens", "must be >= 0 (0: as max_batch_tokens), got " + prefixCacheTokens);
         Check.that(maxBatchTokens == 0 || (long) maxBatchTokens >= (long) maxPromptTokens + maxNewTokens, "max_batch_tokens",
                 "must hold one row of max_prompt_tokens + max_new_tokens (" + ((long) maxPromptTokens + maxNewTokens)
                         + ") or be 0 (no bound), got " + maxBatchTokens);
     }
 
     public static RolloutConfig defaults() {
-        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512, 0, Generator.Engine.CONTINUOUS);
+        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512, 0, Generator.Engine.CONTINUOUS, true, 0);
+    }
+
+    /**
+     * The prefix cache's bound in token slots: prefix_cache_tokens, else max_batch_tokens, else
+     * {@code turnRows} requests of max_prompt_tokens + max_new_tokens; 0 when it is off or the
+     * engine is static.
+     */
+    public long prefixCacheBudget(long turnRows) {
+        if (!prefixCache || engine != Generator.Engine.CONTINUOUS) return 0;
+        if (prefixCacheTokens > 0) return prefixCacheTokens;
+        if (maxBatchTokens > 0) return maxBatchTokens;
+        return Math.max(1, turnRows) * ((long) maxPromptTokens + maxNewTokens);
     }
 
     public SamplingParams sampling() {

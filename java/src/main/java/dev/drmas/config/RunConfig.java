@@ -182,6 +182,17 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         return v instanceof Double d ? Check.num(d) : String.valueOf(v);
     }
 
+    /**
+     * The requests of one agent turn on one of {@code world} data-parallel ranks: its share of the
+     * step's tasks × rollouts, or of the evaluation's tasks × samples when that has more.
+     */
+    public long turnRows(int world) {
+        long w = Math.max(1, world);
+        long rows = (rollout.tasksPerStep() + w - 1) / w * rollout.rolloutsPerTask();
+        if (trainer.evalFreq() > 0 && eval.tasks() > 0) rows = Math.max(rows, (eval.tasks() + w - 1) / w * eval.samplesPerTask());
+        return rows;
+    }
+
     /** One agent per default role of {@code workflow} (its id the role), all on model {@code model}. */
     static List<AgentSpec> defaultAgents(String workflow, String model) {
         return WorkflowSchema.named(workflow).defaultRoles().stream().map(r -> new AgentSpec(r, r, model)).toList();

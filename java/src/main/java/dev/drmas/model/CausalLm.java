@@ -293,6 +293,17 @@ public final class CausalLm implements AutoCloseable {
         return params;
     }
 
+    /**
+     * A number that changes whenever a parameter is written in place (an optimiser step, a
+     * checkpoint or warm-start load): the sum of LibTorch's version counters of the parameters.
+     * What was computed from the weights (the rollout engine's prefix cache) is stale once it moves.
+     */
+    public long weightsVersion() {
+        long v = 0;
+        for (Tensor t : params.values()) v += t.__dispatch__version();
+        return v;
+    }
+
     /** Makes every parameter a trainable leaf (or not). */
     public void setRequiresGrad(boolean on) {
         for (Tensor t : params.values()) t.set_requires_grad(on);

@@ -1,8 +1,9 @@
 // ContinuousEngine.java — the rollout engine's continuous batching (Generator.Engine.CONTINUOUS):
 // one KV cache per generate call, of the static engine's first-batch shape; requests join rows as
-// earlier ones finish (within the token budget), each group of new requests prefilled with shared
-// prompt prefixes computed once; once nothing waits, the rows still generating are moved to the
-// front and only they are stepped. Same tokens as the static engine for the same seeds.
+// earlier ones finish (within the token budget), each group of new requests prefilled from the
+// prefix cache (what earlier calls and groups prefilled, and the stems the group's prompts share)
+// and copied into its rows; once nothing waits, the rows still generating are moved to the front
+// and only they are stepped. Same tokens as the static engine for the same seeds.
 package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
@@ -11,11 +12,14 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.InferenceMode;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorVector;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
@@ -27,12 +31,14 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * row at any step: its prompt goes into the slots just before the current column. This is what
  * paged attention does with pages, with one page a row; it needs no attention kernel of its own.
  * <p>
- * Prefill of the requests that join together: identical prompts (a task's N rollouts) once, and
- * when the distinct prompts share a prefix of at least {@link #MIN_SHARED_PREFIX} tokens (the
- * workflows' system prompts and instructions) that prefix once, in a cache of its own; the keys
- * and values are then copied into the rows. Draws are keyed by (seed, stream, token index), as
- * in the static engine, so the tokens are the same up to floating-point summation order (the
- * products' shapes differ).
+ * Prefill of the requests that join together: identical prompts (a task's N rollouts) once; a
+ * prefix that several distinct prompts share (the workflows' system prompts, a task's question
+ * followed by different histories), at least {@link #MIN_SHARED_PREFIX} tokens, once; and every
+ * prompt from the longest prefix of it that the prefix cache holds ({@link PrefixCache}: kept
+ * across calls when the generator keeps prefixes, so that a workflow's later turns start from
+ * their earlier prompts). What is computed goes into the prefix cache; the rows' keys and values
+ * are copied from there. Draws are keyed by (seed, stream, token index), as in the static engine,
+ * so the tokens are the same up to floating-point summation order (the products' shapes differ).
  */
 final class ContinuousEngine {
     /** The shortest common prefix of distinct prompts that is prefilled once (shorter: not worth a forward). */
@@ -56,11 +62,17 @@ final class ContinuousEngine {
     private boolean wrapped;                  // the column has gone round: every slot may be in use
 
     // the call's account (Generator.Stats)
-    private long prefills, prefillTokens, promptTokens;
+    private long prefills, prefillTokens, promptTokens, reusedTokens;
+    /** The prompts prefilled so far: the generator's own (kept across calls), or this call's. */
+    private final PrefixCache prefixes;
+    private final boolean ownPrefixes;
+    private final long prefillBound;          // slots of one prefill forward's cache
     private int admissions, compactions;
 
-    ContinuousEngine(CausalLm model, List<Request> requests, GenerationConfig cfg, long maxBatchTokens) {
+    /** @param prefixes the generator's prefix cache, kept across calls; null: one for this call alone */
+    ContinuousEngine(CausalLm model, List<Request> requests, GenerationConfig cfg, long maxBatchTokens, PrefixCache prefixes) {
         this.model = model;
+
         this.requests = requests;
         this.cfg = cfg;
         int n = requests.size();
@@ -75,6 +87,12 @@ final class ContinuousEngine {
         }
         capacity = (int) cap;
         rows = (int) r;
+        // a cache of this call's own, when the generator keeps none, bounded by the batch's slots
+        // a prefill forward's cache holds at most a quarter of the rows' prompts; when the generator
+        // keeps no prompts, this call's prefix cache holds the stems of the group being admitted
+        prefillBound = (long) Math.max(1, rows / 4) * longest;
+        this.ownPrefixes = prefixes == null;
+        this.prefixes = prefixes != null ? prefixes : new PrefixCache(model, 0, false);
         order = new Integer[n];
         for (int i = 0; i < n; i++) order[i] = i;
         Arrays.sort(order, Comparator.comparingInt((Integer i) -> -requests.get(i).promptIds().length));  // stable
@@ -92,10 +110,19 @@ final class ContinuousEngine {
     }
 
     Generator.Stats stats() {
-        return new Generator.Stats(promptTokens, prefillTokens, prefills, admissions, compactions, wrapped);
+        return new Generator.Stats(promptTokens, prefillTokens, reusedTokens, prefills, admissions, compactions, wrapped);
     }
 
     List<Completion> run() {
+        try {
+            return runBatch();
+        } finally {
+            if (ownPrefixes) prefixes.close();
+        }
+    }
+
+    private List<Completion> runBatch() {
+        prefixes.checkWeights();
         try (PointerScope guardScope = new PointerScope(); InferenceMode inference = new InferenceMode();
              KvCache cache = model.newCache(rows, capacity)) {
             KvCache view = cache;  // the rows stepped: all of them, or the first ones once compacted
@@ -123,75 +150,64 @@ final class ContinuousEngine {
         return Arrays.asList(done);
     }
 
-    /** Requests into the free rows, as many as there are (all when nothing is generating), prefilled together. */
+    /**
+     * Requests into the free rows, as many as there are (all when nothing is generating), prefilled
+     * together: each request's prompt ends just before the column (an empty batch starts its column
+     * after the group's longest prompt), and its first token is drawn.
+     */
     private void admit(KvCache cache) {
         int k = Math.min(rows - live, order.length - next);
-        // beside a running batch the group is prefilled in a cache of its own: at most a quarter
-        // of the rows at a time bounds that cache (MemoryPlan counts it); an empty batch is
-        // prefilled in place
+        // beside a running batch at most a quarter of the rows join at a time
         if (live > 0) k = Math.min(k, Math.max(1, rows / 4));
         admissions++;
         int[] who = new int[k];
         for (int i = 0; i < k; i++) who[i] = order[next + i];
         next += k;
         try (PointerScope scope = new PointerScope()) {
-            Prefill pf = prefill(who, live == 0 ? cache : null);
-            try {
-                place(cache, pf, who);
-            } finally {
-                pf.cache.close();
-            }
-        }
-    }
-
-    /** The prefilled group {@code who} into the free rows, in row order, and its first tokens drawn. */
-    private void place(KvCache cache, Prefill pf, int[] who) {
-        int k = who.length, span = pf.span;
-        long[] dst = new long[k];
-        long start;
-        if (pf.inPlace) {
-            // an empty batch starts afresh: distinct prompt d is in row d, its prompts end at the
-            // column; the other rows copy their prompt's row
-            column = span;
-            wrapped = false;
-            start = 0;
-            boolean[] seen = new boolean[k];
-            int spare = (int) Arrays.stream(pf.distinctOf).max().orElse(-1) + 1, copies = k - spare;
-            long[] from = new long[copies], to = new long[copies];
-            for (int i = 0, c = 0; i < k; i++) {
-                int d = (int) pf.distinctOf[i];
-                if (!seen[d]) {
-                    seen[d] = true;
-                    dst[i] = d;
-                } else {
-                    dst[i] = spare++;
-                    from[c] = d;
-                    to[c++] = dst[i];
+            Map<IntsKey, Integer> index = new HashMap<>();
+            List<int[]> distinct = new ArrayList<>();
+            long[] distinctOf = new long[k];
+            int longest = 0;
+            for (int i = 0; i < k; i++) {
+                int[] p = requests.get(who[i]).promptIds();
+                promptTokens += p.length;
+                longest = Math.max(longest, p.length);
+                Integer d = index.putIfAbsent(new IntsKey(p), distinct.size());
+                if (d == null) {
+                    d = distinct.size();
+                    distinct.add(p);
                 }
+                distinctOf[i] = d;
             }
-            cache.copyRows(cache, from, 0, span, to, 0);
-        } else {
-            // the prefilled slots go just before the column, into the first free rows: one piece,
-            // or two where they wrap
-            start = Math.floorMod(column - span, (long) capacity);
-            long first = Math.min(span, capacity - start);
+            if (live == 0) {
+                column = longest;
+                wrapped = false;
+            }
+            long[] dst = new long[k];
             for (int r = 0, i = 0; i < k; r++) if (req[r] < 0) dst[i++] = r;
-            cache.copyRows(pf.cache, pf.distinctOf, 0, first, dst, start);
-            if (first < span) cache.copyRows(pf.cache, pf.distinctOf, first, span - first, dst, 0);
-        }
-        Tensor last = pf.logits.index_select(0, onDevice(pf.distinctOf, k));
-        Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, new int[k]));
-        for (int i = 0; i < k; i++) {
-            int r = (int) dst[i], d = (int) pf.distinctOf[i];
-            Arrays.fill(valid, r * capacity, (r + 1) * capacity, 0);
-            for (int j = 0; j < span; j++) {
-                valid[(int) (r * (long) capacity + Math.floorMod(start + j, (long) capacity))] = pf.mask[d * span + j];
+            List<List<Long>> rowsOf = new ArrayList<>();
+            for (int d = 0; d < distinct.size(); d++) rowsOf.add(new ArrayList<>());
+            for (int i = 0; i < k; i++) rowsOf.get((int) distinctOf[i]).add(dst[i]);
+            Tensor logits;
+            try {
+                prefillStems(distinct);
+                logits = compute(distinct, rowsOf, cache);
+            } finally {
+                prefixes.unpinAll();  // the stems were needed by this group only
             }
-            req[r] = who[i];
-            out[r] = new Generator.Row(maxNew);
-            pos[r] = requests.get(who[i]).promptIds().length;
-            live++;
-            accept(r, draw, i);
+            Tensor last = logits.index_select(0, onDevice(distinctOf, k));
+            Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), uniforms(who, new int[k]));
+            for (int i = 0; i < k; i++) {
+                int r = (int) dst[i];
+                int len = requests.get(who[i]).promptIds().length;
+                Arrays.fill(valid, r * capacity, (r + 1) * capacity, 0);
+                for (int j = 1; j <= len; j++) valid[(int) (r * (long) capacity + Math.floorMod(column - j, (long) capacity))] = 1;
+                req[r] = who[i];
+                out[r] = new Generator.Row(maxNew);
+                pos[r] = len;
+                live++;
+                accept(r, draw, i);
+            }
         }
     }
 
@@ -270,84 +286,188 @@ final class ContinuousEngine {
     }
 
     /**
-     * The prefilled prompts of a group joining: a cache of their distinct prompts (its own, or
-     * a view of the batch's first rows when prefilled in place), {@code span} slots of each, its
-     * masks and last logits.
+     * The stems of {@code seqs} into the prefix cache, their own stems first: the prefixes that
+     * several distinct prompts share (a task's system prompt and question, followed by different
+     * histories), computed once and then copied rather than computed per prompt.
      */
-    private record Prefill(KvCache cache, boolean inPlace, int span, long[] mask, long[] distinctOf, Tensor logits) {
+    private void prefillStems(List<int[]> seqs) {
+        List<int[]> stems = stems(seqs);
+        if (stems.isEmpty()) return;
+        prefillStems(stems);  // strictly shorter: ends
+        compute(stems, null, null);
     }
 
     /**
-     * Prefills the prompts of requests {@code who}: each distinct prompt once, and a prefix that all
-     * distinct prompts share (≥ MIN_SHARED_PREFIX tokens, short of the shortest) once, broadcast to
-     * their rows before their suffixes are prefilled. Row d of the cache holds distinct prompt d as
-     * [shared prefix | padding | suffix], its slots marked in {@code mask} [D × span]. With
-     * {@code batch} (an empty batch) the distinct prompts go into its first rows.
+     * The prefixes worth computing once for {@code seqs}: each sequence's longest common prefix with
+     * any other (its neighbours in sorted order), short of its last token, where that is at least
+     * MIN_SHARED_PREFIX tokens longer than what the prefix cache holds of it; distinct ones.
      */
-    private Prefill prefill(int[] who, KvCache batch) {
-        Map<IntsKey, Integer> index = new HashMap<>();
-        List<int[]> distinct = new ArrayList<>();
-        long[] distinctOf = new long[who.length];
-        for (int i = 0; i < who.length; i++) {
-            int[] p = requests.get(who[i]).promptIds();
-            promptTokens += p.length;
-            Integer d = index.putIfAbsent(new IntsKey(p), distinct.size());
-            if (d == null) {
-                d = distinct.size();
-                distinct.add(p);
+    private List<int[]> stems(List<int[]> seqs) {
+        int n = seqs.size();
+        if (n < 2) return List.of();
+        Integer[] sorted = new Integer[n];
+        for (int i = 0; i < n; i++) sorted[i] = i;
+        Arrays.sort(sorted, (a, b) -> Arrays.compare(seqs.get(a), seqs.get(b)));
+        int[] stem = new int[n];
+        for (int j = 0; j + 1 < n; j++) {
+            int l = commonPrefix(seqs.get(sorted[j]), seqs.get(sorted[j + 1]));
+            stem[sorted[j]] = Math.max(stem[sorted[j]], l);
+            stem[sorted[j + 1]] = Math.max(stem[sorted[j + 1]], l);
+        }
+        Map<IntsKey, int[]> out = new LinkedHashMap<>();
+        for (int i = 0; i < n; i++) {
+            int[] p = seqs.get(i);
+            int s = Math.min(stem[i], p.length - 1);
+            if (s < MIN_SHARED_PREFIX || s < prefixes.longest(p, p.length - 1).length() + MIN_SHARED_PREFIX) continue;
+            int[] t = Arrays.copyOf(p, s);
+            out.putIfAbsent(new IntsKey(t), t);
+        }
+        return new ArrayList<>(out.values());
+    }
+
+    /**
+     * Computes {@code seqs} from the longest prefix of each that the prefix cache holds, and puts
+     * them into it. With {@code rowsOf} (the distinct prompts of a group: each one's rows of
+     * {@code batch}) each sequence is computed up to its last token, its keys and values are copied
+     * into its rows, ending just before the column, and the last tokens' logits are returned (in
+     * sequence order); else (stems) nothing is returned. The rest of each sequence is prefilled in
+     * buckets of like length, so that little goes to padding and a bucket's cache stays within a
+     * quarter of the batch's rows of prompts.
+     */
+    private Tensor compute(List<int[]> seqs, List<List<Long>> rowsOf, KvCache batch) {
+        boolean group = rowsOf != null;
+        int n = seqs.size();
+        int[] rest = new int[n], cached = new int[n];
+        List<Integer> todo = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            int[] p = seqs.get(i);
+            cached[i] = prefixes.longest(p, group ? p.length - 1 : p.length).length();
+            rest[i] = p.length - cached[i];
+            if (rest[i] > 0) todo.add(i);
+        }
+        todo.sort(Comparator.comparingInt((Integer i) -> -rest[i]));  // longest rest first, stable
+        List<Tensor> logits = new ArrayList<>();
+        long[] position = new long[n];  // where sequence i's logits are in the concatenation of the buckets'
+        int done = 0;
+        for (int s = 0; s < todo.size(); ) {
+            int t = rest[todo.get(s)], p = cached[todo.get(s)], e = s + 1;
+            while (e < todo.size()) {
+                int i = todo.get(e), p2 = Math.max(p, cached[i]);
+                if (t - rest[i] > Math.max(MIN_SHARED_PREFIX, t / 4) || (long) (e - s + 1) * (p2 + t) > prefillBound) break;
+                p = p2;
+                e++;
             }
-            distinctOf[i] = d;
+            List<Integer> bucket = todo.subList(s, e);
+            Tensor l = bucket(seqs, bucket, group, rowsOf, batch);
+            if (l != null) logits.add(l);
+            for (int i : bucket) position[i] = done++;
+            s = e;
         }
-        int dn = distinct.size();
-        int shortest = Integer.MAX_VALUE, lcp = Integer.MAX_VALUE;
-        for (int[] p : distinct) {
-            shortest = Math.min(shortest, p.length);
-            lcp = Math.min(lcp, commonPrefix(distinct.get(0), p));
+        if (!group) return null;
+        Tensor cat = logits.size() == 1 ? logits.get(0) : torch.cat(new TensorVector(logits.toArray(new Tensor[0])), 0);
+        return cat.index_select(0, onDevice(position, n));
+    }
+
+    /**
+     * One prefill forward: the sequences {@code bucket} in a cache of P + T slots, row b holding the
+     * stored prefix of its sequence (looked up again now: an earlier bucket's entries may have sent
+     * older ones out of the prefix cache) just before slot P and its rest, left-padded, in [P, P +
+     * T). Each row then goes into the prefix cache and, for a group, into its batch rows. Returns
+     * the last tokens' logits (or null).
+     */
+    private Tensor bucket(List<int[]> seqs, List<Integer> bucket, boolean group, List<List<Long>> rowsOf, KvCache batch) {
+        int nb = bucket.size();
+        PrefixCache.Match[] from = new PrefixCache.Match[nb];
+        int[] rest = new int[nb];
+        int p = 0, t = 0;
+        for (int b = 0; b < nb; b++) {
+            int[] q = seqs.get(bucket.get(b));
+            from[b] = prefixes.longest(q, group ? q.length - 1 : q.length);
+            rest[b] = q.length - from[b].length();
+            p = Math.max(p, from[b].length());
+            t = Math.max(t, rest[b]);
         }
-        int shared = dn >= 2 && lcp >= MIN_SHARED_PREFIX ? Math.min(lcp, shortest - 1) : 0;
-        int suffix = 0;
-        for (int[] p : distinct) suffix = Math.max(suffix, p.length - shared);
-        int span = shared + suffix;
-        KvCache c = batch != null ? batch.firstRows(dn) : model.newCache(dn, span);
-        c.setLength(0);
+        int span = p + t;
+        KvCache c = model.newCache(nb, span);
         try {
-            if (shared > 0) {
-                try (KvCache prefix = model.newCache(1, shared)) {
-                    long[] ids = new long[shared], at = new long[shared], ones = new long[shared];
-                    for (int j = 0; j < shared; j++) {
-                        ids[j] = distinct.get(0)[j];
-                        at[j] = j;
-                        ones[j] = 1;
-                    }
-                    model.hidden(onDevice(ids, 1, shared), onDevice(at, 1, shared), onDevice(ones, 1, shared), prefix);
-                    c.copyRows(prefix, new long[dn], 0, shared, iota(dn), 0);
-                    c.setLength(shared);
-                }
-                prefills++;
-                prefillTokens += shared;
+            // the stored prefixes in, one copy per store cache and length
+            Map<CopyKey, List<Integer>> copies = new LinkedHashMap<>();
+            for (int b = 0; b < nb; b++) {
+                if (from[b].length() > 0) copies.computeIfAbsent(new CopyKey(from[b].entry().chunk(), from[b].length(), 0), x -> new ArrayList<>()).add(b);
             }
-            long[] ids = new long[dn * suffix], at = new long[dn * suffix], mask = new long[dn * span];
-            for (int d = 0; d < dn; d++) {
-                int[] p = distinct.get(d);
-                int pad = suffix - (p.length - shared);
-                for (int j = 0; j < shared; j++) mask[d * span + j] = 1;
-                for (int j = shared; j < p.length; j++) {
-                    int col = pad + j - shared;
-                    ids[d * suffix + col] = p[j];
-                    at[d * suffix + col] = j;
-                    mask[d * span + shared + col] = 1;
+            for (Map.Entry<CopyKey, List<Integer>> cp : copies.entrySet()) {
+                List<Integer> bs = cp.getValue();
+                long[] src = new long[bs.size()], to = new long[bs.size()];
+                for (int j = 0; j < bs.size(); j++) {
+                    src[j] = from[bs.get(j)].entry().row();
+                    to[j] = bs.get(j);
                 }
-                for (int col = 0; col < pad; col++) at[d * suffix + col] = 1;  // padding: never read
-                prefillTokens += p.length - shared;
+                int len = cp.getKey().cached();
+                c.copyRows(cp.getKey().chunk().cache, src, 0, len, to, p - len);
+                reusedTokens += (long) len * bs.size();
+            }
+            c.setLength(p);
+            long[] ids = new long[nb * t], at = new long[nb * t], mask = new long[nb * span];
+            for (int b = 0; b < nb; b++) {
+                int[] q = seqs.get(bucket.get(b));
+                int have = from[b].length(), pad = t - rest[b];
+                for (int j = 0; j < have; j++) mask[b * span + p - have + j] = 1;
+                for (int col = 0; col < pad; col++) at[b * t + col] = 1;  // padding: never read
+                for (int j = 0; j < rest[b]; j++) {
+                    ids[b * t + pad + j] = q[have + j];
+                    at[b * t + pad + j] = have + j;
+                    mask[b * span + p + pad + j] = 1;
+                }
+                prefillTokens += rest[b];
             }
             prefills++;
-            Tensor h = model.hidden(onDevice(ids, dn, suffix), onDevice(at, dn, suffix), onDevice(mask, dn, span), c);
-            Tensor logits = Generator.allowed(model.logits(h.narrow(1, suffix - 1, 1)).select(1, 0), cfg);
-            return new Prefill(c, batch != null, span, mask, distinctOf, logits);
-        } catch (RuntimeException e) {
+            Tensor h = model.hidden(onDevice(ids, nb, t), onDevice(at, nb, t), onDevice(mask, nb, span), c);
+            Tensor logits = group ? Generator.allowed(model.logits(h.narrow(1, t - 1, 1)).select(1, 0), cfg) : null;
+            if (group) place(c, p, t, bucket, from, rest, rowsOf, batch);
+            for (int b = 0; b < nb; b++) {
+                int have = from[b].length();
+                prefixes.add(!group, seqs.get(bucket.get(b)), c, b, p - have, have, p + t - rest[b], rest[b]);  // stems pinned
+            }
+            return logits;
+        } finally {
             c.close();
-            throw e;
         }
+    }
+
+    /**
+     * The bucket's rows into their batch rows: row b's prefix piece [P − cached, P) and rest piece
+     * [P + T − rest, P + T) to the slots [column − length, column) (round the cache where they wrap);
+     * one copy per (cached, rest) pair and piece.
+     */
+    private void place(KvCache c, int p, int t, List<Integer> bucket, PrefixCache.Match[] from, int[] rest, List<List<Long>> rowsOf,
+                       KvCache batch) {
+        Map<CopyKey, List<Integer>> pieces = new LinkedHashMap<>();
+        for (int b = 0; b < bucket.size(); b++) pieces.computeIfAbsent(new CopyKey(null, from[b].length(), rest[b]), x -> new ArrayList<>()).add(b);
+        for (Map.Entry<CopyKey, List<Integer>> e : pieces.entrySet()) {
+            int have = e.getKey().cached(), more = e.getKey().rest(), len = have + more;
+            List<Long> src = new ArrayList<>(), to = new ArrayList<>();
+            for (int b : e.getValue()) {
+                for (long r : rowsOf.get(bucket.get(b))) {
+                    src.add((long) b);
+                    to.add(r);
+                }
+            }
+            long[] s = src.stream().mapToLong(Long::longValue).toArray(), d = to.stream().mapToLong(Long::longValue).toArray();
+            copyRound(batch, c, s, p - have, have, d, column - len);
+            copyRound(batch, c, s, p + t - more, more, d, column - more);
+        }
+    }
+
+    // slots [from, from + len) of rows src of c into rows dst of the batch from slot `at` on, modulo its capacity
+    private void copyRound(KvCache batch, KvCache c, long[] src, long from, long len, long[] dst, long at) {
+        if (len == 0) return;
+        long start = Math.floorMod(at, (long) capacity), first = Math.min(len, capacity - start);
+        batch.copyRows(c, src, from, first, dst, start);
+        if (first < len) batch.copyRows(c, src, from + first, len - first, dst, 0);
+    }
+
+    /** A store cache (or none) and the lengths of a copy's pieces, as a grouping key. */
+    private record CopyKey(PrefixCache.Chunk chunk, int cached, int rest) {
     }
 
     private double[] uniforms(int[] who, int[] tokenIndex) {
@@ -360,12 +480,6 @@ final class ContinuousEngine {
 
     private Tensor onDevice(long[] a, long... shape) {
         return Generator.onDevice(model, a, shape);
-    }
-
-    private static long[] iota(int n) {
-        long[] a = new long[n];
-        for (int i = 0; i < n; i++) a[i] = i;
-        return a;
     }
 
     private static int commonPrefix(int[] a, int[] b) {

@@ -46,6 +46,7 @@ public final class Generator {
     private final long maxBatchTokens;
     private final Engine engine;
     private volatile List<Batch> lastBatches = List.of();
+    private PrefixCache prefixes;  // kept across calls (keepPrefixes), else null
     private volatile Stats lastStats;
 
     /** A batch as allocated: {@code rows} × {@code capacity} token slots (KV cache and id arrays). */
@@ -56,13 +57,14 @@ public final class Generator {
     }
 
     /**
-     * What the continuous engine did in a call: the prompts' tokens, the tokens it prefilled
-     * (fewer where prompts or their prefixes were shared), its prefill forwards, the groups of
-     * requests that joined (the first included), the compactions, and whether the write column
-     * went round the cache.
+     * What a call did: the prompts' tokens, the tokens it prefilled (the continuous engine: fewer
+     * where prompts or their prefixes were shared; the static one: its batches' padded prompts),
+     * the tokens copied from the prefix cache instead, its prefill forwards, the groups of
+     * requests that joined (the first included; the static engine: its batches), the compactions,
+     * and whether the write column went round the cache.
      */
-    public record Stats(long promptTokens, long prefilledTokens, long prefills, int admissions, int compactions,
-                        boolean wrapped) {
+    public record Stats(long promptTokens, long prefilledTokens, long reusedTokens, long prefills, int admissions,
+                        int compactions, boolean wrapped) {
     }
 
     /** Every call generates its requests in one batch. */
@@ -95,7 +97,40 @@ public final class Generator {
         return maxBatchTokens;
     }
 
-    /** The continuous engine's account of the latest call (null if it ran the static engine). */
+    /**
+     * From now on the continuous engine keeps the prompts it prefilled across calls (a prefix
+     * cache of at most {@code budgetTokens} token slots; 0: no bound), so that a call whose prompts
+     * start with an earlier call's prompt (a multi-turn workflow's next turn: the same question,
+     * a longer history) copies that part's keys and values instead of computing them. Entries are
+     * dropped by themselves when the model's weights change ({@link CausalLm#weightsVersion}); the
+     * memory is held until {@link #clearPrefixes} (the trainer calls it after each rollout
+     * phase). The static engine ignores it.
+     */
+    public Generator keepPrefixes(long budgetTokens) {
+        clearPrefixes();
+        prefixes = new PrefixCache(model, budgetTokens, true);
+        return this;
+    }
+
+    /** Frees what the prefix cache holds (it stays on, empty). */
+    public void clearPrefixes() {
+        if (prefixes != null) prefixes.clear();
+    }
+
+    /** The prefix cache kept across calls, or null (for tests). */
+    PrefixCache prefixCache() {
+        return prefixes;
+    }
+
+    /** Whether prompts are kept across calls ({@link #keepPrefixes}). */
+    public boolean keepsPrefixes() {
+        return prefixes != null;
+    }
+
+    /**
+     * The account of the latest call: the continuous engine's, or the static engine's (its batches
+     * prefilled whole, padding included; no prefills counted without a KV cache).
+     */
     public Stats lastStats() {
         return lastStats;
     }
@@ -135,7 +170,7 @@ public final class Generator {
         List<Completion> out;
         lastStats = null;
         if (engine == Engine.CONTINUOUS && cfg.useCache()) {
-            ContinuousEngine e = new ContinuousEngine(model, requests, cfg, maxBatchTokens);
+            ContinuousEngine e = new ContinuousEngine(model, requests, cfg, maxBatchTokens, prefixes);
             shapes.add(e.shape());
             out = e.run();
             lastStats = e.stats();
@@ -152,6 +187,13 @@ public final class Generator {
             out = Arrays.asList(done);
         }
         lastBatches = List.copyOf(shapes);
+        if (lastStats == null) {
+            // the static engine: each batch prefilled whole, padding included, with a KV cache (else every step is a forward of all slots)
+            long prompt = 0, prefilled = 0;
+            for (Request r : requests) prompt += r.promptIds().length;
+            for (Batch s : shapes) prefilled += (long) s.rows() * (s.capacity() - cfg.maxNewTokens());
+            lastStats = new Stats(prompt, cfg.useCache() ? prefilled : 0, 0, cfg.useCache() ? shapes.size() : 0, shapes.size(), 0, false);
+        }
         return out;
     }
 

@@ -1,8 +1,9 @@
 // EnginePolicy.java — the generation adapter: the agents' policy as the rollout engine runs it. Each
 // batched call renders the agents' chats with the model's template, tokenises them (keeping the end
 // of a prompt that is too long: the question and the latest context), generates with the model's
-// Generator on one random stream per (trajectory, turn), and hands back the text with the exact
-// token ids and sampled log-probs that PPO trains on.
+// Generator on one random stream per (trajectory, turn) — one call per model for a round of agents
+// that do not wait for each other — and hands back the text with the exact token ids and sampled
+// log-probs that PPO trains on.
 package dev.drmas.train;
 
 import dev.drmas.agent.Agent;
@@ -14,10 +15,14 @@ import dev.drmas.rollout.Completion;
 import dev.drmas.rollout.GenerationConfig;
 import dev.drmas.rollout.Request;
 import dev.drmas.rollout.SamplingParams;
+import dev.drmas.rollout.Generator;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 
 final class EnginePolicy implements AgentPolicy {
     private final Policies policies;
@@ -27,6 +32,8 @@ final class EnginePolicy implements AgentPolicy {
     private final long seed;
     private final long trajOffset;  // this rank's first trajectory: draws follow the global index
     private int truncated;
+    private long promptTokens, prefilledTokens, reusedTokens;  // the engine's account over the calls
+    private int calls;
 
     EnginePolicy(Policies policies, SamplingParams sampling, int maxPromptTokens, int maxNewTokens, SamplingStreams streams,
                  long seed, long trajOffset) {
@@ -39,6 +46,14 @@ final class EnginePolicy implements AgentPolicy {
         this.trajOffset = trajOffset;
     }
 
+    /**
+     * The rollout engine's prefill over the calls so far: {prompt tokens, tokens prefilled, tokens
+     * copied from the prefix cache} (Generator.Stats).
+     */
+    long[] prefill() {
+        return new long[] {promptTokens, prefilledTokens, reusedTokens};
+    }
+
     /** Prompts cut to max_prompt_tokens so far. */
     int truncated() {
         return truncated;
@@ -46,28 +61,58 @@ final class EnginePolicy implements AgentPolicy {
 
     @Override
     public List<Turn> act(Agent agent, List<TurnRequest> requests) {
-        Policies.Policy p = policies.get(agent.modelId());
-        List<Request> reqs = new ArrayList<>(requests.size());
-        boolean[] cut = new boolean[requests.size()];
-        for (int i = 0; i < requests.size(); i++) {
-            TurnRequest r = requests.get(i);
-            int[] ids = p.tokenizer().encode(p.chat().render(Message.toMaps(r.messages()), true));
-            if (ids.length > maxPromptTokens) {  // keep the end: the question and the latest context
-                ids = Arrays.copyOfRange(ids, ids.length - maxPromptTokens, ids.length);
-                cut[i] = true;
-                truncated++;
+        return actTogether(List.of(agent), List.of(requests)).get(0);
+    }
+
+    /** The requests of agents that share a model go into one generate call: the engine batches them together. */
+    @Override
+    public List<List<Turn>> actTogether(List<Agent> agents, List<List<TurnRequest>> requests) {
+        if (agents.size() != requests.size()) {
+            throw new IllegalArgumentException(agents.size() + " agents but " + requests.size() + " request lists");
+        }
+        Map<String, List<Integer>> byModel = new LinkedHashMap<>();
+        for (int i = 0; i < agents.size(); i++) byModel.computeIfAbsent(agents.get(i).modelId(), m -> new ArrayList<>()).add(i);
+        List<List<Turn>> out = new ArrayList<>(Collections.nCopies(agents.size(), (List<Turn>) null));
+        for (Map.Entry<String, List<Integer>> e : byModel.entrySet()) {
+            Policies.Policy p = policies.get(e.getKey());
+            List<Request> reqs = new ArrayList<>();
+            List<Boolean> cut = new ArrayList<>();
+            for (int i : e.getValue()) {
+                for (TurnRequest r : requests.get(i)) {
+                    int[] ids = p.tokenizer().encode(p.chat().render(Message.toMaps(r.messages()), true));
+                    boolean c = ids.length > maxPromptTokens;
+                    if (c) {  // keep the end: the question and the latest context
+                        ids = Arrays.copyOfRange(ids, ids.length - maxPromptTokens, ids.length);
+                        truncated++;
+                    }
+                    cut.add(c);
+                    reqs.add(new Request(ids, streams.key(trajOffset + r.traj(), r.turn())));
+                }
             }
-            reqs.add(new Request(ids, streams.key(trajOffset + r.traj(), r.turn())));
+            GenerationConfig gc = new GenerationConfig(sampling, maxNewTokens, new HashSet<>(p.tokenizer().stopTokenIds()), List.of(),
+                    null, seed, true, Math.min(p.tokenizer().vocabSize(), p.model().config().vocabSize()));
+            List<Completion> done = p.generator().generate(reqs, gc);
+            calls++;
+            Generator.Stats st = p.generator().lastStats();
+            promptTokens += st.promptTokens();
+            prefilledTokens += st.prefilledTokens();
+            reusedTokens += st.reusedTokens();
+            int k = 0;
+            for (int i : e.getValue()) {
+                List<Turn> turns = new ArrayList<>(requests.get(i).size());
+                for (int j = 0; j < requests.get(i).size(); j++, k++) {
+                    Completion c = done.get(k);
+                    turns.add(new Turn(p.tokenizer().decode(c.tokens(), true),
+                            new TurnData(reqs.get(k).promptIds(), c.tokens(), c.logprobs(), c.finishReason(), cut.get(k))));
+                }
+                out.set(i, turns);
+            }
         }
-        GenerationConfig gc = new GenerationConfig(sampling, maxNewTokens, new HashSet<>(p.tokenizer().stopTokenIds()), List.of(),
-                null, seed, true, Math.min(p.tokenizer().vocabSize(), p.model().config().vocabSize()));
-        List<Completion> out = p.generator().generate(reqs, gc);
-        List<Turn> turns = new ArrayList<>(out.size());
-        for (int i = 0; i < out.size(); i++) {
-            Completion c = out.get(i);
-            turns.add(new Turn(p.tokenizer().decode(c.tokens(), true),
-                    new TurnData(reqs.get(i).promptIds(), c.tokens(), c.logprobs(), c.finishReason(), cut[i])));
-        }
-        return turns;
+        return out;
+    }
+
+    /** Generate calls made so far (one per model and round of agents). */
+    int calls() {
+        return calls;
     }
 }

@@ -76,7 +76,12 @@ final class Evaluator {
                 return turns;
             };
         }
-        List<Episode> eps = RolloutBatch.run(workload.orchestra(), local, n, watched);
+        List<Episode> eps;
+        try {
+            eps = RolloutBatch.run(workload.orchestra(), local, n, watched);
+        } finally {
+            policies.clearPrefixes();
+        }
         double[] hits = new double[tasks.size() * n];
         for (Episode e : eps) if (workload.reward(local.get(e.uid()), e) == 1.0) hits[(mine.first() * n) + e.traj()] = 1;
         dist.sum(hits, "the evaluation results");

@@ -63,15 +63,16 @@ public final class MemoryPlan {
      * One batch of generation: {@code rows} requests prefilled at {@code promptTokens} each, with
      * a KV cache of {@code capacity} slots per row; {@code prefill} is the prefill's forward at its
      * peak, {@code logits} the last position's logits with the sampler's work; {@code
-     * prefillCache} the continuous engine's cache of the prompts joining a running batch (held
-     * beside the batch's until they are copied into it: at most a quarter of the rows × prompt
-     * slots, and one prompt's shared prefix; 0 for the static engine, which prefills into the
-     * batch's cache, as the continuous one does for an empty batch).
+     * prefillCache} the continuous engine's cache of one prefill forward (a quarter of the rows ×
+     * prompt slots at most); {@code prefixCache} its prompts kept for reuse (rollout.prefix_cache:
+     * the budget's slots) and the stems of a joining group's prompts (one a task: rows ÷
+     * rollouts_per_task prompts); both 0 for the static engine, which prefills into the batch's
+     * cache.
      */
     public record Generation(int rows, int promptTokens, int capacity, long kvCache, long prefill, long logits,
-                             long prefillCache) {
+                             long prefillCache, long prefixCache) {
         public long added() {
-            return kvCache + prefillCache + Math.max(prefill, logits);
+            return kvCache + prefillCache + prefixCache + Math.max(prefill, logits);
         }
     }
 
@@ -262,13 +263,12 @@ public final class MemoryPlan {
         // generation: one agent turn's requests of every trajectory on this rank (or of the
         // evaluation, when it has more), cut by rollout.max_batch_tokens into batches of rows ×
         // (longest prompt + max_new_tokens) slots
-        long rows = ceilDiv(rc.tasksPerStep(), w) * rc.rolloutsPerTask();
-        if (cfg.trainer().evalFreq() > 0 && cfg.eval().tasks() > 0) {
-            rows = Math.max(rows, ceilDiv(cfg.eval().tasks(), w) * cfg.eval().samplesPerTask());
-        }
+        long rows = cfg.turnRows(w);
+        long prefixBudget = rc.prefixCacheBudget(rows);
         if (rc.maxBatchTokens() > 0) rows = Math.min(rows, rc.maxBatchTokens() / row);
         boolean filters = rc.topK() > 0 || rc.topP() < 1;
-        Generation gen = generation(c, b, (int) rows, prompt, fresh, filters, rc.engine() == Generator.Engine.CONTINUOUS);
+        Generation gen = generation(c, b, (int) rows, prompt, fresh, filters, rc.engine() == Generator.Engine.CONTINUOUS, prefixBudget,
+                rc.rolloutsPerTask());
 
         boolean div = rc.temperature() != 1.0;
         MicroBatch mb = microBatch(pc.microBatchSize(), pc.maxTokensPerMicroBatch(), prompt, fresh);
@@ -553,19 +553,23 @@ public final class MemoryPlan {
     /**
      * One generation batch (Generator): the KV cache, [2, rows, kv_heads, capacity, head_dim] per
      * layer in the dtype, made before the prefill and held to the end (the continuous engine's
-     * prefill cache of a quarter of the rows × prompt slots beside it); the prefill, a forward of
+     * prefill cache and its prefix cache of {@code prefixBudget} slots, or the batch's, beside
+     * it); the prefill, a forward of
      * rows × prompt tokens without autograd; then the last position's logits [rows, V] (in the
      * dtype, then float32) and the sampler's float32 and float64 copies of them (division by the
      * temperature, softmax, its float64 cumulative sum: 28 bytes a logit; top-k/top-p add a sort).
      */
-    static Generation generation(ModelConfig c, int b, int rows, int prompt, int fresh, boolean filters, boolean continuous) {
+    static Generation generation(ModelConfig c, int b, int rows, int prompt, int fresh, boolean filters, boolean continuous,
+                                 long prefixBudget, int rolloutsPerTask) {
         long cap = (long) prompt + fresh;
         long slot = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * b;
         long kv = slot * rows * cap;
         MicroBatch pre = new MicroBatch(rows, (long) rows * prompt, prompt, 0);
         long prefill = inferencePeak(c, b, pre, false);
         long logits = (long) rows * prompt * c.hiddenSize() * b + (long) rows * c.vocabSize() * (b + 4 + 28 + (filters ? 24 : 0));
-        return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * (Math.max(1, rows / 4) + 1) * prompt : 0);
+        long bucket = Math.max(1, rows / 4) * (long) prompt, stems = Math.max(1, rows / Math.max(1, rolloutsPerTask)) * (long) prompt;
+        return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * bucket : 0,
+                continuous ? slot * (prefixBudget + stems) : 0);
     }
 
     // ------------------------------------------------------------------ advice

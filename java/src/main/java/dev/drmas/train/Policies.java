@@ -89,9 +89,10 @@ final class Policies implements AutoCloseable {
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
                 ps.notes.addAll(precisionNotes(id, spec, device));
                 CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;
-                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok),
-                        new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine()),
-                        optim, o.gradClip(), ref));
+                Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());
+                long prefixBudget = cfg.rollout().prefixCacheBudget(cfg.turnRows(dist.worldSize()));
+                if (prefixBudget > 0) gen.keepPrefixes(prefixBudget);
+                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), gen, optim, o.gradClip(), ref));
             }
         } catch (RuntimeException e) {
             ps.close();
@@ -238,9 +239,15 @@ final class Policies implements AutoCloseable {
         return n;
     }
 
+    /** Frees the prompts each model's rollout engine kept through a rollout phase (rollout.prefix_cache). */
+    void clearPrefixes() {
+        for (Policy p : byId.values()) p.generator().clearPrefixes();
+    }
+
     @Override
     public void close() {
         for (Policy p : byId.values()) {
+            p.generator().clearPrefixes();
             p.optim().close();
             p.model().close();
             if (p.reference() != null) p.reference().close();

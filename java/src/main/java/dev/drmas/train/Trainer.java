@@ -191,7 +191,12 @@ public final class Trainer implements AutoCloseable {
         EnginePolicy policy = new EnginePolicy(policies, rc.sampling(), rc.maxPromptTokens(), rc.maxNewTokens(),
                 SamplingStreams.training(step), cfg.run().seed(), (long) mine.first() * rc.rolloutsPerTask());
         Map<String, Double> memory = new LinkedHashMap<>();
-        List<Episode> episodes = timed(timer, memory, "rollout", () -> RolloutBatch.run(workload.orchestra(), batchTasks, rc.rolloutsPerTask(), policy));
+        List<Episode> episodes;
+        try {
+            episodes = timed(timer, memory, "rollout", () -> RolloutBatch.run(workload.orchestra(), batchTasks, rc.rolloutsPerTask(), policy));
+        } finally {
+            policies.clearPrefixes();  // the prompts kept for the phase's later turns: stale after the update anyway
+        }
         RolloutBatch batch = timed(timer, memory, "reward", () -> RolloutBatch.of(batchTasks, episodes, rc.rolloutsPerTask(), workload));
         Advantages.Result adv = timed(timer, memory, "advantage", () -> batch.advantages(cfg.normConfig(), workload.team().size()));
         PpoUpdater.Stats[] stats = timed(timer, memory, "update", () -> update(batch, adv.advantages()));
@@ -199,6 +204,10 @@ public final class Trainer implements AutoCloseable {
         Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), timer, collective0),
                 workload.team(), workload, policies, dist);
         m.putAll(memory);
+        long[] prefill = policy.prefill();
+        m.put("perf/prompt_tokens", (double) prefill[0]);
+        m.put("perf/prefilled_tokens", (double) prefill[1]);
+        m.put("perf/prefix_reused_tokens", (double) prefill[2]);
         return m;
     }
 

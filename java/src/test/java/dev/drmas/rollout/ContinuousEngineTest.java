@@ -141,6 +141,106 @@ class ContinuousEngineTest {
         }
     }
 
+    /**
+     * Prompts of a multi-turn workflow: per task a question after a shared system prompt, then per
+     * rollout a history of {@code history} tokens (each rollout's starting with its own token).
+     */
+    static List<Request> turn(int tasks, int n, int system, int question, int history, long seed, int turn) {
+        SplittableRandom rng = new SplittableRandom(seed);
+        int[] head = new int[system];
+        for (int j = 0; j < system; j++) head[j] = rng.nextInt(VOCAB);
+        List<Request> out = new ArrayList<>();
+        for (int t = 0; t < tasks; t++) {
+            int[] q = new int[question];
+            for (int j = 0; j < question; j++) q[j] = rng.nextInt(VOCAB);
+            for (int r = 0; r < n; r++) {
+                int[] p = new int[system + question + history];
+                System.arraycopy(head, 0, p, 0, system);
+                System.arraycopy(q, 0, p, system, question);
+                for (int j = 0; j < history; j++) p[system + question + j] = j == 0 ? (t * n + r) % VOCAB : rng.nextInt(VOCAB);
+                out.add(new Request(p, 1000L * t + r + 100_000L * turn));
+            }
+        }
+        return out;
+    }
+
+    /** The same requests with {@code more} tokens appended to each prompt (the next turn's history). */
+    static List<Request> extended(List<Request> reqs, int more, long seed) {
+        SplittableRandom rng = new SplittableRandom(seed);
+        List<Request> out = new ArrayList<>();
+        for (Request r : reqs) {
+            int[] p = java.util.Arrays.copyOf(r.promptIds(), r.promptIds().length + more);
+            for (int j = r.promptIds().length; j < p.length; j++) p[j] = rng.nextInt(VOCAB);
+            out.add(new Request(p, r.stream() + 7));
+        }
+        return out;
+    }
+
+    @ParameterizedTest
+    @EnumSource(Path.class)
+    void aTasksPromptsShareTheirStemsOnce(Path path) {
+        try (CausalLm m = model(path, Family.QWEN3)) {
+            // 3 tasks x 4 rollouts: a 20-token system prompt, a 20-token question, 5-token histories
+            List<Request> reqs = turn(3, 4, 20, 20, 5, 41, 0);
+            GenerationConfig cfg = mixedLengths(12);
+            Generator g = new Generator(m, 0, Generator.Engine.CONTINUOUS);
+            assertSame(new Generator(m, 0, Generator.Engine.STATIC).generate(reqs, cfg), g.generate(reqs, cfg), "stems");
+            // the system prompt once, each question once, each history once
+            assertEquals(20 + 3 * 20 + 12 * 5, g.lastStats().prefilledTokens(), g.lastStats().toString());
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(Path.class)
+    void aLaterTurnStartsFromTheEarlierPrompts(Path path) {
+        try (CausalLm m = model(path, Family.QWEN3)) {
+            List<Request> first = turn(3, 4, 20, 20, 6, 43, 0), second = extended(first, 9, 44);
+            GenerationConfig cfg = mixedLengths(12);
+            Generator fresh = new Generator(m, 0, Generator.Engine.CONTINUOUS);
+            Generator kept = new Generator(m, 0, Generator.Engine.CONTINUOUS).keepPrefixes(0);
+            Generator statics = new Generator(m, 0, Generator.Engine.STATIC);
+            assertSame(statics.generate(first, cfg), kept.generate(first, cfg), "first turn");
+            assertTrue(kept.prefixCache().size() > 0, "the first turn's prompts are kept");
+            List<Completion> want = statics.generate(second, cfg);
+            assertSame(want, kept.generate(second, cfg), "second turn, from the kept prompts");
+            assertSame(want, fresh.generate(second, cfg), "second turn, from scratch");
+            // each second-turn prompt copies its whole first-turn prompt and computes the 9 new tokens
+            long firstLength = first.get(0).promptIds().length;
+            assertEquals(12 * firstLength, kept.lastStats().reusedTokens(), kept.lastStats().toString());
+            assertEquals(12 * 9, kept.lastStats().prefilledTokens(), kept.lastStats().toString());
+            // from scratch: the system prompt, each question and each history (15 tokens now) once
+            long scratch = 20 + 3 * 20 + 12 * 15;
+            assertEquals(scratch, fresh.lastStats().prefilledTokens(), fresh.lastStats().toString());
+
+            // new weights: nothing kept is used, the tokens are the new model's
+            try (var scope = new org.bytedeco.javacpp.PointerScope(); var ng = new org.bytedeco.pytorch.NoGradGuard()) {
+                m.parameters().get("model.norm.weight").mul_(new org.bytedeco.pytorch.Scalar(1.5));
+            }
+            List<Completion> changed = statics.generate(second, cfg);
+            assertSame(changed, kept.generate(second, cfg), "after a weight change");
+            assertEquals(scratch, kept.lastStats().prefilledTokens(), "nothing from before the change: " + kept.lastStats());
+            kept.clearPrefixes();
+            assertEquals(0, kept.prefixCache().size());
+            assertEquals(0, kept.prefixCache().slots());
+        }
+    }
+
+    @Test
+    void aSmallBudgetEvictsOldPromptsAndKeepsTheTokens() {
+        try (CausalLm m = model(Path.CPU_DECODE, Family.LLAMA)) {
+            List<Request> first = turn(4, 3, 16, 18, 4, 45, 0), second = extended(first, 5, 46), third = extended(second, 5, 47);
+            GenerationConfig cfg = mixedLengths(10);
+            Generator statics = new Generator(m, 0, Generator.Engine.STATIC);
+            long budget = 3L * PrefixCache.CHUNK_ROWS * 64;  // three store caches of short prompts
+            Generator small = new Generator(m, 0, Generator.Engine.CONTINUOUS).keepPrefixes(budget);
+            for (List<Request> t : List.of(first, second, third)) {
+                assertSame(statics.generate(t, cfg), small.generate(t, cfg), "budget " + budget);
+                assertTrue(small.prefixCache().slots() <= budget, small.prefixCache().slots() + " slots kept, budget " + budget);
+            }
+            assertTrue(small.lastStats().reusedTokens() > 0, "the latest turn still found its prompts: " + small.lastStats());
+        }
+    }
+
     @Test
     void stopStringsAndFirstTokenStopsFinishRows() {
         try (CausalLm m = model(Path.CPU_DECODE, Family.QWEN2)) {

@@ -13,6 +13,7 @@ import dev.drmas.agent.Agent;
 import dev.drmas.agent.AgentPolicy;
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.EpisodeInit;
+import dev.drmas.agent.Message;
 import dev.drmas.agent.Orchestra;
 import dev.drmas.agent.PromptTemplate;
 import dev.drmas.agent.RunningEpisode;
@@ -24,6 +25,7 @@ import dev.drmas.agent.VerdictParser;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
+import java.util.function.Function;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -187,8 +189,25 @@ public final class SearchOrchestra implements Orchestra {
                     st.done = true;  // out of turns without an answer: no action, reward 0
                 }
             }
+            // the answerer's and the searcher's turns do not wait for each other: one policy call, so
+            // that agents sharing a model are generated in one batch
+            List<Agent> agents = new ArrayList<>(2);
+            List<List<Integer>> which = new ArrayList<>(2);
             if (!answering.isEmpty()) {
-                List<Turn> answers = call(answerer, states, answering, turn, policy);
+                agents.add(answerer);
+                which.add(answering);
+            }
+            if (!searching.isEmpty()) {
+                agents.add(searcher);
+                which.add(searching);
+            }
+            if (agents.isEmpty()) continue;
+            List<Function<State, List<Message>>> prompts = new ArrayList<>(2);
+            for (Agent a : agents) prompts.add(st -> a.conversation(false, st.values()));
+            List<List<Turn>> replies = RunningEpisode.callTogether(agents, states, which, turn, policy, prompts);
+            int k = 0;
+            if (!answering.isEmpty()) {
+                List<Turn> answers = replies.get(k++);
                 for (int j = 0; j < answering.size(); j++) {
                     State st = states.get(answering.get(j));
                     st.action = answers.get(j).text();
@@ -196,7 +215,7 @@ public final class SearchOrchestra implements Orchestra {
                     st.done = true;
                 }
             }
-            if (!searching.isEmpty()) search(states, searching, call(searcher, states, searching, turn, policy));
+            if (!searching.isEmpty()) search(states, searching, replies.get(k));
         }
         List<Episode> out = new ArrayList<>(states.size());
         for (State st : states) out.add(st.finish());
