@@ -6,7 +6,8 @@
  *          drmas_broadcast_rows_f32, drmas_clipped_loss_f32, drmas_clipped_loss_async_f32,
  *          drmas_clipped_loss_rows_f32, drmas_lmhead_logprobs_f32,
  *          drmas_lmhead_chunk_f32, drmas_lmhead_logprobs_bf16, drmas_lmhead_chunk_bf16,
- *          drmas_decode_attention_f32, drmas_last_error,
+ *          drmas_decode_attention_f32, drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32,
+ *          drmas_last_error,
  *          drmas_abi_value, drmas_cuda_* helpers
  *
  * Conventions (ARCHITECTURE §4):
@@ -374,6 +375,68 @@ DRMAS_API int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64
                                              const float* sin_signed, float* k_cache, float* v_cache,
                                              int64_t cache_row_stride, int64_t capacity, int64_t write_slot,
                                              int64_t slots, const uint8_t* mask, double scale, float* out);
+
+/* ---- 7. a CPU decoding step's other ops (CPU only) ------------------------------------ *
+ * The rest of a decoding step's per-layer arithmetic and its sampler, one call each instead of a dozen
+ * LibTorch calls. Rows are strided (strides in floats, each >= the row's width); `rows` = 0 is a
+ * no-op. Rows run in parallel when rows x width is large (64K elements a thread); each row is one
+ * thread's, computed with the same operations in the same order wherever it runs, so the results are
+ * bit for bit the same on every thread count and instruction set (the AVX2 and the baseline loops,
+ * DRMAS_CPU_ISA=v2, agree). The CUDA device is DRMAS_ERR_UNSUPPORTED: on GPUs the decoding step is
+ * LibTorch's.
+ *
+ * RMSNorm with the transformer's residual connection (HF's Qwen2 / Llama RMSNorm in float32): per row
+ * r, when residual is not NULL, first x[r, c] += residual[r, c] (a float add, written back into x: the
+ * residual stream); then out[r, c] = (x[r, c] * f_r) * weight[c], two float multiplies in that order,
+ * with f_r = (float)(1 / sqrt(ss_r / hidden + eps)) in fp64 and ss_r = sum_c x[r, c]^2 (after the add)
+ * accumulated in fp64 in a fixed order. hidden >= 1; eps finite and >= 0 (eps 0 and a row of zeros
+ * give NaN, as HF). out may be x itself (in place; then out_stride must equal x_stride) or a buffer
+ * that does not overlap x; residual must not overlap x or out (residual == x or == out is refused).
+ * Non-finite values propagate. */
+DRMAS_API int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidden, float* x, int64_t x_stride,
+                                     const float* residual, int64_t residual_stride, const float* weight, double eps,
+                                     float* out, int64_t out_stride);
+
+/* SwiGLU: out[r, c] = silu(gate[r, c]) * up[r, c], silu(g) = g / (1 + e^-g) in float (LibTorch's
+ * formula), e^x by a float polynomial within ~2 ulps over the whole float range, so an output is within
+ * ~1e-6 relative of the exact value or below ~1e-30 in magnitude. Where e^-g overflows float (g below
+ * -88.7228, where |silu(g)| < 2.6e-37, and g = -inf) silu is its limit -0, as LibTorch's float silu
+ * gives for a finite g (for -inf it gives NaN): the output is +-0 for a finite up (NaN for an infinite
+ * one). g = +inf gives +inf * up; NaN propagates. width >= 1. out may be gate or up (in place, with
+ * the same stride) or a buffer overlapping neither. */
+DRMAS_API int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, const float* gate, int64_t gate_stride,
+                                   const float* up, int64_t up_stride, float* out, int64_t out_stride);
+
+/* The sampler of a decoding step (Java's dev.drmas.rollout.Sampler, HF's warpers: temperature, top-k,
+ * top-p, in that order): one token and its log-probability per row of `vocab` logits, from the row's
+ * uniform number. Per row:
+ *  - temperature 0 (greedy): the token is the first index of the largest logit (torch.argmax's) and
+ *    the log-prob log_softmax(logits)[token], unscaled; uniforms are not read (may be NULL).
+ *  - otherwise s = logits / (float)temperature, divided in float (as LibTorch's x.div on a float
+ *    tensor; temperature 1 is no division). top_k > 0 and < vocab keeps the tokens whose s is >= the
+ *    k-th largest s (duplicates counted; ties with the k-th stay). Then top_p < 1 orders the kept
+ *    tokens by s descending, equal s by token index ascending (documented here: LibTorch's sort leaves
+ *    the order of ties unspecified), and keeps a token when the probability mass of the kept tokens
+ *    strictly before it, with the probabilities renormalised over the top-k set, is < top_p (so the
+ *    token that crosses top_p is kept). The token is the first index whose CDF of e^(s - max) over the
+ *    kept tokens, summed in token order in fp64, exceeds uniforms[r] times its total (uniforms[r] < 1
+ *    puts that target below the total in fp64, so there is one), which is never a token of zero
+ *    probability; were the target ever the total, the token where the CDF reaches it. The log-prob is log_softmax(s)[token] over ALL tokens (before top-k
+ *    and top-p: what the trainer recomputes as the old log-prob), in fp64, rounded to float.
+ *  - a row that is no distribution (a NaN logit, a +inf one, all -inf; after the division, so also
+ *    logits that overflow it) gets log-prob NaN and, as token, the first index of its largest non-NaN
+ *    value (0 if it has none); the call still succeeds, so that the caller's NaN check names the row
+ *    (Java: Generator.Row.add). -inf logits among finite ones are tokens of probability 0.
+ * Probabilities are e^(s - max) in fp64 by a polynomial within a few fp64 ulps of libm's exp (results
+ * in the denormals included), so a draw differs from an exact computation's only when its target lies
+ * within ~1e-15 relative of a CDF boundary (or a top-p mass as close to top_p). temperature finite and >= 0; top_k >= 0 (0: off); top_p in
+ * (0, 1] (1: off); every uniforms[r] in [0, 1) (DRMAS_ERR_RANGE names the first row that is not; it is
+ * checked whenever uniforms is given); vocab < 2^31. Writes tokens[rows] and logprobs[rows].
+ * Scratch: per thread, up to 16 bytes a vocabulary entry (the scaled row, top-k's copy, the fp64
+ * CDF, top-p's order; only those the settings need), allocated and freed inside the call. */
+DRMAS_API int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const float* logits, int64_t logits_stride,
+                                   double temperature, int64_t top_k, double top_p, const double* uniforms, int64_t* tokens,
+                                   float* logprobs);
 
 /* ---- the ABI as the library was compiled ------------------------------------------ *
  * So that a binding can check its own copy of this header against the library it loaded:

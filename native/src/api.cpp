@@ -474,3 +474,103 @@ int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, 
 }
 
 }  // extern "C"
+
+// ---- 7. a decoding step's other ops (CPU only) -------------------------------------------
+
+// Whether a strided array of `rows` rows of stride `stride` can be indexed without overflow.
+static bool rows_fit(int64_t rows, int64_t stride) { return rows == 0 || rows <= INT64_MAX / stride; }
+
+extern "C" {
+
+int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidden, float* x, int64_t x_stride, const float* residual,
+                           int64_t residual_stride, const float* weight, double eps, float* out, int64_t out_stride) {
+    const char* fn = "drmas_rms_norm_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (device == DRMAS_DEVICE_CUDA)
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's ops)", fn);
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
+        DRMAS_REQUIRE(hidden >= 1, DRMAS_ERR_SIZE, "%s: hidden must be >= 1, got %lld", fn, (long long)hidden);
+        DRMAS_REQUIRE(x_stride >= hidden, DRMAS_ERR_SIZE, "%s: x_stride (%lld) is less than hidden (%lld)", fn, (long long)x_stride,
+                      (long long)hidden);
+        DRMAS_REQUIRE(!residual || residual_stride >= hidden, DRMAS_ERR_SIZE, "%s: residual_stride (%lld) is less than hidden (%lld)",
+                      fn, (long long)residual_stride, (long long)hidden);
+        DRMAS_REQUIRE(out_stride >= hidden, DRMAS_ERR_SIZE, "%s: out_stride (%lld) is less than hidden (%lld)", fn,
+                      (long long)out_stride, (long long)hidden);
+        DRMAS_REQUIRE(rows_fit(rows, x_stride) && rows_fit(rows, out_stride) && (!residual || rows_fit(rows, residual_stride)),
+                      DRMAS_ERR_SIZE, "%s: rows x strides overflows (rows %lld)", fn, (long long)rows);
+        DRMAS_REQUIRE(isfinite(eps) && eps >= 0, DRMAS_ERR_CONFIG, "%s: eps must be finite and >= 0, got %g", fn, eps);
+        if (rows == 0) return DRMAS_OK;
+        DRMAS_REQUIRE(x, DRMAS_ERR_NULL, "%s: x is NULL", fn);
+        DRMAS_REQUIRE(weight, DRMAS_ERR_NULL, "%s: weight is NULL", fn);
+        DRMAS_REQUIRE(out, DRMAS_ERR_NULL, "%s: out is NULL", fn);
+        DRMAS_REQUIRE(out != x || out_stride == x_stride, DRMAS_ERR_SIZE,
+                      "%s: out is x (in place) but out_stride (%lld) differs from x_stride (%lld)", fn, (long long)out_stride,
+                      (long long)x_stride);
+        DRMAS_REQUIRE(residual != x && residual != out, DRMAS_ERR_CONFIG,
+                      "%s: residual must not be x or out (it is added into x, which out may overwrite)", fn);
+        return rms_norm_cpu(rows, hidden, x, x_stride, residual, residual_stride, weight, eps, out, out_stride);
+    });
+}
+
+int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, const float* gate, int64_t gate_stride, const float* up,
+                         int64_t up_stride, float* out, int64_t out_stride) {
+    const char* fn = "drmas_swiglu_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (device == DRMAS_DEVICE_CUDA)
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's ops)", fn);
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
+        DRMAS_REQUIRE(width >= 1, DRMAS_ERR_SIZE, "%s: width must be >= 1, got %lld", fn, (long long)width);
+        DRMAS_REQUIRE(gate_stride >= width, DRMAS_ERR_SIZE, "%s: gate_stride (%lld) is less than width (%lld)", fn,
+                      (long long)gate_stride, (long long)width);
+        DRMAS_REQUIRE(up_stride >= width, DRMAS_ERR_SIZE, "%s: up_stride (%lld) is less than width (%lld)", fn, (long long)up_stride,
+                      (long long)width);
+        DRMAS_REQUIRE(out_stride >= width, DRMAS_ERR_SIZE, "%s: out_stride (%lld) is less than width (%lld)", fn,
+                      (long long)out_stride, (long long)width);
+        DRMAS_REQUIRE(rows_fit(rows, gate_stride) && rows_fit(rows, up_stride) && rows_fit(rows, out_stride), DRMAS_ERR_SIZE,
+                      "%s: rows x strides overflows (rows %lld)", fn, (long long)rows);
+        if (rows == 0) return DRMAS_OK;
+        DRMAS_REQUIRE(gate, DRMAS_ERR_NULL, "%s: gate is NULL", fn);
+        DRMAS_REQUIRE(up, DRMAS_ERR_NULL, "%s: up is NULL", fn);
+        DRMAS_REQUIRE(out, DRMAS_ERR_NULL, "%s: out is NULL", fn);
+        DRMAS_REQUIRE(out != gate || out_stride == gate_stride, DRMAS_ERR_SIZE,
+                      "%s: out is gate (in place) but out_stride (%lld) differs from gate_stride (%lld)", fn, (long long)out_stride,
+                      (long long)gate_stride);
+        DRMAS_REQUIRE(out != up || out_stride == up_stride, DRMAS_ERR_SIZE,
+                      "%s: out is up (in place) but out_stride (%lld) differs from up_stride (%lld)", fn, (long long)out_stride,
+                      (long long)up_stride);
+        return swiglu_cpu(rows, width, gate, gate_stride, up, up_stride, out, out_stride);
+    });
+}
+
+int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const float* logits, int64_t logits_stride,
+                         double temperature, int64_t top_k, double top_p, const double* uniforms, int64_t* tokens,
+                         float* logprobs) {
+    const char* fn = "drmas_sample_f32";
+    return guarded(fn, [&]() -> int32_t {
+        if (device == DRMAS_DEVICE_CUDA)
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding samples with LibTorch)", fn);
+        if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
+        DRMAS_REQUIRE(vocab >= 1 && vocab <= INT32_MAX, DRMAS_ERR_SIZE, "%s: vocab must be in [1, 2^31 - 1], got %lld", fn,
+                      (long long)vocab);
+        DRMAS_REQUIRE(logits_stride >= vocab, DRMAS_ERR_SIZE, "%s: logits_stride (%lld) is less than vocab (%lld)", fn,
+                      (long long)logits_stride, (long long)vocab);
+        DRMAS_REQUIRE(rows_fit(rows, logits_stride), DRMAS_ERR_SIZE, "%s: rows x logits_stride overflows (rows %lld)", fn,
+                      (long long)rows);
+        DRMAS_REQUIRE(isfinite(temperature) && temperature >= 0, DRMAS_ERR_CONFIG,
+                      "%s: temperature must be finite and >= 0 (0 = greedy), got %g", fn, temperature);
+        DRMAS_REQUIRE(top_k >= 0, DRMAS_ERR_CONFIG, "%s: top_k must be >= 0 (0 = off), got %lld", fn, (long long)top_k);
+        DRMAS_REQUIRE(top_p > 0 && top_p <= 1, DRMAS_ERR_CONFIG, "%s: top_p must be in (0, 1] (1 = off), got %g", fn, top_p);
+        if (rows == 0) return DRMAS_OK;
+        DRMAS_REQUIRE(logits, DRMAS_ERR_NULL, "%s: logits is NULL", fn);
+        DRMAS_REQUIRE(uniforms || temperature == 0, DRMAS_ERR_NULL, "%s: uniforms is NULL (only greedy decoding, temperature 0, needs none)",
+                      fn);
+        DRMAS_REQUIRE(tokens, DRMAS_ERR_NULL, "%s: tokens is NULL", fn);
+        DRMAS_REQUIRE(logprobs, DRMAS_ERR_NULL, "%s: logprobs is NULL", fn);
+        return sample_cpu(rows, vocab, logits, logits_stride, temperature, top_k, top_p, uniforms, tokens, logprobs);
+    });
+}
+
+}  // extern "C"

@@ -59,6 +59,14 @@ int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int6
                              const float* q_norm, const float* k_norm, double eps, const float* cos, const float* sin,
                              float* k_cache, float* v_cache, int64_t cache_row_stride, int64_t capacity, int64_t write_slot,
                              int64_t slots, const uint8_t* mask, double scale, float* out);
+// The decoding step's other ops (drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32; CPU only),
+// arguments checked; sample_cpu checks the uniforms itself.
+int32_t rms_norm_cpu(int64_t rows, int64_t hidden, float* x, int64_t x_stride, const float* residual, int64_t residual_stride,
+                     const float* weight, double eps, float* out, int64_t out_stride);
+int32_t swiglu_cpu(int64_t rows, int64_t width, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                   float* out, int64_t out_stride);
+int32_t sample_cpu(int64_t rows, int64_t vocab, const float* logits, int64_t logits_stride, double temperature, int64_t top_k,
+                   double top_p, const double* uniforms, int64_t* tokens, float* logprobs);
 
 // ---- CUDA backend (cuda_backend.cu; cuda_stub.cpp when built without nvcc) ----
 int32_t cuda_compiled();

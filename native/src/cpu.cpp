@@ -1,6 +1,7 @@
 // cpu.cpp — the CPU backend of libdrmas and the oracle that CUDA results are compared with:
 // segment_stats_cpu, advantage_cpu, broadcast_rows_cpu, clipped_loss_cpu, lmhead_logprobs_cpu,
-// lmhead_chunk_cpu.
+// lmhead_chunk_cpu, and the CPU-only decoding step's decode_attention_cpu, rms_norm_cpu, swiglu_cpu,
+// sample_cpu.
 // Every function validates all of its input before it writes any output, so that a bad
 // call leaves the caller's buffers untouched. Statistics are two-pass in fp64.
 //
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -27,6 +29,7 @@
 #include "cpu_decode.h"
 #include "cpu_lmhead.h"
 #include "cpu_loss.h"
+#include "cpu_step.h"
 #include "drmas_math.h"
 
 namespace drmas {
@@ -461,6 +464,10 @@ const LmheadIsa& lmhead_isa() {
 
 const DecodeIsa& decode_isa() {
     return &adv_isa() == &kAdvIsaV3 ? kDecodeIsaV3 : kDecodeIsaV2;
+}
+
+const StepIsa& step_isa() {
+    return &adv_isa() == &kAdvIsaV3 ? kStepIsaV3 : kStepIsaV2;
 }
 
 // The largest run start in (p, ce) of the run-start map, or p if there is none; reads only the
@@ -1076,6 +1083,209 @@ int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int6
             h.live = live.data() + tid * slots;
             isa.head(h);
         }
+    });
+    return DRMAS_OK;
+}
+
+// ---------------------------------------------------------------------------------------
+// 7. a decoding step's other ops (CPU only): RMSNorm, SwiGLU, sampling
+
+namespace {
+
+// Threads for `rows` rows of `width` elements (threads_for's count, at most one per row) and the
+// first row of thread tid of n: each row is one thread's, so no result depends on the thread count.
+int step_threads(int64_t rows, int64_t width) {
+    const double work = (double)rows * (double)width;  // in double: no overflow
+    return (int)std::min<int64_t>(std::max<int64_t>(rows, 1), threads_for(work > 4e18 ? INT64_MAX : (int64_t)work));
+}
+int64_t first_row(int64_t rows, int tid, int n) { return rows / n * tid + rows % n * tid / n; }  // rows tid / n, no overflow
+
+}  // namespace
+
+// The arguments were checked by the entry point (api.cpp); nothing here can fail.
+int32_t rms_norm_cpu(int64_t rows, int64_t hidden, float* x, int64_t x_stride, const float* residual, int64_t residual_stride,
+                     const float* weight, double eps, float* out, int64_t out_stride) {
+    const StepIsa& isa = step_isa();
+    run_parallel(step_threads(rows, hidden), [&](int tid, int n) {
+        for (int64_t r = first_row(rows, tid, n), e = first_row(rows, tid + 1, n); r < e; ++r)
+            isa.rms_norm_row(x + r * x_stride, residual ? residual + r * residual_stride : nullptr, weight, hidden, eps,
+                             out + r * out_stride);
+    });
+    return DRMAS_OK;
+}
+
+int32_t swiglu_cpu(int64_t rows, int64_t width, const float* gate, int64_t gate_stride, const float* up, int64_t up_stride,
+                   float* out, int64_t out_stride) {
+    const StepIsa& isa = step_isa();
+    run_parallel(step_threads(rows, width), [&](int tid, int n) {
+        for (int64_t r = first_row(rows, tid, n), e = first_row(rows, tid + 1, n); r < e; ++r)
+            isa.swiglu_row(gate + r * gate_stride, up + r * up_stride, width, out + r * out_stride);
+    });
+    return DRMAS_OK;
+}
+
+namespace {
+
+// One thread's scratch for sampling rows of V logits (NULL where the call's settings need none).
+struct SampleScratch {
+    float* scaled;     // V: the logits / temperature
+    float* kth;        // V: top-k's heap (k of them) or copy for nth_element
+    double* cdf;       // V: e^(s - m), then the CDF in place
+    int32_t* order;    // V: top-p's candidates, the prefix of the order that it needs
+};
+
+// `count` T of scratch when needed, not zeroed (a std::vector writes every byte first: ~10% of a call
+// at a 150K vocabulary), else none.
+template <class T>
+std::unique_ptr<T[]> scratch_of(bool needed, size_t count) {
+    return std::unique_ptr<T[]>(needed ? new T[count] : nullptr);
+}
+
+// The first index of m in s (the first of equal maxima, as torch.argmax), 0 if m is not there (a row of NaN).
+int64_t first_max(const float* s, int64_t V, float m) {
+    for (int64_t j = 0; j < V; ++j)
+        if (s[j] == m) return j;
+    return 0;
+}
+
+// drmas_sample_f32 on one row of logits z with its uniform u (drmas.h §7 states the rules).
+void sample_row(const StepIsa& isa, const float* z, int64_t V, double temperature, int64_t top_k, double top_p, double u,
+                const SampleScratch& w, int64_t* token, float* logprob) {
+    const bool greedy = temperature == 0.0;
+    const bool scale = !greedy && temperature != 1.0;  // x / 1 is x: skip it, as Sampler.java does
+    const StepMax mx = isa.scale_max_row(z, V, (float)temperature, scale ? w.scaled : nullptr);
+    const float* s = scale ? w.scaled : z;
+    if (mx.nan || mx.max == INFINITY || mx.max == -INFINITY) {
+        // no distribution (log_softmax is NaN): the caller's NaN check reports it (Generator.Row.add)
+        *token = first_max(s, V, mx.max);
+        *logprob = __builtin_nanf("");
+        return;
+    }
+    const double m = mx.max;
+    if (greedy) {
+        *token = first_max(s, V, mx.max);
+        *logprob = (float)-log(isa.exp_row(s, V, m, nullptr));  // z[token] - m - log(sum) with z[token] = m
+        return;
+    }
+    double* e = w.cdf;
+    const double sum = isa.exp_row(s, V, m, e);  // every token's: the log-prob is before the filters
+    if (top_k > 0 && top_k < V) {
+        // the k-th largest with its duplicates counted (torch.topk's values); ties with it stay. For a
+        // small k a min-heap of the k largest so far, in one pass (a value enters only when it beats the
+        // least of them: rarely, for k << V), else nth_element
+        float* h = w.kth;
+        float kth;
+        if (top_k <= 4096) {
+            std::copy(s, s + top_k, h);
+            std::make_heap(h, h + top_k, std::greater<float>());
+            for (int64_t j = top_k; j < V; ++j)
+                if (s[j] > h[0]) {
+                    std::pop_heap(h, h + top_k, std::greater<float>());
+                    h[top_k - 1] = s[j];
+                    std::push_heap(h, h + top_k, std::greater<float>());
+                }
+            kth = h[0];
+        } else {
+            std::copy(s, s + V, h);
+            std::nth_element(h, h + (top_k - 1), h + V, std::greater<float>());
+            kth = h[top_k - 1];
+        }
+        for (int64_t j = 0; j < V; ++j)
+            if (s[j] < kth) e[j] = 0.0;
+    }
+    if (top_p < 1.0) {
+        // most likely first: scaled logit descending, equal logits by token index ascending (a total
+        // order, so the result does not depend on how it is sorted; LibTorch's sort leaves ties
+        // unspecified). The candidates are the kept tokens of positive probability (the others add no
+        // mass and are never drawn), and only a prefix of the order holding top_p of their mass needs
+        // sorting: a histogram of the mass over half-nat bins of max - s (each bin a range of the order)
+        // finds one in a pass, with a margin for its own rounding; all candidates if it falls short.
+        auto before = [s](int32_t a, int32_t b) { return s[a] > s[b] || (s[a] == s[b] && a < b); };
+        constexpr int kBins = 1500;  // max - s < 750 for every candidate: e^-750 is 0 in fp64
+        auto bin = [s, m](int64_t j) { return (int)std::min<double>(kBins - 1, (m - (double)s[j]) * 2.0); };
+        double hist[kBins] = {};
+        double zk = 0;  // the normaliser over the top-k set, in token order
+        for (int64_t j = 0; j < V; ++j)
+            if (e[j] > 0.0) {
+                zk += e[j];
+                hist[bin(j)] += e[j];
+            }
+        int limit = kBins - 1;
+        double acc = 0;
+        for (int b = 0; b < kBins; ++b)
+            if ((acc += hist[b]) >= top_p * zk * (1 + 1e-6)) {
+                limit = b;
+                break;
+            }
+        int32_t* c = w.order;
+        for (;;) {
+            int64_t nc = 0;
+            for (int64_t j = 0; j < V; ++j)
+                if (e[j] > 0.0 && bin(j) <= limit) c[nc++] = (int32_t)j;
+            std::sort(c, c + nc, before);
+            double mass = 0;  // of the kept candidates before position i, renormalised over the top-k set
+            int64_t cut = nc;  // the first position dropped
+            for (int64_t i = 0; i < nc; ++i) {
+                if (!(mass < top_p)) {
+                    cut = i;
+                    break;
+                }
+                mass += e[c[i]] / zk;
+            }
+            if (mass < top_p && limit < kBins - 1) {  // the prefix held less than top_p after all: every candidate
+                limit = kBins - 1;
+                continue;
+            }
+            if (cut > 0) {  // cut = 0 cannot be: the first token has 0 < top_p before it
+                const int32_t last = c[cut - 1];
+                for (int64_t j = 0; j < V; ++j)
+                    if (e[j] > 0.0 && before(last, (int32_t)j)) e[j] = 0.0;
+            }
+            break;
+        }
+    }
+    // the CDF over the kept tokens in token order (fp64), the first token whose CDF exceeds u times the
+    // total: it has positive probability (its CDF rises past the target). u < 1 makes u total < total
+    // in fp64, so there is one; should rounding ever put the target at the total, the guard takes the
+    // token where the CDF reaches it (the last whose probability registers), as Sampler.java does
+    double run = 0;
+    for (int64_t j = 0; j < V; ++j) {
+        run += e[j];
+        e[j] = run;
+    }
+    const double total = e[V - 1], target = u * total;
+    int64_t t = std::upper_bound(e, e + V, target) - e;
+    if (t == V) t = std::lower_bound(e, e + V, total) - e;
+    *token = t;
+    *logprob = (float)(((double)s[t] - m) - log(sum));
+}
+
+}  // namespace
+
+// The arguments were checked by the entry point (api.cpp); the uniforms are checked here, before any
+// output is written. Scratch: per thread, what the call's settings need of four V-long arrays.
+int32_t sample_cpu(int64_t rows, int64_t V, const float* logits, int64_t logits_stride, double temperature, int64_t top_k,
+                   double top_p, const double* uniforms, int64_t* tokens, float* logprobs) {
+    const char* fn = "drmas_sample_f32";
+    if (uniforms)
+        for (int64_t r = 0; r < rows; ++r)
+            if (!(uniforms[r] >= 0.0 && uniforms[r] < 1.0))
+                return fail(DRMAS_ERR_RANGE, "%s: uniforms[%lld] = %g (row %lld) is not in [0, 1)", fn, (long long)r, uniforms[r],
+                            (long long)r);
+    const bool greedy = temperature == 0.0;
+    const int nt = step_threads(rows, V);
+    const size_t n = (size_t)V;
+    const auto scaled = scratch_of<float>(!greedy && temperature != 1.0, nt * n);
+    const auto kth = scratch_of<float>(!greedy && top_k > 0 && top_k < V, nt * n);
+    const auto cdf = scratch_of<double>(!greedy, nt * n);
+    const auto order = scratch_of<int32_t>(!greedy && top_p < 1.0, nt * n);
+    const StepIsa& isa = step_isa();
+    run_parallel(nt, [&](int tid, int nth) {
+        auto at = [&](const auto& v) { return v ? v.get() + (size_t)tid * n : nullptr; };
+        const SampleScratch w{at(scaled), at(kth), at(cdf), at(order)};
+        for (int64_t r = first_row(rows, tid, nth), e = first_row(rows, tid + 1, nth); r < e; ++r)
+            sample_row(isa, logits + r * logits_stride, V, temperature, top_k, top_p, greedy ? 0.0 : uniforms[r], w, tokens + r,
+                       logprobs + r);
     });
     return DRMAS_OK;
 }

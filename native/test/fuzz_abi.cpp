@@ -12,7 +12,8 @@
 //     every output is finite;
 //   - a call on misaligned copies of the same data gives the same status and the same bits;
 //   - a call repeated gives the same bits (the CPU backend is deterministic);
-//   - drmas_decode_attention_f32: valid shapes are accepted, each broken argument refused;
+//   - drmas_decode_attention_f32, drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32: valid shapes
+//     are accepted, each broken argument refused; drawn tokens lie in the vocabulary;
 //   - LM head ops (fp32 and bf16 logits): nothing is written outside the buffers (guard bytes around each), and a call
 //     whose arguments are all valid has the status its data decides (the first bad target, else
 //     the first non-finite logit of a valid token, each named in the message, else success), with
@@ -880,6 +881,202 @@ void fuzz_decode_attention() {
     }
 }
 
+// drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32 (the decoding step's other ops): shapes drawn
+// valid and buffers sized by them (strides wider than the rows, misaligned, in place at times), then
+// at times one argument broken in a way the ABI must refuse (each refusal leaves every output as it
+// was); values anywhere from ordinary to NaN/Inf/huge; a repeat on misaligned copies gives the same
+// bits.
+float step_value(bool wild) { return wild ? value() : (float)(below(2001) - 1000) / 500.0f; }
+
+void fuzz_rms_norm() {
+    const char* fn = "drmas_rms_norm_f32";
+    int32_t dev = chance(0.03) ? DRMAS_DEVICE_CUDA : device();
+    const int64_t rows = below(7), H = 1 + (chance(0.1) ? below(3000) : below(40));
+    const int64_t xs = H + below(3), rs = H + below(3), os = H + below(3);
+    const bool use_res = chance(0.6), in_place = chance(0.4), wild = chance(0.1);
+    Buf<float> x(rows * xs, misalign()), res(rows * rs, misalign()), w(H), out(rows * os, misalign());
+    for (int64_t i = 0; i < x.n; ++i) x.set(i, step_value(wild));
+    for (int64_t i = 0; i < res.n; ++i) res.set(i, step_value(wild));
+    for (int64_t i = 0; i < w.n; ++i) w.set(i, step_value(wild));
+    out.poison();
+    int64_t a_rows = rows, a_h = H, a_xs = xs, a_rs = rs, a_os = in_place ? xs : os;
+    double eps = chance(0.1) ? 0.0 : 1e-6;
+    bool null_x = false, null_w = false, null_out = false;
+    int res_alias = 0;  // 1 x, 2 out
+    bool broken = chance(0.3);
+    if (broken) {
+        switch (below(10)) {
+            case 0: a_rows = -1 - below(5); break;
+            case 1: a_h = -below(3); break;
+            case 2: a_xs = H - 1 - below(2); break;
+            case 3: if (use_res) a_rs = H - 1; else broken = false; break;
+            case 4: a_os = in_place ? xs + 1 : H - 1 - below(2); break;  // in place: another stride than x's
+            case 5: eps = chance(0.5) ? NAN : (chance(0.5) ? -1e-6 : INFINITY); break;
+            case 6: { const int64_t k = below(3); null_x = k == 0; null_w = k == 1; null_out = k == 2; break; }
+            case 7: res_alias = 1 + (int)below(2); break;
+            case 8: if (xs >= 2) a_rows = INT64_MAX / xs + 1; else broken = false; break;
+            default: dev = DRMAS_DEVICE_CUDA; break;
+        }
+    }
+    const Buf<float> x0 = x, out0 = out;
+    auto call = [&](Buf<float>& xb, Buf<float>& rb, Buf<float>& ob) {
+        float* xp = null_x ? nullptr : xb.ptr();
+        float* op = null_out ? nullptr : in_place ? xb.ptr() : ob.ptr();
+        const float* rp = res_alias == 1 ? xb.ptr() : res_alias == 2 ? (in_place ? xb.ptr() : ob.ptr()) : use_res ? rb.ptr() : nullptr;
+        return drmas_rms_norm_f32(dev, a_rows, a_h, xp, a_xs, rp, a_rs, null_w ? nullptr : w.ptr(), eps, op, a_os);
+    };
+    const int32_t st = call(x, res, out);
+    count_status(st);
+    check_error_message(st, fn);
+    if (st != 0 && !(x.same_bytes(x0) && out.same_bytes(out0))) FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument", fn);
+    if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
+    if (st == 0 && !wild && eps > 0) {
+        const Buf<float>& o = in_place ? x : out;
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < H; ++c)
+                if (!isfinite(o.get(r * a_os + c))) {
+                    FAIL("%s: out[%lld][%lld] is not finite for moderate inputs", fn, (long long)r, (long long)c);
+                    r = rows;
+                    break;
+                }
+    }
+    if (st == 0) {  // the same call on misaligned copies: the same bits
+        Buf<float> x2 = x0.moved(misalign() | 2), r2 = res.moved(1), o2 = out0.moved(3);
+        const int32_t st2 = call(x2, r2, o2);
+        count_status(st2);
+        if (st2 != 0 || !x2.same_bytes(x) || !o2.same_bytes(out)) FAIL("%s: misaligned buffers gave another result", fn);
+    }
+}
+
+void fuzz_swiglu() {
+    const char* fn = "drmas_swiglu_f32";
+    int32_t dev = chance(0.03) ? DRMAS_DEVICE_CUDA : device();
+    const int64_t rows = below(7), W = 1 + (chance(0.1) ? below(3000) : below(40));
+    const int64_t gs = W + below(3), us = W + below(3), os = W + below(3);
+    const int alias = (int)below(3);  // out is 0 its own, 1 gate, 2 up
+    const bool wild = chance(0.2);
+    Buf<float> gate(rows * gs, misalign()), up(rows * us, misalign()), out(rows * os, misalign());
+    for (int64_t i = 0; i < gate.n; ++i) gate.set(i, wild ? value() : 20.0f * step_value(false));
+    for (int64_t i = 0; i < up.n; ++i) up.set(i, step_value(wild));
+    out.poison();
+    int64_t a_rows = rows, a_w = W, a_gs = gs, a_us = us, a_os = alias == 1 ? gs : alias == 2 ? us : os;
+    int null_which = 0;  // 1 gate, 2 up, 3 out
+    bool broken = chance(0.3);
+    if (broken) {
+        switch (below(8)) {
+            case 0: a_rows = -1 - below(5); break;
+            case 1: a_w = -below(3); break;
+            case 2: a_gs = W - 1 - below(2); break;
+            case 3: a_us = W - 1; break;
+            case 4: a_os = alias != 0 ? a_os + 1 : W - 1 - below(2); break;  // in place: another stride
+            case 5: null_which = 1 + (int)below(3); break;
+            case 6: if (gs >= 2) a_rows = INT64_MAX / gs + 1; else broken = false; break;
+            default: dev = DRMAS_DEVICE_CUDA; break;
+        }
+    }
+    const Buf<float> g0 = gate, u0 = up, out0 = out;
+    auto call = [&](Buf<float>& gb, Buf<float>& ub, Buf<float>& ob) {
+        float* op = null_which == 3 ? nullptr : alias == 1 ? gb.ptr() : alias == 2 ? ub.ptr() : ob.ptr();
+        return drmas_swiglu_f32(dev, a_rows, a_w, null_which == 1 ? nullptr : gb.ptr(), a_gs, null_which == 2 ? nullptr : ub.ptr(), a_us,
+                                op, a_os);
+    };
+    const int32_t st = call(gate, up, out);
+    count_status(st);
+    check_error_message(st, fn);
+    if (st != 0 && !(gate.same_bytes(g0) && up.same_bytes(u0) && out.same_bytes(out0))) FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument", fn);
+    if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
+    if (st == 0 && !wild) {
+        const Buf<float>& o = alias == 1 ? gate : alias == 2 ? up : out;
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < W; ++c)
+                if (!isfinite(o.get(r * a_os + c))) {
+                    FAIL("%s: out[%lld][%lld] is not finite for moderate inputs", fn, (long long)r, (long long)c);
+                    r = rows;
+                    break;
+                }
+    }
+    if (st == 0) {
+        Buf<float> g2 = g0.moved(misalign() | 1), u2 = u0.moved(2), o2 = out0.moved(3);
+        const int32_t st2 = call(g2, u2, o2);
+        count_status(st2);
+        if (st2 != 0 || !g2.same_bytes(gate) || !u2.same_bytes(up) || !o2.same_bytes(out)) FAIL("%s: misaligned buffers gave another result", fn);
+    }
+}
+
+void fuzz_sample() {
+    const char* fn = "drmas_sample_f32";
+    int32_t dev = chance(0.03) ? DRMAS_DEVICE_CUDA : device();
+    const int64_t rows = below(6), V = 1 + (chance(0.1) ? below(5000) : below(40)), ls = V + below(3);
+    const bool wild = chance(0.2);
+    Buf<float> z(rows * ls, misalign());
+    for (int64_t i = 0; i < z.n; ++i) z.set(i, wild ? value() : chance(0.1) ? -INFINITY : (float)(below(2001) - 1000) / 100.0f);
+    for (int64_t r = 0; r < rows && !wild; ++r) z.set(r * ls + below(V), 0.0f);  // a finite logit in every row
+    Buf<double> u(rows, misalign());
+    for (int64_t r = 0; r < rows; ++r) u.set(r, chance(0.1) ? 0.0 : chance(0.1) ? 1.0 - 0x1p-53 : std::uniform_real_distribution<double>(0, 1)(rng));
+    Buf<int64_t> tok(rows, misalign());
+    Buf<float> lp(rows, misalign());
+    tok.poison();
+    lp.poison();
+    static const double temps[] = {0.0, 0.6, 1.0, 1.7, 1e-3, 25.0};
+    double T = temps[below(6)], P = chance(0.4) ? 1.0 : chance(0.5) ? std::uniform_real_distribution<double>(1e-12, 1.0)(rng) : 1e-9;
+    int64_t K = chance(0.4) ? 0 : chance(0.3) ? V + below(3) : below(V + 1);
+    int64_t a_rows = rows, a_v = V, a_ls = ls;
+    int null_which = 0;  // 1 logits, 2 uniforms, 3 tokens, 4 logprobs
+    bool broken = chance(0.3);
+    if (broken) {
+        switch (below(11)) {
+            case 0: a_rows = -1 - below(5); break;
+            case 1: a_v = chance(0.5) ? -below(3) : (int64_t)1 << 31; if (a_v > 0) a_ls = a_v; break;
+            case 2: a_ls = V - 1 - below(2); break;
+            case 3: T = chance(0.3) ? NAN : chance(0.5) ? -0.5 : INFINITY; break;
+            case 4: K = -1 - below(3); break;
+            case 5: P = chance(0.3) ? NAN : chance(0.5) ? 0.0 : 1.0 + 1e-9 + below(2); break;
+            case 6: null_which = 1 + (int)below(4); if (null_which == 2 && T == 0) T = 0.6; break;
+            case 7: if (rows > 0) u.set(below(rows), chance(0.3) ? NAN : chance(0.5) ? 1.0 : -1e-300); else broken = false; break;
+            case 8: if (ls >= 2) a_rows = INT64_MAX / ls + 1; else broken = false; break;
+            case 9: null_which = 2; if (T == 0) broken = false; break;  // greedy needs no uniforms
+            default: dev = DRMAS_DEVICE_CUDA; break;
+        }
+    }
+    const Buf<int64_t> tok0 = tok;
+    const Buf<float> lp0 = lp;
+    auto call = [&](Buf<float>& zb, Buf<double>& ub, Buf<int64_t>& tb, Buf<float>& lb) {
+        return drmas_sample_f32(dev, a_rows, a_v, null_which == 1 ? nullptr : zb.ptr(), a_ls, T, K, P,
+                                null_which == 2 ? nullptr : ub.ptr(), null_which == 3 ? nullptr : tb.ptr(),
+                                null_which == 4 ? nullptr : lb.ptr());
+    };
+    const int32_t st = call(z, u, tok, lp);
+    count_status(st);
+    check_error_message(st, fn);
+    if (st != 0 && !(tok.same_bytes(tok0) && lp.same_bytes(lp0))) FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument (T %g K %lld P %g)", fn, T, (long long)K, P);
+    if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
+    if (st == 0) {
+        for (int64_t r = 0; r < rows; ++r) {
+            const int64_t t = tok.get(r);
+            const float l = lp.get(r);
+            if (t < 0 || t >= V) {
+                FAIL("%s: token %lld of row %lld is outside [0, %lld)", fn, (long long)t, (long long)r, (long long)V);
+                break;
+            }
+            // moderate logits with one finite one: a distribution, the token one of positive probability
+            if (!wild && (!(l <= 1e-6f) || z.get(r * ls + t) == -INFINITY)) {
+                FAIL("%s: row %lld drew token %lld (logit %g) at log-prob %g", fn, (long long)r, (long long)t, z.get(r * ls + t), l);
+                break;
+            }
+        }
+        Buf<float> z2 = z.moved(misalign() | 1);
+        Buf<double> u2 = u.moved(3);
+        Buf<int64_t> t2 = tok0.moved(2);
+        Buf<float> l2 = lp0.moved(1);
+        const int32_t st2 = call(z2, u2, t2, l2);
+        count_status(st2);
+        if (st2 != 0 || !t2.same_bytes(tok) || !l2.same_bytes(lp)) FAIL("%s: misaligned buffers gave another result", fn);
+    }
+}
+
 void fuzz_library() {
     switch (below(6)) {
         case 0: count_status(0); if (!drmas_version() || !*drmas_version()) FAIL("drmas_version is empty"); break;
@@ -942,9 +1139,12 @@ int main(int argc, char** argv) {
     long long iter = 0;
     for (; max_iter < 0 || iter < max_iter; ++iter) {
         if ((iter & 63) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() >= seconds) break;
-        switch (below(14)) {
+        switch (below(17)) {
             case 0: case 1: fuzz_segment_stats(); break;
             case 13: fuzz_decode_attention(); break;
+            case 14: fuzz_rms_norm(); break;
+            case 15: fuzz_swiglu(); break;
+            case 16: fuzz_sample(); break;
             case 2: case 3: case 4: fuzz_advantage(); break;
             case 5: fuzz_broadcast(); break;
             case 6: case 7: case 8: fuzz_clipped_loss(); break;

@@ -1,9 +1,10 @@
 // test_cpu.cpp — ctest harness for the CPU backend through the public C ABI: hand-computed
 // advantages, invariance to row order (the blocked and the general path must agree), exact
 // zeros for constant segments, every documented error with its message and untouched
-// outputs, broadcast, loss identities, and the fused LM head (against an fp64 reference and
-// bit for bit against the clipped-loss kernel; its bf16 ops bit for bit against the fp32 ones). The exhaustive comparisons against an
-// independent reference and LibTorch live in the Java test suite.
+// outputs, broadcast, loss identities, the fused LM head (against an fp64 reference and
+// bit for bit against the clipped-loss kernel; its bf16 ops bit for bit against the fp32 ones), and
+// the CPU decoding step's attention, RMSNorm, SwiGLU and sampler (each against a plain composition).
+// The exhaustive comparisons against an independent reference and LibTorch live in the Java test suite.
 #include <ctype.h>
 #include <dlfcn.h>
 #include <math.h>
@@ -1568,6 +1569,531 @@ static void test_decode_attention() {
     CHECK(qkv == qkv0 && kc == kc0 && out == out0, "a failed call must leave its outputs untouched");
 }
 
+// ---------------------------------------------------------------------------------------
+// 7. the decoding step's other ops: RMSNorm, SwiGLU, sampling. Each against a plain composition
+// written here, on awkward shapes (widths not a multiple of 8, strides wider than the data whose
+// padding must stay untouched, rows enough for two threads), bit for bit between the AVX2 and the
+// baseline loops and between 1 and 2 threads, and every documented error with its message and
+// untouched outputs.
+
+// Runs call(k) three ways: k = 0 the default loops on 2 threads, 1 the baseline (v2) on 2, 2 the
+// default on 1 (shapes of more than 2 x 64K elements use both threads).
+template <class F>
+static void three_ways(F call) {
+    const int32_t saved = drmas_get_num_threads();
+    for (int k = 0; k < 3; ++k) {
+        if (k == 1) setenv("DRMAS_CPU_ISA", "v2", 1);
+        drmas_set_num_threads(k == 2 ? 1 : 2);
+        call(k);
+        unsetenv("DRMAS_CPU_ISA");
+    }
+    drmas_set_num_threads(saved);
+}
+
+static void test_rms_norm() {
+    struct Shape {
+        int64_t rows, hidden;
+    };
+    const Shape shapes[] = {{1, 1}, {3, 7}, {5, 8}, {4, 13}, {2, 64}, {65, 33}, {7, 896}, {40, 4099}};
+    std::mt19937_64 rng(71);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    int cases = 0;
+    for (const Shape& sh : shapes)
+        for (int with_res = 0; with_res < 2; ++with_res)
+            for (int in_place = 0; in_place < 2; ++in_place) {
+                const int64_t R = sh.rows, H = sh.hidden, xs = H + 3, rs = H + 1, os = in_place ? xs : H + 5;
+                const double eps = 1e-6;
+                std::vector<float> x((size_t)(R * xs), 1234.5f), res((size_t)(R * rs), 777.0f), w((size_t)H), out0((size_t)(R * os), -9.0f);
+                for (int64_t r = 0; r < R; ++r) {
+                    // row scales from tiny to huge: the fp64 sum of squares must neither underflow nor overflow
+                    const float sc = r % 5 == 3 ? 1e-20f : r % 5 == 4 ? 1e18f : 2.0f;
+                    for (int64_t c = 0; c < H; ++c) {
+                        x[(size_t)(r * xs + c)] = sc * nd(rng);
+                        res[(size_t)(r * rs + c)] = sc * nd(rng);
+                    }
+                }
+                for (float& v : w) v = 1.0f + 0.3f * nd(rng);
+                // the reference: the float add, the fp64 sum of squares in plain order, f rounded to float,
+                // then (x f) w in float (bit for bit: a sum in another order rounds f alike unless it lies
+                // within ~1e-16 of a float boundary), and an fp64 composition for the tolerance
+                std::vector<float> xr = x, outr = out0;
+                std::vector<double> exact((size_t)(R * H));
+                for (int64_t r = 0; r < R; ++r) {
+                    float* xrow = xr.data() + r * xs;
+                    if (with_res)
+                        for (int64_t c = 0; c < H; ++c) xrow[c] = xrow[c] + res[(size_t)(r * rs + c)];
+                    double ss = 0;
+                    for (int64_t c = 0; c < H; ++c) ss += (double)xrow[c] * (double)xrow[c];
+                    const double fd = 1.0 / sqrt(ss / (double)H + eps);
+                    const float f = (float)fd;
+                    for (int64_t c = 0; c < H; ++c) exact[(size_t)(r * H + c)] = (double)xrow[c] * fd * (double)w[(size_t)c];
+                    float* orow = (in_place ? xr.data() : outr.data()) + r * os;
+                    for (int64_t c = 0; c < H; ++c) orow[c] = (xrow[c] * f) * w[(size_t)c];
+                }
+                std::vector<float> gx[3], gout[3];
+                three_ways([&](int k) {
+                    gx[k] = x;
+                    gout[k] = out0;
+                    float* o = in_place ? gx[k].data() : gout[k].data();
+                    const int32_t st = drmas_rms_norm_f32(DRMAS_DEVICE_CPU, R, H, gx[k].data(), xs, with_res ? res.data() : nullptr, rs,
+                                                          w.data(), eps, o, os);
+                    CHECK(st == 0, "rms norm: %s", drmas_last_error());
+                });
+                int bad_bits = 0, bad_tol = 0;
+                for (size_t i = 0; i < xr.size(); ++i) bad_bits += !same_bits(&gx[0][i], &xr[i], 4);  // x (added into, padding kept)
+                for (size_t i = 0; i < outr.size(); ++i) bad_bits += !same_bits(&gout[0][i], &outr[i], 4);  // out (padding kept)
+                for (int64_t r = 0; r < R; ++r)
+                    for (int64_t c = 0; c < H; ++c) {
+                        const float got = (in_place ? gx[0] : gout[0])[(size_t)(r * os + c)];
+                        bad_tol += !close(got, exact[(size_t)(r * H + c)], 1e-30, 1e-6);
+                    }
+                CHECK(bad_bits == 0 && bad_tol == 0, "rms norm rows %lld hidden %lld residual %d in place %d: %d values differ from the float "
+                      "composition, %d from the fp64 one", (long long)R, (long long)H, with_res, in_place, bad_bits, bad_tol);
+                for (int k = 1; k < 3; ++k)
+                    CHECK(gx[k] == gx[0] && same_bits(gx[k].data(), gx[0].data(), gx[0].size() * 4) &&
+                              same_bits(gout[k].data(), gout[0].data(), gout[0].size() * 4),
+                          "rms norm hidden %lld: run %d (%s) must match the default bit for bit", (long long)H, k, k == 1 ? "v2" : "1 thread");
+                ++cases;
+            }
+    // eps 0 and a row of zeros: 0 * inf, NaN, as HF's
+    {
+        std::vector<float> x(5, 0.0f), w(5, 1.0f), out(5, 3.0f);
+        const int32_t st = drmas_rms_norm_f32(DRMAS_DEVICE_CPU, 1, 5, x.data(), 5, nullptr, 0, w.data(), 0.0, out.data(), 5);
+        CHECK(st == 0 && isnan(out[0]) && isnan(out[4]), "eps 0 on zeros: %d %g", st, out[0]);
+    }
+    // errors: named, x and out untouched
+    std::vector<float> x(2 * 6, 1.5f), res(2 * 6, 0.25f), w(6, 1.0f), out(2 * 6, -3.0f);
+    const std::vector<float> x0 = x, out0 = out;
+    struct Bad {
+        int32_t dev;
+        int64_t rows, hidden, xs, rs, os;
+        bool res, null_x, null_w, null_out, out_is_x, res_is_x, res_is_out;
+        double eps;
+        int32_t code;
+        const char* says;
+    };
+    const Bad bads[] = {
+        {DRMAS_DEVICE_CUDA, 2, 6, 6, 6, 6, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_UNSUPPORTED, "CPU only"},
+        {7, 2, 6, 6, 6, 6, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_CONFIG, "device"},
+        {0, -1, 6, 6, 6, 6, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_SIZE, "rows must be >= 0"},
+        {0, 2, 0, 6, 6, 6, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_SIZE, "hidden must be >= 1"},
+        {0, 2, 6, 5, 6, 6, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_SIZE, "x_stride (5)"},
+        {0, 2, 6, 6, 5, 6, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_SIZE, "residual_stride (5)"},
+        {0, 2, 6, 6, 6, 4, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_SIZE, "out_stride (4)"},
+        {0, INT64_MAX / 3, 6, 6, 6, 6, true, false, false, false, false, false, false, 1e-6, DRMAS_ERR_SIZE, "overflows"},
+        {0, 2, 6, 6, 6, 6, true, false, false, false, false, false, false, NAN, DRMAS_ERR_CONFIG, "eps"},
+        {0, 2, 6, 6, 6, 6, true, false, false, false, false, false, false, -1e-6, DRMAS_ERR_CONFIG, "eps"},
+        {0, 2, 6, 6, 6, 6, true, true, false, false, false, false, false, 1e-6, DRMAS_ERR_NULL, "x is NULL"},
+        {0, 2, 6, 6, 6, 6, true, false, true, false, false, false, false, 1e-6, DRMAS_ERR_NULL, "weight is NULL"},
+        {0, 2, 6, 6, 6, 6, true, false, false, true, false, false, false, 1e-6, DRMAS_ERR_NULL, "out is NULL"},
+        {0, 2, 6, 6, 6, 7, false, false, false, false, true, false, false, 1e-6, DRMAS_ERR_SIZE, "out is x"},
+        {0, 2, 6, 6, 6, 6, true, false, false, false, false, true, false, 1e-6, DRMAS_ERR_CONFIG, "residual must not be x"},
+        {0, 2, 6, 6, 6, 6, true, false, false, false, false, false, true, 1e-6, DRMAS_ERR_CONFIG, "residual must not be x or out"},
+    };
+    for (const Bad& b : bads) {
+        float* o = b.null_out ? nullptr : b.out_is_x ? x.data() : out.data();
+        const float* r = !b.res ? nullptr : b.res_is_x ? x.data() : b.res_is_out ? out.data() : res.data();
+        const int32_t st = drmas_rms_norm_f32(b.dev, b.rows, b.hidden, b.null_x ? nullptr : x.data(), b.xs, r, b.rs,
+                                              b.null_w ? nullptr : w.data(), b.eps, o, b.os);
+        CHECK(st == b.code && contains(drmas_last_error(), b.says) && contains(drmas_last_error(), "drmas_rms_norm_f32"),
+              "rms norm error '%s': %d %s", b.says, st, drmas_last_error());
+    }
+    CHECK(x == x0 && out == out0, "a failed rms norm must leave x and out untouched");
+    CHECK(drmas_rms_norm_f32(DRMAS_DEVICE_CPU, 0, 6, nullptr, 6, nullptr, 0, nullptr, 1e-6, nullptr, 6) == 0, "0 rows are a no-op");
+    printf("  rms norm: %d shape cases\n", cases);
+}
+
+// silu(g) u in fp64, but where e^-g overflows float (g < -88.7228, where |silu(g)| < 2.6e-37, and
+// g = -inf) the documented limit: -0 times u, in float (so +-0 for a finite u, NaN for an infinite one)
+static double swiglu_ref(float g, float u) {
+    const double gd = g, ud = u;
+    if (gd != gd || ud != ud) return NAN;
+    if (exp(-gd) >= 3.4028235677973366e38) return -0.0f * u;  // FLT_MAX + half an ulp: rounds to +inf
+    const double s = gd == INFINITY ? INFINITY : gd / (1.0 + exp(-gd));
+    return s * ud;
+}
+
+static bool swiglu_ok(float got, double ref) {
+    if (isnan(ref)) return isnan(got);
+    if (ref == 0) return got == 0;
+    if (fabs(ref) > 3.4028234663852886e38) return got == (float)ref;  // beyond float: the infinity of its sign
+    return close(got, ref, 1e-30, 1e-6);
+}
+
+static void test_swiglu() {
+    // awkward values: both sides of the overflow of e^-g (g = -88.72), denormals, signed zeros, infinities, NaN
+    const float G[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-42f, -1e-42f, 1.0f, -1.0f, 0.5f, -0.5f, 5.0f, -5.0f, 16.6f, -16.6f, 20.0f, -20.0f,
+                       87.0f, -87.0f, 88.7f, -88.7f, 88.72f, -88.72f, 88.73f, -88.73f, 100.0f, -100.0f, 103.9f, -103.9f, 104.5f, -104.5f,
+                       1e10f, -1e10f, 3e38f, -3e38f, INFINITY, -INFINITY, NAN, 1e-3f, -1e-3f, 2.5e-8f};
+    const float U[] = {1.0f, -1.0f, 0.5f, -2.0f, 1e-30f, 3e38f, -3e38f, 0.0f, -0.0f, 1e-42f, 7.25f, INFINITY, NAN};
+    const int64_t nG = sizeof G / sizeof G[0], nU = sizeof U / sizeof U[0];
+    {
+        // every pair: row r is G[r] against every U, and the transposed shape
+        std::vector<float> gate((size_t)(nG * nU)), up((size_t)(nG * nU)), out((size_t)(nG * nU), -7.0f);
+        for (int64_t r = 0; r < nG; ++r)
+            for (int64_t c = 0; c < nU; ++c) {
+                gate[(size_t)(r * nU + c)] = G[r];
+                up[(size_t)(r * nU + c)] = U[c];
+            }
+        int32_t st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, nG, nU, gate.data(), nU, up.data(), nU, out.data(), nU);
+        CHECK(st == 0, "swiglu: %s", drmas_last_error());
+        int bad = 0;
+        for (size_t i = 0; i < out.size(); ++i)
+            if (!swiglu_ok(out[i], swiglu_ref(gate[i], up[i]))) {
+                if (++bad <= 5) printf("  swiglu(%g, %g) = %g, want %g\n", gate[i], up[i], out[i], swiglu_ref(gate[i], up[i]));
+            }
+        CHECK(bad == 0, "swiglu: %d awkward pairs differ from the fp64 composition", bad);
+        std::vector<float> outT((size_t)(nG * nU), -7.0f), gT((size_t)(nG * nU)), uT((size_t)(nG * nU));
+        for (int64_t r = 0; r < nU; ++r)
+            for (int64_t c = 0; c < nG; ++c) {
+                gT[(size_t)(r * nG + c)] = G[c];
+                uT[(size_t)(r * nG + c)] = U[r];
+            }
+        st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, nU, nG, gT.data(), nG, uT.data(), nG, outT.data(), nG);
+        bad = 0;
+        for (int64_t r = 0; r < nU; ++r)
+            for (int64_t c = 0; c < nG; ++c) bad += !same_bits(&outT[(size_t)(r * nG + c)], &out[(size_t)(c * nU + r)], 4);
+        CHECK(st == 0 && bad == 0, "swiglu: an element's result must not depend on where in the row it lies (%d differ)", bad);
+        const float neg_inf_gate = out[(size_t)(35 * nU + 0)];  // silu(-inf) * 1
+        CHECK(neg_inf_gate == 0.0f && signbit(neg_inf_gate), "swiglu(-inf, 1) must be -0, got %g", neg_inf_gate);
+    }
+    // the worst error over a dense sweep of gate values, against the fp64 composition
+    {
+        const int64_t n = 1 << 16;
+        std::vector<float> g((size_t)n), u((size_t)n, 1.0f), out((size_t)n);
+        for (int64_t i = 0; i < n; ++i) g[(size_t)i] = -110.0f + 220.0f * (float)i / (float)n;
+        drmas_swiglu_f32(DRMAS_DEVICE_CPU, 1, n, g.data(), n, u.data(), n, out.data(), n);
+        double worst = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            const double ref = swiglu_ref(g[(size_t)i], 1.0f);
+            if (fabs(ref) > 1e-30) worst = std::max(worst, fabs(out[(size_t)i] - ref) / fabs(ref));
+        }
+        CHECK(worst <= 1e-6, "swiglu: worst relative error %.3g over [-110, 110]", worst);
+        printf("  swiglu: worst relative error %.3g (%.2f float ulps of 2^-24) over [-110, 110]\n", worst, worst * 16777216.0);
+    }
+    // shapes, strides, in place, v2 = v3, 1 thread = 2
+    struct Shape {
+        int64_t rows, width;
+    };
+    const Shape shapes[] = {{1, 1}, {3, 7}, {5, 8}, {4, 13}, {65, 33}, {2, 4099}, {40, 4099}};
+    std::mt19937_64 rng(73);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (const Shape& sh : shapes) {
+        const int64_t R = sh.rows, W = sh.width, gs = W + 2, us = W + 5, os = W + 1;
+        std::vector<float> gate((size_t)(R * gs), 55.0f), up((size_t)(R * us), 66.0f), out0((size_t)(R * os), -7.0f);
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t c = 0; c < W; ++c) {
+                gate[(size_t)(r * gs + c)] = 4.0f * nd(rng);
+                up[(size_t)(r * us + c)] = nd(rng);
+            }
+        std::vector<float> got[3];
+        three_ways([&](int k) {
+            got[k] = out0;
+            const int32_t st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, R, W, gate.data(), gs, up.data(), us, got[k].data(), os);
+            CHECK(st == 0, "swiglu: %s", drmas_last_error());
+        });
+        int bad = 0, pad = 0;
+        for (int64_t r = 0; r < R; ++r) {
+            for (int64_t c = 0; c < W; ++c)
+                bad += !swiglu_ok(got[0][(size_t)(r * os + c)], swiglu_ref(gate[(size_t)(r * gs + c)], up[(size_t)(r * us + c)]));
+            for (int64_t c = W; c < os; ++c) pad += got[0][(size_t)(r * os + c)] != -7.0f;
+        }
+        CHECK(bad == 0 && pad == 0, "swiglu rows %lld width %lld: %d values wrong, %d padding entries written", (long long)R, (long long)W, bad, pad);
+        for (int k = 1; k < 3; ++k)
+            CHECK(same_bits(got[k].data(), got[0].data(), got[0].size() * 4), "swiglu width %lld: run %d (%s) must match the default bit for bit",
+                  (long long)W, k, k == 1 ? "v2" : "1 thread");
+        // in place over gate, then over up (the same stride as out): the same bits
+        std::vector<float> g2 = gate, u2 = up;
+        int32_t st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, R, W, g2.data(), gs, up.data(), us, g2.data(), gs);
+        st |= drmas_swiglu_f32(DRMAS_DEVICE_CPU, R, W, gate.data(), gs, u2.data(), us, u2.data(), us);
+        int differ = 0;
+        for (int64_t r = 0; r < R; ++r)
+            for (int64_t c = 0; c < W; ++c)
+                differ += !same_bits(&g2[(size_t)(r * gs + c)], &got[0][(size_t)(r * os + c)], 4) +
+                          !same_bits(&u2[(size_t)(r * us + c)], &got[0][(size_t)(r * os + c)], 4);
+        CHECK(st == 0 && differ == 0, "swiglu width %lld: in place must give the same bits (%d differ)", (long long)W, differ);
+    }
+    // errors: named, out untouched
+    std::vector<float> gate(2 * 6, 1.5f), up(2 * 6, 0.25f), out(2 * 6, -3.0f);
+    const std::vector<float> out0 = out, gate0 = gate;
+    struct Bad {
+        int32_t dev;
+        int64_t rows, width, gs, us, os;
+        int null_which;  // 1 gate, 2 up, 3 out
+        int out_is;      // 1 gate, 2 up
+        int32_t code;
+        const char* says;
+    };
+    const Bad bads[] = {
+        {DRMAS_DEVICE_CUDA, 2, 6, 6, 6, 6, 0, 0, DRMAS_ERR_UNSUPPORTED, "CPU only"},
+        {-1, 2, 6, 6, 6, 6, 0, 0, DRMAS_ERR_CONFIG, "device"},
+        {0, -2, 6, 6, 6, 6, 0, 0, DRMAS_ERR_SIZE, "rows must be >= 0"},
+        {0, 2, 0, 6, 6, 6, 0, 0, DRMAS_ERR_SIZE, "width must be >= 1"},
+        {0, 2, 6, 5, 6, 6, 0, 0, DRMAS_ERR_SIZE, "gate_stride (5)"},
+        {0, 2, 6, 6, 3, 6, 0, 0, DRMAS_ERR_SIZE, "up_stride (3)"},
+        {0, 2, 6, 6, 6, -6, 0, 0, DRMAS_ERR_SIZE, "out_stride (-6)"},
+        {0, INT64_MAX / 4, 6, 6, 6, 6, 0, 0, DRMAS_ERR_SIZE, "overflows"},
+        {0, 2, 6, 6, 6, 6, 1, 0, DRMAS_ERR_NULL, "gate is NULL"},
+        {0, 2, 6, 6, 6, 6, 2, 0, DRMAS_ERR_NULL, "up is NULL"},
+        {0, 2, 6, 6, 6, 6, 3, 0, DRMAS_ERR_NULL, "out is NULL"},
+        {0, 1, 6, 6, 6, 7, 0, 1, DRMAS_ERR_SIZE, "out is gate"},
+        {0, 1, 6, 6, 8, 7, 0, 2, DRMAS_ERR_SIZE, "out is up"},
+    };
+    for (const Bad& b : bads) {
+        float* o = b.null_which == 3 ? nullptr : b.out_is == 1 ? gate.data() : b.out_is == 2 ? up.data() : out.data();
+        const int32_t st = drmas_swiglu_f32(b.dev, b.rows, b.width, b.null_which == 1 ? nullptr : gate.data(), b.gs,
+                                            b.null_which == 2 ? nullptr : up.data(), b.us, o, b.os);
+        CHECK(st == b.code && contains(drmas_last_error(), b.says) && contains(drmas_last_error(), "drmas_swiglu_f32"),
+              "swiglu error '%s': %d %s", b.says, st, drmas_last_error());
+    }
+    CHECK(out == out0 && gate == gate0, "a failed swiglu must leave its output untouched");
+}
+
+// ---- sampling: an independent fp64 reference (libm's exp, full sorts, a stable sort for top-p)
+struct RefDraw {
+    int64_t token;
+    double logprob;  // NaN for a row that is no distribution
+    bool near;       // the target or the top-p mass lies within 1e-12 (relative) of a boundary
+};
+
+static RefDraw ref_sample(const float* z, int64_t V, double T, int64_t K, double P, double u) {
+    std::vector<float> s((size_t)V);
+    for (int64_t j = 0; j < V; ++j) s[(size_t)j] = (T == 0 || T == 1) ? z[j] : z[j] / (float)T;
+    float m = -INFINITY;
+    bool nan = false;
+    for (float v : s) {
+        nan |= v != v;
+        if (v > m) m = v;
+    }
+    int64_t first = 0;
+    for (int64_t j = 0; j < V; ++j)
+        if (s[(size_t)j] == m) {
+            first = j;
+            break;
+        }
+    if (nan || m == INFINITY || m == -INFINITY) return {first, NAN, false};
+    std::vector<double> e((size_t)V);
+    double sum = 0;
+    for (int64_t j = 0; j < V; ++j) sum += (e[(size_t)j] = exp((double)s[(size_t)j] - (double)m));
+    if (T == 0) return {first, -log(sum), false};
+    std::vector<char> keep((size_t)V, 1);
+    if (K > 0 && K < V) {
+        std::vector<float> sorted = s;
+        std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+        for (int64_t j = 0; j < V; ++j) keep[(size_t)j] = s[(size_t)j] >= sorted[(size_t)(K - 1)];
+    }
+    bool near = false;
+    if (P < 1) {
+        std::vector<int64_t> idx;
+        double zk = 0;
+        for (int64_t j = 0; j < V; ++j)
+            if (keep[(size_t)j]) {
+                idx.push_back(j);
+                zk += e[(size_t)j];
+            }
+        std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return s[(size_t)a] > s[(size_t)b]; });
+        double mass = 0;
+        for (int64_t j : idx) {
+            if (e[(size_t)j] > 0 && fabs(mass - P) <= 1e-12 * P) near = true;
+            if (!(mass < P)) keep[(size_t)j] = 0;
+            mass += e[(size_t)j] / zk;
+        }
+    }
+    std::vector<double> cdf((size_t)V);
+    double run = 0;
+    for (int64_t j = 0; j < V; ++j) cdf[(size_t)j] = run += keep[(size_t)j] ? e[(size_t)j] : 0.0;
+    const double total = run, target = u * total;
+    int64_t t = -1;
+    for (int64_t j = 0; j < V && t < 0; ++j)
+        if (cdf[(size_t)j] > target) t = j;
+    for (int64_t j = 0; j < V && t < 0; ++j)
+        if (cdf[(size_t)j] >= total) t = j;
+    // boundaries next to the target, other than the CDF's start (0) and end (the total), where the
+    // choice is not in doubt
+    for (int64_t j : {t - 1, t})
+        if (j >= 0 && cdf[(size_t)j] > 0 && cdf[(size_t)j] < total && fabs(cdf[(size_t)j] - target) <= 1e-12 * total) near = true;
+    return {t, ((double)s[(size_t)t] - (double)m) - log(sum), near};
+}
+
+// Logits of row r: kind 0 Gaussian, 1 with -inf entries, 2 exact ties (quantised, several maxima),
+// 3 one finite logit among -inf
+static void sample_logits(float* z, int64_t V, int kind, std::mt19937_64& rng) {
+    std::normal_distribution<float> nd(0.0f, 3.0f);
+    for (int64_t j = 0; j < V; ++j) {
+        float v = nd(rng);
+        if (kind == 1 && rng() % 4 == 0) v = -INFINITY;
+        if (kind == 2) v = std::min(roundf(v), 4.0f);  // many ties, the maximum 4 several times in larger rows
+        if (kind == 3) v = -INFINITY;
+        z[j] = v;
+    }
+    if (kind == 3) z[(int64_t)(rng() % (uint64_t)V)] = 0.5f;
+    if (kind == 2) {
+        // a count of equal maxima that is a multiple of 10 would put top-p 0.3 and 0.9 exactly on a
+        // boundary (3 of 10 equal probabilities): one fewer then
+        int64_t n = 0, last = 0;
+        for (int64_t j = 0; j < V; ++j)
+            if (z[j] == 4.0f) ++n, last = j;
+        if (n > 0 && n % 10 == 0) z[last] = 3.0f;
+    }
+}
+
+static void test_sample() {
+    const int64_t vocabs[] = {1, 2, 7, 513, 4099}, rowss[] = {1, 3, 65};
+    const double temps[] = {0.0, 0.6, 1.0, 1.7}, tops_p[] = {1.0, 0.9, 0.3, 1e-9};
+    std::mt19937_64 rng(79);
+    std::uniform_real_distribution<double> ud(0.0, 1.0);
+    long calls = 0, draws = 0, skipped = 0, bad_tok = 0, bad_lp = 0, not_same = 0;
+    for (int64_t V : vocabs)
+        for (int64_t R : rowss) {
+            const int64_t ls = V + 3;  // a stride wider than the row
+            std::vector<float> z((size_t)(R * ls), NAN);  // the padding is NaN: reading it would show
+            std::vector<double> u((size_t)R);
+            for (int64_t r = 0; r < R; ++r) {
+                sample_logits(z.data() + r * ls, V, (int)(r % 4), rng);
+                u[(size_t)r] = r % 5 == 0 ? 0.0 : r % 5 == 1 ? 1.0 - 0x1p-53 : ud(rng);
+            }
+            for (double T : temps)
+                for (int64_t K : {(int64_t)0, (int64_t)1, (int64_t)5, V - 1, V, V + 3})  // V - 1 of 4099: nth_element, not the heap
+                    for (double P : tops_p) {
+                        if (T == 0 && (K != 0 || P != 1.0)) continue;  // greedy ignores the filters: once is enough
+                        std::vector<int64_t> tok[3];
+                        std::vector<float> lp[3];
+                        three_ways([&](int k) {
+                            tok[k].assign((size_t)R, -5);
+                            lp[k].assign((size_t)R, -5.0f);
+                            const int32_t st = drmas_sample_f32(DRMAS_DEVICE_CPU, R, V, z.data(), ls, T, K, P, u.data(), tok[k].data(),
+                                                                lp[k].data());
+                            CHECK(st == 0, "sample: %s", drmas_last_error());
+                            ++calls;
+                        });
+                        for (int64_t r = 0; r < R; ++r) {
+                            const RefDraw ref = ref_sample(z.data() + r * ls, V, T, K, P, u[(size_t)r]);
+                            ++draws;
+                            if (ref.near) {
+                                ++skipped;
+                                continue;
+                            }
+                            const int64_t t = tok[0][(size_t)r];
+                            const float l = lp[0][(size_t)r];
+                            if (t != ref.token && ++bad_tok <= 5)
+                                printf("  V %lld T %g K %lld P %g row %lld (u %.17g): token %lld, want %lld\n", (long long)V, T, (long long)K, P,
+                                       (long long)r, u[(size_t)r], (long long)t, (long long)ref.token);
+                            const bool lp_ok = isnan(ref.logprob) ? isnan(l) : close(l, ref.logprob, 1e-6, 1e-6);
+                            if (!lp_ok && ++bad_lp <= 5)
+                                printf("  V %lld T %g K %lld P %g row %lld: logprob %.9g, want %.9g\n", (long long)V, T, (long long)K, P,
+                                       (long long)r, l, ref.logprob);
+                        }
+                        for (int k = 1; k < 3; ++k)
+                            not_same += tok[k] != tok[0] || !same_bits(lp[k].data(), lp[0].data(), lp[0].size() * 4);
+                    }
+        }
+    CHECK(bad_tok == 0 && bad_lp == 0, "sample: %ld tokens and %ld log-probs of %ld draws differ from the fp64 reference", bad_tok, bad_lp, draws);
+    CHECK(not_same == 0, "sample: %ld calls differ between the default loops, v2 and 1 thread", not_same);
+    CHECK(skipped * 100 < draws, "sample: %ld of %ld draws were near-ties (the cases are built to have few)", skipped, draws);
+    printf("  sample: %ld draws in %ld calls against the fp64 reference, %ld near-ties skipped\n", draws, calls, skipped);
+
+    // rows that are no distribution: log-prob NaN, the first largest non-NaN value's index, status OK;
+    // the finite row beside them is unaffected
+    {
+        const int64_t V = 9;
+        const float N = NAN, I = INFINITY;
+        const float rows[6][9] = {
+            {0.5f, 1.0f, N, 3.0f, 0.0f, 3.0f, -1.0f, 2.0f, 0.0f},  // NaN: token 3
+            {-I, -I, -I, -I, -I, -I, -I, -I, -I},                   // all -inf: token 0
+            {1.0f, 2.0f, 0.0f, 0.0f, I, 0.0f, I, 0.0f, 0.0f},       // +inf: token 4
+            {N, N, N, N, N, N, N, N, N},                            // all NaN: token 0
+            {0.0f, 1.0f, 3e38f, 2.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f},  // finite, but / 0.6 overflows: token 2
+            {0.0f, 1.0f, 2.0f, 0.0f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f},  // a distribution
+        };
+        const double uu[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+        for (double T : {0.0, 0.6}) {
+            int64_t tok[6];
+            float lp[6];
+            const int32_t st = drmas_sample_f32(DRMAS_DEVICE_CPU, 6, V, &rows[0][0], V, T, 0, 1.0, uu, tok, lp);
+            CHECK(st == 0 && tok[0] == 3 && isnan(lp[0]) && tok[1] == 0 && isnan(lp[1]) && tok[2] == 4 && isnan(lp[2]) && tok[3] == 0 &&
+                      isnan(lp[3]),
+                  "T %g: rows without a distribution: %d, tokens %lld %lld %lld %lld", T, st, (long long)tok[0], (long long)tok[1],
+                  (long long)tok[2], (long long)tok[3]);
+            CHECK(T == 0 ? (tok[4] == 2 && !isnan(lp[4])) : (tok[4] == 2 && isnan(lp[4])), "T %g: 3e38 row: token %lld logprob %g", T,
+                  (long long)tok[4], lp[4]);
+            const RefDraw ref = ref_sample(rows[5], V, T, 0, 1.0, 0.5);
+            CHECK(tok[5] == ref.token && close(lp[5], ref.logprob, 1e-6, 1e-6), "T %g: the finite row: %lld %g", T, (long long)tok[5], lp[5]);
+        }
+    }
+    // greedy takes no uniforms; ties at the maximum give the first; top-p 1e-9 keeps only the first maximum
+    {
+        const float z[6] = {1.0f, 3.0f, -INFINITY, 3.0f, 2.0f, 3.0f};
+        int64_t tok = -1;
+        float lp = 0;
+        int32_t st = drmas_sample_f32(DRMAS_DEVICE_CPU, 1, 6, z, 6, 0.0, 0, 1.0, nullptr, &tok, &lp);
+        CHECK(st == 0 && tok == 1, "greedy without uniforms: %d %lld %s", st, (long long)tok, drmas_last_error());
+        for (double uu : {0.0, 0.5, 1.0 - 0x1p-53}) {
+            st = drmas_sample_f32(DRMAS_DEVICE_CPU, 1, 6, z, 6, 1.0, 0, 1e-9, &uu, &tok, &lp);
+            CHECK(st == 0 && tok == 1, "top-p 1e-9 among three equal maxima keeps the first: %lld", (long long)tok);
+            st = drmas_sample_f32(DRMAS_DEVICE_CPU, 1, 6, z, 6, 1.0, 3, 1.0, &uu, &tok, &lp);
+            CHECK(st == 0 && (tok == 1 || tok == 3 || tok == 5), "top-k 3: only the maxima: %lld", (long long)tok);
+        }
+        // u = 0 draws the first token of positive probability, never the -inf one before it
+        const float z2[4] = {-INFINITY, -INFINITY, 0.0f, 1.0f};
+        const double u0 = 0.0;
+        st = drmas_sample_f32(DRMAS_DEVICE_CPU, 1, 4, z2, 4, 0.6, 0, 1.0, &u0, &tok, &lp);
+        CHECK(st == 0 && tok == 2, "u = 0 skips zero-probability tokens: %lld", (long long)tok);
+    }
+    // errors: named, tokens and logprobs untouched
+    const int64_t V = 5;
+    std::vector<float> z(3 * V, 0.5f);
+    std::vector<double> uu = {0.1, 0.2, 0.3};
+    std::vector<int64_t> tok(3, -5);
+    std::vector<float> lp(3, -5.0f);
+    struct Bad {
+        int32_t dev;
+        int64_t rows, vocab, stride;
+        double T;
+        int64_t K;
+        double P;
+        int null_which;  // 1 logits, 2 uniforms, 3 tokens, 4 logprobs
+        int bad_u;       // 1: uniforms[1] = 1, 2: uniforms[2] = -0.1, 3: uniforms[0] = NaN
+        int32_t code;
+        const char* says;
+    };
+    const Bad bads[] = {
+        {DRMAS_DEVICE_CUDA, 3, V, V, 1.0, 0, 1.0, 0, 0, DRMAS_ERR_UNSUPPORTED, "CPU only"},
+        {2, 3, V, V, 1.0, 0, 1.0, 0, 0, DRMAS_ERR_CONFIG, "device"},
+        {0, -1, V, V, 1.0, 0, 1.0, 0, 0, DRMAS_ERR_SIZE, "rows must be >= 0"},
+        {0, 3, 0, V, 1.0, 0, 1.0, 0, 0, DRMAS_ERR_SIZE, "vocab must be in [1, 2^31 - 1]"},
+        {0, 3, (int64_t)1 << 31, (int64_t)1 << 31, 1.0, 0, 1.0, 0, 0, DRMAS_ERR_SIZE, "vocab must be in [1, 2^31 - 1]"},
+        {0, 3, V, V - 1, 1.0, 0, 1.0, 0, 0, DRMAS_ERR_SIZE, "logits_stride (4)"},
+        {0, INT64_MAX / 4, V, V, 1.0, 0, 1.0, 0, 0, DRMAS_ERR_SIZE, "overflows"},
+        {0, 3, V, V, NAN, 0, 1.0, 0, 0, DRMAS_ERR_CONFIG, "temperature"},
+        {0, 3, V, V, -0.5, 0, 1.0, 0, 0, DRMAS_ERR_CONFIG, "temperature"},
+        {0, 3, V, V, INFINITY, 0, 1.0, 0, 0, DRMAS_ERR_CONFIG, "temperature"},
+        {0, 3, V, V, 1.0, -1, 1.0, 0, 0, DRMAS_ERR_CONFIG, "top_k"},
+        {0, 3, V, V, 1.0, 0, 0.0, 0, 0, DRMAS_ERR_CONFIG, "top_p"},
+        {0, 3, V, V, 1.0, 0, 1.5, 0, 0, DRMAS_ERR_CONFIG, "top_p"},
+        {0, 3, V, V, 1.0, 0, NAN, 0, 0, DRMAS_ERR_CONFIG, "top_p"},
+        {0, 3, V, V, 1.0, 0, 1.0, 1, 0, DRMAS_ERR_NULL, "logits is NULL"},
+        {0, 3, V, V, 0.7, 0, 1.0, 2, 0, DRMAS_ERR_NULL, "uniforms is NULL"},
+        {0, 3, V, V, 1.0, 0, 1.0, 3, 0, DRMAS_ERR_NULL, "tokens is NULL"},
+        {0, 3, V, V, 1.0, 0, 1.0, 4, 0, DRMAS_ERR_NULL, "logprobs is NULL"},
+        {0, 3, V, V, 1.0, 0, 1.0, 0, 1, DRMAS_ERR_RANGE, "uniforms[1] = 1"},
+        {0, 3, V, V, 0.5, 2, 0.9, 0, 2, DRMAS_ERR_RANGE, "uniforms[2] = -0.1"},
+        {0, 3, V, V, 0.0, 0, 1.0, 0, 3, DRMAS_ERR_RANGE, "uniforms[0] = nan"},
+    };
+    for (const Bad& b : bads) {
+        std::vector<double> ub = uu;
+        if (b.bad_u == 1) ub[1] = 1.0;
+        if (b.bad_u == 2) ub[2] = -0.1;
+        if (b.bad_u == 3) ub[0] = NAN;
+        const int32_t st = drmas_sample_f32(b.dev, b.rows, b.vocab, b.null_which == 1 ? nullptr : z.data(), b.stride, b.T, b.K, b.P,
+                                            b.null_which == 2 ? nullptr : ub.data(), b.null_which == 3 ? nullptr : tok.data(),
+                                            b.null_which == 4 ? nullptr : lp.data());
+        CHECK(st == b.code && contains(drmas_last_error(), b.says) && contains(drmas_last_error(), "drmas_sample_f32"),
+              "sample error '%s': %d %s", b.says, st, drmas_last_error());
+    }
+    CHECK(tok == std::vector<int64_t>(3, -5) && lp == std::vector<float>(3, -5.0f), "a failed sample must leave tokens and logprobs untouched");
+    CHECK(drmas_sample_f32(DRMAS_DEVICE_CPU, 0, V, nullptr, V, 1.0, 0, 1.0, nullptr, nullptr, nullptr) == 0, "0 rows are a no-op");
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -1593,6 +2119,9 @@ int main() {
     test_lmhead_extreme_logits();
     test_lmhead_bf16();
     test_decode_attention();
+    test_rms_norm();
+    test_swiglu();
+    test_sample();
     test_abi_table();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;

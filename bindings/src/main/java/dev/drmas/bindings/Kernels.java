@@ -1,6 +1,6 @@
 // Kernels.java — the Java face of libdrmas on MemorySegments: segmentStats, advantage,
 // broadcastRows, clippedLoss, lmheadLogprobs, lmheadChunk and their bf16 forms lmheadLogprobsBf16, lmheadChunkBf16,
-// decodeAttention (CPU only)
+// and the CPU-only decoding step's decodeAttention, rmsNorm, swiglu and sample
 // (one name per operation, as in C and CUDA). It checks that every
 // buffer is large enough before the call, so that a short buffer is a Java error naming the
 // argument instead of a native out-of-bounds write. Config structs are written field by field
@@ -353,6 +353,63 @@ public final class Kernels {
                 arg(b, "k_cache", kCache, cacheNeed, 4), arg(b, "v_cache", vCache, cacheNeed, 4), cacheRowStride, capacity, writeSlot,
                 slots, arg(b, "mask", mask, Math.multiplyExact(rows, slots), 1), scale,
                 arg(b, "out", out, Math.multiplyExact(rows, heads * headDim), 4)));
+    }
+
+    // The floats (or elements) that `rows` rows of `width` at `stride` span: the last row needs only its width.
+    private static long extent(long rows, long stride, long width) {
+        return rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rows - 1, stride), width);
+    }
+
+    /**
+     * RMSNorm of {@code rows} rows of {@code hidden} floats on the CPU, with the residual connection (see
+     * drmas_rms_norm_f32): when {@code residual} is not null, x += residual first (written back into x),
+     * then out = (x·f)·weight with f = 1/sqrt(mean(x²) + eps), the mean in fp64. {@code out} may be
+     * {@code x} (with the same stride); residual may overlap neither. Strides are in floats. Heap
+     * segments (Java arrays) are read in place.
+     */
+    public static void rmsNorm(long rows, long hidden, MemorySegment x, long xStride, MemorySegment residual, long residualStride,
+                               MemorySegment weight, double eps, MemorySegment out, long outStride) {
+        checkCount("rows", rows);
+        if (hidden < 1) throw new IllegalArgumentException("hidden must be >= 1, got " + hidden);
+        Backend b = Backend.CPU;
+        // the native side checks the strides against the width; the buffers' extents are checked here
+        LibDrmas.check(LibDrmas.rmsNorm(rows, hidden, arg(b, "x", x, extent(rows, xStride, hidden), 4), xStride,
+                arg(b, "residual", residual, residual == null ? 0 : extent(rows, residualStride, hidden), 4), residualStride,
+                arg(b, "weight", weight, rows == 0 ? 0 : hidden, 4), eps, arg(b, "out", out, extent(rows, outStride, hidden), 4),
+                outStride));
+    }
+
+    /**
+     * SwiGLU of {@code rows} rows of {@code width} floats on the CPU (see drmas_swiglu_f32): out =
+     * silu(gate)·up, silu(g) = g / (1 + e^-g) in float. {@code out} may be gate or up (with the same
+     * stride). Strides are in floats. Heap segments (Java arrays) are read in place.
+     */
+    public static void swiglu(long rows, long width, MemorySegment gate, long gateStride, MemorySegment up, long upStride,
+                              MemorySegment out, long outStride) {
+        checkCount("rows", rows);
+        if (width < 1) throw new IllegalArgumentException("width must be >= 1, got " + width);
+        Backend b = Backend.CPU;
+        LibDrmas.check(LibDrmas.swiglu(rows, width, arg(b, "gate", gate, extent(rows, gateStride, width), 4), gateStride,
+                arg(b, "up", up, extent(rows, upStride, width), 4), upStride, arg(b, "out", out, extent(rows, outStride, width), 4),
+                outStride));
+    }
+
+    /**
+     * One token per row of {@code logits} ({@code rows} rows of {@code vocab} floats at {@code logitsStride})
+     * on the CPU, as dev.drmas.rollout.Sampler draws it (see drmas_sample_f32): temperature 0 is greedy
+     * (uniforms may then be null), else the logits / temperature filtered by top-k (0: off) then top-p (1:
+     * off), and the inverse CDF of the rest at {@code uniforms[r]} in [0, 1). Writes {@code tokens} (longs)
+     * and {@code logprobs} (floats: log-softmax of the scaled logits before the filters; NaN for a row that
+     * is no distribution). Heap segments (Java arrays) are read in place.
+     */
+    public static void sample(long rows, long vocab, MemorySegment logits, long logitsStride, double temperature, long topK,
+                              double topP, MemorySegment uniforms, MemorySegment tokens, MemorySegment logprobs) {
+        checkCount("rows", rows);
+        if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        Backend b = Backend.CPU;
+        LibDrmas.check(LibDrmas.sample(rows, vocab, arg(b, "logits", logits, extent(rows, logitsStride, vocab), 4), logitsStride,
+                temperature, topK, topP, arg(b, "uniforms", uniforms, rows, 8), arg(b, "tokens", tokens, rows, 8),
+                arg(b, "logprobs", logprobs, rows, 4)));
     }
 
     // A host array for any backend: CUDA calls use non-critical downcalls, which take native

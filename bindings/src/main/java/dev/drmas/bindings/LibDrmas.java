@@ -96,6 +96,14 @@ public final class LibDrmas {
                 JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_DOUBLE, ADDRESS, ADDRESS,
                 ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_DOUBLE, ADDRESS), true);
 
+        // the decoding step's other ops (drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32): CPU only, so critical only
+        static final MethodHandle RMS_NORM = handle("drmas_rms_norm_f32", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG,
+                JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_DOUBLE, ADDRESS, JAVA_LONG), true);
+        static final MethodHandle SWIGLU = handle("drmas_swiglu_f32", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG,
+                JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG), true);
+        static final MethodHandle SAMPLE = handle("drmas_sample_f32", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG,
+                JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_DOUBLE, JAVA_LONG, JAVA_DOUBLE, ADDRESS, ADDRESS, ADDRESS), true);
+
         static final FunctionDescriptor LMHEAD_LOGPROBS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG,
                 ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LMHEAD_LOGPROBS_CRIT = handle("drmas_lmhead_logprobs_f32", LMHEAD_LOGPROBS, true);
@@ -304,6 +312,34 @@ public final class LibDrmas {
         try {
             return (int) H.DECODE_ATTN.invokeExact(0, rows, heads, kvHeads, headDim, qkv, qkvStride, qNorm, kNorm, normEps, cos,
                     sin, kCache, vCache, cacheRowStride, capacity, writeSlot, slots, mask, scale, out);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int rmsNorm(long rows, long hidden, MemorySegment x, long xStride, MemorySegment residual, long residualStride,
+                       MemorySegment weight, double eps, MemorySegment out, long outStride) {
+        try {
+            return (int) H.RMS_NORM.invokeExact(0, rows, hidden, x, xStride, residual, residualStride, weight, eps, out, outStride);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int swiglu(long rows, long width, MemorySegment gate, long gateStride, MemorySegment up, long upStride,
+                      MemorySegment out, long outStride) {
+        try {
+            return (int) H.SWIGLU.invokeExact(0, rows, width, gate, gateStride, up, upStride, out, outStride);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int sample(long rows, long vocab, MemorySegment logits, long logitsStride, double temperature, long topK, double topP,
+                      MemorySegment uniforms, MemorySegment tokens, MemorySegment logprobs) {
+        try {
+            return (int) H.SAMPLE.invokeExact(0, rows, vocab, logits, logitsStride, temperature, topK, topP, uniforms, tokens,
+                    logprobs);
         } catch (Throwable t) {
             throw rethrow(t);
         }
