@@ -14,6 +14,7 @@ import dev.drmas.rollout.Completion;
 import dev.drmas.rollout.GenerationConfig;
 import dev.drmas.rollout.Generator;
 import dev.drmas.rollout.Request;
+import dev.drmas.rollout.Sampler;
 import dev.drmas.rollout.SamplingParams;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -31,7 +32,8 @@ public final class GenerationBench {
     private GenerationBench() {
     }
 
-    record Result(int batch, boolean cache, double seconds, long tokens) {
+    /** A configuration's median call; with the KV cache also the median of the same call with one new token (its prefill and one draw). */
+    record Result(int batch, boolean cache, double seconds, long tokens, double prefillSeconds) {
         double tokensPerSecond() {
             return tokens / seconds;
         }
@@ -79,8 +81,7 @@ public final class GenerationBench {
         try (CausalLm model = CausalLm.random(cfg, 7)) {
             results = measure(new Generator(model, 0, Generator.Engine.STATIC), batches, recomputeBatches, promptTokens, newTokens, repeats,
                     cfg.vocabSize());
-            attention = attentionAb(model, batches.stream().mapToInt(Integer::intValue).max().orElse(1), promptTokens, newTokens, repeats,
-                    cfg.vocabSize());
+            attention = stepAb(model, batches.stream().distinct().sorted().toList(), promptTokens, newTokens, repeats, cfg.vocabSize());
         }
         List<Limit> limits = new ArrayList<>();
         for (int b : batches) limits.add(productsAlone(cfg, b, newTokens, repeats));
@@ -113,11 +114,12 @@ public final class GenerationBench {
         GenerationConfig kv = GenerationConfig.greedy(newTokens, Set.of())
                 .withSampling(SamplingParams.temperature(1.0), 11).withCache(true);
         GenerationConfig recompute = kv.withCache(false);
+        GenerationConfig first = GenerationConfig.greedy(1, Set.of()).withSampling(SamplingParams.temperature(1.0), 11).withCache(true);
         int n = batches.size();
         List<List<Request>> reqs = new ArrayList<>();
         int[] recomputeRepeats = new int[n];
-        double[][] tk = new double[n][repeats], tr = new double[n][];
-        long[][] tokens = new long[n][2];
+        double[][] tk = new double[n][repeats], tr = new double[n][], tp = new double[n][repeats];
+        long[][] tokens = new long[n][3];
         for (int i = 0; i < n; i++) {
             int batch = batches.get(i);
             List<Request> rows = prompts(batch, promptTokens, vocab);
@@ -130,13 +132,14 @@ public final class GenerationBench {
         for (int round = 0; round < repeats; round++) {
             for (int i = 0; i < n; i++) {
                 tk[i][round] = timed(g, reqs.get(i), kv, tokens[i], 0);
+                tp[i][round] = timed(g, reqs.get(i), first, tokens[i], 2);
                 if (round < recomputeRepeats[i]) tr[i][round] = timed(g, reqs.get(i), recompute, tokens[i], 1);
             }
         }
         List<Result> rs = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            rs.add(result(batches.get(i), true, tk[i], tokens[i][0]));
-            if (recomputeRepeats[i] > 0) rs.add(result(batches.get(i), false, tr[i], tokens[i][1]));
+            rs.add(result(batches.get(i), true, tk[i], tokens[i][0], BenchSupport.median(tp[i])));
+            if (recomputeRepeats[i] > 0) rs.add(result(batches.get(i), false, tr[i], tokens[i][1], 0));
         }
         return rs;
     }
@@ -144,8 +147,8 @@ public final class GenerationBench {
     /**
      * The products one decoding step of {@code batch} rows makes, per layer q, k, v, o, gate, up,
      * down and then the LM head, as the engine calls them: one row by matrix-vector products with
-     * the [out, in] weight (addmv), more rows by matrix products with the pre-transposed [in, out]
-     * weight (addmm), into outputs made once. Random values of the model's shapes; one warm-up
+     * the [out, in] weight (mv), more rows by matrix products with its transposed view (mm), into
+     * outputs made once. Random values of the model's shapes; one warm-up
      * pass, then {@code repeats} timings of newTokens steps, the median.
      */
     static Limit productsAlone(ModelConfig c, int batch, int newTokens, int repeats) {
@@ -165,7 +168,7 @@ public final class GenerationBench {
             for (int i = 0; i < k; i++) {
                 long o = shapes.get(i)[0], in = shapes.get(i)[1];
                 w[i] = torch.randn(o, in);
-                if (batch > 1) w[i] = w[i].t().contiguous();
+                if (batch > 1) w[i] = w[i].t();  // the engine's pre-transposed view (Layer.qT, ...)
                 x[i] = batch > 1 ? torch.randn(batch, in) : torch.randn(in);
                 out[i] = batch > 1 ? torch.zeros(batch, o) : torch.zeros(o);
                 flops += 2.0 * batch * o * in;
@@ -221,36 +224,42 @@ public final class GenerationBench {
     }
 
     /**
-     * The decoding step's attention by libdrmas (drmas_decode_attention_f32, the default for more
-     * than one row) against LibTorch's ops, the same calls at the largest batch taking turns; the
-     * tokens must be the same.
+     * The decoding step in libdrmas (the default: residual and RMSNorm, attention, SwiGLU and the
+     * sampler in native calls between LibTorch's products) against LibTorch's ops for all of it,
+     * the same calls at the largest batch and at batch 1 taking turns; the tokens must be the same.
      */
-    static String attentionAb(CausalLm model, int batch, int promptTokens, int newTokens, int repeats, int vocab) {
-        if (batch < 2) return "";
+    static String stepAb(CausalLm model, List<Integer> batches, int promptTokens, int newTokens, int repeats, int vocab) {
         GenerationConfig kv = GenerationConfig.greedy(newTokens, Set.of()).withSampling(SamplingParams.temperature(1.0), 11).withCache(true);
-        List<Request> rows = prompts(batch, promptTokens, vocab);
         Generator g = new Generator(model, 0, Generator.Engine.STATIC);
-        double[] t = interleaved(repeats, () -> {
-            model.decodeNativeAttention(true);
-            g.generate(rows, kv);
-        }, () -> {
-            model.decodeNativeAttention(false);
-            g.generate(rows, kv);
-        });
-        model.decodeNativeAttention(false);
-        List<Completion> torchTokens = g.generate(rows, kv);
-        model.decodeNativeAttention(true);
-        boolean same = sameTokens(g.generate(rows, kv), torchTokens);
-        System.out.printf("batch %3d attention: libdrmas %.3f s, LibTorch %.3f s (%.2fx), same tokens %s%n", batch, t[0], t[1], t[1] / t[0], same);
-        return String.format("""
-                The decoding step's attention at batch %d (static engine, %d new tokens a row), libdrmas's \
-                drmas_decode_attention_f32 (the default) against LibTorch's ops, median of %d interleaved rounds:
+        StringBuilder sb = new StringBuilder(String.format("""
+                The decoding step in libdrmas (the default: residual and RMSNorm, attention, SwiGLU, sampling) against LibTorch's \
+                ops for all of it (static engine, %d new tokens a row), median of %d interleaved rounds:
 
-                | attention | s/call | LibTorch / libdrmas | same tokens |
-                |---|---:|---:|---|
-                | libdrmas | %.3f | %.2f× | %s |
-                | LibTorch | %.3f | | |
-                """, batch, newTokens, repeats, t[0], t[1] / t[0], same ? "yes" : "NO", t[1]);
+                | batch | libdrmas s/call | LibTorch s/call | LibTorch / libdrmas | same tokens |
+                |---:|---:|---:|---:|---|
+                """, newTokens, repeats));
+        for (int batch : batches) {
+            List<Request> rows = prompts(batch, promptTokens, vocab);
+            Runnable nat = () -> {
+                model.decodeNative(true);
+                Sampler.useNative(true);
+                g.generate(rows, kv);
+            }, lib = () -> {
+                model.decodeNative(false);
+                Sampler.useNative(false);
+                g.generate(rows, kv);
+            };
+            double[] t = interleaved(repeats, nat, lib);
+            model.decodeNative(false);
+            Sampler.useNative(false);
+            List<Completion> torchTokens = g.generate(rows, kv);
+            model.decodeNative(true);
+            Sampler.useNative(true);
+            boolean same = sameTokens(g.generate(rows, kv), torchTokens);
+            System.out.printf("batch %3d step: libdrmas %.3f s, LibTorch %.3f s (%.2fx), same tokens %s%n", batch, t[0], t[1], t[1] / t[0], same);
+            sb.append(String.format("| %d | %.3f | %.3f | %.2f× | %s |%n", batch, t[0], t[1], t[1] / t[0], same ? "yes" : "NO"));
+        }
+        return sb.toString();
     }
 
     /**
@@ -338,9 +347,9 @@ public final class GenerationBench {
         return s;
     }
 
-    private static Result result(int batch, boolean cache, double[] t, long tokens) {
+    private static Result result(int batch, boolean cache, double[] t, long tokens, double prefill) {
         Arrays.sort(t);
-        Result r = new Result(batch, cache, t[t.length / 2], tokens);
+        Result r = new Result(batch, cache, t[t.length / 2], tokens, prefill);
         System.out.printf("batch %3d %-9s %8.3f s  %9.1f tokens/s%n", batch, cache ? "kv-cache" : "recompute", r.seconds(),
                 r.tokensPerSecond());
         return r;
@@ -355,8 +364,9 @@ public final class GenerationBench {
                 .append(promptTokens - 3).append("–").append(promptTokens).append(" tokens, ").append(newTokens)
                 .append(" new tokens per row (sampling at temperature 1, no stop), median of the repeats; the calls of all")
                 .append(" rows take turns, round after round.\n\n");
-        sb.append("| batch | mode | s/call | tokens/s | vs batch 1 (kv-cache) | kv-cache / recompute | share of the products limit |\n");
-        sb.append("|---:|---|---:|---:|---:|---:|---:|\n");
+        sb.append("| batch | mode | s/call | tokens/s | vs batch 1 (kv-cache) | kv-cache / recompute | share of the products limit |")
+                .append(" decoding steps only: s, share |\n");
+        sb.append("|---:|---|---:|---:|---:|---:|---:|---:|\n");
         Result base = rs.stream().filter(r -> r.batch() == 1 && r.cache()).findFirst().orElse(null);
         for (Result r : rs) {
             Result cached = rs.stream().filter(x -> x.batch() == r.batch() && x.cache()).findFirst().orElse(null);
@@ -364,11 +374,20 @@ public final class GenerationBench {
             String speedup = !r.cache() && cached != null ? String.format("%.1f×", cached.tokensPerSecond() / r.tokensPerSecond()) : "";
             Limit lim = limits.stream().filter(l -> l.batch() == r.batch()).findFirst().orElse(null);
             String share = r.cache() && lim != null ? String.format("%.0f%%", 100 * r.tokensPerSecond() / lim.tokensPerSecond()) : "";
-            sb.append(String.format("| %d | %s | %.3f | %.1f | %s | %s | %s |%n", r.batch(), r.cache() ? "kv-cache" : "recompute",
-                    r.seconds(), r.tokensPerSecond(), vs1, speedup, share));
+            // the call less its prefill and first draw (a call of one new token): its newTokens - 1 decoding steps
+            String steps = "";
+            if (r.cache() && lim != null && r.prefillSeconds() > 0) {
+                double decode = r.seconds() - r.prefillSeconds(), products = lim.seconds() * (newTokens - 1) / newTokens;
+                steps = String.format("%.3f s, %.0f%%", decode, 100 * products / decode);
+            }
+            sb.append(String.format("| %d | %s | %.3f | %.1f | %s | %s | %s | %s |%n", r.batch(), r.cache() ? "kv-cache" : "recompute",
+                    r.seconds(), r.tokensPerSecond(), vs1, speedup, share, steps));
         }
+        sb.append("\nShare of the products limit: the call's tokens/s (its prefill included) over the products' alone; decoding")
+                .append(" steps only: the call less a call of one new token (the prefill and first draw), against the products of")
+                .append(" as many steps.\n");
         sb.append("\nThe limit: the decoding step's matrix products alone (per layer q, k, v, o, gate, up, down, then the LM head;")
-                .append(" addmv for one row, addmm with the pre-transposed weight for more, into buffers made once), ")
+                .append(" mv for one row, mm with the transposed weight view for more, as the engine calls them, into buffers made once), ")
                 .append(newTokens).append(" steps, median of the repeats, in the same process:\n\n");
         sb.append("| batch | products s | tokens/s | GFLOP/s |\n|---:|---:|---:|---:|\n");
         for (Limit l : limits) {

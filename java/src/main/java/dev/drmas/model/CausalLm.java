@@ -78,12 +78,12 @@ public final class CausalLm implements AutoCloseable {
     boolean decodeStepOn = true;
 
     /**
-     * Whether CPU decoding steps of more than one row run each layer's attention as one libdrmas call
-     * (drmas_decode_attention_f32, the default) or as LibTorch's ops: for tests and the benchmark
-     * that compare both.
+     * Whether CPU decoding steps run libdrmas's ops between the matrix products (the residual and
+     * RMSNorm, the attention, SwiGLU: the default) or LibTorch's: for tests and the benchmark that
+     * compare both.
      */
-    public void decodeNativeAttention(boolean on) {
-        decodeStep.nativeAttention = on;
+    public void decodeNative(boolean on) {
+        decodeStep.nativeStep = on;
     }
     private boolean activationCheckpointing;
     private boolean closed;

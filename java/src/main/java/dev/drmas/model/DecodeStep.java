@@ -1,9 +1,10 @@
 // DecodeStep.java — CausalLm's decoding step on the CPU (one new token per row, float32): the
-// step's inputs made in Java (the attention mask as an additive bias, the rotary angles) and the
-// buffers its layers write into, made once per KV cache; the layers themselves are
-// Transformer.layer, in its decoding arrangement (Pass.decoding). One row (batch-1 generation)
-// runs with one LibTorch intra-op thread; more rows run each layer's attention as one libdrmas call
-// (drmas_decode_attention_f32) on views of these buffers and of the cache.
+// buffers its layers write into, made once per KV cache, and the step's inputs made in Java (the
+// embedding rows, the rotary angles, which slots each row attends to). By default every op but the
+// matrix products is libdrmas's (Transformer.decodeLayer: the residual add with RMSNorm, the
+// attention from Qwen3's per-head norm to the softmax over the cache, SwiGLU), so that a layer is
+// seven LibTorch products and four native calls; the LibTorch arrangement of the same layer
+// (Transformer.layer with Pass.decoding) stays for tests and the benchmark's A/B.
 package dev.drmas.model;
 
 import java.lang.foreign.MemorySegment;
@@ -15,10 +16,10 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 
 /**
  * One decoding step of a float32 CPU model: B rows, one token each, keys and values appended to a
- * KV cache. Numerically it is HF's forward up to the order of float32 roundings (for one row,
- * RMSNorm's factor scales the product instead of its input, and the attention is written out
- * instead of {@code scaled_dot_product_attention}; the rotation's sum is fused); {@code CausalLmTest}
- * checks it against the full forward of the same sequences, padded rows included.
+ * KV cache. Numerically it is HF's forward up to the order of float32 roundings (RMSNorm's sum of
+ * squares in float64, the attention written out, the residual added outside the products);
+ * {@code CausalLmTest} checks both arrangements against the full forward of the same sequences,
+ * padded rows included.
  */
 final class DecodeStep {
     private final ModelConfig config;
@@ -26,10 +27,10 @@ final class DecodeStep {
     private final Tensor embed, finalNorm;
     private final float[] invFreq;
     /**
-     * Whether steps of more than one row run each layer's attention as one libdrmas call
-     * (drmas_decode_attention_f32) instead of LibTorch's ops; tests turn it off to compare both.
+     * Whether steps run libdrmas's ops between the products (Transformer.decodeLayer) rather than
+     * LibTorch's (Transformer.layer, Pass.decoding); tests and the benchmark turn it off to compare.
      */
-    boolean nativeAttention = true;
+    boolean nativeStep = true;
 
     DecodeStep(ModelConfig config, Transformer transformer, Tensor embed, Tensor finalNorm, float[] invFreq) {
         this.config = config;
@@ -53,9 +54,16 @@ final class DecodeStep {
         final Tensor attn, attnGroups;            // one row only
         /** More rows: the native attention's output [rows, heads·d] (drmas_decode_attention_f32). */
         final Tensor attnOut;
-        /** The views the native attention reads: qkv and attnOut, per layer the keys and values of the cache; null for one row. */
+        /** The views the native ops read: qkv and attnOut, per layer the keys and values of the cache; null if the cache is not dense. */
         final MemorySegment qkvSeg, outSeg;
         final MemorySegment[] kSeg, vSeg;
+        /**
+         * The native step's residual stream x, normed input h and product output y, [rows, hidden]
+         * each, and their data; the products' inputs and outputs as the products take them (flat
+         * for one row: matrix-vector products); the embedding's data (null: not contiguous, no native step).
+         */
+        final Tensor x, h, y, hIn, attnIn, gateIn, qOut, kOut, vOut, yOut, gateOut, upOut;
+        final MemorySegment xSeg, hSeg, ySeg, gateSeg, upSeg, embedSeg;
         /** qkv's stride between rows, the cache's (in floats), and its slots a row. */
         final long qkvStride, cacheRowStride, capacity;
         /** Per layer, the stacked cache: one row [2, kvHeads, capacity, d], else [2, rows, kvHeads, capacity, d]. */
@@ -64,7 +72,7 @@ final class DecodeStep {
         final Tensor[] keys, values;
         final int slotDim;                        // the capacity dim of cache[l]
 
-        Scratch(ModelConfig c, Tensor[] keysAndValues) {
+        Scratch(ModelConfig c, Tensor[] keysAndValues, Tensor embed) {
             int heads = c.numHeads(), kvHeads = c.numKvHeads(), d = c.headDim(), group = heads / kvHeads;
             rows = keysAndValues[0].size(1);
             boolean single = rows == 1;
@@ -92,7 +100,20 @@ final class DecodeStep {
                 up = Scopes.retain(torch.empty(single ? new long[]{inter} : new long[]{rows, inter}, f32, null));
                 attn = single ? Scopes.retain(torch.empty(new long[]{qd}, f32, null)) : null;
                 attnGroups = single ? Scopes.retain(attn.view(kvHeads, group, d)) : null;
-                attnOut = single ? null : Scopes.retain(torch.empty(new long[]{rows, qd}, f32, null));
+                attnOut = Scopes.retain(torch.empty(new long[]{rows, qd}, f32, null));
+                long hidden = c.hiddenSize();
+                x = Scopes.retain(torch.empty(new long[]{rows, hidden}, f32, null));
+                h = Scopes.retain(torch.empty(new long[]{rows, hidden}, f32, null));
+                y = Scopes.retain(torch.empty(new long[]{rows, hidden}, f32, null));
+                hIn = Scopes.retain(single ? h.view(-1) : h.alias());
+                attnIn = Scopes.retain(single ? attnOut.view(-1) : attnOut.alias());
+                gateIn = Scopes.retain(gate.alias());
+                qOut = Scopes.retain(qFlat.alias());
+                kOut = Scopes.retain(kFlat.alias());
+                vOut = Scopes.retain(vFlat.alias());
+                yOut = Scopes.retain(single ? y.view(-1) : y.alias());
+                gateOut = Scopes.retain(gate.alias());
+                upOut = Scopes.retain(up.alias());
                 int layers = keysAndValues.length;
                 cache = new Tensor[layers];
                 keys = new Tensor[layers];
@@ -109,7 +130,7 @@ final class DecodeStep {
                 long[] st = keysAndValues[0].strides().vec().get();
                 cacheRowStride = st[1];
                 boolean dense = st[4] == 1 && st[3] == d && st[2] == capacity * d;
-                if (single || !dense) {
+                if (!dense) {
                     qkvSeg = outSeg = null;
                     kSeg = vSeg = null;
                 } else {
@@ -119,17 +140,25 @@ final class DecodeStep {
                     vSeg = new MemorySegment[layers];
                     long extent = (rows - 1) * cacheRowStride + kvd * capacity;
                     for (int l = 0; l < layers; l++) {
-                        kSeg[l] = floats(keys[l], extent);
-                        vSeg[l] = floats(values[l], extent);
+                        // the stacked cache's halves: [rows, kvHeads, capacity, d] from their first element
+                        kSeg[l] = floats(keysAndValues[l].select(0, 0), extent);
+                        vSeg[l] = floats(keysAndValues[l].select(0, 1), extent);
                     }
                 }
+                xSeg = floats(x, rows * hidden);
+                hSeg = floats(h, rows * hidden);
+                ySeg = floats(y, rows * hidden);
+                gateSeg = floats(gate, rows * inter);
+                upSeg = floats(up, rows * inter);
+                boolean embedOk = embed.is_contiguous() && embed.scalar_type().intern() == ScalarType.Float && embed.is_cpu();
+                embedSeg = dense && embedOk ? floats(embed, embed.numel()) : null;
             }
         }
 
         @Override
         public void close() {
             for (Tensor t : new Tensor[]{qkv, qkHeads, qHeads, kHeads, qFlat, kFlat, vFlat, qGroups, kvSlot, gate, up, attn,
-                    attnGroups, attnOut}) {
+                    attnGroups, attnOut, x, h, y, hIn, attnIn, gateIn, qOut, kOut, vOut, yOut, gateOut, upOut}) {
                 if (t != null) t.releaseReference();
             }
             for (Tensor[] ts : new Tensor[][]{cache, keys, values}) {
@@ -165,21 +194,14 @@ final class DecodeStep {
      * ≥ past + 1 slots: the query reads every valid slot of [0, slots) and its own.
      */
     Tensor hidden(Tensor ids, Tensor positions, Tensor mask, KvCache cache, long past, long slots) {
-        Scratch sc = cache.decodeScratch(config);
+        Scratch sc = cache.decodeScratch(config, embed);
         int rows = (int) sc.rows;
         boolean single = rows == 1;
         // the per-step inputs are read into Java and made there: a handful of numbers, for which
         // the dozen LibTorch calls of the general path cost more than a layer's arithmetic
         long[] valid = Tensors.toLongs(mask), pos = Tensors.toLongs(positions);
+        if (nativeStep && sc.embedSeg != null) return nativeLayers(Tensors.toLongs(ids), pos, valid, sc, past, slots);
         Tensor x = torch.embedding(embed, ids).view(single ? new long[]{-1} : new long[]{rows, -1});
-        if (nativeAttention && sc.qkvSeg != null) {
-            // more rows: each layer's attention is one libdrmas call (norm, rotation, cache write, softmax attention)
-            byte[] attend = new byte[(int) (rows * slots)];
-            for (int i = 0; i < attend.length; i++) attend[i] = (byte) (valid[i] != 0 || i % slots == past ? 1 : 0);
-            float[][] cs = Rope.angleArrays(pos, invFreq);
-            NativeStep ns = new NativeStep(MemorySegment.ofArray(cs[0]), MemorySegment.ofArray(cs[1]), MemorySegment.ofArray(attend));
-            return layers(x, Pass.decoding(sc, past, slots, null, null, ns), rows);
-        }
         float[] bias = new float[(int) (rows * slots)];
         for (int r = 0; r < rows; r++) {
             for (int j = 0; j < slots; j++) {
@@ -198,10 +220,33 @@ final class DecodeStep {
         if (threads > 1) torch.set_num_threads(1);
         try {
             Tensor attnBias = Tensors.floats(bias).view(single ? new long[]{1, 1, slots} : new long[]{rows, 1, 1, slots});
-            return layers(x, Pass.decoding(sc, past, slots, angles, attnBias, null), rows);
+            return layers(x, Pass.decoding(sc, past, slots, angles, attnBias), rows);
         } finally {
             if (threads > 1) torch.set_num_threads(threads);
         }
+    }
+
+    /**
+     * The native step: the rows' embeddings into the scratch's x, the layers (Transformer.decodeLayer),
+     * then the last residual and the final norm in one call: [rows, 1, hidden], a view of the
+     * scratch (valid until the next step).
+     */
+    private Tensor nativeLayers(long[] ids, long[] pos, long[] valid, Scratch sc, long past, long slots) {
+        int rows = (int) sc.rows;
+        long hidden = config.hiddenSize(), vocab = embed.size(0), rowBytes = hidden * 4;
+        for (int r = 0; r < rows; r++) {
+            if (ids[r] < 0 || ids[r] >= vocab) {
+                throw new IllegalArgumentException("token id " + ids[r] + " of row " + r + " is outside the vocabulary [0, " + vocab + ")");
+            }
+            MemorySegment.copy(sc.embedSeg, ids[r] * rowBytes, sc.xSeg, r * rowBytes, rowBytes);
+        }
+        byte[] attend = new byte[(int) (rows * slots)];
+        for (int i = 0; i < attend.length; i++) attend[i] = (byte) (valid[i] != 0 || i % slots == past ? 1 : 0);
+        float[][] cs = Rope.angleArrays(pos, invFreq);
+        NativeStep ns = new NativeStep(MemorySegment.ofArray(cs[0]), MemorySegment.ofArray(cs[1]), MemorySegment.ofArray(attend));
+        for (int l = 0; l < transformer.numLayers(); l++) transformer.decodeLayer(l, sc, ns, past, slots);
+        transformer.finalNorm(sc, finalNorm);
+        return sc.h.view(rows, 1, -1);
     }
 
     /** The layers over x (in place), then the final norm: [rows, 1, hidden]. */

@@ -169,8 +169,8 @@ public final class KvCache implements AutoCloseable {
     }
 
     /** The buffers of {@link DecodeStep} for this cache, made on first use and freed by close(). */
-    DecodeStep.Scratch decodeScratch(ModelConfig c) {
-        if (decode == null) decode = new DecodeStep.Scratch(c, keysAndValues);
+    DecodeStep.Scratch decodeScratch(ModelConfig c, Tensor embed) {
+        if (decode == null) decode = new DecodeStep.Scratch(c, keysAndValues, embed);
         return decode;
     }
 

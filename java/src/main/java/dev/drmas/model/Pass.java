@@ -1,7 +1,8 @@
 // Pass.java — how one forward through the layers is arranged, the parameter of Transformer's ops:
 // a general pass (training, prefill, decoding on GPUs or in bfloat16: fresh tensors, autograd,
-// any dtype and device) or a CPU decoding step (one token per row, float32, into DecodeStep's
-// buffers, in place), whose one-row case runs matrix-vector products instead of matrix products.
+// any dtype and device) or a CPU decoding step in LibTorch's ops (one token per row, float32, into
+// DecodeStep's buffers, in place), whose one-row case runs matrix-vector products instead of
+// matrix products. (The default CPU decoding step, Transformer.decodeLayer, needs no Pass.)
 package dev.drmas.model;
 
 import org.bytedeco.pytorch.Tensor;
@@ -33,13 +34,11 @@ final class Pass {
     final KvCache cache;
     /** Decoding step: its buffers and fixed views. */
     final DecodeStep.Scratch scratch;
-    /** Decoding step of more rows with the native attention: its per-step inputs; else null. */
-    final DecodeStep.NativeStep nativeStep;
     /** Decoding step: where the projections go (views of the scratch buffers); null in a general pass. */
     final Tensor qOut, kOut, vOut, gateOut, upOut;
 
     private Pass(boolean decoding, long batch, long tokens, long past, long slots, Rope.Angles angles, Tensor mask, KvCache cache,
-                 DecodeStep.Scratch sc, DecodeStep.NativeStep nativeStep) {
+                 DecodeStep.Scratch sc) {
         this.decoding = decoding;
         this.oneRow = decoding && sc.rows == 1;
         this.batch = batch;
@@ -49,7 +48,6 @@ final class Pass {
         this.angles = angles;
         this.mask = mask;
         this.maskOpt = oneRow || mask == null ? null : new TensorOptional(mask);
-        this.nativeStep = nativeStep;
         this.cache = cache;
         this.scratch = sc;
         qOut = sc == null ? null : sc.qFlat;
@@ -66,16 +64,15 @@ final class Pass {
 
     /** As above, the queries reading key slots [0, slots) (one token written at slot past < slots). */
     static Pass general(long batch, long tokens, long past, long slots, Rope.Angles angles, Tensor attend, KvCache cache) {
-        return new Pass(false, batch, tokens, past, slots, angles, attend, cache, null, null);
+        return new Pass(false, batch, tokens, past, slots, angles, attend, cache, null);
     }
 
     /**
-     * A CPU decoding step of {@code sc.rows} rows whose new keys and values go to slot {@code past} <
-     * slots: attention by LibTorch's ops with {@code angles} and {@code bias}, or (nativeStep not
-     * null, angles and bias null) by libdrmas.
+     * A CPU decoding step of {@code sc.rows} rows in LibTorch's ops, whose new keys and values go
+     * to slot {@code past} < slots, rotated by {@code angles}, attending as {@code bias} says.
      */
-    static Pass decoding(DecodeStep.Scratch sc, long past, long slots, Rope.Angles angles, Tensor bias, DecodeStep.NativeStep nativeStep) {
-        return new Pass(true, sc.rows, 1, past, slots, angles, bias, null, sc, nativeStep);
+    static Pass decoding(DecodeStep.Scratch sc, long past, long slots, Rope.Angles angles, Tensor bias) {
+        return new Pass(true, sc.rows, 1, past, slots, angles, bias, null, sc);
     }
 
     /** Key slots a query may read: [0, slots()), the cached ones and the new tokens. */

@@ -1,13 +1,14 @@
 // Transformer.java — the decoder layers of a CausalLm, written once: RMSNorm, q/k/v, Qwen3's
 // per-head norm, rotary embedding, grouped-query attention over the KV cache, SwiGLU MLP, and the
 // residuals. Every op takes the Pass that says how this forward is arranged: a general pass
-// (training, prefill, GPUs: fresh tensors with autograd), or a CPU decoding step, whose LibTorch
-// calls are fewer because at these sizes a call costs more than its arithmetic (bench/README.md,
-// "Rollout engine"): it writes into buffers made once per KV cache, norms and rotates q and k as
-// one block, adds the residual inside the output products, and for one row runs matrix-vector
-// products with RMSNorm's factor as their alpha. Each op keeps the exact LibTorch calls of the
-// code it replaced, so training is bit for bit what it was; a decoding step of more rows runs its
-// attention in libdrmas (drmas_decode_attention_f32), which agrees with LibTorch's to rounding.
+// (training, prefill, GPUs: fresh tensors with autograd), or a CPU decoding step in LibTorch's ops,
+// whose calls are fewer because at these sizes a call costs more than its arithmetic
+// (bench/README.md, "Rollout engine"): it writes into buffers made once per KV cache, norms and
+// rotates q and k as one block, adds the residual inside the output products, and for one row runs
+// matrix-vector products with RMSNorm's factor as their alpha. Each op keeps the exact LibTorch
+// calls of the code it replaced, so training is bit for bit what it was. The default CPU decoding
+// step is decodeLayer: the same layer with every op but the products in libdrmas (residual and
+// RMSNorm, attention, SwiGLU), which agrees with LibTorch's ops to rounding.
 package dev.drmas.model;
 
 import dev.drmas.bindings.Kernels;
@@ -23,6 +24,7 @@ final class Transformer {
     private final Layer[] layers;
     private final ScalarType dtype;
     private final int heads, kvHeads, headDim, group;
+    private final long hidden, inter;
     private final float rmsEpsF;
     // made once: with small models a forward is hundreds of small LibTorch calls, each ~3–7 µs
     // through JavaCPP, allocations of these included (bench/README.md, "Rollout engine")
@@ -35,6 +37,8 @@ final class Transformer {
         this.layers = layers;
         this.dtype = dtype;
         heads = config.numHeads();
+        hidden = config.hiddenSize();
+        inter = config.intermediateSize();
         kvHeads = config.numKvHeads();
         headDim = config.headDim();
         group = heads / kvHeads;
@@ -65,6 +69,53 @@ final class Transformer {
         Tensor up = project(p.upOut, h, w.up, w.upT, w.upBias, p);
         Tensor gated = p.decoding ? torch.silu_(gate).mul_(up) : torch.silu(gate).mul(up);  // SwiGLU
         return addProjection(x, gated, w.down, w.downT, w.downBias, p);
+    }
+
+    // ------------------------------------------------------------------ the native decoding step
+
+    /**
+     * Decoder layer l of a native CPU decoding step (DecodeStep's default) on its scratch: x += y
+     * (the previous layer's last product; none before the first layer) and h = RMSNorm(x) in one
+     * libdrmas call; q, k, v; the attention (libdrmas: Qwen3's per-head norm, the rotation, the
+     * cache write, softmax attention over the cache); o into y; x += y and h = RMSNorm(x); gate and
+     * up; SwiGLU (libdrmas, into gate); down into y, whose residual the next layer (or {@link
+     * #finalNorm}) adds. The products are LibTorch's (matrix-vector ones for one row), as in {@link #layer}.
+     */
+    void decodeLayer(int l, DecodeStep.Scratch sc, DecodeStep.NativeStep ns, long past, long slots) {
+        Layer w = layers[l];
+        long rows = sc.rows;
+        boolean flat = rows == 1;
+        Kernels.rmsNorm(rows, hidden, sc.xSeg, hidden, l == 0 ? null : sc.ySeg, hidden, DecodeStep.floats(w.inputNorm, hidden), rmsEpsF,
+                sc.hSeg, hidden);
+        product(sc.qOut, sc.hIn, w.q, w.qT, w.qBias, flat);
+        product(sc.kOut, sc.hIn, w.k, w.kT, w.kBias, flat);
+        product(sc.vOut, sc.hIn, w.v, w.vT, w.vBias, flat);
+        Kernels.decodeAttention(rows, heads, kvHeads, headDim, sc.qkvSeg, sc.qkvStride,
+                w.qNorm == null ? null : DecodeStep.floats(w.qNorm, headDim), w.kNorm == null ? null : DecodeStep.floats(w.kNorm, headDim),
+                rmsEpsF, ns.cos(), ns.sinSigned(), sc.kSeg[l], sc.vSeg[l], sc.cacheRowStride, sc.capacity, past, slots, ns.mask(),
+                1.0 / Math.sqrt(headDim), sc.outSeg);
+        product(sc.yOut, sc.attnIn, w.o, w.oT, w.oBias, flat);
+        Kernels.rmsNorm(rows, hidden, sc.xSeg, hidden, sc.ySeg, hidden, DecodeStep.floats(w.postNorm, hidden), rmsEpsF, sc.hSeg, hidden);
+        product(sc.gateOut, sc.hIn, w.gate, w.gateT, w.gateBias, flat);
+        product(sc.upOut, sc.hIn, w.up, w.upT, w.upBias, flat);
+        Kernels.swiglu(rows, inter, sc.gateSeg, inter, sc.upSeg, inter, sc.gateSeg, inter);
+        product(sc.yOut, sc.gateIn, w.down, w.downT, w.downBias, flat);
+    }
+
+    /** The native step's end: x += y (the last layer's down product) and h = RMSNorm(x)·weight. */
+    void finalNorm(DecodeStep.Scratch sc, Tensor weight) {
+        Kernels.rmsNorm(sc.rows, hidden, sc.xSeg, hidden, sc.ySeg, hidden, DecodeStep.floats(weight, hidden), rmsEpsF, sc.hSeg, hidden);
+    }
+
+    /** out = in·wᵀ (+ bias): a matrix-vector product with w for one row, else a matrix product with the pre-transposed wT. */
+    private void product(Tensor out, Tensor in, Tensor w, Tensor wT, Tensor bias, boolean flat) {
+        if (flat) {
+            if (bias == null) torch.mv_out(out, w, in);
+            else torch.addmv_out(out, bias, w, in, one, one);
+        } else {
+            if (bias == null) torch.mm_out(out, in, wT);
+            else torch.addmm_out(out, bias, in, wT, one, one);
+        }
     }
 
     // ------------------------------------------------------------------ RMSNorm
@@ -142,15 +193,6 @@ final class Transformer {
      */
     private Tensor attention(int l, Tensor q, Tensor k, Tensor v, Layer w, Pass p) {
         Tensor keys, values, queries;
-        if (p.nativeStep != null) {
-            DecodeStep.Scratch sc = p.scratch;
-            DecodeStep.NativeStep ns = p.nativeStep;
-            Kernels.decodeAttention(p.batch, heads, kvHeads, headDim, sc.qkvSeg, sc.qkvStride,
-                    w.qNorm == null ? null : DecodeStep.floats(w.qNorm, headDim), w.kNorm == null ? null : DecodeStep.floats(w.kNorm, headDim),
-                    rmsEpsF, ns.cos(), ns.sinSigned(), sc.kSeg[l], sc.vSeg[l], sc.cacheRowStride, sc.capacity, p.past, p.slots(),
-                    ns.mask(), 1.0 / Math.sqrt(headDim), sc.outSeg);
-            return sc.attnOut;
-        }
         if (p.decoding) {
             // q and k of all heads as one [(rows,) heads + kvHeads, d] block: one norm, one rotation
             DecodeStep.Scratch sc = p.scratch;

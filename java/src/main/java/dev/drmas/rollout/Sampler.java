@@ -1,10 +1,14 @@
 // Sampler.java — turns a batch of next-token logits into tokens and their log-probabilities,
-// on whatever device the logits are on. Randomness comes in as one uniform number per row,
-// drawn by the caller from a counter-based generator keyed by (seed, request, step): a request
-// then gets the same tokens whatever batch, rank or world size it runs in.
+// on whatever device the logits are on: float32 logits on the CPU in one libdrmas call
+// (drmas_sample_f32: the same warpers in fp64, no [B, V] tensor made), others by LibTorch's ops.
+// Randomness comes in as one uniform number per row, drawn by the caller from a counter-based
+// generator keyed by (seed, request, step): a request then gets the same tokens whatever batch,
+// rank or world size it runs in.
 package dev.drmas.rollout;
 
+import dev.drmas.bindings.Kernels;
 import dev.drmas.model.Tensors;
+import java.lang.foreign.MemorySegment;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.LongOptional;
 import org.bytedeco.pytorch.Scalar;
@@ -47,6 +51,40 @@ public final class Sampler {
             }
         }
         if (rows == 0) return new Draw(new long[0], new float[0]);
+        if (nativeOn && logits.is_cpu() && logits.scalar_type().intern() == ScalarType.Float && logits.stride(1) == 1
+                && (rows == 1 || logits.stride(0) >= vocab)) {
+            return sampleNative(logits, params, uniforms);
+        }
+        return sampleTorch(logits, params, uniforms);
+    }
+
+    /**
+     * Whether CPU float32 logits go through libdrmas (the default) or LibTorch's ops: for tests and
+     * the benchmark that compare both.
+     */
+    static volatile boolean nativeOn = true;
+
+    /** Sets {@link #nativeOn} (the benchmark's A/B). */
+    public static void useNative(boolean on) {
+        nativeOn = on;
+    }
+
+    /** drmas_sample_f32 on the logits' own memory (rows stride(0) floats apart). */
+    private static Draw sampleNative(Tensor logits, SamplingParams params, double[] uniforms) {
+        int rows = (int) logits.size(0);
+        long vocab = logits.size(1), stride = rows == 1 ? vocab : logits.stride(0);
+        long[] tokens = new long[rows];
+        float[] logprobs = new float[rows];
+        MemorySegment data = MemorySegment.ofAddress(logits.data_ptr().address()).reinterpret(((rows - 1) * stride + vocab) * 4);
+        Kernels.sample(rows, vocab, data, stride, params.temperature(), params.topK(), params.topP(), MemorySegment.ofArray(uniforms),
+                MemorySegment.ofArray(tokens), MemorySegment.ofArray(logprobs));
+        return new Draw(tokens, logprobs);
+    }
+
+    /** The same by LibTorch's ops, on any device and dtype. */
+    static Draw sampleTorch(Tensor logits, SamplingParams params, double[] uniforms) {
+        final int rows = (int) logits.size(0);
+        final long vocab = logits.size(1);
         try (PointerScope scope = new PointerScope()) {
             Tensor x = logits.scalar_type().intern() == ScalarType.Float ? logits : logits.to(ScalarType.Float);
             Tensor tokens;

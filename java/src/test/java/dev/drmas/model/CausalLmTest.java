@@ -285,7 +285,7 @@ class CausalLmTest {
             for (int mode = 0; mode < 3; mode++) {
                 boolean decodeStep = mode < 2;
                 m.decodeStepOn = decodeStep;
-                m.decodeNativeAttention(mode == 0);
+                m.decodeNative(mode == 0);
                 String path = mode == 0 ? " (DecodeStep, native attention)" : mode == 1 ? " (DecodeStep, LibTorch attention)" : " (general path)";
                 try (KvCache cache = m.newCache(3, prompt + generated + 2)) {
                     long keysAddress = cache.keys(0).data_ptr().address();

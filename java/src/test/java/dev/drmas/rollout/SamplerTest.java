@@ -166,6 +166,45 @@ class SamplerTest {
         }
     }
 
+    /**
+     * libdrmas's sampler (CPU float32 logits, the default) against LibTorch's ops (what runs on GPUs
+     * and other dtypes): the same tokens, log-probs within float rounding, over temperatures, top-k,
+     * top-p, -inf logits, exact ties and awkward vocabulary sizes, on a strided view as the engines pass.
+     */
+    @Test
+    void theNativeSamplerDrawsLibTorchsTokens() {
+        java.util.SplittableRandom rng = new java.util.SplittableRandom(17);
+        int draws = 0;
+        for (int vocab : new int[] {1, 2, 7, 61, 513}) {
+            for (SamplingParams p : new SamplingParams[] {SamplingParams.GREEDY, SamplingParams.temperature(1.0),
+                    SamplingParams.temperature(0.6), new SamplingParams(1.7, 5, 1.0), new SamplingParams(0.8, 0, 0.9),
+                    new SamplingParams(1.0, 3, 0.3), new SamplingParams(1.0, vocab + 4, 0.95)}) {
+                int rows = 37;
+                double[] flat = new double[rows * (vocab + 3)];
+                for (int i = 0; i < flat.length; i++) {
+                    double x = 3 * rng.nextGaussian();
+                    flat[i] = rng.nextInt(11) == 0 ? Double.NEGATIVE_INFINITY : rng.nextInt(7) == 0 ? Math.rint(x) : x;
+                }
+                for (int r = 0; r < rows; r++) flat[r * (vocab + 3)] = 0.5;  // at least one finite logit a row
+                double[] u = new double[rows];
+                for (int r = 0; r < rows; r++) u[r] = Sampler.uniform(5, r, vocab);
+                try (PointerScope scope = new PointerScope()) {
+                    // rows vocab + 3 floats apart, as a narrowed view of wider logits
+                    Tensor wide = Tensors.doubles(flat).reshape(rows, vocab + 3).to(torch.ScalarType.Float), view = wide.narrow(1, 0, vocab);
+                    Sampler.Draw nat = Sampler.sample(view, p, u);
+                    Sampler.Draw ref = Sampler.sampleTorch(view, p, u);
+                    assertArrayEquals(ref.tokens(), nat.tokens(), "tokens, vocab " + vocab + ", " + p);
+                    for (int r = 0; r < rows; r++) {
+                        assertEquals(ref.logprobs()[r], nat.logprobs()[r], 1e-5 + 1e-6 * Math.abs(ref.logprobs()[r]),
+                                "log-prob, vocab " + vocab + ", " + p + ", row " + r);
+                    }
+                    draws += rows;
+                }
+            }
+        }
+        assertEquals(5 * 7 * 37, draws);
+    }
+
     @Test
     void badArgumentsAreNamed() {
         assertThrows(IllegalArgumentException.class, () -> new SamplingParams(-1, 0, 1));
