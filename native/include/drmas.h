@@ -366,9 +366,11 @@ DRMAS_API int32_t drmas_lmhead_chunk_bf16(int32_t device, const drmas_lmhead_con
  *    + j] != 0, and write_slot always (mask NULL: every slot); out is [rows, heads * head_dim].
  * Floats throughout: dot products and the softmax sum in eight lanes added in a fixed order, e^x by
  * a float polynomial within ~2 ulps (scores more than 87 below the row's maximum count as e^-87),
- * the weighted sum of the values over the attended slots in two interleaved partial sums; the same
- * result on every instruction set and thread count. capacity < 2^31. The CUDA device is DRMAS_ERR_UNSUPPORTED: on
- * GPUs the decoding step is LibTorch's. */
+ * each element of the weighted sum of the values one running sum over the attended slots in
+ * increasing order, divided by the softmax sum at the end; the same result on every instruction set
+ * and thread count. The keys of masked slots and of slots in [slots, capacity) may be read (never
+ * their values): what they hold does not change a bit. capacity < 2^31. The CUDA device is
+ * DRMAS_ERR_UNSUPPORTED: on GPUs the decoding step is LibTorch's. */
 DRMAS_API int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, int64_t kv_heads,
                                              int64_t head_dim, float* qkv, int64_t qkv_stride, const float* q_norm,
                                              const float* k_norm, double norm_eps, const float* cos,

@@ -1041,25 +1041,74 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& c, int64_t num_rows, const i
 // ---------------------------------------------------------------------------------------
 // 6. decoding attention
 
+// The attended slots of one row as runs [runs[2i], runs[2i + 1]) in increasing order: the slots j <
+// slots with mask[j] != 0 (mask NULL: all of them) and write, always. runs: slots + 1 ints at most
+// (alternate slots). Whole words of eight mask bytes at a time through the long runs of padding and
+// of attended slots that rows have.
+static int64_t decode_runs(const uint8_t* mask, int64_t slots, int64_t write, int32_t* runs) {
+    if (!mask) {
+        runs[0] = 0;
+        runs[1] = (int32_t)slots;
+        return 1;
+    }
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    int64_t n = 0, j = 0;
+    while (j < slots) {
+        uint64_t w;
+        while (j + 8 <= slots && (uint64_t)(write - j) >= 8 && (memcpy(&w, mask + j, 8), w == 0)) j += 8;
+        while (j < slots && j != write && mask[j] == 0) ++j;
+        if (j == slots) break;
+        const int64_t b = j;
+        while (j + 8 <= slots && (memcpy(&w, mask + j, 8), ((w - ones) & ~w & highs) == 0)) j += 8;  // no zero byte
+        while (j < slots && (j == write || mask[j] != 0)) ++j;
+        runs[2 * n] = (int32_t)b;
+        runs[2 * n + 1] = (int32_t)j;
+        ++n;
+    }
+    return n;
+}
+
+// Threads for a call of `items` items: one per 32 MFLOP (4 flops a query head, slot and element: the
+// scores and the weighted sum; ~1 ms of one thread), so one for every batch the toy models decode.
+// threads_for's 64K elements a thread gave batch 64 two, and on the 2-core VM two were slower than
+// one at every shape measured (bench_decode, two threads forced against one, taking turns call by
+// call: 0.88x at batch 64, 0.93x at the search toy's 32 rows, 0.99x at 385-512 slots, 0.47x at 4
+// rows; bench/README.md): waking OpenMP's sleeping thread (OMP_WAIT_POLICY=PASSIVE) and joining it
+// cost tens of microseconds, the second core is rarely free, and the kernel reads the caches at
+// memory speed, which a second thread shares.
+static int decode_threads(int64_t items, int64_t group, int64_t slots, int64_t d) {
+    const double flops = 4.0 * (double)items * (double)group * (double)slots * (double)d;  // in double: no overflow
+    const double t = std::min<double>({flops / (double)(1 << 25), (double)cpu_threads(), (double)items});
+    return t < 2.0 ? 1 : (int)t;
+}
+
 // The arguments were checked by the entry point (api.cpp). Each (row, kv head) is one item: it owns
 // its query heads, its new key and value and its cache, so items run on any thread in any order
-// with the same result. Threads by ~2 flops a (query head, slot, element), as the other kernels
-// count elements, so that a toy model's step stays on the caller's thread.
+// with the same result. The scratch is on the stack up to a few thousand slots (no allocation a
+// call); the runs of attended slots are made once a row on each thread.
 int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int64_t d, float* qkv, int64_t qkv_stride,
                              const float* q_norm, const float* k_norm, double eps, const float* cos, const float* sin,
                              float* k_cache, float* v_cache, int64_t cache_row_stride, int64_t capacity, int64_t write_slot,
                              int64_t slots, const uint8_t* mask, double scale, float* out) {
     const DecodeIsa& isa = decode_isa();
     const int64_t group = heads / kv_heads, items = rows * kv_heads;
-    const double work = (double)items * (double)group * (double)slots * (double)d * 2.0;  // in double: no overflow
-    const int nt = (int)std::min<int64_t>(std::max<int64_t>(items, 1), threads_for(work > 4e18 ? INT64_MAX : (int64_t)work));
-    const int64_t per = group * slots + d;
-    std::vector<float> scratch((size_t)(nt * per));
-    std::vector<int32_t> live((size_t)(nt * slots));
+    const int nt = decode_threads(items, group, slots, d);
+    const int64_t nf = decode_scratch(group, slots, d), ni = slots + 1;
     run_parallel(nt, [&](int tid, int n) {
         const int64_t b = items * tid / n, e = items * (tid + 1) / n;
+        alignas(64) float small_f[4096];
+        int32_t small_i[2048];
+        std::unique_ptr<float[]> big_f(nf > 4096 ? new float[(size_t)nf] : nullptr);
+        std::unique_ptr<int32_t[]> big_i(ni > 2048 ? new int32_t[(size_t)ni] : nullptr);
+        float* scratch = big_f ? big_f.get() : small_f;
+        int32_t* runs = big_i ? big_i.get() : small_i;
+        int64_t runs_row = -1, nruns = 0;
         for (int64_t it = b; it < e; ++it) {
             const int64_t r = it / kv_heads, g = it % kv_heads;
+            if (r != runs_row) {  // items of a row are consecutive: once a row per thread
+                nruns = decode_runs(mask ? mask + r * slots : nullptr, slots, write_slot, runs);
+                runs_row = r;
+            }
             float* row = qkv + r * qkv_stride;
             DecodeHead h;
             h.q = row + g * group * d;
@@ -1076,11 +1125,19 @@ int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int6
             h.d = d;
             h.write = write_slot;
             h.slots = slots;
+            h.capacity = capacity;
             h.mask = mask ? mask + r * slots : nullptr;
+            h.runs = runs;
+            h.nruns = nruns;
             h.scale = (float)scale;
             h.out = out + r * heads * d + g * group * d;
-            h.scratch = scratch.data() + tid * per;
-            h.live = live.data() + tid * slots;
+            h.scratch = scratch;
+            h.next_k = h.next_v = nullptr;
+            if (it + 1 < e) {
+                const int64_t r1 = (it + 1) / kv_heads, g1 = (it + 1) % kv_heads;
+                h.next_k = k_cache + r1 * cache_row_stride + g1 * capacity * d;
+                h.next_v = v_cache + r1 * cache_row_stride + g1 * capacity * d;
+            }
             isa.head(h);
         }
     });

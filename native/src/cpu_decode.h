@@ -24,13 +24,24 @@ struct DecodeHead {
     const float* sin;       // [d] its sines, the first half negated (Rope.Angles' sinSigned)
     float* k_cache;         // [capacity, d] of this row and kv head; the new key goes to slot `write`
     float* v_cache;
-    int64_t group, d, write, slots;
+    int64_t group, d, write, slots, capacity;
     const uint8_t* mask;    // [slots]: which slots the row attends to (its own always), NULL: all
+    // The same as runs of attended slots, [runs[2i], runs[2i + 1]) in increasing order, nruns >= 1
+    // (the row's own slot always is one); made once a row by cpu.cpp (decode_runs), shared by its kv heads
+    const int32_t* runs;
+    int64_t nruns;
     float scale;
     float* out;             // [group, d]
-    float* scratch;         // group x slots + d floats
-    int32_t* live;          // slots ints
+    // The next item's keys and values (NULL: none), read ahead while this one computes: at batch 64 the
+    // caches are tens of MB, read from memory, in short runs that the hardware prefetcher starts late
+    const float* next_k;
+    const float* next_v;
+    float* scratch;         // decode_scratch(group, slots, d) floats
 };
+
+// The floats decode_head needs as scratch: each query head's scores padded to eight, one head, each
+// query head's softmax sum.
+inline int64_t decode_scratch(int64_t group, int64_t slots, int64_t d) { return group * (((slots + 7) & ~(int64_t)7) + 1) + d; }
 
 struct DecodeIsa {
     const char* name;
