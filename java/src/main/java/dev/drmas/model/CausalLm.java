@@ -404,6 +404,45 @@ public final class CausalLm implements AutoCloseable {
         return Scopes.adopt(out);
     }
 
+    /**
+     * Logits [B, 1, vocab] (float32) of one decoding step given as Java arrays, as {@link
+     * #forwardAt} computes them: token {@code ids[r]} at position {@code positions[r]} goes to slot
+     * {@code writeSlot} of row r and reads the slots j < {@code slots} with {@code valid[r *
+     * validStride + j] != 0}, and its own. On the CPU in float32 (the rollout engines' case) the
+     * arrays go to the decoding step as they are, without the tensors forwardAt takes and reads
+     * back; elsewhere those tensors are made. The cache's length is left as it is.
+     */
+    public Tensor decodeAt(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot) {
+        if (cache == null) throw new IllegalArgumentException("decodeAt needs a KV cache");
+        int b = ids.length;
+        if (positions.length != b) throw new IllegalArgumentException(b + " ids but " + positions.length + " positions");
+        if (slots < 1 || slots > cache.capacity() || writeSlot < 0 || writeSlot >= slots || validStride < slots
+                || (b > 0 && (long) (b - 1) * validStride + slots > valid.length)) {
+            throw new IllegalArgumentException("decodeAt: write slot " + writeSlot + " must lie in the " + slots + " slots read, they"
+                    + " within the cache's capacity " + cache.capacity() + ", and valid (" + valid.length + " values, rows "
+                    + validStride + " apart) must cover " + b + " rows of them");
+        }
+        cache.checkShape(config, dtype, b);
+        Tensor out;
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            Tensor h = decodeStepOn && device.is_cpu() && dtype == ScalarType.Float
+                    ? decodeStep.hiddenFromArrays(ids, positions, valid, validStride, cache, writeSlot, slots) : null;
+            if (h == null) {
+                long[] mask = new long[b * slots];
+                for (int r = 0; r < b; r++) System.arraycopy(valid, r * validStride, mask, r * slots, slots);
+                Tensor idsT = Tensors.longs(ids, b, 1), posT = Tensors.longs(positions, b, 1), maskT = Tensors.longs(mask, b, slots);
+                if (!device.is_cpu()) {
+                    idsT = idsT.to(device, ScalarType.Long);
+                    posT = posT.to(device, ScalarType.Long);
+                    maskT = maskT.to(device, ScalarType.Long);
+                }
+                h = hiddenImpl(idsT, posT, maskT, cache, writeSlot, slots);
+            }
+            out = Scopes.retain(logits(h));
+        }
+        return Scopes.adopt(out);
+    }
+
     /** The final hidden states of a training forward, and what remains of its backward pass. */
     public record TrainingForward(Tensor hidden, PendingBackward pending) {
     }

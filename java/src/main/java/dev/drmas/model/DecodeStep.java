@@ -200,7 +200,7 @@ final class DecodeStep {
         // the per-step inputs are read into Java and made there: a handful of numbers, for which
         // the dozen LibTorch calls of the general path cost more than a layer's arithmetic
         long[] valid = Tensors.toLongs(mask), pos = Tensors.toLongs(positions);
-        if (nativeStep && sc.embedSeg != null) return nativeLayers(Tensors.toLongs(ids), pos, valid, sc, past, slots);
+        if (nativeStep && sc.embedSeg != null) return nativeLayers(Tensors.toLongs(ids), pos, valid, (int) slots, sc, past, slots);
         Tensor x = torch.embedding(embed, ids).view(single ? new long[]{-1} : new long[]{rows, -1});
         float[] bias = new float[(int) (rows * slots)];
         for (int r = 0; r < rows; r++) {
@@ -227,11 +227,22 @@ final class DecodeStep {
     }
 
     /**
+     * The step from Java arrays (CausalLm.decodeAt): the native step's final hidden states, or null
+     * when it does not run (turned off, or a cache or embedding it cannot read in place).
+     */
+    Tensor hiddenFromArrays(long[] ids, long[] pos, long[] valid, int validStride, KvCache cache, long past, long slots) {
+        if (!nativeStep) return null;
+        Scratch sc = cache.decodeScratch(config, embed);
+        return sc.embedSeg == null ? null : nativeLayers(ids, pos, valid, validStride, sc, past, slots);
+    }
+
+    /**
      * The native step: the rows' embeddings into the scratch's x, the layers (Transformer.decodeLayer),
      * then the last residual and the final norm in one call: [rows, 1, hidden], a view of the
-     * scratch (valid until the next step).
+     * scratch (valid until the next step). Row r attends to slot j < slots where valid[r ·
+     * validStride + j] is set, and to its own slot past.
      */
-    private Tensor nativeLayers(long[] ids, long[] pos, long[] valid, Scratch sc, long past, long slots) {
+    private Tensor nativeLayers(long[] ids, long[] pos, long[] valid, int validStride, Scratch sc, long past, long slots) {
         int rows = (int) sc.rows;
         long hidden = config.hiddenSize(), vocab = embed.size(0), rowBytes = hidden * 4;
         for (int r = 0; r < rows; r++) {
@@ -240,8 +251,11 @@ final class DecodeStep {
             }
             MemorySegment.copy(sc.embedSeg, ids[r] * rowBytes, sc.xSeg, r * rowBytes, rowBytes);
         }
-        byte[] attend = new byte[(int) (rows * slots)];
-        for (int i = 0; i < attend.length; i++) attend[i] = (byte) (valid[i] != 0 || i % slots == past ? 1 : 0);
+        int s = (int) slots;
+        byte[] attend = new byte[rows * s];
+        for (int r = 0; r < rows; r++) {
+            for (int j = 0; j < s; j++) attend[r * s + j] = (byte) (valid[r * validStride + j] != 0 || j == past ? 1 : 0);
+        }
         float[][] cs = Rope.angleArrays(pos, invFreq);
         NativeStep ns = new NativeStep(MemorySegment.ofArray(cs[0]), MemorySegment.ofArray(cs[1]), MemorySegment.ofArray(attend));
         for (int l = 0; l < transformer.numLayers(); l++) transformer.decodeLayer(l, sc, ns, past, slots);

@@ -217,16 +217,14 @@ final class ContinuousEngine {
         int slot = (int) (column % capacity);
         int slots = wrapped ? capacity : slot + 1;
         try (PointerScope scope = new PointerScope()) {
-            long[] ids = new long[k], at = new long[k], mask = new long[k * slots];
+            long[] ids = new long[k], at = new long[k];
             for (int r = 0; r < k; r++) {
                 if (req[r] < 0) continue;  // a free row computes on zeros; its output is not read
                 ids[r] = pending[r];
                 at[r] = pos[r];
                 valid[r * capacity + slot] = 1;
-                System.arraycopy(valid, r * capacity, mask, r * slots, slots);
             }
-            Tensor logits = model.forwardAt(onDevice(ids, k, 1), onDevice(at, k, 1),
-                    onDevice(mask, k, slots), view, slot);
+            Tensor logits = model.decodeAt(ids, at, valid, capacity, slots, view, slot);
             int[] index = new int[k];
             for (int r = 0; r < k; r++) index[r] = req[r] < 0 ? 0 : out[r].n;
             Sampler.Draw draw = Sampler.sample(Generator.allowed(logits.select(1, 0), cfg), cfg.sampling(),

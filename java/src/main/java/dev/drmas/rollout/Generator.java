@@ -269,11 +269,14 @@ public final class Generator {
                         Tensor h = model.hidden(in, CausalLm.positionIds(mask), mask, cache);
                         logits = model.logits(h.narrow(1, h.size(1) - 1, 1));
                     } else {
-                        Tensor in = slots(ids, b, capacity, filled - 1, filled);
-                        Tensor mask = slots(valid, b, capacity, 0, filled);
-                        long[] pos = new long[b];
-                        for (int r = 0; r < b; r++) pos[r] = nextPos[r] - 1;
-                        logits = model.forward(in, onDevice(pos, b, 1), mask, cache);
+                        long[] in = new long[b], pos = new long[b];
+                        for (int r = 0; r < b; r++) {
+                            in[r] = ids[r * capacity + filled - 1];
+                            pos[r] = nextPos[r] - 1;
+                        }
+                        // the token at slot filled - 1, reading slots [0, filled)
+                        logits = model.decodeAt(in, pos, valid, capacity, filled, cache, filled - 1);
+                        cache.setLength(filled);
                     }
                     Tensor last = logits.select(1, logits.size(1) - 1);  // [B, V]
                     last = allowed(last, cfg);

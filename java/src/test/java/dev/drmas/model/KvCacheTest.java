@@ -72,6 +72,19 @@ class KvCacheTest {
             assertClose(Tensors.toFloats(a.to(ScalarType.Float).contiguous()), Tensors.toFloats(b.to(ScalarType.Float).contiguous()),
                     1e-5, "the written key");
             assertEquals(0, ring.length(), "forwardAt leaves the length as it is");
+            // the same step from Java arrays (CausalLm.decodeAt: the engines' way), valid rows cap + 2 apart
+            long[] wide = new long[3 * (cap + 2)];
+            for (int r = 0; r < 3; r++) System.arraycopy(mask, r * cap, wide, r * (cap + 2), cap);
+            Tensor arrays = m.decodeAt(new long[] {0, 0, 21}, new long[] {0, 0, p}, wide, cap + 2, cap, ring, 4);
+            assertClose(want, Tensors.toFloats(arrays.select(0, 2).to(ScalarType.Float)), 1e-4, dtype + " logits from arrays");
+            var e = assertThrows(IllegalArgumentException.class, () -> m.decodeAt(new long[] {0, 0, 21}, new long[] {0, 0, p}, wide, cap + 2,
+                    cap, ring, cap));
+            assertTrue(e.getMessage().contains("write slot 12 must lie in the 12 slots read"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.decodeAt(new long[] {0, 0, 21}, new long[] {0, 0, p},
+                    new long[3 * cap - 1], cap, cap, ring, 4));
+            assertTrue(e.getMessage().contains("must cover 3 rows"), e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.decodeAt(new long[] {0, 0}, new long[] {0, 0}, wide, cap + 2, cap, ring, 4));
+            assertTrue(e.getMessage().contains("holds 3 rows"), e.getMessage());
         }
     }
 
