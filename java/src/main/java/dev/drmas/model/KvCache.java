@@ -3,6 +3,7 @@
 // recomputing the prefix. Slot s of every row is sequence position s of the (left-padded) batch.
 package dev.drmas.model;
 
+import java.lang.foreign.MemorySegment;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
@@ -154,6 +155,7 @@ public final class KvCache implements AutoCloseable {
         for (long r : srcRows) if (r < 0 || r >= src.batch) throw new IllegalArgumentException("source row " + r + " of " + src.batch);
         for (long r : dstRows) if (r < 0 || r >= batch) throw new IllegalArgumentException("destination row " + r + " of " + batch);
         if (srcRows.length == 0 || len == 0) return;
+        if (copyInPlace(src, srcRows, srcFrom, len, dstRows, dstFrom)) return;
         try (PointerScope scope = new PointerScope()) {
             Tensor from = Tensors.longs(srcRows, srcRows.length), to = Tensors.longs(dstRows, dstRows.length);
             Device dev = keysAndValues[0].device();
@@ -166,6 +168,50 @@ public final class KvCache implements AutoCloseable {
                 keysAndValues[l].narrow(3, dstFrom, len).index_copy_(1, to, part);
             }
         }
+    }
+
+    /**
+     * copyRows on the CPU in float32 as plain memory copies: per layer, keys and values, pair of
+     * rows and kv head, one contiguous run of len × headDim floats (the rollout engine copies many
+     * short prompts, for which the gather and scatter calls cost more than the bytes). Not when a
+     * destination row is also a source row of the same cache (the gather must come first then), nor
+     * on other devices or dtypes: false, and copyRows gathers.
+     */
+    private boolean copyInPlace(KvCache src, long[] srcRows, long srcFrom, long len, long[] dstRows, long dstFrom) {
+        Tensor first = keysAndValues[0];
+        if (dtype != ScalarType.Float || !first.is_cpu() || !src.keysAndValues[0].is_cpu()) return false;
+        if (src.sameStorage(this)) {
+            for (long d : dstRows) for (long r : srcRows) if (d == r) return false;
+        }
+        for (int l = 0; l < keys.length; l++) {
+            long[] a = src.keysAndValues[l].strides().vec().get(), b = keysAndValues[l].strides().vec().get();
+            if (a[4] != 1 || a[3] != headDim || b[4] != 1 || b[3] != headDim) return false;
+            MemorySegment from = DecodeStep.floats(src.keysAndValues[l], extent(src.keysAndValues[l], a)),
+                    to = DecodeStep.floats(keysAndValues[l], extent(keysAndValues[l], b));
+            long run = len * headDim * 4;
+            for (int kv = 0; kv < 2; kv++) {
+                for (int i = 0; i < srcRows.length; i++) {
+                    for (long g = 0; g < kvHeads; g++) {
+                        long fo = (kv * a[0] + srcRows[i] * a[1] + g * a[2] + srcFrom * headDim) * 4;
+                        long to4 = (kv * b[0] + dstRows[i] * b[1] + g * b[2] + dstFrom * headDim) * 4;
+                        MemorySegment.copy(from, fo, to, to4, run);
+                    }
+                }
+            }
+        }
+        return true;
+    }
+
+    // floats from a [2, batch, kvHeads, capacity, d] tensor's first element to its last, by its strides
+    private static long extent(Tensor t, long[] st) {
+        long e = 1;
+        for (int i = 0; i < st.length; i++) e += (t.size(i) - 1) * st[i];
+        return e;
+    }
+
+    // whether the two caches' tensors share memory (a cache and its firstRows view)
+    private boolean sameStorage(KvCache o) {
+        return keysAndValues[0].storage().data().address() == o.keysAndValues[0].storage().data().address();
     }
 
     /** The buffers of {@link DecodeStep} for this cache, made on first use and freed by close(). */

@@ -9,8 +9,10 @@ package dev.drmas.rollout;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.KvCache;
 import java.util.ArrayList;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.Comparator;
+import java.util.Deque;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -43,6 +45,13 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 final class ContinuousEngine {
     /** The shortest common prefix of distinct prompts that is prefilled once (shorter: not worth a forward). */
     static final int MIN_SHARED_PREFIX = 16;
+    /**
+     * What a prefill forward's fixed cost (its calls, at small sizes; kernel launches on a GPU) is
+     * worth in token slots, about: the buckets are cut to spend the fewest slots with this per
+     * forward, and a stem must save this many tokens (its sharers less one, times its length
+     * beyond what is computed already) to be worth a forward of its own.
+     */
+    static final int PREFILL_FORWARD_TOKENS = 256;
 
     private final CausalLm model;
     private final List<Request> requests;
@@ -284,21 +293,30 @@ final class ContinuousEngine {
     }
 
     /**
-     * The stems of {@code seqs} into the prefix cache, their own stems first: the prefixes that
-     * several distinct prompts share (a task's system prompt and question, followed by different
-     * histories), computed once and then copied rather than computed per prompt.
+     * The stems of {@code seqs} into the prefix cache (pinned until the admission ends): the
+     * prefixes that several distinct prompts share (the workflows' system prompts; a task's question
+     * before different histories), each computed once and then copied instead of computed per
+     * prompt. In two rounds at most, so that a stem inside another copies it: the outermost first.
      */
     private void prefillStems(List<int[]> seqs) {
         List<int[]> stems = stems(seqs);
         if (stems.isEmpty()) return;
-        prefillStems(stems);  // strictly shorter: ends
-        compute(stems, null, null);
+        List<int[]> outer = new ArrayList<>(), inner = new ArrayList<>();
+        for (int[] st : stems) {
+            boolean inside = false;
+            for (int[] o : stems) inside |= o.length < st.length && Arrays.equals(o, 0, o.length, st, 0, o.length);
+            (inside ? inner : outer).add(st);
+        }
+        compute(outer, null, null);
+        if (!inner.isEmpty()) compute(inner, null, null);
     }
 
     /**
-     * The prefixes worth computing once for {@code seqs}: each sequence's longest common prefix with
-     * any other (its neighbours in sorted order), short of its last token, where that is at least
-     * MIN_SHARED_PREFIX tokens longer than what the prefix cache holds of it; distinct ones.
+     * The stems worth computing for {@code seqs}: the nodes of their prefix tree (the lcp intervals
+     * of the sorted sequences: a prefix of depth d that c ≥ 2 of them share, and one more token of
+     * theirs differs), each kept short of its sequences' last tokens, when computing it once saves
+     * at least PREFILL_FORWARD_TOKENS tokens: (c − 1) × (d − what is computed already: its parent node's
+     * depth, or what the prefix cache holds of it), of at least MIN_SHARED_PREFIX tokens.
      */
     private List<int[]> stems(List<int[]> seqs) {
         int n = seqs.size();
@@ -306,21 +324,31 @@ final class ContinuousEngine {
         Integer[] sorted = new Integer[n];
         for (int i = 0; i < n; i++) sorted[i] = i;
         Arrays.sort(sorted, (a, b) -> Arrays.compare(seqs.get(a), seqs.get(b)));
-        int[] stem = new int[n];
-        for (int j = 0; j + 1 < n; j++) {
-            int l = commonPrefix(seqs.get(sorted[j]), seqs.get(sorted[j + 1]));
-            stem[sorted[j]] = Math.max(stem[sorted[j]], l);
-            stem[sorted[j + 1]] = Math.max(stem[sorted[j + 1]], l);
+        int[] lcp = new int[n];  // lcp[i]: of sorted i - 1 and i, short of both last tokens
+        for (int i = 1; i < n; i++) {
+            int[] x = seqs.get(sorted[i - 1]), y = seqs.get(sorted[i]);
+            lcp[i] = Math.min(commonPrefix(x, y), Math.min(x.length, y.length) - 1);
         }
-        Map<IntsKey, int[]> out = new LinkedHashMap<>();
-        for (int i = 0; i < n; i++) {
-            int[] p = seqs.get(i);
-            int s = Math.min(stem[i], p.length - 1);
-            if (s < MIN_SHARED_PREFIX || s < prefixes.longest(p, p.length - 1).length() + MIN_SHARED_PREFIX) continue;
-            int[] t = Arrays.copyOf(p, s);
-            out.putIfAbsent(new IntsKey(t), t);
+        List<int[]> out = new ArrayList<>();
+        // the lcp intervals by a stack of (depth, first sequence); an interval ends where the lcp drops below its depth
+        Deque<int[]> stack = new ArrayDeque<>();
+        stack.push(new int[] {0, 0});
+        for (int i = 1; i <= n; i++) {
+            int cur = i < n ? lcp[i] : 0, lb = i - 1;
+            while (cur < stack.peek()[0]) {
+                int[] node = stack.pop();
+                int parent = Math.max(cur, stack.peek()[0]);
+                int[] seq = seqs.get(sorted[node[1]]);
+                int depth = node[0], count = i - node[1];
+                int base = Math.max(parent, prefixes.longest(seq, depth).length());
+                if (depth - base >= MIN_SHARED_PREFIX && (long) (count - 1) * (depth - base) >= PREFILL_FORWARD_TOKENS) {
+                    out.add(Arrays.copyOf(seq, depth));
+                }
+                lb = node[1];
+            }
+            if (cur > stack.peek()[0]) stack.push(new int[] {cur, lb});
         }
-        return new ArrayList<>(out.values());
+        return out;
     }
 
     /**
@@ -347,23 +375,45 @@ final class ContinuousEngine {
         List<Tensor> logits = new ArrayList<>();
         long[] position = new long[n];  // where sequence i's logits are in the concatenation of the buckets'
         int done = 0;
-        for (int s = 0; s < todo.size(); ) {
-            int t = rest[todo.get(s)], p = cached[todo.get(s)], e = s + 1;
-            while (e < todo.size()) {
-                int i = todo.get(e), p2 = Math.max(p, cached[i]);
-                if (t - rest[i] > Math.max(MIN_SHARED_PREFIX, t / 4) || (long) (e - s + 1) * (p2 + t) > prefillBound) break;
-                p = p2;
-                e++;
-            }
-            List<Integer> bucket = todo.subList(s, e);
+        int[] ends = buckets(todo, rest, cached);
+        for (int s = 0, b = 0; b < ends.length; s = ends[b++]) {
+            List<Integer> bucket = todo.subList(s, ends[b]);
             Tensor l = bucket(seqs, bucket, group, rowsOf, batch);
             if (l != null) logits.add(l);
             for (int i : bucket) position[i] = done++;
-            s = e;
         }
         if (!group) return null;
         Tensor cat = logits.size() == 1 ? logits.get(0) : torch.cat(new TensorVector(logits.toArray(new Tensor[0])), 0);
         return cat.index_select(0, onDevice(position, n));
+    }
+
+    /**
+     * The cheapest cut of {@code todo} (longest rest first) into buckets of consecutive sequences,
+     * a bucket costing a forward's fixed PREFILL_FORWARD_TOKENS plus its rows × its longest rest
+     * (padding included), none holding more than prefillBound slots (rows × (longest stored prefix
+     * + longest rest)): by dynamic programming over the cut points. Returns each bucket's end.
+     */
+    private int[] buckets(List<Integer> todo, int[] rest, int[] cached) {
+        int n = todo.size();
+        long[] cost = new long[n + 1];
+        int[] from = new int[n + 1];
+        for (int j = 1; j <= n; j++) {
+            cost[j] = Long.MAX_VALUE;
+            int p = 0;
+            for (int i = j - 1; i >= 0; i--) {  // bucket [i, j): its longest rest is todo[i]'s
+                p = Math.max(p, cached[todo.get(i)]);
+                long t = rest[todo.get(i)], rows = j - i;
+                if (rows > 1 && rows * (p + t) > prefillBound) break;
+                long c = cost[i] + PREFILL_FORWARD_TOKENS + rows * t;
+                if (c < cost[j]) {
+                    cost[j] = c;
+                    from[j] = i;
+                }
+            }
+        }
+        List<Integer> ends = new ArrayList<>();
+        for (int j = n; j > 0; j = from[j]) ends.add(0, j);
+        return ends.stream().mapToInt(Integer::intValue).toArray();
     }
 
     /**
@@ -422,10 +472,16 @@ final class ContinuousEngine {
             Tensor h = model.hidden(onDevice(ids, nb, t), onDevice(at, nb, t), onDevice(mask, nb, span), c);
             Tensor logits = group ? Generator.allowed(model.logits(h.narrow(1, t - 1, 1)).select(1, 0), cfg) : null;
             if (group) place(c, p, t, bucket, from, rest, rowsOf, batch);
+            List<int[]> stored = new ArrayList<>(nb);
+            long[] srcRows = new long[nb];
+            long[][] pieces = new long[nb][];
             for (int b = 0; b < nb; b++) {
                 int have = from[b].length();
-                prefixes.add(!group, seqs.get(bucket.get(b)), c, b, p - have, have, p + t - rest[b], rest[b]);  // stems pinned
+                stored.add(seqs.get(bucket.get(b)));
+                srcRows[b] = b;
+                pieces[b] = new long[] {p - have, have, p + t - rest[b], rest[b]};
             }
+            prefixes.addAll(!group, stored, c, srcRows, pieces);  // stems pinned for the admission
             return logits;
         } finally {
             c.close();

@@ -139,58 +139,84 @@ final class PrefixCache implements AutoCloseable {
     }
 
     /**
-     * Stores {@code tokens}, whose keys and values lie in row {@code row} of {@code src} in
-     * pieces: {@code pieces[2i]} is the first slot of piece i and {@code pieces[2i + 1]} its length,
-     * in token order; then the oldest store caches go until the budget holds. Nothing is stored
-     * for a sequence already stored, or longer than the budget.
+     * Stores {@code seqs}: sequence i's keys and values lie in row {@code rows[i]} of {@code src} in
+     * pieces: {@code pieces[i][2j]} is the first slot of its piece j and {@code pieces[i][2j + 1]}
+     * its length, in token order. Rows whose pieces are alike and whose store rows share a store
+     * cache are copied together (one copy a piece, not a row). With {@code pin} their store caches
+     * stay until {@link #unpinAll()}; else the oldest go until the budget holds. Nothing is stored
+     * for a sequence already stored, nor (unpinned) for one longer than the budget or when only
+     * pinned sequences are kept.
      */
-    void add(int[] tokens, KvCache src, long row, long... pieces) {
-        add(false, tokens, src, row, pieces);
+    void addAll(boolean pin, List<int[]> seqs, KvCache src, long[] rows, long[][] pieces) {
+        record Pending(Chunk chunk, int row, long srcRow, long[] pieces) {
+        }
+        List<Pending> pending = new ArrayList<>();
+        java.util.Set<Chunk> touched = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+        for (int i = 0; i < seqs.size(); i++) {
+            int[] tokens = seqs.get(i);
+            long total = 0;
+            for (int j = 1; j < pieces[i].length; j += 2) total += pieces[i][j];
+            if (total != tokens.length) throw new IllegalArgumentException("pieces of " + total + " slots for " + tokens.length + " tokens");
+            if (!pin && (!keepPrompts || budgetTokens > 0 && tokens.length > budgetTokens)) continue;
+            Match m = longest(tokens, tokens.length);
+            if (m.entry() != null && m.length() == tokens.length && m.entry().tokens().length == tokens.length) {
+                if (pin) m.entry().chunk().pinned = true;
+                continue;
+            }
+            Chunk c = chunkFor(tokens.length);
+            if (pin) c.pinned = true;
+            touched.add(c);
+            Entry e = new Entry(tokens.clone(), c, c.entries.size());
+            c.entries.add(e);
+            long[] h = blockHashes(tokens, tokens.length / BLOCK);
+            for (int k = 1; k <= h.length; k++) {
+                long key = key(k, h[k - 1]);
+                List<Entry> es = index.computeIfAbsent(key, x -> new ArrayList<>());
+                es.add(e);
+                if (es.size() > MAX_CANDIDATES) es.remove(0);
+                c.keys.add(key);
+            }
+            pending.add(new Pending(c, e.row(), rows[i], pieces[i]));
+        }
+        Map<List<Object>, List<Pending>> groups = new java.util.LinkedHashMap<>();
+        for (Pending q : pending) {
+            List<Object> key = new ArrayList<>();
+            key.add(q.chunk());
+            for (long x : q.pieces()) key.add(x);
+            groups.computeIfAbsent(key, x -> new ArrayList<>()).add(q);
+        }
+        for (List<Pending> g : groups.values()) {
+            long[] from = new long[g.size()], to = new long[g.size()];
+            for (int j = 0; j < g.size(); j++) {
+                from[j] = g.get(j).srcRow();
+                to[j] = g.get(j).row();
+            }
+            long[] pc = g.get(0).pieces();
+            long at = 0;
+            for (int j = 0; j < pc.length; j += 2) {
+                if (pc[j + 1] > 0) g.get(0).chunk().cache.copyRows(src, from, pc[j], pc[j + 1], to, at);
+                at += pc[j + 1];
+            }
+        }
+        evict(touched);
     }
 
-    /** As above; {@code pin}: its store cache stays until {@link #unpinAll()}. */
-    void add(boolean pin, int[] tokens, KvCache src, long row, long... pieces) {
-        long total = 0;
-        for (int i = 1; i < pieces.length; i += 2) total += pieces[i];
-        if (total != tokens.length) throw new IllegalArgumentException("pieces of " + total + " slots for " + tokens.length + " tokens");
-        if (!pin && (!keepPrompts || budgetTokens > 0 && tokens.length > budgetTokens)) return;
-        Match m = longest(tokens, tokens.length);
-        if (m.entry() != null && m.length() == tokens.length && m.entry().tokens().length == tokens.length) {
-            if (pin) m.entry().chunk().pinned = true;
-            return;
-        }
-        Chunk c = chunkFor(tokens.length);
-        if (pin) c.pinned = true;
-        int r = c.entries.size();
-        long at = 0;
-        for (int i = 0; i < pieces.length; i += 2) {
-            if (pieces[i + 1] > 0) c.cache.copyRows(src, new long[] {row}, pieces[i], pieces[i + 1], new long[] {r}, at);
-            at += pieces[i + 1];
-        }
-        Entry e = new Entry(tokens.clone(), c, r);
-        c.entries.add(e);
-        long[] h = blockHashes(tokens, tokens.length / BLOCK);
-        for (int k = 1; k <= h.length; k++) {
-            long key = key(k, h[k - 1]);
-            List<Entry> es = index.computeIfAbsent(key, x -> new ArrayList<>());
-            es.add(e);
-            if (es.size() > MAX_CANDIDATES) es.remove(0);
-            c.keys.add(key);
-        }
-        evict(c);
+    /** One sequence, as {@link #addAll} (unpinned). */
+    void add(int[] tokens, KvCache src, long row, long... pieces) {
+        addAll(false, List.of(tokens), src, new long[] {row}, new long[][] {pieces});
     }
 
     /** Unpins every store cache; then the oldest go until the budget holds. */
     void unpinAll() {
         for (Chunk c : chunks) c.pinned = false;
-        evict(null);
+        evict(java.util.Set.of());
     }
 
-    // the oldest unpinned store caches other than `keep` (the one just written) go until the budget holds
-    private void evict(Chunk keep) {
+    // the oldest unpinned store caches other than those just written go until the budget holds
+    private void evict(java.util.Set<Chunk> keep) {
         if (!keepPrompts) {  // nothing but pinned stems is kept
             List<Chunk> loose = new ArrayList<>();
-            for (Chunk c : chunks) if (!c.pinned && c != keep) loose.add(c);
+            for (Chunk c : chunks) if (!c.pinned && !keep.contains(c)) loose.add(c);
             for (Chunk c : loose) drop(c);
             return;
         }
@@ -199,7 +225,7 @@ final class PrefixCache implements AutoCloseable {
         long over = slots - budgetTokens;
         for (Chunk c : chunks) {
             if (over <= 0) break;
-            if (c.pinned || c == keep) continue;
+            if (c.pinned || keep.contains(c)) continue;
             victims.add(c);
             over -= c.slots();
         }

@@ -79,7 +79,8 @@ class ContinuousEngineTest {
     @EnumSource(Path.class)
     void joiningRowsAndSharedPrefixesKeepEveryToken(Path path) {
         try (CausalLm m = model(path, Family.QWEN3)) {
-            List<Request> reqs = rollouts(6, 4, 20, 5);
+            // a 60-token prefix shared by 6 prompts: computing it once saves 5 × 60 tokens, more than a forward's worth
+            List<Request> reqs = rollouts(6, 4, 60, 5);
             GenerationConfig cfg = mixedLengths(40);
             List<Completion> want = new Generator(m, 0, Generator.Engine.STATIC).generate(reqs, cfg);
             int shortest = want.stream().mapToInt(Completion::length).min().orElseThrow();
@@ -93,8 +94,8 @@ class ContinuousEngineTest {
             long prompts = reqs.stream().mapToLong(r -> r.promptIds().length).sum();
             assertEquals(prompts, s.promptTokens());
             long distinct = 0;
-            for (int t = 0; t < 6; t++) distinct += reqs.get(4 * t).promptIds().length - 20;
-            assertEquals(20 + distinct, s.prefilledTokens(), "the prefix once, each task's rest once: " + s);
+            for (int t = 0; t < 6; t++) distinct += reqs.get(4 * t).promptIds().length - 60;
+            assertEquals(60 + distinct, s.prefilledTokens(), "the prefix once, each task's rest once: " + s);
             assertTrue(s.compactions() >= 1, "the rows still generating were compacted: " + s);
 
             // a budget of 5 rows: the others join as rows finish, the column goes round the cache
@@ -180,13 +181,18 @@ class ContinuousEngineTest {
     @EnumSource(Path.class)
     void aTasksPromptsShareTheirStemsOnce(Path path) {
         try (CausalLm m = model(path, Family.QWEN3)) {
-            // 3 tasks x 4 rollouts: a 20-token system prompt, a 20-token question, 5-token histories
-            List<Request> reqs = turn(3, 4, 20, 20, 5, 41, 0);
+            // 3 tasks x 4 rollouts: a 40-token system prompt, a 100-token question, 5-token histories
+            // (each stem saves more than a forward's worth: 11 × 40 and 3 × 100 tokens)
+            List<Request> reqs = turn(3, 4, 40, 100, 5, 41, 0);
             GenerationConfig cfg = mixedLengths(12);
             Generator g = new Generator(m, 0, Generator.Engine.CONTINUOUS);
             assertSame(new Generator(m, 0, Generator.Engine.STATIC).generate(reqs, cfg), g.generate(reqs, cfg), "stems");
             // the system prompt once, each question once, each history once
-            assertEquals(20 + 3 * 20 + 12 * 5, g.lastStats().prefilledTokens(), g.lastStats().toString());
+            assertEquals(40 + 3 * 100 + 12 * 5, g.lastStats().prefilledTokens(), g.lastStats().toString());
+            // short stems are not worth a forward of their own: 3 × 20 and 11 × 20 tokens
+            List<Request> small = turn(3, 4, 20, 20, 5, 41, 0);
+            assertSame(new Generator(m, 0, Generator.Engine.STATIC).generate(small, cfg), g.generate(small, cfg), "short stems");
+            assertEquals(12 * 45, g.lastStats().prefilledTokens(), "every prompt whole: " + g.lastStats());
         }
     }
 
@@ -194,7 +200,7 @@ class ContinuousEngineTest {
     @EnumSource(Path.class)
     void aLaterTurnStartsFromTheEarlierPrompts(Path path) {
         try (CausalLm m = model(path, Family.QWEN3)) {
-            List<Request> first = turn(3, 4, 20, 20, 6, 43, 0), second = extended(first, 9, 44);
+            List<Request> first = turn(3, 4, 40, 100, 6, 43, 0), second = extended(first, 9, 44);
             GenerationConfig cfg = mixedLengths(12);
             Generator fresh = new Generator(m, 0, Generator.Engine.CONTINUOUS);
             Generator kept = new Generator(m, 0, Generator.Engine.CONTINUOUS).keepPrefixes(0);
@@ -209,7 +215,7 @@ class ContinuousEngineTest {
             assertEquals(12 * firstLength, kept.lastStats().reusedTokens(), kept.lastStats().toString());
             assertEquals(12 * 9, kept.lastStats().prefilledTokens(), kept.lastStats().toString());
             // from scratch: the system prompt, each question and each history (15 tokens now) once
-            long scratch = 20 + 3 * 20 + 12 * 15;
+            long scratch = 40 + 3 * 100 + 12 * 15;
             assertEquals(scratch, fresh.lastStats().prefilledTokens(), fresh.lastStats().toString());
 
             // new weights: nothing kept is used, the tokens are the new model's
