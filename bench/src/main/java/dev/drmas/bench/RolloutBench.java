@@ -1,14 +1,16 @@
 // RolloutBench.java — the rollout phase of real toy training steps, static engine against
 // continuous batching in the same process: for each workflow config (the toy search and the toy
 // math step by default) a short supervised warm start (so that responses have the workflows' mix
-// of lengths: verdicts of a few tokens, queries and answers longer), then three trainers from that
-// warm start — the static engine, the continuous one without and with the prompts kept across a
-// phase's calls (rollout.prefix_cache) — stepping in turn; per step the trainer's own
-// time/rollout_s, the prompt tokens it prefilled, and the generated tokens and reward, which must
-// be the same for all (same tokens).
+// of lengths: verdicts of a few tokens, queries and answers longer), then four trainers from that
+// warm start — the static engine with LibTorch's decoding step and sampler (the engine issue 18
+// measured), the static engine, the continuous one without and with the prompts kept across a
+// phase's calls (rollout.prefix_cache), the last three decoding in libdrmas — stepping in turn;
+// per step the trainer's own time/rollout_s, the prompt tokens it prefilled, and the generated
+// tokens and reward, which must be the same for all (same tokens).
 package dev.drmas.bench;
 
 import dev.drmas.config.RunConfig;
+import dev.drmas.rollout.Sampler;
 import dev.drmas.train.Trainer;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -33,9 +35,13 @@ public final class RolloutBench {
         }
     }
 
-    /** The variants: a name and the overrides that make it. */
-    static final String[] NAMES = {"static", "continuous, no prefix cache", "continuous"};
-    static final List<List<String>> VARIANTS = List.of(List.of("rollout.engine=static"),
+    /**
+     * The variants: a name and the overrides that make it. The first is the engine as issue 18
+     * found it: the static engine with LibTorch's decoding step and sampler (CausalLm.decodeNative
+     * and Sampler.useNative off around its steps); the others decode in libdrmas.
+     */
+    static final String[] NAMES = {"static, LibTorch step (the issue's engine)", "static", "continuous, no prefix cache", "continuous"};
+    static final List<List<String>> VARIANTS = List.of(List.of("rollout.engine=static"), List.of("rollout.engine=static"),
             List.of("rollout.engine=continuous", "rollout.prefix_cache=false"),
             List.of("rollout.engine=continuous", "rollout.prefix_cache=true"));
 
@@ -100,7 +106,15 @@ public final class RolloutBench {
             for (int s = 0; s < steps; s++) {
                 StringBuilder line = new StringBuilder(name + " step " + (s + 1) + ":");
                 for (int e = 0; e < n; e++) {
-                    Map<String, Double> m = trainers[e].trainStep();
+                    boolean libtorch = e == 0;
+                    for (var model : trainers[e].models().values()) model.decodeNative(!libtorch);
+                    Sampler.useNative(!libtorch);
+                    Map<String, Double> m;
+                    try {
+                        m = trainers[e].trainStep();
+                    } finally {
+                        Sampler.useNative(true);
+                    }
                     seconds[e][s] = m.get("time/rollout_s");
                     tokens[e][s] = Math.round(m.get("perf/gen_tokens_per_s") * seconds[e][s]);
                     reward[e][s] = m.get("reward/mean");
@@ -121,16 +135,17 @@ public final class RolloutBench {
         sb.append(Instant.now()).append(" · JDK ").append(Runtime.version()).append(" · ")
                 .append(Runtime.getRuntime().availableProcessors()).append(" CPUs · LibTorch threads ").append(threads).append('\n');
         sb.append("The rollout phase (time/rollout_s) of ").append(steps).append(" training steps after a ").append(sftSteps)
-                .append("-step supervised warm start, the static engine and continuous batching (without and with the prompts kept")
-                .append(" across the phase's calls, rollout.prefix_cache) stepping in turn from the same weights; median over the")
-                .append(" steps; prompt tokens prefilled a step (the static engine's padding included), mean over the steps.\n\n");
-        sb.append("| config | variant | rollout s | static / this | prefilled tokens a step (of prompt tokens) | tokens a step |\n");
-        sb.append("|---|---|---:|---:|---:|---:|\n");
+                .append("-step supervised warm start, stepping in turn from the same weights: the static engine with LibTorch's")
+                .append(" decoding step and sampler (the engine issue 18 measured), the static engine and continuous batching")
+                .append(" (without and with the prompts kept across the phase's calls, rollout.prefix_cache) with libdrmas's; median")
+                .append(" over the steps; prompt tokens prefilled a step (the static engine's padding included), mean over the steps.\n\n");
+        sb.append("| config | variant | rollout s | the issue's engine / this | static / this | prefilled tokens a step (of prompt tokens) | tokens a step |\n");
+        sb.append("|---|---|---:|---:|---:|---:|---:|\n");
         for (Result r : rs) {
             long prompt = Arrays.stream(r.prompt()).sum() / r.prompt().length;
             for (int e = 0; e < NAMES.length; e++) {
-                sb.append(String.format("| %s | %s | %.3f | %.2f× | %d (%d) | %d |%n", r.config(), NAMES[e], r.median(e),
-                        r.median(0) / r.median(e), Arrays.stream(r.prefilled()[e]).sum() / r.prefilled()[e].length, prompt,
+                sb.append(String.format("| %s | %s | %.3f | %.2f× | %.2f× | %d (%d) | %d |%n", r.config(), NAMES[e], r.median(e),
+                        r.median(0) / r.median(e), r.median(1) / r.median(e), Arrays.stream(r.prefilled()[e]).sum() / r.prefilled()[e].length, prompt,
                         Arrays.stream(r.tokens()[e]).sum() / r.tokens()[e].length));
             }
             boolean same = true;

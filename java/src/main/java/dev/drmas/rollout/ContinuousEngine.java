@@ -97,9 +97,10 @@ final class ContinuousEngine {
         capacity = (int) cap;
         rows = (int) r;
         // a cache of this call's own, when the generator keeps none, bounded by the batch's slots
-        // a prefill forward's cache holds at most a quarter of the rows' prompts; when the generator
+        // a prefill forward's cache holds at most a quarter of the rows' prompts, or PREFILL_CACHE_BYTES
+        // when that is more (small models: fewer, larger prefill forwards); when the generator
         // keeps no prompts, this call's prefix cache holds the stems of the group being admitted
-        prefillBound = (long) Math.max(1, rows / 4) * longest;
+        prefillBound = Math.max((long) Math.max(1, rows / 4) * longest, Generator.PREFILL_CACHE_BYTES / slotBytes(model));
         this.ownPrefixes = prefixes == null;
         this.prefixes = prefixes != null ? prefixes : new PrefixCache(model, 0, false);
         order = new Integer[n];
@@ -522,6 +523,17 @@ final class ContinuousEngine {
 
     /** A store cache (or none) and the lengths of a copy's pieces, as a grouping key. */
     private record CopyKey(PrefixCache.Chunk chunk, int cached, int rest) {
+    }
+
+    /** Bytes of one token slot of a KV cache of {@code model}: keys and values of every layer. */
+    static long slotBytes(CausalLm model) {
+        var c = model.config();
+        long b = switch (model.dtype()) {
+            case Double, Long -> 8;
+            case BFloat16, Half -> 2;
+            default -> 4;
+        };
+        return 2L * c.numLayers() * c.numKvHeads() * c.headDim() * b;
     }
 
     private double[] uniforms(int[] who, int[] tokenIndex) {

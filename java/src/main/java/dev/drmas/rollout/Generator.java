@@ -42,6 +42,13 @@ public final class Generator {
      */
     public enum Engine { STATIC, CONTINUOUS }
 
+    /**
+     * The continuous engine's prefill forward may always use a cache of this many bytes, beyond its
+     * bound of a quarter of the batch's rows of prompts (so that small models prefill in fewer,
+     * larger forwards); MemoryPlan counts it.
+     */
+    public static final long PREFILL_CACHE_BYTES = 256L << 20;
+
     private final CausalLm model;
     private final long maxBatchTokens;
     private final Engine engine;

@@ -64,7 +64,7 @@ public final class MemoryPlan {
      * a KV cache of {@code capacity} slots per row; {@code prefill} is the prefill's forward at its
      * peak, {@code logits} the last position's logits with the sampler's work; {@code
      * prefillCache} the continuous engine's cache of one prefill forward (a quarter of the rows ×
-     * prompt slots at most); {@code prefixCache} its prompts kept for reuse (rollout.prefix_cache:
+     * prompt slots at most, or Generator.PREFILL_CACHE_BYTES when that is more); {@code prefixCache} its prompts kept for reuse (rollout.prefix_cache:
      * the budget's slots) and the stems of a joining group's prompts (one a task: rows ÷
      * rollouts_per_task prompts); both 0 for the static engine, which prefills into the batch's
      * cache.
@@ -567,7 +567,7 @@ public final class MemoryPlan {
         MicroBatch pre = new MicroBatch(rows, (long) rows * prompt, prompt, 0);
         long prefill = inferencePeak(c, b, pre, false);
         long logits = (long) rows * prompt * c.hiddenSize() * b + (long) rows * c.vocabSize() * (b + 4 + 28 + (filters ? 24 : 0));
-        long bucket = Math.max(1, rows / 4) * (long) prompt, stems = Math.max(1, rows / Math.max(1, rolloutsPerTask)) * (long) prompt;
+        long bucket = Math.max(Math.max(1, rows / 4) * (long) prompt, Generator.PREFILL_CACHE_BYTES / Math.max(1, slot)), stems = Math.max(1, rows / Math.max(1, rolloutsPerTask)) * (long) prompt;
         return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * bucket : 0,
                 continuous ? slot * (prefixBudget + stems) : 0);
     }

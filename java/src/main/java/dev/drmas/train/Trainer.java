@@ -144,6 +144,13 @@ public final class Trainer implements AutoCloseable {
         return Set.copyOf(policies.randomInit);
     }
 
+    /** The run's models by id (the live ones: benchmarks switch their decoding arrangement). */
+    public Map<String, dev.drmas.model.CausalLm> models() {
+        Map<String, dev.drmas.model.CausalLm> m = new java.util.LinkedHashMap<>();
+        for (Policies.Policy p : policies.byId.values()) m.put(p.id(), p.model());
+        return m;
+    }
+
     /** The run's models, for tests in this package. */
     Map<String, Policies.Policy> policiesForTest() {
         return policies.byId;
