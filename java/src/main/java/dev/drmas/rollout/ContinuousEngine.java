@@ -97,10 +97,12 @@ final class ContinuousEngine {
         capacity = (int) cap;
         rows = (int) r;
         // a cache of this call's own, when the generator keeps none, bounded by the batch's slots
-        // a prefill forward's cache holds at most a quarter of the rows' prompts, or PREFILL_CACHE_BYTES
-        // when that is more (small models: fewer, larger prefill forwards); when the generator
-        // keeps no prompts, this call's prefix cache holds the stems of the group being admitted
-        prefillBound = Math.max((long) Math.max(1, rows / 4) * longest, Generator.PREFILL_CACHE_BYTES / slotBytes(model));
+        // a prefill forward's cache holds at most a quarter of the rows' prompts, or on the CPU all of
+        // them within PREFILL_CACHE_BYTES (small models: fewer, larger prefill forwards); when the
+        // generator keeps no prompts, this call's prefix cache holds the stems of the group being admitted
+        long quarter = (long) Math.max(1, rows / 4) * longest;
+        prefillBound = model.device().is_cpu()
+                ? Math.max(quarter, Math.min((long) rows * longest, Generator.PREFILL_CACHE_BYTES / slotBytes(model))) : quarter;
         this.ownPrefixes = prefixes == null;
         this.prefixes = prefixes != null ? prefixes : new PrefixCache(model, 0, false);
         order = new Integer[n];

@@ -43,9 +43,9 @@ public final class Generator {
     public enum Engine { STATIC, CONTINUOUS }
 
     /**
-     * The continuous engine's prefill forward may always use a cache of this many bytes, beyond its
-     * bound of a quarter of the batch's rows of prompts (so that small models prefill in fewer,
-     * larger forwards); MemoryPlan counts it.
+     * On the CPU the continuous engine's prefill forward may hold all the batch's rows of prompts
+     * within this many bytes, beyond its bound of a quarter of them (so that small models prefill
+     * in fewer, larger forwards); MemoryPlan counts it for CPU runs.
      */
     public static final long PREFILL_CACHE_BYTES = 256L << 20;
 

@@ -64,7 +64,7 @@ public final class MemoryPlan {
      * a KV cache of {@code capacity} slots per row; {@code prefill} is the prefill's forward at its
      * peak, {@code logits} the last position's logits with the sampler's work; {@code
      * prefillCache} the continuous engine's cache of one prefill forward (a quarter of the rows ×
-     * prompt slots at most, or Generator.PREFILL_CACHE_BYTES when that is more); {@code prefixCache} its prompts kept for reuse (rollout.prefix_cache:
+     * prompt slots at most; on the CPU up to all rows' prompts within Generator.PREFILL_CACHE_BYTES); {@code prefixCache} its prompts kept for reuse (rollout.prefix_cache:
      * the budget's slots) and the stems of a joining group's prompts (one a task: rows ÷
      * rollouts_per_task prompts); both 0 for the static engine, which prefills into the batch's
      * cache.
@@ -268,7 +268,7 @@ public final class MemoryPlan {
         if (rc.maxBatchTokens() > 0) rows = Math.min(rows, rc.maxBatchTokens() / row);
         boolean filters = rc.topK() > 0 || rc.topP() < 1;
         Generation gen = generation(c, b, (int) rows, prompt, fresh, filters, rc.engine() == Generator.Engine.CONTINUOUS, prefixBudget,
-                rc.rolloutsPerTask());
+                rc.rolloutsPerTask(), cfg.run().device() == RunSettings.Device.CPU);
 
         boolean div = rc.temperature() != 1.0;
         MicroBatch mb = microBatch(pc.microBatchSize(), pc.maxTokensPerMicroBatch(), prompt, fresh);
@@ -560,14 +560,15 @@ public final class MemoryPlan {
      * temperature, softmax, its float64 cumulative sum: 28 bytes a logit; top-k/top-p add a sort).
      */
     static Generation generation(ModelConfig c, int b, int rows, int prompt, int fresh, boolean filters, boolean continuous,
-                                 long prefixBudget, int rolloutsPerTask) {
+                                 long prefixBudget, int rolloutsPerTask, boolean cpu) {
         long cap = (long) prompt + fresh;
         long slot = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * b;
         long kv = slot * rows * cap;
         MicroBatch pre = new MicroBatch(rows, (long) rows * prompt, prompt, 0);
         long prefill = inferencePeak(c, b, pre, false);
         long logits = (long) rows * prompt * c.hiddenSize() * b + (long) rows * c.vocabSize() * (b + 4 + 28 + (filters ? 24 : 0));
-        long bucket = Math.max(Math.max(1, rows / 4) * (long) prompt, Generator.PREFILL_CACHE_BYTES / Math.max(1, slot)), stems = Math.max(1, rows / Math.max(1, rolloutsPerTask)) * (long) prompt;
+        long bucket = Math.max(Math.max(1, rows / 4) * (long) prompt,
+                cpu ? Math.min((long) rows * prompt, Generator.PREFILL_CACHE_BYTES / Math.max(1, slot)) : 0), stems = Math.max(1, rows / Math.max(1, rolloutsPerTask)) * (long) prompt;
         return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * bucket : 0,
                 continuous ? slot * (prefixBudget + stems) : 0);
     }
