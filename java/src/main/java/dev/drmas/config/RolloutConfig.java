@@ -29,8 +29,8 @@ import dev.drmas.rollout.SamplingParams;
  *                        prompts extend its earlier ones, copy that part's keys and values instead
  *                        of computing them again (the same tokens); forgotten after each phase
  * @param prefixCacheTokens the most token slots the kept prompts may take per model; 0 (default):
- *                        max_batch_tokens, or when that is 0 too, one turn's requests × (max
- *                        prompt + max new tokens): as much as the batch's own KV cache
+ *                        one turn's requests × max_prompt_tokens (a turn's prompts), at most
+ *                        max_batch_tokens when that is set
  */
 public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temperature, double topP, int topK,
                             int maxNewTokens, int maxPromptTokens, int maxBatchTokens, Generator.Engine engine,
@@ -57,15 +57,15 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
     }
 
     /**
-     * The prefix cache's bound in token slots: prefix_cache_tokens, else max_batch_tokens, else
-     * {@code turnRows} requests of max_prompt_tokens + max_new_tokens; 0 when it is off or the
-     * engine is static.
+     * The prefix cache's bound in token slots: prefix_cache_tokens, else {@code turnRows} requests
+     * of max_prompt_tokens (one turn's prompts), at most max_batch_tokens when that is set; 0 when
+     * it is off or the engine is static.
      */
     public long prefixCacheBudget(long turnRows) {
         if (!prefixCache || engine != Generator.Engine.CONTINUOUS) return 0;
         if (prefixCacheTokens > 0) return prefixCacheTokens;
-        if (maxBatchTokens > 0) return maxBatchTokens;
-        return Math.max(1, turnRows) * ((long) maxPromptTokens + maxNewTokens);
+        long prompts = Math.max(1, turnRows) * (long) maxPromptTokens;
+        return maxBatchTokens > 0 ? Math.min(prompts, maxBatchTokens) : prompts;
     }
 
     public SamplingParams sampling() {
