@@ -252,14 +252,16 @@ class FusedLmHeadTest {
         ClippedLoss.Result r = ClippedLoss.compute(c, normalizer(c), OFFSETS, Tensors.toFloats(u.logprobs()),
                 Tensors.toFloats(in.old()), tokenAdvantages(), Tensors.toFloats(in.ref()), in.mask());
         assertArrayEquals(r.sums(), java.util.Arrays.copyOf(u.sums(), AbiIndices.LOSS_SUMS));
-        // the forward-only pass gives the update's log-probs and entropies, bit for bit
+        // the forward-only pass (chunks of 5 tokens) gives the update's log-probs and entropies (one
+        // chunk of 64) to rounding: the logits are matrix products of other shapes, which some BLAS
+        // kernels round differently (an AMD EPYC's OpenBLAS: the 8th digit)
         FusedLmHead.Forward f = FusedLmHead.logProbs(h, w, Tensors.longs(in.targets()), 0.9, true, 5);
         float[] flp = Tensors.toFloats(f.logprobs()), fent = Tensors.toFloats(f.entropy());
         float[] ulp = Tensors.toFloats(u.logprobs()), uent = Tensors.toFloats(u.entropy());
         for (int t = 0; t < N; t++) {
             if (!valid(t)) continue;
-            assertEquals(flp[t], ulp[t], "logp " + t);
-            assertEquals(fent[t], uent[t], "entropy " + t);
+            assertEquals(ulp[t], flp[t], 1e-9 + 1e-6 * Math.abs(ulp[t]), "logp " + t);
+            assertEquals(uent[t], fent[t], 1e-9 + 1e-6 * Math.abs(uent[t]), "entropy " + t);
         }
         // nothing required grad: no gradient appeared
         assertFalse(w.grad().defined());

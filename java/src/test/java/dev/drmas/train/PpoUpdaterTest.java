@@ -150,9 +150,11 @@ class PpoUpdaterTest {
         for (int i : perm) permuted.add(rows.get(i));
         PpoUpdater.Settings oneEpochShuffled = new PpoUpdater.Settings(1, 3, 3, 1.0, 0, 1.0, LossConfig.defaults(), 1);
         PpoUpdater.Settings oneEpochInOrder = new PpoUpdater.Settings(1, 3, 3, 1.0, 0, 1.0, LossConfig.defaults(), 1, false, false);
-        // (old log-probs come from forward passes over other batches of rows: equal up to rounding)
+        // (old log-probs come from forward passes over other batches of rows: equal up to rounding,
+        // which AdamW's normalised steps carry into the weights: ~2e-5 on an AMD EPYC's OpenBLAS
+        // kernels, against ~4e-2 between two different orders above)
         double d = maxMove(trained(cfg, rows, oneEpochShuffled, 7), trained(cfg, permuted, oneEpochInOrder, 0));
-        assertTrue(d < 1e-5, "the permuted rows in order vs the shuffled update: " + d);
+        assertTrue(d < 1e-3, "the permuted rows in order vs the shuffled update: " + d);
     }
 
     @Test
