@@ -3,9 +3,10 @@
 // after) must log the same metrics.jsonl, bit for bit, as the code that recorded the golden files
 // in src/test/resources/golden/ (keys time/* and perf/* and wall_time aside: they are clocks; and
 // memory/*, measurements and sizes added after the recording).
-// Floating-point results of LibTorch and OpenBLAS depend on the CPU's vector units, so the files
-// name the CPU features they were recorded on; on a CPU with other features the test is skipped,
-// saying so. Re-record (after a deliberate change of behaviour) with
+// Floating-point results of LibTorch and OpenBLAS depend on the CPU's vector units, so a file holds
+// one recording per set of CPU features, each after a "# cpu: ..." line; on a CPU whose features have
+// no recording the test is skipped, saying so. Recording replaces (or adds) this CPU's block and
+// keeps the others. Record (on a new kind of CPU, or after a deliberate change of behaviour) with
 //   DRMAS_GOLDEN_RECORD=1 mvn -q -pl bindings,java -am verify -Dtest=GoldenMetricsTest -Dsurefire.failIfNoSpecifiedTests=false
 package dev.drmas.cli;
 
@@ -21,7 +22,9 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeSet;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -51,11 +54,12 @@ class GoldenMetricsTest {
     private void check(String name, List<String> extra) throws IOException {
         Path golden = GOLDEN.resolve(name + ".metrics.jsonl");
         String cpu = cpuFeatures();
+        Map<String, List<String>> recordings = Files.isRegularFile(golden) ? recordings(Files.readAllLines(golden)) : new LinkedHashMap<>();
         if (!RECORD) {
             assertTrue(Files.isRegularFile(golden), golden + " is missing: record it (see this file's header)");
-            String recordedOn = Files.readAllLines(golden).get(0);
-            assumeTrue(recordedOn.equals(header(cpu)), "golden metrics were recorded on a CPU with other vector units ("
-                    + recordedOn + "; this one: " + header(cpu) + "): LibTorch's results differ in the last bits, so the comparison is skipped");
+            assumeTrue(recordings.containsKey(header(cpu)), "golden metrics were recorded on CPUs with other vector units ("
+                    + String.join("; ", recordings.keySet()) + "; this one: " + header(cpu)
+                    + "): LibTorch's results differ in the last bits, so the comparison is skipped");
         }
         List<String> args = new ArrayList<>(List.of(Path.of("../configs/" + name + ".yaml").toString(), "run.output_dir=" + tmp));
         args.addAll(COMMON);
@@ -67,21 +71,40 @@ class GoldenMetricsTest {
         List<String> got = comparable(tmp.resolve(name).resolve("metrics.jsonl"));
         if (RECORD) {
             Files.createDirectories(golden.getParent());
+            recordings.put(header(cpu), got);
             List<String> out = new ArrayList<>();
-            out.add(header(cpu));
-            out.addAll(got);
+            for (Map.Entry<String, List<String>> e : recordings.entrySet()) {
+                out.add(e.getKey());
+                out.addAll(e.getValue());
+            }
             Files.write(golden, out);
             return;
         }
-        List<String> want = Files.readAllLines(golden);
-        want = want.subList(1, want.size());
+        List<String> want = recordings.get(header(cpu));
         assertEquals(want.size(), got.size(), "lines of metrics.jsonl");
         for (int i = 0; i < want.size(); i++) {
             if (!want.get(i).equals(got.get(i))) {
-                assertEquals(want.get(i), got.get(i), "metrics.jsonl line " + (i + 1) + " differs from " + golden + ": "
-                        + firstDifference(JSON.readTree(want.get(i)), JSON.readTree(got.get(i))));
+                assertEquals(want.get(i), got.get(i), "metrics.jsonl line " + (i + 1) + " differs from " + golden + " (" + header(cpu)
+                        + "): " + firstDifference(JSON.readTree(want.get(i)), JSON.readTree(got.get(i))));
             }
         }
+    }
+
+    /** A golden file's recordings: each "# cpu: ..." line and the lines after it, up to the next. */
+    static Map<String, List<String>> recordings(List<String> lines) {
+        Map<String, List<String>> out = new LinkedHashMap<>();
+        List<String> block = null;
+        for (String l : lines) {
+            if (l.startsWith("# cpu: ")) {
+                block = new ArrayList<>();
+                out.put(l, block);
+            } else if (block == null) {
+                throw new IllegalStateException("a golden file starts with a \"# cpu: ...\" line, not " + l);
+            } else {
+                block.add(l);
+            }
+        }
+        return out;
     }
 
     private static String[] concat(String command, List<String> args) {
