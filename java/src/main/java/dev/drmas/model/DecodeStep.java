@@ -200,7 +200,10 @@ final class DecodeStep {
         // the per-step inputs are read into Java and made there: a handful of numbers, for which
         // the dozen LibTorch calls of the general path cost more than a layer's arithmetic
         long[] valid = Tensors.toLongs(mask), pos = Tensors.toLongs(positions);
-        if (nativeStep && sc.embedSeg != null) return nativeLayers(Tensors.toLongs(ids), pos, valid, (int) slots, sc, past, slots);
+        if (nativeStep && sc.embedSeg != null) {
+            // a copy: CausalLm.hidden's callers may keep it past the next step, which reuses the scratch
+            return nativeLayers(Tensors.toLongs(ids), pos, valid, (int) slots, sc, past, slots).clone();
+        }
         Tensor x = torch.embedding(embed, ids).view(single ? new long[]{-1} : new long[]{rows, -1});
         float[] bias = new float[(int) (rows * slots)];
         for (int r = 0; r < rows; r++) {
