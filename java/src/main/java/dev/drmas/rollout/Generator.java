@@ -129,11 +129,6 @@ public final class Generator {
         return prefixes;
     }
 
-    /** Whether prompts are kept across calls ({@link #keepPrefixes}). */
-    public boolean keepsPrefixes() {
-        return prefixes != null;
-    }
-
     /**
      * The account of the latest call: the continuous engine's, or the static engine's (its batches
      * prefilled whole, padding included; no prefills counted without a KV cache).
