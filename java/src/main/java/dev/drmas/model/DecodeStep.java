@@ -59,10 +59,11 @@ final class DecodeStep {
         final MemorySegment[] kSeg, vSeg;
         /**
          * The native step's residual stream x, normed input h and product output y, [rows, hidden]
-         * each, and their data; the products' inputs and outputs as the products take them (flat
-         * for one row: matrix-vector products); the embedding's data (null: not contiguous, no native step).
+         * each, and their data; h, attnOut and y as the products take them (flat for one row:
+         * matrix-vector products; q, k, v, gate and up are flat for one row already); the
+         * embedding's data (null: not contiguous, no native step).
          */
-        final Tensor x, h, y, hIn, attnIn, gateIn, qOut, kOut, vOut, yOut, gateOut, upOut;
+        final Tensor x, h, y, hIn, attnIn, yOut;
         final MemorySegment xSeg, hSeg, ySeg, gateSeg, upSeg, embedSeg;
         /** qkv's stride between rows, the cache's (in floats), and its slots a row. */
         final long qkvStride, cacheRowStride, capacity;
@@ -107,13 +108,7 @@ final class DecodeStep {
                 y = Scopes.retain(torch.empty(new long[]{rows, hidden}, f32, null));
                 hIn = Scopes.retain(single ? h.view(-1) : h.alias());
                 attnIn = Scopes.retain(single ? attnOut.view(-1) : attnOut.alias());
-                gateIn = Scopes.retain(gate.alias());
-                qOut = Scopes.retain(qFlat.alias());
-                kOut = Scopes.retain(kFlat.alias());
-                vOut = Scopes.retain(vFlat.alias());
                 yOut = Scopes.retain(single ? y.view(-1) : y.alias());
-                gateOut = Scopes.retain(gate.alias());
-                upOut = Scopes.retain(up.alias());
                 int layers = keysAndValues.length;
                 cache = new Tensor[layers];
                 keys = new Tensor[layers];
@@ -158,7 +153,7 @@ final class DecodeStep {
         @Override
         public void close() {
             for (Tensor t : new Tensor[]{qkv, qkHeads, qHeads, kHeads, qFlat, kFlat, vFlat, qGroups, kvSlot, gate, up, attn,
-                    attnGroups, attnOut, x, h, y, hIn, attnIn, gateIn, qOut, kOut, vOut, yOut, gateOut, upOut}) {
+                    attnGroups, attnOut, x, h, y, hIn, attnIn, yOut}) {
                 if (t != null) t.releaseReference();
             }
             for (Tensor[] ts : new Tensor[][]{cache, keys, values}) {

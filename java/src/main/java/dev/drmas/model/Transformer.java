@@ -87,19 +87,19 @@ final class Transformer {
         boolean flat = rows == 1;
         Kernels.rmsNorm(rows, hidden, sc.xSeg, hidden, l == 0 ? null : sc.ySeg, hidden, DecodeStep.floats(w.inputNorm, hidden), rmsEpsF,
                 sc.hSeg, hidden);
-        product(sc.qOut, sc.hIn, w.q, w.qT, w.qBias, flat);
-        product(sc.kOut, sc.hIn, w.k, w.kT, w.kBias, flat);
-        product(sc.vOut, sc.hIn, w.v, w.vT, w.vBias, flat);
+        product(sc.qFlat, sc.hIn, w.q, w.qT, w.qBias, flat);
+        product(sc.kFlat, sc.hIn, w.k, w.kT, w.kBias, flat);
+        product(sc.vFlat, sc.hIn, w.v, w.vT, w.vBias, flat);
         Kernels.decodeAttention(rows, heads, kvHeads, headDim, sc.qkvSeg, sc.qkvStride,
                 w.qNorm == null ? null : DecodeStep.floats(w.qNorm, headDim), w.kNorm == null ? null : DecodeStep.floats(w.kNorm, headDim),
                 rmsEpsF, ns.cos(), ns.sinSigned(), sc.kSeg[l], sc.vSeg[l], sc.cacheRowStride, sc.capacity, past, slots, ns.mask(),
                 1.0 / Math.sqrt(headDim), sc.outSeg);
         product(sc.yOut, sc.attnIn, w.o, w.oT, w.oBias, flat);
         Kernels.rmsNorm(rows, hidden, sc.xSeg, hidden, sc.ySeg, hidden, DecodeStep.floats(w.postNorm, hidden), rmsEpsF, sc.hSeg, hidden);
-        product(sc.gateOut, sc.hIn, w.gate, w.gateT, w.gateBias, flat);
-        product(sc.upOut, sc.hIn, w.up, w.upT, w.upBias, flat);
+        product(sc.gate, sc.hIn, w.gate, w.gateT, w.gateBias, flat);
+        product(sc.up, sc.hIn, w.up, w.upT, w.upBias, flat);
         Kernels.swiglu(rows, inter, sc.gateSeg, inter, sc.upSeg, inter, sc.gateSeg, inter);
-        product(sc.yOut, sc.gateIn, w.down, w.downT, w.downBias, flat);
+        product(sc.yOut, sc.gate, w.down, w.downT, w.downBias, flat);
     }
 
     /** The native step's end: x += y (the last layer's down product) and h = RMSNorm(x)·weight. */

@@ -201,11 +201,6 @@ final class PrefixCache implements AutoCloseable {
         evict(touched);
     }
 
-    /** One sequence, as {@link #addAll} (unpinned). */
-    void add(int[] tokens, KvCache src, long row, long... pieces) {
-        addAll(false, List.of(tokens), src, new long[] {row}, new long[][] {pieces});
-    }
-
     /** Unpins every store cache; then the oldest go until the budget holds. */
     void unpinAll() {
         for (Chunk c : chunks) c.pinned = false;
