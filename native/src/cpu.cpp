@@ -20,7 +20,10 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
+
+#include <sys/mman.h>
 
 #include <omp.h>
 
@@ -65,6 +68,99 @@ static int threads_for(int64_t work) {
     int64_t t = std::min<int64_t>(cpu_threads(), std::max<int64_t>(1, work / per_thread_min));
     return (int)std::max<int64_t>(1, t);
 }
+
+// ---------------------------------------------------------------------------------------
+// workspace
+
+// Scratch memory that the advantage paths need for a call (the run-start map of sorted rows, the
+// partition of unsorted ones: up to 36 B a row) comes from one block kept between calls, because
+// fresh memory is not free: every 4 KB page of a new allocation faults on first touch and is
+// zeroed by the kernel, which costs more than the kernel's own pass over the rows (on the
+// development VM, ~15 us a page: bench/README.md). The block grows to the largest call's need up
+// to DRMAS_CPU_WORKSPACE_MB (default 1024; 0: never kept) and is held until the process ends. One
+// call uses it at a time; a concurrent call, or one that needs more than the limit, allocates its
+// own scratch and frees it, as before.
+namespace {
+struct WorkspaceCache {
+    std::mutex m;
+    void* block = nullptr;
+    size_t bytes = 0;
+};
+WorkspaceCache& workspace_cache() {
+    static WorkspaceCache c;
+    return c;
+}
+// Read at each call (a getenv is nothing beside a call's pass over its rows), so that tests and
+// callers can change it; a value that is not a whole number >= 0 means the default.
+size_t workspace_limit() {
+    const char* v = getenv("DRMAS_CPU_WORKSPACE_MB");
+    if (!v || !*v) return (size_t)1024 << 20;
+    char* end = nullptr;
+    const long long mb = strtoll(v, &end, 10);
+    return *end != 0 || mb < 0 || mb > (1ll << 30) ? (size_t)1024 << 20 : (size_t)mb << 20;
+}
+void* map_block(size_t bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return nullptr;
+    madvise(p, bytes, MADV_HUGEPAGE);  // a hint: fewer faults where the kernel has huge pages to give
+    return p;
+}
+}  // namespace
+
+// The scratch of one call: `bytes` (rounded up to 2 MB) from the cache when it is free, else its
+// own mapping; released by the destructor. data() is NULL when memory ran out.
+class Workspace {
+public:
+    explicit Workspace(size_t bytes) {
+        need_ = (std::max<size_t>(bytes, 1) + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+        WorkspaceCache& c = workspace_cache();
+        if (need_ <= workspace_limit() && c.m.try_lock()) {
+            cached_ = true;
+            if (c.bytes < need_) {
+                if (c.block) munmap(c.block, c.bytes);
+                c.block = map_block(need_);
+                c.bytes = c.block ? need_ : 0;
+            }
+            p_ = c.block;
+        } else {
+            p_ = map_block(need_);
+        }
+    }
+    ~Workspace() {
+        if (cached_) workspace_cache().m.unlock();
+        else if (p_) munmap(p_, need_);
+    }
+    Workspace(const Workspace&) = delete;
+    Workspace& operator=(const Workspace&) = delete;
+    // Carves `count` objects of T (64-byte aligned) off the front of what is left.
+    // NULL when the workspace is smaller than what was taken (a sizing mistake never writes past it).
+    template <class T>
+    T* take(int64_t count) {
+        const size_t at = (used_ + 63) & ~(size_t)63, size = sizeof(T) * (size_t)std::max<int64_t>(count, 0);
+        if (!p_ || at > need_ || size > need_ - at) return nullptr;
+        used_ = at + size;
+#if defined(__SANITIZE_ADDRESS__)
+        // Under AddressSanitizer each piece is its own allocation, so that an access past one
+        // is reported (inside one mapping it would not be).
+        pieces_.emplace_back(new char[std::max<size_t>(size, 1)]);
+        return reinterpret_cast<T*>(pieces_.back().get());
+#else
+        return reinterpret_cast<T*>(static_cast<char*>(p_) + at);
+#endif
+    }
+    // The bytes that take() of these counts of T asks for, alignment included (for sizing).
+    template <class T>
+    static size_t bytes_for(int64_t count) { return ((sizeof(T) * (size_t)std::max<int64_t>(count, 0)) + 63) & ~(size_t)63; }
+    void* data() const { return p_; }
+
+private:
+    void* p_ = nullptr;
+    size_t need_ = 0, used_ = 0;
+    bool cached_ = false;
+#if defined(__SANITIZE_ADDRESS__)
+    std::vector<std::unique_ptr<char[]>> pieces_;
+#endif
+};
 
 static const char* finite_name(float v) { return isnan(v) ? "nan" : (v > 0 ? "+inf" : "-inf"); }
 
@@ -496,9 +592,11 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
     const int nt = threads_for(n);
     auto split = [n](int tid, int nth) { return tid >= nth ? n : (n * tid / nth) & ~(int64_t)63; };
     const int64_t words = (n + 63) / 64;
-    std::unique_ptr<uint64_t[]> map(new uint64_t[words]);
+    Workspace ws(Workspace::bytes_for<uint64_t>(words));
+    uint64_t* map = ws.take<uint64_t>(words);
+    if (!map) return false;
     map[words - 1] = 0;
-    uint8_t* starts = reinterpret_cast<uint8_t*>(map.get());
+    uint8_t* starts = reinterpret_cast<uint8_t*>(map);
     std::vector<char> ok(nt, 0);
     std::vector<int64_t> open(nt, 0);
     run_parallel(nt, [&](int tid, int nth) {
@@ -542,14 +640,36 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     if (n >= INT32_MAX || U > 4 * n + 4096) return false;
     const int nt = threads_for(n);
     const bool by_traj = a.traj != nullptr;
+    struct Rec {
+        float score;
+        int32_t agent, traj, idx;
+    };
+    // The scratch, from the workspace: per-thread histograms (a cache line apart), the uid offsets,
+    // the records, the per-run kernels' arrays (their advantages reuse the records' space, which is
+    // dead by then) and the trajectory owners.
+    const int64_t Upad = (U + 15) & ~(int64_t)15;
+    Workspace ws(Workspace::bytes_for<int32_t>(Upad * nt) + Workspace::bytes_for<int64_t>(U + 1) +
+                 Workspace::bytes_for<Rec>(n) + 3 * Workspace::bytes_for<int32_t>(n) +
+                 Workspace::bytes_for<float>(n) + Workspace::bytes_for<int32_t>(by_traj ? T : 0));
+    int32_t* hist = ws.take<int32_t>(Upad * nt);  // n < 2^31: counts and cursors fit
+    int64_t* off = ws.take<int64_t>(U + 1);
+    Rec* rec = ws.take<Rec>(n);
+    float* ps = ws.take<float>(n);
+    int32_t* pag = ws.take<int32_t>(n);
+    int32_t* ptr = ws.take<int32_t>(by_traj ? n : 0);
+    int32_t* pidx = ws.take<int32_t>(n);
+    int32_t* owner = ws.take<int32_t>(by_traj ? T : 0);
+    float* padv = reinterpret_cast<float*>(rec);
+    if (!hist || !off || !rec || !ps || !pag || !ptr || !pidx || !owner)
+        return false;  // no memory: the caller's paths run (and report it if they fail too)
     // ---- check the rows and count each uid's rows, per thread ----
-    std::vector<std::vector<int32_t>> hist(nt);  // n < 2^31: counts and cursors fit
     std::vector<char> bad(nt, 0), ran(nt, 0);
     run_parallel(nt, [&](int tid, int nth) {
         if (nth != nt) return;  // a smaller team than asked: the caller's paths run instead
         ran[tid] = 1;
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
-        std::vector<int32_t> h(U, 0);  // first touched by its own thread
+        int32_t* h = hist + Upad * tid;
+        std::fill(h, h + U, 0);  // first touched by its own thread
         constexpr int64_t kBlock = 2048;
         for (int64_t b = lo; b < hi; b += kBlock) {
             const int64_t e = std::min(hi, b + kBlock);
@@ -559,37 +679,27 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
             }
             for (int64_t i = b; i < e; ++i) ++h[a.uid[i]];
         }
-        hist[tid] = std::move(h);
     });
     if (std::find(bad.begin(), bad.end(), 1) != bad.end() || std::find(ran.begin(), ran.end(), 0) != ran.end()) return false;
     // ---- offsets: off[u] is where uid u's rows start; thread t's rows of u follow threads < t ----
-    std::vector<int64_t> off(U + 1);
     int64_t pos = 0;
     for (int64_t u = 0; u < U; ++u) {
         off[u] = pos;
         for (int t = 0; t < nt; ++t) {
-            const int64_t c = hist[t][u];
-            hist[t][u] = (int32_t)pos;  // thread t's cursor for u
+            const int64_t c = hist[Upad * t + u];
+            hist[Upad * t + u] = (int32_t)pos;  // thread t's cursor for u
             pos += c;
         }
     }
     off[U] = pos;
     // ---- scatter: each row as one 16-byte record (one cache line touched a row, where four
     // ---- arrays touched four), then split into the arrays of the per-run kernels ----
-    struct Rec {
-        float score;
-        int32_t agent, traj, idx;
-    };
-    std::unique_ptr<Rec[]> rec(new Rec[n]);
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
-        int32_t* cur = hist[tid].data();
+        int32_t* cur = hist + Upad * tid;
         for (int64_t i = lo; i < hi; ++i)
             rec[cur[a.uid[i]]++] = Rec{a.scores[i], a.agent[i], by_traj ? a.traj[i] : 0, (int32_t)i};
     });
-    hist.clear();
-    std::unique_ptr<float[]> ps(new float[n]), padv(new float[n]);
-    std::unique_ptr<int32_t[]> pag(new int32_t[n]), ptr(by_traj ? new int32_t[n] : nullptr), pidx(new int32_t[n]);
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
         for (int64_t i = lo; i < hi; ++i) {
@@ -599,14 +709,12 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
             pidx[i] = rec[i].idx;
         }
     });
-    rec.reset();
     // the uids that begin in a thread's share of the partitioned rows are that thread's
-    auto first_uid = [&](int64_t row) { return (int64_t)(std::lower_bound(off.begin(), off.end() - 1, row) - off.begin()); };
+    auto first_uid = [&](int64_t row) { return (int64_t)(std::lower_bound(off, off + U, row) - off); };
     auto uid_split = [&](int tid, int nth) { return tid >= nth ? U : tid == 0 ? 0 : first_uid(n * tid / nth); };
     // ---- every trajectory in one uid ----
-    std::vector<int32_t> owner;
     if (by_traj) {
-        owner.assign(T, -1);
+        std::fill(owner, owner + T, -1);
         std::vector<char> incons(nt, 0);
         run_parallel(nt, [&](int tid, int nth) {
             bool x = false;
@@ -625,11 +733,11 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     }
     // ---- everything is valid: the per-run kernels, then the advantages to their rows ----
     AdvArgs p = a;
-    p.scores = ps.get();
-    p.agent = pag.get();
-    p.traj = ptr.get();
+    p.scores = ps;
+    p.agent = pag;
+    p.traj = by_traj ? ptr : nullptr;
     p.uid = nullptr;  // the runs' kernels take their uid as an argument
-    p.adv = padv.get();
+    p.adv = padv;
     const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
     run_parallel(nt, [&](int tid, int nth) {
         RunScratch w(p);
@@ -639,7 +747,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
                     for (int64_t k = 0; k < K; ++k) write_diag(a, u, k, 0, 0, 0, 0, 0, 0);
                 continue;
             }
-            fn(p, off[u], off[u + 1], (int32_t)u, w, by_traj ? owner.data() : nullptr);
+            fn(p, off[u], off[u + 1], (int32_t)u, w, by_traj ? owner : nullptr);
         }
     });
     run_parallel(nt, [&](int tid, int nth) {
@@ -669,9 +777,11 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         // rows' bytes, where reading the uids again would be 1/4).
         auto split = [n](int tid, int nth) { return tid >= nth ? n : (n * tid / nth) & ~(int64_t)63; };
         const int64_t words = (n + 63) / 64;
-        std::unique_ptr<uint64_t[]> map(new uint64_t[words]);  // every byte below n / 8 is written
-        map[words - 1] = 0;                                      // the bits past n stay 0
-        uint8_t* starts = reinterpret_cast<uint8_t*>(map.get());
+        Workspace ws(Workspace::bytes_for<uint64_t>(words));
+        uint64_t* map = ws.take<uint64_t>(words);  // every byte below n / 8 is written
+        if (!map) return fail(DRMAS_ERR_ALLOC, "%s: cannot allocate %lld bytes of scratch", fn, (long long)(words * 8));
+        map[words - 1] = 0;                        // the bits past n stay 0
+        uint8_t* starts = reinterpret_cast<uint8_t*>(map);
         std::vector<char> sorted(nt, 0);
         run_parallel(nt, [&](int tid, int nth) {
             sorted[tid] = isa.sorted_and_valid(a, split(tid, nth), split(tid + 1, nth), starts);

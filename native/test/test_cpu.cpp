@@ -17,6 +17,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "drmas.h"
@@ -1133,6 +1134,51 @@ static void test_partition_path() {
     }
 }
 
+// The workspace kept between calls (cpu.cpp): advantages from concurrent callers (one holds the
+// cached block, the others allocate their own) are the same bits as one caller's; so are those of a
+// call with the cache turned off (DRMAS_CPU_WORKSPACE_MB=0) after calls that left other rows' data in
+// the block, and of a call after a larger one.
+static void test_workspace() {
+    std::mt19937_64 rng(71);
+    std::vector<Rows> sets;
+    for (int64_t U : {3000, 5000, 700, 9000}) {
+        Rows r = rollout_rows(U, 8, 2, 2, rng);
+        if (sets.size() % 2 == 1) {  // every other set in random order: the partitioned path
+            std::vector<int64_t> perm(r.s.size());
+            std::iota(perm.begin(), perm.end(), 0);
+            std::shuffle(perm.begin(), perm.end(), rng);
+            r = permuted(r, perm);
+        }
+        sets.push_back(r);
+    }
+    drmas_set_num_threads(2);
+    const drmas_norm_config c = cfg_of(0);
+    std::vector<std::vector<float>> want(sets.size());
+    for (size_t j = 0; j < sets.size(); ++j) CHECK(call_adv(c, sets[j], want[j], nullptr) == 0, "%s", drmas_last_error());
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t)
+        callers.emplace_back([&, t] {
+            for (int it = 0; it < 6; ++it) {
+                const size_t j = (size_t)(t + it) % sets.size();
+                std::vector<float> got;
+                if (call_adv(c, sets[j], got, nullptr) != 0 || memcmp(got.data(), want[j].data(), got.size() * 4) != 0) ++mismatches[t];
+            }
+        });
+    for (auto& th : callers) th.join();
+    for (int t = 0; t < 4; ++t) CHECK(mismatches[t] == 0, "concurrent caller %d: %d calls differ from one caller's", t, mismatches[t]);
+    for (const char* limit : {"0", "1", "x"}) {  // off; too small for these calls; not a number (the default)
+        setenv("DRMAS_CPU_WORKSPACE_MB", limit, 1);
+        for (size_t j = sets.size(); j-- > 0;) {
+            std::vector<float> got;
+            CHECK(call_adv(c, sets[j], got, nullptr) == 0 && memcmp(got.data(), want[j].data(), got.size() * 4) == 0,
+                  "DRMAS_CPU_WORKSPACE_MB=%s, set %zu: not the same bits", limit, j);
+        }
+    }
+    unsetenv("DRMAS_CPU_WORKSPACE_MB");
+    drmas_set_num_threads(0);
+}
+
 // drmas_advantage_trusted_f32: bit for bit the validating call's advantages and diagnostics on
 // sorted rows (runs of 1 to ~60 rows, empty uids, runs across the threads' chunks and the 2048-row
 // blocks), on rows in another order, for every mode and 1, 3 and 4 threads; on bad rows the error
@@ -2110,6 +2156,7 @@ int main() {
     test_sorted_threads();
     test_trusted_entry();
     test_partition_path();
+    test_workspace();
     test_broadcast();
     test_loss_identities();
     test_loss_vector_matches_scalar();
