@@ -2,7 +2,7 @@
 // loops, warp-aggregated segment atomics (sorted ids cost one atomic per warp), a fixed-order
 // block reduction (so per-row results are deterministic) and first-bad-index records.
 // defines: DRMAS_LAUNCH, kBlockSize, kNoError, warp_loop_start, record_first_bad, warp_sum,
-//          segment_atomic_add, block_sum, id_in_range
+//          segment_atomic_add, block_sum, id_in_range, gated_off
 #pragma once
 
 #include <stdint.h>
@@ -46,6 +46,14 @@ __device__ __forceinline__ void record_first_bad(unsigned long long* slot, int64
     const unsigned flagged = __ballot_sync(kFullMask, bad);
     if (flagged != 0u && lane_id() == __ffs((int)flagged) - 1)
         atomicMin(slot, (unsigned long long)i);
+}
+
+// A kernel launched with a gate runs only where an earlier kernel of the stream found the input
+// needing it (the slot is no longer kNoError): the fallback of the one-pass advantage kernel is
+// queued behind it, without a host synchronisation, and costs an empty launch when not needed.
+// A NULL gate always runs. Every thread reads the same word, so the whole grid returns alike.
+__device__ __forceinline__ bool gated_off(const unsigned long long* gate) {
+    return gate != nullptr && *(const volatile unsigned long long*)gate == kNoError;
 }
 
 template <class T>

@@ -1,5 +1,6 @@
 // validate.cuh — the data checks that run on the device before any output is written: ids in
-// range, finite values, monotone row offsets, one uid per trajectory. Each check keeps its own
+// range, finite values, monotone row offsets, one uid per trajectory (and whether the rows are
+// sorted, which picks the one-pass advantage kernel). Each check keeps its own
 // first-bad-index slot (atomicMin), so the host can report them in the CPU backend's order.
 // defines: validate_segment_rows_kernel, validate_advantage_rows_kernel,
 //          trajectory_first_row_kernel, trajectory_consistency_kernel,
@@ -36,8 +37,18 @@ enum AdvantageCheck {
     kAdvBadAgent = 2,
     kAdvBadScore = 3,
     kAdvInconsistent = 4,  // a row whose uid differs from its trajectory's first row's
-    kAdvChecks = 5
+    // The first row out of the sorted order (not an error): uid[i] < uid[i - 1] or, with
+    // trajectories, traj[i] < traj[i - 1] or the same trajectory id across a change of uid. Where it
+    // stays kNoError the rows are sorted as rollouts write them (cpu.cpp's fast path) and
+    // advantage_sorted_kernel normalises them in one pass; it also gates the trajectory checks.
+    kAdvUnsorted = 5,
+    kAdvChecks = 6
 };
+
+// Whether row i (> 0) breaks the sorted order after row i - 1 (traj may be NULL).
+__device__ __forceinline__ bool breaks_order(int32_t u, int32_t up, const int32_t* traj, int32_t t, int32_t tp) {
+    return up > u || (traj != nullptr && (tp > t || (u != up && t == tp)));
+}
 
 // traj may be NULL (row pooling): then no trajectory is checked.
 __global__ void validate_advantage_rows_kernel(int64_t n, const float* __restrict__ scores,
@@ -54,6 +65,14 @@ __global__ void validate_advantage_rows_kernel(int64_t n, const float* __restric
         const bool bad_traj = in && traj != nullptr && !id_in_range(traj[i], num_trajs);
         const bool bad_agent = in && !id_in_range(agent[i], num_agents);
         const bool bad_score = in && !isfinite(scores[i]);
+        // the row before from the lane before (lane 0 reads it)
+        const int32_t u = in ? uid[i] : 0, t = in && traj != nullptr ? traj[i] : 0;
+        int32_t up = __shfl_up_sync(kFullMask, u, 1), tp = __shfl_up_sync(kFullMask, t, 1);
+        if (lane_id() == 0 && in && i > 0) {
+            up = uid[i - 1];
+            tp = traj != nullptr ? traj[i - 1] : 0;
+        }
+        record_first_bad(first_bad + kAdvUnsorted, i, in && i > 0 && breaks_order(u, up, traj, t, tp));
         record_first_bad(first_bad + kAdvBadUid, i, bad_uid);
         record_first_bad(first_bad + kAdvBadTraj, i, bad_traj);
         record_first_bad(first_bad + kAdvBadAgent, i, bad_agent);
@@ -63,10 +82,12 @@ __global__ void validate_advantage_rows_kernel(int64_t n, const float* __restric
 
 // first_row[t] = min{i : traj[i] = t} (slots preset to kNoError). Rows whose uid or traj is
 // out of range are skipped: they are reported by the range checks, which come first.
-__global__ void trajectory_first_row_kernel(int64_t n, const int32_t* __restrict__ uid,
+// Runs only where `gate` is open (gated_off): sorted rows need no trajectory map.
+__global__ void trajectory_first_row_kernel(const unsigned long long* gate, int64_t n, const int32_t* __restrict__ uid,
                                             const int32_t* __restrict__ traj, int64_t num_uids,
                                             int64_t num_trajs,
                                             unsigned long long* __restrict__ first_row) {
+    if (gated_off(gate)) return;
     const int64_t stride = grid_stride();
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         const int32_t t = traj[i];
@@ -77,11 +98,13 @@ __global__ void trajectory_first_row_kernel(int64_t n, const int32_t* __restrict
 
 // The first row whose uid differs from the uid of its trajectory's first row: the row a
 // sequential scan would stop at ("traj[i] = t belongs to uid a but row f put it in uid b").
-__global__ void trajectory_consistency_kernel(int64_t n, const int32_t* __restrict__ uid,
+// Gated as trajectory_first_row_kernel: in sorted rows every trajectory lies in one uid.
+__global__ void trajectory_consistency_kernel(const unsigned long long* gate, int64_t n, const int32_t* __restrict__ uid,
                                               const int32_t* __restrict__ traj, int64_t num_uids,
                                               int64_t num_trajs,
                                               const unsigned long long* __restrict__ first_row,
                                               unsigned long long* __restrict__ first_bad) {
+    if (gated_off(gate)) return;
     for (int64_t base = warp_loop_start(); base < n; base += grid_stride()) {
         const int64_t i = base + lane_id();
         bool bad = false;

@@ -288,6 +288,7 @@ inline void __threadfence() {}
 inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __ffsll(long long x) { return __builtin_ffsll(x); }
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz((unsigned)x); }  // CUDA: 32 for 0
 inline double __longlong_as_double(long long x) { return ::drmas_emu::from_bits<double>((uint64_t)x); }
 inline long long __double_as_longlong(double x) { return (long long)::drmas_emu::to_bits(x); }
 inline float __int_as_float(int x) { return ::drmas_emu::from_bits<float>((uint32_t)x); }

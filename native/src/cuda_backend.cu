@@ -407,8 +407,16 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
                        const int32_t* uid, const int32_t* traj, const int32_t* agent,
                        int64_t num_uids, int64_t num_trajs, int64_t num_agents,
                        float* advantages, double* diagnostics, void* stream_ptr, bool trusted) {
-    // trusted: no validation launches, no read-back, no synchronisation; the kernels skip rows
-    // with an id out of range (RowIds), so bad input cannot touch memory outside the arrays.
+    // Sorted rows (as rollouts write them) are normalised by advantage_sorted_kernel in one pass;
+    // rows in another order, more agents than its lanes hold, or diagnostics take the multi-kernel
+    // path (atomics into per-segment accumulators, two passes over the rows).
+    // validated: the validation kernel also finds whether the rows are sorted, and the one
+    //   synchronisation of the call picks the path on the host.
+    // trusted: no validation launches, no read-back, no synchronisation. The one-pass kernel checks
+    //   the order and the ids of every tile; where any tile fails it opens a gate in scratch, and
+    //   the multi-kernel path queued behind it (each launch gated: an empty launch while the gate is
+    //   closed) then recomputes every advantage, skipping rows with an id out of range (RowIds) as
+    //   before, so that bad input cannot touch memory outside the arrays and its bad rows are NaN.
     const char* fn = trusted ? "drmas_advantage_trusted_f32" : "drmas_advantage_f32";
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
@@ -425,6 +433,8 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     DRMAS_ENTER_DEVICE();
     const bool want_diag = diagnostics != nullptr && S > 0;
     if (n == 0 && !want_diag) return DRMAS_OK;
+    // The one-pass kernel can take the call (if the rows turn out sorted).
+    const bool one_pass = n > 0 && !want_diag && K <= kSortedMaxAgents;
 
     // Scratch: check slots and trajectory first rows (preset to all ones), then the
     // accumulators (preset to zero).
@@ -453,30 +463,53 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     const ConstSegmentAccumulators agents_c{agents.count, agents.mean, agents.m2};
     const ConstSegmentAccumulators groups_c{groups.count, groups.mean, groups.m2};
     const ConstSegmentAccumulators trajs_c{trajs.count, trajs.mean, trajs.m2};
-    DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(0), 0xFF, ones_end, stream));
-    DRMAS_CUDA_TRY("cudaMemsetAsync",
-                   cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
+    // The gate of the gated launches: the "not sorted" slot (kNoError: sorted, the gated kernels
+    // return at once). NULL: they always run.
+    ull* const unsorted = bad + kAdvUnsorted;
+    const ull* gate = nullptr;
+    // The trajectory map (first rows) is built in the fallback unless validation built it.
+    bool have_first_rows = false;
 
     // ---- validation ----
     // The CPU checks each row's uid, traj, agent and score in that order and stops at the
     // first bad row `limit`; before reporting it, it scans rows [0, limit) for the first row
     // whose trajectory its first row put in another uid, and reports that one first.
     if (trusted) {
-        // The statistics need each trajectory's first row (its group); nothing is checked.
-        if (n > 0 && by_traj) {
-            DRMAS_LAUNCH(trajectory_first_row_kernel, grid_for(n), kBlockSize, 0, stream)(n, uid, traj, U, T, first_row);
-            DRMAS_CUDA_LAUNCHED("trajectory_first_row_kernel");
+        if (one_pass) {
+            DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(unsorted, 0xFF, sizeof(ull), stream));
+            DRMAS_LAUNCH(advantage_sorted_kernel, grid_for((n + kSortedTileRows - 1) / kSortedTileRows * 32), kBlockSize, 0,
+                         stream)(cfg, n, scores, uid, traj, agent, U, T, K, advantages, unsorted);
+            DRMAS_CUDA_LAUNCHED("advantage_sorted_kernel");
+            gate = unsorted;
+            // the fallback's set-up, as a gated kernel (a memset cannot wait for the verdict)
+            const int64_t ones = (int64_t)((ones_end - first_row_at) / sizeof(ull));
+            const int64_t zeros = (int64_t)((zeros_end - ones_end) / sizeof(ull));
+            DRMAS_LAUNCH(advantage_fill_kernel, grid_for(ones + zeros), kBlockSize, 0, stream)(gate, first_row, ones,
+                                                                                                 scratch.at<ull>(ones_end), zeros);
+            DRMAS_CUDA_LAUNCHED("advantage_fill_kernel");
+        } else {
+            DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(0), 0xFF, ones_end, stream));
+            DRMAS_CUDA_TRY("cudaMemsetAsync",
+                           cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
         }
     } else if (n > 0) {
+        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(bad, 0xFF, kAdvChecks * sizeof(ull), stream));
         DRMAS_LAUNCH(validate_advantage_rows_kernel, grid_for(n), kBlockSize, 0, stream)(
             n, scores, uid, traj, agent, U, T, K, bad);
         DRMAS_CUDA_LAUNCHED("validate_advantage_rows_kernel");
         if (by_traj) {
-            DRMAS_LAUNCH(trajectory_first_row_kernel, grid_for(n), kBlockSize, 0, stream)(n, uid, traj, U, T,
-                                                                                first_row);
+            // Sorted rows cannot put a trajectory in two uids: where the one-pass kernel can take
+            // them, the map and the consistency check wait for the verdict (gated).
+            const ull* check_gate = one_pass ? unsorted : nullptr;
+            const int64_t ones = (int64_t)((ones_end - first_row_at) / sizeof(ull));
+            DRMAS_LAUNCH(advantage_fill_kernel, grid_for(ones), kBlockSize, 0, stream)(check_gate, first_row, ones,
+                                                                                         (ull*)nullptr, (int64_t)0);
+            DRMAS_CUDA_LAUNCHED("advantage_fill_kernel");
+            DRMAS_LAUNCH(trajectory_first_row_kernel, grid_for(n), kBlockSize, 0, stream)(check_gate, n, uid, traj, U, T,
+                                                                                          first_row);
             DRMAS_CUDA_LAUNCHED("trajectory_first_row_kernel");
             DRMAS_LAUNCH(trajectory_consistency_kernel, grid_for(n), kBlockSize, 0, stream)(
-                n, uid, traj, U, T, first_row, bad);
+                check_gate, n, uid, traj, U, T, first_row, bad);
             DRMAS_CUDA_LAUNCHED("trajectory_consistency_kernel");
         }
         ull host[kAdvChecks];
@@ -489,7 +522,8 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
                 kind = k;
             }
         // Rows below `limit` are all in range, so their first rows and the first
-        // inconsistent one are those of the CPU's sequential scan.
+        // inconsistent one are those of the CPU's sequential scan. (Where the check was gated
+        // off, rows [0, n) are in sorted order and hold no inconsistent row.)
         if (by_traj && host[kAdvInconsistent] != kNoError && (int64_t)host[kAdvInconsistent] < limit) {
             const int64_t i = (int64_t)host[kAdvInconsistent];
             int32_t t = 0, u = 0, owner = 0;
@@ -522,35 +556,53 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
                 }
             }
         }
+        const bool sorted = host[kAdvUnsorted] == kNoError;
+        if (one_pass && sorted) {
+            DRMAS_LAUNCH(advantage_sorted_kernel, grid_for((n + kSortedTileRows - 1) / kSortedTileRows * 32), kBlockSize, 0,
+                         stream)(cfg, n, scores, uid, traj, agent, U, T, K, advantages, unsorted);
+            DRMAS_CUDA_LAUNCHED("advantage_sorted_kernel");
+            DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
+            return DRMAS_OK;
+        }
+        have_first_rows = by_traj && !(one_pass && sorted);  // the gated map ran (or was not gated)
+        // the accumulators (the first rows are set already, where there are trajectories)
+        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
+    } else {  // no rows, diagnostics only
+        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(0), 0xFF, ones_end, stream));
+        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
     }
 
-    // ---- statistics: two passes, fp64 ----
+    // ---- the multi-kernel path: two passes, fp64 atomics ----
     if (n > 0) {
-        DRMAS_LAUNCH(advantage_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, U, T, K,
-                                                                      agents, groups, trajs);
+        if (by_traj && !have_first_rows) {
+            // The statistics need each trajectory's first row (its group); nothing is checked.
+            DRMAS_LAUNCH(trajectory_first_row_kernel, grid_for(n), kBlockSize, 0, stream)(gate, n, uid, traj, U, T, first_row);
+            DRMAS_CUDA_LAUNCHED("trajectory_first_row_kernel");
+        }
+        DRMAS_LAUNCH(advantage_sums_kernel, grid_for(n), kBlockSize, 0, stream)(gate, n, scores, uid, traj, agent, U, T, K,
+                                                                                agents, groups, trajs);
         DRMAS_CUDA_LAUNCHED("advantage_sums_kernel");
-        DRMAS_LAUNCH(segment_means_kernel, grid_for(S), kBlockSize, 0, stream)(S, agents.count, agents.mean);
-        DRMAS_CUDA_LAUNCHED("segment_means_kernel");
+        DRMAS_LAUNCH(advantage_means_kernel, grid_for(S), kBlockSize, 0, stream)(gate, S, agents.count, agents.mean);
+        DRMAS_CUDA_LAUNCHED("advantage_means_kernel");
         if (by_traj) {
-            DRMAS_LAUNCH(segment_means_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs.count, trajs.mean);
-            DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-            DRMAS_LAUNCH(trajectory_group_sums_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
-                                                                                 uid, U, groups);
+            DRMAS_LAUNCH(advantage_means_kernel, grid_for(T), kBlockSize, 0, stream)(gate, T, trajs.count, trajs.mean);
+            DRMAS_CUDA_LAUNCHED("advantage_means_kernel");
+            DRMAS_LAUNCH(trajectory_group_sums_kernel, grid_for(T), kBlockSize, 0, stream)(gate, T, trajs_c, first_row, uid,
+                                                                                           U, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_sums_kernel");
         }
-        DRMAS_LAUNCH(segment_means_kernel, grid_for(U), kBlockSize, 0, stream)(U, groups.count, groups.mean);
-        DRMAS_CUDA_LAUNCHED("segment_means_kernel");
-        DRMAS_LAUNCH(advantage_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, scores, uid, traj, agent, U, T, K,
-                                                                    agents, groups);
+        DRMAS_LAUNCH(advantage_means_kernel, grid_for(U), kBlockSize, 0, stream)(gate, U, groups.count, groups.mean);
+        DRMAS_CUDA_LAUNCHED("advantage_means_kernel");
+        DRMAS_LAUNCH(advantage_m2_kernel, grid_for(n), kBlockSize, 0, stream)(gate, n, scores, uid, traj, agent, U, T, K,
+                                                                              agents, groups);
         DRMAS_CUDA_LAUNCHED("advantage_m2_kernel");
         if (by_traj) {
-            DRMAS_LAUNCH(trajectory_group_m2_kernel, grid_for(T), kBlockSize, 0, stream)(T, trajs_c, first_row,
-                                                                               uid, U, groups);
+            DRMAS_LAUNCH(trajectory_group_m2_kernel, grid_for(T), kBlockSize, 0, stream)(gate, T, trajs_c, first_row, uid, U,
+                                                                                         groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_m2_kernel");
         }
-        DRMAS_LAUNCH(advantage_kernel, grid_for(n), kBlockSize, 0, stream)(cfg, n, scores, uid, traj, agent, U, T, K,
-                                                                 agents_c, groups_c, trajs_c,
-                                                                 advantages);
+        DRMAS_LAUNCH(advantage_kernel, grid_for(n), kBlockSize, 0, stream)(gate, cfg, n, scores, uid, traj, agent, U, T, K,
+                                                                           agents_c, groups_c, trajs_c, advantages);
         DRMAS_CUDA_LAUNCHED("advantage_kernel");
     }
     if (want_diag) {

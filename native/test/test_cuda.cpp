@@ -625,6 +625,19 @@ static void test_advantage_trusted(std::mt19937_64& rng) {
                     check(t.status == DRMAS_OK, "%s: status %d: %s", what.c_str(), t.status, t.message.c_str());
                     check(guards_untouched(t), "%s: wrote outside its outputs", what.c_str());
                     check(t.waits == 0, "%s: waited for the device %llu times", what.c_str(), (unsigned long long)t.waits);
+                    // as drmas.h says: a row with an id out of range gets NaN (the one-pass kernel hands such
+                    // input to the multi-kernel path, which skips those rows)
+                    if (t.adv.size() == (size_t)n + 2 * kGuard) {
+                        int64_t not_nan = 0, bad_rows = 0;
+                        for (int64_t j = 0; j < n; ++j) {
+                            const bool bad_id = r.uid[j] < 0 || r.uid[j] >= r.U || r.agent[j] < 0 || r.agent[j] >= r.K ||
+                                                (pool == DRMAS_POOL_TRAJECTORIES && (r.traj[j] < 0 || r.traj[j] >= r.T));
+                            bad_rows += bad_id;
+                            if (bad_id && !std::isnan(t.adv[kGuard + j])) ++not_nan;
+                        }
+                        check(not_nan == 0, "%s: %lld of %lld rows with a bad id are not NaN", what.c_str(), (long long)not_nan,
+                              (long long)bad_rows);
+                    }
                     // the validated call still names the bad row (and writes nothing)
                     const bool traj_only = strncmp(b.name, "traj ", 5) == 0 || strncmp(b.name, "trajectory", 10) == 0;
                     if (strncmp(b.name, "first row", 9) != 0 && !(traj_only && pool == DRMAS_POOL_ROWS)) {
@@ -632,6 +645,122 @@ static void test_advantage_trusted(std::mt19937_64& rng) {
                         check(v.status != DRMAS_OK, "%s: the validated call accepted it", what.c_str());
                     }
                 }
+}
+
+// ---- 2c. sorted rows: the one-pass kernel ----------------------------------------------
+
+// Sorted rows (uid never decreases, each trajectory's rows together, traj ids increasing) in runs
+// of the given lengths: each run cut into trajectories of 1..max_traj rows (so that trajectories
+// cross the kernel's 32-row chunks and its 256-row tiles), agents drawn in [0, K). Runs whose
+// index is in `constant` get one score throughout (every segment in them is constant).
+static Rows sorted_runs(const std::vector<int64_t>& lengths, int64_t K, int64_t max_traj, int every_constant,
+                        std::mt19937_64& rng, std::vector<char>* constant_rows) {
+    Rows r;
+    r.K = K;
+    std::uniform_int_distribution<int64_t> tlen(1, max_traj), ag(0, K - 1);
+    std::uniform_real_distribution<float> uniform(-1.0f, 2.0f);
+    std::bernoulli_distribution coin(0.5);
+    int32_t t = 0;
+    for (size_t u = 0; u < lengths.size(); ++u) {
+        const bool constant = every_constant > 0 && u % every_constant == 0;
+        const float value = uniform(rng);
+        for (int64_t done = 0; done < lengths[u];) {
+            const int64_t len = std::min(tlen(rng), lengths[u] - done);
+            // binary rewards (many exact ties, as rollouts give) or continuous ones
+            const float reward = coin(rng) ? (coin(rng) ? 1.0f : 0.0f) : uniform(rng);
+            for (int64_t j = 0; j < len; ++j) {
+                r.s.push_back(constant ? value : (j % 3 == 2 ? reward - 0.1f : reward));
+                r.uid.push_back((int32_t)u);
+                r.traj.push_back(t);
+                r.agent.push_back((int32_t)ag(rng));
+                if (constant_rows) constant_rows->push_back(constant);
+            }
+            done += len;
+            t += 1 + (int32_t)(coin(rng) ? 0 : 2);  // unused trajectory ids between some
+        }
+    }
+    r.U = (int64_t)lengths.size() + 2;  // two uids without rows at the end
+    r.T = t + 3;
+    return r;
+}
+
+// drmas_advantage_f32 or _trusted_f32 on CUDA without diagnostics (the one-pass kernel's calls).
+static AdvResult advantage_cuda_plain(const drmas_norm_config& c, const Rows& r, const DeviceRows& d, bool trusted) {
+    AdvResult a;
+    DeviceArray<float> adv(std::vector<float>(r.s.size(), -777.0f));
+    a.status = (trusted ? drmas_advantage_trusted_f32 : drmas_advantage_f32)(
+        DRMAS_DEVICE_CUDA, &c, (int64_t)r.s.size(), d.s.get(), d.uid.get(), d.traj.get(), d.agent.get(), r.U, r.T, r.K,
+        adv.get(), nullptr, nullptr);
+    a.message = drmas_last_error();
+    if (sync_ok("advantage (plain)")) a.adv = adv.download();
+    return a;
+}
+
+// Sorted rows on both entries against the CPU, every mode descriptor, both poolings, every singleton
+// policy, with and without the std: runs of 1..700 rows (across the 256-row tiles), single-row and
+// single-trajectory groups, trajectories longer than a chunk; constant runs give exactly 0 wherever
+// the policy does not make a single segment's statistics up (raw). 33 agents: sorted rows that the
+// one-pass kernel cannot hold (its lanes are its agents) take the multi-kernel path.
+static void test_advantage_sorted(std::mt19937_64& rng) {
+    std::vector<int64_t> lengths = {1, 2, 700, 31, 32, 33, 1, 255, 256, 257, 3, 1, 64, 65, 1};
+    std::uniform_int_distribution<int64_t> len(1, 90);
+    for (int j = 0; j < scaled(60, 20); ++j) lengths.push_back(len(rng));
+    lengths.push_back(511);
+    struct Case {
+        std::string name;
+        Rows rows;
+        std::vector<char> constant;
+    };
+    std::vector<Case> cases;
+    {
+        Case c;
+        c.rows = sorted_runs(lengths, 3, 80, 4, rng, &c.constant);
+        c.name = format("sorted runs 1..700, 3 agents, n=%zu", c.rows.s.size());
+        cases.push_back(std::move(c));
+    }
+    {
+        Case c;
+        c.rows = sorted_runs(std::vector<int64_t>(lengths.begin(), lengths.begin() + 20), 1, 5, 3, rng, &c.constant);
+        c.name = format("sorted runs, 1 agent, short trajectories, n=%zu", c.rows.s.size());
+        cases.push_back(std::move(c));
+    }
+    {
+        Case c;
+        c.rows = sorted_runs(std::vector<int64_t>(lengths.begin(), lengths.begin() + 12), 32, 40, 5, rng, &c.constant);
+        c.name = format("sorted runs, 32 agents, n=%zu", c.rows.s.size());
+        cases.push_back(std::move(c));
+    }
+    {
+        Case c;
+        c.rows = sorted_runs({5, 40, 300, 2}, 33, 20, 0, rng, &c.constant);
+        c.name = format("sorted runs, 33 agents (multi-kernel path), n=%zu", c.rows.s.size());
+        cases.push_back(std::move(c));
+    }
+    for (const Case& cs : cases) {
+        const DeviceRows d(cs.rows);
+        for (int mode = 0; mode < kDescriptors; ++mode)
+            for (int pool = 0; pool <= 1; ++pool)
+                for (int single = 0; single <= 2; ++single)
+                    for (int scale = 0; scale <= 1; ++scale) {
+                        const int ddof = (mode + single) % 2;  // both over the descriptors
+                        const drmas_norm_config c = norm_config(mode, pool, single, ddof, scale);
+                        const AdvResult cpu = advantage_cpu(c, cs.rows, false);
+                        for (int trusted = 0; trusted <= 1; ++trusted) {
+                            const std::string what = format("%s advantage %s %s", trusted ? "trusted" : "validated",
+                                                            cs.name.c_str(), describe(c).c_str());
+                            const AdvResult gpu = advantage_cuda_plain(c, cs.rows, d, trusted != 0);
+                            check(cpu.status == DRMAS_OK && gpu.status == DRMAS_OK, "%s: status %d / %d: %s %s",
+                                  what.c_str(), cpu.status, gpu.status, cpu.message.c_str(), gpu.message.c_str());
+                            if (cpu.status != DRMAS_OK || gpu.status != DRMAS_OK || gpu.adv.size() != cpu.adv.size()) continue;
+                            compare(what, gpu.adv, cpu.adv, 1e-5, 1e-5);
+                            if (single == DRMAS_SINGLETON_RAW) continue;  // a single segment has mean 0 there
+                            int64_t off = 0;
+                            for (size_t i = 0; i < cs.constant.size(); ++i)
+                                if (cs.constant[i] && gpu.adv[i] != 0.0f) ++off;
+                            check(off == 0, "%s: %lld rows of constant runs are not exactly 0", what.c_str(), (long long)off);
+                        }
+                    }
+    }
 }
 
 // ---- 3. broadcast --------------------------------------------------------------------
@@ -1294,6 +1423,68 @@ static void test_async_loss(std::mt19937_64& rng) {
     check(st != DRMAS_OK, "async loss without a config must fail");
 }
 
+// ---- launches, memsets and waits of each path (emulation only) -------------------------
+
+// The emulator's counters around one call: kernel launches, memsets, copies to the host and
+// synchronisations (the test's own uploads and downloads are outside the window).
+static EmuCounts count_delta(const EmuCounts& before, const EmuCounts& after) {
+    EmuCounts d;
+    for (int k = 0; k < kEmuCounters; ++k) d.c[k] = after.c[k] - before.c[k];
+    return d;
+}
+static void print_counts(const char* path, const EmuCounts& d) {
+    printf("  counts %-58s launches %llu, memsets %llu, to-host %llu, syncs %llu\n", path,
+           (unsigned long long)d.c[kEmuLaunches], (unsigned long long)d.c[kEmuMemsets],
+           (unsigned long long)d.c[kEmuToHost], (unsigned long long)d.c[kEmuSyncs]);
+}
+
+static void test_launch_counts(std::mt19937_64& rng) {
+    if (drmas_emu_counters == nullptr) return;
+    const Rows sorted = rollout_rows(40, 4, 3, 3, false, 0, 0, rng);
+    const Rows unsorted = shuffled(sorted, rng);
+    const int64_t n = (int64_t)sorted.s.size();
+    for (int shuffle = 0; shuffle <= 1; ++shuffle) {
+        const Rows& r = shuffle ? unsorted : sorted;
+        const DeviceRows d(r);
+        DeviceArray<float> adv(std::vector<float>(n, 0.0f));
+        for (int trusted = 0; trusted <= 1; ++trusted)
+            for (int pool = 0; pool <= 1; ++pool) {
+                const drmas_norm_config c = norm_config(kDrmas, pool, 0, 1, 1);
+                const int32_t* traj = pool == DRMAS_POOL_ROWS ? nullptr : d.traj.get();
+                const EmuCounts before = emu_counts();
+                const int32_t st = (trusted ? drmas_advantage_trusted_f32 : drmas_advantage_f32)(
+                    DRMAS_DEVICE_CUDA, &c, n, d.s.get(), d.uid.get(), traj, d.agent.get(), r.U, r.T, r.K, adv.get(),
+                    nullptr, nullptr);
+                const EmuCounts delta = count_delta(before, emu_counts());
+                check(st == DRMAS_OK, "counts: status %d %s", st, drmas_last_error());
+                sync_ok("counts");
+                print_counts(format("advantages %s, %s rows, %s pooling", trusted ? "trusted" : "validated",
+                                    shuffle ? "shuffled" : "sorted", pool == DRMAS_POOL_ROWS ? "row" : "trajectory")
+                                 .c_str(),
+                             delta);
+            }
+    }
+    const std::vector<int64_t> off = random_offsets(300, 40, 0, rng);
+    const Tokens tk = make_tokens(off, off.back(), true, rng);
+    const DeviceTokens d(tk);
+    const drmas_loss_config c = loss_config(kSeqMeanTokenMean, DRMAS_KL_K3, true, tk);
+    DeviceArray<float> grad(std::vector<float>(tk.num_tokens, 0.0f));
+    DeviceArray<double> sums(std::vector<double>(DRMAS_LOSS_SUMS, 0.0));
+    const int64_t rows = (int64_t)off.size() - 1;
+    EmuCounts before = emu_counts();
+    int32_t st = drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &c, rows, d.off.get(), tk.num_tokens, d.logp.get(),
+                                        d.old_logp.get(), d.adv.get(), d.ref.get(), d.mask.get(), grad.get(), sums.get(),
+                                        nullptr);
+    print_counts("loss, device offsets", count_delta(before, emu_counts()));
+    check(st == DRMAS_OK && sync_ok("counts loss"), "counts: loss status %d", st);
+    before = emu_counts();
+    st = drmas_clipped_loss_async_f32(DRMAS_DEVICE_CUDA, &c, rows, off.data(), d.off.get(), tk.num_tokens, d.logp.get(),
+                                      d.old_logp.get(), d.adv.get(), d.ref.get(), d.mask.get(), grad.get(), sums.get(),
+                                      nullptr);
+    print_counts("loss, host-validated offsets", count_delta(before, emu_counts()));
+    check(st == DRMAS_OK && sync_ok("counts async loss"), "counts: async loss status %d", st);
+}
+
 // A GPU-sized case: more rows than one grid-stride pass covers (kMaxGrid x kBlockSize = 2^21),
 // so that the row kernels take their second and third iterations with the real grid cap.
 static void test_grid_stride(std::mt19937_64& rng) {
@@ -1632,6 +1823,7 @@ int main() {
     timed("segment_stats", test_segment_stats);
     timed("advantage", test_advantage);
     timed("adv_trusted", test_advantage_trusted);
+    timed("adv_sorted", test_advantage_sorted);
     timed("broadcast", test_broadcast);
     timed("clipped_loss", test_clipped_loss);
     timed("clip_bounds", [](std::mt19937_64&) { test_clip_bounds(); });
@@ -1641,6 +1833,7 @@ int main() {
     timed("lmhead", test_lmhead);
     timed("lmhead_bf16", test_lmhead_bf16);
     timed("grid_stride", test_grid_stride);
+    timed("counts", test_launch_counts);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }
