@@ -731,6 +731,13 @@ static void test_advantage_sorted(std::mt19937_64& rng) {
         cases.push_back(std::move(c));
     }
     {
+        // not sorted: the trusted entry's one-pass kernel must see it and open its fallback
+        Case c;
+        c.rows = shuffled(sorted_runs(std::vector<int64_t>(lengths.begin(), lengths.begin() + 12), 3, 40, 0, rng, nullptr), rng);
+        c.name = format("shuffled runs, n=%zu", c.rows.s.size());
+        cases.push_back(std::move(c));
+    }
+    {
         Case c;
         c.rows = sorted_runs({5, 40, 300, 2}, 33, 20, 0, rng, &c.constant);
         c.name = format("sorted runs, 33 agents (multi-kernel path), n=%zu", c.rows.s.size());
@@ -1462,6 +1469,12 @@ static void test_launch_counts(std::mt19937_64& rng) {
                                     shuffle ? "shuffled" : "sorted", pool == DRMAS_POOL_ROWS ? "row" : "trajectory")
                                  .c_str(),
                              delta);
+                // sorted rows, validated: the validation kernel and the one-pass kernel, after one wait
+                if (!shuffle && !trusted && pool == DRMAS_POOL_ROWS)
+                    check(delta.c[kEmuLaunches] == 2 && delta.c[kEmuSyncs] == 1, "counts: sorted rows took %llu launches",
+                          (unsigned long long)delta.c[kEmuLaunches]);
+                if (trusted)
+                    check(delta.c[kEmuSyncs] + delta.c[kEmuToHost] == 0, "counts: the trusted entry waited");
             }
     }
     const std::vector<int64_t> off = random_offsets(300, 40, 0, rng);
