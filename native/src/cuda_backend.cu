@@ -683,11 +683,11 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     if (num_tokens > 0)
         DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(grad, first, last, num_tokens, stream));
     if (per_row)
-        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
+        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, grid_for_rows((num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock), kBlockSize, 0, stream)(
             cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerRow{advantages}, ref_logp, mask, grad, partials,
             blocks_done, sums);
     else
-        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, grid_for_rows(num_rows), kBlockSize, 0, stream)(
+        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, grid_for_rows((num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock), kBlockSize, 0, stream)(
             cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerToken{advantages}, ref_logp, mask, grad, partials,
             blocks_done, sums);
     DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");

@@ -1036,6 +1036,14 @@ static void test_clipped_loss(std::mt19937_64& rng) {
         cases.push_back({format("%lld rows %lld tokens, mask", (long long)rows, (long long)off.back()),
                          make_tokens(off, off.back(), true, rng), false});
     }
+    {
+        // rows on both sides of the warp's limit (2048 tokens) and of the 256-token chunks, in one
+        // group of 8 rows and across groups: warp rows and block rows in one launch
+        const std::vector<int64_t> lens = {0, 1, 255, 256, 257, 2047, 2048, 2049, 3, 5000, 700, 2};
+        std::vector<int64_t> off = {4};
+        for (int64_t l : lens) off.push_back(off.back() + l);
+        cases.push_back({"rows around the warp and chunk sizes, mask", make_tokens(off, off.back() + 3, true, rng), false});
+    }
     for (const Case& cs : cases) {
         // "rows of masked tokens only": clear the NaN-free values that make_tokens wrote for
         // the now-masked tokens, so that padding is NaN there too.
@@ -1648,6 +1656,52 @@ static void test_lmhead(std::mt19937_64& rng) {
     }
 }
 
+// The loss's per-row sums do not depend on who adds them: a warp (rows of up to 2048 tokens in
+// drmas_clipped_loss_f32) or the whole block (every row of the fused LM head's chunk kernel) add a
+// row in one canonical order, so one chunk of all tokens gives the same sums bit for bit, here on
+// rows of several 256-token chunks.
+static void test_loss_split_order(std::mt19937_64& rng) {
+    const std::vector<int64_t> off = {0, 700, 1500, 1503, 3700};
+    const int64_t T = off.back(), V = 3, R = (int64_t)off.size() - 1;
+    std::normal_distribution<float> nd(0.0f, 1.0f), dd(0.0f, 0.3f);
+    std::uniform_int_distribution<int64_t> yd(0, V - 1);
+    std::bernoulli_distribution masked(0.1);
+    std::vector<float> z((size_t)(T * V)), old((size_t)T), ref((size_t)T), adv_tok((size_t)T);
+    std::vector<int64_t> y((size_t)T);
+    std::vector<uint8_t> mask((size_t)T);
+    for (auto& v : z) v = nd(rng);
+    for (int64_t t = 0; t < T; ++t) {
+        y[(size_t)t] = yd(rng);
+        old[(size_t)t] = -1.1f + dd(rng);
+        ref[(size_t)t] = -1.1f + dd(rng);
+        mask[(size_t)t] = masked(rng) ? 0 : 1;
+    }
+    std::vector<float> adv_row((size_t)R);
+    for (int64_t r = 0; r < R; ++r) {
+        adv_row[(size_t)r] = nd(rng);
+        for (int64_t t = off[(size_t)r]; t < off[(size_t)r + 1]; ++t) adv_tok[(size_t)t] = adv_row[(size_t)r];
+    }
+    DeviceArray<int64_t> doff(off), dy(y);
+    DeviceArray<float> dz(z), dold(old), dref(ref), dadv(adv_row), dadv_tok(adv_tok), dlp((size_t)T), dent((size_t)T);
+    DeviceArray<uint8_t> dmask(mask);
+    for (int prm = 0; prm <= 1; ++prm) {
+        const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.05, 9.0, 0.0, DRMAS_KL_K3, prm};
+        DeviceArray<double> hs(DRMAS_LMHEAD_SUMS), ls(DRMAS_LOSS_SUMS);
+        DeviceArray<float> dg((size_t)T);
+        check(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CUDA, &hc, R, doff.get(), T, 0, T, V, dz.get(), dy.get(), dold.get(), dadv.get(),
+                                     dref.get(), dmask.get(), dlp.get(), dent.get(), hs.get(), nullptr) == 0,
+              "split order: lmhead_chunk: %s", drmas_last_error());
+        const drmas_loss_config lc{0.2, 0.28, 3.0, 0.05, 9.0, DRMAS_KL_K3, prm};
+        check(drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &lc, R, doff.get(), T, dlp.get(), dold.get(), dadv_tok.get(), dref.get(),
+                                     dmask.get(), dg.get(), ls.get(), nullptr) == 0,
+              "split order: clipped_loss: %s", drmas_last_error());
+        if (!sync_ok("split order")) continue;
+        const std::vector<double> a = hs.download(), b = ls.download();
+        check(memcmp(a.data(), b.data(), DRMAS_LOSS_SUMS * sizeof(double)) == 0,
+              "split order per_row_mean %d: warp-added rows differ from block-added ones (loss %.17g vs %.17g)", prm, b[0], a[0]);
+    }
+}
+
 // ---- fused LM head on bf16 logits: CUDA against the CPU, and against CUDA's own fp32 op -------
 static uint16_t bf16_of(float f) {  // round to nearest even (finite inputs); the test's own, not the library's
     uint32_t u;
@@ -1844,6 +1898,7 @@ int main() {
     timed("devices", test_devices);
     timed("async_loss", test_async_loss);
     timed("lmhead", test_lmhead);
+    timed("split_order", test_loss_split_order);
     timed("lmhead_bf16", test_lmhead_bf16);
     timed("grid_stride", test_grid_stride);
     timed("counts", test_launch_counts);
