@@ -1661,7 +1661,8 @@ static void test_lmhead(std::mt19937_64& rng) {
 // row in one canonical order, so one chunk of all tokens gives the same sums bit for bit, here on
 // rows of several 256-token chunks.
 static void test_loss_split_order(std::mt19937_64& rng) {
-    const std::vector<int64_t> off = {0, 700, 1500, 1503, 3700};
+    std::vector<int64_t> off = {0};
+    for (int64_t len : {700, 800, 3, 2197, 1100, 1900, 600, 513, 1025, 2048}) off.push_back(off.back() + len);
     const int64_t T = off.back(), V = 3, R = (int64_t)off.size() - 1;
     std::normal_distribution<float> nd(0.0f, 1.0f), dd(0.0f, 0.3f);
     std::uniform_int_distribution<int64_t> yd(0, V - 1);
@@ -1678,28 +1679,34 @@ static void test_loss_split_order(std::mt19937_64& rng) {
     }
     std::vector<float> adv_row((size_t)R);
     for (int64_t r = 0; r < R; ++r) {
-        adv_row[(size_t)r] = nd(rng);
+        adv_row[(size_t)r] = nd(rng) * (r % 3 == 0 ? 100.0f : 1.0f);  // rows of unlike magnitudes
         for (int64_t t = off[(size_t)r]; t < off[(size_t)r + 1]; ++t) adv_tok[(size_t)t] = adv_row[(size_t)r];
     }
     DeviceArray<int64_t> doff(off), dy(y);
     DeviceArray<float> dz(z), dold(old), dref(ref), dadv(adv_row), dadv_tok(adv_tok), dlp((size_t)T), dent((size_t)T);
     DeviceArray<uint8_t> dmask(mask);
-    for (int prm = 0; prm <= 1; ++prm) {
-        const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.05, 9.0, 0.0, DRMAS_KL_K3, prm};
-        DeviceArray<double> hs(DRMAS_LMHEAD_SUMS), ls(DRMAS_LOSS_SUMS);
-        DeviceArray<float> dg((size_t)T);
-        check(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CUDA, &hc, R, doff.get(), T, 0, T, V, dz.get(), dy.get(), dold.get(), dadv.get(),
-                                     dref.get(), dmask.get(), dlp.get(), dent.get(), hs.get(), nullptr) == 0,
-              "split order: lmhead_chunk: %s", drmas_last_error());
-        const drmas_loss_config lc{0.2, 0.28, 3.0, 0.05, 9.0, DRMAS_KL_K3, prm};
-        check(drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &lc, R, doff.get(), T, dlp.get(), dold.get(), dadv_tok.get(), dref.get(),
-                                     dmask.get(), dg.get(), ls.get(), nullptr) == 0,
-              "split order: clipped_loss: %s", drmas_last_error());
-        if (!sync_ok("split order")) continue;
-        const std::vector<double> a = hs.download(), b = ls.download();
-        check(memcmp(a.data(), b.data(), DRMAS_LOSS_SUMS * sizeof(double)) == 0,
-              "split order per_row_mean %d: warp-added rows differ from block-added ones (loss %.17g vs %.17g)", prm, b[0], a[0]);
-    }
+    // one row a call, so that the sums are the row's own (a sum over rows would round a last-bit
+    // difference of one row away)
+    int64_t differ = 0;
+    for (int64_t r = 0; r < R; ++r)
+        for (int prm = 0; prm <= 1; ++prm) {
+            DeviceArray<int64_t> row_off(std::vector<int64_t>{off[(size_t)r], off[(size_t)r + 1]});
+            const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.05, 9.0, 0.0, DRMAS_KL_K3, prm};
+            DeviceArray<double> hs(DRMAS_LMHEAD_SUMS), ls(DRMAS_LOSS_SUMS);
+            DeviceArray<float> dg((size_t)T);
+            check(drmas_lmhead_chunk_f32(DRMAS_DEVICE_CUDA, &hc, 1, row_off.get(), T, 0, T, V, dz.get(), dy.get(), dold.get(),
+                                         dadv.get() + r, dref.get(), dmask.get(), dlp.get(), dent.get(), hs.get(), nullptr) == 0,
+                  "split order: lmhead_chunk: %s", drmas_last_error());
+            const drmas_loss_config lc{0.2, 0.28, 3.0, 0.05, 9.0, DRMAS_KL_K3, prm};
+            check(drmas_clipped_loss_f32(DRMAS_DEVICE_CUDA, &lc, 1, row_off.get(), T, dlp.get(), dold.get(), dadv_tok.get(),
+                                         dref.get(), dmask.get(), dg.get(), ls.get(), nullptr) == 0,
+                  "split order: clipped_loss: %s", drmas_last_error());
+            if (!sync_ok("split order")) continue;
+            const std::vector<double> a = hs.download(), b = ls.download();
+            differ += memcmp(a.data(), b.data(), DRMAS_LOSS_SUMS * sizeof(double)) != 0;
+        }
+    check(differ == 0, "split order: %lld of %lld rows' warp-added sums differ from their block-added ones", (long long)differ,
+          (long long)(2 * R));
 }
 
 // ---- fused LM head on bf16 logits: CUDA against the CPU, and against CUDA's own fp32 op -------
