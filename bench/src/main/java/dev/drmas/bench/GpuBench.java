@@ -1,6 +1,7 @@
-// GpuBench.java — times the CUDA kernels (advantage, clipped loss) at 1M and 16M on device buffers
-// (nanoTime around N calls, each followed by a device synchronise) next to the native CPU kernel:
-// ms, GB/s and speed-up. Without a usable CUDA device it prints that it skipped and exits 0, or
+// GpuBench.java — times the CUDA kernels (advantage, validated and trusted, clipped loss) at 16M and
+// 64M on device buffers (nanoTime around N calls, each followed by a device synchronise) next to the
+// native CPU kernel: ms, GB/s and speed-up, and beside them each path's launches and the bytes a row
+// its kernels move against the bytes it must move (a model of the kernels' reads and writes: see cost()). Without a usable CUDA device it prints that it skipped and exits 0, or
 // fails (exit 1) when DRMAS_REQUIRE_GPU=1. It needs only the bindings, the bench classes and the
 // trainer's dev.drmas.algo classes (no LibTorch), so that it runs on bench/gpu-prepare.sh's runtime.
 package dev.drmas.bench;
@@ -27,15 +28,54 @@ public final class GpuBench {
 
     static final String USAGE = """
             usage: GpuBench [--sizes N,N,...] [--threads N] [--time MS] [--out FILE.md]
-              --sizes    element counts (default 1048576,16777216)
+              --sizes    element counts (default 16777216,67108864)
               --threads  threads of the CPU kernel it is compared with (default 2)
               --time     target measuring time per case in ms (default 1000; at least 5 calls)
               --out      also write the table as Markdown""";
 
-    record Row(String op, long n, String layout, int bytesPerElement, double gpuMs, double cpuMs) {}
+    record Row(String op, long n, String layout, int bytesPerElement, double gpuMs, double cpuMs, Cost cost) {}
+
+    /**
+     * A CUDA path's launches (kernels that work + gated-off ones, memsets, host synchronisations, as
+     * test_cuda's "counts" lines report them under the emulator) and the bytes a row its kernels move
+     * from and to memory: each array streamed by a kernel at its size, each scattered access of a row
+     * (an atomic or a gather at the row's segment) as one 32-byte sector; per-segment passes (a few
+     * bytes a row at ~28 rows a group) are left out. An estimate from the code, not a measurement.
+     */
+    record Cost(String launches, double bytesPerRow) {}
+
+    static final int SECTOR = 32;
+
+    /** The model of {@link Cost} for the advantage paths of cuda_backend.cu (trajectory pooling, no diagnostics). */
+    static Cost advantageCost(boolean trusted, boolean sorted) {
+        int rowArrays = 16;  // scores, uid, traj, agent
+        if (sorted) {
+            // advantage_sorted_kernel: the tile check reads uid, agent, traj; its run passes read the
+            // scores (the ids again from L1) and write the advantages
+            double onePass = rowArrays + 4;
+            return trusted ? new Cost("1 kernel (+10 gated off), 1 memset, 0 syncs", onePass)
+                           : new Cost("2 kernels (+3 gated off), 1 memset, 1 sync", rowArrays + onePass);
+        }
+        double validate = rowArrays;
+        double firstRow = 8 + SECTOR;                   // uid, traj; atomicMin at the trajectory
+        double consistency = 8 + 2 * SECTOR;            // uid, traj; first_row[t], uid[first]
+        double sums = rowArrays + 4 * SECTOR;           // agent count and sum, trajectory count and sum
+        double m2 = rowArrays + 2 * SECTOR;             // agent mean; agent M2
+        double advantage = rowArrays + 7 * SECTOR + 4;  // agent and group count/mean/M2, trajectory mean
+        double fallback = firstRow + sums + m2 + advantage;
+        return trusted ? new Cost("9 kernels + 1 empty one-pass check, 1 memset, 0 syncs", rowArrays - 4 + fallback)
+                       : new Cost("12 kernels, 2 memsets, 1 sync", validate + consistency + fallback);
+    }
+
+    /** The model of {@link Cost} for drmas_clipped_loss_f32 (device offsets: validated, one sync), per token. */
+    static Cost lossCost(double tokensPerRow) {
+        // the offsets twice (validation, rows) and the row's 8 partials written and read once more
+        double perRow = 2 * 8 + 2 * 8 * AbiIndices.LOSS_SUMS;
+        return new Cost("2 kernels, 2 memsets, 1 sync", ClippedLossBench.BYTES_PER_TOKEN + perRow / tokensPerRow);
+    }
 
     public static void main(String[] argv) throws IOException {
-        List<Long> sizes = List.of(1L << 20, 1L << 24);
+        List<Long> sizes = List.of(1L << 24, 1L << 26);
         Path out = null;
         int timeMs = 1000;
         for (int i = 0; i < argv.length; i++) {
@@ -67,7 +107,8 @@ public final class GpuBench {
         BenchSupport.configureNativeThreads();
         List<Row> rows = new ArrayList<>();
         for (long n : sizes) {
-            for (String layout : List.of("grouped", "random")) rows.add(advantage(Math.toIntExact(n), layout, timeMs));
+            for (String layout : List.of("grouped", "random"))
+                for (boolean trusted : new boolean[] {false, true}) rows.add(advantage(Math.toIntExact(n), layout, trusted, timeMs));
             rows.add(loss(Math.toIntExact(n), timeMs));
         }
         String table = table(rows, timeMs);
@@ -80,7 +121,7 @@ public final class GpuBench {
 
     // ------------------------------------------------------------------ cases
 
-    static Row advantage(int n, String layout, int timeMs) {
+    static Row advantage(int n, String layout, boolean trusted, int timeMs) {
         AdvantageBench.Data d = AdvantageBench.Data.generate(n, layout, BenchSupport.SEED);
         Kernels.NormParams p = AdvantageBench.normParams(AdvantageBench.CONFIG);
         try (Arena arena = Arena.ofConfined()) {
@@ -90,14 +131,15 @@ public final class GpuBench {
             try (DeviceBuffer ds = DeviceBuffer.of(s); DeviceBuffer du = DeviceBuffer.of(u);
                  DeviceBuffer dt = DeviceBuffer.of(t); DeviceBuffer da = DeviceBuffer.of(a);
                  DeviceBuffer dout = DeviceBuffer.allocate(4L * n)) {
-                Runnable gpu = () -> Kernels.advantage(Backend.CUDA, p, n, ds.segment(), du.segment(), dt.segment(),
+                Runnable gpu = () -> Kernels.advantage(Backend.CUDA, p, trusted, n, ds.segment(), du.segment(), dt.segment(),
                         da.segment(), d.numUids(), d.numTrajs(), d.numAgents(), dout.segment(), null, null);
                 Runnable cpu = () -> Kernels.advantage(Backend.CPU, p, n, s, u, t, a, d.numUids(), d.numTrajs(),
                         d.numAgents(), cpuOut, null, null);
                 double gpuMs = time(gpu, true, timeMs), cpuMs = time(cpu, false, timeMs);
                 dout.download(gpuOut);
                 BenchSupport.check("CUDA advantage", BenchSupport.floats(cpuOut, n), BenchSupport.floats(gpuOut, n), 1e-4);
-                return new Row("advantage", n, layout, AdvantageBench.BYTES_PER_ROW, gpuMs, cpuMs);
+                return new Row(trusted ? "advantage (trusted)" : "advantage", n, layout, AdvantageBench.BYTES_PER_ROW, gpuMs,
+                        cpuMs, advantageCost(trusted, layout.equals("grouped")));
             }
         }
     }
@@ -126,7 +168,8 @@ public final class GpuBench {
                 dsums.download(gpuSums);
                 BenchSupport.check("CUDA loss grad", BenchSupport.floats(cpuGrad, n), BenchSupport.floats(gpuGrad, n), 1e-4);
                 BenchSupport.check("CUDA loss", cpuSums.get(ValueLayout.JAVA_DOUBLE, 0), gpuSums.get(ValueLayout.JAVA_DOUBLE, 0), 1e-4);
-                return new Row("clipped loss", n, "", ClippedLossBench.BYTES_PER_TOKEN, gpuMs, cpuMs);
+                return new Row("clipped loss", n, "", ClippedLossBench.BYTES_PER_TOKEN, gpuMs, cpuMs,
+                        lossCost((double) n / Math.max(1, rows)));
             }
         }
     }
@@ -157,13 +200,16 @@ public final class GpuBench {
         sb.append(String.format(Locale.ROOT, "libdrmas %s · CPU kernel threads %d · about %d ms of calls per case, each "
                 + "followed by a device synchronise (GPU) · GB/s = bytes the kernel must minimally touch / time.%n%n",
                 LibDrmas.version(), BenchSupport.threads(), timeMs));
-        sb.append("| operation | n | layout | GPU ms | GPU GB/s | CPU native ms | CPU GB/s | GPU speed-up |\n");
-        sb.append("|---|---:|---|---:|---:|---:|---:|---:|\n");
+        sb.append("| operation | n | layout | GPU ms | GPU GB/s | CPU native ms | CPU GB/s | GPU speed-up | CUDA launches "
+                + "| B/row needed | B/row moved (est.) |\n");
+        sb.append("|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|\n");
         for (Row r : rows) {
             double gb = (double) r.bytesPerElement() * r.n() / 1e9;
-            sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s |%n", r.op(), BenchSupport.human(r.n()),
-                    r.layout().isEmpty() ? "—" : r.layout(), BenchSupport.ms(r.gpuMs()), BenchSupport.num(gb / (r.gpuMs() * 1e-3)),
-                    BenchSupport.ms(r.cpuMs()), BenchSupport.num(gb / (r.cpuMs() * 1e-3)), BenchSupport.ratio(r.cpuMs() / r.gpuMs())));
+            sb.append(String.format(Locale.ROOT, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d | %s |%n", r.op(),
+                    BenchSupport.human(r.n()), r.layout().isEmpty() ? "—" : r.layout(), BenchSupport.ms(r.gpuMs()),
+                    BenchSupport.num(gb / (r.gpuMs() * 1e-3)), BenchSupport.ms(r.cpuMs()), BenchSupport.num(gb / (r.cpuMs() * 1e-3)),
+                    BenchSupport.ratio(r.cpuMs() / r.gpuMs()), r.cost().launches(), r.bytesPerElement(),
+                    BenchSupport.num(r.cost().bytesPerRow())));
         }
         return sb.toString();
     }
