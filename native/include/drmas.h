@@ -156,7 +156,10 @@ typedef struct drmas_norm_config {
  * error naming the row. Fastest when the rows are sorted as rollouts write them: uid never
  * decreases and, with trajectories, each trajectory's rows are together and trajectory ids
  * never decrease; any other order is partitioned by uid into scratch first (36 B a row) and is
- * correct too.
+ * correct too. On the CPU that scratch (and the 1 bit a row that sorted rows use) is kept between
+ * calls, up to DRMAS_CPU_WORKSPACE_MB (default 1024; 0: freed after each call), because fresh
+ * pages cost a fault and a clearing each, which is more than the normalisation itself; a call made
+ * while another uses it, or one that needs more, allocates and frees its own.
  * The CPU backend uses AVX2 kernels where the CPU has them; the environment variable
  * DRMAS_CPU_ISA=v2 selects the baseline ones, which give bit-identical results. */
 DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
