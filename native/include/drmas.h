@@ -30,7 +30,9 @@
  *  - Determinism: the CPU backend is run-to-run deterministic for a given thread count.
  *    CUDA segment sums use fp64 atomics, so the order of additions (and the last fp64 bit)
  *    may vary between runs; constant segments stay exact. The CUDA loss reduces per-row
- *    partials in a fixed order and is deterministic.
+ *    partials in a fixed order and is deterministic. CUDA advantages of sorted rows without
+ *    diagnostics (drmas_advantage_f32 and drmas_advantage_trusted_f32) use no atomics and are
+ *    run-to-run deterministic too.
  */
 #ifndef DRMAS_H
 #define DRMAS_H
@@ -175,9 +177,12 @@ DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* c
  * normalised, so each row is read once from memory (rows in another order take
  * drmas_advantage_f32's path). Bad input is still an error with drmas_advantage_f32's code and
  * message (naming this function), but advantages and diagnostics may then be partly written. On any input it reads and
- * writes only inside its arrays. With CUDA the call never synchronises and reports no bad row:
- * the kernels skip rows with an id out of range (their advantages are NaN, so that bad input shows),
- * and the other advantages of bad input are unspecified. */
+ * writes only inside its arrays. With CUDA the call never synchronises and reports no bad row.
+ * Sorted rows are normalised by one kernel; that kernel checks the order and the ids as it goes,
+ * and rows in another order or with an id out of range make it hand the whole call to the
+ * multi-kernel path queued behind it (whose launches return at once otherwise). That path skips
+ * rows with an id out of range (their advantages are NaN, so that bad input shows); the other
+ * advantages of bad input are unspecified. */
 DRMAS_API int32_t drmas_advantage_trusted_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
                                               const float* scores, const int32_t* uid,
                                               const int32_t* traj, const int32_t* agent,
