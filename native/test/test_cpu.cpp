@@ -1114,22 +1114,32 @@ static void test_partition_path() {
                 }
         drmas_set_num_threads(0);
         if (U < 100) continue;
-        for (int what = 0; what < 3; ++what) {
+        for (int what = 0; what < 4; ++what) {
             Rows bad = p;
-            const int64_t row = n / 3;
+            int64_t row = n / 3;
             if (what == 0) bad.traj[row] = bad.traj[row] == 0 ? 1 : 0;  // (a trajectory of another uid; uids 0 and 1 differ)
             if (what == 0) bad.uid[row] = bad.uid[row] == 5 ? 6 : 5;
             if (what == 1) bad.agent[row] = -2;
             if (what == 2) bad.s[row] = -INFINITY;
-            std::vector<float> out;
-            std::vector<double> dg;
-            const int st = call_adv(cfg_of(kGrpo), bad, out, &dg);
-            const int want = what == 0 ? DRMAS_ERR_INCONSISTENT : what == 1 ? DRMAS_ERR_RANGE : DRMAS_ERR_NONFINITE;
-            CHECK(st == want, "shuffled rows, bad %d: status %d (%s), want %d", what, st, drmas_last_error(), want);
-            bool untouched = true;
-            for (float v : out) untouched = untouched && v == -7.0f;
-            for (double v : dg) untouched = untouched && v == -7.0;
-            CHECK(untouched, "shuffled rows, bad %d: outputs must be untouched", what);
+            if (what == 3) {  // a row of uid 0 moved to the last uid: its trajectory in the first and the last thread's uids
+                row = 0;
+                while (p.uid[row] != 0) ++row;
+                bad.uid[row] = (int32_t)(U - 1);
+            }
+            for (int threads : {1, 2, 4}) {
+                drmas_set_num_threads(threads);
+                std::vector<float> out;
+                std::vector<double> dg;
+                const int st = call_adv(cfg_of(kGrpo), bad, out, &dg);
+                const int want = what == 0 || what == 3 ? DRMAS_ERR_INCONSISTENT : what == 1 ? DRMAS_ERR_RANGE : DRMAS_ERR_NONFINITE;
+                CHECK(st == want, "shuffled rows, bad %d, %d threads: status %d (%s), want %d", what, threads, st, drmas_last_error(),
+                      want);
+                bool untouched = true;
+                for (float v : out) untouched = untouched && v == -7.0f;
+                for (double v : dg) untouched = untouched && v == -7.0;
+                CHECK(untouched, "shuffled rows, bad %d, %d threads: outputs must be untouched", what, threads);
+            }
+            drmas_set_num_threads(0);
         }
     }
 }
