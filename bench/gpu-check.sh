@@ -14,6 +14,10 @@
 #   memcheck, racecheck   compute-sanitizer on the CUDA test at DRMAS_TEST_SCALE=small
 #   junit      the bindings' JUnit tests (CudaKernelsTest on the GPU) on the jlinked runtime
 #   gpubench   GpuBench at 16M and 64M rows: GPU vs native CPU kernel (table in $OUT/gpu-bench.md)
+#   advantage  bench/gpu_advantage.py (python3 + PyTorch): Dr. MAS normalisation at 16M and 64M rows, both
+#              libdrmas entries vs the PyTorch composition (bincount/index_add_) on the same device tensors,
+#              beside a device-to-device copy of the same bytes: ms, GB/s, % of copy, and a correctness
+#              check (table in $OUT/advantage-bench.md)
 #   synccheck  compute-sanitizer's barrier checks, if time is left
 # The whole run stays under GPU_CHECK_BUDGET_S (default 450 s): each step's timeout is what is left.
 set -uo pipefail
@@ -113,6 +117,15 @@ else
     printf '| junit, gpubench | NOT RUN (no %s) | 0 |\n' "$JAVA" >> "$SUMMARY"
     status=1
 fi
+
+advantage() {
+    python3 -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'" \
+        || { echo "gpu-check: advantage needs python3 with a CUDA PyTorch"; return 3; }
+    python3 bench/gpu_advantage.py --lib "$BUILD/libdrmas.so" --out "$OUT/advantage-bench.md"
+}
+export -f advantage
+step advantage 90 advantage
+[[ -f "$OUT/advantage-bench.md" ]] && cat "$OUT/advantage-bench.md"
 
 step synccheck 90 sanitize synccheck
 printf '\ntotal %d s (budget %d s), exit %d\n' "$SECONDS" "$BUDGET" "$status" >> "$SUMMARY"
