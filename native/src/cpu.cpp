@@ -114,8 +114,10 @@ public:
     explicit Workspace(size_t bytes) {
         need_ = (std::max<size_t>(bytes, 1) + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
         WorkspaceCache& c = workspace_cache();
-        if (need_ <= workspace_limit() && c.m.try_lock()) {
+        // (a thread that holds the block already must not try_lock it again: undefined for a mutex)
+        if (need_ <= workspace_limit() && !holds_cache() && c.m.try_lock()) {
             cached_ = true;
+            holds_cache() = true;
             if (c.bytes < need_) {
                 if (c.block) munmap(c.block, c.bytes);
                 c.block = map_block(need_);
@@ -127,8 +129,12 @@ public:
         }
     }
     ~Workspace() {
-        if (cached_) workspace_cache().m.unlock();
-        else if (p_) munmap(p_, need_);
+        if (cached_) {
+            holds_cache() = false;
+            workspace_cache().m.unlock();
+        } else if (p_) {
+            munmap(p_, need_);
+        }
     }
     Workspace(const Workspace&) = delete;
     Workspace& operator=(const Workspace&) = delete;
@@ -154,6 +160,10 @@ public:
     void* data() const { return p_; }
 
 private:
+    static bool& holds_cache() {
+        static thread_local bool held = false;
+        return held;
+    }
     void* p_ = nullptr;
     size_t need_ = 0, used_ = 0;
     bool cached_ = false;
