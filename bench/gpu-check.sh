@@ -77,13 +77,14 @@ fi
 step ctest 180 ctest --test-dir "$BUILD" -L gpu --no-tests=error --output-on-failure
 grep -h "CUDA compiled\|passed, " "$OUT/ctest.log" | head -4
 
-lmhead() {
+# torch_bench NAME: bench/gpu_NAME.py (python3 + a CUDA PyTorch) against this build, table in $OUT/NAME-bench.md
+torch_bench() {
     python3 -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'; print('torch', torch.__version__)" \
-        || { echo "gpu-check: lmhead needs python3 with a CUDA PyTorch"; return 3; }
-    python3 bench/gpu_lmhead.py --lib "$BUILD/libdrmas.so" --out "$OUT/lmhead-bench.md"
+        || { echo "gpu-check: $1 needs python3 with a CUDA PyTorch"; return 3; }
+    python3 "bench/gpu_$1.py" --lib "$BUILD/libdrmas.so" --out "$OUT/$1-bench.md"
 }
-export -f lmhead
-step lmhead 120 lmhead
+export -f torch_bench
+step lmhead 120 torch_bench lmhead
 [[ -f "$OUT/lmhead-bench.md" ]] && cat "$OUT/lmhead-bench.md"
 
 sanitize() {  # sanitize TOOL [OPTIONS...]: the CUDA test at the small scale under compute-sanitizer
@@ -118,13 +119,7 @@ else
     status=1
 fi
 
-advantage() {
-    python3 -c "import torch; assert torch.cuda.is_available(), 'torch sees no GPU'" \
-        || { echo "gpu-check: advantage needs python3 with a CUDA PyTorch"; return 3; }
-    python3 bench/gpu_advantage.py --lib "$BUILD/libdrmas.so" --out "$OUT/advantage-bench.md"
-}
-export -f advantage
-step advantage 90 advantage
+step advantage 90 torch_bench advantage
 [[ -f "$OUT/advantage-bench.md" ]] && cat "$OUT/advantage-bench.md"
 
 step synccheck 90 sanitize synccheck

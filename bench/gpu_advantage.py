@@ -23,6 +23,8 @@ import time
 
 import torch
 
+from drmas_ctypes import check, check_abi, open_library, ptr
+
 DRMAS_DEVICE_CPU, DRMAS_DEVICE_CUDA = 0, 1
 FROM_AGENT, NUMERATOR_ROW, POOL_TRAJECTORIES, SINGLETON_FALLBACK = 1, 0, 0, 0
 EPS = 1e-6
@@ -37,39 +39,17 @@ class NormConfig(ctypes.Structure):
 
 
 def load(path):
-    lib = ctypes.CDLL(os.path.abspath(path))
+    lib = open_library(path)
     p, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
-    lib.drmas_last_error.restype = ctypes.c_char_p
-    lib.drmas_last_error.argtypes = []
-    lib.drmas_abi_value.restype = i64
-    lib.drmas_abi_value.argtypes = [ctypes.c_char_p]
-    lib.drmas_set_num_threads.restype = i32
-    lib.drmas_set_num_threads.argtypes = [i32]
     for name in ("drmas_advantage_f32", "drmas_advantage_trusted_f32"):
         f = getattr(lib, name)
         f.restype = i32
         f.argtypes = [i32, ctypes.POINTER(NormConfig), i64, p, p, p, p, i64, i64, i64, p, p, p]
-    want = {"drmas_norm_config": ctypes.sizeof(NormConfig)}
-    for name, _ in NormConfig._fields_:
-        if name != "reserved":
-            want["drmas_norm_config." + name] = getattr(NormConfig, name).offset
-    want.update({"DRMAS_FROM_AGENT": FROM_AGENT, "DRMAS_NUMERATOR_ROW": NUMERATOR_ROW,
-                 "DRMAS_POOL_TRAJECTORIES": POOL_TRAJECTORIES, "DRMAS_SINGLETON_FALLBACK": SINGLETON_FALLBACK,
-                 "DRMAS_DEVICE_CUDA": DRMAS_DEVICE_CUDA})
-    for k, v in want.items():
-        got = lib.drmas_abi_value(k.encode())
-        if got != v:
-            sys.exit(f"gpu_advantage: {path} says {k} = {got}, this script {v} (built from another drmas.h?)")
+    check_abi(lib, path, "gpu_advantage", "drmas_norm_config", NormConfig,
+              {"DRMAS_FROM_AGENT": FROM_AGENT, "DRMAS_NUMERATOR_ROW": NUMERATOR_ROW,
+               "DRMAS_POOL_TRAJECTORIES": POOL_TRAJECTORIES, "DRMAS_SINGLETON_FALLBACK": SINGLETON_FALLBACK,
+               "DRMAS_DEVICE_CUDA": DRMAS_DEVICE_CUDA})
     return lib
-
-
-def check(lib, st, what):
-    if st != 0:
-        raise RuntimeError(f"{what}: status {st}: {lib.drmas_last_error().decode()}")
-
-
-def ptr(t):
-    return ctypes.c_void_p(t.data_ptr()) if t is not None else None
 
 
 def rows(min_rows, layout, dev, seed=42):

@@ -22,6 +22,8 @@ import time
 
 import torch
 
+from drmas_ctypes import check, check_abi, open_library, ptr
+
 DRMAS_DEVICE_CPU, DRMAS_DEVICE_CUDA = 0, 1
 DRMAS_KL_K3 = 3
 
@@ -34,40 +36,17 @@ class LmHeadConfig(ctypes.Structure):
 
 
 def load(path):
-    lib = ctypes.CDLL(os.path.abspath(path))
+    lib = open_library(path)
     p, i32, i64 = ctypes.c_void_p, ctypes.c_int32, ctypes.c_int64
-    lib.drmas_last_error.restype = ctypes.c_char_p
-    lib.drmas_last_error.argtypes = []
-    lib.drmas_abi_value.restype = i64
-    lib.drmas_abi_value.argtypes = [ctypes.c_char_p]
-    lib.drmas_cuda_available.restype = i32
-    lib.drmas_cuda_available.argtypes = []
-    lib.drmas_set_num_threads.restype = i32
-    lib.drmas_set_num_threads.argtypes = [i32]
     lib.drmas_lmhead_chunk_bf16.restype = i32
     lib.drmas_lmhead_chunk_bf16.argtypes = [i32, ctypes.POINTER(LmHeadConfig), i64, p, i64, i64, i64, i64, p, p, p, p, p, p, p,
                                             p, p, p]
     lib.drmas_lmhead_logprobs_bf16.restype = i32
     lib.drmas_lmhead_logprobs_bf16.argtypes = [i32, i64, i64, p, p, p, p, p]
-    want = {"drmas_lmhead_config": ctypes.sizeof(LmHeadConfig)}
-    for name, _ in LmHeadConfig._fields_:
-        want["drmas_lmhead_config." + name] = getattr(LmHeadConfig, name).offset
-    want["DRMAS_LMHEAD_SUMS"], want["DRMAS_LOSS_LOSS"], want["DRMAS_LMHEAD_ENTROPY"] = 9, 0, 8
-    want["DRMAS_KL_K3"], want["DRMAS_DEVICE_CUDA"] = DRMAS_KL_K3, DRMAS_DEVICE_CUDA
-    for k, v in want.items():
-        got = lib.drmas_abi_value(k.encode())
-        if got != v:
-            sys.exit(f"gpu_lmhead: {path} says {k} = {got}, this script {v} (built from another drmas.h?)")
+    check_abi(lib, path, "gpu_lmhead", "drmas_lmhead_config", LmHeadConfig,
+              {"DRMAS_LMHEAD_SUMS": 9, "DRMAS_LOSS_LOSS": 0, "DRMAS_LMHEAD_ENTROPY": 8, "DRMAS_KL_K3": DRMAS_KL_K3,
+               "DRMAS_DEVICE_CUDA": DRMAS_DEVICE_CUDA})
     return lib
-
-
-def check(lib, st, what):
-    if st != 0:
-        raise RuntimeError(f"{what}: status {st}: {lib.drmas_last_error().decode()}")
-
-
-def ptr(t):
-    return ctypes.c_void_p(t.data_ptr()) if t is not None else None
 
 
 class Problem:
