@@ -9,7 +9,7 @@
 // its verdict where no host synchronisation may decide (the trusted entry).
 // defines: RowIds, row_ids, trajectory_uid, advantage_sums_kernel, trajectory_group_sums_kernel,
 //          advantage_m2_kernel, trajectory_group_m2_kernel, advantage_kernel,
-//          advantage_diagnostics_kernel, advantage_fill_kernel, advantage_means_kernel,
+//          advantage_diagnostics_kernel, advantage_fill_kernel,
 //          kSortedTileRows, kSortedMaxAgents, RunRow, add_by_agent, TrajCarry, traj_means,
 //          normalise_sorted_run, advantage_sorted_kernel
 #pragma once
@@ -240,18 +240,6 @@ __global__ void advantage_fill_kernel(const unsigned long long* gate, unsigned l
             ones[i] = kNoError;
         else
             zeros[i - num_ones] = 0ull;  // the bits of 0.0 as well
-    }
-}
-
-// segment_means_kernel with a gate: mean_inout holds the sums on entry, the means (0 for an
-// empty segment) on exit.
-__global__ void advantage_means_kernel(const unsigned long long* gate, int64_t num_segments,
-                                       const unsigned long long* __restrict__ count, double* __restrict__ mean_inout) {
-    if (gated_off(gate)) return;
-    const int64_t stride = grid_stride();
-    for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < num_segments; s += stride) {
-        const unsigned long long c = count[s];
-        mean_inout[s] = c > 0 ? mean_inout[s] / (double)c : 0.0;
     }
 }
 

@@ -28,10 +28,11 @@ __global__ void segment_sums_kernel(int64_t n, const float* __restrict__ values,
 
 // mean_inout holds the sums on entry and the means on exit; empty segments get mean 0.
 // A sum of k equal floats is exact in fp64 (k < 2^29), so a constant segment's mean is
-// exactly its value.
-__global__ void segment_means_kernel(int64_t num_segments,
+// exactly its value. gate: gated_off (drmas_common.cuh); NULL always runs.
+__global__ void segment_means_kernel(const unsigned long long* gate, int64_t num_segments,
                                      const unsigned long long* __restrict__ count,
                                      double* __restrict__ mean_inout) {
+    if (gated_off(gate)) return;
     const int64_t stride = grid_stride();
     for (int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; s < num_segments;
          s += stride) {

@@ -387,7 +387,7 @@ int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
     if (n > 0) {
         DRMAS_LAUNCH(segment_sums_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids, cnt, mean);
         DRMAS_CUDA_LAUNCHED("segment_sums_kernel");
-        DRMAS_LAUNCH(segment_means_kernel, grid_for(num_segments), kBlockSize, 0, stream)(num_segments, cnt, mean);
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(num_segments), kBlockSize, 0, stream)(nullptr, num_segments, cnt, mean);
         DRMAS_CUDA_LAUNCHED("segment_means_kernel");
         DRMAS_LAUNCH(segment_m2_kernel, grid_for(n), kBlockSize, 0, stream)(n, values, ids, mean, m2);
         DRMAS_CUDA_LAUNCHED("segment_m2_kernel");
@@ -467,6 +467,13 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     // return at once). NULL: they always run.
     ull* const unsorted = bad + kAdvUnsorted;
     const ull* gate = nullptr;
+    auto launch_one_pass = [&]() {
+        DRMAS_LAUNCH(advantage_sorted_kernel, grid_for((n + kSortedTileRows - 1) / kSortedTileRows * 32), kBlockSize, 0,
+                     stream)(cfg, n, scores, uid, traj, agent, U, T, K, advantages, unsorted);
+    };
+    // the scratch's presets: all ones up to ones_end (check slots, first rows), zeros after it
+    auto preset_ones = [&]() { return cudaMemsetAsync(scratch.at<char>(0), 0xFF, ones_end, stream); };
+    auto preset_zeros = [&]() { return cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream); };
     // The trajectory map (first rows) is built in the fallback unless validation built it.
     bool have_first_rows = false;
 
@@ -477,8 +484,7 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
     if (trusted) {
         if (one_pass) {
             DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(unsorted, 0xFF, sizeof(ull), stream));
-            DRMAS_LAUNCH(advantage_sorted_kernel, grid_for((n + kSortedTileRows - 1) / kSortedTileRows * 32), kBlockSize, 0,
-                         stream)(cfg, n, scores, uid, traj, agent, U, T, K, advantages, unsorted);
+            launch_one_pass();
             DRMAS_CUDA_LAUNCHED("advantage_sorted_kernel");
             gate = unsorted;
             // the fallback's set-up, as a gated kernel (a memset cannot wait for the verdict)
@@ -488,9 +494,8 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
                                                                                                  scratch.at<ull>(ones_end), zeros);
             DRMAS_CUDA_LAUNCHED("advantage_fill_kernel");
         } else {
-            DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(0), 0xFF, ones_end, stream));
-            DRMAS_CUDA_TRY("cudaMemsetAsync",
-                           cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
+            DRMAS_CUDA_TRY("cudaMemsetAsync", preset_ones());
+            DRMAS_CUDA_TRY("cudaMemsetAsync", preset_zeros());
         }
     } else if (n > 0) {
         DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(bad, 0xFF, kAdvChecks * sizeof(ull), stream));
@@ -558,18 +563,17 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
         }
         const bool sorted = host[kAdvUnsorted] == kNoError;
         if (one_pass && sorted) {
-            DRMAS_LAUNCH(advantage_sorted_kernel, grid_for((n + kSortedTileRows - 1) / kSortedTileRows * 32), kBlockSize, 0,
-                         stream)(cfg, n, scores, uid, traj, agent, U, T, K, advantages, unsorted);
+            launch_one_pass();
             DRMAS_CUDA_LAUNCHED("advantage_sorted_kernel");
             DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());
             return DRMAS_OK;
         }
-        have_first_rows = by_traj && !(one_pass && sorted);  // the gated map ran (or was not gated)
+        have_first_rows = by_traj;  // the map ran (its gate stayed open: the rows are not sorted)
         // the accumulators (the first rows are set already, where there are trajectories)
-        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
+        DRMAS_CUDA_TRY("cudaMemsetAsync", preset_zeros());
     } else {  // no rows, diagnostics only
-        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(0), 0xFF, ones_end, stream));
-        DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(scratch.at<char>(ones_end), 0, zeros_end - ones_end, stream));
+        DRMAS_CUDA_TRY("cudaMemsetAsync", preset_ones());
+        DRMAS_CUDA_TRY("cudaMemsetAsync", preset_zeros());
     }
 
     // ---- the multi-kernel path: two passes, fp64 atomics ----
@@ -582,17 +586,17 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
         DRMAS_LAUNCH(advantage_sums_kernel, grid_for(n), kBlockSize, 0, stream)(gate, n, scores, uid, traj, agent, U, T, K,
                                                                                 agents, groups, trajs);
         DRMAS_CUDA_LAUNCHED("advantage_sums_kernel");
-        DRMAS_LAUNCH(advantage_means_kernel, grid_for(S), kBlockSize, 0, stream)(gate, S, agents.count, agents.mean);
-        DRMAS_CUDA_LAUNCHED("advantage_means_kernel");
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(S), kBlockSize, 0, stream)(gate, S, agents.count, agents.mean);
+        DRMAS_CUDA_LAUNCHED("segment_means_kernel");
         if (by_traj) {
-            DRMAS_LAUNCH(advantage_means_kernel, grid_for(T), kBlockSize, 0, stream)(gate, T, trajs.count, trajs.mean);
-            DRMAS_CUDA_LAUNCHED("advantage_means_kernel");
+            DRMAS_LAUNCH(segment_means_kernel, grid_for(T), kBlockSize, 0, stream)(gate, T, trajs.count, trajs.mean);
+            DRMAS_CUDA_LAUNCHED("segment_means_kernel");
             DRMAS_LAUNCH(trajectory_group_sums_kernel, grid_for(T), kBlockSize, 0, stream)(gate, T, trajs_c, first_row, uid,
                                                                                            U, groups);
             DRMAS_CUDA_LAUNCHED("trajectory_group_sums_kernel");
         }
-        DRMAS_LAUNCH(advantage_means_kernel, grid_for(U), kBlockSize, 0, stream)(gate, U, groups.count, groups.mean);
-        DRMAS_CUDA_LAUNCHED("advantage_means_kernel");
+        DRMAS_LAUNCH(segment_means_kernel, grid_for(U), kBlockSize, 0, stream)(gate, U, groups.count, groups.mean);
+        DRMAS_CUDA_LAUNCHED("segment_means_kernel");
         DRMAS_LAUNCH(advantage_m2_kernel, grid_for(n), kBlockSize, 0, stream)(gate, n, scores, uid, traj, agent, U, T, K,
                                                                               agents, groups);
         DRMAS_CUDA_LAUNCHED("advantage_m2_kernel");
@@ -682,12 +686,13 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(blocks_done, 0, sizeof(unsigned), stream));
     if (num_tokens > 0)
         DRMAS_CUDA_TRY("cudaMemsetAsync", zero_outside_rows(grad, first, last, num_tokens, stream));
+    const int row_grid = grid_for_rows((num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);  // a warp a row
     if (per_row)
-        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, grid_for_rows((num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock), kBlockSize, 0, stream)(
+        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, row_grid, kBlockSize, 0, stream)(
             cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerRow{advantages}, ref_logp, mask, grad, partials,
             blocks_done, sums);
     else
-        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, grid_for_rows((num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock), kBlockSize, 0, stream)(
+        DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, row_grid, kBlockSize, 0, stream)(
             cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerToken{advantages}, ref_logp, mask, grad, partials,
             blocks_done, sums);
     DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
