@@ -108,7 +108,7 @@ void* map_block(size_t bytes) {
 }  // namespace
 
 // The scratch of one call: `bytes` (rounded up to 2 MB) from the cache when it is free, else its
-// own mapping; released by the destructor. data() is NULL when memory ran out.
+// own mapping; released by the destructor. take() gives NULL when memory ran out.
 class Workspace {
 public:
     explicit Workspace(size_t bytes) {
@@ -157,7 +157,6 @@ public:
     // The bytes that take() of these counts of T asks for, alignment included (for sizing).
     template <class T>
     static size_t bytes_for(int64_t count) { return ((sizeof(T) * (size_t)std::max<int64_t>(count, 0)) + 63) & ~(size_t)63; }
-    void* data() const { return p_; }
 
 private:
     static bool& holds_cache() {
