@@ -1187,17 +1187,17 @@ static int64_t decode_runs(const uint8_t* mask, int64_t slots, int64_t write, in
     return n;
 }
 
-// Threads for a call of `items` items: one per 32 MFLOP (4 flops a query head, slot and element: the
-// scores and the weighted sum; ~1 ms of one thread), so one for every batch the toy models decode.
-// threads_for's 64K elements a thread gave batch 64 two, and on the 2-core VM two were slower than
-// one at every shape measured (bench_decode, two threads forced against one, taking turns call by
-// call: 0.88x at batch 64, 0.93x at the search toy's 32 rows, 0.99x at 385-512 slots, 0.47x at 4
-// rows; bench/README.md): waking OpenMP's sleeping thread (OMP_WAIT_POLICY=PASSIVE) and joining it
-// cost tens of microseconds, the second core is rarely free, and the kernel reads the caches at
-// memory speed, which a second thread shares.
+// Threads for a call of `items` items: one per 4 MFLOP (4 flops a query head, slot and element: the
+// scores and the weighted sum; ~1 ms of one thread at the speed the caches come from memory), so a
+// second thread at batch 64 of the toy model once the caches hold ~120 slots, one for every smaller
+// call. The kernel reads the caches at memory speed; with its read-ahead into L2 (decode_head_d) a
+// second core adds bandwidth there, while below a few MFLOP waking OpenMP's sleeping thread
+// (OMP_WAIT_POLICY=PASSIVE) and joining it cost about what it saves (bench_decode, same process,
+// taking turns: bench/README.md, "Rollout engine"). With the read-ahead into L1 that preceded it,
+// two threads were slower than one at every shape on the VM of that day.
 static int decode_threads(int64_t items, int64_t group, int64_t slots, int64_t d) {
     const double flops = 4.0 * (double)items * (double)group * (double)slots * (double)d;  // in double: no overflow
-    const double t = std::min<double>({flops / (double)(1 << 25), (double)cpu_threads(), (double)items});
+    const double t = std::min<double>({flops / (double)(1 << 22), (double)cpu_threads(), (double)items});
     return t < 2.0 ? 1 : (int)t;
 }
 

@@ -1519,6 +1519,8 @@ static void test_decode_attention() {
     const DecodeCase cases[] = {
         {1, 1, 1, 2, 1, 1, 0, false, false},  {3, 6, 2, 10, 9, 7, 4, true, true},   {5, 8, 4, 32, 40, 37, 36, true, true},
         {2, 4, 4, 16, 20, 20, 0, false, true}, {4, 12, 3, 24, 70, 65, 13, true, false}, {7, 2, 1, 64, 33, 17, 16, true, true},
+        // large enough (~10 MFLOP) for decode_threads to give the first two "2 threads" runs two threads
+        {25, 8, 4, 32, 405, 401, 398, true, true},
     };
     std::mt19937_64 rng(61);
     std::normal_distribution<float> nd(0.0f, 1.0f);
