@@ -32,14 +32,18 @@ public final class GenerationBench {
     private GenerationBench() {
     }
 
-    /** A configuration's median call; with the KV cache also the median of the same call with one new token (its prefill and one draw). */
-    record Result(int batch, boolean cache, double seconds, long tokens, double prefillSeconds) {
+    /**
+     * A configuration's median call; with the KV cache also the median of the same call with one new
+     * token (its prefill and one draw), and the medians over the rounds of the two shares of the
+     * products limit timed in the same round (NaN: none).
+     */
+    record Result(int batch, boolean cache, double seconds, long tokens, double prefillSeconds, double share, double stepsShare) {
         double tokensPerSecond() {
             return tokens / seconds;
         }
     }
 
-    /** The decoding step's products alone at one batch size: median seconds for newTokens steps, and their FLOPs. */
+    /** The decoding step's products alone at one batch size: median seconds for newTokens steps over the rounds, and their FLOPs. */
     record Limit(int batch, double seconds, long tokens, double flops) {
         double tokensPerSecond() {
             return tokens / seconds;
@@ -77,14 +81,13 @@ public final class GenerationBench {
         ModelConfig cfg = new ModelConfig(Family.QWEN3, 256, 768, 4, 8, 4, 32, 1e-6, 1e6, null, 512, false, false, false,
                 promptTokens + newTokens, "float32", null, List.of(), Map.of());
         List<Result> results;
+        List<Limit> limits = new ArrayList<>();
         String attention;
         try (CausalLm model = CausalLm.random(cfg, 7)) {
-            results = measure(new Generator(model, 0, Generator.Engine.STATIC), batches, recomputeBatches, promptTokens, newTokens, repeats,
-                    cfg.vocabSize());
+            results = measure(new Generator(model, 0, Generator.Engine.STATIC), cfg, batches, recomputeBatches, promptTokens, newTokens,
+                    repeats, limits);
             attention = stepAb(model, batches.stream().distinct().sorted().toList(), promptTokens, newTokens, repeats, cfg.vocabSize());
         }
-        List<Limit> limits = new ArrayList<>();
-        for (int b : batches) limits.add(productsAlone(cfg, b, newTokens, repeats));
         String report = report(results, limits, promptTokens, newTokens, threads) + "\n" + attention;
         // the continuous engine: a task's rollouts sharing one long prompt, and a realistic mix of lengths
         ModelConfig longer = new ModelConfig(Family.QWEN3, 256, 768, 4, 8, 4, 32, 1e-6, 1e6, null, 512, false, false, false,
@@ -106,11 +109,15 @@ public final class GenerationBench {
      * has it: one warm-up call of each, then rounds of one call per (batch, mode), so that a slow
      * spell of the machine (this VM drifts by tens of percent over minutes) hits every side of
      * the ratios the targets compare (KV cache vs recompute at one batch size, batch 64 vs
-     * batch 1); the medians are reported. Recompute at batch ≥ 16 takes ~30 s a call: it gets
-     * at most two. Every row generates exactly newTokens.
+     * batch 1); the medians are reported. The products limit of each batch size is timed in the
+     * same rounds, right after its calls, and each share is the median over the rounds of that
+     * round's ratio: timed in a block of its own, the limit moved by up to 2x against the calls
+     * (bench/README.md). Recompute at batch ≥ 16 takes ~30 s a call: it gets at most two. Every
+     * row generates exactly newTokens. The limits found are added to {@code limits}.
      */
-    static List<Result> measure(Generator g, List<Integer> batches, List<Integer> recomputeBatches, int promptTokens,
-                                int newTokens, int repeats, int vocab) {
+    static List<Result> measure(Generator g, ModelConfig cfg, List<Integer> batches, List<Integer> recomputeBatches, int promptTokens,
+                                int newTokens, int repeats, List<Limit> limits) {
+        int vocab = cfg.vocabSize();
         GenerationConfig kv = GenerationConfig.greedy(newTokens, Set.of())
                 .withSampling(SamplingParams.temperature(1.0), 11).withCache(true);
         GenerationConfig recompute = kv.withCache(false);
@@ -118,28 +125,48 @@ public final class GenerationBench {
         int n = batches.size();
         List<List<Request>> reqs = new ArrayList<>();
         int[] recomputeRepeats = new int[n];
-        double[][] tk = new double[n][repeats], tr = new double[n][], tp = new double[n][repeats];
+        double[][] tk = new double[n][repeats], tr = new double[n][], tp = new double[n][repeats], tl = new double[n][repeats];
         long[][] tokens = new long[n][3];
-        for (int i = 0; i < n; i++) {
-            int batch = batches.get(i);
-            List<Request> rows = prompts(batch, promptTokens, vocab);
-            reqs.add(rows);
-            recomputeRepeats[i] = !recomputeBatches.contains(batch) ? 0 : batch <= 1 ? repeats : Math.min(repeats, 2);
-            tr[i] = new double[recomputeRepeats[i]];
-            g.generate(rows, kv);
-            if (recomputeRepeats[i] > 0) g.generate(rows, recompute);
-        }
-        for (int round = 0; round < repeats; round++) {
+        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+            Products[] products = new Products[n];
             for (int i = 0; i < n; i++) {
-                tk[i][round] = timed(g, reqs.get(i), kv, tokens[i], 0);
-                tp[i][round] = timed(g, reqs.get(i), first, tokens[i], 2);
-                if (round < recomputeRepeats[i]) tr[i][round] = timed(g, reqs.get(i), recompute, tokens[i], 1);
+                int batch = batches.get(i);
+                List<Request> rows = prompts(batch, promptTokens, vocab);
+                reqs.add(rows);
+                recomputeRepeats[i] = !recomputeBatches.contains(batch) ? 0 : batch <= 1 ? repeats : Math.min(repeats, 2);
+                tr[i] = new double[recomputeRepeats[i]];
+                products[i] = new Products(cfg, batch);
+                g.generate(rows, kv);
+                if (recomputeRepeats[i] > 0) g.generate(rows, recompute);
+                products[i].seconds(newTokens);
+            }
+            for (int round = 0; round < repeats; round++) {
+                for (int i = 0; i < n; i++) {
+                    tk[i][round] = timed(g, reqs.get(i), kv, tokens[i], 0);
+                    tp[i][round] = timed(g, reqs.get(i), first, tokens[i], 2);
+                    tl[i][round] = products[i].seconds(newTokens);
+                    if (round < recomputeRepeats[i]) tr[i][round] = timed(g, reqs.get(i), recompute, tokens[i], 1);
+                }
+            }
+            for (int i = 0; i < n; i++) {
+                Limit lim = new Limit(batches.get(i), BenchSupport.median(tl[i]), (long) batches.get(i) * newTokens,
+                        products[i].flops * newTokens);
+                System.out.printf("batch %3d products  %8.3f s  %9.1f tokens/s  %6.1f GFLOP/s%n", lim.batch(), lim.seconds(),
+                        lim.tokensPerSecond(), lim.flops() / lim.seconds() / 1e9);
+                limits.add(lim);
             }
         }
         List<Result> rs = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            rs.add(result(batches.get(i), true, tk[i], tokens[i][0], BenchSupport.median(tp[i])));
-            if (recomputeRepeats[i] > 0) rs.add(result(batches.get(i), false, tr[i], tokens[i][1], 0));
+            // per round: the products' time over the call's (the same tokens), and over its decoding steps alone
+            double[] share = new double[repeats], steps = new double[repeats];
+            for (int r = 0; r < repeats; r++) {
+                share[r] = tl[i][r] / tk[i][r];
+                steps[r] = tl[i][r] * (newTokens - 1) / newTokens / (tk[i][r] - tp[i][r]);
+            }
+            rs.add(result(batches.get(i), true, tk[i], tokens[i][0], BenchSupport.median(tp[i]), BenchSupport.median(share),
+                    BenchSupport.median(steps)));
+            if (recomputeRepeats[i] > 0) rs.add(result(batches.get(i), false, tr[i], tokens[i][1], 0, Double.NaN, Double.NaN));
         }
         return rs;
     }
@@ -148,47 +175,49 @@ public final class GenerationBench {
      * The products one decoding step of {@code batch} rows makes, per layer q, k, v, o, gate, up,
      * down and then the LM head, as the engine calls them: one row by matrix-vector products with
      * the [out, in] weight (mv), more rows by matrix products with its transposed view (mm), into
-     * outputs made once. Random values of the model's shapes; one warm-up
-     * pass, then {@code repeats} timings of newTokens steps, the median.
+     * outputs made once. Random values of the model's shapes, made in the caller's PointerScope.
      */
-    static Limit productsAlone(ModelConfig c, int batch, int newTokens, int repeats) {
-        long h = c.hiddenSize(), q = (long) c.numHeads() * c.headDim(), kv = (long) c.numKvHeads() * c.headDim();
-        long inter = c.intermediateSize();
-        List<long[]> shapes = new ArrayList<>();  // {out, in}
-        for (int l = 0; l < c.numLayers(); l++) {
-            shapes.addAll(List.of(new long[] {q, h}, new long[] {kv, h}, new long[] {kv, h}, new long[] {h, q},
-                    new long[] {inter, h}, new long[] {inter, h}, new long[] {h, inter}));
-        }
-        shapes.add(new long[] {c.vocabSize(), h});
-        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+    static final class Products {
+        final int batch;
+        final org.bytedeco.pytorch.Tensor[] w, x, out;
+        final double flops;  // of one step
+
+        Products(ModelConfig c, int batch) {
+            this.batch = batch;
+            long h = c.hiddenSize(), q = (long) c.numHeads() * c.headDim(), kv = (long) c.numKvHeads() * c.headDim();
+            long inter = c.intermediateSize();
+            List<long[]> shapes = new ArrayList<>();  // {out, in}
+            for (int l = 0; l < c.numLayers(); l++) {
+                shapes.addAll(List.of(new long[] {q, h}, new long[] {kv, h}, new long[] {kv, h}, new long[] {h, q},
+                        new long[] {inter, h}, new long[] {inter, h}, new long[] {h, inter}));
+            }
+            shapes.add(new long[] {c.vocabSize(), h});
             int k = shapes.size();
-            org.bytedeco.pytorch.Tensor[] w = new org.bytedeco.pytorch.Tensor[k], x = new org.bytedeco.pytorch.Tensor[k],
-                    out = new org.bytedeco.pytorch.Tensor[k];
-            double flops = 0;
+            w = new org.bytedeco.pytorch.Tensor[k];
+            x = new org.bytedeco.pytorch.Tensor[k];
+            out = new org.bytedeco.pytorch.Tensor[k];
+            double f = 0;
             for (int i = 0; i < k; i++) {
                 long o = shapes.get(i)[0], in = shapes.get(i)[1];
                 w[i] = torch.randn(o, in);
                 if (batch > 1) w[i] = w[i].t();  // the engine's pre-transposed view (Layer.qT, ...)
                 x[i] = batch > 1 ? torch.randn(batch, in) : torch.randn(in);
                 out[i] = batch > 1 ? torch.zeros(batch, o) : torch.zeros(o);
-                flops += 2.0 * batch * o * in;
+                f += 2.0 * batch * o * in;
             }
-            double[] t = new double[repeats];
-            for (int rep = -1; rep < repeats; rep++) {
-                long t0 = System.nanoTime();
-                for (int step = 0; step < newTokens; step++) {
-                    for (int i = 0; i < k; i++) {
-                        if (batch > 1) torch.mm_out(out[i], x[i], w[i]);
-                        else torch.mv_out(out[i], w[i], x[i]);
-                    }
+            flops = f;
+        }
+
+        /** Seconds for {@code steps} steps' products. */
+        double seconds(int steps) {
+            long t0 = System.nanoTime();
+            for (int step = 0; step < steps; step++) {
+                for (int i = 0; i < w.length; i++) {
+                    if (batch > 1) torch.mm_out(out[i], x[i], w[i]);
+                    else torch.mv_out(out[i], w[i], x[i]);
                 }
-                if (rep >= 0) t[rep] = (System.nanoTime() - t0) / 1e9;
             }
-            Arrays.sort(t);
-            Limit lim = new Limit(batch, t[t.length / 2], (long) batch * newTokens, flops * newTokens);
-            System.out.printf("batch %3d products  %8.3f s  %9.1f tokens/s  %6.1f GFLOP/s%n", batch, lim.seconds(),
-                    lim.tokensPerSecond(), lim.flops() / lim.seconds() / 1e9);
-            return lim;
+            return (System.nanoTime() - t0) / 1e9;
         }
     }
 
@@ -347,9 +376,9 @@ public final class GenerationBench {
         return s;
     }
 
-    private static Result result(int batch, boolean cache, double[] t, long tokens, double prefill) {
+    private static Result result(int batch, boolean cache, double[] t, long tokens, double prefill, double share, double stepsShare) {
         Arrays.sort(t);
-        Result r = new Result(batch, cache, t[t.length / 2], tokens, prefill);
+        Result r = new Result(batch, cache, t[t.length / 2], tokens, prefill, share, stepsShare);
         System.out.printf("batch %3d %-9s %8.3f s  %9.1f tokens/s%n", batch, cache ? "kv-cache" : "recompute", r.seconds(),
                 r.tokensPerSecond());
         return r;
@@ -372,23 +401,20 @@ public final class GenerationBench {
             Result cached = rs.stream().filter(x -> x.batch() == r.batch() && x.cache()).findFirst().orElse(null);
             String vs1 = base == null ? "" : String.format("%.1f×", r.tokensPerSecond() / base.tokensPerSecond());
             String speedup = !r.cache() && cached != null ? String.format("%.1f×", cached.tokensPerSecond() / r.tokensPerSecond()) : "";
-            Limit lim = limits.stream().filter(l -> l.batch() == r.batch()).findFirst().orElse(null);
-            String share = r.cache() && lim != null ? String.format("%.0f%%", 100 * r.tokensPerSecond() / lim.tokensPerSecond()) : "";
+            String share = r.cache() && !Double.isNaN(r.share()) ? String.format("%.0f%%", 100 * r.share()) : "";
             // the call less its prefill and first draw (a call of one new token): its newTokens - 1 decoding steps
-            String steps = "";
-            if (r.cache() && lim != null && r.prefillSeconds() > 0) {
-                double decode = r.seconds() - r.prefillSeconds(), products = lim.seconds() * (newTokens - 1) / newTokens;
-                steps = String.format("%.3f s, %.0f%%", decode, 100 * products / decode);
-            }
+            String steps = r.cache() && !Double.isNaN(r.stepsShare())
+                    ? String.format("%.3f s, %.0f%%", r.seconds() - r.prefillSeconds(), 100 * r.stepsShare()) : "";
             sb.append(String.format("| %d | %s | %.3f | %.1f | %s | %s | %s | %s |%n", r.batch(), r.cache() ? "kv-cache" : "recompute",
                     r.seconds(), r.tokensPerSecond(), vs1, speedup, share, steps));
         }
         sb.append("\nShare of the products limit: the call's tokens/s (its prefill included) over the products' alone; decoding")
                 .append(" steps only: the call less a call of one new token (the prefill and first draw), against the products of")
-                .append(" as many steps.\n");
+                .append(" as many steps. Each is the median over the rounds of the ratio within a round (the products are timed in")
+                .append(" the same round, after the calls).\n");
         sb.append("\nThe limit: the decoding step's matrix products alone (per layer q, k, v, o, gate, up, down, then the LM head;")
                 .append(" mv for one row, mm with the transposed weight view for more, as the engine calls them, into buffers made once), ")
-                .append(newTokens).append(" steps, median of the repeats, in the same process:\n\n");
+                .append(newTokens).append(" steps, median of the rounds:\n\n");
         sb.append("| batch | products s | tokens/s | GFLOP/s |\n|---:|---:|---:|---:|\n");
         for (Limit l : limits) {
             sb.append(String.format("| %d | %.3f | %.1f | %.1f |%n", l.batch(), l.seconds(), l.tokensPerSecond(), l.flops() / l.seconds() / 1e9));
