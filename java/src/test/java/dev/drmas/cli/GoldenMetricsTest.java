@@ -3,9 +3,13 @@
 // after) must log the same metrics.jsonl, bit for bit, as the code that recorded the golden files
 // in src/test/resources/golden/ (keys time/* and perf/* and wall_time aside: they are clocks; and
 // memory/*, measurements and sizes added after the recording).
-// Floating-point results of LibTorch and OpenBLAS depend on the CPU's vector units, so a file holds
-// one recording per set of CPU features, each after a "# cpu: ..." line; on a CPU whose features have
-// no recording the test is skipped, saying so. Recording replaces (or adds) this CPU's block and
+// Floating-point results of LibTorch and OpenBLAS depend on the CPU's vector units and on the kernels
+// OpenBLAS picks for it, so a file holds one recording per kind of CPU, each after a "# cpu: ..." line
+// naming the features and OpenBLAS's core ("...; openblas Cooperlake"); a line with the features alone
+// is the recording for those features on any core that has none of its own. Two AMD EPYC VMs with the
+// same features gave different last bits of model/*; the one whose OpenBLAS core is Cooperlake gave
+// the Intel Sapphire Rapids recording's bits exactly (the kernels, not the vendor, decide). On a CPU
+// with no recording the test is skipped, saying so. Recording replaces (or adds) this CPU's block and
 // keeps the others. Record (on a new kind of CPU, or after a deliberate change of behaviour) with
 //   DRMAS_GOLDEN_RECORD=1 mvn -q -pl bindings,java -am verify -Dtest=GoldenMetricsTest -Dsurefire.failIfNoSpecifiedTests=false
 package dev.drmas.cli;
@@ -53,12 +57,14 @@ class GoldenMetricsTest {
 
     private void check(String name, List<String> extra) throws IOException {
         Path golden = GOLDEN.resolve(name + ".metrics.jsonl");
-        String cpu = cpuFeatures();
+        String cpu = cpuFeatures(), kind = cpu + "; openblas " + openblasCore();
         Map<String, List<String>> recordings = Files.isRegularFile(golden) ? recordings(Files.readAllLines(golden)) : new LinkedHashMap<>();
+        // this kind's own recording, else the one for its features on any core
+        String key = recordings.containsKey(header(kind)) ? header(kind) : header(cpu);
         if (!RECORD) {
             assertTrue(Files.isRegularFile(golden), golden + " is missing: record it (see this file's header)");
-            assumeTrue(recordings.containsKey(header(cpu)), "golden metrics were recorded on CPUs with other vector units ("
-                    + String.join("; ", recordings.keySet()) + "; this one: " + header(cpu)
+            assumeTrue(recordings.containsKey(key), "golden metrics were recorded on other kinds of CPU ("
+                    + String.join("; ", recordings.keySet()) + "; this one: " + header(kind)
                     + "): LibTorch's results differ in the last bits, so the comparison is skipped");
         }
         List<String> args = new ArrayList<>(List.of(Path.of("../configs/" + name + ".yaml").toString(), "run.output_dir=" + tmp));
@@ -71,7 +77,7 @@ class GoldenMetricsTest {
         List<String> got = comparable(tmp.resolve(name).resolve("metrics.jsonl"));
         if (RECORD) {
             Files.createDirectories(golden.getParent());
-            recordings.put(header(cpu), got);
+            recordings.put(header(kind), got);
             List<String> out = new ArrayList<>();
             for (Map.Entry<String, List<String>> e : recordings.entrySet()) {
                 out.add(e.getKey());
@@ -80,11 +86,11 @@ class GoldenMetricsTest {
             Files.write(golden, out);
             return;
         }
-        List<String> want = recordings.get(header(cpu));
+        List<String> want = recordings.get(key);
         assertEquals(want.size(), got.size(), "lines of metrics.jsonl");
         for (int i = 0; i < want.size(); i++) {
             if (!want.get(i).equals(got.get(i))) {
-                assertEquals(want.get(i), got.get(i), "metrics.jsonl line " + (i + 1) + " differs from " + golden + " (" + header(cpu)
+                assertEquals(want.get(i), got.get(i), "metrics.jsonl line " + (i + 1) + " differs from " + golden + " (" + key
                         + "): " + firstDifference(JSON.readTree(want.get(i)), JSON.readTree(got.get(i))));
             }
         }
@@ -148,6 +154,24 @@ class GoldenMetricsTest {
 
     private static String header(String cpu) {
         return "# cpu: " + cpu;
+    }
+
+    /**
+     * OpenBLAS's name for the core whose kernels it runs here (openblas_get_corename of the library
+     * LibTorch loads), or "unknown" when it cannot be asked.
+     */
+    static String openblasCore() {
+        try {
+            org.bytedeco.javacpp.Loader.load(org.bytedeco.openblas.global.openblas_nolapack.class);
+            java.util.Optional<java.lang.foreign.MemorySegment> f = java.lang.foreign.SymbolLookup.loaderLookup().find("openblas_get_corename");
+            if (f.isEmpty()) return "unknown";
+            java.lang.invoke.MethodHandle h = java.lang.foreign.Linker.nativeLinker().downcallHandle(f.get(),
+                    java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.ADDRESS));
+            java.lang.foreign.MemorySegment name = (java.lang.foreign.MemorySegment) h.invokeExact();
+            return name.reinterpret(64).getString(0).trim();
+        } catch (Throwable e) {
+            return "unknown";
+        }
     }
 
     /** The vector-unit features that decide which kernels LibTorch and OpenBLAS run. */
