@@ -1188,7 +1188,7 @@ static int64_t decode_runs(const uint8_t* mask, int64_t slots, int64_t write, in
 }
 
 // Threads for a call of `items` items: one per 4 MFLOP (4 flops a query head, slot and element: the
-// scores and the weighted sum; ~1 ms of one thread at the speed the caches come from memory), so a
+// scores and the weighted sum; ~0.3 ms of one thread at the speed the caches come from memory), so a
 // second thread at batch 64 of the toy model once the caches hold 128 slots, one for every smaller
 // call. The kernel reads the caches at memory speed; with its read-ahead into L2 (decode_head_d) a
 // second core adds bandwidth there, while below a few MFLOP waking OpenMP's sleeping thread
