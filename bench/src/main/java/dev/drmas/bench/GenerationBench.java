@@ -26,6 +26,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 
 public final class GenerationBench {
@@ -127,7 +129,7 @@ public final class GenerationBench {
         int[] recomputeRepeats = new int[n];
         double[][] tk = new double[n][repeats], tr = new double[n][], tp = new double[n][repeats], tl = new double[n][repeats];
         long[][] tokens = new long[n][3];
-        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
+        try (PointerScope scope = new PointerScope()) {
             Products[] products = new Products[n];
             for (int i = 0; i < n; i++) {
                 int batch = batches.get(i);
@@ -179,7 +181,7 @@ public final class GenerationBench {
      */
     static final class Products {
         final int batch;
-        final org.bytedeco.pytorch.Tensor[] w, x, out;
+        final Tensor[] w, x, out;
         final double flops;  // of one step
 
         Products(ModelConfig c, int batch) {
@@ -193,9 +195,9 @@ public final class GenerationBench {
             }
             shapes.add(new long[] {c.vocabSize(), h});
             int k = shapes.size();
-            w = new org.bytedeco.pytorch.Tensor[k];
-            x = new org.bytedeco.pytorch.Tensor[k];
-            out = new org.bytedeco.pytorch.Tensor[k];
+            w = new Tensor[k];
+            x = new Tensor[k];
+            out = new Tensor[k];
             double f = 0;
             for (int i = 0; i < k; i++) {
                 long o = shapes.get(i)[0], in = shapes.get(i)[1];

@@ -24,6 +24,12 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -31,7 +37,10 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.TreeSet;
+import org.bytedeco.javacpp.Loader;
+import org.bytedeco.openblas.global.openblas_nolapack;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -170,12 +179,11 @@ class GoldenMetricsTest {
      */
     static String openblasCore() {
         try {
-            org.bytedeco.javacpp.Loader.load(org.bytedeco.openblas.global.openblas_nolapack.class);
-            java.util.Optional<java.lang.foreign.MemorySegment> f = java.lang.foreign.SymbolLookup.loaderLookup().find("openblas_get_corename");
+            Loader.load(openblas_nolapack.class);
+            Optional<MemorySegment> f = SymbolLookup.loaderLookup().find("openblas_get_corename");
             if (f.isEmpty()) return "unknown";
-            java.lang.invoke.MethodHandle h = java.lang.foreign.Linker.nativeLinker().downcallHandle(f.get(),
-                    java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.ADDRESS));
-            java.lang.foreign.MemorySegment name = (java.lang.foreign.MemorySegment) h.invokeExact();
+            MethodHandle h = Linker.nativeLinker().downcallHandle(f.get(), FunctionDescriptor.of(ValueLayout.ADDRESS));
+            MemorySegment name = (MemorySegment) h.invokeExact();
             return name.reinterpret(64).getString(0).trim();
         } catch (Throwable e) {
             return "unknown";
