@@ -45,13 +45,21 @@ class PeakMemoryTest {
             Tensor a = torch.empty(bytes / 4);  // never written: no page of it is resident
             Tensor b = torch.empty(bytes / 8);
             long live = PeakMemory.heapBytes() - before;
-            assertTrue(live >= bytes * 3 / 2 && live < bytes * 3 / 2 + (1 << 20), "two untouched tensors, 144 MiB: " + live);
+            assertTrue(near(live, bytes * 3 / 2), "two untouched tensors, 144 MiB: " + live);
             a.close();
             b.close();
         }
         long added = phase.addedBytes();
-        assertTrue(added >= bytes * 3 / 2 && added < bytes * 3 / 2 + (1 << 20), "their peak: " + added);
+        assertTrue(near(added, bytes * 3 / 2), "their peak: " + added);
         long after = PeakMemory.heapBytes() - before;
-        assertTrue(Math.abs(after) < (1 << 20), "the heap is back where it was: " + after);
+        assertTrue(near(after, 0), "the heap is back where it was: " + after);
+    }
+
+    /**
+     * The counter is the whole process's: the JVM's own threads (compiler, GC, surefire's channel)
+     * allocate and free a few KB meanwhile, in either direction (CI once read 59 KB under 144 MiB).
+     */
+    private static boolean near(long measured, long expected) {
+        return Math.abs(measured - expected) < (1 << 20);
     }
 }
