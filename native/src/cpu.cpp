@@ -18,11 +18,17 @@
 #include <string.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <omp.h>
@@ -1187,24 +1193,158 @@ static int64_t decode_runs(const uint8_t* mask, int64_t slots, int64_t write, in
     return n;
 }
 
-// Threads for a call of `items` items: one per 4 MFLOP (4 flops a query head, slot and element: the
-// scores and the weighted sum; ~0.3 ms of one thread at the speed the caches come from memory), so a
-// second thread at batch 64 of the toy model once the caches hold 128 slots, one for every smaller
-// call. The kernel reads the caches at memory speed; with its read-ahead into L2 (decode_head_d) a
-// second core adds bandwidth there, while below a few MFLOP waking OpenMP's sleeping thread
-// (OMP_WAIT_POLICY=PASSIVE) and joining it cost about what it saves (bench_decode, same process,
-// taking turns: bench/README.md, "Rollout engine"). With the read-ahead into L1 that preceded it,
-// two threads were slower than one at every shape on the VM of that day.
+// Threads for a call of `items` items (4 flops a query head, slot and element: the scores and the
+// weighted sum). Two threads from 2 MFLOP a call (~0.1 ms of one thread at the speed the caches come
+// from memory): the second is AttnHelper, awake through a decoding run, which joins without the
+// caller waiting for it. More than two from 4 MFLOP a thread, on OpenMP's team: there the caller
+// waits at the end for every thread, and waking OpenMP's sleeping threads (OMP_WAIT_POLICY=PASSIVE)
+// costs about what a thread saves below that (bench_decode, same process, taking turns:
+// bench/README.md, "Rollout engine").
 static int decode_threads(int64_t items, int64_t group, int64_t slots, int64_t d) {
     const double flops = 4.0 * (double)items * (double)group * (double)slots * (double)d;  // in double: no overflow
-    const double t = std::min<double>({flops / (double)(1 << 22), (double)cpu_threads(), (double)items});
-    return t < 2.0 ? 1 : (int)t;
+    const double many = std::min<double>({flops / (double)(1 << 22), (double)cpu_threads(), (double)items});
+    if (many >= 3.0) return (int)many;
+    return flops >= (double)(1 << 21) && cpu_threads() >= 2 && items >= 2 ? 2 : 1;
 }
+
+namespace {
+
+// The items of one decoding-attention call that two threads share: the caller takes them from the
+// front, AttnHelper's thread from the back, each claim one compare-and-swap of [lo, hi) packed in
+// one word, so that each thread's items are consecutive (it reads the next one's cache ahead).
+struct AttnJob {
+    std::atomic<uint64_t> range;  // lo << 32 | hi
+    void (*run)(void* ctx, int64_t item, int64_t next, int side);  // next: -1 if none is known; side 0 caller, 1 helper
+    void* ctx;
+};
+
+// One thread that helps the caller with a decoding-attention call that takes two threads. Why not
+// OpenMP's team: on the 2-core VM waking a sleeping OpenMP thread (OMP_WAIT_POLICY=PASSIVE, which
+// the launcher sets so that idle threads leave the cores to OpenBLAS's) took about as long as a
+// batch-64 call's work, and the caller then waited for it at the team's barrier, so two threads
+// were no faster than one; with ACTIVE, OpenMP's spinning threads took the cores from OpenBLAS's
+// matrix products (5x slower). This thread stays awake for kSpin after each call, yielding its core
+// to whatever else runs (a decoding step's matrix products come between its attention calls, a
+// millisecond or two apart at batch 64), then sleeps; and the caller never waits for it to arrive:
+// it takes items until none is left and then waits only for the item the helper is working on.
+// One call at a time uses it (a concurrent caller runs its items alone); in a forked child, whose
+// copy has no such thread, it is not used.
+class AttnHelper {
+public:
+    static constexpr std::chrono::microseconds kSpin{3000};
+
+    // The helper, or null when it cannot be used: in a forked child, or if its thread could not start.
+    static AttnHelper* get() {
+        static AttnHelper* h = make();  // never destroyed: its thread runs until the process ends
+        return h && !forked().load(std::memory_order_relaxed) ? h : nullptr;
+    }
+
+    // Runs every item of `job`: the caller's share, and the helper's if it comes. False (nothing run)
+    // when another call is using the helper.
+    bool run(AttnJob& job) {
+        std::unique_lock<std::mutex> caller(caller_, std::try_to_lock);
+        if (!caller.owns_lock()) return false;
+        {
+            std::lock_guard<std::mutex> lk(m_);
+            job_.store(&job, std::memory_order_seq_cst);
+            gen_.fetch_add(1, std::memory_order_seq_cst);
+            if (sleeping_) cv_.notify_one();
+        }
+        take(job, 0);
+        // No new helper may enter once job_ is null; one that entered before has its users_ count
+        // up (seq_cst on both sides: it sees null, or this sees its count) and finishes its item.
+        job_.store(nullptr, std::memory_order_seq_cst);
+        while (users_.load(std::memory_order_seq_cst) != 0) sched_yield();
+        return true;
+    }
+
+private:
+    static std::atomic<bool>& forked() {
+        static std::atomic<bool> f{false};
+        return f;
+    }
+    static AttnHelper* make() {
+        pthread_atfork(nullptr, nullptr, [] { forked().store(true, std::memory_order_relaxed); });
+        AttnHelper* h = new AttnHelper();
+        try {
+            std::thread([h] {
+                pthread_setname_np(pthread_self(), "drmas-attn");
+                h->loop();
+            }).detach();
+        } catch (...) {  // no thread (resource limits): callers run alone
+            delete h;
+            return nullptr;
+        }
+        return h;
+    }
+
+    // side 0 takes from the front, side 1 from the back, until no item is left
+    static void take(AttnJob& job, int side) {
+        for (;;) {
+            uint64_t r = job.range.load(std::memory_order_relaxed);
+            const int64_t lo = (int64_t)(r >> 32), hi = (int64_t)(uint32_t)r;
+            if (lo >= hi) return;
+            const uint64_t next = side == 0 ? ((uint64_t)(lo + 1) << 32) | (uint64_t)hi : ((uint64_t)lo << 32) | (uint64_t)(hi - 1);
+            if (!job.range.compare_exchange_weak(r, next, std::memory_order_relaxed)) continue;
+            if (side == 0) job.run(job.ctx, lo, lo + 1 < hi ? lo + 1 : -1, 0);
+            else job.run(job.ctx, hi - 1, hi - 2 >= lo ? hi - 2 : -1, 1);
+        }
+    }
+
+    void loop() {
+        uint64_t seen = 0;
+        for (;;) {
+            const auto since = std::chrono::steady_clock::now();
+            for (uint32_t spins = 1; gen_.load(std::memory_order_acquire) == seen; ++spins) {
+                if (spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+                    __builtin_ia32_pause();
+#endif
+                    continue;
+                }
+                sched_yield();
+                if (spins % 64 == 0 && std::chrono::steady_clock::now() - since > kSpin) {
+                    std::unique_lock<std::mutex> lk(m_);
+                    sleeping_ = true;
+                    cv_.wait(lk, [&] { return gen_.load(std::memory_order_acquire) != seen; });
+                    sleeping_ = false;
+                }
+            }
+            seen = gen_.load(std::memory_order_acquire);
+            users_.fetch_add(1, std::memory_order_seq_cst);
+            if (AttnJob* j = job_.load(std::memory_order_seq_cst)) take(*j, 1);
+            users_.fetch_sub(1, std::memory_order_seq_cst);
+        }
+    }
+
+    std::mutex caller_;  // one call at a time
+    std::mutex m_;       // sleeping_, and the wake-up
+    std::condition_variable cv_;
+    bool sleeping_ = false;
+    std::atomic<AttnJob*> job_{nullptr};
+    std::atomic<uint64_t> gen_{0};
+    std::atomic<int> users_{0};
+};
+
+// A thread's scratch for decode_head: on the stack up to a few thousand slots (no allocation a call).
+struct DecodeScratch {
+    alignas(64) float small_f[4096];
+    int32_t small_i[2048];
+    std::unique_ptr<float[]> big_f;
+    std::unique_ptr<int32_t[]> big_i;
+    float* f;
+    int32_t* i;
+    int64_t runs_row = -1, nruns = 0;  // the runs of attended slots in i are row runs_row's
+    DecodeScratch(int64_t nf, int64_t ni)
+        : big_f(nf > 4096 ? new float[(size_t)nf] : nullptr), big_i(ni > 2048 ? new int32_t[(size_t)ni] : nullptr),
+          f(big_f ? big_f.get() : small_f), i(big_i ? big_i.get() : small_i) {}
+};
+
+}  // namespace
 
 // The arguments were checked by the entry point (api.cpp). Each (row, kv head) is one item: it owns
 // its query heads, its new key and value and its cache, so items run on any thread in any order
-// with the same result. The scratch is on the stack up to a few thousand slots (no allocation a
-// call); the runs of attended slots are made once a row on each thread.
+// with the same result. The runs of attended slots are made once a row on each thread.
 int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int64_t d, float* qkv, int64_t qkv_stride,
                              const float* q_norm, const float* k_norm, double eps, const float* cos, const float* sin,
                              float* k_cache, float* v_cache, int64_t cache_row_stride, int64_t capacity, int64_t write_slot,
@@ -1213,52 +1353,67 @@ int32_t decode_attention_cpu(int64_t rows, int64_t heads, int64_t kv_heads, int6
     const int64_t group = heads / kv_heads, items = rows * kv_heads;
     const int nt = decode_threads(items, group, slots, d);
     const int64_t nf = decode_scratch(group, slots, d), ni = slots + 1;
+    // item `it` on a thread with scratch `sc`; `next` (-1: none) is the item it takes after, whose
+    // cache decode_head reads ahead
+    auto item = [&](int64_t it, int64_t next, DecodeScratch& sc) {
+        const int64_t r = it / kv_heads, g = it % kv_heads;
+        if (r != sc.runs_row) {
+            sc.nruns = decode_runs(mask ? mask + r * slots : nullptr, slots, write_slot, sc.i);
+            sc.runs_row = r;
+        }
+        float* row = qkv + r * qkv_stride;
+        DecodeHead h;
+        h.q = row + g * group * d;
+        h.k = row + (heads + g) * d;
+        h.v = row + (heads + kv_heads + g) * d;
+        h.q_norm = q_norm;
+        h.k_norm = k_norm;
+        h.eps = (float)eps;
+        h.cos = cos + r * d;
+        h.sin = sin + r * d;
+        h.k_cache = k_cache + r * cache_row_stride + g * capacity * d;
+        h.v_cache = v_cache + r * cache_row_stride + g * capacity * d;
+        h.group = group;
+        h.d = d;
+        h.write = write_slot;
+        h.slots = slots;
+        h.capacity = capacity;
+        h.mask = mask ? mask + r * slots : nullptr;
+        h.runs = sc.i;
+        h.nruns = sc.nruns;
+        h.scale = (float)scale;
+        h.out = out + r * heads * d + g * group * d;
+        h.scratch = sc.f;
+        h.next_k = h.next_v = nullptr;
+        if (next >= 0) {
+            const int64_t r1 = next / kv_heads, g1 = next % kv_heads;
+            h.next_k = k_cache + r1 * cache_row_stride + g1 * capacity * d;
+            h.next_v = v_cache + r1 * cache_row_stride + g1 * capacity * d;
+        }
+        isa.head(h);
+    };
+    if (nt == 2 && items < ((int64_t)1 << 31)) {  // (the claims pack [lo, hi) in 32 bits each)
+        if (AttnHelper* helper = AttnHelper::get()) {
+            struct Ctx {
+                decltype(item)* fn;
+                DecodeScratch* sc[2];
+            };
+            DecodeScratch caller(nf, ni), helped(nf, ni);
+            Ctx ctx{&item, {&caller, &helped}};
+            AttnJob job;
+            job.range.store((uint64_t)items, std::memory_order_relaxed);  // [0, items)
+            job.ctx = &ctx;
+            job.run = [](void* c, int64_t it, int64_t next, int side) {
+                Ctx& x = *(Ctx*)c;
+                (*x.fn)(it, next, *x.sc[side]);
+            };
+            if (helper->run(job)) return DRMAS_OK;
+        }
+    }
     run_parallel(nt, [&](int tid, int n) {
         const int64_t b = items * tid / n, e = items * (tid + 1) / n;
-        alignas(64) float small_f[4096];
-        int32_t small_i[2048];
-        std::unique_ptr<float[]> big_f(nf > 4096 ? new float[(size_t)nf] : nullptr);
-        std::unique_ptr<int32_t[]> big_i(ni > 2048 ? new int32_t[(size_t)ni] : nullptr);
-        float* scratch = big_f ? big_f.get() : small_f;
-        int32_t* runs = big_i ? big_i.get() : small_i;
-        int64_t runs_row = -1, nruns = 0;
-        for (int64_t it = b; it < e; ++it) {
-            const int64_t r = it / kv_heads, g = it % kv_heads;
-            if (r != runs_row) {  // items of a row are consecutive: once a row per thread
-                nruns = decode_runs(mask ? mask + r * slots : nullptr, slots, write_slot, runs);
-                runs_row = r;
-            }
-            float* row = qkv + r * qkv_stride;
-            DecodeHead h;
-            h.q = row + g * group * d;
-            h.k = row + (heads + g) * d;
-            h.v = row + (heads + kv_heads + g) * d;
-            h.q_norm = q_norm;
-            h.k_norm = k_norm;
-            h.eps = (float)eps;
-            h.cos = cos + r * d;
-            h.sin = sin + r * d;
-            h.k_cache = k_cache + r * cache_row_stride + g * capacity * d;
-            h.v_cache = v_cache + r * cache_row_stride + g * capacity * d;
-            h.group = group;
-            h.d = d;
-            h.write = write_slot;
-            h.slots = slots;
-            h.capacity = capacity;
-            h.mask = mask ? mask + r * slots : nullptr;
-            h.runs = runs;
-            h.nruns = nruns;
-            h.scale = (float)scale;
-            h.out = out + r * heads * d + g * group * d;
-            h.scratch = scratch;
-            h.next_k = h.next_v = nullptr;
-            if (it + 1 < e) {
-                const int64_t r1 = (it + 1) / kv_heads, g1 = (it + 1) % kv_heads;
-                h.next_k = k_cache + r1 * cache_row_stride + g1 * capacity * d;
-                h.next_v = v_cache + r1 * cache_row_stride + g1 * capacity * d;
-            }
-            isa.head(h);
-        }
+        DecodeScratch sc(nf, ni);
+        for (int64_t it = b; it < e; ++it) item(it, it + 1 < e ? it + 1 : -1, sc);
     });
     return DRMAS_OK;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <numeric>
 #include <random>
 #include <string>
@@ -1627,6 +1628,62 @@ static void test_decode_attention() {
     CHECK(qkv == qkv0 && kc == kc0 && out == out0, "a failed call must leave its outputs untouched");
 }
 
+// A call that takes two threads runs on the caller and the helper thread (cpu.cpp, AttnHelper): the
+// same bits as one thread for calls in quick succession (the helper awake), after a pause longer
+// than it stays awake (woken from its sleep), and from four callers at once (one has the helper, the
+// others run on OpenMP's team); a batch-64 shape of the toy model at 160 slots (~10 MFLOP a call).
+static void test_decode_helper() {
+    const int64_t rows = 64, heads = 8, kv = 4, d = 32, cap = 200, slots = 160, write = 159;
+    const int64_t qs = (heads + 2 * kv) * d, cs = kv * cap * d;
+    std::mt19937_64 rng(67);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> qkv((size_t)(rows * qs)), qn((size_t)d), kn((size_t)d), cos((size_t)(rows * d)), sin((size_t)(rows * d));
+    std::vector<float> kc((size_t)(rows * cs)), vc((size_t)(rows * cs));
+    for (auto* v : {&qkv, &qn, &kn, &cos, &sin, &kc, &vc})
+        for (float& x : *v) x = nd(rng);
+    std::vector<uint8_t> mask((size_t)(rows * slots));
+    for (auto& m : mask) m = (uint8_t)(rng() % 4 != 0);
+    struct Out {
+        std::vector<float> qkv, k, v, out;
+    };
+    auto call = [&](Out& o) {
+        o.qkv = qkv;
+        o.k = kc;
+        o.v = vc;
+        o.out.assign((size_t)(rows * heads * d), -7.0f);
+        return drmas_decode_attention_f32(DRMAS_DEVICE_CPU, rows, heads, kv, d, o.qkv.data(), qs, qn.data(), kn.data(), 1e-6, cos.data(),
+                                          sin.data(), o.k.data(), o.v.data(), cs, cap, write, slots, mask.data(), 1.0 / sqrt((double)d),
+                                          o.out.data());
+    };
+    auto same = [](const Out& a, const Out& b) {
+        return a.out == b.out && memcmp(a.qkv.data(), b.qkv.data(), a.qkv.size() * 4) == 0 && a.k == b.k && a.v == b.v;
+    };
+    const int32_t saved = drmas_get_num_threads();
+    drmas_set_num_threads(1);
+    Out want;
+    CHECK(call(want) == 0, "decode helper: %s", drmas_last_error());
+    drmas_set_num_threads(2);
+    int differ = 0;
+    for (int it = 0; it < 40; ++it) {
+        if (it == 20) std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the helper goes to sleep after 3 ms
+        Out got;
+        differ += call(got) != 0 || !same(got, want);
+    }
+    CHECK(differ == 0, "decode helper: %d of 40 two-thread calls differ from one thread's", differ);
+    std::vector<int> mismatches(4, 0);
+    std::vector<std::thread> callers;
+    for (int t = 0; t < 4; ++t)
+        callers.emplace_back([&, t] {
+            for (int it = 0; it < 10; ++it) {
+                Out got;
+                if (call(got) != 0 || !same(got, want)) ++mismatches[(size_t)t];
+            }
+        });
+    for (auto& th : callers) th.join();
+    for (int t = 0; t < 4; ++t) CHECK(mismatches[(size_t)t] == 0, "decode helper: concurrent caller %d: %d calls differ", t, mismatches[(size_t)t]);
+    drmas_set_num_threads(saved);
+}
+
 // ---------------------------------------------------------------------------------------
 // 7. the decoding step's other ops: RMSNorm, SwiGLU, sampling. Each against a plain composition
 // written here, on awkward shapes (widths not a multiple of 8, strides wider than the data whose
@@ -2178,6 +2235,7 @@ int main() {
     test_lmhead_extreme_logits();
     test_lmhead_bf16();
     test_decode_attention();
+    test_decode_helper();
     test_rms_norm();
     test_swiglu();
     test_sample();
