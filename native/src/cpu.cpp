@@ -566,7 +566,14 @@ const AdvIsa& adv_isa() {
 }
 
 const LossIsa& loss_isa() {
-    return &adv_isa() == &kAdvIsaV3 ? kLossIsaV3 : kLossIsaV2;
+    static const bool v4 = [] {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx512vl");
+    }();
+    if (&adv_isa() != &kAdvIsaV3) return kLossIsaV2;
+    const char* want = getenv("DRMAS_CPU_ISA");
+    return v4 && (want == nullptr || strcmp(want, "v3") != 0) ? kLossIsaV4 : kLossIsaV3;
 }
 
 const LmheadIsa& lmhead_isa() {

@@ -1,8 +1,9 @@
 // cpu_loss.h — what the clipped loss's CPU code shares between cpu.cpp (validation, rows split
 // over threads, the aggregation) and its per-token loop in cpu_loss_kernels.inc, which is compiled
-// twice (cpu_loss_v2.cpp for x86-64-v2, cpu_loss_v3.cpp for AVX2 machines) and picked at run time
-// like the advantage kernels (cpu_adv.h). Both give bit-identical results: the same operations in
-// the same order, no fused multiply-add; every token's grad and loss terms are bit for bit
+// three times (cpu_loss_v2.cpp for x86-64-v2, cpu_loss_v3.cpp for AVX2 machines, cpu_loss_v4.cpp for
+// AVX-512 ones) and picked at run time like the advantage kernels (cpu_adv.h). All give bit-identical
+// results: the same operations in the same order, no fused multiply-add outside the exponential's
+// fp64 polynomial (whose float result is exact either way); every token's grad and loss terms are bit for bit
 // drmas::token_loss's (drmas_math.h), the ratio's e^x included.
 // defines: LossRow, LossRowSums, LossIsa, loss_isa
 #pragma once
@@ -41,9 +42,10 @@ struct LossIsa {
     // fixed order of lanes (the same on both instruction sets), not one by one.
     LossRowSums (*row)(const LossRow& r);
 };
-extern const LossIsa kLossIsaV2, kLossIsaV3;
+extern const LossIsa kLossIsaV2, kLossIsaV3, kLossIsaV4;
 
-// The loop for this CPU, chosen as adv_isa() chooses (DRMAS_CPU_ISA=v2 forces the baseline).
+// The loop for this CPU: v4 where it has AVX-512 (F, BW, DQ, VL), else as adv_isa() chooses.
+// DRMAS_CPU_ISA=v3 or v2 forces that one (where the CPU has it), so that the tests compare all.
 const LossIsa& loss_isa();
 
 }  // namespace drmas

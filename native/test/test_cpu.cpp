@@ -1327,7 +1327,7 @@ static void loss_reference(const drmas_loss_config& c, int64_t R, const int64_t*
 // sides of the clip range and past the +-20 clamp, NaN in masked tokens; every KL estimator, dual
 // clip on and off, both aggregations, masks and none: each token's grad is bit for bit the scalar
 // formula's, the sums agree to fp64 rounding (the kernel adds in lanes), the per-row entry gives bit
-// for bit the per-token one, and the v2 and v3 builds agree bit for bit.
+// for bit the per-token one, and the v2, v3 and (on AVX-512 CPUs) v4 builds agree bit for bit.
 static void test_loss_vector_matches_scalar() {
     std::mt19937_64 rng(41);
     std::vector<int64_t> off{3};  // tokens [0, 3) belong to no row
@@ -1356,8 +1356,9 @@ static void test_loss_vector_matches_scalar() {
                     const drmas_loss_config c{0.2, 0.28, dual, kl ? 0.05 : 0.0, 37.0, kl, prm};
                     const float* rf = kl ? ref.data() : nullptr;
                     const uint8_t* m = masked ? mask.data() : nullptr;
-                    std::vector<float> g_ref(T, -1.0f), g(T, -1.0f), g_rows(T, -1.0f), g_v2(T, -1.0f);
-                    double s_ref[DRMAS_LOSS_SUMS], s[DRMAS_LOSS_SUMS], s_rows[DRMAS_LOSS_SUMS], s_v2[DRMAS_LOSS_SUMS];
+                    std::vector<float> g_ref(T, -1.0f), g(T, -1.0f), g_rows(T, -1.0f), g_v2(T, -1.0f), g_v3(T, -1.0f);
+                    double s_ref[DRMAS_LOSS_SUMS], s[DRMAS_LOSS_SUMS], s_rows[DRMAS_LOSS_SUMS], s_v2[DRMAS_LOSS_SUMS],
+                        s_v3[DRMAS_LOSS_SUMS];
                     std::vector<float> lpu = lp, oldu = old, refu = ref;
                     if (!masked)  // without a mask every token is valid: no NaN padding
                         for (int64_t t = 0; t < T; ++t)
@@ -1375,6 +1376,10 @@ static void test_loss_vector_matches_scalar() {
                     setenv("DRMAS_CPU_ISA", "v2", 1);
                     st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &c, R, off.data(), T, lpu.data(), oldu.data(), adv_tok.data(), rfu,
                                                 m, g_v2.data(), s_v2, nullptr);
+                    CHECK(st == 0, "%s", drmas_last_error());
+                    setenv("DRMAS_CPU_ISA", "v3", 1);  // on an AVX-512 CPU the default is v4's sixteen-lane loop
+                    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &c, R, off.data(), T, lpu.data(), oldu.data(), adv_tok.data(), rfu,
+                                                m, g_v3.data(), s_v3, nullptr);
                     unsetenv("DRMAS_CPU_ISA");
                     CHECK(st == 0, "%s", drmas_last_error());
                     int64_t bad = -1;
@@ -1392,7 +1397,10 @@ static void test_loss_vector_matches_scalar() {
                     CHECK(memcmp(g.data(), g_rows.data(), T * 4) == 0 && memcmp(s, s_rows, sizeof s) == 0,
                           "kl %d: drmas_clipped_loss_rows_f32 must give bit for bit what the broadcast advantages give", kl);
                     CHECK(memcmp(g.data(), g_v2.data(), T * 4) == 0 && memcmp(s, s_v2, sizeof s) == 0,
-                          "kl %d dual %g prm %d mask %d: the v2 and v3 loss kernels must agree bit for bit", kl, dual, prm, masked);
+                          "kl %d dual %g prm %d mask %d: the v2 and the default loss kernels must agree bit for bit", kl, dual, prm, masked);
+                    CHECK(memcmp(g.data(), g_v3.data(), T * 4) == 0 && memcmp(s, s_v3, sizeof s) == 0,
+                          "kl %d dual %g prm %d mask %d: the v3 and the default (v4 where the CPU has AVX-512) loss kernels must agree "
+                          "bit for bit", kl, dual, prm, masked);
                 }
     // the per-row entry's own argument check
     double sums[DRMAS_LOSS_SUMS];
@@ -1418,11 +1426,11 @@ static void test_loss_exp_exact() {
     const float minus_one = -1.0f;
     int64_t checked = 0, bad = 0;
     uint32_t first_bad = 0;
-    for (int isa = 0; isa < 2; ++isa) {
-        if (isa) setenv("DRMAS_CPU_ISA", "v2", 1);
+    for (int isa = 0; isa < 3; ++isa) {  // the default (v4 on AVX-512 CPUs), v2, v3
+        if (isa) setenv("DRMAS_CPU_ISA", isa == 1 ? "v2" : "v3", 1);
         for (int sign = 0; sign < 2; ++sign) {
             const uint32_t limit = 0x41A00000u;  // 20.0f
-            uint32_t u = isa && !all ? 7 : 0;    // v2 with another offset: more distinct values
+            uint32_t u = isa && !all ? 7 * isa : 0;  // v2 and v3 with other offsets: more distinct values
             while (u <= limit) {
                 int64_t k = 0;
                 for (; k < chunk && u <= limit; ++k, u += (isa && !all ? step * 3 : step)) {
@@ -1448,7 +1456,7 @@ static void test_loss_exp_exact() {
     memcpy(&fb, &first_bad, 4);
     CHECK(bad == 0, "%lld of %lld ratios differ from (float)exp((double)d), the first at d = %.9g (bits %08x)", (long long)bad,
           (long long)checked, fb, first_bad);
-    printf("  loss exp: %lld values checked (v3 and v2), %lld differ\n", (long long)checked, (long long)bad);
+    printf("  loss exp: %lld values checked (the default, v2 and v3), %lld differ\n", (long long)checked, (long long)bad);
 }
 
 // ---------------------------------------------------------------------------------------
