@@ -1413,6 +1413,53 @@ static void test_loss_vector_matches_scalar() {
           "a NULL row_advantages is named: %d %s", st, drmas_last_error());
 }
 
+// A NaN log-prob (or old log-prob) on a valid token goes through the clamps as NaN, as in the scalar
+// formula (clampf_ keeps NaN): its grad is the scalar one (0: the ratio's derivative is cut outside
+// [-20, 20], and NaN is outside), the loss and ppo_kl sums are NaN, the other tokens' grads are
+// unaffected; on every build of the loop, with the NaN at each lane of a step and in the partial
+// last step.
+static void test_loss_nan_valid_token() {
+    const int64_t R = 3;
+    const int64_t off[R + 1] = {0, 16, 16 + 37, 16 + 37 + 5};
+    const int64_t T = off[R];
+    auto same = [](double x, double y) { return (std::isnan(x) && std::isnan(y)) || x == y; };
+    for (int64_t bad = 0; bad < T; ++bad) {
+        std::vector<float> lp(T), old(T), adv(T, 0.5f), ref(T);
+        for (int64_t t = 0; t < T; ++t) {
+            lp[t] = -0.1f * (float)(t % 7) - 0.05f;
+            old[t] = lp[t] + (t % 3 == 0 ? 0.4f : -0.02f);
+            ref[t] = lp[t] + 0.1f;
+        }
+        (bad % 2 ? lp : old)[bad] = NAN;
+        for (int kl : {DRMAS_KL_NONE, DRMAS_KL_K3}) {
+            const drmas_loss_config c{0.2, 0.28, 0.0, kl ? 0.05 : 0.0, 37.0, kl, 0};
+            std::vector<float> g_ref(T);
+            double s_ref[DRMAS_LOSS_SUMS];
+            loss_reference(c, R, off, lp.data(), old.data(), adv.data(), kl ? ref.data() : nullptr, nullptr, g_ref.data(), s_ref);
+            CHECK(std::isnan(s_ref[DRMAS_LOSS_LOSS]) && std::isnan(s_ref[DRMAS_LOSS_PPO_KL]), "the reference's sums are NaN");
+            for (const char* isa : {(const char*)nullptr, "v2", "v3"}) {
+                if (isa) setenv("DRMAS_CPU_ISA", isa, 1); else unsetenv("DRMAS_CPU_ISA");
+                std::vector<float> g(T, -1.0f);
+                double s[DRMAS_LOSS_SUMS];
+                const int st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &c, R, off, T, lp.data(), old.data(), adv.data(),
+                                                      kl ? ref.data() : nullptr, nullptr, g.data(), s, nullptr);
+                unsetenv("DRMAS_CPU_ISA");
+                CHECK(st == 0, "%s", drmas_last_error());
+                int64_t wrong = -1;
+                for (int64_t t = 0; t < T && wrong < 0; ++t)
+                    if (!same(g[t], g_ref[t])) wrong = t;
+                CHECK(wrong < 0, "NaN at token %lld, kl %d, %s: grad[%lld] = %g, the scalar formula gives %g", (long long)bad, kl,
+                      isa ? isa : "default", (long long)wrong, wrong >= 0 ? g[wrong] : 0.0, wrong >= 0 ? g_ref[wrong] : 0.0);
+                bool sums = true;
+                for (int j = 0; j < DRMAS_LOSS_SUMS; ++j)
+                    sums &= std::isnan(s_ref[j]) ? std::isnan(s[j]) : close(s[j], s_ref[j], 1e-12, 1e-12);
+                CHECK(sums, "NaN at token %lld, kl %d, %s: the sums must be the scalar ones (NaN where they are NaN)", (long long)bad, kl,
+                      isa ? isa : "default");
+            }
+        }
+    }
+}
+
 // The ratio's exponential: exactly (float)exp((double)d) for d in [-20, 20], through the loss (logp =
 // d, old = 0, A = -1, a clip range that never binds, weight 1: grad = ratio). Every 61st float of
 // the range (about 36M values, both signs, every binade down to 2^-126) and the floats near 0, +-20
@@ -2237,6 +2284,7 @@ int main() {
     test_broadcast();
     test_loss_identities();
     test_loss_vector_matches_scalar();
+    test_loss_nan_valid_token();
     test_loss_exp_exact();
     test_lmhead();
     test_lmhead_isa_identical();
