@@ -217,7 +217,11 @@ class FusedLmHeadTrainingTest {
             for (String key : List.of("model/policy/pg_loss", "model/policy/entropy", "model/policy/ppo_kl", "model/policy/grad_norm",
                     "reward/mean")) {
                 double want = p.get(key).asDouble(), got = f.get(key).asDouble();
-                assertEquals(want, got, 1e-5 + 1e-4 * Math.abs(want), "step " + p.get("step") + " " + key);
+                // The two heads round differently, and twenty steps of sampling and Adam amplify it:
+                // on an AMD VM the relative differences grew from ~1e-6 (steps 1-10) to 3e-5 (step 15)
+                // and 1.8e-4 (grad_norm, step 20); a wrong gradient differs by far more from step 1.
+                double rtol = p.get("step").asInt() <= 10 ? 1e-4 : 1e-3;
+                assertEquals(want, got, 1e-5 + rtol * Math.abs(want), "step " + p.get("step") + " " + key);
             }
             maxAbsPg = Math.max(maxAbsPg, Math.abs(p.get("model/policy/pg_loss").asDouble()));
             seen.append(String.format(" %s:%.3g/%.3g/%.3g", p.get("step"), p.get("model/policy/pg_loss").asDouble(),
