@@ -54,7 +54,11 @@ public final class LibDrmas {
                 : LINKER.downcallHandle(symbol, desc);
     }
 
-    private static final class H {
+    // The handles, one holder class per family of functions: a class is initialised (its handles
+    // made) on its first use, so that a command pays only for the families it calls. Making a
+    // downcall handle costs a cold JVM several milliseconds; all forty at once were ~0.3 s of
+    // `drmas normalize`'s start-up (bench/README.md).
+    private static final class Core {
         static final MethodHandle LAST_ERROR = handle("drmas_last_error", FunctionDescriptor.of(ADDRESS), false);
         static final MethodHandle VERSION = handle("drmas_version", FunctionDescriptor.of(ADDRESS), false);
         static final MethodHandle CUDA_COMPILED = handle("drmas_cuda_compiled", FunctionDescriptor.of(JAVA_INT), false);
@@ -62,24 +66,34 @@ public final class LibDrmas {
         static final MethodHandle SET_THREADS = handle("drmas_set_num_threads", FunctionDescriptor.of(JAVA_INT, JAVA_INT), false);
         static final MethodHandle GET_THREADS = handle("drmas_get_num_threads", FunctionDescriptor.of(JAVA_INT), false);
         static final MethodHandle ABI_VALUE = handle("drmas_abi_value", FunctionDescriptor.of(JAVA_LONG, ADDRESS), false);
+    }
 
+    private static final class Stats {
         static final FunctionDescriptor STATS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS,
                 JAVA_LONG, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
-        static final FunctionDescriptor ADV = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
-                ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS);
-        static final FunctionDescriptor BCAST = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS,
-                JAVA_LONG, ADDRESS, ADDRESS);
-        static final FunctionDescriptor LOSS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
-                JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
-
         static final MethodHandle STATS_CRIT = handle("drmas_segment_stats_f32", STATS, true);
         static final MethodHandle STATS_PLAIN = handle("drmas_segment_stats_f32", STATS, false);
+    }
+
+    private static final class Adv {
+        static final FunctionDescriptor ADV = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
+                ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle ADV_CRIT = handle("drmas_advantage_f32", ADV, true);
         static final MethodHandle ADV_PLAIN = handle("drmas_advantage_f32", ADV, false);
         static final MethodHandle ADV_TRUSTED_CRIT = handle("drmas_advantage_trusted_f32", ADV, true);
         static final MethodHandle ADV_TRUSTED_PLAIN = handle("drmas_advantage_trusted_f32", ADV, false);
+    }
+
+    private static final class Bcast {
+        static final FunctionDescriptor BCAST = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS, ADDRESS,
+                JAVA_LONG, ADDRESS, ADDRESS);
         static final MethodHandle BCAST_CRIT = handle("drmas_broadcast_rows_f32", BCAST, true);
         static final MethodHandle BCAST_PLAIN = handle("drmas_broadcast_rows_f32", BCAST, false);
+    }
+
+    private static final class Loss {
+        static final FunctionDescriptor LOSS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
+                JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LOSS_CRIT = handle("drmas_clipped_loss_f32", LOSS, true);
         static final MethodHandle LOSS_PLAIN = handle("drmas_clipped_loss_f32", LOSS, false);
         // drmas_clipped_loss_async_f32: LOSS with the host copy of the offsets before the device one
@@ -90,7 +104,9 @@ public final class LibDrmas {
         // drmas_clipped_loss_rows_f32: LOSS_ASYNC's signature, one advantage per row
         static final MethodHandle LOSS_ROWS_CRIT = handle("drmas_clipped_loss_rows_f32", LOSS_ASYNC, true);
         static final MethodHandle LOSS_ROWS_PLAIN = handle("drmas_clipped_loss_rows_f32", LOSS_ASYNC, false);
+    }
 
+    private static final class Decode {
         // drmas_decode_attention_f32: CPU only, so critical (heap arrays read in place) only
         static final MethodHandle DECODE_ATTN = handle("drmas_decode_attention_f32", FunctionDescriptor.of(JAVA_INT, JAVA_INT,
                 JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS, JAVA_DOUBLE, ADDRESS, ADDRESS,
@@ -103,7 +119,9 @@ public final class LibDrmas {
                 JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG), true);
         static final MethodHandle SAMPLE = handle("drmas_sample_f32", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG,
                 JAVA_LONG, ADDRESS, JAVA_LONG, JAVA_DOUBLE, JAVA_LONG, JAVA_DOUBLE, ADDRESS, ADDRESS, ADDRESS), true);
+    }
 
+    private static final class Lmhead {
         static final FunctionDescriptor LMHEAD_LOGPROBS = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG,
                 ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
         static final MethodHandle LMHEAD_LOGPROBS_CRIT = handle("drmas_lmhead_logprobs_f32", LMHEAD_LOGPROBS, true);
@@ -117,7 +135,9 @@ public final class LibDrmas {
         static final MethodHandle LMHEAD_CHUNK_PLAIN = handle("drmas_lmhead_chunk_f32", LMHEAD_CHUNK, false);
         static final MethodHandle LMHEAD_CHUNK_BF16_CRIT = handle("drmas_lmhead_chunk_bf16", LMHEAD_CHUNK, true);
         static final MethodHandle LMHEAD_CHUNK_BF16_PLAIN = handle("drmas_lmhead_chunk_bf16", LMHEAD_CHUNK, false);
+    }
 
+    private static final class Cuda {
         static final MethodHandle CUDA_MALLOC = handle("drmas_cuda_malloc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), false);
         static final MethodHandle CUDA_FREE = handle("drmas_cuda_free", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
         static final MethodHandle CUDA_MEMCPY = handle("drmas_cuda_memcpy", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT), false);
@@ -144,7 +164,7 @@ public final class LibDrmas {
 
     public static String lastError() {
         try {
-            return cString((MemorySegment) H.LAST_ERROR.invokeExact());
+            return cString((MemorySegment) Core.LAST_ERROR.invokeExact());
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -152,7 +172,7 @@ public final class LibDrmas {
 
     public static String version() {
         try {
-            return cString((MemorySegment) H.VERSION.invokeExact());
+            return cString((MemorySegment) Core.VERSION.invokeExact());
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -160,7 +180,7 @@ public final class LibDrmas {
 
     public static boolean cudaCompiled() {
         try {
-            return (int) H.CUDA_COMPILED.invokeExact() != 0;
+            return (int) Core.CUDA_COMPILED.invokeExact() != 0;
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -168,7 +188,7 @@ public final class LibDrmas {
 
     public static boolean cudaAvailable() {
         try {
-            return (int) H.CUDA_AVAILABLE.invokeExact() != 0;
+            return (int) Core.CUDA_AVAILABLE.invokeExact() != 0;
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -177,7 +197,7 @@ public final class LibDrmas {
     /** Threads of the CPU backend; n &lt;= 0 restores the default. Returns the count in force. */
     public static int setNumThreads(int n) {
         try {
-            return (int) H.SET_THREADS.invokeExact(n);
+            return (int) Core.SET_THREADS.invokeExact(n);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -185,7 +205,7 @@ public final class LibDrmas {
 
     public static int numThreads() {
         try {
-            return (int) H.GET_THREADS.invokeExact();
+            return (int) Core.GET_THREADS.invokeExact();
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -198,7 +218,7 @@ public final class LibDrmas {
      */
     public static long abiValue(String name) {
         try (Arena arena = Arena.ofConfined()) {
-            return (long) H.ABI_VALUE.invokeExact(arena.allocateFrom(name));
+            return (long) Core.ABI_VALUE.invokeExact(arena.allocateFrom(name));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -251,7 +271,7 @@ public final class LibDrmas {
                             long numSegments, int ddof, MemorySegment count, MemorySegment mean, MemorySegment m2,
                             MemorySegment std, MemorySegment stream) {
         try {
-            MethodHandle h = critical ? H.STATS_CRIT : H.STATS_PLAIN;
+            MethodHandle h = critical ? Stats.STATS_CRIT : Stats.STATS_PLAIN;
             return (int) h.invokeExact(device, n, values, ids, numSegments, ddof, count, mean, m2, std, stream);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -262,7 +282,7 @@ public final class LibDrmas {
                          MemorySegment uid, MemorySegment traj, MemorySegment agent, long numUids, long numTrajs,
                          long numAgents, MemorySegment adv, MemorySegment diag, MemorySegment stream) {
         try {
-            MethodHandle h = trusted ? (critical ? H.ADV_TRUSTED_CRIT : H.ADV_TRUSTED_PLAIN) : critical ? H.ADV_CRIT : H.ADV_PLAIN;
+            MethodHandle h = trusted ? (critical ? Adv.ADV_TRUSTED_CRIT : Adv.ADV_TRUSTED_PLAIN) : critical ? Adv.ADV_CRIT : Adv.ADV_PLAIN;
             return (int) h.invokeExact(device, cfg, n, scores, uid, traj, agent, numUids, numTrajs, numAgents, adv, diag, stream);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -272,7 +292,7 @@ public final class LibDrmas {
     static int broadcastRows(boolean critical, int device, long numRows, MemorySegment rowValues,
                              MemorySegment offsets, long numTokens, MemorySegment out, MemorySegment stream) {
         try {
-            MethodHandle h = critical ? H.BCAST_CRIT : H.BCAST_PLAIN;
+            MethodHandle h = critical ? Bcast.BCAST_CRIT : Bcast.BCAST_PLAIN;
             return (int) h.invokeExact(device, numRows, rowValues, offsets, numTokens, out, stream);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -284,7 +304,7 @@ public final class LibDrmas {
                            MemorySegment ref, MemorySegment mask, MemorySegment grad, MemorySegment sums,
                            MemorySegment stream) {
         try {
-            MethodHandle h = critical ? H.LOSS_CRIT : H.LOSS_PLAIN;
+            MethodHandle h = critical ? Loss.LOSS_CRIT : Loss.LOSS_PLAIN;
             return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, logp, oldLogp, adv, ref, mask, grad, sums, stream);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -296,8 +316,8 @@ public final class LibDrmas {
                                 MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
                                 MemorySegment grad, MemorySegment sums, MemorySegment stream) {
         try {
-            MethodHandle h = perRow ? (critical ? H.LOSS_ROWS_CRIT : H.LOSS_ROWS_PLAIN)
-                    : critical ? H.LOSS_ASYNC_CRIT : H.LOSS_ASYNC_PLAIN;
+            MethodHandle h = perRow ? (critical ? Loss.LOSS_ROWS_CRIT : Loss.LOSS_ROWS_PLAIN)
+                    : critical ? Loss.LOSS_ASYNC_CRIT : Loss.LOSS_ASYNC_PLAIN;
             return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, ref, mask,
                     grad, sums, stream);
         } catch (Throwable t) {
@@ -310,7 +330,7 @@ public final class LibDrmas {
                                MemorySegment kCache, MemorySegment vCache, long cacheRowStride, long capacity, long writeSlot,
                                long slots, MemorySegment mask, double scale, MemorySegment out) {
         try {
-            return (int) H.DECODE_ATTN.invokeExact(0, rows, heads, kvHeads, headDim, qkv, qkvStride, qNorm, kNorm, normEps, cos,
+            return (int) Decode.DECODE_ATTN.invokeExact(0, rows, heads, kvHeads, headDim, qkv, qkvStride, qNorm, kNorm, normEps, cos,
                     sin, kCache, vCache, cacheRowStride, capacity, writeSlot, slots, mask, scale, out);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -320,7 +340,7 @@ public final class LibDrmas {
     static int rmsNorm(long rows, long hidden, MemorySegment x, long xStride, MemorySegment residual, long residualStride,
                        MemorySegment weight, double eps, MemorySegment out, long outStride) {
         try {
-            return (int) H.RMS_NORM.invokeExact(0, rows, hidden, x, xStride, residual, residualStride, weight, eps, out, outStride);
+            return (int) Decode.RMS_NORM.invokeExact(0, rows, hidden, x, xStride, residual, residualStride, weight, eps, out, outStride);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -329,7 +349,7 @@ public final class LibDrmas {
     static int swiglu(long rows, long width, MemorySegment gate, long gateStride, MemorySegment up, long upStride,
                       MemorySegment out, long outStride) {
         try {
-            return (int) H.SWIGLU.invokeExact(0, rows, width, gate, gateStride, up, upStride, out, outStride);
+            return (int) Decode.SWIGLU.invokeExact(0, rows, width, gate, gateStride, up, upStride, out, outStride);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -338,7 +358,7 @@ public final class LibDrmas {
     static int sample(long rows, long vocab, MemorySegment logits, long logitsStride, double temperature, long topK, double topP,
                       MemorySegment uniforms, MemorySegment tokens, MemorySegment logprobs) {
         try {
-            return (int) H.SAMPLE.invokeExact(0, rows, vocab, logits, logitsStride, temperature, topK, topP, uniforms, tokens,
+            return (int) Decode.SAMPLE.invokeExact(0, rows, vocab, logits, logitsStride, temperature, topK, topP, uniforms, tokens,
                     logprobs);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -349,8 +369,8 @@ public final class LibDrmas {
     static int lmheadLogprobs(boolean critical, boolean bf16, int device, long numTokens, long vocab, MemorySegment logits,
                               MemorySegment targets, MemorySegment logp, MemorySegment entropy, MemorySegment stream) {
         try {
-            MethodHandle h = bf16 ? (critical ? H.LMHEAD_LOGPROBS_BF16_CRIT : H.LMHEAD_LOGPROBS_BF16_PLAIN)
-                    : (critical ? H.LMHEAD_LOGPROBS_CRIT : H.LMHEAD_LOGPROBS_PLAIN);
+            MethodHandle h = bf16 ? (critical ? Lmhead.LMHEAD_LOGPROBS_BF16_CRIT : Lmhead.LMHEAD_LOGPROBS_BF16_PLAIN)
+                    : (critical ? Lmhead.LMHEAD_LOGPROBS_CRIT : Lmhead.LMHEAD_LOGPROBS_PLAIN);
             return (int) h.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, stream);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -362,8 +382,8 @@ public final class LibDrmas {
                            MemorySegment targets, MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
                            MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
         try {
-            MethodHandle h = bf16 ? (critical ? H.LMHEAD_CHUNK_BF16_CRIT : H.LMHEAD_CHUNK_BF16_PLAIN)
-                    : (critical ? H.LMHEAD_CHUNK_CRIT : H.LMHEAD_CHUNK_PLAIN);
+            MethodHandle h = bf16 ? (critical ? Lmhead.LMHEAD_CHUNK_BF16_CRIT : Lmhead.LMHEAD_CHUNK_BF16_PLAIN)
+                    : (critical ? Lmhead.LMHEAD_CHUNK_CRIT : Lmhead.LMHEAD_CHUNK_PLAIN);
             return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab,
                     logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, stream);
         } catch (Throwable t) {
@@ -374,7 +394,7 @@ public final class LibDrmas {
     /** CUDA devices visible to libdrmas (0 without CUDA, a driver or a GPU). */
     public static int cudaDeviceCount() {
         try {
-            return (int) H.CUDA_DEVICE_COUNT.invokeExact();
+            return (int) Cuda.CUDA_DEVICE_COUNT.invokeExact();
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -383,7 +403,7 @@ public final class LibDrmas {
     /** Makes {@code device} the calling thread's current CUDA device (where DeviceBuffer allocates). */
     public static void cudaSetDevice(int device) {
         try {
-            check((int) H.CUDA_SET_DEVICE.invokeExact(device));
+            check((int) Cuda.CUDA_SET_DEVICE.invokeExact(device));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -393,7 +413,7 @@ public final class LibDrmas {
     public static int cudaGetDevice() {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
             MemorySegment out = arena.allocate(JAVA_INT);
-            check((int) H.CUDA_GET_DEVICE.invokeExact(out));
+            check((int) Cuda.CUDA_GET_DEVICE.invokeExact(out));
             return out.get(JAVA_INT, 0);
         } catch (Throwable t) {
             throw rethrow(t);
@@ -402,7 +422,7 @@ public final class LibDrmas {
 
     static int cudaMalloc(long bytes, MemorySegment ptrOut) {
         try {
-            return (int) H.CUDA_MALLOC.invokeExact(bytes, ptrOut);
+            return (int) Cuda.CUDA_MALLOC.invokeExact(bytes, ptrOut);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -410,7 +430,7 @@ public final class LibDrmas {
 
     static int cudaFree(MemorySegment ptr) {
         try {
-            return (int) H.CUDA_FREE.invokeExact(ptr);
+            return (int) Cuda.CUDA_FREE.invokeExact(ptr);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -418,7 +438,7 @@ public final class LibDrmas {
 
     static int cudaMemcpy(MemorySegment dst, MemorySegment src, long bytes, int kind) {
         try {
-            return (int) H.CUDA_MEMCPY.invokeExact(dst, src, bytes, kind);
+            return (int) Cuda.CUDA_MEMCPY.invokeExact(dst, src, bytes, kind);
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -426,7 +446,7 @@ public final class LibDrmas {
 
     static int cudaSynchronize(MemorySegment stream) {
         try {
-            return (int) H.CUDA_SYNC.invokeExact(stream);
+            return (int) Cuda.CUDA_SYNC.invokeExact(stream);
         } catch (Throwable t) {
             throw rethrow(t);
         }
