@@ -55,9 +55,9 @@ public final class LibDrmas {
     }
 
     // The handles, one holder class per family of functions: a class is initialised (its handles
-    // made) on its first use, so that a command pays only for the families it calls. Making a
-    // downcall handle costs a cold JVM several milliseconds; all forty at once were ~0.3 s of
-    // `drmas normalize`'s start-up (bench/README.md).
+    // made) on its first use, so that a command pays only for the families it calls: making a
+    // downcall handle costs a cold JVM milliseconds, and all forty at the first call were a
+    // tenth of a second of `drmas normalize`'s start-up (bench/README.md).
     private static final class Core {
         static final MethodHandle LAST_ERROR = handle("drmas_last_error", FunctionDescriptor.of(ADDRESS), false);
         static final MethodHandle VERSION = handle("drmas_version", FunctionDescriptor.of(ADDRESS), false);
