@@ -31,6 +31,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 
+#include <immintrin.h>
 #include <omp.h>
 
 #include "backend.h"
@@ -719,8 +720,15 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
         int32_t* cur = hist + Upad * tid;
-        for (int64_t i = lo; i < hi; ++i)
-            rec[cur[a.uid[i]]++] = Rec{a.scores[i], a.agent[i], by_traj ? a.traj[i] : 0, (int32_t)i};
+        // One 16-byte store a record, built in a register: the stores miss the cache, and each
+        // of the three that the compiler made of the struct held a store-queue entry until its line
+        // came (bench/README.md, issue 17's fifth session).
+        for (int64_t i = lo; i < hi; ++i) {
+            int32_t sbits;
+            memcpy(&sbits, &a.scores[i], 4);
+            const __m128i r = _mm_setr_epi32(sbits, a.agent[i], by_traj ? a.traj[i] : 0, (int32_t)i);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(&rec[cur[a.uid[i]]++]), r);
+        }
     });
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
