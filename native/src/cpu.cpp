@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <pthread.h>
@@ -667,6 +668,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
         float score;
         int32_t agent, traj, idx;
     };
+    static_assert(sizeof(Rec) == 16, "the scatter writes a record as one 16-byte vector");
     // The scratch, from the workspace: per-thread histograms (a cache line apart), the uid offsets,
     // the records, the per-run kernels' arrays (their advantages reuse the records' space, which is
     // dead by then) and the trajectory owners.
@@ -719,16 +721,27 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     // ---- arrays touched four), then split into the arrays of the per-run kernels ----
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
-        int32_t* cur = hist + Upad * tid;
+        int32_t* const cur = hist + Upad * tid;
         // One 16-byte store a record, built in a register: the stores miss the cache, and each
         // of the three that the compiler made of the struct held a store-queue entry until its line
-        // came (bench/README.md, issue 17's fifth session).
-        for (int64_t i = lo; i < hi; ++i) {
-            int32_t sbits;
-            memcpy(&sbits, &a.scores[i], 4);
-            const __m128i r = _mm_setr_epi32(sbits, a.agent[i], by_traj ? a.traj[i] : 0, (int32_t)i);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(&rec[cur[a.uid[i]]++]), r);
-        }
+        // came (bench/README.md, issue 17's fifth session). The pointers are locals (and the loop
+        // one per pooling) because a vector store may alias anything: the compiler would reload
+        // them from `a` at every row.
+        const float* const sc = a.scores;
+        const int32_t *const ud = a.uid, *const ag = a.agent, *const tr = a.traj;
+        char* const out = reinterpret_cast<char*>(rec);
+        auto scatter = [&](auto with_traj) {
+            for (int64_t i = lo; i < hi; ++i) {
+                int32_t sbits;
+                memcpy(&sbits, &sc[i], 4);
+                const __m128i r = _mm_setr_epi32(sbits, ag[i], with_traj ? tr[i] : 0, (int32_t)i);
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (int64_t)16 * cur[ud[i]]++), r);
+            }
+        };
+        if (by_traj)
+            scatter(std::true_type{});
+        else
+            scatter(std::false_type{});
     });
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
