@@ -761,9 +761,15 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
         std::vector<char> incons(nt, 0);
         run_parallel(nt, [&](int tid, int nth) {
             bool x = false;
-            for (int64_t u = uid_split(tid, nth); u < uid_split(tid + 1, nth); ++u)
-                for (int64_t i = off[u]; i < off[u + 1]; ++i) {
-                    int32_t* o = &owner[ptr[i]];
+            // locals: through the closure's references the compiler reloaded each array's address
+            // at every row, as the atomics may touch any memory
+            const int64_t* const of = off;
+            const int32_t* const tr = ptr;
+            int32_t* const ow = owner;
+            const int64_t u1 = uid_split(tid + 1, nth);
+            for (int64_t u = uid_split(tid, nth); u < u1; ++u)
+                for (int64_t i = of[u], e = of[u + 1]; i < e; ++i) {
+                    int32_t* o = &ow[tr[i]];
                     int32_t v = __atomic_load_n(o, __ATOMIC_RELAXED);
                     if (v == (int32_t)u) continue;
                     if (v == -1 && __atomic_compare_exchange_n(o, &v, (int32_t)u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
