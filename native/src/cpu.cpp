@@ -755,27 +755,29 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     // the uids that begin in a thread's share of the partitioned rows are that thread's
     auto first_uid = [&](int64_t row) { return (int64_t)(std::lower_bound(off, off + U, row) - off); };
     auto uid_split = [&](int tid, int nth) { return tid >= nth ? U : tid == 0 ? 0 : first_uid(n * tid / nth); };
-    // ---- every trajectory in one uid ----
+    // ---- every trajectory in one uid: each row writes its uid as its trajectory's owner, then,
+    // ---- once all have, each row reads the owner back. A trajectory in two uids keeps one of
+    // ---- them (threads may race on it: the atomics make that defined), so some of its rows read
+    // ---- another uid than their own. No branch a row and no compare-and-swap a trajectory ----
     if (by_traj) {
         std::fill(owner, owner + T, -1);
         std::vector<char> incons(nt, 0);
-        run_parallel(nt, [&](int tid, int nth) {
-            bool x = false;
-            // locals: through the closure's references the compiler reloaded each array's address
-            // at every row, as the atomics may touch any memory
+        // (locals: through the closure's references the compiler would reload each array's
+        // address at every row, as the atomics may touch any memory)
+        auto rows_of = [&](int tid, int nth, auto per_row) {
             const int64_t* const of = off;
             const int32_t* const tr = ptr;
             int32_t* const ow = owner;
             const int64_t u1 = uid_split(tid + 1, nth);
             for (int64_t u = uid_split(tid, nth); u < u1; ++u)
-                for (int64_t i = of[u], e = of[u + 1]; i < e; ++i) {
-                    int32_t* o = &ow[tr[i]];
-                    int32_t v = __atomic_load_n(o, __ATOMIC_RELAXED);
-                    if (v == (int32_t)u) continue;
-                    if (v == -1 && __atomic_compare_exchange_n(o, &v, (int32_t)u, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
-                        continue;
-                    x |= v != (int32_t)u;
-                }
+                for (int64_t i = of[u], e = of[u + 1]; i < e; ++i) per_row(&ow[tr[i]], (int32_t)u);
+        };
+        run_parallel(nt, [&](int tid, int nth) {
+            rows_of(tid, nth, [](int32_t* o, int32_t u) { __atomic_store_n(o, u, __ATOMIC_RELAXED); });
+        });
+        run_parallel(nt, [&](int tid, int nth) {
+            bool x = false;
+            rows_of(tid, nth, [&x](int32_t* o, int32_t u) { x |= __atomic_load_n(o, __ATOMIC_RELAXED) != u; });
             incons[tid] = x;
         });
         if (std::find(incons.begin(), incons.end(), 1) != incons.end()) return false;
