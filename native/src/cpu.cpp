@@ -652,9 +652,9 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
 // kernels read, and their advantages: 36 B a row, plus one uid histogram per thread), then the
 // sorted path's per-run kernels on the uid runs, then the advantages written back to their rows.
 // Each uid's rows keep their order, so the result is bit for bit what the per-run kernels give for
-// those rows sorted stably by uid. The trajectory -> uid map is built on the partitioned runs (a
-// compare-and-swap per trajectory, so that threads agree on who saw a trajectory first);
-// group_of_run then claims it as in the blocked path. Returns false, having written no output,
+// those rows sorted stably by uid. The trajectory -> uid map is built on the partitioned runs
+// (every row writes its uid, then every row reads it back: a trajectory in two uids fails the
+// read); group_of_run then claims it as in the blocked path. Returns false, having written no output,
 // when a row is bad or a trajectory lies in two uids (the caller's full validation then names the
 // row) or when the uids far outnumber the rows (the caller's general path then runs: the
 // histograms grow with U). What bounds it on the development VM, and what did not help (a
