@@ -726,12 +726,17 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
         // of the three that the compiler made of the struct held a store-queue entry until its line
         // came (bench/README.md, issue 17's fifth session). The pointers are locals (and the loop
         // one per pooling) because a vector store may alias anything: the compiler would reload
-        // them from `a` at every row.
+        // them from `a` at every row. The line that row i + kAhead will write is asked for
+        // (for writing) when row i is written, from its uid's cursor now (a uid seen again in
+        // between moves it by one record: the same line or the next), so that more misses are in
+        // flight than the store queue holds.
         const float* const sc = a.scores;
         const int32_t *const ud = a.uid, *const ag = a.agent, *const tr = a.traj;
         char* const out = reinterpret_cast<char*>(rec);
         auto scatter = [&](auto with_traj) {
+            constexpr int64_t kAhead = 96;
             for (int64_t i = lo; i < hi; ++i) {
+                if (i + kAhead < hi) __builtin_prefetch(out + (int64_t)16 * cur[ud[i + kAhead]], 1);
                 int32_t sbits;
                 memcpy(&sbits, &sc[i], 4);
                 const __m128i r = _mm_setr_epi32(sbits, ag[i], with_traj ? tr[i] : 0, (int32_t)i);
