@@ -648,9 +648,10 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
 
 // Rows in any other order (unsorted rows were ~1% of copy bandwidth through the general path's
 // random-access tables): a stable counting sort by uid into scratch that this call sizes and frees
-// (one 16-byte record a row, then the score, agent, traj and row index arrays that the per-run
-// kernels read, and their advantages: 36 B a row, plus one uid histogram per thread), then the
-// sorted path's per-run kernels on the uid runs, then the advantages written back to their rows.
+// (one 16-byte record a row and each row's place in the partition, then the score, agent and traj
+// arrays that the per-run kernels read, and their advantages: 36 B a row, plus one uid histogram
+// per thread), then the sorted path's per-run kernels on the uid runs, then each row's advantage
+// read back from its place.
 // Each uid's rows keep their order, so the result is bit for bit what the per-run kernels give for
 // those rows sorted stably by uid. The trajectory -> uid map is built on the partitioned runs
 // (every row writes its uid, then every row reads it back: a trajectory in two uids fails the
@@ -666,7 +667,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     const bool by_traj = a.traj != nullptr;
     struct Rec {
         float score;
-        int32_t agent, traj, idx;
+        int32_t agent, traj, unused;  // (16 bytes: one aligned vector store)
     };
     static_assert(sizeof(Rec) == 16, "the scatter writes a record as one 16-byte vector");
     // The scratch, from the workspace: per-thread histograms (a cache line apart), the uid offsets,
@@ -682,7 +683,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     float* ps = ws.take<float>(n);
     int32_t* pag = ws.take<int32_t>(n);
     int32_t* ptr = ws.take<int32_t>(by_traj ? n : 0);
-    int32_t* pidx = ws.take<int32_t>(n);
+    int32_t* pidx = ws.take<int32_t>(n);  // row i's place in the partition
     int32_t* owner = ws.take<int32_t>(by_traj ? T : 0);
     float* padv = reinterpret_cast<float*>(rec);
     if (!hist || !off || !rec || !ps || !pag || !ptr || !pidx || !owner)
@@ -733,14 +734,17 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
         const float* const sc = a.scores;
         const int32_t *const ud = a.uid, *const ag = a.agent, *const tr = a.traj;
         char* const out = reinterpret_cast<char*>(rec);
+        int32_t* const pos = pidx;
         auto scatter = [&](auto with_traj) {
             constexpr int64_t kAhead = 96;
             for (int64_t i = lo; i < hi; ++i) {
                 if (i + kAhead < hi) __builtin_prefetch(out + (int64_t)16 * cur[ud[i + kAhead]], 1);
                 int32_t sbits;
                 memcpy(&sbits, &sc[i], 4);
-                const __m128i r = _mm_setr_epi32(sbits, ag[i], with_traj ? tr[i] : 0, (int32_t)i);
-                _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (int64_t)16 * cur[ud[i]]++), r);
+                const __m128i r = _mm_setr_epi32(sbits, ag[i], with_traj ? tr[i] : 0, 0);
+                const int32_t q = cur[ud[i]]++;
+                _mm_storeu_si128(reinterpret_cast<__m128i*>(out + (int64_t)16 * q), r);
+                pos[i] = q;  // where row i went: the write-back reads its advantage from there
             }
         };
         if (by_traj)
@@ -754,7 +758,6 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
             ps[i] = rec[i].score;
             pag[i] = rec[i].agent;
             if (by_traj) ptr[i] = rec[i].traj;
-            pidx[i] = rec[i].idx;
         }
     });
     // the uids that begin in a thread's share of the partitioned rows are that thread's
@@ -808,7 +811,13 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     });
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
-        for (int64_t i = lo; i < hi; ++i) a.adv[pidx[i]] = padv[i];
+        // Row i's advantage read from where the scatter put it: each thread writes its own rows,
+        // in order. (Written from the partitioned side, every line of the output took stores from
+        // both threads and moved between their caches: bench/README.md, issue 17's fifth session.)
+        float* const adv = a.adv;
+        const int32_t* const at = pidx;
+        const float* const src = padv;
+        for (int64_t i = lo; i < hi; ++i) adv[i] = src[at[i]];
     });
     return true;
 }
