@@ -728,9 +728,9 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
         // came (bench/README.md, issue 17's fifth session). The pointers are locals (and the loop
         // one per pooling) because a vector store may alias anything: the compiler would reload
         // them from `a` at every row. The line that row i + kAhead will write is asked for
-        // (for writing) when row i is written, from its uid's cursor now (a uid seen again in
-        // between moves it by one record: the same line or the next), so that more misses are in
-        // flight than the store queue holds.
+        // (for writing) when row i is written, from its uid's cursor now (each row of that uid in
+        // between moves the cursor on by a record, rarely past the line), so that more misses are
+        // in flight than the store queue holds.
         const float* const sc = a.scores;
         const int32_t *const ud = a.uid, *const ag = a.agent, *const tr = a.traj;
         char* const out = reinterpret_cast<char*>(rec);
