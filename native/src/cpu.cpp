@@ -633,7 +633,7 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
             if (!isa.sorted_and_valid(a, cb, ce, starts)) return;
             const int64_t q = last_start(starts, p, ce);  // the runs in [p, q) end at or before q
             if (q > p) {
-                isa.sorted_runs(a, p, q, starts, w, &normalise_run);
+                isa.sorted_runs(a, p, q, starts, w, &normalise_run, nullptr);
                 p = q;
             }
         }
@@ -642,7 +642,7 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
     });
     if (std::find(ok.begin(), ok.end(), 0) != ok.end()) return false;
     RunScratch w(a);
-    for (int tid = 0; tid < nt; ++tid) isa.sorted_runs(a, open[tid], split(tid + 1, nt), starts, w, &normalise_run);
+    for (int tid = 0; tid < nt; ++tid) isa.sorted_runs(a, open[tid], split(tid + 1, nt), starts, w, &normalise_run, nullptr);
     return true;
 }
 
@@ -674,9 +674,11 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     // the records, the per-run kernels' arrays (their advantages reuse the records' space, which is
     // dead by then) and the trajectory owners.
     const int64_t Upad = (U + 15) & ~(int64_t)15;
+    const int64_t words = (n + 63) / 64;
     Workspace ws(Workspace::bytes_for<int32_t>(Upad * nt) + Workspace::bytes_for<int64_t>(U + 1) +
                  Workspace::bytes_for<Rec>(n) + 3 * Workspace::bytes_for<int32_t>(n) +
-                 Workspace::bytes_for<float>(n) + Workspace::bytes_for<int32_t>(by_traj ? T : 0));
+                 Workspace::bytes_for<float>(n) + Workspace::bytes_for<int32_t>(by_traj ? T : 0) +
+                 Workspace::bytes_for<uint64_t>(words));
     int32_t* hist = ws.take<int32_t>(Upad * nt);  // n < 2^31: counts and cursors fit
     int64_t* off = ws.take<int64_t>(U + 1);
     Rec* rec = ws.take<Rec>(n);
@@ -685,8 +687,9 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     int32_t* ptr = ws.take<int32_t>(by_traj ? n : 0);
     int32_t* pidx = ws.take<int32_t>(n);  // row i's place in the partition
     int32_t* owner = ws.take<int32_t>(by_traj ? T : 0);
+    uint64_t* map = ws.take<uint64_t>(words);  // the partition's run-start map (1 bit a row)
     float* padv = reinterpret_cast<float*>(rec);
-    if (!hist || !off || !rec || !ps || !pag || !ptr || !pidx || !owner)
+    if (!hist || !off || !rec || !ps || !pag || !ptr || !pidx || !owner || !map)
         return false;  // no memory: the caller's paths run (and report it if they fail too)
     // ---- check the rows and count each uid's rows, per thread ----
     std::vector<char> bad(nt, 0), ran(nt, 0);
@@ -797,18 +800,31 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     p.traj = by_traj ? ptr : nullptr;
     p.uid = nullptr;  // the runs' kernels take their uid as an argument
     p.adv = padv;
-    const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
-    run_parallel(nt, [&](int tid, int nth) {
-        RunScratch w(p);
-        for (int64_t u = uid_split(tid, nth); u < uid_split(tid + 1, nth); ++u) {
-            if (off[u] == off[u + 1]) {
-                if (a.diag)
+    if (!a.diag) {
+        // The sorted path's loop over the runs (two at a time, the kernels inlined), from a run-start
+        // map of the partition; each run's operations are those of the per-run kernel below, so are
+        // its bits. (Without diagnostics: the loop would read the uids of the partition for them.)
+        memset(map, 0, sizeof(uint64_t) * (size_t)words);
+        for (int64_t u = 0; u < U; ++u)
+            if (off[u] < off[u + 1]) map[off[u] >> 6] |= 1ull << (off[u] & 63);
+        const uint8_t* starts = reinterpret_cast<const uint8_t*>(map);
+        run_parallel(nt, [&](int tid, int nth) {
+            RunScratch w(p);
+            isa.sorted_runs(p, n * tid / nth, n * (tid + 1) / nth, starts, w, &normalise_run, by_traj ? owner : nullptr);
+        });
+    } else {  // a kernel call a uid, which names it in the diagnostics (and the uids without rows)
+        const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
+        run_parallel(nt, [&](int tid, int nth) {
+            RunScratch w(p);
+            for (int64_t u = uid_split(tid, nth); u < uid_split(tid + 1, nth); ++u) {
+                if (off[u] == off[u + 1]) {
                     for (int64_t k = 0; k < K; ++k) write_diag(a, u, k, 0, 0, 0, 0, 0, 0);
-                continue;
+                    continue;
+                }
+                fn(p, off[u], off[u + 1], (int32_t)u, w, by_traj ? owner : nullptr);
             }
-            fn(p, off[u], off[u + 1], (int32_t)u, w, by_traj ? owner : nullptr);
-        }
-    });
+        });
+    }
     run_parallel(nt, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
         // Row i's advantage read from where the scatter put it: each thread writes its own rows,
@@ -854,7 +870,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
         if (std::find(sorted.begin(), sorted.end(), 0) == sorted.end()) {
             run_parallel(nt, [&](int tid, int nth) {
                 RunScratch w(a);
-                isa.sorted_runs(a, split(tid, nth), split(tid + 1, nth), starts, w, &normalise_run);
+                isa.sorted_runs(a, split(tid, nth), split(tid + 1, nth), starts, w, &normalise_run, nullptr);
             });
             return DRMAS_OK;
         }

@@ -93,9 +93,11 @@ struct AdvIsa {
     // Normalises the runs that begin in [lo, hi) of rows that are sorted_and_valid: finds the
     // runs in their run-start map (all n rows' of it) and, with diagnostics, writes the empty
     // ones of uids without rows that come before its runs (and after them, for the chunk that
-    // ends at n).
+    // ends at n). `tslot`: the trajectory -> uid map that group_of_run claims, where a run's
+    // trajectories are not contiguous (unsorted rows partitioned by uid; then a.uid may be NULL
+    // and a.diag must be), else NULL.
     void (*sorted_runs)(const AdvArgs& a, int64_t lo, int64_t hi, const uint8_t* starts, RunScratch& w,
-                        RunFn scalar_fn);
+                        RunFn scalar_fn, int32_t* tslot);
 };
 extern const AdvIsa kAdvIsaV2, kAdvIsaV3;
 

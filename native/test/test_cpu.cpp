@@ -1158,6 +1158,63 @@ static void test_partition_path() {
     }
 }
 
+// Rows in random order without diagnostics go through the sorted path's loop over the runs of the
+// partition (two runs at a time, the kernels inlined; the trajectory map passed for group_of_run);
+// with diagnostics, through a kernel call a uid. The two must give the same bits, in every mode, both
+// poolings, every singleton policy, 1 and 4 threads, 2 and 5 agents (5: the scalar kernel), with
+// agents of a single row and uids without rows; and both must be close to the grouped rows' results
+// (another order of the sums, through the sorted path).
+static void test_partition_run_loop() {
+    std::mt19937_64 rng(67);
+    for (int64_t K : {2, 5}) {
+        const Rows full = rollout_rows(K == 2 ? 40000 : 16000, 3, K, 2, rng);
+        Rows r = full;
+        r.s.clear();
+        r.uid.clear();
+        r.traj.clear();
+        r.agent.clear();
+        std::bernoulli_distribution keep(0.55);  // many agents of one row, some uids and trajectories without rows
+        for (size_t i = 0; i < full.s.size(); ++i)
+            if (keep(rng)) {
+                r.s.push_back(full.s[i] + (float)(rng() % 1000) * 1e-4f);
+                r.uid.push_back(full.uid[i]);
+                r.traj.push_back(full.traj[i]);
+                r.agent.push_back(full.agent[i]);
+            }
+        const int64_t n = (int64_t)r.s.size();
+        std::vector<int64_t> perm(n);
+        std::iota(perm.begin(), perm.end(), 0);
+        std::shuffle(perm.begin(), perm.end(), rng);
+        const Rows p = permuted(r, perm);
+        int checked = 0;
+        for (int mode = 0; mode < kDescriptors; ++mode)
+            for (int pool = 0; pool < 2; ++pool)
+                for (int single = 0; single < 3; ++single)
+                    for (int threads : {1, 4}) {
+                        drmas_set_num_threads(threads);
+                        drmas_norm_config c = cfg_of(mode);
+                        c.global_pooling = pool;
+                        c.singleton = single;
+                        std::vector<float> a, b, g;
+                        std::vector<double> db;
+                        CHECK(call_adv(c, p, a, nullptr) == 0 && call_adv(c, p, b, &db) == 0 && call_adv(c, r, g, nullptr) == 0, "%s",
+                              drmas_last_error());
+                        int differ = 0, far = 0;
+                        for (int64_t i = 0; i < n; ++i) {
+                            differ += !same_bits(&a[i], &b[i], 4);
+                            far += !(close(a[i], g[perm[i]], 1e-5, 1e-5) || (isnan(a[i]) && isnan(g[perm[i]])));
+                        }
+                        CHECK(differ == 0, "K %lld mode %d pool %d singleton %d threads %d: %d rows differ with and without diagnostics",
+                              (long long)K, mode, pool, single, threads, differ);
+                        CHECK(far == 0, "K %lld mode %d pool %d singleton %d threads %d: %d shuffled rows far from the grouped rows'",
+                              (long long)K, mode, pool, single, threads, far);
+                        ++checked;
+                    }
+        drmas_set_num_threads(0);
+        CHECK(checked == kDescriptors * 2 * 3 * 2, "every case ran");
+    }
+}
+
 // The workspace kept between calls (cpu.cpp): advantages from concurrent callers (one holds the
 // cached block, the others allocate their own) are the same bits as one caller's; so are those of a
 // call with the cache turned off (DRMAS_CPU_WORKSPACE_MB=0) after calls that left other rows' data in
@@ -2293,6 +2350,7 @@ int main() {
     test_sorted_threads();
     test_trusted_entry();
     test_partition_path();
+    test_partition_run_loop();
     test_workspace();
     test_broadcast();
     test_loss_identities();
