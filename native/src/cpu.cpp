@@ -816,7 +816,8 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
         const RunFn fn = isa.run_fn(K) ? isa.run_fn(K) : &normalise_run;
         run_parallel(nt, [&](int tid, int nth) {
             RunScratch w(p);
-            for (int64_t u = uid_split(tid, nth); u < uid_split(tid + 1, nth); ++u) {
+            const int64_t u1 = uid_split(tid + 1, nth);  // (a binary search: once, not a uid)
+            for (int64_t u = uid_split(tid, nth); u < u1; ++u) {
                 if (off[u] == off[u + 1]) {
                     for (int64_t k = 0; k < K; ++k) write_diag(a, u, k, 0, 0, 0, 0, 0, 0);
                     continue;
