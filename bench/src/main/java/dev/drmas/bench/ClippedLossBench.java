@@ -36,6 +36,11 @@ public class ClippedLossBench {
     /** Bytes the kernel must minimally read and write per token (row offsets are negligible). */
     public static final int READ_BYTES_PER_TOKEN = 13, WRITE_BYTES_PER_TOKEN = 4;
     public static final int BYTES_PER_TOKEN = READ_BYTES_PER_TOKEN + WRITE_BYTES_PER_TOKEN;
+    /**
+     * The per-row form's traffic: the same without the per-token advantage (its row offsets and
+     * advantages, 12 B a row of 256 tokens on average, are ~0.05 B/token).
+     */
+    public static final int ROWS_BYTES_PER_TOKEN = BYTES_PER_TOKEN - 4;
     static final LossConfig CONFIG = LossConfig.defaults();
 
     // ------------------------------------------------------------------ inputs
@@ -320,7 +325,7 @@ public class ClippedLossBench {
 
     /**
      * (a'') One advantage per row (drmas_clipped_loss_rows_f32, the training step's form): 4 B/token
-     * less to read than the headline's per-token advantages; GB/s counts the headline's 17 B/token.
+     * less to read than the headline's per-token advantages; BenchReport counts its own 13 B/token.
      */
     @Benchmark
     public MemorySegment nativeRows(Tokens tk, Native s) {
