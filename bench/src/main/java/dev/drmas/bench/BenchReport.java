@@ -267,21 +267,19 @@ public final class BenchReport {
                     Score api = score(byKey, n, layout, "arrayApi");
                     String varImpl = score(byKey, n, layout, "nativeTrusted") != null ? "nativeTrusted" : "nativeRows";
                     Score var = score(byKey, n, layout, varImpl);
-                    // the copy's time for the variant's own traffic
-                    double varCopyMs = copy == null ? 0 : copy.ms() * spec.bytesOf(varImpl) / spec.bytesPerElement();
                     sb.append("| ").append(human(n)).append(" |");
                     if (spec.hasLayout()) sb.append(' ').append(layout).append(" |");
                     sb.append(' ').append(nat == null ? "—" : ms(nat.ms()))
                             .append(" | ").append(nat == null ? "—" : num(gbps(spec.bytesPerElement(), n, nat.ms())))
                             .append(" | ").append(copy == null ? "—" : num(gbps(spec.bytesPerElement(), n, copy.ms())))
                             .append(" | ").append(nat == null || copy == null ? "—"
-                                    : String.format(Locale.ROOT, "%.0f%%", 100 * copy.ms() / nat.ms()))
+                                    : String.format(Locale.ROOT, "%.0f%%", shareOfCopy(spec, "nativeCpu", copy.ms(), nat.ms())))
                             .append(" | ").append(speedup(lt, nat))
                             .append(" | ").append(speedup(pj, nat))
                             .append(" | ").append(speedup(api, nat))
                             .append(" | ").append(var == null ? "—" : ms(var.ms()))
                             .append(" | ").append(var == null || copy == null ? "—"
-                                    : String.format(Locale.ROOT, "%.0f%%", 100 * varCopyMs / var.ms()))
+                                    : String.format(Locale.ROOT, "%.0f%%", shareOfCopy(spec, varImpl, copy.ms(), var.ms())))
                             .append(" | ").append(speedup(lt, var)).append(" |\n");
                 }
             }
@@ -307,6 +305,14 @@ public final class BenchReport {
             s = any == null ? null : any.get(impl);
         }
         return s;
+    }
+
+    /**
+     * An implementation's time as a share of the copy's (percent), the copy's time scaled to the
+     * bytes that implementation must touch (the copy moves the headline's bytes).
+     */
+    static double shareOfCopy(Spec spec, String impl, double copyMs, double implMs) {
+        return 100 * copyMs * spec.bytesOf(impl) / spec.bytesPerElement() / implMs;
     }
 
     static double gbps(int bytesPerElement, long n, double ms) {
