@@ -647,11 +647,11 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
 }
 
 // Rows in any other order (unsorted rows were ~1% of copy bandwidth through the general path's
-// random-access tables): a stable counting sort by uid into scratch that this call sizes and frees
-// (one 16-byte record a row and each row's place in the partition, then the score, agent and traj
-// arrays that the per-run kernels read, and their advantages: 36 B a row, plus one uid histogram
-// per thread), then the sorted path's per-run kernels on the uid runs, then each row's advantage
-// read back from its place.
+// random-access tables): a stable counting sort by uid into the workspace (one 16-byte record a row
+// and each row's place in the partition, then the score, agent and traj arrays that the per-run
+// kernels read, their advantages in the records' space: 32 B a row, plus a bit a row for the
+// run-start map, 4 B a trajectory for its owner and one uid histogram per thread), then the sorted
+// path's per-run kernels on the uid runs, then each row's advantage read back from its place.
 // Each uid's rows keep their order, so the result is bit for bit what the per-run kernels give for
 // those rows sorted stably by uid. The trajectory -> uid map is built on the partitioned runs
 // (every row writes its uid, then every row reads it back: a trajectory in two uids fails the
