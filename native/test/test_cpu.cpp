@@ -408,7 +408,7 @@ static void test_sorted_path_matches_other_paths() {
                         CHECK(same_bits(a.data(), b.data(), n * sizeof(float)),
                               "K %lld mode %d pool %d single %d scale %d: sorted and grouped-unsorted rows must give identical advantages",
                               (long long)K, mode, pool, single, scale);
-                        // without diagnostics (the sorted loop then takes two runs at a time in Dr. MAS's modes)
+                        // without diagnostics (the sorted loop then takes four runs at a time in Dr. MAS's modes)
                         std::vector<float> a0, b0;
                         CHECK(call_adv(c, r, a0, nullptr) == 0 && call_adv(c, rev, b0, nullptr) == 0, "%s", drmas_last_error());
                         CHECK(same_bits(a.data(), a0.data(), n * sizeof(float)) && same_bits(b.data(), b0.data(), n * sizeof(float)),
