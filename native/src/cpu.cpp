@@ -295,17 +295,27 @@ SegStat group_of_run(const AdvArgs& a, int64_t b, int64_t e, RunScratch& w, int3
     double* tsum = w.tsum.data();
     const int32_t* tr = a.traj;
     int64_t ntraj = 0;
-    if (tslot == nullptr) {  // each trajectory's rows are contiguous
+    if (tslot == nullptr && b < e) {  // each trajectory's rows are contiguous
+        // The current trajectory's count and sum in registers, stored when it ends: added through
+        // tcnt/tsum, each row waited on the previous row's store. The sums' order is the rows'.
+        double cnt = 0, sum = 0;
+        int32_t cur = tr[b];
         for (int64_t i = b; i < e; ++i) {
-            if (i == b || tr[i] != tr[i - 1]) {
-                tcnt[ntraj] = 0;
-                tsum[ntraj] = 0;
+            if (tr[i] != cur) {
+                tcnt[ntraj] = cnt;
+                tsum[ntraj] = sum;
                 ++ntraj;
+                cnt = 0;
+                sum = 0;
+                cur = tr[i];
             }
-            slot[i - b] = (int32_t)(ntraj - 1);
-            tcnt[ntraj - 1] += 1;
-            tsum[ntraj - 1] += sc[i];
+            slot[i - b] = (int32_t)ntraj;
+            cnt += 1;
+            sum += sc[i];
         }
+        tcnt[ntraj] = cnt;
+        tsum[ntraj] = sum;
+        ++ntraj;
     }
     for (int64_t i = b; i < e && tslot != nullptr; ++i) {  // slots in order of first appearance
         int32_t* v = &tslot[tr[i]];

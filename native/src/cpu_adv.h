@@ -33,12 +33,13 @@ struct RunMode {
     bool need_group;  // the group statistics are read whatever the segment sizes (or for diagnostics)
     bool agent_only;  // mean and std from the agent segment (Dr. MAS): resolved without branches
     bool traj_x;      // the numerator is the trajectory's mean score
+    bool group_only;  // mean (and std, where it divides) from the group (GRPO): no agent statistic is read
 };
 
 inline RunMode run_mode(const AdvArgs& a) {
     const drmas_norm_config& c = *a.c;
     return RunMode{reads_group(c, a.traj != nullptr) || a.diag != nullptr, mean_from_agent(c) && std_from_agent(c),
-                   a.traj != nullptr && trajectory_numerator(c)};
+                   a.traj != nullptr && trajectory_numerator(c), !mean_from_agent(c) && (!std_from_agent(c) || !c.scale_by_std)};
 }
 
 // Scratch of one thread for the per-run path, sized once per thread and reused across runs
@@ -51,6 +52,7 @@ struct RunScratch {
     std::vector<Resolved> res;       // per agent: resolved mean / divisor / zero
     std::vector<int32_t> slot;       // row -> local trajectory slot (trajectory pooling only)
     std::vector<double> tcnt, tsum;  // per local trajectory
+    std::vector<float> tadv;         // per local trajectory: its advantage (group-only modes, trajectory numerator)
 };
 
 // Normalises the rows [b, e), which are all the rows of uid u. `tslot` is the trajectory ->

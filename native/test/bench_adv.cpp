@@ -5,11 +5,13 @@
 // (2 with probability 3/4), solver and verifier interleaved, scores uniform in [0, 1)) and
 // calls drmas_advantage_f32 in mode drmas with trajectory pooling.
 //
-//   bench_adv [rows=1048576] [grouped|random|fixed] [threads=1] [calls=1] [validating|trusted]
+//   bench_adv [rows=1048576] [grouped|random|fixed] [threads=1] [calls=1] [validating|trusted] [drmas|grpo]
 // (fixed: grouped, every trajectory of 2 turns, so every uid run has 32 rows: branch-predictable)
 //   valgrind --tool=callgrind --collect-atstart=no --toggle-collect=drmas_advantage_f32 \
 //       build/bench_adv 1048576 grouped 1 1
-// (trusted: drmas_advantage_trusted_f32, toggled as such under callgrind)
+// (trusted: drmas_advantage_trusted_f32, toggled as such under callgrind; grpo: vanilla GRPO, the
+// paper's baseline — the group's mean and std over trajectory mean scores, the trajectory's mean
+// score as the numerator)
 // Prints the wall time per call (min and mean over calls) and a checksum of the advantages.
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +31,11 @@ int main(int argc, char** argv) {
     const int threads = argc > 3 ? atoi(argv[3]) : 1;
     const int calls = argc > 4 ? atoi(argv[4]) : 1;
     const bool trusted = argc > 5 && strcmp(argv[5], "trusted") == 0;
+    const bool grpo = argc > 6 && strcmp(argv[6], "grpo") == 0;
+    if (argc > 6 && !grpo && strcmp(argv[6], "drmas") != 0) {
+        fprintf(stderr, "bench_adv: mode '%s' is not one of drmas, grpo\n", argv[6]);
+        return 2;
+    }
     std::vector<float> s(n);
     std::vector<int32_t> uid(n), traj(n), agent(n);
     std::mt19937_64 rng(42);
@@ -62,9 +69,9 @@ int main(int argc, char** argv) {
     const int32_t T = *std::max_element(traj.begin(), traj.end()) + 1;
     drmas_norm_config c;
     memset(&c, 0, sizeof c);
-    c.mean_from = DRMAS_FROM_AGENT;  // Dr. MAS
-    c.std_from = DRMAS_FROM_AGENT;
-    c.numerator = DRMAS_NUMERATOR_ROW;
+    c.mean_from = grpo ? DRMAS_FROM_GROUP : DRMAS_FROM_AGENT;
+    c.std_from = grpo ? DRMAS_FROM_GROUP : DRMAS_FROM_AGENT;
+    c.numerator = grpo ? DRMAS_NUMERATOR_TRAJECTORY : DRMAS_NUMERATOR_ROW;
     c.global_pooling = DRMAS_POOL_TRAJECTORIES;
     c.singleton = DRMAS_SINGLETON_FALLBACK;
     c.ddof = 1;
@@ -87,7 +94,7 @@ int main(int argc, char** argv) {
     }
     double sum = 0;
     for (float v : out) sum += v * v;
-    printf("rows %lld %s threads %d: %.3f ms/call (min of %d; mean %.3f), %.2f GB/s at 20 B/row, checksum %.6f\n",
-           (long long)n, layout.c_str(), threads, best, calls, total / calls, 20.0 * n / best / 1e6, sum);
+    printf("%s rows %lld %s threads %d: %.3f ms/call (min of %d; mean %.3f), %.2f GB/s at 20 B/row, checksum %.6f\n",
+           grpo ? "grpo" : "drmas", (long long)n, layout.c_str(), threads, best, calls, total / calls, 20.0 * n / best / 1e6, sum);
     return 0;
 }
