@@ -468,18 +468,22 @@ static void test_sorted_path_shapes() {
             while (first_end < n && r.uid[first_end] == r.uid[0]) ++first_end;
             std::iota(split.begin(), split.end(), 0);
             std::rotate(split.begin() + (first_end - 1), split.begin() + first_end, split.end());
+            // Dr. MAS; GRPO (group statistics, the trajectory numerator); the group's statistics with the row's own score
+            constexpr int kGroupRow = DRMAS_FROM_GROUP + 2 * DRMAS_FROM_GROUP + 4 * DRMAS_NUMERATOR_ROW;
+            for (int mode : {kDrmas, kGrpo, kGroupRow})
             for (int pool = 0; pool < 2; ++pool) {
-                drmas_norm_config c = cfg_of(kDrmas);
+                drmas_norm_config c = cfg_of(mode);
                 c.global_pooling = pool;
                 std::vector<float> a;
                 std::vector<double> da;
                 CHECK(call_adv(c, r, a, &da) == 0, "n %lld K %lld: %s", (long long)n, (long long)K, drmas_last_error());
-                {  // without diagnostics the sorted loop takes two runs at a time (single-row agents fall back to the group)
+                {  // without diagnostics the sorted loop takes Dr. MAS's runs four at a time (single-row agents fall back
+                   // to the group) and GRPO's without the agents' statistics
                     std::vector<float> a0;
                     CHECK(call_adv(c, r, a0, nullptr) == 0, "%s", drmas_last_error());
                     CHECK(same_bits(a.data(), a0.data(), n * sizeof(float)),
-                          "n %lld K %lld pool %d: the advantages must not depend on whether diagnostics are asked for", (long long)n,
-                          (long long)K, pool);
+                          "n %lld K %lld mode %d pool %d: the advantages must not depend on whether diagnostics are asked for",
+                          (long long)n, (long long)K, mode, pool);
                 }
                 for (const auto* perm : {&rev, &split}) {
                     std::vector<float> g;
@@ -490,8 +494,8 @@ static void test_sorted_path_shapes() {
                         if (!close(g[i], a[(*perm)[i]], 1e-6, 1e-6)) ++bad;
                     for (size_t j = 0; j < da.size(); ++j)
                         if (!(close(da[j], dg[j], 1e-9, 1e-9) || (isnan(da[j]) && isnan(dg[j])))) ++bad;
-                    CHECK(bad == 0, "n %lld K %lld pool %d %s: %d values differ from the general path", (long long)n, (long long)K, pool,
-                          perm == &rev ? "reversed" : "split run", bad);
+                    CHECK(bad == 0, "n %lld K %lld mode %d pool %d %s: %d values differ from the general path", (long long)n, (long long)K,
+                          mode, pool, perm == &rev ? "reversed" : "split run", bad);
                 }
                 // uids without rows get empty diagnostics (count 0, NaN inflation), and every entry is written
                 const int64_t S = r.U * r.K;
@@ -1159,7 +1163,7 @@ static void test_partition_path() {
 }
 
 // Rows in random order without diagnostics go through the sorted path's loop over the runs of the
-// partition (two runs at a time, the kernels inlined; the trajectory map passed for group_of_run);
+// partition (Dr. MAS's four runs at a time, the kernels inlined; the trajectory map passed for group_of_run);
 // with diagnostics, through a kernel call a uid. The two must give the same bits, in every mode, both
 // poolings, every singleton policy, 1 and 4 threads, 2 and 5 agents (5: the scalar kernel), with
 // agents of a single row and uids without rows; and both must be close to the grouped rows' results
