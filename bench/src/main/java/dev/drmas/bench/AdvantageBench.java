@@ -1,5 +1,5 @@
-// AdvantageBench.java — times the full advantage computation (mode drmas, trajectory pooling) at
-// 64K–16M rows, grouped by uid and shuffled: native CPU kernel vs array API, LibTorch ops, plain Java
+// AdvantageBench.java — times the full advantage computation (mode drmas, or any mode by the
+// `mode` parameter; trajectory pooling) at 64K–16M rows, grouped by uid and shuffled: native CPU kernel vs array API, LibTorch ops, plain Java
 // and a memory copy of the kernel's minimal traffic (20 B/row), to show where the native kernel stands.
 package dev.drmas.bench;
 
@@ -34,6 +34,7 @@ public class AdvantageBench {
     /** Bytes the kernel must minimally read and write per row. */
     public static final int READ_BYTES_PER_ROW = 16, WRITE_BYTES_PER_ROW = 4;
     public static final int BYTES_PER_ROW = READ_BYTES_PER_ROW + WRITE_BYTES_PER_ROW;
+    /** The default mode's config (Dr. MAS); GpuBench uses it. */
     static final NormConfig CONFIG = NormConfig.of(NormMode.DRMAS);
 
     // ------------------------------------------------------------------ inputs
@@ -104,12 +105,17 @@ public class AdvantageBench {
         public int rows;
         @Param({"grouped", "random"})
         public String layout;
+        /** The normalisation mode as a config names it: drmas (the headline), grpo (the paper's baseline), ... */
+        @Param({"drmas"})
+        public String mode;
 
         Data data;
+        NormConfig config;
 
         @Setup(Level.Trial)
         public void setup() {
             BenchSupport.configureNativeThreads();
+            config = NormConfig.of(NormMode.parse(mode));
             data = Data.generate(rows, layout, BenchSupport.SEED);
         }
     }
@@ -130,10 +136,10 @@ public class AdvantageBench {
             traj = BenchSupport.offHeap(arena, d.traj());
             agent = BenchSupport.offHeap(arena, d.agent());
             out = BenchSupport.zeroed(arena, 4L * d.n());
-            params = normParams(CONFIG);
+            params = normParams(r.config);
             run(d);
             // the direct call must mean what the production API means
-            BenchSupport.check("nativeCpu", Advantages.compute(CONFIG, d.scores(), d.uid(), d.traj(), d.agent(),
+            BenchSupport.check("nativeCpu", Advantages.compute(r.config, d.scores(), d.uid(), d.traj(), d.agent(),
                     d.numUids(), d.numTrajs(), d.numAgents()), BenchSupport.floats(out, d.n()), 1e-6);
         }
 
@@ -157,10 +163,12 @@ public class AdvantageBench {
     @State(Scope.Benchmark)
     public static class Torch {
         Tensor scores, uid, traj, agent;
+        NormConfig config;
 
         @Setup(Level.Trial)
         public void setup(Rows r) {
             torch.set_num_threads(BenchSupport.threads());
+            config = r.config;
             Data d = r.data;
             scores = TorchReference.floats(d.scores());
             uid = TorchReference.ints(d.uid());
@@ -170,11 +178,11 @@ public class AdvantageBench {
             try (PointerScope scope = new PointerScope()) {
                 got = TorchReference.toFloats(run(d));
             }
-            BenchSupport.check("libtorch", expected(d), got, 1e-4);
+            BenchSupport.check("libtorch", expected(r), got, 1e-4);
         }
 
         Tensor run(Data d) {
-            return TorchReference.advantages(CONFIG, scores, uid, traj, agent, d.numUids(), d.numTrajs(), d.numAgents());
+            return TorchReference.advantages(config, scores, uid, traj, agent, d.numUids(), d.numTrajs(), d.numAgents());
         }
 
         @TearDown(Level.Trial)
@@ -191,10 +199,10 @@ public class AdvantageBench {
         @Setup(Level.Trial)
         public void setup(Rows r) {
             Data d = r.data;
-            impl = new PlainJavaAdvantage(CONFIG);
+            impl = new PlainJavaAdvantage(r.config);
             out = new float[d.n()];
             impl.compute(d.scores(), d.uid(), d.traj(), d.agent(), d.numUids(), d.numTrajs(), d.numAgents(), out);
-            BenchSupport.check("plainJava", expected(d), out, 1e-4);
+            BenchSupport.check("plainJava", expected(r), out, 1e-4);
         }
     }
 
@@ -208,7 +216,7 @@ public class AdvantageBench {
                         + " rows (ReferenceKernels boxes every value); skip rows=" + r.rows);
             }
             Data d = r.data;
-            BenchSupport.check("referenceJava", expected(d), ReferenceKernels.advantages(CONFIG, d.scores(), d.uid(),
+            BenchSupport.check("referenceJava", expected(r), ReferenceKernels.advantages(r.config, d.scores(), d.uid(),
                     d.traj(), d.agent(), d.numUids(), d.numTrajs(), d.numAgents()), 1e-4);
         }
     }
@@ -237,8 +245,9 @@ public class AdvantageBench {
     }
 
     /** The production result, what every other implementation is checked against. */
-    static float[] expected(Data d) {
-        return Advantages.compute(CONFIG, d.scores(), d.uid(), d.traj(), d.agent(), d.numUids(), d.numTrajs(),
+    static float[] expected(Rows r) {
+        Data d = r.data;
+        return Advantages.compute(r.config, d.scores(), d.uid(), d.traj(), d.agent(), d.numUids(), d.numTrajs(),
                 d.numAgents());
     }
 
@@ -262,7 +271,7 @@ public class AdvantageBench {
     @Benchmark
     public float[] arrayApi(Rows r) {
         Data d = r.data;
-        return Advantages.compute(CONFIG, d.scores(), d.uid(), d.traj(), d.agent(), d.numUids(), d.numTrajs(),
+        return Advantages.compute(r.config, d.scores(), d.uid(), d.traj(), d.agent(), d.numUids(), d.numTrajs(),
                 d.numAgents());
     }
 
@@ -286,7 +295,7 @@ public class AdvantageBench {
     @Benchmark
     public float[] referenceJava(Rows r, Reference g) {
         Data d = r.data;
-        return ReferenceKernels.advantages(CONFIG, d.scores(), d.uid(), d.traj(), d.agent(), d.numUids(),
+        return ReferenceKernels.advantages(r.config, d.scores(), d.uid(), d.traj(), d.agent(), d.numUids(),
                 d.numTrajs(), d.numAgents());
     }
 

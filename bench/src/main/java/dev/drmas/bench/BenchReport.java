@@ -8,6 +8,7 @@ import static dev.drmas.bench.BenchSupport.ms;
 import static dev.drmas.bench.BenchSupport.num;
 import static dev.drmas.bench.BenchSupport.ratio;
 
+import dev.drmas.algo.NormMode;
 import dev.drmas.bindings.LibDrmas;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -42,6 +43,8 @@ public final class BenchReport {
               --json FILE        also write JMH's raw results as JSON
               --sizes N,N,...    row / token counts (default 65536,1048576,16777216)
               --layouts L,L      AdvantageBench row layouts (default grouped,random)
+              --modes M,M        AdvantageBench normalisation modes as configs name them (default drmas; e.g.
+                                 drmas,grpo: the paper's baseline beside it, as rows "grouped grpo", ...)
               --threads N        threads of the native kernels, LibTorch and the copy (default 2)
               --warmup N         warmup iterations (default 2; --quick 1)
               --iterations N     measurement iterations (default 3; --quick 2)
@@ -52,6 +55,7 @@ public final class BenchReport {
             advantages), arrayApi, libtorch, plainJava, referenceJava (<= 1M), copy.""";
 
     static final List<String> DEFAULT_SIZES = List.of("65536", "1048576", "16777216");
+    static final String DEFAULT_MODE = "drmas";
     static final List<String> IMPLS = List.of("nativeCpu", "nativeTrusted", "nativeRows", "arrayApi", "libtorch", "plainJava",
             "referenceJava", "copy");
 
@@ -82,7 +86,7 @@ public final class BenchReport {
         boolean quick, reference = true;
         String include = "dev\\.drmas\\.bench\\..*Bench\\..*";
         Path out, json;
-        List<String> sizes, layouts = List.of("grouped", "random");
+        List<String> sizes, layouts = List.of("grouped", "random"), modes = List.of(DEFAULT_MODE);
         int threads = 2, warmup = -1, iterations = -1, timeMs = -1, forks = 1;
     }
 
@@ -123,7 +127,8 @@ public final class BenchReport {
                 .jvmArgs(jvmArgs(a))
                 .param("rows", sizes.toArray(String[]::new))
                 .param("tokens", sizes.toArray(String[]::new))
-                .param("layout", a.layouts.toArray(String[]::new));
+                .param("layout", a.layouts.toArray(String[]::new))
+                .param("mode", a.modes.toArray(String[]::new));
         if (a.json != null) {
             String f = a.json.toString();
             // two runs (with and without the oracles): keep both result files
@@ -150,7 +155,7 @@ public final class BenchReport {
         return j.toArray(String[]::new);
     }
 
-    private static Args parse(String[] argv) {
+    static Args parse(String[] argv) {
         Args a = new Args();
         for (int i = 0; i < argv.length; i++) {
             String k = argv[i];
@@ -162,8 +167,8 @@ public final class BenchReport {
                     System.out.println(USAGE);
                     return null;
                 }
-                case "--include", "--out", "--json", "--sizes", "--layouts", "--threads", "--warmup", "--iterations", "--time",
-                     "--forks" -> {
+                case "--include", "--out", "--json", "--sizes", "--layouts", "--modes", "--threads", "--warmup", "--iterations",
+                     "--time", "--forks" -> {
                     if (val == null) throw new IllegalArgumentException(k + " needs a value\n" + USAGE);
                     i++;
                     switch (k) {
@@ -172,6 +177,7 @@ public final class BenchReport {
                         case "--json" -> a.json = Path.of(val);
                         case "--sizes" -> a.sizes = List.of(val.split(","));
                         case "--layouts" -> a.layouts = List.of(val.split(","));
+                        case "--modes" -> a.modes = modes(val);
                         case "--threads" -> a.threads = positive(k, val);
                         case "--warmup" -> a.warmup = positive(k, val);
                         case "--iterations" -> a.iterations = positive(k, val);
@@ -184,6 +190,18 @@ public final class BenchReport {
             }
         }
         return a;
+    }
+
+    /** --modes: each must be a mode a config can name (checked here, not in a forked JVM's setup). */
+    static List<String> modes(String val) {
+        List<String> m = List.of(val.split(","));
+        for (String x : m) NormMode.parse(x.trim());
+        return m.stream().map(String::trim).toList();
+    }
+
+    /** A row layout in the report, with the mode where it is not the default: "grouped", "grouped grpo". */
+    static String layoutKey(String layout, String mode) {
+        return layout == null || mode == null || mode.equals(DEFAULT_MODE) ? layout : layout + " " + mode;
     }
 
     private static int positive(String k, String v) {
@@ -223,7 +241,7 @@ public final class BenchReport {
                 if (!cls.equals(spec.className())) continue;
                 String size = r.getParams().getParam(spec.sizeParam());
                 if (size == null) continue;
-                String layout = spec.hasLayout() ? r.getParams().getParam("layout") : null;
+                String layout = spec.hasLayout() ? layoutKey(r.getParams().getParam("layout"), r.getParams().getParam("mode")) : null;
                 sizes.add(Long.parseLong(size));
                 if (layout != null) layouts.add(layout);
                 byKey.computeIfAbsent(size + "|" + (layout == null ? "" : layout), x -> new LinkedHashMap<>())
