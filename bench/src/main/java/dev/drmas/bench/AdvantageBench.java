@@ -1,6 +1,7 @@
-// AdvantageBench.java — times the full advantage computation (mode drmas, or any mode by the
-// `mode` parameter; trajectory pooling) at 64K–16M rows, grouped by uid and shuffled: native CPU kernel vs array API, LibTorch ops, plain Java
-// and a memory copy of the kernel's minimal traffic (20 B/row), to show where the native kernel stands.
+// AdvantageBench.java — times the full advantage computation (mode drmas, or another by the `mode`
+// parameter; trajectory pooling) at 64K–16M rows, grouped by uid and shuffled: native CPU kernel vs
+// array API, LibTorch ops, plain Java and a memory copy of the kernel's minimal traffic (20 B/row), to
+// show where the native kernel stands.
 package dev.drmas.bench;
 
 import dev.drmas.algo.Advantages;
