@@ -23,6 +23,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 import org.openjdk.jmh.results.RunResult;
 import org.openjdk.jmh.results.format.ResultFormatType;
 import org.openjdk.jmh.runner.NoBenchmarksException;
@@ -194,9 +195,9 @@ public final class BenchReport {
 
     /** --modes: each must be a mode a config can name (checked here, not in a forked JVM's setup). */
     static List<String> modes(String val) {
-        List<String> m = List.of(val.split(","));
-        for (String x : m) NormMode.parse(x.trim());
-        return m.stream().map(String::trim).toList();
+        List<String> m = Stream.of(val.split(",")).map(String::trim).toList();
+        m.forEach(NormMode::parse);
+        return m;
     }
 
     /** A row layout in the report, with the mode where it is not the default: "grouped", "grouped grpo". */
