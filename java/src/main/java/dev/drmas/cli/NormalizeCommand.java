@@ -18,8 +18,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -159,18 +159,11 @@ final class NormalizeCommand implements Callable<Integer> {
     }
 
     private Integer safetensors(NormConfig cfg) {
-        try (SafetensorsRows rows = SafetensorsRows.open(input); Arena arena = Arena.ofConfined()) {
+        try (SafetensorsRows rows = SafetensorsRows.open(input)) {
             long n = rows.n;
             int k = Math.max(1, rows.numAgents);
-            // the advantages live off-heap until written: the output is written from them as they are
-            MemorySegment adv = arena.allocate(4 * Math.max(1, n), 64);
             double[] diag = summary ? new double[Math.multiplyExact(Math.multiplyExact(rows.numUids, k), AbiIndices.DIAG_FIELDS)] : null;
-            try {
-                Kernels.advantage(Backend.CPU, Advantages.params(cfg), n, rows.scores, rows.uid, rows.traj, rows.agent,
-                        rows.numUids, rows.numTrajs, k, adv, diag == null ? null : MemorySegment.ofArray(diag), null);
-            } catch (DrmasException e) {
-                throw new UserError(rows.source + ": " + e.getMessage());
-            }
+            float[] kept = summary ? new float[Math.toIntExact(n)] : null;  // the advantages, for the summary after the write
             Map<String, String> meta = new LinkedHashMap<>();
             meta.put("producer", "drmas normalize");
             meta.put("mode", cfg.mode().configName());
@@ -180,7 +173,17 @@ final class NormalizeCommand implements Callable<Integer> {
             meta.put("scale_by_std", Boolean.toString(cfg.scaleByStd()));
             meta.put("eps", Double.toString(cfg.eps()));
             meta.put("rows", Long.toString(n));
-            var body = new SafetensorsRows.Output(SafetensorsRows.outputHeader(n, meta), adv.asSlice(0, 4 * n));
+            // the kernel writes the advantages where the output holds them (for -o, the new file's
+            // mapping); an error there leaves no output, as before any write
+            var body = new SafetensorsRows.Output(SafetensorsRows.outputHeader(n, meta), n, adv -> {
+                try {
+                    Kernels.advantage(Backend.CPU, Advantages.params(cfg), n, rows.scores, rows.uid, rows.traj, rows.agent,
+                            rows.numUids, rows.numTrajs, k, adv, diag == null ? null : MemorySegment.ofArray(diag), null);
+                } catch (DrmasException e) {
+                    throw new UserError(rows.source + ": " + e.getMessage());
+                }
+                if (kept != null) MemorySegment.copy(adv, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, kept, 0, kept.length);
+            });
             if (output == null) {
                 try {
                     body.writeTo(System.out);
@@ -191,9 +194,8 @@ final class NormalizeCommand implements Callable<Integer> {
                 OutputFile.write(output, body);
             }
             if (summary) {
-                float[] a = SafetensorsRows.copyFloats(adv, n);
                 List<String> names = IntStream.range(0, rows.numAgents).mapToObj(Integer::toString).toList();
-                printSummary(System.err, cfg, rows.source, rows.scoresArray(), rows.agentArray(), a, diag, rows.numUids,
+                printSummary(System.err, cfg, rows.source, rows.scoresArray(), rows.agentArray(), kept, diag, rows.numUids,
                         rows.numTrajs, names);
             }
         }

@@ -4,15 +4,19 @@
 // permissions, and through a symbolic link the link stays and its target is replaced. Anything
 // else (a device such as /dev/full, a FIFO, /dev/stdout) is written in place: renaming over it
 // would replace the device node by a regular file. Every error names the output and is reported;
-// no temporary file is left behind.
+// no temporary file is left behind. Content of a known size (a MappedBody) is produced straight
+// into a mapping of the new file, its blocks reserved first: no buffer of its own, no copy.
 package dev.drmas.cli;
 
 import dev.drmas.train.Durable;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
-import java.nio.channels.WritableByteChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -33,11 +37,31 @@ final class OutputFile {
     }
 
     /**
-     * Content that can also go straight to the file's channel, where there is one: a large off-heap
-     * buffer is then written as it is, not copied through the heap first.
+     * Content of a known size that fills a memory segment: where the output is a new file, the
+     * segment is a mapping of it (the content is computed into the file's pages, never copied
+     * there); elsewhere (a device, a FIFO, stdout) an off-heap buffer, then written. {@code fill}
+     * may throw (a UserError for bad input): the temporary file is removed and the old output kept.
      */
-    interface ChannelBody extends Body {
-        void writeTo(WritableByteChannel ch) throws IOException;
+    interface MappedBody extends Body {
+        long size();
+
+        void fill(MemorySegment dst) throws IOException;
+
+        @Override
+        default void writeTo(OutputStream out) throws IOException {
+            try (Arena arena = Arena.ofConfined()) {
+                long size = size();
+                MemorySegment buf = arena.allocate(Math.max(1, size), 64).asSlice(0, size);
+                fill(buf);
+                byte[] chunk = new byte[(int) Math.min(1 << 20, Math.max(1, size))];
+                for (long off = 0; off < size; off += chunk.length) {
+                    int len = (int) Math.min(chunk.length, size - off);
+                    MemorySegment.copy(buf, ValueLayout.JAVA_BYTE, off, chunk, 0, len);
+                    out.write(chunk, 0, len);
+                }
+                out.flush();
+            }
+        }
     }
 
     /** Writes {@code body} to {@code out} as described above; a failure is a UserError naming {@code out}. */
@@ -79,10 +103,12 @@ final class OutputFile {
         try {
             Files.createDirectories(dir);
             Set<PosixFilePermission> mode = Files.exists(target) ? permissions(target) : null;
-            // CREATE_NEW without attributes: a new file gets the user's umask (createTempFile would make it 0600)
-            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                if (body instanceof ChannelBody c) {
-                    c.writeTo(ch);
+            // CREATE_NEW without attributes: a new file gets the user's umask (createTempFile would make it 0600);
+            // READ as well, which a writable mapping needs
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE,
+                    StandardOpenOption.READ)) {
+                if (body instanceof MappedBody m) {
+                    fillMapped(tmp, ch, m);
                 } else {
                     OutputStream os = Channels.newOutputStream(ch);
                     body.writeTo(os);
@@ -104,6 +130,31 @@ final class OutputFile {
         } catch (RuntimeException e) {
             deleteQuietly(tmp);
             throw e;
+        }
+    }
+
+    /**
+     * The body computed into a mapping of the new, empty file {@code tmp}, once its blocks are
+     * reserved (FileSpace: a store into a page the disk cannot hold would be a SIGBUS in native
+     * code); the pages are written back before the channel's own sync. Where the blocks cannot be
+     * reserved, through a buffer and the channel instead.
+     */
+    private static void fillMapped(Path tmp, FileChannel ch, MappedBody m) throws IOException {
+        long size = m.size();
+        if (!FileSpace.reserve(tmp, size)) {
+            OutputStream os = Channels.newOutputStream(ch);
+            m.writeTo(os);
+            os.flush();
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
+            m.fill(seg);
+            try {
+                seg.force();
+            } catch (UncheckedIOException e) {
+                throw e.getCause();
+            }
         }
     }
 

@@ -4,7 +4,9 @@
 // as slices of the mapping, without a copy; I64 and F64 are narrowed once, with an error naming
 // the tensor and the row where a value does not fit. The ids are the caller's dense ids: each
 // count is the largest id + 1, and ids must lie in [0, rows), so that the kernel's per-segment
-// statistics stay proportional to the rows. The output is one F32 tensor, advantage, row for row.
+// statistics stay proportional to the rows. Checks and narrowing run in chunks on both cores; an
+// error names the first bad row in file order all the same. The output is one F32 tensor,
+// advantage, row for row, which the kernel writes into the output file's own pages (Output).
 package dev.drmas.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -13,14 +15,12 @@ import dev.drmas.model.ModelFileException;
 import dev.drmas.model.SafeTensorsHeader;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.OutputStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.channels.WritableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
@@ -29,6 +29,8 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.LongUnaryOperator;
+import java.util.stream.IntStream;
 
 final class SafetensorsRows implements AutoCloseable {
     /** The tensors a normalize input holds, in the order errors list them. */
@@ -195,21 +197,31 @@ final class SafetensorsRows implements AutoCloseable {
 
     /** Values are checked and narrowed a block at a time through heap arrays, where the loops vectorise. */
     private static final int BLOCK = 1 << 13;
+    /** The columns are checked in chunks of this many values, on both cores (the common pool and the caller). */
+    private static final long CHUNK = 1 << 20;
+
+    /** The largest of {@code chunk}'s answers for the chunks of [0, n) (each the offset of its first value), in parallel. */
+    private static long maxOverChunks(long n, LongUnaryOperator chunk) {
+        int chunks = Math.toIntExact((n + CHUNK - 1) / CHUNK);
+        return IntStream.range(0, chunks).parallel().mapToLong(c -> chunk.applyAsLong(c * CHUNK)).max().orElse(-1);
+    }
 
     /**
      * The count of an int32 id column (largest id + 1) after checking every id is in [0, n). As
      * unsigned numbers the ids are all below n exactly when their unsigned maximum is (a negative
-     * id is a huge unsigned one): one reduction a value.
+     * id is a huge unsigned one): one reduction a value. The first bad row is then found in order.
      */
     private static int countOf(MemorySegment data, long n, String where) {
-        int[] buf = new int[BLOCK];
-        int m = Integer.MIN_VALUE;  // the unsigned maximum, its sign bit flipped so that a signed max computes it
-        for (long off = 0; off < n; off += BLOCK) {
-            int len = (int) Math.min(BLOCK, n - off);
-            MemorySegment.copy(data, I32, 4 * off, buf, 0, len);
-            for (int k = 0; k < len; k++) m = Math.max(m, buf[k] ^ Integer.MIN_VALUE);
-        }
-        long max = Integer.toUnsignedLong(m ^ Integer.MIN_VALUE);
+        long max = maxOverChunks(n, off -> {
+            int[] buf = new int[BLOCK];
+            int m = Integer.MIN_VALUE;  // the unsigned maximum, its sign bit flipped so that a signed max computes it
+            for (long end = Math.min(n, off + CHUNK); off < end; off += BLOCK) {
+                int len = (int) Math.min(BLOCK, end - off);
+                MemorySegment.copy(data, I32, 4 * off, buf, 0, len);
+                for (int k = 0; k < len; k++) m = Math.max(m, buf[k] ^ Integer.MIN_VALUE);
+            }
+            return Integer.toUnsignedLong(m ^ Integer.MIN_VALUE);
+        });
         if (n > 0 && max >= n) {
             for (long i = 0; i < n; i++) {
                 int v = data.get(I32, 4 * i);
@@ -221,31 +233,34 @@ final class SafetensorsRows implements AutoCloseable {
 
     /** int64 ids to int32 in {@code out}, checking each is in [0, n); returns the count. */
     private static int narrow(MemorySegment data, MemorySegment out, long n, String where, long fileOffset) {
-        long[] in = new long[BLOCK];
-        int[] ints = new int[BLOCK];
-        long max = -1;
-        for (long off = 0; off < n; off += BLOCK) {
-            int len = (int) Math.min(BLOCK, n - off);
-            MemorySegment.copy(data, I64, 8 * off, in, 0, len);
-            long lo = Long.MAX_VALUE, hi = Long.MIN_VALUE;
-            for (int k = 0; k < len; k++) {
-                long v = in[k];
-                lo = Math.min(lo, v);
-                hi = Math.max(hi, v);
-                ints[k] = (int) v;
-            }
-            if (lo < 0 || hi >= n) {
+        long max = maxOverChunks(n, off -> {
+            long[] in = new long[BLOCK];
+            int[] ints = new int[BLOCK];
+            long hi = -1;
+            for (long end = Math.min(n, off + CHUNK); off < end; off += BLOCK) {
+                int len = (int) Math.min(BLOCK, end - off);
+                MemorySegment.copy(data, I64, 8 * off, in, 0, len);
+                long lo = Long.MAX_VALUE;
                 for (int k = 0; k < len; k++) {
-                    long v = in[k], i = off + k;
-                    if (v > Integer.MAX_VALUE || v < Integer.MIN_VALUE) {
-                        throw new UserError(where + ": row " + i + " (byte " + (fileOffset + 8 * i) + " of the file) holds " + v
-                                + ", which does not fit int32 (ids are dense, 0..count-1)");
-                    }
-                    if (v < 0 || v >= n) throw outOfRange(where, i, v, n);
+                    long v = in[k];
+                    lo = Math.min(lo, v);
+                    hi = Math.max(hi, v);
+                    ints[k] = (int) v;
                 }
+                if (lo < 0) return Long.MAX_VALUE;  // (a bad chunk: the rows are searched in order below)
+                MemorySegment.copy(ints, 0, out, ValueLayout.JAVA_INT, 4 * off, len);
             }
-            max = Math.max(max, hi);
-            MemorySegment.copy(ints, 0, out, ValueLayout.JAVA_INT, 4 * off, len);
+            return hi;
+        });
+        if (max >= n) {
+            for (long i = 0; i < n; i++) {
+                long v = data.get(I64, 8 * i);
+                if (v > Integer.MAX_VALUE || v < Integer.MIN_VALUE) {
+                    throw new UserError(where + ": row " + i + " (byte " + (fileOffset + 8 * i) + " of the file) holds " + v
+                            + ", which does not fit int32 (ids are dense, 0..count-1)");
+                }
+                if (v < 0 || v >= n) throw outOfRange(where, i, v, n);
+            }
         }
         return (int) (max + 1);
     }
@@ -257,28 +272,31 @@ final class SafetensorsRows implements AutoCloseable {
 
     /** float64 scores to float32, refusing what is not a finite float (as the JSONL reader does). */
     private static void narrowScores(MemorySegment data, MemorySegment out, long n, String where, long fileOffset) {
-        double[] in = new double[BLOCK];
-        float[] fs = new float[BLOCK];
-        for (long off = 0; off < n; off += BLOCK) {
-            int len = (int) Math.min(BLOCK, n - off);
-            MemorySegment.copy(data, F64, 8 * off, in, 0, len);
-            double big = 0;  // NaN-sticky: Math.max returns NaN once one is seen
-            for (int k = 0; k < len; k++) {
-                double v = in[k];
-                big = Math.max(big, Math.abs(v));
-                fs[k] = (float) v;
-            }
-            if (!(big <= Float.MAX_VALUE)) {
+        long bad = maxOverChunks(n, off -> {
+            double[] in = new double[BLOCK];
+            float[] fs = new float[BLOCK];
+            for (long end = Math.min(n, off + CHUNK); off < end; off += BLOCK) {
+                int len = (int) Math.min(BLOCK, end - off);
+                MemorySegment.copy(data, F64, 8 * off, in, 0, len);
+                double big = 0;  // NaN-sticky: Math.max returns NaN once one is seen
                 for (int k = 0; k < len; k++) {
                     double v = in[k];
-                    if (!(Math.abs(v) <= Float.MAX_VALUE)) {
-                        long i = off + k;
-                        throw new UserError(where + ": row " + i + " (byte " + (fileOffset + 8 * i) + " of the file) = " + v
-                                + " is not a finite float");
-                    }
+                    big = Math.max(big, Math.abs(v));
+                    fs[k] = (float) v;
+                }
+                if (!(big <= Float.MAX_VALUE)) return 1;  // (the rows are searched in order below)
+                MemorySegment.copy(fs, 0, out, ValueLayout.JAVA_FLOAT, 4 * off, len);
+            }
+            return 0;
+        });
+        if (bad > 0) {
+            for (long i = 0; i < n; i++) {
+                double v = data.get(F64, 8 * i);
+                if (!(Math.abs(v) <= Float.MAX_VALUE)) {
+                    throw new UserError(where + ": row " + i + " (byte " + (fileOffset + 8 * i) + " of the file) = " + v
+                            + " is not a finite float");
                 }
             }
-            MemorySegment.copy(fs, 0, out, ValueLayout.JAVA_FLOAT, 4 * off, len);
         }
     }
 
@@ -328,38 +346,35 @@ final class SafetensorsRows implements AutoCloseable {
         return b.array();
     }
 
-    /** Writes header + {@code adv} (n floats): straight from the off-heap buffer to a channel, through a small buffer to a stream. */
-    static final class Output implements OutputFile.ChannelBody {
+    /**
+     * The output: the header, then the n advantages, which {@code compute} writes into the 4n bytes
+     * after it: the new file's own pages for -o, a buffer for stdout or a device (OutputFile).
+     * The header is a multiple of 8 bytes long, so the advantages are as aligned as the segment.
+     */
+    static final class Output implements OutputFile.MappedBody {
+        interface Compute {
+            void into(MemorySegment adv);
+        }
+
         private final byte[] header;
-        private final MemorySegment adv;
+        private final long n;
+        private final Compute compute;
 
-        Output(byte[] header, MemorySegment adv) {
+        Output(byte[] header, long n, Compute compute) {
             this.header = header;
-            this.adv = adv;
+            this.n = n;
+            this.compute = compute;
         }
 
         @Override
-        public void writeTo(WritableByteChannel ch) throws IOException {
-            ByteBuffer h = ByteBuffer.wrap(header);
-            while (h.hasRemaining()) ch.write(h);
-            long size = adv.byteSize();
-            for (long off = 0; off < size; off += 1 << 30) {
-                ByteBuffer b = adv.asSlice(off, Math.min(1 << 30, size - off)).asByteBuffer();
-                while (b.hasRemaining()) ch.write(b);
-            }
+        public long size() {
+            return header.length + 4 * n;
         }
 
         @Override
-        public void writeTo(OutputStream os) throws IOException {
-            os.write(header);
-            byte[] buf = new byte[1 << 20];
-            long size = adv.byteSize();
-            for (long off = 0; off < size; off += buf.length) {
-                int len = (int) Math.min(buf.length, size - off);
-                MemorySegment.copy(adv, ValueLayout.JAVA_BYTE, off, buf, 0, len);
-                os.write(buf, 0, len);
-            }
-            os.flush();
+        public void fill(MemorySegment dst) {
+            MemorySegment.copy(header, 0, dst, ValueLayout.JAVA_BYTE, 0, header.length);
+            compute.into(dst.asSlice(header.length, 4 * n));
         }
     }
 }

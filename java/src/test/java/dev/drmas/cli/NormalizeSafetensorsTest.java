@@ -274,6 +274,108 @@ class NormalizeSafetensorsTest {
     }
 
     @Test
+    void stdoutGetsTheFilesBytesAndAFailedRunKeepsTheOldOutputWhole() throws Exception {
+        Rows rows = Rows.make(9, 5);
+        Path st = dir.resolve("rows.safetensors"), out = dir.resolve("adv.safetensors");
+        Files.write(st, saveFile(rows.tensors(false, false)));
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        assertEquals(0, r.exit(), r.err());
+        byte[] file = Files.readAllBytes(out);
+        readOutput(out, rows.uid().length);
+        // to stdout (a buffer, then written): the same bytes as the file (its mapping)
+        PrintStream saved = System.out;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(captured, true));
+        try {
+            r = Cli.run("normalize", "--mode", "drmas", st.toString());
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, r.exit(), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(file, captured.toByteArray());
+        // the kernel refuses a NaN score after the new file was mapped: the old output stays as it was
+        double[] nan = rows.score().clone();
+        nan[rows.score().length - 2] = Double.NaN;
+        Map<String, T> t = rows.tensors(false, false);
+        t.put("score", scores(nan, false));
+        Path bad = dir.resolve("bad.safetensors");
+        Files.write(bad, saveFile(t));
+        r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), bad.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("is not finite"), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(file, Files.readAllBytes(out), "the old output is kept");
+        try (var files = Files.list(dir)) {
+            assertEquals(List.of("adv.safetensors", "bad.safetensors", "rows.safetensors"),
+                    files.map(f -> f.getFileName().toString()).sorted().toList(), "no temporary file is left");
+        }
+    }
+
+    /**
+     * Over a million rows the columns are checked and narrowed in chunks on both cores: every value
+     * still arrives (the same advantages from int64/float64 as from int32/float32), and where two
+     * chunks hold bad values the error names the earlier row, as a check in order would.
+     */
+    @Test
+    void columnsCheckedInChunksGiveTheSameAdvantagesAndNameTheFirstBadRow() throws Exception {
+        int n = 2_200_000;  // three chunks of at most 1M values
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        double[] score = new double[n];
+        SplittableRandom rng = new SplittableRandom(11);
+        for (int i = 0; i < n; i++) {
+            uid[i] = i / 40;
+            traj[i] = i / 5;
+            agent[i] = i % 2;
+            score[i] = rng.nextInt(5) * 0.25;
+        }
+        Path small = dir.resolve("i32.safetensors"), wide = dir.resolve("i64.safetensors");
+        Map<String, T> t = new LinkedHashMap<>();
+        t.put("uid", ids(uid, false));
+        t.put("traj", ids(traj, false));
+        t.put("agent", ids(agent, false));
+        t.put("score", scores(score, false));
+        Files.write(small, saveFile(t));
+        t.put("traj", ids(traj, true));
+        t.put("score", scores(score, true));  // quarters: exact in float32
+        Files.write(wide, saveFile(t));
+        Path o1 = dir.resolve("o1.safetensors"), o2 = dir.resolve("o2.safetensors");
+        assertEquals(0, Cli.run("normalize", "--mode", "drmas", "-o", o1.toString(), small.toString()).exit());
+        assertEquals(0, Cli.run("normalize", "--mode", "drmas", "-o", o2.toString(), wide.toString()).exit());
+        float[] a = readOutput(o1, n), b = readOutput(o2, n);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(a, b);
+        assertTrue(a[n - 1] != 0 && a[1_500_001] != 0, "the last chunks' rows are normalised too");
+
+        int[] badUid = uid.clone();
+        badUid[2_100_000] = n;
+        badUid[1_300_000] = -1;
+        t.put("uid", ids(badUid, false));
+        t.put("traj", ids(traj, false));
+        t.put("score", scores(score, false));
+        assertFirstBadRow(t, "tensor 'uid': row 1300000 holds -1");
+        long[] badTraj = new long[n];
+        for (int i = 0; i < n; i++) badTraj[i] = traj[i];
+        badTraj[2_150_000] = 1L << 40;
+        badTraj[1_100_000] = n;
+        t.put("uid", ids(uid, false));
+        t.put("traj", longs(badTraj));
+        assertFirstBadRow(t, "tensor 'traj': row 1100000 holds " + n + ", but ids must lie in [0, " + n + ")");
+        double[] badScore = score.clone();
+        badScore[2_000_001] = Double.POSITIVE_INFINITY;
+        badScore[1_500_000] = 1e300;
+        t.put("traj", ids(traj, false));
+        t.put("score", scores(badScore, true));
+        assertFirstBadRow(t, "tensor 'score': row 1500000 (byte ");
+    }
+
+    private void assertFirstBadRow(Map<String, T> t, String message) throws Exception {
+        Path bad = dir.resolve("bad.safetensors"), out = dir.resolve("never.safetensors");
+        Files.write(bad, saveFile(t));
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), bad.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(message), r.err());
+        assertFalse(Files.exists(out));
+    }
+
+    @Test
     void noRows() throws Exception {
         Rows empty = new Rows(new int[0], new int[0], new int[0], new double[0]);
         Path st = dir.resolve("empty.safetensors"), out = dir.resolve("adv.safetensors");

@@ -2,7 +2,9 @@
 // and the normalize list): -o on a device, a FIFO, a symbolic link and an existing file keeps what
 // it points at and its mode; write errors and closed or broken standard streams end non-zero with
 // a message naming the output, in child JVMs with real descriptors; a closed stdin is refused (it
-// crashed the JVM); duplicate keys and bad UTF-8 are named by line; a temporary file never stays.
+// crashed the JVM); duplicate keys and bad UTF-8 are named by line; a temporary file never stays;
+// a safetensors output, computed into a mapping of the new file, meets a file-size limit or a full
+// file system with an error, not a SIGBUS.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -133,6 +135,60 @@ class OutputSafetyTest {
         } finally {
             run(List.of("chattr", "-i", out.toString()));
         }
+    }
+
+    @Test
+    @Timeout(120)
+    void aSafetensorsOutputTheDiskCannotHoldIsAnErrorNotACrash() throws Exception {
+        // The advantages are computed into a mapping of the new file; a page the disk cannot back
+        // would be a SIGBUS in native code. Its blocks are reserved first, so a file-size limit (as a
+        // full disk) is an error naming the output before anything is computed, with no file left.
+        var rows = NormalizeSafetensorsTest.Rows.make(2500, 3);  // ~100K rows: ~400 KB of advantages
+        Path in = dir.resolve("rows.safetensors");
+        Files.write(in, NormalizeSafetensorsTest.saveFile(rows.tensors(false, false)));
+        Child.Result r = Child.shell(dir, "ulimit -f 256;", "", 60, "normalize", "--mode", "drmas", "-o", "adv.safetensors", in.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("adv.safetensors: cannot write: File too large"), r.err());
+        assertEquals(List.of(), others("rows.safetensors"), "no output and no temporary file");
+        // without the limit the same command writes it
+        Child.Result ok = Child.shell(dir, "", "", 60, "normalize", "--mode", "drmas", "-o", "adv.safetensors", in.toString());
+        assertEquals(0, ok.exit(), ok.err());
+        assertTrue(Files.size(dir.resolve("adv.safetensors")) > 4L * rows.uid().length);
+    }
+
+    @Test
+    @Timeout(120)
+    void aFullDiskUnderTheMappedOutputIsAnErrorNotACrash() throws Exception {
+        // A full file system (a 256 KiB tmpfs) under a ~400 KB output: without the reservation the
+        // kernel's first store past the free space was a SIGBUS in libdrmas, and the JVM died.
+        Path tiny = Files.createDirectory(dir.resolve("tiny"));
+        assumeTrue(run(List.of("mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", tiny.toString())),
+                "mounting a tmpfs needs root (CAP_SYS_ADMIN); skipped");
+        try {
+            var rows = NormalizeSafetensorsTest.Rows.make(2500, 3);
+            Path in = dir.resolve("rows.safetensors");
+            Files.write(in, NormalizeSafetensorsTest.saveFile(rows.tensors(false, false)));
+            Path out = tiny.resolve("adv.safetensors");
+            Child.Result r = Child.shell(dir, "", "", 60, "normalize", "--mode", "drmas", "-o", out.toString(), in.toString());
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains(out + ": cannot write: No space left on device"), r.err());
+            try (Stream<Path> left = Files.list(tiny)) {
+                assertEquals(List.of(), left.toList(), "no output and no temporary file");
+            }
+        } finally {
+            run(List.of("umount", tiny.toString()));
+        }
+    }
+
+    @Test
+    void fileSpaceReservesAFilesBlocksHere() throws Exception {
+        Path f = Files.createFile(dir.resolve("space.bin"));
+        assertTrue(FileSpace.reserve(f, 3 << 20), "posix_fallocate links and works on this Linux file system");
+        assertEquals(3 << 20, Files.size(f));
+        Process p = new ProcessBuilder("stat", "-c", "%b %B", f.toString()).start();
+        String[] st = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim().split(" ");
+        assertEquals(0, p.waitFor());
+        assertTrue(Long.parseLong(st[0]) * Long.parseLong(st[1]) >= 3 << 20, "blocks allocated: " + String.join(" ", st));
     }
 
     @Test
