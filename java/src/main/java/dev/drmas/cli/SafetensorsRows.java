@@ -158,7 +158,7 @@ final class SafetensorsRows implements AutoCloseable {
                 counts[c] = countOf(data, n, where);
                 cols[c] = aligned(data, arena);
             } else {
-                cols[c] = arena.allocate(4 * Math.max(1, n), 64);
+                cols[c] = RawMemory.allocate(arena, 4 * Math.max(1, n));  // every value is written by narrow
                 counts[c] = narrow(data, cols[c], n, where, t[c].offset());
             }
         }
@@ -166,7 +166,7 @@ final class SafetensorsRows implements AutoCloseable {
         if (t[3].dtype().equals("F32")) {
             cols[3] = aligned(sdata, arena);
         } else {
-            cols[3] = arena.allocate(4 * Math.max(1, n), 64);
+            cols[3] = RawMemory.allocate(arena, 4 * Math.max(1, n));  // every value is written by narrowScores
             narrowScores(sdata, cols[3], n, name + ": tensor 'score'", t[3].offset());
         }
         long segments = (long) counts[0] * Math.max(1, counts[2]);
