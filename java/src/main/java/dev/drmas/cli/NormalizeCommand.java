@@ -20,6 +20,7 @@ import java.io.PrintStream;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -158,21 +159,23 @@ final class NormalizeCommand implements Callable<Integer> {
         }
     }
 
-    private Integer safetensors(NormConfig cfg) {
+    private Integer safetensors(NormConfig cfg) throws IOException {
+        // rows sorted as rollouts write them go through small buffers, chunk by chunk, where the output
+        // is a file replaced by rename (a chunk this path does not cover falls back to the code below,
+        // before anything is renamed into place); --summary needs every row at once
+        if (output != null && !summary && Files.isRegularFile(input) && OutputFile.replacesByRename(output)) {
+            try {
+                if (SafetensorsStream.normalize(input, output, cfg, n -> outputMetadata(cfg, n))) return 0;
+            } catch (SafetensorsStream.Fallback e) {
+                // the whole-file path: the same advantages for what it covers, and the errors as ever
+            }
+        }
         try (SafetensorsRows rows = SafetensorsRows.open(input)) {
             long n = rows.n;
             int k = Math.max(1, rows.numAgents);
             double[] diag = summary ? new double[Math.multiplyExact(Math.multiplyExact(rows.numUids, k), AbiIndices.DIAG_FIELDS)] : null;
             float[] kept = summary ? new float[Math.toIntExact(n)] : null;  // the advantages, for the summary after the write
-            Map<String, String> meta = new LinkedHashMap<>();
-            meta.put("producer", "drmas normalize");
-            meta.put("mode", cfg.mode().configName());
-            meta.put("global_pooling", cfg.globalPooling().configName());
-            meta.put("singleton", cfg.singleton().configName());
-            meta.put("std", cfg.unbiased() ? "unbiased" : "biased");
-            meta.put("scale_by_std", Boolean.toString(cfg.scaleByStd()));
-            meta.put("eps", Double.toString(cfg.eps()));
-            meta.put("rows", Long.toString(n));
+            Map<String, String> meta = outputMetadata(cfg, n);
             // the kernel writes the advantages where the output holds them (for -o, the new file's
             // mapping); an error there leaves no output, as before any write
             var body = new SafetensorsRows.Output(SafetensorsRows.outputHeader(n, meta), n, adv -> {
@@ -200,6 +203,20 @@ final class NormalizeCommand implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /** The safetensors output's __metadata__: the normalisation and the row count. */
+    static Map<String, String> outputMetadata(NormConfig cfg, long n) {
+        Map<String, String> meta = new LinkedHashMap<>();
+        meta.put("producer", "drmas normalize");
+        meta.put("mode", cfg.mode().configName());
+        meta.put("global_pooling", cfg.globalPooling().configName());
+        meta.put("singleton", cfg.singleton().configName());
+        meta.put("std", cfg.unbiased() ? "unbiased" : "biased");
+        meta.put("scale_by_std", Boolean.toString(cfg.scaleByStd()));
+        meta.put("eps", Double.toString(cfg.eps()));
+        meta.put("rows", Long.toString(n));
+        return meta;
     }
 
     static void printSummary(PrintStream err, NormConfig cfg, String source, float[] scores, int[] agent, float[] adv,

@@ -17,6 +17,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
@@ -34,6 +35,17 @@ final class OutputFile {
     /** What writes the content; it may throw IOException or OutputFailure. */
     interface Body {
         void writeTo(OutputStream out) throws IOException;
+    }
+
+    /** Content written to a channel: the file's own where there is one (no copy through the heap). */
+    interface ChannelBody extends Body {
+        void writeTo(WritableByteChannel ch) throws IOException;
+
+        @Override
+        default void writeTo(OutputStream out) throws IOException {
+            writeTo(Channels.newChannel(out));
+            out.flush();
+        }
     }
 
     /**
@@ -74,6 +86,11 @@ final class OutputFile {
         }
     }
 
+    /** Whether {@code write} replaces {@code out} by a rename (nothing of a failed write is seen there). */
+    static boolean replacesByRename(Path out) {
+        return !Files.isDirectory(out) && !(Files.exists(out) && !Files.isRegularFile(out) || special(out));
+    }
+
     /** /dev/stdout, /dev/fd/N, /proc/self/fd/N: names of open descriptors, which a rename must not replace. */
     private static boolean special(Path out) {
         Path abs = out.toAbsolutePath().normalize();
@@ -109,6 +126,8 @@ final class OutputFile {
                     StandardOpenOption.READ)) {
                 if (body instanceof MappedBody m) {
                     fillMapped(tmp, ch, m);
+                } else if (body instanceof ChannelBody c) {
+                    c.writeTo(ch);
                 } else {
                     OutputStream os = Channels.newOutputStream(ch);
                     body.writeTo(os);

@@ -116,39 +116,8 @@ final class SafetensorsRows implements AutoCloseable {
 
     /** The rows of the safetensors bytes {@code seg}; errors name {@code name}. */
     static SafetensorsRows from(String name, Path file, MemorySegment seg, Arena arena) {
-        SafeTensorsHeader.Parsed h;
-        try {
-            h = SafeTensorsHeader.parse(file, seg, SafeTensorsHeader.ALL_DTYPES);
-        } catch (ModelFileException e) {
-            throw new UserError(e.getMessage(), e);
-        }
-        SafeTensorsHeader.Tensor[] t = new SafeTensorsHeader.Tensor[4];
-        for (SafeTensorsHeader.Tensor x : h.tensors()) {
-            int c = Arrays.asList(COLUMNS).indexOf(x.name());
-            if (c >= 0) t[c] = x;
-        }
-        for (int c = 0; c < 4; c++) {
-            if (t[c] == null) {
-                throw new UserError(name + ": no tensor '" + COLUMNS[c] + "' (a normalize input holds uid, traj and agent, "
-                        + "I32 or I64, and score, F32 or F64, each of shape [rows]; it has " + names(h) + ")");
-            }
-            String want = c < 3 ? "I32 or I64" : "F32 or F64";
-            String d = t[c].dtype();
-            if (c < 3 ? !d.equals("I32") && !d.equals("I64") : !d.equals("F32") && !d.equals("F64")) {
-                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' is " + d + "; it must be " + want);
-            }
-            if (t[c].shape().length != 1) {
-                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' has shape " + Arrays.toString(t[c].shape())
-                        + "; it must be 1-D, one value a row");
-            }
-        }
+        SafeTensorsHeader.Tensor[] t = columns(name, file, seg);
         long n = t[0].shape()[0];
-        for (int c = 1; c < 4; c++) {
-            if (t[c].shape()[0] != n) {
-                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' has " + t[c].shape()[0] + " rows, but 'uid' has " + n
-                        + " (every tensor holds one value a row)");
-            }
-        }
         MemorySegment[] cols = new MemorySegment[4];
         int[] counts = new int[3];
         for (int c = 0; c < 3; c++) {
@@ -178,6 +147,46 @@ final class SafetensorsRows implements AutoCloseable {
         SafetensorsRows rows = new SafetensorsRows(name, arena, n, cols, counts);
         for (int c = 0; c < 4; c++) rows.dtypes.put(COLUMNS[c], t[c].dtype());
         return rows;
+    }
+
+    /**
+     * The uid, traj, agent and score tensors of the safetensors bytes {@code seg} (only the header is
+     * read), checked: present, of the allowed dtypes, 1-D, of one length; errors name {@code name}.
+     */
+    static SafeTensorsHeader.Tensor[] columns(String name, Path file, MemorySegment seg) {
+        SafeTensorsHeader.Parsed h;
+        try {
+            h = SafeTensorsHeader.parse(file, seg, SafeTensorsHeader.ALL_DTYPES);
+        } catch (ModelFileException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+        SafeTensorsHeader.Tensor[] t = new SafeTensorsHeader.Tensor[4];
+        for (SafeTensorsHeader.Tensor x : h.tensors()) {
+            int c = Arrays.asList(COLUMNS).indexOf(x.name());
+            if (c >= 0) t[c] = x;
+        }
+        for (int c = 0; c < 4; c++) {
+            if (t[c] == null) {
+                throw new UserError(name + ": no tensor '" + COLUMNS[c] + "' (a normalize input holds uid, traj and agent, "
+                        + "I32 or I64, and score, F32 or F64, each of shape [rows]; it has " + names(h) + ")");
+            }
+            String want = c < 3 ? "I32 or I64" : "F32 or F64";
+            String d = t[c].dtype();
+            if (c < 3 ? !d.equals("I32") && !d.equals("I64") : !d.equals("F32") && !d.equals("F64")) {
+                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' is " + d + "; it must be " + want);
+            }
+            if (t[c].shape().length != 1) {
+                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' has shape " + Arrays.toString(t[c].shape())
+                        + "; it must be 1-D, one value a row");
+            }
+        }
+        for (int c = 1; c < 4; c++) {
+            if (t[c].shape()[0] != t[0].shape()[0]) {
+                throw new UserError(name + ": tensor '" + COLUMNS[c] + "' has " + t[c].shape()[0] + " rows, but 'uid' has " + t[0].shape()[0]
+                        + " (every tensor holds one value a row)");
+            }
+        }
+        return t;
     }
 
     private static String names(SafeTensorsHeader.Parsed h) {

@@ -375,6 +375,145 @@ class NormalizeSafetensorsTest {
         assertFalse(Files.exists(out));
     }
 
+    /** Runs {@code body} with chunks of {@code rows} rows (SafetensorsStream.chunkRows). */
+    static <X> X withChunkRows(int rows, java.util.concurrent.Callable<X> body) throws Exception {
+        String key = "drmas.normalize.chunkRows", old = System.getProperty(key);
+        System.setProperty(key, Integer.toString(rows));
+        try {
+            return body.call();
+        } finally {
+            if (old == null) System.clearProperty(key); else System.setProperty(key, old);
+        }
+    }
+
+    static dev.drmas.algo.NormConfig config(String... flags) {
+        NormalizeCommand c = new NormalizeCommand();
+        new picocli.CommandLine(c).parseArgs(java.util.stream.Stream.concat(java.util.Arrays.stream(flags), Stream.of("x")).toArray(String[]::new));
+        return c.config();
+    }
+
+    /**
+     * Sorted rows in chunks of whole uid runs (SafetensorsStream, called directly so that a fallback
+     * cannot hide) give the whole-file output byte for byte: each mode and pooling, every dtype pair,
+     * uids and trajectories with ids between them that have no rows, chunks of 200-odd rows.
+     */
+    @ParameterizedTest(name = "{0} {1}, ids {2}, scores {3}, gaps {4}")
+    @CsvSource({"drmas,trajectories,I32,F32,false", "grpo,trajectories,I64,F64,true", "agent-mean,rows,I32,F64,true",
+            "agent-std,trajectories,I64,F32,false", "drmas,rows,I32,F32,true"})
+    void sortedRowsInChunksGiveTheWholeFilesOutput(String mode, String pooling, String idType, String scoreType, boolean gaps)
+            throws Exception {
+        Rows rows = Rows.make(300, 17);
+        int n = rows.uid().length;
+        if (gaps) {
+            for (int i = 0; i < n; i++) {
+                rows.uid()[i] = 2 * rows.uid()[i] + 1;  // every other uid without rows, and uid 0
+                rows.traj()[i] = 3 * rows.traj()[i];
+            }
+        }
+        boolean i64 = idType.equals("I64"), f64 = scoreType.equals("F64");
+        Path st = dir.resolve("rows.safetensors"), whole = dir.resolve("whole.safetensors"), chunked = dir.resolve("chunked.safetensors");
+        Files.write(st, saveFile(rows.tensors(i64, f64)));
+        String[] flags = {"--mode", mode, "--global-pooling", pooling};
+        List<String> args = new ArrayList<>(List.of("normalize"));
+        args.addAll(List.of(flags));
+        args.addAll(List.of("-o", whole.toString(), st.toString()));
+        Cli.Run r = Cli.run(args.toArray(String[]::new));  // n rows < two chunks of the default size: the whole-file path
+        assertEquals(0, r.exit(), r.err());
+        NormConfigHolder.cfg = config(flags);
+        boolean done = withChunkRows(211, () -> SafetensorsStream.normalize(st, chunked, NormConfigHolder.cfg,
+                k -> NormalizeCommand.outputMetadata(NormConfigHolder.cfg, k)));
+        assertTrue(done, "the chunked path ran");
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(whole), Files.readAllBytes(chunked));
+        float[] a = readOutput(chunked, n);
+        long nonZero = 0;
+        for (float x : a) nonZero += x != 0 ? 1 : 0;
+        assertTrue(nonZero > n / 2, "advantages that are not all 0: " + nonZero);
+    }
+
+    /** (a holder, so that the lambdas above read a config set in the test) */
+    static final class NormConfigHolder {
+        static dev.drmas.algo.NormConfig cfg;
+    }
+
+    /**
+     * What the chunked path does not cover falls back, with nothing of it left: rows out of order
+     * (then the whole-file path's advantages, through the command), a uid with more rows than a chunk,
+     * and errors in a late chunk, which the command then reports exactly as the whole-file path does.
+     */
+    @Test
+    void whatTheChunksDoNotCoverFallsBackToTheWholeFilePath() throws Exception {
+        Rows rows = Rows.make(300, 23);
+        int n = rows.uid().length;
+        dev.drmas.algo.NormConfig cfg = config("--mode", "drmas");
+        java.util.function.Function<Map<String, T>, String> fallback = t -> {
+            try {
+                Path in = dir.resolve("in.safetensors"), out = dir.resolve("never.safetensors");
+                Files.write(in, saveFile(t));
+                try {
+                    withChunkRows(211, () -> SafetensorsStream.normalize(in, out, cfg, k -> NormalizeCommand.outputMetadata(cfg, k)));
+                } catch (SafetensorsStream.Fallback e) {
+                    assertFalse(Files.exists(out), "nothing of a fallen-back run is left");
+                    try (var files = Files.list(dir)) {
+                        assertEquals(0, files.filter(f -> f.getFileName().toString().endsWith(".tmp")).count());
+                    }
+                    return e.getMessage();
+                }
+                return "no fallback";
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        };
+        // uids in descending order (each uid's rows together): the whole-file path handles the order
+        Rows rev = new Rows(new int[n], new int[n], new int[n], new double[n]);
+        for (int i = 0; i < n; i++) {
+            rev.uid()[i] = 299 - rows.uid()[i];
+            rev.traj()[i] = rows.traj()[i];
+            rev.agent()[i] = rows.agent()[i];
+            rev.score()[i] = rows.score()[i];
+        }
+        assertEquals("rows not sorted by uid and trajectory", fallback.apply(rev.tensors(false, false)));
+        Path st = dir.resolve("rev.safetensors"), viaCli = dir.resolve("cli.safetensors"), whole = dir.resolve("whole.safetensors");
+        Files.write(st, saveFile(rev.tensors(false, false)));
+        assertEquals(0, Cli.run("normalize", "--mode", "drmas", "-o", whole.toString(), st.toString()).exit());
+        Cli.Run r = withChunkRows(211, () -> Cli.run("normalize", "--mode", "drmas", "-o", viaCli.toString(), st.toString()));
+        assertEquals(0, r.exit(), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(whole), Files.readAllBytes(viaCli));
+        // a uid with more rows than a chunk
+        Rows one = new Rows(new int[n], rows.traj().clone(), rows.agent().clone(), rows.score().clone());
+        for (int i = 0; i < n; i++) one.uid()[i] = i < 500 ? 0 : 1 + rows.uid()[i];
+        for (int i = 0; i < 500; i++) one.traj()[i] = 0;
+        assertEquals("a uid with more rows than a chunk", fallback.apply(one.tensors(true, false)));
+        // a NaN score in the last chunks: the kernel refuses that chunk, the command names the row as ever
+        double[] nan = rows.score().clone();
+        nan[n - 3] = Double.NaN;
+        Map<String, T> t = rows.tensors(false, false);
+        t.put("score", scores(nan, false));
+        assertTrue(fallback.apply(t).startsWith("the kernel refused a chunk"));
+        Files.write(st, saveFile(t));
+        r = withChunkRows(211, () -> Cli.run("normalize", "--mode", "drmas", "-o", viaCli.toString(), st.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("scores[" + (n - 3) + "] is not finite"), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(whole), Files.readAllBytes(viaCli), "the old output is kept");
+        // an int64 id out of range, and a trajectory that goes on in the next uid (across a chunk's edge or not)
+        long[] big = new long[n];
+        for (int i = 0; i < n; i++) big[i] = rows.agent()[i];
+        big[n - 5] = n;
+        t = rows.tensors(true, true);
+        t.put("agent", longs(big));
+        assertEquals("an id out of range", fallback.apply(t));
+        int[] cross = rows.traj().clone();
+        int at = n - 1;
+        while (rows.uid()[at] == rows.uid()[n - 1]) at--;  // the last row of the second-to-last uid
+        for (int i = at + 1; i < n; i++) cross[i] = cross[i] - 1;  // the last uid's first trajectory is the previous uid's last
+        t = rows.tensors(false, false);
+        t.put("traj", ids(cross, false));
+        assertEquals("rows not sorted by uid and trajectory", fallback.apply(t));
+        Files.write(st, saveFile(t));
+        r = withChunkRows(211, () -> Cli.run("normalize", "--mode", "drmas", "-o", viaCli.toString(), st.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("has uid"), r.err());
+    }
+
     @Test
     void noRows() throws Exception {
         Rows empty = new Rows(new int[0], new int[0], new int[0], new double[0]);

@@ -175,6 +175,14 @@ class OutputSafetyTest {
             try (Stream<Path> left = Files.list(tiny)) {
                 assertEquals(List.of(), left.toList(), "no output and no temporary file");
             }
+            // the same through the chunked path (sorted rows in chunks, written with positional writes)
+            Run chunked = NormalizeSafetensorsTest.withChunkRows(1000,
+                    () -> run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()));
+            assertEquals(1, chunked.exit(), chunked.err());
+            assertTrue(chunked.err().contains(out + ": cannot write: No space left on device"), chunked.err());
+            try (Stream<Path> left = Files.list(tiny)) {
+                assertEquals(List.of(), left.toList(), "no output and no temporary file");
+            }
         } finally {
             run(List.of("umount", tiny.toString()));
         }
