@@ -29,6 +29,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.LongUnaryOperator;
 import java.util.stream.IntStream;
 
@@ -37,10 +38,11 @@ final class SafetensorsRows implements AutoCloseable {
     static final String[] COLUMNS = {"uid", "traj", "agent", "score"};
     /** More (uid, agent) segments a row than this is not a dense numbering but ids spread over a range. */
     static final long MAX_SEGMENTS_PER_ROW = 64;
-    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    // the file's little-endian values, at any alignment (SafetensorsStream reads the same ones)
+    static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     final String source;
     final long n;
@@ -361,15 +363,11 @@ final class SafetensorsRows implements AutoCloseable {
      * The header is a multiple of 8 bytes long, so the advantages are as aligned as the segment.
      */
     static final class Output implements OutputFile.MappedBody {
-        interface Compute {
-            void into(MemorySegment adv);
-        }
-
         private final byte[] header;
         private final long n;
-        private final Compute compute;
+        private final Consumer<MemorySegment> compute;
 
-        Output(byte[] header, long n, Compute compute) {
+        Output(byte[] header, long n, Consumer<MemorySegment> compute) {
             this.header = header;
             this.n = n;
             this.compute = compute;
@@ -383,7 +381,7 @@ final class SafetensorsRows implements AutoCloseable {
         @Override
         public void fill(MemorySegment dst) {
             MemorySegment.copy(header, 0, dst, ValueLayout.JAVA_BYTE, 0, header.length);
-            compute.into(dst.asSlice(header.length, 4 * n));
+            compute.accept(dst.asSlice(header.length, 4 * n));
         }
     }
 }

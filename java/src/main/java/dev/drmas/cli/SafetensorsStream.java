@@ -17,6 +17,10 @@
 // order). NormalizeSafetensorsTest compares both paths on multi-chunk inputs.
 package dev.drmas.cli;
 
+import static dev.drmas.cli.SafetensorsRows.F64;
+import static dev.drmas.cli.SafetensorsRows.I32;
+import static dev.drmas.cli.SafetensorsRows.I64;
+
 import dev.drmas.algo.Advantages;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.bindings.Backend;
@@ -28,7 +32,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -51,11 +54,6 @@ final class SafetensorsStream {
     static int chunkRows() {
         return Math.max(64, Integer.getInteger("drmas.normalize.chunkRows", 1 << 16));
     }
-
-    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final ValueLayout.OfDouble F64 = ValueLayout.JAVA_DOUBLE_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /**
      * Normalises {@code input} (a regular file) into {@code output} (replaced by rename: OutputFile)
@@ -155,7 +153,7 @@ final class SafetensorsStream {
         final int cap;
         final boolean[] wide = new boolean[4];
         final MemorySegment[] raw = new MemorySegment[4];  // a chunk of each column as the file holds it
-        final MemorySegment uid, traj, agent, score, adv;  // the kernel's int32/float32 columns
+        final MemorySegment uid, traj, agent, narrowed, adv;  // the kernel's int32 columns, float64 scores as float32
         final int[] u, tr, ag;
         final long[] w;
         final double[] d;
@@ -174,7 +172,7 @@ final class SafetensorsStream {
             uid = arena.allocate(4L * cap, 64);
             traj = arena.allocate(4L * cap, 64);
             agent = arena.allocate(4L * cap, 64);
-            score = arena.allocate(4L * cap, 64);
+            narrowed = arena.allocate(4L * cap, 64);
             adv = arena.allocate(4L * cap, 64);
             u = new int[cap];
             tr = new int[cap];
@@ -255,7 +253,7 @@ final class SafetensorsStream {
             while (r < hi) {
                 if (failed.get()) throw new Stopped();
                 int len = (int) Math.min(cap, hi - r);
-                for (int k = 0; k < 4; k++) read(k, r, len);
+                read(0, r, len);
                 ids(0, len, u);
                 int rows = len;
                 if (r + len < hi) {  // end at the last uid run that starts in the chunk
@@ -263,6 +261,7 @@ final class SafetensorsStream {
                     while (rows > 0 && u[rows] == u[rows - 1]) rows--;
                     if (rows == 0) throw new Fallback("a uid with more rows than a chunk");
                 }
+                for (int k = 1; k < 4; k++) read(k, r, rows);  // the rest of the columns for the whole runs only
                 ids(1, rows, tr);
                 ids(2, rows, ag);
                 // sorted as rollouts write them: uids ascending, trajectory ids ascending and changing
@@ -289,7 +288,9 @@ final class SafetensorsStream {
                 MemorySegment.copy(u, 0, uid, ValueLayout.JAVA_INT, 0, rows);
                 MemorySegment.copy(tr, 0, traj, ValueLayout.JAVA_INT, 0, rows);
                 MemorySegment.copy(ag, 0, agent, ValueLayout.JAVA_INT, 0, rows);
+                MemorySegment score = raw[3];  // float32 scores as the file holds them (the kernel checks them)
                 if (wide[3]) {
+                    score = narrowed;
                     MemorySegment.copy(raw[3], F64, 0, d, 0, rows);
                     double big = 0;  // NaN-sticky
                     for (int i = 0; i < rows; i++) {
@@ -298,8 +299,6 @@ final class SafetensorsStream {
                     }
                     if (!(big <= Float.MAX_VALUE)) throw new Fallback("a score that is not a finite float");
                     MemorySegment.copy(f, 0, score, ValueLayout.JAVA_FLOAT, 0, rows);
-                } else {
-                    MemorySegment.copy(raw[3], 0, score, 0, 4L * rows);
                 }
                 try {
                     Kernels.advantage(Backend.CPU, params, rows, score, uid, traj, agent, numUids, numTrajs, Math.max(1, numAgents),
