@@ -1534,10 +1534,31 @@ static void test_loss_nan_valid_token() {
     }
 }
 
+// The hardest arguments of the ratio's exponential: the 113 floats d in [-20, 20] whose exp((double)d)
+// lies within 64 fp64 ulps of a float rounding midpoint (a scan of every float of the range with
+// glibc's exp). There the kernel's polynomial alone could round to the wrong float, and only its
+// boundary band (cpu_loss_kernels.inc's kNear) sends them to libm; the 61-step sweep below meets
+// almost none of them (a band moved off the midpoint by 2^14 ulps passed it, not these).
+static const uint32_t kHardExpArgs[] = {
+    0x337ffffc, 0x337ffffd, 0x337ffffe, 0x337fffff, 0x33800000, 0x33800001, 0x343ffffe, 0x343fffff, 0x349ffffe,
+    0x34dffffd, 0x352ffffc, 0x356ffff9, 0x35a7fff9, 0x35f7fff1, 0x3653ffea, 0x367bffe1, 0x3695ffea, 0x36fdffc1,
+    0x3734ffc0, 0x377eff81, 0x37fe7f03, 0x37ff7f01, 0x383a3ef1, 0x38643e69, 0x387e3e07, 0x38ad9e29, 0x38e69cc1,
+    0x39c6be5b, 0x39e5bb1d, 0x3a3ffa00, 0x3a4029f7, 0x3a7af53d, 0x3a7bcd08, 0x3a9f8125, 0x3b00ba9d, 0x3b18f346,
+    0x3b8c972e, 0x3bb21c5b, 0x3c5dc4c8, 0x3c608a0e, 0x3c8442d2, 0x3c96e1f8, 0x3c971aaa, 0x3caffe2e, 0x3cb8389b,
+    0x3d1a274e, 0x3d7010de, 0x3dfb09d6, 0x3e777fec, 0x3f5bc24c, 0x3fa1d683, 0x3fe67199, 0x4001b249, 0x40315b33,
+    0x4034d02b, 0x4039cb53, 0x408b904b, 0x40a470e2, 0x40dd70cb, 0x4178966e, 0xb2fffffd, 0xb2fffffe, 0xb2ffffff,
+    0xb3000000, 0xb3000001, 0xb3000002, 0xb3c00000, 0xb3c00001, 0xb4200001, 0xb4600002, 0xb4b00002, 0xb5480005,
+    0xb59c0006, 0xb5d4000b, 0xb616000b, 0xb6b50020, 0xb6d9002e, 0xb7c9c09f, 0xb7f4c0ea, 0xb9584db6, 0xba525799,
+    0xba7242a6, 0xbadd0ab0, 0xbae0e25c, 0xbb8d98f5, 0xbb9af86a, 0xbb9cbb8e, 0xbbb70ee8, 0xbbf0edf1, 0xbc2a461a,
+    0xbcb8f40f, 0xbce017bb, 0xbda7d6c2, 0xbdb393eb, 0xbdf128eb, 0xbe5f667d, 0xbe67b559, 0xbe715290, 0xbee0e6cd,
+    0xbeed01af, 0xbf157c82, 0xbf76fd92, 0xbf81eadf, 0xbfab7ce4, 0xbfbfa14b, 0xbffc842d, 0xc03359cb, 0xc0382e72,
+    0xc0781533, 0xc13d6631, 0xc159fa1e, 0xc16912cd, 0xc1963bdb
+};
+
 // The ratio's exponential: exactly (float)exp((double)d) for d in [-20, 20], through the loss (logp =
 // d, old = 0, A = -1, a clip range that never binds, weight 1: grad = ratio). Every 61st float of
-// the range (about 36M values, both signs, every binade down to 2^-126) and the floats near 0, +-20
-// and a few hard ones; DRMAS_TEST_EXHAUSTIVE=1 runs every float of the range (2.1e9 values, minutes).
+// the range (about 36M values, both signs, every binade down to 2^-126) and kHardExpArgs;
+// DRMAS_TEST_EXHAUSTIVE=1 runs every float of the range (2.1e9 values, minutes).
 static void test_loss_exp_exact() {
     const bool all = getenv("DRMAS_TEST_EXHAUSTIVE") != nullptr;
     const uint32_t step = all ? 1 : 61;
@@ -1570,6 +1591,23 @@ static void test_loss_exp_exact() {
                 }
                 checked += k;
             }
+        }
+        {  // the hard ones, in one row: each alone in its sixteen tokens (the widest vector step), at
+           // lane i % 16, among zeros (e^0 = 1 is far from any boundary), so that no other lane of
+           // its step sends the step down the exact path for it
+            const int64_t h = (int64_t)(sizeof kHardExpArgs / sizeof kHardExpArgs[0]), k = 16 * h;
+            for (int64_t i = 0; i < k; ++i) x[i] = 0.0f;
+            for (int64_t i = 0; i < h; ++i) memcpy(&x[16 * i + i % 16], &kHardExpArgs[i], 4);
+            const int64_t off[2] = {0, k};
+            double sums[DRMAS_LOSS_SUMS];
+            const int st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &c, 1, off, off, k, x.data(), zero.data(), &minus_one,
+                                                       nullptr, nullptr, g.data(), sums, nullptr);
+            CHECK(st == 0, "%s", drmas_last_error());
+            for (int64_t i = 0; i < k; ++i) {
+                const float want = (float)exp((double)x[i]);
+                if (memcmp(&g[i], &want, 4) != 0 && bad++ == 0) memcpy(&first_bad, &x[i], 4);
+            }
+            checked += h;
         }
         unsetenv("DRMAS_CPU_ISA");
     }
