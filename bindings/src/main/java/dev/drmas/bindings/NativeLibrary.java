@@ -70,16 +70,21 @@ public final class NativeLibrary {
         return lookup;
     }
 
-    private static Path locate() {
+    /** The library that -Ddrmas.native.path names (absolute), or null where it is not set. */
+    static Path configured() {
         String configured = System.getProperty(PATH_PROPERTY);
-        if (configured != null && !configured.isBlank()) {
-            Path p = Path.of(configured);
-            if (Files.isDirectory(p)) p = p.resolve("libdrmas.so");
-            if (!Files.isRegularFile(p)) {
-                throw new IllegalStateException("-D" + PATH_PROPERTY + "=" + configured + ": no libdrmas.so there");
-            }
-            return p.toAbsolutePath();
+        if (configured == null || configured.isBlank()) return null;
+        Path p = Path.of(configured);
+        if (Files.isDirectory(p)) p = p.resolve("libdrmas.so");
+        if (!Files.isRegularFile(p)) {
+            throw new IllegalStateException("-D" + PATH_PROPERTY + "=" + configured + ": no libdrmas.so there");
         }
+        return p.toAbsolutePath();
+    }
+
+    private static Path locate() {
+        Path configured = configured();
+        if (configured != null) return configured;
         if (!System.getProperty("os.name", "").toLowerCase().contains("linux")
                 || !System.getProperty("os.arch", "").matches("amd64|x86_64")) {
             throw new IllegalStateException("libdrmas is packed for linux-x86_64 only; this is "

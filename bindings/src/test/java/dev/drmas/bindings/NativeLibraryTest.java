@@ -1,11 +1,13 @@
 // NativeLibraryTest.java — loading libdrmas leaves nothing behind (issue 20: every JVM start used to
-// leave a 2.3 MB /tmp/drmas-native* folder): from the build tree the library is loaded where it is;
-// from a jar it is extracted once into a cache folder named by its hash and reused, a damaged copy
-// is replaced, and two fresh JVMs started on a real jar share one copy and create no temp folder.
+// leave a 2.3 MB /tmp/drmas-native* folder): from the build tree (or -Ddrmas.native.path) the library
+// is loaded where it is; from a jar it is extracted once into a cache folder named by its hash and
+// reused, a damaged copy is replaced, and two fresh JVMs started on a real jar share one copy and
+// create no temp folder.
 package dev.drmas.bindings;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.OutputStream;
@@ -25,9 +27,17 @@ class NativeLibraryTest {
     @TempDir
     Path dir;
 
-    /** The library of the build tree (target/classes), which the tests load. */
+    /**
+     * The library file this JVM loads in place: the one -Ddrmas.native.path names where it is set (the
+     * emulated CUDA run, and bench/gpu-check.sh, whose carried classes hold no packed copy), else the
+     * build tree's packed copy (target/classes). The jar tests pack its bytes.
+     */
     static Path built() throws Exception {
-        return Path.of(NativeLibrary.class.getResource(NativeLibrary.RESOURCE).toURI());
+        Path configured = NativeLibrary.configured();
+        if (configured != null) return configured;
+        URL url = NativeLibrary.class.getResource(NativeLibrary.RESOURCE);
+        assertNotNull(url, NativeLibrary.RESOURCE + " is not on the class path and -D" + NativeLibrary.PATH_PROPERTY + " is not set");
+        return Path.of(url.toURI());
     }
 
     Path jarWithTheLibrary() throws Exception {
@@ -88,8 +98,10 @@ class NativeLibraryTest {
         Path cache = dir.resolve("cache");
         Path tmp = Files.createDirectories(dir.resolve("tmp"));  // the children's java.io.tmpdir: other JVMs cannot add to it
         String javaBin = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        // the jar first on the class path, so the resource comes from it and not from target/classes
-        String cp = jar + java.io.File.pathSeparator + System.getProperty("java.class.path");
+        // the jar first on the class path, so the resource comes from it and not from target/classes;
+        // then where the probe and the bindings were loaded from (not java.class.path, which under
+        // JUnit's console launcher, as in bench/gpu-check.sh, names the launcher only)
+        String cp = String.join(java.io.File.pathSeparator, jar.toString(), codeSource(LoadProbe.class), codeSource(NativeLibrary.class));
         String[] paths = new String[2];
         for (int i = 0; i < 2; i++) {
             Process p = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-D" + NativeLibrary.CACHE_PROPERTY + "=" + cache,
@@ -102,6 +114,10 @@ class NativeLibraryTest {
         assertTrue(paths[0].startsWith(cache.toString()), paths[0]);
         assertEquals(paths[0], paths[1], "the second JVM reuses the first one's copy");
         assertEquals(List.of(), tempNativeFolders(tmp), "no drmas-native* temporary folder was made");
+    }
+
+    static String codeSource(Class<?> c) throws Exception {
+        return Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString();
     }
 
     /** Loads the library in a fresh JVM and prints where it came from. */
