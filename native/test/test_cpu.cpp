@@ -1535,6 +1535,75 @@ static void test_loss_nan_valid_token() {
     }
 }
 
+// Edge tokens through the vector loops, bit for bit against the scalar formula on every build: the dual
+// clip's tie (d = 0x3f8c9f54, whose ratio is exactly 3.0f, against dual_clip 3 with A < 0: pg == pg3,
+// half the gradient, not counted as clipped below), NaN log-probs in valid tokens (quiet, with a sign
+// and payload, signalling: the scalar exp returns its argument, quieted: NaN grad and sums), d at exactly +-20 and one float past, infinite
+// log-probs, the ratio exactly on the clip range's ends (0.8f and 1.28f), +-0 advantages; each edge
+// alone among ordinary tokens, at every lane position of the widest step; every KL estimator, with a
+// mask and without. (Before this test a loop without the tie's half or without the NaN select passed.)
+static void test_loss_vector_edges() {
+    auto f = [](uint32_t b) {
+        float x;
+        memcpy(&x, &b, 4);
+        return x;
+    };
+    const float edges[] = {f(0x3f8c9f54u), NAN, f(0xffc12345u), f(0x7f800001u), 20.0f, nextafterf(20.0f, 30.0f), -20.0f, nextafterf(-20.0f, -30.0f),
+                           -INFINITY, INFINITY, f(0xbe647fbbu), f(0x3e7cc8dfu)};
+    const int E = (int)(sizeof edges / sizeof edges[0]);
+    const float advs[] = {-1.5f, 1.0f, -1.0f, 0.0f, -0.0f};
+    const int64_t T = (int64_t)E * 16 * 16;
+    std::vector<float> lp(T, -0.3f), old(T, -0.25f), ref(T), adv(T);
+    std::vector<uint8_t> mask(T, 1);
+    for (int q = 0; q < E; ++q)
+        for (int pos = 0; pos < 16; ++pos) {
+            const int64_t t = 16 * (16 * (int64_t)q + pos) + pos;  // alone in its sixteen tokens, at lane pos
+            lp[t] = edges[q];
+            old[t] = 0.0f;
+        }
+    for (int64_t t = 0; t < T; ++t) {
+        ref[t] = lp[t] + 0.3f;
+        // the tie needs A < 0 (the first edge); the others see every advantage
+        adv[t] = lp[t] == edges[0] ? -1.5f : advs[t % 5];
+        if (t % 7 == 3) mask[t] = 0;
+    }
+    const int64_t off[2] = {0, T};
+    for (int kl = DRMAS_KL_NONE; kl <= DRMAS_KL_K3; ++kl)
+        for (int masked = 0; masked < 2; ++masked) {
+            const drmas_loss_config c{0.2, 0.28, 3.0, kl ? 0.05 : 0.0, 1.0, kl, 0};
+            const float* rf = kl ? ref.data() : nullptr;
+            const uint8_t* m = masked ? mask.data() : nullptr;
+            std::vector<float> g_ref(T);
+            double s_ref[DRMAS_LOSS_SUMS];
+            loss_reference(c, 1, off, lp.data(), old.data(), adv.data(), rf, m, g_ref.data(), s_ref);
+            for (const char* isa : {"", "v2", "v3"}) {
+                if (*isa)
+                    setenv("DRMAS_CPU_ISA", isa, 1);
+                else
+                    unsetenv("DRMAS_CPU_ISA");
+                std::vector<float> g(T, -7.0f);
+                double s[DRMAS_LOSS_SUMS];
+                const int st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &c, 1, off, T, lp.data(), old.data(), adv.data(), rf, m,
+                                                      g.data(), s, nullptr);
+                unsetenv("DRMAS_CPU_ISA");
+                CHECK(st == 0, "%s", drmas_last_error());
+                int64_t bad = -1;
+                for (int64_t t = 0; t < T && bad < 0; ++t)
+                    if (memcmp(&g[t], &g_ref[t], 4) != 0) bad = t;
+                CHECK(bad < 0, "kl %d mask %d isa '%s': grad[%lld] (d = %g, A = %g) = %.9g, the scalar formula gives %.9g", kl, masked,
+                      isa, (long long)bad, bad >= 0 ? (double)(lp[bad] - old[bad]) : 0.0, bad >= 0 ? (double)adv[bad] : 0.0,
+                      bad >= 0 ? g[bad] : 0.0, bad >= 0 ? g_ref[bad] : 0.0);
+                bool sums_ok = true;
+                for (int j = 0; j < DRMAS_LOSS_SUMS; ++j)
+                    sums_ok &= (std::isnan(s[j]) && std::isnan(s_ref[j])) || close(s[j], s_ref[j], 1e-12, 1e-12);
+                CHECK(sums_ok && s[DRMAS_LOSS_CLIPPED_LOWER] == s_ref[DRMAS_LOSS_CLIPPED_LOWER] &&
+                          s[DRMAS_LOSS_CLIPPED] == s_ref[DRMAS_LOSS_CLIPPED] && s[DRMAS_LOSS_TOKENS] == s_ref[DRMAS_LOSS_TOKENS],
+                      "kl %d mask %d isa '%s': the sums differ from the scalar ones (clipped below %g vs %g)", kl, masked, isa,
+                      s[DRMAS_LOSS_CLIPPED_LOWER], s_ref[DRMAS_LOSS_CLIPPED_LOWER]);
+            }
+        }
+}
+
 // The hardest arguments of the ratio's exponential: the 113 floats d in [-20, 20] whose exp((double)d)
 // lies within 64 fp64 ulps of a float rounding midpoint (a scan of every float of the range with
 // glibc's exp). There the kernel's polynomial alone could round to the wrong float, and only its
@@ -2398,6 +2467,7 @@ int main() {
     test_broadcast();
     test_loss_identities();
     test_loss_vector_matches_scalar();
+    test_loss_vector_edges();
     test_loss_nan_valid_token();
     test_loss_exp_exact();
     test_lmhead();
