@@ -577,6 +577,27 @@ static void test_sorted_threads() {
             for (double v : dg) untouched = untouched && v == -7.0;
             CHECK(untouched, "%d threads, bad %s: outputs must be untouched", threads, names[what]);
         }
+        {  // a trajectory id one past the range that keeps the rows in order (the last trajectory, inside
+           // the vector blocks: n a multiple of 8): only the range check can see it
+            Rows bad = r;
+            const int64_t m = n & ~(int64_t)7;
+            bad.s.resize(m);
+            bad.uid.resize(m);
+            bad.traj.resize(m);
+            bad.agent.resize(m);
+            int64_t first = m - 1;
+            while (first > 0 && bad.traj[first - 1] == bad.traj[m - 1]) --first;
+            for (int64_t i = first; i < m; ++i) bad.traj[i] = (int32_t)bad.T;
+            std::vector<float> out;
+            std::vector<double> dg;
+            const int st = call_adv(c, bad, out, &dg);
+            char want[64];
+            snprintf(want, sizeof want, "traj[%lld]", (long long)first);
+            bool untouched = true;
+            for (float v : out) untouched = untouched && v == -7.0f;
+            CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), want) && untouched,
+                  "%d threads, traj = T at the end: %d %s", threads, st, drmas_last_error());
+        }
     }
     drmas_set_num_threads(0);
 }
