@@ -381,11 +381,14 @@ static void test_sorted_path_matches_other_paths() {
     std::mt19937_64 rng(3);
     for (int64_t K = 1; K <= 5; ++K) {  // 1-4: vectorised kernels; 5: the generic scalar one
         Rows r = rollout_rows(61, 8, K, 2, rng);
-        // awkward: some single-row agent segments, a -0 score, a constant uid
+        // awkward: some single-row agent segments, a -0 score, a constant uid, and a uid of -0 scores
+        // (their mean is +0, so each difference is -0 - +0 = -0: still +0 once divided)
         r.agent[5] = 0;
         r.s[3] = -0.0f;
-        for (size_t i = 0; i < r.s.size(); ++i)
+        for (size_t i = 0; i < r.s.size(); ++i) {
             if (r.uid[i] == 7) r.s[i] = 0.3f;
+            if (r.uid[i] == 9) r.s[i] = -0.0f;
+        }
         const Rows rev = reversed_ids(r);
         const int64_t n = (int64_t)r.s.size(), S = r.U * r.K;
         std::vector<int64_t> perm(n);
@@ -427,9 +430,10 @@ static void test_sorted_path_matches_other_paths() {
                             if (!close(g[i], a[perm[i]], 1e-6, 1e-6)) ++bad;
                         CHECK(bad == 0, "K %lld mode %d pool %d single %d scale %d: general path differs in %d rows", (long long)K, mode, pool, single, scale, bad);
                         for (size_t i = 0; i < r.s.size(); ++i)
-                            if (r.uid[i] == 7 && c.numerator == DRMAS_NUMERATOR_ROW && scale && !(a[i] == 0.0f && !signbit(a[i])))
+                            if ((r.uid[i] == 7 || r.uid[i] == 9) && c.numerator == DRMAS_NUMERATOR_ROW && scale &&
+                                !(a[i] == 0.0f && !signbit(a[i])))
                                 bad = 1;
-                        CHECK(bad == 0, "K %lld mode %d: a constant uid must give exactly +0", (long long)K, mode);
+                        CHECK(bad == 0, "K %lld mode %d: a constant uid (0.3 or -0) must give exactly +0", (long long)K, mode);
                     }
     }
 }

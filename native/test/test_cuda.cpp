@@ -460,6 +460,20 @@ static void test_advantage(std::mt19937_64& rng) {
                               "constant scores %s: advantages not all exactly 0 (status %d %s)", describe(c).c_str(),
                               gpu.status, gpu.message.c_str());
                     }
+        // Scores of -0: every mean is +0, so each row's difference is -0 - +0 = -0, and dividing it by
+        // the std must still give +0 (apply_advantage's zero-difference rule), as on the CPU.
+        for (auto& s : r.s) s = -0.0f;
+        const DeviceRows dz(r);
+        for (int mode = 0; mode < kDescriptors; ++mode)
+            for (int pool = 0; pool <= 1; ++pool)
+                for (int single = 0; single <= 1; ++single) {
+                    const drmas_norm_config c = norm_config(mode, pool, single, 1, 1);
+                    const AdvResult gpu = advantage_cuda(c, r, dz, false);
+                    bool plus_zero = gpu.status == DRMAS_OK;
+                    for (float v : gpu.adv) plus_zero = plus_zero && v == 0.0f && !std::signbit(v);
+                    check(plus_zero, "scores of -0 %s: advantages not all exactly +0 (status %d %s)", describe(c).c_str(), gpu.status,
+                          gpu.message.c_str());
+                }
     }
 
     // No rows: the diagnostics of every (empty) segment are still written.
