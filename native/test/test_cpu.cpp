@@ -1663,6 +1663,19 @@ static void test_loss_exp_exact() {
     const float minus_one = -1.0f;
     int64_t checked = 0, bad = 0;
     uint32_t first_bad = 0;
+    // x[0, k) as one row of k tokens, one advantage (-1), through the per-row entry: each grad
+    // against (float)exp((double)x)
+    auto run_row = [&](int64_t k) {
+        const int64_t off[2] = {0, k};
+        double sums[DRMAS_LOSS_SUMS];
+        const int st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &c, 1, off, off, k, x.data(), zero.data(), &minus_one, nullptr,
+                                                   nullptr, g.data(), sums, nullptr);
+        CHECK(st == 0, "%s", drmas_last_error());
+        for (int64_t i = 0; i < k; ++i) {
+            const float want = (float)exp((double)x[i]);
+            if (memcmp(&g[i], &want, 4) != 0 && bad++ == 0) memcpy(&first_bad, &x[i], 4);
+        }
+    };
     for (int isa = 0; isa < 3; ++isa) {  // the default (v4 on AVX-512 CPUs), v2, v3
         if (isa) setenv("DRMAS_CPU_ISA", isa == 1 ? "v2" : "v3", 1);
         for (int sign = 0; sign < 2; ++sign) {
@@ -1674,16 +1687,7 @@ static void test_loss_exp_exact() {
                     const uint32_t b = u | (sign ? 0x80000000u : 0);
                     memcpy(&x[k], &b, 4);
                 }
-                const int64_t off[2] = {0, k};
-                double sums[DRMAS_LOSS_SUMS];
-                // one row of k tokens, one advantage (-1): per-row entry
-                const int st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &c, 1, off, off, k, x.data(), zero.data(), &minus_one,
-                                                           nullptr, nullptr, g.data(), sums, nullptr);
-                CHECK(st == 0, "%s", drmas_last_error());
-                for (int64_t i = 0; i < k; ++i) {
-                    const float want = (float)exp((double)x[i]);
-                    if (memcmp(&g[i], &want, 4) != 0 && bad++ == 0) memcpy(&first_bad, &x[i], 4);
-                }
+                run_row(k);
                 checked += k;
             }
         }
@@ -1693,15 +1697,7 @@ static void test_loss_exp_exact() {
             const int64_t h = (int64_t)(sizeof kHardExpArgs / sizeof kHardExpArgs[0]), k = 16 * h;
             for (int64_t i = 0; i < k; ++i) x[i] = 0.0f;
             for (int64_t i = 0; i < h; ++i) memcpy(&x[16 * i + i % 16], &kHardExpArgs[i], 4);
-            const int64_t off[2] = {0, k};
-            double sums[DRMAS_LOSS_SUMS];
-            const int st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &c, 1, off, off, k, x.data(), zero.data(), &minus_one,
-                                                       nullptr, nullptr, g.data(), sums, nullptr);
-            CHECK(st == 0, "%s", drmas_last_error());
-            for (int64_t i = 0; i < k; ++i) {
-                const float want = (float)exp((double)x[i]);
-                if (memcmp(&g[i], &want, 4) != 0 && bad++ == 0) memcpy(&first_bad, &x[i], 4);
-            }
+            run_row(k);
             checked += h;
         }
         unsetenv("DRMAS_CPU_ISA");
