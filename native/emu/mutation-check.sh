@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# mutation-check.sh — shows that the emulated CUDA suite (ctest -L emulation) catches the bugs it
-# is there for: each mutation below is applied to a copy of the sources (the work tree is never
-# touched), libdrmas_emu is built there without nvcc, and the emulated tests must fail.
+# mutation-check.sh — shows that the native suites catch the bugs they are there for: each mutation
+# below is applied to a copy of the sources (the work tree is never touched) and built there
+# without nvcc, and its suite must fail: the emulated CUDA suite (ctest -L emulation; the default)
+# or, for entries marked `cpu`, drmas_test_cpu (on this CPU's kernels and on the x86-64-v2 ones).
 # Prints one line per mutation; exits 1 if any mutation went unnoticed. ~1-2 min a mutation on 2 cores.
 #   native/emu/mutation-check.sh [NAME...]     (default: all)
 set -uo pipefail
@@ -9,7 +10,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WORK="$(mktemp -d /tmp/drmas-mutation.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
-# name | file | python expression applied to the file's text (s) — each must change the file
+# name | file | python expression applied to the file's text (s), without a '|' — each must change the file [| cpu]
 MUTATIONS=(
   "block_sum-first-barrier|kernels/drmas_common.cuh|s.replace('    __syncthreads();\n    if (warp == 0) {', '    if (warp == 0) {', 1)"
   "block_sum-last-barrier|kernels/drmas_common.cuh|s[:s.rindex('    __syncthreads();\n}')] + s[s.rindex('    __syncthreads();\n}') + len('    __syncthreads();\n'):]"
@@ -18,13 +19,24 @@ MUTATIONS=(
   "divergent-warp0-shuffle|kernels/drmas_common.cuh|s.replace('            for (int offset = 16; offset > 0; offset >>= 1)\n                x += __shfl_down_sync', '            if (lane < kWarpsPerBlock) for (int offset = 16; offset > 0; offset >>= 1)\n                x += __shfl_down_sync')"
   "no-device-guard|native/src/cuda_backend.cu|s.replace('        if (device_ < 0) return DRMAS_OK;\n        int current = 0;', '        return DRMAS_OK;\n        int current = 0;')"
   "loss-row-barrier|kernels/clipped_loss.cuh|s.replace('            const double n_r = smem[0];\n            __syncthreads();', '            const double n_r = smem[0];')"
+  # the one-pass sorted kernel's own checks on trusted input (bad rows must go to the multi-kernel path)
+  "sorted-agent-range|kernels/advantage.cuh|s.replace('bool ok = id_in_range(u, num_uids) && id_in_range(k, num_agents) &&\n                      (traj', 'bool ok = id_in_range(u, num_uids) &&\n                      (traj')"
+  "sorted-traj-range|kernels/advantage.cuh|s.replace('id_in_range(t, num_trajs));\n            if (i > 0) ok = ok', 'true);\n            if (i > 0) ok = ok')"
+  "sorted-first-tile-unflagged|kernels/advantage.cuh|s.replace('if (lane == 0) *(volatile unsigned long long*)not_sorted', 'if (lane == 0 && tb > 0) *(volatile unsigned long long*)not_sorted')"
+  "loss-mask-byte-one|kernels/clipped_loss.cuh|s.replace('mask[t] != 0);', 'mask[t] == 1);')"
+  # the CPU's sorted check: the uid range in its vector blocks, order and finiteness in its scalar rows
+  "cpu-uid-range-vector|native/src/cpu_adv_kernels.inc|s.replace('            mu = max_u(mu, as_u(u));\n', '')|cpu"
+  "cpu-row-traj-order|native/src/cpu_adv_kernels.inc|s.replace('ok = ok && a.traj[i - 1] <= a.traj[i] && (', 'ok = ok && (')|cpu"
+  "cpu-row-score-inf|native/src/cpu_adv_kernels.inc|s.replace('(bits & 0x7fffffffu) < 0x7f800000u;', '(bits & 0x7fffffffu) <= 0x7f800000u;')|cpu"
 )
 
 wanted=("$@")
 missed=0
+ran=()
 for m in "${MUTATIONS[@]}"; do
-    IFS='|' read -r name file expr <<< "$m"
+    IFS='|' read -r name file expr suite <<< "$m"
     if [[ ${#wanted[@]} -gt 0 && ! " ${wanted[*]} " == *" $name "* ]]; then continue; fi
+    ran+=("$name")
     src="$WORK/$name"
     mkdir -p "$src"
     (cd "$ROOT" && git ls-files -z CMakeLists.txt native kernels | xargs -0 cp --parents -t "$src")
@@ -41,18 +53,28 @@ EOF
         echo "$name: could not be applied to $file (the code changed?)"; missed=1; continue
     fi
     log="$WORK/$name.log"
+    target=drmas_test_cuda_emu
+    [[ "${suite:-}" == cpu ]] && target=drmas_test_cpu
     if ! { cmake -S "$src" -B "$src/build" -DDRMAS_CUDA=OFF -DCMAKE_BUILD_TYPE=Release \
-           && cmake --build "$src/build" -j"$(nproc)" --target drmas_test_cuda_emu; } > "$log" 2>&1; then
+           && cmake --build "$src/build" -j"$(nproc)" --target "$target"; } > "$log" 2>&1; then
         echo "$name: the mutated sources do not build (see below)"; tail -5 "$log"; missed=1; continue
     fi
     start=$(date +%s)
     # (stderr of the group too: the shell reports an aborted test there)
-    if { (cd "$src/build" && DRMAS_TEST_SCALE=small DRMAS_CUDA_MAX_GRID=3 ./drmas_test_cuda_emu) > "$log" 2>&1 \
-       && (cd "$src/build" && DRMAS_TEST_SCALE=small ./drmas_test_cuda_emu) >> "$log" 2>&1; } 2>/dev/null; then
-        echo "$name: NOT DETECTED (the emulated suite passed)"; missed=1
+    if [[ "${suite:-}" == cpu ]]; then
+        run_suite() { (cd "$src/build" && ./drmas_test_cpu) > "$log" 2>&1 && (cd "$src/build" && DRMAS_CPU_ISA=v2 ./drmas_test_cpu) >> "$log" 2>&1; }
     else
-        first="$(grep -m1 -E 'drmas CUDA emulation|FAIL|mismatch' "$log" | cut -c1-220)"
+        run_suite() { (cd "$src/build" && DRMAS_TEST_SCALE=small DRMAS_CUDA_MAX_GRID=3 ./drmas_test_cuda_emu) > "$log" 2>&1 \
+                      && (cd "$src/build" && DRMAS_TEST_SCALE=small ./drmas_test_cuda_emu) >> "$log" 2>&1; }
+    fi
+    if { run_suite; } 2>/dev/null; then
+        echo "$name: NOT DETECTED (the ${target#drmas_} suite passed)"; missed=1
+    else
+        first="$(grep -m1 -E 'drmas CUDA emulation|FAIL|mismatch|Abort|free\(\)' "$log" | cut -c1-220)"
         echo "$name: detected after $(( $(date +%s) - start )) s: $first"
     fi
+done
+for w in "${wanted[@]}"; do
+    [[ " ${ran[*]} " == *" $w "* ]] || { echo "$w: no such mutation"; missed=1; }
 done
 exit $missed

@@ -542,6 +542,24 @@ static void test_isa_identical() {
 // Many threads on sorted rows: runs split at chunk boundaries, uids without rows at the
 // boundaries; identical results and diagnostics for 1 and 4 threads, and errors in the middle
 // of a run leave every output untouched.
+// Sorted rows cut to a multiple of 8 (so that their end lies inside the check's vector blocks) with
+// the last uid run's uid = U (by_uid) or the last trajectory's id = T: the rows stay in order, so
+// only the range check can see it. *first = the first row changed.
+static Rows past_the_range(const Rows& r, bool by_uid, int64_t* first) {
+    Rows bad = r;
+    const int64_t m = (int64_t)r.s.size() & ~(int64_t)7;
+    bad.s.resize(m);
+    bad.uid.resize(m);
+    bad.traj.resize(m);
+    bad.agent.resize(m);
+    const std::vector<int32_t>& ids = by_uid ? bad.uid : bad.traj;
+    int64_t f = m - 1;
+    while (f > 0 && ids[f - 1] == ids[m - 1]) --f;
+    for (int64_t i = f; i < m; ++i) (by_uid ? bad.uid : bad.traj)[i] = (int32_t)(by_uid ? bad.U : bad.T);
+    *first = f;
+    return bad;
+}
+
 static void test_sorted_threads() {
     std::mt19937_64 rng(29);
     Rows r = rollout_rows(12000, 8, 3, 2, rng);  // ~250K rows
@@ -581,26 +599,20 @@ static void test_sorted_threads() {
             for (double v : dg) untouched = untouched && v == -7.0;
             CHECK(untouched, "%d threads, bad %s: outputs must be untouched", threads, names[what]);
         }
-        {  // a trajectory id one past the range that keeps the rows in order (the last trajectory, inside
-           // the vector blocks: n a multiple of 8): only the range check can see it
-            Rows bad = r;
-            const int64_t m = n & ~(int64_t)7;
-            bad.s.resize(m);
-            bad.uid.resize(m);
-            bad.traj.resize(m);
-            bad.agent.resize(m);
-            int64_t first = m - 1;
-            while (first > 0 && bad.traj[first - 1] == bad.traj[m - 1]) --first;
-            for (int64_t i = first; i < m; ++i) bad.traj[i] = (int32_t)bad.T;
+        for (int id = 0; id < 2; ++id) {  // only the range check can see these (the rows stay in order)
+            int64_t first = 0;
+            const Rows bad = past_the_range(r, id == 0, &first);
             std::vector<float> out;
             std::vector<double> dg;
             const int st = call_adv(c, bad, out, &dg);
             char want[64];
-            snprintf(want, sizeof want, "traj[%lld]", (long long)first);
+            snprintf(want, sizeof want, "%s[%lld]", id == 0 ? "uid" : "traj", (long long)first);
             bool untouched = true;
             for (float v : out) untouched = untouched && v == -7.0f;
+            for (double v : dg) untouched = untouched && v == -7.0;
             CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), want) && untouched,
-                  "%d threads, traj = T at the end: %d %s", threads, st, drmas_last_error());
+                  "%d threads, %s one past the range at the end: %d %s", threads, id == 0 ? "uid = U" : "traj = T", st,
+                  drmas_last_error());
         }
     }
     drmas_set_num_threads(0);
@@ -1382,6 +1394,97 @@ static void test_trusted_entry() {
             snprintf(want, sizeof want, "drmas_advantage_trusted_f32: %s[%lld]", names[what], (long long)row);
             CHECK(st != 0 && contains(drmas_last_error(), want), "%d threads, bad %s: %d %s", threads, names[what], st,
                   drmas_last_error());
+        }
+        const Rows sorted = rollout_rows(9000, 8, 2, 2, rng);
+        for (int id = 0; id < 2; ++id) {  // ids one past the range that keep the rows in order
+            int64_t first = 0;
+            const Rows bad = past_the_range(sorted, id == 0, &first);
+            std::vector<float> out;
+            std::vector<double> dg;
+            const int st = call_trusted(cfg_of(kDrmas), bad, out, &dg);
+            char want[96];
+            snprintf(want, sizeof want, "drmas_advantage_trusted_f32: %s[%lld]", id == 0 ? "uid" : "traj", (long long)first);
+            CHECK(st == DRMAS_ERR_RANGE && contains(drmas_last_error(), want), "%d threads, %s one past the range at the end: %d %s",
+                  threads, id == 0 ? "uid = U" : "traj = T", st, drmas_last_error());
+        }
+    }
+    drmas_set_num_threads(0);
+}
+
+// The sorted check takes rows eight at a time from row 8 on; the first eight rows and the n % 8 at
+// the end it checks one by one (row_ok): every check must hold there too. Rows built so that the
+// first uid (5 rows) lies in the first block and the last uid (5 rows) is the whole tail: each
+// trajectory P, P, P, Q, Q. Then (a) a score of +inf, -inf or NaN at rows of the first block and
+// the tail must be an error naming the row, through both entries (outputs untouched through the
+// validating one); (b) a trajectory interrupted inside its uid there (P, P, Q, Q, P: valid rows,
+// not sorted) must be declined by the sorted path: the advantages are the in-order rows' permuted
+// (a trajectory counted twice would move the group's statistics under trajectory pooling).
+static void test_sorted_scalar_rows() {
+    std::mt19937_64 rng(41);
+    Rows mid = rollout_rows(40, 8, 2, 2, rng);
+    Rows r{{}, {}, {}, {}, 0, 0, 2};
+    auto five = [&r](int32_t u, int32_t t, float base) {
+        const int32_t tr[] = {t, t, t, t + 1, t + 1};
+        for (int j = 0; j < 5; ++j) {
+            r.s.push_back(base + 0.25f * (float)j * (float)j);  // P's mean and Q's differ
+            r.uid.push_back(u);
+            r.traj.push_back(tr[j]);
+            r.agent.push_back(j % 2);
+        }
+    };
+    five(0, 0, 0.5f);
+    int64_t m = (int64_t)mid.s.size();
+    while ((10 + m) % 8 != 5) --m;  // (cuts the middle's last uid short: its rows stay in order)
+    for (int64_t i = 0; i < m; ++i) {
+        r.s.push_back(mid.s[i]);
+        r.uid.push_back(mid.uid[i] + 1);
+        r.traj.push_back(mid.traj[i] + 2);
+        r.agent.push_back(mid.agent[i]);
+    }
+    five((int32_t)mid.U + 1, (int32_t)mid.T + 2, -0.75f);
+    r.U = mid.U + 2;
+    r.T = mid.T + 4;
+    const int64_t n = (int64_t)r.s.size();
+    CHECK(n % 8 == 5, "the tail must be the last uid's 5 rows (n = %lld)", (long long)n);
+    for (int threads : {1, 4}) {
+        drmas_set_num_threads(threads);
+        for (int64_t row : {(int64_t)0, (int64_t)3, (int64_t)4, n - 5, n - 2, n - 1})
+            for (float v : {INFINITY, -INFINITY, NAN}) {
+                Rows bad = r;
+                bad.s[row] = v;
+                std::vector<float> out;
+                std::vector<double> dg;
+                char want[96];
+                snprintf(want, sizeof want, "scores[%lld]", (long long)row);
+                const int st = call_adv(cfg_of(kDrmas), bad, out, &dg);
+                bool untouched = true;
+                for (float x : out) untouched = untouched && x == -7.0f;
+                for (double x : dg) untouched = untouched && x == -7.0;
+                CHECK(st != 0 && contains(drmas_last_error(), want) && untouched, "%d threads, score %g at row %lld: %d %s",
+                      threads, v, (long long)row, st, drmas_last_error());
+                const int stt = call_trusted(cfg_of(kDrmas), bad, out, nullptr);
+                CHECK(stt != 0 && contains(drmas_last_error(), want), "%d threads, trusted, score %g at row %lld: %d %s", threads, v,
+                      (long long)row, stt, drmas_last_error());
+            }
+        for (int64_t at : {(int64_t)0, n - 5}) {  // P, P, P, Q, Q -> P, P, Q, Q, P
+            std::vector<int64_t> perm(n);
+            std::iota(perm.begin(), perm.end(), 0);
+            std::swap(perm[at + 2], perm[at + 4]);
+            const Rows x = permuted(r, perm);
+            for (int mode = 0; mode < kDescriptors; ++mode)
+                for (int pool = 0; pool < 2; ++pool) {
+                    drmas_norm_config c = cfg_of(mode);
+                    c.global_pooling = pool;
+                    std::vector<float> want, got, got_t;
+                    CHECK(call_adv(c, r, want, nullptr) == 0 && call_adv(c, x, got, nullptr) == 0 &&
+                              call_trusted(c, x, got_t, nullptr) == 0,
+                          "%s", drmas_last_error());
+                    int bad = 0;
+                    for (int64_t i = 0; i < n; ++i)
+                        bad += !close(got[i], want[perm[i]], 1e-6, 1e-6) || !close(got_t[i], want[perm[i]], 1e-6, 1e-6);
+                    CHECK(bad == 0, "%d threads, a trajectory interrupted at rows %lld..%lld, mode %d pool %d: %d rows differ",
+                          threads, (long long)at, (long long)at + 4, mode, pool, bad);
+                }
         }
     }
     drmas_set_num_threads(0);
@@ -2481,6 +2584,7 @@ int main() {
     test_sorted_path_shapes();
     test_isa_identical();
     test_sorted_threads();
+    test_sorted_scalar_rows();
     test_trusted_entry();
     test_partition_path();
     test_partition_run_loop();

@@ -593,9 +593,13 @@ static void test_advantage_trusted(std::mt19937_64& rng) {
                 }
     }
 
-    // Bad input: each corruption at a few rows (the first, one inside, the last).
-    const Rows base = rollout_rows(11, 4, 3, 3, false, 0, 0, rng);
+    // Bad input: each corruption at a few rows (the first, one inside, the last) of rows that span three
+    // of the one-pass kernel's 256-row tiles (so the bad row lies in its first, a middle and its last); with and
+    // without diagnostics (without them sorted rows go to the one-pass kernel first, whose own checks
+    // must hand bad rows to the multi-kernel path; with them the multi-kernel path runs alone).
+    const Rows base = rollout_rows(30, 4, 3, 3, false, 0, 0, rng);
     const int64_t n = (int64_t)base.s.size();
+    check(n > 2 * 256, "trusted bad input: %lld rows do not reach a third 256-row tile", (long long)n);
     const float nan = std::numeric_limits<float>::quiet_NaN();
     struct Bad {
         const char* name;
@@ -627,15 +631,17 @@ static void test_advantage_trusted(std::mt19937_64& rng) {
     for (const Bad& b : bads)
         for (int64_t i : rows)
             for (int pool = 0; pool <= 1; ++pool)
-                for (int sorted = 0; sorted <= 1; ++sorted) {
+                for (int variant = 0; variant < 4; ++variant) {
+                    const int sorted = variant & 1, with_diag = variant >> 1;
                     Rows r = base;
                     b.apply(r, i, nan);
                     if (!sorted) r = shuffled(r, rng);
                     const DeviceRows d(r);
                     const drmas_norm_config c = norm_config(kDrmas, pool, 0, 1, 1);
-                    const std::string what = format("trusted advantage, bad input %s at row %lld, pool %d, %s", b.name,
-                                                    (long long)i, pool, sorted ? "sorted" : "shuffled");
-                    const TrustedResult t = advantage_trusted(c, r, d, true);
+                    const std::string what = format("trusted advantage, bad input %s at row %lld of %lld, pool %d, %s, %s",
+                                                    b.name, (long long)i, (long long)n, pool, sorted ? "sorted" : "shuffled",
+                                                    with_diag ? "diagnostics" : "no diagnostics");
+                    const TrustedResult t = advantage_trusted(c, r, d, with_diag != 0);
                     check(t.status == DRMAS_OK, "%s: status %d: %s", what.c_str(), t.status, t.message.c_str());
                     check(guards_untouched(t), "%s: wrote outside its outputs", what.c_str());
                     check(t.waits == 0, "%s: waited for the device %llu times", what.c_str(), (unsigned long long)t.waits);
@@ -869,7 +875,8 @@ static Tokens make_tokens(std::vector<int64_t> off, int64_t num_tokens, bool wit
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t t = tk.off[r]; t < tk.off[r + 1]; ++t) {
             if (with_mask && masked(rng)) continue;  // stays NaN, mask 0
-            if (with_mask) tk.mask[t] = 1;
+            // any byte but 0 is valid (drmas.h): mostly 1, some 2..255 (a kernel testing == 1 must fail)
+            if (with_mask) tk.mask[t] = (uint8_t)(u01(rng) < 0.2f ? 2 + (int)(253.0f * u01(rng)) : 1);
             const float a = u01(rng) < 0.05f ? 0.0f : adv(rng);
             float o = 0, l = 0;
             for (;;) {
