@@ -13,12 +13,13 @@ trap 'rm -rf "$WORK"' EXIT
 # name | file | python expression applied to the file's text (s), without a '|' — each must change the file [| cpu]
 MUTATIONS=(
   "block_sum-first-barrier|kernels/drmas_common.cuh|s.replace('    __syncthreads();\n    if (warp == 0) {', '    if (warp == 0) {', 1)"
-  "block_sum-last-barrier|kernels/drmas_common.cuh|s[:s.rindex('    __syncthreads();\n}')] + s[s.rindex('    __syncthreads();\n}') + len('    __syncthreads();\n'):]"
+  # (block_sum's last __syncthreads is its contract — smem reusable at once — but since the loss's rows
+  # went to a warp each (0a3c724) no caller writes smem before another barrier: removing it changes nothing)
   "divergent-all_sync|kernels/drmas_common.cuh|s.replace('if (__all_sync(kFullMask, active && (long long)seg == first)) {', 'if (active && __all_sync(kFullMask, (long long)seg == first)) {')"
   "divergent-ballot|kernels/drmas_common.cuh|s.replace('const unsigned flagged = __ballot_sync(kFullMask, bad);', 'const unsigned flagged = bad ? __ballot_sync(kFullMask, bad) : 0u;')"
   "divergent-warp0-shuffle|kernels/drmas_common.cuh|s.replace('            for (int offset = 16; offset > 0; offset >>= 1)\n                x += __shfl_down_sync', '            if (lane < kWarpsPerBlock) for (int offset = 16; offset > 0; offset >>= 1)\n                x += __shfl_down_sync')"
   "no-device-guard|native/src/cuda_backend.cu|s.replace('        if (device_ < 0) return DRMAS_OK;\n        int current = 0;', '        return DRMAS_OK;\n        int current = 0;')"
-  "loss-row-barrier|kernels/clipped_loss.cuh|s.replace('            const double n_r = smem[0];\n            __syncthreads();', '            const double n_r = smem[0];')"
+  "loss-row-barrier|kernels/clipped_loss.cuh|s.replace('        n_r = smem[0];\n        __syncthreads();', '        n_r = smem[0];')"
   # the one-pass sorted kernel's own checks on trusted input (bad rows must go to the multi-kernel path)
   "sorted-agent-range|kernels/advantage.cuh|s.replace('bool ok = id_in_range(u, num_uids) && id_in_range(k, num_agents) &&\n                      (traj', 'bool ok = id_in_range(u, num_uids) &&\n                      (traj')"
   "sorted-traj-range|kernels/advantage.cuh|s.replace('id_in_range(t, num_trajs));\n            if (i > 0) ok = ok', 'true);\n            if (i > 0) ok = ok')"

@@ -11,6 +11,7 @@ package dev.drmas.cli;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.drmas.algo.NormConfig;
@@ -176,6 +177,7 @@ class NormalizeJsonlTest {
                 Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\tb\", \"score\": 1}", "control character 0x09 inside a string"),
                 Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\\x\", \"score\": 1}", "invalid escape in a string: \\x"),
                 Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"\\u12\", \"score\": 1}", "\\u must be followed by 4 hex digits"),
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"\\u123x\", \"score\": 1}", "\\u must be followed by 4 hex digits"),
                 Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1, \"m\": {\"b\": 1, \"b\": 2}}", "Duplicate field 'b'"),
                 Arguments.of("{\"uid\": 1, \"\\u0075id\": 2, \"traj\": 0, \"agent\": \"a\", \"score\": 1}", "Duplicate field 'uid'"),
                 Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": [1, 2,]}", "a value"),
@@ -367,6 +369,55 @@ class NormalizeJsonlTest {
             }
         }
         return out.toString();
+    }
+
+    // The string scan takes eight bytes at a time while they hold no quote, backslash or control
+    // byte, then one at a time: each control byte must be refused at every offset of a long string,
+    // and the bytes around the range (0x20, 0x7f, UTF-8) accepted.
+    @Test
+    void everyControlByteInAStringIsRefusedWhereverItLies() throws Exception {
+        JsonLine j = new JsonLine();
+        for (int at = 0; at < 20; at++) {
+            for (int c = 0; c < 0x20; c++) {
+                byte[] line = ("{\"a\": \"" + "x".repeat(at) + "?" + "x".repeat(20) + "\"}").getBytes(StandardCharsets.UTF_8);
+                line[7 + at] = (byte) c;
+                JsonLine.Malformed e = assertThrows(JsonLine.Malformed.class, () -> j.scan(line, 0, line.length), "byte " + c + " at " + at);
+                assertTrue(e.getMessage().contains(String.format(Locale.ROOT, "control character 0x%02x inside a string", c)), e.getMessage());
+                assertEquals(7 + at, e.at);
+            }
+            for (String ok : new String[] {" ", "\u007f", "é", "中"}) {
+                byte[] line = ("{\"a\": \"" + "x".repeat(at) + ok + "x".repeat(20) + "\"}").getBytes(StandardCharsets.UTF_8);
+                j.scan(line, 0, line.length);
+                assertEquals(JsonLine.OBJECT, j.top);
+            }
+        }
+    }
+
+    // Jackson's default nesting limit (1000 levels) is a limit, not a bound below it: 1000 levels of
+    // arrays or of objects are a value, 1001 are refused. Whitespace between tokens is RFC 8259's four
+    // bytes (a CR inside a line too: the line reader only takes one off its end).
+    @Test
+    void nestingUpToTheLimitAndEveryWhitespaceByteAreAccepted() throws Exception {
+        JsonLine j = new JsonLine();
+        for (int depth : new int[] {1000, 1001}) {
+            byte[] arrays = ("[".repeat(depth) + "]".repeat(depth)).getBytes(StandardCharsets.UTF_8);
+            byte[] objects = ("{\"a\":".repeat(depth) + "1" + "}".repeat(depth)).getBytes(StandardCharsets.UTF_8);
+            for (byte[] line : new byte[][] {arrays, objects}) {
+                if (depth == 1000) {
+                    j.scan(line, 0, line.length);
+                } else {
+                    JsonLine.Malformed e = assertThrows(JsonLine.Malformed.class, () -> j.scan(line, 0, line.length));
+                    assertTrue(e.getMessage().contains("nesting deeper than 1000 levels"), e.getMessage());
+                }
+            }
+        }
+        for (String w : new String[] {" ", "\t", "\r", "\n", " \r\t "}) {
+            byte[] line = ("{\"uid\":" + w + "1" + w + "," + w + "\"v\"" + w + ":" + w + "[" + w + "2" + w + "]" + w + "}" + w)
+                    .getBytes(StandardCharsets.UTF_8);
+            j.scan(line, 0, line.length);
+            assertTrue(j.whitespace);
+            assertEquals(JsonLine.INTEGER, j.kind[JsonLine.UID]);
+        }
     }
 
     @Test

@@ -375,6 +375,28 @@ class NormalizeSafetensorsTest {
         assertFalse(Files.exists(out));
     }
 
+    /**
+     * The rows where SafetensorsStream's chunks start, by its walk: two workers split at the first uid run
+     * that starts at or after n / 2, each chunk ending at the last uid run that starts in its {@code cap} rows.
+     */
+    static List<Integer> chunkStarts(int[] uid, int cap) {
+        int n = uid.length, split = n / 2;
+        while (split < n && uid[split] == uid[split - 1]) split++;
+        List<Integer> starts = new ArrayList<>();
+        for (int[] half : new int[][] {{0, split}, {split, n}}) {
+            for (int r = half[0]; r < half[1];) {
+                starts.add(r);
+                int len = Math.min(cap, half[1] - r), rows = len;
+                if (r + len < half[1]) {
+                    rows = len - 1;
+                    while (rows > 0 && uid[r + rows] == uid[r + rows - 1]) rows--;
+                }
+                r += rows;
+            }
+        }
+        return starts;
+    }
+
     /** Runs {@code body} with chunks of {@code rows} rows (SafetensorsStream.chunkRows). */
     static <X> X withChunkRows(int rows, java.util.concurrent.Callable<X> body) throws Exception {
         String key = "drmas.normalize.chunkRows", old = System.getProperty(key);
@@ -501,6 +523,28 @@ class NormalizeSafetensorsTest {
         t = rows.tensors(true, true);
         t.put("agent", longs(big));
         assertEquals("an id out of range", fallback.apply(t));
+        // a last uid run with uid = n (the rows stay in order: only the range check sees it), int32 and int64
+        for (boolean i64 : new boolean[] {false, true}) {
+            int[] past = rows.uid().clone();
+            for (int i = n - 1; i >= 0 && rows.uid()[i] == rows.uid()[n - 1]; i--) past[i] = n;
+            t = rows.tensors(i64, false);
+            t.put("uid", ids(past, i64));
+            assertEquals("an id out of range", fallback.apply(t), i64 ? "int64" : "int32");
+        }
+        // a trajectory that goes on in the next uid exactly where a chunk starts: at the workers' split
+        // and at the start of a chunk inside the first worker's half (the chunk's own order check cannot
+        // see those; the check against the row before the chunk must)
+        List<Integer> starts = chunkStarts(rows.uid(), 211);
+        int split = n / 2;
+        while (split < n && rows.uid()[split] == rows.uid()[split - 1]) split++;
+        assertTrue(starts.contains(split) && starts.get(2) < split, starts + " / " + split);
+        for (int edge : new int[] {split, starts.get(2)}) {
+            int[] atEdge = rows.traj().clone();
+            for (int i = edge; i < n; i++) atEdge[i] = atEdge[i] - 1;  // the edge's uid's first trajectory is the previous uid's last
+            t = rows.tensors(false, false);
+            t.put("traj", ids(atEdge, false));
+            assertEquals("rows not sorted by uid and trajectory", fallback.apply(t), "at row " + edge);
+        }
         int[] cross = rows.traj().clone();
         int at = n - 1;
         while (rows.uid()[at] == rows.uid()[n - 1]) at--;  // the last row of the second-to-last uid
