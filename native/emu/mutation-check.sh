@@ -25,6 +25,11 @@ MUTATIONS=(
   "sorted-traj-range|kernels/advantage.cuh|s.replace('id_in_range(t, num_trajs));\n            if (i > 0) ok = ok', 'true);\n            if (i > 0) ok = ok')"
   "sorted-first-tile-unflagged|kernels/advantage.cuh|s.replace('if (lane == 0) *(volatile unsigned long long*)not_sorted', 'if (lane == 0 && tb > 0) *(volatile unsigned long long*)not_sorted')"
   "loss-mask-byte-one|kernels/clipped_loss.cuh|s.replace('mask[t] != 0);', 'mask[t] == 1);')"
+  # the validation kernel's order check (it picks the one-pass kernel and gates the trajectory checks)
+  "validate-lane0-row-before|kernels/validate.cuh|s.replace('            up = uid[i - 1];\n            tp = traj != nullptr ? traj[i - 1] : 0;\n        }\n        record_first_bad(first_bad + kAdvUnsorted', '        }\n        record_first_bad(first_bad + kAdvUnsorted')"
+  "validate-traj-across-uid|kernels/validate.cuh|s.replace('(u != up && t == tp))', '(false))')"
+  "validate-traj-decrease|kernels/validate.cuh|s.replace('(tp > t ', '(false ')"
+  "validate-offsets-first-pair|kernels/validate.cuh|s.replace('const bool decreasing = in && r > 0 &&', 'const bool decreasing = in && r > 1 &&')"
   # the CPU's sorted check: the uid range in its vector blocks, order and finiteness in its scalar rows
   "cpu-uid-range-vector|native/src/cpu_adv_kernels.inc|s.replace('            mu = max_u(mu, as_u(u));\n', '')|cpu"
   "cpu-row-traj-order|native/src/cpu_adv_kernels.inc|s.replace('ok = ok && a.traj[i - 1] <= a.traj[i] && (', 'ok = ok && (')|cpu"

@@ -539,9 +539,6 @@ static void test_isa_identical() {
     }
 }
 
-// Many threads on sorted rows: runs split at chunk boundaries, uids without rows at the
-// boundaries; identical results and diagnostics for 1 and 4 threads, and errors in the middle
-// of a run leave every output untouched.
 // Sorted rows cut to a multiple of 8 (so that their end lies inside the check's vector blocks) with
 // the last uid run's uid = U (by_uid) or the last trajectory's id = T: the rows stay in order, so
 // only the range check can see it. *first = the first row changed.
@@ -560,6 +557,9 @@ static Rows past_the_range(const Rows& r, bool by_uid, int64_t* first) {
     return bad;
 }
 
+// Many threads on sorted rows: runs split at chunk boundaries, uids without rows at the
+// boundaries; identical results and diagnostics for 1 and 4 threads, and errors in the middle
+// of a run leave every output untouched.
 static void test_sorted_threads() {
     std::mt19937_64 rng(29);
     Rows r = rollout_rows(12000, 8, 3, 2, rng);  // ~250K rows

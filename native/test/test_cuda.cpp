@@ -1312,6 +1312,7 @@ static void test_errors(std::mt19937_64& rng) {
     }
 
     offsets_error("decreasing offsets", DRMAS_ERR_RANGE, {0, 4, 9, 7, 12}, 12);
+    offsets_error("decreasing at the first pair", DRMAS_ERR_RANGE, {5, 4, 9}, 12);
     offsets_error("negative first offset", DRMAS_ERR_RANGE, {-1, 4, 9}, 12);
     offsets_error("offsets past num_tokens", DRMAS_ERR_RANGE, {0, 4, 13}, 12);
     offsets_error("decrease and past the end", DRMAS_ERR_RANGE, {0, 40, 9}, 12);
@@ -1355,6 +1356,75 @@ static void test_errors(std::mt19937_64& rng) {
 }
 
 // ---- 6. devices and the async loss -----------------------------------------------------
+
+// Rows of explicit shapes: runs[u] lists the lengths of uid u's trajectories (ids 0, 1, 2, ... in row
+// order), agents in turn over K, scores drawn in [-1, 2).
+static Rows shaped_rows(const std::vector<std::vector<int>>& runs, int64_t K, std::mt19937_64& rng) {
+    Rows r;
+    r.K = K;
+    std::uniform_real_distribution<float> score(-1.0f, 2.0f);
+    int32_t t = 0;
+    for (size_t u = 0; u < runs.size(); ++u)
+        for (int len : runs[u]) {
+            for (int j = 0; j < len; ++j) {
+                r.s.push_back(score(rng));
+                r.uid.push_back((int32_t)u);
+                r.traj.push_back(t);
+                r.agent.push_back((int32_t)(r.s.size() % (size_t)K));
+            }
+            ++t;
+        }
+    r.U = (int64_t)runs.size();
+    r.T = t;
+    return r;
+}
+
+// The validation kernel's order check decides whether the one-pass kernel runs, and gates the
+// trajectory checks; each warp's lane 0 takes the row before it from memory. So: rows sorted but
+// for one place, at a warp's first row (row 64) and inside a warp, (a) valid rows out of order — a
+// uid run after a larger uid, a trajectory interrupted by another of its uid — must give the
+// CPU's advantages through both entries, with and without diagnostics; (b) a trajectory that goes on
+// across a uid change with the ids in order (only "same trajectory, new uid" sees it) must be an
+// error of both backends, with and without diagnostics.
+static void test_advantage_order_edges(std::mt19937_64& rng) {
+    for (int at : {64, 62}) {
+        const int lead = at - 32;  // run 1 ends at row `at`: runs 0 and 1 cover rows [0, at)
+        // (a) uid labels of runs 1 and 2 swapped: the uid falls at row `at` only
+        Rows byuid = shaped_rows({{10, 22}, {7, lead - 7}, {12, 12, 16}, {40}, {3, 5}}, 2, rng);
+        for (int32_t& u : byuid.uid) u = u == 1 ? 2 : u == 2 ? 1 : u;
+        // (a) uid 0's trajectory 0 goes on after trajectory 1: rows [0, 16) T0, [16, at) T1, [at, at + 16) T0
+        // again (a trajectory counted twice would move the group's statistics)
+        Rows bytraj = shaped_rows({{16, at - 16, 16, 20}, {9, 30}, {11}}, 2, rng);
+        for (int32_t& t : bytraj.traj) t = t == 2 ? 0 : t;
+        for (const Rows* r : {&byuid, &bytraj}) {
+            const char* name = r == &byuid ? "a uid run after a larger uid" : "a trajectory interrupted inside its uid";
+            const DeviceRows d(*r);
+            for (int mode : {kDrmas, (int)kDescriptors - 1})
+                for (int pool = 0; pool <= 1; ++pool) {
+                    const drmas_norm_config c = norm_config(mode, pool, 0, 1, 1);
+                    const AdvResult cpu = advantage_cpu(c, *r, false);
+                    check(cpu.status == DRMAS_OK, "%s at row %d: CPU status %d: %s", name, at, cpu.status, cpu.message.c_str());
+                    for (int variant = 0; variant < 3; ++variant) {
+                        const std::string what = format("%s at row %d, %s, %s", name, at, describe(c).c_str(),
+                                                        variant == 0 ? "validated" : variant == 1 ? "trusted" : "validated, diagnostics");
+                        const AdvResult gpu = variant < 2 ? advantage_cuda_plain(c, *r, d, variant == 1) : advantage_cuda(c, *r, d, true);
+                        check(gpu.status == DRMAS_OK, "%s: status %d: %s", what.c_str(), gpu.status, gpu.message.c_str());
+                        if (gpu.status == DRMAS_OK && gpu.adv.size() == cpu.adv.size()) compare(what, gpu.adv, cpu.adv, 1e-5, 1e-5);
+                    }
+                }
+        }
+        // (b) uid 1's first trajectory takes uid 0's last trajectory id (uid 1 starts at row `at`)
+        Rows across = shaped_rows({{10, at - 10}, {16, 16, 9}, {20, 21}}, 2, rng);
+        for (size_t i = 0; i < across.s.size(); ++i)
+            if (across.traj[i] >= 2) across.traj[i] -= 1;
+        const std::string what = format("a trajectory across the uid change at row %d, ids in order", at);
+        advantage_error(what, DRMAS_ERR_INCONSISTENT, across, DRMAS_POOL_TRAJECTORIES);
+        const DeviceRows d(across);
+        const AdvResult plain = advantage_cuda_plain(norm_config(kDrmas, DRMAS_POOL_TRAJECTORIES, 0, 1, 1), across, d, false);
+        check(plain.status == DRMAS_ERR_INCONSISTENT, "%s, no diagnostics: status %d: %s", what.c_str(), plain.status,
+              plain.message.c_str());
+    }
+}
 
 // With several GPUs (two under emulation): arrays of device 1 while device 0 is current must run
 // on device 1 (scratch and launches there; the emulator aborts a launch that mixes devices) and
@@ -1923,6 +1993,7 @@ int main() {
     timed("clipped_loss", test_clipped_loss);
     timed("clip_bounds", [](std::mt19937_64&) { test_clip_bounds(); });
     timed("errors", test_errors);
+    timed("order_edges", test_advantage_order_edges);
     timed("devices", test_devices);
     timed("async_loss", test_async_loss);
     timed("lmhead", test_lmhead);
