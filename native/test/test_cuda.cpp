@@ -1049,6 +1049,11 @@ static void test_clipped_loss(std::mt19937_64& rng) {
         cases.push_back({format("%lld rows, gaps, no mask", (long long)rows), make_tokens(off, off.back() + 7, false, rng), true});
     }
     cases.push_back({"1 row 65537 tokens", make_tokens({0, 65537}, 65537, false, rng), true});
+    {
+        // rows from token 0 and tokens after the last row (their gradient is 0: zeroed by the call)
+        const std::vector<int64_t> off = random_offsets(37, 20, 0, rng);
+        cases.push_back({"rows from token 0, tokens after them, mask", make_tokens(off, off.back() + 5, true, rng), true});
+    }
     cases.push_back({"rows of masked tokens only", make_tokens({0, 3, 3, 9}, 9, true, rng), true});
     for (auto& m : cases.back().tk.mask) m = 0;
     {
@@ -1268,6 +1273,13 @@ static void test_errors(std::mt19937_64& rng) {
         b.uid[n / 2] = (int32_t)r.U;
         b.uid[n - 1] = -3;
         advantage_error("uid out of range" + p, DRMAS_ERR_RANGE, b, pool);
+        b = r;  // one row bad three ways: named as the CPU names it (its uid first, then agent, then score)
+        b.s[n / 2] = nan_f();
+        b.agent[n / 2] = (int32_t)r.K;
+        b.uid[n / 2] = (int32_t)r.U;
+        advantage_error("uid, agent and score bad in one row" + p, DRMAS_ERR_RANGE, b, pool);
+        b.uid[n / 2] = 0;
+        advantage_error("agent and score bad in one row" + p, DRMAS_ERR_RANGE, b, pool);
         b = r;
         b.agent[n / 3] = (int32_t)r.K;
         advantage_error("agent out of range" + p, DRMAS_ERR_RANGE, b, pool);
