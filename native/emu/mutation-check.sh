@@ -30,6 +30,7 @@ MUTATIONS=(
   "validate-traj-across-uid|kernels/validate.cuh|s.replace('(u != up && t == tp))', '(false))')"
   "validate-traj-decrease|kernels/validate.cuh|s.replace('(tp > t ', '(false ')"
   "validate-offsets-first-pair|kernels/validate.cuh|s.replace('const bool decreasing = in && r > 0 &&', 'const bool decreasing = in && r > 1 &&')"
+  # the host side: the first bad row's field, named in the CPU's order; the gradient outside the rows
   "validate-first-kind-order|native/src/cuda_backend.cu|s.replace('(int64_t)host[k] < limit) {', '(int64_t)host[k] <= limit) {')"
   "loss-tail-unzeroed-from-0|native/src/cuda_backend.cu|s.replace('zero_outside_rows(grad, first, last', 'zero_outside_rows(grad, first, first > 0 ? last : num_tokens')"
   # the CPU's sorted check: the uid range in its vector blocks, order and finiteness in its scalar rows

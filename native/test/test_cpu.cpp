@@ -549,10 +549,10 @@ static Rows past_the_range(const Rows& r, bool by_uid, int64_t* first) {
     bad.uid.resize(m);
     bad.traj.resize(m);
     bad.agent.resize(m);
-    const std::vector<int32_t>& ids = by_uid ? bad.uid : bad.traj;
+    std::vector<int32_t>& ids = by_uid ? bad.uid : bad.traj;
     int64_t f = m - 1;
     while (f > 0 && ids[f - 1] == ids[m - 1]) --f;
-    for (int64_t i = f; i < m; ++i) (by_uid ? bad.uid : bad.traj)[i] = (int32_t)(by_uid ? bad.U : bad.T);
+    for (int64_t i = f; i < m; ++i) ids[i] = (int32_t)(by_uid ? bad.U : bad.T);
     *first = f;
     return bad;
 }
