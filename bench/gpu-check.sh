@@ -3,21 +3,24 @@
 # nvcc, CMake, g++, compute-sanitizer and no JDK; run bench/gpu-prepare.sh elsewhere first and carry
 # its .gpu-carry/). It cannot pass without testing the GPU: CMake must compile the CUDA kernels
 # (DRMAS_REQUIRE_CUDA), and DRMAS_REQUIRE_GPU=1 turns every "no GPU: skipped" into a failure.
-# Steps, each with its log in $OUT (default gpu-out/) and its time in $OUT/summary.md:
+# Steps, each with its log in $OUT (default gpu-out/) and its time in $OUT/summary.md, in this order:
+# correctness against the CPU first, then issue 17's figures, then the checks whose time on a real
+# GPU nobody has measured yet (the sanitizers), so that a run cut short by the budget still has the
+# figures:
 #   build      libdrmas and the CUDA test for sm_90 only (-DDRMAS_CUDA_ARCHITECTURES=90-real)
 #   ctest      ctest -L gpu: every CUDA result against the CPU oracle, at full size and with the
 #              grid capped at 3 blocks (several grid-stride iterations)
-#   lmhead     bench/gpu_lmhead.py (python3 + PyTorch): one bf16 LM-head update at V = 151,936, H = 2560,
-#              N = 16K, fused (chunks + drmas_lmhead_chunk_bf16 on torch's stream) vs PyTorch's
-#              materialised log_softmax + autograd: time, max_memory_allocated, and a correctness check
-#              (table in $OUT/lmhead-bench.md; ~10 s of GPU time on an H200 plus PyTorch's start)
-#   memcheck, racecheck   compute-sanitizer on the CUDA test at DRMAS_TEST_SCALE=small
-#   junit      the bindings' JUnit tests (CudaKernelsTest on the GPU) on the jlinked runtime
 #   gpubench   GpuBench at 16M and 64M rows: GPU vs native CPU kernel (table in $OUT/gpu-bench.md)
 #   advantage  bench/gpu_advantage.py (python3 + PyTorch): Dr. MAS normalisation at 16M and 64M rows, both
 #              libdrmas entries vs the PyTorch composition (bincount/index_add_) on the same device tensors,
 #              beside a device-to-device copy of the same bytes: ms, GB/s, % of copy, and a correctness
 #              check (table in $OUT/advantage-bench.md)
+#   lmhead     bench/gpu_lmhead.py (python3 + PyTorch): one bf16 LM-head update at V = 151,936, H = 2560,
+#              N = 16K, fused (chunks + drmas_lmhead_chunk_bf16 on torch's stream) vs PyTorch's
+#              materialised log_softmax + autograd: time, max_memory_allocated, and a correctness check
+#              (table in $OUT/lmhead-bench.md; ~10 s of GPU time on an H200 plus PyTorch's start)
+#   junit      the bindings' JUnit tests (CudaKernelsTest on the GPU) on the jlinked runtime
+#   memcheck, racecheck   compute-sanitizer on the CUDA test at DRMAS_TEST_SCALE=small
 #   synccheck  compute-sanitizer's barrier checks, if time is left
 # The whole run stays under GPU_CHECK_BUDGET_S (default 450 s): each step's timeout is what is left.
 set -uo pipefail
@@ -84,16 +87,29 @@ torch_bench() {
     python3 "bench/gpu_$1.py" --lib "$BUILD/libdrmas.so" --out "$OUT/$1-bench.md"
 }
 export -f torch_bench
-step lmhead 120 torch_bench lmhead
-[[ -f "$OUT/lmhead-bench.md" ]] && cat "$OUT/lmhead-bench.md"
 
 sanitize() {  # sanitize TOOL [OPTIONS...]: the CUDA test at the small scale under compute-sanitizer
     local tool="$1"; shift
     DRMAS_TEST_SCALE=small compute-sanitizer --tool "$tool" --error-exitcode 99 "$@" "$BUILD/drmas_test_cuda"
 }
 export -f sanitize
-step memcheck 120 sanitize memcheck --leak-check full
-step racecheck 150 sanitize racecheck
+
+if [[ -x "$JAVA" ]]; then
+    step gpubench 240 "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx32g -Ddrmas.native.path="$BUILD/libdrmas.so" \
+        -cp "$CARRY/classes/bench:$CARRY/classes/bindings:$CARRY/classes/algo" dev.drmas.bench.GpuBench \
+        --sizes 16777216,67108864 --threads "$(nproc)" --out "$OUT/gpu-bench.md"
+    [[ -f "$OUT/gpu-bench.md" ]] && cat "$OUT/gpu-bench.md"
+else
+    echo "gpu-check: no $JAVA (run bench/gpu-prepare.sh on a development machine and carry $CARRY)"
+    printf '| gpubench | NOT RUN (no %s) | 0 |\n' "$JAVA" >> "$SUMMARY"
+    status=1
+fi
+
+step advantage 90 torch_bench advantage
+[[ -f "$OUT/advantage-bench.md" ]] && cat "$OUT/advantage-bench.md"
+
+step lmhead 120 torch_bench lmhead
+[[ -f "$OUT/lmhead-bench.md" ]] && cat "$OUT/lmhead-bench.md"
 
 if [[ -x "$JAVA" ]]; then
     junit() {
@@ -109,19 +125,13 @@ if [[ -x "$JAVA" ]]; then
         printf '| junit | FAILED (tests skipped) | 0 |\n' >> "$SUMMARY"
         status=1
     fi
-    step gpubench 240 "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx32g -Ddrmas.native.path="$BUILD/libdrmas.so" \
-        -cp "$CARRY/classes/bench:$CARRY/classes/bindings:$CARRY/classes/algo" dev.drmas.bench.GpuBench \
-        --sizes 16777216,67108864 --threads "$(nproc)" --out "$OUT/gpu-bench.md"
-    [[ -f "$OUT/gpu-bench.md" ]] && cat "$OUT/gpu-bench.md"
 else
-    echo "gpu-check: no $JAVA (run bench/gpu-prepare.sh on a development machine and carry $CARRY)"
-    printf '| junit, gpubench | NOT RUN (no %s) | 0 |\n' "$JAVA" >> "$SUMMARY"
+    printf '| junit | NOT RUN (no %s) | 0 |\n' "$JAVA" >> "$SUMMARY"
     status=1
 fi
 
-step advantage 90 torch_bench advantage
-[[ -f "$OUT/advantage-bench.md" ]] && cat "$OUT/advantage-bench.md"
-
+step memcheck 120 sanitize memcheck --leak-check full
+step racecheck 150 sanitize racecheck
 step synccheck 90 sanitize synccheck
 printf '\ntotal %d s (budget %d s), exit %d\n' "$SECONDS" "$BUDGET" "$status" >> "$SUMMARY"
 cat "$SUMMARY"
