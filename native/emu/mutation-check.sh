@@ -5,6 +5,9 @@
 # or, for entries marked `cpu`, drmas_test_cpu (on this CPU's kernels and on the x86-64-v2 ones).
 # Prints one line per mutation; exits 1 if any mutation went unnoticed. ~1-2 min a mutation on 2 cores.
 #   native/emu/mutation-check.sh [NAME...]     (default: all)
+#   native/emu/mutation-check.sh --applies     only checks, in a second, that every mutation still
+#                                              applies to the sources (ctest runs this: an entry whose
+#                                              line was rewritten would otherwise go stale unseen)
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 WORK="$(mktemp -d /tmp/drmas-mutation.XXXXXX)"
@@ -38,6 +41,24 @@ MUTATIONS=(
   "cpu-row-traj-order|native/src/cpu_adv_kernels.inc|s.replace('ok = ok && a.traj[i - 1] <= a.traj[i] && (', 'ok = ok && (')|cpu"
   "cpu-row-score-inf|native/src/cpu_adv_kernels.inc|s.replace('(bits & 0x7fffffffu) < 0x7f800000u;', '(bits & 0x7fffffffu) <= 0x7f800000u;')|cpu"
 )
+
+if [[ "${1:-}" == --applies ]]; then
+    # one python3 for all entries (one line each on stdin)
+    printf '%s\n' "${MUTATIONS[@]}" | python3 -c '
+import sys
+root, stale, count = sys.argv[1], 0, 0
+for line in sys.stdin.read().splitlines():
+    name, path, expr, *suite = line.split("|")
+    count += 1
+    if suite and suite != ["cpu"]:
+        print(f"{name}: unknown suite {suite[0]!r} (cpu or nothing)"); stale = 1; continue
+    s = open(f"{root}/{path}").read()
+    if eval(expr, {"s": s}) == s:
+        print(f"{name}: does not apply to {path} (the code changed? update the entry)"); stale = 1
+if not stale: print(f"mutation-check: all {count} mutations apply")
+sys.exit(stale)' "$ROOT"
+    exit $?
+fi
 
 wanted=("$@")
 missed=0
