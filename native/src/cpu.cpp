@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -58,17 +59,38 @@ int32_t cpu_threads() { return g_threads > 0 ? g_threads : (int32_t)omp_get_max_
 // 2-core VM, 1M rows: 14.5 ms per call with fresh threads or with a hand-written pool, 9.5 ms
 // with libgomp's team), so the CPU backend uses OpenMP for its threads. Concurrent calls from
 // several Java threads each get their own team, which is correct if oversubscribed.
+//
+// Every part tid = 0 .. nthreads-1 runs exactly once, and fn is always told nthreads: OpenMP may
+// give a smaller team (OMP_THREAD_LIMIT, OMP_DYNAMIC, a call from inside the caller's own parallel
+// region), and then its threads take the missing parts in turn. Callers size per-part state by the
+// count they asked for and split rows by it, so a smaller team changes neither their bookkeeping nor
+// the bits (passing the team's size instead left parts unrun: a segfault in the owner merge, found
+// by review). No fn waits on another part, so parts may run one after another. An exception (say
+// bad_alloc) must not leave the parallel region (std::terminate): the first one is kept and
+// rethrown after it, for guarded() to turn into a status.
 template <class F>
 static void run_parallel(int nthreads, F fn) {
     if (nthreads <= 1) {
         fn(0, 1);
         return;
     }
+    std::exception_ptr error;
+    std::atomic<bool> failed{false};
 #pragma omp parallel num_threads(nthreads)
     {
-        // the team may be smaller than asked (nested or limited): split by its real size
-        fn(omp_get_thread_num(), omp_get_num_threads());
+        const int team = omp_get_num_threads();
+        for (int tid = omp_get_thread_num(); tid < nthreads; tid += team) {
+            if (failed.load(std::memory_order_relaxed)) break;
+            try {
+                fn(tid, nthreads);
+            } catch (...) {
+#pragma omp critical(drmas_run_parallel_error)
+                if (!error) error = std::current_exception();
+                failed.store(true, std::memory_order_relaxed);
+            }
+        }
     }
+    if (error) std::rethrow_exception(error);
 }
 
 static int threads_for(int64_t work) {
@@ -702,10 +724,8 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     if (!hist || !off || !rec || !ps || !pag || !ptr || !pidx || !owner || !map)
         return false;  // no memory: the caller's paths run (and report it if they fail too)
     // ---- check the rows and count each uid's rows, per thread ----
-    std::vector<char> bad(nt, 0), ran(nt, 0);
-    run_parallel(nt, [&](int tid, int nth) {
-        if (nth != nt) return;  // a smaller team than asked: the caller's paths run instead
-        ran[tid] = 1;
+    std::vector<char> bad(nt, 0);
+    run_parallel(nt, [&](int tid, int nth) {  // (nth is nt: run_parallel runs every part)
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
         int32_t* h = hist + Upad * tid;
         std::fill(h, h + U, 0);  // first touched by its own thread
@@ -719,7 +739,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
             for (int64_t i = b; i < e; ++i) ++h[a.uid[i]];
         }
     });
-    if (std::find(bad.begin(), bad.end(), 1) != bad.end() || std::find(ran.begin(), ran.end(), 0) != ran.end()) return false;
+    if (std::find(bad.begin(), bad.end(), 1) != bad.end()) return false;
     // ---- offsets: off[u] is where uid u's rows start; thread t's rows of u follow threads < t ----
     int64_t pos = 0;
     for (int64_t u = 0; u < U; ++u) {

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,6 +22,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <omp.h>
 
 #include "drmas.h"
 #include "drmas_math.h"  // token_loss: the scalar formula the vectorised loss must match bit for bit
@@ -341,6 +345,183 @@ static void test_parallel_errors() {
         CHECK(untouched(), "%d threads: outputs untouched after bad rows", threads);
     }
     drmas_set_num_threads(0);
+}
+
+// A team smaller than the threads asked for: OpenMP gives one when OMP_THREAD_LIMIT or OMP_DYNAMIC says
+// so, or, as here, to a call made from inside the caller's own parallel region (nested regions are
+// inactive: one thread). Every entry that splits its work into parts must still do every part, with the
+// bits of a full team, and its errors must still be reported. (Handing the parts the team's size left
+// parts unrun: sorted rows fell through to the general validation, whose owner merge read the unrun
+// parts' empty maps — a segfault, i.e. a dead JVM — found by review.) Two outer threads call at once,
+// each with its own outputs.
+struct TeamResults {
+    std::vector<float> sorted, shuffled, trusted, trusted_shuffled, huge_u, loss_grad, rows_grad, lmhead_lp, lmhead_h;
+    std::vector<double> diag, loss_sums, rows_sums;
+    int32_t st[10] = {0};
+    std::string bad_message;
+    std::vector<float> bad_out;
+};
+
+static void test_small_team() {
+    std::mt19937_64 rng(23);
+    const Rows r = rollout_rows(20000, 8, 2, 2, rng);  // > 300K rows: every advantage path splits
+    const int64_t n = (int64_t)r.s.size();
+    std::vector<int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const Rows sh = permuted(r, perm);
+    Rows bad = sh;  // unsorted with a bad agent: the partition declines, the general validation names it
+    const int64_t bad_row = n / 2 + 99;
+    bad.agent[bad_row] = 5;
+    const int64_t huge_u = 4 * n + 5000;  // so many uids that the general path runs on valid rows
+    const drmas_norm_config c = cfg_of(kDrmas);
+    // the loss: 4000 rows of 0..400 tokens, 10% masked
+    std::vector<int64_t> off{0};
+    for (int j = 0; j < 4000; ++j) off.push_back(off.back() + (int64_t)(rng() % 401));
+    const int64_t R = (int64_t)off.size() - 1, T = off.back();
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> lp(T), old(T), adv_row(R), adv_tok(T);
+    std::vector<uint8_t> mask(T);
+    for (int64_t t = 0; t < T; ++t) {
+        lp[t] = -fabsf(nd(rng));
+        old[t] = lp[t] + 0.3f * nd(rng);
+        mask[t] = rng() % 10 != 0;
+    }
+    for (int64_t q = 0; q < R; ++q) {
+        adv_row[q] = nd(rng);
+        for (int64_t t = off[q]; t < off[q + 1]; ++t) adv_tok[t] = adv_row[q];
+    }
+    const drmas_loss_config lc{0.2, 0.28, 3.0, 0.0, 37.0, DRMAS_KL_NONE, 0};
+    // the LM head's log-probs: 300 tokens of a 5000-word vocabulary
+    const int64_t NT = 300, V = 5000;
+    std::vector<float> logits(NT * V);
+    std::vector<int64_t> targets(NT);
+    for (float& z : logits) z = 3.0f * nd(rng);
+    for (int64_t& y : targets) y = (int64_t)(rng() % V);
+
+    auto run_all = [&](TeamResults& o) {
+        const int64_t S = r.U * r.K;
+        o.sorted.assign(n, 0.0f);
+        o.shuffled.assign(n, 0.0f);
+        o.trusted.assign(n, 0.0f);
+        o.trusted_shuffled.assign(n, 0.0f);
+        o.huge_u.assign(n, 0.0f);
+        o.diag.assign(DRMAS_DIAG_FIELDS * S, 0.0);
+        o.st[0] = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(), r.U, r.T,
+                                      r.K, o.sorted.data(), o.diag.data(), nullptr);
+        o.st[1] = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, sh.s.data(), sh.uid.data(), sh.traj.data(), sh.agent.data(), r.U,
+                                      r.T, r.K, o.shuffled.data(), nullptr, nullptr);
+        o.st[2] = drmas_advantage_trusted_f32(DRMAS_DEVICE_CPU, &c, n, r.s.data(), r.uid.data(), r.traj.data(), r.agent.data(),
+                                              r.U, r.T, r.K, o.trusted.data(), nullptr, nullptr);
+        o.st[3] = drmas_advantage_trusted_f32(DRMAS_DEVICE_CPU, &c, n, sh.s.data(), sh.uid.data(), sh.traj.data(),
+                                              sh.agent.data(), r.U, r.T, r.K, o.trusted_shuffled.data(), nullptr, nullptr);
+        o.st[4] = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, sh.s.data(), sh.uid.data(), sh.traj.data(), sh.agent.data(),
+                                      huge_u, r.T, r.K, o.huge_u.data(), nullptr, nullptr);
+        o.bad_out.assign(n, -7.0f);
+        o.st[5] = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, bad.s.data(), bad.uid.data(), bad.traj.data(), bad.agent.data(),
+                                      r.U, r.T, r.K, o.bad_out.data(), nullptr, nullptr);
+        o.bad_message = drmas_last_error();  // (the library's last error is per thread)
+        o.loss_grad.assign(T, 0.0f);
+        o.rows_grad.assign(T, 0.0f);
+        o.loss_sums.assign(DRMAS_LOSS_SUMS, 0.0);
+        o.rows_sums.assign(DRMAS_LOSS_SUMS, 0.0);
+        o.st[6] = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, R, off.data(), T, lp.data(), old.data(), adv_tok.data(), nullptr,
+                                         mask.data(), o.loss_grad.data(), o.loss_sums.data(), nullptr);
+        o.st[7] = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &lc, R, off.data(), off.data(), T, lp.data(), old.data(),
+                                              adv_row.data(), nullptr, mask.data(), o.rows_grad.data(), o.rows_sums.data(), nullptr);
+        o.lmhead_lp.assign(NT, 0.0f);
+        o.lmhead_h.assign(NT, 0.0f);
+        o.st[8] = drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, NT, V, logits.data(), targets.data(), o.lmhead_lp.data(),
+                                            o.lmhead_h.data(), nullptr);
+    };
+    drmas_set_num_threads(4);
+    TeamResults full;
+    run_all(full);
+    for (int k = 0; k < 9; ++k) CHECK(full.st[k] == (k == 5 ? DRMAS_ERR_RANGE : DRMAS_OK), "full team, call %d: status %d", k, full.st[k]);
+    TeamResults inner[2];
+    int inner_team[2] = {0, 0};
+    const int saved_levels = omp_get_max_active_levels();
+    omp_set_max_active_levels(1);
+#pragma omp parallel num_threads(2)
+    {
+        const int me = omp_get_thread_num();
+        if (me < 2) {
+#pragma omp parallel num_threads(4)
+            {
+                if (omp_get_thread_num() == 0) inner_team[me] = omp_get_num_threads();
+            }
+            run_all(inner[me]);
+        }
+    }
+    omp_set_max_active_levels(saved_levels);
+    char want[64];
+    snprintf(want, sizeof want, "agent[%lld] = 5", (long long)bad_row);
+    CHECK(contains(full.bad_message.c_str(), want), "full team: %s", full.bad_message.c_str());
+    for (int me = 0; me < 2; ++me) {
+        const TeamResults& o = inner[me];
+        CHECK(inner_team[me] == 1, "outer thread %d: a nested region has %d threads (the test needs 1)", me, inner_team[me]);
+        for (int k = 0; k < 9; ++k) CHECK(o.st[k] == full.st[k], "team of 1, thread %d, call %d: status %d, not %d", me, k, o.st[k], full.st[k]);
+        CHECK(contains(o.bad_message.c_str(), want), "team of 1, thread %d: bad agent: %s", me, o.bad_message.c_str());
+        CHECK(std::all_of(o.bad_out.begin(), o.bad_out.end(), [](float v) { return v == -7.0f; }), "team of 1, thread %d: outputs touched by a refused call", me);
+        auto same = [&](const char* what, const auto& x, const auto& y) {
+            CHECK(x.size() == y.size() && memcmp(x.data(), y.data(), x.size() * sizeof x[0]) == 0,
+                  "team of 1, thread %d: %s differ from a full team's", me, what);
+        };
+        same("sorted advantages", o.sorted, full.sorted);
+        same("diagnostics", o.diag, full.diag);
+        same("shuffled advantages", o.shuffled, full.shuffled);
+        same("trusted advantages", o.trusted, full.trusted);
+        same("trusted shuffled advantages", o.trusted_shuffled, full.trusted_shuffled);
+        same("advantages with 4n uids", o.huge_u, full.huge_u);
+        same("loss gradients", o.loss_grad, full.loss_grad);
+        same("loss sums", o.loss_sums, full.loss_sums);
+        same("per-row loss gradients", o.rows_grad, full.rows_grad);
+        same("per-row loss sums", o.rows_sums, full.rows_sums);
+        same("LM-head log-probs", o.lmhead_lp, full.lmhead_lp);
+        same("LM-head entropies", o.lmhead_h, full.lmhead_h);
+    }
+    // the shuffled rows' advantages are the sorted rows' (as the other tests check at full team)
+    bool perm_ok = true;
+    for (int64_t i = 0; i < n && perm_ok; ++i) perm_ok = inner[0].shuffled[i] == full.sorted[perm[i]];
+    CHECK(perm_ok, "team of 1: shuffled rows' advantages are not the sorted rows' permuted");
+    drmas_set_num_threads(0);
+}
+
+// An allocation that fails inside a parallel part: the exception must not leave the OpenMP region
+// (std::terminate, a dead JVM) but come back as DRMAS_ERR_ALLOC with the outputs untouched. Made to
+// fail here by lowering the address-space limit for the call: the general validation's per-part
+// trajectory map of T = 2^31 - 1 entries (8 GB a part) for shuffled rows with a uid out of range.
+static void test_parallel_bad_alloc() {
+    std::mt19937_64 rng(29);
+    const Rows r = rollout_rows(12000, 8, 2, 2, rng);  // ~200K rows: two parts
+    const int64_t n = (int64_t)r.s.size();
+    std::vector<int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    Rows bad = permuted(r, perm);
+    bad.uid[n / 3] = (int32_t)r.U;  // out of range: the partition declines, the general path validates
+    const drmas_norm_config c = cfg_of(kDrmas);
+    std::vector<float> out(n, -7.0f);
+    long pages = 0;
+    FILE* f = fopen("/proc/self/statm", "r");
+    const bool have_vm = f != nullptr && fscanf(f, "%ld", &pages) == 1;
+    if (f) fclose(f);
+    struct rlimit saved;
+    if (!have_vm || getrlimit(RLIMIT_AS, &saved) != 0) {
+        printf("  parallel bad_alloc: skipped (no /proc/self/statm or RLIMIT_AS)\n");
+        return;
+    }
+    drmas_set_num_threads(2);
+    struct rlimit low = saved;
+    low.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)2 << 30);  // 2 GB more than now
+    CHECK(setrlimit(RLIMIT_AS, &low) == 0, "setrlimit");
+    const int st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, bad.s.data(), bad.uid.data(), bad.traj.data(), bad.agent.data(),
+                                       r.U, INT32_MAX, r.K, out.data(), nullptr, nullptr);
+    const std::string msg = drmas_last_error();
+    CHECK(setrlimit(RLIMIT_AS, &saved) == 0, "restoring RLIMIT_AS");
+    drmas_set_num_threads(0);
+    CHECK(st == DRMAS_ERR_ALLOC && contains(msg.c_str(), "out of memory"), "bad_alloc in a parallel part: status %d: %s", st, msg.c_str());
+    CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == -7.0f; }), "bad_alloc in a parallel part: outputs touched");
 }
 
 // -0 and +0 scores in one agent segment: the mean is +0 and every advantage exactly +0.
@@ -2578,6 +2759,8 @@ int main() {
     test_constant_segments();
     test_errors();
     test_parallel_errors();
+    test_small_team();
+    test_parallel_bad_alloc();
     test_signed_zero();
     test_sorted_path_matches_other_paths();
     test_sorted_run_map();
