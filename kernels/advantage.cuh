@@ -212,7 +212,8 @@ __global__ void advantage_diagnostics_kernel(int64_t num_uids, int64_t num_agent
         double inflation = nan_value;
         if (a.count > 0 && g.std != 0.0) {
             const double shift = a.mean - g.mean;
-            inflation = (a.std * a.std + shift * shift) / (g.std * g.std);
+            // products rounded apart, not contracted into an FMA (nvcc's default): the CPU's formula
+            inflation = __dadd_rn(__dmul_rn(a.std, a.std), __dmul_rn(shift, shift)) / __dmul_rn(g.std, g.std);
         }
         double* d = diagnostics + s;
         d[DRMAS_DIAG_AGENT_COUNT * num_segments] = a.count;

@@ -163,7 +163,11 @@ typedef struct drmas_norm_config {
  * pages cost a fault and a clearing each, which is more than the normalisation itself; a call made
  * while another uses it, or one that needs more, allocates and frees its own.
  * The CPU backend uses AVX2 kernels where the CPU has them; the environment variable
- * DRMAS_CPU_ISA=v2 selects the baseline ones, which give bit-identical results. */
+ * DRMAS_CPU_ISA=v2 selects the baseline ones, which give bit-identical results.
+ * advantages and diagnostics must not share memory with the inputs or with each other (no call
+ * works in place; DRMAS_ERR_CONFIG names the pair). Advantages are computed in fp64 and rounded to
+ * float: one past float's range, which only extreme finite scores give (a difference of 1e33 over
+ * a std of 0 plus eps = 1e-6, say), is +-inf. */
 DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
                                       const float* scores, const int32_t* uid,
                                       const int32_t* traj, const int32_t* agent,
@@ -182,7 +186,8 @@ DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* c
  * and rows in another order or with an id out of range make it hand the whole call to the
  * multi-kernel path queued behind it (whose launches return at once otherwise). That path skips
  * rows with an id out of range (their advantages are NaN, so that bad input shows); the other
- * advantages of bad input are unspecified. */
+ * advantages of bad input are unspecified. Outputs overlapping the inputs are refused as by
+ * drmas_advantage_f32 (that check needs no data). */
 DRMAS_API int32_t drmas_advantage_trusted_f32(int32_t device, const drmas_norm_config* cfg, int64_t n,
                                               const float* scores, const int32_t* uid,
                                               const int32_t* traj, const int32_t* agent,

@@ -139,6 +139,14 @@ int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
 
 }  // extern "C"
 
+// Whether [a, a + abytes) and [b, b + bbytes) share a byte (host or device addresses alike: CUDA's
+// address space is unified).
+static bool overlaps(const void* a, uint64_t abytes, const void* b, uint64_t bbytes) {
+    if (!a || !b || abytes == 0 || bbytes == 0) return false;
+    const uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x < y + bbytes && y < x + abytes;
+}
+
 // Both advantage entry points: the same checks of what can be checked without the data.
 static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, const drmas_norm_config* cfg, int64_t n,
                                const float* scores, const int32_t* uid, const int32_t* traj, const int32_t* agent,
@@ -182,6 +190,22 @@ static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, con
             DRMAS_REQUIRE(!need_traj || num_trajs > 0, DRMAS_ERR_RANGE, "%s: %lld rows but num_trajs is 0", fn, (long long)n);
         }
         if (!need_traj) traj = nullptr;
+        // The outputs may not share memory with the inputs or with each other: every path reads the
+        // scores and ids after it has begun to write (the CUDA trusted entry's fallback reads them
+        // all again), so in place would be wrong results, not a speed-up.
+        const uint64_t row_bytes = 4 * (uint64_t)n, diag_bytes = diagnostics ? 8 * DRMAS_DIAG_FIELDS * (uint64_t)(num_uids * num_agents) : 0;
+        const struct {
+            const char* name;
+            const void* p;
+        } inputs[] = {{"scores", scores}, {"uid", uid}, {"traj", traj}, {"agent", agent}};
+        for (const auto& in : inputs) {
+            DRMAS_REQUIRE(!overlaps(advantages, row_bytes, in.p, row_bytes), DRMAS_ERR_CONFIG,
+                          "%s: advantages overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+            DRMAS_REQUIRE(!overlaps(diagnostics, diag_bytes, in.p, row_bytes), DRMAS_ERR_CONFIG,
+                          "%s: diagnostics overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+        }
+        DRMAS_REQUIRE(!overlaps(advantages, row_bytes, diagnostics, diag_bytes), DRMAS_ERR_CONFIG,
+                      "%s: advantages and diagnostics overlap", fn);
         if (device == DRMAS_DEVICE_CUDA)
             return advantage_cuda(c, n, scores, uid, traj, agent, num_uids, num_trajs, num_agents,
                                   advantages, diagnostics, stream, trusted);

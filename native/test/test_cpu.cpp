@@ -232,6 +232,47 @@ static void test_errors() {
     st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, -1, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
     CHECK(st == DRMAS_ERR_SIZE, "negative n: %d %s", st, drmas_last_error());
     CHECK(out[0] == -7 && out[1] == -7 && out[2] == -7 && out[3] == -7, "outputs must be untouched after errors");
+    // outputs sharing memory with the inputs or with each other (in place would give wrong results);
+    // every array inside one arena, so that which overlap is found first never depends on the stack
+    {
+        alignas(8) unsigned char arena[2048];
+        memset(arena, 0, sizeof arena);
+        float* sc = (float*)(void*)arena;                  // [0, 16)
+        int32_t* ud = (int32_t*)(void*)(arena + 64);        // [64, 80)
+        int32_t* ag2 = (int32_t*)(void*)(arena + 128);      // [128, 144)
+        float* adv = (float*)(void*)(arena + 192);          // [192, 208)
+        double* dg = (double*)(void*)(arena + 1024);        // [1024, 1312)
+        const float sv[4] = {1, 0, 1, 1};
+        const int32_t uv[4] = {0, 0, 1, 1}, av[4] = {0, 1, 0, 1};
+        memcpy(sc, sv, sizeof sv);
+        memcpy(ud, uv, sizeof uv);
+        memcpy(ag2, av, sizeof av);
+        struct Case {
+            const char* what;
+            float* adv;
+            double* dg;
+            const char* message;
+        } cases[] = {
+            {"advantages = scores", sc, nullptr, "advantages overlaps scores"},
+            {"advantages one row into the scores", sc + 3, nullptr, "advantages overlaps scores"},
+            {"advantages on the agents", (float*)(void*)(ag2 + 2), nullptr, "advantages overlaps agent"},
+            {"diagnostics on the uids", adv, (double*)(void*)ud, "diagnostics overlaps uid"},
+            {"advantages inside the diagnostics", (float*)(void*)(dg + 2), dg, "advantages and diagnostics overlap"},
+        };
+        unsigned char before[sizeof arena];
+        memcpy(before, arena, sizeof arena);
+        for (const Case& k : cases)
+            for (int trusted = 0; trusted < 2; ++trusted) {
+                st = (trusted ? drmas_advantage_trusted_f32 : drmas_advantage_f32)(DRMAS_DEVICE_CPU, &c, 4, sc, ud, traj, ag2, 2, 2, 2,
+                                                                                    k.adv, k.dg, nullptr);
+                CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), k.message), "%s (%s): %d %s", k.what,
+                      trusted ? "trusted" : "validated", st, drmas_last_error());
+                CHECK(memcmp(before, arena, sizeof arena) == 0, "%s: memory written", k.what);
+            }
+        // adjacent, not overlapping: accepted
+        st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 4, sc, ud, traj, ag2, 2, 2, 2, sc + 4, dg, nullptr);
+        CHECK(st == DRMAS_OK, "advantages right after the scores: %d %s", st, drmas_last_error());
+    }
 
     int64_t cnt[2] = {-1, -1};
     double mean[2] = {-1, -1}, m2[2] = {-1, -1};

@@ -1267,6 +1267,19 @@ static void test_errors(std::mt19937_64& rng) {
 
     const Rows r = rollout_rows(20, 4, 3, 3, false, 0, 0, rng);
     const int64_t n = (int64_t)r.s.size();
+    {
+        // advantages in place of the device scores: refused before any launch, the scores kept
+        const DeviceRows d(r);
+        const drmas_norm_config c = norm_config(0, 0, 0, 1, 1);
+        for (int trusted = 0; trusted <= 1; ++trusted) {
+            const int32_t st = (trusted ? drmas_advantage_trusted_f32 : drmas_advantage_f32)(
+                DRMAS_DEVICE_CUDA, &c, n, d.s.get(), d.uid.get(), d.traj.get(), d.agent.get(), r.U, r.T, r.K,
+                d.s.get(), nullptr, nullptr);
+            check(st == DRMAS_ERR_CONFIG && strstr(drmas_last_error(), "advantages overlaps scores") != nullptr,
+                  "%s advantages in place of the scores: status %d: %s", trusted ? "trusted" : "validated", st, drmas_last_error());
+            if (sync_ok("in place")) compare("scores after a refused in-place call", d.s.download(), r.s, 0, 0);
+        }
+    }
     for (int pool = 0; pool <= 1; ++pool) {
         const std::string p = pool == DRMAS_POOL_TRAJECTORIES ? " (traj pooling)" : " (row pooling)";
         Rows b = r;
