@@ -249,7 +249,7 @@ __global__ void advantage_fill_kernel(const unsigned long long* gate, unsigned l
 // changes wherever uid does: each uid's and each trajectory's rows are contiguous, as rollouts
 // write them and as cpu.cpp's fast path requires). Each warp owns a tile of kSortedTileRows rows
 // and normalises the uid runs that start in it, reading past the tile's end to finish the last;
-// a run is read from memory once and its later passes hit L1. The statistics are two-pass fp64
+// a run (at most kSortedLongRun rows) is read from memory once and its later passes hit L1. The statistics are two-pass fp64
 // like the CPU's, kept in registers: agent k's count, sum (then mean) and M2 in lane k (so at most
 // kSortedMaxAgents agents), the group's in every lane, reduced by fixed shuffle trees in a fixed
 // chunk order (so the result does not depend on scheduling, and a sum of equal values is exact:
@@ -441,8 +441,9 @@ __device__ __forceinline__ void normalise_sorted_run(const drmas_norm_config& cf
 // tile's rows as sorted_and_valid does on the CPU (ids in range, order after the row before,
 // with ballots); a tile that fails stores its first row into *not_sorted (plain stores: any
 // value but kNoError opens the gated fallback, which then recomputes every advantage) and
-// normalises nothing. The kernel indexes memory by row only, never by an id, so unchecked
-// input cannot make it read or write outside the arrays. num_agents <= kSortedMaxAgents.
+// normalises nothing; so does a warp that finds a run longer than kSortedLongRun (validate.cuh). The
+// kernel indexes memory by row only, never by an id, so unchecked input cannot make it read or write
+// outside the arrays. num_agents <= kSortedMaxAgents.
 __global__ void __launch_bounds__(kBlockSize)
 advantage_sorted_kernel(drmas_norm_config cfg, int64_t n, const float* __restrict__ scores,
                         const int32_t* __restrict__ uid, const int32_t* __restrict__ traj,
@@ -477,16 +478,26 @@ advantage_sorted_kernel(drmas_norm_config cfg, int64_t n, const float* __restric
             continue;
         }
         for (int64_t b = first_start; b < te;) {
-            // the run's end: the first row after b with another uid, past the tile if need be
+            // the run's end: the first row after b with another uid, past the tile if need be; a run
+            // longer than kSortedLongRun is not followed to its end but handed, with the whole call, to
+            // the fallback (one warp would take it alone)
             const int32_t ub = uid[b];
             int64_t e = n;
             for (int64_t q = b + 1; q < n; q += 32) {
+                if (q - b > kSortedLongRun) {
+                    e = q;  // (a lower bound of the end: enough to know the run is long)
+                    break;
+                }
                 const int64_t j = q + lane;
                 const unsigned m = __ballot_sync(kFullMask, j < n && uid[j] != ub);
                 if (m != 0u) {
                     e = q + __ffs((int)m) - 1;
                     break;
                 }
+            }
+            if (e - b > kSortedLongRun) {
+                if (lane == 0) *(volatile unsigned long long*)not_sorted = (unsigned long long)b;
+                break;
             }
             normalise_sorted_run(cfg, b, e, scores, traj, agent, num_agents, advantages);
             b = e;

@@ -38,12 +38,27 @@ enum AdvantageCheck {
     kAdvBadScore = 3,
     kAdvInconsistent = 4,  // a row whose uid differs from its trajectory's first row's
     // The first row out of the sorted order (not an error): uid[i] < uid[i - 1] or, with
-    // trajectories, traj[i] < traj[i - 1] or the same trajectory id across a change of uid. Where it
-    // stays kNoError the rows are sorted as rollouts write them (cpu.cpp's fast path) and
-    // advantage_sorted_kernel normalises them in one pass; it also gates the trajectory checks.
+    // trajectories, traj[i] < traj[i - 1] or the same trajectory id across a change of uid; or the
+    // row that makes a uid run longer than kSortedLongRun (uid[i] = uid[i - kSortedLongRun]). Where it
+    // stays kNoError the rows are sorted as rollouts write them (cpu.cpp's fast path) in runs of at
+    // most kSortedLongRun rows and advantage_sorted_kernel normalises them in one pass; it also gates
+    // the trajectory checks.
     kAdvUnsorted = 5,
     kAdvChecks = 6
 };
+
+// The longest uid run that advantage_sorted_kernel takes. It gives each run to one warp, which walks
+// it 3 to 5 times, 32 rows at a time, alone: a run of millions of rows would keep one warp busy long
+// after the rest of the GPU has finished (found by review; the emulator cannot show speed). Longer
+// runs go to the multi-kernel path, which spreads the rows over the whole grid. Rollouts' runs are
+// tasks x rollouts x turns x agents rows: tens to a few thousand.
+constexpr int64_t kSortedLongRun = 4096;
+
+// Whether row i (uid u) makes its uid run longer than kSortedLongRun: for rows in order, uid[i] =
+// uid[i - L] exactly where the run holding row i has more than L rows up to it.
+__device__ __forceinline__ bool lengthens_long_run(const int32_t* __restrict__ uid, int64_t i, int32_t u) {
+    return i >= kSortedLongRun && uid[i - kSortedLongRun] == u;
+}
 
 // Whether row i (> 0) breaks the sorted order after row i - 1 (traj may be NULL).
 __device__ __forceinline__ bool breaks_order(int32_t u, int32_t up, const int32_t* traj, int32_t t, int32_t tp) {
@@ -72,7 +87,8 @@ __global__ void validate_advantage_rows_kernel(int64_t n, const float* __restric
             up = uid[i - 1];
             tp = traj != nullptr ? traj[i - 1] : 0;
         }
-        record_first_bad(first_bad + kAdvUnsorted, i, in && i > 0 && breaks_order(u, up, traj, t, tp));
+        record_first_bad(first_bad + kAdvUnsorted, i,
+                         in && ((i > 0 && breaks_order(u, up, traj, t, tp)) || lengthens_long_run(uid, i, u)));
         record_first_bad(first_bad + kAdvBadUid, i, bad_uid);
         record_first_bad(first_bad + kAdvBadTraj, i, bad_traj);
         record_first_bad(first_bad + kAdvBadAgent, i, bad_agent);

@@ -33,6 +33,9 @@ MUTATIONS=(
   "validate-traj-across-uid|kernels/validate.cuh|s.replace('(u != up && t == tp))', '(false))')"
   "validate-traj-decrease|kernels/validate.cuh|s.replace('(tp > t ', '(false ')"
   "validate-offsets-first-pair|kernels/validate.cuh|s.replace('const bool decreasing = in && r > 0 &&', 'const bool decreasing = in && r > 1 &&')"
+  # runs longer than kSortedLongRun: the validation must send them to the multi-kernel path (the
+  # one-pass kernel leaves them alone)
+  "validate-long-run|kernels/validate.cuh|s.replace('return i >= kSortedLongRun && uid[i - kSortedLongRun] == u;', 'return false;')"
   # the host side: the first bad row's field, named in the CPU's order; the gradient outside the rows
   "validate-first-kind-order|native/src/cuda_backend.cu|s.replace('(int64_t)host[k] < limit) {', '(int64_t)host[k] <= limit) {')"
   "loss-tail-unzeroed-from-0|native/src/cuda_backend.cu|s.replace('zero_outside_rows(grad, first, last', 'zero_outside_rows(grad, first, first > 0 ? last : num_tokens')"

@@ -30,9 +30,9 @@
  *  - Determinism: the CPU backend is run-to-run deterministic for a given thread count.
  *    CUDA segment sums use fp64 atomics, so the order of additions (and the last fp64 bit)
  *    may vary between runs; constant segments stay exact. The CUDA loss reduces per-row
- *    partials in a fixed order and is deterministic. CUDA advantages of sorted rows without
- *    diagnostics (drmas_advantage_f32 and drmas_advantage_trusted_f32) use no atomics and are
- *    run-to-run deterministic too.
+ *    partials in a fixed order and is deterministic. CUDA advantages of sorted rows in uid runs
+ *    of at most 4096 rows, without diagnostics (drmas_advantage_f32 and
+ *    drmas_advantage_trusted_f32), use no atomics and are run-to-run deterministic too.
  */
 #ifndef DRMAS_H
 #define DRMAS_H
@@ -183,8 +183,8 @@ DRMAS_API int32_t drmas_advantage_f32(int32_t device, const drmas_norm_config* c
  * message (naming this function), but advantages and diagnostics may then be partly written. On any input it reads and
  * writes only inside its arrays. With CUDA the call never synchronises and reports no bad row.
  * Sorted rows are normalised by one kernel; that kernel checks the order and the ids as it goes,
- * and rows in another order or with an id out of range make it hand the whole call to the
- * multi-kernel path queued behind it (whose launches return at once otherwise). That path skips
+ * and rows in another order, with an id out of range or in a uid run of more than 4096 rows (which
+ * one warp would walk alone) make it hand the whole call to the multi-kernel path queued behind it (whose launches return at once otherwise). That path skips
  * rows with an id out of range (their advantages are NaN, so that bad input shows); the other
  * advantages of bad input are unspecified. Outputs overlapping the inputs are refused as by
  * drmas_advantage_f32 (that check needs no data). */

@@ -408,10 +408,11 @@ int32_t advantage_cuda(const drmas_norm_config& cfg, int64_t n, const float* sco
                        int64_t num_uids, int64_t num_trajs, int64_t num_agents,
                        float* advantages, double* diagnostics, void* stream_ptr, bool trusted) {
     // Sorted rows (as rollouts write them) are normalised by advantage_sorted_kernel in one pass;
-    // rows in another order, more agents than its lanes hold, or diagnostics take the multi-kernel
-    // path (atomics into per-segment accumulators, two passes over the rows).
-    // validated: the validation kernel also finds whether the rows are sorted, and the one
-    //   synchronisation of the call picks the path on the host.
+    // rows in another order, a uid run longer than kSortedLongRun, more agents than its lanes hold,
+    // or diagnostics take the multi-kernel path (atomics into per-segment accumulators, two passes
+    // over the rows).
+    // validated: the validation kernel also finds whether the rows are sorted in short enough runs,
+    //   and the one synchronisation of the call picks the path on the host.
     // trusted: no validation launches, no read-back, no synchronisation. The one-pass kernel checks
     //   the order and the ids of every tile; where any tile fails it opens a gate in scratch, and
     //   the multi-kernel path queued behind it (each launch gated: an empty launch while the gate is

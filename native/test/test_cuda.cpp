@@ -730,6 +730,7 @@ static void test_advantage_sorted(std::mt19937_64& rng) {
         std::string name;
         Rows rows;
         std::vector<char> constant;
+        bool some_modes = false;  // descriptors 0, Dr. MAS and 7 only (a large case: the emulator's time)
     };
     std::vector<Case> cases;
     {
@@ -763,12 +764,22 @@ static void test_advantage_sorted(std::mt19937_64& rng) {
         c.name = format("sorted runs, 33 agents (multi-kernel path), n=%zu", c.rows.s.size());
         cases.push_back(std::move(c));
     }
+    {
+        // runs at and past kSortedLongRun (4096 rows): the longer ones go to the multi-kernel path,
+        // one starting inside a tile, one at the last row's tile
+        Case c;
+        c.rows = sorted_runs({3, 4096, 70, 4097, 1, 9000, 2}, 3, 300, 2, rng, &c.constant);
+        c.name = format("sorted runs of 4096, 4097 and 9000 rows, n=%zu", c.rows.s.size());
+        c.some_modes = true;
+        cases.push_back(std::move(c));
+    }
     for (const Case& cs : cases) {
         const DeviceRows d(cs.rows);
         for (int mode = 0; mode < kDescriptors; ++mode)
             for (int pool = 0; pool <= 1; ++pool)
                 for (int single = 0; single <= 2; ++single)
                     for (int scale = 0; scale <= 1; ++scale) {
+                        if (cs.some_modes && mode != kDrmas && mode != 0 && mode != kDescriptors - 1) continue;
                         const int ddof = (mode + single) % 2;  // both over the descriptors
                         const drmas_norm_config c = norm_config(mode, pool, single, ddof, scale);
                         const AdvResult cpu = advantage_cpu(c, cs.rows, false);
@@ -1600,6 +1611,26 @@ static void test_launch_counts(std::mt19937_64& rng) {
                 if (trusted)
                     check(delta.c[kEmuSyncs] + delta.c[kEmuToHost] == 0, "counts: the trusted entry waited");
             }
+    }
+    // a uid run of 4096 rows is the one-pass kernel's (validation and it: two launches under row
+    // pooling), one of 4097 rows the multi-kernel path's
+    for (int64_t longest : {4096, 4097}) {
+        const Rows r = sorted_runs({30, longest, 30}, 2, 50, 0, rng, nullptr);
+        const DeviceRows d(r);
+        DeviceArray<float> adv(std::vector<float>(r.s.size(), 0.0f));
+        const drmas_norm_config c = norm_config(kDrmas, DRMAS_POOL_ROWS, 0, 1, 1);
+        const EmuCounts before = emu_counts();
+        const int32_t st = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, (int64_t)r.s.size(), d.s.get(), d.uid.get(), nullptr,
+                                               d.agent.get(), r.U, r.T, r.K, adv.get(), nullptr, nullptr);
+        const EmuCounts delta = count_delta(before, emu_counts());
+        check(st == DRMAS_OK && sync_ok("counts long run"), "counts: long run status %d %s", st, drmas_last_error());
+        print_counts(format("advantages validated, sorted, a run of %lld rows", (long long)longest).c_str(), delta);
+        if (longest == 4096)
+            check(delta.c[kEmuLaunches] == 2, "counts: a run of 4096 rows took %llu launches (one-pass: 2)",
+                  (unsigned long long)delta.c[kEmuLaunches]);
+        else
+            check(delta.c[kEmuLaunches] > 2, "counts: a run of 4097 rows took %llu launches (the multi-kernel path)",
+                  (unsigned long long)delta.c[kEmuLaunches]);
     }
     const std::vector<int64_t> off = random_offsets(300, 40, 0, rng);
     const Tokens tk = make_tokens(off, off.back(), true, rng);

@@ -56,7 +56,7 @@ public final class GpuBench {
             return trusted ? new Cost("1 kernel (+10 gated off), 1 memset, 0 syncs", onePass)
                            : new Cost("2 kernels (+3 gated off), 1 memset, 1 sync", rowArrays + onePass);
         }
-        double validate = rowArrays;
+        double validate = rowArrays;  // (its second uid read, 4096 rows back for the long-run check, hits L2)
         double firstRow = 8 + SECTOR;                   // uid, traj; atomicMin at the trajectory
         double consistency = 8 + 2 * SECTOR;            // uid, traj; first_row[t], uid[first]
         double sums = rowArrays + 4 * SECTOR;           // agent count and sum, trajectory count and sum
