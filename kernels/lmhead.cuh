@@ -148,7 +148,10 @@ lmhead_grad_kernel(int64_t n, int64_t V, L* __restrict__ logits, const int64_t* 
             float d = __fadd_rn(__fmul_rn(-g, p), __fmul_rn(__fmul_rn(ew, p), __fadd_rn(lpv, h)));
             // as the CPU: no denormals for the products that read dL/dz, and 0 where p is 0
             if (p == 0.0f || fabsf(d) < FLT_MIN) d = 0.0f;
-            if (v == y) d = __fadd_rn(d, g);
+            if (v == y) {
+                d = __fadd_rn(d, g);
+                if (fabsf(d) < FLT_MIN) d = 0.0f;  // (the CPU flushes the target's entry after adding g too)
+            }
             store_logit(z + v, d);
         }
     }

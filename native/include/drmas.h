@@ -225,8 +225,8 @@ typedef struct drmas_loss_config {
     double clip_low;      /* eps_low in [0, 1) */
     double clip_high;     /* eps_high >= 0 */
     double dual_clip;     /* c > 1: pg = min(pg, -A c) for A < 0; 0 disables */
-    double kl_coef;       /* weight of the KL term (needs ref_logp and kl_type != NONE) */
-    double normalizer;    /* > 0, finite: the final divisor of the aggregation */
+    double kl_coef;       /* weight of the KL term (needs ref_logp and kl_type != NONE); a float: |x| <= FLT_MAX */
+    double normalizer;    /* the final divisor of the aggregation: finite, >= 1 / FLT_MAX (1 / normalizer is a float) */
     int32_t kl_type;      /* DRMAS_KL_* */
     int32_t per_row_mean; /* 1: each row's sum is divided by its valid tokens first; 0: not */
 } drmas_loss_config;      /* 48 bytes, no padding */
@@ -248,7 +248,10 @@ typedef struct drmas_loss_config {
  * (validated as for broadcast). mask may be NULL (all tokens valid); ref_logp may be NULL
  * only with cfg.kl_type = DRMAS_KL_NONE (a KL estimator without a reference is an error).
  * Writes grad[t] = dL/dlogp[t] (0 for tokens outside rows or masked) and sums. Values of
- * masked tokens are never read into the result, so padding may hold anything. */
+ * masked tokens are never read into the result, so padding may hold anything. Those of valid
+ * tokens are not checked: a NaN there makes the sums NaN (check them), while that token's gradient
+ * may be NaN or, where the NaN ratio is clipped away, 0. The clip bounds, dual_clip, kl_coef and
+ * 1 / normalizer are applied as floats. grad must not share memory with the inputs. */
 DRMAS_API int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg,
                                          int64_t num_rows, const int64_t* row_offsets,
                                          int64_t num_tokens, const float* logp,
@@ -336,7 +339,9 @@ typedef struct drmas_lmhead_config {
  * drmas_lmhead_logprobs_f32's log-probs and the advantages broadcast to tokens, with the same
  * thread count. Errors: as drmas_clipped_loss_f32, plus a chunk outside [0, num_tokens], vocab < 1,
  * a valid token's target outside [0, vocab) or a non-finite logit (naming the first such token
- * and, for logits, the vocabulary index); outputs, logits included, are then untouched. */
+ * and, for logits, the vocabulary index; every target is checked before any logit, so a bad target
+ * is named before a non-finite logit of an earlier token); outputs, logits included, are then
+ * untouched. entropy_coef, as kl_coef, must be a float (|x| <= FLT_MAX). */
 DRMAS_API int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
                                          const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin,
                                          int64_t chunk_tokens, int64_t vocab, float* logits,

@@ -1,9 +1,10 @@
 // api.cpp — the exported C entry points of libdrmas: argument checks shared by every backend
 // (NULL pointers, sizes, config values), then dispatch to the CPU or CUDA backend. No C++
 // exception crosses the ABI: each entry point catches everything and turns it into a status.
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <math.h>
 
 #include <new>
 #include <string>
@@ -89,9 +90,12 @@ int32_t check_loss_config(const char* fn, const C& c) {
                   "%s: cfg.clip_high must be finite and >= 0, got %g", fn, c.clip_high);
     DRMAS_REQUIRE(c.dual_clip == 0 || (isfinite(c.dual_clip) && c.dual_clip > 1), DRMAS_ERR_CONFIG,
                   "%s: cfg.dual_clip must be 0 (off) or > 1, got %g", fn, c.dual_clip);
-    DRMAS_REQUIRE(isfinite(c.kl_coef), DRMAS_ERR_CONFIG, "%s: cfg.kl_coef must be finite, got %g", fn, c.kl_coef);
-    DRMAS_REQUIRE(isfinite(c.normalizer) && c.normalizer > 0, DRMAS_ERR_CONFIG,
-                  "%s: cfg.normalizer must be finite and > 0, got %g", fn, c.normalizer);
+    // The kernels take kl_coef and 1 / normalizer as floats: a value that overflows float would make
+    // inf * 0 = NaN gradients (even with the KL term off), so it is refused here.
+    DRMAS_REQUIRE(isfinite(c.kl_coef) && fabs(c.kl_coef) <= FLT_MAX, DRMAS_ERR_CONFIG,
+                  "%s: cfg.kl_coef must be a finite float (|x| <= 3.4e38), got %g", fn, c.kl_coef);
+    DRMAS_REQUIRE(isfinite(c.normalizer) && c.normalizer > 0 && 1.0 / c.normalizer <= FLT_MAX, DRMAS_ERR_CONFIG,
+                  "%s: cfg.normalizer must be finite and >= 1 / FLT_MAX (its inverse is a float), got %g", fn, c.normalizer);
     DRMAS_REQUIRE(c.kl_type >= DRMAS_KL_NONE && c.kl_type <= DRMAS_KL_K3, DRMAS_ERR_CONFIG,
                   "%s: cfg.kl_type must be 0..3 (none, k1, k2, k3), got %d", fn, c.kl_type);
     DRMAS_REQUIRE(c.per_row_mean == 0 || c.per_row_mean == 1, DRMAS_ERR_CONFIG,
@@ -265,7 +269,8 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
         if (async) {
             DRMAS_REQUIRE(host_row_offsets != nullptr, DRMAS_ERR_NULL,
-                          "%s: host_row_offsets is NULL (it needs num_rows + 1 = %lld entries)", fn, (long long)num_rows + 1);
+                          "%s: host_row_offsets is NULL (it needs num_rows + 1 = %llu entries)", fn,
+                          (unsigned long long)num_rows + 1);  // (unsigned: as check_offsets_args)
             if (int32_t st = check_offsets(fn, num_rows, host_row_offsets, num_tokens)) return st;
         }
         if (num_tokens > 0) {
@@ -347,7 +352,8 @@ static int32_t lmhead_chunk_entry(const char* fn, int32_t device, const drmas_lm
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_lmhead_config& c = *cfg;
         if (int32_t st = check_loss_config(fn, c)) return st;
-        DRMAS_REQUIRE(isfinite(c.entropy_coef), DRMAS_ERR_CONFIG, "%s: cfg.entropy_coef must be finite, got %g", fn, c.entropy_coef);
+        DRMAS_REQUIRE(isfinite(c.entropy_coef) && fabs(c.entropy_coef) <= FLT_MAX, DRMAS_ERR_CONFIG,
+                      "%s: cfg.entropy_coef must be a finite float (|x| <= 3.4e38), got %g", fn, c.entropy_coef);
         DRMAS_REQUIRE(c.kl_type == DRMAS_KL_NONE || ref_logp, DRMAS_ERR_NULL, "%s: cfg.kl_type is set but ref_logp is NULL", fn);
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
         DRMAS_REQUIRE(vocab >= 1, DRMAS_ERR_SIZE, "%s: vocab must be >= 1, got %lld", fn, (long long)vocab);

@@ -13,6 +13,7 @@
 // (for the message), or the uid runs of rows that are grouped but not sorted (then the same
 // per-run kernels), or falls back to the general path: global per-segment arrays and full
 // passes, for any order.
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1246,7 +1247,10 @@ int32_t lmhead_chunk_cpu(const drmas_lmhead_config& c, int64_t num_rows, const i
             }
             const float gi = g[(size_t)i];
             isa.dz_row(z, V, st[(size_t)i].lse, st[(size_t)i].entropy, gi, ew);
-            z[targets[c0 + i]] += gi;
+            // the target's g after dz_row's flush: flushed too (a tiny g, or g cancelling -g p)
+            float& zt = z[targets[c0 + i]];
+            zt += gi;
+            if (fabsf(zt) < FLT_MIN) zt = 0.0f;
         }
     });
     double ent = 0;

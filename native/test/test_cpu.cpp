@@ -565,6 +565,56 @@ static void test_parallel_bad_alloc() {
     CHECK(std::all_of(out.begin(), out.end(), [](float v) { return v == -7.0f; }), "bad_alloc in a parallel part: outputs touched");
 }
 
+// Config values that overflow the kernels' floats are refused (kl_coef or entropy_coef past FLT_MAX,
+// a normalizer whose inverse is): they made every valid token's gradient inf * 0 = NaN. And the
+// target's dL/dz entry is flushed below FLT_MIN like the others (it was added after the flush):
+// one token, vocabulary {0, -16}, target 0, old log-prob = log-prob, advantage 1e-32, so that
+// g (1 - p) ~ -1.1e-39 at the target and -g p ~ 1.1e-39 at the other entry.
+static void test_loss_float_range() {
+    const int64_t off[] = {0, 2};
+    const float lp[] = {-0.5f, -1.0f}, adv[] = {1.0f, 1.0f};
+    float grad[2] = {-7, -7};
+    double sums[DRMAS_LOSS_SUMS];
+    const drmas_loss_config base{0.2, 0.28, 0.0, 0.0, 2.0, DRMAS_KL_NONE, 0};
+    drmas_loss_config lc = base;
+    lc.kl_coef = 1e39;
+    int st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 1, off, 2, lp, lp, adv, nullptr, nullptr, grad, sums, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "kl_coef"), "kl_coef 1e39: %d %s", st, drmas_last_error());
+    lc.kl_coef = -3.4e38;  // (a float)
+    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 1, off, 2, lp, lp, adv, nullptr, nullptr, grad, sums, nullptr);
+    CHECK(st == DRMAS_OK && std::isfinite(grad[0]) && std::isfinite(grad[1]), "kl_coef -3.4e38 without KL: %d %s, grads %g %g", st,
+          drmas_last_error(), grad[0], grad[1]);
+    lc = base;
+    lc.normalizer = 1e-39;
+    grad[0] = grad[1] = -7;
+    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 1, off, 2, lp, lp, adv, nullptr, nullptr, grad, sums, nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "normalizer") && grad[0] == -7, "normalizer 1e-39: %d %s", st,
+          drmas_last_error());
+    lc.normalizer = 1e-38;  // 1e38 is a float
+    st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 1, off, 2, lp, lp, adv, nullptr, nullptr, grad, sums, nullptr);
+    CHECK(st == DRMAS_OK, "normalizer 1e-38: %d %s", st, drmas_last_error());
+
+    const float z0[] = {0.0f, -16.0f};
+    const int64_t y[] = {0}, one[] = {0, 1};
+    float logp = 0;
+    st = drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, 1, 2, z0, y, &logp, nullptr, nullptr);
+    CHECK(st == DRMAS_OK, "lmhead logprobs: %d %s", st, drmas_last_error());
+    drmas_lmhead_config hc{0.2, 0.28, 0.0, 0.0, 1.0, 0.0, DRMAS_KL_NONE, 0};
+    const float tiny_adv[] = {1e-32f};
+    float z[2] = {z0[0], z0[1]};
+    double hs[DRMAS_LMHEAD_SUMS];
+    hc.entropy_coef = 1e39;
+    st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 1, one, 1, 0, 1, 2, z, y, &logp, tiny_adv, nullptr, nullptr, nullptr, nullptr, hs,
+                                nullptr);
+    CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "entropy_coef") && z[0] == z0[0], "entropy_coef 1e39: %d %s", st,
+          drmas_last_error());
+    hc.entropy_coef = 0.0;
+    st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CPU, &hc, 1, one, 1, 0, 1, 2, z, y, &logp, tiny_adv, nullptr, nullptr, nullptr, nullptr, hs,
+                                nullptr);
+    CHECK(st == DRMAS_OK, "lmhead chunk: %d %s", st, drmas_last_error());
+    CHECK(z[0] == 0.0f && z[1] == 0.0f, "dL/dz below FLT_MIN must be 0: target %g (%a), other %g", z[0], z[0], z[1]);
+}
+
 // -0 and +0 scores in one agent segment: the mean is +0 and every advantage exactly +0.
 static void test_signed_zero() {
     const float s[] = {-0.0f, 0.0f, -0.0f, 0.5f, 0.0f, 0.25f};
@@ -2815,6 +2865,7 @@ int main() {
     test_workspace();
     test_broadcast();
     test_loss_identities();
+    test_loss_float_range();
     test_loss_vector_matches_scalar();
     test_loss_vector_edges();
     test_loss_nan_valid_token();

@@ -1803,6 +1803,28 @@ static void test_lmhead(std::mt19937_64& rng) {
     }
 }
 
+// The target's dL/dz entry below FLT_MIN is 0, as every other entry's (it is g plus an entry already
+// flushed): one token, vocabulary {0, -16}, target 0, old log-prob = log-prob, advantage 1e-32, so
+// that g (1 - p) ~ -1.1e-39 at the target. As on the CPU (test_cpu's test_loss_float_range).
+static void test_lmhead_denormal_target() {
+    const std::vector<float> z0 = {0.0f, -16.0f}, adv = {1e-32f};
+    const std::vector<int64_t> y = {0}, off = {0, 1};
+    float logp = 0;
+    check(drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CPU, 1, 2, z0.data(), y.data(), &logp, nullptr, nullptr) == DRMAS_OK,
+          "lmhead denormal: logprobs %s", drmas_last_error());
+    const drmas_lmhead_config hc{0.2, 0.28, 0.0, 0.0, 1.0, 0.0, DRMAS_KL_NONE, 0};
+    DeviceArray<float> dz(z0), dold(std::vector<float>{logp}), dadv(adv);
+    DeviceArray<int64_t> dy(y), doff(off);
+    DeviceArray<double> dsums(DRMAS_LMHEAD_SUMS);
+    const int32_t st = drmas_lmhead_chunk_f32(DRMAS_DEVICE_CUDA, &hc, 1, doff.get(), 1, 0, 1, 2, dz.get(), dy.get(), dold.get(),
+                                              dadv.get(), nullptr, nullptr, nullptr, nullptr, dsums.get(), nullptr);
+    check(st == DRMAS_OK, "lmhead denormal: status %d %s", st, drmas_last_error());
+    if (st == DRMAS_OK && sync_ok("lmhead denormal")) {
+        const std::vector<float> got = dz.download();
+        check(got[0] == 0.0f && got[1] == 0.0f, "lmhead denormal: dL/dz %a (target) and %a must be 0", got[0], got[1]);
+    }
+}
+
 // The loss's per-row sums do not depend on who adds them: a warp (rows of up to 2048 tokens in
 // drmas_clipped_loss_f32) or the whole block (every row of the fused LM head's chunk kernel) add a
 // row in one canonical order, so one chunk of all tokens gives the same sums bit for bit, here on
@@ -2053,6 +2075,7 @@ int main() {
     timed("devices", test_devices);
     timed("async_loss", test_async_loss);
     timed("lmhead", test_lmhead);
+    timed("lmhead_denormal", [](std::mt19937_64&) { test_lmhead_denormal_target(); });
     timed("split_order", test_loss_split_order);
     timed("lmhead_bf16", test_lmhead_bf16);
     timed("grid_stride", test_grid_stride);
