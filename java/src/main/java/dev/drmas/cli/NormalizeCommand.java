@@ -103,15 +103,23 @@ final class NormalizeCommand implements Callable<Integer> {
             boolean otherKind = st ? o.endsWith(".jsonl") || o.endsWith(".json") : o.endsWith(".safetensors");
             if (otherKind) {
                 throw new UserError(output + ": the output has the input's format (" + (st ? "safetensors" : "JSONL")
-                        + "); name it " + (st ? ".safetensors" : ".jsonl") + " or give --format");
+                        + "); name it " + (st ? ".safetensors" : ".jsonl") + " (--format names the input's format)");
             }
         }
         if (st) return safetensors(cfg);
         ScoredRows rows = ScoredRows.readColumns(input);
         int n = rows.size(), k = Math.max(1, rows.numAgents());
+        // the statistics are sized by uids x agents (as for safetensors): an 'agent' that takes a new
+        // value on every row would make the work grow with the square of the rows
+        long segments = (long) rows.numUids * k;
+        if (segments > SafetensorsRows.MAX_SEGMENTS_PER_ROW * Math.max(n, 1024)) {
+            throw new UserError(String.format(Locale.ROOT, "%s: %d uids x %d agents = %d (uid, agent) segments for %d rows: "
+                    + "at most %d a row (does 'agent' name the acting agent, not the row?)", rows.source, rows.numUids, k, segments, n,
+                    SafetensorsRows.MAX_SEGMENTS_PER_ROW));
+        }
         // the kernel reads the first n values of the columns (which the reader sized from the file, and does not copy)
         float[] adv = new float[n];
-        double[] diag = summary ? new double[Math.multiplyExact(Math.multiplyExact(rows.numUids, k), AbiIndices.DIAG_FIELDS)] : null;
+        double[] diag = summary ? summaryBuffer(rows.source, rows.numUids, k) : null;
         try {
             Kernels.advantage(Backend.CPU, Advantages.params(cfg), n, MemorySegment.ofArray(rows.scores), MemorySegment.ofArray(rows.uid),
                     MemorySegment.ofArray(rows.traj), MemorySegment.ofArray(rows.agent), rows.numUids, rows.numTrajs, k,
@@ -141,6 +149,17 @@ final class NormalizeCommand implements Callable<Integer> {
     /** The rows with their advantages to {@code out} (OutputFile: whole or not at all, devices written in place). */
     static void writeFile(Path out, ScoredRows rows, float[] adv) {
         OutputFile.write(out, os -> JsonlOutput.write(rows, adv, os));
+    }
+
+    /** The diagnostics --summary reads: DIAG_FIELDS doubles per (uid, agent) segment, in one Java array. */
+    private static double[] summaryBuffer(String source, long numUids, int numAgents) {
+        long size = numUids * numAgents * AbiIndices.DIAG_FIELDS;
+        if (size > Integer.MAX_VALUE - 8) {
+            throw new UserError(String.format(Locale.ROOT, "%s: --summary needs %d values per (uid, agent) segment, and %d x %d segments "
+                    + "are too many for it (at most %d); run without --summary", source, AbiIndices.DIAG_FIELDS, numUids, numAgents,
+                    (Integer.MAX_VALUE - 8) / AbiIndices.DIAG_FIELDS));
+        }
+        return new double[(int) size];
     }
 
     /** An advantage that overflowed float32 (|score − mean| > 3.4e38) would be written as no number: refused first. */
@@ -173,7 +192,7 @@ final class NormalizeCommand implements Callable<Integer> {
         try (SafetensorsRows rows = SafetensorsRows.open(input)) {
             long n = rows.n;
             int k = Math.max(1, rows.numAgents);
-            double[] diag = summary ? new double[Math.multiplyExact(Math.multiplyExact(rows.numUids, k), AbiIndices.DIAG_FIELDS)] : null;
+            double[] diag = summary ? summaryBuffer(rows.source, rows.numUids, k) : null;
             float[] kept = summary ? new float[Math.toIntExact(n)] : null;  // the advantages, for the summary after the write
             Map<String, String> meta = outputMetadata(cfg, n);
             // the kernel writes the advantages where the output holds them (for -o, the new file's
@@ -184,6 +203,12 @@ final class NormalizeCommand implements Callable<Integer> {
                             rows.numUids, rows.numTrajs, k, adv, diag == null ? null : MemorySegment.ofArray(diag), null);
                 } catch (DrmasException e) {
                     throw new UserError(rows.source + ": " + e.getMessage());
+                }
+                // refused as on the JSONL path: an advantage past float32's range is written as no number
+                long bad = SafetensorsRows.firstNonFinite(adv, n);
+                if (bad >= 0) {
+                    throw new UserError(rows.source + ": row " + bad + ": the advantage is "
+                            + adv.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, bad) + " (the scores are too far apart for float32)");
                 }
                 if (kept != null) MemorySegment.copy(adv, ValueLayout.JAVA_FLOAT_UNALIGNED, 0, kept, 0, kept.length);
             });

@@ -2,8 +2,9 @@
 // file (or one that does not exist yet) is written beside itself, synced and renamed over, so a
 // crash or a full disk leaves the old file or the new one, never half of one; the file keeps its
 // permissions, and through a symbolic link the link stays and its target is replaced. Anything
-// else (a device such as /dev/full, a FIFO, /dev/stdout) is written in place: renaming over it
-// would replace the device node by a regular file. Every error names the output and is reported;
+// else (a device such as /dev/full, a FIFO, a descriptor's name such as /dev/stdout) is written in
+// place: renaming over it would replace the device node by a regular file, or the file behind the
+// descriptor by another one that the descriptor does not see. Every error names the output and is reported;
 // no temporary file is left behind. Content of a known size (a MappedBody) is produced straight
 // into a mapping of the new file, its blocks reserved first: no buffer of its own, no copy.
 package dev.drmas.cli;
@@ -91,14 +92,28 @@ final class OutputFile {
         return !Files.isDirectory(out) && !(Files.exists(out) && !Files.isRegularFile(out) || special(out));
     }
 
-    /** /dev/stdout, /dev/fd/N, /proc/self/fd/N: names of open descriptors, which a rename must not replace. */
+    /**
+     * /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N, /proc/PID/fd/N: names of open descriptors,
+     * which a rename must not replace. (Not all of /dev and /proc: a regular file such as one in
+     * /dev/shm is replaced by rename like any other, and so not left half written or with the old
+     * file's tail after a shorter new one.)
+     */
     private static boolean special(Path out) {
         Path abs = out.toAbsolutePath().normalize();
-        return abs.startsWith("/dev") || abs.startsWith("/proc");
+        if (abs.equals(Path.of("/dev/stdout")) || abs.equals(Path.of("/dev/stderr")) || abs.startsWith("/dev/fd")) return true;
+        if (!abs.startsWith("/proc") || abs.getNameCount() < 3) return false;
+        String pid = abs.getName(1).toString();
+        return (pid.equals("self") || pid.equals("thread-self") || pid.chars().allMatch(Character::isDigit)) && abs.getName(2).toString().equals("fd");
     }
 
     private static void writeInPlace(Path out, Body body) {
-        try (OutputStream os = Files.newOutputStream(out, StandardOpenOption.WRITE, StandardOpenOption.CREATE)) {
+        // APPEND: a descriptor's name opened again is a new offset at 0; where it leads to a regular file
+        // (the shell's "-o /dev/stdout >> log" or "> log"), writing there would overwrite what the file
+        // holds instead of following it. (On a device or a FIFO it changes nothing.)
+        boolean regular = Files.isRegularFile(out);
+        try (OutputStream os = regular
+                ? Files.newOutputStream(out, StandardOpenOption.WRITE, StandardOpenOption.APPEND)
+                : Files.newOutputStream(out, StandardOpenOption.WRITE, StandardOpenOption.CREATE)) {
             body.writeTo(os);
             os.flush();
         } catch (IOException e) {

@@ -38,6 +38,14 @@ final class SafetensorsRows implements AutoCloseable {
     static final String[] COLUMNS = {"uid", "traj", "agent", "score"};
     /** More (uid, agent) segments a row than this is not a dense numbering but ids spread over a range. */
     static final long MAX_SEGMENTS_PER_ROW = 64;
+
+    /** The first of {@code count} float32 values in {@code values} that is not finite, or -1. */
+    static long firstNonFinite(MemorySegment values, long count) {
+        for (long i = 0; i < count; i++) {
+            if (!Float.isFinite(values.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i))) return i;
+        }
+        return -1;
+    }
     // the file's little-endian values, at any alignment (SafetensorsStream reads the same ones)
     static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
     static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);

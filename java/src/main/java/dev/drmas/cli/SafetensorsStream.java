@@ -62,7 +62,13 @@ final class SafetensorsStream {
      * (the temporary output removed) where a chunk is not covered; other errors are the output's.
      */
     static boolean normalize(Path input, Path output, NormConfig cfg, LongFunction<Map<String, String>> metadata) throws IOException {
-        try (FileChannel in = FileChannel.open(input, StandardOpenOption.READ); Arena arena = Arena.ofShared()) {
+        FileChannel opened;
+        try {
+            opened = FileChannel.open(input, StandardOpenOption.READ);
+        } catch (IOException e) {
+            return false;  // (unreadable: the whole-file path reports it as the input's error)
+        }
+        try (FileChannel in = opened; Arena arena = Arena.ofShared()) {
             SafeTensorsHeader.Tensor[] t;
             try {
                 // the mapping is only read where the header is: the data pages are never touched through it
@@ -81,7 +87,8 @@ final class SafetensorsStream {
                 // two workers, each on its own half (split where a uid run starts), with chunks small
                 // enough that the kernel takes one thread for them: both cores read, check and normalise
                 AtomicBoolean failed = new AtomicBoolean();  // one worker's failure stops the other at its next chunk
-                Chunks a = new Chunks(in, t, n, chunk, arena, failed), b = new Chunks(in, t, n, chunk, arena, failed);
+                Chunks a = new Chunks(input.toString(), in, t, n, chunk, arena, failed),
+                        b = new Chunks(input.toString(), in, t, n, chunk, arena, failed);
                 long split = a.runStartNear(n / 2);
                 long[] agents = new long[2];
                 both(failed, () -> agents[0] = a.agentMax(0, split), () -> agents[1] = b.agentMax(split, n));
@@ -146,6 +153,7 @@ final class SafetensorsStream {
 
     /** The chunk buffers (reused for every chunk) and the walk over the rows. */
     private static final class Chunks {
+        final String source;  // the input, in messages
         final FileChannel in;
         final AtomicBoolean failed;
         final SafeTensorsHeader.Tensor[] t;
@@ -159,7 +167,8 @@ final class SafetensorsStream {
         final double[] d;
         final float[] f;
 
-        Chunks(FileChannel in, SafeTensorsHeader.Tensor[] t, long n, int cap, Arena arena, AtomicBoolean failed) {
+        Chunks(String source, FileChannel in, SafeTensorsHeader.Tensor[] t, long n, int cap, Arena arena, AtomicBoolean failed) {
+            this.source = source;
             this.in = in;
             this.failed = failed;
             this.t = t;
@@ -188,7 +197,13 @@ final class SafetensorsStream {
             ByteBuffer b = raw[k].asSlice(0, (long) len * size).asByteBuffer();
             long pos = t[k].offset() + r * size;
             while (b.hasRemaining()) {
-                if (in.read(b, pos + b.position()) < 0) throw new Fallback("the file ended early");
+                int got;
+                try {
+                    got = in.read(b, pos + b.position());
+                } catch (IOException e) {  // the input's error, not the output's (OutputFile reports IOExceptions as its own)
+                    throw new UserError(source + ": cannot read: " + e.getMessage());
+                }
+                if (got < 0) throw new Fallback("the file ended early");
             }
         }
 
@@ -305,6 +320,9 @@ final class SafetensorsStream {
                             adv, null, null);
                 } catch (DrmasException e) {
                     throw new Fallback("the kernel refused a chunk: " + e.getMessage());
+                }
+                if (SafetensorsRows.firstNonFinite(adv, rows) >= 0) {
+                    throw new Fallback("an advantage past float32's range");  // the whole-file path names the row
                 }
                 write(out, adv.asSlice(0, 4L * rows).asByteBuffer(), dataStart + 4 * r);
                 prevUid = u[rows - 1] + ub;

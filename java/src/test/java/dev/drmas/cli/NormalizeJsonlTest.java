@@ -437,4 +437,28 @@ class NormalizeJsonlTest {
             assertEquals(compactReference(s.toString()), new String(out, 1, end - 1, StandardCharsets.UTF_8), s.toString());
         }
     }
+    /** An 'agent' that takes a new value on every row: refused before the kernel sizes uids x agents statistics. */
+    @Test
+    void anAgentThatIsARowIdIsRefusedBeforeTheStatistics() throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 2000; i++) {
+            sb.append("{\"uid\": ").append(i).append(", \"traj\": ").append(i).append(", \"agent\": \"req-").append(i)
+                    .append("\", \"score\": ").append(i % 7).append("}\n");
+        }
+        Path in = dir.resolve("rowids.jsonl"), out = dir.resolve("o.jsonl");
+        Files.writeString(in, sb.toString());
+        Cli.Run r = run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("2000 uids x 2000 agents = 4000000 (uid, agent) segments for 2000 rows: at most 64 a row"), r.err());
+        assertFalse(Files.exists(out));
+        // 64 segments a row are accepted: 2000 rows, 2000 uids, agents 0..63
+        sb.setLength(0);
+        for (int i = 0; i < 2000; i++) {
+            sb.append("{\"uid\": ").append(i).append(", \"traj\": ").append(i).append(", \"agent\": ").append(i % 64)
+                    .append(", \"score\": ").append(i % 7).append("}\n");
+        }
+        Files.writeString(in, sb.toString());
+        r = run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()));
+        assertEquals(0, r.exit(), r.err());
+    }
 }

@@ -669,4 +669,36 @@ class NormalizeSafetensorsTest {
         assertEquals(1, r.exit(), r.err());
         assertTrue(r.err().contains("uid and agent ids span 3000 x 3000 = 9000000 (uid, agent) segments for 3000 rows"), r.err());
     }
+    /**
+     * An advantage past float32's range (finite scores 6e38 apart without the std) is refused as on the
+     * JSONL path, naming the row, by the whole-file path and, through its fallback, by the chunked one;
+     * nothing is written.
+     */
+    @Test
+    void anAdvantagePastFloatRangeIsRefusedNamingTheRow() throws Exception {
+        Rows rows = Rows.make(300, 23);
+        int n = rows.uid().length;
+        int lastUid = rows.uid()[n - 1];
+        // the last uid's agent 0 rows: 3e38 first, -3e38 after (at least three: the mean is <= -1e38)
+        List<Integer> seg = new ArrayList<>();
+        for (int i = 0; i < n; i++) if (rows.uid()[i] == lastUid && rows.agent()[i] == 0) seg.add(i);
+        assertTrue(seg.size() >= 3, "rows of the segment: " + seg.size());
+        double[] s = rows.score().clone();
+        for (int i : seg) s[i] = -3e38;
+        s[seg.get(0)] = 3e38;
+        Map<String, T> t = rows.tensors(false, false);
+        t.put("score", scores(s, false));
+        Path in = dir.resolve("far.safetensors"), out = dir.resolve("far-out.safetensors");
+        Files.write(in, saveFile(t));
+        dev.drmas.algo.NormConfig cfg = config("--mode", "drmas", "--no-std");
+        SafetensorsStream.Fallback f = org.junit.jupiter.api.Assertions.assertThrows(SafetensorsStream.Fallback.class,
+                () -> withChunkRows(211, () -> SafetensorsStream.normalize(in, out, cfg, k -> NormalizeCommand.outputMetadata(cfg, k))));
+        assertEquals("an advantage past float32's range", f.getMessage());
+        for (int chunkRows : new int[] {211, 1 << 16}) {  // the chunked path (falling back), the whole-file path
+            Cli.Run r = withChunkRows(chunkRows, () -> Cli.run("normalize", "--mode", "drmas", "--no-std", "-o", out.toString(), in.toString()));
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains("row " + seg.get(0) + ": the advantage is Infinity"), r.err());
+            assertFalse(Files.exists(out), "nothing written");
+        }
+    }
 }

@@ -294,4 +294,42 @@ class OutputSafetyTest {
             assertTrue(row.matches(".*NaN\\s+NaN\\s*"), "the factor is undefined, not huge: " + summary);
         }
     }
+    /**
+     * A regular file under /dev (tmpfs /dev/shm) is replaced by rename like any other: a shorter new
+     * output leaves no tail of the old one. (All of /dev was written in place without truncation.)
+     */
+    @Test
+    void aRegularFileUnderDevIsReplacedWhole() throws Exception {
+        Path shm = Path.of("/dev/shm");
+        assumeTrue(Files.isDirectory(shm) && Files.isWritable(shm), "no writable /dev/shm; skipped");
+        Path out = shm.resolve("drmas-output-test-" + ProcessHandle.current().pid() + "-" + System.nanoTime() + ".jsonl");
+        try {
+            Files.writeString(out, "x".repeat(10_000) + "\n");
+            Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), rows().toString());
+            assertEquals(0, r.exit(), r.err());
+            String got = Files.readString(out);
+            assertEquals(4, got.lines().count(), got.length() > 400 ? got.substring(0, 400) : got);
+            assertFalse(got.contains("xxx"), "the old file's tail is left");
+            try (Stream<Path> s = Files.list(shm)) {
+                assertEquals(List.of(), s.filter(f -> f.getFileName().toString().startsWith("." + out.getFileName())).toList(),
+                        "a temporary file is left");
+            }
+        } finally {
+            Files.deleteIfExists(out);
+        }
+    }
+
+    /** -o /dev/stdout with stdout appended to a file: the rows follow what the file held (it was overwritten from byte 0). */
+    @Test
+    @Timeout(120)
+    void devStdoutAppendedToAFileFollowsItsContent() throws Exception {
+        Path log = dir.resolve("log.txt");
+        Files.writeString(log, "first line\n");
+        Child.Result r = Child.shell(dir, "", ">> " + log, 60, "normalize", "--mode", "drmas", "-o", "/dev/stdout", rows().toString());
+        assertEquals(0, r.exit(), r.err());
+        List<String> lines = Files.readAllLines(log);
+        assertEquals(5, lines.size(), String.join("\n", lines));
+        assertEquals("first line", lines.get(0));
+        assertTrue(lines.get(1).contains("\"advantage\""), lines.get(1));
+    }
 }
