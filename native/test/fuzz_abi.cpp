@@ -19,6 +19,7 @@
 //     the first non-finite logit of a valid token, each named in the message, else success), with
 //     invalid tokens' rows of dL/dz, logp and entropy 0 and the token count of the valid ones.
 // Usage: drmas_fuzz_abi [--seconds S] [--seed N] [--max-iterations N]; prints the executions.
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -498,9 +499,10 @@ void fuzz_clipped_loss() {
 // the argument checks and fail, if at all, on the data.
 bool lmhead_config_ok(const drmas_lmhead_config& c) {
     return isfinite(c.clip_low) && c.clip_low >= 0 && c.clip_low < 1 && isfinite(c.clip_high) && c.clip_high >= 0 &&
-           (c.dual_clip == 0 || (isfinite(c.dual_clip) && c.dual_clip > 1)) && isfinite(c.kl_coef) && isfinite(c.normalizer) &&
-           c.normalizer > 0 && c.kl_type >= DRMAS_KL_NONE && c.kl_type <= DRMAS_KL_K3 && (c.per_row_mean == 0 || c.per_row_mean == 1) &&
-           isfinite(c.entropy_coef);
+           (c.dual_clip == 0 || (isfinite(c.dual_clip) && c.dual_clip > 1)) && isfinite(c.kl_coef) && fabs(c.kl_coef) <= FLT_MAX &&
+           isfinite(c.normalizer) && c.normalizer > 0 && 1.0 / c.normalizer <= FLT_MAX && c.kl_type >= DRMAS_KL_NONE &&
+           c.kl_type <= DRMAS_KL_K3 && (c.per_row_mean == 0 || c.per_row_mean == 1) && isfinite(c.entropy_coef) &&
+           fabs(c.entropy_coef) <= FLT_MAX;
 }
 
 // A vocabulary: 1, a few, primes, a block (512) and past it; with `tokens` rows of logits kept

@@ -6,9 +6,13 @@ package dev.drmas.bindings;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListMap;
 
 public final class DeviceBuffer implements AutoCloseable {
     private static final int H2D = 1, D2H = 2;
+    /** The address ranges of the live buffers (start -> end), so that a CPU call can refuse them. */
+    private static final ConcurrentSkipListMap<Long, Long> LIVE = new ConcurrentSkipListMap<>();
 
     private final long bytes;
     private MemorySegment ptr;
@@ -23,7 +27,9 @@ public final class DeviceBuffer implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
             LibDrmas.check(LibDrmas.cudaMalloc(Math.max(1, bytes), out));
-            return new DeviceBuffer(out.get(ValueLayout.ADDRESS, 0).reinterpret(bytes), bytes);
+            MemorySegment p = out.get(ValueLayout.ADDRESS, 0).reinterpret(bytes);
+            LIVE.put(p.address(), p.address() + Math.max(1, bytes));
+            return new DeviceBuffer(p, bytes);
         }
     }
 
@@ -32,6 +38,14 @@ public final class DeviceBuffer implements AutoCloseable {
         DeviceBuffer d = allocate(host.byteSize());
         d.upload(host);
         return d;
+    }
+
+    /** Whether any byte of {@code s} lies in a live DeviceBuffer: device memory, which host code must not touch. */
+    static boolean holdsDeviceMemory(MemorySegment s) {
+        if (!s.isNative() || s.byteSize() == 0 || LIVE.isEmpty()) return false;
+        long a = s.address(), e = a + s.byteSize();
+        Map.Entry<Long, Long> below = LIVE.lowerEntry(e);  // the last buffer that starts before s ends
+        return below != null && below.getValue() > a;
     }
 
     public MemorySegment segment() {
@@ -78,6 +92,7 @@ public final class DeviceBuffer implements AutoCloseable {
         if (ptr != null) {
             MemorySegment p = ptr;
             ptr = null;
+            LIVE.remove(p.address());
             LibDrmas.check(LibDrmas.cudaFree(p));
         }
     }

@@ -126,12 +126,25 @@ public final class Kernels {
         if (b == Backend.CUDA && !s.isNative()) {
             throw new IllegalArgumentException(name + ": a Java array cannot be passed to the CUDA backend; use a DeviceBuffer");
         }
+        if (b == Backend.CPU && DeviceBuffer.holdsDeviceMemory(s)) {  // (the host would fault on it: a dead JVM)
+            throw new IllegalArgumentException(name + ": device memory (a DeviceBuffer) cannot be passed to the CPU backend");
+        }
         long need = Math.multiplyExact(count, elemBytes);
         if (s.byteSize() < need) {
             throw new IllegalArgumentException(name + " holds " + s.byteSize() + " bytes but " + count
                     + " elements need " + need);
         }
         return s;
+    }
+
+    // arg for an array the call writes: a read-only segment (say a read-only file mapping, whose pages a
+    // native store would fault on) is refused.
+    private static MemorySegment out(Backend b, String name, MemorySegment s, long count, long elemBytes) {
+        MemorySegment r = arg(b, name, s, count, elemBytes);
+        if (!r.equals(MemorySegment.NULL) && s.isReadOnly()) {
+            throw new IllegalArgumentException(name + " is read-only, but the call writes it");
+        }
+        return r;
     }
 
     private static void checkCount(String name, long v) {
@@ -146,8 +159,8 @@ public final class Kernels {
         checkCount("numSegments", numSegments);
         boolean crit = b == Backend.CPU;
         LibDrmas.check(LibDrmas.segmentStats(crit, b.device(), n, arg(b, "values", values, n, 4), arg(b, "segment_ids", ids, n, 4),
-                numSegments, unbiased ? 1 : 0, arg(b, "count", count, numSegments, 8), arg(b, "mean", mean, numSegments, 8),
-                arg(b, "m2", m2, numSegments, 8), arg(b, "std", std, numSegments, 8), orNull(stream)));
+                numSegments, unbiased ? 1 : 0, out(b, "count", count, numSegments, 8), out(b, "mean", mean, numSegments, 8),
+                out(b, "m2", m2, numSegments, 8), out(b, "std", std, numSegments, 8), orNull(stream)));
     }
 
     /** Row advantages (and optional diagnostics); see drmas_advantage_f32. traj may be null with row pooling. */
@@ -175,8 +188,8 @@ public final class Kernels {
             long segs = Math.multiplyExact(numUids, numAgents);
             LibDrmas.check(LibDrmas.advantage(crit, trusted, b.device(), cfg, n, arg(b, "scores", scores, n, 4),
                     arg(b, "uid", uid, n, 4), arg(b, "traj", traj, n, 4), arg(b, "agent", agent, n, 4),
-                    numUids, numTrajs, numAgents, arg(b, "advantages", advantages, n, 4),
-                    arg(b, "diagnostics", diagnostics, Math.multiplyExact(segs, AbiIndices.DIAG_FIELDS), 8), orNull(stream)));
+                    numUids, numTrajs, numAgents, out(b, "advantages", advantages, n, 4),
+                    out(b, "diagnostics", diagnostics, Math.multiplyExact(segs, AbiIndices.DIAG_FIELDS), 8), orNull(stream)));
         }
     }
 
@@ -188,7 +201,7 @@ public final class Kernels {
         boolean crit = b == Backend.CPU;
         LibDrmas.check(LibDrmas.broadcastRows(crit, b.device(), numRows, arg(b, "row_values", rowValues, numRows, 4),
                 arg(b, "row_offsets", offsets, numRows + 1, 8), numTokens,
-                arg(b, "token_values", tokenValues, numTokens, 4), orNull(stream)));
+                out(b, "token_values", tokenValues, numTokens, 4), orNull(stream)));
     }
 
     /** Fused clipped loss forward and backward; see drmas_clipped_loss_f32. ref and mask may be null. */
@@ -238,8 +251,8 @@ public final class Kernels {
             MemorySegment lp = arg(b, "logp", logp, numTokens, 4), olp = arg(b, "old_logp", oldLogp, numTokens, 4);
             MemorySegment a = perRow ? arg(b, "row_advantages", adv, numRows, 4) : arg(b, "advantages", adv, numTokens, 4);
             MemorySegment r = arg(b, "ref_logp", ref, numTokens, 4);
-            MemorySegment m = arg(b, "mask", mask, numTokens, 1), g = arg(b, "grad", grad, numTokens, 4);
-            MemorySegment s = arg(b, "sums", sums, AbiIndices.LOSS_SUMS, 8);
+            MemorySegment m = arg(b, "mask", mask, numTokens, 1), g = out(b, "grad", grad, numTokens, 4);
+            MemorySegment s = out(b, "sums", sums, AbiIndices.LOSS_SUMS, 8);
             if (hostOffsets == null && !perRow) {
                 LibDrmas.check(LibDrmas.clippedLoss(crit, b.device(), cfg, numRows, off, numTokens, lp, olp, a, r, m, g, s,
                         orNull(stream)));
@@ -274,7 +287,7 @@ public final class Kernels {
         boolean crit = b == Backend.CPU;
         LibDrmas.check(LibDrmas.lmheadLogprobs(crit, bf16, b.device(), numTokens, vocab,
                 arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
-                arg(b, "logp", logp, numTokens, 4), arg(b, "entropy", entropy, numTokens, 4), orNull(stream)));
+                out(b, "logp", logp, numTokens, 4), out(b, "entropy", entropy, numTokens, 4), orNull(stream)));
     }
 
     /**
@@ -316,11 +329,11 @@ public final class Kernels {
             MemorySegment cfg = lmheadConfig(arena, p);
             LibDrmas.check(LibDrmas.lmheadChunk(crit, bf16, b.device(), cfg, numRows, arg(b, "row_offsets", offsets, numRows + 1, 8),
                     numTokens, chunkBegin, chunkTokens, vocab,
-                    arg(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), bf16 ? 2 : 4),
+                    out(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), bf16 ? 2 : 4),
                     arg(b, "targets", targets, numTokens, 8), arg(b, "old_logp", oldLogp, numTokens, 4),
                     arg(b, "advantages", adv, numRows, 4), arg(b, "ref_logp", ref, numTokens, 4), arg(b, "mask", mask, numTokens, 1),
-                    arg(b, "logp", logp, chunkTokens, 4), arg(b, "entropy", entropy, chunkTokens, 4),
-                    arg(b, "sums", sums, AbiIndices.LMHEAD_SUMS, 8), orNull(stream)));
+                    out(b, "logp", logp, chunkTokens, 4), out(b, "entropy", entropy, chunkTokens, 4),
+                    out(b, "sums", sums, AbiIndices.LMHEAD_SUMS, 8), orNull(stream)));
         }
     }
 
@@ -347,12 +360,12 @@ public final class Kernels {
         long rowsBefore = Math.max(0, rows - 1);
         long qkvNeed = rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rowsBefore, qkvStride), (heads + 2 * kvHeads) * headDim);
         long cacheNeed = rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rowsBefore, cacheRowStride), kvHeads * capacity * headDim);
-        LibDrmas.check(LibDrmas.decodeAttention(rows, heads, kvHeads, headDim, arg(b, "qkv", qkv, qkvNeed, 4), qkvStride,
+        LibDrmas.check(LibDrmas.decodeAttention(rows, heads, kvHeads, headDim, out(b, "qkv", qkv, qkvNeed, 4), qkvStride,
                 arg(b, "q_norm", qNorm, headDim, 4), arg(b, "k_norm", kNorm, headDim, 4), normEps,
                 arg(b, "cos", cos, Math.multiplyExact(rows, headDim), 4), arg(b, "sin_signed", sinSigned, Math.multiplyExact(rows, headDim), 4),
-                arg(b, "k_cache", kCache, cacheNeed, 4), arg(b, "v_cache", vCache, cacheNeed, 4), cacheRowStride, capacity, writeSlot,
+                out(b, "k_cache", kCache, cacheNeed, 4), out(b, "v_cache", vCache, cacheNeed, 4), cacheRowStride, capacity, writeSlot,
                 slots, arg(b, "mask", mask, Math.multiplyExact(rows, slots), 1), scale,
-                arg(b, "out", out, Math.multiplyExact(rows, heads * headDim), 4)));
+                out(b, "out", out, Math.multiplyExact(rows, heads * headDim), 4)));
     }
 
     // The floats (or elements) that `rows` rows of `width` at `stride` span: the last row needs only its width.
@@ -373,9 +386,9 @@ public final class Kernels {
         if (hidden < 1) throw new IllegalArgumentException("hidden must be >= 1, got " + hidden);
         Backend b = Backend.CPU;
         // the native side checks the strides against the width; the buffers' extents are checked here
-        LibDrmas.check(LibDrmas.rmsNorm(rows, hidden, arg(b, "x", x, extent(rows, xStride, hidden), 4), xStride,
+        LibDrmas.check(LibDrmas.rmsNorm(rows, hidden, (residual != null ? out(b, "x", x, extent(rows, xStride, hidden), 4) : arg(b, "x", x, extent(rows, xStride, hidden), 4)), xStride,
                 arg(b, "residual", residual, residual == null ? 0 : extent(rows, residualStride, hidden), 4), residualStride,
-                arg(b, "weight", weight, rows == 0 ? 0 : hidden, 4), eps, arg(b, "out", out, extent(rows, outStride, hidden), 4),
+                arg(b, "weight", weight, rows == 0 ? 0 : hidden, 4), eps, out(b, "out", out, extent(rows, outStride, hidden), 4),
                 outStride));
     }
 
@@ -390,7 +403,7 @@ public final class Kernels {
         if (width < 1) throw new IllegalArgumentException("width must be >= 1, got " + width);
         Backend b = Backend.CPU;
         LibDrmas.check(LibDrmas.swiglu(rows, width, arg(b, "gate", gate, extent(rows, gateStride, width), 4), gateStride,
-                arg(b, "up", up, extent(rows, upStride, width), 4), upStride, arg(b, "out", out, extent(rows, outStride, width), 4),
+                arg(b, "up", up, extent(rows, upStride, width), 4), upStride, out(b, "out", out, extent(rows, outStride, width), 4),
                 outStride));
     }
 
@@ -408,8 +421,8 @@ public final class Kernels {
         if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
         Backend b = Backend.CPU;
         LibDrmas.check(LibDrmas.sample(rows, vocab, arg(b, "logits", logits, extent(rows, logitsStride, vocab), 4), logitsStride,
-                temperature, topK, topP, arg(b, "uniforms", uniforms, rows, 8), arg(b, "tokens", tokens, rows, 8),
-                arg(b, "logprobs", logprobs, rows, 4)));
+                temperature, topK, topP, arg(b, "uniforms", uniforms, rows, 8), out(b, "tokens", tokens, rows, 8),
+                out(b, "logprobs", logprobs, rows, 4)));
     }
 
     // A host array for any backend: CUDA calls use non-critical downcalls, which take native
@@ -419,6 +432,9 @@ public final class Kernels {
         long need = Math.multiplyExact(count, elemBytes);
         if (s.byteSize() < need) {
             throw new IllegalArgumentException(name + " holds " + s.byteSize() + " bytes but " + count + " elements need " + need);
+        }
+        if (DeviceBuffer.holdsDeviceMemory(s)) {  // read on the host by either backend
+            throw new IllegalArgumentException(name + ": device memory (a DeviceBuffer) where host memory is needed");
         }
         if (critical || s.isNative()) return s;
         MemorySegment copy = arena.allocate(need, 8);

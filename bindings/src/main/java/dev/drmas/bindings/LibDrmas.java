@@ -260,6 +260,13 @@ public final class LibDrmas {
         List<String> problems = new ArrayList<>(layoutMismatches(NORM_CONFIG));
         problems.addAll(layoutMismatches(LOSS_CONFIG));
         problems.addAll(layoutMismatches(LMHEAD_CONFIG));
+        // the array sizes the Java side checks outputs against (a library that writes more sums or
+        // diagnostics than these would write past arrays sized by them)
+        for (var c : new Object[][] {{"DRMAS_LOSS_SUMS", AbiIndices.LOSS_SUMS}, {"DRMAS_LMHEAD_SUMS", AbiIndices.LMHEAD_SUMS},
+                {"DRMAS_DIAG_FIELDS", AbiIndices.DIAG_FIELDS}}) {
+            long v = abiValue((String) c[0]);
+            if (v != (int) c[1]) problems.add(c[0] + " is " + v + " in the library, " + c[1] + " in Java");
+        }
         if (!problems.isEmpty()) {
             throw new IllegalStateException("libdrmas at " + NativeLibrary.get().path() + " was built from another drmas.h than"
                     + " these bindings (a stale build? rebuild with `mvn package`): " + String.join("; ", problems));

@@ -465,4 +465,33 @@ class CudaKernelsTest {
             }
         }
     }
+    /**
+     * Device memory (a DeviceBuffer, or a slice of one) where the host would read or write it: refused
+     * before the call, for the CPU backend and for the CUDA loss's host offsets. Host code faults on
+     * device memory (on a GPU as under the emulator, which keeps it inaccessible to the host): this was a
+     * dead JVM. Found by review.
+     */
+    @Test
+    void deviceMemoryIsRefusedWhereTheHostWouldTouchIt() {
+        long[] count = new long[1];
+        double[] mean = new double[1], m2 = new double[1];
+        try (DeviceBuffer d = DeviceBuffer.allocate(64)) {
+            for (MemorySegment dev : new MemorySegment[] {d.segment(), d.segment().asSlice(16, 16)}) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Kernels.segmentStats(Backend.CPU, 4, dev,
+                        MemorySegment.ofArray(new int[4]), 1, true, MemorySegment.ofArray(count), MemorySegment.ofArray(mean),
+                        MemorySegment.ofArray(m2), null, null));
+                assertTrue(e.getMessage().contains("values: device memory"), e.getMessage());
+            }
+            Kernels.LossParams lp = new Kernels.LossParams(0.2, 0.2, 0, 0, 4, 0, false);
+            try (DeviceBuffer f = DeviceBuffer.allocate(64)) {
+                IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Kernels.clippedLossRows(Backend.CUDA, lp,
+                        1, d.segment(), d.segment(), 4, f.segment(), f.segment(), f.segment(), null, null, f.segment(), f.segment(), null));
+                assertTrue(e.getMessage().contains("host_row_offsets: device memory"), e.getMessage());
+            }
+        }
+        // the same host arrays are accepted (the buffers are gone: their ranges are free again)
+        Kernels.segmentStats(Backend.CPU, 4, MemorySegment.ofArray(new float[] {1, 2, 3, 4}), MemorySegment.ofArray(new int[4]), 1, true,
+                MemorySegment.ofArray(count), MemorySegment.ofArray(mean), MemorySegment.ofArray(m2), null, null);
+        assertEquals(2.5, mean[0]);
+    }
 }

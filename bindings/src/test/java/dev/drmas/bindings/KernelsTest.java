@@ -250,4 +250,24 @@ class KernelsTest {
         assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CUDA, DRMAS, 1, seg(new float[1]),
                 seg(new int[1]), seg(new int[1]), seg(new int[1]), 1, 1, 1, seg(new float[1]), null, null));
     }
+    /**
+     * An output that is a read-only segment (a read-only file mapping would fault in native code: a dead
+     * JVM) is refused before the call; read-only inputs are fine. Found by review.
+     */
+    @Test
+    void aReadOnlyOutputIsRefusedAndReadOnlyInputsAccepted() {
+        MemorySegment ro = Arena.ofAuto().allocate(16).asReadOnly();
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> Kernels.broadcastRows(Backend.CPU, 0, null, MemorySegment.ofArray(new long[] {0}), 4, ro, null));
+        assertTrue(e.getMessage().contains("token_values is read-only"), e.getMessage());
+        float[] adv = new float[2];
+        MemorySegment scores = Arena.ofAuto().allocate(8).copyFrom(MemorySegment.ofArray(new float[] {1, 0})).asReadOnly();
+        Kernels.NormParams p = new Kernels.NormParams(true, true, false, 1, 0, 1, true, 1e-6);  // Dr. MAS, row pooling
+        e = assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CPU, p, 2, scores,
+                MemorySegment.ofArray(new int[2]), null, MemorySegment.ofArray(new int[2]), 1, 0, 1, scores, null, null));
+        assertTrue(e.getMessage().contains("advantages is read-only"), e.getMessage());
+        Kernels.advantage(Backend.CPU, p, 2, scores, MemorySegment.ofArray(new int[2]).asReadOnly(), null,
+                MemorySegment.ofArray(new int[2]), 1, 0, 1, MemorySegment.ofArray(adv), null, null);
+        assertTrue(adv[0] > 0 && adv[1] < 0, Arrays.toString(adv));
+    }
 }

@@ -8,6 +8,7 @@ import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -82,6 +83,12 @@ public final class Advantages {
         Tensor out = torch.empty_like(scores);
         Kernels.advantage(b, params(c), n, s, u, t, a, numUids, numTrajs, numAgents,
                 TensorViews.view("advantages", out, ScalarType.Float, n, b), null, TorchStreams.current(scores));
+        // the call reads the tensors' memory through the segments: the tensors must outlive it (a
+        // caller's temporary could otherwise be freed by JavaCPP's GC-driven deallocator mid-call)
+        Reference.reachabilityFence(scores);
+        Reference.reachabilityFence(uid);
+        Reference.reachabilityFence(traj);
+        Reference.reachabilityFence(agent);
         return out;
     }
 }

@@ -10,6 +10,7 @@ import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
@@ -149,6 +150,13 @@ public final class ClippedLoss {
         } else {
             Kernels.clippedLoss(b, p, offsets.numel() - 1, host, off, n, lp, olp, a, ref, m, g, s, TorchStreams.current(logp));
         }
+        // the call reads the tensors' memory through the segments: they must outlive it (as in Advantages.compute)
+        Reference.reachabilityFence(offsets);
+        Reference.reachabilityFence(logp);
+        Reference.reachabilityFence(oldLogp);
+        Reference.reachabilityFence(adv);
+        Reference.reachabilityFence(refLogp);
+        Reference.reachabilityFence(mask);
         return new DeviceResult(grad, sums);
     }
 }

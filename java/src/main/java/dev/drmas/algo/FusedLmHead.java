@@ -15,6 +15,7 @@ import dev.drmas.bindings.Backend;
 import dev.drmas.bindings.DrmasException;
 import dev.drmas.bindings.Kernels;
 import java.lang.foreign.MemorySegment;
+import java.lang.ref.Reference;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.BoolOptional;
 import org.bytedeco.pytorch.Device;
@@ -184,6 +185,15 @@ public final class FusedLmHead {
                     if (wantW) dw.addmm_(z.t(), hc.scalar_type().intern() == ScalarType.Float ? hc : hc.to(ScalarType.Float));
                 }
             }
+            // The loop reads these tensors' memory only through the segments above: the Tensor objects
+            // must stay reachable until it ends, or JavaCPP's GC-driven deallocator may free their
+            // storage under the kernel when no PointerScope of the caller holds them (found by review).
+            Reference.reachabilityFence(offT);
+            Reference.reachabilityFence(advT);
+            Reference.reachabilityFence(y);
+            Reference.reachabilityFence(old);
+            Reference.reachabilityFence(ref);
+            Reference.reachabilityFence(m);
             if (wantW && !intoGrad) {
                 if (weight.grad().defined()) {
                     Tensor g = weight.grad();
