@@ -219,9 +219,20 @@ __device__ __forceinline__ void reduce_loss_partials(int64_t num_rows, const vol
 // launch) after a __threadfence() has made its partials visible, and the block that counts
 // last (gridDim.x - 1) reduces all partials into sums. Any grid size works, num_rows = 0
 // included (the one block only writes zero sums).
+// Row r's tokens [begin, end). The host-offsets entries never read the device offsets back (their
+// host copy, which must hold the same values, was validated instead): a device copy that differs
+// makes its bad rows empty here rather than read or write outside the num_tokens token arrays.
+__device__ __forceinline__ void loss_row_span(const int64_t* __restrict__ row_offsets, int64_t r, int64_t num_tokens,
+                                              int64_t* begin, int64_t* end) {
+    const int64_t b = row_offsets[r], e = row_offsets[r + 1];
+    const bool ok = b >= 0 && b <= e && e <= num_tokens;
+    *begin = ok ? b : 0;
+    *end = ok ? e : 0;
+}
+
 template <class Adv>
 __global__ void __launch_bounds__(kBlockSize)
-clipped_loss_kernel(drmas_loss_config cfg, int64_t num_rows,
+clipped_loss_kernel(drmas_loss_config cfg, int64_t num_rows, int64_t num_tokens,
                     const int64_t* __restrict__ row_offsets, const float* __restrict__ logp,
                     const float* __restrict__ old_logp, Adv adv_of,
                     const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask,
@@ -234,12 +245,15 @@ clipped_loss_kernel(drmas_loss_config cfg, int64_t num_rows,
         const int64_t first = g * kWarpsPerBlock;
         const int64_t last = first + kWarpsPerBlock < num_rows ? first + kWarpsPerBlock : num_rows;
         if (first + warp < last) {  // warp-uniform
-            const int64_t r = first + warp, begin = row_offsets[r], end = row_offsets[r + 1];
+            const int64_t r = first + warp;
+            int64_t begin, end;
+            loss_row_span(row_offsets, r, num_tokens, &begin, &end);
             if (end - begin <= kWarpRowMax)
                 clipped_loss_row_warp(cfg, num_rows, r, begin, end, logp, old_logp, adv_of, ref_logp, mask, grad, partials);
         }
         for (int64_t r = first; r < last; ++r) {  // the group's long rows, by the whole block
-            const int64_t begin = row_offsets[r], end = row_offsets[r + 1];
+            int64_t begin, end;
+            loss_row_span(row_offsets, r, num_tokens, &begin, &end);
             if (end - begin > kWarpRowMax)
                 clipped_loss_row(cfg, num_rows, r, begin, end, begin, end, 0, logp, old_logp, adv_of, ref_logp, mask, grad,
                                  partials, smem);

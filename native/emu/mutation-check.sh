@@ -28,6 +28,8 @@ MUTATIONS=(
   "sorted-traj-range|kernels/advantage.cuh|s.replace('id_in_range(t, num_trajs));\n            if (i > 0) ok = ok', 'true);\n            if (i > 0) ok = ok')"
   "sorted-first-tile-unflagged|kernels/advantage.cuh|s.replace('if (lane == 0) *(volatile unsigned long long*)not_sorted', 'if (lane == 0 && tb > 0) *(volatile unsigned long long*)not_sorted')"
   "loss-mask-byte-one|kernels/clipped_loss.cuh|s.replace('mask[t] != 0);', 'mask[t] == 1);')"
+  # the host-offsets loss must stay inside the arrays whatever the device offsets hold
+  "loss-row-span-guard|kernels/clipped_loss.cuh|s.replace('const bool ok = b >= 0 && b <= e && e <= num_tokens;', 'const bool ok = true;')"
   # the validation kernel's order check (it picks the one-pass kernel and gates the trajectory checks)
   "validate-lane0-row-before|kernels/validate.cuh|s.replace('            up = uid[i - 1];\n            tp = traj != nullptr ? traj[i - 1] : 0;\n        }\n        record_first_bad(first_bad + kAdvUnsorted', '        }\n        record_first_bad(first_bad + kAdvUnsorted')"
   "validate-traj-across-uid|kernels/validate.cuh|s.replace('(u != up && t == tp))', '(false))')"

@@ -263,7 +263,9 @@ DRMAS_API int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config
  * (num_rows + 1 entries), which is validated on the host with the same checks and messages.
  * The CUDA backend then never reads row_offsets back and never synchronises: the call is only
  * queued on `stream` (the trainer's form: offsets are built on the host anyway). row_offsets
- * must hold the same values (a device copy cannot be compared without a synchronisation).
+ * must hold the same values (a device copy cannot be compared without a synchronisation); where
+ * it does not, the kernel still reads and writes only inside the token arrays (a row whose device
+ * offsets fall outside [0, num_tokens] or decrease counts as empty): wrong results, not an error.
  * With DRMAS_DEVICE_CPU both are host arrays and may be the same pointer. */
 DRMAS_API int32_t drmas_clipped_loss_async_f32(int32_t device, const drmas_loss_config* cfg,
                                                int64_t num_rows, const int64_t* host_row_offsets,

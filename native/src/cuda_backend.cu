@@ -690,11 +690,11 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
     const int row_grid = grid_for_rows((num_rows + kWarpsPerBlock - 1) / kWarpsPerBlock);  // a warp a row
     if (per_row)
         DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerRow>, row_grid, kBlockSize, 0, stream)(
-            cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerRow{advantages}, ref_logp, mask, grad, partials,
+            cfg, num_rows, num_tokens, row_offsets, logp, old_logp, AdvantagePerRow{advantages}, ref_logp, mask, grad, partials,
             blocks_done, sums);
     else
         DRMAS_LAUNCH(clipped_loss_kernel<AdvantagePerToken>, row_grid, kBlockSize, 0, stream)(
-            cfg, num_rows, row_offsets, logp, old_logp, AdvantagePerToken{advantages}, ref_logp, mask, grad, partials,
+            cfg, num_rows, num_tokens, row_offsets, logp, old_logp, AdvantagePerToken{advantages}, ref_logp, mask, grad, partials,
             blocks_done, sums);
     DRMAS_CUDA_LAUNCHED("clipped_loss_kernel");
     DRMAS_CUDA_TRY("cudaFreeAsync", scratch.release());

@@ -1560,6 +1560,26 @@ static void test_async_loss(std::mt19937_64& rng) {
         expect_error("async clipped_loss bad offsets", DRMAS_ERR_RANGE, cst, cmsg, gst, gmsg,
                      all_equal(grad.download(), 12345.0f) && all_equal(sums.download(), -777.0));
     }
+    // device offsets that differ from the (valid) host copy, reaching far past the tokens or falling:
+    // drmas.h says they must not; the kernel must still stay inside the arrays (the emulator faults on
+    // a store past an allocation), treating such rows as empty
+    {
+        Tokens t = make_tokens({0, 5, 12}, 12, false, rng);
+        const DeviceTokens dt(t);
+        const std::vector<int64_t> host = {0, 5, 12};
+        for (const std::vector<int64_t>& devoff : std::vector<std::vector<int64_t>>{{0, 5, 12 + 8192}, {0, 9, 4}, {-4096, 5, 12}}) {
+            DeviceArray<int64_t> doff(devoff);
+            const drmas_loss_config c = loss_config(kTokenMean, DRMAS_KL_NONE, true, t);
+            DeviceArray<float> grad(std::vector<float>(12, 12345.0f));
+            DeviceArray<double> sums(std::vector<double>(DRMAS_LOSS_SUMS, -777.0));
+            const int32_t gst = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CUDA, &c, 2, host.data(), doff.get(), 12, dt.logp.get(),
+                                                            dt.old_logp.get(), dt.adv.get(), nullptr, nullptr, grad.get(), sums.get(),
+                                                            nullptr);
+            check(gst == DRMAS_OK && sync_ok("async loss, device offsets unlike the host's"),
+                  "async loss, device offsets {%lld, %lld, %lld}: status %d %s", (long long)devoff[0], (long long)devoff[1],
+                  (long long)devoff[2], gst, drmas_last_error());
+        }
+    }
     const int32_t st = drmas_clipped_loss_async_f32(DRMAS_DEVICE_CUDA, nullptr, 0, nullptr, d.off.get(), 0, nullptr,
                                                     nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
     check(st != DRMAS_OK, "async loss without a config must fail");
