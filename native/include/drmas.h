@@ -293,7 +293,8 @@ DRMAS_API int32_t drmas_clipped_loss_rows_f32(int32_t device, const drmas_loss_c
  * or probabilities ever exists. Per token t: lse_t = log sum_v e^{z_tv} (running max, fp64 sum),
  * logp_t = z_{t,y_t} - lse_t, the entropy H_t = lse_t - sum_v p_tv z_tv (p = softmax z).
  * CUDA: one block per token for the statistics and dL/dz, one per row for the loss; the data is
- * validated on the device and `stream` synchronised once to report errors, as for the other ops;
+ * validated on the device and `stream` synchronised to report errors, as for the other ops (once;
+ * the chunk op twice: its row offsets, then the targets and logits);
  * the results agree with the CPU's to rounding (expf differs), the sums of one chunk of all tokens
  * equal drmas_clipped_loss_f32's on the CUDA backend.
  *
