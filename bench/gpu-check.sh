@@ -52,7 +52,8 @@ step() {
     local limit=$(( cap < left ? cap : left )) t0=$SECONDS rc=0
     echo "gpu-check: $name (timeout ${limit}s) ..."
     # through bash, so that COMMAND may be one of the exported functions below
-    timeout "$limit" bash -c '"$@"' step "$@" > "$OUT/$name.log" 2>&1 || rc=$?
+    # (-k: a process stuck in a CUDA call or a JVM whose shutdown hangs is killed 10 s after the TERM)
+    timeout -k 10 "$limit" bash -c '"$@"' step "$@" > "$OUT/$name.log" 2>&1 || rc=$?
     local took=$((SECONDS - t0)) result=ok
     if (( rc == 124 )); then result="TIMEOUT after ${limit}s"; elif (( rc != 0 )); then result="FAILED (exit $rc)"; fi
     printf '| %s | %s | %d |\n' "$name" "$result" "$took" >> "$SUMMARY"
@@ -77,7 +78,7 @@ if ! step build 240 build; then
 fi
 
 # ctest fails on zero selected tests, and DRMAS_REQUIRE_GPU=1 makes the CUDA test fail, not skip.
-step ctest 180 ctest --test-dir "$BUILD" -L gpu --no-tests=error --output-on-failure
+step ctest 180 ctest --test-dir "$BUILD" -L gpu --no-tests=error --output-on-failure -V  # (-V: the counts and times of a pass too)
 grep -h "CUDA compiled\|passed, " "$OUT/ctest.log" | head -4
 
 # torch_bench NAME: bench/gpu_NAME.py (python3 + a CUDA PyTorch) against this build, table in $OUT/NAME-bench.md
@@ -94,14 +95,23 @@ sanitize() {  # sanitize TOOL [OPTIONS...]: the CUDA test at the small scale und
 }
 export -f sanitize
 
-if [[ -x "$JAVA" ]]; then
-    step gpubench 240 "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx32g -Ddrmas.native.path="$BUILD/libdrmas.so" \
+# The carried classes must be those of these sources (gpu-prepare.sh stamps them).
+stale=""
+if [[ -x "$JAVA" && "$(cat "$CARRY/STAMP" 2>/dev/null)" != "$(bash bench/gpu-stamp.sh)" ]]; then
+    stale="the carried classes are not built from these sources (no or another $CARRY/STAMP: rerun bench/gpu-prepare.sh)"
+    echo "gpu-check: $stale"
+fi
+
+if [[ -x "$JAVA" && -z "$stale" ]]; then
+    # (DRMAS_CPU_WORKSPACE_MB: the CPU's random-order scratch at 64M rows, 2.4 GB, kept between calls as at
+    # smaller sizes, so that its time is not fresh pages' faults)
+    step gpubench 240 env DRMAS_CPU_WORKSPACE_MB=4096 "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx32g -Ddrmas.native.path="$BUILD/libdrmas.so" \
         -cp "$CARRY/classes/bench:$CARRY/classes/bindings:$CARRY/classes/algo" dev.drmas.bench.GpuBench \
         --sizes 16777216,67108864 --threads "$(nproc)" --out "$OUT/gpu-bench.md"
     [[ -f "$OUT/gpu-bench.md" ]] && cat "$OUT/gpu-bench.md"
 else
-    echo "gpu-check: no $JAVA (run bench/gpu-prepare.sh on a development machine and carry $CARRY)"
-    printf '| gpubench | NOT RUN (no %s) | 0 |\n' "$JAVA" >> "$SUMMARY"
+    echo "gpu-check: ${stale:-no $JAVA (run bench/gpu-prepare.sh on a development machine and carry $CARRY)}"
+    printf '| gpubench | NOT RUN (%s) | 0 |\n' "${stale:-no $JAVA}" >> "$SUMMARY"
     status=1
 fi
 
@@ -111,7 +121,7 @@ step advantage 90 torch_bench advantage
 step lmhead 120 torch_bench lmhead
 [[ -f "$OUT/lmhead-bench.md" ]] && cat "$OUT/lmhead-bench.md"
 
-if [[ -x "$JAVA" ]]; then
+if [[ -x "$JAVA" && -z "$stale" ]]; then
     junit() {
         "$JAVA" --enable-native-access=ALL-UNNAMED -Ddrmas.native.path="$BUILD/libdrmas.so" \
             -jar "$CARRY/junit-console.jar" execute --fail-if-no-tests --details=summary --disable-banner \
@@ -126,7 +136,7 @@ if [[ -x "$JAVA" ]]; then
         status=1
     fi
 else
-    printf '| junit | NOT RUN (no %s) | 0 |\n' "$JAVA" >> "$SUMMARY"
+    printf '| junit | NOT RUN (%s) | 0 |\n' "${stale:-no $JAVA}" >> "$SUMMARY"
     status=1
 fi
 

@@ -64,4 +64,6 @@ if (( carry_kib + repo_kib > LIMIT_MIB * 1024 )); then
     echo "gpu-prepare: too large for the device tool's carry limit" >&2
     exit 1
 fi
+# the sources the carried classes were built from, for gpu-check.sh to refuse a stale carry
+bash bench/gpu-stamp.sh > "$CARRY/STAMP"
 echo "gpu-prepare: ready. On the GPU machine: carry $CARRY, run bench/gpu-check.sh (logs in \$OUT)."

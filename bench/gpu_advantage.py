@@ -55,12 +55,14 @@ def load(path):
 def rows(min_rows, layout, dev, seed=42):
     """Whole uids of 8 trajectories (1 or 2 turns, two agents a turn) until at least min_rows rows."""
     g = torch.Generator(device="cpu").manual_seed(seed)
-    num_uids = -(-min_rows // (8 * 4)) + 1
+    # ~28 rows a uid (8 trajectories of 1.75 turns, 2 rows a turn): start there and grow by 1%, so that
+    # n is min_rows plus a few uids, not 15% over it
+    num_uids = -(-min_rows // 28) + 1
     while True:
         turns = torch.where(torch.rand(num_uids * 8, generator=g) < 0.25, 1, 2)
         if int(turns.sum()) * 2 >= min_rows:
             break
-        num_uids = num_uids * 5 // 4 + 1
+        num_uids = num_uids * 101 // 100 + 1
     per_traj = turns * 2
     t_total = int(turns.numel())
     traj = torch.repeat_interleave(torch.arange(t_total, dtype=torch.int32), per_traj)

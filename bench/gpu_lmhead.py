@@ -147,13 +147,20 @@ class Fused:
         return loss, logp, ent, grad_h, grad_w
 
 
-def timed(fn, device, warmup, reps):
-    """Median wall time (ms) of fn() and the peak memory it allocates above what was live before (bytes)."""
+def timed(fn, device, warmup, reps, reset=None):
+    """Median wall time (ms) of fn() and the peak memory it allocates above what was live before (bytes).
+    The previous rep's results are dropped, and reset() run, before each rep's baseline: otherwise a path
+    that frees its previous results inside fn (the materialised one's .grad) would count them in the
+    baseline and reuse their memory, and its peak would read low by their size."""
     cuda = device == DRMAS_DEVICE_CUDA
     for _ in range(warmup):
         fn()
     times, peaks = [], []
+    out = None
     for _ in range(reps):
+        out = None
+        if reset is not None:
+            reset()
         if cuda:
             torch.cuda.synchronize()
             base = torch.cuda.memory_allocated()
@@ -262,7 +269,11 @@ def main():
     h_leaf.grad = None
     w_leaf.grad = None
 
-    t_m, mem_m = timed(run_materialised, device, args.warmup, args.reps)
+    def clear_grads():
+        h_leaf.grad = None
+        w_leaf.grad = None
+
+    t_m, mem_m = timed(run_materialised, device, args.warmup, args.reps, reset=clear_grads)
     h_leaf.grad = None
     w_leaf.grad = None
     t_f, mem_f = timed(run_fused, device, args.warmup, args.reps)
