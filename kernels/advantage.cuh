@@ -249,11 +249,12 @@ __global__ void advantage_fill_kernel(const unsigned long long* gate, unsigned l
 // changes wherever uid does: each uid's and each trajectory's rows are contiguous, as rollouts
 // write them and as cpu.cpp's fast path requires). Each warp owns a tile of kSortedTileRows rows
 // and normalises the uid runs that start in it, reading past the tile's end to finish the last;
-// a run (at most kSortedLongRun rows) is read from memory once and its later passes hit L1. The statistics are two-pass fp64
-// like the CPU's, kept in registers: agent k's count, sum (then mean) and M2 in lane k (so at most
-// kSortedMaxAgents agents), the group's in every lane, reduced by fixed shuffle trees in a fixed
-// chunk order (so the result does not depend on scheduling, and a sum of equal values is exact:
-// a constant segment keeps its value as mean and M2 = 0). No global atomics, no scratch.
+// a run (at most kSortedLongRun rows) is read from memory once and its later passes hit L1. The
+// statistics are two-pass fp64 like the CPU's, kept in registers: agent k's count, sum (then mean)
+// and M2 in lane k (so at most kSortedMaxAgents agents), the group's in every lane, reduced by fixed
+// shuffle trees in a fixed chunk order (so the result does not depend on scheduling, and a sum of
+// equal values is exact: a constant segment keeps its value as mean and M2 = 0). No global atomics,
+// no scratch.
 
 constexpr int64_t kSortedTileRows = 256;
 constexpr int64_t kSortedMaxAgents = 32;
