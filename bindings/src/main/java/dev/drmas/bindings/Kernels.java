@@ -386,7 +386,10 @@ public final class Kernels {
         if (hidden < 1) throw new IllegalArgumentException("hidden must be >= 1, got " + hidden);
         Backend b = Backend.CPU;
         // the native side checks the strides against the width; the buffers' extents are checked here
-        LibDrmas.check(LibDrmas.rmsNorm(rows, hidden, (residual != null ? out(b, "x", x, extent(rows, xStride, hidden), 4) : arg(b, "x", x, extent(rows, xStride, hidden), 4)), xStride,
+        long xNeed = extent(rows, xStride, hidden);
+        // x is written only where the residual is added into it (out = x is checked as out)
+        MemorySegment xs = residual != null ? out(b, "x", x, xNeed, 4) : arg(b, "x", x, xNeed, 4);
+        LibDrmas.check(LibDrmas.rmsNorm(rows, hidden, xs, xStride,
                 arg(b, "residual", residual, residual == null ? 0 : extent(rows, residualStride, hidden), 4), residualStride,
                 arg(b, "weight", weight, rows == 0 ? 0 : hidden, 4), eps, out(b, "out", out, extent(rows, outStride, hidden), 4),
                 outStride));

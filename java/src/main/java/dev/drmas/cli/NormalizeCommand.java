@@ -112,7 +112,7 @@ final class NormalizeCommand implements Callable<Integer> {
         // the statistics are sized by uids x agents (as for safetensors): an 'agent' that takes a new
         // value on every row would make the work grow with the square of the rows
         long segments = (long) rows.numUids * k;
-        if (segments > SafetensorsRows.MAX_SEGMENTS_PER_ROW * Math.max(n, 1024)) {
+        if (SafetensorsRows.tooManySegments(segments, n)) {
             throw new UserError(String.format(Locale.ROOT, "%s: %d uids x %d agents = %d (uid, agent) segments for %d rows: "
                     + "at most %d a row (does 'agent' name the acting agent, not the row?)", rows.source, rows.numUids, k, segments, n,
                     SafetensorsRows.MAX_SEGMENTS_PER_ROW));
@@ -164,18 +164,15 @@ final class NormalizeCommand implements Callable<Integer> {
 
     /** An advantage that overflowed float32 (|score − mean| > 3.4e38) would be written as no number: refused first. */
     private static void requireFinite(ScoredRows rows, float[] adv) {
-        for (int i = 0; i < adv.length; i++) {
-            if (!Float.isFinite(adv[i])) {
-                long line;
-                try {
-                    line = JsonlOutput.lineOf(rows, i);
-                } catch (IOException e) {
-                    throw new UncheckedIOException(e);
-                }
-                throw new UserError(rows.source + ":" + line + ": the advantage is " + adv[i]
-                        + " (the scores are too far apart for float32)");
-            }
+        int i = (int) SafetensorsRows.firstNonFinite(MemorySegment.ofArray(adv), adv.length);
+        if (i < 0) return;
+        long line;
+        try {
+            line = JsonlOutput.lineOf(rows, i);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
+        throw new UserError(rows.source + ":" + line + ": the advantage is " + adv[i] + " (the scores are too far apart for float32)");
     }
 
     private Integer safetensors(NormConfig cfg) throws IOException {

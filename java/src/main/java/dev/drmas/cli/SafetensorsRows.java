@@ -39,6 +39,11 @@ final class SafetensorsRows implements AutoCloseable {
     /** More (uid, agent) segments a row than this is not a dense numbering but ids spread over a range. */
     static final long MAX_SEGMENTS_PER_ROW = 64;
 
+    /** Whether {@code segments} (uid, agent) statistics are too many for {@code rows} rows (MAX_SEGMENTS_PER_ROW a row, 1024 rows at least). */
+    static boolean tooManySegments(long segments, long rows) {
+        return segments > MAX_SEGMENTS_PER_ROW * Math.max(rows, 1024);
+    }
+
     /** The first of {@code count} float32 values in {@code values} that is not finite, or -1. */
     static long firstNonFinite(MemorySegment values, long count) {
         for (long i = 0; i < count; i++) {
@@ -149,7 +154,7 @@ final class SafetensorsRows implements AutoCloseable {
             narrowScores(sdata, cols[3], n, name + ": tensor 'score'", t[3].offset());
         }
         long segments = (long) counts[0] * Math.max(1, counts[2]);
-        if (segments > MAX_SEGMENTS_PER_ROW * Math.max(n, 1024)) {
+        if (tooManySegments(segments, n)) {
             throw new UserError(String.format(Locale.ROOT, "%s: uid and agent ids span %d x %d = %d (uid, agent) segments for %d rows: "
                     + "the ids must be dense (0..count-1 for each), as the statistics are sized by the largest id + 1",
                     name, counts[0], counts[2], segments, n));

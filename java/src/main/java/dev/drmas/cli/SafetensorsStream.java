@@ -97,7 +97,7 @@ final class SafetensorsStream {
                 both(failed, () -> lastUid[0] = a.stream(0, split, params, numAgents, out, header.length),
                         () -> lastUid[1] = b.stream(split, n, params, numAgents, out, header.length));
                 long maxUid = Math.max(lastUid[0], lastUid[1]);
-                if ((maxUid + 1) * Math.max(1, numAgents) > SafetensorsRows.MAX_SEGMENTS_PER_ROW * Math.max(n, 1024)) {
+                if (SafetensorsRows.tooManySegments((maxUid + 1) * Math.max(1, numAgents), n)) {
                     throw new Fallback("ids spread over a wide range");  // the whole-file path refuses it, naming the counts
                 }
             });
@@ -293,7 +293,7 @@ final class SafetensorsStream {
                 // ids rebased to the first uid and trajectory after the previous chunk's
                 int ub = (int) (prevUid + 1), tb = (int) (prevTraj + 1);
                 int numUids = u[rows - 1] - ub + 1, numTrajs = tr[rows - 1] - tb + 1;
-                if ((long) numUids * Math.max(1, numAgents) > SafetensorsRows.MAX_SEGMENTS_PER_ROW * Math.max(rows, 1024)) {
+                if (SafetensorsRows.tooManySegments((long) numUids * Math.max(1, numAgents), rows)) {
                     throw new Fallback("ids spread over a wide range");
                 }
                 for (int i = 0; i < rows; i++) {
