@@ -54,10 +54,20 @@ final class RolloutBatch {
         List<Float> score = new ArrayList<>();
         double rewardSum = 0;
         for (Episode e : episodes) {
-            double r = w.reward(tasks.get(e.uid()), e);
+            Task task = tasks.get(e.uid());
+            double r = w.reward(task, e);
+            if (!Double.isFinite(r))
+                throw new IllegalStateException(String.format("the reward of task '%s' (uid %d, trajectory %d) is %s: a reward must be finite",
+                        task.id(), e.uid(), e.traj(), r));
             rewardSum += r;
             for (Step s : e.steps()) {
-                score.add((float) w.rowScore(r, s));
+                // the kernels take float scores: a finite double past float's range would reach them as ±inf
+                float sc = (float) w.rowScore(r, s);
+                if (!Float.isFinite(sc))
+                    throw new IllegalStateException(String.format(
+                            "the score of agent %d's turn %d in task '%s' (uid %d, trajectory %d) is %s: past float's range (reward %s)",
+                            s.agent(), s.turn(), task.id(), e.uid(), e.traj(), w.rowScore(r, s), r));
+                score.add(sc);
                 steps.add(s);
             }
         }
