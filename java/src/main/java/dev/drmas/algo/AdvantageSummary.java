@@ -14,6 +14,19 @@ public record AdvantageSummary(int agent, long rows, double scoreMean, double ad
     /** A group std at or below this times |group mean| counts as 0 (float32 scores carry ~6e-8 relative rounding). */
     public static final double RELATIVE_STD_FLOOR = 1e-6;
 
+    /**
+     * Lemma 4.2's inflation factor of segment {@code seg} (of {@code segs}) in the diagnostics of
+     * {@link Advantages#computeWithDiagnostics}, or NaN where it is undefined: the group's std is 0,
+     * or no more than {@link #RELATIVE_STD_FLOOR} times the group's mean. One rule for every place
+     * that reports the factor (this summary, the trainer's step metrics).
+     */
+    public static double inflation(double[] diagnostics, long segs, long seg) {
+        double v = diagnostics[Math.toIntExact(AbiIndices.DIAG_INFLATION * segs + seg)];
+        double sigma = diagnostics[Math.toIntExact(AbiIndices.DIAG_GROUP_STD * segs + seg)];
+        double mu = diagnostics[Math.toIntExact(AbiIndices.DIAG_GROUP_MEAN * segs + seg)];
+        return sigma > RELATIVE_STD_FLOOR * Math.abs(mu) ? v : Double.NaN;
+    }
+
     /** One summary per agent from the rows and the diagnostics of {@link Advantages#computeWithDiagnostics}. */
     public static AdvantageSummary[] perAgent(float[] scores, int[] agent, float[] advantages, double[] diagnostics,
                                               int numUids, int numAgents) {
@@ -32,11 +45,8 @@ public record AdvantageSummary(int agent, long rows, double scoreMean, double ad
             double inf = 0, max = Double.NaN;
             long groups = 0;
             for (int u = 0; u < numUids; u++) {
-                long seg = (long) u * numAgents + k;
-                double v = diagnostics[(int) (AbiIndices.DIAG_INFLATION * segs + seg)];
-                double sigma = diagnostics[(int) (AbiIndices.DIAG_GROUP_STD * segs + seg)];
-                double mu = diagnostics[(int) (AbiIndices.DIAG_GROUP_MEAN * segs + seg)];
-                if (!Double.isNaN(v) && sigma > RELATIVE_STD_FLOOR * Math.abs(mu)) {
+                double v = inflation(diagnostics, segs, (long) u * numAgents + k);
+                if (!Double.isNaN(v)) {
                     inf += v;
                     max = groups == 0 ? v : Math.max(max, v);
                     groups++;

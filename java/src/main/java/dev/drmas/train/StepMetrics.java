@@ -7,6 +7,7 @@ package dev.drmas.train;
 
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.Team;
+import dev.drmas.algo.AdvantageSummary;
 import dev.drmas.algo.Advantages;
 import dev.drmas.bindings.AbiIndices;
 import dev.drmas.dist.Collective;
@@ -89,7 +90,7 @@ final class StepMetrics {
     }
 
     /** Per agent: score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation (means over groups). */
-    private static void agents(Step s, Team team, Collective dist, Map<String, Double> m) {
+    static void agents(Step s, Team team, Collective dist, Map<String, Double> m) {
         RolloutBatch b = s.batch();
         float[] adv = s.adv().advantages();
         double[] d = s.adv().diagnostics();
@@ -114,7 +115,7 @@ final class StepMetrics {
                 sums.add(a + "/groups", 1);
                 sums.add(a + "/mu", d[AbiIndices.DIAG_AGENT_MEAN * segs + seg]);
                 sums.add(a + "/sigma", d[AbiIndices.DIAG_AGENT_STD * segs + seg]);
-                double f = d[AbiIndices.DIAG_INFLATION * segs + seg];
+                double f = AdvantageSummary.inflation(d, segs, seg);  // NaN where the group's std is 0 or rounding noise
                 if (Double.isFinite(f)) {
                     sums.add(a + "/inflation_groups", 1);
                     sums.add(a + "/inflation", f);

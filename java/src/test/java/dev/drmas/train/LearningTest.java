@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.algo.AdvantageSummary;
 import dev.drmas.config.RunConfig;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Tensors;
@@ -112,7 +113,8 @@ class LearningTest {
                 }
                 for (int t = 0; t < n; t++) traj[t] /= rows[t];
                 double mu = mean(traj), var = variance(traj, mu);
-                if (agent.isEmpty() || !(var > 0)) continue;
+                // undefined where the group's std is 0 or rounding noise (AdvantageSummary's floor)
+                if (agent.isEmpty() || !(Math.sqrt(var) > AdvantageSummary.RELATIVE_STD_FLOOR * Math.abs(mu))) continue;
                 double[] ak = agent.stream().mapToDouble(Double::doubleValue).toArray();
                 double muK = mean(ak), varK = ak.length > 1 ? variance(ak, muK) : 0;
                 sum += (varK + (muK - mu) * (muK - mu)) / var;

@@ -1,0 +1,69 @@
+// StepMetricsTest.java — the per-agent metrics of a step from its rows and the kernel's
+// diagnostics: Lemma 4.2's inflation is logged by the rule `drmas compare` reports it by
+// (AdvantageSummary), so that a group whose std is only float rounding noise does not log a factor
+// of ~1e14. The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.agent.Agent;
+import dev.drmas.agent.Episode;
+import dev.drmas.agent.Message;
+import dev.drmas.agent.PromptTemplate;
+import dev.drmas.agent.Step;
+import dev.drmas.agent.Team;
+import dev.drmas.agent.Turn;
+import dev.drmas.algo.AdvantageSummary;
+import dev.drmas.algo.Advantages;
+import dev.drmas.algo.NormConfig;
+import dev.drmas.algo.NormMode;
+import dev.drmas.dist.Collective;
+import dev.drmas.rollout.Completion;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class StepMetricsTest {
+    static final Team TEAM = new Team(List.of(agent("solver", 0), agent("verifier", 1)));
+
+    static Agent agent(String id, int index) {
+        return new Agent(id, index, "m", "", PromptTemplate.of("Q: {question}"), null, null);
+    }
+
+    static Step step(int agent, boolean valid) {
+        TurnData d = new TurnData(new int[] {1, 2}, new int[] {3, 4, 5}, new float[] {-1, -1, -1}, Completion.FinishReason.STOP_TOKEN, false);
+        return new Step(agent, agent, 0, List.of(new Message("user", "q")), new Turn("a", d), valid);
+    }
+
+    static Episode episode(int uid, int traj, boolean verifierValid) {
+        return new Episode(uid, traj, "q", "a", List.of(step(0, true), step(1, verifierValid)), "", true, Map.of());
+    }
+
+    @Test
+    void inflationLeavesOutGroupsWhoseStdIsRoundingNoise() {
+        // Task 0: trajectory 0 scores 0.71 and, its verifier malformed (penalty 0.25), 0.46; trajectory 1
+        // scores 0.585 twice. As float32 scores the trajectory means differ by 1.5e-8: the group's std
+        // (trajectory pooling) is rounding noise, and the solver's factor there would be ~1e14.
+        // Task 1: rewards 1 and 0, a real spread.
+        List<Episode> eps = List.of(episode(0, 0, false), episode(0, 1, true), episode(1, 2, true), episode(1, 3, true));
+        RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS, eps, 2,
+                new RolloutBatchTest.TableWorkload(new double[] {0.71, 0.585, 1, 0}));
+        Advantages.Result adv = b.advantages(NormConfig.of(NormMode.DRMAS), 2);
+        double[] d = adv.diagnostics();
+        // the premise: the kernel's group std of task 0 is tiny but not 0, and its raw factor huge
+        double raw = d[dev.drmas.bindings.AbiIndices.DIAG_INFLATION * 4 + 0];
+        assertTrue(raw > 1e10, "task 0's raw solver factor: " + raw);
+
+        Map<String, Double> m = new LinkedHashMap<>();
+        StepMetrics.agents(new StepMetrics.Step(1, b, adv, new PpoUpdater.Stats[0], 0, null, 0), TEAM, Collective.single(), m);
+        AdvantageSummary[] summary = AdvantageSummary.perAgent(b.scores, b.agent, adv.advantages(), d, 2, 2);
+        for (int a = 0; a < 2; a++) {
+            String key = "agent/" + TEAM.agent(a).id() + "/inflation";
+            assertEquals(1, summary[a].inflationGroups(), key + ": task 1 alone");
+            assertEquals(summary[a].inflationMean(), m.get(key), 1e-12, key);
+            assertTrue(m.get(key) < 10, key + " = " + m.get(key));
+        }
+    }
+}
