@@ -15,8 +15,8 @@
 // pads every rank to the same number of micro-batches, so the collectives pair up); the norm is
 // summed over the ranks, each rank steps its chunk, and the updated masters are all-gathered
 // bucket by bucket and rounded into the model's weights. AdamW is element-wise, so the chunks' steps are the single process's step.
-// Checkpoints gather the whole state (a collective: every rank takes part) and store it by
-// parameter name, so that a run resumes with any world size.
+// Checkpoints gather the whole state to rank 0 (a collective: every rank takes part, window by
+// window) and store it by parameter name, so that a run resumes with any world size.
 package dev.drmas.train;
 
 import dev.drmas.dist.Collective;
@@ -393,8 +393,9 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /**
      * The whole state by parameter name. Unsharded: live views. Sharded: a collective (every rank
-     * must call it at the same point): the moments and the masters are all-gathered into fresh
-     * tensors of the parameters' shapes, on every rank.
+     * must call it at the same point): rank 0 gets the moments and the masters as fresh host
+     * tensors of the parameters' shapes; the other ranks take part and keep nothing (an empty
+     * snapshot: only rank 0 writes checkpoints).
      */
     public Snapshot gatherState() {
         if (shard == null) return new Snapshot(adam.state(), mixed ? master : null, adam.steps());
@@ -403,27 +404,51 @@ public final class ModelOptimizer implements AutoCloseable {
         state.putAll(gather("exp_avg.", adamState.get("exp_avg.chunk")));
         state.putAll(gather("exp_avg_sq.", adamState.get("exp_avg_sq.chunk")));
         Map<String, Tensor> m = keepsMasterWeights() ? gather("", master.get("chunk")) : null;
+        if (!shard.dist().isMaster()) return new Snapshot(Map.of(), null, adam.steps());
         return new Snapshot(state, m, adam.steps());
     }
 
-    /** This rank's {@code owned} elements of a flat vector, all-gathered and cut into the parameters' shapes (CPU tensors). */
+    /**
+     * The flat vector of which this rank holds [lo, hi) ({@code mine}), cut into host tensors of the
+     * parameters' shapes on rank 0; empty on the others. The chunks are all-gathered a window at a
+     * time (the same offset in every rank's chunk, W windows of about bucketBytes together), so no
+     * rank allocates a device buffer of the whole model, and only rank 0, which writes the
+     * checkpoint, holds the whole state on the host.
+     */
     private Map<String, Tensor> gather(String prefix, Tensor mine) {
-        Map<String, Tensor> out = new LinkedHashMap<>();
+        boolean root = shard.dist().isMaster();
+        int w = shard.dist().worldSize();
+        List<Tensor> ps = paramList();
+        Tensor[] host = new Tensor[ps.size()];
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-            Tensor chunk = torch.zeros_like(shard.masterChunk());
-            chunk.narrow(0, 0, shard.owned()).copy_(mine);
-            Tensor full = zerosF32(shard.chunk() * shard.dist().worldSize(), chunk);
-            shard.dist().allGather(chunk, full, "the gather of the optimiser state");
-            Tensor host = full.cpu();
-            int i = 0;
-            for (Map.Entry<String, Tensor> e : params.entrySet()) {
-                out.put(prefix + e.getKey(), Scopes.retain(host.narrow(0, shard.offset()[i], shard.numel()[i])
-                        .view(e.getValue().sizes()).clone()));
-                i++;
+            if (root) {
+                org.bytedeco.pytorch.TensorOptions f32 = new org.bytedeco.pytorch.TensorOptions(ScalarType.Float);
+                for (int i = 0; i < host.length; i++) host[i] = Scopes.retain(torch.empty(AdamW.shape(ps.get(i)), f32, null));
+            }
+            long window = Math.max(1, Math.min(shard.chunk(), shard.bucketBytes() / 4 / w));
+            for (long off = 0; off < shard.chunk(); off += window) {
+                long len = Math.min(window, shard.chunk() - off), real = Math.min(len, shard.owned() - off);
+                try (PointerScope ws = new PointerScope()) {
+                    Tensor piece = zerosF32(len, shard.masterChunk());
+                    if (real > 0) piece.narrow(0, 0, real).copy_(mine.narrow(0, off, real));
+                    Tensor full = zerosF32(len * w, piece);
+                    shard.dist().allGather(piece, full, "the gather of the optimiser state");
+                    if (!root) continue;
+                    Tensor cpu = full.cpu();
+                    for (int r = 0; r < w; r++) {
+                        // piece r of the buffer is [start, start + len) of the flat vector
+                        long start = r * shard.chunk() + off, at = r * len;
+                        overlaps(start, Math.min(start + len, shard.total()), (i, flatStart, paramStart, n) ->
+                                host[i].view(-1).narrow(0, paramStart, n).copy_(cpu.narrow(0, at + flatStart - start, n)));
+                    }
+                }
             }
         }
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        if (!root) return out;
+        List<String> names = names();
         // the caller's scope owns them
-        out.replaceAll((k, t) -> Scopes.adopt(t));
+        for (int i = 0; i < host.length; i++) out.put(prefix + names.get(i), Scopes.adopt(host[i]));
         return out;
     }
 

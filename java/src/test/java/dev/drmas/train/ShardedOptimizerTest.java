@@ -3,10 +3,11 @@
 // optimiser state sharded ends with the weights of one unsharded process (fp32), and with the
 // masters of unsharded ranks on the same rows (bf16 with fp32 masters: bf16 forwards of other batch
 // shapes round differently, so one process is not the reference there); each rank holds 1/W of the
-// optimiser state; the gathered state (what checkpoints store) loads into another world size and
-// continues alike.
+// optimiser state; the gathered state (what checkpoints store) reaches rank 0 alone, loads into
+// another world size and continues alike, and gathers back bit for bit.
 package dev.drmas.train;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -120,22 +121,23 @@ class ShardedOptimizerTest {
         }
         double moved = maxDiff(one.weights(), init);
         assertTrue(moved > 1e-3, "the update barely moved the weights: " + moved);
-        for (int i = 0; i < ranks.size(); i++) {
-            Result r = ranks.get(i);
-            if (mixed) {
-                // the fp32 masters agree with unsharded ranks on the same rows; the bf16 weights are their rounding
-                Result u = unsharded.get(i);
-                double dm = maxDiff(u.masters(), r.masters());
-                assertTrue(dm <= 1e-6, "masters, 2 unsharded vs 2 sharded ranks: max |Δ| = " + dm);
-                assertTrue(maxDiff(u.weights(), r.weights()) <= 1e-6, "bf16 weights, unsharded vs sharded");
-                double dv = maxDiff(u.moments(), r.moments());
-                assertTrue(dv <= 1e-6, "AdamW moments, 2 unsharded vs 2 sharded ranks: max |Δ| = " + dv);
-            } else {
-                double dw = maxDiff(one.weights(), r.weights());
-                assertTrue(dw <= 1e-5, "weights, 1 process vs 2 sharded ranks: max |Δw| = " + dw);
-                double dv = maxDiff(one.moments(), r.moments());
-                assertTrue(dv <= 1e-5, "AdamW moments, 1 process vs 2 sharded ranks: max |Δ| = " + dv);
-            }
+        // only rank 0, which writes checkpoints, receives the gathered state
+        assertTrue(ranks.get(1).moments().isEmpty() && ranks.get(1).masters().isEmpty(),
+                "rank 1 kept gathered state: " + ranks.get(1).moments().size() + " moments, " + ranks.get(1).masters().size() + " masters");
+        Result r = ranks.get(0);
+        if (mixed) {
+            // the fp32 masters agree with unsharded ranks on the same rows; the bf16 weights are their rounding
+            Result u = unsharded.get(0);
+            double dm = maxDiff(u.masters(), r.masters());
+            assertTrue(dm <= 1e-6, "masters, 2 unsharded vs 2 sharded ranks: max |Δ| = " + dm);
+            assertTrue(maxDiff(u.weights(), r.weights()) <= 1e-6, "bf16 weights, unsharded vs sharded");
+            double dv = maxDiff(u.moments(), r.moments());
+            assertTrue(dv <= 1e-6, "AdamW moments, 2 unsharded vs 2 sharded ranks: max |Δ| = " + dv);
+        } else {
+            double dw = maxDiff(one.weights(), r.weights());
+            assertTrue(dw <= 1e-5, "weights, 1 process vs 2 sharded ranks: max |Δw| = " + dw);
+            double dv = maxDiff(one.moments(), r.moments());
+            assertTrue(dv <= 1e-5, "AdamW moments, 1 process vs 2 sharded ranks: max |Δ| = " + dv);
         }
         assertEquals(0, maxDiff(ranks.get(0).weights(), ranks.get(1).weights()), "both ranks hold the same weights");
         // each rank: fp32 masters + two moments of its half of the parameters
@@ -205,6 +207,15 @@ class ShardedOptimizerTest {
             moments.forEach((k, v) -> st.put(k, Tensors.floats(v)));
             o.loadMasterWeights(w);
             o.load(st, steps);
+            // the gather checkpoints store gives back, on rank 0 alone, exactly what was loaded
+            ModelOptimizer.Snapshot back = o.gatherState();
+            if (dist.isMaster()) {
+                Map<String, float[]> got = host(back.state());
+                assertEquals(moments.keySet(), got.keySet());
+                moments.forEach((k, v) -> assertArrayEquals(v, got.get(k), k));
+            } else {
+                assertTrue(back.state().isEmpty(), "rank " + dist.rank() + " kept " + back.state().size() + " gathered moments");
+            }
             new PpoUpdater(m, o, null, PpoUpdaterDistributedTest.PPO, dist, "policy").update(rows, 18);
             return PpoUpdaterTest.snapshot(m);
         }
