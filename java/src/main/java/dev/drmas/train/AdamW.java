@@ -58,7 +58,17 @@ public final class AdamW implements AutoCloseable {
 
     /** The learning rate of the next step (after warm-up). */
     public double currentLr() {
-        return s.warmupSteps() > 0 && steps < s.warmupSteps() ? s.lr() * (steps + 1) / s.warmupSteps() : s.lr();
+        return lrOfStep(steps);
+    }
+
+    /** The learning rate the latest step used (what metrics report, as torch's get_last_lr); NaN before the first step. */
+    public double lastLr() {
+        return steps == 0 ? Double.NaN : lrOfStep(steps - 1);
+    }
+
+    /** The learning rate of step {@code i} (from 0): lr/warmup, 2·lr/warmup, ... up to lr. */
+    private double lrOfStep(long i) {
+        return s.warmupSteps() > 0 && i < s.warmupSteps() ? s.lr() * (i + 1) / s.warmupSteps() : s.lr();
     }
 
     /** The tensors this optimiser updates in place, by name. */

@@ -184,6 +184,11 @@ public final class ModelOptimizer implements AutoCloseable {
         return adam.currentLr();
     }
 
+    /** The learning rate of the latest step; NaN before the first. */
+    public double lastLr() {
+        return adam.lastLr();
+    }
+
     /**
      * After each backward (each micro-batch): mixed precision adds the parameters' gradients into
      * the fp32 accumulators and zeroes them, so nothing is summed in the reduced dtype. Full

@@ -57,22 +57,7 @@ final class StepMetrics {
         workload("", b.tasks, b.episodes, workload, dist, m);
         agents(s, team, dist, m);
         int mi = 0;
-        for (Policies.Policy p : policies.byId.values()) {
-            PpoUpdater.Stats st = s.stats()[mi++];
-            String pre = "model/" + p.id() + "/";
-            m.put(pre + "pg_loss", st.pgLoss());
-            m.put(pre + "clipfrac", st.clipfrac());
-            m.put(pre + "ppo_kl", st.ppoKl());
-            m.put(pre + "entropy", st.entropy());
-            if (p.reference() != null) m.put(pre + "kl", st.kl());
-            st.agentGradNorms().forEach((a, norm) -> m.put("agent/" + team.agent(a).id() + "/grad_norm", norm));
-            m.put(pre + "grad_norm", st.gradNormMean());
-            m.put(pre + "grad_norm_max", st.gradNormMax());
-            m.put(pre + "skipped_steps", (double) st.skippedSteps());
-            m.put(pre + "lr", p.optim().currentLr());
-            // this rank's optimiser state (moments, and in mixed precision the fp32 masters and accumulators)
-            m.put("memory/" + p.id() + "/optimizer_bytes", (double) p.optim().stateBytes());
-        }
+        for (Policies.Policy p : policies.byId.values()) model(p.id(), s.stats()[mi++], p.reference() != null, p.optim(), team, m);
         m.put("prompt_truncated", counts.get("truncated"));
         m.putAll(s.timer().drain());
         if (dist.worldSize() > 1) {
@@ -87,6 +72,27 @@ final class StepMetrics {
         double rolloutS = m.getOrDefault("time/rollout_s", 0.0);
         if (rolloutS > 0) m.put("perf/gen_tokens_per_s", (long) counts.get("tokens") / rolloutS);
         return m;
+    }
+
+    /**
+     * Per model: the PPO statistics, the skipped steps, the learning rate its latest optimiser step
+     * used, and this rank's optimiser state bytes.
+     */
+    static void model(String id, PpoUpdater.Stats st, boolean hasReference, ModelOptimizer optim, Team team, Map<String, Double> m) {
+        String pre = "model/" + id + "/";
+        m.put(pre + "pg_loss", st.pgLoss());
+        m.put(pre + "clipfrac", st.clipfrac());
+        m.put(pre + "ppo_kl", st.ppoKl());
+        m.put(pre + "entropy", st.entropy());
+        if (hasReference) m.put(pre + "kl", st.kl());
+        st.agentGradNorms().forEach((a, norm) -> m.put("agent/" + team.agent(a).id() + "/grad_norm", norm));
+        m.put(pre + "grad_norm", st.gradNormMean());
+        m.put(pre + "grad_norm_max", st.gradNormMax());
+        m.put(pre + "skipped_steps", (double) st.skippedSteps());
+        double lr = optim.lastLr();  // NaN until the model's first step
+        if (!Double.isNaN(lr)) m.put(pre + "lr", lr);
+        // this rank's optimiser state (moments, and in mixed precision the fp32 masters and accumulators)
+        m.put("memory/" + id + "/optimizer_bytes", (double) optim.stateBytes());
     }
 
     /** Per agent: score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation (means over groups). */

@@ -2,6 +2,8 @@
 // diagnostics: Lemma 4.2's inflation is logged by the rule `drmas compare` reports it by
 // (AdvantageSummary), so that a group whose std is only float rounding noise does not log a factor
 // of ~1e14. The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
+// Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
+// one).
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -16,9 +18,13 @@ import dev.drmas.agent.Team;
 import dev.drmas.agent.Turn;
 import dev.drmas.algo.AdvantageSummary;
 import dev.drmas.algo.Advantages;
+import dev.drmas.algo.LossConfig;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
 import dev.drmas.dist.Collective;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.Family;
+import dev.drmas.model.ModelConfig;
 import dev.drmas.rollout.Completion;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -64,6 +70,24 @@ class StepMetricsTest {
             assertEquals(1, summary[a].inflationGroups(), key + ": task 1 alone");
             assertEquals(summary[a].inflationMean(), m.get(key), 1e-12, key);
             assertTrue(m.get(key) < 10, key + " = " + m.get(key));
+        }
+    }
+
+    /** lr 1e-3 warmed up over 4 steps: the first step uses 2.5e-4, the second 5e-4. */
+    static final AdamW.Settings WARM = new AdamW.Settings(1e-3, 0.9, 0.999, 1e-8, 0, 4);
+    static final PpoUpdater.Settings ONE_STEP = new PpoUpdater.Settings(1, 4, 4, 1.0, 0, 1.0, LossConfig.defaults(), 1);
+
+    @Test
+    void aModelLogsTheLearningRateItsStepUsed() {
+        try (CausalLm lm = CausalLm.random(ModelConfig.tiny(Family.LLAMA, PpoUpdaterTest.VOCAB), 1);
+             AdamW adam = new AdamW(lm.parameters(), WARM); ModelOptimizer o = ModelOptimizer.wrap(adam)) {
+            for (int step = 1; step <= 2; step++) {
+                PpoUpdater.Stats st = new PpoUpdater(lm, adam, null, ONE_STEP).update(PpoUpdaterTest.rows(step, 4), step);
+                assertEquals(1, st.optimizerSteps());
+                Map<String, Double> m = new LinkedHashMap<>();
+                StepMetrics.model("policy", st, false, o, TEAM, m);
+                assertEquals(step * 2.5e-4, m.get("model/policy/lr"), 1e-15, "step " + step);
+            }
         }
     }
 }
