@@ -116,6 +116,13 @@ public final class PpoUpdater {
     public record Stats(double pgLoss, double klLoss, double clipfrac, double clipfracLower, double ppoKl, double kl,
                         double entropy, double gradNormMean, double gradNormMax, int optimizerSteps, int skippedSteps,
                         long tokens, Map<Integer, Double> agentGradNorms) {
+        /** The update of a model with no rows on any rank: nothing measured, no step. */
+        static final Stats NONE = new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
+
+        /** Whether any response token reached the loss; when none did, the losses, fractions and norms measure nothing. */
+        public boolean measured() {
+            return tokens > 0;
+        }
     }
 
     /**
@@ -244,7 +251,7 @@ public final class PpoUpdater {
     public Stats update(List<Row> rows, long seed) {
         String what = "the update of model " + name;
         GlobalRows g = globalRows(rows, what);
-        if (g.total() == 0) return new Stats(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, Map.of());
+        if (g.total() == 0) return Stats.NONE;
         try (RowLogProbs old = logProbs(model, rows);
              RowLogProbs ref = s.loss().usesReference() ? logProbs(reference, rows) : null) {
             return update(rows, seed, g, old, ref, what);

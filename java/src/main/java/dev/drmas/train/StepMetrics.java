@@ -75,19 +75,22 @@ final class StepMetrics {
     }
 
     /**
-     * Per model: the PPO statistics, the skipped steps, the learning rate its latest optimiser step
-     * used, and this rank's optimiser state bytes.
+     * Per model: the PPO statistics (left out when no token of the model reached the loss on any
+     * rank: a 0.0 would read as a calm step), the skipped steps, the learning rate its latest
+     * optimiser step used, and this rank's optimiser state bytes.
      */
     static void model(String id, PpoUpdater.Stats st, boolean hasReference, ModelOptimizer optim, Team team, Map<String, Double> m) {
         String pre = "model/" + id + "/";
-        m.put(pre + "pg_loss", st.pgLoss());
-        m.put(pre + "clipfrac", st.clipfrac());
-        m.put(pre + "ppo_kl", st.ppoKl());
-        m.put(pre + "entropy", st.entropy());
-        if (hasReference) m.put(pre + "kl", st.kl());
-        st.agentGradNorms().forEach((a, norm) -> m.put("agent/" + team.agent(a).id() + "/grad_norm", norm));
-        m.put(pre + "grad_norm", st.gradNormMean());
-        m.put(pre + "grad_norm_max", st.gradNormMax());
+        if (st.measured()) {
+            m.put(pre + "pg_loss", st.pgLoss());
+            m.put(pre + "clipfrac", st.clipfrac());
+            m.put(pre + "ppo_kl", st.ppoKl());
+            m.put(pre + "entropy", st.entropy());
+            if (hasReference) m.put(pre + "kl", st.kl());
+            st.agentGradNorms().forEach((a, norm) -> m.put("agent/" + team.agent(a).id() + "/grad_norm", norm));
+            m.put(pre + "grad_norm", st.gradNormMean());
+            m.put(pre + "grad_norm_max", st.gradNormMax());
+        }
         m.put(pre + "skipped_steps", (double) st.skippedSteps());
         double lr = optim.lastLr();  // NaN until the model's first step
         if (!Double.isNaN(lr)) m.put(pre + "lr", lr);

@@ -3,7 +3,7 @@
 // (AdvantageSummary), so that a group whose std is only float rounding noise does not log a factor
 // of ~1e14. The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
 // Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
-// one).
+// one), and no PPO statistics for a model that had no rows.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -29,6 +29,7 @@ import dev.drmas.rollout.Completion;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class StepMetricsTest {
@@ -88,6 +89,28 @@ class StepMetricsTest {
                 StepMetrics.model("policy", st, false, o, TEAM, m);
                 assertEquals(step * 2.5e-4, m.get("model/policy/lr"), 1e-15, "step " + step);
             }
+        }
+    }
+
+    @Test
+    void aModelWithoutRowsLogsNoPpoStatistics() {
+        try (CausalLm lm = CausalLm.random(ModelConfig.tiny(Family.LLAMA, PpoUpdaterTest.VOCAB), 1);
+             AdamW adam = new AdamW(lm.parameters(), WARM); ModelOptimizer o = ModelOptimizer.wrap(adam)) {
+            // no rows before any step: no statistics and no learning rate (none was used yet)
+            Map<String, Double> m = new LinkedHashMap<>();
+            StepMetrics.model("policy", new PpoUpdater(lm, adam, null, ONE_STEP).update(List.of(), 1), false, o, TEAM, m);
+            assertEquals(Set.of("model/policy/skipped_steps", "memory/policy/optimizer_bytes"), m.keySet());
+            // a step with rows logs them
+            m.clear();
+            StepMetrics.model("policy", new PpoUpdater(lm, adam, null, ONE_STEP).update(PpoUpdaterTest.rows(3, 4), 2), false, o, TEAM, m);
+            Set<String> stats = Set.of("pg_loss", "clipfrac", "ppo_kl", "entropy", "grad_norm", "grad_norm_max");
+            for (String k : stats) assertTrue(Double.isFinite(m.getOrDefault("model/policy/" + k, Double.NaN)), k + " in " + m.keySet());
+            // then a step without rows: the statistics are absent, not 0.0; lr stays the one the latest step used
+            m.clear();
+            StepMetrics.model("policy", new PpoUpdater(lm, adam, null, ONE_STEP).update(List.of(), 3), false, o, TEAM, m);
+            for (String k : stats) assertTrue(!m.containsKey("model/policy/" + k), k + " logged without rows: " + m);
+            assertEquals(0.0, m.get("model/policy/skipped_steps"));
+            assertEquals(2.5e-4, m.get("model/policy/lr"), 1e-15);
         }
     }
 }
