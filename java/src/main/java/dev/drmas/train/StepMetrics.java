@@ -1,7 +1,8 @@
 // StepMetrics.java — a training step's metrics, merged across ranks: the reward and row counts, the
 // verifier's verdict rates (from the episodes' shared verdict counters), the workload's own episode
 // metrics, per agent the score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation
-// (means over groups), per model the PPO statistics, and the phase timings with generation speed.
+// (means over groups), per model the PPO statistics, the phase timings with generation speed, and
+// the rollout engine's prompt, prefilled and prefix-reused token counts.
 // Every sum travels through named Sums, so that no metric is addressed by a hand-kept index.
 package dev.drmas.train;
 
@@ -25,15 +26,19 @@ final class StepMetrics {
     private StepMetrics() {
     }
 
-    /** What one step produced, for its metrics. */
+    /**
+     * What one step produced, for its metrics; {@code prefill}: this rank's rollout engine account
+     * {prompt tokens, tokens prefilled, tokens reused from the prefix cache} (EnginePolicy.prefill).
+     */
     record Step(long number, RolloutBatch batch, Advantages.Result adv, PpoUpdater.Stats[] stats, int truncatedPrompts,
-                PhaseTimer timer, double collectiveSecondsBefore) {
+                long[] prefill, PhaseTimer timer, double collectiveSecondsBefore) {
     }
 
     static Map<String, Double> of(Step s, Team team, Workload workload, Policies policies, Collective dist) {
         Map<String, Double> m = new LinkedHashMap<>();
         RolloutBatch b = s.batch();
-        Sums counts = new Sums(List.of("reward", "episodes", "rows", "approvals", "rejections", "malformed", "truncated", "tokens"));
+        Sums counts = new Sums(List.of("reward", "episodes", "rows", "approvals", "rejections", "malformed", "truncated", "tokens",
+                "prompt_tokens", "prefilled_tokens", "prefix_reused_tokens"));
         counts.add("reward", b.rewardSum);
         counts.add("episodes", b.episodes.size());
         counts.add("rows", b.rows());
@@ -44,6 +49,9 @@ final class StepMetrics {
         }
         counts.add("truncated", s.truncatedPrompts());
         counts.add("tokens", b.generatedTokens());
+        counts.add("prompt_tokens", s.prefill()[0]);
+        counts.add("prefilled_tokens", s.prefill()[1]);
+        counts.add("prefix_reused_tokens", s.prefill()[2]);
         counts.allReduce(dist, "the batch counts of step " + s.number());
         m.put("reward/mean", counts.get("reward") / counts.get("episodes"));
         m.put("rows", counts.get("rows"));
@@ -71,6 +79,7 @@ final class StepMetrics {
         }
         double rolloutS = m.getOrDefault("time/rollout_s", 0.0);
         if (rolloutS > 0) m.put("perf/gen_tokens_per_s", (long) counts.get("tokens") / rolloutS);
+        for (String k : List.of("prompt_tokens", "prefilled_tokens", "prefix_reused_tokens")) m.put("perf/" + k, counts.get(k));
         return m;
     }
 

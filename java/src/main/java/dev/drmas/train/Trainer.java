@@ -208,13 +208,9 @@ public final class Trainer implements AutoCloseable {
         Advantages.Result adv = timed(timer, memory, "advantage", () -> batch.advantages(cfg.normConfig(), workload.team().size()));
         PpoUpdater.Stats[] stats = timed(timer, memory, "update", () -> update(batch, adv.advantages()));
         lastStep = new LastStep(batch, adv);
-        Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), timer, collective0),
-                workload.team(), workload, policies, dist);
+        Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), policy.prefill(),
+                timer, collective0), workload.team(), workload, policies, dist);
         m.putAll(memory);
-        long[] prefill = policy.prefill();
-        m.put("perf/prompt_tokens", (double) prefill[0]);
-        m.put("perf/prefilled_tokens", (double) prefill[1]);
-        m.put("perf/prefix_reused_tokens", (double) prefill[2]);
         return m;
     }
 

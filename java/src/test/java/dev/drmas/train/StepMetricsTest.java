@@ -64,7 +64,7 @@ class StepMetricsTest {
         assertTrue(raw > 1e10, "task 0's raw solver factor: " + raw);
 
         Map<String, Double> m = new LinkedHashMap<>();
-        StepMetrics.agents(new StepMetrics.Step(1, b, adv, new PpoUpdater.Stats[0], 0, null, 0), TEAM, Collective.single(), m);
+        StepMetrics.agents(new StepMetrics.Step(1, b, adv, new PpoUpdater.Stats[0], 0, new long[3], null, 0), TEAM, Collective.single(), m);
         AdvantageSummary[] summary = AdvantageSummary.perAgent(b.scores, b.agent, adv.advantages(), d, 2, 2);
         for (int a = 0; a < 2; a++) {
             String key = "agent/" + TEAM.agent(a).id() + "/inflation";
