@@ -78,15 +78,18 @@ public final class ProcessGroup implements Collective {
         }
     }
 
-    /** A clear error for the usual mistake (a previous run still holds the port) before c10d's own. */
-    private static void requirePortFree(DistEnv env) {
+    /**
+     * A clear error for the usual mistake (a previous run still holds the port) before c10d's own.
+     * The store listens on every interface, as the probe binds: MASTER_ADDR only has to reach this
+     * machine (a NAT'd or floating address need not be one of its own).
+     */
+    static void requirePortFree(DistEnv env) {
         try (ServerSocket s = new ServerSocket()) {
             s.setReuseAddress(true);
-            s.bind(new InetSocketAddress(InetAddress.getByName(env.masterAddr()), env.masterPort()));
+            s.bind(new InetSocketAddress(env.masterPort()));
         } catch (IOException e) {
-            throw new DistributedException("MASTER_PORT " + env.masterPort() + " on MASTER_ADDR " + env.masterAddr()
-                    + " is not free for rank 0's store (" + e.getMessage() + "): another run may be using it; "
-                    + "choose another port (drmas launch --master-port P)", e);
+            throw new DistributedException("MASTER_PORT " + env.masterPort() + " is not free on rank 0's machine for its store ("
+                    + e.getMessage() + "): another run may be using it; choose another port (drmas launch --master-port P)", e);
         }
     }
 

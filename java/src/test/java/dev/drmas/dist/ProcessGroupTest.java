@@ -1,7 +1,7 @@
 // ProcessGroupTest.java — the c10d collective on loopback with the real Gloo backend, two ranks as
 // two threads of this JVM (each with its own store client and process group): sums of numbers and
-// of bucketed tensors, the equality check, a stalled rank named within the timeout, and a taken
-// master port. Every wait is bounded by a short distributed.timeout_s.
+// of bucketed tensors, the equality check, a stalled rank named within the timeout, a taken
+// master port (and a MASTER_ADDR that is not local, which is no taken port). Every wait is bounded by a short distributed.timeout_s.
 package dev.drmas.dist;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -152,6 +152,13 @@ class ProcessGroupTest {
             var e = assertThrows(DistributedException.class, () -> new ProcessGroup(env, cfg(2, 25), false));
             assertTrue(e.getMessage().contains("MASTER_PORT " + taken.getLocalPort()), e.getMessage());
         }
+    }
+
+    @Test
+    void aMasterAddrThatIsNotLocalIsNoTakenPort() throws Exception {
+        // 192.0.2.1 (TEST-NET-1) is no address of this machine, as a NAT'd or floating MASTER_ADDR
+        // need not be: the store listens on every interface, so only the port has to be free
+        ProcessGroup.requirePortFree(new DistEnv("192.0.2.1", freePort(), 0, 2, 0));
     }
 
     @Test
