@@ -38,7 +38,14 @@ public record DistEnv(String masterAddr, int masterPort, int rank, int worldSize
             return SINGLE;
         }
         int worldSize = parse(env, "WORLD_SIZE", 1, 1 << 20);
-        if (worldSize == 1) return SINGLE;
+        if (worldSize == 1) {
+            String r = env.get("RANK");
+            if (r != null && !r.isBlank() && parse(env, "RANK", 0, Integer.MAX_VALUE) != 0) {
+                throw new IllegalArgumentException("RANK=" + r + " with WORLD_SIZE=1: the one process is rank 0 "
+                        + "(unset RANK or set it to 0, or set WORLD_SIZE to the number of processes)");
+            }
+            return SINGLE;
+        }
         int rank = parse(env, "RANK", 0, worldSize - 1);
         String addr = env.get("MASTER_ADDR");
         if (addr == null || addr.isBlank()) {

@@ -167,6 +167,10 @@ class ProcessGroupTest {
         var e = assertThrows(IllegalArgumentException.class,
                 () -> DistEnv.from(java.util.Map.of("WORLD_SIZE", "2", "RANK", "2", "MASTER_ADDR", "x", "MASTER_PORT", "1")));
         assertTrue(e.getMessage().contains("RANK=2"), e.getMessage());
+        // one process is rank 0: a stray RANK is not silently dropped
+        assertEquals(DistEnv.SINGLE, DistEnv.from(java.util.Map.of("WORLD_SIZE", "1", "RANK", "0")));
+        e = assertThrows(IllegalArgumentException.class, () -> DistEnv.from(java.util.Map.of("WORLD_SIZE", "1", "RANK", "3")));
+        assertTrue(e.getMessage().contains("RANK=3") && e.getMessage().contains("WORLD_SIZE=1"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class, () -> DistEnv.from(java.util.Map.of("WORLD_SIZE", "2", "RANK", "0", "MASTER_PORT", "1")));
         assertTrue(e.getMessage().contains("MASTER_ADDR"), e.getMessage());
         e = assertThrows(IllegalArgumentException.class,
