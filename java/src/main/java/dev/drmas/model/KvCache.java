@@ -6,6 +6,7 @@ package dev.drmas.model;
 import java.lang.foreign.MemorySegment;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
@@ -40,9 +41,12 @@ public final class KvCache implements AutoCloseable {
         values = new Tensor[c.numLayers()];
         try (PointerScope scope = new PointerScope()) {
             long[] shape = {2, batch, kvHeads, capacity, headDim};
+            // Made where it lives, for any device: zeros first made on the host and then copied cost all
+            // layers' size in host memory at once and a host-to-device copy per cache.
+            TensorOptions onDevice = new TensorOptions(dtype).device(new DeviceOptional(device));
             for (int l = 0; l < keys.length; l++) {
                 // zeros, not empty: slots never written stay finite
-                keysAndValues[l] = Scopes.retain(torch.zeros(shape, new TensorOptions(dtype)).to(device, dtype));
+                keysAndValues[l] = Scopes.retain(torch.zeros(shape, onDevice));
                 keys[l] = Scopes.retain(keysAndValues[l].select(0, 0));
                 values[l] = Scopes.retain(keysAndValues[l].select(0, 1));
             }
