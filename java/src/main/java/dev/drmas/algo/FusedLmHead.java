@@ -7,7 +7,8 @@
 // CPU and CUDA tensors alike: the backend comes from the tensors, the products are LibTorch's (its
 // BLAS, cuBLAS), the kernel runs on LibTorch's current stream, and every array it reads or writes
 // (offsets, row advantages and the sums included) lives on the tensors' device, so that one code
-// path serves both and the CPU tests exercise what runs on a GPU.
+// path serves both and the CPU tests exercise what runs on a GPU. A vocabulary limit narrows the
+// head to its first rows (the ids the rollout engine samples), the gradient going into those rows.
 package dev.drmas.algo;
 
 import dev.drmas.bindings.AbiIndices;
@@ -69,8 +70,17 @@ public final class FusedLmHead {
      */
     public static Forward logProbs(Tensor hidden, Tensor weight, Tensor targets, double temperature, boolean withEntropy,
                                    int chunkTokens) {
+        return logProbs(hidden, weight, targets, temperature, withEntropy, chunkTokens, 0);
+    }
+
+    /**
+     * As above over the weight's first {@code vocabLimit} rows (0: all): the softmax of a rollout
+     * engine that samples only those ids (GenerationConfig.vocabLimit); targets must lie below it.
+     */
+    public static Forward logProbs(Tensor hidden, Tensor weight, Tensor targets, double temperature, boolean withEntropy,
+                                   int chunkTokens, long vocabLimit) {
         final long n = checkShapes(hidden, weight, targets, chunkTokens);
-        final long vocab = weight.size(0);
+        final long vocab = rows(weight, vocabLimit);
         final Backend b = TensorViews.backendOf("hidden", hidden);
         final MemorySegment stream = TorchStreams.current(hidden);
         TensorOptions f32 = options(ScalarType.Float, hidden.device());
@@ -78,10 +88,11 @@ public final class FusedLmHead {
         Tensor ent = withEntropy ? torch.empty(new long[] {n}, f32, null) : null;
         Tensor y = targets.contiguous();
         try (NoGradGuard noGrad = new NoGradGuard()) {
+            Tensor w = weight.narrow(0, 0, vocab);
             for (long c0 = 0; c0 < n; c0 += chunkTokens) {
                 long c = Math.min(chunkTokens, n - c0);
                 try (PointerScope scope = new PointerScope()) {
-                    Tensor z = logits(hidden.narrow(0, c0, c), weight, temperature);
+                    Tensor z = logits(hidden.narrow(0, c0, c), w, temperature);
                     try {
                         Kernels.lmheadLogprobs(b, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, b),
                                 TensorViews.view("targets", y.narrow(0, c0, c), ScalarType.Long, c, b),
@@ -118,8 +129,20 @@ public final class FusedLmHead {
     public static Update lossAndBackward(Tensor hidden, Tensor weight, Tensor targets, double temperature, LossConfig c,
                                          double normalizer, double entropyCoef, long[] offsets, Tensor oldLogp,
                                          float[] rowAdvantages, Tensor refLogp, Tensor mask, int chunkTokens) {
+        return lossAndBackward(hidden, weight, targets, temperature, c, normalizer, entropyCoef, offsets, oldLogp, rowAdvantages,
+                refLogp, mask, chunkTokens, 0);
+    }
+
+    /**
+     * As above with the softmax over the weight's first {@code vocabLimit} rows (0: all), as {@link
+     * #logProbs(Tensor, Tensor, Tensor, double, boolean, int, long)}: dL/dW goes into those rows of
+     * .grad, the others get none from the head.
+     */
+    public static Update lossAndBackward(Tensor hidden, Tensor weight, Tensor targets, double temperature, LossConfig c,
+                                         double normalizer, double entropyCoef, long[] offsets, Tensor oldLogp,
+                                         float[] rowAdvantages, Tensor refLogp, Tensor mask, int chunkTokens, long vocabLimit) {
         final long n = checkShapes(hidden, weight, targets, chunkTokens);
-        final long vocab = weight.size(0);
+        final long vocab = rows(weight, vocabLimit);
         if (offsets.length != rowAdvantages.length + 1) {
             throw new IllegalArgumentException("offsets has " + offsets.length + " entries but " + rowAdvantages.length
                     + " row advantages need " + (rowAdvantages.length + 1));
@@ -155,13 +178,13 @@ public final class FusedLmHead {
         Tensor dh = null, dw = null;
         boolean intoGrad = false;
         try (NoGradGuard noGrad = new NoGradGuard()) {
-            Tensor h = hidden.detach(), w = weight.detach();
+            Tensor h = hidden.detach(), w = weight.detach().narrow(0, 0, vocab);
             if (wantH) dh = torch.empty_like(h);
             if (wantW) {
                 // fp32 weights: straight into .grad; else an fp32 sum of the chunks, added to .grad once
                 if (w.scalar_type().intern() == ScalarType.Float) {
-                    if (!weight.grad().defined()) weight.mutable_grad().put(torch.zeros_like(w));
-                    dw = weight.grad();
+                    if (!weight.grad().defined()) weight.mutable_grad().put(torch.zeros_like(weight.detach()));
+                    dw = weight.grad().narrow(0, 0, vocab);
                     intoGrad = true;
                 } else {
                     dw = torch.zeros(new long[] {w.size(0), w.size(1)}, f32);
@@ -203,8 +226,12 @@ public final class FusedLmHead {
                             g.narrow(0, r0, rb).add_(dw.narrow(0, r0, rb));
                         }
                     }
-                } else {
+                } else if (vocab == weight.size(0)) {
                     weight.mutable_grad().put(dw.to(w.scalar_type().intern()));
+                } else {
+                    Tensor g = torch.zeros_like(weight.detach());
+                    g.narrow(0, 0, vocab).copy_(dw);
+                    weight.mutable_grad().put(g);
                 }
             }
         }
@@ -246,6 +273,12 @@ public final class FusedLmHead {
                         + " (a valid token) is outside the vocabulary [0, " + vocab + ")");
             }
         }
+    }
+
+    /** The rows of {@code weight} a softmax under {@code vocabLimit} runs over: all when it is 0 or not below them. */
+    private static long rows(Tensor weight, long vocabLimit) {
+        if (vocabLimit < 0) throw new IllegalArgumentException("vocabLimit must be >= 0 (0 = none), got " + vocabLimit);
+        return vocabLimit > 0 && vocabLimit < weight.size(0) ? vocabLimit : weight.size(0);
     }
 
     private static TensorOptions options(ScalarType dtype, Device device) {

@@ -104,6 +104,12 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
                 bosTokenId, eosTokenIds, extra);
     }
 
+    public ModelConfig withMaxPositions(int positions) {
+        return new ModelConfig(family, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps,
+                ropeTheta, ropeScaling, vocabSize, tieWordEmbeddings, attentionBias, mlpBias, positions, torchDtype,
+                bosTokenId, eosTokenIds, extra);
+    }
+
     public ModelConfig withTorchDtype(String dtype) {
         return new ModelConfig(family, hiddenSize, intermediateSize, numLayers, numHeads, numKvHeads, headDim, rmsNormEps,
                 ropeTheta, ropeScaling, vocabSize, tieWordEmbeddings, attentionBias, mlpBias, maxPositionEmbeddings, dtype,

@@ -3,6 +3,8 @@
 // The result is packed like the loss kernel's input (response tokens of all rows back to back,
 // with row offsets) and keeps its autograd graph when the model's parameters require grad; with
 // activation checkpointing, the caller finishes its backward pass with Result.finishBackward().
+// With a vocabulary limit the softmax is over the ids below it, the distribution the rollout
+// engine samples from (GenerationConfig.vocabLimit), so that PPO scores what was sampled.
 package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
@@ -55,14 +57,26 @@ public final class TeacherForcing {
      */
     public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
                                   boolean withEntropy, boolean entropyGrad) {
+        return logProbs(model, prompts, responses, temperature, withEntropy, entropyGrad, 0);
+    }
+
+    /**
+     * As above over the ids below {@code vocabLimit} (0: the whole vocabulary): the logits narrowed
+     * as the rollout engine narrows them (Generator.allowed), log-probs and entropy over those ids.
+     * A response token at or past the limit is refused.
+     */
+    public static Result logProbs(CausalLm model, List<int[]> prompts, List<int[]> responses, double temperature,
+                                  boolean withEntropy, boolean entropyGrad, int vocabLimit) {
         if (!(temperature >= 0) || Double.isInfinite(temperature)) {
             throw new IllegalArgumentException("temperature must be finite and >= 0, got " + temperature);
         }
         Tensor lp, ent = null;
         Hidden h;
         try (PointerScope scope = new PointerScope()) {
-            h = responseHidden(model, prompts, responses);
+            h = responseHidden(model, prompts, responses, vocabLimit);
             Tensor logits = model.logits(h.hidden());  // [N, V] float32
+            long v = scoredVocab(model, vocabLimit);
+            if (v < logits.size(1)) logits = logits.narrow(1, 0, v);
             if (temperature > 0 && temperature != 1.0) logits = logits.div(new Scalar(temperature));
             Tensor logp = logits.log_softmax(1);
             lp = Scopes.retain(logp.gather(1, h.targets().unsqueeze(1)).squeeze(1));
@@ -94,18 +108,24 @@ public final class TeacherForcing {
      * inputs of a checkpointed forward) belong to the caller's innermost PointerScope.
      */
     public static Hidden responseHidden(CausalLm model, List<int[]> prompts, List<int[]> responses) {
+        return responseHidden(model, prompts, responses, 0);
+    }
+
+    /** As above, refusing a response token at or past {@code vocabLimit} (0: none), which the head's narrowed softmax cannot score. */
+    public static Hidden responseHidden(CausalLm model, List<int[]> prompts, List<int[]> responses, int vocabLimit) {
         final int b = prompts.size();
         if (responses.size() != b) {
             throw new IllegalArgumentException(b + " prompts but " + responses.size() + " responses");
         }
-        final int vocab = model.config().vocabSize();
+        final int vocab = model.config().vocabSize(), scored = (int) scoredVocab(model, vocabLimit);
         long[] offsets = new long[b + 1];
         int longest = 0;
         for (int r = 0; r < b; r++) {
             int[] p = prompts.get(r), a = responses.get(r);
             if (p.length == 0) throw new IllegalArgumentException("prompt " + r + " is empty: nothing predicts its first token");
-            checkTokens("prompt", r, p, vocab);
-            checkTokens("response", r, a, vocab);
+            checkTokens("prompt", r, p, vocab, "the vocabulary");
+            checkTokens("response", r, a, scored, scored < vocab ? "the vocabulary limit (the ids the rollout engine may sample)"
+                    : "the vocabulary");
             offsets[r + 1] = offsets[r] + a.length;
             longest = Math.max(longest, p.length + a.length);
         }
@@ -140,11 +160,21 @@ public final class TeacherForcing {
         return new Hidden(Scopes.adopt(picked), Scopes.adopt(targets), offsets, pending.adopt());
     }
 
-    private static void checkTokens(String what, int row, int[] t, int vocab) {
+    /**
+     * The ids a softmax under {@code vocabLimit} runs over: the first vocabLimit rows of the LM head,
+     * or all of them when the limit is 0 or not below the model's vocabulary (as Generator.allowed).
+     */
+    public static long scoredVocab(CausalLm model, int vocabLimit) {
+        if (vocabLimit < 0) throw new IllegalArgumentException("vocabulary limit must be >= 0 (0 = none), got " + vocabLimit);
+        long v = model.config().vocabSize();
+        return vocabLimit > 0 && vocabLimit < v ? vocabLimit : v;
+    }
+
+    private static void checkTokens(String what, int row, int[] t, int vocab, String range) {
         for (int j = 0; j < t.length; j++) {
             if (t[j] < 0 || t[j] >= vocab) {
                 throw new IllegalArgumentException(what + " " + row + ": token " + j + " = " + t[j]
-                        + " is outside the vocabulary [0, " + vocab + ")");
+                        + " is outside " + range + " [0, " + vocab + ")");
             }
         }
     }

@@ -90,7 +90,7 @@ final class EnginePolicy implements AgentPolicy {
                 }
             }
             GenerationConfig gc = new GenerationConfig(sampling, maxNewTokens, new HashSet<>(p.tokenizer().stopTokenIds()), List.of(),
-                    null, seed, true, Math.min(p.tokenizer().vocabSize(), p.model().config().vocabSize()));
+                    null, seed, true, p.vocabLimit());
             List<Completion> done = p.generator().generate(reqs, gc);
             calls++;
             Generator.Stats st = p.generator().lastStats();

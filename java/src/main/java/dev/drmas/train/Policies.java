@@ -33,6 +33,14 @@ final class Policies implements AutoCloseable {
     /** One model of the run. {@code tokenizerDir} holds its tokenizer files (copied into checkpoints). */
     record Policy(String id, CausalLm model, HfTokenizer tokenizer, Path tokenizerDir, ChatRenderer chat, Generator generator,
                   ModelOptimizer optim, double gradClip, CausalLm reference) {
+        /**
+         * The ids the model generates and is scored over: the tokenizer's, where the embedding matrix
+         * has more rows (padding, as Qwen's). The one source of both the rollout engine's limit and
+         * the trainer's, so that PPO scores tokens with the distribution they were sampled from.
+         */
+        int vocabLimit() {
+            return Math.min(tokenizer.vocabSize(), model.config().vocabSize());
+        }
     }
 
     final Map<String, Policy> byId = new LinkedHashMap<>();

@@ -174,6 +174,7 @@ public final class PpoUpdater {
     private final LossBackend backend;
     private final Collective dist;
     private final String name;  // the model, in error messages of collectives
+    private int vocabLimit;  // 0, or the log-probs are over the ids below it: those the rollout engine samples
 
     /** {@code reference} (may be null) supplies ref log-probs for the KL term. */
     public PpoUpdater(CausalLm model, AdamW optim, CausalLm reference, Settings settings) {
@@ -210,6 +211,18 @@ public final class PpoUpdater {
         if (settings.loss().usesReference() && reference == null) {
             throw new IllegalArgumentException("a KL term (" + settings.loss().kl() + ") needs a reference model");
         }
+    }
+
+    /**
+     * Scores the responses with the softmax over the ids below {@code limit} (0: all), the
+     * distribution the rollout engine sampled them from (GenerationConfig.vocabLimit; the trainer
+     * passes both the same Policies.Policy.vocabLimit), in the old, reference and new log-probs
+     * and the entropy alike. Returns this updater.
+     */
+    public PpoUpdater vocabLimit(int limit) {
+        if (limit < 0) throw new IllegalArgumentException("vocabulary limit must be >= 0 (0 = none), got " + limit);
+        this.vocabLimit = limit;
+        return this;
     }
 
     /**
@@ -409,7 +422,8 @@ public final class PpoUpdater {
         }
         try (PointerScope scope = new PointerScope()) {
             // the entropy is differentiated only when it is in the loss
-            TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), true, s.entropyCoef() > 0);
+            TeacherForcing.Result tf = TeacherForcing.logProbs(model, prompts, responses, s.temperature(), true, s.entropyCoef() > 0,
+                    vocabLimit);
             long[] off = tf.offsets();
             int n = (int) off[mb.size()];
             if (n == 0) return;
@@ -451,7 +465,7 @@ public final class PpoUpdater {
     private void fusedMicroBatch(List<Row> mb, List<Integer> idx, List<int[]> prompts, List<int[]> responses, RowLogProbs old,
                                  RowLogProbs ref, double normalizer, long miniBatchTokens, Tensor acc, double[] host) {
         try (PointerScope scope = new PointerScope()) {
-            TeacherForcing.Hidden hd = TeacherForcing.responseHidden(model, prompts, responses);
+            TeacherForcing.Hidden hd = TeacherForcing.responseHidden(model, prompts, responses, vocabLimit);
             long[] off = hd.offsets();
             int n = (int) off[mb.size()];
             if (n == 0) return;
@@ -466,7 +480,7 @@ public final class PpoUpdater {
             FusedLmHead.Update u = FusedLmHead.lossAndBackward(hd.hidden(), model.lmHeadWeight(), hd.targets(), s.temperature(),
                     s.loss(), normalizer, s.entropyCoef() / miniBatchTokens, off, old.values().index_select(0, where), adv,
                     ref == null ? null : ref.values().index_select(0, where), null,
-                    FusedLmHead.defaultChunkTokens(model.config().vocabSize()));
+                    FusedLmHead.defaultChunkTokens(model.config().vocabSize()), vocabLimit);
             hd.pending().finishBackward();  // the checkpointed layers' part (nothing without checkpointing)
             for (int k = 0; k < host.length; k++) host[k] += u.sums()[k];
             acc.narrow(0, AbiIndices.LOSS_SUMS, 1).add_(new Scalar(u.sums()[AbiIndices.LMHEAD_ENTROPY]));
@@ -499,11 +513,11 @@ public final class PpoUpdater {
                 // inference mode, not just no-grad: nothing of this pass is differentiated
                 try (PointerScope scope = new PointerScope(); InferenceMode inference = new InferenceMode()) {
                     if (s.fusedLmHead()) {
-                        TeacherForcing.Hidden hd = TeacherForcing.responseHidden(m, p, a);
+                        TeacherForcing.Hidden hd = TeacherForcing.responseHidden(m, p, a, vocabLimit);
                         parts.add(Scopes.retain(FusedLmHead.logProbs(hd.hidden(), m.lmHeadWeight(), hd.targets(), s.temperature(), false,
-                                FusedLmHead.defaultChunkTokens(m.config().vocabSize())).logprobs()));
+                                FusedLmHead.defaultChunkTokens(m.config().vocabSize()), vocabLimit).logprobs()));
                     } else {
-                        parts.add(Scopes.retain(TeacherForcing.logProbs(m, p, a, s.temperature(), false).logprobs()));
+                        parts.add(Scopes.retain(TeacherForcing.logProbs(m, p, a, s.temperature(), false, false, vocabLimit).logprobs()));
                     }
                 }
             }

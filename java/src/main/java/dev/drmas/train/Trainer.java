@@ -220,7 +220,7 @@ public final class Trainer implements AutoCloseable {
         int mi = 0;
         for (Policies.Policy p : policies.byId.values()) {
             PpoUpdater.Settings settings = ppoSettings(cfg, p.gradClip());
-            stats[mi++] = new PpoUpdater(p.model(), p.optim(), p.reference(), settings, dist, p.id())
+            stats[mi++] = new PpoUpdater(p.model(), p.optim(), p.reference(), settings, dist, p.id()).vocabLimit(p.vocabLimit())
                     .update(batch.rowsOf(p.id(), workload.team(), advantages), cfg.run().seed() * 1_000_003L + step * 131 + mi);
         }
         return stats;

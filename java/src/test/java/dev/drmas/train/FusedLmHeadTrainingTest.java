@@ -2,10 +2,12 @@
 // real model (the fused LM head against TeacherForcing's materialised logits + the native clipped
 // loss + the entropy bonus) leaves the same gradient on every parameter, for every family, tied and
 // untied heads, with and without activation checkpointing, with a KL term; a PPO update lands on the
-// same weights; and, in Liger's manner, 20 steps of the toy math run from a short warm start give
-// the same losses at every step and the same final weights with the key on and off.
+// same weights, under a vocabulary limit too (the head's rows past it untouched); and, in Liger's
+// manner, 20 steps of the toy math run from a short warm start give the same losses at every step
+// and the same final weights with the key on and off.
 package dev.drmas.train;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -177,6 +179,44 @@ class FusedLmHeadTrainingTest {
             for (int i = 0; i < initial.get(k).length; i++) moved = Math.max(moved, Math.abs(plain.get(k)[i] - initial.get(k)[i]));
         }
         assertTrue(moved > 1e-3, "the update did not move the weights: " + moved);
+    }
+
+    /**
+     * Under a vocabulary limit (a head padded past its tokenizer) both heads score over the ids below
+     * it: the same update, and the head's rows past the limit get no gradient (weight decay 0, so a
+     * row without gradient keeps its value); the entropy is at most that of the limited vocabulary.
+     */
+    @Test
+    void underAVocabularyLimitBothHeadsLeaveTheRowsPastItAlone() {
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);  // an untied head
+        int limit = VOCAB - 8;
+        AdamW.Settings noDecay = new AdamW.Settings(3e-3, 0.9, 0.999, 1e-3, 0.0, 0);
+        LossConfig loss = LossConfig.defaults().withKl(KlEstimator.K3, 0.05);
+        List<PpoUpdater.Row> rows = new ArrayList<>();
+        for (PpoUpdater.Row r : PpoUpdaterTest.rows(7, 10)) {
+            int[] a = r.responseIds().clone();
+            for (int j = 0; j < a.length; j++) a[j] %= limit;  // tokens the engine could sample
+            rows.add(new PpoUpdater.Row(r.promptIds(), a, r.advantage(), rows.size() % 2));
+        }
+        Map<String, float[]> initial = null, plain = null;
+        for (boolean fusedHead : new boolean[] {false, true}) {
+            PpoUpdater.Settings s = new PpoUpdater.Settings(2, 5, 2, 0.9, 0.01, 1.0, loss, 8, false, true, 0, fusedHead);
+            try (CausalLm m = CausalLm.random(cfg, 5); CausalLm ref = CausalLm.random(cfg, 6); AdamW o = new AdamW(m.parameters(), noDecay)) {
+                if (initial == null) initial = PpoUpdaterTest.snapshot(m);
+                PpoUpdater.Stats st = new PpoUpdater(m, o, ref, s).vocabLimit(limit).update(rows, 42);
+                assertTrue(st.entropy() <= Math.log(limit) + 1e-5, "entropy " + st.entropy() + " over " + limit + " ids");
+                Map<String, float[]> w = PpoUpdaterTest.snapshot(m);
+                float[] head0 = initial.get("lm_head.weight"), head = w.get("lm_head.weight");
+                int cut = limit * cfg.hiddenSize();
+                assertArrayEquals(java.util.Arrays.copyOfRange(head0, cut, head0.length), java.util.Arrays.copyOfRange(head, cut, head.length),
+                        "fused " + fusedHead + ": the head's rows past the limit");
+                double moved = 0;
+                for (int i = 0; i < cut; i++) moved = Math.max(moved, Math.abs(head[i] - head0[i]));
+                assertTrue(moved > 1e-3, "fused " + fusedHead + ": the rows below the limit did not move: " + moved);
+                if (plain == null) plain = w;
+                else ActivationCheckpointingTest.assertClose(plain, w, 1e-5, 1e-4);
+            }
+        }
     }
 
     @Test

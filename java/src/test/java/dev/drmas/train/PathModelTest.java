@@ -1,0 +1,80 @@
+// PathModelTest.java — a model loaded from an HF folder (models.id.path) whose head is padded past
+// its tokenizer (as Qwen3's 151,936 rows for 151,669 ids) is trained over the tokenizer's ids only,
+// the ids the rollout engine samples from: a training step leaves the head's rows past them untouched.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.config.RunConfig;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.Family;
+import dev.drmas.model.ModelConfig;
+import dev.drmas.model.Tensors;
+import dev.drmas.tokenizer.BuiltinTokenizer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.global.torch;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class PathModelTest {
+    static final int PADDING = 8, POSITIONS = 512;
+
+    @TempDir
+    Path tmp;
+
+    @BeforeAll
+    static void threads() {
+        torch.set_num_threads(2);
+    }
+
+    /** A tiny Qwen3 folder: the built-in tokenizer, a head of PADDING rows more than its ids, POSITIONS positions. */
+    static Path folder(Path dir) throws Exception {
+        ModelConfig c = ModelConfig.tiny(Family.QWEN3, BuiltinTokenizer.VOCAB_SIZE + PADDING).withMaxPositions(POSITIONS);
+        try (CausalLm m = CausalLm.random(c, 17)) {
+            m.save(dir);
+        }
+        BuiltinTokenizer.writeTo(dir);
+        return dir;
+    }
+
+    RunConfig config(Path model, String... overrides) {
+        List<String> o = new ArrayList<>(List.of("run.output_dir=" + tmp.resolve("out"), "models.policy.path=" + model,
+                "trainer.steps=1", "trainer.eval_freq=0", "trainer.save_freq=0", "ppo.epochs=1", "ppo.entropy_coef=0.01"));
+        o.addAll(List.of(overrides));
+        return RunConfig.parse(TrainerEndToEndTest.YAML, o);
+    }
+
+    @Test
+    void trainingLeavesTheHeadsRowsPastTheTokenizerAlone() throws Exception {
+        Path model = folder(tmp.resolve("m"));
+        float[] before, after;
+        int hidden;
+        try (CausalLm m = CausalLm.load(model); PointerScope scope = new PointerScope()) {
+            before = Tensors.toFloats(m.parameters().get("lm_head.weight"));
+            hidden = m.config().hiddenSize();
+        }
+        // the YAML's weight_decay is 0: a row without gradient keeps its exact value under AdamW; the
+        // entropy bonus gives every scored row a gradient whatever the (random model's) rewards
+        try (Trainer t = Trainer.open(config(model), TrainerEndToEndTest.QUIET)) {
+            Policies.Policy p = t.policiesForTest().get("policy");
+            assertEquals(BuiltinTokenizer.VOCAB_SIZE, p.vocabLimit(), "the tokenizer's ids, not the head's rows");
+            t.train();
+            try (PointerScope scope = new PointerScope()) {
+                after = Tensors.toFloats(p.model().parameters().get("lm_head.weight"));
+            }
+        }
+        int cut = BuiltinTokenizer.VOCAB_SIZE * hidden;
+        assertArrayEquals(Arrays.copyOfRange(before, cut, before.length), Arrays.copyOfRange(after, cut, after.length),
+                "the padding rows of the head");
+        double moved = 0;
+        for (int i = 0; i < cut; i++) moved = Math.max(moved, Math.abs(after[i] - before[i]));
+        assertTrue(moved > 1e-5, "the tokenizer's rows moved: " + moved);
+    }
+}
