@@ -153,7 +153,7 @@ public final class Generator {
             lastBatches = List.of();
             return List.of();
         }
-        final int vocab = model.config().vocabSize();
+        final int vocab = model.config().vocabSize(), positions = model.config().maxPositionEmbeddings();
         for (int r = 0; r < b; r++) {
             int[] p = requests.get(r).promptIds();
             for (int j = 0; j < p.length; j++) {
@@ -161,6 +161,12 @@ public final class Generator {
                     throw new IllegalArgumentException("request " + r + ": prompt token " + j + " = " + p[j]
                             + " is outside the vocabulary [0, " + vocab + ")");
                 }
+            }
+            // past them the RoPE positions are ones the model never saw: refused, not generated quietly
+            if ((long) p.length + cfg.maxNewTokens() > positions) {
+                throw new IllegalArgumentException("request " + r + ": its prompt of " + p.length + " tokens + max new tokens "
+                        + cfg.maxNewTokens() + " = " + ((long) p.length + cfg.maxNewTokens()) + " positions, more than the model takes ("
+                        + positions + ", max_position_embeddings)");
             }
             if (maxBatchTokens > 0 && (long) p.length + cfg.maxNewTokens() > maxBatchTokens) {
                 throw new IllegalArgumentException("request " + r + ": its prompt of " + p.length + " tokens + max new tokens "

@@ -87,6 +87,8 @@ final class Policies implements AutoCloseable {
                     from.append(id).append(": random init; ");
                     ps.randomInit.add(id);
                 }
+                checkContext(cfg, id, model, checkpoint != null ? checkpoint.resolve("models").resolve(id)
+                        : spec.loadsWeights() ? spec.path() : ps.randomInit.contains(id) ? null : sftDir.resolve(id));
                 model.setActivationCheckpointing(spec.activationCheckpointing());
                 OptimConfig o = cfg.optimFor(id);
                 AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
@@ -107,6 +109,23 @@ final class Policies implements AutoCloseable {
             throw e;
         }
         return from.isEmpty() ? ps : new Policies(ps, from.toString());
+    }
+
+    /**
+     * A prompt and its response must fit the model's positions: RunConfig checks a model built from
+     * models.id.size, but only the loaded config.json knows a folder's or checkpoint's ({@code from};
+     * null for a model of models.id.size).
+     */
+    private static void checkContext(RunConfig cfg, String id, CausalLm model, Path from) {
+        long longest = (long) cfg.rollout().maxPromptTokens() + cfg.rollout().maxNewTokens();
+        int positions = model.config().maxPositionEmbeddings();
+        if (longest > positions) {
+            model.close();  // not yet among the policies that the caller closes
+            throw new IllegalArgumentException("rollout.max_prompt_tokens (" + cfg.rollout().maxPromptTokens() + ") + rollout.max_new_tokens ("
+                    + cfg.rollout().maxNewTokens() + ") = " + longest + " positions, more than model '" + id + "' takes: "
+                    + positions + " (" + (from != null ? "max_position_embeddings in " + from.resolve("config.json")
+                            : "models." + id + ".size.max_positions") + ")");
+        }
     }
 
     private Policies(Policies p, String origin) {

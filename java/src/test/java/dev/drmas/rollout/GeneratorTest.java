@@ -296,12 +296,25 @@ class GeneratorTest {
         var e2 = assertThrows(IllegalArgumentException.class,
                 () -> TeacherForcing.logProbs(model(Family.QWEN3), List.of(new int[] {1}), List.of(new int[] {-1}), 1.0, false));
         assertTrue(e2.getMessage().contains("response 0: token 0 = -1"), e2.getMessage());
-        // a budget whose slots overflow an int (b × capacity) is refused before anything is allocated (issue 20)
+        // a budget whose slots overflow an int (b × capacity) is refused before anything is allocated (issue 20),
+        // by a model whose positions would allow it
         List<Request> many = new java.util.ArrayList<>();
         for (int i = 0; i < 8; i++) many.add(new Request(new int[] {1, 2}, i));
-        var e3 = assertThrows(IllegalArgumentException.class, () -> g.generate(many, GenerationConfig.greedy(Integer.MAX_VALUE / 4, Set.of())));
-        assertTrue(e3.getMessage().contains("8 requests × (longest prompt 2 + max new tokens 536870911) = 4294967304 token slots"),
-                e3.getMessage());
+        try (CausalLm endless = CausalLm.random(ModelConfig.tiny(Family.QWEN3, VOCAB).withMaxPositions(Integer.MAX_VALUE), 3)) {
+            var e3 = assertThrows(IllegalArgumentException.class,
+                    () -> new Generator(endless).generate(many, GenerationConfig.greedy(Integer.MAX_VALUE / 4, Set.of())));
+            assertTrue(e3.getMessage().contains("8 requests × (longest prompt 2 + max new tokens 536870911) = 4294967304 token slots"),
+                    e3.getMessage());
+        }
+        // a prompt and its new tokens past the model's positions (256 for the tiny shapes): RoPE positions it never saw
+        int[] longPrompt = new int[250];
+        GenerationConfig seven = GenerationConfig.greedy(7, Set.of());
+        var e4 = assertThrows(IllegalArgumentException.class,
+                () -> g.generate(List.of(new Request(new int[] {1}, 0), new Request(longPrompt, 1)), seven));
+        assertTrue(e4.getMessage().contains("request 1: its prompt of 250 tokens + max new tokens 7 = 257 positions, more than the model"
+                + " takes (256, max_position_embeddings)"), e4.getMessage());
+        assertEquals(6, g.generate(List.of(new Request(longPrompt, 1)), GenerationConfig.greedy(6, Set.of())).get(0).length(),
+                "the last position is usable");
     }
 
     @Test

@@ -1,10 +1,13 @@
-// PathModelTest.java — a model loaded from an HF folder (models.id.path) whose head is padded past
-// its tokenizer (as Qwen3's 151,936 rows for 151,669 ids) is trained over the tokenizer's ids only,
-// the ids the rollout engine samples from: a training step leaves the head's rows past them untouched.
+// PathModelTest.java — a model loaded from an HF folder (models.id.path), whose config.json the run
+// config cannot see: its max_position_embeddings is checked against rollout.max_prompt_tokens +
+// rollout.max_new_tokens when the run opens, and a head padded past its tokenizer (as Qwen3's
+// 151,936 rows for 151,669 ids) is trained over the tokenizer's ids only, the ids the rollout engine
+// samples from: a training step leaves the head's rows past them untouched.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.drmas.config.RunConfig;
@@ -49,6 +52,20 @@ class PathModelTest {
                 "trainer.steps=1", "trainer.eval_freq=0", "trainer.save_freq=0", "ppo.epochs=1", "ppo.entropy_coef=0.01"));
         o.addAll(List.of(overrides));
         return RunConfig.parse(TrainerEndToEndTest.YAML, o);
+    }
+
+    @Test
+    void aRunLongerThanTheModelsPositionsIsRefusedAtStart() throws Exception {
+        Path model = folder(tmp.resolve("m"));
+        var e = assertThrows(IllegalArgumentException.class, () -> Policies.open(config(model, "rollout.max_prompt_tokens=" + (POSITIONS - 5),
+                "rollout.max_new_tokens=6"), tmp.resolve("run"), null, null).close());
+        assertEquals("rollout.max_prompt_tokens (507) + rollout.max_new_tokens (6) = 513 positions, more than model 'policy' takes: "
+                + POSITIONS + " (max_position_embeddings in " + model.resolve("config.json") + ")", e.getMessage());
+        // the last position is usable
+        try (Policies ps = Policies.open(config(model, "rollout.max_prompt_tokens=" + (POSITIONS - 6), "rollout.max_new_tokens=6"),
+                tmp.resolve("run"), null, null)) {
+            assertEquals(POSITIONS, ps.get("policy").model().config().maxPositionEmbeddings());
+        }
     }
 
     @Test
