@@ -72,12 +72,16 @@ final class ConfigTree {
 
     // ------------------------------------------------------------------ files and extends
 
-    /** Reads {@code file} and, recursively, the files it extends (paths relative to the file's folder). */
-    static ConfigTree read(Path file) {
-        return read(file, new ArrayList<>(), null);
+    /**
+     * Reads {@code file} and, recursively, the files it extends (paths relative to the file's
+     * folder). The key paths {@code ownOnly} are the file's own: a value its bases give them is
+     * dropped, so that such a key is either set by {@code file} itself or left out.
+     */
+    static ConfigTree read(Path file, String... ownOnly) {
+        return read(file, new ArrayList<>(), null, List.of(ownOnly));
     }
 
-    private static ConfigTree read(Path file, List<Path> chain, String extendsOrigin) {
+    private static ConfigTree read(Path file, List<Path> chain, String extendsOrigin, List<String> ownOnly) {
         Path abs = file.toAbsolutePath().normalize();
         if (chain.contains(abs)) {
             StringBuilder cycle = new StringBuilder();
@@ -113,7 +117,8 @@ final class ConfigTree {
         next.add(abs);
         ConfigTree merged = empty();
         // several parents merge in order; the file itself wins over all of them
-        for (String p : parents) merged.mergeFrom(read(file.resolveSibling(p), next, origin));
+        for (String p : parents) merged.mergeFrom(read(file.resolveSibling(p), next, origin, List.of()));
+        for (String key : ownOnly) merged.remove(key);
         merged.mergeFrom(tree);
         return merged;
     }
@@ -168,6 +173,19 @@ final class ConfigTree {
                 });
             }
         }
+    }
+
+    /** Removes the value at dotted key path {@code path} (mappings only), if there is one. */
+    private void remove(String path) {
+        Map<String, Object> m = root;
+        String[] parts = path.split("\\.");
+        for (int i = 0; i < parts.length - 1; i++) {
+            if (!(m.get(parts[i]) instanceof Map<?, ?> next)) return;
+            @SuppressWarnings("unchecked") Map<String, Object> n = (Map<String, Object>) next;
+            m = n;
+        }
+        m.remove(parts[parts.length - 1]);
+        dropOrigins(path);
     }
 
     // ------------------------------------------------------------------ YAML text

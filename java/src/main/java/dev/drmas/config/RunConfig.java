@@ -215,12 +215,14 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
 
     /**
      * Reads {@code yaml} (and the files it extends), applies {@code overrides} in order, and binds.
-     * run.name defaults to the file's name without its extension.
+     * run.name defaults to the file's name without its extension: a run.name in a file it extends
+     * is not inherited (a variant of math-toy-drmas.yaml must not write into and resume the base's
+     * run folder).
      *
      * @throws ConfigException naming the file and line or the override, and the key path
      */
     public static RunConfig load(Path yaml, List<String> overrides) {
-        ConfigTree tree = ConfigTree.read(yaml);
+        ConfigTree tree = ConfigTree.read(yaml, "run.name");
         String file = yaml.getFileName().toString();
         int dot = file.lastIndexOf('.');
         return resolve(tree, overrides, dot > 0 ? file.substring(0, dot) : file);

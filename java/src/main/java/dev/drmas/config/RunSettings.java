@@ -7,7 +7,8 @@ import java.nio.file.Path;
 
 /**
  * @param name      the run's name; its folder is {@code output_dir/name}. Default: the config
- *                  file's name without .yaml when loaded from a file ({@code drmas} otherwise)
+ *                  file's name without .yaml when loaded from a file ({@code drmas} otherwise);
+ *                  not inherited through {@code extends:}
  * @param seed      the seed of everything random in the run (model init, sampling, mini-batch
  *                  order); default 1
  * @param outputDir where run folders go; default {@code runs}

@@ -232,7 +232,7 @@ class RunConfigTest {
     @Test
     void extendsMergesTheVariantOverItsBaseDeep() throws IOException {
         write("configs/base.yaml", """
-                run: {seed: 3}
+                run: {seed: 3, name: base}
                 models:
                   policy: {optim: {lr: 1e-5}}
                 ppo: {epochs: 2, clip_high: 0.28}
@@ -265,6 +265,21 @@ class RunConfigTest {
         assertEquals(4, b.ppo().epochs());
         assertEquals(0.28, b.ppo().clipHigh());
         assertEquals(0.1, b.ppo().clipLow());
+        assertEquals("both", b.run().name(), "no base's run.name is inherited");
+        write("configs/named.yaml", "extends: base.yaml\nrun: {name: mine}\n");
+        assertEquals("mine", RunConfig.load(dir.resolve("configs/named.yaml")).run().name(), "the file's own run.name");
+        assertEquals("x", RunConfig.load(child, List.of("run.name=x")).run().name(), "an override's");
+    }
+
+    @Test
+    void shippedConfigsAreNamedAfterTheirFiles() throws IOException {
+        // the README's run folders (runs/math-toy-drmas-nonshared, ...) are the files' names, variants included
+        try (var files = Files.list(Path.of("../configs"))) {
+            for (Path f : files.filter(f -> f.toString().endsWith(".yaml")).toList()) {
+                String name = f.getFileName().toString().replace(".yaml", "");
+                assertEquals(name, RunConfig.load(f).run().name(), f.toString());
+            }
+        }
     }
 
     @Test
