@@ -79,9 +79,36 @@ final class Binder {
         return t != null && t.value() == part;
     }
 
-    /** The agents of a config that lists none: one per default role of the workflow, on the default model. */
+    /**
+     * The agents of a config that lists none: one per default role of the workflow, on the tree's
+     * one model (models: left out is the default model); with several models, on none (null), so
+     * that overrides can still name each agent's model.
+     */
     List<AgentSpec> defaultAgents() {
-        return RunConfig.defaultAgents(workflow().name(), RunConfig.DEFAULT_MODEL);
+        List<String> models = modelIds();
+        return RunConfig.defaultAgents(workflow().name(), models.size() == 1 ? models.getFirst() : null);
+    }
+
+    /** The keys of the tree's models: section; the default model's when it has none (or is not a mapping, reported when bound). */
+    private List<String> modelIds() {
+        if (tree.root.get("models") instanceof Map<?, ?> m && !m.isEmpty()) return m.keySet().stream().map(k -> (String) k).toList();
+        return List.of(RunConfig.DEFAULT_MODEL);
+    }
+
+    /** {@link #defaultAgents()} for a config without agents:, which must not leave the choice of model open. */
+    private List<AgentSpec> defaultAgentsOfAConfigWithout() {
+        List<AgentSpec> agents = defaultAgents();
+        List<String> models = modelIds();
+        if (models.size() == 1) return agents;
+        StringBuilder example = new StringBuilder();
+        for (int i = 0; i < agents.size(); i++) {
+            example.append(i == 0 ? "" : ", ").append("{id: ").append(agents.get(i).id()).append(", model: ")
+                    .append(models.get(i % models.size())).append("}");
+        }
+        // no agents: line to point at; the models: line is what makes the list necessary
+        throw new ConfigException(tree.origin("models"), "agents", "is required when there is more than one model (models: "
+                + String.join(", ", models) + "): list the " + workflow().name() + " workflow's agents and the model each runs on, e.g. "
+                + "agents: [" + example + "]");
     }
 
     /** The static defaults() of a config record; a bug of the record's author when it has none. */
@@ -133,7 +160,7 @@ final class Binder {
             }
             // the template's section may be another workflow's: then the workflow's own defaults
             if (type != comps[i].getGenericType() && !raw(type).isInstance(dflt)) dflt = template(raw(type));
-            if (typedAs(comps[i], WorkflowSchema.Part.AGENTS)) dflt = defaultAgents();
+            if (typedAs(comps[i], WorkflowSchema.Part.AGENTS) && !map.containsKey(key)) dflt = defaultAgentsOfAConfigWithout();
             // an absent section with workflow-typed parts is bound from nothing, so that those parts
             // take this workflow's defaults rather than the template's workflow's
             boolean descend = map.containsKey(key) || raw(type).isRecord() && hasTypedParts(raw(type));

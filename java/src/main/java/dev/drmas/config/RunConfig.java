@@ -34,7 +34,8 @@ import java.util.Set;
  * @param models    model id → model; default one model {@code policy}. Models no agent names are
  *                  not loaded
  * @param agents    the agents in order; default one agent per role of the workflow (math: {@code
- *                  solver} and {@code verifier}), all on {@code policy} (shared)
+ *                  solver} and {@code verifier}), all on the one model (shared); required when
+ *                  there are several models
  * @param orchestra the multi-agent workflow
  * @param rollout   sampling of training rollouts
  * @param algorithm advantage normalisation
@@ -193,7 +194,7 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         return rows;
     }
 
-    /** One agent per default role of {@code workflow} (its id the role), all on model {@code model}. */
+    /** One agent per default role of {@code workflow} (its id the role), all on model {@code model} (null: none chosen). */
     static List<AgentSpec> defaultAgents(String workflow, String model) {
         return WorkflowSchema.named(workflow).defaultRoles().stream().map(r -> new AgentSpec(r, r, model)).toList();
     }

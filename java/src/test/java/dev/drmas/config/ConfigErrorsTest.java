@@ -145,6 +145,19 @@ class ConfigErrorsTest {
     }
 
     @Test
+    void agentsLeftOutWithSeveralModels() throws IOException {
+        // the default agents cannot choose a model; the error says which agents to map (not "'policy' is not a key")
+        assertEquals("run.yaml:2: agents: is required when there is more than one model (models: a, b): list the math"
+                + " workflow's agents and the model each runs on, e.g. agents: [{id: solver, model: a}, {id: verifier, model: b}]",
+                fails("# two models\nmodels: {a: {}, b: {}}\n"));
+        // overrides can map the default agents one by one; one left unmapped is named
+        RunConfig c = RunConfig.load(file, List.of("agents.solver.model=a", "agents.verifier.model=b"));
+        assertEquals(List.of("a", "b"), c.agents().stream().map(AgentSpec::model).toList());
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("agents.solver.model=a")));
+        assertEquals("agents[1].model: is required when there is more than one model (models: a, b)", e.getMessage());
+    }
+
+    @Test
     void conflictingOverridesOnASharedModel() throws IOException {
         String yaml = """
                 agents:

@@ -283,6 +283,13 @@ class RunConfigTest {
     }
 
     @Test
+    void defaultAgentsRunOnTheOneModel() throws IOException {
+        RunConfig c = RunConfig.load(write("actor.yaml", "models: {actor: {}}\n"));
+        assertEquals(List.of(new AgentSpec("solver", "solver", "actor"), new AgentSpec("verifier", "verifier", "actor")), c.agents());
+        assertEquals(List.of("actor"), c.usedModels());
+    }
+
+    @Test
     void extendsListsReplaceRatherThanMerge() throws IOException {
         write("base.yaml", "agents: [{id: a}, {id: b}, {id: c}]\n");
         RunConfig c = RunConfig.load(write("child.yaml", "extends: base.yaml\nagents: [{id: only}]\n"));
