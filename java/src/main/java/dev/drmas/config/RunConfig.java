@@ -86,7 +86,12 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         Check.that(ppo.maxTokensPerMicroBatch() == 0 || ppo.maxTokensPerMicroBatch() >= row, "ppo.max_tokens_per_micro_batch",
                 "must hold one row of rollout.max_prompt_tokens + rollout.max_new_tokens (" + row + ") or be 0 (off), got "
                         + ppo.maxTokensPerMicroBatch());
+        // only the models some agent runs on: the others are not loaded, and a variant (extends
+        // merges models key by key) cannot remove the ones its base defines
+        Set<String> used = new HashSet<>();
+        for (AgentSpec a : agents) used.add(a.model());
         for (Map.Entry<String, ModelSpec> e : models.entrySet()) {
+            if (!used.contains(e.getKey())) continue;
             ModelSpec m = e.getValue();
             Check.that(m.path() != null || m.size().maxPositions() >= longest, "models." + e.getKey() + ".size.max_positions",
                     "(" + m.size().maxPositions() + ") is shorter than rollout.max_prompt_tokens + rollout.max_new_tokens ("

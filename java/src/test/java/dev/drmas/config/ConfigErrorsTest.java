@@ -118,6 +118,13 @@ class ConfigErrorsTest {
                 + " (or set trainer.eval_freq: 0)", fails("data: {source: jsonl, train_file: t.jsonl}\n"));
         assertEquals("run.yaml:1: models.policy.size.max_positions: (256) is shorter than rollout.max_prompt_tokens"
                 + " + rollout.max_new_tokens (768)", fails("models: {policy: {size: {max_positions: 256}}}\n"));
+        // a model no agent uses is not loaded: its length and precision do not matter
+        String unused = "models: {policy: {}, spare: {size: {max_positions: 256}, dtype: bfloat16, master_dtype: bfloat16}}\n"
+                + "agents: [{id: solver, model: policy}, {id: verifier, model: policy}]\n";
+        Files.writeString(file, unused);
+        assertEquals(List.of("policy"), RunConfig.load(file, List.of("distributed.shard_optimizer=true")).usedModels());
+        assertEquals("run.yaml:1: models.spare.size.max_positions: (256) is shorter than rollout.max_prompt_tokens"
+                + " + rollout.max_new_tokens (768)", fails(unused.replace("model: policy}]", "model: spare}]")));
         assertEquals("run.yaml:1: ppo.max_tokens_per_micro_batch: must hold one row of rollout.max_prompt_tokens"
                 + " + rollout.max_new_tokens (768) or be 0 (off), got 700", fails("ppo: {max_tokens_per_micro_batch: 700}\n"));
         assertEquals("run.yaml:3: agents[1].id: 'a' is also the id of agents[0]", fails("agents:\n  - {id: a}\n  - {id: a}\n"));
