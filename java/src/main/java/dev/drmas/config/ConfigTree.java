@@ -10,6 +10,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import com.fasterxml.jackson.dataformat.yaml.YAMLParser;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.math.BigInteger;
@@ -196,7 +197,10 @@ final class ConfigTree {
         try (JsonParser p = YAML.createParser(text)) {
             JsonToken t = p.nextToken();
             if (t == null) return tree; // an empty file: every default
-            if (t == JsonToken.VALUE_NULL) return tree; // a file with only comments or '---'
+            if (t == JsonToken.VALUE_NULL) { // a file with only comments or '---'
+                oneDocument(p, source);
+                return tree;
+            }
             if (t != JsonToken.START_OBJECT) {
                 String where = source + ":" + line(p);
                 Object v = new Reader(p, source, true, new HashMap<>()).value("");
@@ -206,11 +210,26 @@ final class ConfigTree {
             Object v = new Reader(p, source, true, tree.origins).value("");
             @SuppressWarnings("unchecked") Map<String, Object> m = (Map<String, Object>) v;
             tree.root.putAll(m);
+            oneDocument(p, source);
             return tree;
         } catch (JsonProcessingException e) {
             throw syntax(e, source);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
+        }
+    }
+
+    /**
+     * After the first document: any further one with content is an error (Jackson would go on
+     * reading it, and the tree kept only the first, dropping the rest without a word). Empty
+     * documents, such as a trailing '---', hold nothing to lose.
+     */
+    private static void oneDocument(JsonParser p, String source) throws IOException {
+        for (JsonToken t = p.nextToken(); t != null; t = p.nextToken()) {
+            if (t != JsonToken.VALUE_NULL) {
+                throw ConfigException.in(source + ":" + line(p), "a config is one YAML document; a second one starts here"
+                        + " (after a --- line): merge the two, or make one a file of its own that extends the other");
+            }
         }
     }
 
@@ -247,28 +266,32 @@ final class ConfigTree {
         return p.currentTokenLocation().getLineNr();
     }
 
-    /** The current scalar token as a tree value; {@code where} (file:line) goes into errors. */
-    private static Object scalar(JsonParser p, String where) throws IOException {
+    /** The current scalar token as a tree value; {@code where} (file:line) and {@code path} (its key) go into errors. */
+    private static Object scalar(JsonParser p, String where, String path) throws IOException {
+        if (p instanceof YAMLParser y && y.isCurrentAlias()) {
+            // Jackson gives an alias as the string of its anchor's name: *x would silently be "x"
+            throw new ConfigException(where, path, "YAML aliases (*" + p.getText() + ") are not supported; write the value out");
+        }
         return switch (p.currentToken()) {
             case VALUE_STRING -> p.getText();
             case VALUE_NUMBER_INT -> {
-                Number n = number(p, where);
+                Number n = number(p, where, path);
                 yield n instanceof BigInteger b ? b : (Object) n.longValue();
             }
-            case VALUE_NUMBER_FLOAT -> number(p, where).doubleValue();
+            case VALUE_NUMBER_FLOAT -> number(p, where, path).doubleValue();
             case VALUE_TRUE -> Boolean.TRUE;
             case VALUE_FALSE -> Boolean.FALSE;
             case VALUE_NULL -> null;
-            default -> throw ConfigException.in(where, "unsupported YAML value " + p.getText());
+            default -> throw new ConfigException(where, path, "unsupported YAML value " + p.getText());
         };
     }
 
-    private static Number number(JsonParser p, String where) throws IOException {
+    private static Number number(JsonParser p, String where, String path) throws IOException {
         try {
             return p.getNumberValue();
         } catch (JsonProcessingException e) {
             // e.g. .inf or .nan, which Jackson's YAML parser does not read
-            throw ConfigException.in(where, "not a number drmas can read: " + p.getText());
+            throw new ConfigException(where, path, "not a number drmas can read: " + p.getText());
         }
     }
 
@@ -307,7 +330,7 @@ final class ConfigTree {
                 }
                 return list;
             }
-            return scalar(p, where());
+            return scalar(p, where(), path);
         }
     }
 }

@@ -204,7 +204,29 @@ class ConfigErrorsTest {
         assertEquals("run.yaml:3: ppo.epochs: duplicate key (first at line 2)", fails("ppo:\n  epochs: 1\n  epochs: 2\n"));
         assertEquals("run.yaml:1: expected a mapping of sections (run:, ppo:, ...) at the top, got a list",
                 fails("- ppo\n- run\n"));
-        assertEquals("run.yaml:1: not a number drmas can read: .inf", fails("ppo: {clip_high: .inf}\n"));
+        assertEquals("run.yaml:1: ppo.clip_high: not a number drmas can read: .inf", fails("ppo: {clip_high: .inf}\n"));
+        assertEquals("run.yaml:3: ppo.clip_low: not a number drmas can read: .nan", fails("ppo:\n  epochs: 1\n  clip_low: .nan\n"));
+    }
+
+    @Test
+    void aSecondYamlDocumentIsAnError() throws IOException {
+        // its keys would be dropped without a word
+        assertEquals("run.yaml:4: a config is one YAML document; a second one starts here (after a --- line): merge the two,"
+                + " or make one a file of its own that extends the other", fails("ppo: {epochs: 2}\n---\n# more\nrun: {seed: 3}\n"));
+        assertEquals("run.yaml:3: a config is one YAML document; a second one starts here (after a --- line): merge the two,"
+                + " or make one a file of its own that extends the other", fails("---\n---\nrun: {seed: 3}\n"));
+        // an empty document (a trailing ---) holds nothing to lose
+        Files.writeString(file, "run: {seed: 3}\n---\n");
+        assertEquals(3, RunConfig.load(file).run().seed());
+    }
+
+    @Test
+    void yamlAliasesAreRefused() throws IOException {
+        // Jackson reads *lr as the string "lr"; refused where it stands rather than taken for a value
+        assertEquals("run.yaml:3: data.question_field: YAML aliases (*q) are not supported; write the value out",
+                fails("data:\n  answer_field: &q problem\n  question_field: *q\n"));
+        assertEquals("run.yaml:2: ppo.<<: YAML aliases (*base) are not supported; write the value out",
+                fails("base: &base {epochs: 2}\nppo: {<<: *base}\n"));
     }
 
     @Test
