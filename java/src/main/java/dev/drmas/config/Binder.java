@@ -235,6 +235,8 @@ final class Binder {
         String text = node instanceof String s ? s : node.toString(); // name: 42 is the name "42"
         if (raw == String.class) return text;
         if (raw == Path.class) {
+            // Path.of("") is the working folder: `train_file: ''` or `run.output_dir=` would quietly mean "here"
+            if (text.isBlank()) throw fail(path, "must not be empty");
             try {
                 return Path.of(text);
             } catch (InvalidPathException e) {

@@ -20,9 +20,7 @@ public record OptimConfig(double lr, List<Double> betas, double eps, double weig
         checkLr(lr, "lr");
         betas = checkBetas(betas, "betas");
         Check.positiveFloat32(eps, "eps");
-        Check.nonNegative(weightDecay, "weight_decay");
-        Check.that(weightDecay <= Float.MAX_VALUE, "weight_decay", "must be <= " + Float.MAX_VALUE + " (LibTorch takes it as a float32), got "
-                + Check.num(weightDecay));
+        checkWeightDecay(weightDecay, "weight_decay");
         Check.nonNegative(warmupSteps, "warmup_steps");
         Check.nonNegative(gradClip, "grad_clip");
     }
@@ -48,6 +46,12 @@ public record OptimConfig(double lr, List<Double> betas, double eps, double weig
 
     static void checkLr(double lr, String key) {
         Check.positiveFloat32(lr, key);
+    }
+
+    static void checkWeightDecay(double weightDecay, String key) {
+        Check.nonNegative(weightDecay, key);
+        Check.that(weightDecay <= Float.MAX_VALUE, key, "must be <= " + Float.MAX_VALUE + " (LibTorch takes it as a float32), got "
+                + Check.num(weightDecay));
     }
 
     static List<Double> checkBetas(List<Double> betas, String key) {

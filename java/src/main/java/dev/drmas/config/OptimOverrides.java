@@ -25,7 +25,7 @@ public record OptimOverrides(Double lr, List<Double> betas, Double eps, Double w
         if (lr != null) OptimConfig.checkLr(lr, "lr");
         if (betas != null) betas = OptimConfig.checkBetas(betas, "betas");
         if (eps != null) Check.positiveFloat32(eps, "eps");
-        if (weightDecay != null) Check.nonNegative(weightDecay, "weight_decay");
+        if (weightDecay != null) OptimConfig.checkWeightDecay(weightDecay, "weight_decay");
         if (warmupSteps != null) Check.nonNegative(warmupSteps, "warmup_steps");
         if (gradClip != null) Check.nonNegative(gradClip, "grad_clip");
     }

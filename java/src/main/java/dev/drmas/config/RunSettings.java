@@ -4,6 +4,7 @@ package dev.drmas.config;
 
 import dev.drmas.algo.ConfigEnum;
 import java.nio.file.Path;
+import java.util.Locale;
 
 /**
  * @param name      the run's name; its folder is {@code output_dir/name}. Default: the config
@@ -45,7 +46,7 @@ public record RunSettings(String name, long seed, Path outputDir, String resume,
         Check.notBlank(name, "name");
         Check.given(outputDir, "output_dir");
         checkName(name);
-        Check.notBlank(resume, "resume");
+        checkResume(resume);
         Check.given(device, "device");
         Check.nonNegative(threads, "threads");
     }
@@ -61,6 +62,20 @@ public record RunSettings(String name, long seed, Path outputDir, String resume,
         Path norm = n.normalize();
         Check.that(!n.isAbsolute() && !norm.toString().isEmpty() && !norm.startsWith(".."), "name",
                 "'" + name + "' would put the run folder outside run.output_dir; give a name inside it (a/b is fine, ../a and /a are not)");
+    }
+
+    /**
+     * resume is auto, never or a checkpoint path; `resume: false` (YAML's boolean, bound as the
+     * string "false") would otherwise be the path of a checkpoint folder named false.
+     */
+    private static void checkResume(String resume) {
+        Check.notBlank(resume, "resume");
+        String r = resume.strip().toLowerCase(Locale.ROOT);
+        boolean no = r.equals("false") || r.equals("no") || r.equals("off");
+        boolean yes = r.equals("true") || r.equals("yes") || r.equals("on");
+        Check.that(!no && !yes, "resume", "'" + resume + "' is not auto, never or a checkpoint path: write "
+                + (no ? "never to start afresh" : "auto to continue from the latest checkpoint") + " (a folder named " + resume
+                + " is ./" + resume + ")");
     }
 
     public static RunSettings defaults() {

@@ -106,6 +106,13 @@ class ConfigErrorsTest {
             run: {threads: -2}                              | run.threads: must be >= 0, got -2
             data: {synthetic: {operators: [+, '%']}}        | data.synthetic.operators[1]: '%' is not one of + - * /
             data: {synthetic: {digits: 12}}                 | data.synthetic.digits: must be in [1, 9], got 12
+            agents: [{id: solver, optim: {weight_decay: 1e39}}] | agents[0].optim.weight_decay: must be <= 3.4028235E38 (LibTorch takes it as a float32), got 1.0E39
+            data: {source: jsonl, train_file: "", test_file: t.jsonl} | data.train_file: must not be empty
+            models: {policy: {path: " "}}                   | models.policy.path: must not be empty
+            run: {resume: false}                            | run.resume: 'false' is not auto, never or a checkpoint path: write never to start afresh (a folder named false is ./false)
+            run: {resume: no}                               | run.resume: 'false' is not auto, never or a checkpoint path: write never to start afresh (a folder named false is ./false)
+            run: {resume: yes}                              | run.resume: 'true' is not auto, never or a checkpoint path: write auto to continue from the latest checkpoint (a folder named true is ./true)
+            run: {resume: "Off"}                            | run.resume: 'Off' is not auto, never or a checkpoint path: write never to start afresh (a folder named Off is ./Off)
             """)
     void outOfRange(String yaml, String message) throws IOException {
         assertEquals("run.yaml:1: " + message, fails(yaml + "\n"));
@@ -132,6 +139,17 @@ class ConfigErrorsTest {
         assertEquals("run.yaml:2: agents[0].id: 'solver.v2' is not a valid id (letters, digits, _ and -, not starting with -)",
                 fails("agents:\n  - {id: solver.v2}\n"));
         assertEquals("run.yaml:1: agents: must list at least one agent", fails("agents: []\n"));
+    }
+
+    @Test
+    void emptyPathsFromOverrides() throws IOException {
+        Files.writeString(file = dir.resolve("run.yaml"), "run: {seed: 3}\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("run.output_dir=")));
+        assertEquals("override 'run.output_dir=': run.output_dir: must not be empty", e.getMessage());
+        e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("run.warm_start=''")));
+        assertEquals("override 'run.warm_start=''': run.warm_start: must not be empty", e.getMessage());
+        assertEquals(Path.of("./false"), RunConfig.load(file, List.of("run.resume=./false")).run().resumeFrom(),
+                "a folder named false, written as a path");
     }
 
     @Test
