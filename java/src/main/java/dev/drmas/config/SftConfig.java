@@ -7,8 +7,10 @@ package dev.drmas.config;
 /**
  * @param steps             optimiser steps; default 300
  * @param batchSize         demonstrations per step; default 32
- * @param lr                AdamW learning rate (betas, eps and weight decay as the model's
- *                          optim), &gt; 0; default 1e-3
+ * @param lr                AdamW learning rate, &gt; 0; default 1e-3. The other AdamW settings
+ *                          are TRL's SFTTrainer defaults (betas 0.9, 0.999, eps 1e-8, no weight
+ *                          decay), not the model's optim, which is the RL update's; gradients
+ *                          are clipped to the model's optim.grad_clip
  * @param correctProb       probability that a demonstration's final answer is right, in [0, 1];
  *                          default 0.7
  */

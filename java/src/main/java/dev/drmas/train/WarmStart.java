@@ -50,7 +50,9 @@ final class WarmStart {
         var sc = cfg.sft();
         Map<String, ModelOptimizer> optims = new LinkedHashMap<>();
         for (Policies.Policy p : policies.byId.values()) {
-            // the run's optimiser in the model's precision: mixed (fp32 masters) unless master_dtype says otherwise
+            // the run's optimiser in the model's precision: mixed (fp32 masters) unless master_dtype says otherwise.
+            // AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as SftConfig documents: the model's optim
+            // settings are the RL update's (verl's actor defaults), and verl's SFT trainer has its own too
             optims.put(p.id(), ModelOptimizer.create(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0),
                     p.optim().mixedPrecision()));
         }
