@@ -96,7 +96,7 @@ final class Binder {
     }
 
     /** {@link #defaultAgents()} for a config without agents:, which must not leave the choice of model open. */
-    private List<AgentSpec> defaultAgentsOfAConfigWithout() {
+    private List<AgentSpec> defaultAgentsWhenLeftOut() {
         List<AgentSpec> agents = defaultAgents();
         List<String> models = modelIds();
         if (models.size() == 1) return agents;
@@ -160,7 +160,7 @@ final class Binder {
             }
             // the template's section may be another workflow's: then the workflow's own defaults
             if (type != comps[i].getGenericType() && !raw(type).isInstance(dflt)) dflt = template(raw(type));
-            if (typedAs(comps[i], WorkflowSchema.Part.AGENTS) && !map.containsKey(key)) dflt = defaultAgentsOfAConfigWithout();
+            if (typedAs(comps[i], WorkflowSchema.Part.AGENTS) && !map.containsKey(key)) dflt = defaultAgentsWhenLeftOut();
             // an absent section with workflow-typed parts is bound from nothing, so that those parts
             // take this workflow's defaults rather than the template's workflow's
             boolean descend = map.containsKey(key) || raw(type).isRecord() && hasTypedParts(raw(type));
