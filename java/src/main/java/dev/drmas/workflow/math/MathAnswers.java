@@ -1,7 +1,9 @@
 // MathAnswers.java — reading a final answer out of a model's text (the last \boxed{...}) and deciding
 // whether two answers are the same. Numbers compare by exact value (BigInteger fractions, decimals
 // converted exactly), so "1/2", "0.5", "\frac{2}{4}" and "-\frac{-1}{2}" agree while "0.33" never
-// equals "1/3"; anything that is not a number compares as a cleaned-up string.
+// equals "1/3"; anything that is not a number compares as a cleaned-up string. A comma is a
+// thousands separator only where it cannot be a list's: "1,234" is 1234, "2, 500" and "(1,234)" are
+// not numbers.
 package dev.drmas.workflow.math;
 
 import java.math.BigDecimal;
@@ -86,7 +88,7 @@ public final class MathAnswers {
     public static String normalize(String answer) {
         String s = clean(answer);
         Optional<Rational> v = Numbers.parse(s);
-        return v.isPresent() ? v.get().toString() : s;
+        return v.isPresent() ? v.get().toString() : s.replace(" ", "");
     }
 
     /** The exact value of an answer, when it is a number. */
@@ -110,7 +112,9 @@ public final class MathAnswers {
         s = replaceFracs(s);
         s = DEGREES.matcher(s).replaceAll("");
         s = s.replace("\\%", "").replace("%", "").replace("\\$", "");
-        s = s.replaceAll("\\s+", "");
+        // Blanks go, but a comma keeps one after it so that the number reader sees "2, 500" (two
+        // roots) as a list, not as 2500; the text form drops that blank too (normalize).
+        s = s.replaceAll("\\s+", " ").replaceAll("(?<!,) ", "");
         s = stripDelimiters(s);
         while (s.length() > 1 && s.endsWith(".")) s = s.substring(0, s.length() - 1);
         // "x=5", "y_1=5": the solver restated the variable; the value is what is asked for
@@ -215,18 +219,22 @@ public final class MathAnswers {
         }
     }
 
-    // A recursive-descent reader of the numeric forms, over a string with no blanks:
+    // A recursive-descent reader of the numeric forms, over a string with no blanks but ", ":
     //   expr    := signed ('/' signed)?             at most one slash: "1/2/3" is not a number
     //   signed  := ('+' | '-')* primary
     //   primary := '\frac' arg arg | '(' expr ')' | '{' expr '}' | number
     //   arg     := '{' expr '}' | digit               (\frac12 is \frac{1}{2})
     //   number  := digits, thousands groups "1,234", decimals ".5" "2.0", exponent "1e3"
+    // Inside '(' ')' there are no thousands groups: "(1,234)" is a pair, not 1234 in parentheses.
     // No +, - between terms and no *: "2+3" is an expression, not the answer 5.
     private static final class Numbers {
         private static final Pattern NUMBER = Pattern.compile(
                 "(?:\\d{1,3}(?:,\\d{3})+(?![\\d])|\\d+)(?:\\.\\d*)?(?:[eE][+-]?\\d{1,4})?|\\.\\d+(?:[eE][+-]?\\d{1,4})?");
+        private static final Pattern PLAIN_NUMBER = Pattern.compile(
+                "\\d+(?:\\.\\d*)?(?:[eE][+-]?\\d{1,4})?|\\.\\d+(?:[eE][+-]?\\d{1,4})?");
         private final String s;
         private int pos;
+        private int parens;  // '(' open around the current position
 
         private Numbers(String s) {
             this.s = s;
@@ -268,7 +276,12 @@ public final class MathAnswers {
                 Rational d = arg();
                 return d == null ? null : n.divide(d);
             }
-            if (eat('(')) return closed(')');
+            if (eat('(')) {
+                parens++;
+                Rational v = closed(')');
+                parens--;
+                return v;
+            }
             if (eat('{')) return closed('}');
             return number();
         }
@@ -287,7 +300,7 @@ public final class MathAnswers {
         }
 
         private Rational number() {
-            Matcher m = NUMBER.matcher(s).region(pos, s.length());
+            Matcher m = (parens > 0 ? PLAIN_NUMBER : NUMBER).matcher(s).region(pos, s.length());
             if (!m.lookingAt()) return null;
             pos = m.end();
             BigDecimal d = new BigDecimal(m.group().replace(",", ""));

@@ -1,6 +1,7 @@
 // MathAnswersTest.java — hand-made answer pairs: extraction of the last box (nesting, escaped
 // braces, truncation), forms that must be equivalent (integers, decimals, fractions, signs,
-// delimiters, LaTeX wrappers) and near misses that must not be (1/3 vs 0.33, 12 vs 1.2).
+// delimiters, LaTeX wrappers) and near misses that must not be (1/3 vs 0.33, 12 vs 1.2, the pair
+// (1, 234) vs 1234).
 package dev.drmas.workflow.math;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -100,6 +101,8 @@ class MathAnswersTest {
                 Arguments.of("$\\sqrt{2}$", "\\sqrt{2}"),
                 Arguments.of("\\sqrt 2", "\\sqrt2"),
                 Arguments.of("\\left(1, 2\\right)", "(1,2)"),
+                Arguments.of("(1, 234)", "(1,234)"),
+                Arguments.of("2, 500", "2 ,  500"),
                 Arguments.of("\\dfrac{\\pi}{2}", "\\frac{\\pi}{2}"),
                 Arguments.of("\\textbf{(B)}", "(B)"),
                 Arguments.of("a \\rightarrow b", "a\\rightarrowb"));
@@ -123,6 +126,11 @@ class MathAnswersTest {
                 Arguments.of("1,000", "1"),
                 Arguments.of("1,00", "100"),
                 Arguments.of("(1,2)", "12"),
+                // a tuple or a list, not a thousands group
+                Arguments.of("(1, 234)", "1234"),
+                Arguments.of("(1,234)", "1234"),
+                Arguments.of("\\left(1,234\\right)", "1234"),
+                Arguments.of("2, 500", "2500"),
                 Arguments.of("2+3", "5"),
                 Arguments.of("2*3", "6"),
                 Arguments.of("1/2/3", "1/6"),
