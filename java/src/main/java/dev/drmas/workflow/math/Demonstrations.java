@@ -26,9 +26,9 @@ public final class Demonstrations {
         return approve ? "<verify>approve</verify>" : "<verify>reject</verify>";
     }
 
-    /** Whether a good verifier approves {@code solverText}: its last box is equivalent to the truth. */
+    /** Whether a good verifier approves {@code solverText}: its last box is equivalent to one of the task's answers. */
     public static boolean verifierLabel(Task t, String solverText) {
-        return MathReward.episodeReward(solverText, t.answer()) == 1.0;
+        return MathReward.episodeReward(solverText, t) == 1.0;
     }
 
     /**

@@ -1,11 +1,12 @@
 // MathReward.java — the scores of the math workflows: the episode reward (1 when the last box of the
-// final answer equals the ground truth, else 0), the format checks of each agent's turn (a box for
+// final answer equals the ground truth or one of the task's other accepted answers, else 0), the format checks of each agent's turn (a box for
 // answers, a verdict tag for the verifier) and the verifier's verdict. A row's score is the reward
 // minus the invalid-action penalty (dev.drmas.workflow.InvalidActionPenalty).
 package dev.drmas.workflow.math;
 
 import dev.drmas.agent.Tags;
 import dev.drmas.agent.Verdict;
+import dev.drmas.env.Task;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.regex.Pattern;
@@ -21,6 +22,15 @@ public final class MathReward {
     public static double episodeReward(String finalSolverText, String truth) {
         Optional<String> box = MathAnswers.lastBoxed(finalSolverText);
         return box.isPresent() && MathAnswers.equivalent(box.get(), truth) ? 1.0 : 0.0;
+    }
+
+    /**
+     * 1.0 when the last box of {@code finalText} is equivalent to any accepted answer of {@code task}
+     * ({@link Task#golds}: a JSONL list answer gives several), else 0.0. The reward of the math workflows.
+     */
+    public static double episodeReward(String finalText, Task task) {
+        Optional<String> box = MathAnswers.lastBoxed(finalText);
+        return box.isPresent() && task.golds().stream().anyMatch(g -> MathAnswers.equivalent(box.get(), g)) ? 1.0 : 0.0;
     }
 
     /** A solver turn is valid when it has a closed, non-empty box. */

@@ -1,7 +1,8 @@
 // MathWorkload.java — the math solver–verifier workload: synthetic arithmetic or JSONL problems, the
-// solver's last \boxed{} answer checked for exact rational equivalence, and demonstrations in which
-// the solver is right with some probability and the verifier judges it correctly. The team comes
-// from the config's agents (roles solver and verifier, the verifier optional with max_loops 1).
+// solver's last \boxed{} answer checked for exact rational equivalence with any of the task's accepted
+// answers, and demonstrations in which the solver is right with some probability and the verifier
+// judges it correctly. The team comes from the config's agents (roles solver and verifier, the
+// verifier optional with max_loops 1).
 package dev.drmas.workflow.math;
 
 import dev.drmas.agent.AgentPolicy;
@@ -39,7 +40,7 @@ final class MathWorkload extends BaseWorkload<MathOrchestra> {
 
     @Override
     public double reward(Task task, Episode e) {
-        return MathReward.episodeReward(e.action(), task.answer());
+        return MathReward.episodeReward(e.action(), task);
     }
 
     @Override

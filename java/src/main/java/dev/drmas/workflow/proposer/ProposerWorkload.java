@@ -44,7 +44,7 @@ final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
 
     @Override
     public double reward(Task task, Episode e) {
-        return MathReward.episodeReward(e.action(), task.answer());
+        return MathReward.episodeReward(e.action(), task);
     }
 
     @Override
@@ -59,7 +59,7 @@ final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
         for (Episode e : episodes) {
             Task t = tasks.get(e.uid());
             List<String> proposals = e.steps().subList(0, p).stream().map(Step::text).toList();
-            for (String s : proposals) correct += MathReward.episodeReward(s, t.answer()) / p;
+            for (String s : proposals) correct += MathReward.episodeReward(s, t) / p;
             Optional<String> first = MathAnswers.lastBoxed(proposals.getFirst());
             if (first.isPresent() && proposals.stream().allMatch(s -> MathAnswers.lastBoxed(s).filter(b -> MathAnswers.equivalent(b, first.get())).isPresent())) {
                 agree++;

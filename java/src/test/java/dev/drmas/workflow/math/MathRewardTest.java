@@ -1,6 +1,7 @@
 // MathRewardTest.java — the episode reward on the last box, the verifier's verdict (case,
 // blanks, last tag wins, malformed), solver validity, and row scores with the default and a
-// configured invalid-action penalty, all against hand-written expectations.
+// configured invalid-action penalty, all against hand-written expectations; the math and proposer
+// workloads' rewards accept any of a task's answers.
 package dev.drmas.workflow.math;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -8,12 +9,38 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.agent.Episode;
 import dev.drmas.agent.Verdict;
+import dev.drmas.config.RunConfig;
+import dev.drmas.env.Task;
+import dev.drmas.workflow.Workflows;
+import dev.drmas.workflow.Workload;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 class MathRewardTest {
+    @Test
+    void theWorkloadsRewardAnyOfTheTasksAnswers() {
+        // a JSONL list answer: the first is the answer, the rest aliases; each of them scores
+        Task t = new Task("t", "q", "\\frac{\\pi}{2}", List.of("\\pi/2"));
+        for (String config : List.of("math-toy-drmas.yaml", "math-toy-proposer-aggregator.yaml")) {
+            RunConfig cfg = RunConfig.load(Path.of("..", "configs", config), List.of());
+            try (Workload w = Workflows.open(cfg, new PrintStream(new ByteArrayOutputStream()))) {
+                for (String action : List.of("\\boxed{\\pi/2}", "\\boxed{\\dfrac{\\pi}{2}}")) {
+                    assertEquals(1.0, w.reward(t, new Episode(0, 0, "q", t.answer(), List.of(), action, true, Map.of())), config + ": " + action);
+                }
+                assertEquals(0.0, w.reward(t, new Episode(0, 0, "q", t.answer(), List.of(), "\\boxed{\\pi}", true, Map.of())), config);
+            }
+        }
+        assertTrue(Demonstrations.verifierLabel(t, "so \\boxed{\\pi/2}"), "the demonstrations' verifier approves what the reward pays");
+    }
+
     @Test
     void episodeRewardLooksAtTheLastBoxOnly() {
         assertEquals(1.0, MathReward.episodeReward("Answer: \\boxed{73}", "73"));
