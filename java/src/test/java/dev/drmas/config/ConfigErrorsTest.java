@@ -104,7 +104,8 @@ class ConfigErrorsTest {
             sft: {correct_prob: 1.5}                        | sft.correct_prob: must be in [0, 1], got 1.5
             trainer: {eval_freq: -1}                        | trainer.eval_freq: must be >= 0, got -1
             run: {threads: -2}                              | run.threads: must be >= 0, got -2
-            data: {synthetic: {operators: [+, '%']}}        | data.synthetic.operators[1]: '%' is not one of + - * /
+            data: {synthetic: {operators: [+, '%']}}        | data.synthetic.operators[1]: '%' is not one of + - *
+            data: {synthetic: {operators: [+, /]}}          | data.synthetic.operators[1]: '/' is not one of + - *
             data: {synthetic: {digits: 12}}                 | data.synthetic.digits: must be in [1, 9], got 12
             agents: [{id: solver, optim: {weight_decay: 1e39}}] | agents[0].optim.weight_decay: must be <= 3.4028235E38 (LibTorch takes it as a float32), got 1.0E39
             data: {source: jsonl, train_file: "", test_file: t.jsonl} | data.train_file: must not be empty

@@ -11,8 +11,8 @@ import java.util.Set;
 /**
  * @param operands      numbers per expression, 2..6; default 2
  * @param digits        digits per number, 1..9; default 2
- * @param operators     the operators drawn from, a non-empty subset of {@code + - * /}; default
- *                      {@code [+, -]} (with {@code /} answers may be fractions a/b)
+ * @param operators     the operators drawn from, a non-empty subset of {@code + - *}; default
+ *                      {@code [+, -]} (the generator has no division)
  * @param allowNegative whether answers may be negative; default false
  * @param trainSize     training tasks generated; default 5000
  * @param testSize      held-out tasks generated (disjoint from the training tasks); default 200
@@ -20,17 +20,17 @@ import java.util.Set;
  */
 public record ArithmeticData(int operands, int digits, List<String> operators, boolean allowNegative, int trainSize,
                             int testSize, long seed) {
-    private static final Set<String> OPERATORS = Set.of("+", "-", "*", "/");
+    private static final Set<String> OPERATORS = Set.of("+", "-", "*");
 
     public ArithmeticData {
         Check.that(operands >= 2 && operands <= 6, "operands", "must be in [2, 6], got " + operands);
         Check.that(digits >= 1 && digits <= 9, "digits", "must be in [1, 9], got " + digits);
         Check.given(operators, "operators");
-        Check.that(!operators.isEmpty(), "operators", "must list at least one of + - * /");
+        Check.that(!operators.isEmpty(), "operators", "must list at least one of + - *");
         Set<String> seen = new HashSet<>();
         for (int i = 0; i < operators.size(); i++) {
             String op = operators.get(i);
-            Check.that(op != null && OPERATORS.contains(op), "operators[" + i + "]", "'" + op + "' is not one of + - * /");
+            Check.that(op != null && OPERATORS.contains(op), "operators[" + i + "]", "'" + op + "' is not one of + - *");
             Check.that(seen.add(op), "operators[" + i + "]", "'" + op + "' is listed twice");
         }
         operators = List.copyOf(operators);
