@@ -4,7 +4,8 @@
 // counts are summed across ranks into avg@n and the unbiased pass@k, plus the workload's metrics.
 // A long evaluation (many tasks, many rounds) shows that it is alive: rank 0 prints a progress line
 // after an agent's round when drmas.progress.interval_s (default 15) seconds have passed since the
-// last one; the lines change nothing in the results.
+// last one; the lines change nothing in the results. A reward that is not finite stops the
+// evaluation with the task's id rather than counting as a miss.
 package dev.drmas.train;
 
 import dev.drmas.agent.AgentPolicy;
@@ -83,7 +84,7 @@ final class Evaluator {
             policies.clearPrefixes();
         }
         double[] hits = new double[tasks.size() * n];
-        for (Episode e : eps) if (workload.reward(local.get(e.uid()), e) == 1.0) hits[(mine.first() * n) + e.traj()] = 1;
+        for (Episode e : eps) if (solved(workload, local.get(e.uid()), e)) hits[(mine.first() * n) + e.traj()] = 1;
         dist.sum(hits, "the evaluation results");
         List<PassAtK.Counts> counts = new ArrayList<>();
         for (int u = 0; u < tasks.size(); u++) {
@@ -96,6 +97,16 @@ final class Evaluator {
         m.put("eval/tasks", (double) tasks.size());
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
         return m;
+    }
+
+    /** Whether {@code e} solved {@code task} (reward 1); a reward that is not finite is an error naming the task, not a miss. */
+    static boolean solved(Workload workload, Task task, Episode e) {
+        double r = workload.reward(task, e);
+        if (!Double.isFinite(r)) {
+            throw new IllegalStateException(String.format("the evaluation reward of task '%s' (trajectory %d) is %s: a reward must be finite",
+                    task.id(), e.traj(), r));
+        }
+        return r == 1.0;
     }
 
     private static int[] ks(int k, int n) {
