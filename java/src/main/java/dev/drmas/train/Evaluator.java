@@ -3,14 +3,16 @@
 // every evaluation (same tasks, same seeds: evaluations of a run are comparable), and the correct
 // counts are summed across ranks into avg@n and the unbiased pass@k, plus the workload's metrics.
 // A long evaluation (many tasks, many rounds) shows that it is alive: rank 0 prints a progress line
-// after an agent's round when drmas.progress.interval_s (default 15) seconds have passed since the
-// last one; the lines change nothing in the results. A reward that is not finite stops the
-// evaluation with the task's id rather than counting as a miss.
+// after a round (one agent's, or several agents' together) when drmas.progress.interval_s (default
+// 15) seconds have passed since the last one; the lines change nothing in the results. A reward that
+// is not finite stops the evaluation with the task's id rather than counting as a miss.
 package dev.drmas.train;
 
+import dev.drmas.agent.Agent;
 import dev.drmas.agent.AgentPolicy;
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.Turn;
+import dev.drmas.agent.TurnRequest;
 import dev.drmas.config.RunConfig;
 import dev.drmas.dist.Collective;
 import dev.drmas.env.Task;
@@ -59,24 +61,7 @@ final class Evaluator {
         long t0 = System.nanoTime();
         EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().maxNewTokens(),
                 SamplingStreams.evaluation(), cfg.run().seed() + 7, (long) mine.first() * n);
-        AgentPolicy watched = policy;
-        if (dist.isMaster()) {
-            double every = progressInterval();
-            int episodes = local.size() * n;
-            long[] last = {t0};
-            int[] rounds = {0};
-            watched = (agent, requests) -> {
-                List<Turn> turns = policy.act(agent, requests);
-                rounds[0]++;
-                long now = System.nanoTime();
-                if ((now - last[0]) / 1e9 >= every) {
-                    last[0] = now;
-                    log.printf(Locale.ROOT, "eval: round %d done (%s, %d of %d episodes still running), %.0f s%n", rounds[0],
-                            agent.id(), requests.size(), episodes, (now - t0) / 1e9);
-                }
-                return turns;
-            };
-        }
+        AgentPolicy watched = dist.isMaster() ? new Progress(policy, local.size() * n, progressInterval(), t0, log) : policy;
         List<Episode> eps;
         try {
             eps = RolloutBatch.run(workload.orchestra(), local, n, watched);
@@ -107,6 +92,54 @@ final class Evaluator {
                     task.id(), e.traj(), r));
         }
         return r == 1.0;
+    }
+
+    /**
+     * The policy with progress lines: after a round (one policy call: one agent, or several agents
+     * together) a line when {@code every} seconds have passed since the last. It passes actTogether
+     * on as one call, so agents that share a model stay in one engine batch.
+     */
+    static final class Progress implements AgentPolicy {
+        private final AgentPolicy policy;
+        private final int episodes;
+        private final double every;
+        private final long t0;
+        private final PrintStream log;
+        private long last;
+        private int rounds;
+
+        Progress(AgentPolicy policy, int episodes, double every, long t0, PrintStream log) {
+            this.policy = policy;
+            this.episodes = episodes;
+            this.every = every;
+            this.t0 = t0;
+            this.log = log;
+            this.last = t0;
+        }
+
+        @Override
+        public List<Turn> act(Agent agent, List<TurnRequest> requests) {
+            List<Turn> turns = policy.act(agent, requests);
+            roundDone(agent.id(), requests.size());
+            return turns;
+        }
+
+        @Override
+        public List<List<Turn>> actTogether(List<Agent> agents, List<List<TurnRequest>> requests) {
+            List<List<Turn>> turns = policy.actTogether(agents, requests);
+            roundDone(String.join("+", agents.stream().map(Agent::id).toList()), requests.stream().mapToInt(List::size).sum());
+            return turns;
+        }
+
+        private void roundDone(String who, int running) {
+            rounds++;
+            long now = System.nanoTime();
+            if ((now - last) / 1e9 >= every) {
+                last = now;
+                log.printf(Locale.ROOT, "eval: round %d done (%s, %d of %d episodes still running), %.0f s%n", rounds, who, running,
+                        episodes, (now - t0) / 1e9);
+            }
+        }
     }
 
     private static int[] ks(int k, int n) {
