@@ -92,6 +92,8 @@ class MathAnswersTest {
                 Arguments.of("\\boxed{9}", "9"),
                 Arguments.of("x = 5", "5"),
                 Arguments.of("90^\\circ", "90"),
+                Arguments.of("90\u00b0", "90"),
+                Arguments.of("$90^{\\circ}$", "90 \u00b0"),
                 Arguments.of("50\\%", "50"),
                 Arguments.of("\u22124", "-4"),
                 Arguments.of("1\\,000", "1000"),
