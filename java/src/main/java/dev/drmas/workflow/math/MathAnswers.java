@@ -115,8 +115,12 @@ public final class MathAnswers {
         // Blanks go, but a comma keeps one after it so that the number reader sees "2, 500" (two
         // roots) as a list, not as 2500; the text form drops that blank too (normalize).
         s = s.replaceAll("\\s+", " ").replaceAll("(?<!,) ", "");
-        s = stripDelimiters(s);
-        while (s.length() > 1 && s.endsWith(".")) s = s.substring(0, s.length() - 1);
+        // a sentence's period may follow the closing delimiter ("$5$."), or sit inside it ("$5.$")
+        for (String before = null; !s.equals(before); ) {
+            before = s;
+            s = stripDelimiters(s);
+            while (s.length() > 1 && s.endsWith(".")) s = s.substring(0, s.length() - 1);
+        }
         // "x=5", "y_1=5": the solver restated the variable; the value is what is asked for
         Matcher m = SHORT_LHS.matcher(s);
         if (m.matches() && !m.group(2).isEmpty() && m.group(2).indexOf('=') < 0) s = m.group(2);
