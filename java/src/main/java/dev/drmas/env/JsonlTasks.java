@@ -37,7 +37,8 @@ public final class JsonlTasks {
      * The tasks of {@code file}, in file order. Blank lines are skipped. The question must be a
      * non-empty string; the answer a non-empty string or a number, a number kept exactly as written
      * ("0.50" stays "0.50"), or a non-empty list of non-empty strings (every accepted answer: the
-     * first is the task's answer, the rest its aliases); the id, when present, a string or an integer, unique in the file.
+     * first is the task's answer, the rest its aliases); the id, when present, a non-blank string or
+     * an integer, unique in the file.
      *
      * @throws TaskFileException naming file:line and the field for every problem, and for a file
      *     that has no task at all
@@ -126,6 +127,8 @@ public final class JsonlTasks {
 
     private static String id(Field f, String where, int lineNo) {
         if (f == null) return Integer.toString(lineNo);
+        // a blank id names nothing in logs and evaluation reports (CorpusFile refuses one too)
+        if (f.token == JsonToken.VALUE_STRING && f.text.isBlank()) throw new TaskFileException(where + ": field '" + ID_FIELD + "' is empty");
         if (f.token == JsonToken.VALUE_STRING || f.token == JsonToken.VALUE_NUMBER_INT) return f.text;
         throw new TaskFileException(where + ": field '" + ID_FIELD + "' must be a string or an integer, got " + describe(f.token));
     }

@@ -86,6 +86,8 @@ class JsonlTasksTest {
         "{\"q\": \"  \", \"a\": \"1\"}           | 1: field 'q' is empty",
         "{\"q\": \"a\", \"a\": \"\"}             | 1: field 'a' is empty",
         "{\"q\": \"a\", \"a\": \"1\", \"id\": 1.5} | 1: field 'id' must be a string or an integer, got a number",
+        "{\"q\": \"a\", \"a\": \"1\", \"id\": \" \"} | 1: field 'id' is empty",
+        "{\"q\": \"a\", \"a\": \"1\", \"id\": \"\"}  | 1: field 'id' is empty",
         "\\n{\"q\": \"a\", \"a\": \"1\", \"id\": \"x\"}\\n{\"q\": \"b\", \"a\": \"2\", \"id\": \"x\"} | 3: id 'x' was already used on line 2",
     })
     void badLinesNameFileLineAndField(String text, String expected) throws IOException {
