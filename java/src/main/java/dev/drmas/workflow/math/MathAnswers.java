@@ -230,15 +230,18 @@ public final class MathAnswers {
     //   arg     := '{' expr '}' | digit               (\frac12 is \frac{1}{2})
     //   number  := digits, thousands groups "1,234", decimals ".5" "2.0", exponent "1e3"
     // Inside '(' ')' there are no thousands groups: "(1,234)" is a pair, not 1234 in parentheses.
+    // Nesting deeper than MAX_DEPTH is not a number.
     // No +, - between terms and no *: "2+3" is an expression, not the answer 5.
     private static final class Numbers {
         private static final Pattern NUMBER = Pattern.compile(
                 "(?:\\d{1,3}(?:,\\d{3})+(?![\\d])|\\d+)(?:\\.\\d*)?(?:[eE][+-]?\\d{1,4})?|\\.\\d+(?:[eE][+-]?\\d{1,4})?");
+        private static final int MAX_DEPTH = 100;
         private static final Pattern PLAIN_NUMBER = Pattern.compile(
                 "\\d+(?:\\.\\d*)?(?:[eE][+-]?\\d{1,4})?|\\.\\d+(?:[eE][+-]?\\d{1,4})?");
         private final String s;
         private int pos;
         private int parens;  // '(' open around the current position
+        private int depth;   // primaries open around the current position
 
         private Numbers(String s) {
             this.s = s;
@@ -273,6 +276,18 @@ public final class MathAnswers {
         }
 
         private Rational primary() {
+            // Deeper nesting than any answer has is not a number; reading it recursively could
+            // overflow the stack and end the run from inside the reward.
+            if (depth == MAX_DEPTH) return null;
+            depth++;
+            try {
+                return nested();
+            } finally {
+                depth--;
+            }
+        }
+
+        private Rational nested() {
             if (s.startsWith("\\frac", pos)) {
                 pos += 5;
                 Rational n = arg();

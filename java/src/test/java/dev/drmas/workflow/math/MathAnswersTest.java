@@ -158,6 +158,19 @@ class MathAnswersTest {
     }
 
     @Test
+    void deepNestingIsNotANumberAndNoStackOverflow() {
+        // a model can write a box of tens of thousands of parentheses; the reward must not die of it
+        int deep = 100_000;
+        String parens = "(".repeat(deep) + "1" + ")".repeat(deep);
+        assertFalse(MathAnswers.equivalent(parens, "1"));
+        assertEquals(0.0, MathReward.episodeReward("\\boxed{" + parens + "}", "1"));
+        assertFalse(MathAnswers.equivalent("\\frac{".repeat(deep) + "1" + "}{2}".repeat(deep), "0"));
+        assertFalse(MathAnswers.equivalent("-{".repeat(deep) + "1" + "}".repeat(deep), "1"));
+        // nesting as deep as answers have still reads as a number
+        assertTrue(MathAnswers.equivalent("(".repeat(20) + "\\frac{1}{2}" + ")".repeat(20), "0.5"));
+    }
+
+    @Test
     void emptyAndNullAnswersNeverMatch() {
         assertFalse(MathAnswers.equivalent("", ""));
         assertFalse(MathAnswers.equivalent("$ $", " "));
