@@ -2,8 +2,10 @@
 // renderer, a rollout engine, its optimiser. Models come, in this order of preference, from the
 // checkpoint being resumed, from the model's own path, from the run's supervised warm start, or
 // from a seeded random initialisation of the configured tiny shape with the built-in tokenizer.
+// With ppo.reference_model, each also gets the frozen KL reference: the weights RL starts from.
 package dev.drmas.train;
 
+import dev.drmas.config.ConfigException;
 import dev.drmas.config.ModelSpec;
 import dev.drmas.config.OptimConfig;
 import dev.drmas.config.RunConfig;
@@ -25,6 +27,7 @@ import java.util.Map;
 import java.util.Set;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
@@ -47,6 +50,9 @@ final class Policies implements AutoCloseable {
     final String origin;  // where the weights came from, for the log
     final Set<String> randomInit = new LinkedHashSet<>();  // models with no weights to start from
     final java.util.List<String> notes = new java.util.ArrayList<>();  // precision warnings, for the run's log
+    // references held in memory that runDir/reference/<id> does not have yet (saveReferences writes them)
+    final Set<String> unsavedReferences = new LinkedHashSet<>();
+    final Set<String> startReferences = new LinkedHashSet<>();  // references copied from this trainer's starting weights
 
     private Policies(String origin) {
         this.origin = origin;
@@ -98,7 +104,15 @@ final class Policies implements AutoCloseable {
                         : ModelOptimizer.create(model.parameters(), as, spec.mixedPrecision());
                 if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
                 ps.notes.addAll(precisionNotes(id, spec, device));
-                CausalLm ref = cfg.ppo().referenceModel() ? reference(runDir, id, spec, model, dtype, device) : null;
+                CausalLm ref;
+                try {
+                    ref = cfg.ppo().referenceModel() ? ps.reference(runDir, checkpoint, id, spec, model, dtype, device) : null;
+                } catch (RuntimeException e) {
+                    optim.close();  // not in byId yet, which close() frees
+                    model.close();
+                    tok.close();
+                    throw e;
+                }
                 Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());
                 long prefixBudget = cfg.rollout().prefixCacheBudget(cfg.turnRows(dist.worldSize()));
                 if (prefixBudget > 0) gen.keepPrefixes(prefixBudget);
@@ -132,6 +146,8 @@ final class Policies implements AutoCloseable {
         this.byId.putAll(p.byId);
         this.randomInit.addAll(p.randomInit);
         this.notes.addAll(p.notes);
+        this.unsavedReferences.addAll(p.unsavedReferences);
+        this.startReferences.addAll(p.startReferences);
         this.origin = origin;
     }
 
@@ -187,21 +203,85 @@ final class Policies implements AutoCloseable {
     }
 
     /**
-     * The frozen reference policy of the KL term: the model's starting weights. A model with a path
-     * reloads them from there; any other is saved to runDir/reference/id when the run starts, so
-     * that a resumed run keeps the same reference.
+     * The frozen reference policy of the KL term: the weights RL starts from. A model with a path
+     * reloads them from there. Any other, at a fresh start, copies the model as it is now (the warm
+     * start, else the initial weights), and the first checkpoint writes the copy to
+     * runDir/reference/id (saveReferences), so that a resumed run keeps it; a resume loads it from
+     * there, or from the checkpoint's own run folder, and refuses to go on without it: a reference
+     * made from the checkpoint's weights would pull toward step N instead of the start.
      */
-    private static CausalLm reference(Path runDir, String id, ModelSpec spec, CausalLm model, ScalarType dtype, Device device) {
+    private CausalLm reference(Path runDir, Path checkpoint, String id, ModelSpec spec, CausalLm model, ScalarType dtype,
+                               Device device) {
         if (spec.loadsWeights()) return CausalLm.load(spec.path(), dtype, device);
-        Path dir = runDir.resolve("reference").resolve(id);
-        if (!Files.isRegularFile(dir.resolve("config.json"))) {
-            try {
-                model.save(dir);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
+        Path dir = referenceDir(runDir, id);
+        if (checkpoint == null) {
+            CausalLm ref = CausalLm.random(model.config(), 0, dtype, device);
+            copyWeights(model, ref);
+            unsavedReferences.add(id);
+            startReferences.add(id);
+            return ref;
         }
-        return CausalLm.load(dir, dtype, device);
+        if (Files.isRegularFile(dir.resolve("config.json"))) return CausalLm.load(dir, dtype, device);
+        // a resume into a new run folder (run.resume: another run's step_N): that run's reference
+        Path cpRun = checkpoint.toAbsolutePath().normalize().getParent();
+        Path other = cpRun == null || cpRun.getParent() == null ? null : referenceDir(cpRun.getParent(), id);
+        if (other != null && other.equals(dir.toAbsolutePath().normalize())) other = null;
+        if (other != null && Files.isRegularFile(other.resolve("config.json"))) {
+            unsavedReferences.add(id);  // the next checkpoint has it in this run's folder too
+            return CausalLm.load(other, dtype, device);
+        }
+        throw ConfigException.at("ppo.reference_model", "the KL reference of model '" + id + "' is missing (no " + dir
+                + (other == null ? "" : " nor " + other) + "); the checkpoint " + checkpoint + " cannot stand in for it (its "
+                + "weights are not the ones the run started from). Restore the folder, turn ppo.reference_model off, or start "
+                + "a new run (another run.name)");
+    }
+
+    static Path referenceDir(Path runDir, String id) {
+        return runDir.resolve("reference").resolve(id);
+    }
+
+    private static void copyWeights(CausalLm from, CausalLm to) {
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            Map<String, Tensor> dst = to.parameters();
+            from.parameters().forEach((k, t) -> dst.get(k).copy_(t.detach()));
+        }
+    }
+
+    /** Makes every reference the models' present weights again: after a warm start in this trainer, RL starts from those. */
+    void restartReferences() {
+        for (Policy p : byId.values()) {
+            if (!startReferences.contains(p.id())) continue;  // from a path, or a resumed run's
+            copyWeights(p.model(), p.reference());
+            unsavedReferences.add(p.id());
+        }
+    }
+
+    /**
+     * Writes the references not yet in runDir/reference (before the checkpoint that relies on them),
+     * as checkpoints are written: a temporary folder, synced, then renamed.
+     */
+    void saveReferences(Path runDir) throws IOException {
+        for (String id : unsavedReferences) {
+            Path dir = referenceDir(runDir, id), parent = dir.getParent(), tmp = parent.resolve(id + ".tmp");
+            Files.createDirectories(parent);
+            Checkpoints.deleteTree(tmp);
+            try {
+                byId.get(id).reference().save(tmp);
+                Durable.syncTree(tmp);
+            } catch (IOException | RuntimeException e) {
+                try {
+                    Checkpoints.deleteTree(tmp);
+                } catch (IOException | RuntimeException cleanup) {
+                    e.addSuppressed(cleanup);
+                }
+                throw new IOException("cannot write the KL reference of model '" + id + "' (in " + tmp + ", removed): "
+                        + (e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName()), e);
+            }
+            Checkpoints.deleteTree(dir);
+            Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+            Durable.syncFolder(parent);
+        }
+        unsavedReferences.clear();
     }
 
     /** The built-in tokenizer of a run, written once into runDir/tokenizer. */

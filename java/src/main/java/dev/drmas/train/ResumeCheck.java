@@ -67,10 +67,12 @@ final class ResumeCheck {
 
     /**
      * Keys the checkpoint fixes: the shape, family, origin and dtype-independent identity of every
-     * model an agent uses, the team (agents, their roles and models) and the workflow.
+     * model an agent uses, the team (agents, their roles and models) and the workflow; and a KL
+     * reference turned on now, which would have to be the weights the run started from, long gone.
      */
     private static boolean binding(String key, RunConfig now) {
         if (key.startsWith("agents[") || key.equals("agents") || key.equals("orchestra.name")) return true;
+        if (key.equals("ppo.reference_model") && now.ppo().referenceModel()) return true;
         for (String id : now.usedModels()) {
             String m = "models." + id + ".";
             if (key.startsWith(m + "size.") || key.equals(m + "family") || key.equals(m + "path") || key.equals(m + "init")) return true;

@@ -270,6 +270,7 @@ public final class Trainer implements AutoCloseable {
 
     /** Rank 0's part of {@link #save}: the checkpoint folder. */
     private void write(Checkpoints cps, Map<String, ModelOptimizer.Snapshot> optims) throws IOException {
+        policies.saveReferences(runDir);  // before the checkpoint that a resume would need it with
         ObjectNode st = new ObjectMapper().createObjectNode();
         st.put("data_position", tasks.position());
         st.put("seed", cfg.run().seed());
@@ -295,7 +296,9 @@ public final class Trainer implements AutoCloseable {
 
     /** The supervised warm start; saves the weights to runDir/sft/models, where training starts from. */
     public Map<String, Double> sft() throws IOException {
-        return new WarmStart(cfg, workload, policies, tasks, log).run(runDir);
+        Map<String, Double> out = new WarmStart(cfg, workload, policies, tasks, log).run(runDir);
+        policies.restartReferences();  // should this trainer go on to train, RL starts from the warm start
+        return out;
     }
 
     @Override

@@ -149,7 +149,9 @@ class TrainerEndToEndTest {
 
     @Test
     void warmStartLearnsTheFormatsAndTrainingStartsFromIt() throws Exception {
-        RunConfig cfg = config(tmp.resolve("s"), "sft.steps=12", "sft.batch_size=8", "sft.lr=3.0e-3", "run.resume=never");
+        // the config of the RL run below (a KL reference), as `drmas sft` then `drmas train` of one config file
+        RunConfig cfg = config(tmp.resolve("s"), "sft.steps=12", "sft.batch_size=8", "sft.lr=3.0e-3", "run.resume=never",
+                "ppo.reference_model=true");
         Map<String, Double> first, last;
         try (Trainer t = Trainer.open(cfg, QUIET)) {
             RunConfig one = config(tmp.resolve("s1"), "sft.steps=1", "sft.batch_size=8", "sft.lr=3.0e-3", "run.resume=never");
@@ -162,16 +164,39 @@ class TrainerEndToEndTest {
         assertTrue(Double.isFinite(l0) && l1 < 0.8 * l0, "cross-entropy " + l0 + " -> " + l1);
         Path warm = tmp.resolve("s/e2e/sft/models/policy");
         assertTrue(Files.isRegularFile(warm.resolve("model.safetensors")) && Files.isRegularFile(warm.resolve("tokenizer.json")));
-        // a training run in the same directory starts from the warm-start weights
+        Path reference = tmp.resolve("s/e2e/reference/policy");
+        assertFalse(Files.exists(reference.getParent()), "the warm start's trainer wrote a KL reference (its random init)");
+        // a training run in the same directory starts from the warm-start weights, and they are its KL reference
         ByteArrayOutputStream log = new ByteArrayOutputStream();
-        try (Trainer t = Trainer.open(config(tmp.resolve("s")), new PrintStream(log, true));
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "ppo.reference_model=true"), new PrintStream(log, true));
              CausalLm w = CausalLm.load(warm); PointerScope scope = new PointerScope()) {
             assertTrue(log.toString().contains("warm start"), log.toString());
-            CausalLm m = t.policiesForTest().get("policy").model();
+            CausalLm m = t.policiesForTest().get("policy").model(), ref = t.policiesForTest().get("policy").reference();
             for (String k : w.parameters().keySet()) {
                 assertArrayEquals(Tensors.toFloats(w.parameters().get(k)), Tensors.toFloats(m.parameters().get(k)), k);
+                assertArrayEquals(Tensors.toFloats(w.parameters().get(k)), Tensors.toFloats(ref.parameters().get(k)), "reference " + k);
+            }
+            t.save();  // the first checkpoint writes the reference, which resuming needs
+        }
+        try (CausalLm w = CausalLm.load(warm); CausalLm r = CausalLm.load(reference); PointerScope scope = new PointerScope()) {
+            for (String k : w.parameters().keySet()) {
+                assertArrayEquals(Tensors.toFloats(w.parameters().get(k)), Tensors.toFloats(r.parameters().get(k)), "saved reference " + k);
             }
         }
+        // a resume cannot recover a lost reference: the checkpoint's weights are not where the run started
+        Checkpoints.deleteTree(reference);
+        var lost = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
+                () -> Trainer.open(config(tmp.resolve("s"), "ppo.reference_model=true"), QUIET).close());
+        assertTrue(lost.getMessage().contains("ppo.reference_model: the KL reference of model 'policy' is missing (no " + reference),
+                lost.getMessage());
+        // nor one turned on at a resume of a run that had none
+        String from = "+run.warm_start=" + warm.getParent();
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=noref", from), QUIET)) {
+            t.save();
+        }
+        var on = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
+                () -> Trainer.open(config(tmp.resolve("s"), "run.name=noref", from, "ppo.reference_model=true"), QUIET).close());
+        assertTrue(on.getMessage().contains("ppo.reference_model: false at the checkpoint, true now"), on.getMessage());
     }
 
     @Test
