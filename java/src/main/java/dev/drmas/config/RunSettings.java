@@ -14,8 +14,9 @@ import java.util.Locale;
  *                  order); default 1
  * @param outputDir where run folders go; default {@code runs}
  * @param resume    {@code auto} (default): continue from the latest checkpoint in the run folder
- *                  if there is one; {@code never}: start afresh (an existing run folder is an
- *                  error for the trainer to report); otherwise the path of a checkpoint folder
+ *                  if there is one; {@code never}: start afresh (training into a run folder
+ *                  that already holds checkpoints or metrics is an error: it would mix the two
+ *                  runs); otherwise the path of a checkpoint folder
  *                  ({@code step_N/}) to continue from
  * @param device    {@code cpu}, {@code cuda} or {@code auto} (default: cuda when a GPU is usable)
  * @param threads   CPU threads for LibTorch and the native kernels; 0 (default) = all cores

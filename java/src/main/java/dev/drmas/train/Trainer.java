@@ -161,6 +161,7 @@ public final class Trainer implements AutoCloseable {
     /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
+        if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
         if (dist.isMaster()) {
             if (tc.saveFreq() > 0) new Checkpoints(runDir.resolve("checkpoints")).checkWritable();  // now, not at the first save
             cfg.save(runDir.resolve("config.yaml"));
@@ -181,6 +182,27 @@ public final class Trainer implements AutoCloseable {
             }
         }
         return lastEval;
+    }
+
+    /**
+     * run.resume: never starts afresh; in a folder that already holds a run it would truncate that
+     * run's metrics and leave its later checkpoints among the new ones, where a later auto-resume
+     * picks them up. (`drmas sft` opens its trainer with never too: it writes sft/ only, never here.)
+     */
+    private void refuseEarlierRun() {
+        Path metrics = runDir.resolve("metrics.jsonl");
+        var cp = new Checkpoints(runDir.resolve("checkpoints")).latest();
+        boolean logged;
+        try {
+            logged = Files.isRegularFile(metrics) && Files.size(metrics) > 0;
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read " + metrics, e);
+        }
+        if (cp.isEmpty() && !logged) return;
+        throw dev.drmas.config.ConfigException.at("run.resume", "is never, but the run folder " + runDir + " already holds a run ("
+                + (cp.isPresent() ? cp.get() : metrics) + "): starting afresh there would overwrite its metrics and mix its "
+                + "checkpoints with the new ones. Give the new run another run.name, delete the folder, or continue it "
+                + "(run.resume: auto)");
     }
 
     /** Whether a task every {@code freq} steps (0: never) is due now; the last step always is. */

@@ -197,6 +197,16 @@ class TrainerEndToEndTest {
         var on = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
                 () -> Trainer.open(config(tmp.resolve("s"), "run.name=noref", from, "ppo.reference_model=true"), QUIET).close());
         assertTrue(on.getMessage().contains("ppo.reference_model: false at the checkpoint, true now"), on.getMessage());
+
+        // run.resume: never does not start afresh over a run: its metrics and checkpoints would be mixed with the new ones
+        Path off = tmp.resolve("s/noref");
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=noref", from, "run.resume=never", "trainer.steps=1"), QUIET)) {
+            var e = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class, t::train);
+            assertTrue(e.getMessage().contains("run.resume: is never, but the run folder " + off + " already holds a run ("
+                    + off.resolve("checkpoints/step_000000") + ")"), e.getMessage());
+        }
+        assertEquals(List.of("step_000000"), Files.list(off.resolve("checkpoints")).map(p -> p.getFileName().toString()).toList());
+        assertFalse(Files.exists(off.resolve("metrics.jsonl")));
     }
 
     @Test
