@@ -87,6 +87,12 @@ final class Policies implements AutoCloseable {
                 } else if (sftDir != null && Files.isRegularFile(sftDir.resolve(id).resolve("config.json"))) {
                     model = CausalLm.load(sftDir.resolve(id), dtype, device);
                     from.append(id).append(": warm start ").append(sftDir.resolve(id)).append("; ");
+                } else if (cfg.run().warmStart() != null) {
+                    // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
+                    tok.close();
+                    throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + id + "' (no "
+                            + cfg.run().warmStart().resolve(id).resolve("config.json") + "); run `drmas sft` for it first, or "
+                            + "fix the path");
                 } else {
                     ModelConfig mc = spec.toModelConfig(tok.vocabSize(), tok.stopTokenIds());
                     model = CausalLm.random(mc, cfg.run().seed() * 1_000_003L + id.hashCode(), dtype, device);

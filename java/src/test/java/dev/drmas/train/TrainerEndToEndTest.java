@@ -207,6 +207,13 @@ class TrainerEndToEndTest {
         }
         assertEquals(List.of("step_000000"), Files.list(off.resolve("checkpoints")).map(p -> p.getFileName().toString()).toList());
         assertFalse(Files.exists(off.resolve("metrics.jsonl")));
+
+        // a warm start named in the config and not there is an error, not a random initialisation
+        Path typo = tmp.resolve("s/e2e/sft/model");
+        var missing = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
+                () -> Trainer.open(config(tmp.resolve("s"), "run.name=typo", "+run.warm_start=" + typo), QUIET).close());
+        assertTrue(missing.getMessage().contains("run.warm_start: " + typo + " has no weights for model 'policy' (no "
+                + typo.resolve("policy/config.json") + ")"), missing.getMessage());
     }
 
     @Test
