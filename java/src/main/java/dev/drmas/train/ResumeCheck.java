@@ -4,7 +4,8 @@
 // Changes the checkpoint cannot honour are an error naming each key with both values; the rest
 // (steps, frequencies, learning rates, logging, sampling) are allowed and logged. The earlier
 // config is the checkpoint's own config.yaml (written with it), else the run folder's; the shapes
-// are also checked against the checkpoint's config.json, which every checkpoint has.
+// are also checked against the checkpoint's config.json, which every checkpoint has. The seed and
+// the training data are fixed too: the saved data position counts tasks of their shuffled order.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -67,11 +68,13 @@ final class ResumeCheck {
 
     /**
      * Keys the checkpoint fixes: the shape, family, origin and dtype-independent identity of every
-     * model an agent uses, the team (agents, their roles and models) and the workflow; and a KL
-     * reference turned on now, which would have to be the weights the run started from, long gone.
+     * model an agent uses, the team (agents, their roles and models) and the workflow; the seed and
+     * the training data, whose shuffled order the saved data_position indexes; and a KL reference
+     * turned on now, which would have to be the weights the run started from, long gone.
      */
     private static boolean binding(String key, RunConfig now) {
         if (key.startsWith("agents[") || key.equals("agents") || key.equals("orchestra.name")) return true;
+        if (key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file")) return true;
         if (key.equals("ppo.reference_model") && now.ppo().referenceModel()) return true;
         for (String id : now.usedModels()) {
             String m = "models." + id + ".";

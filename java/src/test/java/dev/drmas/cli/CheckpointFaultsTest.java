@@ -3,10 +3,11 @@
 // it fails with EFBIG, as on a full disk): a checkpoint that cannot be written is an error naming
 // it and leaves no temporary folder; a warm start that cannot be written keeps the previous one
 // whole (it used to delete it); metrics that cannot be appended stop the run, the last checkpoint
-// kept; a resume with a changed model shape is refused naming the keys, a safe change is logged;
-// weights with NaN are refused on load naming the tensor; a model whose logits are not finite
-// makes generate fail instead of printing empty text; --max-new-tokens past the model's positions
-// is clamped with a warning; and (with strace) every checkpoint file is synced before the rename.
+// kept; a resume with a changed model shape, seed or training data is refused naming the keys, a
+// safe change is logged; weights with NaN are refused on load naming the tensor; a model whose
+// logits are not finite makes generate fail instead of printing empty text; --max-new-tokens past
+// the model's positions is clamped with a warning; and (with strace) every checkpoint file is
+// synced before the rename.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -132,6 +133,10 @@ class CheckpointFaultsTest {
         // another workflow, and with it another team (proposer-aggregator's default agents)
         Cli.Run team = Cli.run(args("train", "trainer.steps=2", "orchestra.name=proposer-aggregator"));
         RunFolderTest.fails(team, "orchestra.name: math at the checkpoint, proposer-aggregator now", "agents[0].id: solver at the checkpoint");
+        // the saved data position counts tasks in the order the seed shuffled the training data into
+        RunFolderTest.fails(Cli.run(args("train", "trainer.steps=2", "run.seed=4")), "run.seed: 3 at the checkpoint, 4 now");
+        RunFolderTest.fails(Cli.run(args("train", "trainer.steps=2", "data.synthetic.train_size=41")),
+                "data.synthetic.train_size: 40 at the checkpoint, 41 now");
 
         var saved = System.out;
         var captured = new java.io.ByteArrayOutputStream();
