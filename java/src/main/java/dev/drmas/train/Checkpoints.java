@@ -208,6 +208,8 @@ public final class Checkpoints {
                     w.put(name, st.get(name, ScalarType.Float, new Device("cpu")));
                 }
                 optim.loadMasterWeights(w);
+            } catch (IllegalArgumentException e) {
+                throw named(master, e);
             }
         }
         Path f = checkpoint.resolve("optim").resolve(id + ".safetensors");
@@ -228,7 +230,15 @@ public final class Checkpoints {
                 state.put(name, st.get(name, like.scalar_type().intern(), like.device()));
             }
             optim.load(state, steps.asLong());
+        } catch (IllegalArgumentException e) {
+            throw named(f, e);
         }
+    }
+
+    /** {@code e} with the file it is about in front, unless it names it already. */
+    private static IllegalArgumentException named(Path file, IllegalArgumentException e) {
+        String m = String.valueOf(e.getMessage());
+        return m.contains(file.toString()) ? e : new IllegalArgumentException(file + ": " + m, e);
     }
 
     static long stepOf(Path p) {

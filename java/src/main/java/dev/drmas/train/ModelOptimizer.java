@@ -482,10 +482,13 @@ public final class ModelOptimizer implements AutoCloseable {
         Tensor out = torch.zeros_like(shard.masterChunk()).narrow(0, 0, shard.owned());
         overlaps(shard.lo(), shard.hi(), (i, flatStart, paramStart, len) -> {
             Tensor t = byName.get(prefix + names.get(i));
-            if (t == null) throw new IllegalArgumentException("the optimiser state has no tensor " + prefix + names.get(i));
-            if (t.numel() != ps.get(i).numel()) {
-                throw new IllegalArgumentException("optimizer state " + prefix + names.get(i) + " has " + t.numel()
-                        + " elements, the parameter has " + ps.get(i).numel());
+            if (t == null) throw new IllegalArgumentException((prefix.isEmpty() ? "the master weights have" : "optimizer state has")
+                    + " no tensor " + prefix + names.get(i));
+            // the whole shape: a transposed [64, 32] has the element count of a [32, 64] and would load scrambled
+            if (!java.util.Arrays.equals(AdamW.shape(t), AdamW.shape(ps.get(i)))) {
+                throw new IllegalArgumentException((prefix.isEmpty() ? "master weight " : "optimizer state ") + prefix + names.get(i)
+                        + " has shape " + java.util.Arrays.toString(AdamW.shape(t)) + ", the parameter has "
+                        + java.util.Arrays.toString(AdamW.shape(ps.get(i))));
             }
             out.narrow(0, flatStart - shard.lo(), len).copy_(t.reshape(-1).narrow(0, paramStart, len));
         });

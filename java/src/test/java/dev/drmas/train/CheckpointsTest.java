@@ -1,6 +1,7 @@
 // CheckpointsTest.java — a checkpoint of two models and their optimisers reloads to identical
 // weights and optimiser state; the newest complete checkpoint is found and half-written
-// (temporary) folders are ignored; missing parts are errors that name them.
+// (temporary) folders are ignored; missing parts are errors that name them, and optimiser state of
+// another shape (a transposed moment, which has the right element count) is refused naming its file.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -101,6 +102,40 @@ class CheckpointsTest {
             Path p = cps.save(4, Map.of("policy", a), Map.of("policy", oa), state,
                     tmp -> Files.writeString(tmp.resolve("models/policy/tokenizer.json"), "{}"));
             assertTrue(Files.isRegularFile(p.resolve("models/policy/tokenizer.json")));
+        }
+    }
+
+    @Test
+    void optimizerStateThatDoesNotFitIsRefusedNamingTheFileAndTensor() throws Exception {
+        Checkpoints cps = new Checkpoints(dir.resolve("checkpoints"));
+        try (CausalLm a = CausalLm.random(ModelConfig.tiny(Family.QWEN3, 40), 1);
+             AdamW oa = new AdamW(a.parameters(), AdamW.Settings.of(1e-2))) {
+            Path p = cps.save(1, Map.of("solver", a), Map.of("solver", oa), new ObjectMapper().createObjectNode());
+            Path f = p.resolve("optim/solver.safetensors");
+            // a parameter that is not square: its moment transposed has the right element count
+            String wide = a.parameters().entrySet().stream().filter(e -> e.getValue().dim() == 2 && e.getValue().size(0) != e.getValue().size(1))
+                    .map(Map.Entry::getKey).findFirst().orElseThrow();
+            long[] shape = AdamW.shape(a.parameters().get(wide));
+            String noTensor = f + ": optimizer state has no tensor exp_avg.model.norm.weight";
+            String transposed = f + ": optimizer state exp_avg_sq." + wide + " has shape [" + shape[1] + ", " + shape[0]
+                    + "], the parameter has [" + shape[0] + ", " + shape[1] + "]";
+            for (String want : List.of(noTensor, transposed)) {
+                try (PointerScope scope = new PointerScope()) {
+                    Map<String, org.bytedeco.pytorch.Tensor> state = new LinkedHashMap<>(oa.state());
+                    if (want == noTensor) state.remove("exp_avg.model.norm.weight");
+                    else state.put("exp_avg_sq." + wide, state.get("exp_avg_sq." + wide).t().contiguous());
+                    dev.drmas.model.SafeTensorsWriter.write(f, state);
+                }
+                // unsharded, and sharded (each rank slices the flat tensor: the element count alone let a transposed one in)
+                try (AdamW fresh = new AdamW(a.parameters(), AdamW.Settings.of(1e-2));
+                     ModelOptimizer sharded = ModelOptimizer.sharded(a.parameters(), AdamW.Settings.of(1e-2),
+                             dev.drmas.dist.Collective.single(), 4096)) {
+                    for (ModelOptimizer o : List.of(ModelOptimizer.wrap(fresh), sharded)) {
+                        var e = assertThrows(IllegalArgumentException.class, () -> Checkpoints.loadOptimizer(p, "solver", o));
+                        assertEquals(want, e.getMessage(), o.sharded() ? "sharded" : "unsharded");
+                    }
+                }
+            }
         }
     }
 }

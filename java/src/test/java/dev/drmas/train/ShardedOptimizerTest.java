@@ -203,8 +203,9 @@ class ShardedOptimizerTest {
              ModelOptimizer o = ModelOptimizer.sharded(m.parameters(), PpoUpdaterDistributedTest.OPT, dist, BUCKET);
              PointerScope scope = new PointerScope()) {
             Map<String, Tensor> w = new LinkedHashMap<>(), st = new LinkedHashMap<>();
-            masters.forEach((k, v) -> w.put(k, Tensors.floats(v)));
-            moments.forEach((k, v) -> st.put(k, Tensors.floats(v)));
+            // whole tensors in their parameters' shapes, as a checkpoint holds them
+            masters.forEach((k, v) -> w.put(k, Tensors.floats(v).view(m.parameters().get(k).sizes())));
+            moments.forEach((k, v) -> st.put(k, Tensors.floats(v).view(m.parameters().get(k.substring(k.indexOf('.') + 1)).sizes())));
             o.loadMasterWeights(w);
             o.load(st, steps);
             // the gather checkpoints store gives back, on rank 0 alone, exactly what was loaded
