@@ -89,7 +89,7 @@ public final class Checkpoints {
         Path tmp = root.resolve(String.format("step_%06d.tmp", step));
         Path dest = dir(step);
         try {
-            Files.createDirectories(root);
+            Durable.createFolders(root);
             deleteTree(tmp);
             Files.createDirectories(tmp);
             for (Map.Entry<String, CausalLm> e : models.entrySet()) {
@@ -146,7 +146,7 @@ public final class Checkpoints {
     public void checkWritable() throws IOException {
         Path probe = root.resolve(".write-test-" + ProcessHandle.current().pid());
         try {
-            Files.createDirectories(root);
+            Durable.createFolders(root);
             Files.deleteIfExists(probe);
             Files.createFile(probe);
             Files.delete(probe);

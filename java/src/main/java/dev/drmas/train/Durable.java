@@ -2,7 +2,7 @@
 // files first a power loss can leave the renamed name pointing at empty or partial files (the
 // file system may commit the rename before the data); without a sync of the folder afterwards the
 // rename itself may be lost. Lucene's IOUtils.fsync does the same (folders are opened read-only
-// and forced, which Linux allows).
+// and forced, which Linux allows). A folder created for such files is synced into its parent too.
 package dev.drmas.train;
 
 import java.io.IOException;
@@ -34,6 +34,20 @@ public final class Durable {
             // some systems (not Linux) refuse to open a folder; its entries then reach the disk when the OS decides
             if (!Files.isDirectory(dir)) throw e;
         }
+    }
+
+    /**
+     * Files.createDirectories, and the new names made durable too: each folder it creates is synced
+     * into its parent, or a power loss could drop the whole folder (checkpoints/, the run folder)
+     * with everything later written and synced inside it.
+     */
+    public static void createFolders(Path dir) throws IOException {
+        Path abs = dir.toAbsolutePath().normalize(), top = abs;
+        if (Files.isDirectory(abs)) return;
+        while (top.getParent() != null && !Files.isDirectory(top.getParent())) top = top.getParent();  // the first one to create
+        Files.createDirectories(abs);
+        // deepest first, up to the folder that was there
+        for (Path p = abs; p != null && p.startsWith(top); p = p.getParent()) if (p.getParent() != null) syncFolder(p.getParent());
     }
 
     /** Syncs every file under {@code root}, then every folder, deepest first. */

@@ -269,7 +269,7 @@ final class Policies implements AutoCloseable {
     void saveReferences(Path runDir) throws IOException {
         for (String id : unsavedReferences) {
             Path dir = referenceDir(runDir, id), parent = dir.getParent(), tmp = parent.resolve(id + ".tmp");
-            Files.createDirectories(parent);
+            Durable.createFolders(parent);
             Checkpoints.deleteTree(tmp);
             try {
                 byId.get(id).reference().save(tmp);

@@ -55,7 +55,7 @@ public final class RunLock implements AutoCloseable {
      */
     public static RunLock acquire(Path runDir, String command) {
         try {
-            Files.createDirectories(runDir);
+            Durable.createFolders(runDir);
         } catch (IOException e) {
             throw new RunFolderException("run folder " + runDir + " (run.output_dir/run.name): cannot create it: " + reason(e), e);
         }

@@ -58,7 +58,7 @@ public final class Trainer implements AutoCloseable {
         this.log = log;
         torch.set_num_threads(cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors());
         try {
-            Files.createDirectories(runDir);
+            Durable.createFolders(runDir);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create the run folder " + runDir + " (run.output_dir/run.name)", e);
         }

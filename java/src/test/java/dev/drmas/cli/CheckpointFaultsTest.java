@@ -6,8 +6,8 @@
 // kept; a resume with a changed model shape, seed or training data is refused naming the keys, a
 // safe change is logged; weights with NaN are refused on load naming the tensor; a model whose
 // logits are not finite makes generate fail instead of printing empty text; --max-new-tokens past
-// the model's positions is clamped with a warning; and (with strace) every checkpoint file is
-// synced before the rename.
+// the model's positions is clamped with a warning; and (with strace) every checkpoint file, and
+// every folder created to hold them, is synced before the rename.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -222,25 +222,30 @@ class CheckpointFaultsTest {
         assertTrue(rename > 0, "no rename of step_000001.tmp in the trace");
         // every file of the checkpoint was opened and fsync'ed before the rename
         for (String f : List.of("models/policy/model.safetensors", "optim/policy.safetensors", "trainer_state.json", "models/policy/tokenizer.json")) {
-            boolean synced = false;
-            for (int i = 0; i < rename && !synced; i++) {
-                String l = lines.get(i);
-                if (!l.contains("step_000001.tmp/" + f + "\"") || !l.contains("openat")) continue;
-                String pid = l.substring(0, l.indexOf(' '));
-                String done = l;
-                for (int j = i + 1; done.contains("<unfinished") && j < lines.size(); j++) {
-                    if (lines.get(j).startsWith(pid + " <... openat resumed>")) done = lines.get(j);
-                }
-                String fd = done.substring(done.lastIndexOf('=') + 1).trim();
-                for (int j = i + 1; j < rename; j++) {
-                    String m = lines.get(j);
-                    if (m.startsWith(pid + " ") && (m.contains("fsync(" + fd + ")") || m.contains("fdatasync(" + fd + ")"))) {
-                        synced = true;
-                        break;
-                    }
-                }
-            }
-            assertTrue(synced, f + " was not synced before the rename");
+            assertTrue(syncedBefore(lines, "step_000001.tmp/" + f + "\"", rename), f + " was not synced before the rename");
         }
+        // and the folders that the run created to hold it: checkpoints/ in the run folder, the run folder in runs/
+        for (Path folder : List.of(run(), dir.resolve("runs"))) {
+            assertTrue(syncedBefore(lines, "\"" + folder + "\"", rename), folder + " (a new entry in it) was not synced before the rename");
+        }
+    }
+
+    /** Whether the trace has an openat of a path ending in {@code quoted} whose descriptor was fsync'ed before line {@code end}. */
+    private static boolean syncedBefore(List<String> lines, String quoted, int end) {
+        for (int i = 0; i < end; i++) {
+            String l = lines.get(i);
+            if (!l.contains(quoted) || !l.contains("openat")) continue;
+            String pid = l.substring(0, l.indexOf(' '));
+            String done = l;
+            for (int j = i + 1; done.contains("<unfinished") && j < lines.size(); j++) {
+                if (lines.get(j).startsWith(pid + " <... openat resumed>")) done = lines.get(j);
+            }
+            String fd = done.substring(done.lastIndexOf('=') + 1).trim();
+            for (int j = i + 1; j < end; j++) {
+                String m = lines.get(j);
+                if (m.startsWith(pid + " ") && (m.contains("fsync(" + fd + ")") || m.contains("fdatasync(" + fd + ")"))) return true;
+            }
+        }
+        return false;
     }
 }
