@@ -87,6 +87,14 @@ public final class Trainer implements AutoCloseable {
             var st = Checkpoints.state(checkpoint);
             this.step = st.path("step").asLong();
             dataPos = st.path("data_position").asLong();
+            try {
+                // each rank found its checkpoint itself: ranks that resumed different ones would train apart
+                dist.requireSame(new double[] {step, dataPos}, 0, "the resumed [step, data_position] (rank 0 resumed " + checkpoint
+                        + "; every rank must see the same run folder)");
+            } catch (RuntimeException e) {
+                close();
+                throw e;
+            }
             log.println("drmas: resumed " + checkpoint + " at step " + step);
         } else if (!policies.origin.isEmpty()) {
             log.println("drmas: models: " + policies.origin);

@@ -217,6 +217,47 @@ class TrainerEndToEndTest {
     }
 
     @Test
+    void ranksThatResumeDifferentCheckpointsStop() throws Exception {
+        Path a = tmp.resolve("ra"), b = tmp.resolve("rb");
+        try (Trainer t = Trainer.open(config(a, "trainer.steps=2", "trainer.save_freq=1", "trainer.eval_freq=0"), QUIET)) {
+            t.train();
+        }
+        // rank 1 sees the run folder one checkpoint behind (a stale view of a file system that is not really shared)
+        try (var files = Files.walk(a)) {
+            for (Path p : files.toList()) Files.copy(p, b.resolve(a.relativize(p).toString()));
+        }
+        Checkpoints.deleteTree(b.resolve("e2e/checkpoints/step_000002"));
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        var dc = new dev.drmas.config.DistributedConfig(dev.drmas.config.DistributedConfig.Backend.GLOO, 30, 1, 1e-3, false);
+        var ex = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            List<java.util.concurrent.Future<String>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                var env = new dev.drmas.dist.DistEnv("127.0.0.1", port, r, 2, r);
+                RunConfig cfg = config(r == 0 ? a : b);
+                fs.add(ex.submit(() -> {
+                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false)) {
+                        try (Trainer t = Trainer.open(cfg, QUIET, pg)) {
+                            return "resumed at step " + t.step();
+                        } catch (RuntimeException e) {
+                            return e.getMessage();
+                        }
+                    }
+                }));
+            }
+            for (var f : fs) {
+                String got = f.get(120, java.util.concurrent.TimeUnit.SECONDS);
+                assertTrue(got.contains("the ranks diverged: the resumed [step, data_position]"), got);
+            }
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
+    @Test
     void shippedConfigsLoad() {
         for (String name : List.of("math-toy-drmas.yaml", "math-toy-grpo.yaml", "math-toy-drmas-nonshared.yaml",
                 "math-qwen3-4b.yaml")) {
