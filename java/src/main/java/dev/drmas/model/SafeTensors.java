@@ -11,6 +11,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -97,17 +98,20 @@ public final class SafeTensors implements AutoCloseable {
 
     /**
      * Opens a safetensors file, a shard index (*.index.json), or a checkpoint directory: its
-     * model.safetensors.index.json (sharded) if there is one, else its model.safetensors.
+     * model.safetensors if there is one, else its model.safetensors.index.json (sharded). The order is
+     * transformers' (from_pretrained): its save_pretrained leaves a stale index beside a new single
+     * file (and a stale single file beside a new index), and a folder must load the same weights here
+     * as there.
      */
     public static SafeTensors open(Path path) {
         SafeTensors st = new SafeTensors(path);
         try {
             if (Files.isDirectory(path)) {
                 Path index = path.resolve(INDEX_FILE);
-                if (Files.exists(index)) {
-                    st.openIndex(index);
-                } else if (Files.exists(path.resolve(SINGLE_FILE))) {
+                if (Files.exists(path.resolve(SINGLE_FILE))) {
                     st.openFile(path.resolve(SINGLE_FILE), null);
+                } else if (Files.exists(index)) {
+                    st.openIndex(index);
                 } else {
                     throw new ModelFileException(path + ": no " + SINGLE_FILE + " or " + INDEX_FILE + " in this directory");
                 }
@@ -196,7 +200,13 @@ public final class SafeTensors implements AutoCloseable {
             byFile.computeIfAbsent(e.getValue().asText(), k -> new ArrayList<>()).add(e.getKey());
         }
         for (Map.Entry<String, List<String>> e : byFile.entrySet()) {
-            Path shard = dir.resolve(e.getKey());
+            Path shard;
+            try {
+                shard = dir.resolve(e.getKey());
+            } catch (InvalidPathException bad) {  // e.g. a NUL in the name: valid JSON, no file name
+                throw new ModelFileException(index + ": weight_map['" + e.getValue().getFirst() + "'] names shard '"
+                        + e.getKey().replace("\0", "\\0") + "', which is not a valid file name (" + bad.getReason() + ")");
+            }
             // shards live beside the index: a name that climbs out of the folder is refused
             if (!shard.normalize().startsWith(dir.normalize()) || !Files.isRegularFile(shard)) {
                 throw new ModelFileException(index + ": weight_map['" + e.getValue().getFirst() + "'] names shard '"

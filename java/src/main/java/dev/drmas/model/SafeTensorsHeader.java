@@ -87,9 +87,9 @@ public final class SafeTensorsHeader {
                         + (t.offset() - dataStart) + " but the previous tensor ends at " + (end - dataStart)
                         + " (tensors must follow each other without gaps or overlaps)");
             }
-            if (t.offset() + t.bytes() > size) {
+            if (t.bytes() > size - t.offset()) {  // (offset + bytes can overflow a long: bytes may be near 2^63)
                 throw new ModelFileException(file + ": truncated: tensor '" + t.name() + "' ends at byte "
-                        + (t.offset() + t.bytes() - dataStart) + " of the data section, but the file holds only "
+                        + Long.toUnsignedString(t.offset() - dataStart + t.bytes()) + " of the data section, but the file holds only "
                         + dataSize + " data bytes");
             }
             end = t.offset() + t.bytes();

@@ -231,6 +231,14 @@ class SafeTensorsTest {
     }
 
     @Test
+    void tensorEndingPastLongMaxIsReportedTruncated() throws IOException {
+        // 4 * (2^61 - 1) = 2^63 - 4 bytes: its end, past 16 data bytes, overflows a long
+        assertRejected(assemble("{\"w\":{\"dtype\":\"F32\",\"shape\":[2305843009213693951],"
+                        + "\"data_offsets\":[0,9223372036854775804]}}", new byte[16]),
+                "truncated: tensor 'w' ends at byte 9223372036854775804 of the data section, but the file holds only 16 data bytes");
+    }
+
+    @Test
     void trailingBytes() throws IOException {
         assertRejected(assemble(ONE, new byte[28]), "4 bytes after the end of the last tensor's data");
     }
@@ -267,9 +275,29 @@ class SafeTensorsTest {
         e = assertThrows(ModelFileException.class, () -> SafeTensors.open(dir).close());
         assertTrue(e.getMessage().contains("weight_map puts tensor 'b' in model-00002-of-00002.safetensors, but that file does not hold it"),
                 e.getMessage());
+        // a shard name that is no file name (a NUL: valid JSON)
+        Files.writeString(dir.resolve("model.safetensors.index.json"), """
+                {"metadata": {"total_size": 24}, "weight_map": {"a": "a\\u0000.safetensors"}}
+                """);
+        e = assertThrows(ModelFileException.class, () -> SafeTensors.open(dir).close());
+        assertTrue(e.getMessage().startsWith(dir.resolve("model.safetensors.index.json") + ": weight_map['a'] names shard "
+                + "'a\\0.safetensors', which is not a valid file name"), e.getMessage());
         // a directory with neither layout
         Path empty = Files.createDirectory(dir.resolve("empty"));
         e = assertThrows(ModelFileException.class, () -> SafeTensors.open(empty).close());
         assertEquals(empty + ": no model.safetensors or model.safetensors.index.json in this directory", e.getMessage());
+    }
+
+    @Test
+    void aSingleFileWinsOverAStaleIndexBesideIt() throws IOException {
+        // transformers' save_pretrained leaves an index (and its shards' names) behind when it saves a
+        // single file into a folder that held a sharded save; from_pretrained then loads the single file
+        Files.write(dir.resolve("model.safetensors"), assemble(ONE, f32(1, 2, 3, 4, 5, 6)));
+        Files.writeString(dir.resolve("model.safetensors.index.json"), """
+                {"metadata": {"total_size": 24}, "weight_map": {"a": "model-00001-of-00002.safetensors"}}
+                """);
+        try (SafeTensors st = SafeTensors.open(dir)) {
+            assertArrayEquals(new float[]{1, 2, 3, 4, 5, 6}, toFloats(st.get("a", ScalarType.Float, CPU)));
+        }
     }
 }
