@@ -80,6 +80,12 @@ public interface Collective extends AutoCloseable {
      * 0's within {@code rtol}, relative. All ranks throw alike, naming the ranks that differ.
      */
     default void requireSame(double[] values, double rtol, String what) {
+        requireSame(values, rtol, what, "every rank must hold the same weights after each optimiser step; a rank that computed "
+                + "differently —other threads, other library, a bug— makes the run meaningless, so it stops");
+    }
+
+    /** As above, with {@code why} (what the check protects, for the message) in place of the weights' explanation. */
+    default void requireSame(double[] values, double rtol, String what, String why) {
         if (worldSize() == 1) return;
         double[][] all = gather(values, what);
         StringBuilder diff = new StringBuilder();
@@ -92,9 +98,7 @@ public interface Collective extends AutoCloseable {
             }
         }
         if (!diff.isEmpty()) {
-            throw new DistributedException("the ranks diverged: " + what + " differs between ranks" + diff
-                    + "\n  (every rank must hold the same weights after each optimiser step; a rank that computed differently "
-                    + "—other threads, other library, a bug— makes the run meaningless, so it stops)");
+            throw new DistributedException("the ranks diverged: " + what + " differs between ranks" + diff + "\n  (" + why + ")");
         }
     }
 

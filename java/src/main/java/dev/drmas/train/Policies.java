@@ -77,52 +77,51 @@ final class Policies implements AutoCloseable {
                 ModelSpec spec = cfg.models().get(id);
                 Path tokDir = spec.path() != null ? spec.path() : builtinTokenizer(runDir);
                 HfTokenizer tok = HfTokenizer.load(tokDir);
-                ScalarType dtype = dtype(spec, device);
-                CausalLm model;
-                if (checkpoint != null) {
-                    model = Checkpoints.loadModel(checkpoint, id, dtype, device);
-                } else if (spec.loadsWeights()) {
-                    model = CausalLm.load(spec.path(), dtype, device);
-                    from.append(id).append(": ").append(spec.path()).append("; ");
-                } else if (sftDir != null && Files.isRegularFile(sftDir.resolve(id).resolve("config.json"))) {
-                    model = CausalLm.load(sftDir.resolve(id), dtype, device);
-                    from.append(id).append(": warm start ").append(sftDir.resolve(id)).append("; ");
-                } else if (cfg.run().warmStart() != null) {
-                    // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
-                    tok.close();
-                    throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + id + "' (no "
-                            + cfg.run().warmStart().resolve(id).resolve("config.json") + "); run `drmas sft` for it first, or "
-                            + "fix the path");
-                } else {
-                    ModelConfig mc = spec.toModelConfig(tok.vocabSize(), tok.stopTokenIds());
-                    model = CausalLm.random(mc, cfg.run().seed() * 1_000_003L + id.hashCode(), dtype, device);
-                    from.append(id).append(": random init; ");
-                    ps.randomInit.add(id);
-                }
-                checkContext(cfg, id, model, checkpoint != null ? checkpoint.resolve("models").resolve(id)
-                        : spec.loadsWeights() ? spec.path() : ps.randomInit.contains(id) ? null : sftDir.resolve(id));
-                model.setActivationCheckpointing(spec.activationCheckpointing());
-                OptimConfig o = cfg.optimFor(id);
-                AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
-                // sharded: fp32 masters of every rank's chunk, whatever the dtype (the config refuses pure reduced precision)
-                ModelOptimizer optim = cfg.distributed().shardOptimizer()
-                        ? ModelOptimizer.sharded(model.parameters(), as, dist, (long) (cfg.distributed().bucketMb() * (1 << 20)))
-                        : ModelOptimizer.create(model.parameters(), as, spec.mixedPrecision());
-                if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
-                ps.notes.addAll(precisionNotes(id, spec, device));
-                CausalLm ref;
+                CausalLm model = null, ref = null;
+                ModelOptimizer optim = null;
                 try {
+                    ScalarType dtype = dtype(spec, device);
+                    if (checkpoint != null) {
+                        model = Checkpoints.loadModel(checkpoint, id, dtype, device);
+                    } else if (spec.loadsWeights()) {
+                        model = CausalLm.load(spec.path(), dtype, device);
+                        from.append(id).append(": ").append(spec.path()).append("; ");
+                    } else if (sftDir != null && Files.isRegularFile(sftDir.resolve(id).resolve("config.json"))) {
+                        model = CausalLm.load(sftDir.resolve(id), dtype, device);
+                        from.append(id).append(": warm start ").append(sftDir.resolve(id)).append("; ");
+                    } else {  // (a run.warm_start named and not there stops train(), not sft, which writes it, nor eval)
+                        ModelConfig mc = spec.toModelConfig(tok.vocabSize(), tok.stopTokenIds());
+                        model = CausalLm.random(mc, cfg.run().seed() * 1_000_003L + id.hashCode(), dtype, device);
+                        from.append(id).append(": random init; ");
+                        ps.randomInit.add(id);
+                    }
+                    checkContext(cfg, id, model, checkpoint != null ? checkpoint.resolve("models").resolve(id)
+                            : spec.loadsWeights() ? spec.path() : ps.randomInit.contains(id) ? null : sftDir.resolve(id));
+                    model.setActivationCheckpointing(spec.activationCheckpointing());
+                    OptimConfig o = cfg.optimFor(id);
+                    AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
+                    // sharded: fp32 masters of every rank's chunk, whatever the dtype (the config refuses pure reduced precision)
+                    optim = cfg.distributed().shardOptimizer()
+                            ? ModelOptimizer.sharded(model.parameters(), as, dist, (long) (cfg.distributed().bucketMb() * (1 << 20)))
+                            : ModelOptimizer.create(model.parameters(), as, spec.mixedPrecision());
+                    if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
+                    ps.notes.addAll(precisionNotes(id, spec, device));
                     ref = cfg.ppo().referenceModel() ? ps.reference(runDir, checkpoint, id, spec, model, dtype, device) : null;
+                    Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());
+                    long prefixBudget = cfg.rollout().prefixCacheBudget(cfg.turnRows(dist.worldSize()));
+                    if (prefixBudget > 0) gen.keepPrefixes(prefixBudget);
+                    ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), gen, optim, o.gradClip(), ref));
                 } catch (RuntimeException e) {
-                    optim.close();  // not in byId yet, which close() frees
-                    model.close();
-                    tok.close();
+                    // what this model holds is not in byId yet, which ps.close() frees
+                    for (AutoCloseable c : new AutoCloseable[] {ref, optim, model, tok}) {
+                        try {
+                            if (c != null) c.close();
+                        } catch (Exception cleanup) {
+                            e.addSuppressed(cleanup);
+                        }
+                    }
                     throw e;
                 }
-                Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());
-                long prefixBudget = cfg.rollout().prefixCacheBudget(cfg.turnRows(dist.worldSize()));
-                if (prefixBudget > 0) gen.keepPrefixes(prefixBudget);
-                ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), gen, optim, o.gradClip(), ref));
             }
         } catch (RuntimeException e) {
             ps.close();
@@ -140,9 +139,9 @@ final class Policies implements AutoCloseable {
         long longest = (long) cfg.rollout().maxPromptTokens() + cfg.rollout().maxNewTokens();
         int positions = model.config().maxPositionEmbeddings();
         if (longest > positions) {
-            model.close();  // not yet among the policies that the caller closes
-            throw new IllegalArgumentException("rollout.max_prompt_tokens (" + cfg.rollout().maxPromptTokens() + ") + rollout.max_new_tokens ("
-                    + cfg.rollout().maxNewTokens() + ") = " + longest + " positions, more than model '" + id + "' takes: "
+            throw ConfigException.at("rollout.max_new_tokens", "with rollout.max_prompt_tokens (" + cfg.rollout().maxPromptTokens()
+                    + "), " + cfg.rollout().maxPromptTokens() + " + " + cfg.rollout().maxNewTokens() + " = " + longest
+                    + " positions, more than model '" + id + "' takes: "
                     + positions + " (" + (from != null ? "max_position_embeddings in " + from.resolve("config.json")
                             : "models." + id + ".size.max_positions") + ")");
         }
@@ -222,7 +221,12 @@ final class Policies implements AutoCloseable {
         Path dir = referenceDir(runDir, id);
         if (checkpoint == null) {
             CausalLm ref = CausalLm.random(model.config(), 0, dtype, device);
-            copyWeights(model, ref);
+            try {
+                copyWeights(model, ref);
+            } catch (RuntimeException e) {
+                ref.close();
+                throw e;
+            }
             unsavedReferences.add(id);
             startReferences.add(id);
             return ref;

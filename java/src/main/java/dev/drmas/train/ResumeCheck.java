@@ -5,7 +5,8 @@
 // (steps, frequencies, learning rates, logging, sampling) are allowed and logged. The earlier
 // config is the checkpoint's own config.yaml (written with it), else the run folder's; the shapes
 // are also checked against the checkpoint's config.json, which every checkpoint has. The seed and
-// the training data are fixed too: the saved data position counts tasks of their shuffled order.
+// the training data are fixed too when the run goes on training: the saved data position counts tasks
+// of their shuffled order (an evaluation may change them).
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -30,8 +31,12 @@ final class ResumeCheck {
     private ResumeCheck() {
     }
 
-    /** Throws a ConfigException listing every change {@code checkpoint} cannot honour; logs the others. */
-    static void check(RunConfig now, Path checkpoint, Path runDir, PrintStream log) {
+    /**
+     * Throws a ConfigException listing every change {@code checkpoint} cannot honour; logs the others.
+     * {@code training}: the run goes on training from it, so the seed and the training data are fixed
+     * too (an evaluation or a warm start of the same run may change them).
+     */
+    static void check(RunConfig now, Path checkpoint, Path runDir, PrintStream log, boolean training) {
         List<String> fatal = new ArrayList<>();
         List<String> allowed = new ArrayList<>();
         for (String id : now.usedModels()) shapes(id, now.models().get(id), checkpoint, fatal);
@@ -52,7 +57,7 @@ final class ResumeCheck {
                 Object a = was.get(k), b = is.get(k);
                 if (Objects.equals(a, b) || k.equals("run.resume")) continue;
                 String change = k + ": " + show(a, was.containsKey(k)) + " at the checkpoint, " + show(b, is.containsKey(k)) + " now";
-                if (binding(k, now)) {
+                if (binding(k, now, training)) {
                     if (!fatal.stream().anyMatch(f -> f.startsWith(k + ":"))) fatal.add(change);
                 } else {
                     allowed.add(k + ": " + show(a, was.containsKey(k)) + " -> " + show(b, is.containsKey(k)));
@@ -72,10 +77,12 @@ final class ResumeCheck {
      * the training data, whose shuffled order the saved data_position indexes; and a KL reference
      * turned on now, which would have to be the weights the run started from, long gone.
      */
-    private static boolean binding(String key, RunConfig now) {
+    private static boolean binding(String key, RunConfig now, boolean training) {
         if (key.startsWith("agents[") || key.equals("agents") || key.equals("orchestra.name")) return true;
-        if (key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file")) return true;
-        if (key.equals("ppo.reference_model") && now.ppo().referenceModel()) return true;
+        if (training && (key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file"))) return true;
+        // (a model with a path reloads its reference from there: nothing is lost for it)
+        if (key.equals("ppo.reference_model") && now.ppo().referenceModel()
+                && now.usedModels().stream().anyMatch(id -> !now.models().get(id).loadsWeights())) return true;
         for (String id : now.usedModels()) {
             String m = "models." + id + ".";
             if (key.startsWith(m + "size.") || key.equals(m + "family") || key.equals(m + "path") || key.equals(m + "init")) return true;

@@ -13,6 +13,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.drmas.agent.Episode;
 import dev.drmas.algo.Advantages;
+import dev.drmas.config.ConfigException;
 import dev.drmas.config.RunConfig;
 import dev.drmas.dist.Collective;
 import dev.drmas.dist.DistEnv;
@@ -45,6 +46,7 @@ public final class Trainer implements AutoCloseable {
     private final TaskStream tasks;
     private final Collective dist;
     private final boolean resumed;
+    private final Path checkpoint;  // the one resumed, or null
     private long step;  // training steps completed
 
     private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist) {
@@ -66,7 +68,8 @@ public final class Trainer implements AutoCloseable {
         try {
             SamplingStreams.check(cfg, workload);
             // what the checkpoint cannot honour stops every rank; what changed safely rank 0 logs
-            if (checkpoint != null) ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()));
+            // (what only training needs fixed, the seed and the data, train() checks: eval and sft may change them)
+            if (checkpoint != null) ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()), false);
             // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
             if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
@@ -87,14 +90,19 @@ public final class Trainer implements AutoCloseable {
             var st = Checkpoints.state(checkpoint);
             this.step = st.path("step").asLong();
             dataPos = st.path("data_position").asLong();
-            try {
-                // each rank found its checkpoint itself: ranks that resumed different ones would train apart
-                dist.requireSame(new double[] {step, dataPos}, 0, "the resumed [step, data_position] (rank 0 resumed " + checkpoint
-                        + "; every rank must see the same run folder)");
-            } catch (RuntimeException e) {
-                close();
-                throw e;
-            }
+        }
+        try {
+            // each rank found its checkpoint (or none) itself: ranks that start from different ones would train apart,
+            // and their collectives would no longer pair up
+            dist.requireSame(new double[] {step, dataPos}, 0, "the [step, data_position] the run starts from", "this rank "
+                    + (checkpoint != null ? "resumed " + checkpoint : "found no checkpoint") + "; every rank must see the same "
+                    + "run folder: a rank that found another checkpoint, or none, would train from another step");
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        this.checkpoint = checkpoint;
+        if (checkpoint != null) {
             log.println("drmas: resumed " + checkpoint + " at step " + step);
         } else if (!policies.origin.isEmpty()) {
             log.println("drmas: models: " + policies.origin);
@@ -169,6 +177,13 @@ public final class Trainer implements AutoCloseable {
     /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
+        if (resumed) ResumeCheck.check(cfg, checkpoint, runDir, new PrintStream(OutputStream.nullOutputStream()), true);
+        if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
+            // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
+            String id = policies.randomInit.iterator().next();
+            throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + id + "' (no "
+                    + cfg.run().warmStart().resolve(id).resolve("config.json") + "); run `drmas sft` for it first, or fix the path");
+        }
         if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
         if (dist.isMaster()) {
             if (tc.saveFreq() > 0) new Checkpoints(runDir.resolve("checkpoints")).checkWritable();  // now, not at the first save

@@ -137,6 +137,9 @@ class CheckpointFaultsTest {
         RunFolderTest.fails(Cli.run(args("train", "trainer.steps=2", "run.seed=4")), "run.seed: 3 at the checkpoint, 4 now");
         RunFolderTest.fails(Cli.run(args("train", "trainer.steps=2", "data.synthetic.train_size=41")),
                 "data.synthetic.train_size: 40 at the checkpoint, 41 now");
+        // which only training needs: an evaluation of the checkpoint may use another seed and data
+        Cli.Run eval = Cli.run(args("eval", "run.seed=4", "data.synthetic.train_size=41"));
+        assertEquals(0, eval.exit(), eval.err());
 
         var saved = System.out;
         var captured = new java.io.ByteArrayOutputStream();

@@ -57,10 +57,11 @@ class PathModelTest {
     @Test
     void aRunLongerThanTheModelsPositionsIsRefusedAtStart() throws Exception {
         Path model = folder(tmp.resolve("m"));
-        var e = assertThrows(IllegalArgumentException.class, () -> Policies.open(config(model, "rollout.max_prompt_tokens=" + (POSITIONS - 5),
-                "rollout.max_new_tokens=6"), tmp.resolve("run"), null, null).close());
-        assertEquals("rollout.max_prompt_tokens (507) + rollout.max_new_tokens (6) = 513 positions, more than model 'policy' takes: "
-                + POSITIONS + " (max_position_embeddings in " + model.resolve("config.json") + ")", e.getMessage());
+        // a config error (exit 1), not an internal one
+        var e = assertThrows(dev.drmas.config.ConfigException.class, () -> Policies.open(config(model, "rollout.max_prompt_tokens="
+                + (POSITIONS - 5), "rollout.max_new_tokens=6"), tmp.resolve("run"), null, null).close());
+        assertEquals("rollout.max_new_tokens: with rollout.max_prompt_tokens (507), 507 + 6 = 513 positions, more than model 'policy' "
+                + "takes: " + POSITIONS + " (max_position_embeddings in " + model.resolve("config.json") + ")", e.getMessage());
         // the last position is usable
         try (Policies ps = Policies.open(config(model, "rollout.max_prompt_tokens=" + (POSITIONS - 6), "rollout.max_new_tokens=6"),
                 tmp.resolve("run"), null, null)) {

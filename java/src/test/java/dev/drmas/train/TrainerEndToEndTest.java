@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.config.ConfigException;
 import dev.drmas.config.RunConfig;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Tensors;
@@ -210,10 +211,17 @@ class TrainerEndToEndTest {
 
         // a warm start named in the config and not there is an error, not a random initialisation
         Path typo = tmp.resolve("s/e2e/sft/model");
-        var missing = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
-                () -> Trainer.open(config(tmp.resolve("s"), "run.name=typo", "+run.warm_start=" + typo), QUIET).close());
+        ConfigException missing;
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=typo", "+run.warm_start=" + typo), QUIET)) {
+            missing = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, t::train);
+        }
         assertTrue(missing.getMessage().contains("run.warm_start: " + typo + " has no weights for model 'policy' (no "
                 + typo.resolve("policy/config.json") + ")"), missing.getMessage());
+        assertFalse(Files.exists(tmp.resolve("s/typo/metrics.jsonl")), "nothing trained");
+        // a warm start that sft is about to write is no error for sft (nor for eval, which refuses random models itself)
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=typo", "+run.warm_start=" + typo), QUIET)) {
+            assertEquals(java.util.Set.of("policy"), t.randomModels());
+        }
     }
 
     @Test
@@ -227,6 +235,22 @@ class TrainerEndToEndTest {
             for (Path p : files.toList()) Files.copy(p, b.resolve(a.relativize(p).toString()));
         }
         Checkpoints.deleteTree(b.resolve("e2e/checkpoints/step_000002"));
+        String diverged = "the ranks diverged: the [step, data_position] the run starts from differs between ranks";
+        List<String> got = startTwoRanks(a, b);
+        assertTrue(got.get(0).contains(diverged) && got.get(0).contains("this rank resumed " + a.resolve("e2e/checkpoints/step_000002")),
+                got.get(0));
+        assertTrue(got.get(1).contains(diverged) && got.get(1).contains("this rank resumed " + b.resolve("e2e/checkpoints/step_000001")),
+                got.get(1));
+        // and one that sees no checkpoint at all: it would start afresh, its collectives out of step with rank 0's
+        Checkpoints.deleteTree(b.resolve("e2e/checkpoints"));
+        got = startTwoRanks(a, b);
+        assertTrue(got.get(0).contains(diverged) && got.get(0).contains("rank 1: the [step, data_position] the run starts from[0] = 0.0"),
+                got.get(0));
+        assertTrue(got.get(1).contains("this rank found no checkpoint"), got.get(1));
+    }
+
+    /** Opens a trainer as rank 0 on run folder {@code a} and as rank 1 on {@code b} (gloo, threads); what each got. */
+    private List<String> startTwoRanks(Path a, Path b) throws Exception {
         int port;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
@@ -241,17 +265,16 @@ class TrainerEndToEndTest {
                 fs.add(ex.submit(() -> {
                     try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false)) {
                         try (Trainer t = Trainer.open(cfg, QUIET, pg)) {
-                            return "resumed at step " + t.step();
+                            return "started at step " + t.step();
                         } catch (RuntimeException e) {
                             return e.getMessage();
                         }
                     }
                 }));
             }
-            for (var f : fs) {
-                String got = f.get(120, java.util.concurrent.TimeUnit.SECONDS);
-                assertTrue(got.contains("the ranks diverged: the resumed [step, data_position]"), got);
-            }
+            List<String> got = new ArrayList<>();
+            for (var f : fs) got.add(f.get(120, java.util.concurrent.TimeUnit.SECONDS));
+            return got;
         } finally {
             ex.shutdownNow();
         }
