@@ -81,12 +81,15 @@ final class Binder {
 
     /**
      * The agents of a config that lists none: one per default role of the workflow, on the tree's
-     * one model (models: left out is the default model); with several models, on none (null), so
-     * that overrides can still name each agent's model.
+     * one model (models: left out is the default model), or on the default model ('policy') where
+     * there are several and it is one of them (so that `+models.big={} agents.verifier.model=big`
+     * moves the verifier alone, in either order); else on none (null), so that overrides can still
+     * name each agent's model.
      */
     List<AgentSpec> defaultAgents() {
         List<String> models = modelIds();
-        return RunConfig.defaultAgents(workflow().name(), models.size() == 1 ? models.getFirst() : null);
+        String model = models.size() == 1 ? models.getFirst() : models.contains(RunConfig.DEFAULT_MODEL) ? RunConfig.DEFAULT_MODEL : null;
+        return RunConfig.defaultAgents(workflow().name(), model);
     }
 
     /** The keys of the tree's models: section; the default model's when it has none (or is not a mapping, reported when bound). */
@@ -99,7 +102,7 @@ final class Binder {
     private List<AgentSpec> defaultAgentsWhenLeftOut() {
         List<AgentSpec> agents = defaultAgents();
         List<String> models = modelIds();
-        if (models.size() == 1) return agents;
+        if (agents.stream().allMatch(a -> a.model() != null)) return agents;
         StringBuilder example = new StringBuilder();
         for (int i = 0; i < agents.size(); i++) {
             example.append(i == 0 ? "" : ", ").append("{id: ").append(agents.get(i).id()).append(", model: ")

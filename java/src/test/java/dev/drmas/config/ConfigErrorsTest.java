@@ -181,6 +181,13 @@ class ConfigErrorsTest {
         assertEquals(List.of("a", "b"), c.agents().stream().map(AgentSpec::model).toList());
         ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("agents.solver.model=a")));
         assertEquals("agents[1].model: is required when there is more than one model (models: a, b)", e.getMessage());
+        // with the default model among several, the default agents run on it: a model added by override takes the agents
+        // mapped to it, in whichever order the overrides come
+        Files.writeString(file, "models: {policy: {}}\n");
+        for (List<String> o : List.of(List.of("+models.big={}", "agents.verifier.model=big"),
+                List.of("agents.verifier.model=big", "+models.big={}"))) {
+            assertEquals(List.of("policy", "big"), RunConfig.load(file, o).agents().stream().map(AgentSpec::model).toList(), o.toString());
+        }
     }
 
     @Test
