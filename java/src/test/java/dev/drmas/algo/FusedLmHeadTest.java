@@ -304,6 +304,44 @@ class FusedLmHeadTest {
         for (int k = 0; k < 3; k++) assertTrue(moved[k] > 0, "block " + k + " of the rows must get its dL/dW: " + java.util.Arrays.toString(moved));
     }
 
+    /**
+     * A vocabulary limit on a bf16 weight (the reduced-precision paths: dL/dW summed in float32, then
+     * rounded into a new .grad or added into an existing one): the head's first rows give what a
+     * weight of only those rows gives, bit for bit, and the rows past the limit get no gradient (a new
+     * .grad holds 0 there, an existing one keeps its values).
+     */
+    @Test
+    void aVocabularyLimitOnABf16WeightActsAsTheNarrowerHead() {
+        final int v = 2 * FusedLmHead.GRAD_ADD_ROWS + 37, lim = v - 5, hd = 8, n = 9;
+        torch.manual_seed(7);
+        Tensor h = torch.randn(new long[] {n, hd}).to(ScalarType.BFloat16);
+        Tensor w0 = torch.randn(new long[] {v, hd}).mul(new Scalar(0.3)).to(ScalarType.BFloat16);
+        long[] y = new long[n];
+        for (int t = 0; t < n; t++) y[t] = (t * 1931L) % lim;
+        long[] off = {0, 4, 9};
+        float[] adv = {0.9f, -0.6f};
+        LossConfig c = LossConfig.defaults();
+        Tensor small = w0.narrow(0, 0, lim).clone();
+        Tensor old = FusedLmHead.logProbs(h, small, Tensors.longs(y), 1.0, false, 4).logprobs().add(new Scalar(0.1));
+        assertArrayEquals(Tensors.toFloats(old.sub(new Scalar(0.1))),
+                Tensors.toFloats(FusedLmHead.logProbs(h, w0, Tensors.longs(y), 1.0, false, 4, lim).logprobs()), "log-probs");
+        Tensor start = torch.randn(new long[] {v, hd}).mul(new Scalar(1e-3)).to(ScalarType.BFloat16);
+        for (boolean hasGrad : new boolean[] {false, true}) {
+            Tensor ws = small.detach().clone().requires_grad_(true), w = w0.detach().clone().requires_grad_(true);
+            if (hasGrad) {
+                ws.mutable_grad().put(start.narrow(0, 0, lim).clone());
+                w.mutable_grad().put(start.clone());
+            }
+            FusedLmHead.lossAndBackward(h, ws, Tensors.longs(y), 1.0, c, n, 0.01 / n, off, old, adv, null, null, 4);
+            FusedLmHead.lossAndBackward(h, w, Tensors.longs(y), 1.0, c, n, 0.01 / n, off, old, adv, null, null, 4, lim);
+            float[] got = Tensors.toFloats(w.grad().to(ScalarType.Float));
+            assertArrayEquals(Tensors.toFloats(ws.grad().to(ScalarType.Float)), java.util.Arrays.copyOfRange(got, 0, lim * hd),
+                    "rows below the limit, .grad before: " + hasGrad);
+            float[] past = hasGrad ? Tensors.toFloats(start.narrow(0, lim, v - lim).to(ScalarType.Float)) : new float[(v - lim) * hd];
+            assertArrayEquals(past, java.util.Arrays.copyOfRange(got, lim * hd, got.length), "rows past the limit, .grad before: " + hasGrad);
+        }
+    }
+
     @Test
     void weightGradientsAccumulateAndErrorsNameTheToken() {
         Inputs in = inputs(9, 1.0);
