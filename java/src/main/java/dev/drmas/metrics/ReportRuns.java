@@ -1,6 +1,6 @@
 // ReportRuns.java — the runs a report shows, read back from their folders: metrics.jsonl (training
-// steps and evaluations, every line checked: a truncated or corrupt file is an error naming its
-// line) and the resolved config.yaml (mode, pooling, seed, workflow), grouped by what was compared
+// steps and evaluations, every line checked: a corrupt file is an error naming its line, but for a
+// last line a crash cut short) and the resolved config.yaml (mode, pooling, seed, workflow), grouped by what was compared
 // (mode and pooling) with the seeds of each group.
 package dev.drmas.metrics;
 
@@ -19,6 +19,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.function.Consumer;
 import java.util.stream.Stream;
 
 final class ReportRuns {
@@ -66,25 +67,58 @@ final class ReportRuns {
         }
     }
 
-    /** The runs under {@code inputs}: a folder with metrics.jsonl is a run, any other folder holds runs (an experiment). */
-    static List<Run> find(List<Path> inputs) {
+    /**
+     * The runs under {@code inputs}: a folder with metrics.jsonl is a run, any other folder holds runs
+     * (an experiment), of which those without a training step or evaluation yet (a run that stopped
+     * before its first step) are left out with a note to {@code warn}. Two runs of the same mode and
+     * seed are an error: the report would count that seed twice.
+     */
+    static List<Run> find(List<Path> inputs, Consumer<String> warn) {
         List<Run> runs = new ArrayList<>();
         for (Path in : inputs) {
             if (!Files.isDirectory(in)) throw new IllegalArgumentException(in + ": no such folder");
-            if (Files.isRegularFile(in.resolve("metrics.jsonl"))) {
-                runs.add(read(in));
-                continue;
-            }
             List<Path> dirs;
             try (Stream<Path> s = Files.list(in)) {
                 dirs = s.filter(d -> Files.isRegularFile(d.resolve("metrics.jsonl"))).sorted().toList();
             } catch (IOException e) {
                 throw new UncheckedIOException("listing " + in, e);
             }
+            if (Files.isRegularFile(in.resolve("metrics.jsonl"))) {
+                if (!dirs.isEmpty()) {
+                    warn.accept(in + " is a run and also holds runs in sub-folders (" + dirs.getFirst().getFileName()
+                            + (dirs.size() > 1 ? ", ..." : "") + "): only its own run is reported; name the others as DIRs");
+                }
+                runs.add(read(in, warn));
+                continue;
+            }
             if (dirs.isEmpty()) throw new IllegalArgumentException(in + ": no metrics.jsonl in it or in its sub-folders: not a run or an experiment");
-            for (Path d : dirs) runs.add(read(d));
+            int before = runs.size();
+            for (Path d : dirs) {
+                try {
+                    runs.add(read(d, warn));
+                } catch (NoData e) {
+                    warn.accept(e.getMessage() + ": left out of the report (a run that has not logged yet)");
+                }
+            }
+            if (runs.size() == before) throw new IllegalArgumentException(in + ": none of its runs has a training step or evaluation yet");
+        }
+        Map<String, Run> seen = new java.util.HashMap<>();
+        for (Run r : runs) {
+            if (r.seed() == 0) continue;  // no config.yaml: the seed is unknown
+            Run other = seen.putIfAbsent(r.label() + "\0" + r.seed(), r);
+            if (other != null) {
+                throw new IllegalArgumentException(other.dir() + " and " + r.dir() + " are both " + r.label() + " with seed " + r.seed()
+                        + ": the report would count that seed twice; report them separately or remove one");
+            }
         }
         return runs;
+    }
+
+    /** A metrics file without a training step or evaluation in it. */
+    static final class NoData extends IllegalArgumentException {
+        NoData(String message) {
+            super(message);
+        }
     }
 
     /** Runs by label, labels in the order the modes are usually discussed (grpo first). */
@@ -104,14 +138,32 @@ final class ReportRuns {
     }
 
     static Run read(Path dir) {
+        return read(dir, w -> { });
+    }
+
+    /**
+     * One run folder. A last line without its newline that is not JSON is a write a crash cut short
+     * (JsonlSink drops it when the run resumes): left out, with a note; any other bad line is an error.
+     */
+    static Run read(Path dir, Consumer<String> warn) {
         Path file = dir.resolve("metrics.jsonl");
-        List<String> lines;
+        String text;
         try {
-            lines = Files.readAllLines(file);
+            text = Files.readString(file);
         } catch (IOException e) {
             throw new UncheckedIOException("reading " + file, e);
         }
+        List<String> lines = new ArrayList<>(List.of(text.split("\n", -1)));
+        String tail = lines.removeLast();  // "" after a final newline
         ObjectMapper json = new ObjectMapper();
+        if (!tail.isBlank()) {
+            try {
+                json.readTree(tail);
+                lines.add(tail);
+            } catch (JsonProcessingException e) {
+                warn.accept(file + ":" + (lines.size() + 1) + ": a last line cut short (no newline, not JSON): left out");
+            }
+        }
         List<JsonNode> steps = new ArrayList<>(), evals = new ArrayList<>();
         for (int i = 0; i < lines.size(); i++) {
             if (lines.get(i).isBlank()) continue;
@@ -128,7 +180,7 @@ final class ReportRuns {
             if (n.has("reward/mean")) steps.add(n);
             if (n.has("eval/pass@1")) evals.add(n);
         }
-        if (steps.isEmpty() && evals.isEmpty()) throw new IllegalArgumentException(file + ": no training step or evaluation in it");
+        if (steps.isEmpty() && evals.isEmpty()) throw new NoData(file + ": no training step or evaluation in it");
         String mode = dir.getFileName().toString(), pool = "trajectories", workflow = "";
         long seed = 0;
         Path cfg = dir.resolve("config.yaml");

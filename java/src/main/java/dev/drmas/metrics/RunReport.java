@@ -60,8 +60,16 @@ public final class RunReport {
      * @throws IllegalArgumentException naming the folder or file:line that is not a readable run
      */
     public static Path write(List<Path> inputs, Path html) throws IOException {
+        return write(inputs, html, w -> System.err.println("drmas: warning: " + w));
+    }
+
+    /**
+     * As above, with what was left out (runs without data yet, a last line cut short) told to
+     * {@code warn}. Each file is written beside its place and renamed into it: whole or not at all.
+     */
+    public static Path write(List<Path> inputs, Path html, java.util.function.Consumer<String> warn) throws IOException {
         System.setProperty("java.awt.headless", "true");
-        List<ReportRuns.Run> runs = ReportRuns.find(inputs);
+        List<ReportRuns.Run> runs = ReportRuns.find(inputs, warn);
         Map<String, List<ReportRuns.Run>> groups = ReportRuns.byLabel(runs);
         Path dir = html.toAbsolutePath().getParent();
         Path plotsDir = dir.resolve("plots");
@@ -84,7 +92,7 @@ public final class RunReport {
             if (img != null) page.append("<figure>").append(img).append("</figure>\n");
         }
         page.append("</body></html>\n");
-        Files.writeString(html, page.toString());
+        writeWhole(html, page.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8));
         return html;
     }
 
@@ -215,11 +223,26 @@ public final class RunReport {
             }
         }
         if (!any) return null;
-        Path png = plotsDir.resolve(p.id() + ".png");
-        BitmapEncoder.saveBitmap(chart, png.toString(), BitmapEncoder.BitmapFormat.PNG);
-        json.writerWithDefaultPrettyPrinter().writeValue(plotsDir.resolve(p.id() + ".json").toFile(), data);
+        byte[] png = BitmapEncoder.getBitmapBytes(chart, BitmapEncoder.BitmapFormat.PNG);
+        writeWhole(plotsDir.resolve(p.id() + ".png"), png);
+        writeWhole(plotsDir.resolve(p.id() + ".json"), json.writerWithDefaultPrettyPrinter().writeValueAsBytes(data));
         return "<img alt=\"" + escape(p.title()) + "\" src=\"data:image/png;base64,"
-                + java.util.Base64.getEncoder().encodeToString(Files.readAllBytes(png)) + "\">";
+                + java.util.Base64.getEncoder().encodeToString(png) + "\">";
+    }
+
+    /** {@code bytes} into a temporary file beside {@code file}, then renamed onto it: a failure leaves the old file or none. */
+    private static void writeWhole(Path file, byte[] bytes) throws IOException {
+        Path tmp = Files.createTempFile(file.toAbsolutePath().getParent(), "." + file.getFileName(), ".tmp");
+        try {
+            Files.write(tmp, bytes);
+            try {
+                Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            } catch (java.nio.file.AtomicMoveNotSupportedException e) {
+                Files.move(tmp, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+            }
+        } finally {
+            Files.deleteIfExists(tmp);
+        }
     }
 
     /**
@@ -256,12 +279,15 @@ public final class RunReport {
         return new ArrayList<>(keys);
     }
 
-    /** The first (index 0) or last (index -1) evaluation's {@code key} of every run of a group that has one. */
+    /**
+     * The last evaluation's {@code key} of every run of a group that has one, or (last false) the one
+     * before training: at step 0 only (with trainer.eval_before_train off the first is a trained one).
+     */
     private static ReportStats.Interval evalAt(List<ReportRuns.Run> g, String key, boolean last) {
         List<Double> v = new ArrayList<>();
         for (ReportRuns.Run r : g) {
             double[][] s = r.evalSeries(key);
-            if (s.length > 0) v.add(s[last ? s.length - 1 : 0][1]);
+            if (s.length > 0 && (last || s[0][0] == 0)) v.add(s[last ? s.length - 1 : 0][1]);
         }
         return ReportStats.interval(v.stream().mapToDouble(Double::doubleValue).toArray());
     }
@@ -301,7 +327,8 @@ public final class RunReport {
         t.append("</tr>\n");
         for (var e : groups.entrySet()) {
             List<ReportRuns.Run> g = e.getValue();
-            int steps = g.stream().mapToInt(r -> r.steps().size()).max().orElse(0);
+            // the last step logged, not the lines: with metrics.log_freq > 1 there are fewer lines than steps
+            long steps = g.stream().mapToLong(r -> r.steps().isEmpty() ? 0 : r.steps().getLast().path("step").asLong()).max().orElse(0);
             t.append("<tr><td>").append(escape(e.getKey())).append("</td><td>").append(g.size()).append("</td><td>").append(steps).append("</td>");
             for (String k : evalKeys) {
                 t.append("<td>").append(evalAt(g, k, false).show()).append("</td><td>").append(evalAt(g, k, true).show()).append("</td>");

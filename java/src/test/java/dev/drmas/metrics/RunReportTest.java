@@ -1,8 +1,10 @@
 // RunReportTest.java — the run report on fixture runs written as the trainer writes them (metrics.jsonl
 // and config.yaml in real folders): the HTML and the plot files exist, each plot's data has the
 // modes' series with the mean, lowest and highest seed at every step, the summary states intervals
-// over seeds and spikiness, a blow-up goes on a log axis, and a missing, truncated or empty metrics
-// file is an error naming it.
+// over seeds and spikiness, a blow-up goes on a log axis, and a missing, corrupt or empty metrics
+// file is an error naming it (but a last line a crash cut short is left out, and so is an
+// experiment's run without data yet, with a note); "before" is the step-0 evaluation only; two runs
+// of one mode and seed are an error; files are replaced by rename.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -133,5 +135,77 @@ class RunReportTest {
         RunReport.write(List.of(exp), exp.resolve("report.html"));
         norms = new ObjectMapper().readTree(exp.resolve("plots/grad_norm-solver.json").toFile());
         assertTrue(!norms.get("log_y").asBoolean(), "norms within 0.6..1.0 stay linear");
+    }
+
+    @Test
+    void aLastLineCutShortIsLeftOutWithANoteButADamagedMiddleLineIsAnError() throws IOException {
+        Path d = run(tmp, "drmas", 1, 0.1);
+        Path m = d.resolve("metrics.jsonl");
+        String whole = Files.readString(m);
+        Files.writeString(m, whole + "{\"step\":7,\"wall_ti");  // the crash cut the write of step 7
+        List<String> notes = new ArrayList<>();
+        RunReport.write(List.of(d), tmp.resolve("r.html"), notes::add);
+        assertEquals(1, notes.size(), notes.toString());
+        assertTrue(notes.getFirst().startsWith(m + ":9: a last line cut short"), notes.getFirst());
+        // the same text with its newline is a damaged line, not a write cut short
+        Files.writeString(m, whole + "{\"step\":7,\"wall_ti\n");
+        var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(d), tmp.resolve("r.html"), notes::add));
+        assertTrue(e.getMessage().startsWith(m + ":9: not a JSON object"), e.getMessage());
+    }
+
+    @Test
+    void anExperimentsRunWithoutDataYetIsLeftOutWithAWarning() throws IOException {
+        Path exp = tmp.resolve("exp");
+        run(exp, "grpo", 1, 0.10);
+        Path started = Files.createDirectories(exp.resolve("drmas-s1"));
+        Files.writeString(started.resolve("metrics.jsonl"), "");  // as the trainer leaves it before its first step
+        List<String> notes = new ArrayList<>();
+        RunReport.write(List.of(exp), exp.resolve("report.html"), notes::add);
+        assertEquals(1, notes.size(), notes.toString());
+        assertTrue(notes.getFirst().contains(started.resolve("metrics.jsonl") + ": no training step or evaluation in it"), notes.getFirst());
+        String page = Files.readString(exp.resolve("report.html"));
+        assertTrue(page.contains("<td>grpo</td>") && !page.contains("<td>drmas</td>"), page);
+        Files.writeString(exp.resolve("grpo-s1/metrics.jsonl"), "");
+        var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(exp), exp.resolve("report.html"), notes::add));
+        assertTrue(e.getMessage().contains("none of its runs has a training step or evaluation yet"), e.getMessage());
+    }
+
+    @Test
+    void beforeIsTheStepZeroEvaluationAndStepsAreStepsNotLines() throws IOException {
+        Path exp = tmp.resolve("exp");
+        Path d = run(exp, "grpo", 1, 0.10);
+        Path m = d.resolve("metrics.jsonl");
+        // trainer.eval_before_train=false and metrics.log_freq=3: no step-0 evaluation, lines for steps 3 and 6
+        List<String> lines = Files.readAllLines(m).stream()
+                .filter(l -> !l.startsWith("{\"step\":0,") && (!l.contains("reward/mean") || l.matches("\\{\"step\":[36],.*"))).toList();
+        Files.write(m, lines);
+        RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { });
+        String page = Files.readString(exp.resolve("report.html"));
+        // mode, seeds, steps, pass@1 before, pass@1 after
+        assertTrue(page.contains("<tr><td>grpo</td><td>1</td><td>6</td><td>–</td><td>0.200</td>"), page);
+    }
+
+    @Test
+    void twoRunsOfTheSameModeAndSeedAreAnError() throws IOException {
+        Path exp = tmp.resolve("exp");
+        Path a = run(exp, "grpo", 1, 0.10);
+        Path b = exp.resolve("grpo-trajectories-s1");  // an earlier experiment's --pooling trajectories,rows name
+        Files.move(run(tmp.resolve("other"), "grpo", 1, 0.2), b);
+        var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(e.getMessage().contains(a + " and " + b + " are both grpo with seed 1"), e.getMessage());
+    }
+
+    @Test
+    void theReportReplacesTheOldFileInsteadOfWritingIntoIt() throws IOException {
+        Path d = run(tmp, "drmas", 1, 0.1);
+        Path html = tmp.resolve("r.html");
+        Files.writeString(html, "old");
+        Path link = Files.createLink(tmp.resolve("old.html"), html);  // the same file, as long as nothing renames onto r.html
+        RunReport.write(List.of(d), html, w -> { });
+        assertEquals("old", Files.readString(link), "a reader of the old file keeps it whole");
+        assertTrue(Files.readString(html).startsWith("<!DOCTYPE html>"));
+        try (var s = Files.list(tmp)) {
+            assertEquals(List.of(), s.filter(f -> f.getFileName().toString().endsWith(".tmp")).toList(), "no temporary file left");
+        }
     }
 }
