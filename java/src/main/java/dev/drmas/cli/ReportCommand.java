@@ -22,12 +22,15 @@ final class ReportCommand implements Callable<Integer> {
     Path out;
 
     @Override
-    public Integer call() throws IOException {
+    public Integer call() {
         Path html = out != null ? out : dirs.getFirst().resolve("report.html");
         try {
             System.out.println("drmas report: " + RunReport.write(dirs, html).toAbsolutePath());
         } catch (IllegalArgumentException e) {
             throw new UserError(e.getMessage(), e);
+        } catch (IOException | java.io.UncheckedIOException e) {
+            // a folder that cannot be read or written (full, read-only, a file where a folder goes) is the user's to fix
+            throw new UserError("writing the report " + html, e);
         }
         return 0;
     }
