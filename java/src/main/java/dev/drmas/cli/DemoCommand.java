@@ -44,6 +44,11 @@ final class DemoCommand implements Callable<Integer> {
         Path runDir = cfg.run().runDir();
         // the lock first: --fresh must not delete a folder another process is training in
         try (RunLock lock = RunCommand.lock(cfg)) {
+            // the README's experiment uses the demo's config: its folder must not become the demo's (--fresh would delete it)
+            if (ExperimentCommand.holdsExperiment(runDir)) {
+                throw new UserError(runDir + " holds an experiment (drmas experiment), not the demo's run: give the demo another "
+                        + "run.name=..." + (fresh ? "; --fresh would delete the experiment's runs" : ""));
+            }
             if (fresh) clear(runDir);
             System.out.println("drmas demo: " + cfg.agents().size() + " agents, mode " + cfg.algorithm().mode().configName()
                     + ", " + cfg.trainer().steps() + " steps of " + cfg.rollout().tasksPerStep() + " tasks x "

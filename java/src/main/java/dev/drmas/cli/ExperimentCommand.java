@@ -3,7 +3,8 @@
 // --shared-warm-start), then one RL run per (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
 // ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on. Each job is
 // a child JVM (as `drmas launch` starts them), its output in logs/; finished jobs are skipped when
-// the experiment is run again; at the end the experiment's report is written.
+// the experiment is run again with the same arguments (other arguments are an error); at the end the
+// experiment's report is written. A folder that holds a run of its own is refused.
 package dev.drmas.cli;
 
 import dev.drmas.algo.GlobalPooling;
@@ -33,7 +34,7 @@ import picocli.CommandLine.Spec;
 @Command(name = "experiment", mixinStandardHelpOptions = true,
         description = {"Compare advantage modes fairly: per seed one warm start, then one RL run per mode (and pooling)",
                 "from it, in output_dir/<run.name>/<mode>-s<seed>/; then the experiment's report (report.html).",
-                "Run it again to continue: finished runs are skipped."})
+                "Run it again to continue: finished runs are skipped (ones that ran with other arguments are an error)."})
 final class ExperimentCommand implements Callable<Integer> {
     /** The marker of a job that finished; a job without it runs (again: training resumes its checkpoints). */
     static final String DONE = "experiment.done";
@@ -76,7 +77,16 @@ final class ExperimentCommand implements Callable<Integer> {
         for (String m : modes) parse(NormMode.class, m, "--modes");
         for (String p : pooling) parse(GlobalPooling.class, p, "--pooling");
         RunConfig cfg = RunCommand.loadConfig(config, overrides);  // checks the config and the overrides once, here
+        if (!cfg.metrics().jsonl()) throw new UserError("metrics.jsonl=false: the experiment's report reads each run's metrics.jsonl");
         Path root = cfg.run().runDir();
+        for (String own : new String[] {"metrics.jsonl", "config.yaml", "checkpoints", "sft"}) {
+            // an experiment inside a run folder (the demo's: runs/math-toy-drmas) hides its runs from the
+            // report of that folder, and `demo --fresh` there would delete them
+            if (Files.exists(root.resolve(own))) {
+                throw new UserError(root + " holds a run of its own (" + own + "); the experiment's runs go in sub-folders of "
+                        + "output_dir/run.name: give it a folder of its own, e.g. run.name=" + root.getFileName() + "-experiment");
+            }
+        }
         int threads = Math.max(1, (cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors()) / parallel);
         List<Job> jobs = jobs(root, threads);
         try (var lock = RunCommand.lock(cfg)) {  // one experiment at a time in a folder; each job locks its own run
@@ -94,6 +104,7 @@ final class ExperimentCommand implements Callable<Integer> {
         out.printf("drmas experiment: %s = %d jobs, %d at a time, %d threads each, in %s%n",
                 shape, jobs.size(), parallel, threads, root);
         out.flush();
+        for (Job j : jobs) checkDoneWithSameArguments(root, j);  // before anything runs
         AtomicInteger finished = new AtomicInteger();
         Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
@@ -108,7 +119,13 @@ final class ExperimentCommand implements Callable<Integer> {
         } finally {
             pool.shutdownNow();
         }
-        Path report = RunReport.write(List.of(root), root.resolve("report.html"));
+        Path report;
+        try {
+            report = RunReport.write(List.of(root), root.resolve("report.html"),
+                    w -> spec.commandLine().getErr().println("drmas experiment: warning: " + w));
+        } catch (IllegalArgumentException | java.io.UncheckedIOException e) {
+            throw new UserError("the report of " + root + ": " + e.getMessage(), e);
+        }
         out.println("drmas experiment: report " + report.toAbsolutePath());
         out.flush();
         return 0;
@@ -188,6 +205,40 @@ final class ExperimentCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "[%d/%d] %s: done in %.1f min%s%n", finished.incrementAndGet(), total, j.name(),
                 (System.nanoTime() - t0) / 60e9, RunReport.oneLine(dir));
         out.flush();
+    }
+
+    /** Whether {@code dir} holds an experiment (its logs/, or a finished job): not a folder for one run. */
+    static boolean holdsExperiment(Path dir) throws IOException {
+        if (Files.isDirectory(dir.resolve("logs"))) return true;
+        if (!Files.isDirectory(dir)) return false;
+        try (var children = Files.list(dir)) {
+            return children.anyMatch(c -> Files.isRegularFile(c.resolve(DONE)));
+        }
+    }
+
+    /**
+     * A finished job is skipped only when it ran with the arguments it would run with now (the
+     * threads aside): toggling --shared-warm-start or changing an override would otherwise mix runs
+     * of two set-ups in one report.
+     */
+    static void checkDoneWithSameArguments(Path root, Job j) throws IOException {
+        Path done = root.resolve(j.name()).resolve(DONE);
+        if (!Files.isRegularFile(done)) return;
+        List<String> before = arguments(Files.readString(done).strip()), now = arguments(j.args().toString());
+        if (before.equals(now)) return;
+        List<String> gone = new ArrayList<>(before), added = new ArrayList<>(now);
+        gone.removeAll(now);
+        added.removeAll(before);
+        throw new UserError(j.name() + " finished with other arguments (" + done + "): then " + gone + ", now " + added
+                + "; give the experiment another run.name, or delete " + root.resolve(j.name()) + " to run it again");
+    }
+
+    /** A job's arguments as DONE stores them ("[train, c.yaml, k=v, ...]"), without run.threads (it does not change what is computed). */
+    private static List<String> arguments(String stored) {
+        String inner = stored.startsWith("[") && stored.endsWith("]") ? stored.substring(1, stored.length() - 1) : stored;
+        List<String> out = new ArrayList<>();
+        for (String a : inner.split(", ")) if (!a.startsWith("run.threads=")) out.add(a);
+        return out;
     }
 
     private static <E extends Enum<E>> void parse(Class<E> type, String value, String option) {

@@ -1,7 +1,9 @@
 // ExperimentCommandTest.java — `drmas experiment` end to end with child JVMs, at tiny sizes: one warm
 // start per seed, one run per mode from it (the same initial weights: their first evaluations are
 // identical), per-agent gradient norms logged, finished jobs skipped when run again, the report
-// written; with --shared-warm-start one warm start serves every seed; bad options are user errors.
+// written; with --shared-warm-start one warm start serves every seed; bad options are user errors, and
+// so are a folder that holds a run (and the demo in an experiment's folder), a finished job that ran
+// with other arguments, and metrics.jsonl=false.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -93,5 +95,58 @@ class ExperimentCommandTest {
         r = Cli.run("experiment", "../configs/math-toy-drmas.yaml", "--seeds", "0");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("--seeds must be >= 1"), r.err());
+    }
+
+    @Test
+    void aFolderThatHoldsARunOfItsOwnIsRefusedAndTheDemoRefusesAnExperiment() throws IOException {
+        Path demo = Files.createDirectories(tmp.resolve("math-toy-drmas"));
+        Files.writeString(demo.resolve("metrics.jsonl"), "{\"step\":0,\"eval/pass@1\":0.1}\n");  // `drmas demo` was here
+        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo", "--seeds", "1",
+                "run.output_dir=" + tmp, "run.threads=1"));
+        args.addAll(TINY.subList(1, TINY.size()));  // the config's own run.name, as in the README
+        Cli.Run r = Cli.run(args.toArray(String[]::new));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(demo + " holds a run of its own (metrics.jsonl)") && r.err().contains("run.name=math-toy-drmas-experiment"),
+                r.err());
+        assertTrue(!Files.exists(demo.resolve("sft-s1")), "nothing ran");
+
+        // the other way round: an experiment there first, then `demo --fresh`
+        Path exp = Files.createDirectories(tmp.resolve("exp").resolve("grpo-s1"));
+        Files.writeString(exp.resolve(ExperimentCommand.DONE), "[train]\n");
+        List<String> demoArgs = new ArrayList<>(List.of("demo", "--config", "../configs/math-toy-drmas.yaml", "--fresh",
+                "run.output_dir=" + tmp, "run.threads=1"));
+        demoArgs.addAll(TINY);
+        r = Cli.run(demoArgs.toArray(String[]::new));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("holds an experiment"), r.err());
+        assertTrue(Files.isRegularFile(exp.resolve(ExperimentCommand.DONE)), "the experiment's run is kept");
+    }
+
+    @Test
+    void aFinishedJobWithOtherArgumentsIsAnErrorAndMetricsAreRequired() throws IOException {
+        ExperimentCommand c = new ExperimentCommand();
+        c.config = Path.of("../configs/math-toy-drmas.yaml");
+        c.modes = List.of("grpo");
+        c.pooling = List.of("trajectories");
+        c.seeds = 2;
+        c.overrides = new ArrayList<>(List.of("run.output_dir=" + tmp, "run.threads=1"));
+        c.overrides.addAll(TINY);
+        Path root = tmp.resolve("exp");
+        for (ExperimentCommand.Job j : c.jobs(root, 1)) {  // every job finished, one warm start per seed
+            Files.createDirectories(root.resolve(j.name()));
+            Files.writeString(root.resolve(j.name()).resolve(ExperimentCommand.DONE), j.args() + "\n");
+        }
+        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo", "--seeds", "2",
+                "--shared-warm-start"));
+        args.addAll(c.overrides);
+        Cli.Run r = Cli.run(args.toArray(String[]::new));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("grpo-s2 finished with other arguments") && r.err().contains("sft-s2/sft/models]")
+                && r.err().contains("sft-s1/sft/models]"), r.err());
+        args.remove("--shared-warm-start");
+        args.add("metrics.jsonl=false");
+        r = Cli.run(args.toArray(String[]::new));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("metrics.jsonl=false"), r.err());
     }
 }
