@@ -1,6 +1,7 @@
 // RunCommand.java — what `drmas train`, `drmas sft` and `drmas eval` share: a YAML run config with
 // Hydra-style overrides, and the translation of every bad-input exception of the layers below
-// (config, task files, model and tokenizer files) into a clear user error.
+// (config, task files, model and tokenizer files, settings the trainer refuses as it opens) into a
+// clear user error.
 package dev.drmas.cli;
 
 import dev.drmas.config.ConfigException;
@@ -53,10 +54,23 @@ abstract class RunCommand implements Callable<Integer> {
      * whole body: a second process on the same folder stops before it writes anything.
      */
     static int withTrainer(RunConfig cfg, PrintStream out, Collective dist, TrainerBody body) throws Exception {
-        try (RunLock lock = dist.isMaster() ? lock(cfg) : null; Trainer t = Trainer.open(cfg, out, dist)) {
+        try (RunLock lock = dist.isMaster() ? lock(cfg) : null; Trainer t = open(cfg, out, dist)) {
             body.run(t);
             return 0;
         } catch (ConfigException | TaskFileException | ModelFileException | TokenizerFileException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+    }
+
+    /**
+     * The trainer of {@code cfg}. While it opens, an IllegalArgumentException is a setting that cannot
+     * work (run.resume naming no checkpoint, more ranks than rollout.tasks_per_step, rollout lengths
+     * past the model's positions, run.device cuda without CUDA): the user's to change, exit 1.
+     */
+    static Trainer open(RunConfig cfg, PrintStream out, Collective dist) {
+        try {
+            return Trainer.open(cfg, out, dist);
+        } catch (IllegalArgumentException e) {
             throw new UserError(e.getMessage(), e);
         }
     }

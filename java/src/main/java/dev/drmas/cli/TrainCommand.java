@@ -22,7 +22,7 @@ final class TrainCommand extends RunCommand {
         } catch (IllegalArgumentException e) {
             throw new UserError(e.getMessage(), e);
         }
-        try (Collective dist = Trainer.connect(cfg, env)) {
+        try (Collective dist = connect(cfg, env)) {
             if (env.distributed()) {
                 System.out.println("drmas: rank " + env.rank() + " of " + env.worldSize() + " joined (master "
                         + env.masterAddr() + ":" + env.masterPort() + ")");
@@ -31,6 +31,15 @@ final class TrainCommand extends RunCommand {
                 t.train();
                 if (dist.isMaster()) System.out.println("drmas: run directory " + t.runDir().toAbsolutePath());
             });
+        }
+    }
+
+    /** The collective; a port in use, a rank 0 out of reach or run.device cuda without CUDA is the user's to change. */
+    private static Collective connect(dev.drmas.config.RunConfig cfg, DistEnv env) {
+        try {
+            return Trainer.connect(cfg, env);
+        } catch (IllegalArgumentException | dev.drmas.dist.DistributedException e) {
+            throw new UserError(e.getMessage(), e);
         }
     }
 }

@@ -1,6 +1,6 @@
 // TrainCommandTest.java — bad input to `drmas train` / `sft` / `eval` is a clear error with exit 1:
 // an unknown key (with the nearest valid one), a wrong type, a malformed JSONL task file
-// (file:line), a missing model directory, a missing config file.
+// (file:line), a missing model directory, a missing config file, run.resume naming no checkpoint.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -54,6 +54,13 @@ class TrainCommandTest {
         Path missing = dir.resolve("no-such-model");
         Path c = config("run: {output_dir: " + dir.resolve("runs") + "}\nmodels:\n  policy: {path: " + missing + "}\n");
         fails(Cli.run("eval", c.toString()), "no-such-model");
+    }
+
+    @Test
+    void resumeFromAMissingCheckpointIsAUserError() throws Exception {
+        Path missing = dir.resolve("no-such-checkpoint");
+        Path c = config("run: {output_dir: " + dir.resolve("runs") + ", resume: " + missing + "}\n");
+        fails(Cli.run("train", c.toString()), "run.resume: " + missing + " is not a checkpoint");
     }
 
     @Test
