@@ -26,7 +26,8 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
-@Command(name = "plan", mixinStandardHelpOptions = true,
+// bad options exit 1, not picocli's 2: 2 is "does not fit" here
+@Command(name = "plan", mixinStandardHelpOptions = true, exitCodeOnInvalidInput = 1,
         description = {"Print the memory a training run needs per GPU: per model the weights, master weights, optimiser state, "
                 + "gradients, activations, logits and KV cache, and the peak of each phase (generation, log-prob, update); "
                 + "whether it fits and, if not, what to change. Reads only the config and each model's config.json.",

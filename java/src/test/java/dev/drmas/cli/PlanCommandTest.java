@@ -1,7 +1,8 @@
 // PlanCommandTest.java — `drmas plan` on the shipped GPU-server configs with the model shapes of
 // configs/shapes: the math config fits 8 x 80 GiB as shipped; a machine too small gets advice, and
 // the advice applied as overrides makes the plan fit (so the advice is checked, not only printed),
-// with the fused LM head among it (marked as not yet run on a GPU); a model folder without config.json is an error that names the key and configs/shapes.
+// with the fused LM head among it (marked as not yet run on a GPU); a model folder without config.json is an error that names the key and configs/shapes;
+// a bad option exits 1, not 2 ("does not fit").
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -102,6 +103,13 @@ class PlanCommandTest {
         Cli.Run r = Cli.run("plan", MATH, "models.policy.path=" + tmp);
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("models.policy.path") && r.err().contains("configs/shapes"), r.err());
+    }
+
+    @Test
+    void aBadOptionIsBadInputNotDoesNotFit() {
+        Cli.Run r = Cli.run("plan", MATH, QWEN3, "--gpus", "eight");
+        assertEquals(1, r.exit(), r.out() + r.err());
+        assertTrue(r.err().contains("--gpus") && r.err().contains("eight"), r.err());
     }
 
     @Test
