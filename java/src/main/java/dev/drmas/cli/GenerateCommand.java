@@ -12,14 +12,12 @@ import dev.drmas.rollout.GenerationConfig;
 import dev.drmas.rollout.Generator;
 import dev.drmas.rollout.Request;
 import dev.drmas.rollout.SamplingParams;
-import dev.drmas.tokenizer.ChatRenderers;
 import dev.drmas.tokenizer.HfTokenizer;
 import dev.drmas.tokenizer.TokenizerFileException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Callable;
 import org.bytedeco.pytorch.global.torch;
 import picocli.CommandLine.Command;
@@ -86,9 +84,7 @@ final class GenerateCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         try (HfTokenizer tok = HfTokenizer.load(tokenizerDir != null ? tokenizerDir : modelDir);
              CausalLm model = CausalLm.load(modelDir)) {
-            String text = chat
-                    ? ChatRenderers.forTokenizer(tok).render(List.of(Map.of("role", "user", "content", prompt)), true)
-                    : prompt;
+            String text = chat ? TokenizeCommand.chatPrompt(tok, tokenizerDir != null ? tokenizerDir : modelDir, prompt) : prompt;
             int[] ids = tok.encode(text);
             if (ids.length == 0) throw new UserError("--prompt encodes to no tokens");
             int positions = model.config().maxPositionEmbeddings();

@@ -88,4 +88,13 @@ class GenerateCommandTest {
         Cli.Run budget = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--max-new-tokens", "0");
         assertTrue(budget.err().contains("--max-new-tokens must be >= 1"), budget.err());
     }
+
+    @Test
+    void aChatTemplateThatFailsIsAUserErrorNamingTheFile(@TempDir Path other) throws Exception {
+        Path tok = TokenizeCommandTest.withTemplate(other, "{{ raise_exception('no system role') }}");
+        Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--tokenizer", tok.toString(), "--chat", "--prompt", "1+1=",
+                "--max-new-tokens", "2");
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(tok.resolve("tokenizer_config.json").toString()) && r.err().contains("no system role"), r.err());
+    }
 }

@@ -1,6 +1,7 @@
 // TokenizeCommandTest.java — `drmas tokenize` end to end through picocli on a real tokenizer folder
 // (the built-in one, written to a temporary folder): ids as one JSON line, --chat through ChatML,
-// --decode in both id syntaxes, --skip-special, and each user error with its message and exit 1.
+// --decode in both id syntaxes, --skip-special, and each user error with its message and exit 1 (a
+// chat template that fails names its file).
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -139,5 +140,29 @@ class TokenizeCommandTest {
             for (int id : q.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")) want.add(Integer.toString(id));
             assertEquals(want + System.lineSeparator(), r.out());
         }
+    }
+
+    /** The built-in tokenizer in a folder of its own, with {@code template} as tokenizer_config.json's chat_template. */
+    static Path withTemplate(Path folder, String template) throws IOException {
+        BuiltinTokenizer.writeTo(folder);
+        ObjectMapper m = new ObjectMapper();
+        Path cfg = folder.resolve("tokenizer_config.json");
+        var node = (com.fasterxml.jackson.databind.node.ObjectNode) m.readTree(cfg.toFile());
+        node.put("chat_template", template);
+        m.writeValue(cfg.toFile(), node);
+        return folder;
+    }
+
+    @Test
+    void aChatTemplateThatFailsIsAUserErrorNamingTheFile(@TempDir Path other) throws IOException {
+        Path broken = withTemplate(other.resolve("raises"), "{{ raise_exception('roles must alternate') }}");
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", broken.toString(), "--chat", "hi");
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(broken.resolve("tokenizer_config.json").toString()) && r.err().contains("roles must alternate")
+                && r.err().contains("line 1:"), r.err());
+        Path syntax = withTemplate(other.resolve("syntax"), "{% if %}x{% endif %}");
+        r = Cli.run("tokenize", "--tokenizer", syntax.toString(), "--chat", "hi");
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(syntax.resolve("tokenizer_config.json").toString()), r.err());
     }
 }
