@@ -64,8 +64,17 @@ final class DemoCommand implements Callable<Integer> {
             System.out.println("2/2 reinforcement learning with " + cfg.algorithm().mode().configName());
             RunCommand.withTrainer(cfg, System.out, Trainer::train);
             double minutes = (System.nanoTime() - t0) / 60e9;
-            report(runDir, minutes);
-            System.out.println("report:          " + RunReport.write(List.of(runDir), runDir.resolve("report.html")).toAbsolutePath());
+            if (Files.isRegularFile(runDir.resolve("metrics.jsonl"))) {
+                report(runDir, minutes);
+                try {
+                    System.out.println("report:          " + RunReport.write(List.of(runDir), runDir.resolve("report.html")).toAbsolutePath());
+                } catch (IllegalArgumentException e) {
+                    throw new UserError("the report of " + runDir + ": " + e.getMessage(), e);
+                }
+            } else {  // metrics.jsonl=false: trained, but nothing to tabulate
+                System.out.printf("%nrun directory:   %s (metrics.jsonl=false: no table, no report)%ntime:            %.1f min%n",
+                        runDir.toAbsolutePath(), minutes);
+            }
         }
         return 0;
     }
@@ -92,8 +101,8 @@ final class DemoCommand implements Callable<Integer> {
         if (evals.size() >= 1) {
             JsonNode first = evals.get(0), last = evals.get(evals.size() - 1);
             Map<String, String> keys = new LinkedHashMap<>();
-            first.fieldNames().forEachRemaining(k -> {
-                if (k.startsWith("eval/avg@") || k.startsWith("eval/pass@")) keys.put(k, k.substring(5));
+            first.fieldNames().forEachRemaining(k -> {  // in both: eval.k may have changed when the run resumed
+                if ((k.startsWith("eval/avg@") || k.startsWith("eval/pass@")) && last.path(k).isNumber()) keys.put(k, k.substring(5));
             });
             System.out.printf("%-10s %12s %12s%n", "held-out", "step " + first.get("step").asInt(), "step " + last.get("step").asInt());
             keys.forEach((k, label) -> System.out.printf("%-10s %12.3f %12.3f%n", label, first.get(k).asDouble(), last.get(k).asDouble()));
