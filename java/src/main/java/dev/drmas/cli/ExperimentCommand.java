@@ -2,7 +2,7 @@
 // comparison the paper makes, run fairly: per seed one warm start (`drmas sft`; one for all seeds with
 // --shared-warm-start), then one RL run per (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
 // ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on. Each job is
-// a child JVM (as `drmas launch` starts them), its output in logs/; finished jobs are skipped when
+// a child JVM (as `drmas launch` starts them, ending with the experiment), its output in logs/; finished jobs are skipped when
 // the experiment is run again with the same arguments (other arguments are an error); at the end the
 // experiment's report is written. A folder that holds a run of its own is refused.
 package dev.drmas.cli;
@@ -66,6 +66,9 @@ final class ExperimentCommand implements Callable<Integer> {
     @Option(names = "--parallel", defaultValue = "1", description = "jobs at once, the threads split among them (default 1)")
     int parallel;
 
+    /** The jobs' processes now running, for the shutdown hook. */
+    private final java.util.Set<Process> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
     /** One job: a warm start or an RL run, as a command line of `drmas`. */
     record Job(String name, List<String> args, Job after) {
     }
@@ -108,6 +111,8 @@ final class ExperimentCommand implements Callable<Integer> {
         AtomicInteger finished = new AtomicInteger();
         Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
+        Thread cleanup = new Thread(() -> running.forEach(Process::destroyForcibly));
+        Runtime.getRuntime().addShutdownHook(cleanup);  // Ctrl-C or kill: the jobs end with the experiment
         try {
             for (Job j : jobs) {
                 CompletableFuture<Void> before = j.after() == null ? CompletableFuture.completedFuture(null) : done.get(j.after());
@@ -118,6 +123,12 @@ final class ExperimentCommand implements Callable<Integer> {
             throw e.getCause() instanceof RuntimeException re ? re : e;
         } finally {
             pool.shutdownNow();
+            running.forEach(Process::destroyForcibly);
+            try {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running already
+            }
         }
         Path report;
         try {
@@ -184,13 +195,18 @@ final class ExperimentCommand implements Callable<Integer> {
             cmd.addAll(j.args());
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
             pb.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
+            // kill -9 runs no hook: the job watches its stdin, a pipe from here, and stops when it closes (as launch's ranks)
+            pb.environment().put(LaunchCommand.WATCH_ENV, "1");
             Process p = pb.start();
+            running.add(p);
             try {
                 code = p.waitFor();
             } catch (InterruptedException e) {
                 p.destroyForcibly();
                 Thread.currentThread().interrupt();
                 throw new UserError("interrupted while " + j.name() + " ran");
+            } finally {
+                running.remove(p);
             }
             if (code != 0) {
                 List<String> lines = Files.readAllLines(log);

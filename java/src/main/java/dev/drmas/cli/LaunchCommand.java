@@ -43,7 +43,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides, as for train")
     List<String> overrides = new ArrayList<>();
 
-    /** Set in a rank's environment: its stdin is the launcher's pipe, whose end means the launcher is gone. */
+    /** Set in a rank's (or an experiment job's) environment: its stdin is the launcher's pipe, whose end means the launcher is gone. */
     static final String WATCH_ENV = "DRMAS_LAUNCHER_STDIN";
 
     /**
@@ -61,7 +61,9 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
             } catch (IOException e) {
                 // a broken pipe means the same: the launcher is gone
             }
-            System.err.println("drmas: the launcher of this rank (drmas launch) is gone; stopping rank " + System.getenv("RANK"));
+            String rank = System.getenv("RANK");
+            System.err.println(rank != null ? "drmas: the launcher of this rank (drmas launch) is gone; stopping rank " + rank
+                    : "drmas: the experiment that started this job (drmas experiment) is gone; stopping");
             System.err.flush();
             Runtime.getRuntime().halt(1);  // no hooks: the lock, the files and the sockets go with the process
         }, "drmas-launcher-watch");

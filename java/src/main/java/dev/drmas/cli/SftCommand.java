@@ -10,6 +10,7 @@ import picocli.CommandLine.Command;
 final class SftCommand extends RunCommand {
     @Override
     public Integer call() throws Exception {
+        LaunchCommand.watchLauncher();  // a job of `drmas experiment` ends with it
         var cfg = loadConfig().withOverrides(java.util.List.of("run.resume=never"));
         return withTrainer(cfg, System.out, t -> t.sft());
     }

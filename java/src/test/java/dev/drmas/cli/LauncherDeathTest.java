@@ -1,6 +1,7 @@
 // LauncherDeathTest.java — `drmas launch` killed with kill -9 (no shutdown hook runs) used to leave
 // its ranks training unattended to the end; now each rank watches the pipe from its launcher and
-// stops when it closes (issue 20, processes). Real processes: the launcher and two Gloo ranks.
+// stops when it closes (issue 20, processes); so does a job of `drmas experiment` killed the same way.
+// Real processes: the launcher and two Gloo ranks; an experiment and its warm-start job.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -50,6 +51,34 @@ class LauncherDeathTest {
         } finally {
             launcher.destroyForcibly();
             for (ProcessHandle r : ranks) r.destroyForcibly();
+        }
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void anExperimentsJobStopsWhenTheExperimentIsKilled() throws Exception {
+        List<String> args = new java.util.ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo", "--seeds", "1",
+                "run.output_dir=" + dir.resolve("runs"), "run.threads=1"));
+        args.addAll(ExperimentCommandTest.TINY);
+        args.add("sft.steps=100000");  // the warm start runs until the test ends it
+        Process experiment = new ProcessBuilder(Child.command(args.toArray(String[]::new))).redirectErrorStream(true)
+                .redirectOutput(dir.resolve("experiment.out").toFile()).start();
+        List<ProcessHandle> jobs = List.of();
+        try {
+            for (int i = 0; i < 600 && jobs.isEmpty() && experiment.isAlive(); i++) {
+                Thread.sleep(100);
+                jobs = experiment.toHandle().children().toList();
+            }
+            assertTrue(jobs.size() == 1, "one job (sft-s1) running, got " + jobs + ": " + Files.readString(dir.resolve("experiment.out")));
+            Thread.sleep(2000);  // the job's JVM is up and watching
+            experiment.destroyForcibly();  // SIGKILL: no shutdown hook runs
+            experiment.waitFor();
+            ProcessHandle job = jobs.getFirst();
+            boolean ended = job.onExit().completeOnTimeout(null, 60, TimeUnit.SECONDS).get() != null && !job.isAlive();
+            assertTrue(ended, "job process " + job.pid() + " still runs 60 s after its experiment was killed");
+        } finally {
+            experiment.destroyForcibly();
+            for (ProcessHandle j : jobs) j.destroyForcibly();
         }
     }
 }
