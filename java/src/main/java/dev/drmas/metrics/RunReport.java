@@ -232,7 +232,8 @@ public final class RunReport {
 
     /** {@code bytes} into a temporary file beside {@code file}, then renamed onto it: a failure leaves the old file or none. */
     private static void writeWhole(Path file, byte[] bytes) throws IOException {
-        Path tmp = Files.createTempFile(file.toAbsolutePath().getParent(), "." + file.getFileName(), ".tmp");
+        // not createTempFile: its 0600 would become the report's mode; this one gets the umask's, as before
+        Path tmp = file.toAbsolutePath().resolveSibling("." + file.getFileName() + "." + ProcessHandle.current().pid() + ".tmp");
         try {
             Files.write(tmp, bytes);
             try {

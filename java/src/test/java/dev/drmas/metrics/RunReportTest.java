@@ -207,5 +207,11 @@ class RunReportTest {
         try (var s = Files.list(tmp)) {
             assertEquals(List.of(), s.filter(f -> f.getFileName().toString().endsWith(".tmp")).toList(), "no temporary file left");
         }
+        Path fresh = tmp.resolve("fresh.html");
+        Files.writeString(fresh, "");  // a file as any other write makes it: the report gets the same mode
+        var mode = Files.getPosixFilePermissions(fresh);
+        Files.delete(fresh);
+        RunReport.write(List.of(d), fresh, w -> { });
+        assertEquals(mode, Files.getPosixFilePermissions(fresh), "readable as before, not a temporary file's 0600");
     }
 }
