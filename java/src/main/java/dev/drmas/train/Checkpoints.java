@@ -87,11 +87,7 @@ public final class Checkpoints {
     public Path write(long step, Map<String, CausalLm> models, Map<String, ModelOptimizer.Snapshot> optims, ObjectNode trainerState,
                       Extra extra) throws IOException {
         Path tmp = root.resolve(String.format("step_%06d.tmp", step));
-        Path dest = dir(step);
-        try {
-            Durable.createFolders(root);
-            deleteTree(tmp);
-            Files.createDirectories(tmp);
+        return replaceFolder(tmp, dir(step), "the checkpoint of step " + step, into -> {
             for (Map.Entry<String, CausalLm> e : models.entrySet()) {
                 e.getValue().save(tmp.resolve("models").resolve(e.getKey()));
             }
@@ -116,10 +112,26 @@ public final class Checkpoints {
             optims.forEach((k, o) -> steps.put(k, o.steps()));
             // the state file last: its presence marks a complete checkpoint
             Files.writeString(tmp.resolve(STATE_FILE), JSON.writerWithDefaultPrettyPrinter().writeValueAsString(st));
-            Durable.syncTree(tmp);  // the data on the disk before the name that says it is complete
+        });
+    }
+
+    /**
+     * A folder written whole or not at all: {@code writer} fills {@code tmp} (made empty first), which
+     * is synced (the data on the disk before the name that says it is complete), renamed over {@code
+     * dest}, and the parent synced. On any failure tmp is removed and the error reads "cannot write
+     * {@code what} (in tmp; removed): why"; dest is then as it was unless the failure came after its
+     * removal. Checkpoints and the KL reference are written so.
+     */
+    static Path replaceFolder(Path tmp, Path dest, String what, Extra writer) throws IOException {
+        try {
+            Durable.createFolders(dest.getParent());
+            deleteTree(tmp);
+            Files.createDirectories(tmp);
+            writer.writeInto(tmp);
+            Durable.syncTree(tmp);
             deleteTree(dest);
             Files.move(tmp, dest, StandardCopyOption.ATOMIC_MOVE);
-            Durable.syncFolder(root);
+            Durable.syncFolder(dest.getParent());
             return dest;
         } catch (IOException | RuntimeException e) {
             try {
@@ -127,7 +139,7 @@ public final class Checkpoints {
             } catch (IOException | RuntimeException cleanup) {
                 e.addSuppressed(cleanup);
             }
-            throw new IOException("cannot write the checkpoint of step " + step + " (in " + tmp + "; removed): " + reason(e), e);
+            throw new IOException("cannot write " + what + " (in " + tmp + "; removed): " + reason(e), e);
         }
     }
 

@@ -272,24 +272,9 @@ final class Policies implements AutoCloseable {
      */
     void saveReferences(Path runDir) throws IOException {
         for (String id : unsavedReferences) {
-            Path dir = referenceDir(runDir, id), parent = dir.getParent(), tmp = parent.resolve(id + ".tmp");
-            Durable.createFolders(parent);
-            Checkpoints.deleteTree(tmp);
-            try {
-                byId.get(id).reference().save(tmp);
-                Durable.syncTree(tmp);
-            } catch (IOException | RuntimeException e) {
-                try {
-                    Checkpoints.deleteTree(tmp);
-                } catch (IOException | RuntimeException cleanup) {
-                    e.addSuppressed(cleanup);
-                }
-                throw new IOException("cannot write the KL reference of model '" + id + "' (in " + tmp + ", removed): "
-                        + (e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName()), e);
-            }
-            Checkpoints.deleteTree(dir);
-            Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
-            Durable.syncFolder(parent);
+            Path dir = referenceDir(runDir, id);
+            CausalLm ref = byId.get(id).reference();
+            Checkpoints.replaceFolder(dir.resolveSibling(id + ".tmp"), dir, "the KL reference of model '" + id + "'", ref::save);
         }
         unsavedReferences.clear();
     }

@@ -33,12 +33,13 @@ final class ResumeCheck {
 
     /**
      * Throws a ConfigException listing every change {@code checkpoint} cannot honour; logs the others.
-     * {@code training}: the run goes on training from it, so the seed and the training data are fixed
-     * too (an evaluation or a warm start of the same run may change them).
+     * Returns the changes among those that only training cannot honour (the seed, the training data):
+     * an evaluation or a warm start of the same run may make them, and train() refuses them.
      */
-    static void check(RunConfig now, Path checkpoint, Path runDir, PrintStream log, boolean training) {
+    static List<String> check(RunConfig now, Path checkpoint, Path runDir, PrintStream log) {
         List<String> fatal = new ArrayList<>();
         List<String> allowed = new ArrayList<>();
+        List<String> forTraining = new ArrayList<>();
         for (String id : now.usedModels()) shapes(id, now.models().get(id), checkpoint, fatal);
         Path earlierFile = Files.isRegularFile(checkpoint.resolve(CONFIG_FILE)) ? checkpoint.resolve(CONFIG_FILE) : runDir.resolve("config.yaml");
         RunConfig earlier = null;
@@ -57,29 +58,34 @@ final class ResumeCheck {
                 Object a = was.get(k), b = is.get(k);
                 if (Objects.equals(a, b) || k.equals("run.resume")) continue;
                 String change = k + ": " + show(a, was.containsKey(k)) + " at the checkpoint, " + show(b, is.containsKey(k)) + " now";
-                if (binding(k, now, training)) {
+                if (binding(k, now)) {
                     if (!fatal.stream().anyMatch(f -> f.startsWith(k + ":"))) fatal.add(change);
                 } else {
                     allowed.add(k + ": " + show(a, was.containsKey(k)) + " -> " + show(b, is.containsKey(k)));
+                    if (bindsTraining(k)) forTraining.add(change);
                 }
             }
         }
-        if (!fatal.isEmpty()) {
-            throw ConfigException.at("run.resume", "the checkpoint " + checkpoint + " cannot continue with this config: "
-                    + String.join("; ", fatal) + ". Undo the change, or start a new run (another run.name)");
-        }
+        refuse(checkpoint, fatal);
         if (!allowed.isEmpty()) log.println("drmas: resuming with changed settings: " + String.join("; ", allowed));
+        return forTraining;
+    }
+
+    /** The error for {@code changes} (key: then, now) that {@code checkpoint} cannot continue with; none: nothing. */
+    static void refuse(Path checkpoint, List<String> changes) {
+        if (changes.isEmpty()) return;
+        throw ConfigException.at("run.resume", "the checkpoint " + checkpoint + " cannot continue with this config: "
+                + String.join("; ", changes) + ". Undo the change, or start a new run (another run.name)");
     }
 
     /**
      * Keys the checkpoint fixes: the shape, family, origin and dtype-independent identity of every
-     * model an agent uses, the team (agents, their roles and models) and the workflow; the seed and
-     * the training data, whose shuffled order the saved data_position indexes; and a KL reference
-     * turned on now, which would have to be the weights the run started from, long gone.
+     * model an agent uses, the team (agents, their roles and models) and the workflow; and a KL
+     * reference turned on now, which would have to be the weights the run started from, long gone
+     * (the seed and the training data: bindsTraining).
      */
-    private static boolean binding(String key, RunConfig now, boolean training) {
+    private static boolean binding(String key, RunConfig now) {
         if (key.startsWith("agents[") || key.equals("agents") || key.equals("orchestra.name")) return true;
-        if (training && (key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file"))) return true;
         // (a model with a path reloads its reference from there: nothing is lost for it)
         if (key.equals("ppo.reference_model") && now.ppo().referenceModel()
                 && now.usedModels().stream().anyMatch(id -> !now.models().get(id).loadsWeights())) return true;
@@ -88,6 +94,11 @@ final class ResumeCheck {
             if (key.startsWith(m + "size.") || key.equals(m + "family") || key.equals(m + "path") || key.equals(m + "init")) return true;
         }
         return false;
+    }
+
+    /** Keys that fix a run that goes on training: the seed and the training data, whose shuffled order the saved data_position indexes. */
+    private static boolean bindsTraining(String key) {
+        return key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file");
     }
 
     /** The checkpoint's config.json against what the config now builds for model {@code id}. */

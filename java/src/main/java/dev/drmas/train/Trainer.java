@@ -45,8 +45,8 @@ public final class Trainer implements AutoCloseable {
     private final Policies policies;
     private final TaskStream tasks;
     private final Collective dist;
-    private final boolean resumed;
     private final Path checkpoint;  // the one resumed, or null
+    private final List<String> trainingChanges;  // changes since the checkpoint that only training cannot honour (ResumeCheck)
     private long step;  // training steps completed
 
     private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist) {
@@ -69,7 +69,8 @@ public final class Trainer implements AutoCloseable {
             SamplingStreams.check(cfg, workload);
             // what the checkpoint cannot honour stops every rank; what changed safely rank 0 logs
             // (what only training needs fixed, the seed and the data, train() checks: eval and sft may change them)
-            if (checkpoint != null) ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()), false);
+            trainingChanges = checkpoint == null ? List.of()
+                    : ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()));
             // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
             if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
@@ -108,7 +109,6 @@ public final class Trainer implements AutoCloseable {
             log.println("drmas: models: " + policies.origin);
         }
         if (dist.isMaster()) for (String n : policies.notes) log.println("drmas: " + n);
-        this.resumed = checkpoint != null;
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
     }
 
@@ -177,7 +177,8 @@ public final class Trainer implements AutoCloseable {
     /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
-        if (resumed) ResumeCheck.check(cfg, checkpoint, runDir, new PrintStream(OutputStream.nullOutputStream()), true);
+        ResumeCheck.refuse(checkpoint, trainingChanges);
+        boolean resumed = checkpoint != null;
         if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
             // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
             String id = policies.randomInit.iterator().next();
