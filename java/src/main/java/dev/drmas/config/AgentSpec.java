@@ -6,8 +6,9 @@ package dev.drmas.config;
 /**
  * @param id    the agent's name, unique (letters, digits, _ and -); required
  * @param role  what the agent does in the orchestra ({@code solver}, {@code verifier}, and for
- *              other workflows {@code searcher}, {@code answerer}, ...); the orchestra checks it.
- *              Default: the id
+ *              other workflows {@code searcher}, {@code answerer}, ...), checked against the
+ *              workflow's roles when the config loads (WorkflowSchema.roles; a workflow that
+ *              declares none checks it when it opens). Default: the id
  * @param model a key of {@code models:}; may be left out when there is exactly one model
  * @param optim optimiser settings this agent sets for its model (default none)
  */

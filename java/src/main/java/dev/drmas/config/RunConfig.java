@@ -1,8 +1,8 @@
 // RunConfig.java — a whole training run's configuration: the sections of a run YAML file bound to
 // immutable records, every key defaulted (a config file may hold only what differs), checked
-// across sections (agents name existing models; agents sharing a model agree on its optimiser),
-// loaded with `extends:` and Hydra-style overrides, and written back fully resolved as the run
-// folder's config.yaml, which loads to an equal RunConfig.
+// across sections (agents name existing models and roles of the workflow; agents sharing a model
+// agree on its optimiser), loaded with `extends:` and Hydra-style overrides, and written back fully
+// resolved as the run folder's config.yaml, which loads to an equal RunConfig.
 package dev.drmas.config;
 
 import dev.drmas.algo.GlobalPooling;
@@ -68,9 +68,14 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         Check.given(metrics, "metrics");
         Check.given(distributed, "distributed");
         models = checkModels(models);
+        List<AgentSpec> given = agents;
         agents = resolveAgents(agents, models);
+        WorkflowSchema workflow = WorkflowSchema.named(orchestra.name());
+        List<RoleSpec> roles = workflow.roles(orchestra.options());
+        // at load, with the file:line: the workflow opens only after the models have loaded
+        if (!roles.isEmpty()) RoleSpec.check(workflow.name(), roles, agents, i -> given.get(i).role() == null);
         checkSharedOptimisers(agents);
-        Class<? extends Record> generator = WorkflowSchema.named(orchestra.name()).syntheticDataType();
+        Class<? extends Record> generator = workflow.syntheticDataType();
         Check.that(data.source() != DataConfig.Source.SYNTHETIC || generator != null, "data.source", "is synthetic, but workflow '"
                 + orchestra.name() + "' has no built-in task generator: set data.source: jsonl and data.train_file");
         Check.that(data.synthetic() == null || generator != null && generator.isInstance(data.synthetic()), "data.synthetic",

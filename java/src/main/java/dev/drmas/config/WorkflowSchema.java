@@ -1,7 +1,7 @@
-// WorkflowSchema.java — what the config layer knows of a workflow: its name and the record types of
+// WorkflowSchema.java — what the config layer knows of a workflow: its name, the record types of
 // the two sections whose keys belong to it, `orchestra.options` and `data.synthetic`, so that those
 // keys are bound, defaulted, checked (with key paths and file:line) and written back like every
-// other section. The workflows themselves live above this layer (dev.drmas.workflow); the config
+// other section, and the roles its agents may have, checked the same way. The workflows themselves live above this layer (dev.drmas.workflow); the config
 // layer finds them through the one Catalog that drmas registers with java.util.ServiceLoader.
 package dev.drmas.config;
 
@@ -30,6 +30,17 @@ public interface WorkflowSchema {
      * role), all on one model: math's solver and verifier, search's verifier, searcher, answerer.
      */
     List<String> defaultRoles();
+
+    /**
+     * The roles that {@code agents[i].role} may name under {@code options} (a record of
+     * {@link #optionsType()}: a bound may depend on them), with how many agents each may have.
+     * A config's agents are checked against them when it is bound, so that a bad role is an error
+     * at its file:line or override before anything loads. Empty (the default): the workflow
+     * declares none and checks its agents itself when it opens.
+     */
+    default List<RoleSpec> roles(Record options) {
+        return List.of();
+    }
 
     /**
      * The part of a config a {@link Typed} component is: the options or the synthetic data (of the

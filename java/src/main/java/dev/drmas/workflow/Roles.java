@@ -1,12 +1,14 @@
 // Roles.java — the team of a run from its config: each entry of `agents:` names a role, and the
 // workflow says which roles it has, how many agents each may have and what prompts an agent of that
-// role gets. One implementation of the checks every workflow needs (unknown role, too few or too
-// many agents of a role), with errors that name the agents[i] entry.
+// role gets. The checks every workflow needs (unknown role, too few or too many agents of a role)
+// are RoleSpec's, which the config layer runs when a config is bound (Workflow.roles declares them
+// from this same list) and team() runs again, with errors that name the agents[i] entry.
 package dev.drmas.workflow;
 
 import dev.drmas.agent.Agent;
 import dev.drmas.agent.Team;
 import dev.drmas.config.AgentSpec;
+import dev.drmas.config.RoleSpec;
 import dev.drmas.config.RunConfig;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -26,7 +28,12 @@ public final class Roles {
      */
     public record Role(String name, int min, int max, BiFunction<Integer, String, Agent> agent) {
         public Role {
-            if (min < 0 || max < Math.max(min, 1)) throw new IllegalArgumentException("role " + name + ": bad bounds " + min + ".." + max);
+            new RoleSpec(name, min, max); // its bounds' check
+        }
+
+        /** The role's name and bounds, as the config layer checks them. */
+        public RoleSpec spec() {
+            return new RoleSpec(name, min, max);
         }
 
         /** A role with exactly one agent. */
@@ -43,34 +50,29 @@ public final class Roles {
         for (Role r : roles) this.roles.put(r.name(), r);
     }
 
-    /** The team of {@code cfg}'s agents, in config order (index i is agents[i]). */
+    /**
+     * The team of {@code cfg}'s agents, in config order (index i is agents[i]). A config bound with
+     * the workflow's declared roles has passed the same check already; this one is for a workflow
+     * that does not declare them through {@link dev.drmas.config.WorkflowSchema#roles}.
+     */
     public Team team(RunConfig cfg) {
+        RoleSpec.check(workflow, specs(), cfg.agents(), i -> false);
         List<Agent> agents = new ArrayList<>();
-        Map<String, List<Integer>> byRole = new LinkedHashMap<>();
         for (int i = 0; i < cfg.agents().size(); i++) {
             AgentSpec a = cfg.agents().get(i);
-            Role r = roles.get(a.role());
-            if (r == null) {
-                throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role() + "' is not a role of the " + workflow
-                        + " workflow (" + String.join(", ", roles.keySet()) + ")");
-            }
-            List<Integer> same = byRole.computeIfAbsent(r.name(), k -> new ArrayList<>());
-            if (same.size() == r.max()) {
-                throw new IllegalArgumentException("agents[" + i + "].role: '" + a.role() + "' is also the role of "
-                        + String.join(", ", same.stream().map(j -> "agents[" + j + "]").toList()) + "; the " + workflow + " workflow has at most "
-                        + r.max() + " " + r.name() + (r.max() == 1 ? "" : "s"));
-            }
-            same.add(i);
-            agents.add(r.agent().apply(i, a.model()).withId(a.id()));
-        }
-        for (Role r : roles.values()) {
-            int n = byRole.getOrDefault(r.name(), List.of()).size();
-            if (n < r.min()) {
-                throw new IllegalArgumentException("agents: the " + workflow + " workflow needs " + (r.min() == 1 ? "an agent" : r.min() + " agents")
-                        + " with role " + r.name() + (n > 0 ? " (has " + n + ")" : ""));
-            }
+            agents.add(roles.get(a.role()).agent().apply(i, a.model()).withId(a.id()));
         }
         return new Team(agents);
+    }
+
+    /** The roles' names and bounds, in order: what the workflow declares to the config layer. */
+    public List<RoleSpec> specs() {
+        return roles.values().stream().map(Role::spec).toList();
+    }
+
+    /** The roles' names, in order: the agents of a config that lists none, one per role. */
+    public List<String> names() {
+        return List.copyOf(roles.keySet());
     }
 
     /** The config ids of the agents with role {@code role}, in config order. */

@@ -143,6 +143,56 @@ class ConfigErrorsTest {
     }
 
     @Test
+    void agentRolesAreCheckedWhenTheConfigLoads() throws IOException {
+        // at the line that has it, not minutes later when the workflow opens after loading the models
+        assertEquals("run.yaml:4: agents[1].role: 'verifer' is not a role of the math workflow (solver, verifier)",
+                fails("agents:\n  - {id: solver, role: solver}\n  - id: verifier\n    role: verifer\n"));
+        assertEquals("run.yaml:3: agents[1].role: 'critic' is not a role of the math workflow (solver, verifier); agents[1]"
+                + " has no role:, so its id stands for it", fails("agents:\n  - {id: solver}\n  - {id: critic}\n"));
+        assertEquals("run.yaml:3: agents[1].role: 'solver' is also the role of agents[0]; the math workflow has at most 1 solver",
+                fails("agents:\n  - {id: a, role: solver}\n  - {id: b, role: solver}\n"));
+        assertEquals("run.yaml:2: agents: the math workflow needs an agent with role solver",
+                fails("# no solver\nagents: [{id: verifier}]\n"));
+        // a bound that the workflow's options set: one proposer agent per proposal at most
+        String proposers = """
+                orchestra: {name: proposer-aggregator, options: {proposers: 2}}
+                agents:
+                  - {id: p1, role: proposer}
+                  - {id: p2, role: proposer}
+                  - {id: p3, role: proposer}
+                  - {id: aggregator}
+                """;
+        assertEquals("run.yaml:5: agents[2].role: 'proposer' is also the role of agents[0], agents[1]; the proposer-aggregator"
+                + " workflow has at most 2 proposers", fails(proposers));
+        Files.writeString(file, proposers.replace("proposers: 2", "proposers: 3"));
+        assertEquals(List.of("proposer", "proposer", "proposer", "aggregator"),
+                RunConfig.load(file).agents().stream().map(AgentSpec::role).toList());
+    }
+
+    @Test
+    void agentRoleErrorsFromOverridesAndBaseFiles() throws IOException {
+        Files.writeString(file = dir.resolve("run.yaml"), "agents:\n  - {id: solver, role: solver}\n  - {id: verifier, role: verifier}\n");
+        for (String[] c : new String[][] {
+                {"agents.verifier.role=verifer", "agents[1].role: 'verifer' is not a role of the math workflow (solver, verifier)"},
+                {"+agents[2]={id: judge, role: verifier}", "agents[2].role: 'verifier' is also the role of agents[1]; the math"
+                        + " workflow has at most 1 verifier"},
+                {"~agents[0]", "agents: the math workflow needs an agent with role solver"}}) {
+            ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of(c[0])));
+            assertEquals("override '" + c[0] + "': " + c[1], e.getMessage());
+        }
+        // another workflow by override: the file's agents are checked against its roles, at their lines
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("orchestra.name=search")));
+        assertEquals("run.yaml:2: agents[0].role: 'solver' is not a role of the search workflow (verifier, searcher, answerer)",
+                e.getMessage().replace(file.toString(), "run.yaml"));
+        // a variant names the base file's line of the role it inherits
+        Files.writeString(dir.resolve("base.yaml"), "# the team\nagents:\n  - {id: solver}\n  - {id: checker, role: verifer}\n");
+        Files.writeString(file, "extends: base.yaml\nppo: {epochs: 2}\n");
+        e = assertThrows(ConfigException.class, () -> RunConfig.load(file));
+        assertEquals(dir.resolve("base.yaml") + ":4: agents[1].role: 'verifer' is not a role of the math workflow (solver, verifier)",
+                e.getMessage());
+    }
+
+    @Test
     void emptyPathsFromOverrides() throws IOException {
         Files.writeString(file = dir.resolve("run.yaml"), "run: {seed: 3}\n");
         ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("run.output_dir=")));

@@ -80,24 +80,25 @@ class OverridesTest {
     @Test
     void listEntriesByIndexOrById() throws IOException {
         RunConfig c = load("+models.verifier_model.size.layers=4", "agents[1].model=verifier_model",
-                "agents.0.role=solver2", "agents.verifier.optim.lr=2e-6");
+                "agents.0.role=verifier", "agents.1.role=solver", "agents.verifier.optim.lr=2e-6");
         assertEquals(List.of("policy", "verifier_model"), List.copyOf(c.models().keySet()),
                 "adding a model keeps the default one");
         assertEquals(4, c.models().get("verifier_model").size().layers());
         assertEquals("verifier_model", c.agent("verifier").model());
-        assertEquals("solver2", c.agent("solver").role());
+        assertEquals("verifier", c.agent("solver").role());
         assertEquals(2e-6, c.optimFor("verifier_model").lr());
         assertEquals(1e-6, c.optimFor("policy").lr());
     }
 
     @Test
     void addWithPlus() throws IOException {
-        RunConfig c = load("+run.name=exp", "+agents[2]={id: critic}", "+ppo.kl_coef=0.01", "+ppo.reference_model=true");
+        // math has at most one verifier: the file's goes, and one is appended in its place
+        RunConfig c = load("+run.name=exp", "~agents[1]", "+agents[1]={id: verifier}", "+ppo.kl_coef=0.01", "+ppo.reference_model=true");
         assertEquals("exp", c.run().name());
-        assertEquals(new AgentSpec("critic", "critic", "policy"), c.agents().get(2), "role defaults to the id");
+        assertEquals(new AgentSpec("verifier", "verifier", "policy"), c.agents().get(1), "role defaults to the id");
         assertEquals(0.01, c.ppo().klCoef());
-        assertEquals(new AgentSpec("critic", "judge", "policy"), load("+agents[2].id=critic", "agents[2].role=judge").agents().get(2),
-                "an entry appended key by key");
+        assertEquals(new AgentSpec("critic", "verifier", "policy"), load("~agents[1]", "+agents[1].id=critic", "agents[1].role=verifier")
+                .agents().get(1), "an entry appended key by key");
 
         assertEquals("override '+ppo.epochs=3': ppo.epochs: is already set in the config; override it with ppo.epochs=3"
                 + " (or ++ppo.epochs=3)", fails("+ppo.epochs=3"));

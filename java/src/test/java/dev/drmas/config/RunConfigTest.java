@@ -119,7 +119,7 @@ class RunConfigTest {
         assertEquals("math", c.orchestra().name());
         assertEquals(MathOptions.defaults(), c.orchestra().options());
         assertEquals(new MathOptions(2, MalformedVerdict.APPROVE, 0.1), c.orchestra().options(), "math's defaults");
-        RunConfig search = c.withOverrides(List.of("orchestra.name=search", "~orchestra.options", "~data.synthetic"));
+        RunConfig search = c.withOverrides(List.of("orchestra.name=search", "~orchestra.options", "~data.synthetic", "~agents"));
         assertEquals(0.01, search.orchestra().options(SearchOptions.class).invalidPenalty(), "search's default penalty");
         assertEquals(KnowledgeBaseData.defaults(), search.data().synthetic(), "search's own generator");
         assertEquals(NormConfig.of(NormMode.DRMAS), c.normConfig());
@@ -219,7 +219,7 @@ class RunConfigTest {
     void toYamlQuotesStringsThatWouldReadBackAsSomethingElse() {
         RunConfig c = RunConfig.defaults().withOverrides(List.of("run.name='yes'", "run.resume='/tmp/a b/step_10'",
                 "data.question_field='1e-6'", "data.answer_field='null'", "run.output_dir='0x10'",
-                "data.synthetic.operators=[+, '*', '-']", "agents.solver.role='#x: \"y\"'"));
+                "data.synthetic.operators=[+, '*', '-']", "run.warm_start='#x: \"y\"'"));
         assertEquals("yes", c.run().name());
         assertEquals(Path.of("/tmp/a b/step_10"), c.run().resumeFrom());
         String yaml = c.toYaml();
@@ -291,9 +291,9 @@ class RunConfigTest {
 
     @Test
     void extendsListsReplaceRatherThanMerge() throws IOException {
-        write("base.yaml", "agents: [{id: a}, {id: b}, {id: c}]\n");
-        RunConfig c = RunConfig.load(write("child.yaml", "extends: base.yaml\nagents: [{id: only}]\n"));
-        assertEquals(List.of(new AgentSpec("only", "only", "policy")), c.agents());
+        write("base.yaml", "agents: [{id: a, role: verifier}, {id: b, role: solver}, {id: c}]\n");
+        RunConfig c = RunConfig.load(write("child.yaml", "extends: base.yaml\nagents: [{id: only, role: solver}]\n"));
+        assertEquals(List.of(new AgentSpec("only", "solver", "policy")), c.agents());
     }
 
     @Test

@@ -14,10 +14,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.config.ConfigException;
+import dev.drmas.config.OrchestraConfig;
+import dev.drmas.config.RoleSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.train.Trainer;
 import dev.drmas.workflow.math.ArithmeticData;
 import dev.drmas.workflow.math.MathOptions;
+import dev.drmas.workflow.proposer.ProposerOptions;
 import dev.drmas.workflow.search.KnowledgeBaseData;
 import dev.drmas.workflow.search.SearchOptions;
 import java.io.ByteArrayOutputStream;
@@ -97,6 +100,37 @@ class WorkflowsTest {
                 + "data.source: jsonl and data.train_file", error("orchestra: {name: test-echo}\n"));
         assertTrue(error("orchestra: {name: test-echo}\ndata: {source: jsonl, train_file: t.jsonl, synthetic: {a: 1}}\n")
                 .contains("data.synthetic: workflow 'test-echo' has no data.synthetic"));
+    }
+
+    @Test
+    void rolesAreDeclaredOnceAndCheckedAtLoad() {
+        // the bounds the config layer checks are those each workflow's team is built with
+        assertEquals(List.of(new RoleSpec("solver", 1, 1), new RoleSpec("verifier", 0, 1)),
+                Workflows.named("math").roles(MathOptions.defaults()));
+        assertEquals(List.of(new RoleSpec("verifier", 1, 1), new RoleSpec("searcher", 1, 1), new RoleSpec("answerer", 1, 1)),
+                Workflows.named("search").roles(SearchOptions.defaults()));
+        assertEquals(List.of(new RoleSpec("proposer", 1, 5), new RoleSpec("aggregator", 1, 1)),
+                Workflows.named("proposer-aggregator").roles(new ProposerOptions(5, 0.1)));
+        for (Workflow w : Workflows.all()) {
+            List<RoleSpec> roles = w.roles(OrchestraConfig.of(w.name()).options());
+            if (!roles.isEmpty()) assertEquals(roles.stream().map(RoleSpec::name).toList(), w.defaultRoles(), w.name());
+        }
+        assertEquals("<config>:2: agents[0].role: 'verifer' is not a role of the math workflow (solver, verifier)",
+                error("agents:\n  - {id: v, role: verifer}\n  - {id: solver}\n"));
+    }
+
+    @Test
+    void aWorkflowThatDeclaresNoRolesChecksItsAgentsWhenItOpens() {
+        // a user's workflow written before roles could be declared: the config loads, the workflow's own check stands
+        assertEquals(List.of(), Workflows.named(EchoWorkflow.NAME).roles(EchoWorkflow.EchoOptions.defaults()));
+        RunConfig cfg = RunConfig.parse("""
+                orchestra: {name: test-echo}
+                data: {source: jsonl, train_file: t.jsonl}
+                trainer: {eval_freq: 0}
+                agents: [{id: echo}, {id: critic}]
+                """, List.of());
+        var e = assertThrows(IllegalArgumentException.class, () -> Workflows.open(cfg, new PrintStream(new ByteArrayOutputStream())));
+        assertEquals("agents[1].role: 'critic' is not a role of the test-echo workflow (echo)", e.getMessage());
     }
 
     @Test

@@ -1,6 +1,7 @@
 // MathWorkflow.java — the registry's entry for the math solver–verifier workflow ("math").
 package dev.drmas.workflow.math;
 
+import dev.drmas.config.RoleSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.workflow.Workflow;
 import dev.drmas.workflow.Workload;
@@ -27,7 +28,12 @@ public final class MathWorkflow implements Workflow {
 
     @Override
     public List<String> defaultRoles() {
-        return List.of(MathAgents.SOLVER, MathAgents.VERIFIER);
+        return MathWorkload.ROLES.names();
+    }
+
+    @Override
+    public List<RoleSpec> roles(Record options) {
+        return MathWorkload.ROLES.specs();
     }
 
     @Override

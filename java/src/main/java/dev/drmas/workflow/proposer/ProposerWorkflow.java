@@ -2,6 +2,7 @@
 // then one aggregated answer, on math tasks (math's generator and answer check).
 package dev.drmas.workflow.proposer;
 
+import dev.drmas.config.RoleSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.workflow.Workflow;
 import dev.drmas.workflow.Workload;
@@ -29,7 +30,12 @@ public final class ProposerWorkflow implements Workflow {
 
     @Override
     public List<String> defaultRoles() {
-        return List.of(ProposerAgents.PROPOSER, ProposerAgents.AGGREGATOR);
+        return ProposerWorkload.roles(ProposerOptions.defaults()).names();
+    }
+
+    @Override
+    public List<RoleSpec> roles(Record options) {
+        return ProposerWorkload.roles((ProposerOptions) options).specs();
     }
 
     @Override

@@ -31,12 +31,16 @@ import java.util.Optional;
 import java.util.SplittableRandom;
 
 final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
-    ProposerWorkload(RunConfig cfg) {
-        ProposerOptions o = cfg.orchestra().options(ProposerOptions.class);
-        Roles roles = new Roles(ProposerWorkflow.NAME, List.of(
+    /** The roles under options {@code o}: at most one proposer agent per proposal, so that each gets a call. */
+    static Roles roles(ProposerOptions o) {
+        return new Roles(ProposerWorkflow.NAME, List.of(
                 new Roles.Role(ProposerAgents.PROPOSER, 1, Math.max(1, o.proposers()), ProposerAgents::proposer),
                 Roles.Role.one(ProposerAgents.AGGREGATOR, ProposerAgents::aggregator)));
-        Team team = roles.team(cfg);
+    }
+
+    ProposerWorkload(RunConfig cfg) {
+        ProposerOptions o = cfg.orchestra().options(ProposerOptions.class);
+        Team team = roles(o).team(cfg);
         super(team, new ProposerOrchestra(team, Roles.idsOf(cfg, ProposerAgents.PROPOSER),
                 Roles.idsOf(cfg, ProposerAgents.AGGREGATOR).getFirst(), o.proposers()),
                 MathTasks.of(cfg.data()), new InvalidActionPenalty(o.invalidPenalty()));

@@ -2,6 +2,7 @@
 // index` command that builds a BM25 index for its retriever.
 package dev.drmas.workflow.search;
 
+import dev.drmas.config.RoleSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.workflow.Workflow;
 import dev.drmas.workflow.Workload;
@@ -28,7 +29,12 @@ public final class SearchWorkflow implements Workflow {
 
     @Override
     public List<String> defaultRoles() {
-        return List.of(SearchOrchestra.VERIFIER, SearchOrchestra.SEARCHER, SearchOrchestra.ANSWERER);
+        return SearchWorkload.ROLES.names();
+    }
+
+    @Override
+    public List<RoleSpec> roles(Record options) {
+        return SearchWorkload.ROLES.specs();
     }
 
     @Override

@@ -11,6 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.EpisodeInit;
 import dev.drmas.agent.Step;
+import dev.drmas.config.ConfigException;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
 import dev.drmas.workflow.search.Passage;
@@ -93,9 +94,12 @@ class SearchWorkloadTest {
 
     @Test
     void teamNeedsEachRoleOnce() {
-        var e = assertThrows(IllegalArgumentException.class, () -> SearchWorkload.ROLES.team(config("agents[2].role=searcher")));
-        assertTrue(e.getMessage().contains("agents[2].role") && e.getMessage().contains("searcher"), e.getMessage());
-        e = assertThrows(IllegalArgumentException.class, () -> SearchWorkload.ROLES.team(config("agents[0].role=solver")));
-        assertTrue(e.getMessage().contains("agents[0].role: 'solver'"), e.getMessage());
+        // refused when the config loads, naming the override, before the workload (or any model) is built
+        var e = assertThrows(ConfigException.class, () -> config("agents[2].role=searcher"));
+        assertEquals("override 'agents[2].role=searcher': agents[2].role: 'searcher' is also the role of agents[1]; the search"
+                + " workflow has at most 1 searcher", e.getMessage());
+        e = assertThrows(ConfigException.class, () -> config("agents[0].role=solver"));
+        assertEquals("override 'agents[0].role=solver': agents[0].role: 'solver' is not a role of the search workflow (verifier,"
+                + " searcher, answerer)", e.getMessage());
     }
 }
