@@ -109,6 +109,11 @@ public final class Trainer implements AutoCloseable {
             log.println("drmas: models: " + policies.origin);
         }
         if (dist.isMaster()) for (String n : policies.notes) log.println("drmas: " + n);
+        if (dist.isMaster()) {
+            for (String m : policies.missingReferences.values()) {
+                log.println("drmas: warning: ppo.reference_model: " + m + "; evaluation does without it, training refuses to");
+            }
+        }
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
     }
 
@@ -178,6 +183,7 @@ public final class Trainer implements AutoCloseable {
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
         ResumeCheck.refuse(checkpoint, trainingChanges);
+        policies.requireReferences();
         boolean resumed = checkpoint != null;
         if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
             // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init

@@ -154,6 +154,34 @@ class CheckpointFaultsTest {
         assertTrue(captured.toString().contains("drmas: resuming with changed settings: trainer.steps: 1 -> 2"), captured.toString());
     }
 
+    @Test
+    void aRunWhoseKlReferenceIsLostStillEvaluatesButDoesNotTrain() throws Exception {
+        Cli.Run one = Cli.run(args("train", "trainer.steps=1", "ppo.reference_model=true"));
+        assertEquals(0, one.exit(), one.err());
+        Path reference = run().resolve("reference/policy");
+        assertTrue(Files.isRegularFile(reference.resolve("model.safetensors")), "the first checkpoint writes the reference");
+        dev.drmas.train.Checkpoints.deleteTree(reference.getParent());
+        // evaluation never uses the reference: it warns and evaluates the checkpoint
+        var saved = System.out;
+        var captured = new java.io.ByteArrayOutputStream();
+        System.setOut(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        Cli.Run eval;
+        try {
+            eval = Cli.run(args("eval", "ppo.reference_model=true"));
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, eval.exit(), eval.err());
+        String missing = "ppo.reference_model: the KL reference of model 'policy' is missing (no " + reference + ")";
+        assertTrue(captured.toString().contains("drmas: warning: " + missing), captured.toString());
+        assertTrue(captured.toString().contains("step 1\n") && captured.toString().contains("eval/pass@1"), captured.toString());
+        // training would pull toward no reference, or a made-up one: it stops, and writes none
+        RunFolderTest.fails(Cli.run(args("train", "trainer.steps=2", "ppo.reference_model=true")), missing,
+                "Restore the folder, turn ppo.reference_model off");
+        assertFalse(Files.exists(reference.getParent()));
+        assertEquals(List.of("step_000001"), names(run().resolve("checkpoints")));
+    }
+
     /** A tiny model with the built-in tokenizer in {@code d}, its weights changed by {@code edit}. */
     static void model(Path d, java.util.function.Consumer<CausalLm> edit) throws Exception {
         BuiltinTokenizer.writeTo(d);

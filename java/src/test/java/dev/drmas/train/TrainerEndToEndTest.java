@@ -184,19 +184,26 @@ class TrainerEndToEndTest {
                 assertArrayEquals(Tensors.toFloats(w.parameters().get(k)), Tensors.toFloats(r.parameters().get(k)), "saved reference " + k);
             }
         }
-        // a resume cannot recover a lost reference: the checkpoint's weights are not where the run started
+        // a resume cannot recover a lost reference: the checkpoint's weights are not where the run started;
+        // it opens (evaluation needs no reference) and refuses to train
         Checkpoints.deleteTree(reference);
-        var lost = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
-                () -> Trainer.open(config(tmp.resolve("s"), "ppo.reference_model=true"), QUIET).close());
+        ConfigException lost;
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "ppo.reference_model=true"), QUIET)) {
+            assertEquals(null, t.policiesForTest().get("policy").reference());
+            lost = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, t::train);
+        }
         assertTrue(lost.getMessage().contains("ppo.reference_model: the KL reference of model 'policy' is missing (no " + reference),
                 lost.getMessage());
+        assertFalse(Files.exists(reference), "no reference made up");
         // nor one turned on at a resume of a run that had none
         String from = "+run.warm_start=" + warm.getParent();
         try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=noref", from), QUIET)) {
             t.save();
         }
-        var on = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
-                () -> Trainer.open(config(tmp.resolve("s"), "run.name=noref", from, "ppo.reference_model=true"), QUIET).close());
+        ConfigException on;
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=noref", from, "ppo.reference_model=true"), QUIET)) {
+            on = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, t::train);
+        }
         assertTrue(on.getMessage().contains("ppo.reference_model: false at the checkpoint, true now"), on.getMessage());
 
         // run.resume: never does not start afresh over a run: its metrics and checkpoints would be mixed with the new ones
