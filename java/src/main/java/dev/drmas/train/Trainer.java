@@ -207,7 +207,10 @@ public final class Trainer implements AutoCloseable {
                 step++;
                 if (due(tc.logFreq())) metrics.log(step, m);
                 if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
-                if (due(tc.saveFreq())) save();
+                if (due(tc.saveFreq())) {
+                    metrics.sync();  // the lines up to this step on the disk before the checkpoint that a resume keeps them for
+                    save();
+                }
                 if (dist.worldSize() > 1 && due(cfg.distributed().checksumFreq())) checkSameWeights();
             }
         }
