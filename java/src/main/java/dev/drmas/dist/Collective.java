@@ -80,14 +80,22 @@ public interface Collective extends AutoCloseable {
      * 0's within {@code rtol}, relative. All ranks throw alike, naming the ranks that differ.
      */
     default void requireSame(double[] values, double rtol, String what) {
-        requireSame(values, rtol, what, "every rank must hold the same weights after each optimiser step; a rank that computed "
-                + "differently —other threads, other library, a bug— makes the run meaningless, so it stops");
+        requireSame(values, rtol, what, SAME_WEIGHTS);
     }
+
+    /** Why ranks must hold the same weights, for the message of a weight checksum that differs. */
+    String SAME_WEIGHTS = "every rank must hold the same weights after each optimiser step; a rank that computed "
+            + "differently —other threads, other library, a bug— makes the run meaningless, so it stops";
 
     /** As above, with {@code why} (what the check protects, for the message) in place of the weights' explanation. */
     default void requireSame(double[] values, double rtol, String what, String why) {
         if (worldSize() == 1) return;
-        double[][] all = gather(values, what);
+        requireSame(gather(values, what), rtol, what, why);
+    }
+
+    /** The check of requireSame on values every rank has gathered already ({@link #gather}, indexed by rank). */
+    static void requireSame(double[][] all, double rtol, String what, String why) {
+        double[] values = all[0];
         StringBuilder diff = new StringBuilder();
         for (int r = 1; r < all.length; r++) {
             for (int i = 0; i < values.length; i++) {

@@ -1,7 +1,8 @@
 // JsonlSink.java — metrics.jsonl: one JSON object per log call, {"step": 3, "wall_time": ...,
 // then the scalars by name}, written with one unbuffered write per line so a crash loses at most
 // the line being written. On resume the entries past the checkpoint's step are cut, so the file
-// of a resumed run equals that of an uninterrupted one (wall_time aside).
+// of a resumed run equals that of an uninterrupted one (wall_time aside). sync() forces it to the
+// disk before each checkpoint, so that a power loss does not take lines the checkpoint has passed.
 package dev.drmas.metrics;
 
 import com.fasterxml.jackson.core.JsonFactory;
@@ -13,6 +14,8 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,12 +46,16 @@ public final class JsonlSink implements MetricsSink {
 
     private final Path file;
     private final InstantSource clock;
+    private final FileChannel channel;  // what sync forces; out writes through it
+    private final boolean regular;  // a device (a link to /dev/null) has nothing to sync, and fsync refuses it
     private OutputStream out;
 
-    private JsonlSink(Path file, InstantSource clock, OutputStream out) {
+    private JsonlSink(Path file, InstantSource clock, FileChannel channel) {
         this.file = file;
         this.clock = clock;
-        this.out = out;
+        this.channel = channel;
+        this.regular = Files.isRegularFile(file);
+        this.out = Channels.newOutputStream(channel);
     }
 
     /** A new run: the file is created, or emptied when it exists. */
@@ -78,8 +85,15 @@ public final class JsonlSink implements MetricsSink {
         } else {
             truncateAfter(file, resumeFromStep);
         }
-        OutputStream out = Files.newOutputStream(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
-        return new JsonlSink(file, clock, out);
+        FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE, StandardOpenOption.APPEND);
+        try {
+            // the file's name, created or renamed just now, must outlast a power loss as its lines will
+            syncFolder(file.toAbsolutePath().getParent());
+        } catch (IOException e) {
+            ch.close();
+            throw e;
+        }
+        return new JsonlSink(file, clock, ch);
     }
 
     public Path file() {
@@ -102,6 +116,17 @@ public final class JsonlSink implements MetricsSink {
             out.write(line.getBytes(StandardCharsets.UTF_8));
         } catch (IOException e) {
             throw new UncheckedIOException("cannot append to " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public synchronized void sync() {
+        if (out == null) throw new IllegalStateException(file + " is closed");
+        if (!regular) return;
+        try {
+            channel.force(true);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot sync " + file + ": " + e.getMessage(), e);
         }
     }
 
@@ -186,10 +211,28 @@ public final class JsonlSink implements MetricsSink {
             }
         }
         if (!changed) return;
-        // Rewrite beside it and rename, so that a crash now leaves the old file or the new one.
+        // Rewrite beside it and rename, so that a crash now leaves the old file or the new one; the
+        // new one synced first, or a power loss could leave the name on a file short of its lines.
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
         Files.writeString(tmp, kept, StandardCharsets.UTF_8);
+        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ)) {
+            ch.force(true);
+        }
         Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /**
+     * Forces a folder's entries (names created, renamed in it) to the device, as
+     * dev.drmas.train.Durable does (which this package cannot use: train depends on it); a no-op
+     * where folders cannot be opened (not Linux).
+     */
+    static void syncFolder(Path dir) throws IOException {
+        if (dir == null) return;
+        try (FileChannel ch = FileChannel.open(dir, StandardOpenOption.READ)) {
+            ch.force(true);
+        } catch (IOException e) {
+            if (!Files.isDirectory(dir)) throw e;
+        }
     }
 
     private static long stepOf(Path file, int lineNo, String line) throws IOException {

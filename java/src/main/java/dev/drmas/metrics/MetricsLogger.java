@@ -3,7 +3,8 @@
 // passed on for each sink to keep as it can. A console sink that fails is reported and dropped
 // while the others go on; a file of the run folder that cannot be written (a full disk) stops the
 // run instead, since every later step would be lost from it while the run looked fine (the last
-// checkpoint stays, and a resumed run rewrites the metrics from there).
+// checkpoint stays, and a resumed run rewrites the metrics from there). sync() forces the files to
+// the disk, which the trainer does before each checkpoint's rename.
 package dev.drmas.metrics;
 
 import java.io.IOException;
@@ -90,13 +91,25 @@ public final class MetricsLogger implements MetricsSink {
             }
         }
         Map<String, Double> shared = Collections.unmodifiableMap(copy);
+        each("at step " + step, sink -> sink.log(step, shared));
+    }
+
+    /** Syncs every sink (before a checkpoint); a sink that fails is handled as in {@link #log}. */
+    @Override
+    public synchronized void sync() {
+        if (closed) throw new IllegalStateException("metrics logger is closed");
+        each("to sync its file", MetricsSink::sync);
+    }
+
+    /** Gives {@code call} to every sink; one that throws is dropped, or stops the run when essential. */
+    private void each(String when, java.util.function.Consumer<MetricsSink> call) {
         for (var it = sinks.iterator(); it.hasNext(); ) {
             MetricsSink sink = it.next();
             try {
-                sink.log(step, shared);
+                call.accept(sink);
             } catch (RuntimeException e) {
                 it.remove();
-                String what = sink.getClass().getSimpleName() + " failed at step " + step + ": " + e.getMessage();
+                String what = sink.getClass().getSimpleName() + " failed " + when + ": " + e.getMessage();
                 failures.add(what);
                 if (sink.essential()) {
                     closeQuietly(sink);
@@ -108,7 +121,7 @@ public final class MetricsLogger implements MetricsSink {
         }
     }
 
-    /** The sinks dropped after an error, each as "Sink failed at step N: message". */
+    /** The sinks dropped after an error, each as "Sink failed at step N: message" (or "failed to sync its file"). */
     public synchronized List<String> failures() {
         return List.copyOf(failures);
     }

@@ -26,6 +26,17 @@ public interface MetricsSink extends AutoCloseable {
         return false;
     }
 
+    /**
+     * Forces what was logged so far to the device. The trainer calls it before a checkpoint's
+     * rename, once per checkpoint (a sync per line would cost a disk round trip each): every line up
+     * to the checkpoint's step then survives whatever power loss the checkpoint survives, and a
+     * resume from it finds them. A destination with nothing durable to force does nothing.
+     *
+     * @throws java.io.UncheckedIOException when the destination cannot be synced
+     */
+    default void sync() {
+    }
+
     /** Flushes and releases the destination; later calls to {@link #log} are errors. */
     @Override
     void close();

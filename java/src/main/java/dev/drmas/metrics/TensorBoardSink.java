@@ -1,7 +1,8 @@
 // TensorBoardSink.java — scalars as a TensorBoard event file (events.out.tfevents.<time>.<host>)
 // that `tensorboard --logdir` reads, written without TensorFlow or protobuf-java: TFRecord framing
 // with masked CRC32C, and the three small messages (Event, Summary, Summary.Value) encoded by hand.
-// One record per step, flushed at once, so a crash loses nothing already logged.
+// One record per step, flushed at once, so a crash loses nothing already logged; sync() forces the
+// file to the disk before each checkpoint, so a power loss loses nothing the checkpoint has passed.
 package dev.drmas.metrics;
 
 import java.io.ByteArrayOutputStream;
@@ -11,6 +12,8 @@ import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -49,12 +52,14 @@ public final class TensorBoardSink implements MetricsSink {
 
     private final Path file;
     private final InstantSource clock;
+    private final FileChannel channel;  // what sync forces; out writes through it
     private OutputStream out;
 
-    private TensorBoardSink(Path file, InstantSource clock, OutputStream out) {
+    private TensorBoardSink(Path file, InstantSource clock, FileChannel channel) {
         this.file = file;
         this.clock = clock;
-        this.out = out;
+        this.channel = channel;
+        this.out = Channels.newOutputStream(channel);
     }
 
     /** A new event file in {@code logDir} (created when missing) for a run starting afresh. */
@@ -72,6 +77,7 @@ public final class TensorBoardSink implements MetricsSink {
 
     /** As {@link #open(Path, long)}, with the clock that stamps wall_time and the file name. */
     public static TensorBoardSink open(Path logDir, long resumeFromStep, InstantSource clock) throws IOException {
+        boolean made = !Files.isDirectory(logDir);
         Files.createDirectories(logDir);
         double now = JsonlSink.wallTime(clock.instant());
         // TensorFlow's name plus pid and a per-process count: a resumed run (or a second writer)
@@ -81,14 +87,19 @@ public final class TensorBoardSink implements MetricsSink {
         String name = "events.out.tfevents.%010d.%s.%d.%d".formatted((long) now, hostName(),
                 ProcessHandle.current().pid(), FILES_OPENED.incrementAndGet());
         Path file = logDir.resolve(name);
-        OutputStream out = Files.newOutputStream(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-        var sink = new TensorBoardSink(file, clock, out);
+        var sink = new TensorBoardSink(file, clock, FileChannel.open(file, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE));
         try {
             sink.writeRecord(fileVersionEvent(now));
             sink.writeRecord(sessionStartEvent(now, Math.max(resumeFromStep + 1, 0)));
+            // the new names (the file; the folder when made now) must outlast a power loss as the records will
+            JsonlSink.syncFolder(logDir);
+            if (made) JsonlSink.syncFolder(logDir.toAbsolutePath().getParent());
         } catch (UncheckedIOException e) {
             sink.close();
             throw e.getCause();
+        } catch (IOException e) {
+            sink.close();
+            throw e;
         }
         return sink;
     }
@@ -108,6 +119,16 @@ public final class TensorBoardSink implements MetricsSink {
         if (out == null) throw new IllegalStateException(file + " is closed");
         byte[] event = scalarEvent(JsonlSink.wallTime(clock.instant()), step, scalars);
         if (event != null) writeRecord(event);
+    }
+
+    @Override
+    public synchronized void sync() {
+        if (out == null) throw new IllegalStateException(file + " is closed");
+        try {
+            channel.force(true);
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot sync " + file + ": " + e.getMessage(), e);
+        }
     }
 
     @Override

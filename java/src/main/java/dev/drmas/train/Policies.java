@@ -2,7 +2,8 @@
 // renderer, a rollout engine, its optimiser. Models come, in this order of preference, from the
 // checkpoint being resumed, from the model's own path, from the run's supervised warm start, or
 // from a seeded random initialisation of the configured tiny shape with the built-in tokenizer.
-// With ppo.reference_model, each also gets the frozen KL reference: the weights RL starts from.
+// With ppo.reference_model, each also gets the frozen KL reference: the weights RL starts from
+// (only training uses it: a resumed run whose reference is lost still evaluates, train() refuses).
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -53,6 +54,8 @@ final class Policies implements AutoCloseable {
     // references held in memory that runDir/reference/<id> does not have yet (saveReferences writes them)
     final Set<String> unsavedReferences = new LinkedHashSet<>();
     final Set<String> startReferences = new LinkedHashSet<>();  // references copied from this trainer's starting weights
+    // per model whose reference a resume cannot find, why: evaluation does without it, training refuses (requireReferences)
+    final Map<String, String> missingReferences = new LinkedHashMap<>();
 
     private Policies(String origin) {
         this.origin = origin;
@@ -153,6 +156,7 @@ final class Policies implements AutoCloseable {
         this.notes.addAll(p.notes);
         this.unsavedReferences.addAll(p.unsavedReferences);
         this.startReferences.addAll(p.startReferences);
+        this.missingReferences.putAll(p.missingReferences);
         this.origin = origin;
     }
 
@@ -212,8 +216,9 @@ final class Policies implements AutoCloseable {
      * reloads them from there. Any other, at a fresh start, copies the model as it is now (the warm
      * start, else the initial weights), and the first checkpoint writes the copy to
      * runDir/reference/id (saveReferences), so that a resumed run keeps it; a resume loads it from
-     * there, or from the checkpoint's own run folder, and refuses to go on without it: a reference
-     * made from the checkpoint's weights would pull toward step N instead of the start.
+     * there, or from the checkpoint's own run folder. Without it the model has none (null) and
+     * missingReferences says why: a reference made from the checkpoint's weights would pull toward
+     * step N instead of the start, so training refuses to go on, but evaluation never needs one.
      */
     private CausalLm reference(Path runDir, Path checkpoint, String id, ModelSpec spec, CausalLm model, ScalarType dtype,
                                Device device) {
@@ -240,10 +245,17 @@ final class Policies implements AutoCloseable {
             unsavedReferences.add(id);  // the next checkpoint has it in this run's folder too
             return CausalLm.load(other, dtype, device);
         }
-        throw ConfigException.at("ppo.reference_model", "the KL reference of model '" + id + "' is missing (no " + dir
+        missingReferences.put(id, "the KL reference of model '" + id + "' is missing (no " + dir
                 + (other == null ? "" : " nor " + other) + "); the checkpoint " + checkpoint + " cannot stand in for it (its "
                 + "weights are not the ones the run started from). Restore the folder, turn ppo.reference_model off, or start "
                 + "a new run (another run.name)");
+        return null;
+    }
+
+    /** Stops training when a model's KL reference is missing (missingReferences): its KL term has nothing to pull toward. */
+    void requireReferences() {
+        if (missingReferences.isEmpty()) return;
+        throw ConfigException.at("ppo.reference_model", String.join("; ", missingReferences.values()));
     }
 
     static Path referenceDir(Path runDir, String id) {

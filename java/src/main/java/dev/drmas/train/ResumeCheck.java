@@ -6,7 +6,8 @@
 // config is the checkpoint's own config.yaml (written with it), else the run folder's; the shapes
 // are also checked against the checkpoint's config.json, which every checkpoint has. The seed and
 // the training data are fixed too when the run goes on training: the saved data position counts tasks
-// of their shuffled order (an evaluation may change them).
+// of their shuffled order (an evaluation may change them); so is a KL reference turned on, which
+// only training uses.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -33,7 +34,8 @@ final class ResumeCheck {
 
     /**
      * Throws a ConfigException listing every change {@code checkpoint} cannot honour; logs the others.
-     * Returns the changes among those that only training cannot honour (the seed, the training data):
+     * Returns the changes among those that only training cannot honour (the seed, the training data,
+     * a KL reference turned on):
      * an evaluation or a warm start of the same run may make them, and train() refuses them.
      */
     static List<String> check(RunConfig now, Path checkpoint, Path runDir, PrintStream log) {
@@ -62,7 +64,7 @@ final class ResumeCheck {
                     if (!fatal.stream().anyMatch(f -> f.startsWith(k + ":"))) fatal.add(change);
                 } else {
                     allowed.add(k + ": " + show(a, was.containsKey(k)) + " -> " + show(b, is.containsKey(k)));
-                    if (bindsTraining(k)) forTraining.add(change);
+                    if (bindsTraining(k, now)) forTraining.add(change);
                 }
             }
         }
@@ -80,15 +82,11 @@ final class ResumeCheck {
 
     /**
      * Keys the checkpoint fixes: the shape, family, origin and dtype-independent identity of every
-     * model an agent uses, the team (agents, their roles and models) and the workflow; and a KL
-     * reference turned on now, which would have to be the weights the run started from, long gone
-     * (the seed and the training data: bindsTraining).
+     * model an agent uses, the team (agents, their roles and models) and the workflow (the seed, the
+     * training data and a KL reference turned on: bindsTraining).
      */
     private static boolean binding(String key, RunConfig now) {
         if (key.startsWith("agents[") || key.equals("agents") || key.equals("orchestra.name")) return true;
-        // (a model with a path reloads its reference from there: nothing is lost for it)
-        if (key.equals("ppo.reference_model") && now.ppo().referenceModel()
-                && now.usedModels().stream().anyMatch(id -> !now.models().get(id).loadsWeights())) return true;
         for (String id : now.usedModels()) {
             String m = "models." + id + ".";
             if (key.startsWith(m + "size.") || key.equals(m + "family") || key.equals(m + "path") || key.equals(m + "init")) return true;
@@ -96,8 +94,15 @@ final class ResumeCheck {
         return false;
     }
 
-    /** Keys that fix a run that goes on training: the seed and the training data, whose shuffled order the saved data_position indexes. */
-    private static boolean bindsTraining(String key) {
+    /**
+     * Keys that fix a run that goes on training: the seed and the training data, whose shuffled order
+     * the saved data_position indexes; and a KL reference turned on now, which would have to be the
+     * weights the run started from, long gone (a model with a path reloads its reference from there:
+     * nothing is lost for it). Evaluation uses none of them.
+     */
+    private static boolean bindsTraining(String key, RunConfig now) {
+        if (key.equals("ppo.reference_model") && now.ppo().referenceModel()
+                && now.usedModels().stream().anyMatch(id -> !now.models().get(id).loadsWeights())) return true;
         return key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file");
     }
 

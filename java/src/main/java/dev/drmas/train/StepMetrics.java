@@ -1,8 +1,8 @@
 // StepMetrics.java — a training step's metrics, merged across ranks: the reward and row counts, the
 // verifier's verdict rates (from the episodes' shared verdict counters), the workload's own episode
 // metrics, per agent the score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation
-// (means over groups), per model the PPO statistics, the phase timings with generation speed, and
-// the rollout engine's prompt, prefilled and prefix-reused token counts.
+// (means over the groups where each is defined), per model the PPO statistics, the phase timings
+// with generation speed, and the rollout engine's prompt, prefilled and prefix-reused token counts.
 // Every sum travels through named Sums, so that no metric is addressed by a hand-kept index.
 package dev.drmas.train;
 
@@ -107,7 +107,11 @@ final class StepMetrics {
         m.put("memory/" + id + "/optimizer_bytes", (double) optim.stateBytes());
     }
 
-    /** Per agent: score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation (means over groups). */
+    /**
+     * Per agent: score and advantage moments, E[A²], and means over the groups where each is
+     * defined: μ_k over the groups the agent acted in, σ_k over those where it has two rows or more,
+     * Lemma 4.2's inflation over those whose group std is not 0 (AdvantageSummary's rule).
+     */
     static void agents(Step s, Team team, Collective dist, Map<String, Double> m) {
         RolloutBatch b = s.batch();
         float[] adv = s.adv().advantages();
@@ -132,7 +136,12 @@ final class StepMetrics {
                 if (d[AbiIndices.DIAG_AGENT_COUNT * segs + seg] == 0) continue;
                 sums.add(a + "/groups", 1);
                 sums.add(a + "/mu", d[AbiIndices.DIAG_AGENT_MEAN * segs + seg]);
-                sums.add(a + "/sigma", d[AbiIndices.DIAG_AGENT_STD * segs + seg]);
+                // a segment of one row has no std (the kernels write 0 there): averaging those 0s in would
+                // pull σ_k down by the share of such groups (ARCHITECTURE §5's single segments)
+                if (d[AbiIndices.DIAG_AGENT_COUNT * segs + seg] >= 2) {
+                    sums.add(a + "/sigma_groups", 1);
+                    sums.add(a + "/sigma", d[AbiIndices.DIAG_AGENT_STD * segs + seg]);
+                }
                 double f = AdvantageSummary.inflation(d, segs, seg);  // NaN where the group's std is 0 or rounding noise
                 if (Double.isFinite(f)) {
                     sums.add(a + "/inflation_groups", 1);
@@ -160,16 +169,16 @@ final class StepMetrics {
             m.put(pre + "adv_sq_mean", av.variance() + av.mean() * av.mean());  // E[A²], what Lemma 4.2 bounds
             m.put(pre + "valid_ratio", sums.get(a + "/valid") / cnt);
             m.put(pre + "response_len", sums.get(a + "/tokens") / cnt);
-            double groups = sums.get(a + "/groups"), inflGroups = sums.get(a + "/inflation_groups");
-            if (groups > 0) {
-                m.put(pre + "mu", sums.get(a + "/mu") / groups);
-                m.put(pre + "sigma", sums.get(a + "/sigma") / groups);
-            }
+            double groups = sums.get(a + "/groups"), sigmaGroups = sums.get(a + "/sigma_groups");
+            double inflGroups = sums.get(a + "/inflation_groups");
+            if (groups > 0) m.put(pre + "mu", sums.get(a + "/mu") / groups);
+            if (sigmaGroups > 0) m.put(pre + "sigma", sums.get(a + "/sigma") / sigmaGroups);
             if (inflGroups > 0) m.put(pre + "inflation", sums.get(a + "/inflation") / inflGroups);
         }
     }
 
-    private static final List<String> AGENT_SUMS = List.of("valid", "tokens", "groups", "mu", "sigma", "inflation_groups", "inflation");
+    private static final List<String> AGENT_SUMS = List.of("valid", "tokens", "groups", "mu", "sigma_groups", "sigma", "inflation_groups",
+            "inflation");
 
     /** The workload's metrics per episode ({@code prefix} + name), summed over every rank's episodes. */
     static void workload(String prefix, List<Task> tasks, List<Episode> episodes, Workload w, Collective dist,

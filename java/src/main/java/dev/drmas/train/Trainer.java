@@ -109,6 +109,11 @@ public final class Trainer implements AutoCloseable {
             log.println("drmas: models: " + policies.origin);
         }
         if (dist.isMaster()) for (String n : policies.notes) log.println("drmas: " + n);
+        if (dist.isMaster()) {
+            for (String m : policies.missingReferences.values()) {
+                log.println("drmas: warning: ppo.reference_model: " + m + "; evaluation does without it, training refuses to");
+            }
+        }
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
     }
 
@@ -178,6 +183,7 @@ public final class Trainer implements AutoCloseable {
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
         ResumeCheck.refuse(checkpoint, trainingChanges);
+        policies.requireReferences();
         boolean resumed = checkpoint != null;
         if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
             // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
@@ -200,9 +206,13 @@ public final class Trainer implements AutoCloseable {
                 Map<String, Double> m = trainStep();
                 step++;
                 if (due(tc.logFreq())) metrics.log(step, m);
-                if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
-                if (due(tc.saveFreq())) save();
+                // before evaluating or saving weights that are not finite, or not the same on every rank
                 if (dist.worldSize() > 1 && due(cfg.distributed().checksumFreq())) checkSameWeights();
+                if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
+                if (due(tc.saveFreq())) {
+                    metrics.sync();  // the lines up to this step on the disk before the checkpoint that a resume keeps them for
+                    save();
+                }
             }
         }
         return lastEval;
@@ -328,11 +338,38 @@ public final class Trainer implements AutoCloseable {
         });
     }
 
-    /** Stops the run when the ranks no longer hold the same weights (sum and sum of squares per model). */
-    private void checkSameWeights() {
+    /**
+     * Stops the run when the ranks no longer hold the same weights (sum and sum of squares per
+     * model), or when a model's weights are not finite on some rank: a NaN checksum never equals
+     * itself, so those used to read as ranks that diverged, even when every rank held the same NaN.
+     */
+    void checkSameWeights() {
+        String what = "the parameter checksum of models " + policies.byId.keySet() + " at step " + step;
+        double[][] all = dist.gather(policies.checksums(), what);  // every rank sees every rank's, and stops alike
+        List<String> bad = new java.util.ArrayList<>();
+        int m = 0;
+        for (String id : policies.byId.keySet()) {
+            List<String> ranks = new java.util.ArrayList<>();
+            int first = -1;
+            for (int r = 0; r < all.length; r++) {
+                if (Double.isFinite(all[r][2 * m]) && Double.isFinite(all[r][2 * m + 1])) continue;
+                ranks.add(Integer.toString(r));
+                if (first < 0) first = r;
+            }
+            if (first >= 0) {
+                bad.add("model '" + id + "' on rank" + (ranks.size() > 1 ? "s " : " ") + String.join(", ", ranks) + " (parameter sum "
+                        + all[first][2 * m] + ", sum of squares " + all[first][2 * m + 1] + ")");
+            }
+            m++;
+        }
+        if (!bad.isEmpty()) {
+            throw new dev.drmas.dist.DistributedException("the weights of " + String.join("; ", bad) + " are not finite (NaN or "
+                    + "infinite) at step " + step + "; training cannot go on from them. Resume from a checkpoint before this step"
+                    + " (a lower optim.lr, or float32 weights, may keep them finite)");
+        }
         // identical inputs and ops give identical bits; the slack only allows for nodes whose
         // libraries sum in a different order
-        dist.requireSame(policies.checksums(), 1e-9, "the parameter checksum of models " + policies.byId.keySet() + " at step " + step);
+        Collective.requireSame(all, 1e-9, what, Collective.SAME_WEIGHTS);
     }
 
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */

@@ -7,7 +7,8 @@
 // safe change is logged; weights with NaN are refused on load naming the tensor; a model whose
 // logits are not finite makes generate fail instead of printing empty text; --max-new-tokens past
 // the model's positions is clamped with a warning; and (with strace) every checkpoint file, and
-// every folder created to hold them, is synced before the rename.
+// every folder created to hold them, is synced before the rename, and so are the metrics files'
+// lines up to the checkpoint's step; a run whose KL reference is lost evaluates but does not train.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -154,6 +155,34 @@ class CheckpointFaultsTest {
         assertTrue(captured.toString().contains("drmas: resuming with changed settings: trainer.steps: 1 -> 2"), captured.toString());
     }
 
+    @Test
+    void aRunWhoseKlReferenceIsLostStillEvaluatesButDoesNotTrain() throws Exception {
+        Cli.Run one = Cli.run(args("train", "trainer.steps=1", "ppo.reference_model=true"));
+        assertEquals(0, one.exit(), one.err());
+        Path reference = run().resolve("reference/policy");
+        assertTrue(Files.isRegularFile(reference.resolve("model.safetensors")), "the first checkpoint writes the reference");
+        dev.drmas.train.Checkpoints.deleteTree(reference.getParent());
+        // evaluation never uses the reference: it warns and evaluates the checkpoint
+        var saved = System.out;
+        var captured = new java.io.ByteArrayOutputStream();
+        System.setOut(new java.io.PrintStream(captured, true, java.nio.charset.StandardCharsets.UTF_8));
+        Cli.Run eval;
+        try {
+            eval = Cli.run(args("eval", "ppo.reference_model=true"));
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, eval.exit(), eval.err());
+        String missing = "ppo.reference_model: the KL reference of model 'policy' is missing (no " + reference + ")";
+        assertTrue(captured.toString().contains("drmas: warning: " + missing), captured.toString());
+        assertTrue(captured.toString().contains("step 1\n") && captured.toString().contains("eval/pass@1"), captured.toString());
+        // training would pull toward no reference, or a made-up one: it stops, and writes none
+        RunFolderTest.fails(Cli.run(args("train", "trainer.steps=2", "ppo.reference_model=true")), missing,
+                "Restore the folder, turn ppo.reference_model off");
+        assertFalse(Files.exists(reference.getParent()));
+        assertEquals(List.of("step_000001"), names(run().resolve("checkpoints")));
+    }
+
     /** A tiny model with the built-in tokenizer in {@code d}, its weights changed by {@code edit}. */
     static void model(Path d, java.util.function.Consumer<CausalLm> edit) throws Exception {
         BuiltinTokenizer.writeTo(d);
@@ -231,6 +260,99 @@ class CheckpointFaultsTest {
         for (Path folder : List.of(run(), dir.resolve("runs"))) {
             assertTrue(syncedBefore(lines, "\"" + folder + "\"", rename), folder + " (a new entry in it) was not synced before the rename");
         }
+    }
+
+    @Test
+    @Timeout(value = 180, unit = TimeUnit.SECONDS)
+    void metricsUpToACheckpointAreSyncedBeforeItsRename() throws Exception {
+        assumeTrue(Files.isExecutable(Path.of("/usr/bin/strace")), "strace is not installed; skipped");
+        Cli.Run one = Cli.run(args("train", "trainer.steps=1", "metrics.tensorboard=true"));
+        assertEquals(0, one.exit(), one.err());
+        Path metrics = run().resolve("metrics.jsonl");
+        // a line the crashed run logged past its last checkpoint: the resume rewrites the file without it
+        Files.writeString(metrics, "{\"step\":2,\"crashed\":1.0}\n", java.nio.file.StandardOpenOption.APPEND);
+        Path trace = dir.resolve("trace.txt");
+        List<String> cmd = new ArrayList<>(List.of("/usr/bin/strace", "-f", "-qq", "--seccomp-bpf", "-o", trace.toString(),
+                "-e", "trace=fsync,fdatasync,rename,renameat,renameat2,openat,close,write", "-e", "signal=none"));
+        cmd.addAll(Child.command(args("train", "trainer.steps=2", "metrics.tensorboard=true")));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes());
+        assertTrue(p.waitFor(170, TimeUnit.SECONDS));
+        assumeTrue(p.exitValue() == 0 || !out.contains("ptrace") && !out.contains("seccomp"), "strace cannot trace here (" + out + "); skipped");
+        assertEquals(0, p.exitValue(), out);
+        List<String> lines = Files.readAllLines(trace);
+        int checkpoint = lastRename(lines, "step_000002.tmp\""), rewrite = lastRename(lines, "metrics.jsonl.tmp\"");
+        assertTrue(checkpoint > 0 && rewrite > 0 && rewrite < checkpoint, "renames of metrics.jsonl.tmp and step_000002.tmp: " + rewrite
+                + ", " + checkpoint);
+        // the rewritten file was on the disk before its name replaced the old one, and the new name after
+        assertTrue(syncedBefore(lines, "metrics.jsonl.tmp\"", rewrite), "metrics.jsonl.tmp was not synced before its rename");
+        assertTrue(folderSyncedBetween(lines, run(), rewrite, checkpoint), "the run folder was not synced after the rename of metrics.jsonl");
+        // every line of step 2 (train and eval) is on the disk before the checkpoint of step 2 is
+        assertTrue(syncedAfterLastWrite(lines, "metrics.jsonl\"", "{\\\"step\\\":2,", checkpoint), "metrics.jsonl: its lines of step 2 "
+                + "were not synced before the checkpoint's rename");
+        assertTrue(syncedAfterLastWrite(lines, "tensorboard/events.out.tfevents.", null, checkpoint),
+                "the TensorBoard event file was not synced before the checkpoint's rename");
+        assertTrue(folderSyncedBetween(lines, run().resolve("tensorboard"), 0, checkpoint), "tensorboard/ (its new event file) not synced");
+        List<String> steps = Files.readAllLines(metrics).stream().map(l -> l.substring(0, l.indexOf(','))).toList();
+        assertEquals(List.of("{\"step\":1", "{\"step\":2"), steps, "one line per step, the crashed run's gone");
+    }
+
+    /** The trace line of the last rename whose arguments contain {@code quoted}; -1 if none. */
+    private static int lastRename(List<String> lines, String quoted) {
+        int at = -1;
+        for (int i = 0; i < lines.size(); i++) if (lines.get(i).contains("rename") && lines.get(i).contains(quoted)) at = i;
+        return at;
+    }
+
+    /** The descriptor an openat at trace line {@code i} returned (its "resumed" line if it was interrupted). */
+    private static String openedFd(List<String> lines, int i) {
+        String l = lines.get(i), tid = l.substring(0, l.indexOf(' '));
+        for (int j = i + 1; l.contains("<unfinished") && j < lines.size(); j++) {
+            if (lines.get(j).startsWith(tid + " <... openat resumed>")) l = lines.get(j);
+        }
+        return l.substring(l.lastIndexOf('=') + 1).trim();
+    }
+
+    /** Whether {@code folder} was opened and fsync'ed (any thread: descriptors are the process's) between trace lines from and to. */
+    private static boolean folderSyncedBetween(List<String> lines, Path folder, int from, int to) {
+        for (int i = from; i < to; i++) {
+            if (!lines.get(i).contains("openat") || !lines.get(i).contains("\"" + folder + "\"")) continue;
+            String fd = openedFd(lines, i);
+            for (int j = i + 1; j < to; j++) {
+                String m = lines.get(j);
+                if (call(m, "close", fd)) break;
+                if (call(m, "fsync", fd) || call(m, "fdatasync", fd)) return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Whether the file last opened before trace line {@code end} under a path containing {@code quoted}
+     * was fsync'ed on that descriptor, before {@code end} and after its last write there (which begins
+     * with {@code written}, as strace prints it, unless null), with the descriptor still open.
+     */
+    private static boolean syncedAfterLastWrite(List<String> lines, String quoted, String written, int end) {
+        int open = -1;
+        for (int i = 0; i < end; i++) if (lines.get(i).contains("openat") && lines.get(i).contains(quoted)) open = i;
+        if (open < 0) return false;
+        String fd = openedFd(lines, open);
+        boolean wrote = false, synced = false;
+        for (int j = open + 1; j < end; j++) {
+            String m = lines.get(j);
+            if (call(m, "close", fd)) return false;
+            if (m.contains(" write(" + fd + ", ")) {
+                wrote = written == null || m.contains(" write(" + fd + ", \"" + written);
+                synced = false;
+            }
+            if (call(m, "fsync", fd) || call(m, "fdatasync", fd)) synced = true;
+        }
+        return wrote && synced;
+    }
+
+    /** Whether trace line {@code m} is a call of {@code name} on descriptor {@code fd}, finished or not. */
+    private static boolean call(String m, String name, String fd) {
+        return m.contains(" " + name + "(" + fd + ")") || m.contains(" " + name + "(" + fd + " <unfinished");
     }
 
     /** Whether the trace has an openat of a path ending in {@code quoted} whose descriptor was fsync'ed before line {@code end}. */

@@ -1,7 +1,7 @@
 // JsonlSinkTest.java — metrics.jsonl: the exact text of a line, strict-JSON lines for NaN and
 // infinities, no buffering between a log call and the file, and resume: a run that crashed past
 // its checkpoint (with a line cut short) and was resumed leaves the same file as one that never
-// crashed; a damaged line is reported by file:line.
+// crashed; a damaged line is reported by file:line; a link to a device is not synced.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -74,6 +74,23 @@ class JsonlSinkTest {
         assertEquals(2, Files.readAllLines(file).size());
         sink.close();
         assertThrows(IllegalStateException.class, () -> sink.log(3, Map.of()));
+    }
+
+    @Test
+    void aFileLinkedToADeviceIsNotSynced() throws IOException {
+        // metrics thrown away through a link to /dev/null: fsync of a device fails (EINVAL), which must
+        // not stop the run at its first checkpoint; a regular file is synced
+        Path file = dir.resolve("metrics.jsonl");
+        Files.createSymbolicLink(file, Path.of("/dev/null"));
+        try (var sink = JsonlSink.open(file, 3, CLOCK)) {
+            sink.log(4, Map.of("loss", 1.0));
+            sink.sync();
+        }
+        try (var sink = JsonlSink.open(dir.resolve("regular.jsonl"), -1, CLOCK)) {
+            sink.log(1, Map.of("loss", 1.0));
+            sink.sync();
+        }
+        assertEquals(List.of(1L), steps(dir.resolve("regular.jsonl")));
     }
 
     @Test

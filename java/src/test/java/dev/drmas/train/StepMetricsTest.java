@@ -1,7 +1,8 @@
 // StepMetricsTest.java — the per-agent metrics of a step from its rows and the kernel's
 // diagnostics: Lemma 4.2's inflation is logged by the rule `drmas compare` reports it by
 // (AdvantageSummary), so that a group whose std is only float rounding noise does not log a factor
-// of ~1e14. The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
+// of ~1e14, and σ_k averages only the agent segments of two rows or more, where a std is defined.
+// The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
 // Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
 // one), and no PPO statistics for a model that had no rows.
 package dev.drmas.train;
@@ -72,6 +73,38 @@ class StepMetricsTest {
             assertEquals(summary[a].inflationMean(), m.get(key), 1e-12, key);
             assertTrue(m.get(key) < 10, key + " = " + m.get(key));
         }
+    }
+
+    @Test
+    void sigmaLeavesOutAgentSegmentsOfOneRow() {
+        // Task 0: the verifier acts in trajectory 0 only (rewards 1 and 0.25): its segment there has
+        // one row, whose std is undefined (0 by the kernels' convention), as ARCHITECTURE §5's single
+        // segments. Task 1: both act in both trajectories, rewards 1 and 0: σ = √0.5 (unbiased).
+        Episode solo = new Episode(0, 1, "q", "a", List.of(step(0, true)), "", true, Map.of());
+        List<Episode> eps = List.of(episode(0, 0, true), solo, episode(1, 2, true), episode(1, 3, true));
+        RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS, eps, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0.25, 1, 0}));
+        Advantages.Result adv = b.advantages(NormConfig.of(NormMode.DRMAS), 2);
+        double[] d = adv.diagnostics();
+        // the premise: the verifier's segment of task 0 (seg 1) has one row and a std of exactly 0
+        assertEquals(1.0, d[dev.drmas.bindings.AbiIndices.DIAG_AGENT_COUNT * 4 + 1]);
+        assertEquals(0.0, d[dev.drmas.bindings.AbiIndices.DIAG_AGENT_STD * 4 + 1]);
+
+        Map<String, Double> m = new LinkedHashMap<>();
+        StepMetrics.agents(new StepMetrics.Step(1, b, adv, new PpoUpdater.Stats[0], 0, new long[3], null, 0), TEAM, Collective.single(), m);
+        assertEquals(Math.sqrt(0.5), m.get("agent/verifier/sigma"), 1e-7, "task 1 alone, not (0 + √0.5) / 2");
+        assertEquals((1 + 0.5) / 2, m.get("agent/verifier/mu"), 1e-7, "μ_k of a single row is that row: every group counts");
+        // the solver has two rows in each task: task 0's 1 and 0.25 (σ = 0.53), task 1's 1 and 0 (σ = 0.71)
+        assertEquals((Math.sqrt(2 * 0.375 * 0.375) + Math.sqrt(0.5)) / 2, m.get("agent/solver/sigma"), 1e-7);
+
+        // no segment of two rows at all: no σ logged (as no inflation without a defined group std), not 0
+        List<Episode> alone = List.of(episode(0, 0, true), solo);
+        RolloutBatch one = RolloutBatch.of(RolloutBatchTest.TASKS.subList(0, 1), alone, 2,
+                new RolloutBatchTest.TableWorkload(new double[] {1, 0.25}));
+        Advantages.Result adv1 = one.advantages(NormConfig.of(NormMode.DRMAS), 2);
+        m.clear();
+        StepMetrics.agents(new StepMetrics.Step(1, one, adv1, new PpoUpdater.Stats[0], 0, new long[3], null, 0), TEAM, Collective.single(), m);
+        assertTrue(m.containsKey("agent/verifier/mu") && !m.containsKey("agent/verifier/sigma"), m.toString());
+        assertTrue(m.containsKey("agent/solver/sigma"), m.toString());
     }
 
     /** lr 1e-3 warmed up over 4 steps: the first step uses 2.5e-4, the second 5e-4. */

@@ -1,7 +1,8 @@
 // TrainerEndToEndTest.java — a few real training steps of the solver–verifier team on a tiny model
 // (real LibTorch, real rollout engine, native advantage and loss kernels, real files): metrics are
 // present and finite, the checkpoint reloads to the trained weights, and a run stopped after its
-// first checkpoint and resumed logs exactly what an uninterrupted run logs.
+// first checkpoint and resumed logs exactly what an uninterrupted run logs; with two ranks, weights
+// that are not finite are named as such, not as ranks that diverged, and neither is checkpointed.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -16,6 +17,7 @@ import dev.drmas.config.RunConfig;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Tensors;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -184,19 +186,26 @@ class TrainerEndToEndTest {
                 assertArrayEquals(Tensors.toFloats(w.parameters().get(k)), Tensors.toFloats(r.parameters().get(k)), "saved reference " + k);
             }
         }
-        // a resume cannot recover a lost reference: the checkpoint's weights are not where the run started
+        // a resume cannot recover a lost reference: the checkpoint's weights are not where the run started;
+        // it opens (evaluation needs no reference) and refuses to train
         Checkpoints.deleteTree(reference);
-        var lost = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
-                () -> Trainer.open(config(tmp.resolve("s"), "ppo.reference_model=true"), QUIET).close());
+        ConfigException lost;
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "ppo.reference_model=true"), QUIET)) {
+            assertEquals(null, t.policiesForTest().get("policy").reference());
+            lost = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, t::train);
+        }
         assertTrue(lost.getMessage().contains("ppo.reference_model: the KL reference of model 'policy' is missing (no " + reference),
                 lost.getMessage());
+        assertFalse(Files.exists(reference), "no reference made up");
         // nor one turned on at a resume of a run that had none
         String from = "+run.warm_start=" + warm.getParent();
         try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=noref", from), QUIET)) {
             t.save();
         }
-        var on = org.junit.jupiter.api.Assertions.assertThrows(dev.drmas.config.ConfigException.class,
-                () -> Trainer.open(config(tmp.resolve("s"), "run.name=noref", from, "ppo.reference_model=true"), QUIET).close());
+        ConfigException on;
+        try (Trainer t = Trainer.open(config(tmp.resolve("s"), "run.name=noref", from, "ppo.reference_model=true"), QUIET)) {
+            on = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, t::train);
+        }
         assertTrue(on.getMessage().contains("ppo.reference_model: false at the checkpoint, true now"), on.getMessage());
 
         // run.resume: never does not start afresh over a run: its metrics and checkpoints would be mixed with the new ones
@@ -247,6 +256,88 @@ class TrainerEndToEndTest {
         assertTrue(got.get(0).contains(diverged) && got.get(0).contains("rank 1: the [step, data_position] the run starts from[0] = 0.0"),
                 got.get(0));
         assertTrue(got.get(1).contains("this rank found no checkpoint"), got.get(1));
+    }
+
+    @Test
+    void weightsThatAreNotFiniteAreNamedNotTakenForDivergedRanks() throws Exception {
+        Path run = tmp.resolve("nan");
+        java.util.function.BiFunction<Trainer, Integer, List<String>> steps = (t, rank) -> {
+            List<String> got = new ArrayList<>();
+            Runnable check = () -> {
+                try {
+                    t.checkSameWeights();
+                    got.add("same");
+                } catch (dev.drmas.dist.DistributedException e) {
+                    got.add(e.getMessage());
+                }
+            };
+            try (PointerScope scope = new PointerScope(); var ng = new org.bytedeco.pytorch.NoGradGuard()) {
+                var norm = t.policiesForTest().get("policy").model().parameters().get("model.norm.weight");
+                check.run();  // the same seeded initialisation on both
+                if (rank == 1) norm.narrow(0, 0, 1).add_(new org.bytedeco.pytorch.Scalar(1.0));
+                check.run();  // a real difference
+                if (rank == 1) norm.narrow(0, 3, 2).fill_(new org.bytedeco.pytorch.Scalar(Double.NaN));
+                check.run();  // rank 1's weights went NaN
+                if (rank == 0) norm.narrow(0, 3, 1).fill_(new org.bytedeco.pytorch.Scalar(Double.POSITIVE_INFINITY));
+                check.run();  // and rank 0's infinite
+            }
+            return got;
+        };
+        List<List<String>> got = twoRanks(r -> config(run), steps);
+        assertEquals(got.get(0), got.get(1), "both ranks stop alike");
+        List<String> g = got.get(0);
+        assertEquals("same", g.get(0));
+        assertTrue(g.get(1).contains("the ranks diverged: the parameter checksum of models [policy] at step 0 differs between ranks"),
+                g.get(1));
+        assertTrue(g.get(2).startsWith("the weights of model 'policy' on rank 1 (parameter sum NaN, sum of squares NaN) are not finite"
+                + " (NaN or infinite) at step 0"), g.get(2));
+        assertFalse(g.get(2).contains("diverged"), g.get(2));
+        assertTrue(g.get(3).startsWith("the weights of model 'policy' on ranks 0, 1 (parameter sum Infinity, sum of squares Infinity)"),
+                g.get(3));
+
+        // the check comes before the step's checkpoint, which would keep weights no resume should start from
+        // (rank 1 steps with weight decay, rank 0 without: their weights differ after the first update)
+        Path a = tmp.resolve("da"), b = tmp.resolve("db");
+        List<String> diverged = twoRanks(r -> config(r == 0 ? a : b, "trainer.steps=1", "trainer.save_freq=1", "trainer.eval_freq=0",
+                "models.policy.optim.weight_decay=" + (r == 0 ? "0.0" : "0.5")), (t, rank) -> {
+            try {
+                t.train();
+                return "trained";
+            } catch (IOException | dev.drmas.dist.DistributedException e) {
+                return e.getMessage();
+            }
+        });
+        for (String m : diverged) assertTrue(m.startsWith("the ranks diverged: the parameter checksum of models [policy] at step 1"), m);
+        assertFalse(Files.exists(a.resolve("e2e/checkpoints/step_000001")), "a checkpoint of the diverged weights");
+    }
+
+    /** Opens a trainer on each of two ranks (gloo, threads), rank r's of config {@code cfgOf(r)}; what {@code body} returns on each. */
+    private <T> List<T> twoRanks(java.util.function.IntFunction<RunConfig> cfgOf, java.util.function.BiFunction<Trainer, Integer, T> body)
+            throws Exception {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        var dc = new dev.drmas.config.DistributedConfig(dev.drmas.config.DistributedConfig.Backend.GLOO, 30, 1, 1e-3, false);
+        var ex = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            List<java.util.concurrent.Future<T>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                var env = new dev.drmas.dist.DistEnv("127.0.0.1", port, r, 2, r);
+                RunConfig cfg = cfgOf.apply(r);
+                int rank = r;
+                fs.add(ex.submit(() -> {
+                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false); Trainer t = Trainer.open(cfg, QUIET, pg)) {
+                        return body.apply(t, rank);
+                    }
+                }));
+            }
+            List<T> got = new ArrayList<>();
+            for (var f : fs) got.add(f.get(120, java.util.concurrent.TimeUnit.SECONDS));
+            return got;
+        } finally {
+            ex.shutdownNow();
+        }
     }
 
     /** Opens a trainer as rank 0 on run folder {@code a} and as rank 1 on {@code b} (gloo, threads); what each got. */
