@@ -249,17 +249,21 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /**
      * Walks the parameters in buckets of consecutive ones, about bucketBytes of fp32 each (at least
-     * one parameter), inside one PointerScope without autograd: the same cut for the gradients'
-     * reduction and the weights' spreading, so every rank's collectives pair up.
+     * one parameter), without autograd: the same cut for the gradients' reduction and the weights'
+     * spreading, so every rank's collectives pair up. Each bucket has its own PointerScope, so that
+     * its buffers are freed before the next one's exist (one scope around them all held every
+     * bucket's until the last: a buffer of the whole model after all).
      */
     private void forEachBucket(Bucket f) {
         int n = shard.numel().length;
-        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+        try (NoGradGuard ng = new NoGradGuard()) {
             for (int from = 0; from < n; ) {
                 int to = from;
                 long bytes = 0;
                 while (to < n && (to == from || bytes + shard.numel()[to] * 4 <= shard.bucketBytes())) bytes += shard.numel()[to++] * 4;
-                f.on(from, to, shard.offset()[from], shard.offset()[to - 1] + shard.numel()[to - 1]);
+                try (PointerScope scope = new PointerScope()) {
+                    f.on(from, to, shard.offset()[from], shard.offset()[to - 1] + shard.numel()[to - 1]);
+                }
                 from = to;
             }
         }
