@@ -166,6 +166,27 @@ public final class SafeTensors implements AutoCloseable {
         return Scopes.adopt(out);
     }
 
+    /**
+     * Copies elements [first, first + into.numel()) of {@code name}, flattened, into {@code into}
+     * (any dtype and device; converted as {@link #get} does), straight from the mapped bytes: only
+     * that part of the file is read (a sharded optimiser's rank takes its part of each tensor so).
+     */
+    public void read(String name, long first, Tensor into) {
+        Info i = info(name);
+        if (!arena.scope().isAlive()) throw new IllegalStateException(source + " is closed");
+        long n = into.numel();
+        if (first < 0 || n > i.numel() - first) {
+            throw new ModelFileException(i.file() + ": tensor '" + name + "' has " + i.numel() + " elements; elements [" + first + ", "
+                    + (first + n) + ") of it were asked for");
+        }
+        if (n == 0) return;
+        try (PointerScope scope = new PointerScope()) {
+            long address = mapped.get(i.file()).address() + i.offset() + first * i.dtype().bytes;
+            Tensor view = torch.from_blob(new Address(address), new long[] {n}, new TensorOptions(i.dtype().scalarType));
+            into.copy_(view.view(into.sizes()));
+        }
+    }
+
     /** Unmaps every file. Tensors already returned stay valid (they are copies). */
     @Override
     public void close() {

@@ -29,35 +29,46 @@ public final class SafeTensorsWriter {
     }
 
     /** Tensor bytes are written in slices of this size (a ByteBuffer holds at most 2 GiB). */
-    private static final long CHUNK = 1L << 30;
+    static final long CHUNK = 1L << 30;
+
+    /** One tensor of a file, before (or apart from) its values: its name, dtype and shape. */
+    public record Spec(String name, SafeTensors.Dtype dtype, long[] shape) {
+        public long numel() {
+            long n = 1;
+            for (long d : shape) n *= d;
+            return n;
+        }
+
+        public long bytes() {
+            return numel() * dtype.bytes();
+        }
+    }
 
     /**
-     * Writes {@code tensors} (float32, bfloat16 or float16, any device, any layout) to one
-     * safetensors file with {@code __metadata__} {"format": "pt"}.
+     * A file's layout: its header (the 8-byte length, the JSON, the padding), the tensors in the
+     * order their bytes follow it, and where each one's bytes start in the file.
      */
-    public static void write(Path file, Map<String, Tensor> tensors) throws IOException {
-        record Entry(String name, Tensor tensor, SafeTensors.Dtype dtype, long[] shape, long bytes) {
+    record Layout(byte[] head, List<Spec> order, long[] start) {
+        long size() {
+            return order.isEmpty() ? head.length : start[start.length - 1] + order.getLast().bytes();
         }
-        List<Entry> entries = new ArrayList<>();
-        for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
-            String name = e.getKey();
-            Tensor t = e.getValue();
-            if (name.isEmpty() || name.equals("__metadata__")) throw new IllegalArgumentException("invalid tensor name '" + name + "'");
-            SafeTensors.Dtype d = SafeTensors.Dtype.of(t.scalar_type().intern());
-            if (d == null) {
-                throw new IllegalArgumentException(file + ": tensor '" + name + "' is " + t.scalar_type().intern()
-                        + "; safetensors output supports float32, bfloat16 and float16");
-            }
-            long[] shape = new long[(int) t.dim()];
-            for (int i = 0; i < shape.length; i++) shape[i] = t.size(i);
-            entries.add(new Entry(name, t, d, shape, t.numel() * d.bytes()));
+    }
+
+    /** The layout of a file of {@code tensors} as the reference library writes it. */
+    static Layout layout(Path file, List<Spec> tensors) {
+        List<Spec> entries = new ArrayList<>();
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (Spec e : tensors) {
+            if (e.name().isEmpty() || e.name().equals("__metadata__")) throw new IllegalArgumentException("invalid tensor name '" + e.name() + "'");
+            if (!names.add(e.name())) throw new IllegalArgumentException(file + ": tensor '" + e.name() + "' twice");
+            entries.add(e);
         }
         // the reference library orders by dtype, widest first (its enum order: F16 < BF16 < F32), then by name
-        entries.sort(Comparator.comparing((Entry e) -> e.dtype().ordinal()).reversed().thenComparing(Entry::name));
+        entries.sort(Comparator.comparing((Spec e) -> e.dtype().ordinal()).reversed().thenComparing(Spec::name));
 
         StringBuilder h = new StringBuilder("{\"__metadata__\":{\"format\":\"pt\"}");
         long offset = 0;
-        for (Entry e : entries) {
+        for (Spec e : entries) {
             h.append(',');
             jsonString(h, e.name());
             h.append(":{\"dtype\":\"").append(e.dtype()).append("\",\"shape\":[");
@@ -71,17 +82,45 @@ public final class SafeTensorsWriter {
         ByteBuffer head = ByteBuffer.allocate(8 + json.length + pad).order(ByteOrder.LITTLE_ENDIAN);
         head.putLong(json.length + pad).put(json);
         for (int i = 0; i < pad; i++) head.put((byte) ' ');
-        head.flip();
+        long[] start = new long[entries.size()];
+        long at = head.capacity();
+        for (int i = 0; i < start.length; i++) {
+            start[i] = at;
+            at += entries.get(i).bytes();
+        }
+        return new Layout(head.array(), List.copyOf(entries), start);
+    }
 
+    /**
+     * Writes {@code tensors} (float32, bfloat16 or float16, any device, any layout) to one
+     * safetensors file with {@code __metadata__} {"format": "pt"}.
+     */
+    public static void write(Path file, Map<String, Tensor> tensors) throws IOException {
+        List<Spec> specs = new ArrayList<>();
+        for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
+            String name = e.getKey();
+            Tensor t = e.getValue();
+            if (name.isEmpty() || name.equals("__metadata__")) throw new IllegalArgumentException("invalid tensor name '" + name + "'");
+            SafeTensors.Dtype d = SafeTensors.Dtype.of(t.scalar_type().intern());
+            if (d == null) {
+                throw new IllegalArgumentException(file + ": tensor '" + name + "' is " + t.scalar_type().intern()
+                        + "; safetensors output supports float32, bfloat16 and float16");
+            }
+            long[] shape = new long[(int) t.dim()];
+            for (int i = 0; i < shape.length; i++) shape[i] = t.size(i);
+            specs.add(new Spec(name, d, shape));
+        }
+        Layout layout = layout(file, specs);
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
-            writeFully(ch, head);
+            writeFully(ch, ByteBuffer.wrap(layout.head()));
             Device cpu = new Device("cpu");
-            for (Entry e : entries) {
+            for (Spec e : layout.order()) {
                 if (e.bytes() == 0) continue;
+                Tensor t = tensors.get(e.name());
                 try (PointerScope scope = new PointerScope()) {
                     // a contiguous CPU copy only where the tensor is not one already
-                    Tensor c = e.tensor().detach().to(cpu, e.tensor().scalar_type()).contiguous();
+                    Tensor c = t.detach().to(cpu, t.scalar_type()).contiguous();
                     MemorySegment data = MemorySegment.ofAddress(c.data_ptr().address()).reinterpret(e.bytes());
                     for (long off = 0; off < e.bytes(); off += CHUNK) {
                         writeFully(ch, data.asSlice(off, Math.min(CHUNK, e.bytes() - off)).asByteBuffer());
@@ -102,60 +141,83 @@ public final class SafeTensorsWriter {
      * Returns the files written.
      */
     public static List<Path> writeCheckpoint(Path dir, Map<String, Tensor> tensors, long maxShardBytes) throws IOException {
-        if (maxShardBytes <= 0) throw new IllegalArgumentException("maxShardBytes must be > 0, got " + maxShardBytes);
-        List<Map<String, Tensor>> shards = new ArrayList<>();
-        Map<String, Tensor> current = new LinkedHashMap<>();
-        long currentBytes = 0, total = 0, parameters = 0;
-        for (Map.Entry<String, Tensor> e : tensors.entrySet()) {
-            long bytes = e.getValue().numel() * e.getValue().element_size();
-            total += bytes;
-            parameters += e.getValue().numel();
-            if (bytes > maxShardBytes) {
-                shards.add(Map.of(e.getKey(), e.getValue()));
-                continue;
-            }
-            if (currentBytes + bytes > maxShardBytes) {
-                shards.add(current);
-                current = new LinkedHashMap<>();
-                currentBytes = 0;
-            }
-            current.put(e.getKey(), e.getValue());
-            currentBytes += bytes;
-        }
-        if (!current.isEmpty() || shards.isEmpty()) shards.add(current);
-
+        Map<String, Long> bytes = new LinkedHashMap<>();
+        for (Map.Entry<String, Tensor> e : tensors.entrySet()) bytes.put(e.getKey(), e.getValue().numel() * e.getValue().element_size());
+        List<List<String>> shards = shardPlan(bytes, maxShardBytes);
         Files.createDirectories(dir);
         removeWeightFiles(dir);
         List<Path> written = new ArrayList<>();
-        if (shards.size() == 1) {
-            Path f = dir.resolve(SafeTensors.SINGLE_FILE);
-            write(f, shards.getFirst());
-            written.add(f);
-            return written;
-        }
-        Map<String, Object> weightMap = new TreeMap<>();
+        List<String> files = shardFileNames(shards.size());
         for (int i = 0; i < shards.size(); i++) {
-            String name = String.format("model-%05d-of-%05d.safetensors", i + 1, shards.size());
-            write(dir.resolve(name), shards.get(i));
-            written.add(dir.resolve(name));
-            for (String t : shards.get(i).keySet()) weightMap.put(t, name);
+            Map<String, Tensor> shard = new LinkedHashMap<>();
+            for (String name : shards.get(i)) shard.put(name, tensors.get(name));
+            write(dir.resolve(files.get(i)), shard);
+            written.add(dir.resolve(files.get(i)));
         }
+        if (shards.size() > 1) {
+            long parameters = 0;
+            for (Tensor t : tensors.values()) parameters += t.numel();
+            written.add(writeIndex(dir, shards, files, parameters, bytes.values().stream().mapToLong(Long::longValue).sum()));
+        }
+        return written;
+    }
+
+    /**
+     * save_pretrained's cut of tensors (name → bytes, in order) into shards of at most {@code
+     * maxShardBytes}: packed greedily in order, a larger tensor in a shard of its own; at least one
+     * shard, empty when there are no tensors.
+     */
+    static List<List<String>> shardPlan(Map<String, Long> bytes, long maxShardBytes) {
+        if (maxShardBytes <= 0) throw new IllegalArgumentException("maxShardBytes must be > 0, got " + maxShardBytes);
+        List<List<String>> shards = new ArrayList<>();
+        List<String> current = new ArrayList<>();
+        long currentBytes = 0;
+        for (Map.Entry<String, Long> e : bytes.entrySet()) {
+            long b = e.getValue();
+            if (b > maxShardBytes) {
+                shards.add(List.of(e.getKey()));
+                continue;
+            }
+            if (currentBytes + b > maxShardBytes) {
+                shards.add(current);
+                current = new ArrayList<>();
+                currentBytes = 0;
+            }
+            current.add(e.getKey());
+            currentBytes += b;
+        }
+        if (!current.isEmpty() || shards.isEmpty()) shards.add(current);
+        return shards;
+    }
+
+    /** The files of a checkpoint of {@code n} shards: model.safetensors alone, or model-0000i-of-0000n.safetensors. */
+    static List<String> shardFileNames(int n) {
+        if (n == 1) return List.of(SafeTensors.SINGLE_FILE);
+        List<String> names = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) names.add(String.format("model-%05d-of-%05d.safetensors", i + 1, n));
+        return names;
+    }
+
+    /** model.safetensors.index.json of a sharded checkpoint: metadata total_size and total_parameters, weight_map. */
+    static Path writeIndex(Path dir, List<List<String>> shards, List<String> files, long parameters, long total) throws IOException {
+        Map<String, Object> weightMap = new TreeMap<>();
+        for (int i = 0; i < shards.size(); i++) for (String t : shards.get(i)) weightMap.put(t, files.get(i));
         Map<String, Object> index = new TreeMap<>();
         index.put("metadata", new TreeMap<>(Map.of("total_parameters", parameters, "total_size", total)));
         index.put("weight_map", weightMap);
         Path indexFile = dir.resolve(SafeTensors.INDEX_FILE);
         Files.writeString(indexFile, ModelConfig.pythonStyleJson(ModelConfig.JSON.valueToTree(index)), StandardCharsets.UTF_8);
-        written.add(indexFile);
-        return written;
+        return indexFile;
     }
 
-    private static void removeWeightFiles(Path dir) throws IOException {
+    /** Removes the weight files of an earlier save from {@code dir}. */
+    static void removeWeightFiles(Path dir) throws IOException {
         try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir, "model{.safetensors,.safetensors.index.json,-*-of-*.safetensors}")) {
             for (Path p : ds) Files.delete(p);
         }
     }
 
-    private static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {
+    static void writeFully(FileChannel ch, ByteBuffer b) throws IOException {
         while (b.hasRemaining()) ch.write(b);
     }
 

@@ -134,6 +134,11 @@ public final class AdamW implements AutoCloseable {
         this.steps = steps;
     }
 
+    /** The step count of a state restored in place (a sharded optimiser reads its part of the moments straight into {@link #state}'s tensors). */
+    void restoreSteps(long steps) {
+        this.steps = steps;
+    }
+
     private static void copy(Map<String, Tensor> state, String name, Tensor into) {
         Tensor t = state.get(name);
         if (t == null) throw new IllegalArgumentException("optimizer state has no tensor " + name);

@@ -2,7 +2,10 @@
 // dtype (so a checkpoint loads in HF transformers too), every optimiser's state as safetensors, the
 // fp32 master weights of models trained in mixed precision (master/<id>, which resuming loads
 // instead of the rounded export, so that it is exact), and the trainer's own state (step, data
-// position, seeds) as JSON. Each checkpoint is written into a temporary folder,
+// position, seeds) as JSON. A sharded optimiser's state is streamed: rank 0 writes the files'
+// headers first and each gathered window at its place, so it never holds the whole state (12 bytes
+// a parameter with fp32 masters) on the host; each rank resumes from its own part of the mapped
+// files. Each checkpoint is written into a temporary folder,
 // synced to the disk (files, then folders) and renamed into place, so neither a crash nor a power
 // loss leaves a half or empty checkpoint that resume would pick up; a save that fails removes its
 // temporary folder and says which checkpoint and folder it was.
@@ -13,14 +16,17 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.SafeTensors;
+import dev.drmas.model.SafeTensorsStreamWriter;
 import dev.drmas.model.SafeTensorsWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Matcher;
@@ -74,26 +80,53 @@ public final class Checkpoints {
         return write(step, models, wrap(optims), trainerState, extra);
     }
 
-    private static Map<String, ModelOptimizer.Snapshot> wrap(Map<String, AdamW> optims) {
-        Map<String, ModelOptimizer.Snapshot> m = new LinkedHashMap<>();
-        optims.forEach((k, o) -> m.put(k, new ModelOptimizer.Snapshot(o.state(), null, o.steps())));
+    private static Map<String, ModelOptimizer> wrap(Map<String, AdamW> optims) {
+        Map<String, ModelOptimizer> m = new LinkedHashMap<>();
+        optims.forEach((k, o) -> m.put(k, ModelOptimizer.wrap(o)));
         return m;
     }
 
     /**
-     * As above from optimisers' snapshots ({@link ModelOptimizer#gatherState}): moments by name, and
-     * for mixed precision the fp32 master weights, which go to master/id.
+     * As above from the models' optimisers: moments by name, and for mixed precision the fp32
+     * master weights, which go to master/id. A sharded optimiser's state is gathered here, a
+     * collective: this is rank 0's side, and every other rank calls {@link #takePart} meanwhile.
      */
-    public Path write(long step, Map<String, CausalLm> models, Map<String, ModelOptimizer.Snapshot> optims, ObjectNode trainerState,
+    public Path write(long step, Map<String, CausalLm> models, Map<String, ModelOptimizer> optims, ObjectNode trainerState,
                       Extra extra) throws IOException {
         Path tmp = root.resolve(String.format("step_%06d.tmp", step));
+        List<ModelOptimizer> gathers = new ArrayList<>();  // the sharded ones, in the order the other ranks gather them
+        for (ModelOptimizer o : optims.values()) if (o.sharded()) gathers.add(o);
+        int[] started = {0};
+        try {
+            return writeFolder(step, tmp, models, optims, trainerState, extra, started);
+        } catch (IOException e) {
+            // the other ranks are in (or on their way to) the gathers not started here: take part,
+            // so that the ranks' collectives stay paired, unless a collective itself failed (a
+            // gather that was started goes to its end whatever its files do)
+            if (!(e.getCause() instanceof dev.drmas.dist.DistributedException)) {
+                try {
+                    takePart(gathers.subList(started[0], gathers.size()));
+                } catch (IOException | RuntimeException more) {
+                    e.addSuppressed(more);
+                }
+            }
+            throw e;
+        }
+    }
+
+    private Path writeFolder(long step, Path tmp, Map<String, CausalLm> models, Map<String, ModelOptimizer> optims,
+                             ObjectNode trainerState, Extra extra, int[] started) throws IOException {
         return replaceFolder(tmp, dir(step), "the checkpoint of step " + step, into -> {
             for (Map.Entry<String, CausalLm> e : models.entrySet()) {
                 e.getValue().save(tmp.resolve("models").resolve(e.getKey()));
             }
             Files.createDirectories(tmp.resolve("optim"));
-            for (Map.Entry<String, ModelOptimizer.Snapshot> e : optims.entrySet()) {
-                ModelOptimizer.Snapshot o = e.getValue();
+            for (Map.Entry<String, ModelOptimizer> e : optims.entrySet()) {
+                if (e.getValue().sharded()) {
+                    writeGathered(tmp, e.getKey(), e.getValue(), started);
+                    continue;
+                }
+                ModelOptimizer.Snapshot o = e.getValue().gatherState();
                 try (PointerScope scope = new PointerScope()) {
                     Map<String, Tensor> state = new LinkedHashMap<>();
                     o.state().forEach((k, t) -> state.put(k, t.detach().cpu().contiguous()));
@@ -113,6 +146,45 @@ public final class Checkpoints {
             // the state file last: its presence marks a complete checkpoint
             Files.writeString(tmp.resolve(STATE_FILE), JSON.writerWithDefaultPrettyPrinter().writeValueAsString(st));
         });
+    }
+
+    /**
+     * Rank 0's side of a sharded optimiser's gather: the headers of optim/id.safetensors and of
+     * master/id (as {@link SafeTensorsWriter} would write the gathered tensors) first, then each
+     * window's pieces at their places as they arrive. The files are complete when the gather
+     * returns; the folder's sync before its rename makes them durable. {@code started} counts the
+     * gathers begun, for {@link #write}'s failure path.
+     */
+    private static void writeGathered(Path tmp, String id, ModelOptimizer o, int[] started) throws IOException {
+        ModelOptimizer.StateLayout layout = o.stateLayout();
+        try (SafeTensorsStreamWriter moments = SafeTensorsStreamWriter.file(tmp.resolve("optim").resolve(id + ".safetensors"),
+                     specs(layout.moments()));
+             SafeTensorsStreamWriter masters = layout.masters().isEmpty() ? null
+                     : SafeTensorsStreamWriter.checkpoint(tmp.resolve(MASTER).resolve(id), specs(layout.masters()),
+                     CausalLm.DEFAULT_SHARD_BYTES)) {
+            started[0]++;
+            o.gatherState(moments::put, masters == null ? null : masters::put);
+            moments.finish();
+            if (masters != null) masters.finish();
+        }
+    }
+
+    private static List<SafeTensorsWriter.Spec> specs(Map<String, long[]> shapes) {
+        List<SafeTensorsWriter.Spec> out = new ArrayList<>();
+        shapes.forEach((name, shape) -> out.add(new SafeTensorsWriter.Spec(name, SafeTensors.Dtype.F32, shape)));
+        return out;
+    }
+
+    /**
+     * What every rank but 0 does while rank 0 writes a checkpoint of {@code optims}: its part of
+     * the sharded optimisers' gathers, in the order rank 0 writes them, keeping nothing.
+     */
+    public static void takePart(Map<String, ModelOptimizer> optims) throws IOException {
+        takePart(optims.values());
+    }
+
+    private static void takePart(java.util.Collection<ModelOptimizer> optims) throws IOException {
+        for (ModelOptimizer o : optims) if (o.sharded()) o.gatherState(null, null);
     }
 
     /**
@@ -211,12 +283,15 @@ public final class Checkpoints {
     /** The same for an optimiser in full or mixed precision: mixed also restores its fp32 master weights when the checkpoint has them. */
     public static void loadOptimizer(Path checkpoint, String id, ModelOptimizer optim) {
         Path master = checkpoint.resolve(MASTER).resolve(id);
+        if (optim.sharded()) {
+            loadSharded(checkpoint, id, optim);
+            return;
+        }
         if (optim.keepsMasterWeights() && Files.isDirectory(master)) {
             try (SafeTensors st = SafeTensors.open(master); PointerScope scope = new PointerScope()) {
                 Map<String, Tensor> w = new LinkedHashMap<>();
                 for (String name : optim.parameterNames()) {
                     if (!st.tensors().containsKey(name)) throw new IllegalArgumentException(master + ": no tensor " + name);
-                    // whole tensors on the CPU: a sharded optimiser takes its part of each
                     w.put(name, st.get(name, ScalarType.Float, new Device("cpu")));
                 }
                 optim.loadMasterWeights(w);
@@ -230,13 +305,6 @@ public final class Checkpoints {
         try (SafeTensors st = SafeTensors.open(f); PointerScope scope = new PointerScope()) {
             Map<String, Tensor> state = new LinkedHashMap<>();
             for (String name : st.tensors().keySet()) {
-                if (optim.sharded()) {
-                    // whole fp32 tensors on the CPU; the optimiser takes its part and names what is missing
-                    String param = name.substring(name.indexOf('.') + 1);
-                    if (!optim.parameterNames().contains(param)) throw new IllegalArgumentException(f + ": unexpected tensor " + name);
-                    state.put(name, st.get(name, ScalarType.Float, new Device("cpu")));
-                    continue;
-                }
                 Tensor like = optim.state().get(name);
                 if (like == null) throw new IllegalArgumentException(f + ": unexpected tensor " + name);
                 state.put(name, st.get(name, like.scalar_type().intern(), like.device()));
@@ -245,6 +313,48 @@ public final class Checkpoints {
         } catch (IllegalArgumentException e) {
             throw named(f, e);
         }
+    }
+
+    /**
+     * A sharded optimiser's resume: each rank reads only its own part of each tensor, from the
+     * mapped files (no rank holds a whole tensor of the state on the host), and names what is missing.
+     */
+    private static void loadSharded(Path checkpoint, String id, ModelOptimizer optim) {
+        Path master = checkpoint.resolve(MASTER).resolve(id);
+        if (optim.keepsMasterWeights() && Files.isDirectory(master)) {
+            try (SafeTensors st = SafeTensors.open(master)) {
+                optim.loadMasterWeights(source(st));
+            } catch (IllegalArgumentException e) {
+                throw named(master, e);
+            }
+        }
+        Path f = checkpoint.resolve("optim").resolve(id + ".safetensors");
+        JsonNode steps = state(checkpoint).path("optimizer_steps").path(id);
+        if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);
+        try (SafeTensors st = SafeTensors.open(f)) {
+            for (String name : st.tensors().keySet()) {
+                String param = name.substring(name.indexOf('.') + 1);
+                if (!optim.parameterNames().contains(param)) throw new IllegalArgumentException(f + ": unexpected tensor " + name);
+            }
+            optim.load(source(st), steps.asLong());
+        } catch (IllegalArgumentException e) {
+            throw named(f, e);
+        }
+    }
+
+    private static ModelOptimizer.StateSource source(SafeTensors st) {
+        return new ModelOptimizer.StateSource() {
+            @Override
+            public long[] shape(String name) {
+                SafeTensors.Info i = st.tensors().get(name);
+                return i == null ? null : i.shape();
+            }
+
+            @Override
+            public void read(String name, long first, Tensor into) {
+                st.read(name, first, into);
+            }
+        };
     }
 
     /** {@code e} with the file it is about in front, unless it names it already. */

@@ -16,7 +16,8 @@
 // summed over the ranks, each rank steps its chunk, and the updated masters are all-gathered
 // bucket by bucket and rounded into the model's weights. AdamW is element-wise, so the chunks' steps are the single process's step.
 // Checkpoints gather the whole state to rank 0 (a collective: every rank takes part, window by
-// window) and store it by parameter name, so that a run resumes with any world size.
+// window), which writes each window into the files as it arrives, and store it by parameter name, so
+// that a run resumes with any world size; on resume each rank reads only its own part of each tensor.
 package dev.drmas.train;
 
 import dev.drmas.dist.Collective;
@@ -249,17 +250,21 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /**
      * Walks the parameters in buckets of consecutive ones, about bucketBytes of fp32 each (at least
-     * one parameter), inside one PointerScope without autograd: the same cut for the gradients'
-     * reduction and the weights' spreading, so every rank's collectives pair up.
+     * one parameter), without autograd: the same cut for the gradients' reduction and the weights'
+     * spreading, so every rank's collectives pair up. Each bucket has its own PointerScope, so that
+     * its buffers are freed before the next one's exist (one scope around them all held every
+     * bucket's until the last: a buffer of the whole model after all).
      */
     private void forEachBucket(Bucket f) {
         int n = shard.numel().length;
-        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+        try (NoGradGuard ng = new NoGradGuard()) {
             for (int from = 0; from < n; ) {
                 int to = from;
                 long bytes = 0;
                 while (to < n && (to == from || bytes + shard.numel()[to] * 4 <= shard.bucketBytes())) bytes += shard.numel()[to++] * 4;
-                f.on(from, to, shard.offset()[from], shard.offset()[to - 1] + shard.numel()[to - 1]);
+                try (PointerScope scope = new PointerScope()) {
+                    f.on(from, to, shard.offset()[from], shard.offset()[to - 1] + shard.numel()[to - 1]);
+                }
                 from = to;
             }
         }
@@ -399,37 +404,95 @@ public final class ModelOptimizer implements AutoCloseable {
     /**
      * The whole state by parameter name. Unsharded: live views. Sharded: a collective (every rank
      * must call it at the same point): rank 0 gets the moments and the masters as fresh host
-     * tensors of the parameters' shapes; the other ranks take part and keep nothing (an empty
-     * snapshot: only rank 0 writes checkpoints).
+     * tensors of the parameters' shapes, the whole state at once (tests compare it; checkpoints
+     * stream it instead, {@link #gatherState(Pieces, Pieces)}); the other ranks take part and keep
+     * nothing (an empty snapshot).
      */
     public Snapshot gatherState() {
         if (shard == null) return new Snapshot(adam.state(), mixed ? master : null, adam.steps());
-        Map<String, Tensor> state = new LinkedHashMap<>();
-        Map<String, Tensor> adamState = adam.state();
-        state.putAll(gather("exp_avg.", adamState.get("exp_avg.chunk")));
-        state.putAll(gather("exp_avg_sq.", adamState.get("exp_avg_sq.chunk")));
-        Map<String, Tensor> m = keepsMasterWeights() ? gather("", master.get("chunk")) : null;
-        if (!shard.dist().isMaster()) return new Snapshot(Map.of(), null, adam.steps());
+        StateLayout layout = stateLayout();
+        boolean root = shard.dist().isMaster();
+        Map<String, Tensor> state = root ? hostTensors(layout.moments()) : Map.of();
+        Map<String, Tensor> m = root && keepsMasterWeights() ? hostTensors(layout.masters()) : null;
+        try {
+            gatherState((name, first, values) -> state.get(name).view(-1).narrow(0, first, values.numel()).copy_(values),
+                    (name, first, values) -> m.get(name).view(-1).narrow(0, first, values.numel()).copy_(values));
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);  // (copies into memory throw none)
+        }
         return new Snapshot(state, m, adam.steps());
     }
 
+    /** fp32 host tensors of these shapes, by name, owned by the caller's scope. */
+    private static Map<String, Tensor> hostTensors(Map<String, long[]> shapes) {
+        Map<String, Tensor> out = new LinkedHashMap<>();
+        org.bytedeco.pytorch.TensorOptions f32 = new org.bytedeco.pytorch.TensorOptions(ScalarType.Float);
+        shapes.forEach((k, shape) -> out.put(k, torch.empty(shape, f32, null)));
+        return out;
+    }
+
     /**
-     * The flat vector of which this rank holds [lo, hi) ({@code mine}), cut into host tensors of the
-     * parameters' shapes on rank 0; empty on the others. The chunks are all-gathered a window at a
-     * time (the same offset in every rank's chunk, W windows of about bucketBytes together), so no
-     * rank allocates a device buffer of the whole model, and only rank 0, which writes the
-     * checkpoint, holds the whole state on the host.
+     * Where rank 0 puts the state a sharded optimiser gathers: elements [first, first +
+     * values.numel()) of tensor {@code name} flattened; {@code values} is fp32 on the CPU, valid
+     * during the call only.
      */
-    private Map<String, Tensor> gather(String prefix, Tensor mine) {
+    public interface Pieces {
+        void put(String name, long first, Tensor values) throws java.io.IOException;
+    }
+
+    /**
+     * What a sharded optimiser's gather delivers, by tensor name with its shape (all fp32): the
+     * moments (as {@link #state} names them) and the masters by parameter name (empty where the
+     * model's weights are the masters).
+     */
+    public record StateLayout(Map<String, long[]> moments, Map<String, long[]> masters) {
+    }
+
+    /** The tensors of {@link #gatherState(Pieces, Pieces)}, in the order it delivers them. */
+    public StateLayout stateLayout() {
+        if (shard == null) throw new IllegalStateException("an unsharded optimiser's state is not gathered (gatherState() gives it)");
+        Map<String, long[]> moments = new LinkedHashMap<>(), masters = new LinkedHashMap<>();
+        List<String> names = names();
+        List<Tensor> ps = paramList();
+        for (String prefix : List.of("exp_avg.", "exp_avg_sq.")) {
+            for (int i = 0; i < names.size(); i++) moments.put(prefix + names.get(i), AdamW.shape(ps.get(i)));
+        }
+        if (keepsMasterWeights()) for (int i = 0; i < names.size(); i++) masters.put(names.get(i), AdamW.shape(ps.get(i)));
+        return new StateLayout(Collections.unmodifiableMap(moments), Collections.unmodifiableMap(masters));
+    }
+
+    /**
+     * Sharded: the whole state gathered to rank 0 piece by piece, a collective (every rank must call
+     * it at the same point). On rank 0 each window's pieces go to {@code moments} and {@code
+     * masters} as they arrive, so that no rank holds more of the state than a window (about
+     * bucketBytes) beyond its own chunk; the other ranks take part and call neither (they may be
+     * null; so may rank 0's, to take part only). Should {@code moments} or {@code masters} fail,
+     * the gather goes on to its end without calling them again (the ranks' collectives stay
+     * paired) and then throws that failure.
+     */
+    public void gatherState(Pieces moments, Pieces masters) throws java.io.IOException {
+        if (shard == null) throw new IllegalStateException("an unsharded optimiser's state is not gathered (gatherState() gives it)");
+        Map<String, Tensor> adamState = adam.state();
+        Exception failed = gather("exp_avg.", adamState.get("exp_avg.chunk"), moments, null);
+        failed = gather("exp_avg_sq.", adamState.get("exp_avg_sq.chunk"), moments, failed);
+        if (keepsMasterWeights()) failed = gather("", master.get("chunk"), masters, failed);
+        if (failed instanceof java.io.IOException e) throw e;
+        if (failed instanceof RuntimeException e) throw e;
+    }
+
+    /**
+     * The flat vector of which this rank holds [lo, hi) ({@code mine}), delivered to {@code sink}
+     * on rank 0 cut at the parameters' bounds, as tensors {@code prefix + parameter name}. The
+     * chunks are all-gathered a window at a time (the same offset in every rank's chunk, W windows
+     * of about bucketBytes together): no rank allocates a buffer of the whole model, on the device
+     * or the host. {@code failed}: an earlier failure of the sink, which is then no longer called;
+     * returns the first failure, if any.
+     */
+    private Exception gather(String prefix, Tensor mine, Pieces sink, Exception failed) {
         boolean root = shard.dist().isMaster();
         int w = shard.dist().worldSize();
-        List<Tensor> ps = paramList();
-        Tensor[] host = new Tensor[ps.size()];
+        List<String> names = names();
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-            if (root) {
-                org.bytedeco.pytorch.TensorOptions f32 = new org.bytedeco.pytorch.TensorOptions(ScalarType.Float);
-                for (int i = 0; i < host.length; i++) host[i] = Scopes.retain(torch.empty(AdamW.shape(ps.get(i)), f32, null));
-            }
             long window = Math.max(1, Math.min(shard.chunk(), shard.bucketBytes() / 4 / w));
             for (long off = 0; off < shard.chunk(); off += window) {
                 long len = Math.min(window, shard.chunk() - off), real = Math.min(len, shard.owned() - off);
@@ -438,23 +501,25 @@ public final class ModelOptimizer implements AutoCloseable {
                     if (real > 0) piece.narrow(0, 0, real).copy_(mine.narrow(0, off, real));
                     Tensor full = zerosF32(len * w, piece);
                     shard.dist().allGather(piece, full, "the gather of the optimiser state");
-                    if (!root) continue;
+                    if (!root || failed != null || sink == null) continue;
                     Tensor cpu = full.cpu();
-                    for (int r = 0; r < w; r++) {
+                    for (int r = 0; r < w && failed == null; r++) {
                         // piece r of the buffer is [start, start + len) of the flat vector
                         long start = r * shard.chunk() + off, at = r * len;
-                        overlaps(start, Math.min(start + len, shard.total()), (i, flatStart, paramStart, n) ->
-                                host[i].view(-1).narrow(0, paramStart, n).copy_(cpu.narrow(0, at + flatStart - start, n)));
+                        try {
+                            long end = Math.min(start + len, shard.total());
+                            for (int p = 0; p < shard.offset().length; p++) {  // (overlaps(), with the sink's IOException)
+                                long a = Math.max(start, shard.offset()[p]), b = Math.min(end, shard.offset()[p] + shard.numel()[p]);
+                                if (a < b) sink.put(prefix + names.get(p), a - shard.offset()[p], cpu.narrow(0, at + a - start, b - a));
+                            }
+                        } catch (java.io.IOException | RuntimeException e) {
+                            failed = e;
+                        }
                     }
                 }
             }
         }
-        Map<String, Tensor> out = new LinkedHashMap<>();
-        if (!root) return out;
-        List<String> names = names();
-        // the caller's scope owns them
-        for (int i = 0; i < host.length; i++) out.put(prefix + names.get(i), Scopes.adopt(host[i]));
-        return out;
+        return failed;
     }
 
     /**
@@ -466,33 +531,87 @@ public final class ModelOptimizer implements AutoCloseable {
             adam.load(state, steps);
             return;
         }
-        Map<String, Tensor> adamState = adam.state();
-        Map<String, Tensor> mine = new LinkedHashMap<>();
-        try (PointerScope scope = new PointerScope()) {
-            mine.put("exp_avg.chunk", slice("exp_avg.", state));
-            mine.put("exp_avg_sq.chunk", slice("exp_avg_sq.", state));
-            adam.load(mine, steps);
+        load(StateSource.of(state), steps);
+    }
+
+    /**
+     * Whole tensors by name, of which a sharded optimiser reads only its own part (from a mapped
+     * checkpoint file: only that part of it is read).
+     */
+    public interface StateSource {
+        /** The shape of tensor {@code name}, or null when there is none. */
+        long[] shape(String name);
+
+        /** Copies elements [first, first + into.numel()) of tensor {@code name}, flattened, into {@code into}. */
+        void read(String name, long first, Tensor into);
+
+        /** Tensors in memory. */
+        static StateSource of(Map<String, Tensor> byName) {
+            return new StateSource() {
+                @Override
+                public long[] shape(String name) {
+                    Tensor t = byName.get(name);
+                    return t == null ? null : AdamW.shape(t);
+                }
+
+                @Override
+                public void read(String name, long first, Tensor into) {
+                    into.copy_(byName.get(name).reshape(-1).narrow(0, first, into.numel()));
+                }
+            };
         }
     }
 
-    /** This rank's part [lo, hi) of the flat vector of the named tensors {@code prefix + name}, as one fp32 tensor. */
-    private Tensor slice(String prefix, Map<String, Tensor> byName) {
+    /** Sharded: restores this rank's part of AdamW's moments from {@code state}, and the step count. */
+    public void load(StateSource state, long steps) {
+        if (shard == null) throw new IllegalStateException("an unsharded optimiser loads whole tensors (load(Map, steps))");
+        Map<String, Tensor> adamState = adam.state();
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            // both moments checked before either changes; then read straight into the live state
+            checkShapes("exp_avg.", state);
+            checkShapes("exp_avg_sq.", state);
+            readOwn("exp_avg.", state, adamState.get("exp_avg.chunk"));
+            readOwn("exp_avg_sq.", state, adamState.get("exp_avg_sq.chunk"));
+            adam.restoreSteps(steps);
+        }
+    }
+
+    /**
+     * Every tensor {@code prefix + name} is in {@code source} with its parameter's shape: all of them,
+     * not only this rank's, so that every rank stops alike rather than one waiting for the others.
+     */
+    private void checkShapes(String prefix, StateSource source) {
         List<String> names = names();
         List<Tensor> ps = paramList();
-        Tensor out = torch.zeros_like(shard.masterChunk()).narrow(0, 0, shard.owned());
-        overlaps(shard.lo(), shard.hi(), (i, flatStart, paramStart, len) -> {
-            Tensor t = byName.get(prefix + names.get(i));
-            if (t == null) throw new IllegalArgumentException((prefix.isEmpty() ? "the master weights have" : "optimizer state has")
+        for (int i = 0; i < names.size(); i++) {
+            long[] shape = source.shape(prefix + names.get(i));
+            if (shape == null) throw new IllegalArgumentException((prefix.isEmpty() ? "the master weights have" : "optimizer state has")
                     + " no tensor " + prefix + names.get(i));
             // the whole shape: a transposed [64, 32] has the element count of a [32, 64] and would load scrambled
-            if (!java.util.Arrays.equals(AdamW.shape(t), AdamW.shape(ps.get(i)))) {
+            if (!java.util.Arrays.equals(shape, AdamW.shape(ps.get(i)))) {
                 throw new IllegalArgumentException((prefix.isEmpty() ? "master weight " : "optimizer state ") + prefix + names.get(i)
-                        + " has shape " + java.util.Arrays.toString(AdamW.shape(t)) + ", the parameter has "
+                        + " has shape " + java.util.Arrays.toString(shape) + ", the parameter has "
                         + java.util.Arrays.toString(AdamW.shape(ps.get(i))));
             }
-            out.narrow(0, flatStart - shard.lo(), len).copy_(t.reshape(-1).narrow(0, paramStart, len));
+        }
+    }
+
+    /**
+     * Reads this rank's part [lo, hi) of the flat vector of the tensors {@code prefix + name} into
+     * {@code into} (its [0, hi − lo)), a window of about bucketBytes at a time, so that a device
+     * chunk takes no host copy of a whole parameter on its way.
+     */
+    private void readOwn(String prefix, StateSource source, Tensor into) {
+        List<String> names = names();
+        long window = Math.max(1, shard.bucketBytes() / 4);
+        overlaps(shard.lo(), shard.hi(), (i, flatStart, paramStart, len) -> {
+            for (long k = 0; k < len; k += window) {
+                try (PointerScope ws = new PointerScope()) {
+                    long n = Math.min(window, len - k);
+                    source.read(prefix + names.get(i), paramStart + k, into.narrow(0, flatStart - shard.lo() + k, n));
+                }
+            }
         });
-        return out;
     }
 
     /**
@@ -502,10 +621,7 @@ public final class ModelOptimizer implements AutoCloseable {
     public void loadMasterWeights(Map<String, Tensor> weights) {
         if (!mixed) throw new IllegalStateException("full precision keeps no master weights");
         if (shard != null) {
-            try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-                master.get("chunk").copy_(slice("", weights));
-            }
-            publish();
+            loadMasterWeights(StateSource.of(weights));
             return;
         }
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
@@ -519,6 +635,16 @@ public final class ModelOptimizer implements AutoCloseable {
                 }
                 e.getValue().copy_(t);
             }
+        }
+        publish();
+    }
+
+    /** Sharded: restores this rank's part of the fp32 master weights from {@code weights} and spreads them into the model's weights. */
+    public void loadMasterWeights(StateSource weights) {
+        if (shard == null) throw new IllegalStateException("an unsharded optimiser loads whole tensors (loadMasterWeights(Map))");
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            checkShapes("", weights);
+            readOwn("", weights, master.get("chunk"));
         }
         publish();
     }

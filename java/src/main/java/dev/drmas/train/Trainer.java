@@ -314,10 +314,10 @@ public final class Trainer implements AutoCloseable {
     public Path save() throws IOException {
         Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
         try (PointerScope scope = new PointerScope()) {
-            // every rank: a sharded optimiser's state is gathered by a collective
-            Map<String, ModelOptimizer.Snapshot> optims = new java.util.LinkedHashMap<>();
-            policies.optimizers().forEach((k, o) -> optims.put(k, o.gatherState()));
-            if (dist.isMaster()) write(cps, optims);
+            // every rank: a sharded optimiser's state is gathered by a collective, which rank 0
+            // writes into the checkpoint window by window as it arrives
+            if (dist.isMaster()) write(cps, policies.optimizers());
+            else Checkpoints.takePart(policies.optimizers());
         }
         dist.barrier("the checkpoint of step " + step);
         return cps.dir(step);
@@ -325,7 +325,7 @@ public final class Trainer implements AutoCloseable {
 
 
     /** Rank 0's part of {@link #save}: the checkpoint folder. */
-    private void write(Checkpoints cps, Map<String, ModelOptimizer.Snapshot> optims) throws IOException {
+    private void write(Checkpoints cps, Map<String, ModelOptimizer> optims) throws IOException {
         policies.saveReferences(runDir);  // before the checkpoint that a resume would need it with
         ObjectNode st = new ObjectMapper().createObjectNode();
         st.put("data_position", tasks.position());

@@ -4,17 +4,20 @@
 // masters of unsharded ranks on the same rows (bf16 with fp32 masters: bf16 forwards of other batch
 // shapes round differently, so one process is not the reference there); each rank holds 1/W of the
 // optimiser state; the gathered state (what checkpoints store) reaches rank 0 alone, loads into
-// another world size and continues alike, and gathers back bit for bit.
+// another world size and continues alike, and gathers back bit for bit; a micro-batch's reduction of
+// the gradients holds a few buckets on the host, not the model.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.drmas.config.DistributedConfig;
 import dev.drmas.dist.Collective;
 import dev.drmas.dist.DistEnv;
 import dev.drmas.dist.ProcessGroup;
+import dev.drmas.metrics.PeakMemory;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Tensors;
 import java.net.InetAddress;
@@ -31,13 +34,100 @@ import java.util.function.BiFunction;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 class ShardedOptimizerTest {
     /** 4 KiB: the tiny model's gradients go over the ranks in many buckets, some parameters alone. */
     static final long BUCKET = 4096;
+
+    /** 256 KiB, for the synthetic parameters of {@link #shapes()}: about a hundred buckets. */
+    static final long BIG_BUCKET = 256 << 10;
+
+    /**
+     * A bound on what a few of BIG_BUCKET's buffers add to the heap, with room for the JVM's own
+     * native memory meanwhile (its JIT compiler's arenas: a few MiB, at any time).
+     */
+    static final long FEW_BUCKETS = 16 * BIG_BUCKET + (8L << 20);
+
+    /**
+     * Parameter shapes of awkward sizes: 112 matrices of 54,707 elements (each below BIG_BUCKET, so
+     * that a bucket holds one of them), a scalar, a prime, a 3-D one: 6,135,209 parameters, whose
+     * optimiser state is 73.6 MB.
+     */
+    static Map<String, long[]> shapes() {
+        Map<String, long[]> s = new LinkedHashMap<>();
+        s.put("embed.weight", new long[] {241, 227});
+        s.put("scale", new long[] {});
+        for (int l = 0; l < 111; l++) s.put("layers." + l + ".proj.weight", new long[] {227, 241});
+        s.put("layers.110.norm.weight", new long[] {7919});
+        s.put("head.bias", new long[] {3, 5, 7});
+        return s;
+    }
+
+    static long parameters() {
+        long n = 0;
+        for (long[] shape : shapes().values()) {
+            long k = 1;
+            for (long d : shape) k *= d;
+            n += k;
+        }
+        return n;
+    }
+
+    /** bf16 zeros of {@link #shapes()}: a model's weights before its optimiser restores them. */
+    static Map<String, Tensor> weights() {
+        Map<String, Tensor> p = new LinkedHashMap<>();
+        shapes().forEach((k, s) -> p.put(k, torch.zeros(s).to(ScalarType.BFloat16)));
+        return p;
+    }
+
+    interface RankWork<T> {
+        T run(Collective dist) throws Exception;
+    }
+
+    /** {@code work} on two Gloo ranks, threads of this JVM; each rank's result. */
+    static <T> List<T> onTwoRanks(RankWork<T> work) throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1, true);
+        ExecutorService ex = Executors.newFixedThreadPool(2);
+        List<T> out = new ArrayList<>();
+        try {
+            List<Future<T>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                DistEnv env = new DistEnv("127.0.0.1", port, r, 2, r);
+                fs.add(ex.submit(() -> {
+                    try (ProcessGroup pg = new ProcessGroup(env, dc, false); PointerScope scope = new PointerScope()) {
+                        return work.run(pg);
+                    }
+                }));
+            }
+            for (Future<T> f : fs) out.add(f.get(300, TimeUnit.SECONDS));
+        } finally {
+            ex.shutdownNow();
+        }
+        return out;
+    }
+
+    /**
+     * What {@code work}, run on every rank at once, added at its peak to this process's heap (the
+     * exact count of the pom's preloaded libdrmas_memcount: both ranks together), on rank 0; -1 on
+     * the others. The ranks are idle while rank 0 starts the count.
+     */
+    static long heapAdded(Collective dist, java.util.concurrent.Callable<?> work) throws Exception {
+        dist.barrier("before the measured work");
+        PeakMemory phase = dist.isMaster() ? PeakMemory.start() : null;
+        dist.barrier("the count started");
+        work.call();
+        dist.barrier("after the measured work");
+        return phase == null ? -1 : phase.addedBytes();
+    }
 
     /** After the update: the model's weights, the gathered masters and moments (host copies), this rank's state bytes. */
     record Result(Map<String, float[]> weights, Map<String, float[]> masters, Map<String, float[]> moments, long stateBytes,
@@ -145,6 +235,38 @@ class ShardedOptimizerTest {
         assertEquals(12 * half, ranks.get(0).stateBytes());
         assertEquals(12 * (p - half), ranks.get(1).stateBytes());
         assertEquals(mixed ? 12 * p : 8 * p, one.stateBytes(), "unsharded: moments (and masters when mixed) of every parameter");
+    }
+
+    @Test
+    void aMicroBatchsReductionHoldsAFewBucketsNotTheModel() throws Exception {
+        // under the pom's exact heap counter: the fp32 buckets of the gradients' sum are freed one by
+        // one (a PointerScope around all of them held a fp32 copy of every gradient, and the
+        // concatenated buckets, until the last: 8 bytes a parameter on every rank, each micro-batch)
+        assumeTrue(PeakMemory.source() == PeakMemory.Source.HEAP, "needs the exact heap counter (LD_PRELOAD libdrmas_memcount.so, as the pom sets)");
+        torch.set_num_threads(1);
+        long whole = 8 * parameters(), bound = FEW_BUCKETS;  // (both ranks: a bucket's parts, concatenation, flat copy, Gloo's scratch)
+        long[] added = new long[1];
+        onTwoRanks(dist -> {
+            Map<String, Tensor> w = weights();
+            try (ModelOptimizer o = ModelOptimizer.sharded(w, PpoUpdaterDistributedTest.OPT, dist, BIG_BUCKET)) {
+                torch.manual_seed(3 + dist.rank());
+                for (Tensor p : w.values()) {
+                    p.requires_grad_(true);
+                    p.mutable_grad().put(torch.randn(AdamW.shape(p)).to(ScalarType.BFloat16));
+                }
+                o.afterBackward();  // a first time: Gloo keeps buffers for a message size it has not sent before (once)
+                for (Tensor p : w.values()) p.mutable_grad().put(torch.randn(AdamW.shape(p)).to(ScalarType.BFloat16));
+                long a = heapAdded(dist, () -> {
+                    o.afterBackward();
+                    return null;
+                });
+                if (dist.isMaster()) added[0] = a;
+            }
+            return null;
+        });
+        assertTrue(whole > 3 * bound, "the gradients in fp32 (" + whole + " bytes, both ranks) must dwarf the bound (" + bound + ")");
+        assertTrue(added[0] <= bound, "a micro-batch's reduction added " + added[0] + " bytes to the heap at its peak, both ranks "
+                + "(buckets of " + BIG_BUCKET + "; every gradient in fp32 on both ranks is " + whole + ")");
     }
 
     @ParameterizedTest
