@@ -84,7 +84,7 @@ final class GenerateCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         try (HfTokenizer tok = HfTokenizer.load(tokenizerDir != null ? tokenizerDir : modelDir);
              CausalLm model = CausalLm.load(modelDir)) {
-            String text = chat ? TokenizeCommand.chatPrompt(tok, tokenizerDir != null ? tokenizerDir : modelDir, prompt) : prompt;
+            String text = chat ? TokenizeCommand.chatPrompt(tok, prompt) : prompt;
             int[] ids = tok.encode(text);
             if (ids.length == 0) throw new UserError("--prompt encodes to no tokens");
             int positions = model.config().maxPositionEmbeddings();
