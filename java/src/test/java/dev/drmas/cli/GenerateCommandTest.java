@@ -80,13 +80,29 @@ class GenerateCommandTest {
     @Test
     void badInputIsAClearError() {
         Cli.Run missing = Cli.run("generate", "--model", dir.resolve("nope").toString(), "--prompt", "x");
-        assertTrue(missing.exit() != 0);
+        assertEquals(1, missing.exit(), missing.err());
         assertTrue(missing.err().contains("nope"), missing.err());
         Cli.Run topP = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--top-p", "0");
-        assertTrue(topP.exit() != 0);
+        assertEquals(1, topP.exit(), topP.err());
         assertTrue(topP.err().contains("--top-p must be in (0, 1]"), topP.err());
         Cli.Run budget = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--max-new-tokens", "0");
+        assertEquals(1, budget.exit(), budget.err());
         assertTrue(budget.err().contains("--max-new-tokens must be >= 1"), budget.err());
+        Cli.Run stop = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--stop", "");
+        assertEquals(1, stop.exit(), stop.err());
+        assertTrue(stop.err().contains("--stop must not be empty"), stop.err());
+    }
+
+    @Test
+    void aTokenizerWhoseIdsThisModelDoesNotHaveIsAUserError(@TempDir Path small) throws Exception {
+        // a model of 100 ids with the built-in tokenizer's 366: '~' is id 109
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN3, 100), 4)) {
+            m.save(small);
+        }
+        Cli.Run r = Cli.run("generate", "--model", small.toString(), "--tokenizer", dir.toString(), "--prompt", "a~", "--max-new-tokens", "2");
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("--prompt: token 1 is id 109 of the tokenizer in " + dir) && r.err().contains("100")
+                && r.err().contains(small.resolve("config.json").toString()), r.err());
     }
 
     @Test
