@@ -127,7 +127,7 @@ final class GenerateCommand implements Callable<Integer> {
                 o.set("prompt_ids", m.valueToTree(ids));
                 o.set("ids", m.valueToTree(c.tokens()));
                 o.set("logprobs", m.valueToTree(c.logprobs()));
-                o.put("finish_reason", c.finishReason().name().toLowerCase());
+                o.put("finish_reason", c.finishReason().name().toLowerCase(java.util.Locale.ROOT));  // not "stop_strıng" in Turkish
                 out.println(m.writeValueAsString(o));
             } else {
                 out.println(completion);

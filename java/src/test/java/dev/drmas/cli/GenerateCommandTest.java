@@ -68,6 +68,29 @@ class GenerateCommandTest {
     }
 
     @Test
+    void theFinishReasonIsTheSameWordInATurkishLocale() throws Exception {
+        // the first greedy token's own text as the stop string: generation stops there, by the string
+        JsonNode first = new ObjectMapper().readTree(Cli.run("generate", "--model", dir.toString(), "--prompt", "12+30=",
+                "--max-new-tokens", "1", "--json").out());
+        int id = first.get("ids").get(0).asInt();
+        String stop;
+        try (HfTokenizer tok = HfTokenizer.load(dir)) {
+            org.junit.jupiter.api.Assumptions.assumeFalse(tok.stopTokenIds().contains(id), "the first token is a stop token");
+            stop = tok.decode(new int[] {id}, false);
+        }
+        java.util.Locale before = java.util.Locale.getDefault();
+        try {
+            java.util.Locale.setDefault(java.util.Locale.forLanguageTag("tr-TR"));  // where "I".toLowerCase() is "ı"
+            Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--prompt", "12+30=", "--max-new-tokens", "4",
+                    "--stop", stop, "--json");
+            assertEquals(0, r.exit(), r.err());
+            assertEquals("stop_string", new ObjectMapper().readTree(r.out()).get("finish_reason").asText());
+        } finally {
+            java.util.Locale.setDefault(before);
+        }
+    }
+
+    @Test
     void chatRendersTheMessageFirst() throws Exception {
         Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--prompt", "hi", "--chat", "--max-new-tokens", "2", "--json");
         assertEquals(0, r.exit(), r.err());
