@@ -80,13 +80,23 @@ final class GenerateCommand implements Callable<Integer> {
             throw new UserError(e.getMessage().replace("_", "-").replaceFirst("^", "--"));
         }
         if (threads < 1) throw new UserError("--threads must be >= 1, got " + threads);
+        if (stopStrings.stream().anyMatch(String::isEmpty)) throw new UserError("--stop must not be empty (it would stop at once)");
         torch.set_num_threads(threads);
         PrintWriter out = spec.commandLine().getOut();
-        try (HfTokenizer tok = HfTokenizer.load(tokenizerDir != null ? tokenizerDir : modelDir);
+        Path tokDir = tokenizerDir != null ? tokenizerDir : modelDir;
+        try (HfTokenizer tok = HfTokenizer.load(tokDir);
              CausalLm model = CausalLm.load(modelDir)) {
-            String text = chat ? TokenizeCommand.chatPrompt(tok, tokenizerDir != null ? tokenizerDir : modelDir, prompt) : prompt;
+            String text = chat ? TokenizeCommand.chatPrompt(tok, prompt) : prompt;
             int[] ids = tok.encode(text);
             if (ids.length == 0) throw new UserError("--prompt encodes to no tokens");
+            int modelVocab = model.config().vocabSize();
+            for (int i = 0; i < ids.length; i++) {
+                // the model has no embedding for it: a --tokenizer of another model
+                if (ids[i] >= modelVocab) {
+                    throw new UserError("--prompt: token " + i + " is id " + ids[i] + " of the tokenizer in " + tokDir + ", but the model has "
+                            + modelVocab + " ids (vocab_size in " + modelDir.resolve("config.json") + "): the tokenizer is not this model's");
+                }
+            }
             int positions = model.config().maxPositionEmbeddings();
             if (ids.length >= positions) {
                 throw new UserError("--prompt is " + ids.length + " tokens; the model in " + modelDir + " takes at most " + positions
@@ -117,7 +127,7 @@ final class GenerateCommand implements Callable<Integer> {
                 o.set("prompt_ids", m.valueToTree(ids));
                 o.set("ids", m.valueToTree(c.tokens()));
                 o.set("logprobs", m.valueToTree(c.logprobs()));
-                o.put("finish_reason", c.finishReason().name().toLowerCase());
+                o.put("finish_reason", c.finishReason().name().toLowerCase(java.util.Locale.ROOT));  // not "stop_strıng" in Turkish
                 out.println(m.writeValueAsString(o));
             } else {
                 out.println(completion);

@@ -27,8 +27,9 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Spec;
 
-@Command(name = "info", description = {"Print the libdrmas build and kernel backend, LibTorch's build (CPU or CUDA),",
-        "the NVIDIA driver, whether CUDA is available and each CUDA device's name and memory."})
+@Command(name = "info", mixinStandardHelpOptions = true,
+        description = {"Print the libdrmas build and kernel backend, LibTorch's build (CPU or CUDA),",
+                "the NVIDIA driver, whether CUDA is available and each CUDA device's name and memory."})
 final class InfoCommand implements Runnable {
     @Spec
     CommandSpec spec;

@@ -34,7 +34,15 @@ public final class Main implements Runnable {
 
     public static void main(String[] args) {
         StdStreams.install();  // before picocli wraps System.out
-        int status = commandLine().execute(args);
+        String[] typed;
+        try {
+            typed = CommandArgs.recover(args);  // under LANG=C the JVM has turned non-ASCII characters into U+FFFD
+        } catch (UserError e) {
+            System.err.println("drmas: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        int status = commandLine().execute(typed);
         try {
             StdStreams.flushOut();
         } catch (StdStreams.OutputFailure e) {

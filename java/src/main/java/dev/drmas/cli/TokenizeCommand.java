@@ -3,11 +3,9 @@
 // add_special_tokens=False, as for a rendered prompt); --decode prints the text of a list of ids.
 package dev.drmas.cli;
 
-import dev.drmas.tokenizer.ChatRenderer;
 import dev.drmas.tokenizer.ChatRenderers;
 import dev.drmas.tokenizer.HfTokenizer;
 import dev.drmas.tokenizer.TokenizerFileException;
-import dev.drmas.tokenizer.template.TemplateException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -62,7 +60,7 @@ final class TokenizeCommand implements Callable<Integer> {
                     throw new UserError("--decode: " + e.getMessage());
                 }
             } else {
-                String input = chat ? chatPrompt(tok, tokenizerDir, text) : text;
+                String input = chat ? chatPrompt(tok, text) : text;
                 StringJoiner json = new StringJoiner(",", "[", "]");
                 for (int id : tok.encode(input)) json.add(Integer.toString(id));
                 out.println(json);
@@ -76,28 +74,10 @@ final class TokenizeCommand implements Callable<Integer> {
 
     /**
      * {@code content} as one user message with the generation prompt, by the tokenizer's chat template
-     * (or ChatML). A template that fails is the tokenizer folder's fault: a user error naming the file
-     * it came from (chat_template.jinja, else tokenizer_config.json) and the template's line:col.
+     * (or ChatML). A template that fails is a TokenizerFileException naming its file and line:col.
      */
-    static String chatPrompt(HfTokenizer tok, Path dir, String content) {
-        ChatRenderer renderer;
-        try {
-            renderer = ChatRenderers.forTokenizer(tok);
-        } catch (IllegalStateException e) {  // a declared template that cannot be used; the message names the file
-            throw new UserError(e.getMessage(), e);
-        } catch (TemplateException e) {
-            throw new UserError(templateFile(dir) + ": chat_template does not parse: " + e.getMessage(), e);
-        }
-        try {
-            return renderer.render(List.of(Map.of("role", "user", "content", content)), true);
-        } catch (TemplateException e) {
-            throw new UserError(templateFile(dir) + ": chat_template fails on one user message: " + e.getMessage(), e);
-        }
-    }
-
-    private static Path templateFile(Path dir) {
-        Path jinja = dir.resolve("chat_template.jinja");
-        return java.nio.file.Files.exists(jinja) ? jinja : dir.resolve("tokenizer_config.json");
+    static String chatPrompt(HfTokenizer tok, String content) {
+        return ChatRenderers.forTokenizer(tok).render(List.of(Map.of("role", "user", "content", content)), true);
     }
 
     /** "[1, 2,3]" or "1,2,3": each id an integer below the vocabulary size. */

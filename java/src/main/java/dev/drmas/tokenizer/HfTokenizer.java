@@ -68,6 +68,7 @@ public final class HfTokenizer implements Tokenizer {
     private final Integer padId;
     private final List<Integer> stopIds;
     private final String chatTemplate;
+    private final Path chatTemplateFile;
     private final String chatTemplateError; // thrown by chatTemplate() when the declared template is unusable
     private final Map<String, Object> templateContext;
 
@@ -103,6 +104,7 @@ public final class HfTokenizer implements Tokenizer {
         }
         this.stopIds = List.copyOf(stops);
         this.chatTemplate = cfg.chatTemplate;
+        this.chatTemplateFile = cfg.chatTemplateFile;
         this.chatTemplateError = cfg.chatTemplateError;
 
         Map<String, Object> ctx = new LinkedHashMap<>();
@@ -232,8 +234,13 @@ public final class HfTokenizer implements Tokenizer {
 
     @Override
     public Optional<String> chatTemplate() {
-        if (chatTemplateError != null) throw new IllegalStateException(chatTemplateError);
+        if (chatTemplateError != null) throw new TokenizerFileException(chatTemplateError);
         return Optional.ofNullable(chatTemplate);
+    }
+
+    @Override
+    public Optional<Path> chatTemplateFile() {
+        return Optional.ofNullable(chatTemplateFile);
     }
 
     @Override
@@ -372,7 +379,7 @@ public final class HfTokenizer implements Tokenizer {
 
     /** What tokenizer_config.json (and special_tokens_map.json, chat_template.jinja) say. */
     private record Config(Map<String, String> specialTokens, List<String> additionalSpecialTokens, boolean cleanUpSpaces,
-            String chatTemplate, String chatTemplateError) {
+            String chatTemplate, Path chatTemplateFile, String chatTemplateError) {
 
         static Config read(Path dir) {
             Path file = dir.resolve("tokenizer_config.json");
@@ -426,7 +433,8 @@ public final class HfTokenizer implements Tokenizer {
                 throw new TokenizerFileException(file + ": chat_template must be a string or a list of {name, template}, found "
                         + t.getNodeType());
             }
-            return new Config(Map.copyOf(special), additional, cleanUp.asBoolean(false), template, templateError);
+            Path templateFile = template == null ? null : Files.exists(jinja) ? jinja : file;
+            return new Config(Map.copyOf(special), additional, cleanUp.asBoolean(false), template, templateFile, templateError);
         }
 
         private static void readSpecialTokens(Path file, JsonNode cfg, Map<String, String> into) {

@@ -5,6 +5,7 @@
 // implementation; the interface keeps callers independent of DJL.
 package dev.drmas.tokenizer;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -62,8 +63,15 @@ public interface Tokenizer extends AutoCloseable {
      */
     List<Integer> stopTokenIds();
 
-    /** The raw Jinja chat template, when the tokenizer carries one (see HfTokenizer for where it is read). */
+    /**
+     * The raw Jinja chat template, when the tokenizer carries one (see HfTokenizer for where it is read).
+     *
+     * @throws TokenizerFileException when the tokenizer declares templates but none that transformers would use
+     */
     Optional<String> chatTemplate();
+
+    /** The file chatTemplate() was read from (chat_template.jinja or tokenizer_config.json), for error messages. */
+    Optional<Path> chatTemplateFile();
 
     /**
      * The special tokens a chat template may refer to, as HF passes them: {@code bos_token},

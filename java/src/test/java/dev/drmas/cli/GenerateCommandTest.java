@@ -68,6 +68,29 @@ class GenerateCommandTest {
     }
 
     @Test
+    void theFinishReasonIsTheSameWordInATurkishLocale() throws Exception {
+        // the first greedy token's own text as the stop string: generation stops there, by the string
+        JsonNode first = new ObjectMapper().readTree(Cli.run("generate", "--model", dir.toString(), "--prompt", "12+30=",
+                "--max-new-tokens", "1", "--json").out());
+        int id = first.get("ids").get(0).asInt();
+        String stop;
+        try (HfTokenizer tok = HfTokenizer.load(dir)) {
+            org.junit.jupiter.api.Assumptions.assumeFalse(tok.stopTokenIds().contains(id), "the first token is a stop token");
+            stop = tok.decode(new int[] {id}, false);
+        }
+        java.util.Locale before = java.util.Locale.getDefault();
+        try {
+            java.util.Locale.setDefault(java.util.Locale.forLanguageTag("tr-TR"));  // where "I".toLowerCase() is "ı"
+            Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--prompt", "12+30=", "--max-new-tokens", "4",
+                    "--stop", stop, "--json");
+            assertEquals(0, r.exit(), r.err());
+            assertEquals("stop_string", new ObjectMapper().readTree(r.out()).get("finish_reason").asText());
+        } finally {
+            java.util.Locale.setDefault(before);
+        }
+    }
+
+    @Test
     void chatRendersTheMessageFirst() throws Exception {
         Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--prompt", "hi", "--chat", "--max-new-tokens", "2", "--json");
         assertEquals(0, r.exit(), r.err());
@@ -80,13 +103,29 @@ class GenerateCommandTest {
     @Test
     void badInputIsAClearError() {
         Cli.Run missing = Cli.run("generate", "--model", dir.resolve("nope").toString(), "--prompt", "x");
-        assertTrue(missing.exit() != 0);
+        assertEquals(1, missing.exit(), missing.err());
         assertTrue(missing.err().contains("nope"), missing.err());
         Cli.Run topP = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--top-p", "0");
-        assertTrue(topP.exit() != 0);
+        assertEquals(1, topP.exit(), topP.err());
         assertTrue(topP.err().contains("--top-p must be in (0, 1]"), topP.err());
         Cli.Run budget = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--max-new-tokens", "0");
+        assertEquals(1, budget.exit(), budget.err());
         assertTrue(budget.err().contains("--max-new-tokens must be >= 1"), budget.err());
+        Cli.Run stop = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--stop", "");
+        assertEquals(1, stop.exit(), stop.err());
+        assertTrue(stop.err().contains("--stop must not be empty"), stop.err());
+    }
+
+    @Test
+    void aTokenizerWhoseIdsThisModelDoesNotHaveIsAUserError(@TempDir Path small) throws Exception {
+        // a model of 100 ids with the built-in tokenizer's 366: '~' is id 109
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN3, 100), 4)) {
+            m.save(small);
+        }
+        Cli.Run r = Cli.run("generate", "--model", small.toString(), "--tokenizer", dir.toString(), "--prompt", "a~", "--max-new-tokens", "2");
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("--prompt: token 1 is id 109 of the tokenizer in " + dir) && r.err().contains("100")
+                && r.err().contains(small.resolve("config.json").toString()), r.err());
     }
 
     @Test

@@ -23,6 +23,14 @@ class InfoCommandTest {
     }
 
     @Test
+    void helpAndVersionAreOptionsAsForEveryOtherCommand() {
+        Cli.Run r = Cli.run("info", "--help");
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(r.out().contains("Usage: drmas info") && r.out().contains("CUDA"), r.out());
+        assertEquals(0, Cli.run("info", "--version").exit());
+    }
+
+    @Test
     void probeAgreesWithLibTorchAndTheClasspath() {
         Report r = InfoCommand.probe();
         assertEquals(classpathBuild(), r.build());

@@ -1,7 +1,7 @@
 // TokenizeCommandTest.java — `drmas tokenize` end to end through picocli on a real tokenizer folder
 // (the built-in one, written to a temporary folder): ids as one JSON line, --chat through ChatML,
-// --decode in both id syntaxes, --skip-special, and each user error with its message and exit 1 (a
-// chat template that fails names its file).
+// --decode in both id syntaxes, --skip-special, text outside ASCII under the C locale (a child JVM),
+// and each user error with its message and exit 1 (a chat template that fails names its file).
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -140,6 +140,17 @@ class TokenizeCommandTest {
             for (int id : q.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n")) want.add(Integer.toString(id));
             assertEquals(want + System.lineSeparator(), r.out());
         }
+    }
+
+    @Test
+    void textOutsideAsciiIsEncodedUnderTheCLocale() throws Exception {
+        // A child JVM under LC_ALL=C (the locale of many containers), given the text's UTF-8 bytes by the
+        // shell, so that this JVM's own locale does not matter. The JVM decodes such arguments as ASCII.
+        String bytes = "h\\303\\251llo \\360\\237\\230\\200";  // "héllo 😀" in UTF-8, as printf octal escapes
+        Child.Result r = Child.shell(dir, "export LC_ALL=C; set -- \"$@\" \"$(printf '" + bytes + "')\";", "", 120,
+                "tokenize", "--tokenizer", dir.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(json(tok.encode("h\u00e9llo \ud83d\ude00")), r.out().strip());
     }
 
     /** The built-in tokenizer in a folder of its own, with {@code template} as tokenizer_config.json's chat_template. */

@@ -1,11 +1,16 @@
 // TrainCommandTest.java — bad input to `drmas train` / `sft` / `eval` is a clear error with exit 1:
 // an unknown key (with the nearest valid one), a wrong type, a malformed JSONL task file
-// (file:line), a missing model directory, a missing config file, run.resume naming no checkpoint.
+// (file:line), a missing model directory, a model whose chat template fails (its file and line), a
+// missing config file, run.resume naming no checkpoint.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.Family;
+import dev.drmas.model.ModelConfig;
+import dev.drmas.tokenizer.BuiltinTokenizer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -54,6 +59,22 @@ class TrainCommandTest {
         Path missing = dir.resolve("no-such-model");
         Path c = config("run: {output_dir: " + dir.resolve("runs") + "}\nmodels:\n  policy: {path: " + missing + "}\n");
         fails(Cli.run("eval", c.toString()), "no-such-model");
+    }
+
+    @Test
+    void aModelWhoseChatTemplateFailsNamesTheFile() throws Exception {
+        Path model = dir.resolve("model");
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN3, BuiltinTokenizer.VOCAB_SIZE), 3)) {
+            m.save(model);
+        }
+        String run = "run: {output_dir: " + dir.resolve("runs") + "}\nrollout: {max_prompt_tokens: 128, max_new_tokens: 8}\n"
+                + "models:\n  policy: {path: " + model + "}\n";
+        TokenizeCommandTest.withTemplate(model, "{% for m in messages %}{{ m.content }}{% endfor %}\n{% if %}");
+        fails(Cli.run("eval", config(run).toString()), model.resolve("tokenizer_config.json") + ": chat_template does not parse",
+                "line 2:");
+        TokenizeCommandTest.withTemplate(model, "{{ raise_exception('no user turns here') }}");
+        fails(Cli.run("eval", config(run).toString()), model.resolve("tokenizer_config.json") + ": chat_template fails on",
+                "no user turns here");
     }
 
     @Test

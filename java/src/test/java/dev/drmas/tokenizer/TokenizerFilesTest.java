@@ -140,8 +140,9 @@ class TokenizerFilesTest {
         }
         write("tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\", \"chat_template\": [{\"name\": \"rag\", \"template\": \"R\"}]}");
         try (HfTokenizer t = HfTokenizer.load(dir)) {
-            var e = assertThrows(IllegalStateException.class, t::chatTemplate);
+            var e = assertThrows(TokenizerFileException.class, t::chatTemplate);
             assertContains(e.getMessage(), "tokenizer_config.json", "[rag]", "none named \"default\"");
+            assertThrows(TokenizerFileException.class, () -> ChatRenderers.forTokenizer(t));
         }
         write("chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
         try (HfTokenizer t = HfTokenizer.load(dir)) {
@@ -159,6 +160,27 @@ class TokenizerFilesTest {
         write("tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\", \"clean_up_tokenization_spaces\": true}");
         try (HfTokenizer t = HfTokenizer.load(dir)) {
             assertEquals("Hi, it's done.", t.decode(t.encode(text), false));
+        }
+    }
+
+    @Test
+    void aChatTemplateThatFailsNamesItsFileAndLine() throws IOException {
+        builtin();
+        List<java.util.Map<String, Object>> twoUsers = List.of(java.util.Map.of("role", "user", "content", "a"),
+                java.util.Map.of("role", "user", "content", "b"));
+        write("tokenizer_config.json", "{\"eos_token\": \"<|im_end|>\", \"chat_template\": \"{% for m in messages %}\\n{% if %}\"}");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            var e = assertThrows(TokenizerFileException.class, () -> ChatRenderers.forTokenizer(t));
+            assertContains(e.getMessage(), dir.resolve("tokenizer_config.json") + ": chat_template does not parse", "line 2:");
+        }
+        write("chat_template.jinja", "{% for m in messages %}{% if loop.index0 > 0 and m.role == messages[loop.index0 - 1].role %}"
+                + "{{ raise_exception('roles must alternate') }}{% endif %}{{ m.content }}{% endfor %}");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            ChatRenderer chat = ChatRenderers.forTokenizer(t);
+            assertEquals("a", chat.render(twoUsers.subList(0, 1), false));
+            var e = assertThrows(TokenizerFileException.class, () -> chat.render(twoUsers, true));
+            assertContains(e.getMessage(), dir.resolve("chat_template.jinja") + ": chat_template fails on 2 messages (roles user, user)",
+                    "roles must alternate", "line 1:");
         }
     }
 }

@@ -596,10 +596,10 @@ final class Builtins {
                 case 'b', 'h' -> t.getMonth().getDisplayName(TextStyle.SHORT, Locale.ENGLISH);
                 case 'B' -> t.getMonth().getDisplayName(TextStyle.FULL, Locale.ENGLISH);
                 case 'd' -> two(t.getDayOfMonth());
-                case 'e' -> String.format("%2d", t.getDayOfMonth());
+                case 'e' -> String.format(Locale.ROOT, "%2d", t.getDayOfMonth());  // ASCII digits whatever the default locale
                 case 'H' -> two(t.getHour());
                 case 'I' -> two(t.getHour() % 12 == 0 ? 12 : t.getHour() % 12);
-                case 'j' -> String.format("%03d", t.getDayOfYear());
+                case 'j' -> String.format(Locale.ROOT, "%03d", t.getDayOfYear());
                 case 'm' -> two(t.getMonthValue());
                 case 'M' -> two(t.getMinute());
                 case 'p' -> t.getHour() < 12 ? "AM" : "PM";
