@@ -111,7 +111,7 @@ public final class ProcessGroup implements Collective {
             return store;
         } catch (RuntimeException e) {
             String m = firstLine(e);
-            if (env.rank() == 0 && m.toLowerCase().contains("address already in use")) {
+            if (env.rank() == 0 && m.toLowerCase(java.util.Locale.ROOT).contains("address already in use")) {
                 throw new DistributedException("MASTER_PORT " + env.masterPort() + " is already in use on " + env.masterAddr()
                         + ": choose another port (drmas launch --master-port P)", e);
             }
