@@ -1,9 +1,9 @@
 // StepMemoryTest.java — the per-parameter loops after a step's micro-batches (the gradient norm and
-// its clipping, AdamW's step) hold one parameter's temporaries at a time, as `drmas plan` assumes
-// (MemoryPlan's stepTransient: those of the largest tensor), not a copy of the whole model: one
-// PointerScope around a whole loop keeps every iteration's tensors until the last. Measured with the
-// exact heap counter the pom preloads, on many equal parameters, so that "holds one" and "holds
-// all" differ by far more than the JVM's own native allocations.
+// its clipping, AdamW's step) and of the ranks' weight checksum hold one parameter's temporaries at
+// a time, as `drmas plan` assumes (MemoryPlan's stepTransient: those of the largest tensor), not a
+// copy of the whole model: one PointerScope around a whole loop keeps every iteration's tensors
+// until the last. Measured with the exact heap counter the pom preloads, on many equal parameters,
+// so that "holds one" and "holds all" differ by far more than the JVM's own native allocations.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -95,6 +95,16 @@ class StepMemoryTest {
                     }), 4, (mixed ? "mixed" : "full") + " precision's AdamW step");
                 }
             }
+        }
+    }
+
+    @Test
+    void theWeightChecksumHoldsOneParametersFloat64Copy() {
+        try (PointerScope scope = new PointerScope()) {
+            Map<String, Tensor> p = parameters(ScalarType.Float);
+            Policies.checksum(p.values());
+            // a float64 copy of each weight and its square: 16 bytes a value if all are held
+            assertFew(added(() -> Policies.checksum(p.values())), 16, "the ranks' weight checksum");
         }
     }
 }
