@@ -90,17 +90,21 @@ public final class AdamW implements AutoCloseable {
         final double lr = currentLr();
         steps++;
         final double bc1 = 1 - Math.pow(s.beta1(), steps), bc2 = 1 - Math.pow(s.beta2(), steps);
-        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+        try (NoGradGuard ng = new NoGradGuard()) {
             for (Map.Entry<String, Tensor> e : params.entrySet()) {
-                Tensor p = e.getValue();
-                Tensor g = grads == null ? p.grad() : grads.get(e.getKey());
-                if (g == null || !g.defined()) continue;
-                Tensor m = expAvg.get(e.getKey()), v = expAvgSq.get(e.getKey());
-                if (s.weightDecay() > 0) p.mul_(new Scalar(1 - lr * s.weightDecay()));
-                m.mul_(new Scalar(s.beta1())).add_(g, new Scalar(1 - s.beta1()));
-                v.mul_(new Scalar(s.beta2())).addcmul_(g, g, new Scalar(1 - s.beta2()));
-                Tensor denom = v.sqrt().div_(new Scalar(Math.sqrt(bc2))).add_(new Scalar(s.eps()));
-                p.addcdiv_(m, denom, new Scalar(-lr / bc1));
+                // a scope per parameter, so that its denominator is freed before the next one's
+                // exists: one around the loop held a float32 copy of every parameter until the last
+                try (PointerScope scope = new PointerScope()) {
+                    Tensor p = e.getValue();
+                    Tensor g = grads == null ? p.grad() : grads.get(e.getKey());
+                    if (g == null || !g.defined()) continue;
+                    Tensor m = expAvg.get(e.getKey()), v = expAvgSq.get(e.getKey());
+                    if (s.weightDecay() > 0) p.mul_(new Scalar(1 - lr * s.weightDecay()));
+                    m.mul_(new Scalar(s.beta1())).add_(g, new Scalar(1 - s.beta1()));
+                    v.mul_(new Scalar(s.beta2())).addcmul_(g, g, new Scalar(1 - s.beta2()));
+                    Tensor denom = v.sqrt().div_(new Scalar(Math.sqrt(bc2))).add_(new Scalar(s.eps()));
+                    p.addcdiv_(m, denom, new Scalar(-lr / bc1));
+                }
             }
         }
     }

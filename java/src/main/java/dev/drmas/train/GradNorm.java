@@ -22,11 +22,15 @@ public final class GradNorm {
     /** The sum of the squares of the defined tensors' elements (fp64): a norm's square, which shards add up. */
     public static double squaredSum(Iterable<Tensor> grads) {
         double sq = 0;
-        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+        try (NoGradGuard ng = new NoGradGuard()) {
             for (Tensor g : grads) {
                 if (g == null || !g.defined()) continue;
-                Tensor gd = g.to(ScalarType.Double);
-                sq += gd.mul(gd).sum().item_double();
+                // a scope per tensor: one around the loop held every gradient's fp64 copy and its
+                // square (16 bytes a parameter of the whole model) until the last
+                try (PointerScope scope = new PointerScope()) {
+                    Tensor gd = g.to(ScalarType.Double);
+                    sq += gd.mul(gd).sum().item_double();
+                }
             }
         }
         return sq;

@@ -183,14 +183,24 @@ final class Policies implements AutoCloseable {
         double[] v = new double[2 * byId.size()];
         int i = 0;
         for (Policy p : byId.values()) {
+            double[] c = checksum(p.model().parameters().values());
+            v[i++] = c[0];
+            v[i++] = c[1];
+        }
+        return v;
+    }
+
+    /** The sum and the sum of squares (fp64) of the values of {@code params}. */
+    static double[] checksum(Iterable<Tensor> params) {
+        double[] v = new double[2];
+        for (Tensor t : params) {
+            // a scope per tensor: one around the loop held every weight's fp64 copy and its square
+            // (16 bytes a parameter of the whole model) until the last
             try (PointerScope scope = new PointerScope()) {
-                for (Tensor t : p.model().parameters().values()) {
-                    Tensor d = t.detach().to(ScalarType.Double);
-                    v[i] += d.sum().item_double();
-                    v[i + 1] += d.mul(d).sum().item_double();
-                }
+                Tensor d = t.detach().to(ScalarType.Double);
+                v[0] += d.sum().item_double();
+                v[1] += d.mul(d).sum().item_double();
             }
-            i += 2;
         }
         return v;
     }
