@@ -18,6 +18,7 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import org.bytedeco.pytorch.global.torch;
 import picocli.CommandLine.Command;
@@ -44,6 +45,10 @@ final class GenerateCommand implements Callable<Integer> {
 
     @Option(names = "--chat", description = "render the prompt as one user message with the generation prompt first")
     boolean chat;
+
+    @Option(names = "--template-arg", paramLabel = "NAME=VALUE", description = {"with --chat: a variable of the chat template, "
+            + "e.g. enable_thinking=false (Qwen3);", "VALUE is read as YAML (false, 3, text, [1, 2], {k: v}); repeatable"})
+    List<String> templateArgs = List.of();
 
     @Option(names = "--max-new-tokens", defaultValue = "64", paramLabel = "N", description = "token budget (default: ${DEFAULT-VALUE})")
     int maxNewTokens;
@@ -81,12 +86,14 @@ final class GenerateCommand implements Callable<Integer> {
         }
         if (threads < 1) throw new UserError("--threads must be >= 1, got " + threads);
         if (stopStrings.stream().anyMatch(String::isEmpty)) throw new UserError("--stop must not be empty (it would stop at once)");
+        if (!templateArgs.isEmpty() && !chat) throw new UserError("--template-arg applies to --chat only");
+        Map<String, Object> args = TokenizeCommand.templateArgs(templateArgs);
         torch.set_num_threads(threads);
         PrintWriter out = spec.commandLine().getOut();
         Path tokDir = tokenizerDir != null ? tokenizerDir : modelDir;
         try (HfTokenizer tok = HfTokenizer.load(tokDir);
              CausalLm model = CausalLm.load(modelDir)) {
-            String text = chat ? TokenizeCommand.chatPrompt(tok, prompt) : prompt;
+            String text = chat ? TokenizeCommand.chatPrompt(tok, tokDir, prompt, args) : prompt;
             int[] ids = tok.encode(text);
             if (ids.length == 0) throw new UserError("--prompt encodes to no tokens");
             int modelVocab = model.config().vocabSize();

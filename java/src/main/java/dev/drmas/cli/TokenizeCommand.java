@@ -3,6 +3,9 @@
 // add_special_tokens=False, as for a rendered prompt); --decode prints the text of a list of ids.
 package dev.drmas.cli;
 
+import dev.drmas.config.ConfigException;
+import dev.drmas.config.ModelSpec;
+import dev.drmas.tokenizer.ChatRenderer;
 import dev.drmas.tokenizer.ChatRenderers;
 import dev.drmas.tokenizer.HfTokenizer;
 import dev.drmas.tokenizer.TokenizerFileException;
@@ -34,6 +37,10 @@ final class TokenizeCommand implements Callable<Integer> {
     @Option(names = "--chat", description = "render TEXT as one user message followed by the generation prompt, then encode")
     boolean chat;
 
+    @Option(names = "--template-arg", paramLabel = "NAME=VALUE", description = {"with --chat: a variable of the chat template, "
+            + "e.g. enable_thinking=false (Qwen3);", "VALUE is read as YAML (false, 3, text, [1, 2], {k: v}); repeatable"})
+    List<String> templateArgs = List.of();
+
     @Option(names = "--decode", paramLabel = "IDS", description = "decode these ids instead: a JSON array like [1,2,3] or 1,2,3")
     String decodeIds;
 
@@ -50,6 +57,8 @@ final class TokenizeCommand implements Callable<Integer> {
         }
         if (decodeIds != null && chat) throw new UserError("--chat applies to encoding, not to --decode");
         if (decodeIds == null && skipSpecial) throw new UserError("--skip-special applies to --decode only");
+        if (!templateArgs.isEmpty() && !chat) throw new UserError("--template-arg applies to --chat only");
+        Map<String, Object> args = templateArgs(templateArgs);
         PrintWriter out = spec.commandLine().getOut();
         try (HfTokenizer tok = HfTokenizer.load(tokenizerDir)) {
             if (decodeIds != null) {
@@ -60,7 +69,7 @@ final class TokenizeCommand implements Callable<Integer> {
                     throw new UserError("--decode: " + e.getMessage());
                 }
             } else {
-                String input = chat ? chatPrompt(tok, text) : text;
+                String input = chat ? chatPrompt(tok, tokenizerDir, text, args) : text;
                 StringJoiner json = new StringJoiner(",", "[", "]");
                 for (int id : tok.encode(input)) json.add(Integer.toString(id));
                 out.println(json);
@@ -74,10 +83,27 @@ final class TokenizeCommand implements Callable<Integer> {
 
     /**
      * {@code content} as one user message with the generation prompt, by the tokenizer's chat template
-     * (or ChatML). A template that fails is a TokenizerFileException naming its file and line:col.
+     * (or ChatML) with {@code templateArgs} as extra variables. A template that fails is a
+     * TokenizerFileException naming its file and line:col; arguments for a tokenizer (in {@code tokDir})
+     * without a template are a UserError.
      */
-    static String chatPrompt(HfTokenizer tok, String content) {
-        return ChatRenderers.forTokenizer(tok).render(List.of(Map.of("role", "user", "content", content)), true);
+    static String chatPrompt(HfTokenizer tok, Path tokDir, String content, Map<String, Object> templateArgs) {
+        ChatRenderer renderer;
+        try {
+            renderer = ChatRenderers.forTokenizer(tok, templateArgs);
+        } catch (IllegalArgumentException e) {  // the names were checked: the tokenizer has no template
+            throw new UserError("--template-arg: " + tokDir + ": " + e.getMessage());
+        }
+        return renderer.render(List.of(Map.of("role", "user", "content", content)), true);
+    }
+
+    /** The --template-arg options as template variables; a bad one is a UserError naming it. */
+    static Map<String, Object> templateArgs(List<String> assignments) {
+        try {
+            return ModelSpec.parseTemplateArgs(assignments, "--template-arg");
+        } catch (ConfigException e) {
+            throw new UserError(e.getMessage(), e);
+        }
     }
 
     /** "[1, 2,3]" or "1,2,3": each id an integer below the vocabulary size. */

@@ -128,6 +128,7 @@ final class Binder {
         if (raw.isRecord()) return bindRecord(raw, node, path, template != null ? template : template(raw));
         if (raw == List.class) return bindList(typeArg(type, 0), node, path);
         if (raw == Map.class) return bindMap(typeArg(type, 1), node, path);
+        if (raw == Object.class) return node;  // a free YAML value (a chat template's variable): its record checks it
         return scalar(raw, node, path);
     }
 

@@ -1,12 +1,18 @@
 // ModelSpec.java — one entry of `models:` (model id → spec): where a model comes from (an HF
-// folder, or a fresh tiny transformer of a family and size), its dtype and its optimiser. Agents
-// name a model id; agents with the same id share the model and its optimiser.
+// folder, or a fresh tiny transformer of a family and size), its dtype, the extra variables of its
+// chat template and its optimiser. Agents name a model id; agents with the same id share the model
+// and its optimiser.
 package dev.drmas.config;
 
 import dev.drmas.algo.ConfigEnum;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
+import dev.drmas.tokenizer.ChatRenderers;
+import java.math.BigInteger;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
@@ -29,10 +35,17 @@ import java.util.Map;
  *               bfloat16)
  * @param activationCheckpointing keep only each decoder layer's input for the backward pass and
  *               recompute the layer there (less memory, one more forward of the layers); default false
+ * @param chatTemplateKwargs extra variables of the tokenizer's chat template, name → YAML value, in
+ *               every chat drmas renders for this model (rollouts, evaluation, the warm start's
+ *               demonstrations): HF's {@code apply_chat_template(..., **kwargs)}, verl's
+ *               {@code data.apply_chat_template_kwargs}, e.g. {@code enable_thinking: false} for
+ *               Qwen3; default none. Names are identifiers other than those the renderer sets
+ *               itself (ChatRenderers.RENDERER_VARIABLES); a model without path (the built-in
+ *               tokenizer, which has no template) takes none
  * @param optim  the AdamW settings of this model's optimiser (its agents may override them)
  */
 public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dtype dtype, Dtype masterDtype,
-                        boolean activationCheckpointing, OptimConfig optim) {
+                        boolean activationCheckpointing, Map<String, Object> chatTemplateKwargs, OptimConfig optim) {
 
     public enum Init implements ConfigEnum {
         AUTO("auto"), RANDOM("random"), PATH("path");
@@ -74,12 +87,76 @@ public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dty
         Check.given(masterDtype, "master_dtype");
         Check.that(masterDtype == Dtype.FLOAT32 || masterDtype == dtype, "master_dtype",
                 "must be float32 or the model's dtype (" + dtype.configName() + "), got " + masterDtype.configName());
+        chatTemplateKwargs = templateArgs(chatTemplateKwargs, path);
         Check.given(optim, "optim");
     }
 
     public static ModelSpec defaults() {
-        return new ModelSpec(null, Init.AUTO, Family.QWEN3, ModelSize.defaults(), Dtype.FLOAT32, Dtype.FLOAT32, false,
+        return new ModelSpec(null, Init.AUTO, Family.QWEN3, ModelSize.defaults(), Dtype.FLOAT32, Dtype.FLOAT32, false, Map.of(),
                 OptimConfig.defaults());
+    }
+
+    /**
+     * The chat template variables of command-line assignments {@code NAME=VALUE} (the --template-arg
+     * of drmas tokenize and generate), each VALUE read as a config override's value is (YAML: false,
+     * 3, 0.5, text, [1, 2], {k: v}) and checked as chat_template_kwargs is, in the order given.
+     *
+     * @throws ConfigException naming the option and the assignment
+     */
+    public static Map<String, Object> parseTemplateArgs(List<String> assignments, String option) {
+        Map<String, Object> out = new LinkedHashMap<>();
+        for (String a : assignments) {
+            String origin = option + " '" + a + "'";
+            int eq = a.indexOf('=');
+            if (eq < 0) throw ConfigException.in(origin, "expected NAME=VALUE, e.g. enable_thinking=false");
+            String name = a.substring(0, eq).strip();
+            String problem = ChatRenderers.variableProblem(name);
+            if (problem != null) throw ConfigException.in(origin, problem);
+            if (out.containsKey(name)) throw ConfigException.in(origin, "'" + name + "' is given twice");
+            try {
+                out.put(name, frozen(ConfigTree.parseValue(a.substring(eq + 1).strip(), origin), name));
+            } catch (ConfigException e) {
+                throw e.origin() != null ? e : new ConfigException(origin, e.key(), e.problem());
+            }
+        }
+        return Collections.unmodifiableMap(out);
+    }
+
+    /** Checked and frozen; null (a {@code chat_template_kwargs:} with every entry commented out) is none. */
+    @SuppressWarnings("unchecked")
+    private static Map<String, Object> templateArgs(Map<String, Object> args, Path path) {
+        if (args == null || args.isEmpty()) return Map.of();
+        for (String name : args.keySet()) {
+            String problem = ChatRenderers.variableProblem(name);
+            if (problem != null) throw ConfigException.at(KeyPaths.child("chat_template_kwargs", name), problem);
+        }
+        Check.that(path != null, "chat_template_kwargs", "is for a tokenizer's chat template, but this model has no path: its "
+                + "built-in tokenizer has none (drmas renders ChatML, which reads no variables); remove chat_template_kwargs or set path");
+        return (Map<String, Object>) frozen(args, "chat_template_kwargs");
+    }
+
+    /**
+     * A deep unmodifiable copy of a template value (mappings keep their order; lists may hold nulls),
+     * of the types the chat template engine takes: what YAML gives, less integers past 64 bits.
+     */
+    private static Object frozen(Object v, String at) {
+        if (v instanceof Map<?, ?> m) {
+            Map<String, Object> out = new LinkedHashMap<>();
+            for (Map.Entry<?, ?> e : m.entrySet()) {
+                if (!(e.getKey() instanceof String k)) throw ConfigException.at(at, "has a key that is not a string: " + e.getKey());
+                out.put(k, frozen(e.getValue(), KeyPaths.child(at, k)));
+            }
+            return Collections.unmodifiableMap(out);
+        }
+        if (v instanceof List<?> l) {
+            List<Object> out = new ArrayList<>();
+            for (int i = 0; i < l.size(); i++) out.add(frozen(l.get(i), KeyPaths.element(at, i)));
+            return Collections.unmodifiableList(out);
+        }
+        if (v instanceof Integer i) return i.longValue();  // as YAML reads it back, so that a record built in code equals its reload
+        if (v == null || v instanceof String || v instanceof Boolean || v instanceof Long || v instanceof Double) return v;
+        if (v instanceof BigInteger) throw ConfigException.at(at, "is out of the integer range of a template (64 bits): " + v);
+        throw ConfigException.at(at, "expected a boolean, number, string, list or mapping, got " + v.getClass().getSimpleName());
     }
 
     /** Whether training starts from the weights in {@code path} (else from random weights). */

@@ -94,7 +94,7 @@ final class Overrides {
                 boolean adding = o.kind() == Kind.ADD || o.kind() == Kind.FORCE;
                 if (!m.containsKey(seg) && !adding) {
                     throw new ConfigException(o.origin(), childPath, "no such entry" + KeyPaths.didYouMean(seg, m.keySet())
-                            + "; entries: " + String.join(", ", m.keySet()) + "; add one with +" + o.key()
+                            + (m.isEmpty() ? " (there are none)" : "; entries: " + String.join(", ", m.keySet())) + "; add one with +" + o.key()
                             + (o.kind() == Kind.DELETE ? "" : "=..."));
                 }
                 childType = Binder.typeArg(type, 1);

@@ -59,7 +59,14 @@ final class YamlWriter {
     }
 
     private static String inline(Object v) {
-        if (v instanceof Map<?, ?>) return "{}"; // only empty mappings are written inline
+        if (v instanceof Map<?, ?> m) {
+            // empty ones, and mappings inside a list inside a list (a chat template's variables may nest so)
+            StringBuilder b = new StringBuilder("{");
+            for (Map.Entry<?, ?> e : m.entrySet()) {
+                b.append(b.length() > 1 ? ", " : "").append(key((String) e.getKey())).append(": ").append(inline(e.getValue()));
+            }
+            return b.append('}').toString();
+        }
         if (v instanceof List<?> l) {
             StringBuilder b = new StringBuilder("[");
             for (Object e : l) b.append(b.length() > 1 ? ", " : "").append(inline(e));

@@ -113,7 +113,7 @@ final class Policies implements AutoCloseable {
                     Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());
                     long prefixBudget = cfg.rollout().prefixCacheBudget(cfg.turnRows(dist.worldSize()));
                     if (prefixBudget > 0) gen.keepPrefixes(prefixBudget);
-                    ps.byId.put(id, new Policy(id, model, tok, tokDir, ChatRenderers.forTokenizer(tok), gen, optim, o.gradClip(), ref));
+                    ps.byId.put(id, new Policy(id, model, tok, tokDir, chatRenderer(id, spec, tok, tokDir), gen, optim, o.gradClip(), ref));
                 } catch (RuntimeException e) {
                     // what this model holds is not in byId yet, which ps.close() frees
                     for (AutoCloseable c : new AutoCloseable[] {ref, optim, model, tok}) {
@@ -131,6 +131,15 @@ final class Policies implements AutoCloseable {
             throw e;
         }
         return from.isEmpty() ? ps : new Policies(ps, from.toString());
+    }
+
+    /** The model's chat renderer with its chat_template_kwargs; a tokenizer without a template refuses them. */
+    private static ChatRenderer chatRenderer(String id, ModelSpec spec, HfTokenizer tok, Path tokDir) {
+        try {
+            return ChatRenderers.forTokenizer(tok, spec.chatTemplateKwargs());
+        } catch (IllegalArgumentException e) {  // ModelSpec checked the names: the folder's tokenizer has no template
+            throw ConfigException.at("models." + id + ".chat_template_kwargs", tokDir + ": " + e.getMessage());
+        }
     }
 
     /**

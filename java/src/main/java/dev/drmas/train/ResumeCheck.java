@@ -7,7 +7,8 @@
 // are also checked against the checkpoint's config.json, which every checkpoint has. The seed and
 // the training data are fixed too when the run goes on training: the saved data position counts tasks
 // of their shuffled order (an evaluation may change them); so is a KL reference turned on, which
-// only training uses.
+// only training uses. A model's chat_template_kwargs may change, as its sampling may: the policy then
+// sees prompts rendered otherwise (Qwen3 without thinking), which the log says; the weights still fit.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -59,6 +60,8 @@ final class ResumeCheck {
             for (String k : keys) {
                 Object a = was.get(k), b = is.get(k);
                 if (Objects.equals(a, b) || k.equals("run.resume")) continue;
+                // a mapping that gained or lost all its entries (chat_template_kwargs): the entries are the changes
+                if (emptyMap(a) && !is.containsKey(k) || emptyMap(b) && !was.containsKey(k)) continue;
                 String change = k + ": " + show(a, was.containsKey(k)) + " at the checkpoint, " + show(b, is.containsKey(k)) + " now";
                 if (binding(k, now)) {
                     if (!fatal.stream().anyMatch(f -> f.startsWith(k + ":"))) fatal.add(change);
@@ -138,6 +141,10 @@ final class ResumeCheck {
 
     private static void same(List<String> fatal, String key, Object had, Object want) {
         if (!Objects.equals(had, want)) fatal.add(key + ": " + had + " at the checkpoint, " + want + " now");
+    }
+
+    private static boolean emptyMap(Object v) {
+        return v instanceof Map<?, ?> m && m.isEmpty();
     }
 
     private static String show(Object v, boolean present) {

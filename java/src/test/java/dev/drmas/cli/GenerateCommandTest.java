@@ -101,6 +101,26 @@ class GenerateCommandTest {
     }
 
     @Test
+    void templateArgsReachTheChatTemplate(@TempDir Path other) throws Exception {
+        // the built-in tokenizer (this model's ids) with a template that reads enable_thinking as Qwen3's does
+        Path tokDir = TokenizeCommandTest.withTemplate(other, "{{ messages[0].content }}\n{% if enable_thinking is defined and "
+                + "enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}");
+        Cli.Run r = Cli.run("generate", "--model", dir.toString(), "--tokenizer", tokDir.toString(), "--prompt", "hi", "--chat",
+                "--template-arg", "enable_thinking=false", "--max-new-tokens", "2", "--json");
+        assertEquals(0, r.exit(), r.err());
+        try (HfTokenizer tok = HfTokenizer.load(dir)) {
+            int[] want = tok.encode("hi\n<think>\n\n</think>\n\n");
+            assertArrayEquals(want, new ObjectMapper().treeToValue(new ObjectMapper().readTree(r.out()).get("prompt_ids"), int[].class));
+        }
+        Cli.Run noChat = Cli.run("generate", "--model", dir.toString(), "--prompt", "hi", "--template-arg", "enable_thinking=false");
+        assertEquals(1, noChat.exit(), noChat.err());
+        assertTrue(noChat.err().contains("--template-arg applies to --chat only"), noChat.err());
+        Cli.Run chatMl = Cli.run("generate", "--model", dir.toString(), "--prompt", "hi", "--chat", "--template-arg", "enable_thinking=false");
+        assertEquals(1, chatMl.exit(), chatMl.err());
+        assertTrue(chatMl.err().contains("--template-arg: " + dir + ": the tokenizer has no chat template"), chatMl.err());
+    }
+
+    @Test
     void badInputIsAClearError() {
         Cli.Run missing = Cli.run("generate", "--model", dir.resolve("nope").toString(), "--prompt", "x");
         assertEquals(1, missing.exit(), missing.err());

@@ -143,6 +143,51 @@ class TokenizeCommandTest {
     }
 
     @Test
+    void templateArgsReachTheChatTemplate() throws Exception {
+        Path qwen3 = Fixtures.qwen3Tokenizer();
+        Cli.Run r = Cli.run("tokenize", "--tokenizer", qwen3.toString(), "--chat", "--template-arg", "enable_thinking=false", "hi");
+        assertEquals(0, r.exit(), r.err());
+        try (HfTokenizer q = HfTokenizer.load(qwen3)) {
+            // transformers' apply_chat_template(..., add_generation_prompt=True, enable_thinking=False)
+            assertEquals(json(q.encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"))
+                    + System.lineSeparator(), r.out());
+        }
+        // values are YAML: a list, a mapping, a quoted string that would otherwise be a boolean; repeatable
+        Path shown = withTemplate(dir.resolve("shows-args"), "{{ xs | tojson }} {{ m.k }} {{ s is string }} {{ n + 1 }}");
+        r = Cli.run("tokenize", "--tokenizer", shown.toString(), "--chat", "--template-arg", "xs=[1, a]", "--template-arg", "m={k: v}",
+                "--template-arg", "s='true'", "--template-arg", "n=41", "hi");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(json(tok.encode("[1, \"a\"] v True 42")) + System.lineSeparator(), r.out());
+    }
+
+    @Test
+    void badTemplateArgsAreUserErrors() throws Exception {
+        Path qwen3 = Fixtures.qwen3Tokenizer();
+        String[][] cases = {
+            {"enable_thinking", "--template-arg 'enable_thinking': expected NAME=VALUE, e.g. enable_thinking=false"},
+            {"eos_token=x", "--template-arg 'eos_token=x': 'eos_token' is set by drmas's chat renderer itself"},
+            {"enable-thinking=false", "--template-arg 'enable-thinking=false': 'enable-thinking' is not a template variable name"},
+            {"x=[1", "--template-arg 'x=[1': the value is not valid YAML"},
+        };
+        for (String[] c : cases) {
+            Cli.Run r = Cli.run("tokenize", "--tokenizer", qwen3.toString(), "--chat", "--template-arg", c[0], "hi");
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains("drmas tokenize: " + c[1]), r.err());
+            assertEquals("", r.out());
+        }
+        Cli.Run twice = Cli.run("tokenize", "--tokenizer", qwen3.toString(), "--chat", "--template-arg", "a=1", "--template-arg", "a=2", "hi");
+        assertEquals(1, twice.exit());
+        assertTrue(twice.err().contains("--template-arg 'a=2': 'a' is given twice"), twice.err());
+        Cli.Run noChat = Cli.run("tokenize", "--tokenizer", qwen3.toString(), "--template-arg", "enable_thinking=false", "hi");
+        assertEquals(1, noChat.exit());
+        assertTrue(noChat.err().contains("--template-arg applies to --chat only"), noChat.err());
+        // the built-in tokenizer has no template: ChatML reads no variables, so the argument would be lost
+        Cli.Run chatMl = Cli.run("tokenize", "--tokenizer", dir.toString(), "--chat", "--template-arg", "enable_thinking=false", "hi");
+        assertEquals(1, chatMl.exit());
+        assertTrue(chatMl.err().contains("--template-arg: " + dir + ": the tokenizer has no chat template"), chatMl.err());
+    }
+
+    @Test
     void textOutsideAsciiIsEncodedUnderTheCLocale() throws Exception {
         // A child JVM under LC_ALL=C (the locale of many containers), given the text's UTF-8 bytes by the
         // shell, so that this JVM's own locale does not matter. The JVM decodes such arguments as ASCII.

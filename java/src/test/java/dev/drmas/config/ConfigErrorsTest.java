@@ -204,6 +204,34 @@ class ConfigErrorsTest {
     }
 
     @Test
+    void chatTemplateKwargsErrors() throws IOException {
+        String model = "models:\n  policy:\n    path: /models/Qwen3-4B\n    chat_template_kwargs:\n";
+        assertEquals("run.yaml:6: models.policy.chat_template_kwargs.eos_token: 'eos_token' is set by drmas's chat renderer itself "
+                + "(it sets messages, add_generation_prompt, tools, documents, bos_token, eos_token, pad_token, unk_token, "
+                + "additional_special_tokens, raise_exception, strftime_now, range, namespace, dict); it cannot be an extra template "
+                + "variable", fails(model + "      enable_thinking: false\n      eos_token: '<|im_end|>'\n"));
+        assertEquals("run.yaml:5: models.policy.chat_template_kwargs.enable-thinking: 'enable-thinking' is not a template variable "
+                + "name (letters, digits and _, not starting with a digit)", fails(model + "      enable-thinking: false\n"));
+        assertEquals("run.yaml:5: models.policy.chat_template_kwargs.big[1]: is out of the integer range of a template (64 bits): "
+                + "123456789012345678901234567890", fails(model + "      big: [1, 123456789012345678901234567890]\n"));
+        assertEquals("run.yaml:4: models.policy.chat_template_kwargs: expected a mapping, got false (a boolean)",
+                fails(model.replace("chat_template_kwargs:\n", "chat_template_kwargs: false\n")));
+        assertEquals("run.yaml:3: models.policy.chat_template_kwargs: is for a tokenizer's chat template, but this model has no path: "
+                + "its built-in tokenizer has none (drmas renders ChatML, which reads no variables); remove chat_template_kwargs or set path",
+                fails("models:\n  policy:\n    chat_template_kwargs: {enable_thinking: false}\n"));
+        // an entry the file does not have is added with +, as Hydra adds a key to a dict
+        Files.writeString(file, model.replace("chat_template_kwargs:\n", ""));
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of(
+                "models.policy.chat_template_kwargs.enable_thinking=false")));
+        assertEquals("override 'models.policy.chat_template_kwargs.enable_thinking=false': models.policy.chat_template_kwargs."
+                + "enable_thinking: no such entry (there are none); add one with +models.policy.chat_template_kwargs.enable_thinking=...",
+                e.getMessage());
+        e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("+models.policy.chat_template_kwargs.tools=[]")));
+        assertTrue(e.getMessage().startsWith("override '+models.policy.chat_template_kwargs.tools=[]': "
+                + "models.policy.chat_template_kwargs.tools: 'tools' is set by drmas's chat renderer itself"), e.getMessage());
+    }
+
+    @Test
     void agentOnAMissingModel() throws IOException {
         String yaml = """
                 models:

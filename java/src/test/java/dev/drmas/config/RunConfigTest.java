@@ -29,6 +29,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -68,6 +69,7 @@ class RunConfigTest {
                 optim: {lr: 3e-4, betas: [0.9, 0.95], eps: 1.0e-6, weight_decay: 0.0, warmup_steps: 5, grad_clip: 0.5}
               verifier_model:
                 path: /models/Qwen3-4B
+                chat_template_kwargs: {enable_thinking: false}
                 optim:
                   lr: 1e-6
             agents:
@@ -146,13 +148,14 @@ class RunConfigTest {
 
         ModelSpec solver = c.models().get("solver_model");
         assertEquals(new ModelSpec(null, ModelSpec.Init.AUTO, Family.LLAMA,
-                new ModelSize(64, 3, 8, 2, 160, 8, 2048, false, 500000), ModelSpec.Dtype.BFLOAT16, ModelSpec.Dtype.FLOAT32, false,
+                new ModelSize(64, 3, 8, 2, 160, 8, 2048, false, 500000), ModelSpec.Dtype.BFLOAT16, ModelSpec.Dtype.FLOAT32, false, Map.of(),
                 new OptimConfig(3e-4, List.of(0.9, 0.95), 1e-6, 0.0, 5, 0.5)), solver);
         assertFalse(solver.loadsWeights());
         ModelSpec verifier = c.models().get("verifier_model");
         assertEquals(Path.of("/models/Qwen3-4B"), verifier.path());
         assertTrue(verifier.loadsWeights(), "init auto with a path loads the folder's weights");
         assertEquals(OptimConfig.defaults(), verifier.optim(), "keys left out of a model entry take the defaults");
+        assertEquals(Map.of("enable_thinking", false), verifier.chatTemplateKwargs());
         assertEquals(List.of("solver_model", "verifier_model"), List.copyOf(c.models().keySet()), "file order is kept");
 
         assertEquals(List.of(
@@ -202,6 +205,48 @@ class RunConfigTest {
         assertEquals(c, RunConfig.load(saved), "saved config.yaml loads back equal");
         assertTrue(yaml.contains("kl_type: k3"), "enums are written in their config spelling:\n" + yaml);
         assertTrue(yaml.contains("dual_clip: null"), yaml);
+    }
+
+    @Test
+    void chatTemplateKwargsTakeAnyYamlValueAndRoundTrip() {
+        RunConfig c = RunConfig.parse("""
+                models:
+                  policy:
+                    path: /models/Qwen3-4B
+                    chat_template_kwargs:
+                      enable_thinking: false
+                      budget: 3
+                      temperature_hint: 0.5
+                      persona: "yes"
+                      empty: ''
+                      nothing: null
+                      tags: [a, 1, [2, {k: v, "odd key": "1e-6"}]]
+                      options: {nested: {deep: [true, {}]}, list: []}
+                """, List.of("+models.policy.chat_template_kwargs.date_string=26 Jul 2024"));
+        Map<String, Object> kw = c.models().get("policy").chatTemplateKwargs();
+        assertEquals(List.of("enable_thinking", "budget", "temperature_hint", "persona", "empty", "nothing", "tags", "options",
+                "date_string"), List.copyOf(kw.keySet()), "file order, then the override");
+        assertEquals(false, kw.get("enable_thinking"));
+        assertEquals(3L, kw.get("budget"));
+        assertEquals(0.5, kw.get("temperature_hint"));
+        assertEquals("yes", kw.get("persona"));
+        assertEquals("", kw.get("empty"));
+        assertTrue(kw.containsKey("nothing") && kw.get("nothing") == null);
+        assertEquals(List.of("a", 1L, List.of(2L, Map.of("k", "v", "odd key", "1e-6"))), kw.get("tags"));
+        assertEquals(Map.of("nested", Map.of("deep", List.of(true, Map.of())), "list", List.of()), kw.get("options"));
+        assertEquals("26 Jul 2024", kw.get("date_string"));
+        assertThrows(UnsupportedOperationException.class, () -> kw.put("x", 1));
+
+        String yaml = c.toYaml();
+        assertEquals(c, RunConfig.parse(yaml, List.of()), yaml);
+        assertTrue(yaml.contains("    chat_template_kwargs:\n      enable_thinking: false\n"), yaml);
+        assertEquals(Map.of(), RunConfig.defaults().models().get("policy").chatTemplateKwargs(), "none by default");
+        // a whole mapping from the command line, and one entry set and one deleted
+        RunConfig o = c.withOverrides(List.of("models.policy.chat_template_kwargs.enable_thinking=true", "~models.policy.chat_template_kwargs.tags"));
+        assertEquals(true, o.models().get("policy").chatTemplateKwargs().get("enable_thinking"));
+        assertFalse(o.models().get("policy").chatTemplateKwargs().containsKey("tags"));
+        RunConfig whole = RunConfig.parse("models: {policy: {path: /m}}\n", List.of("models.policy.chat_template_kwargs={enable_thinking: false}"));
+        assertEquals(Map.of("enable_thinking", false), whole.models().get("policy").chatTemplateKwargs());
     }
 
     @Test
