@@ -1,5 +1,6 @@
 // AdamWTest.java — the hand-written AdamW against the update rule computed in plain Java (doubles)
-// for a few steps on a small tensor, with weight decay and warm-up; and state save/restore.
+// for a few steps on a small tensor, with weight decay and warm-up; and state save/restore; and
+// where eps enters the denominator (after the second moment's bias correction, as torch's).
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -56,6 +57,39 @@ class AdamWTest {
                     var e = assertThrows(IllegalArgumentException.class, () -> o2.load(Map.of(), 0));
                     assertEquals("optimizer state has no tensor exp_avg.w", e.getMessage());
                 }
+            }
+        }
+    }
+
+    @Test
+    void epsIsAddedAfterTheBiasCorrectionOfTheSecondMoment() {
+        // torch.optim.AdamW: denom = sqrt(v) / sqrt(1 − beta2^t) + eps. With eps = 1e-8 (above) where
+        // eps goes hardly matters; with a large eps (the PPO tests use 1e-3 against small gradients)
+        // adding it before the correction, or inside the square root, changes every step.
+        float[] p0 = {0.5f, -1.25f, 2.0f};
+        float[][] grads = {{0.1f, -0.2f, 0.3f}, {-0.5f, 0.05f, 0.0f}, {1.0f, 1.0f, -1.0f}};
+        final double lr = 0.1, b1 = 0.8, b2 = 0.9, eps = 0.05, wd = 0.0;
+        double[] p = {p0[0], p0[1], p0[2]}, m = new double[3], v = new double[3];
+        for (int t = 1; t <= grads.length; t++) {
+            for (int i = 0; i < 3; i++) {
+                double g = grads[t - 1][i];
+                m[i] = b1 * m[i] + (1 - b1) * g;
+                v[i] = b2 * v[i] + (1 - b2) * g * g;
+                double denom = Math.sqrt(v[i]) / Math.sqrt(1 - Math.pow(b2, t)) + eps;
+                p[i] -= lr / (1 - Math.pow(b1, t)) * m[i] / denom;
+            }
+        }
+        try (PointerScope scope = new PointerScope()) {
+            Tensor w = Tensors.floats(p0);
+            w.set_requires_grad(true);
+            try (AdamW o = new AdamW(Map.of("w", w), new AdamW.Settings(lr, b1, b2, eps, wd, 0))) {
+                for (float[] g : grads) {
+                    w.mul(Tensors.floats(g)).sum().backward();
+                    o.step();
+                    o.zeroGrad();
+                }
+                float[] got = Tensors.toFloats(w);
+                for (int i = 0; i < 3; i++) assertEquals(p[i], got[i], 1e-6 + 1e-6 * Math.abs(p[i]), "w[" + i + "]");
             }
         }
     }
