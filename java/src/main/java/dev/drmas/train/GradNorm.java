@@ -1,6 +1,7 @@
 // GradNorm.java — the global gradient norm of a model and clipping to a maximum, as
 // torch.nn.utils.clip_grad_norm_: one norm over all parameters' gradients (accumulated in fp64),
-// scaled by max/(norm + 1e-6) when above the maximum. A non-finite norm is reported, not applied.
+// scaled by max/(norm + 1e-6) where that is below 1 (torch clamps the factor at 1, so a norm within
+// 1e-6 under the maximum is scaled too). A non-finite norm is reported, not applied.
 package dev.drmas.train;
 
 import java.util.Map;
@@ -36,10 +37,15 @@ public final class GradNorm {
         return sq;
     }
 
-    /** Scales every defined tensor by {@code max/(norm + 1e-6)} when a finite {@code norm} exceeds {@code max} (> 0). */
+    /**
+     * Scales every defined tensor by {@code max/(norm + 1e-6)} where that is below 1, for a finite
+     * {@code norm} and {@code max} &gt; 0: torch's {@code clamp(max / (norm + 1e-6), max=1)}, without
+     * the multiplications by 1.
+     */
     public static void scale(Iterable<Tensor> grads, double norm, double max) {
-        if (!(max > 0 && Double.isFinite(norm) && norm > max)) return;
+        if (!(max > 0 && Double.isFinite(norm))) return;
         double coef = max / (norm + 1e-6);
+        if (!(coef < 1)) return;
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             for (Tensor g : grads) {
                 if (g != null && g.defined()) g.mul_(new Scalar(coef));

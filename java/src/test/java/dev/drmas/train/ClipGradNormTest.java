@@ -1,7 +1,8 @@
 // ClipGradNormTest.java — ModelOptimizer.clipGradNorm against torch.nn.utils.clip_grad_norm_'s
 // rule written out in plain Java: the returned norm is the L2 norm of all gradients together, and
-// above the maximum every gradient is scaled by max / (norm + 1e-6); at or below it, or with
-// max 0 (no clipping), nothing changes. In full precision (the parameters' .grad) and in mixed
+// every gradient is scaled by max / (norm + 1e-6) where that is below 1 (torch clamps it at 1:
+// above the maximum, and within 1e-6 under it); otherwise, or with max 0 (no clipping), nothing
+// changes. In full precision (the parameters' .grad) and in mixed
 // precision (the fp32 accumulators AdamW then reads). Adam's steps hardly depend on a uniform
 // scale of the gradients, so a lost or wrong clip does not show in the weights of a few steps.
 package dev.drmas.train;
@@ -64,6 +65,18 @@ class ClipGradNormTest {
                 assertEquals(o.gradNorm(), o.clipGradNorm(2 * max), 0.0);
                 assertEquals(o.gradNorm(), o.clipGradNorm(0), 0.0);
                 assertArrayEquals(before, Tensors.toFloats(ps.get("w1").grad()));
+                // the clipped norm is max · norm / (norm + 1e-6), just under max: torch scales it
+                // again, by max / (n1 + 1e-6) < 1
+                double n1 = o.gradNorm();
+                assertEquals(true, n1 < max && max / (n1 + 1e-6) < 1, "the clipped norm lies in the band under the maximum");
+                double again = max / (n1 + 1e-6);
+                assertEquals(n1, o.clipGradNorm(max), 0.0);
+                float[] after = Tensors.toFloats(ps.get("w1").grad());
+                for (int i = 0; i < after.length; i++) {
+                    // (1 - again ≈ 4e-7 is several float ulps of each gradient: unscaled ones fail)
+                    float want = (float) (before[i] * again);
+                    assertEquals(want, after[i], Math.ulp(want), "w1.grad[" + i + "] scaled by torch's clamped factor");
+                }
             }
         }
     }
