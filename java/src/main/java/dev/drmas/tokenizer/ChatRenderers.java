@@ -28,7 +28,7 @@ public final class ChatRenderers {
      * environment, which a variable of the same name would hide from the template.
      */
     public static final List<String> RENDERER_VARIABLES = List.of("messages", "add_generation_prompt", "tools", "documents",
-            "bos_token", "eos_token", "pad_token", "unk_token", "additional_special_tokens",
+            "bos_token", "eos_token", "pad_token", "unk_token", "sep_token", "cls_token", "mask_token", "additional_special_tokens",
             "raise_exception", "strftime_now", "range", "namespace", "dict");
 
     private static final Pattern IDENTIFIER = Pattern.compile("[A-Za-z_][A-Za-z0-9_]*");

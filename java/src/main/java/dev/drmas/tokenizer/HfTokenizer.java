@@ -72,6 +72,14 @@ public final class HfTokenizer implements Tokenizer {
     private final String chatTemplateError; // thrown by chatTemplate() when the declared template is unusable
     private final Map<String, Object> templateContext;
 
+    /**
+     * The special tokens a chat template sees by name, as transformers passes its special-tokens map
+     * (sep, cls and mask too: a template may print them; only eos, bos and pad are checked against
+     * the vocabulary, as the ones drmas itself uses).
+     */
+    static final List<String> SPECIAL_TOKEN_KEYS = List.of("bos_token", "eos_token", "pad_token", "unk_token", "sep_token",
+            "cls_token", "mask_token");
+
     private HfTokenizer(HuggingFaceTokenizer nativeTokenizer, Vocabulary vocab, Config cfg, List<Integer> generationEos,
             Path dir) {
         this.native_ = nativeTokenizer;
@@ -108,7 +116,7 @@ public final class HfTokenizer implements Tokenizer {
         this.chatTemplateError = cfg.chatTemplateError;
 
         Map<String, Object> ctx = new LinkedHashMap<>();
-        for (String key : List.of("bos_token", "eos_token", "pad_token", "unk_token")) {
+        for (String key : SPECIAL_TOKEN_KEYS) {
             String v = key.equals("eos_token") ? eosToken : special.get(key);
             if (v != null) ctx.put(key, v);
         }
@@ -438,7 +446,7 @@ public final class HfTokenizer implements Tokenizer {
         }
 
         private static void readSpecialTokens(Path file, JsonNode cfg, Map<String, String> into) {
-            for (String key : List.of("bos_token", "eos_token", "pad_token", "unk_token")) {
+            for (String key : SPECIAL_TOKEN_KEYS) {
                 JsonNode v = cfg.get(key);
                 if (v == null) continue;
                 if (v.isNull()) {

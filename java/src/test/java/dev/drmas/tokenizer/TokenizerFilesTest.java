@@ -12,6 +12,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import org.junit.jupiter.api.Test;
@@ -108,6 +109,14 @@ class TokenizerFilesTest {
         try (HfTokenizer t = HfTokenizer.load(dir)) {
             assertEquals("<|im_end|>", t.eosToken()); // the map overrides tokenizer_config.json, as in transformers
             assertEquals(t.tokenId("<|endoftext|>"), t.padTokenId());
+        }
+        // sep, cls and mask reach the template by name too, as transformers passes its whole map
+        write("tokenizer_config.json", """
+                {"eos_token": "<|im_end|>", "sep_token": "<|im_start|>", "cls_token": {"content": "[CLS]"}, "mask_token": "[MASK]",
+                 "chat_template": "{{ cls_token }}{% for m in messages %}{{ m.content }}{{ sep_token }}{% endfor %}{{ mask_token }}"}""");
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals("[CLS]a<|im_start|>b<|im_start|>[MASK]", ChatRenderers.forTokenizer(t).render(
+                    List.of(Map.of("role", "user", "content", "a"), Map.of("role", "user", "content", "b")), false));
         }
     }
 
