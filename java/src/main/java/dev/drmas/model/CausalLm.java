@@ -266,10 +266,19 @@ public final class CausalLm implements AutoCloseable {
             case Half -> "float16";
             default -> throw new IllegalArgumentException("checkpoints are float32, bfloat16 or float16, not " + fileDtype);
         };
-        try (PointerScope scope = new PointerScope()) {
-            Map<String, Tensor> out = new LinkedHashMap<>();
-            for (Map.Entry<String, Tensor> e : params.entrySet()) out.put(e.getKey(), e.getValue().detach().to(fileDtype));
-            SafeTensorsWriter.writeCheckpoint(dir, out, maxShardBytes);
+        // tensor by tensor: the header (and shard plan) from names, dtypes and shapes, then each
+        // weight converted and written in a scope of its own, so that a model saved in another
+        // dtype than its own holds one tensor's copy at a time, not a copy of the whole model
+        SafeTensors.Dtype d = SafeTensors.Dtype.of(fileDtype);
+        List<SafeTensorsWriter.Spec> specs = new ArrayList<>();
+        for (Map.Entry<String, Tensor> e : params.entrySet()) specs.add(new SafeTensorsWriter.Spec(e.getKey(), d, sizes(e.getValue())));
+        try (SafeTensorsStreamWriter w = SafeTensorsStreamWriter.checkpoint(dir, specs, maxShardBytes)) {
+            for (Map.Entry<String, Tensor> e : params.entrySet()) {
+                try (PointerScope scope = new PointerScope()) {
+                    w.put(e.getKey(), 0, e.getValue().detach().to(fileDtype));
+                }
+            }
+            w.finish();
         }
         config.withTorchDtype(name).write(dir.resolve("config.json"));
     }

@@ -8,6 +8,7 @@ package dev.drmas.rollout;
 
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.KvCache;
+import dev.drmas.model.Scopes;
 import java.util.ArrayList;
 import java.util.ArrayDeque;
 import java.util.Arrays;
@@ -424,7 +425,7 @@ final class ContinuousEngine {
      * stored prefix of its sequence (looked up again now: an earlier bucket's entries may have sent
      * older ones out of the prefix cache) just before slot P and its rest, left-padded, in [P, P +
      * T). Each row then goes into the prefix cache and, for a group, into its batch rows. Returns
-     * the last tokens' logits (or null).
+     * the last tokens' logits (or null), in the caller's scope: nothing else of the forward outlives it.
      */
     private Tensor bucket(List<int[]> seqs, List<Integer> bucket, boolean group, List<List<Long>> rowsOf, KvCache batch) {
         int nb = bucket.size();
@@ -439,8 +440,11 @@ final class ContinuousEngine {
             t = Math.max(t, rest[b]);
         }
         int span = p + t;
-        KvCache c = model.newCache(nb, span);
-        try {
+        Tensor logits = null;
+        // A scope of the bucket's own: its hidden states [nb, T, hidden] and the forward's inputs go
+        // once its rows are placed and stored; only the last tokens' logits outlive it (the caller's
+        // scope held every bucket's hidden states until the admission ended, beside the next forward).
+        try (PointerScope scope = new PointerScope(); KvCache c = model.newCache(nb, span)) {
             // the stored prefixes in, one copy per store cache and length
             Map<CopyKey, List<Integer>> copies = new LinkedHashMap<>();
             for (int b = 0; b < nb; b++) {
@@ -473,7 +477,7 @@ final class ContinuousEngine {
             }
             prefills++;
             Tensor h = model.hidden(onDevice(ids, nb, t), onDevice(at, nb, t), onDevice(mask, nb, span), c);
-            Tensor logits = group ? Generator.allowed(model.logits(h.narrow(1, t - 1, 1)).select(1, 0), cfg) : null;
+            if (group) logits = Scopes.retain(Generator.allowed(model.logits(h.narrow(1, t - 1, 1)).select(1, 0), cfg));
             if (group) place(c, p, t, bucket, from, rest, rowsOf, batch);
             List<int[]> stored = new ArrayList<>(nb);
             long[] srcRows = new long[nb];
@@ -485,10 +489,11 @@ final class ContinuousEngine {
                 pieces[b] = new long[] {p - have, have, p + t - rest[b], rest[b]};
             }
             prefixes.addAll(!group, stored, c, srcRows, pieces);  // stems pinned for the admission
-            return logits;
-        } finally {
-            c.close();
+        } catch (RuntimeException | Error e) {
+            if (logits != null) logits.releaseReference();
+            throw e;
         }
+        return logits == null ? null : Scopes.adopt(logits);
     }
 
     /**

@@ -22,8 +22,10 @@ import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.bytedeco.javacpp.PointerScope;
@@ -45,6 +47,10 @@ final class Policies implements AutoCloseable {
         int vocabLimit() {
             return Math.min(tokenizer.vocabSize(), model.config().vocabSize());
         }
+
+        Policy withOptim(ModelOptimizer o) {
+            return new Policy(id, model, tokenizer, tokenizerDir, chat, generator, o, gradClip, reference);
+        }
     }
 
     final Map<String, Policy> byId = new LinkedHashMap<>();
@@ -56,6 +62,8 @@ final class Policies implements AutoCloseable {
     final Set<String> startReferences = new LinkedHashSet<>();  // references copied from this trainer's starting weights
     // per model whose reference a resume cannot find, why: evaluation does without it, training refuses (requireReferences)
     final Map<String, String> missingReferences = new LinkedHashMap<>();
+    // how open() made each model's optimiser, so that one closed while the warm start trains is made again alike
+    private final Map<String, java.util.function.Supplier<ModelOptimizer>> newOptimizer = new LinkedHashMap<>();
 
     private Policies(String origin) {
         this.origin = origin;
@@ -104,9 +112,12 @@ final class Policies implements AutoCloseable {
                     OptimConfig o = cfg.optimFor(id);
                     AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
                     // sharded: fp32 masters of every rank's chunk, whatever the dtype (the config refuses pure reduced precision)
-                    optim = cfg.distributed().shardOptimizer()
-                            ? ModelOptimizer.sharded(model.parameters(), as, dist, (long) (cfg.distributed().bucketMb() * (1 << 20)))
-                            : ModelOptimizer.create(model.parameters(), as, spec.mixedPrecision());
+                    CausalLm m = model;
+                    java.util.function.Supplier<ModelOptimizer> newOptim = () -> cfg.distributed().shardOptimizer()
+                            ? ModelOptimizer.sharded(m.parameters(), as, dist, (long) (cfg.distributed().bucketMb() * (1 << 20)))
+                            : ModelOptimizer.create(m.parameters(), as, spec.mixedPrecision());
+                    optim = newOptim.get();
+                    ps.newOptimizer.put(id, newOptim);
                     if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
                     ps.notes.addAll(precisionNotes(id, spec, device));
                     ref = cfg.ppo().referenceModel() ? ps.reference(runDir, checkpoint, id, spec, model, dtype, device) : null;
@@ -166,6 +177,7 @@ final class Policies implements AutoCloseable {
         this.unsavedReferences.addAll(p.unsavedReferences);
         this.startReferences.addAll(p.startReferences);
         this.missingReferences.putAll(p.missingReferences);
+        this.newOptimizer.putAll(p.newOptimizer);
         this.origin = origin;
     }
 
@@ -179,6 +191,28 @@ final class Policies implements AutoCloseable {
         Map<String, CausalLm> m = new LinkedHashMap<>();
         byId.forEach((k, p) -> m.put(k, p.model()));
         return m;
+    }
+
+    /**
+     * Closes the optimisers that have not stepped yet (AdamW's moments zero, the masters the
+     * weights: a fresh one made later from the weights of then is the same), so that the warm
+     * start's own optimisers do not sit beside them; their Policy holds none until {@link
+     * #reopenOptimizers}. Returns the models whose optimiser was closed.
+     */
+    List<String> closeUnsteppedOptimizers() {
+        List<String> closed = new ArrayList<>();
+        for (Policy p : List.copyOf(byId.values())) {
+            if (p.optim() == null || p.optim().steps() != 0) continue;
+            byId.put(p.id(), p.withOptim(null));
+            p.optim().close();
+            closed.add(p.id());
+        }
+        return closed;
+    }
+
+    /** Makes the optimisers of {@code ids} again, as open() made them, from the present weights. */
+    void reopenOptimizers(List<String> ids) {
+        for (String id : ids) byId.put(id, byId.get(id).withOptim(newOptimizer.get(id).get()));
     }
 
     Map<String, ModelOptimizer> optimizers() {
@@ -381,7 +415,7 @@ final class Policies implements AutoCloseable {
     public void close() {
         for (Policy p : byId.values()) {
             p.generator().clearPrefixes();
-            p.optim().close();
+            if (p.optim() != null) p.optim().close();  // (none while the warm start trains)
             p.model().close();
             if (p.reference() != null) p.reference().close();
             p.tokenizer().close();

@@ -48,13 +48,24 @@ final class WarmStart {
     /** Trains every model on demonstrations and saves the weights; returns the last loss per model. */
     Map<String, Double> run(Path runDir) throws IOException {
         var sc = cfg.sft();
+        Map<String, Boolean> mixed = new LinkedHashMap<>();
+        for (Policies.Policy p : policies.byId.values()) mixed.put(p.id(), p.optim().mixedPrecision());
+        // the run's optimisers that have not stepped go while this one trains, and come back made from its
+        // weights: beside them, each model's optimiser state was held twice
+        List<String> closed = policies.closeUnsteppedOptimizers();
         Map<String, ModelOptimizer> optims = new LinkedHashMap<>();
-        for (Policies.Policy p : policies.byId.values()) {
-            // the run's optimiser in the model's precision: mixed (fp32 masters) unless master_dtype says otherwise.
-            // AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as SftConfig documents: the model's optim
-            // settings are the RL update's (verl's actor defaults), and verl's SFT trainer has its own too
-            optims.put(p.id(), ModelOptimizer.create(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0),
-                    p.optim().mixedPrecision()));
+        try {
+            for (Policies.Policy p : policies.byId.values()) {
+                // the run's optimiser in the model's precision: mixed (fp32 masters) unless master_dtype says otherwise.
+                // AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as SftConfig documents: the model's optim
+                // settings are the RL update's (verl's actor defaults), and verl's SFT trainer has its own too
+                optims.put(p.id(), ModelOptimizer.create(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0),
+                        mixed.get(p.id())));
+            }
+        } catch (RuntimeException e) {
+            optims.values().forEach(ModelOptimizer::close);
+            policies.reopenOptimizers(closed);
+            throw e;
         }
         SplittableRandom rng = new SplittableRandom(cfg.run().seed() ^ 0x5F7L);
         Map<String, Double> last = new LinkedHashMap<>();
@@ -78,7 +89,8 @@ final class WarmStart {
         } finally {
             optims.values().forEach(ModelOptimizer::close);
             // the run's own optimisers start from the warm-started weights, should this trainer go on to train
-            for (Policies.Policy p : policies.byId.values()) p.optim().reloadFromWeights();
+            policies.reopenOptimizers(closed);
+            for (Policies.Policy p : policies.byId.values()) if (!closed.contains(p.id())) p.optim().reloadFromWeights();
         }
         Path dir = save(runDir);
         log.println("drmas: warm-start weights written to " + dir);
