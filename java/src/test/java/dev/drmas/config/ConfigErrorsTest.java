@@ -207,8 +207,8 @@ class ConfigErrorsTest {
     void chatTemplateKwargsErrors() throws IOException {
         String model = "models:\n  policy:\n    path: /models/Qwen3-4B\n    chat_template_kwargs:\n";
         assertEquals("run.yaml:6: models.policy.chat_template_kwargs.eos_token: 'eos_token' is set by drmas's chat renderer itself "
-                + "(it sets messages, add_generation_prompt, tools, documents, bos_token, eos_token, pad_token, unk_token, "
-                + "additional_special_tokens, raise_exception, strftime_now, range, namespace, dict); it cannot be an extra template "
+                + "(it sets messages, add_generation_prompt, tools, documents, bos_token, eos_token, pad_token, unk_token, sep_token, "
+                + "cls_token, mask_token, additional_special_tokens, raise_exception, strftime_now, range, namespace, dict); it cannot be an extra template "
                 + "variable", fails(model + "      enable_thinking: false\n      eos_token: '<|im_end|>'\n"));
         assertEquals("run.yaml:5: models.policy.chat_template_kwargs.enable-thinking: 'enable-thinking' is not a template variable "
                 + "name (letters, digits and _, not starting with a digit)", fails(model + "      enable-thinking: false\n"));
