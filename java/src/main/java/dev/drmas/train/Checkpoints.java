@@ -333,8 +333,12 @@ public final class Checkpoints {
         if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);
         try (SafeTensors st = SafeTensors.open(f)) {
             for (String name : st.tensors().keySet()) {
-                String param = name.substring(name.indexOf('.') + 1);
-                if (!optim.parameterNames().contains(param)) throw new IllegalArgumentException(f + ": unexpected tensor " + name);
+                // exp_avg.<param> or exp_avg_sq.<param>, as the unsharded path's state names
+                int dot = name.indexOf('.');
+                String moment = dot < 0 ? "" : name.substring(0, dot), param = name.substring(dot + 1);
+                if (!(moment.equals("exp_avg") || moment.equals("exp_avg_sq")) || !optim.parameterNames().contains(param)) {
+                    throw new IllegalArgumentException(f + ": unexpected tensor " + name);
+                }
             }
             optim.load(source(st), steps.asLong());
         } catch (IllegalArgumentException e) {

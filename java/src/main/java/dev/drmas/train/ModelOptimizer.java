@@ -301,7 +301,10 @@ public final class ModelOptimizer implements AutoCloseable {
         return all[0];
     }
 
-    /** The norm before clipping; the gradients are scaled to {@code max} when above it (0: no clipping, non-finite: untouched). */
+    /**
+     * The norm before clipping; the gradients are scaled by max/(norm + 1e-6) where that is below 1,
+     * as torch's clip_grad_norm_ (0: no clipping, non-finite: untouched).
+     */
     public double clipGradNorm(double max) {
         List<Tensor> g = grads();
         double norm = Math.sqrt(squaredNorm(g));
@@ -502,7 +505,13 @@ public final class ModelOptimizer implements AutoCloseable {
                     Tensor full = zerosF32(len * w, piece);
                     shard.dist().allGather(piece, full, "the gather of the optimiser state");
                     if (!root || failed != null || sink == null) continue;
-                    Tensor cpu = full.cpu();
+                    Tensor cpu;
+                    try {
+                        cpu = full.cpu();  // rank 0's alone: a failure here is the sink's, and the gather goes on
+                    } catch (RuntimeException e) {
+                        failed = e;
+                        continue;
+                    }
                     for (int r = 0; r < w && failed == null; r++) {
                         // piece r of the buffer is [start, start + len) of the flat vector
                         long start = r * shard.chunk() + off, at = r * len;

@@ -71,6 +71,7 @@ final class WarmStart {
         Map<String, Double> last = new LinkedHashMap<>();
         int every = Math.max(1, sc.steps() / 10);
         long t0 = System.nanoTime();
+        Throwable failed = null;
         try {
             for (int s = 0; s < sc.steps(); s++) {
                 Map<String, List<PpoUpdater.Row>> byModel = demonstrations(sc.batchSize(), sc.correctProb(), rng);
@@ -86,11 +87,19 @@ final class WarmStart {
                     log.println(sb);
                 }
             }
+        } catch (Throwable e) {
+            failed = e;
+            throw e;
         } finally {
             optims.values().forEach(ModelOptimizer::close);
-            // the run's own optimisers start from the warm-started weights, should this trainer go on to train
-            policies.reopenOptimizers(closed);
-            for (Policies.Policy p : policies.byId.values()) if (!closed.contains(p.id())) p.optim().reloadFromWeights();
+            try {
+                // the run's own optimisers start from the warm-started weights, should this trainer go on to train
+                policies.reopenOptimizers(closed);
+                for (Policies.Policy p : policies.byId.values()) if (!closed.contains(p.id())) p.optim().reloadFromWeights();
+            } catch (RuntimeException e) {
+                if (failed == null) throw e;
+                failed.addSuppressed(e);  // the warm start's own failure is the one to report
+            }
         }
         Path dir = save(runDir);
         log.println("drmas: warm-start weights written to " + dir);

@@ -9,6 +9,7 @@ package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -132,6 +133,14 @@ class ShardedCheckpointTest {
             Checkpoints.loadOptimizer(ck, "policy", o);
             assertGathered(state, o, Collective.single());
             state.masters().forEach((k, t) -> assertTrue(torch.equal(t.to(ScalarType.BFloat16), w.get(k)), "weight " + k));
+            // a moment file with one more tensor, whose prefix is no moment's (the unsharded resume refuses it)
+            Map<String, Tensor> bad = new LinkedHashMap<>(state.moments());
+            String first = bad.keySet().iterator().next(), renamed = "exp_avg_sqq" + first.substring(first.indexOf('.'));
+            bad.put(renamed, bad.get(first));
+            Path f = ck.resolve("optim").resolve("policy.safetensors");
+            SafeTensorsWriter.write(f, bad);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Checkpoints.loadOptimizer(ck, "policy", o));
+            assertTrue(e.getMessage().contains("unexpected tensor " + renamed), e.getMessage());
         }
     }
 
