@@ -7,9 +7,9 @@
 package dev.drmas.model;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.drmas.metrics.PeakMemory;
+import dev.drmas.testing.HeapCounter;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -27,15 +27,12 @@ class SaveMemoryTest {
     @TempDir
     Path dir;
 
-    /** Room for the JVM's own native allocations meanwhile (its compiler's arenas: a few MiB at any time). */
-    static final long JVM_SLACK = 8L << 20;
     /** Shards of at most this many bytes: several files, as a large model's. */
     static final long SHARD_BYTES = 8L << 20;
 
     @BeforeAll
     static void exactCounter() {
-        assumeTrue(PeakMemory.source() == PeakMemory.Source.HEAP,
-                "needs the exact heap counter (LD_PRELOAD libdrmas_memcount.so, as the pom sets)");
+        HeapCounter.require();
         torch.set_num_threads(1);
     }
 
@@ -54,7 +51,7 @@ class SaveMemoryTest {
             PeakMemory phase = PeakMemory.start();
             m.save(dir.resolve("bf16"), ScalarType.BFloat16, SHARD_BYTES);
             long added = phase.addedBytes();
-            long bound = 4 * 2 * largest + JVM_SLACK, whole = 2 * params;
+            long bound = 4 * 2 * largest + HeapCounter.JVM_SLACK, whole = 2 * params;
             assertTrue(whole > 5 * bound, "the model's bfloat16 copy (" + whole + " bytes) must dwarf the bound (" + bound + ")");
             assertTrue(added <= bound, "a bfloat16 save of a float32 model added " + added + " bytes to the heap at its peak: more than"
                     + " a few tensors' copies (" + bound + "); the whole model's is " + whole);

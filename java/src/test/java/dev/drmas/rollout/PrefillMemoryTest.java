@@ -8,12 +8,12 @@ package dev.drmas.rollout;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.drmas.metrics.PeakMemory;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
+import dev.drmas.testing.HeapCounter;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,13 +29,10 @@ class PrefillMemoryTest {
     /** Prompt lengths, and how many distinct prompts of each: about 4096 tokens a length. */
     static final int[] LENGTHS = {512, 448, 384, 320, 256, 192, 128, 64}, COUNTS = {8, 9, 11, 13, 16, 21, 32, 64};
 
-    /** Room for the JVM's own native allocations meanwhile (its compiler's arenas: a few MiB at any time). */
-    static final long JVM_SLACK = 8L << 20;
 
     @BeforeAll
     static void exactCounter() {
-        assumeTrue(PeakMemory.source() == PeakMemory.Source.HEAP,
-                "needs the exact heap counter (LD_PRELOAD libdrmas_memcount.so, as the pom sets)");
+        HeapCounter.require();
         torch.set_num_threads(1);
     }
 
@@ -77,10 +74,10 @@ class PrefillMemoryTest {
             long cache = (long) (all.size() - first.size()) * (LENGTHS[0] + 1) * ContinuousEngine.slotBytes(m);
             long others = 0;
             for (int i = 1; i < LENGTHS.length; i++) others += (long) COUNTS[i] * LENGTHS[i] * HIDDEN * Float.BYTES;
-            long bound = one + cache + JVM_SLACK;
-            assertTrue(others > 5 * (cache + JVM_SLACK), "the other buckets' hidden states (" + others + " bytes) must dwarf the slack");
+            long bound = one + cache + HeapCounter.JVM_SLACK;
+            assertTrue(others > 5 * (cache + HeapCounter.JVM_SLACK), "the other buckets' hidden states (" + others + " bytes) must dwarf the slack");
             assertTrue(many <= bound, "an admission of " + LENGTHS.length + " prefill buckets added " + many + " bytes at its peak, one"
-                    + " bucket's " + one + ": more than that, its larger batch cache (" + cache + ") and " + JVM_SLACK + " bytes;"
+                    + " bucket's " + one + ": more than that, its larger batch cache (" + cache + ") and " + HeapCounter.JVM_SLACK + " bytes;"
                     + " the other buckets' hidden states are " + others);
         }
     }

@@ -11,17 +11,16 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.drmas.config.DistributedConfig;
 import dev.drmas.dist.Collective;
 import dev.drmas.dist.DistEnv;
 import dev.drmas.dist.ProcessGroup;
-import dev.drmas.metrics.PeakMemory;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.SafeTensors;
 import dev.drmas.model.SafeTensorsWriter;
+import dev.drmas.testing.HeapCounter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.file.Files;
@@ -184,7 +183,7 @@ class ShardedCheckpointTest {
 
     @Test
     void neitherTheWriteNorTheResumeHoldsTheWholeStateOnTheHost() throws Exception {
-        assumeTrue(PeakMemory.source() == PeakMemory.Source.HEAP, "needs the exact heap counter (LD_PRELOAD libdrmas_memcount.so, as the pom sets)");
+        HeapCounter.require();
         torch.set_num_threads(1);
         State state = State.random();
         long whole = 12 * ShardedOptimizerTest.parameters();  // fp32 masters and two moments

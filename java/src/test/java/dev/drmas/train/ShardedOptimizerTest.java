@@ -11,7 +11,6 @@ package dev.drmas.train;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.drmas.config.DistributedConfig;
 import dev.drmas.dist.Collective;
@@ -20,6 +19,7 @@ import dev.drmas.dist.ProcessGroup;
 import dev.drmas.metrics.PeakMemory;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Tensors;
+import dev.drmas.testing.HeapCounter;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.util.ArrayList;
@@ -242,7 +242,7 @@ class ShardedOptimizerTest {
         // under the pom's exact heap counter: the fp32 buckets of the gradients' sum are freed one by
         // one (a PointerScope around all of them held a fp32 copy of every gradient, and the
         // concatenated buckets, until the last: 8 bytes a parameter on every rank, each micro-batch)
-        assumeTrue(PeakMemory.source() == PeakMemory.Source.HEAP, "needs the exact heap counter (LD_PRELOAD libdrmas_memcount.so, as the pom sets)");
+        HeapCounter.require();
         torch.set_num_threads(1);
         long whole = 8 * parameters(), bound = FEW_BUCKETS;  // (both ranks: a bucket's parts, concatenation, flat copy, Gloo's scratch)
         long[] added = new long[1];

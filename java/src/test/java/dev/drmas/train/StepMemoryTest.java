@@ -7,9 +7,9 @@
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.drmas.metrics.PeakMemory;
+import dev.drmas.testing.HeapCounter;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.function.Supplier;
@@ -25,13 +25,10 @@ class StepMemoryTest {
     static final int COUNT = 160;
     static final long ROWS = 512, COLS = 256, PARAMS = COUNT * ROWS * COLS, ONE = ROWS * COLS;
 
-    /** Room for the JVM's own native allocations meanwhile (its compiler's arenas: a few MiB at any time). */
-    static final long JVM_SLACK = 8L << 20;
 
     @BeforeAll
     static void exactCounter() {
-        assumeTrue(PeakMemory.source() == PeakMemory.Source.HEAP,
-                "needs the exact heap counter (LD_PRELOAD libdrmas_memcount.so, as the pom sets)");
+        HeapCounter.require();
         torch.set_num_threads(1);
     }
 
@@ -59,7 +56,7 @@ class StepMemoryTest {
      * may add, {@code bytesPerValue} of temporaries a value: those of a few parameters.
      */
     static void assertFew(long added, long bytesPerValue, String what) {
-        long bound = 4 * bytesPerValue * ONE + JVM_SLACK, whole = bytesPerValue * PARAMS;
+        long bound = 4 * bytesPerValue * ONE + HeapCounter.JVM_SLACK, whole = bytesPerValue * PARAMS;
         assertTrue(whole > 5 * bound, "the whole model's temporaries (" + whole + " bytes) must dwarf the bound (" + bound + ")");
         assertTrue(added <= bound, what + " added " + added + " bytes to the heap at its peak: more than a few parameters' "
                 + "temporaries (" + bound + "); those of every parameter are " + whole);

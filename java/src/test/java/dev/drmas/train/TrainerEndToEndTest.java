@@ -314,6 +314,12 @@ class TrainerEndToEndTest {
     /** Opens a trainer on each of two ranks (gloo, threads), rank r's of config {@code cfgOf(r)}; what {@code body} returns on each. */
     private <T> List<T> twoRanks(java.util.function.IntFunction<RunConfig> cfgOf, java.util.function.BiFunction<Trainer, Integer, T> body)
             throws Exception {
+        return twoRanks(cfgOf, body, null);
+    }
+
+    /** As above; a rank whose trainer does not open returns {@code onOpenFailure} of the error (null: the error is thrown). */
+    private <T> List<T> twoRanks(java.util.function.IntFunction<RunConfig> cfgOf, java.util.function.BiFunction<Trainer, Integer, T> body,
+                                 java.util.function.Function<RuntimeException, T> onOpenFailure) throws Exception {
         int port;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
@@ -327,8 +333,17 @@ class TrainerEndToEndTest {
                 RunConfig cfg = cfgOf.apply(r);
                 int rank = r;
                 fs.add(ex.submit(() -> {
-                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false); Trainer t = Trainer.open(cfg, QUIET, pg)) {
-                        return body.apply(t, rank);
+                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false)) {
+                        Trainer opened;
+                        try {
+                            opened = Trainer.open(cfg, QUIET, pg);
+                        } catch (RuntimeException e) {
+                            if (onOpenFailure == null) throw e;
+                            return onOpenFailure.apply(e);
+                        }
+                        try (Trainer t = opened) {
+                            return body.apply(t, rank);
+                        }
                     }
                 }));
             }
@@ -342,33 +357,7 @@ class TrainerEndToEndTest {
 
     /** Opens a trainer as rank 0 on run folder {@code a} and as rank 1 on {@code b} (gloo, threads); what each got. */
     private List<String> startTwoRanks(Path a, Path b) throws Exception {
-        int port;
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
-        var dc = new dev.drmas.config.DistributedConfig(dev.drmas.config.DistributedConfig.Backend.GLOO, 30, 1, 1e-3, false);
-        var ex = java.util.concurrent.Executors.newFixedThreadPool(2);
-        try {
-            List<java.util.concurrent.Future<String>> fs = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
-                var env = new dev.drmas.dist.DistEnv("127.0.0.1", port, r, 2, r);
-                RunConfig cfg = config(r == 0 ? a : b);
-                fs.add(ex.submit(() -> {
-                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false)) {
-                        try (Trainer t = Trainer.open(cfg, QUIET, pg)) {
-                            return "started at step " + t.step();
-                        } catch (RuntimeException e) {
-                            return e.getMessage();
-                        }
-                    }
-                }));
-            }
-            List<String> got = new ArrayList<>();
-            for (var f : fs) got.add(f.get(120, java.util.concurrent.TimeUnit.SECONDS));
-            return got;
-        } finally {
-            ex.shutdownNow();
-        }
+        return twoRanks(r -> config(r == 0 ? a : b), (t, rank) -> "started at step " + t.step(), RuntimeException::getMessage);
     }
 
     @Test

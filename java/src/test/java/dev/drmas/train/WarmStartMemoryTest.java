@@ -8,10 +8,10 @@ package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.drmas.config.RunConfig;
 import dev.drmas.metrics.PeakMemory;
+import dev.drmas.testing.HeapCounter;
 import java.nio.file.Path;
 import java.util.List;
 import org.bytedeco.javacpp.PointerScope;
@@ -23,13 +23,10 @@ class WarmStartMemoryTest {
     @TempDir
     Path tmp;
 
-    /** Room for the JVM's own native allocations meanwhile (its compiler's arenas: a few MiB at any time). */
-    static final long JVM_SLACK = 8L << 20;
 
     @BeforeAll
     static void exactCounter() {
-        assumeTrue(PeakMemory.source() == PeakMemory.Source.HEAP,
-                "needs the exact heap counter (LD_PRELOAD libdrmas_memcount.so, as the pom sets)");
+        HeapCounter.require();
     }
 
     @Test
