@@ -6,9 +6,12 @@ package dev.drmas.train;
 
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class GradNorm {
@@ -22,19 +25,23 @@ public final class GradNorm {
 
     /** The sum of the squares of the defined tensors' elements (fp64): a norm's square, which shards add up. */
     public static double squaredSum(Iterable<Tensor> grads) {
-        double sq = 0;
-        try (NoGradGuard ng = new NoGradGuard()) {
+        try (PointerScope outer = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            // the running sum stays on the tensors' device and is read once at the end: an item() per
+            // tensor was a host synchronisation per parameter on a GPU. Each add is the same fp64
+            // addition in the same order as a Java double sum, so the result has the same bits.
+            Tensor acc = null;
             for (Tensor g : grads) {
                 if (g == null || !g.defined()) continue;
                 // a scope per tensor: one around the loop held every gradient's fp64 copy and its
                 // square (16 bytes a parameter of the whole model) until the last
+                if (acc == null) acc = torch.zeros(new long[0], new TensorOptions(ScalarType.Double).device(new DeviceOptional(g.device())));
                 try (PointerScope scope = new PointerScope()) {
                     Tensor gd = g.to(ScalarType.Double);
-                    sq += gd.mul(gd).sum().item_double();
+                    acc.add_(gd.mul(gd).sum());
                 }
             }
+            return acc == null ? 0 : acc.item_double();
         }
-        return sq;
     }
 
     /**

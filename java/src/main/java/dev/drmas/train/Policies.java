@@ -30,8 +30,11 @@ import java.util.Map;
 import java.util.Set;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.bytedeco.pytorch.global.torch;
 
@@ -235,17 +238,23 @@ final class Policies implements AutoCloseable {
 
     /** The sum and the sum of squares (fp64) of the values of {@code params}. */
     static double[] checksum(Iterable<Tensor> params) {
-        double[] v = new double[2];
-        for (Tensor t : params) {
-            // a scope per tensor: one around the loop held every weight's fp64 copy and its square
-            // (16 bytes a parameter of the whole model) until the last
-            try (PointerScope scope = new PointerScope()) {
-                Tensor d = t.detach().to(ScalarType.Double);
-                v[0] += d.sum().item_double();
-                v[1] += d.mul(d).sum().item_double();
+        try (PointerScope outer = new PointerScope()) {
+            // both sums stay on the weights' device, read once at the end (an item() per tensor was two
+            // host synchronisations per parameter on a GPU); the same fp64 additions in the same order
+            Tensor acc = null;
+            for (Tensor t : params) {
+                if (acc == null) acc = torch.zeros(new long[] {2}, new TensorOptions(ScalarType.Double).device(new DeviceOptional(t.device())));
+                // a scope per tensor: one around the loop held every weight's fp64 copy and its square
+                // (16 bytes a parameter of the whole model) until the last
+                try (PointerScope scope = new PointerScope()) {
+                    Tensor d = t.detach().to(ScalarType.Double);
+                    acc.add_(torch.stack(new TensorVector(d.sum(), d.mul(d).sum())));
+                }
             }
+            if (acc == null) return new double[2];
+            Tensor host = acc.cpu();
+            return new double[] {host.data_ptr_double().get(0), host.data_ptr_double().get(1)};
         }
-        return v;
     }
 
     /** Copies each model's tokenizer files next to its weights in {@code modelsDir}/id, so the folder is self-contained. */

@@ -16,6 +16,7 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Test;
 
@@ -93,6 +94,37 @@ class ClipGradNormTest {
                 assertEquals(max * norm / (norm + 1e-6), o.gradNorm(), 1e-6, "the accumulators' norm after clipping");
                 assertEquals(o.gradNorm(), o.clipGradNorm(0), 0.0, "max 0: no clipping");
             }
+        }
+    }
+
+    /**
+     * The norm's square and the ranks' weight checksum are each tensor's fp64 sums added in the
+     * tensors' order, bit for bit (they are summed on the tensors' device and read once; ranks compare
+     * the checksums for equality, so their bits matter), skipping undefined gradients.
+     */
+    @Test
+    void theSquaredNormAndTheChecksumAreThePerTensorFp64SumsAddedInOrder() {
+        try (PointerScope scope = new PointerScope()) {
+            torch.manual_seed(11);
+            java.util.List<Tensor> ts = new java.util.ArrayList<>();
+            long[][] shapes = {{37}, {5, 3}, {0}, {1}, {129, 7}, {2, 2, 2}};
+            for (long[] sh : shapes) ts.add(torch.randn(sh).mul(new org.bytedeco.pytorch.Scalar(1e3)).to(ScalarType.BFloat16));
+            double sq = 0, sum = 0, sq2 = 0;
+            for (Tensor t : ts) {
+                Tensor d = t.to(ScalarType.Double);
+                sq += d.mul(d).sum().item_double();
+                sum += d.sum().item_double();
+            }
+            sq2 = sq;
+            java.util.List<Tensor> withHoles = new java.util.ArrayList<>(ts);
+            withHoles.add(1, null);
+            withHoles.add(new Tensor());  // undefined
+            assertEquals(Double.doubleToRawLongBits(sq), Double.doubleToRawLongBits(GradNorm.squaredSum(withHoles)), "squaredSum");
+            double[] c = Policies.checksum(ts);
+            assertEquals(Double.doubleToRawLongBits(sum), Double.doubleToRawLongBits(c[0]), "checksum sum");
+            assertEquals(Double.doubleToRawLongBits(sq2), Double.doubleToRawLongBits(c[1]), "checksum sum of squares");
+            assertEquals(0.0, GradNorm.squaredSum(java.util.List.of()));
+            assertArrayEquals(new double[2], Policies.checksum(java.util.List.of()));
         }
     }
 }
