@@ -19,6 +19,7 @@ import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.AutoGradMode;
 import org.bytedeco.pytorch.BoolOptional;
 import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.DeviceOptional;
 import org.bytedeco.pytorch.Generator;
 import org.bytedeco.pytorch.GeneratorOptional;
 import org.bytedeco.pytorch.GradMode;
@@ -169,11 +170,35 @@ public final class CausalLm implements AutoCloseable {
             Generator gen = torch.createCPUGenerator(seed);
             TensorOptions f32 = new TensorOptions(ScalarType.Float);
             for (Map.Entry<String, long[]> e : parameterShapes(c).entrySet()) {
-                Tensor t = e.getKey().endsWith("norm.weight")
-                        ? torch.ones(e.getValue(), f32)
-                        : torch.normal(0.0, INIT_STD, e.getValue(), new GeneratorOptional(gen), f32);
-                p.put(e.getKey(), Scopes.retain(t.to(device, dtype)));
+                // a scope per tensor: one around the loop held every float32 draw until the last,
+                // a float32 host copy of the whole model where the model is on a GPU or in bfloat16
+                try (PointerScope one = new PointerScope()) {
+                    Tensor t = e.getKey().endsWith("norm.weight")
+                            ? torch.ones(e.getValue(), f32)
+                            : torch.normal(0.0, INIT_STD, e.getValue(), new GeneratorOptional(gen), f32);
+                    p.put(e.getKey(), Scopes.retain(t.to(device, dtype)));
+                }
             }
+        } catch (RuntimeException e) {
+            p.values().forEach(Tensor::releaseReference);
+            throw e;
+        }
+        return new CausalLm(c, dtype, device, p);
+    }
+
+    /**
+     * A model of {@code c} whose weights are allocated on {@code device} but not set (torch.empty):
+     * for a copy that is about to be overwritten, such as the KL reference made from the policy's
+     * weights, which would otherwise draw every weight on the CPU first.
+     */
+    public static CausalLm uninitialised(ModelConfig c, ScalarType dtype, Device device) {
+        Map<String, Tensor> p = new LinkedHashMap<>();
+        try (PointerScope scope = new PointerScope()) {
+            TensorOptions o = new TensorOptions(dtype).device(new DeviceOptional(device));
+            for (Map.Entry<String, long[]> e : parameterShapes(c).entrySet()) p.put(e.getKey(), Scopes.retain(torch.empty(e.getValue(), o, null)));
+        } catch (RuntimeException e) {
+            p.values().forEach(Tensor::releaseReference);
+            throw e;
         }
         return new CausalLm(c, dtype, device, p);
     }

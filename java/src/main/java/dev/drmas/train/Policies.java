@@ -287,7 +287,7 @@ final class Policies implements AutoCloseable {
         if (spec.loadsWeights()) return CausalLm.load(spec.path(), dtype, device);
         Path dir = referenceDir(runDir, id);
         if (checkpoint == null) {
-            CausalLm ref = CausalLm.random(model.config(), 0, dtype, device);
+            CausalLm ref = CausalLm.uninitialised(model.config(), dtype, device);  // every weight copied below
             try {
                 copyWeights(model, ref);
             } catch (RuntimeException e) {
