@@ -75,6 +75,15 @@ public final class MathAnswers {
         return -1;
     }
 
+    /**
+     * The answer that a ground truth states: the content of its last box when it has a closed one (a
+     * dataset's worked solution, as MATH's "solution" field, which the Dr. MAS reference's reward
+     * reads the same way), else the text itself.
+     */
+    public static String statedAnswer(String truth) {
+        return lastBoxed(truth).orElse(truth);
+    }
+
     /** True iff both answers are non-empty and equal after {@link #normalize}. */
     public static boolean equivalent(String predicted, String truth) {
         if (predicted == null || truth == null) return false;
