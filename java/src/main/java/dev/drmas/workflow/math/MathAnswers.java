@@ -111,7 +111,9 @@ public final class MathAnswers {
     private static final String[] WRAPPERS = {"\\text", "\\textbf", "\\textit", "\\textrm", "\\mathrm", "\\mathbf",
         "\\mathit", "\\mbox", "\\boxed"};
     private static final Pattern LEFT_RIGHT = Pattern.compile("\\\\(left|right)(?![A-Za-z])");
-    private static final Pattern SPACING = Pattern.compile("\\\\[!,;: ]|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
+    // A double backslash (a matrix's row break) is matched first so that its second backslash is never
+    // read as the start of a spacing command: "1 \\ 2" must not lose a backslash to "\ ".
+    private static final Pattern SPACING = Pattern.compile("\\\\\\\\|\\\\[!,;: ]|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
     private static final Pattern DEGREES = Pattern.compile("\\^\\s*\\{?\\s*\\\\circ\\s*}?|\u00b0");
     private static final Pattern SHORT_LHS = Pattern.compile("^[A-Za-z](_\\{?[A-Za-z0-9]}?)?=(?!=)(.*)$");
 
@@ -205,11 +207,15 @@ public final class MathAnswers {
         return s;
     }
 
-    // \dfrac and \tfrac are \frac with another size; spacing commands and \displaystyle only typeset.
+    // \dfrac and \tfrac are \frac with another size; spacing commands and \displaystyle only typeset;
+    // a row break \\ stays as written.
     private static String replaceFracs(String s) {
         Matcher m = SPACING.matcher(s);
         StringBuilder out = new StringBuilder();
-        while (m.find()) m.appendReplacement(out, m.group().endsWith("frac") ? "\\\\frac" : "");
+        while (m.find()) {
+            String g = m.group();
+            m.appendReplacement(out, g.equals("\\\\") ? "\\\\\\\\" : g.endsWith("frac") ? "\\\\frac" : "");
+        }
         m.appendTail(out);
         return out.toString();
     }

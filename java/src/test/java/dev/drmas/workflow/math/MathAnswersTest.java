@@ -126,7 +126,10 @@ class MathAnswersTest {
                 Arguments.of("\\frac{\\sqrt3}{2}", "\\frac{\\sqrt{3}}{2}"),
                 Arguments.of("\\frac1x", "\\frac{1}{x}"),
                 Arguments.of("\\dfrac{\\pi}2", "\\frac{\\pi}{2}"),
-                Arguments.of("2\\sqrt{2}+\\frac12", "2\\sqrt2+\\frac{1}{2}"));
+                Arguments.of("2\\sqrt{2}+\\frac12", "2\\sqrt2+\\frac{1}{2}"),
+                // a matrix's row break \\ with or without blanks around it (the blank is no "\ ")
+                Arguments.of("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}"),
+                Arguments.of("\\begin{pmatrix} -1 \\\\ \\frac{1}{2} \\end{pmatrix}", "\\begin{pmatrix}-1\\\\\\frac12\\end{pmatrix}"));
     }
 
     @ParameterizedTest
@@ -168,7 +171,8 @@ class MathAnswersTest {
                 Arguments.of("5\\text{ or }6", "6"),
                 // \sqrt23 is \sqrt{2}3, and a root's index is no argument to brace
                 Arguments.of("\\sqrt23", "\\sqrt{23}"),
-                Arguments.of("\\sqrt[3]{2}", "\\sqrt{2}"));
+                Arguments.of("\\sqrt[3]{2}", "\\sqrt{2}"),
+                Arguments.of("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}12\\end{pmatrix}"));
     }
 
     @ParameterizedTest
