@@ -1,4 +1,4 @@
-// EvalConfig.java — `eval:`: held-out evaluation, avg@k and pass@k (the unbiased estimator of
+// EvalConfig.java — `eval:`: held-out evaluation, avg@n and pass@k (the unbiased estimator of
 // Chen et al. 2021 from `samples` draws per task), with its own sampling settings.
 package dev.drmas.config;
 
@@ -6,8 +6,8 @@ import dev.drmas.rollout.SamplingParams;
 
 /**
  * @param tasks       held-out tasks evaluated; 0 (default) = all of the test set
- * @param k           the k of avg@k and pass@k; default 4
- * @param samples     rollouts per task, &gt;= k; 0 (default) = k
+ * @param k           the k of pass@k (pass@1 is logged too); default 4
+ * @param samples     rollouts per task n, &gt;= k, which avg@n is named after; 0 (default) = k
  * @param temperature sampling temperature, &gt;= 0 (0 = greedy); default 0.6
  * @param topP        nucleus, in (0, 1]; default 0.95
  * @param topK        top-k, &gt;= 0 (0 = off); default 0

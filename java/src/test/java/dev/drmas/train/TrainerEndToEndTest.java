@@ -371,6 +371,9 @@ class TrainerEndToEndTest {
                 .algorithm().mode());
         assertEquals(List.of("solver_model", "verifier_model"),
                 RunConfig.load(Path.of("..", "configs", "math-toy-drmas-nonshared.yaml"), List.of()).usedModels());
+        // the Dr. MAS reference runs Qwen3 on math without thinking (examples/*/run_math.sh)
+        assertEquals(Map.of("enable_thinking", false),
+                RunConfig.load(Path.of("..", "configs", "math-qwen3-4b.yaml"), List.of()).models().get("policy").chatTemplateKwargs());
     }
 
     static List<JsonNode> metrics(Path run) throws Exception {

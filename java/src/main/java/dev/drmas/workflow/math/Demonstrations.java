@@ -18,7 +18,8 @@ public final class Demonstrations {
 
     /** {@code Answer: \boxed{<answer>}} with the task's answer, or with a wrong one that is never equivalent to it. */
     public static String solverResponse(Task t, boolean correct, SplittableRandom rng) {
-        return "Answer: \\boxed{" + (correct ? t.answer() : wrongAnswer(t.answer(), rng)) + "}";
+        String truth = MathAnswers.statedAnswer(t.answer());  // a worked solution's boxed answer
+        return "Answer: \\boxed{" + (correct ? truth : wrongAnswer(truth, rng)) + "}";
     }
 
     /** {@code <verify>approve</verify>} or {@code <verify>reject</verify>}. */

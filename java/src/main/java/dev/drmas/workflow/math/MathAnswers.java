@@ -3,11 +3,14 @@
 // converted exactly), so "1/2", "0.5", "\frac{2}{4}" and "-\frac{-1}{2}" agree while "0.33" never
 // equals "1/3"; anything that is not a number compares as a cleaned-up string. A comma is a
 // thousands separator only where it cannot be a list's: "1,234" is 1234, "2, 500" and "(1,234)" are
-// not numbers.
+// not numbers. Text answers get the clean-ups of verl's math reward (Hendrycks' strip_string) that
+// a string comparison needs: a unit in \text{ ...} at the end goes, and \sqrt2, \frac1b gain
+// their braces.
 package dev.drmas.workflow.math;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.util.Arrays;
 import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -72,6 +75,15 @@ public final class MathAnswers {
         return -1;
     }
 
+    /**
+     * The answer that a ground truth states: the content of its last box when it has a closed one (a
+     * dataset's worked solution, as MATH's "solution" field, which the Dr. MAS reference's reward
+     * reads the same way), else the text itself.
+     */
+    public static String statedAnswer(String truth) {
+        return lastBoxed(truth).orElse(truth);
+    }
+
     /** True iff both answers are non-empty and equal after {@link #normalize}. */
     public static boolean equivalent(String predicted, String truth) {
         if (predicted == null || truth == null) return false;
@@ -99,39 +111,111 @@ public final class MathAnswers {
     private static final String[] WRAPPERS = {"\\text", "\\textbf", "\\textit", "\\textrm", "\\mathrm", "\\mathbf",
         "\\mathit", "\\mbox", "\\boxed"};
     private static final Pattern LEFT_RIGHT = Pattern.compile("\\\\(left|right)(?![A-Za-z])");
-    private static final Pattern SPACING = Pattern.compile("\\\\[!,;: ]|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
+    // A double backslash (a matrix's row break) is matched first so that its second backslash is never
+    // read as the start of a spacing command: "1 \\ 2" must not lose a backslash to "\ ".
+    private static final Pattern SPACING = Pattern.compile("\\\\\\\\|\\\\[!,;: ]|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
     private static final Pattern DEGREES = Pattern.compile("\\^\\s*\\{?\\s*\\\\circ\\s*}?|\u00b0");
     private static final Pattern SHORT_LHS = Pattern.compile("^[A-Za-z](_\\{?[A-Za-z0-9]}?)?=(?!=)(.*)$");
 
     private static String clean(String answer) {
-        String s = answer.replace('\u2212', '-').trim();
-        s = stripDelimiters(s);
+        String s = trimSentence(answer.replace('\u2212', '-').trim());
+        s = dropUnit(s);
         s = unwrap(s);
         s = s.replace("{,}", ",");
         s = LEFT_RIGHT.matcher(s).replaceAll("");
         s = replaceFracs(s);
+        s = braceArguments(s);
         s = DEGREES.matcher(s).replaceAll("");
         s = s.replace("\\%", "").replace("%", "").replace("\\$", "");
         // Blanks go, but a comma keeps one after it so that the number reader sees "2, 500" (two
         // roots) as a list, not as 2500; the text form drops that blank too (normalize).
         s = s.replaceAll("\\s+", " ").replaceAll("(?<!,) ", "");
-        // a sentence's period may follow the closing delimiter ("$5$."), or sit inside it ("$5.$")
-        for (String before = null; !s.equals(before); ) {
-            before = s;
-            s = stripDelimiters(s);
-            while (s.length() > 1 && s.endsWith(".")) s = s.substring(0, s.length() - 1);
-        }
+        s = trimSentence(s);
         // "x=5", "y_1=5": the solver restated the variable; the value is what is asked for
         Matcher m = SHORT_LHS.matcher(s);
         if (m.matches() && !m.group(2).isEmpty() && m.group(2).indexOf('=') < 0) s = m.group(2);
         return s;
     }
 
-    // \dfrac and \tfrac are \frac with another size; spacing commands and \displaystyle only typeset.
+    // A unit after the value, "5\text{ cm}", "12 \text{ apples}", "3\text{ m}^2": the value is the
+    // answer (the Hendrycks/verl rule; a blank before the unit word, inside or before the braces,
+    // marks it as a unit). Only at the very end and only words, so "5\text{ or }6" keeps its text.
+    private static final Pattern RIGHT_UNIT = Pattern.compile(
+            "^(.*?\\S)(?:\\s+\\\\(?:text|textrm|mbox)\\s*\\{\\s*|\\\\(?:text|textrm|mbox)\\s*\\{\\s+)"
+            + "[A-Za-z][A-Za-z. ]*}(?:\\s*\\^\\s*(?:\\d|\\{\\s*\\d\\s*}))?\\s*$", Pattern.DOTALL);
+
+    private static String dropUnit(String s) {
+        Matcher m = RIGHT_UNIT.matcher(s);
+        return m.matches() ? m.group(1) : s;
+    }
+
+    // \sqrt2 is \sqrt{2} and \frac1b is \frac{1}{b} in LaTeX (one character is an argument); the text
+    // form needs one spelling. One pass over precomputed brace pairs, no recursion: a model can
+    // nest \frac{ a hundred thousand deep.
+    private static String braceArguments(String s) {
+        if (!s.contains("\\sqrt") && !s.contains("\\frac")) return s;
+        int n = s.length();
+        int[] close = new int[n];
+        Arrays.fill(close, -1);
+        int[] open = new int[n];
+        int depth = 0;
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c == '\\') i++;
+            else if (c == '{') open[depth++] = i;
+            else if (c == '}' && depth > 0) close[open[--depth]] = i;
+        }
+        boolean[] wrap = new boolean[n];
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c != '\\') continue;
+            int args = s.startsWith("sqrt", i + 1) ? 1 : s.startsWith("frac", i + 1) ? 2 : 0;
+            int j = i + 5;
+            if (args == 0 || j < n && Character.isLetter(s.charAt(j))) {
+                i++;  // another command, or an escaped character
+                continue;
+            }
+            for (int a = 0; a < args; a++) {
+                while (j < n && Character.isWhitespace(s.charAt(j))) j++;
+                if (j >= n) break;
+                char first = s.charAt(j);
+                if (first == '{' && close[j] >= 0) {
+                    j = close[j] + 1;
+                } else if (first < 128 && Character.isLetterOrDigit(first)) {
+                    wrap[j++] = true;
+                } else {
+                    break;  // \sqrt[3]{x}, \frac\pi2: left as written
+                }
+            }
+        }
+        StringBuilder out = new StringBuilder(n + 8);
+        for (int i = 0; i < n; i++) {
+            if (wrap[i]) out.append('{').append(s.charAt(i)).append('}');
+            else out.append(s.charAt(i));
+        }
+        return out.toString();
+    }
+
+    // Delimiters and a sentence's period, which may follow the closing delimiter ("$5$.") or sit
+    // inside it ("$5.$"), until neither is left.
+    private static String trimSentence(String s) {
+        for (String before = null; !s.equals(before); ) {
+            before = s;
+            s = stripDelimiters(s);
+            while (s.length() > 1 && s.endsWith(".")) s = s.substring(0, s.length() - 1);
+        }
+        return s;
+    }
+
+    // \dfrac and \tfrac are \frac with another size; spacing commands and \displaystyle only typeset;
+    // a row break \\ stays as written.
     private static String replaceFracs(String s) {
         Matcher m = SPACING.matcher(s);
         StringBuilder out = new StringBuilder();
-        while (m.find()) m.appendReplacement(out, m.group().endsWith("frac") ? "\\\\frac" : "");
+        while (m.find()) {
+            String g = m.group();
+            m.appendReplacement(out, g.equals("\\\\") ? "\\\\\\\\" : g.endsWith("frac") ? "\\\\frac" : "");
+        }
         m.appendTail(out);
         return out.toString();
     }

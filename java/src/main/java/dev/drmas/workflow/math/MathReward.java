@@ -18,19 +18,23 @@ public final class MathReward {
     private MathReward() {
     }
 
-    /** 1.0 when the last box of the solver's final text is equivalent to {@code truth}, else 0.0 (no box: 0). */
+    /**
+     * 1.0 when the last box of the solver's final text is equivalent to {@code truth} (its last box,
+     * when it is a worked solution: {@link MathAnswers#statedAnswer}), else 0.0 (no box: 0).
+     */
     public static double episodeReward(String finalSolverText, String truth) {
         Optional<String> box = MathAnswers.lastBoxed(finalSolverText);
-        return box.isPresent() && MathAnswers.equivalent(box.get(), truth) ? 1.0 : 0.0;
+        return box.isPresent() && MathAnswers.equivalent(box.get(), MathAnswers.statedAnswer(truth)) ? 1.0 : 0.0;
     }
 
     /**
      * 1.0 when the last box of {@code finalText} is equivalent to any accepted answer of {@code task}
-     * ({@link Task#golds}: a JSONL list answer gives several), else 0.0. The reward of the math workflows.
+     * ({@link Task#golds}: a JSONL list answer gives several; a worked solution counts by its last box),
+     * else 0.0. The reward of the math workflows.
      */
     public static double episodeReward(String finalText, Task task) {
         Optional<String> box = MathAnswers.lastBoxed(finalText);
-        return box.isPresent() && task.golds().stream().anyMatch(g -> MathAnswers.equivalent(box.get(), g)) ? 1.0 : 0.0;
+        return box.isPresent() && task.golds().stream().anyMatch(g -> MathAnswers.equivalent(box.get(), MathAnswers.statedAnswer(g))) ? 1.0 : 0.0;
     }
 
     /** A solver turn is valid when it has a closed, non-empty box. */

@@ -18,7 +18,9 @@ public final class SearchAnswers {
     }
 
     private static final Pattern ANSWER = Pattern.compile("<answer>(.*?)</answer>", Pattern.DOTALL);
-    private static final Pattern ARTICLES = Pattern.compile("\\b(a|an|the)\\b");
+    // Python's re (SQuAD's and Search-R1's normalize_answer) reads \b with Unicode word characters;
+    // Java's \b is ASCII-only without this flag, and "España" would lose its final "a" as an article.
+    private static final Pattern ARTICLES = Pattern.compile("\\b(a|an|the)\\b", Pattern.UNICODE_CHARACTER_CLASS);
 
     /** The content of the last {@code <answer>} tag, stripped; empty when there is none or it is blank. */
     public static Optional<String> extractAnswer(String text) {
@@ -26,9 +28,11 @@ public final class SearchAnswers {
     }
 
     /**
-     * SQuAD's normalize_answer: lower case, drop punctuation (every Unicode punctuation and symbol
-     * character, as Python's string.punctuation does for ASCII), drop the articles a, an, the, and
-     * collapse whitespace.
+     * SQuAD's normalize_answer: lower case, drop punctuation, drop the articles a, an, the (whole
+     * words, Unicode letters counting as word characters as in Python), and collapse whitespace.
+     * Deliberately wider than the reference, whose string.punctuation is ASCII only: the text is
+     * NFKC-folded first (full-width forms, ligatures) and every Unicode punctuation and symbol
+     * character goes, so a curly apostrophe or an en dash counts as its ASCII twin does.
      */
     public static String normalize(String s) {
         String lower = Normalizer.normalize(s, Normalizer.Form.NFKC).toLowerCase(Locale.ROOT);
@@ -39,7 +43,30 @@ public final class SearchAnswers {
             i += Character.charCount(cp);
         }
         String noArticles = ARTICLES.matcher(noPunct).replaceAll(" ");
-        return String.join(" ", noArticles.trim().split("\\s+"));
+        return whitespaceFix(noArticles);
+    }
+
+    // " ".join(text.split()): runs of Python's whitespace (str.isspace, which includes U+0085, U+2028
+    // and the no-break spaces that Java's \s and trim() leave) become one blank, none at the ends.
+    private static String whitespaceFix(String s) {
+        StringBuilder out = new StringBuilder(s.length());
+        boolean gap = false;
+        for (int i = 0; i < s.length(); ) {
+            int cp = s.codePointAt(i);
+            i += Character.charCount(cp);
+            if (isPythonSpace(cp)) {
+                gap = true;
+            } else {
+                if (gap && !out.isEmpty()) out.append(' ');
+                gap = false;
+                out.appendCodePoint(cp);
+            }
+        }
+        return out.toString();
+    }
+
+    private static boolean isPythonSpace(int cp) {
+        return Character.isWhitespace(cp) || Character.isSpaceChar(cp) || cp == 0x85;
     }
 
     private static boolean isPunctuation(int cp) {

@@ -111,7 +111,25 @@ class MathAnswersTest {
                 Arguments.of("2, 500", "2 ,  500"),
                 Arguments.of("\\dfrac{\\pi}{2}", "\\frac{\\pi}{2}"),
                 Arguments.of("\\textbf{(B)}", "(B)"),
-                Arguments.of("a \\rightarrow b", "a\\rightarrowb"));
+                Arguments.of("a \\rightarrow b", "a\\rightarrowb"),
+                // verl's strip_string: a unit in \text{ ...} after the value goes (remove_right_units)
+                Arguments.of("5\\text{ cm}", "5"),
+                Arguments.of("12 \\text{ apples}", "12"),
+                Arguments.of("12 \\text{apples}", "12"),
+                Arguments.of("3\\text{ m}^2", "3"),
+                Arguments.of("$10\\text{ inches}$.", "10"),
+                Arguments.of("\\frac{\\sqrt{3}}{2}\\text{ cm}", "\\frac{\\sqrt3}{2}"),
+                // ... and a one-character argument gets its braces (fix_sqrt, fix_fracs)
+                Arguments.of("\\sqrt2", "\\sqrt{2}"),
+                Arguments.of("3\\sqrt2", "3\\sqrt{2}"),
+                Arguments.of("\\sqrt x", "\\sqrt{x}"),
+                Arguments.of("\\frac{\\sqrt3}{2}", "\\frac{\\sqrt{3}}{2}"),
+                Arguments.of("\\frac1x", "\\frac{1}{x}"),
+                Arguments.of("\\dfrac{\\pi}2", "\\frac{\\pi}{2}"),
+                Arguments.of("2\\sqrt{2}+\\frac12", "2\\sqrt2+\\frac{1}{2}"),
+                // a matrix's row break \\ with or without blanks around it (the blank is no "\ ")
+                Arguments.of("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}"),
+                Arguments.of("\\begin{pmatrix} -1 \\\\ \\frac{1}{2} \\end{pmatrix}", "\\begin{pmatrix}-1\\\\\\frac12\\end{pmatrix}"));
     }
 
     @ParameterizedTest
@@ -147,7 +165,14 @@ class MathAnswersTest {
                 Arguments.of("x", "X"),
                 Arguments.of("Paris", "London"),
                 Arguments.of("5", ""),
-                Arguments.of("1e3", "13"));
+                Arguments.of("1e3", "13"),
+                // a unit is dropped only at the end and only after a blank; \text between values is text
+                Arguments.of("5\\text{ or }6", "5"),
+                Arguments.of("5\\text{ or }6", "6"),
+                // \sqrt23 is \sqrt{2}3, and a root's index is no argument to brace
+                Arguments.of("\\sqrt23", "\\sqrt{23}"),
+                Arguments.of("\\sqrt[3]{2}", "\\sqrt{2}"),
+                Arguments.of("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}12\\end{pmatrix}"));
     }
 
     @ParameterizedTest
@@ -166,6 +191,7 @@ class MathAnswersTest {
         assertEquals(0.0, MathReward.episodeReward("\\boxed{" + parens + "}", "1"));
         assertFalse(MathAnswers.equivalent("\\frac{".repeat(deep) + "1" + "}{2}".repeat(deep), "0"));
         assertFalse(MathAnswers.equivalent("-{".repeat(deep) + "1" + "}".repeat(deep), "1"));
+        assertFalse(MathAnswers.equivalent("\\sqrt{".repeat(deep) + "2" + "}".repeat(deep), "\\sqrt2"));
         // nesting as deep as answers have still reads as a number
         assertTrue(MathAnswers.equivalent("(".repeat(20) + "\\frac{1}{2}" + ")".repeat(20), "0.5"));
     }

@@ -20,6 +20,7 @@ import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.SplittableRandom;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -39,6 +40,21 @@ class MathRewardTest {
             }
         }
         assertTrue(Demonstrations.verifierLabel(t, "so \\boxed{\\pi/2}"), "the demonstrations' verifier approves what the reward pays");
+    }
+
+    @Test
+    void aWorkedSolutionAsTheTruthCountsByItsLastBox() {
+        // MATH's "solution" field as the answer: the Dr. MAS reference reward reads the truth's box
+        String solution = "Adding, $5 + 7 = \\boxed{12}$.";
+        assertEquals(1.0, MathReward.episodeReward("so \\boxed{12}", solution));
+        assertEquals(0.0, MathReward.episodeReward("so \\boxed{13}", solution));
+        Task t = new Task("t", "q", "ignored \\boxed{0}", List.of("We get \\boxed{\\frac{1}{2}}."));
+        assertEquals(1.0, MathReward.episodeReward("\\boxed{0.5}", t));
+        assertEquals(1.0, MathReward.episodeReward("\\boxed{0}", t));
+        Task worked = new Task("w", "q", solution);
+        assertTrue(Demonstrations.verifierLabel(worked, Demonstrations.solverResponse(worked, true, new SplittableRandom(1))),
+                "a right demonstration boxes the solution's answer");
+        assertFalse(Demonstrations.verifierLabel(worked, Demonstrations.solverResponse(worked, false, new SplittableRandom(1))));
     }
 
     @Test

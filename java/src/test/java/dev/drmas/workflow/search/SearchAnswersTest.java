@@ -21,6 +21,23 @@ class SearchAnswersTest {
     }
 
     @Test
+    void articlesAsPythonReadsThem() {
+        // Python's \b counts Unicode letters as word characters: no article inside "España" or "Théa"
+        assertEquals("españa", SearchAnswers.normalize("España"));
+        assertEquals("théa great", SearchAnswers.normalize("Théa the Great"));
+        assertEquals("ça", SearchAnswers.normalize("ça a"));
+        assertFalse(SearchAnswers.exactMatch("Españ", List.of("España")));
+    }
+
+    @Test
+    void blanksAsPythonSplitsThem() {
+        // str.split() splits at every Unicode blank, U+0085 and U+2028 included
+        assertEquals("new york", SearchAnswers.normalize("New\u0085York"));
+        assertEquals("new york", SearchAnswers.normalize("\u2028New\u2029York\u001f"));
+        assertTrue(SearchAnswers.exactMatch("New\u2028York", List.of("New York")));
+    }
+
+    @Test
     void exactMatchAgainstAnyGold() {
         List<String> golds = List.of("New York City", "NYC");
         assertTrue(SearchAnswers.exactMatch("new york city.", golds));
