@@ -122,8 +122,10 @@ final class PlanCommand implements Callable<Integer> {
             for (String a : plan.advice()) o.append("  ").append(a).append('\n');
         }
         o.append("notes: worst case (every prompt and response at its maximum); LibTorch's allocator, the CUDA context and\n"
-                + "  NCCL buffers are the other 10%; on a GPU the attention is assumed to keep its mask as a [rows, 1, T, T] tensor\n"
-                + "  of the model's dtype per layer, as LibTorch's CPU kernel does (measured there; not on a GPU).\n");
+                + "  NCCL buffers are the other 10%; the training and log-prob forwards (right-padded, no cache) attend causally\n"
+                + "  without a mask; the prefill's attention keeps its mask as a [rows, 1, T, T] tensor of the model's dtype per\n"
+                + "  layer, as LibTorch's CPU kernel does, and on a GPU copies k and v to the query heads of a grouped-query model\n"
+                + "  (measured on the CPU; not on a GPU).\n");
         return o.toString();
     }
 

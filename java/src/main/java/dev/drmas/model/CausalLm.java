@@ -41,8 +41,11 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
  * row attends to the valid slots up to and including its own. Batches of prompts of different
  * lengths are left-padded, as HF generation does, so that the next token of every row goes
  * into the same slot; position ids then count only real tokens ({@link #positionIds}). Right
- * padding is as valid for a forward without cache (teacher forcing). A padding query attends to
- * itself only, so its output is finite and never read.
+ * padding is as valid for a forward without cache (teacher forcing), and cheaper: when every row
+ * is its real tokens then padding, the attention is plain causal attention without a mask (what
+ * the mask says for every real query), which fused attention kernels take. A padding query
+ * attends to itself only (masked) or to every slot up to its own (causal): its output is finite
+ * and never to be read.
  *
  * <p><b>Memory.</b> Parameters are owned by the model (freed by {@link #close()}); the tensors of
  * {@link #parameters()} are the live ones (an optimiser may update them in place). Every forward
@@ -87,6 +90,7 @@ public final class CausalLm implements AutoCloseable {
         decodeStep.nativeStep = on;
     }
     private boolean activationCheckpointing;
+    private boolean rightPaddedAsCausal = true;
     private boolean closed;
 
     /** Takes ownership of {@code params} (retained, attached to no scope), named and shaped as {@link #parameterShapes}. */
@@ -97,7 +101,7 @@ public final class CausalLm implements AutoCloseable {
         this.params = Collections.unmodifiableMap(params);
         layers = new Layer[config.numLayers()];
         for (int i = 0; i < layers.length; i++) layers[i] = new Layer(params, i);
-        transformer = new Transformer(config, layers, dtype);
+        transformer = new Transformer(config, layers, dtype, !device.is_cpu());
         embed = params.get("model.embed_tokens.weight");
         finalNorm = params.get("model.norm.weight");
         lmHead = config.tieWordEmbeddings() ? embed : params.get("lm_head.weight");
@@ -353,6 +357,23 @@ public final class CausalLm implements AutoCloseable {
 
     public boolean activationCheckpointing() {
         return activationCheckpointing;
+    }
+
+    /**
+     * Whether a forward without cache over a right-padded batch runs causal attention without a
+     * mask (on by default; the same outputs at every real token as the masked form, {@link
+     * #generalPass}). Off: every forward is masked, for tests and benchmarks that compare both.
+     */
+    public void rightPaddedAsCausal(boolean on) {
+        rightPaddedAsCausal = on;
+    }
+
+    /**
+     * Whether masked grouped-query attention expands k and v to the query heads (by default off the
+     * CPU only, Transformer.expandKvHeads); tests set it to compare both forms on the CPU.
+     */
+    void expandKvHeads(boolean on) {
+        transformer.expandKvHeads = on;
     }
 
     /** A KV cache for {@code batch} rows of up to {@code capacity} tokens (prompt + generated). */
@@ -680,8 +701,18 @@ public final class CausalLm implements AutoCloseable {
         }
     }
 
-    /** The arrangement of a general pass: which slots each query attends to, and the rotary angles. */
-    private Pass generalPass(long b, long t, long past, long s, Tensor pos, Tensor mask, KvCache cache) {
+    /**
+     * The arrangement of a general pass: which slots each query attends to, and the rotary angles.
+     * A forward without cache (T queries over the same T slots) over a right-padded batch is
+     * causal: each real query's valid slots up to its own are exactly slots 0..t (right padding
+     * only follows a row's real tokens), so no mask is made; its padding queries read more than
+     * their own slot, which changes only padding outputs, and those no real query reads (they lie
+     * after it) and no caller reads (TeacherForcing picks the real positions). Any other batch
+     * (left padding, a hole, a cache) is masked.
+     */
+    Pass generalPass(long b, long t, long past, long s, Tensor pos, Tensor mask, KvCache cache) {
+        Rope.Angles angles = Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype);
+        if (rightPaddedAsCausal && cache == null && past == 0 && s == t && t > 1 && rightPadded(mask)) return Pass.causal(b, t, angles);
         Tensor valid = mask.to(device, ScalarType.Bool).view(b, 1, 1, s);
         Tensor attend;
         if (t == 1) {
@@ -696,7 +727,22 @@ public final class CausalLm implements AutoCloseable {
             Tensor querySlot = torch.arange(new Scalar(past), new Scalar(s), longs).to(device, ScalarType.Long).view(t, 1);
             attend = valid.logical_and(keySlot.le(querySlot)).logical_or(keySlot.eq(querySlot));
         }
-        return Pass.general(b, t, past, s, Rope.angles(pos.to(device, ScalarType.Long), invFreq, dtype), attend, cache);
+        return Pass.general(b, t, past, s, angles, attend, cache);
+    }
+
+    /**
+     * Whether every row of a key-validity mask [B, S] (bool or 0/1) is valid slots, then padding
+     * only: no valid slot follows a padding one. One reduction and its read-back (a device sync),
+     * its temporaries freed at once.
+     */
+    static boolean rightPadded(Tensor mask) {
+        long s = mask.size(1);
+        if (s < 2) return true;
+        try (PointerScope scope = new PointerScope()) {
+            Tensor valid = mask.to(ScalarType.Bool);
+            Tensor validAfterPadding = valid.narrow(1, 1, s - 1).logical_and(valid.narrow(1, 0, s - 1).logical_not());
+            return !validAfterPadding.any().item_bool();
+        }
     }
 
     private void checkInputs(Tensor inputIds, Tensor positionIds, Tensor attentionMask, KvCache cache) {

@@ -33,9 +33,21 @@ final class Transformer {
     private final DoubleOptional noScale = new DoubleOptional();
     private static final long[] LAST_DIM = {-1};
 
-    Transformer(ModelConfig config, Layer[] layers, ScalarType dtype) {
+    private final TensorOptional noMask = new TensorOptional();
+    /**
+     * Whether masked grouped-query attention of a general pass expands k and v to the query heads
+     * (HF's repeat_kv) instead of passing enable_gqa: on CUDA, LibTorch 2.10's flash kernel refuses
+     * any mask and its memory-efficient kernel unequal q/kv head counts, so enable_gqa with a mask
+     * falls back to the math kernel, which materialises float32 scores [B, heads, T, S]; expanded
+     * heads let the memory-efficient kernel run. On by default off the CPU (whose attention takes
+     * the grouped form as it is); tests turn it on to compare both forms.
+     */
+    boolean expandKvHeads;
+
+    Transformer(ModelConfig config, Layer[] layers, ScalarType dtype, boolean expandKvHeads) {
         this.layers = layers;
         this.dtype = dtype;
+        this.expandKvHeads = expandKvHeads;
         heads = config.numHeads();
         hidden = config.hiddenSize();
         inter = config.intermediateSize();
@@ -226,7 +238,16 @@ final class Transformer {
             }
             if (t > 1 || heads == kvHeads) {
                 // enable_gqa: query head i reads kv head i / group, as HF's repeat_kv
-                Tensor a = torch.scaled_dot_product_attention(q, k, v, p.maskOpt, 0.0, false, noScale, heads != kvHeads);
+                Tensor a;
+                if (p.causal) {
+                    // no mask, T queries over T keys (Pass.causal): is_causal's top-left triangle
+                    // is query t reading keys 0..t; CUDA's flash kernel takes it with enable_gqa
+                    a = torch.scaled_dot_product_attention(q, k, v, noMask, 0.0, true, noScale, heads != kvHeads);
+                } else if (heads != kvHeads && expandKvHeads) {
+                    a = torch.scaled_dot_product_attention(q, repeatKv(k), repeatKv(v), p.maskOpt, 0.0, false, noScale, false);
+                } else {
+                    a = torch.scaled_dot_product_attention(q, k, v, p.maskOpt, 0.0, false, noScale, heads != kvHeads);
+                }
                 return a.transpose(1, 2).reshape(b, t, (long) heads * headDim); // [B, heads, T, d] -> [B, T, heads·d]
             }
             queries = q.reshape(b, kvHeads, group, headDim);
@@ -250,8 +271,18 @@ final class Transformer {
         return p.decoding ? a.reshape(p.batch, -1) : a.reshape(p.batch, p.tokens, (long) heads * headDim);
     }
 
+    /**
+     * [B, kvHeads, S, d] → [B, heads, S, d], kv head j repeated for query heads j·group ..
+     * (j + 1)·group − 1: HF's repeat_kv, the heads enable_gqa would read (one copy).
+     */
+    private Tensor repeatKv(Tensor x) {
+        long b = x.size(0), s = x.size(2);
+        return x.unsqueeze(2).expand(b, kvHeads, group, s, headDim).reshape(b, heads, s, headDim);
+    }
+
     void close() {
         for (Scalar s : new Scalar[]{zero, one, two, rmsEps, scale}) s.close();
+        noMask.close();
         noDtype.close();
         noScale.close();
     }

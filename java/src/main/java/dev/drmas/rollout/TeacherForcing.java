@@ -104,8 +104,11 @@ public final class TeacherForcing {
 
     /**
      * The forward of {@link #logProbs} up to the LM head: rows right-padded to the longest prompt +
-     * response, the positions that predict a response token picked out. The tensors (and the saved
-     * inputs of a checkpointed forward) belong to the caller's innermost PointerScope.
+     * response, the positions that predict a response token picked out. Right padding keeps each
+     * row's real tokens at slots 0..len−1, so CausalLm runs the attention causal without a mask
+     * (CausalLm.generalPass); the padding positions, whose outputs that changes, are never picked.
+     * The tensors (and the saved inputs of a checkpointed forward) belong to the caller's innermost
+     * PointerScope.
      */
     public static Hidden responseHidden(CausalLm model, List<int[]> prompts, List<int[]> responses) {
         return responseHidden(model, prompts, responses, 0);

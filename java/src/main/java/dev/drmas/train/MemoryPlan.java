@@ -361,9 +361,10 @@ public final class MemoryPlan {
      * </pre>
      * so float32 makes 10h + 6qd + 6kvd + 4I values per token (+ 9qd + 9kvd in all with Qwen3's
      * q/k norm) and saves 6h + 2qd + 2kvd + 4I (Qwen3: 4qd + 4kvd). The attention mask is not in
-     * here: it is per token pair ({@link #masks}). Only the saved part outlives the forward, but
-     * every tensor the layers make stays alive until CausalLm.hidden returns (one PointerScope
-     * around all layers holds them), so a forward's peak counts all of them.
+     * here: it is per token pair ({@link #masks}), and only a prefill makes one (a training or
+     * log-prob forward is right-padded without cache: causal attention, no mask). Only the saved
+     * part outlives a layer: each layer runs in a PointerScope of its own
+     * ({@link #FORWARD_HOLDS_EVERY_LAYER}).
      */
     static PerToken layer(ModelConfig c, int b) {
         long h = c.hiddenSize(), inter = c.intermediateSize(), heads = c.numHeads(), kvh = c.numKvHeads();
@@ -403,11 +404,14 @@ public final class MemoryPlan {
     }
 
     /**
-     * The attention masks of one forward of n = r·t tokens (r rows of t) over s = t key slots
-     * (CausalLm's general pass): the bool validity [r, s], the slot comparisons [t, s] twice, the
-     * slot numbers (int64) and the bool masks [r, 1, t, s] twice. scaled_dot_product_attention
-     * turns the bool mask into an additive one of the dtype in every layer ({@link
-     * #convertedMask}), through a bool negation of the same size ({@link #negatedMask}).
+     * The attention masks of one masked forward of n = r·t tokens (r rows of t) over s = t key
+     * slots (CausalLm's general pass with a cache: the prefill): the bool validity [r, s], the slot
+     * comparisons [t, s] twice, the slot numbers (int64) and the bool masks [r, 1, t, s] twice.
+     * scaled_dot_product_attention turns the bool mask into an additive one of the dtype in every
+     * layer ({@link #convertedMask}), through a bool negation of the same size ({@link
+     * #negatedMask}). The forwards of TeacherForcing (training, old and reference log-probs) are
+     * right-padded without cache, so CausalLm runs them causal without a mask: none of these
+     * (its check of the padding, a few bytes a token, is freed before the layers run).
      */
     static long masks(long n, long t) {
         return 2 * n * t + 2 * t * t + n + 16 * t;
@@ -426,20 +430,20 @@ public final class MemoryPlan {
     // ------------------------------------------------------------------ peaks
 
     /**
-     * The layers' part of a training forward of {@code mb} at its end: without checkpointing
-     * every tensor the forward made (they live until CausalLm.hidden returns) with each layer's
-     * saved mask; with it, each layer's input (and the last output) plus one layer at a time
-     * (CausalLm.trainingHidden: the layers run without autograd, each in its own scope).
+     * The layers' part of a training forward of {@code mb} at its end (causal: no mask): without
+     * checkpointing what each layer saved and the last layer's other tensors; with it, each
+     * layer's input (and the last output) plus one layer at a time (CausalLm.trainingHidden: the
+     * layers run without autograd, each in its own scope).
      */
     static long forwardEnd(ModelConfig c, int b, MicroBatch mb, boolean checkpointing) {
-        long n = mb.tokens(), t = mb.rowTokens(), layers = c.numLayers();
-        long common = n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created()) + masks(n, t) + negatedMask(n, t);
+        long n = mb.tokens(), layers = c.numLayers();
+        long common = n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created());
         if (checkpointing) {
-            return common + n * (layers + 1) * b * c.hiddenSize() + n * layer(c, b).created() + convertedMask(n, t, b);
+            return common + n * (layers + 1) * b * c.hiddenSize() + n * layer(c, b).created();
         }
         PerToken lay = layer(c, b);
         long perLayer = FORWARD_HOLDS_EVERY_LAYER ? layers * lay.created() : layers * lay.saved() + lay.created() - lay.saved();
-        return common + n * (embedding(c, b).created() + perLayer + finalNorm(c, b).created()) + layers * convertedMask(n, t, b);
+        return common + n * (embedding(c, b).created() + perLayer + finalNorm(c, b).created());
     }
 
     /**
@@ -466,7 +470,7 @@ public final class MemoryPlan {
      */
     static long trainingPeak(ModelConfig c, int b, MicroBatch mb, boolean div, boolean entropy, boolean checkpointing,
                              FusedHead fused) {
-        long n = mb.tokens(), t = mb.rowTokens(), layers = c.numLayers(), h = c.hiddenSize();
+        long n = mb.tokens(), layers = c.numLayers(), h = c.hiddenSize();
         long nv = mb.responseTokens() * c.vocabSize() * 4L, picked = mb.responseTokens() * h * b, hiddenOut = n * h * b;
         PerToken lay = layer(c, b);
         long saved;
@@ -475,13 +479,11 @@ public final class MemoryPlan {
             saved = n * (layers + 1) * b * h + n * finalNorm(c, b).saved();
             long backOfLayer = n * b * (h + Math.max(3L * c.intermediateSize(), (long) c.numHeads() * c.headDim()
                     + 2L * c.numKvHeads() * c.headDim() + h));
-            backLayer = saved + n * b * h + n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created()) + masks(n, t) + n * lay.created()
-                    + convertedMask(n, t, b) + backOfLayer;
+            backLayer = saved + n * b * h + n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created()) + n * lay.created() + backOfLayer;
             // the fused path's scope keeps the response positions' hidden states until the micro-batch ends
             if (fused != null) backLayer += picked;
         } else {
-            saved = n * (rope(c, b).saved() + embedding(c, b).saved() + layers * lay.saved() + finalNorm(c, b).saved())
-                    + layers * convertedMask(n, t, b);
+            saved = n * (rope(c, b).saved() + embedding(c, b).saved() + layers * lay.saved() + finalNorm(c, b).saved());
             backLayer = saved + picked + n * b * (h + 3L * c.intermediateSize());
         }
         long fwd = forwardEnd(c, b, mb, checkpointing);
@@ -525,26 +527,37 @@ public final class MemoryPlan {
      * #inferencePeak}, then the response positions' hidden states [N, H] and the head's chunks.
      */
     static long inferencePeakFused(ModelConfig c, int b, MicroBatch mb, FusedHead head) {
-        return Math.max(inferenceForward(c, b, mb), mb.responseTokens() * c.hiddenSize() * b + head.peak());
-    }
-
-    /** The layers of a forward without autograd at its peak: every tensor until CausalLm.hidden returns, one layer's mask at a time. */
-    private static long inferenceForward(ModelConfig c, int b, MicroBatch mb) {
-        long n = mb.tokens(), t = mb.rowTokens(), h = c.hiddenSize();
-        long layers = FORWARD_HOLDS_EVERY_LAYER ? c.numLayers() * layer(c, b).created() : layer(c, b).created() + (long) b * h;
-        return n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created() + embedding(c, b).created() + layers + finalNorm(c, b).created())
-                + masks(n, t) + convertedMask(n, t, b) + negatedMask(n, t);
+        return Math.max(inferenceForward(c, b, mb, false, false), mb.responseTokens() * c.hiddenSize() * b + head.peak());
     }
 
     /**
-     * A forward without autograd (the old and reference log-probs, PpoUpdater.logProbs): every
-     * tensor of the layers until CausalLm.hidden returns, with one layer's converted mask (and
-     * its bool negation) at a time; then the hidden states, the response positions and the
-     * logits, their division by the temperature and log_softmax, [N, V] float32 each.
+     * The layers of a forward without autograd at its peak: one layer's tensors at a time and its
+     * input; with {@code masked} (a prefill: a cache, left padding) the masks and one layer's
+     * converted mask, and with {@code expandedKv} (a masked GPU forward of a GQA model:
+     * Transformer.expandKvHeads) k and v copied to every query head, [n, heads·d] each, in the layer.
+     */
+    static long inferenceForward(ModelConfig c, int b, MicroBatch mb, boolean masked, boolean expandedKv) {
+        long n = mb.tokens(), t = mb.rowTokens(), h = c.hiddenSize();
+        long layer = layer(c, b).created() + (expandedKv ? 2L * b * c.numHeads() * c.headDim() : 0);
+        long layers = FORWARD_HOLDS_EVERY_LAYER ? c.numLayers() * layer : layer + (long) b * h;
+        return n * (INPUT_BYTES_PER_TOKEN + rope(c, b).created() + embedding(c, b).created() + layers + finalNorm(c, b).created())
+                + (masked ? masks(n, t) + convertedMask(n, t, b) + negatedMask(n, t) : 0);
+    }
+
+    /**
+     * A forward without autograd (the old and reference log-probs, PpoUpdater.logProbs: right-padded
+     * without cache, so causal and unmasked): every tensor of the layers until CausalLm.hidden
+     * returns; then the hidden states, the response positions and the logits, their division by
+     * the temperature and log_softmax, [N, V] float32 each.
      */
     static long inferencePeak(ModelConfig c, int b, MicroBatch mb, boolean div) {
+        return inferencePeak(c, b, mb, div, false, false);
+    }
+
+    /** As above, masked (a prefill) and with k and v expanded to the query heads (a masked GPU forward of a GQA model) as said. */
+    static long inferencePeak(ModelConfig c, int b, MicroBatch mb, boolean div, boolean masked, boolean expandedKv) {
         long n = mb.tokens(), h = c.hiddenSize();
-        long fwd = inferenceForward(c, b, mb);
+        long fwd = inferenceForward(c, b, mb, masked, expandedKv);
         long nv = mb.responseTokens() * c.vocabSize() * 4L;
         long head = n * h * b + mb.responseTokens() * h * b + nv * (2 + (div ? 1 : 0));
         return Math.max(fwd, head);
@@ -565,7 +578,9 @@ public final class MemoryPlan {
         long slot = 2L * c.numLayers() * c.numKvHeads() * c.headDim() * b;
         long kv = slot * rows * cap;
         MicroBatch pre = new MicroBatch(rows, (long) rows * prompt, prompt, 0);
-        long prefill = inferencePeak(c, b, pre, false);
+        // the prefill is masked (left-padded prompts into a cache); on a GPU with grouped-query
+        // heads its k and v are expanded to the query heads for the memory-efficient kernel
+        long prefill = inferencePeak(c, b, pre, false, true, !cpu && c.numHeads() != c.numKvHeads());
         long logits = (long) rows * prompt * c.hiddenSize() * b + (long) rows * c.vocabSize() * (b + 4 + 28 + (filters ? 24 : 0));
         long bucket = Math.max(Math.max(1, rows / 4) * (long) prompt,
                 cpu ? Math.min((long) rows * prompt, Generator.PREFILL_CACHE_BYTES / Math.max(1, slot)) : 0), stems = Math.max(1, rows / Math.max(1, rolloutsPerTask)) * (long) prompt;

@@ -82,10 +82,16 @@ class ActivationCheckpointingTest {
      * clipped loss against perturbed old log-probs, the entropy bonus, backward, finishBackward.
      */
     static Pass forwardBackward(ModelConfig cfg, boolean checkpointing) {
+        return forwardBackward(cfg, checkpointing, true, PROMPTS, RESPONSES);
+    }
+
+    /** As above, the right-padded batch's attention causal (the default) or masked, over the given rows. */
+    static Pass forwardBackward(ModelConfig cfg, boolean checkpointing, boolean causal, List<int[]> prompts, List<int[]> responses) {
         try (CausalLm m = CausalLm.random(cfg, 11); PointerScope scope = new PointerScope()) {
             m.setActivationCheckpointing(checkpointing);
+            m.rightPaddedAsCausal(causal);
             m.setRequiresGrad(true);
-            TeacherForcing.Result tf = TeacherForcing.logProbs(m, PROMPTS, RESPONSES, 0.8, true);
+            TeacherForcing.Result tf = TeacherForcing.logProbs(m, prompts, responses, 0.8, true);
             long[] off = tf.offsets();
             int n = (int) off[off.length - 1];
             SplittableRandom rng = new SplittableRandom(5);

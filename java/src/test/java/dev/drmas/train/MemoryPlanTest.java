@@ -6,7 +6,8 @@
 // the resident bytes plus the largest transient. The fused LM head (ppo.fused_lm_head): what
 // FusedLmHead holds per chunk and across a micro-batch in float32, bfloat16 and at a temperature,
 // the micro-batch's peak with it at a real vocabulary, and the advice that switches it on (a GPU
-// run's line says its CUDA path has not run on a GPU yet).
+// run's line says its CUDA path has not run on a GPU yet). Only the prefill's attention is masked (and, on a
+// GPU, copies k and v to the query heads); the training and log-prob forwards are causal, without a mask.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -92,12 +93,33 @@ class MemoryPlanTest {
 
     @Test
     void aTrainingForwardAtItsEnd() {
-        // 4 rows of 16 tokens (n = 64): inputs 41 + rope 84 bytes per token (d = 4: 4 + 8 + 48 + 8 + 16); masks
-        // 2·64·16 + 2·16² + 64 + 16·16 = 2880 and the negation 64·16; the embedding 32, two layers' saved tensors
+        // 4 rows of 16 tokens (n = 64): inputs 41 + rope 84 bytes per token (d = 4: 4 + 8 + 48 + 8 + 16); no
+        // mask (right-padded without cache: causal attention); the embedding 32, two layers' saved tensors
         // 2·668 plus the last layer's unsaved ones (1036 − 668: each layer runs in its own scope) and the final
-        // norm 100 bytes per token; each layer's float32 mask 64·16·4
-        long expected = 64 * (41 + 84) + 2880 + 1024 + 64 * (32 + 2 * 668 + (1036 - 668) + 100) + 2 * 64 * 16 * 4;
+        // norm 100 bytes per token
+        long expected = 64 * (41 + 84) + 64 * (32 + 2 * 668 + (1036 - 668) + 100);
         assertEquals(expected, MemoryPlan.forwardEnd(shape(), 4, MemoryPlan.microBatch(4, 0, 10, 6), false));
+    }
+
+    @Test
+    void onlyThePrefillIsMaskedAndOnAGpuItsKvHeadsAreExpanded() {
+        ModelConfig c = shape();
+        MemoryPlan.MicroBatch mb = MemoryPlan.microBatch(4, 0, 10, 6);
+        long causal = MemoryPlan.inferenceForward(c, 4, mb, false, false);
+        // 4 rows of 16 tokens (n = 64): inputs 41, rope 84, embedding 32, one layer's 1036 and its input 32, final norm 100
+        assertEquals(64 * (41 + 84 + 32 + 1036 + 32 + 100), causal);
+        // masked: the masks 2·64·16 + 2·16² + 64 + 16·16 = 2880, one float32 converted mask 64·16·4 and its bool
+        // negation 64·16
+        long masked = causal + 2880 + 64 * 16 * 4 + 64 * 16;
+        assertEquals(masked, MemoryPlan.inferenceForward(c, 4, mb, true, false));
+        // k and v expanded to the 2 query heads of 4: 2 · 8 floats a token more in the layer
+        assertEquals(masked + 64 * 2 * 8 * 4, MemoryPlan.inferenceForward(c, 4, mb, true, true));
+        // the generation's prefill on 4 ranks (6 rows of 10 prompt tokens, as kvCacheOfOneTurnPerRank) is masked, expanded
+        // only off the CPU
+        long onCpu = plan(4, "run.device=cpu").models().get(0).generation().prefill();
+        long onGpu = plan(4, "run.device=cuda").models().get(0).generation().prefill();
+        assertEquals(6 * 10 * (41 + 84 + 32 + 1036 + 32 + 100) + 2 * 60 * 10 + 2 * 10 * 10 + 60 + 16 * 10 + 60 * 10 * 4 + 60 * 10, onCpu);
+        assertEquals(60L * 2 * 8 * 4, onGpu - onCpu);
     }
 
     @Test
@@ -165,8 +187,8 @@ class MemoryPlanTest {
         // chunks of 220 tokens at V = 151936 (128 MiB of float32 logits), N = 24 < 220: one chunk of 24
         assertEquals(24, u.fusedHead().chunkTokens());
         // what autograd saved, per token (d = 4, float32): rope 32, embedding 32, two layers 2·668, final norm 36 = 1436
-        // bytes; each layer's mask 64·16·4: 64 · 1436 + 2 · 4096 = 100096
-        long saved = 100096, picked = 24 * 8 * 4, nv = 24L * 151936 * 4;
+        // bytes (no mask: the attention is causal): 64 · 1436 = 91904
+        long saved = 91904, picked = 24 * 8 * 4, nv = 24L * 151936 * 4;
         // fused: saved + the response positions' hidden states + the head (one chunk of logits and dL/dh's product,
         // dL/dh and 28 bytes a token)
         assertEquals(saved + picked + (nv + 24 * 8 * 4) + (24 * 8 * 4 + 24 * 28), u.peak(false, true));
