@@ -280,46 +280,15 @@ public final class Checkpoints {
         loadOptimizer(checkpoint, id, ModelOptimizer.wrap(optim));
     }
 
-    /** The same for an optimiser in full or mixed precision: mixed also restores its fp32 master weights when the checkpoint has them. */
-    public static void loadOptimizer(Path checkpoint, String id, ModelOptimizer optim) {
-        Path master = checkpoint.resolve(MASTER).resolve(id);
-        if (optim.sharded()) {
-            loadSharded(checkpoint, id, optim);
-            return;
-        }
-        if (optim.keepsMasterWeights() && Files.isDirectory(master)) {
-            try (SafeTensors st = SafeTensors.open(master); PointerScope scope = new PointerScope()) {
-                Map<String, Tensor> w = new LinkedHashMap<>();
-                for (String name : optim.parameterNames()) {
-                    if (!st.tensors().containsKey(name)) throw new IllegalArgumentException(master + ": no tensor " + name);
-                    w.put(name, st.get(name, ScalarType.Float, new Device("cpu")));
-                }
-                optim.loadMasterWeights(w);
-            } catch (IllegalArgumentException e) {
-                throw named(master, e);
-            }
-        }
-        Path f = checkpoint.resolve("optim").resolve(id + ".safetensors");
-        JsonNode steps = state(checkpoint).path("optimizer_steps").path(id);
-        if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);
-        try (SafeTensors st = SafeTensors.open(f); PointerScope scope = new PointerScope()) {
-            Map<String, Tensor> state = new LinkedHashMap<>();
-            for (String name : st.tensors().keySet()) {
-                Tensor like = optim.state().get(name);
-                if (like == null) throw new IllegalArgumentException(f + ": unexpected tensor " + name);
-                state.put(name, st.get(name, like.scalar_type().intern(), like.device()));
-            }
-            optim.load(state, steps.asLong());
-        } catch (IllegalArgumentException e) {
-            throw named(f, e);
-        }
-    }
-
     /**
-     * A sharded optimiser's resume: each rank reads only its own part of each tensor, from the
-     * mapped files (no rank holds a whole tensor of the state on the host), and names what is missing.
+     * The same for an optimiser in full or mixed precision: mixed also restores its fp32 master
+     * weights when the checkpoint has them. Every tensor is read from the mapped files straight into
+     * the live state (each tensor, not the whole state, passes through memory on its way: on a GPU,
+     * a copy of every moment beside the live ones was 8 bytes a parameter more at resume); a sharded
+     * optimiser reads only its own part of each. What is missing or of another shape is named before
+     * anything changes.
      */
-    private static void loadSharded(Path checkpoint, String id, ModelOptimizer optim) {
+    public static void loadOptimizer(Path checkpoint, String id, ModelOptimizer optim) {
         Path master = checkpoint.resolve(MASTER).resolve(id);
         if (optim.keepsMasterWeights() && Files.isDirectory(master)) {
             try (SafeTensors st = SafeTensors.open(master)) {
@@ -333,7 +302,7 @@ public final class Checkpoints {
         if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);
         try (SafeTensors st = SafeTensors.open(f)) {
             for (String name : st.tensors().keySet()) {
-                // exp_avg.<param> or exp_avg_sq.<param>, as the unsharded path's state names
+                // exp_avg.<param> or exp_avg_sq.<param>, as ModelOptimizer.state() names them
                 int dot = name.indexOf('.');
                 String moment = dot < 0 ? "" : name.substring(0, dot), param = name.substring(dot + 1);
                 if (!(moment.equals("exp_avg") || moment.equals("exp_avg_sq")) || !optim.parameterNames().contains(param)) {

@@ -571,17 +571,37 @@ public final class ModelOptimizer implements AutoCloseable {
         }
     }
 
-    /** Sharded: restores this rank's part of AdamW's moments from {@code state}, and the step count. */
+    /**
+     * Restores AdamW's moments from {@code state} and the step count, read straight into the live
+     * moments (a mapped checkpoint file: no copy of a whole moment, let alone of all of them, on the
+     * way); sharded, this rank's part of each.
+     */
     public void load(StateSource state, long steps) {
-        if (shard == null) throw new IllegalStateException("an unsharded optimiser loads whole tensors (load(Map, steps))");
         Map<String, Tensor> adamState = adam.state();
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             // both moments checked before either changes; then read straight into the live state
             checkShapes("exp_avg.", state);
             checkShapes("exp_avg_sq.", state);
-            readOwn("exp_avg.", state, adamState.get("exp_avg.chunk"));
-            readOwn("exp_avg_sq.", state, adamState.get("exp_avg_sq.chunk"));
+            if (shard != null) {
+                readOwn("exp_avg.", state, adamState.get("exp_avg.chunk"));
+                readOwn("exp_avg_sq.", state, adamState.get("exp_avg_sq.chunk"));
+            } else {
+                readWhole("exp_avg.", state, adamState);
+                readWhole("exp_avg_sq.", state, adamState);
+            }
             adam.restoreSteps(steps);
+        }
+    }
+
+    /**
+     * Unsharded: reads every tensor {@code prefix + name} of {@code source} into {@code live}'s
+     * tensor of that name, one at a time (the source's temporaries freed before the next).
+     */
+    private void readWhole(String prefix, StateSource source, Map<String, Tensor> live) {
+        for (String name : params.keySet()) {
+            try (PointerScope ts = new PointerScope()) {
+                source.read(prefix + name, 0, live.get(prefix + name));
+            }
         }
     }
 
@@ -648,12 +668,17 @@ public final class ModelOptimizer implements AutoCloseable {
         publish();
     }
 
-    /** Sharded: restores this rank's part of the fp32 master weights from {@code weights} and spreads them into the model's weights. */
+    /**
+     * Restores the fp32 master weights from {@code weights}, read straight into the live masters,
+     * and rounds them into the model's weights; sharded, this rank's part of each, spread over
+     * every rank's weights (a collective: every rank calls it at the same point).
+     */
     public void loadMasterWeights(StateSource weights) {
-        if (shard == null) throw new IllegalStateException("an unsharded optimiser loads whole tensors (loadMasterWeights(Map))");
+        if (!mixed) throw new IllegalStateException("full precision keeps no master weights");
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             checkShapes("", weights);
-            readOwn("", weights, master.get("chunk"));
+            if (shard != null) readOwn("", weights, master.get("chunk"));
+            else readWhole("", weights, master);
         }
         publish();
     }

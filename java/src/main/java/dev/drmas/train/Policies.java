@@ -80,7 +80,11 @@ final class Policies implements AutoCloseable {
         return open(cfg, runDir, checkpoint, sftDir, dev.drmas.dist.Collective.single());
     }
 
-    /** As above as one rank of {@code dist} (distributed.shard_optimizer shards each optimiser over its ranks). */
+    /**
+     * As above as one rank of {@code dist} (distributed.shard_optimizer shards each optimiser over its
+     * ranks). A collective: every rank calls it at the same point, after rank 0's {@link
+     * #prepareRunFolder} (a sharded optimiser resumed with master weights spreads them over the ranks).
+     */
     static Policies open(RunConfig cfg, Path runDir, Path checkpoint, Path sftDir, dev.drmas.dist.Collective dist) {
         Device device = device(cfg);
         String origin = checkpoint != null ? "checkpoint " + checkpoint : null;
@@ -351,6 +355,21 @@ final class Policies implements AutoCloseable {
             Checkpoints.replaceFolder(dir.resolveSibling(id + ".tmp"), dir, "the KL reference of model '" + id + "'", ref::save);
         }
         unsavedReferences.clear();
+    }
+
+    /**
+     * What rank 0 writes into the run folder before any rank opens the models (the others read it
+     * then): the built-in tokenizer, when a model has no path. Nothing else of {@link #open} writes
+     * there, so every rank can open the models together (as they must: opening takes part in
+     * collectives).
+     */
+    static void prepareRunFolder(RunConfig cfg, Path runDir) {
+        for (String id : cfg.usedModels()) {
+            if (cfg.models().get(id).path() == null) {
+                builtinTokenizer(runDir);
+                return;
+            }
+        }
     }
 
     /** The built-in tokenizer of a run, written once into runDir/tokenizer. */

@@ -65,14 +65,28 @@ public final class Trainer implements AutoCloseable {
             throw new UncheckedIOException("cannot create the run folder " + runDir + " (run.output_dir/run.name)", e);
         }
         this.workload = Workflows.open(cfg, log);
+        long dataPos;
         try {
             SamplingStreams.check(cfg, workload);
             // what the checkpoint cannot honour stops every rank; what changed safely rank 0 logs
             // (what only training needs fixed, the seed and the data, train() checks: eval and sft may change them)
             trainingChanges = checkpoint == null ? List.of()
                     : ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()));
-            // rank 0 first: it writes what the run folder lacks (the built-in tokenizer); the others then read it
-            if (!dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
+            // rank 0 alone writes what the run folder lacks (the built-in tokenizer), which the others then read; but
+            // every rank opens the models at the same point, after the barrier: opening takes part in collectives (a
+            // sharded optimiser's resume spreads its fp32 master weights over the ranks' weights), which pair up only
+            // when every rank runs them (rank 0 opening alone paired its spreading with the others' barrier: a hang)
+            if (dist.isMaster()) Policies.prepareRunFolder(cfg, runDir);
+            dist.barrier("rank 0's setup of the run folder");
+            long[] start = startOf(checkpoint);
+            // each rank found its checkpoint (or none) itself: ranks that start from different ones would train apart,
+            // and their collectives would not pair up (already those of opening the models: a resumed sharded optimiser
+            // spreads its masters, a fresh one does not), so this is checked before the models open
+            dist.requireSame(new double[] {start[0], start[1]}, 0, "the [step, data_position] the run starts from", "this rank "
+                    + (checkpoint != null ? "resumed " + checkpoint : "found no checkpoint") + "; every rank must see the same "
+                    + "run folder: a rank that found another checkpoint, or none, would train from another step");
+            this.step = start[0];
+            dataPos = start[1];
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
             try {
                 GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize());
@@ -81,25 +95,8 @@ public final class Trainer implements AutoCloseable {
                 throw e;
             }
             this.policies = ps;
-            if (dist.isMaster()) dist.barrier("rank 0's setup of the run folder");
         } catch (RuntimeException e) {
             workload.close();  // the retriever's index
-            throw e;
-        }
-        long dataPos = 0;
-        if (checkpoint != null) {
-            var st = Checkpoints.state(checkpoint);
-            this.step = st.path("step").asLong();
-            dataPos = st.path("data_position").asLong();
-        }
-        try {
-            // each rank found its checkpoint (or none) itself: ranks that start from different ones would train apart,
-            // and their collectives would no longer pair up
-            dist.requireSame(new double[] {step, dataPos}, 0, "the [step, data_position] the run starts from", "this rank "
-                    + (checkpoint != null ? "resumed " + checkpoint : "found no checkpoint") + "; every rank must see the same "
-                    + "run folder: a rank that found another checkpoint, or none, would train from another step");
-        } catch (RuntimeException e) {
-            close();
             throw e;
         }
         this.checkpoint = checkpoint;
@@ -115,6 +112,13 @@ public final class Trainer implements AutoCloseable {
             }
         }
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
+    }
+
+    /** The [step, data position] a run starts from: {@code checkpoint}'s, or zeros without one. */
+    private static long[] startOf(Path checkpoint) {
+        if (checkpoint == null) return new long[2];
+        var st = Checkpoints.state(checkpoint);
+        return new long[] {st.path("step").asLong(), st.path("data_position").asLong()};
     }
 
     /** A trainer for {@code cfg}: resumes its latest checkpoint when run.resume says so. */

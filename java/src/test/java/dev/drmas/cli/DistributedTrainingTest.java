@@ -2,7 +2,9 @@
 // 127.0.0.1, with the ranks as child JVMs (`drmas launch`, as a user runs it): two ranks train to
 // the same weights and log the same merged metrics as one process on the same global batch, and a
 // rank killed mid-run ends the other with an error naming it within distributed.timeout_s. The
-// search workload (three models, BM25 on every rank) likewise.
+// search workload (three models, BM25 on every rank) likewise. A sharded run resumes on two ranks to
+// what it reaches uninterrupted, in fp32 and with bf16 weights and fp32 masters (whose resume is a
+// collective: the ranks must open their models together).
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -172,6 +174,43 @@ class DistributedTrainingTest {
         assertEquals(8.0 * params, oneStep.get("memory/policy/optimizer_bytes").asDouble(), "unsharded fp32: two moments");
     }
 
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aShardedBf16RunResumesOnTwoRanksAsItRunsUninterrupted() throws Exception {
+        // bf16 weights with fp32 masters (the shipped GPU configs' precision), the optimiser sharded
+        // over two ranks, a KL reference: two steps uninterrupted, and the run folder as a crash after
+        // step 1's checkpoint leaves it, resumed on two ranks, reach the same masters and weights. The
+        // resume spreads each rank's part of the masters over every rank's weights, a collective: when
+        // rank 0 opened the models alone, it paired with the other ranks' barrier and the resume hung
+        // until distributed.timeout_s
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        String[] bf16 = {"trainer.eval_freq=0", "distributed.shard_optimizer=true", "distributed.timeout_s=30",
+                "models.policy.dtype=bfloat16", "models.policy.master_dtype=float32", "ppo.reference_model=true", "ppo.kl_coef=0.1"};
+        Cli.Run whole = launch(config, dir.resolve("whole"), bf16);
+        assertEquals(0, whole.exit(), whole.out() + whole.err());
+        copyTree(dir.resolve("whole"), dir.resolve("resumed"));
+        dev.drmas.train.Checkpoints.deleteTree(dir.resolve("resumed/dp/checkpoints/step_000002"));
+        Cli.Run rest = launch(config, dir.resolve("resumed"), bf16);
+        assertEquals(0, rest.exit(), rest.out() + rest.err());
+        assertTrue(rest.out().contains("[rank0] drmas: resumed") && rest.out().contains("[rank1] drmas: resumed"), rest.out());
+
+        Path a = dir.resolve("whole/dp/checkpoints"), b = dir.resolve("resumed/dp/checkpoints");
+        Map<String, float[]> m1 = masters(a.resolve("step_000001")), m2 = masters(a.resolve("step_000002"));
+        // the test can fail: step 2 moved the masters well beyond the tolerance, and they are not the bf16 weights
+        assertTrue(maxDiff(m1, m2) > 1e-4, "step 2 changed the masters by only " + maxDiff(m1, m2));
+        assertTrue(maxDiff(m2, weights(a.resolve("step_000002"))) > 0, "the checkpoint's masters are its bf16 weights");
+        double d = maxDiff(m2, masters(b.resolve("step_000002")));
+        assertTrue(d <= 1e-6, "uninterrupted vs resumed on 2 sharded ranks: masters' max |Δ| = " + d);
+        d = maxDiff(weights(a.resolve("step_000002")), weights(b.resolve("step_000002")));
+        assertTrue(d <= 1e-6, "uninterrupted vs resumed on 2 sharded ranks: bf16 weights' max |Δ| = " + d);
+    }
+
+    /** The fp32 master weights of model "policy" in {@code checkpoint}. */
+    static Map<String, float[]> masters(Path checkpoint) throws Exception {
+        return tensors(checkpoint.resolve("master/policy"));
+    }
+
     private static void copyTree(Path from, Path to) throws java.io.IOException {
         try (Stream<Path> s = Files.walk(from)) {
             for (Path p : s.toList()) {
@@ -318,15 +357,20 @@ class DistributedTrainingTest {
     }
 
     static Map<String, float[]> weights(Path checkpoint, String model) throws Exception {
+        return tensors(checkpoint.resolve("models/" + model));
+    }
+
+    /** Every tensor of the .safetensors files of {@code folder}, as floats. */
+    static Map<String, float[]> tensors(Path folder) throws Exception {
         Map<String, float[]> out = new LinkedHashMap<>();
-        try (Stream<Path> files = Files.list(checkpoint.resolve("models/" + model))) {
+        try (Stream<Path> files = Files.list(folder)) {
             for (Path f : files.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList()) {
                 try (SafeTensors st = SafeTensors.open(f); PointerScope scope = new PointerScope()) {
                     for (String name : st.tensors().keySet()) out.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
                 }
             }
         }
-        assertTrue(!out.isEmpty(), "no weights in " + checkpoint);
+        assertTrue(!out.isEmpty(), "no tensors in " + folder);
         return out;
     }
 

@@ -256,6 +256,19 @@ class TrainerEndToEndTest {
         assertTrue(got.get(0).contains(diverged) && got.get(0).contains("rank 1: the [step, data_position] the run starts from[0] = 0.0"),
                 got.get(0));
         assertTrue(got.get(1).contains("this rank found no checkpoint"), got.get(1));
+        // sharded with bf16 weights, opening the models is a collective on resume only (the masters are spread over
+        // the ranks' weights): the check comes before it, or rank 0 would spread them while rank 1 checked
+        Path c = tmp.resolve("rc"), d = tmp.resolve("rd");
+        String[] sharded = {"trainer.steps=1", "trainer.save_freq=1", "trainer.eval_freq=0", "distributed.shard_optimizer=true",
+                "models.policy.dtype=bfloat16", "models.policy.master_dtype=float32"};
+        try (Trainer t = Trainer.open(config(c, sharded), QUIET)) {
+            t.train();
+        }
+        assertTrue(Files.isDirectory(c.resolve("e2e/checkpoints/step_000001/master/policy")), "no masters to spread");
+        got = twoRanks(r -> config(r == 0 ? c : d, sharded), (t, rank) -> "started at step " + t.step(), RuntimeException::getMessage);
+        assertTrue(got.get(0).contains(diverged) && got.get(0).contains("this rank resumed " + c.resolve("e2e/checkpoints/step_000001")),
+                got.get(0));
+        assertTrue(got.get(1).contains(diverged) && got.get(1).contains("this rank found no checkpoint"), got.get(1));
     }
 
     @Test
