@@ -56,6 +56,8 @@ enum cudaError {
     cudaErrorInvalidConfiguration = 9,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidDeviceFunction = 98,
+    cudaErrorNoKernelImageForDevice = 209,
 };
 typedef enum cudaError cudaError_t;
 
@@ -81,6 +83,16 @@ struct cudaPointerAttributes {
     void* hostPointer;
 };
 
+// The two attributes cuda_backend.cu asks for (the real enum's values).
+enum cudaDeviceAttr {
+    cudaDevAttrComputeCapabilityMajor = 75,
+    cudaDevAttrComputeCapabilityMinor = 76,
+};
+
+struct cudaFuncAttributes {
+    int numRegs;
+};
+
 // ---- host API (native/emu/simt.cpp) ----------------------------------------------------
 cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDevice(int* device);
@@ -99,6 +111,18 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t str
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* ptr);
+// Every emulated device has compute capability DRMAS_EMU_COMPUTE_CAPABILITY ("7.5"; default
+// "9.0"), and the emulated library has kernel images for 8.0 and newer, as libdrmas's default
+// DRMAS_CUDA_ARCHITECTURES (80-real;90-real;90-virtual): below 8.0, cudaFuncGetAttributes and
+// every launch fail with cudaErrorNoKernelImageForDevice, as on a real GPU.
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+namespace drmas_emu {
+cudaError_t func_attributes(cudaFuncAttributes* attr);
+}
+template <class T>
+inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T*) {
+    return drmas_emu::func_attributes(attr);
+}
 
 // ---- counters for tests ------------------------------------------------------------------
 // drmas_emu_counters(out) fills out[DRMAS_EMU_COUNTERS] with the totals since the process

@@ -138,6 +138,19 @@ int device_count() {
     }();
     return count;
 }
+// The emulated devices' compute capability (major * 10 + minor) and whether the library has a
+// kernel image for it (cuda_runtime.h).
+int compute_capability() {
+    static const int cc = [] {
+        const char* s = getenv("DRMAS_EMU_COMPUTE_CAPABILITY");
+        int major = 9, minor = 0;
+        if (s != nullptr && sscanf(s, "%d.%d", &major, &minor) != 2)
+            die("DRMAS_EMU_COMPUTE_CAPABILITY=%s is not MAJOR.MINOR (e.g. 7.5)", s);
+        return major * 10 + minor;
+    }();
+    return cc;
+}
+bool has_kernel_image() { return compute_capability() >= 80; }
 thread_local int t_device = 0;
 thread_local cudaError_t t_last_error = cudaSuccess;
 
@@ -615,6 +628,10 @@ void run_kernel(const Launch& launch, void (*body)(void*), void* ctx) {
         record(t_device < 0 || t_device >= device_count() ? cudaErrorInvalidDevice : cudaErrorInvalidConfiguration);
         return;
     }
+    if (!has_kernel_image()) {
+        record(cudaErrorNoKernelImageForDevice);
+        return;
+    }
     if (launch.block.y != 1 || launch.block.z != 1 || launch.grid.y != 1 || launch.grid.z != 1)
         die("kernel %s: the emulator runs one-dimensional grids and blocks only", launch.name);
     if (g_lane != nullptr) die("kernel %s launched from inside a kernel", launch.name);
@@ -664,6 +681,22 @@ cudaError_t cudaGetDevice(int* device) {
     *device = t_device;
     return cudaSuccess;
 }
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+    if (value == nullptr) return record(cudaErrorInvalidValue);
+    if (device < 0 || device >= device_count()) return record(cudaErrorInvalidDevice);
+    switch (attr) {
+        case cudaDevAttrComputeCapabilityMajor: *value = compute_capability() / 10; return cudaSuccess;
+        case cudaDevAttrComputeCapabilityMinor: *value = compute_capability() % 10; return cudaSuccess;
+    }
+    return record(cudaErrorInvalidValue);
+}
+cudaError_t drmas_emu::func_attributes(cudaFuncAttributes* attr) {
+    if (attr == nullptr) return record(cudaErrorInvalidValue);
+    if (device_count() == 0) return record(cudaErrorNoDevice);
+    if (!has_kernel_image()) return record(cudaErrorNoKernelImageForDevice);
+    attr->numRegs = 0;
+    return cudaSuccess;
+}
 cudaError_t cudaSetDevice(int device) {
     if (device < 0 || device >= device_count()) return record(cudaErrorInvalidDevice);
     t_device = device;
@@ -683,6 +716,8 @@ const char* cudaGetErrorString(cudaError_t e) {
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
         case cudaErrorNoDevice: return "no CUDA-capable device is detected";
         case cudaErrorInvalidDevice: return "invalid device ordinal";
+        case cudaErrorInvalidDeviceFunction: return "invalid device function";
+        case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";
     }
     return "unrecognized error code";
 }

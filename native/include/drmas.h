@@ -73,6 +73,14 @@ DRMAS_API const char* drmas_version(void);
 DRMAS_API int32_t drmas_cuda_compiled(void);
 /* 1 when compiled with CUDA and at least one device with a working driver is visible. */
 DRMAS_API int32_t drmas_cuda_available(void);
+/* Whether this library's CUDA kernels can run on CUDA device `device`: DRMAS_OK, or
+ * DRMAS_ERR_UNSUPPORTED when the library was built without CUDA, sees no usable device, or has no
+ * kernel image for the device (it was compiled for other architectures: CMake's
+ * DRMAS_CUDA_ARCHITECTURES), DRMAS_ERR_RANGE for a device that is not there. The message names the
+ * device's compute capability and the architectures compiled in. Without this check the first
+ * kernel launch is what fails ("no kernel image is available for execution on the device"), which
+ * in training is the first update, after a whole rollout. Leaves the current device as it was. */
+DRMAS_API int32_t drmas_cuda_check_device(int32_t device);
 /* Threads used by the CPU backend (default: hardware concurrency, or OMP_NUM_THREADS
  * when set). n <= 0 restores the default. */
 DRMAS_API int32_t drmas_set_num_threads(int32_t n);

@@ -422,6 +422,12 @@ int32_t drmas_cuda_set_device(int32_t device) {
         return cuda_set_device(device);
     });
 }
+int32_t drmas_cuda_check_device(int32_t device) {
+    return guarded("drmas_cuda_check_device", [&]() -> int32_t {
+        if (int32_t st = check_device("drmas_cuda_check_device", DRMAS_DEVICE_CUDA)) return st;
+        return cuda_check_device(device);
+    });
+}
 int32_t drmas_cuda_get_device(int32_t* device) {
     return guarded("drmas_cuda_get_device", [&]() -> int32_t {
         if (int32_t st = check_device("drmas_cuda_get_device", DRMAS_DEVICE_CUDA)) return st;

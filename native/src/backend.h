@@ -108,6 +108,7 @@ int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind);
 int32_t cuda_synchronize(void* stream);
 int32_t cuda_device_count();
 int32_t cuda_set_device(int32_t device);
+int32_t cuda_check_device(int32_t device);
 int32_t cuda_get_device(int32_t* device);
 
 }  // namespace drmas

@@ -252,6 +252,19 @@ cudaError_t zero_outside_rows(float* tokens, int64_t first, int64_t last, int64_
     return e;
 }
 
+// An empty kernel, compiled into the same fatbin as every other kernel of this file: whether the
+// runtime can load it on a device is whether the library has a kernel image for that device.
+__global__ void probe_kernel() {}
+
+// The architectures of that fatbin, for messages (CMakeLists.txt passes DRMAS_CUDA_ARCHITECTURES).
+#if defined(DRMAS_CUDA_EMULATION)
+const char* const kArchitectures = "emulated (compute capability 8.0 and newer, as 80-real,90-real,90-virtual)";
+#elif defined(DRMAS_CUDA_ARCHS)
+const char* const kArchitectures = DRMAS_CUDA_ARCHS;
+#else
+const char* const kArchitectures = "unknown";
+#endif
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------
@@ -310,6 +323,36 @@ int32_t cuda_set_device(int32_t device) {
     if (device < 0 || device >= count)
         return fail(DRMAS_ERR_RANGE, "%s: device %d is not in [0, %d)", fn, device, count);
     DRMAS_CUDA_TRY("cudaSetDevice", cudaSetDevice(device));
+    return DRMAS_OK;
+}
+
+int32_t cuda_check_device(int32_t device) {
+    const char* fn = "drmas_cuda_check_device";
+    const int32_t count = cuda_device_count();
+    if (device < 0 || device >= count)
+        return fail(DRMAS_ERR_RANGE, "%s: device %d is not in [0, %d)", fn, device, count);
+    int major = 0, minor = 0;
+    DRMAS_CUDA_TRY("cudaDeviceGetAttribute", cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    DRMAS_CUDA_TRY("cudaDeviceGetAttribute", cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    // cudaFuncGetAttributes asks about the current device: make it `device` for the call only.
+    int previous = 0;
+    DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&previous));
+    DRMAS_CUDA_TRY("cudaSetDevice", cudaSetDevice(device));
+    cudaFuncAttributes attr;
+    const cudaError_t e = cudaFuncGetAttributes(&attr, probe_kernel);
+    (void)cudaGetLastError();
+    if (previous != device) {
+        (void)cudaSetDevice(previous);
+        (void)cudaGetLastError();
+    }
+    if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
+        return fail(DRMAS_ERR_UNSUPPORTED,
+                    "%s: libdrmas has no CUDA kernel image for device %d (compute capability %d.%d: %s); it was "
+                    "compiled for the architectures %s: rebuild it with %d%d-real added to CMake's DRMAS_CUDA_ARCHITECTURES "
+                    "(README, \"Installing on a GPU server\")",
+                    fn, device, major, minor, cudaGetErrorString(e), kArchitectures, major, minor);
+    }
+    if (e != cudaSuccess) return cuda_fail(fn, "cudaFuncGetAttributes", e);
     return DRMAS_OK;
 }
 

@@ -50,6 +50,7 @@ int32_t cuda_memcpy(void*, const void*, size_t, int32_t) { return no_cuda("cuda_
 int32_t cuda_synchronize(void*) { return no_cuda("cuda_synchronize"); }
 int32_t cuda_device_count() { return 0; }
 int32_t cuda_set_device(int32_t) { return no_cuda("cuda_set_device"); }
+int32_t cuda_check_device(int32_t) { return no_cuda("cuda_check_device"); }
 int32_t cuda_get_device(int32_t*) { return no_cuda("cuda_get_device"); }
 
 }  // namespace drmas

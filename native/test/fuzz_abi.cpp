@@ -1080,7 +1080,7 @@ void fuzz_sample() {
 }
 
 void fuzz_library() {
-    switch (below(6)) {
+    switch (below(7)) {
         case 0: count_status(0); if (!drmas_version() || !*drmas_version()) FAIL("drmas_version is empty"); break;
         case 1: count_status(0); (void)drmas_cuda_compiled(); (void)drmas_cuda_available(); break;
         case 2: {
@@ -1113,6 +1113,14 @@ void fuzz_library() {
             count_status(st);
             st = drmas_cuda_free(nullptr);
             count_status(st);
+            break;
+        }
+        case 5: {  // any ordinal: a status and a message, never a crash (a device or not)
+            const int32_t d = chance(0.5) ? (int32_t)below(4) - 1 : (int32_t)u64();
+            const int32_t st = drmas_cuda_check_device(d);
+            count_status(st);
+            if (!g_cuda && st == 0) FAIL("drmas_cuda_check_device(%d) passed without a device", d);
+            check_error_message(st, "drmas_cuda_check_device");
             break;
         }
         default: count_status(0); (void)drmas_get_num_threads(); (void)strlen(drmas_last_error()); break;

@@ -308,6 +308,13 @@ static void test_errors() {
     st = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
     if (!drmas_cuda_available())
         CHECK(st == DRMAS_ERR_UNSUPPORTED && strlen(drmas_last_error()) > 0, "CUDA without a GPU: %d %s", st, drmas_last_error());
+    // the trainer's check at start: a library without CUDA says so (the GPU cases: test_cuda.cpp)
+    if (!drmas_cuda_compiled()) {
+        st = drmas_cuda_check_device(0);
+        CHECK(st == DRMAS_ERR_UNSUPPORTED && strcmp(drmas_last_error(), "drmas_cuda_check_device: this libdrmas was built without "
+                                                                         "CUDA (nvcc was not found at build time)") == 0,
+              "check_device without CUDA: %d %s", st, drmas_last_error());
+    }
 }
 
 static void test_broadcast() {

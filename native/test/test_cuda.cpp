@@ -1513,6 +1513,56 @@ static void test_devices(std::mt19937_64& rng) {
     check(drmas_cuda_set_device(0) == DRMAS_OK, "set device 0 back");
 }
 
+// drmas_cuda_check_device: every visible device passes (a GPU of an architecture libdrmas was
+// compiled for), an ordinal outside [0, count) is DRMAS_ERR_RANGE, and the current device stays.
+// With DRMAS_TEST_EXPECT_NO_IMAGE=1 (ctest cuda_emu_no_image: the emulator as a compute capability
+// 7.5 GPU, which the default architectures do not cover) every device is refused, naming its
+// compute capability, the compiled architectures and the one to add, and a kernel call fails.
+static void test_check_device(bool expect_no_image) {
+    const int32_t count = drmas_cuda_device_count();
+    int32_t before = -1;
+    check(drmas_cuda_get_device(&before) == DRMAS_OK, "get device: %s", drmas_last_error());
+    const char* cc = getenv("DRMAS_EMU_COMPUTE_CAPABILITY");
+    for (int32_t d = 0; d < count; ++d) {
+        const int32_t st = drmas_cuda_check_device(d);
+        const std::string msg = drmas_last_error();
+        if (expect_no_image) {
+            const std::string want = format("drmas_cuda_check_device: libdrmas has no CUDA kernel image for device %d "
+                                            "(compute capability %s: no kernel image is available for execution on the device); "
+                                            "it was compiled for the architectures ", d, cc != nullptr ? cc : "?");
+            std::string arch = cc != nullptr ? cc : "";
+            arch.erase(std::remove(arch.begin(), arch.end(), '.'), arch.end());
+            check(st == DRMAS_ERR_UNSUPPORTED && msg.rfind(want, 0) == 0 && msg.find("rebuild it with " + arch + "-real added") != std::string::npos,
+                  "check of device %d without a kernel image: status %d, message \"%s\"", d, st, msg.c_str());
+        } else {
+            check(st == DRMAS_OK, "check of device %d: status %d: %s", d, st, msg.c_str());
+        }
+        int32_t cur = -1;
+        check(drmas_cuda_get_device(&cur) == DRMAS_OK && cur == before, "the check of device %d left device %d current, not %d",
+              d, cur, before);
+    }
+    for (int32_t d : {count, -1}) {
+        const int32_t st = drmas_cuda_check_device(d);
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_RANGE && msg == format("drmas_cuda_check_device: device %d is not in [0, %d)", d, count),
+              "check of device %d: status %d, message \"%s\"", d, st, msg.c_str());
+    }
+    if (expect_no_image) {
+        // what a run met without the check: the first kernel call fails, with CUDA's words
+        const std::vector<float> v = {1.0f, 2.0f, 3.0f};
+        const std::vector<int32_t> ids = {0, 0, 1};
+        DeviceArray<float> dv(v);
+        DeviceArray<int32_t> di(ids);
+        DeviceArray<int64_t> count2(2);
+        DeviceArray<double> mean(2), m2(2);
+        const int32_t st = drmas_segment_stats_f32(DRMAS_DEVICE_CUDA, 3, dv.get(), di.get(), 2, 1, count2.get(), mean.get(),
+                                                   m2.get(), nullptr, nullptr);
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_CUDA && msg.find("no kernel image is available for execution on the device") != std::string::npos,
+              "a kernel call without a kernel image: status %d, message \"%s\"", st, msg.c_str());
+    }
+}
+
 // drmas_clipped_loss_async_f32: the same results as the synchronous call, bit for bit, and the
 // same refusals (host offsets checked with the CPU's messages) leaving the outputs untouched.
 static void test_async_loss(std::mt19937_64& rng) {
@@ -2075,6 +2125,13 @@ int main() {
         printf("no CUDA device: skipping CUDA tests\n");
         return 77;
     }
+    const char* no_image = getenv("DRMAS_TEST_EXPECT_NO_IMAGE");
+    if (no_image != nullptr && strcmp(no_image, "1") == 0) {
+        // only the refusal: no kernel of the other parts can run
+        test_check_device(true);
+        printf("%d passed, %d failed\n", g_pass, g_fail);
+        return g_fail ? 1 : 0;
+    }
     std::mt19937_64 rng(20260208);
     // Each part's wall time, to see what the emulated suite spends its time on.
     auto timed = [&](const char* name, void (*part)(std::mt19937_64&)) {
@@ -2093,6 +2150,7 @@ int main() {
     timed("errors", test_errors);
     timed("order_edges", test_advantage_order_edges);
     timed("devices", test_devices);
+    timed("check_device", [](std::mt19937_64&) { test_check_device(false); });
     timed("async_loss", test_async_loss);
     timed("lmhead", test_lmhead);
     timed("lmhead_denormal", [](std::mt19937_64&) { test_lmhead_denormal_target(); });

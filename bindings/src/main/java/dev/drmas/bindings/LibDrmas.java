@@ -147,6 +147,11 @@ public final class LibDrmas {
         static final MethodHandle CUDA_GET_DEVICE = handle("drmas_cuda_get_device", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
     }
 
+    // Apart from Cuda: a library older than this function still serves the others.
+    private static final class CudaCheck {
+        static final MethodHandle CUDA_CHECK_DEVICE = handle("drmas_cuda_check_device", FunctionDescriptor.of(JAVA_INT, JAVA_INT), false);
+    }
+
     private static String cString(MemorySegment p) {
         return p.equals(MemorySegment.NULL) ? "" : p.reinterpret(Long.MAX_VALUE).getString(0);
     }
@@ -411,6 +416,19 @@ public final class LibDrmas {
     public static void cudaSetDevice(int device) {
         try {
             check((int) Cuda.CUDA_SET_DEVICE.invokeExact(device));
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /**
+     * Throws a DrmasException saying why libdrmas's CUDA kernels cannot run on {@code device}: built
+     * without CUDA, no usable device, or no kernel image for its compute capability (the message
+     * names it and the architectures compiled in); returns when they can.
+     */
+    public static void cudaCheckDevice(int device) {
+        try {
+            check((int) CudaCheck.CUDA_CHECK_DEVICE.invokeExact(device));
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -276,6 +276,19 @@ class CudaKernelsTest {
         }
     }
 
+    /** Every visible device has a kernel image (the emulated ones are 9.0); an ordinal past them is a range error. */
+    @Test
+    void everyDevicePassesTheKernelImageCheck() {
+        int count = LibDrmas.cudaDeviceCount();
+        for (int d = 0; d < count; d++) {
+            LibDrmas.cudaCheckDevice(d);
+            assertEquals(0, LibDrmas.cudaGetDevice(), "the check of device " + d + " must leave device 0 current");
+        }
+        DrmasException e = assertThrows(DrmasException.class, () -> LibDrmas.cudaCheckDevice(count));
+        assertEquals(DrmasException.ERR_RANGE, e.status());
+        assertEquals("drmas_cuda_check_device: device " + count + " is not in [0, " + count + ") (status 3)", e.getMessage());
+    }
+
     @Test
     void badInputsOnCudaLeaveDeviceOutputsUntouched() {
         float[] guard = {-7, -7, -7, -7};

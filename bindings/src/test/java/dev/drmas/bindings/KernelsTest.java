@@ -250,6 +250,18 @@ class KernelsTest {
         assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CUDA, DRMAS, 1, seg(new float[1]),
                 seg(new int[1]), seg(new int[1]), seg(new int[1]), 1, 1, 1, seg(new float[1]), null, null));
     }
+
+    /** The trainer's check at start (Policies.device) on a library or machine without CUDA: why not, in words. */
+    @Test
+    void cudaDeviceCheckWithoutAGpuSaysWhy() {
+        if (LibDrmas.cudaAvailable()) return;  // CudaKernelsTest checks the devices
+        DrmasException e = assertThrows(DrmasException.class, () -> LibDrmas.cudaCheckDevice(0));
+        assertEquals(DrmasException.ERR_UNSUPPORTED, e.status());
+        assertEquals(LibDrmas.cudaCompiled()
+                ? "drmas_cuda_check_device: no usable CUDA device (no GPU or no driver) (status 6)"
+                : "drmas_cuda_check_device: this libdrmas was built without CUDA (nvcc was not found at build time) (status 6)",
+                e.getMessage());
+    }
     /**
      * An output that is a read-only segment (a read-only file mapping would fault in native code: a dead
      * JVM) is refused before the call; read-only inputs are fine. Found by review.
