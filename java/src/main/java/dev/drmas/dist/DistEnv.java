@@ -19,6 +19,24 @@ public record DistEnv(String masterAddr, int masterPort, int rank, int worldSize
         return worldSize > 1;
     }
 
+    /**
+     * The CUDA device of this process among the {@code deviceCount} it sees: its local rank when that
+     * is one of them (one process per GPU, every GPU of the node visible to each), else 0 when it sees
+     * exactly one (a scheduler that binds one GPU to each process: SLURM's --gpus-per-task=1 or
+     * --gpu-bind, a per-rank CUDA_VISIBLE_DEVICES, where cuda:LOCAL_RANK would be an invalid ordinal).
+     * Otherwise an error naming LOCAL_RANK, the count and {@code visibleDevices} (CUDA_VISIBLE_DEVICES,
+     * null when unset).
+     */
+    public int cudaDevice(int deviceCount, String visibleDevices) {
+        if (localRank < deviceCount) return localRank;
+        if (deviceCount == 1) return 0;
+        String visible = "CUDA_VISIBLE_DEVICES " + (visibleDevices == null ? "unset" : "'" + visibleDevices + "'");
+        if (deviceCount <= 0) throw new IllegalArgumentException("this process sees no CUDA device (" + visible + ")");
+        throw new IllegalArgumentException("LOCAL_RANK " + localRank + " (RANK " + rank + " when LOCAL_RANK is unset) has no "
+                + "CUDA device of its own: this process sees " + deviceCount + " (" + visible + "); start at most one process "
+                + "per visible GPU on each node, with LOCAL_RANK 0 to " + (deviceCount - 1) + ", or give each process one GPU of its own");
+    }
+
     /** The process's own environment. */
     public static DistEnv fromEnvironment() {
         return from(System.getenv());

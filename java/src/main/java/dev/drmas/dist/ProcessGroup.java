@@ -21,6 +21,7 @@ import org.bytedeco.pytorch.Backend;
 import org.bytedeco.pytorch.BarrierOptions;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.GlooDeviceVector;
+import org.bytedeco.pytorch.LongVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
 import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.TCPStoreOptions;
@@ -36,7 +37,7 @@ public final class ProcessGroup implements Collective {
     private final DistEnv env;
     private final long timeoutMs;
     private final long bucketBytes;
-    private final Device device;  // where collective buffers live: cpu for gloo, cuda:LOCAL_RANK for nccl
+    private final Device device;  // where collective buffers live: cpu for gloo, this rank's GPU for nccl (DistEnv.cudaDevice)
     private final String backendName;
     // the backend (an intrusive_ptr held by its Java peer) owns the store; both live as long as this
     // object, and the store is only used while the backend is
@@ -66,7 +67,9 @@ public final class ProcessGroup implements Collective {
                     + "use gloo (or auto) on the CPU");
         }
         this.backendName = nccl ? "nccl" : "gloo";
-        this.device = new Device(nccl ? "cuda:" + env.localRank() : "cpu");
+        // the device Policies.device trains on (the same rule): NCCL's buffers and its barrier's tensor
+        this.device = new Device(nccl ? "cuda:" + env.cudaDevice((int) torch.cuda_device_count(), System.getenv("CUDA_VISIBLE_DEVICES"))
+                : "cpu");
         if (env.rank() == 0) requirePortFree(env);
         this.store = openStore(env, timeoutMs);
         try {
@@ -256,14 +259,28 @@ public final class ProcessGroup implements Collective {
         long t0 = System.nanoTime();
         arrive(what);
         try (PointerScope scope = new PointerScope()) {
-            BarrierOptions o = new BarrierOptions();
-            o.timeout(new Milliseconds(timeoutMs));
-            await(backend.barrier(o), what);
+            await(backend.barrier(barrierOptions(timeoutMs, device)), what);
         } catch (RuntimeException e) {
             throw failure(what, e);
         } finally {
             busyNanos += System.nanoTime() - t0;
         }
+    }
+
+    /**
+     * A barrier bounded by {@code timeoutMs}, on {@code device} when it is a GPU. ProcessGroupNCCL's
+     * barrier is an all-reduce of one number on a device it must choose: device_ids[0] when given,
+     * else one a collective has used, else a guess, rank % (devices it sees), which is wrong when ranks
+     * are not placed in order on their nodes, and it is the first collective of a run (Trainer's
+     * start). The Backend reads device_ids; BarrierOptions.device is for c10d's ProcessGroup wrapper,
+     * which this class does not use. Gloo's barrier needs no device.
+     */
+    static BarrierOptions barrierOptions(long timeoutMs, Device device) {
+        BarrierOptions o = new BarrierOptions();
+        o.timeout(new Milliseconds(timeoutMs));
+        // an array: LongVector(long) is the vector of that many zeros
+        if (device.is_cuda()) o.device_ids(new LongVector(new long[] {device.index()}));
+        return o;
     }
 
     /** All-reduces (sum) each tensor in place: started together, then awaited, each wait bounded. */

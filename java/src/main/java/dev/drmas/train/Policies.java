@@ -396,13 +396,53 @@ final class Policies implements AutoCloseable {
             case AUTO -> torch.cuda_is_available();
         };
         if (!cuda) return new Device("cpu");
-        // One GPU per rank: the local rank picks it (0 when not distributed). It also becomes this
-        // thread's current device, once, for LibTorch and for libdrmas (whose kernels run on their
-        // tensors' device anyway), so that nothing of rank r lands on GPU 0 by default.
-        int index = dev.drmas.dist.DistEnv.fromEnvironment().localRank();
+        // One GPU per rank (0 when not distributed): DistEnv.cudaDevice's rule, as ProcessGroup's.
+        int index = dev.drmas.dist.DistEnv.fromEnvironment().cudaDevice((int) torch.cuda_device_count(),
+                System.getenv("CUDA_VISIBLE_DEVICES"));
+        // Training on it needs libdrmas's CUDA kernels (the PPO loss, the fused LM head): without them
+        // the run would get through the warm start and a whole rollout and stop at its first update.
+        String problem = null;
+        if (dev.drmas.bindings.LibDrmas.cudaAvailable()) {
+            try {
+                dev.drmas.bindings.LibDrmas.cudaCheckDevice(index);
+            } catch (dev.drmas.bindings.DrmasException e) {
+                problem = dev.drmas.bindings.LibDrmas.lastError();  // the library's words, without the status
+            }
+        }
+        requireKernels(cfg.run().device(), index, dev.drmas.bindings.LibDrmas.cudaCompiled(),
+                dev.drmas.bindings.LibDrmas.cudaAvailable(), problem);
+        // It also becomes this thread's current device, once, for LibTorch and for libdrmas (whose
+        // kernels run on their tensors' device anyway), so that nothing of rank r lands on GPU 0 by default.
         torch.setDeviceIndex((byte) index);
-        if (dev.drmas.bindings.LibDrmas.cudaAvailable()) dev.drmas.bindings.LibDrmas.cudaSetDevice(index);
+        dev.drmas.bindings.LibDrmas.cudaSetDevice(index);
         return new Device("cuda:" + index);
+    }
+
+    /**
+     * Refuses a run that picked CUDA device {@code index} ({@code setting}: run.device, cuda or auto)
+     * when libdrmas cannot run its kernels there: it was built without them ({@code drmasCompiled}
+     * false: no nvcc at build time), its CUDA runtime sees no device although LibTorch does
+     * ({@code drmasAvailable} false), or {@code deviceProblem} (drmas_cuda_check_device's message,
+     * null when the check passed: e.g. no kernel image for the GPU's compute capability).
+     */
+    static void requireKernels(dev.drmas.config.RunSettings.Device setting, int index, boolean drmasCompiled, boolean drmasAvailable,
+                               String deviceProblem) {
+        String why;
+        if (!drmasCompiled) {
+            why = "libdrmas was built without its CUDA kernels (nvcc was not found when it was built), and training on a GPU "
+                    + "needs them (the PPO loss and the fused LM head run in libdrmas): install the CUDA toolkit's nvcc and "
+                    + "rebuild (./drmas --cuda build; README, \"Installing on a GPU server\")";
+        } else if (!drmasAvailable) {
+            why = "libdrmas's CUDA runtime sees no usable device although LibTorch does (an NVIDIA driver older than the CUDA "
+                    + "toolkit libdrmas was compiled with?): update the driver, or rebuild libdrmas with the machine's toolkit";
+        } else if (deviceProblem != null) {
+            why = deviceProblem;
+        } else {
+            return;
+        }
+        String which = setting == dev.drmas.config.RunSettings.Device.AUTO
+                ? "is auto and LibTorch sees a GPU (cuda:" + index + ")" : "is cuda (cuda:" + index + ")";
+        throw ConfigException.at("run.device", which + ", but " + why + "; or train on the CPU with run.device=cpu");
     }
 
     /** The dtype of a model's weights: models.<id>.dtype, on every device (the CPU runs bf16 too, slower, but the same path as a GPU). */
