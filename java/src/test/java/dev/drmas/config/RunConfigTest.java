@@ -328,6 +328,22 @@ class RunConfigTest {
     }
 
     @Test
+    void shippedGpuConfigsWaitLongEnoughForGpuRolloutsAndCheckpoints() throws IOException {
+        // the 300 s default is below a GPU run's imbalance between ranks (long responses) and rank 0's
+        // checkpoint of a 4-7B model; past it NCCL's watchdog ends the run
+        int gpuConfigs = 0;
+        try (var files = Files.list(Path.of("../configs"))) {
+            for (Path f : files.filter(f -> f.toString().endsWith(".yaml")).sorted().toList()) {
+                RunConfig c = RunConfig.load(f);
+                if (c.run().device() != RunSettings.Device.CUDA) continue;
+                gpuConfigs++;
+                assertTrue(c.distributed().timeoutS() >= 1800, f + ": distributed.timeout_s is " + c.distributed().timeoutS());
+            }
+        }
+        assertEquals(2, gpuConfigs, "math-qwen3-4b and search-qwen2.5-7b run on cuda");
+    }
+
+    @Test
     void defaultAgentsRunOnTheOneModel() throws IOException {
         RunConfig c = RunConfig.load(write("actor.yaml", "models: {actor: {}}\n"));
         assertEquals(List.of(new AgentSpec("solver", "solver", "actor"), new AgentSpec("verifier", "verifier", "actor")), c.agents());
