@@ -2,12 +2,14 @@
 // ranks as two threads of this JVM, each with its own copy of a tiny model): with the rows split
 // unevenly (so that many mini-batches have an empty share on one rank) both ranks end with the
 // parameters and statistics of one process updating on all rows. Random advantages, so the
-// clipped policy loss, the entropy bonus and the per-agent gradient norms all take part.
+// clipped policy loss, the entropy bonus and the per-agent gradient norms all take part; token-mean
+// divides by the mini-batch's tokens on all ranks, seq-mean-token-mean by its rows on all ranks.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.algo.LossAggregation;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.config.DistributedConfig;
 import dev.drmas.dist.DistEnv;
@@ -25,7 +27,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 class PpoUpdaterDistributedTest {
     record Result(Map<String, float[]> params, PpoUpdater.Stats stats) {
@@ -34,7 +36,7 @@ class PpoUpdaterDistributedTest {
     static final ModelConfig CFG = ModelConfig.tiny(Family.LLAMA, PpoUpdaterTest.VOCAB);
     // Adam's eps = 1e-3, as in PpoUpdaterTest: summation-order rounding must not become lr-sized steps
     static final AdamW.Settings OPT = new AdamW.Settings(3e-3, 0.9, 0.999, 1e-3, 0.01, 0);
-    static final PpoUpdater.Settings PPO = new PpoUpdater.Settings(2, 4, 2, 1.0, 0.01, 1.0, LossConfig.defaults(), 8, true);
+    static final PpoUpdater.Settings PPO = ppo(LossAggregation.TOKEN_MEAN);
 
     static List<PpoUpdater.Row> rows() {
         List<PpoUpdater.Row> out = new ArrayList<>();
@@ -45,18 +47,22 @@ class PpoUpdaterDistributedTest {
         return out;
     }
 
-    static Result update(List<PpoUpdater.Row> rows, dev.drmas.dist.Collective dist) {
+    static PpoUpdater.Settings ppo(LossAggregation aggregation) {
+        return new PpoUpdater.Settings(2, 4, 2, 1.0, 0.01, 1.0, LossConfig.defaults().withAggregation(aggregation), 8, true);
+    }
+
+    static Result update(List<PpoUpdater.Row> rows, dev.drmas.dist.Collective dist, LossAggregation aggregation) {
         try (CausalLm m = CausalLm.random(CFG, 5); AdamW o = new AdamW(m.parameters(), OPT)) {
-            PpoUpdater.Stats st = new PpoUpdater(m, o, null, PPO, dist, "policy").update(rows, 17);
+            PpoUpdater.Stats st = new PpoUpdater(m, o, null, ppo(aggregation), dist, "policy").update(rows, 17);
             return new Result(PpoUpdaterTest.snapshot(m), st);
         }
     }
 
     @ParameterizedTest
-    @ValueSource(ints = {2, 7})
-    void twoRanksUpdateLikeOneProcess(int rank0Rows) throws Exception {
+    @CsvSource({"2, TOKEN_MEAN", "7, TOKEN_MEAN", "7, SEQ_MEAN_TOKEN_MEAN"})
+    void twoRanksUpdateLikeOneProcess(int rank0Rows, LossAggregation aggregation) throws Exception {
         List<PpoUpdater.Row> all = rows();
-        Result one = update(all, dev.drmas.dist.Collective.single());
+        Result one = update(all, dev.drmas.dist.Collective.single(), aggregation);
         int port;
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
@@ -71,7 +77,7 @@ class PpoUpdaterDistributedTest {
                 List<PpoUpdater.Row> mine = r == 0 ? all.subList(0, rank0Rows) : all.subList(rank0Rows, all.size());
                 fs.add(ex.submit(() -> {
                     try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
-                        return update(mine, pg);
+                        return update(mine, pg, aggregation);
                     }
                 }));
             }

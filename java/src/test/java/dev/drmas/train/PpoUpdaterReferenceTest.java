@@ -6,7 +6,8 @@
 // step is memoryless and moves each weight by lr·g/(|g| + 1): nearly proportional to its gradient
 // (plain Adam's steps are lr·sign(g) at first, blind to the gradient's size, and so to a wrong
 // normaliser, a lost clip or a wrong entropy scale). The other PpoUpdater tests compare two runs of
-// the same pipeline (native vs LibTorch loss, micro-batch sizes), which share those steps.
+// the same pipeline (native vs LibTorch loss, micro-batch sizes), which share those steps. Also each
+// agent's gradient norm (trainer.grad_norm_per_agent) against its own loss's backward.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -31,6 +32,7 @@ import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -149,6 +151,52 @@ class PpoUpdaterReferenceTest {
                 // compared as moves: rounding of the two paths (native kernel, micro-batches) is ~1e-7 of a move
                 double ref = x[i] - x0[i], moved = y[i] - x0[i];
                 assertEquals(ref, moved, 2e-6 + 1e-3 * Math.abs(ref), k + "[" + i + "] moved");
+            }
+        }
+    }
+
+    @Test
+    void perAgentNormsDivideEachAgentsLossByItsOwnRows() {
+        // trainer.grad_norm_per_agent: each agent's norm is that of its rows' loss as if trained alone, so under a
+        // per-row aggregation the divisor is the agent's own rows (empty ones too), not the model's. At the old
+        // policy the ratio is 1 and no clip acts: dL/dlogp of a token of row r is −A_r / (n_r · rows of its agent).
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        LossConfig loss = LossConfig.defaults().withAggregation(LossAggregation.SEQ_MEAN_TOKEN_MEAN);
+        List<PpoUpdater.Row> rows = new ArrayList<>();
+        for (PpoUpdater.Row r : PpoUpdaterTest.rows(7, 10)) {
+            // agent 0 has 4 rows, agent 1 has 6: a divisor of all 10 rows is wrong for both
+            rows.add(new PpoUpdater.Row(r.promptIds(), r.responseIds(), r.advantage(), rows.size() % 3 == 0 ? 0 : 1));
+        }
+        PpoUpdater.Settings s = new PpoUpdater.Settings(1, 10, 3, TEMPERATURE, 0.0, 0.0, loss, 1, true);
+        try (CausalLm m = CausalLm.random(cfg, 5); AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(1e-3))) {
+            double[] want = new double[2];
+            m.setRequiresGrad(true);
+            for (int a = 0; a < 2; a++) {
+                List<int[]> prompts = new ArrayList<>(), responses = new ArrayList<>();
+                List<Float> weight = new ArrayList<>();
+                int agentRows = 0;
+                for (PpoUpdater.Row r : rows) {
+                    if (r.agent() != a) continue;
+                    agentRows++;
+                    prompts.add(r.promptIds());
+                    responses.add(r.responseIds());
+                }
+                for (PpoUpdater.Row r : rows) {
+                    if (r.agent() != a) continue;
+                    for (int t = 0; t < r.responseIds().length; t++) weight.add(r.advantage() / (r.responseIds().length * (float) agentRows));
+                }
+                try (PointerScope scope = new PointerScope()) {
+                    Tensor lp = TeacherForcing.logProbs(m, prompts, responses, TEMPERATURE, true).logprobs();
+                    lp.mul(floats(weight)).sum().neg().backward();
+                    want[a] = GradNorm.of(m.parameters());
+                    for (Tensor w : m.parameters().values()) if (w.grad().defined()) w.grad().zero_();
+                }
+            }
+            m.setRequiresGrad(false);
+            PpoUpdater.Stats st = new PpoUpdater(m, o, null, s).update(rows, 3);
+            for (int a = 0; a < 2; a++) {
+                assertTrue(want[a] > 0, "agent " + a + " has a gradient");
+                assertEquals(want[a], st.agentGradNorms().get(a), 1e-4 * want[a], "agent " + a + "'s gradient norm");
             }
         }
     }
