@@ -5,7 +5,8 @@
 // shapes round differently, so one process is not the reference there); each rank holds 1/W of the
 // optimiser state; the gathered state (what checkpoints store) reaches rank 0 alone, loads into
 // another world size and continues alike, and gathers back bit for bit; a micro-batch's reduction of
-// the gradients holds a few buckets on the host, not the model, as does the unsharded reduction.
+// the gradients holds a few buckets on the host, not the model, as does the unsharded reduction; a
+// micro-batch's reduction and a step's spreading are one store round trip each, however many buckets.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -272,6 +273,33 @@ class ShardedOptimizerTest {
         assertTrue(whole > 3 * bound, "the gradients in fp32 (" + whole + " bytes, both ranks) must dwarf the bound (" + bound + ")");
         assertTrue(added[0] <= bound, "a micro-batch's reduction added " + added[0] + " bytes to the heap at its peak, both ranks "
                 + "(buckets of " + BIG_BUCKET + "; every gradient in fp32 on both ranks is " + whole + ")");
+    }
+
+    @Test
+    void aMicroBatchAndAStepAreOneStoreRoundTripEach() throws Exception {
+        // about a hundred buckets: each used to be a collective of its own, with a round trip to
+        // rank 0's store (its arrival) and a blocking wait before the next bucket was even made
+        List<long[]> ops = onTwoRanks(dist -> {
+            ProcessGroup pg = (ProcessGroup) dist;
+            Map<String, Tensor> w = weights();
+            try (ModelOptimizer o = ModelOptimizer.sharded(w, PpoUpdaterDistributedTest.OPT, dist, BIG_BUCKET)) {
+                torch.manual_seed(3 + dist.rank());
+                for (Tensor p : w.values()) {
+                    p.requires_grad_(true);
+                    p.mutable_grad().put(torch.randn(AdamW.shape(p)).to(ScalarType.BFloat16));
+                }
+                long before = pg.operations();
+                o.afterBackward();
+                long reduce = pg.operations() - before;
+                before = pg.operations();
+                o.step();
+                return new long[] {reduce, pg.operations() - before};
+            }
+        });
+        for (long[] r : ops) {
+            assertEquals(1, r[0], "store round trips of a micro-batch's reduction");
+            assertEquals(1, r[1], "store round trips of a step's spreading of the weights");
+        }
     }
 
     @Test
