@@ -31,15 +31,20 @@ class RandomInitMemoryTest {
     static final ModelConfig C = new ModelConfig(Family.QWEN3, 512, 512, 24, 4, 2, 64, 1e-6, 1e6, null, 61, false, false, false,
             256, "float32", null, List.of(), Map.of());
 
-    @Test
-    void aRandomBfloat16ModelHoldsOneFloat32DrawAtATime() {
+    /** C's weights: {count, largest tensor's}. */
+    static long[] weights() {
         long params = 0, largest = 0;
         for (long[] sh : CausalLm.parameterShapes(C).values()) {
-            long n = 1;
-            for (long d : sh) n *= d;
+            long n = java.util.Arrays.stream(sh).reduce(1, (x, y) -> x * y);
             params += n;
             largest = Math.max(largest, n);
         }
+        return new long[] {params, largest};
+    }
+
+    @Test
+    void aRandomBfloat16ModelHoldsOneFloat32DrawAtATime() {
+        long params = weights()[0], largest = weights()[1];
         try (PointerScope scope = new PointerScope()) {
             CausalLm.random(C, 1, ScalarType.BFloat16, new Device("cpu")).close();  // one-time costs
             PeakMemory phase = PeakMemory.start();
@@ -55,12 +60,7 @@ class RandomInitMemoryTest {
 
     @Test
     void anUninitialisedModelTakesItsOwnBytesAndCopiesExactly() {
-        long params = 0;
-        for (long[] sh : CausalLm.parameterShapes(C).values()) {
-            long n = 1;
-            for (long d : sh) n *= d;
-            params += n;
-        }
+        long params = weights()[0];
         try (PointerScope scope = new PointerScope(); CausalLm src = CausalLm.random(C, 5, ScalarType.BFloat16, new Device("cpu"))) {
             CausalLm.uninitialised(C, ScalarType.BFloat16, new Device("cpu")).close();
             PeakMemory phase = PeakMemory.start();
