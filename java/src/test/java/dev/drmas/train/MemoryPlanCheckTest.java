@@ -3,7 +3,7 @@
 // head, temperature and entropy bonus, two Llama models with reference models, Qwen3 at a
 // 30,000-id vocabulary and temperature, and opt-in its materialised twin; a deep bfloat16 Qwen3 on
 // short rows, whose update peaks in the optimiser step), the bytes the plan predicts for the update phase,
-// the step's peak — what the phase adds on top of what is resident before it — must be within 15%
+// the step's peak — what the phase adds on top of what is resident before it — must be within 15% (or the JVM's own 8 MiB of slack, where that is more)
 // of what the trainer measures (memory/peak_update_bytes: the high-water mark over the phase's
 // start); generation's prediction and measurement (memory/peak_rollout_bytes) are printed.
 // The measure is the exact heap count of libdrmas_memcount.so, which the pom preloads for this
@@ -181,7 +181,12 @@ class MemoryPlanCheckTest {
         int row = cfg.rollout().maxPromptTokens() + cfg.rollout().maxNewTokens();
         assertTrue(got.longestRow() >= 0.95 * row, name + ": the longest row (" + got.longestRow() + " tokens) is far from the"
                 + " plan's worst case (" + row + "): pick a seed whose rollouts reach it");
-        assertTrue(Math.abs(predUpdate - got.update()) <= TOLERANCE * got.update(), String.format(Locale.ROOT,
+        // Within 15%, or within the JVM's own native allocations (its compiler's arenas, which come and
+        // go during a phase and move its reading either way) where 15% is less than those: only the
+        // 16-layer config's ~20 MiB update is that small (it read 20.2 and 12.4 MiB in two runs of
+        // the same code), and a copy of its model (241.8 MiB once) is still far outside.
+        double allowed = Math.max(TOLERANCE * got.update(), dev.drmas.testing.HeapCounter.JVM_SLACK);
+        assertTrue(Math.abs(predUpdate - got.update()) <= allowed, String.format(Locale.ROOT,
                 "%s: update phase predicted %d bytes, measured %.0f (ratio %.3f)", name, predUpdate, got.update(), predUpdate / got.update()));
         // The update is the step's peak: the 15% holds it. Generation, since each layer of a
         // forward frees its own tensors, adds only ~50-130 MiB here, and its reading moved by up to
