@@ -203,10 +203,17 @@ class ShardedCheckpointTest {
             }
             try (ModelOptimizer o = ModelOptimizer.sharded(ShardedOptimizerTest.weights(), OPT, dist, BUCKET)) {
                 Checkpoints.loadOptimizer(cps.dir(2), "policy", o);
-                long a = ShardedOptimizerTest.heapAdded(dist, () -> {
-                    Checkpoints.loadOptimizer(cps.dir(3), "policy", o);
-                    return null;
-                });
+                // the least of three readings: the JVM's own native allocations (its compilers'
+                // arenas, made while the resume's code is first compiled) came within one reading
+                // in two fresh-clone CI runs (14.1 and 19.5 MB against ~1.6 MB alone); a copy of the
+                // whole state stays in every reading
+                long a = Long.MAX_VALUE;
+                for (int k = 0; k < 3; k++) {
+                    a = Math.min(a, ShardedOptimizerTest.heapAdded(dist, () -> {
+                        Checkpoints.loadOptimizer(cps.dir(3), "policy", o);
+                        return null;
+                    }));
+                }
                 if (dist.isMaster()) added[1] = a;
             }
             return null;
