@@ -3,6 +3,7 @@
 // the same code on one process (every operation a no-op) and on many (c10d, see ProcessGroup).
 package dev.drmas.dist;
 
+import dev.drmas.model.Scopes;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -19,8 +20,40 @@ public interface Collective extends AutoCloseable {
     /** Sums {@code x} element-wise over the ranks, in place. {@code what} names the call in errors. */
     void sum(double[] x, String what);
 
-    /** Sums the tensors over the ranks, in place (flattened into buckets; one dtype and device per bucket). */
+    /**
+     * Sums the tensors over the ranks, in place: flattened into buckets (one dtype and device per
+     * bucket), a few of them in flight at a time (see {@link #sumEach}), one operation.
+     */
     void sumTensors(List<Tensor> tensors, String what);
+
+    /**
+     * The buckets of {@link #sumEach}: bucket i is made when its turn comes and handed back summed,
+     * so that only the buckets in flight exist at once.
+     */
+    interface Buckets {
+        int count();
+
+        /** What bucket i holds, for errors ("parameters 10..19"). */
+        String name(int i);
+
+        /**
+         * Bucket i: a contiguous tensor (one dtype, on the group's device), summed in place. What
+         * else make allocates is freed when it returns; the bucket itself after {@link #done}.
+         */
+        Tensor make(int i);
+
+        /** Bucket i, summed over the ranks (the tensor {@link #make} gave), in order of i. */
+        void done(int i, Tensor summed);
+    }
+
+    /**
+     * Sums a sequence of buckets over the ranks, in place, as one operation: bucket i + 1 (up to a
+     * few ahead) is made and its sum started before bucket i's is awaited, so that making a bucket
+     * and the waits overlap the transfers, while memory holds a few buckets, not all of them. The
+     * element-wise sums are those of one bucket at a time: the results do not depend on the window.
+     * Every rank must call it with the same number of buckets of the same sizes.
+     */
+    void sumEach(String what, Buckets buckets);
 
     /**
      * All-gather into a flat buffer (ZeRO's updated weights): {@code full} is 1-D and holds
@@ -133,6 +166,20 @@ public interface Collective extends AutoCloseable {
 
         @Override
         public void sumTensors(List<Tensor> tensors, String what) {
+        }
+
+        @Override
+        public void sumEach(String what, Buckets buckets) {
+            // a sum of one term: each bucket is made (its temporaries freed) and handed back as it is
+            for (int i = 0; i < buckets.count(); i++) {
+                try (PointerScope scope = new PointerScope()) {
+                    Tensor t;
+                    try (PointerScope making = new PointerScope()) {
+                        t = Scopes.retain(new Tensor(buckets.make(i)));
+                    }
+                    buckets.done(i, Scopes.adopt(t));
+                }
+            }
         }
 
         @Override

@@ -1,16 +1,19 @@
 // ProcessGroup.java — the c10d collective: a TCPStore hosted by rank 0 for the rendezvous and a
 // ProcessGroupGloo (CPU) or ProcessGroupNCCL (CUDA) backend from the JavaCPP presets. Every wait
 // is bounded by distributed.timeout_s (c10d's own defaults are 5 and 30 minutes). Before each
-// collective a rank bumps its arrival counter in the store, so that when a collective fails the
-// survivors can say which rank did not arrive instead of only "connection closed".
+// collective operation (a sum of many buckets is one) a rank bumps its arrival counter in the
+// store, so that when a collective fails the survivors can say which rank did not arrive instead
+// of only "connection closed"; once per operation, not per bucket: a round trip to rank 0 each.
 package dev.drmas.dist;
 
 import dev.drmas.config.DistributedConfig;
+import dev.drmas.model.Scopes;
 import dev.drmas.model.Tensors;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import org.bytedeco.javacpp.PointerScope;
@@ -34,6 +37,14 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 public final class ProcessGroup implements Collective {
     private static final String ARRIVED = "drmas/arrived/";
 
+    /**
+     * Buckets in flight at once in {@link #sumEach}: while the oldest is awaited the next ones are
+     * already queued on the link, which hides their making, the waits' latency (NCCL's bounded wait
+     * polls the GPU with sleeps of a millisecond or more) and the calls' overheads; each one more
+     * holds another bucket (distributed.bucket_mb) of memory, so a few.
+     */
+    static final int WINDOW = 3;
+
     private final DistEnv env;
     private final long timeoutMs;
     private final long bucketBytes;
@@ -43,7 +54,7 @@ public final class ProcessGroup implements Collective {
     // object, and the store is only used while the backend is
     private final TCPStore store;
     private final Backend backend;
-    private long calls;      // collectives entered, the arrival counter this rank publishes
+    private long calls;      // collective operations entered, the arrival counter this rank publishes
     private long busyNanos;
     private boolean closed;
 
@@ -162,31 +173,155 @@ public final class ProcessGroup implements Collective {
         return busyNanos / 1e9;
     }
 
+    /**
+     * Collective operations this rank has entered: each is one arrival, one round trip to the
+     * store on rank 0, however many buckets it moves.
+     */
+    public long operations() {
+        return calls;
+    }
+
     @Override
     public void sum(double[] x, String what) {
         if (x.length == 0) return;
         try (PointerScope scope = new PointerScope()) {
             Tensor t = Tensors.doubles(x).to(device, ScalarType.Double);
-            run(what, List.of(t));
+            allReduce(what, t);
             Tensor back = t.cpu().contiguous();
             back.data_ptr_double().get(x);
         }
     }
 
+    /**
+     * Each bucket flattened (a copy, unless it is one contiguous tensor) when its turn comes and
+     * copied back once summed, then freed: a few flat buckets exist at once, not a copy of every
+     * tensor (the fp32 gradients of an unsharded model: 4 bytes a parameter more on the device).
+     */
     @Override
     public void sumTensors(List<Tensor> tensors, String what) {
         if (tensors.isEmpty()) return;
-        try (PointerScope scope = new PointerScope()) {
-            List<List<Tensor>> buckets = buckets(tensors, bucketBytes);
-            List<Tensor> flats = new ArrayList<>(buckets.size());
-            for (List<Tensor> b : buckets) flats.add(torch.flatten_dense_tensors(new TensorVector(b.toArray(Tensor[]::new))));
-            run(what, flats);
-            for (int i = 0; i < buckets.size(); i++) {
+        List<List<Tensor>> buckets = buckets(tensors, bucketBytes);
+        int[] first = new int[buckets.size()];
+        for (int i = 1; i < buckets.size(); i++) first[i] = first[i - 1] + buckets.get(i - 1).size();
+        sumEach(what, new Buckets() {
+            @Override
+            public int count() {
+                return buckets.size();
+            }
+
+            @Override
+            public String name(int i) {
+                return "tensors " + first[i] + ".." + (first[i] + buckets.get(i).size() - 1) + " of " + tensors.size();
+            }
+
+            @Override
+            public Tensor make(int i) {
+                return torch.flatten_dense_tensors(new TensorVector(buckets.get(i).toArray(Tensor[]::new)));
+            }
+
+            @Override
+            public void done(int i, Tensor flat) {
                 List<Tensor> b = buckets.get(i);
-                TensorVector parts = torch.unflatten_dense_tensors(flats.get(i), new TensorVector(b.toArray(Tensor[]::new)));
+                TensorVector parts = torch.unflatten_dense_tensors(flat, new TensorVector(b.toArray(Tensor[]::new)));
                 for (int j = 0; j < b.size(); j++) b.get(j).copy_(parts.get(j));
             }
+        });
+    }
+
+    /**
+     * One arrival for the whole sequence, then a window of {@link #WINDOW} buckets: bucket i + WINDOW
+     * is made and started once bucket i is summed and handed back. A failure names the operation
+     * and the bucket it was at (made or awaited), and the ranks that did not arrive.
+     */
+    @Override
+    public void sumEach(String what, Buckets buckets) {
+        int n = buckets.count();
+        if (n == 0) return;
+        long t0 = System.nanoTime();
+        arrive(what);
+        ArrayDeque<InFlight> flight = new ArrayDeque<>(WINDOW);
+        int at = 0;  // the bucket being made or awaited, for the error
+        try (PointerScope scope = new PointerScope()) {
+            AllreduceOptions o = new AllreduceOptions();
+            o.timeout(new Milliseconds(timeoutMs));
+            for (int i = 0; i < n; i++) {
+                if (flight.size() == WINDOW) {
+                    at = flight.peek().bucket();
+                    land(flight.poll(), buckets, what, n);
+                }
+                at = i;
+                flight.add(launch(i, buckets, o));
+            }
+            while (!flight.isEmpty()) {
+                at = flight.peek().bucket();
+                land(flight.poll(), buckets, what, n);
+            }
+        } catch (RuntimeException e) {
+            throw failure(bucketName(what, buckets, at, n), e);
+        } finally {
+            for (InFlight f : flight) f.release();  // after a failure: the backend holds its own references to what it still uses
+            busyNanos += System.nanoTime() - t0;
         }
+    }
+
+    /** A started bucket: its tensor and its work, each one reference of ours, released once it has landed. */
+    private record InFlight(int bucket, Tensor tensor, Work work) {
+        void release() {
+            tensor.releaseReference();
+            work.releaseReference();
+        }
+    }
+
+    /** Makes bucket i (its temporaries freed here) and starts its all-reduce. */
+    private InFlight launch(int i, Buckets buckets, AllreduceOptions o) {
+        try (PointerScope making = new PointerScope()) {
+            // a handle of our own, whatever scope (if any) owns the one make returned
+            Tensor t = Scopes.retain(new Tensor(buckets.make(i)));
+            try {
+                return new InFlight(i, t, Scopes.retain(backend.allreduce(new TensorVector(t), o)));
+            } catch (RuntimeException e) {
+                t.releaseReference();
+                throw e;
+            }
+        }
+    }
+
+    /** Awaits the oldest bucket and hands it back; then frees it. */
+    private void land(InFlight f, Buckets buckets, String what, int n) {
+        try (PointerScope scope = new PointerScope()) {
+            await(f.work(), bucketName(what, buckets, f.bucket(), n));
+            buckets.done(f.bucket(), f.tensor());
+        } finally {
+            f.release();
+        }
+    }
+
+    private static String bucketName(String what, Buckets buckets, int i, int n) {
+        return n == 1 ? what : what + ", bucket " + (i + 1) + " of " + n + " (" + buckets.name(i) + ")";
+    }
+
+    /** All-reduces (sum) one tensor in place: a sequence of one bucket. */
+    private void allReduce(String what, Tensor t) {
+        sumEach(what, new Buckets() {
+            @Override
+            public int count() {
+                return 1;
+            }
+
+            @Override
+            public String name(int i) {
+                return what;
+            }
+
+            @Override
+            public Tensor make(int i) {
+                return t;
+            }
+
+            @Override
+            public void done(int i, Tensor summed) {
+            }
+        });
     }
 
     /**
@@ -208,7 +343,7 @@ public final class ProcessGroup implements Collective {
             full.zero_();
             full.narrow(0, rank() * chunk.numel(), chunk.numel()).copy_(chunk);
         }
-        run(what, List.of(full));
+        allReduce(what, full);
     }
 
     private void checkChunks(Tensor full, Tensor chunk, String what) {
@@ -283,26 +418,13 @@ public final class ProcessGroup implements Collective {
         return o;
     }
 
-    /** All-reduces (sum) each tensor in place: started together, then awaited, each wait bounded. */
-    private void run(String what, List<Tensor> tensors) {
-        long t0 = System.nanoTime();
-        arrive(what);
-        try {
-            AllreduceOptions o = new AllreduceOptions();
-            o.timeout(new Milliseconds(timeoutMs));
-            List<Work> works = new ArrayList<>(tensors.size());
-            for (Tensor t : tensors) works.add(backend.allreduce(new TensorVector(t), o));
-            for (Work w : works) await(w, what);
-        } catch (RuntimeException e) {
-            throw failure(what, e);
-        } finally {
-            busyNanos += System.nanoTime() - t0;
-        }
-    }
-
+    /**
+     * Waits for {@code w}, bounded; a wait that returns incomplete is a failure like c10d's own
+     * timeouts (the caller's {@link #failure} then names the ranks that did not arrive).
+     */
     private void await(Work w, String what) {
         if (!w._wait(new Milliseconds(timeoutMs))) {
-            throw new DistributedException("rank " + rank() + ": " + what + " did not complete within " + seconds());
+            throw new IllegalStateException(what + " did not complete within " + seconds());
         }
     }
 

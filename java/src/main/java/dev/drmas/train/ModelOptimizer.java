@@ -221,52 +221,87 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /**
      * ZeRO-2's reduction of one micro-batch: the parameters' .grad (zeros where undefined), in
-     * fp32 buckets of consecutive parameters, summed over the ranks; this rank adds the part that
-     * falls in its chunk to its fp32 gradient; the .grad are zeroed.
+     * fp32 buckets of consecutive parameters, summed over the ranks (one operation, a few buckets
+     * in flight); this rank adds the part that falls in its chunk to its fp32 gradient; the .grad
+     * are zeroed.
      */
     private void reduceIntoChunk() {
         List<Tensor> ps = paramList();
-        forEachBucket((from, to, start, end) -> {
+        forEachBucket("the gradients of a micro-batch", (from, to, start, end) -> {
             Tensor[] parts = new Tensor[to - from];
             for (int i = from; i < to; i++) {
                 Tensor g = ps.get(i).grad();
                 parts[i - from] = g.defined() ? g.detach().reshape(-1).to(ScalarType.Float) : zerosF32(shard.numel()[i], ps.get(i));
             }
             Tensor bucket = torch.cat(new org.bytedeco.pytorch.TensorVector(parts), 0);
-            shard.dist().sumTensors(List.of(bucket), "the gradients of a micro-batch (parameters " + from + ".." + (to - 1) + ")");
-            long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
-            if (a < b) shard.gradChunk().narrow(0, a - shard.lo(), b - a).add_(bucket.narrow(0, a - start, b - a));
+            // the bucket is a copy: the .grad can take the next micro-batch's while it is summed
             for (int i = from; i < to; i++) {
                 Tensor g = ps.get(i).grad();
                 if (g.defined()) g.detach_().zero_();
             }
+            return bucket;
+        }, (from, to, start, end, bucket) -> {
+            long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
+            if (a < b) shard.gradChunk().narrow(0, a - shard.lo(), b - a).add_(bucket.narrow(0, a - start, b - a));
         });
     }
 
-    /** One bucket: parameters [from, to), covering [start, end) of the flat vector. */
-    private interface Bucket {
-        void on(int from, int to, long start, long end);
+    /** Makes the fp32 bucket of parameters [from, to), which cover [start, end) of the flat vector. */
+    private interface BucketMaker {
+        Tensor make(int from, int to, long start, long end);
+    }
+
+    /** Takes the bucket of parameters [from, to) back, summed over the ranks. */
+    private interface BucketTaker {
+        void take(int from, int to, long start, long end, Tensor summed);
     }
 
     /**
-     * Walks the parameters in buckets of consecutive ones, about bucketBytes of fp32 each (at least
-     * one parameter), without autograd: the same cut for the gradients' reduction and the weights'
-     * spreading, so every rank's collectives pair up. Each bucket has its own PointerScope, so that
-     * its buffers are freed before the next one's exist (one scope around them all held every
-     * bucket's until the last: a buffer of the whole model after all).
+     * Sums the parameters over the ranks in buckets of consecutive ones, about bucketBytes of fp32
+     * each (at least one parameter), without autograd: the same cut for the gradients' reduction
+     * and the weights' spreading, so every rank's collectives pair up. One collective operation
+     * ({@link Collective#sumEach}): a bucket is made when its turn comes and freed once taken, so
+     * that only the few buckets in flight exist at once, never a buffer of the whole model.
      */
-    private void forEachBucket(Bucket f) {
+    private void forEachBucket(String what, BucketMaker maker, BucketTaker taker) {
         int n = shard.numel().length;
+        List<Integer> cuts = new ArrayList<>();  // bucket b holds parameters [cuts[b], cuts[b + 1])
+        cuts.add(0);
+        for (int from = 0; from < n; ) {
+            int to = from;
+            long bytes = 0;
+            while (to < n && (to == from || bytes + shard.numel()[to] * 4 <= shard.bucketBytes())) bytes += shard.numel()[to++] * 4;
+            cuts.add(to);
+            from = to;
+        }
         try (NoGradGuard ng = new NoGradGuard()) {
-            for (int from = 0; from < n; ) {
-                int to = from;
-                long bytes = 0;
-                while (to < n && (to == from || bytes + shard.numel()[to] * 4 <= shard.bucketBytes())) bytes += shard.numel()[to++] * 4;
-                try (PointerScope scope = new PointerScope()) {
-                    f.on(from, to, shard.offset()[from], shard.offset()[to - 1] + shard.numel()[to - 1]);
+            shard.dist().sumEach(what, new Collective.Buckets() {
+                @Override
+                public int count() {
+                    return cuts.size() - 1;
                 }
-                from = to;
-            }
+
+                @Override
+                public String name(int b) {
+                    return "parameters " + cuts.get(b) + ".." + (cuts.get(b + 1) - 1);
+                }
+
+                @Override
+                public Tensor make(int b) {
+                    int from = cuts.get(b), to = cuts.get(b + 1);
+                    return maker.make(from, to, shard.offset()[from], end(to));
+                }
+
+                @Override
+                public void done(int b, Tensor summed) {
+                    int from = cuts.get(b), to = cuts.get(b + 1);
+                    taker.take(from, to, shard.offset()[from], end(to), summed);
+                }
+
+                private long end(int to) {
+                    return shard.offset()[to - 1] + shard.numel()[to - 1];
+                }
+            });
         }
     }
 
@@ -345,11 +380,12 @@ public final class ModelOptimizer implements AutoCloseable {
             // buffer is summed over the ranks (x + 0 is x: exact), and the parameters take their
             // values; no buffer of the whole model
             List<Tensor> ps = paramList();
-            forEachBucket((from, to, start, end) -> {
+            forEachBucket("the all-gather of the updated weights", (from, to, start, end) -> {
                 Tensor buf = zerosF32(end - start, shard.masterChunk());
                 long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
                 if (a < b) buf.narrow(0, a - start, b - a).copy_(shard.masterChunk().narrow(0, a - shard.lo(), b - a));
-                shard.dist().sumTensors(List.of(buf), "the all-gather of the updated weights (parameters " + from + ".." + (to - 1) + ")");
+                return buf;
+            }, (from, to, start, end, buf) -> {
                 for (int i = from; i < to; i++) {
                     ps.get(i).copy_(buf.narrow(0, shard.offset()[i] - start, shard.numel()[i]).view(ps.get(i).sizes()));
                 }

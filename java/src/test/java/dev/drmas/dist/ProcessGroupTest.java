@@ -1,7 +1,9 @@
 // ProcessGroupTest.java — the c10d collective on loopback with the real Gloo backend, two ranks as
 // two threads of this JVM (each with its own store client and process group): sums of numbers and
-// of bucketed tensors, the equality check, a stalled rank named within the timeout, a taken
-// master port (and a MASTER_ADDR that is not local, which is no taken port). Every wait is bounded by a short distributed.timeout_s.
+// of bucketed tensors (exact, one store round trip however many buckets), the equality check, a
+// stalled rank named within the timeout (with the bucket it was awaited at), a taken master port
+// (and a MASTER_ADDR that is not local, which is no taken port). Every wait is bounded by a short
+// distributed.timeout_s.
 package dev.drmas.dist;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -142,6 +144,108 @@ class ProcessGroupTest {
         String m = res.get(0);
         assertTrue(m.contains("gradients of model policy") && m.contains("rank 1") && m.contains("did not arrive"), m);
         assertTrue(s < 30, "took " + s + " s");
+    }
+
+    /** Rank r's test values: n floats (a [rows, n / rows] matrix read transposed when rows > 1) or doubles, from seed r * 1000 + k. */
+    private static Tensor values(int r, int k, int n, boolean dbl) {
+        java.util.Random rnd = new java.util.Random(r * 1000L + k);
+        if (dbl) {
+            double[] d = new double[n];
+            for (int i = 0; i < n; i++) d[i] = rnd.nextGaussian();
+            return Tensors.doubles(d);
+        }
+        float[] f = new float[n];
+        for (int i = 0; i < n; i++) f[i] = (float) rnd.nextGaussian();
+        return Tensors.floats(f);
+    }
+
+    @Test
+    void aSumOfManyBucketsIsExactAndOneOperation() throws Exception {
+        // 40 tensors of awkward sizes, floats and doubles, one a transposed (non-contiguous) view, in
+        // ~400-byte buckets: many more buckets than are in flight at once. Two terms commute, so each
+        // element must be exactly a0 + a1 of its own position, whatever the window
+        int count = 40;
+        List<Boolean> ok = twoRanks(cfg(20, 400.0 / (1 << 20)), pg -> {
+            try (PointerScope scope = new PointerScope()) {
+                List<Tensor> mine = new ArrayList<>();
+                for (int k = 0; k < count; k++) {
+                    Tensor t = values(pg.rank(), k, 7 + 13 * k, k % 9 == 4);
+                    mine.add(k == 11 ? t.view(10, 15).t() : t);  // 7 + 143 = 150 elements: [10, 15] transposed
+                }
+                long ops = pg.operations();
+                pg.sumTensors(mine, "test tensors");
+                assertEquals(ops + 1, pg.operations(), "one store round trip for the whole sum");
+                assertTrue(ProcessGroup.buckets(mine, 400).size() > 3 * ProcessGroup.WINDOW, "more buckets than in flight at once");
+                for (int k = 0; k < count; k++) {
+                    boolean dbl = k % 9 == 4;
+                    Tensor a = values(0, k, 7 + 13 * k, dbl), b = values(1, k, 7 + 13 * k, dbl);
+                    Tensor got = mine.get(k);
+                    if (k == 11) got = got.t().contiguous().view(-1);
+                    if (dbl) {
+                        double[] x = doublesOf(a), y = doublesOf(b), z = doublesOf(got);
+                        for (int i = 0; i < x.length; i++) assertEquals(x[i] + y[i], z[i], 0.0, "tensor " + k + "[" + i + "]");
+                    } else {
+                        float[] x = Tensors.toFloats(a), y = Tensors.toFloats(b), z = Tensors.toFloats(got);
+                        for (int i = 0; i < x.length; i++) assertEquals(x[i] + y[i], z[i], 0.0f, "tensor " + k + "[" + i + "]");
+                    }
+                }
+                return true;
+            }
+        });
+        assertEquals(List.of(true, true), ok);
+    }
+
+    @Test
+    void aRankThatDoesNotArriveAtAManyBucketSumIsNamedWithTheBucket() throws Exception {
+        List<String> res = twoRanks(cfg(2, 1e-4), pg -> {
+            double[] x = {1};
+            pg.sum(x, "warm-up");
+            if (pg.rank() == 1) {
+                sleep(3500);  // past rank 0's 2 s timeout, then leaves
+                return "";
+            }
+            try (PointerScope scope = new PointerScope()) {
+                List<Tensor> ts = List.of(values(0, 0, 30, false), values(0, 1, 30, false), values(0, 2, 30, false));
+                return assertThrows(DistributedException.class, () -> pg.sumTensors(ts, "gradients of model policy")).getMessage();
+            }
+        });
+        String m = res.get(0);
+        assertTrue(m.contains("gradients of model policy, bucket 1 of 3 (tensors 0..0 of 3)") && m.contains("rank 1 (at collective 1)")
+                && m.contains("did not arrive"), m);
+    }
+
+    @Test
+    void aRankThatLeavesInTheMiddleOfASumIsReportedWithTheBucket() throws Exception {
+        // rank 1 sums the first bucket's worth only: both ranks arrived at the operation, so the
+        // store cannot name the culprit, but the bucket where it stopped is named
+        List<String> res = twoRanks(cfg(2, 1e-4), pg -> {
+            try (PointerScope scope = new PointerScope()) {
+                if (pg.rank() == 1) {
+                    pg.sumTensors(List.of(values(1, 0, 30, false)), "gradients of model policy");
+                    sleep(3500);
+                    return "";
+                }
+                List<Tensor> ts = List.of(values(0, 0, 30, false), values(0, 1, 30, false), values(0, 2, 30, false));
+                return assertThrows(DistributedException.class, () -> pg.sumTensors(ts, "gradients of model policy")).getMessage();
+            }
+        });
+        String m = res.get(0);
+        assertTrue(m.contains("gradients of model policy, bucket 2 of 3 (tensors 1..1 of 3)") && m.contains("a peer dropped out during it"), m);
+    }
+
+    private static double[] doublesOf(Tensor t) {
+        Tensor c = t.contiguous();
+        double[] a = new double[(int) c.numel()];
+        c.data_ptr_double().get(a);
+        return a;
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
     }
 
     @Test
