@@ -9,6 +9,8 @@ package dev.drmas.cli;
 import dev.drmas.env.TaskFileException;
 import dev.drmas.workflow.Workflow;
 import dev.drmas.workflow.Workflows;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine;
 
@@ -65,6 +67,7 @@ public final class Main implements Runnable {
         CommandLine cl = new CommandLine(new Main());
         for (Workflow w : Workflows.all()) for (Object command : w.commands()) cl.addSubcommand(command);
         cl.setCaseInsensitiveEnumValuesAllowed(true);
+        cl.getHelpSectionMap().put(CommandLine.Model.UsageMessageSpec.SECTION_KEY_COMMAND_LIST, Main::commandList);
         // A data or configuration error is a one-line message naming what and where, with its causes
         // (what was being done, then why), not a stack trace unless asked for.
         cl.setExecutionExceptionHandler((ex, cmd, parseResult) -> {
@@ -79,6 +82,50 @@ public final class Main implements Runnable {
             return ex instanceof UserError || ex instanceof TaskFileException || ex instanceof StdStreams.OutputFailure ? 1 : 3;
         });
         return cl;
+    }
+
+    /**
+     * The "Commands:" section of the help, each description whole. Picocli shows only a description's
+     * first line there, and most of ours are one paragraph written over several lines (cut mid-sentence:
+     * "LibTorch's build (CPU or CUDA),"); its wrapping also breaks inside words like config.json. Here the
+     * lines are joined and wrapped between words, indented under the first as picocli does.
+     */
+    static String commandList(CommandLine.Help help) {
+        Map<String, CommandLine.Help> subs = new LinkedHashMap<>();
+        help.subcommands().forEach((name, h) -> {
+            if (!h.commandSpec().usageMessage().hidden()) subs.put(name, h);
+        });
+        if (subs.isEmpty()) return "";
+        int nameWidth = subs.keySet().stream().mapToInt(String::length).max().orElse(0);
+        int column = 2 + nameWidth + 2;  // "  name  ": where a description starts
+        int width = Math.max(column + 24, help.commandSpec().usageMessage().width()) - column;
+        StringBuilder out = new StringBuilder();
+        for (var e : subs.entrySet()) {
+            var usage = e.getValue().commandSpec().usageMessage();
+            String[] lines = usage.header().length > 0 ? usage.header() : usage.description();
+            StringBuilder text = new StringBuilder();
+            for (String l : lines) text.append(' ').append(help.colorScheme().text(String.format(l)).plainString());
+            out.append("  ").append(e.getKey()).append(" ".repeat(column - 2 - e.getKey().length()));
+            int used = 0;
+            // continuation lines two further in, as picocli indents them
+            String pad = System.lineSeparator() + " ".repeat(column + 2);
+            int room = width;
+            for (String word : text.toString().strip().split("\\s+")) {
+                if (word.isEmpty()) continue;
+                if (used > 0 && used + 1 + word.length() > room) {
+                    out.append(pad);
+                    used = 0;
+                    room = width - 2;
+                } else if (used > 0) {
+                    out.append(' ');
+                    used++;
+                }
+                out.append(word);
+                used += word.length();
+            }
+            out.append(System.lineSeparator());
+        }
+        return out.toString();
     }
 
     static final class Version implements CommandLine.IVersionProvider {
