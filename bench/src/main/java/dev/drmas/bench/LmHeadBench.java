@@ -96,7 +96,7 @@ public final class LmHeadBench {
                         m == null ? "-" : String.format(Locale.ROOT, "%.2f×", f.seconds() / m.seconds()), p.seconds() / f.seconds(),
                         flops / f.seconds() / 1e9,
                         mib(f.peakBytes()), m == null ? "-" : mib(m.peakBytes()),
-                        m == null ? "-" : String.format(Locale.ROOT, "1/%.1f", (double) m.peakBytes() / f.peakBytes()));
+                        m == null ? "-" : peakRatio(f.peakBytes(), m.peakBytes()));
                 System.err.print(line);
                 md.append(line);
             }
@@ -105,8 +105,25 @@ public final class LmHeadBench {
         if (out != null) Files.writeString(out, md.toString());
     }
 
-    private static String mib(long b) {
+    /** Half a MiB: below it a peak prints as 0 MiB, so it is shown as a bound instead. */
+    static final long HALF_MIB = 512 * 1024;
+
+    /** Whole MiB; "<0.5 MiB" for what would print as 0, "unmeasured" where PeakMemory could not read it (-1). */
+    static String mib(long b) {
+        if (b < 0) return "unmeasured";
+        if (b < HALF_MIB) return "<0.5 MiB";
         return String.format(Locale.ROOT, "%.0f MiB", b / (1024.0 * 1024.0));
+    }
+
+    /**
+     * The fused peak as a fraction of the materialised one, "1/x". A fused peak under half a MiB (the
+     * resident measure often reads 0 for it) is a bound, "<1/x" with x = materialised / 0.5 MiB, not a
+     * division by it (which printed "1/Infinity"); "-" where either is unmeasured or both are that small.
+     */
+    static String peakRatio(long fused, long materialised) {
+        if (fused < 0 || materialised < 0 || materialised < HALF_MIB) return "-";
+        if (fused < HALF_MIB) return String.format(Locale.ROOT, "<1/%.0f", (double) materialised / HALF_MIB);
+        return String.format(Locale.ROOT, "1/%.1f", (double) materialised / fused);
     }
 
     /**
