@@ -155,6 +155,7 @@ final class PlanCommand implements Callable<Integer> {
         line(o, "  KV cache", g.kvCache());
         if (g.prefillCache() > 0) line(o, "  prefill cache (continuous engine)", g.prefillCache());
         if (g.prefixCache() > 0) line(o, "  prompts kept for reuse (rollout.prefix_cache)", g.prefixCache());
+        if (g.stems() > 0) line(o, "  prompt stems shared by a joining group (one a task)", g.stems());
         line(o, "  prefill (activations of the forward)", g.prefill());
         line(o, "  last-position logits and sampling", g.logits());
         line(o, "  generation transient", g.added());

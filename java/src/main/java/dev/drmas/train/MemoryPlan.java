@@ -65,14 +65,15 @@ public final class MemoryPlan {
      * peak, {@code logits} the last position's logits with the sampler's work; {@code
      * prefillCache} the continuous engine's cache of one prefill forward (a quarter of the rows ×
      * prompt slots at most; on the CPU up to all rows' prompts within Generator.PREFILL_CACHE_BYTES); {@code prefixCache} its prompts kept for reuse (rollout.prefix_cache:
-     * the budget's slots) and the stems of a joining group's prompts (one a task: rows ÷
-     * rollouts_per_task prompts); both 0 for the static engine, which prefills into the batch's
-     * cache.
+     * the budget's slots; 0 when it is off) and {@code stems} the stems of a joining group's prompts
+     * (one a task: rows ÷ rollouts_per_task prompts), which its prefix cache holds whether
+     * rollout.prefix_cache is on or off; all three 0 for the static engine, which prefills into the
+     * batch's cache.
      */
     public record Generation(int rows, int promptTokens, int capacity, long kvCache, long prefill, long logits,
-                             long prefillCache, long prefixCache) {
+                             long prefillCache, long prefixCache, long stems) {
         public long added() {
-            return kvCache + prefillCache + prefixCache + Math.max(prefill, logits);
+            return kvCache + prefillCache + prefixCache + stems + Math.max(prefill, logits);
         }
     }
 
@@ -585,7 +586,7 @@ public final class MemoryPlan {
         long bucket = Math.max(Math.max(1, rows / 4) * (long) prompt,
                 cpu ? Math.min((long) rows * prompt, Generator.PREFILL_CACHE_BYTES / Math.max(1, slot)) : 0), stems = Math.max(1, rows / Math.max(1, rolloutsPerTask)) * (long) prompt;
         return new Generation(rows, prompt, (int) cap, kv, prefill, logits, continuous ? slot * bucket : 0,
-                continuous ? slot * (prefixBudget + stems) : 0);
+                continuous ? slot * prefixBudget : 0, continuous ? slot * stems : 0);
     }
 
     // ------------------------------------------------------------------ advice

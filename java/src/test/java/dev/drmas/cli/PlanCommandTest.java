@@ -37,6 +37,23 @@ class PlanCommandTest {
         assertTrue(r.out().contains("fits: yes"), r.out());
     }
 
+    @Test
+    void thePrefixCacheLineIsThereOnlyWhenTheCacheIsOn() {
+        // the continuous engine's prefix cache holds the stems of a joining group's prompts either way; the prompts kept
+        // for later turns only with rollout.prefix_cache on (its 1.13 GiB line was printed with it off too)
+        Cli.Run off = Cli.run("plan", MATH, QWEN3, "--gpus", "8", "--gpu-memory", "80", "rollout.prefix_cache=false");
+        assertEquals(0, off.exit(), off.out() + off.err());
+        assertTrue(!off.out().contains("rollout.prefix_cache"), off.out());
+        assertTrue(Pattern.compile("prompt stems shared by a joining group \\(one a task\\) +1\\.13 GiB").matcher(off.out()).find(),
+                off.out());
+        // as the shipped config's comment says: the cache on adds 18 GiB a GPU, too much for 80 GiB ones
+        Cli.Run on = Cli.run("plan", MATH, QWEN3, "--gpus", "8", "--gpu-memory", "80", "rollout.prefix_cache=true");
+        assertEquals(PlanCommand.DOES_NOT_FIT, on.exit(), on.out() + on.err());
+        assertTrue(Pattern.compile("prompts kept for reuse \\(rollout.prefix_cache\\) +18\\.00 GiB").matcher(on.out()).find(),
+                on.out());
+        assertTrue(on.out().contains("prompt stems shared by a joining group (one a task)"), on.out());
+    }
+
     /** Every "key: value" line of the advice, as overrides. */
     static List<String> adviceOverrides(String out) {
         List<String> o = new ArrayList<>();
