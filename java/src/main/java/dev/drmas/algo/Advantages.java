@@ -23,6 +23,9 @@ public final class Advantages {
      */
     public record Result(float[] advantages, double[] diagnostics) {}
 
+    /** Where the forms on Java arrays run: the CPU, which reads the arrays in place (tensors run where they live). */
+    public static final Backend ARRAYS_BACKEND = Backend.CPU;
+
     /** {@code c} as the kernel's config: the mode as its descriptor, the enums as DRMAS_* values (their ordinals). */
     public static Kernels.NormParams params(NormConfig c) {
         AdvantageMode m = c.mode();
@@ -60,7 +63,7 @@ public final class Advantages {
         if (traj != null) TensorViews.requireSameLength("scores", n, "traj", traj.length);
         float[] adv = new float[n];
         double[] d = diag ? new double[Math.multiplyExact(Math.multiplyExact(numUids, numAgents), AbiIndices.DIAG_FIELDS)] : null;
-        Kernels.advantage(Backend.CPU, params(c), trusted, n, MemorySegment.ofArray(scores), MemorySegment.ofArray(uid),
+        Kernels.advantage(ARRAYS_BACKEND, params(c), trusted, n, MemorySegment.ofArray(scores), MemorySegment.ofArray(uid),
                 traj == null ? null : MemorySegment.ofArray(traj), MemorySegment.ofArray(agent),
                 numUids, numTrajs, numAgents, MemorySegment.ofArray(adv), d == null ? null : MemorySegment.ofArray(d), null);
         return new Result(adv, d);

@@ -9,7 +9,6 @@ import dev.drmas.algo.AdvantageSummary;
 import dev.drmas.algo.Advantages;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
-import dev.drmas.bindings.Backend;
 import java.nio.file.Path;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -44,8 +43,9 @@ final class CompareCommand implements Callable<Integer> {
         AdvantageSummary[] g = AdvantageSummary.perAgent(rows.scores, rows.agent, grpo.advantages(), grpo.diagnostics(), rows.numUids, k);
         AdvantageSummary[] d = AdvantageSummary.perAgent(rows.scores, rows.agent, drmas.advantages(), drmas.diagnostics(), rows.numUids, k);
         var out = System.out;
-        out.printf(Locale.ROOT, "drmas demo — %s: %d rows, %d tasks x rollouts (%d trajectories), %d agents; kernels on %s%n%n",
-                input, rows.size(), rows.numUids, rows.numTrajs, k, Backend.CPU);
+        // the place the calls above ran their kernels (arrays: the CPU, whatever `drmas info` selects for tensors)
+        out.printf(Locale.ROOT, "drmas compare — %s: %d rows, %d tasks x rollouts (%d trajectories), %d agents; kernels on %s%n%n",
+                input, rows.size(), rows.numUids, rows.numTrajs, k, Advantages.ARRAYS_BACKEND);
         out.printf(Locale.ROOT, "%-10s %5s %7s | %-22s | %-22s | %s%n", "", "", "", "GRPO (group baseline)", "Dr. MAS (per agent)",
                 "Lemma 4.2 inflation");
         out.printf(Locale.ROOT, "%-10s %5s %7s | %10s %11s | %10s %11s | %s%n", "agent", "rows", "score", "adv mean", "E[adv^2]",

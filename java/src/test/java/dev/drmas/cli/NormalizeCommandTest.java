@@ -191,6 +191,9 @@ class NormalizeCommandTest {
         }
         assertEquals(0, r.exit(), r.err());
         String text = captured.toString(StandardCharsets.UTF_8);
+        // the first line names this command (it said "drmas demo") and where its kernels ran
+        assertTrue(text.startsWith("drmas compare — " + example + ": 300 rows"), text);
+        assertTrue(text.lines().findFirst().orElseThrow().endsWith("; kernels on " + Advantages.ARRAYS_BACKEND), text);
         assertTrue(text.contains("solver") && text.contains("verifier"), text);
         assertEquals(300, Files.readAllLines(dir.resolve("drmas.jsonl")).size());
         assertEquals(300, Files.readAllLines(dir.resolve("grpo.jsonl")).size());
