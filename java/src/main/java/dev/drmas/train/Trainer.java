@@ -48,6 +48,7 @@ public final class Trainer implements AutoCloseable {
     private final Path checkpoint;  // the one resumed, or null
     private final List<String> trainingChanges;  // changes since the checkpoint that only training cannot honour (ResumeCheck)
     private long step;  // training steps completed
+    private boolean announced;  // announceStart() has printed
 
     private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist) {
         this.cfg = cfg;
@@ -100,11 +101,9 @@ public final class Trainer implements AutoCloseable {
             throw e;
         }
         this.checkpoint = checkpoint;
-        if (checkpoint != null) {
-            log.println("drmas: resumed " + checkpoint + " at step " + step);
-        } else if (!policies.origin.isEmpty()) {
-            log.println("drmas: models: " + policies.origin);
-        }
+        // a checkpoint is announced by the first use that accepts it: train() after its own refusals (the changes only
+        // training cannot honour, a lost KL reference), evaluate() or sft(); "resumed" must not precede a refusal
+        if (checkpoint == null) announceStart();
         if (dist.isMaster()) for (String n : policies.notes) log.println("drmas: " + n);
         if (dist.isMaster()) {
             for (String m : policies.missingReferences.values()) {
@@ -112,6 +111,17 @@ public final class Trainer implements AutoCloseable {
             }
         }
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
+    }
+
+    /** "resumed CHECKPOINT at step N" once a resume has been accepted; else where the models come from (once). */
+    private void announceStart() {
+        if (announced) return;
+        announced = true;
+        if (checkpoint != null) {
+            log.println("drmas: resumed " + checkpoint + " at step " + step);
+        } else if (!policies.origin.isEmpty()) {
+            log.println("drmas: models: " + policies.origin);
+        }
     }
 
     /** The [step, data position] a run starts from: {@code checkpoint}'s, or zeros without one. */
@@ -188,6 +198,7 @@ public final class Trainer implements AutoCloseable {
         var tc = cfg.trainer();
         ResumeCheck.refuse(checkpoint, trainingChanges);
         policies.requireReferences();
+        announceStart();
         boolean resumed = checkpoint != null;
         if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
             // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
@@ -378,11 +389,13 @@ public final class Trainer implements AutoCloseable {
 
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
     public Map<String, Double> evaluate() {
+        announceStart();
         return new Evaluator(cfg, workload, policies, dist, log).evaluate();
     }
 
     /** The supervised warm start; saves the weights to runDir/sft/models, where training starts from. */
     public Map<String, Double> sft() throws IOException {
+        announceStart();
         Map<String, Double> out = new WarmStart(cfg, workload, policies, tasks, log).run(runDir);
         policies.restartReferences();  // should this trainer go on to train, RL starts from the warm start
         return out;

@@ -2,7 +2,8 @@
 // (real LibTorch, real rollout engine, native advantage and loss kernels, real files): metrics are
 // present and finite, the checkpoint reloads to the trained weights, and a run stopped after its
 // first checkpoint and resumed logs exactly what an uninterrupted run logs; with two ranks, weights
-// that are not finite are named as such, not as ranks that diverged, and neither is checkpointed.
+// that are not finite are named as such, not as ranks that diverged, and neither is checkpointed;
+// a refused resume never says "resumed".
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -19,6 +20,7 @@ import dev.drmas.model.Tensors;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -106,6 +108,34 @@ class TrainerEndToEndTest {
         }
         List<JsonNode> resumed = metrics(b.resolve("e2e"));
         assertEquals(comparable(lines), comparable(resumed));
+    }
+
+    @Test
+    void aRefusedResumeIsNotAnnouncedAsResumed() throws Exception {
+        Path out = tmp.resolve("refused");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.eval_freq=0"), QUIET)) {
+            t.train();
+        }
+        // the saved data position counts tasks in the order of seed 3's shuffle: training with seed 4 is refused
+        var bytes = new ByteArrayOutputStream();
+        var log = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=3", "trainer.eval_freq=0", "run.seed=4"), log)) {
+            var e = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, t::train);
+            assertTrue(e.getMessage().contains("run.seed: 3 at the checkpoint, 4 now"), e.getMessage());
+        }
+        assertFalse(bytes.toString(StandardCharsets.UTF_8).contains("resumed"), bytes.toString(StandardCharsets.UTF_8));
+        // an evaluation may use another seed: it accepts the checkpoint, and says so
+        try (Trainer t = Trainer.open(config(out, "run.seed=4"), log)) {
+            t.evaluate();
+        }
+        assertTrue(bytes.toString(StandardCharsets.UTF_8).contains("drmas: resumed " + out.resolve("e2e/checkpoints/step_000002")
+                + " at step 2"), bytes.toString(StandardCharsets.UTF_8));
+        bytes.reset();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=3", "trainer.eval_freq=0"), log)) {
+            t.train();
+        }
+        assertEquals(1, bytes.toString(StandardCharsets.UTF_8).lines().filter(l -> l.startsWith("drmas: resumed ")).count(),
+                bytes.toString(StandardCharsets.UTF_8));
     }
 
     @Test
