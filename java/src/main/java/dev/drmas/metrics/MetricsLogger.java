@@ -54,16 +54,24 @@ public final class MetricsLogger implements MetricsSink {
      */
     public static MetricsLogger forRun(Path runDir, long totalSteps, long resumeFromStep, List<String> shownKeys)
             throws IOException {
-        return forRun(runDir, totalSteps, resumeFromStep, shownKeys, true, true, true);
+        return forRun(runDir, totalSteps, resumeFromStep, shownKeys, true, true, true, null);
     }
 
-    /** As {@link #forRun(Path, long, long, List)}, with each sink on or off (a run config's metrics section). */
+    /**
+     * As {@link #forRun(Path, long, long, List)}, with each sink on or off (a run config's metrics section).
+     *
+     * @param stepLines where a plain line per logged step goes when there is no progress bar
+     *                  (metrics.progress_bar: false), or null for none (the ranks other than 0)
+     */
     public static MetricsLogger forRun(Path runDir, long totalSteps, long resumeFromStep, List<String> shownKeys,
-                                       boolean jsonl, boolean tensorboard, boolean progressBar) throws IOException {
+                                       boolean jsonl, boolean tensorboard, boolean progressBar, PrintStream stepLines)
+            throws IOException {
         List<MetricsSink> sinks = new ArrayList<>();
+        long start = Math.max(resumeFromStep, 0);
         try {
             // the bar first: it only reads the environment, and a bad setting should not leave files open
-            if (progressBar) sinks.add(ProgressBar.forConsole(totalSteps, Math.max(resumeFromStep, 0), shownKeys));
+            if (progressBar) sinks.add(ProgressBar.forConsole(totalSteps, start, shownKeys));
+            else if (stepLines != null) sinks.add(ProgressBar.perStep(totalSteps, start, shownKeys, stepLines));
             if (jsonl) sinks.add(JsonlSink.open(runDir.resolve(JsonlSink.FILE_NAME), resumeFromStep));
             if (tensorboard) sinks.add(TensorBoardSink.open(runDir.resolve(TENSORBOARD_DIR), resumeFromStep));
         } catch (IOException | RuntimeException e) {

@@ -66,6 +66,14 @@ public final class ProgressBar implements MetricsSink {
                 plainEvery(System.getenv(EVERY_ENV), total), System::nanoTime);
     }
 
+    /**
+     * Without a bar (metrics.progress_bar: false): a plain line at every step logged, as a trainer's
+     * log has one (step, the shown scalars, elapsed and ETA), whatever the terminal and {@value #MODE_ENV}.
+     */
+    public static ProgressBar perStep(long total, long startStep, List<String> shownKeys, PrintStream out) {
+        return new ProgressBar(total, startStep, shownKeys, out, Mode.PLAIN, 1, System::nanoTime);
+    }
+
     static Mode consoleMode(String env) {
         if (env != null && !env.isBlank()) {
             return switch (env.strip().toLowerCase(Locale.ROOT)) {
@@ -100,9 +108,13 @@ public final class ProgressBar implements MetricsSink {
     @Override
     public synchronized void log(long step, Map<String, Double> scalars) {
         if (closed) throw new IllegalStateException("progress bar is closed");
+        boolean shows = false;  // whether this log brings a value shown
         for (String k : shownKeys) {
             Double v = scalars.get(k);
-            if (v != null) lastShown.put(k, v);
+            if (v != null) {
+                lastShown.put(k, v);
+                shows = true;
+            }
         }
         long elapsed = nanoClock.getAsLong() - startNanos;
         if (mode == Mode.BAR) {
@@ -112,7 +124,9 @@ public final class ProgressBar implements MetricsSink {
             out.print("\r" + line + " ".repeat(pad));
             out.flush();
             lastLength = line.length();
-        } else if (step != lastPrintedStep && (step % plainEvery == 0 || step >= total)) {
+        } else if (step == lastPrintedStep ? shows : step % plainEvery == 0 || step >= total) {
+            // a second log of a printed step (the evaluation after the step's training) is printed when it shows a value,
+            // else the evaluation of the last step never reached the console
             out.println(plainLine(step, total, startStep, elapsed, shownValues()));
             out.flush();
             lastPrintedStep = step;

@@ -214,8 +214,13 @@ public final class Trainer implements AutoCloseable {
         Map<String, Double> lastEval = Map.of();
         var mc = cfg.metrics();
         boolean m0 = dist.isMaster();  // the other ranks' metrics are merged into rank 0's
-        try (MetricsLogger metrics = MetricsLogger.forRun(runDir, tc.steps(), resumed ? step : -1,
-                List.of("reward/mean", "eval/pass@1"), m0 && mc.jsonl(), m0 && mc.tensorboard(), m0 && mc.progressBar())) {
+        // on the console: the bar (one line, kept short), or without it a line per logged step into the log, with each
+        // model's loss too, as a trainer's log has it
+        List<String> shown = new java.util.ArrayList<>(List.of("reward/mean"));
+        if (!mc.progressBar()) for (String id : policies.byId.keySet()) shown.add("model/" + id + "/pg_loss");
+        shown.add("eval/pass@1");
+        try (MetricsLogger metrics = MetricsLogger.forRun(runDir, tc.steps(), resumed ? step : -1, shown,
+                m0 && mc.jsonl(), m0 && mc.tensorboard(), m0 && mc.progressBar(), m0 ? log : null)) {
             if (step == 0 && tc.evalBeforeTrain() && tc.evalFreq() > 0) metrics.log(0, lastEval = evaluate());
             while (step < tc.steps()) {
                 Map<String, Double> m = trainStep();

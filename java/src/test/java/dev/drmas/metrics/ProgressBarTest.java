@@ -45,6 +45,24 @@ class ProgressBarTest {
     }
 
     @Test
+    void aSecondLogOfAPrintedStepIsPrintedWhenItShowsAValue() {
+        // the trainer logs a step's training, then its evaluation: the last step's evaluation never reached the console
+        var bar = new ProgressBar(2, 0, List.of("reward/mean", "eval/pass@1"), out, ProgressBar.Mode.PLAIN, 1, () -> now[0]);
+        advanceSeconds(3);
+        bar.log(1, Map.of("reward/mean", 0.5));
+        bar.log(1, Map.of("other", 1.0)); // shows nothing: no line
+        advanceSeconds(3);
+        bar.log(2, Map.of("reward/mean", 0.75));
+        bar.log(2, Map.of("eval/pass@1", 0.25));
+        bar.close();
+        assertEquals("""
+                step 1/2 (50%) elapsed 00:03 eta 00:03 reward/mean=0.5000
+                step 2/2 (100%) elapsed 00:06 eta 00:00 reward/mean=0.7500
+                step 2/2 (100%) elapsed 00:06 eta 00:00 reward/mean=0.7500 eval/pass@1=0.2500
+                """, printed());
+    }
+
+    @Test
     void barIsRedrawnInPlaceAndEndedByClose() {
         var bar = new ProgressBar(20, 0, List.of("reward/mean"), out, ProgressBar.Mode.BAR, 1, () -> now[0]);
         advanceSeconds(10);

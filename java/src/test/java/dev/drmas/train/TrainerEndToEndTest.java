@@ -3,7 +3,7 @@
 // present and finite, the checkpoint reloads to the trained weights, and a run stopped after its
 // first checkpoint and resumed logs exactly what an uninterrupted run logs; with two ranks, weights
 // that are not finite are named as such, not as ranks that diverged, and neither is checkpointed;
-// a refused resume never says "resumed".
+// without a progress bar each logged step prints a line; a refused resume never says "resumed".
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -108,6 +108,27 @@ class TrainerEndToEndTest {
         }
         List<JsonNode> resumed = metrics(b.resolve("e2e"));
         assertEquals(comparable(lines), comparable(resumed));
+    }
+
+    @Test
+    void withoutAProgressBarEveryLoggedStepPrintsALine() throws Exception {
+        // metrics.progress_bar: false promised a line per logged step and printed none
+        var bytes = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(tmp.resolve("lines"), "trainer.steps=3", "trainer.save_freq=0"),
+                new PrintStream(bytes, true, StandardCharsets.UTF_8))) {
+            t.train();
+        }
+        String printed = bytes.toString(StandardCharsets.UTF_8);
+        List<String> steps = printed.lines().filter(l -> l.startsWith("step ")).toList();
+        // steps 1, 2 (then its evaluation), 3 (then its evaluation: the last step is always evaluated)
+        assertEquals(5, steps.size(), printed);
+        String number = "-?\\d[\\d.e+-]*";
+        for (int i = 0; i < 5; i++) {
+            int s = new int[] {1, 2, 2, 3, 3}[i];
+            String line = steps.get(i);
+            assertTrue(line.matches("step " + s + "/3 \\(\\d+%\\) elapsed \\d\\d:\\d\\d eta \\d\\d:\\d\\d reward/mean=" + number
+                    + " model/policy/pg_loss=" + number + (i < 2 ? "" : " eval/pass@1=" + number)), line);
+        }
     }
 
     @Test
