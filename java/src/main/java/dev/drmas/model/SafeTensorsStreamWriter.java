@@ -6,7 +6,6 @@
 package dev.drmas.model;
 
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -109,17 +108,8 @@ public final class SafeTensorsStreamWriter implements AutoCloseable {
                     + "', which has " + numel);
         }
         if (n == 0) return;
-        long bytes = n * d.bytes(), at = p.start() + first * d.bytes();
-        try (org.bytedeco.javacpp.PointerScope scope = new org.bytedeco.javacpp.PointerScope()) {
-            // a contiguous CPU copy only where the piece is not one already
-            Tensor c = values.detach().to(new org.bytedeco.pytorch.Device("cpu"), values.scalar_type()).contiguous();
-            MemorySegment data = MemorySegment.ofAddress(c.data_ptr().address()).reinterpret(bytes);
-            for (long off = 0; off < bytes; off += SafeTensorsWriter.CHUNK) {
-                ByteBuffer b = data.asSlice(off, Math.min(SafeTensorsWriter.CHUNK, bytes - off)).asByteBuffer();
-                long pos = at + off;
-                while (b.hasRemaining()) pos += p.ch().write(b, pos);
-            }
-        }
+        // to the host a slice at a time where the piece is not there already (SafeTensorsWriter's loop)
+        long bytes = SafeTensorsWriter.writeValues(p.ch(), p.start() + first * d.bytes(), values);
         written.merge(name, bytes, Long::sum);
     }
 

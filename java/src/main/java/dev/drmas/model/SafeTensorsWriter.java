@@ -28,8 +28,12 @@ public final class SafeTensorsWriter {
     private SafeTensorsWriter() {
     }
 
-    /** Tensor bytes are written in slices of this size (a ByteBuffer holds at most 2 GiB). */
-    static final long CHUNK = 1L << 30;
+    /**
+     * A tensor's bytes go to its file at most this many at a time: a tensor that is not in host
+     * memory (a GPU's) passes to the host one slice of this size at a time, never whole (a 7B
+     * model's embedding is 2 GiB in fp32), and a ByteBuffer holds at most 2 GiB.
+     */
+    static final long SLICE = 64L << 20;
 
     /** One tensor of a file, before (or apart from) its values: its name, dtype and shape. */
     public record Spec(String name, SafeTensors.Dtype dtype, long[] shape) {
@@ -93,7 +97,9 @@ public final class SafeTensorsWriter {
 
     /**
      * Writes {@code tensors} (float32, bfloat16 or float16, any device, any layout) to one
-     * safetensors file with {@code __metadata__} {"format": "pt"}.
+     * safetensors file with {@code __metadata__} {"format": "pt"}: the header from their names,
+     * dtypes and shapes, then each tensor's bytes streamed from the tensor itself ({@link
+     * #writeValues}), so that the caller hands its live tensors and no copy of them all exists.
      */
     public static void write(Path file, Map<String, Tensor> tensors) throws IOException {
         List<Spec> specs = new ArrayList<>();
@@ -114,19 +120,40 @@ public final class SafeTensorsWriter {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
                 StandardOpenOption.TRUNCATE_EXISTING)) {
             writeFully(ch, ByteBuffer.wrap(layout.head()));
-            Device cpu = new Device("cpu");
-            for (Spec e : layout.order()) {
-                if (e.bytes() == 0) continue;
-                Tensor t = tensors.get(e.name());
-                try (PointerScope scope = new PointerScope()) {
-                    // a contiguous CPU copy only where the tensor is not one already
-                    Tensor c = t.detach().to(cpu, t.scalar_type()).contiguous();
-                    MemorySegment data = MemorySegment.ofAddress(c.data_ptr().address()).reinterpret(e.bytes());
-                    for (long off = 0; off < e.bytes(); off += CHUNK) {
-                        writeFully(ch, data.asSlice(off, Math.min(CHUNK, e.bytes() - off)).asByteBuffer());
-                    }
+            for (int i = 0; i < layout.order().size(); i++) {
+                writeValues(ch, layout.start()[i], tensors.get(layout.order().get(i).name()));
+            }
+        }
+    }
+
+    /**
+     * Writes the elements of {@code values} (row-major, in its dtype) at byte {@code at} of {@code
+     * ch}, at most {@link #SLICE} bytes at a time; returns the bytes written. The one loop of every
+     * writer (whole files, pieces of a streamed checkpoint) on every device: a contiguous CPU
+     * tensor's own memory is written as it is (no copy); a tensor elsewhere is copied to the host
+     * a slice at a time, each freed before the next; one that is not contiguous is made so first
+     * where it is (one tensor's copy: on a GPU in the GPU's memory).
+     */
+    static long writeValues(FileChannel ch, long at, Tensor values) throws IOException {
+        return writeValues(ch, at, values, SLICE);
+    }
+
+    /** As above in slices of at most {@code sliceBytes} (at least one element; tests cut small ones). */
+    static long writeValues(FileChannel ch, long at, Tensor values, long sliceBytes) throws IOException {
+        Device cpu = new Device("cpu");
+        try (PointerScope scope = new PointerScope()) {
+            Tensor flat = values.detach().contiguous().view(-1);
+            long n = flat.numel(), size = flat.element_size(), per = Math.max(1, sliceBytes / size);
+            for (long first = 0; first < n; first += per) {
+                try (PointerScope slice = new PointerScope()) {
+                    long k = Math.min(per, n - first);
+                    Tensor host = flat.narrow(0, first, k).to(cpu, flat.scalar_type());  // the same memory where it is the CPU's
+                    ByteBuffer b = MemorySegment.ofAddress(host.data_ptr().address()).reinterpret(k * size).asByteBuffer();
+                    long pos = at + first * size;
+                    while (b.hasRemaining()) pos += ch.write(b, pos);
                 }
             }
+            return n * size;
         }
     }
 

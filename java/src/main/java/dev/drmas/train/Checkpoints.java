@@ -2,9 +2,10 @@
 // dtype (so a checkpoint loads in HF transformers too), every optimiser's state as safetensors, the
 // fp32 master weights of models trained in mixed precision (master/<id>, which resuming loads
 // instead of the rounded export, so that it is exact), and the trainer's own state (step, data
-// position, seeds) as JSON. A sharded optimiser's state is streamed: rank 0 writes the files'
-// headers first and each gathered window at its place, so it never holds the whole state (12 bytes
-// a parameter with fp32 masters) on the host; each rank resumes from its own part of the mapped
+// position, seeds) as JSON. The optimiser state is streamed, never held whole on the host (12 bytes
+// a parameter with fp32 masters): an unsharded one's file by file from the live tensors, a tensor
+// (on a GPU, a slice of one) at a time; a sharded one's by rank 0, which writes the files' headers
+// first and each gathered window at its place; each rank resumes from its own part of the mapped
 // files. Each checkpoint is written into a temporary folder,
 // synced to the disk (files, then folders) and renamed into place, so neither a crash nor a power
 // loss leaves a half or empty checkpoint that resume would pick up; a save that fails removes its
@@ -32,7 +33,6 @@ import java.util.Optional;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
-import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -126,16 +126,14 @@ public final class Checkpoints {
                     writeGathered(tmp, e.getKey(), e.getValue(), started);
                     continue;
                 }
+                // the live moments and masters, streamed by the writer a tensor (on a GPU a slice)
+                // at a time: a host copy of each, all kept until the last was written, was 8 bytes
+                // a parameter (12 with masters) at once on a GPU, and on the CPU wherever a
+                // parameter is not contiguous (its moments and master are laid out like it)
                 ModelOptimizer.Snapshot o = e.getValue().gatherState();
-                try (PointerScope scope = new PointerScope()) {
-                    Map<String, Tensor> state = new LinkedHashMap<>();
-                    o.state().forEach((k, t) -> state.put(k, t.detach().cpu().contiguous()));
-                    SafeTensorsWriter.write(tmp.resolve("optim").resolve(e.getKey() + ".safetensors"), state);
-                    if (o.master() != null) {
-                        Map<String, Tensor> master = new LinkedHashMap<>();
-                        o.master().forEach((k, t) -> master.put(k, t.detach().cpu().contiguous()));
-                        SafeTensorsWriter.writeCheckpoint(tmp.resolve(MASTER).resolve(e.getKey()), master, CausalLm.DEFAULT_SHARD_BYTES);
-                    }
+                SafeTensorsWriter.write(tmp.resolve("optim").resolve(e.getKey() + ".safetensors"), o.state());
+                if (o.master() != null) {
+                    SafeTensorsWriter.writeCheckpoint(tmp.resolve(MASTER).resolve(e.getKey()), o.master(), CausalLm.DEFAULT_SHARD_BYTES);
                 }
             }
             extra.writeInto(tmp);

@@ -1,8 +1,9 @@
 // SafeTensorsStreamWriterTest.java — a file (and a save_pretrained folder, one file or shards with
 // their index) written from pieces that arrive in a shuffled order is SafeTensorsWriter's, byte for
 // byte, for the same tensors of three dtypes and awkward shapes (a scalar, an empty one, primes);
-// what a mapped file's ranged read returns; and a missing, stray or mistyped piece is an error
-// naming the file and the tensor.
+// what a mapped file's ranged read returns; a tensor written slice by slice (as one off the CPU
+// goes to the host) is its bytes whatever the slice; and a missing, stray or mistyped piece is an
+// error naming the file and the tensor.
 package dev.drmas.model;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -11,8 +12,12 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.drmas.testing.TorchScope;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -55,6 +60,29 @@ class SafeTensorsStreamWriterTest {
             out.add(new SafeTensorsWriter.Spec(k, SafeTensors.Dtype.of(t.scalar_type().intern()), shape));
         });
         return out;
+    }
+
+    @Test
+    void aTensorWrittenSliceBySliceIsItsBytesWhateverTheSlice() throws Exception {
+        // the writers' one loop passes a tensor that is not the CPU's to the host in slices of
+        // SLICE bytes (64 MiB): here cut small, so that slices end inside elements' bytes, past
+        // the tensor's end and in the middle of a transposed matrix's rows
+        Map<String, Tensor> m = tensors();
+        m.put("transposed", torch.randn(new long[] {11, 9}).to(ScalarType.BFloat16).t());
+        for (Map.Entry<String, Tensor> e : m.entrySet()) {
+            Tensor c = e.getValue().contiguous();
+            int n = Math.toIntExact(c.numel() * c.element_size());
+            byte[] want = new byte[3 + n];
+            if (n > 0) MemorySegment.copy(MemorySegment.ofAddress(c.data_ptr().address()).reinterpret(n), 0, MemorySegment.ofArray(want), 3, n);
+            for (long slice : new long[] {1, 2, 5, 6, 64, SafeTensorsWriter.SLICE}) {
+                Path f = dir.resolve(e.getKey() + "-" + slice);
+                try (FileChannel ch = FileChannel.open(f, StandardOpenOption.CREATE, StandardOpenOption.WRITE)) {
+                    ch.write(ByteBuffer.wrap(new byte[3]));
+                    assertEquals(n, SafeTensorsWriter.writeValues(ch, 3, e.getValue(), slice), e.getKey() + " in slices of " + slice);
+                }
+                assertArrayEquals(want, Files.readAllBytes(f), e.getKey() + " in slices of " + slice);
+            }
+        }
     }
 
     /** Every tensor cut into pieces of 1 to 17 elements, all of them put in a shuffled order. */
