@@ -485,12 +485,8 @@ public final class CausalLm implements AutoCloseable {
             if (h == null) {
                 long[] mask = new long[b * slots];
                 for (int r = 0; r < b; r++) System.arraycopy(valid, r * validStride, mask, r * slots, slots);
-                Tensor idsT = Tensors.longs(ids, b, 1), posT = Tensors.longs(positions, b, 1), maskT = Tensors.longs(mask, b, slots);
-                if (!device.is_cpu()) {
-                    idsT = idsT.to(device, ScalarType.Long);
-                    posT = posT.to(device, ScalarType.Long);
-                    maskT = maskT.to(device, ScalarType.Long);
-                }
+                Tensor idsT = Tensors.upload(ids, device, b, 1), posT = Tensors.upload(positions, device, b, 1);
+                Tensor maskT = Tensors.upload(mask, device, b, slots);
                 h = hiddenImpl(idsT, posT, maskT, cache, writeSlot, slots);
             }
             out = Scopes.retain(logits(h));

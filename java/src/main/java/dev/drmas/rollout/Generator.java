@@ -329,8 +329,7 @@ public final class Generator {
 
     /** {@code a} as an int64 tensor of {@code shape} on {@code model}'s device. */
     static Tensor onDevice(CausalLm model, long[] a, long... shape) {
-        Tensor t = Tensors.longs(a, shape);
-        return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);
+        return Tensors.upload(a, model.device(), shape);
     }
 
     /** The logits [B, V] of the ids a request may generate (GenerationConfig.vocabLimit). */

@@ -100,8 +100,7 @@ public final class Sampler {
                 // CDF in float64 so that a 150K-token vocabulary does not lose the tail
                 Tensor cdf = masked.softmax(1).to(ScalarType.Double).cumsum(1);
                 Tensor total = cdf.narrow(1, vocab - 1, 1);                          // [B, 1]
-                Tensor u = Tensors.doubles(uniforms, rows, 1);
-                if (!cdf.is_cpu()) u = u.to(cdf.device(), ScalarType.Double);
+                Tensor u = Tensors.upload(uniforms, cdf.device(), rows, 1);
                 Tensor target = u.mul(total);
                 // first index whose CDF exceeds the target: a token of positive probability...
                 Tensor idx = torch.searchsorted(cdf, target, false, true, new StringViewOptional(), new TensorOptional());
