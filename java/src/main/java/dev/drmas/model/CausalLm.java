@@ -465,7 +465,9 @@ public final class CausalLm implements AutoCloseable {
      * {@code writeSlot} of row r and reads the slots j < {@code slots} with {@code valid[r *
      * validStride + j] != 0}, and its own. On the CPU in float32 (the rollout engines' case) the
      * arrays go to the decoding step as they are, without the tensors forwardAt takes and reads
-     * back; elsewhere those tensors are made. The cache's length is left as it is.
+     * back; elsewhere the ids and positions go to the device in one copy, and the mask is made
+     * there from the positions when the rows have the rollout engines' layout ({@link
+     * #ringLayout}), else copied too. The cache's length is left as it is.
      */
     public Tensor decodeAt(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot) {
         if (cache == null) throw new IllegalArgumentException("decodeAt needs a KV cache");
@@ -483,15 +485,55 @@ public final class CausalLm implements AutoCloseable {
             Tensor h = decodeStepOn && device.is_cpu() && dtype == ScalarType.Float
                     ? decodeStep.hiddenFromArrays(ids, positions, valid, validStride, cache, writeSlot, slots) : null;
             if (h == null) {
-                long[] mask = new long[b * slots];
-                for (int r = 0; r < b; r++) System.arraycopy(valid, r * validStride, mask, r * slots, slots);
-                Tensor idsT = Tensors.upload(ids, device, b, 1), posT = Tensors.upload(positions, device, b, 1);
-                Tensor maskT = Tensors.upload(mask, device, b, slots);
+                // the ids and positions in one upload, [2, B]
+                long[] inputs = new long[2 * b];
+                System.arraycopy(ids, 0, inputs, 0, b);
+                System.arraycopy(positions, 0, inputs, b, b);
+                Tensor both = Tensors.upload(inputs, device, 2, b);
+                Tensor idsT = both.select(0, 0).view(b, 1), posT = both.select(0, 1).view(b, 1);
+                Tensor maskT;
+                if (ringLayout(positions, valid, validStride, slots, cache.capacity(), writeSlot)) {
+                    maskT = ringMask(posT, slots, cache.capacity(), writeSlot);
+                } else {
+                    long[] mask = new long[b * slots];
+                    for (int r = 0; r < b; r++) System.arraycopy(valid, r * validStride, mask, r * slots, slots);
+                    maskT = Tensors.upload(mask, device, b, slots);
+                }
                 h = hiddenImpl(idsT, posT, maskT, cache, writeSlot, slots);
             }
             out = Scopes.retain(logits(h));
         }
         return Scopes.adopt(out);
+    }
+
+    /**
+     * Whether every row r reads exactly the positions[r] + 1 slots that end at {@code writeSlot},
+     * going back round the cache ({@code capacity} slots), its own included: slot j < slots is
+     * valid when (writeSlot − j) mod capacity ≤ positions[r] (the decoding step always reads its
+     * own slot, whatever valid says of it). Both rollout engines lay their rows out so (a row's
+     * tokens at consecutive positions from 0, ending at the column written; a free row, at
+     * position 0, reads only its own slot); {@link #ringMask} then makes the mask on the device.
+     * Checked here in Java (no device work) so that any other layout still gets its own mask.
+     */
+    static boolean ringLayout(long[] positions, long[] valid, int validStride, int slots, long capacity, long writeSlot) {
+        for (int r = 0; r < positions.length; r++) {
+            long p = positions[r];
+            int at = r * validStride;
+            for (int j = 0; j < slots; j++) {
+                if (j != writeSlot && (valid[at + j] != 0) != (Math.floorMod(writeSlot - j, capacity) <= p)) return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The key-validity mask bool [B, slots] of {@link #ringLayout} on the positions' device, from
+     * the positions [B, 1] already there: no [B, slots] array is made in Java or copied.
+     */
+    private Tensor ringMask(Tensor positions, long slots, long capacity, long writeSlot) {
+        Tensor j = torch.arange(new Scalar(slots), new TensorOptions(ScalarType.Long).device(new DeviceOptional(positions.device())));
+        Tensor back = j.neg().add_(new Scalar(writeSlot)).remainder(new Scalar(capacity));  // in [0, capacity)
+        return back.view(1, slots).le(positions);
     }
 
     /** The final hidden states of a training forward, and what remains of its backward pass. */

@@ -17,6 +17,7 @@ import org.bytedeco.pytorch.StringViewOptional;
 import org.bytedeco.pytorch.T_TensorTensor_T;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
+import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -109,8 +110,16 @@ public final class Sampler {
                 tokens = torch.minimum(idx, last);
                 logp = scaled.log_softmax(1).gather(1, tokens);
             }
-            long[] tok = Tensors.toLongs(tokens);
-            float[] lp = Tensors.toFloats(logp);
+            // One read into Java for both (on a GPU, one copy and one wait instead of two): the
+            // tokens and log-probs side by side as float64, which holds both exactly (ids below
+            // 2^53, every float32), [B, 2]
+            double[] both = Tensors.toDoubles(torch.cat(new TensorVector(tokens.to(ScalarType.Double), logp.to(ScalarType.Double)), 1));
+            long[] tok = new long[rows];
+            float[] lp = new float[rows];
+            for (int b = 0; b < rows; b++) {
+                tok[b] = (long) both[2 * b];
+                lp[b] = (float) both[2 * b + 1];
+            }
             return new Draw(tok, lp);
         }
     }
