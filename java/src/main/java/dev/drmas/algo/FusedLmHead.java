@@ -116,9 +116,13 @@ public final class FusedLmHead {
      * {@code hidden.backward(dL/dh)} runs when hidden requires grad (a caller with checkpointed
      * layers then finishes their part). The loss is that of {@link ClippedLoss} over these log-probs
      * with {@code normalizer}, minus {@code entropyCoef} · Σ entropies of the valid tokens. The
-     * tensors are all on hidden's device (CPU or CUDA); the host arrays are copied there. With CUDA,
-     * each chunk's kernel synchronises LibTorch's current stream once (it reports bad data before
-     * writing), and the sums are read back once at the end.
+     * tensors are all on hidden's device (CPU or CUDA); the host arrays are copied there. With CUDA
+     * nothing in the chunk loop waits for the device (drmas_lmhead_chunk_async_f32): the offsets are
+     * checked on the host, the targets once before the loop (one read of the first bad one), and the
+     * chunks' data errors (a non-finite logit) come back with their sums in one read after the loop,
+     * before the backward pass into the model. A non-finite logit then fails the call after every
+     * chunk's dL/dW went into .grad (on the CPU: after the earlier chunks'); either way the exception
+     * ends the update.
      *
      * @param offsets       row r owns tokens [offsets[r], offsets[r + 1]) (host)
      * @param oldLogp       float32 [N]
@@ -170,9 +174,12 @@ public final class FusedLmHead {
         checkTargets(y, m, offsets, n, vocab);
         TensorOptions f32 = options(ScalarType.Float, dev);
         Tensor lp = torch.empty(new long[] {n}, f32, null), ent = torch.empty(new long[] {n}, f32, null);
-        // each chunk writes its own row of sums where the kernel can (the device); added in chunk order at the end
+        // each chunk writes its own row of sums where the kernel can (the device), then its 2 error slots
+        // (uint64 bits); added in chunk order at the end, after the one read of them all
         final long chunks = (n + chunkTokens - 1) / chunkTokens;
-        Tensor partSums = torch.zeros(new long[] {chunks, AbiIndices.LMHEAD_SUMS}, options(ScalarType.Double, dev));
+        final int width = AbiIndices.LMHEAD_SUMS + 2;
+        Tensor partSums = torch.zeros(new long[] {chunks, width}, options(ScalarType.Double, dev));
+        MemorySegment hostOff = MemorySegment.ofArray(offsets);
         final boolean wantW = weight.requires_grad(), wantH = hidden.requires_grad();
         final double invT = temperature > 0 ? 1.0 / temperature : 1.0;
         Tensor dh = null, dw = null;
@@ -196,11 +203,14 @@ public final class FusedLmHead {
                 try (PointerScope scope = new PointerScope()) {
                     Tensor hc = h.narrow(0, c0, cn);
                     Tensor z = logits(hc, w, temperature);
-                    Kernels.lmheadChunk(b, p, rowAdvantages.length, off, n, c0, cn, vocab,
+                    Tensor row = partSums.select(0, k);
+                    Kernels.lmheadChunkAsync(b, false, p, rowAdvantages.length, hostOff, off, n, c0, cn, vocab,
                             TensorViews.view("logits", z, ScalarType.Float, cn * vocab, b), ys, olds, adv, refs, ms,
                             TensorViews.view("logp", lp.narrow(0, c0, cn), ScalarType.Float, cn, b),
                             TensorViews.view("entropy", ent.narrow(0, c0, cn), ScalarType.Float, cn, b),
-                            TensorViews.view("sums", partSums.select(0, k), ScalarType.Double, AbiIndices.LMHEAD_SUMS, b), stream);
+                            TensorViews.view("sums", row.narrow(0, 0, AbiIndices.LMHEAD_SUMS), ScalarType.Double,
+                                    AbiIndices.LMHEAD_SUMS, b),
+                            TensorViews.view("errors", row.narrow(0, AbiIndices.LMHEAD_SUMS, 2), ScalarType.Double, 2, b), stream);
                     // z now holds dL/dz; the logits were (h·Wᵀ)/T: dL/d(h·Wᵀ) = dz/T in fp32, then in the
                     // weight's dtype for dL/dh as autograd of the materialised path rounds it
                     if (invT != 1.0) z.mul_(alpha);
@@ -235,18 +245,46 @@ public final class FusedLmHead {
                 }
             }
         }
+        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
+        if (chunks > 0) {
+            double[] parts = new double[(int) (chunks * width)];
+            (partSums.is_cpu() ? partSums : partSums.cpu()).data_ptr_double().get(parts);  // with CUDA: the one read back
+            for (int k = 0; k < chunks; k++) {
+                checkChunk(parts, k, width, chunkTokens, vocab, y, hidden, weight, temperature);
+                for (int j = 0; j < sums.length; j++) sums[j] += parts[k * width + j];
+            }
+        }
         if (wantH) {
             hidden.backward(dh, new BoolOptional(false), false, new TensorArrayRefOptional());
         }
-        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
-        if (chunks > 0) {
-            double[] parts = new double[(int) (chunks * AbiIndices.LMHEAD_SUMS)];
-            (partSums.is_cpu() ? partSums : partSums.cpu()).data_ptr_double().get(parts);  // with CUDA: the one read back
-            for (int k = 0; k < chunks; k++) {
-                for (int j = 0; j < sums.length; j++) sums[j] += parts[k * sums.length + j];
-            }
-        }
         return new Update(lp, ent, sums);
+    }
+
+    /**
+     * The error slots of chunk k (drmas_lmhead_chunk_async_f32's, after the sums in its row of
+     * {@code parts}): a bad target (found by checkTargets before the loop, so not expected here) or
+     * a non-finite logit, named as the kernel names them; that logit is computed again for its value
+     * (the chunk's logits are dL/dz by now).
+     */
+    private static void checkChunk(double[] parts, int k, int width, int chunkTokens, long vocab, Tensor y, Tensor hidden,
+                                   Tensor weight, double temperature) {
+        long badTarget = Double.doubleToRawLongBits(parts[k * width + AbiIndices.LMHEAD_SUMS]);
+        long badLogit = Double.doubleToRawLongBits(parts[k * width + AbiIndices.LMHEAD_SUMS + 1]);
+        long c0 = (long) k * chunkTokens;
+        if (badTarget != -1L) {  // UINT64_MAX: none
+            long t = c0 + badTarget;
+            throw new IllegalArgumentException("drmas_lmhead_chunk_async_f32: targets[" + t + "] = " + y.select(0, t).item_long()
+                    + " (a valid token of the chunk) is outside the vocabulary [0, " + vocab + ")");
+        }
+        if (badLogit != -1L) {
+            long i = badLogit / vocab, v = badLogit % vocab, t = c0 + i;
+            double x;
+            try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+                x = logits(hidden.detach().narrow(0, t, 1), weight.detach().narrow(0, 0, vocab), temperature).select(1, v).item_double();
+            }
+            throw new IllegalArgumentException("drmas_lmhead_chunk_async_f32: logits[" + i + "][" + v + "] (token " + t
+                    + ", vocabulary index " + v + ") is " + (Double.isNaN(x) ? "nan" : Double.isInfinite(x) ? (x > 0 ? "+inf" : "-inf") : "not finite"));
+        }
     }
 
     /**
