@@ -7,6 +7,7 @@
  *          drmas_clipped_loss_rows_f32, drmas_lmhead_logprobs_f32,
  *          drmas_lmhead_chunk_f32, drmas_lmhead_logprobs_bf16, drmas_lmhead_chunk_bf16,
  *          drmas_lmhead_chunk_async_f32, drmas_lmhead_chunk_async_bf16,
+ *          drmas_lmhead_logprobs_async_f32, drmas_lmhead_logprobs_async_bf16,
  *          drmas_decode_attention_f32, drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32,
  *          drmas_last_error,
  *          drmas_abi_value, drmas_cuda_* helpers
@@ -411,6 +412,19 @@ DRMAS_API int32_t drmas_lmhead_chunk_async_bf16(int32_t device, const drmas_lmhe
                                                 const float* old_logp, const float* advantages,
                                                 const float* ref_logp, const uint8_t* mask, float* logp,
                                                 float* entropy, double* sums, uint64_t* errors, void* stream);
+
+/* drmas_lmhead_logprobs_* without its synchronisation (one per call on CUDA): the data errors go to
+ * `errors` (2 entries in the other arrays' memory, as drmas_lmhead_chunk_async_*: errors[0] the first
+ * token whose target is outside [0, vocab), errors[1] the first flat index t * vocab + v of a
+ * non-finite logit, UINT64_MAX where none) and logp and entropy are written whatever it says, so a
+ * caller of many chunks reads the errors once after the last. Bit for bit the plain op's results on
+ * data without errors. CPU: exactly the plain op, errors set to UINT64_MAX. */
+DRMAS_API int32_t drmas_lmhead_logprobs_async_f32(int32_t device, int64_t num_tokens, int64_t vocab,
+                                                  const float* logits, const int64_t* targets, float* logp,
+                                                  float* entropy, uint64_t* errors, void* stream);
+DRMAS_API int32_t drmas_lmhead_logprobs_async_bf16(int32_t device, int64_t num_tokens, int64_t vocab,
+                                                   const uint16_t* logits, const int64_t* targets, float* logp,
+                                                   float* entropy, uint64_t* errors, void* stream);
 
 /* ---- 6. a decoding step's attention (CPU only) ---------------------------------------- *
  * One layer of one decoding step of a grouped-query-attention model (Qwen3 / Llama layout) for

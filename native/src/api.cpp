@@ -324,7 +324,8 @@ int32_t drmas_clipped_loss_rows_f32(int32_t device, const drmas_loss_config* cfg
 // then the backend's overload for L.
 template <class L>
 static int32_t lmhead_logprobs_entry(const char* fn, int32_t device, int64_t num_tokens, int64_t vocab, const L* logits,
-                                     const int64_t* targets, float* logp, float* entropy, void* stream) {
+                                     const int64_t* targets, float* logp, float* entropy, uint64_t* errors, void* stream,
+                                     bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
@@ -336,7 +337,10 @@ static int32_t lmhead_logprobs_entry(const char* fn, int32_t device, int64_t num
             DRMAS_REQUIRE(targets, DRMAS_ERR_NULL, "%s: targets is NULL", fn);
             DRMAS_REQUIRE(logp, DRMAS_ERR_NULL, "%s: logp is NULL", fn);
         }
-        if (device == DRMAS_DEVICE_CUDA) return lmhead_logprobs_cuda(num_tokens, vocab, logits, targets, logp, entropy, stream);
+        if (async) DRMAS_REQUIRE(errors != nullptr, DRMAS_ERR_NULL, "%s: errors is NULL (it needs 2 entries)", fn);
+        if (device == DRMAS_DEVICE_CUDA)
+            return lmhead_logprobs_cuda(num_tokens, vocab, logits, targets, logp, entropy, async ? errors : nullptr, stream);
+        if (async) errors[0] = errors[1] = UINT64_MAX;  // the CPU reports data errors at once
         return lmhead_logprobs_cpu(num_tokens, vocab, logits, targets, logp, entropy);
     });
 }
@@ -393,12 +397,26 @@ extern "C" {
 
 int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vocab, const float* logits,
                                   const int64_t* targets, float* logp, float* entropy, void* stream) {
-    return lmhead_logprobs_entry("drmas_lmhead_logprobs_f32", device, num_tokens, vocab, logits, targets, logp, entropy, stream);
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_f32", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 nullptr, stream, false);
+}
+
+int32_t drmas_lmhead_logprobs_async_f32(int32_t device, int64_t num_tokens, int64_t vocab, const float* logits,
+                                        const int64_t* targets, float* logp, float* entropy, uint64_t* errors, void* stream) {
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_async_f32", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 errors, stream, true);
 }
 
 int32_t drmas_lmhead_logprobs_bf16(int32_t device, int64_t num_tokens, int64_t vocab, const uint16_t* logits,
                                    const int64_t* targets, float* logp, float* entropy, void* stream) {
-    return lmhead_logprobs_entry("drmas_lmhead_logprobs_bf16", device, num_tokens, vocab, logits, targets, logp, entropy, stream);
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_bf16", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 nullptr, stream, false);
+}
+
+int32_t drmas_lmhead_logprobs_async_bf16(int32_t device, int64_t num_tokens, int64_t vocab, const uint16_t* logits,
+                                        const int64_t* targets, float* logp, float* entropy, uint64_t* errors, void* stream) {
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_async_bf16", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 errors, stream, true);
 }
 
 int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,

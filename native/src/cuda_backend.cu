@@ -796,7 +796,7 @@ int32_t lmhead_stats(const char* fn, int64_t n, int64_t V, const L* logits, cons
 
 template <class L>
 int32_t lmhead_logprobs_any(const char* fn, int64_t n, int64_t V, const L* logits, const int64_t* targets, float* logp,
-                            float* entropy, void* stream_ptr) {
+                            float* entropy, uint64_t* errors, void* stream_ptr) {
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
     DeviceGuard guard;
@@ -804,14 +804,17 @@ int32_t lmhead_logprobs_any(const char* fn, int64_t n, int64_t V, const L* logit
     DRMAS_CHECK_POINTER("targets", targets, n > 0);
     DRMAS_CHECK_POINTER("logp", logp, n > 0);
     DRMAS_CHECK_POINTER("entropy", entropy, n > 0);
+    const bool deferred = errors != nullptr;  // drmas_lmhead_logprobs_async_*: no synchronisation
+    DRMAS_CHECK_POINTER("errors", errors, deferred);
     DRMAS_ENTER_DEVICE();
     Scratch scratch(stream);
     const size_t lse_at = scratch.reserve<float>(n), ent_at = scratch.reserve<float>(n), lp_at = scratch.reserve<float>(n);
     const size_t slots_at = scratch.reserve<ull>(2);
     DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
     float *lse = scratch.at<float>(lse_at), *ent = scratch.at<float>(ent_at), *lp = scratch.at<float>(lp_at);
-    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, LmHeadValid{0, 0, n, nullptr}, lse, ent, lp,
-                                  scratch.at<ull>(slots_at), false, stream))
+    ull* slots = deferred ? reinterpret_cast<ull*>(errors) : scratch.at<ull>(slots_at);
+    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, LmHeadValid{0, 0, n, nullptr}, lse, ent, lp, slots, false, stream,
+                                  deferred))
         return st;
     if (n > 0) {
         DRMAS_CUDA_TRY("cudaMemcpyAsync", cudaMemcpyAsync(logp, lp, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
@@ -891,12 +894,14 @@ int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t n
 }  // namespace
 
 int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const float* logits, const int64_t* targets, float* logp, float* entropy,
-                             void* stream) {
-    return lmhead_logprobs_any("drmas_lmhead_logprobs_f32", n, V, logits, targets, logp, entropy, stream);
+                             uint64_t* errors, void* stream) {
+    return lmhead_logprobs_any(errors != nullptr ? "drmas_lmhead_logprobs_async_f32" : "drmas_lmhead_logprobs_f32", n, V, logits,
+                               targets, logp, entropy, errors, stream);
 }
 int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const uint16_t* logits, const int64_t* targets, float* logp, float* entropy,
-                             void* stream) {
-    return lmhead_logprobs_any("drmas_lmhead_logprobs_bf16", n, V, logits, targets, logp, entropy, stream);
+                             uint64_t* errors, void* stream) {
+    return lmhead_logprobs_any(errors != nullptr ? "drmas_lmhead_logprobs_async_bf16" : "drmas_lmhead_logprobs_bf16", n, V, logits,
+                               targets, logp, entropy, errors, stream);
 }
 int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* host_row_offsets,
                           const int64_t* row_offsets, int64_t num_tokens, int64_t c0, int64_t n, int64_t V, float* logits,

@@ -1970,6 +1970,57 @@ static void lmhead_async_case(std::mt19937_64& rng, int64_t V) {
         for (uint64_t e : errs.download()) none &= e == UINT64_MAX;
         check(none, "%s: errors set on data without errors", what.c_str());
     }
+    // the forward-only op: drmas_lmhead_logprobs_async_* gives the plain op's bits without its wait
+    {
+        std::vector<int64_t> y_ok(y);
+        for (auto& v : y_ok) v = std::min<int64_t>(std::max<int64_t>(v, 0), V - 1);
+        DeviceArray<int64_t> dy_ok(y_ok);
+        DeviceArray<L> dz(z);
+        DeviceArray<float> lp1((size_t)T), lp2((size_t)T), e1((size_t)T), e2((size_t)T);
+        DeviceArray<uint64_t> errs(std::vector<uint64_t>{0, 0});
+        auto logprobs = [&](bool async, const int64_t* yp, float* lp, float* ent, uint64_t* e) -> int32_t {
+            if constexpr (sizeof(L) == 2)
+                return async ? drmas_lmhead_logprobs_async_bf16(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, e, nullptr)
+                             : drmas_lmhead_logprobs_bf16(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, nullptr);
+            else
+                return async ? drmas_lmhead_logprobs_async_f32(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, e, nullptr)
+                             : drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, nullptr);
+        };
+        EmuCounts before = emu_counts();
+        const int32_t a = logprobs(false, dy_ok.get(), lp1.get(), e1.get(), nullptr);
+        const EmuCounts dp = count_delta(before, emu_counts());
+        before = emu_counts();
+        const int32_t b = logprobs(true, dy_ok.get(), lp2.get(), e2.get(), errs.get());
+        const EmuCounts da = count_delta(before, emu_counts());
+        const std::string what = format("%s V %lld logprobs", name, (long long)V);
+        check(a == DRMAS_OK && b == DRMAS_OK, "%s: %d %d %s", what.c_str(), a, b, drmas_last_error());
+        if (counting) {
+            check(dp.c[kEmuSyncs] == 1, "%s: the plain op waited %llu times (1 expected)", what.c_str(), (unsigned long long)dp.c[kEmuSyncs]);
+            check(da.c[kEmuSyncs] + da.c[kEmuToHost] == 0, "%s: the async op waited for the device", what.c_str());
+        }
+        if (sync_ok(what)) {
+            const std::vector<float> l1 = lp1.download(), l2 = lp2.download(), h1 = e1.download(), h2 = e2.download();
+            check(same_bits(l1.data(), l2.data(), l1.size()) && same_bits(h1.data(), h2.data(), h1.size()),
+                  "%s: the async op's log-probs or entropies differ from the plain op's", what.c_str());
+            check(errs.download() == std::vector<uint64_t>{UINT64_MAX, UINT64_MAX}, "%s: errors set on good data", what.c_str());
+        }
+        // a bad target (token 4) and a NaN logit (token 9, index 2): both flagged, no wait
+        std::vector<int64_t> yb(y_ok);
+        yb[4] = -2;
+        std::vector<L> zb(z);
+        if constexpr (sizeof(L) == 2) zb[(size_t)(9 * V + 2)] = 0x7FC0;
+        else zb[(size_t)(9 * V + 2)] = nan_f();
+        DeviceArray<int64_t> dyb(yb);
+        dz.upload(zb);
+        before = emu_counts();
+        const int32_t c = logprobs(true, dyb.get(), lp2.get(), e2.get(), errs.get());
+        const EmuCounts dc = count_delta(before, emu_counts());
+        check(c == DRMAS_OK, "%s bad data: %d %s", what.c_str(), c, drmas_last_error());
+        if (counting) check(dc.c[kEmuSyncs] + dc.c[kEmuToHost] == 0, "%s bad data: waited for the device", what.c_str());
+        if (sync_ok(what))
+            check(errs.download() == std::vector<uint64_t>{4, (uint64_t)(9 * V + 2)}, "%s bad data: errors %llx %llx", what.c_str(),
+                  (unsigned long long)errs.download()[0], (unsigned long long)errs.download()[1]);
+    }
     // data errors, left on the device: a NaN logit of token 17 (vocabulary index 5), a bad target of
     // token 14, both valid tokens of the chunk [14, 21)
     for (int which = 0; which < 2; ++which) {

@@ -338,6 +338,25 @@ public final class Kernels {
     }
 
     /**
+     * {@link #lmheadLogprobs} (bf16: {@link #lmheadLogprobsBf16}) without waiting for the device; see
+     * drmas_lmhead_logprobs_async_f32: the data errors go to {@code errors} (2 uint64 in the backend's
+     * memory, UINT64_MAX where none: the first bad target's token, the first non-finite logit's flat
+     * index) instead of being thrown, and with CUDA logp and entropy are written regardless. The CPU
+     * backend throws as lmheadLogprobs does and sets errors to UINT64_MAX.
+     */
+    public static void lmheadLogprobsAsync(Backend b, boolean bf16, long numTokens, long vocab, MemorySegment logits,
+                                           MemorySegment targets, MemorySegment logp, MemorySegment entropy, MemorySegment errors,
+                                           MemorySegment stream) {
+        checkCount("numTokens", numTokens);
+        if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        boolean crit = b == Backend.CPU;
+        LibDrmas.check(LibDrmas.lmheadLogprobsAsync(crit, bf16, b.device(), numTokens, vocab,
+                arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
+                out(b, "logp", logp, numTokens, 4), out(b, "entropy", entropy, numTokens, 4), out(b, "errors", errors, 2, 8),
+                orNull(stream)));
+    }
+
+    /**
      * One chunk as {@link #lmheadChunk} (bf16: {@link #lmheadChunkBf16}) without waiting for the device;
      * see drmas_lmhead_chunk_async_f32: {@code hostOffsets} (a host copy of {@code offsets}, a heap or
      * native segment) is validated on the host, and the chunk's data errors go to {@code errors} (2

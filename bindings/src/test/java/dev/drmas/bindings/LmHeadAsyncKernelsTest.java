@@ -58,6 +58,31 @@ class LmHeadAsyncKernelsTest {
     }
 
     @Test
+    void theAsyncLogprobsGiveThePlainOnesBits() {
+        LmHeadKernelsTest.Batch b = LmHeadKernelsTest.batch(17, 41, 3);
+        int t = b.t(), v = b.v();
+        long[] y = b.y().clone();
+        for (int i = 0; i < t; i++) y[i] = Math.floorMod(y[i], v);
+        for (boolean bf16 : new boolean[] {false, true}) {
+            MemorySegment z = bf16 ? MemorySegment.ofArray(LmHeadKernelsTest.toBf16(b.z())) : MemorySegment.ofArray(b.z());
+            float[] lp1 = new float[t], lp2 = new float[t], e1 = new float[t], e2 = new float[t];
+            long[] errors = {5, 5};
+            if (bf16) Kernels.lmheadLogprobsBf16(Backend.CPU, t, v, z, MemorySegment.ofArray(y), seg(lp1), seg(e1), null);
+            else Kernels.lmheadLogprobs(Backend.CPU, t, v, z, MemorySegment.ofArray(y), seg(lp1), seg(e1), null);
+            Kernels.lmheadLogprobsAsync(Backend.CPU, bf16, t, v, z, MemorySegment.ofArray(y), seg(lp2), seg(e2), MemorySegment.ofArray(errors),
+                    null);
+            assertArrayEquals(lp1, lp2, "log-probs");
+            assertArrayEquals(e1, e2, "entropies");
+            assertArrayEquals(new long[] {-1L, -1L}, errors);
+            long[] bad = y.clone();
+            bad[3] = v;
+            DrmasException e = assertThrows(DrmasException.class, () -> Kernels.lmheadLogprobsAsync(Backend.CPU, bf16, t, v, z,
+                    MemorySegment.ofArray(bad), seg(lp2), null, MemorySegment.ofArray(new long[2]), null));
+            assertTrue(e.getMessage().contains("targets[3] = 41"), e.getMessage());
+        }
+    }
+
+    @Test
     void badHostOffsetsTargetsAndArgumentsAreNamed() {
         LmHeadKernelsTest.Batch b = LmHeadKernelsTest.batch(12, 37, 6);
         int t = b.t(), v = b.v();

@@ -66,7 +66,9 @@ public final class FusedLmHead {
      * Forward only (old and reference log-probs, scoring), without autograd. {@code hidden} [N, H] and
      * {@code weight} [V, H] of one dtype, {@code targets} int64 [N] in [0, V), all on one device (CPU
      * or CUDA); temperature 0 counts as 1. The results are on that device and belong to the caller's
-     * innermost PointerScope.
+     * innermost PointerScope. With CUDA the chunks do not wait for the device: their data errors (a
+     * target outside [0, V), a non-finite logit) come back in one read after the last chunk, named
+     * with their chunk as on the CPU, where the chunk's kernel reports them at once.
      */
     public static Forward logProbs(Tensor hidden, Tensor weight, Tensor targets, double temperature, boolean withEntropy,
                                    int chunkTokens) {
@@ -87,27 +89,65 @@ public final class FusedLmHead {
         Tensor lp = torch.empty(new long[] {n}, f32, null);
         Tensor ent = withEntropy ? torch.empty(new long[] {n}, f32, null) : null;
         Tensor y = targets.contiguous();
+        // each chunk's 2 error slots (drmas_lmhead_logprobs_async_f32), read once after the last chunk:
+        // with CUDA no chunk waits for the device (the plain op waited once per chunk)
+        final long chunks = (n + chunkTokens - 1) / chunkTokens;
+        Tensor errors = torch.empty(new long[] {chunks, 2}, options(ScalarType.Long, hidden.device()), null);
         try (NoGradGuard noGrad = new NoGradGuard()) {
             Tensor w = weight.narrow(0, 0, vocab);
-            for (long c0 = 0; c0 < n; c0 += chunkTokens) {
+            for (long k = 0, c0 = 0; c0 < n; k++, c0 += chunkTokens) {
                 long c = Math.min(chunkTokens, n - c0);
                 try (PointerScope scope = new PointerScope()) {
                     Tensor z = logits(hidden.narrow(0, c0, c), w, temperature);
                     try {
-                        Kernels.lmheadLogprobs(b, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, b),
+                        Kernels.lmheadLogprobsAsync(b, false, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, b),
                                 TensorViews.view("targets", y.narrow(0, c0, c), ScalarType.Long, c, b),
                                 TensorViews.view("logp", lp.narrow(0, c0, c), ScalarType.Float, c, b),
                                 ent == null ? null : TensorViews.view("entropy", ent.narrow(0, c0, c), ScalarType.Float, c, b),
-                                stream);
+                                TensorViews.view("errors", errors.select(0, k), ScalarType.Long, 2, b), stream);
                     } catch (DrmasException e) {
                         // the kernel counts the tokens of its chunk: say which chunk
-                        throw new IllegalArgumentException("the LM head's chunk of tokens [" + c0 + ", " + (c0 + c) + "): "
-                                + e.getMessage(), e);
+                        throw chunkError(c0, c, e.getMessage(), e);
+                    }
+                }
+            }
+            if (chunks > 0) {
+                long[] bad = new long[(int) (2 * chunks)];
+                (errors.is_cpu() ? errors : errors.cpu()).data_ptr_long().get(bad);  // with CUDA: the one read back
+                for (int k = 0; k < chunks; k++) {
+                    long c0 = (long) k * chunkTokens, c = Math.min(chunkTokens, n - c0);
+                    if (bad[2 * k] != -1L) {  // UINT64_MAX: none
+                        long t = bad[2 * k];
+                        throw chunkError(c0, c, "drmas_lmhead_logprobs_async_f32: targets[" + t + "] = " + y.select(0, c0 + t).item_long()
+                                + " is outside the vocabulary [0, " + vocab + ")", null);
+                    }
+                    if (bad[2 * k + 1] != -1L) {
+                        long i = bad[2 * k + 1] / vocab, v = bad[2 * k + 1] % vocab;
+                        throw chunkError(c0, c, "drmas_lmhead_logprobs_async_f32: " + nonFinite(hidden, weight, vocab, temperature, c0, i, v),
+                                null);
                     }
                 }
             }
         }
         return new Forward(lp, ent);
+    }
+
+    private static IllegalArgumentException chunkError(long c0, long c, String message, Exception cause) {
+        return new IllegalArgumentException("the LM head's chunk of tokens [" + c0 + ", " + (c0 + c) + "): " + message, cause);
+    }
+
+    /**
+     * "logits[i][v] (token i, vocabulary index v) is nan" (or ±inf), as the kernels word it, of the
+     * logit of the chunk from c0: computed again from hidden and weight for its value (the chunk's
+     * logits are gone, or dL/dz by now).
+     */
+    private static String nonFinite(Tensor hidden, Tensor weight, long vocab, double temperature, long c0, long i, long v) {
+        double x;
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            x = logits(hidden.detach().narrow(0, c0 + i, 1), weight.detach().narrow(0, 0, vocab), temperature).select(1, v).item_double();
+        }
+        return "logits[" + i + "][" + v + "] (token " + i + ", vocabulary index " + v + ") is "
+                + (Double.isNaN(x) ? "nan" : Double.isInfinite(x) ? (x > 0 ? "+inf" : "-inf") : "not finite");
     }
 
     /**
@@ -277,13 +317,10 @@ public final class FusedLmHead {
                     + " (a valid token of the chunk) is outside the vocabulary [0, " + vocab + ")");
         }
         if (badLogit != -1L) {
-            long i = badLogit / vocab, v = badLogit % vocab, t = c0 + i;
-            double x;
-            try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
-                x = logits(hidden.detach().narrow(0, t, 1), weight.detach().narrow(0, 0, vocab), temperature).select(1, v).item_double();
-            }
-            throw new IllegalArgumentException("drmas_lmhead_chunk_async_f32: logits[" + i + "][" + v + "] (token " + t
-                    + ", vocabulary index " + v + ") is " + (Double.isNaN(x) ? "nan" : Double.isInfinite(x) ? (x > 0 ? "+inf" : "-inf") : "not finite"));
+            // the chunk op names the token by its index in the micro-batch: c0 + i
+            long i = badLogit / vocab, v = badLogit % vocab;
+            String m = nonFinite(hidden, weight, vocab, temperature, c0, i, v).replace("(token " + i + ",", "(token " + (c0 + i) + ",");
+            throw new IllegalArgumentException("drmas_lmhead_chunk_async_f32: " + m);
         }
     }
 
