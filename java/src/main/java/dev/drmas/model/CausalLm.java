@@ -470,9 +470,29 @@ public final class CausalLm implements AutoCloseable {
      * #ringLayout}), else copied too. The cache's length is left as it is.
      */
     public Tensor decodeAt(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot) {
+        return decode(ids, positions, valid, validStride, slots, cache, writeSlot, null).logits();
+    }
+
+    /**
+     * A decoding step's logits [B, 1, vocab], and the sampler's uniforms as float64 [B, 1] on the
+     * model's device when they went there with the step's ids and positions (else null: the CPU
+     * decoding step, or none given).
+     */
+    public record Decoded(Tensor logits, Tensor uniforms) {
+    }
+
+    /**
+     * {@link #decodeAt}, with the uniforms the step's tokens will be drawn with (one per row, or
+     * null): on the general path (a GPU's) they go to the device in the same copy as the ids and
+     * positions (their bits as int64, viewed as float64 there), so that the sampler
+     * (Sampler.sample with them) makes no copy of its own. Both tensors belong to the caller's scope.
+     */
+    public Decoded decode(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot,
+                          double[] uniforms) {
         if (cache == null) throw new IllegalArgumentException("decodeAt needs a KV cache");
         int b = ids.length;
         if (positions.length != b) throw new IllegalArgumentException(b + " ids but " + positions.length + " positions");
+        if (uniforms != null && uniforms.length != b) throw new IllegalArgumentException(b + " ids but " + uniforms.length + " uniforms");
         if (slots < 1 || slots > cache.capacity() || writeSlot < 0 || writeSlot >= slots || validStride < slots
                 || (b > 0 && (long) (b - 1) * validStride + slots > valid.length)) {
             throw new IllegalArgumentException("decodeAt: write slot " + writeSlot + " must lie in the " + slots + " slots read, they"
@@ -480,17 +500,20 @@ public final class CausalLm implements AutoCloseable {
                     + validStride + " apart) must cover " + b + " rows of them");
         }
         cache.checkShape(config, dtype, b);
-        Tensor out;
+        Tensor out, u = null;
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             Tensor h = decodeStepOn && device.is_cpu() && dtype == ScalarType.Float
                     ? decodeStep.hiddenFromArrays(ids, positions, valid, validStride, cache, writeSlot, slots) : null;
             if (h == null) {
-                // the ids and positions in one upload, [2, B]
-                long[] inputs = new long[2 * b];
+                // the ids, the positions and the uniforms' bits in one upload, [2 or 3, B]
+                int parts = uniforms == null ? 2 : 3;
+                long[] inputs = new long[parts * b];
                 System.arraycopy(ids, 0, inputs, 0, b);
                 System.arraycopy(positions, 0, inputs, b, b);
-                Tensor both = Tensors.upload(inputs, device, 2, b);
-                Tensor idsT = both.select(0, 0).view(b, 1), posT = both.select(0, 1).view(b, 1);
+                for (int r = 0; uniforms != null && r < b; r++) inputs[2 * b + r] = Double.doubleToRawLongBits(uniforms[r]);
+                Tensor all = Tensors.upload(inputs, device, parts, b);
+                Tensor idsT = all.select(0, 0).view(b, 1), posT = all.select(0, 1).view(b, 1);
+                if (uniforms != null) u = Scopes.retain(all.select(0, 2).view(ScalarType.Double).view(b, 1));
                 Tensor maskT;
                 if (ringLayout(positions, valid, validStride, slots, cache.capacity(), writeSlot)) {
                     maskT = ringMask(posT, slots, cache.capacity(), writeSlot);
@@ -502,8 +525,11 @@ public final class CausalLm implements AutoCloseable {
                 h = hiddenImpl(idsT, posT, maskT, cache, writeSlot, slots);
             }
             out = Scopes.retain(logits(h));
+        } catch (RuntimeException | Error e) {
+            if (u != null) u.releaseReference();
+            throw e;
         }
-        return Scopes.adopt(out);
+        return new Decoded(Scopes.adopt(out), u == null ? null : Scopes.adopt(u));
     }
 
     /**

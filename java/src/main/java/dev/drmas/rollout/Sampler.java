@@ -38,6 +38,15 @@ public final class Sampler {
      * Sampling inverts the CDF of the filtered distribution at {@code uniforms[b]} in [0, 1).
      */
     public static Draw sample(Tensor logits, SamplingParams params, double[] uniforms) {
+        return sample(logits, params, uniforms, null);
+    }
+
+    /**
+     * As above, given also the uniforms as float64 [B, 1] on the logits' device (CausalLm.decode
+     * uploads them with the step's inputs), so that LibTorch's sampler makes no copy of its own; null:
+     * copied here when needed. They must hold the values of {@code uniforms}.
+     */
+    public static Draw sample(Tensor logits, SamplingParams params, double[] uniforms, Tensor deviceUniforms) {
         if (logits.dim() != 2) {
             throw new IllegalArgumentException("logits must be [batch, vocab], got " + logits.dim() + " dims");
         }
@@ -56,7 +65,7 @@ public final class Sampler {
                 && (rows == 1 || logits.stride(0) >= vocab)) {
             return sampleNative(logits, params, uniforms);
         }
-        return sampleTorch(logits, params, uniforms);
+        return sampleTorch(logits, params, uniforms, deviceUniforms);
     }
 
     /**
@@ -84,6 +93,10 @@ public final class Sampler {
 
     /** The same by LibTorch's ops, on any device and dtype. */
     static Draw sampleTorch(Tensor logits, SamplingParams params, double[] uniforms) {
+        return sampleTorch(logits, params, uniforms, null);
+    }
+
+    static Draw sampleTorch(Tensor logits, SamplingParams params, double[] uniforms, Tensor deviceUniforms) {
         final int rows = (int) logits.size(0);
         final long vocab = logits.size(1);
         try (PointerScope scope = new PointerScope()) {
@@ -101,7 +114,8 @@ public final class Sampler {
                 // CDF in float64 so that a 150K-token vocabulary does not lose the tail
                 Tensor cdf = masked.softmax(1).to(ScalarType.Double).cumsum(1);
                 Tensor total = cdf.narrow(1, vocab - 1, 1);                          // [B, 1]
-                Tensor u = Tensors.upload(uniforms, cdf.device(), rows, 1);
+                Tensor u = deviceUniforms != null && deviceUniforms.device().equals(cdf.device()) ? deviceUniforms
+                        : Tensors.upload(uniforms, cdf.device(), rows, 1);
                 Tensor target = u.mul(total);
                 // first index whose CDF exceeds the target: a token of positive probability...
                 Tensor idx = torch.searchsorted(cdf, target, false, true, new StringViewOptional(), new TensorOptional());

@@ -3,9 +3,11 @@
 // when the rows are laid out as the rollout engines lay them (a ring segment of position + 1 slots
 // ending at the written slot): its logits must be bit for bit those of forwardAt given the same
 // mask as an int64 tensor (the mask decodeAt uploaded before), over steps whose rows join, finish
-// and go round the cache. Other layouts keep the uploaded mask, with the same bits.
+// and go round the cache. Other layouts keep the uploaded mask, with the same bits. The sampler's
+// uniforms ride in the same upload, their bits intact.
 package dev.drmas.model;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -52,8 +54,12 @@ class DecodeRingMaskTest {
                 }
                 assertTrue(CausalLm.ringLayout(pos, valid, CAPACITY, slots, CAPACITY, slot), "column " + col);
                 long u0 = Tensors.uploads();
-                Tensor got = m.decodeAt(ids, pos, valid, CAPACITY, slots, a, slot);
-                assertEquals(1, Tensors.uploads() - u0, "column " + col + ": the ids and positions in one upload, no mask");
+                double[] uniforms = {col / 64.0, 0.999999, Math.ulp(1.0)};
+                CausalLm.Decoded d = m.decode(ids, pos, valid, CAPACITY, slots, a, slot, col % 2 == 0 ? uniforms : null);
+                Tensor got = d.logits();
+                assertEquals(1, Tensors.uploads() - u0, "column " + col + ": the ids, positions and uniforms in one upload, no mask");
+                if (col % 2 == 0) assertArrayEquals(uniforms, Tensors.toDoubles(d.uniforms()), "column " + col + ": the uniforms' bits");
+                else assertEquals(null, d.uniforms());
                 long[] mask = new long[ROWS * slots];
                 for (int r = 0; r < ROWS; r++) System.arraycopy(valid, r * CAPACITY, mask, r * slots, slots);
                 Tensor want = m.forwardAt(Tensors.longs(ids, ROWS, 1), Tensors.longs(pos, ROWS, 1), Tensors.longs(mask, ROWS, slots), b,

@@ -1,8 +1,8 @@
 // DecodeTransfersTest.java — how many host transfers one decoding step of each rollout engine makes
 // on the path a GPU runs (CausalLm's general layers, LibTorch's sampler), counted by Tensors' helpers:
 // on a GPU every read into Java waits for the device and every upload is a host-to-device copy. A
-// step reads the drawn tokens and their log-probs back once, and uploads its ids and positions once
-// (the attention mask is made on the device from the positions) plus the sampler's uniforms.
+// step reads the drawn tokens and their log-probs back once, and uploads its ids, positions and the
+// sampler's uniforms once (the attention mask is made on the device from the positions).
 // Counted per step as the difference between two runs that differ only in their number of steps.
 // The one read gives the bits that two reads gave (tokens exact, log-probs float32 as computed).
 package dev.drmas.rollout;
@@ -59,8 +59,8 @@ class DecodeTransfersTest {
                 long[] a = transfers(g, reqs, s, 4), b = transfers(g, reqs, s, 10);
                 String what = engine + ", " + (s.greedy() ? "greedy" : "sampling") + ": per decoding step, ";
                 assertEquals(1, (b[0] - a[0]) / 6.0, what + "reads into Java (tokens and log-probs in one)");
-                // the ids and positions in one; sampling uploads one uniform per row too
-                assertEquals(s.greedy() ? 1 : 2, (b[1] - a[1]) / 6.0, what + "uploads");
+                // the ids, the positions and (sampling) the uniforms in one
+                assertEquals(1, (b[1] - a[1]) / 6.0, what + "uploads");
             }
         } finally {
             Sampler.nativeOn = was;
@@ -85,6 +85,12 @@ class DecodeTransfersTest {
                 Tensor scaled = s.greedy() ? logits : logits.div(new Scalar(s.temperature()));
                 float[] want = Tensors.toFloats(scaled.log_softmax(1).gather(1, tokens));
                 assertArrayEquals(want, d.logprobs(), s.toString());  // Float.equals: the bits
+                // the uniforms given as a tensor (as CausalLm.decode uploads them): the same draw, no copy
+                long up = Tensors.uploads();
+                Sampler.Draw e = Sampler.sampleTorch(logits, s, u, Tensors.doubles(u, 6, 1));
+                assertEquals(0, Tensors.uploads() - up, s + ": uploads with the uniforms given");
+                assertArrayEquals(d.tokens(), e.tokens(), s.toString());
+                assertArrayEquals(d.logprobs(), e.logprobs(), s.toString());
                 if (s.greedy()) assertArrayEquals(Tensors.toLongs(logits.argmax(new org.bytedeco.pytorch.LongOptional(1), true)), d.tokens());
             }
         }
