@@ -6,6 +6,8 @@
  *          drmas_broadcast_rows_f32, drmas_clipped_loss_f32, drmas_clipped_loss_async_f32,
  *          drmas_clipped_loss_rows_f32, drmas_lmhead_logprobs_f32,
  *          drmas_lmhead_chunk_f32, drmas_lmhead_logprobs_bf16, drmas_lmhead_chunk_bf16,
+ *          drmas_lmhead_chunk_async_f32, drmas_lmhead_chunk_async_bf16,
+ *          drmas_lmhead_logprobs_async_f32, drmas_lmhead_logprobs_async_bf16,
  *          drmas_decode_attention_f32, drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32,
  *          drmas_last_error,
  *          drmas_abi_value, drmas_cuda_* helpers
@@ -21,7 +23,8 @@
  *    stream; NULL is the legacy default stream). Config structs are always host memory.
  *    CUDA calls validate their data on the device and synchronise `stream` once to report
  *    errors before anything is written (as torch.nonzero does); drmas_clipped_loss_async_f32
- *    takes host-validated offsets instead and never synchronises.
+ *    takes host-validated offsets instead and never synchronises, and drmas_lmhead_chunk_async_*
+ *    also leaves its data errors on the device for the caller to read once, after its last chunk.
  *  - Sizes are int64_t; ids are dense int32 in [0, num_x). Empty segments are legal.
  *  - Scratch memory: the CPU backend allocates internally and frees before returning; the
  *    CUDA backend uses cudaMallocAsync/cudaFreeAsync on `stream` (stream-ordered pool).
@@ -379,6 +382,49 @@ DRMAS_API int32_t drmas_lmhead_chunk_bf16(int32_t device, const drmas_lmhead_con
                                           const float* advantages, const float* ref_logp,
                                           const uint8_t* mask, float* logp, float* entropy, double* sums,
                                           void* stream);
+
+/* The chunk ops without a synchronisation, for a caller that runs many chunks (the fused LM head
+ * of a micro-batch): on CUDA, drmas_lmhead_chunk_* synchronises `stream` twice per chunk (its row
+ * offsets, then the targets and logits). These take host_row_offsets, a host copy of row_offsets
+ * validated on the host as drmas_clipped_loss_async_f32 does (the same checks and messages, the same
+ * caveat: row_offsets must hold the same values), and report the data errors of the chunk into
+ * `errors` (2 entries, in the memory of the other arrays: device memory with CUDA) instead of
+ * returning them: errors[0] = the chunk-relative index of the first valid token whose target is
+ * outside [0, vocab), errors[1] = the first flat index i * vocab + v of a valid token's non-finite
+ * logit, UINT64_MAX where there is none. Argument errors are still returned at once.
+ * CUDA: nothing waits for the device; the chunk's outputs (logits, logp, entropy, sums) are written
+ * whatever errors says, as the _f32/_bf16 op computes them (a bad target's token gets logp 0 and no
+ * target term; a non-finite logit gives non-finite outputs; no access outside the arrays), so a
+ * caller reads errors once, after its last chunk, and discards the outputs when any is set. The
+ * results are bit for bit the _f32/_bf16 op's on data without errors.
+ * CPU: exactly the _f32/_bf16 op (data errors returned, outputs untouched), errors set to UINT64_MAX. */
+DRMAS_API int32_t drmas_lmhead_chunk_async_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                               const int64_t* host_row_offsets, const int64_t* row_offsets,
+                                               int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                                               int64_t vocab, float* logits, const int64_t* targets,
+                                               const float* old_logp, const float* advantages,
+                                               const float* ref_logp, const uint8_t* mask, float* logp,
+                                               float* entropy, double* sums, uint64_t* errors, void* stream);
+DRMAS_API int32_t drmas_lmhead_chunk_async_bf16(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                                const int64_t* host_row_offsets, const int64_t* row_offsets,
+                                                int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                                                int64_t vocab, uint16_t* logits, const int64_t* targets,
+                                                const float* old_logp, const float* advantages,
+                                                const float* ref_logp, const uint8_t* mask, float* logp,
+                                                float* entropy, double* sums, uint64_t* errors, void* stream);
+
+/* drmas_lmhead_logprobs_* without its synchronisation (one per call on CUDA): the data errors go to
+ * `errors` (2 entries in the other arrays' memory, as drmas_lmhead_chunk_async_*: errors[0] the first
+ * token whose target is outside [0, vocab), errors[1] the first flat index t * vocab + v of a
+ * non-finite logit, UINT64_MAX where none) and logp and entropy are written whatever it says, so a
+ * caller of many chunks reads the errors once after the last. Bit for bit the plain op's results on
+ * data without errors. CPU: exactly the plain op, errors set to UINT64_MAX. */
+DRMAS_API int32_t drmas_lmhead_logprobs_async_f32(int32_t device, int64_t num_tokens, int64_t vocab,
+                                                  const float* logits, const int64_t* targets, float* logp,
+                                                  float* entropy, uint64_t* errors, void* stream);
+DRMAS_API int32_t drmas_lmhead_logprobs_async_bf16(int32_t device, int64_t num_tokens, int64_t vocab,
+                                                   const uint16_t* logits, const int64_t* targets, float* logp,
+                                                   float* entropy, uint64_t* errors, void* stream);
 
 /* ---- 6. a decoding step's attention (CPU only) ---------------------------------------- *
  * One layer of one decoding step of a grouped-query-attention model (Qwen3 / Llama layout) for

@@ -324,7 +324,8 @@ int32_t drmas_clipped_loss_rows_f32(int32_t device, const drmas_loss_config* cfg
 // then the backend's overload for L.
 template <class L>
 static int32_t lmhead_logprobs_entry(const char* fn, int32_t device, int64_t num_tokens, int64_t vocab, const L* logits,
-                                     const int64_t* targets, float* logp, float* entropy, void* stream) {
+                                     const int64_t* targets, float* logp, float* entropy, uint64_t* errors, void* stream,
+                                     bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
@@ -336,17 +337,20 @@ static int32_t lmhead_logprobs_entry(const char* fn, int32_t device, int64_t num
             DRMAS_REQUIRE(targets, DRMAS_ERR_NULL, "%s: targets is NULL", fn);
             DRMAS_REQUIRE(logp, DRMAS_ERR_NULL, "%s: logp is NULL", fn);
         }
-        if (device == DRMAS_DEVICE_CUDA) return lmhead_logprobs_cuda(num_tokens, vocab, logits, targets, logp, entropy, stream);
+        if (async) DRMAS_REQUIRE(errors != nullptr, DRMAS_ERR_NULL, "%s: errors is NULL (it needs 2 entries)", fn);
+        if (device == DRMAS_DEVICE_CUDA)
+            return lmhead_logprobs_cuda(num_tokens, vocab, logits, targets, logp, entropy, async ? errors : nullptr, stream);
+        if (async) errors[0] = errors[1] = UINT64_MAX;  // the CPU reports data errors at once
         return lmhead_logprobs_cpu(num_tokens, vocab, logits, targets, logp, entropy);
     });
 }
 
 template <class L>
 static int32_t lmhead_chunk_entry(const char* fn, int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
-                                  const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
-                                  int64_t vocab, L* logits, const int64_t* targets, const float* old_logp,
-                                  const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
-                                  float* entropy, double* sums, void* stream) {
+                                  const int64_t* host_row_offsets, const int64_t* row_offsets, int64_t num_tokens,
+                                  int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, L* logits, const int64_t* targets,
+                                  const float* old_logp, const float* advantages, const float* ref_logp, const uint8_t* mask,
+                                  float* logp, float* entropy, double* sums, uint64_t* errors, void* stream, bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
@@ -356,6 +360,13 @@ static int32_t lmhead_chunk_entry(const char* fn, int32_t device, const drmas_lm
                       "%s: cfg.entropy_coef must be a finite float (|x| <= 3.4e38), got %g", fn, c.entropy_coef);
         DRMAS_REQUIRE(c.kl_type == DRMAS_KL_NONE || ref_logp, DRMAS_ERR_NULL, "%s: cfg.kl_type is set but ref_logp is NULL", fn);
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
+        if (async) {
+            DRMAS_REQUIRE(host_row_offsets != nullptr, DRMAS_ERR_NULL,
+                          "%s: host_row_offsets is NULL (it needs num_rows + 1 = %llu entries)", fn,
+                          (unsigned long long)num_rows + 1);  // (unsigned: as check_offsets_args)
+            if (int32_t st = check_offsets(fn, num_rows, host_row_offsets, num_tokens)) return st;
+            DRMAS_REQUIRE(errors != nullptr, DRMAS_ERR_NULL, "%s: errors is NULL (it needs 2 entries)", fn);
+        }
         DRMAS_REQUIRE(vocab >= 1, DRMAS_ERR_SIZE, "%s: vocab must be >= 1, got %lld", fn, (long long)vocab);
         DRMAS_REQUIRE(chunk_begin >= 0 && chunk_tokens >= 0 && chunk_begin <= num_tokens && chunk_tokens <= num_tokens - chunk_begin,
                       DRMAS_ERR_RANGE, "%s: the chunk [%lld, %lld + %lld) is not inside the %lld tokens", fn, (long long)chunk_begin,
@@ -372,8 +383,11 @@ static int32_t lmhead_chunk_entry(const char* fn, int32_t device, const drmas_lm
         DRMAS_REQUIRE(sums, DRMAS_ERR_NULL, "%s: sums is NULL (it needs %d doubles)", fn, DRMAS_LMHEAD_SUMS);
         if (c.kl_type == DRMAS_KL_NONE) ref_logp = nullptr;
         if (device == DRMAS_DEVICE_CUDA)
-            return lmhead_chunk_cuda(c, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens, vocab, logits, targets,
-                                     old_logp, advantages, ref_logp, mask, logp, entropy, sums, stream);
+            return lmhead_chunk_cuda(c, num_rows, async ? host_row_offsets : nullptr, row_offsets, num_tokens, chunk_begin,
+                                     chunk_tokens, vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp, entropy,
+                                     sums, async ? errors : nullptr, stream);
+        // the CPU reports data errors as it finds them (nothing to wait for): the async form is the plain one
+        if (async) errors[0] = errors[1] = UINT64_MAX;
         return lmhead_chunk_cpu(c, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens, vocab, logits, targets, old_logp,
                                 advantages, ref_logp, mask, logp, entropy, sums);
     });
@@ -383,12 +397,26 @@ extern "C" {
 
 int32_t drmas_lmhead_logprobs_f32(int32_t device, int64_t num_tokens, int64_t vocab, const float* logits,
                                   const int64_t* targets, float* logp, float* entropy, void* stream) {
-    return lmhead_logprobs_entry("drmas_lmhead_logprobs_f32", device, num_tokens, vocab, logits, targets, logp, entropy, stream);
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_f32", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 nullptr, stream, false);
+}
+
+int32_t drmas_lmhead_logprobs_async_f32(int32_t device, int64_t num_tokens, int64_t vocab, const float* logits,
+                                        const int64_t* targets, float* logp, float* entropy, uint64_t* errors, void* stream) {
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_async_f32", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 errors, stream, true);
 }
 
 int32_t drmas_lmhead_logprobs_bf16(int32_t device, int64_t num_tokens, int64_t vocab, const uint16_t* logits,
                                    const int64_t* targets, float* logp, float* entropy, void* stream) {
-    return lmhead_logprobs_entry("drmas_lmhead_logprobs_bf16", device, num_tokens, vocab, logits, targets, logp, entropy, stream);
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_bf16", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 nullptr, stream, false);
+}
+
+int32_t drmas_lmhead_logprobs_async_bf16(int32_t device, int64_t num_tokens, int64_t vocab, const uint16_t* logits,
+                                        const int64_t* targets, float* logp, float* entropy, uint64_t* errors, void* stream) {
+    return lmhead_logprobs_entry("drmas_lmhead_logprobs_async_bf16", device, num_tokens, vocab, logits, targets, logp, entropy,
+                                 errors, stream, true);
 }
 
 int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
@@ -396,8 +424,20 @@ int32_t drmas_lmhead_chunk_f32(int32_t device, const drmas_lmhead_config* cfg, i
                                int64_t vocab, float* logits, const int64_t* targets, const float* old_logp,
                                const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
                                float* entropy, double* sums, void* stream) {
-    return lmhead_chunk_entry("drmas_lmhead_chunk_f32", device, cfg, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens,
-                              vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp, entropy, sums, stream);
+    return lmhead_chunk_entry("drmas_lmhead_chunk_f32", device, cfg, num_rows, nullptr, row_offsets, num_tokens, chunk_begin,
+                              chunk_tokens, vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp, entropy, sums,
+                              nullptr, stream, false);
+}
+
+int32_t drmas_lmhead_chunk_async_f32(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                     const int64_t* host_row_offsets, const int64_t* row_offsets, int64_t num_tokens,
+                                     int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, float* logits,
+                                     const int64_t* targets, const float* old_logp, const float* advantages,
+                                     const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums,
+                                     uint64_t* errors, void* stream) {
+    return lmhead_chunk_entry("drmas_lmhead_chunk_async_f32", device, cfg, num_rows, host_row_offsets, row_offsets, num_tokens,
+                              chunk_begin, chunk_tokens, vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp,
+                              entropy, sums, errors, stream, true);
 }
 
 int32_t drmas_lmhead_chunk_bf16(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
@@ -405,8 +445,20 @@ int32_t drmas_lmhead_chunk_bf16(int32_t device, const drmas_lmhead_config* cfg, 
                                 int64_t vocab, uint16_t* logits, const int64_t* targets, const float* old_logp,
                                 const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
                                 float* entropy, double* sums, void* stream) {
-    return lmhead_chunk_entry("drmas_lmhead_chunk_bf16", device, cfg, num_rows, row_offsets, num_tokens, chunk_begin, chunk_tokens,
-                              vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp, entropy, sums, stream);
+    return lmhead_chunk_entry("drmas_lmhead_chunk_bf16", device, cfg, num_rows, nullptr, row_offsets, num_tokens, chunk_begin,
+                              chunk_tokens, vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp, entropy, sums,
+                              nullptr, stream, false);
+}
+
+int32_t drmas_lmhead_chunk_async_bf16(int32_t device, const drmas_lmhead_config* cfg, int64_t num_rows,
+                                     const int64_t* host_row_offsets, const int64_t* row_offsets, int64_t num_tokens,
+                                     int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, uint16_t* logits,
+                                     const int64_t* targets, const float* old_logp, const float* advantages,
+                                     const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums,
+                                     uint64_t* errors, void* stream) {
+    return lmhead_chunk_entry("drmas_lmhead_chunk_async_bf16", device, cfg, num_rows, host_row_offsets, row_offsets, num_tokens,
+                              chunk_begin, chunk_tokens, vocab, logits, targets, old_logp, advantages, ref_logp, mask, logp,
+                              entropy, sums, errors, stream, true);
 }
 
 int32_t drmas_cuda_device_count(void) {

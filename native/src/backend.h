@@ -88,20 +88,23 @@ int32_t clipped_loss_cuda(const drmas_loss_config& cfg, int64_t num_rows,
                           const float* advantages, const float* ref_logp, const uint8_t* mask,
                           float* grad, double* sums, void* stream, bool per_row);
 int32_t lmhead_logprobs_cuda(int64_t num_tokens, int64_t vocab, const float* logits, const int64_t* targets,
-                             float* logp, float* entropy, void* stream);
-int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
-                          int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, float* logits,
-                          const int64_t* targets, const float* old_logp, const float* advantages,
-                          const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums,
-                          void* stream);
+                             float* logp, float* entropy, uint64_t* errors, void* stream);
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* host_row_offsets,
+                          const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                          int64_t vocab, float* logits, const int64_t* targets, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
+                          float* entropy, double* sums, uint64_t* errors, void* stream);
+// host_row_offsets and errors: both NULL for drmas_lmhead_chunk_* (offsets validated on the device,
+// data errors returned after a synchronisation), both set for drmas_lmhead_chunk_async_* (offsets
+// validated on the host by the caller, data errors left in errors: nothing waits for the device).
 // bf16 logits (uint16_t bits): the same kernels, templated on the logits' type.
 int32_t lmhead_logprobs_cuda(int64_t num_tokens, int64_t vocab, const uint16_t* logits, const int64_t* targets,
-                             float* logp, float* entropy, void* stream);
-int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* row_offsets,
-                          int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens, int64_t vocab, uint16_t* logits,
-                          const int64_t* targets, const float* old_logp, const float* advantages,
-                          const float* ref_logp, const uint8_t* mask, float* logp, float* entropy, double* sums,
-                          void* stream);
+                             float* logp, float* entropy, uint64_t* errors, void* stream);
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& cfg, int64_t num_rows, const int64_t* host_row_offsets,
+                          const int64_t* row_offsets, int64_t num_tokens, int64_t chunk_begin, int64_t chunk_tokens,
+                          int64_t vocab, uint16_t* logits, const int64_t* targets, const float* old_logp,
+                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp,
+                          float* entropy, double* sums, uint64_t* errors, void* stream);
 int32_t cuda_malloc(size_t bytes, void** ptr);
 int32_t cuda_free(void* ptr);
 int32_t cuda_memcpy(void* dst, const void* src, size_t bytes, int32_t kind);

@@ -762,14 +762,16 @@ void launch_lmhead_stats(int64_t n, int64_t V, const uint16_t* logits, const int
 
 // Softmax statistics of the chunk's valid tokens into scratch (lse, entropy, logp), then the
 // first bad target or non-finite logit reported as the CPU backend words it (one synchronisation).
+// With `deferred` the slots are the caller's (drmas_lmhead_chunk_async_*): left on the device, no wait.
 template <class L>
 int32_t lmhead_stats(const char* fn, int64_t n, int64_t V, const L* logits, const int64_t* targets, LmHeadValid valid,
-                     float* lse, float* ent, float* lp, ull* slots, bool chunk, cudaStream_t stream) {
+                     float* lse, float* ent, float* lp, ull* slots, bool chunk, cudaStream_t stream, bool deferred = false) {
     DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(slots, 0xFF, 2 * sizeof(ull), stream));
     if (n > 0) {
         launch_lmhead_stats(n, V, logits, targets, valid, lse, ent, lp, slots, stream);
         DRMAS_CUDA_LAUNCHED("lmhead_stats_kernel");
     }
+    if (deferred) return DRMAS_OK;
     ull host[2];
     DRMAS_CUDA_TRY("cudaMemcpyAsync", copy_to_host(host, slots, 2, stream));
     if (host[0] != kNoError) {
@@ -794,7 +796,7 @@ int32_t lmhead_stats(const char* fn, int64_t n, int64_t V, const L* logits, cons
 
 template <class L>
 int32_t lmhead_logprobs_any(const char* fn, int64_t n, int64_t V, const L* logits, const int64_t* targets, float* logp,
-                            float* entropy, void* stream_ptr) {
+                            float* entropy, uint64_t* errors, void* stream_ptr) {
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
     DeviceGuard guard;
@@ -802,14 +804,17 @@ int32_t lmhead_logprobs_any(const char* fn, int64_t n, int64_t V, const L* logit
     DRMAS_CHECK_POINTER("targets", targets, n > 0);
     DRMAS_CHECK_POINTER("logp", logp, n > 0);
     DRMAS_CHECK_POINTER("entropy", entropy, n > 0);
+    const bool deferred = errors != nullptr;  // drmas_lmhead_logprobs_async_*: no synchronisation
+    DRMAS_CHECK_POINTER("errors", errors, deferred);
     DRMAS_ENTER_DEVICE();
     Scratch scratch(stream);
     const size_t lse_at = scratch.reserve<float>(n), ent_at = scratch.reserve<float>(n), lp_at = scratch.reserve<float>(n);
     const size_t slots_at = scratch.reserve<ull>(2);
     DRMAS_CUDA_TRY("cudaMallocAsync", scratch.allocate());
     float *lse = scratch.at<float>(lse_at), *ent = scratch.at<float>(ent_at), *lp = scratch.at<float>(lp_at);
-    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, LmHeadValid{0, 0, n, nullptr}, lse, ent, lp,
-                                  scratch.at<ull>(slots_at), false, stream))
+    ull* slots = deferred ? reinterpret_cast<ull*>(errors) : scratch.at<ull>(slots_at);
+    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, LmHeadValid{0, 0, n, nullptr}, lse, ent, lp, slots, false, stream,
+                                  deferred))
         return st;
     if (n > 0) {
         DRMAS_CUDA_TRY("cudaMemcpyAsync", cudaMemcpyAsync(logp, lp, (size_t)n * sizeof(float), cudaMemcpyDeviceToDevice, stream));
@@ -821,10 +826,11 @@ int32_t lmhead_logprobs_any(const char* fn, int64_t n, int64_t V, const L* logit
 }
 
 template <class L>
-int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets,
-                         int64_t num_tokens, int64_t c0, int64_t n, int64_t V, L* logits, const int64_t* targets,
-                         const float* old_logp, const float* advantages, const float* ref_logp, const uint8_t* mask,
-                         float* logp_out, float* ent_out, double* sums, void* stream_ptr) {
+int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t num_rows, const int64_t* host_row_offsets,
+                         const int64_t* row_offsets, int64_t num_tokens, int64_t c0, int64_t n, int64_t V, L* logits,
+                         const int64_t* targets, const float* old_logp, const float* advantages, const float* ref_logp,
+                         const uint8_t* mask, float* logp_out, float* ent_out, double* sums, uint64_t* errors,
+                         void* stream_ptr) {
     const cudaStream_t stream = static_cast<cudaStream_t>(stream_ptr);
     (void)cudaGetLastError();
     DeviceGuard guard;
@@ -838,9 +844,17 @@ int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t n
     DRMAS_CHECK_POINTER("logp", logp_out, n > 0);
     DRMAS_CHECK_POINTER("entropy", ent_out, n > 0);
     DRMAS_CHECK_POINTER("sums", sums, true);
+    const bool deferred = errors != nullptr;  // drmas_lmhead_chunk_async_*: no synchronisation
+    DRMAS_CHECK_POINTER("errors", errors, deferred);
     DRMAS_ENTER_DEVICE();
     int64_t first = 0, last = 0;
-    if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last)) return st;
+    if (host_row_offsets != nullptr) {
+        // validated on the host by the caller (api.cpp): no read-back, no synchronisation
+        first = host_row_offsets[0];
+        last = host_row_offsets[num_rows];
+    } else if (int32_t st = validate_offsets(fn, num_rows, row_offsets, num_tokens, stream, &first, &last)) {
+        return st;
+    }
     Scratch scratch(stream);
     const size_t lse_at = scratch.reserve<float>(n), ent_at = scratch.reserve<float>(n), lp_at = scratch.reserve<float>(n);
     const size_t g_at = scratch.reserve<float>(n), slots_at = scratch.reserve<ull>(2);
@@ -850,8 +864,9 @@ int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t n
     float* g = scratch.at<float>(g_at);
     double* partials = num_rows > 0 ? scratch.at<double>(partials_at) : nullptr;
     const LmHeadValid valid{c0, first, last, mask};
-    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, valid, lse, ent, lp, scratch.at<ull>(slots_at), true, stream)) return st;
-    // valid from here on
+    ull* slots = deferred ? reinterpret_cast<ull*>(errors) : scratch.at<ull>(slots_at);
+    if (int32_t st = lmhead_stats(fn, n, V, logits, targets, valid, lse, ent, lp, slots, true, stream, deferred)) return st;
+    // valid from here on (deferred: whatever the caller's errors will say; the kernels stay inside the arrays)
     const drmas_loss_config lc{c.clip_low, c.clip_high, c.dual_clip, c.kl_coef, c.normalizer, c.kl_type, c.per_row_mean};
     if (n > 0) DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(g, 0, (size_t)n * sizeof(float), stream));
     if (num_rows > 0) {
@@ -879,26 +894,32 @@ int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t n
 }  // namespace
 
 int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const float* logits, const int64_t* targets, float* logp, float* entropy,
-                             void* stream) {
-    return lmhead_logprobs_any("drmas_lmhead_logprobs_f32", n, V, logits, targets, logp, entropy, stream);
+                             uint64_t* errors, void* stream) {
+    return lmhead_logprobs_any(errors != nullptr ? "drmas_lmhead_logprobs_async_f32" : "drmas_lmhead_logprobs_f32", n, V, logits,
+                               targets, logp, entropy, errors, stream);
 }
 int32_t lmhead_logprobs_cuda(int64_t n, int64_t V, const uint16_t* logits, const int64_t* targets, float* logp, float* entropy,
-                             void* stream) {
-    return lmhead_logprobs_any("drmas_lmhead_logprobs_bf16", n, V, logits, targets, logp, entropy, stream);
+                             uint64_t* errors, void* stream) {
+    return lmhead_logprobs_any(errors != nullptr ? "drmas_lmhead_logprobs_async_bf16" : "drmas_lmhead_logprobs_bf16", n, V, logits,
+                               targets, logp, entropy, errors, stream);
 }
-int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets, int64_t num_tokens,
-                          int64_t c0, int64_t n, int64_t V, float* logits, const int64_t* targets, const float* old_logp,
-                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp_out,
-                          float* ent_out, double* sums, void* stream) {
-    return lmhead_chunk_any("drmas_lmhead_chunk_f32", c, num_rows, row_offsets, num_tokens, c0, n, V, logits, targets, old_logp,
-                            advantages, ref_logp, mask, logp_out, ent_out, sums, stream);
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* host_row_offsets,
+                          const int64_t* row_offsets, int64_t num_tokens, int64_t c0, int64_t n, int64_t V, float* logits,
+                          const int64_t* targets, const float* old_logp, const float* advantages, const float* ref_logp,
+                          const uint8_t* mask, float* logp_out, float* ent_out, double* sums, uint64_t* errors,
+                          void* stream) {
+    return lmhead_chunk_any(errors != nullptr ? "drmas_lmhead_chunk_async_f32" : "drmas_lmhead_chunk_f32", c, num_rows,
+                            host_row_offsets, row_offsets, num_tokens, c0, n, V, logits, targets, old_logp, advantages, ref_logp,
+                            mask, logp_out, ent_out, sums, errors, stream);
 }
-int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* row_offsets, int64_t num_tokens,
-                          int64_t c0, int64_t n, int64_t V, uint16_t* logits, const int64_t* targets, const float* old_logp,
-                          const float* advantages, const float* ref_logp, const uint8_t* mask, float* logp_out,
-                          float* ent_out, double* sums, void* stream) {
-    return lmhead_chunk_any("drmas_lmhead_chunk_bf16", c, num_rows, row_offsets, num_tokens, c0, n, V, logits, targets, old_logp,
-                            advantages, ref_logp, mask, logp_out, ent_out, sums, stream);
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config& c, int64_t num_rows, const int64_t* host_row_offsets,
+                          const int64_t* row_offsets, int64_t num_tokens, int64_t c0, int64_t n, int64_t V, uint16_t* logits,
+                          const int64_t* targets, const float* old_logp, const float* advantages, const float* ref_logp,
+                          const uint8_t* mask, float* logp_out, float* ent_out, double* sums, uint64_t* errors,
+                          void* stream) {
+    return lmhead_chunk_any(errors != nullptr ? "drmas_lmhead_chunk_async_bf16" : "drmas_lmhead_chunk_bf16", c, num_rows,
+                            host_row_offsets, row_offsets, num_tokens, c0, n, V, logits, targets, old_logp, advantages, ref_logp,
+                            mask, logp_out, ent_out, sums, errors, stream);
 }
 
 }  // namespace drmas

@@ -28,20 +28,20 @@ int32_t clipped_loss_cuda(const drmas_loss_config&, int64_t, const int64_t*, con
                           const uint8_t*, float*, double*, void*, bool) {
     return no_cuda("clipped_loss_cuda");
 }
-int32_t lmhead_logprobs_cuda(int64_t, int64_t, const float*, const int64_t*, float*, float*, void*) {
+int32_t lmhead_logprobs_cuda(int64_t, int64_t, const float*, const int64_t*, float*, float*, uint64_t*, void*) {
     return no_cuda("lmhead_logprobs_cuda");
 }
-int32_t lmhead_chunk_cuda(const drmas_lmhead_config&, int64_t, const int64_t*, int64_t, int64_t, int64_t, int64_t, float*,
-                          const int64_t*, const float*, const float*, const float*, const uint8_t*, float*, float*, double*,
-                          void*) {
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config&, int64_t, const int64_t*, const int64_t*, int64_t, int64_t, int64_t,
+                          int64_t, float*, const int64_t*, const float*, const float*, const float*, const uint8_t*, float*,
+                          float*, double*, uint64_t*, void*) {
     return no_cuda("lmhead_chunk_cuda");
 }
-int32_t lmhead_logprobs_cuda(int64_t, int64_t, const uint16_t*, const int64_t*, float*, float*, void*) {
+int32_t lmhead_logprobs_cuda(int64_t, int64_t, const uint16_t*, const int64_t*, float*, float*, uint64_t*, void*) {
     return no_cuda("lmhead_logprobs_cuda");
 }
-int32_t lmhead_chunk_cuda(const drmas_lmhead_config&, int64_t, const int64_t*, int64_t, int64_t, int64_t, int64_t, uint16_t*,
-                          const int64_t*, const float*, const float*, const float*, const uint8_t*, float*, float*, double*,
-                          void*) {
+int32_t lmhead_chunk_cuda(const drmas_lmhead_config&, int64_t, const int64_t*, const int64_t*, int64_t, int64_t, int64_t,
+                          int64_t, uint16_t*, const int64_t*, const float*, const float*, const float*, const uint8_t*, float*,
+                          float*, double*, uint64_t*, void*) {
     return no_cuda("lmhead_chunk_cuda");
 }
 int32_t cuda_malloc(size_t, void**) { return no_cuda("cuda_malloc"); }

@@ -1873,6 +1873,224 @@ static void test_lmhead(std::mt19937_64& rng) {
     }
 }
 
+// drmas_lmhead_chunk_async_*: host-validated offsets and the data errors left on the device. On data
+// without errors, chunk by chunk, the bits of drmas_lmhead_chunk_* (dL/dz, logp, entropy, sums), and
+// no wait for the device where the plain form waits twice per chunk (emulation counts them); a NaN
+// logit or a bad target set errors (chunk-relative), the call still OK and not waiting; bad host
+// offsets are refused with the plain form's message before anything is queued; on the CPU the plain
+// form's bits and errors all UINT64_MAX.
+template <class L>
+static void lmhead_async_case(std::mt19937_64& rng, int64_t V) {
+    const bool bf16 = sizeof(L) == 2;
+    const char* name = bf16 ? "lmhead_async bf16" : "lmhead_async f32";
+    const int64_t T = 23;
+    const std::vector<int64_t> off = {1, 6, 6, 13, 21};
+    const std::vector<float> adv_row = {1.3f, -0.7f, 0.4f, -2.1f};
+    std::normal_distribution<float> nd(0.0f, 2.0f);
+    std::uniform_int_distribution<int64_t> yd(0, V - 1);
+    std::vector<L> z((size_t)(T * V));
+    for (int64_t i = 0; i < T * V; ++i) {
+        const float x = nd(rng) + 6.0f * (float)(i % V) / (float)V;
+        if constexpr (sizeof(L) == 2) {
+            uint32_t u;
+            memcpy(&u, &x, 4);
+            z[(size_t)i] = (uint16_t)(u >> 16);
+        } else {
+            z[(size_t)i] = x;
+        }
+    }
+    std::vector<float> old((size_t)T), ref((size_t)T);
+    std::normal_distribution<float> od(-3.0f, 1.0f);
+    for (int64_t t = 0; t < T; ++t) old[(size_t)t] = od(rng), ref[(size_t)t] = od(rng);
+    std::vector<int64_t> y((size_t)T);
+    for (auto& v : y) v = yd(rng);
+    std::vector<uint8_t> mask((size_t)T, 1);
+    mask[8] = 0;
+    y[8] = V + 3;  // masked: never read
+    y[0] = -1;     // outside every row
+    DeviceArray<float> dold(old), dref(ref), dadv(adv_row);
+    DeviceArray<int64_t> doff(off), dy(y);
+    DeviceArray<uint8_t> dmask(mask);
+    const bool counting = drmas_emu_counters != nullptr;
+    const drmas_lmhead_config hc{0.2, 0.28, 3.0, 0.05, 7.0, 0.01, DRMAS_KL_K3, 1};
+    auto chunk = [&](bool async, int32_t device, const int64_t* doffp, int64_t c0, int64_t n, L* zc, const int64_t* yp,
+                     const float* oldp, const float* advp, const float* refp, const uint8_t* maskp, float* lp, float* ent,
+                     double* sums, uint64_t* errors) -> int32_t {
+        if constexpr (sizeof(L) == 2) {
+            return async ? drmas_lmhead_chunk_async_bf16(device, &hc, 4, off.data(), doffp, T, c0, n, V, zc, yp, oldp, advp, refp, maskp,
+                                                         lp, ent, sums, errors, nullptr)
+                         : drmas_lmhead_chunk_bf16(device, &hc, 4, doffp, T, c0, n, V, zc, yp, oldp, advp, refp, maskp, lp, ent, sums,
+                                                   nullptr);
+        } else {
+            return async ? drmas_lmhead_chunk_async_f32(device, &hc, 4, off.data(), doffp, T, c0, n, V, zc, yp, oldp, advp, refp, maskp,
+                                                        lp, ent, sums, errors, nullptr)
+                         : drmas_lmhead_chunk_f32(device, &hc, 4, doffp, T, c0, n, V, zc, yp, oldp, advp, refp, maskp, lp, ent, sums,
+                                                  nullptr);
+        }
+    };
+    for (int64_t cs : {(int64_t)7, T}) {
+        const int64_t chunks = (T + cs - 1) / cs;
+        const std::string what = format("%s V %lld chunk %lld", name, (long long)V, (long long)cs);
+        DeviceArray<L> dz_plain(z), dz_async(z);
+        DeviceArray<float> lp_plain((size_t)T), lp_async((size_t)T), ent_plain((size_t)T), ent_async((size_t)T);
+        DeviceArray<double> sums_plain((size_t)(chunks * DRMAS_LMHEAD_SUMS)), sums_async((size_t)(chunks * DRMAS_LMHEAD_SUMS));
+        DeviceArray<uint64_t> errs((size_t)(2 * chunks));
+        uint64_t plain_waits = 0, async_waits = 0;
+        for (int64_t k = 0, c0 = 0; c0 < T; ++k, c0 += cs) {
+            const int64_t n = std::min(cs, T - c0);
+            EmuCounts before = emu_counts();
+            int32_t st = chunk(false, DRMAS_DEVICE_CUDA, doff.get(), c0, n, dz_plain.get() + c0 * V, dy.get(), dold.get(), dadv.get(),
+                               dref.get(), dmask.get(), lp_plain.get() + c0, ent_plain.get() + c0,
+                               sums_plain.get() + k * DRMAS_LMHEAD_SUMS, nullptr);
+            EmuCounts d = count_delta(before, emu_counts());
+            check(st == DRMAS_OK, "%s: plain chunk %lld: %s", what.c_str(), (long long)k, drmas_last_error());
+            plain_waits += d.c[kEmuSyncs];
+            before = emu_counts();
+            st = chunk(true, DRMAS_DEVICE_CUDA, doff.get(), c0, n, dz_async.get() + c0 * V, dy.get(), dold.get(), dadv.get(), dref.get(),
+                       dmask.get(), lp_async.get() + c0, ent_async.get() + c0, sums_async.get() + k * DRMAS_LMHEAD_SUMS,
+                       errs.get() + 2 * k);
+            d = count_delta(before, emu_counts());
+            check(st == DRMAS_OK, "%s: async chunk %lld: %s", what.c_str(), (long long)k, drmas_last_error());
+            async_waits += d.c[kEmuSyncs] + d.c[kEmuToHost];
+        }
+        if (!sync_ok(what)) continue;
+        if (counting) {
+            check(plain_waits == (uint64_t)(2 * chunks), "%s: the plain form waited %llu times for %lld chunks (2 each expected)",
+                  what.c_str(), (unsigned long long)plain_waits, (long long)chunks);
+            check(async_waits == 0, "%s: the async form waited for the device %llu times", what.c_str(), (unsigned long long)async_waits);
+        }
+        const std::vector<L> za = dz_async.download(), zp = dz_plain.download();
+        const std::vector<float> la = lp_async.download(), lpl = lp_plain.download(), ea = ent_async.download(), ep = ent_plain.download();
+        const std::vector<double> sa = sums_async.download(), sp = sums_plain.download();
+        check(same_bits(za.data(), zp.data(), za.size()), "%s: dL/dz differs from the plain form's", what.c_str());
+        check(same_bits(la.data(), lpl.data(), la.size()) && same_bits(ea.data(), ep.data(), ea.size()),
+              "%s: logp or entropy differs from the plain form's", what.c_str());
+        check(same_bits(sa.data(), sp.data(), sa.size()), "%s: the sums differ from the plain form's", what.c_str());
+        bool none = true;
+        for (uint64_t e : errs.download()) none &= e == UINT64_MAX;
+        check(none, "%s: errors set on data without errors", what.c_str());
+    }
+    // the forward-only op: drmas_lmhead_logprobs_async_* gives the plain op's bits without its wait
+    {
+        std::vector<int64_t> y_ok(y);
+        for (auto& v : y_ok) v = std::min<int64_t>(std::max<int64_t>(v, 0), V - 1);
+        DeviceArray<int64_t> dy_ok(y_ok);
+        DeviceArray<L> dz(z);
+        DeviceArray<float> lp1((size_t)T), lp2((size_t)T), e1((size_t)T), e2((size_t)T);
+        DeviceArray<uint64_t> errs(std::vector<uint64_t>{0, 0});
+        auto logprobs = [&](bool async, const int64_t* yp, float* lp, float* ent, uint64_t* e) -> int32_t {
+            if constexpr (sizeof(L) == 2)
+                return async ? drmas_lmhead_logprobs_async_bf16(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, e, nullptr)
+                             : drmas_lmhead_logprobs_bf16(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, nullptr);
+            else
+                return async ? drmas_lmhead_logprobs_async_f32(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, e, nullptr)
+                             : drmas_lmhead_logprobs_f32(DRMAS_DEVICE_CUDA, T, V, dz.get(), yp, lp, ent, nullptr);
+        };
+        EmuCounts before = emu_counts();
+        const int32_t a = logprobs(false, dy_ok.get(), lp1.get(), e1.get(), nullptr);
+        const EmuCounts dp = count_delta(before, emu_counts());
+        before = emu_counts();
+        const int32_t b = logprobs(true, dy_ok.get(), lp2.get(), e2.get(), errs.get());
+        const EmuCounts da = count_delta(before, emu_counts());
+        const std::string what = format("%s V %lld logprobs", name, (long long)V);
+        check(a == DRMAS_OK && b == DRMAS_OK, "%s: %d %d %s", what.c_str(), a, b, drmas_last_error());
+        if (counting) {
+            check(dp.c[kEmuSyncs] == 1, "%s: the plain op waited %llu times (1 expected)", what.c_str(), (unsigned long long)dp.c[kEmuSyncs]);
+            check(da.c[kEmuSyncs] + da.c[kEmuToHost] == 0, "%s: the async op waited for the device", what.c_str());
+        }
+        if (sync_ok(what)) {
+            const std::vector<float> l1 = lp1.download(), l2 = lp2.download(), h1 = e1.download(), h2 = e2.download();
+            check(same_bits(l1.data(), l2.data(), l1.size()) && same_bits(h1.data(), h2.data(), h1.size()),
+                  "%s: the async op's log-probs or entropies differ from the plain op's", what.c_str());
+            check(errs.download() == std::vector<uint64_t>{UINT64_MAX, UINT64_MAX}, "%s: errors set on good data", what.c_str());
+        }
+        // a bad target (token 4) and a NaN logit (token 9, index 2): both flagged, no wait
+        std::vector<int64_t> yb(y_ok);
+        yb[4] = -2;
+        std::vector<L> zb(z);
+        if constexpr (sizeof(L) == 2) zb[(size_t)(9 * V + 2)] = 0x7FC0;
+        else zb[(size_t)(9 * V + 2)] = nan_f();
+        DeviceArray<int64_t> dyb(yb);
+        dz.upload(zb);
+        before = emu_counts();
+        const int32_t c = logprobs(true, dyb.get(), lp2.get(), e2.get(), errs.get());
+        const EmuCounts dc = count_delta(before, emu_counts());
+        check(c == DRMAS_OK, "%s bad data: %d %s", what.c_str(), c, drmas_last_error());
+        if (counting) check(dc.c[kEmuSyncs] + dc.c[kEmuToHost] == 0, "%s bad data: waited for the device", what.c_str());
+        if (sync_ok(what))
+            check(errs.download() == std::vector<uint64_t>{4, (uint64_t)(9 * V + 2)}, "%s bad data: errors %llx %llx", what.c_str(),
+                  (unsigned long long)errs.download()[0], (unsigned long long)errs.download()[1]);
+    }
+    // data errors, left on the device: a NaN logit of token 17 (vocabulary index 5), a bad target of
+    // token 14, both valid tokens of the chunk [14, 21)
+    for (int which = 0; which < 2; ++which) {
+        std::vector<int64_t> yb(y);
+        std::vector<L> zb(z);
+        if (which == 0) yb[14] = V;
+        else if constexpr (sizeof(L) == 2) zb[(size_t)(17 * V + 5)] = 0x7FC0;  // a bf16 quiet NaN
+        else zb[(size_t)(17 * V + 5)] = nan_f();
+        DeviceArray<int64_t> dyb(yb);
+        DeviceArray<L> dzb(zb);
+        DeviceArray<float> dlp((size_t)T), dent((size_t)T);
+        DeviceArray<double> dsums(DRMAS_LMHEAD_SUMS);
+        DeviceArray<uint64_t> errs(std::vector<uint64_t>{0, 0});
+        const EmuCounts before = emu_counts();
+        const int32_t st = chunk(true, DRMAS_DEVICE_CUDA, doff.get(), 14, 7, dzb.get() + 14 * V, dyb.get(), dold.get(), dadv.get(),
+                                 dref.get(), dmask.get(), dlp.get() + 14, dent.get() + 14, dsums.get(), errs.get());
+        const EmuCounts d = count_delta(before, emu_counts());
+        const std::string what = format("%s V %lld %s", name, (long long)V, which == 0 ? "bad target" : "NaN logit");
+        check(st == DRMAS_OK, "%s: status %d %s (the error is the caller's to read)", what.c_str(), st, drmas_last_error());
+        if (counting) check(d.c[kEmuSyncs] + d.c[kEmuToHost] == 0, "%s: waited for the device", what.c_str());
+        if (!sync_ok(what)) continue;
+        const std::vector<uint64_t> e = errs.download();
+        const std::vector<uint64_t> want = which == 0 ? std::vector<uint64_t>{0, UINT64_MAX}
+                                                      : std::vector<uint64_t>{UINT64_MAX, (uint64_t)(3 * V + 5)};
+        check(e == want, "%s: errors %llx %llx", what.c_str(), (unsigned long long)e[0], (unsigned long long)e[1]);
+    }
+    // bad host offsets: refused as the plain form refuses them, before anything is queued
+    {
+        const std::vector<int64_t> bad = {1, 6, 6, 13, 40};
+        DeviceArray<L> dzb(z);
+        DeviceArray<double> dsums(std::vector<double>(DRMAS_LMHEAD_SUMS, 7.0));
+        DeviceArray<uint64_t> errs(std::vector<uint64_t>{5, 5});
+        const EmuCounts before = emu_counts();
+        const int32_t st = bf16 ? drmas_lmhead_chunk_async_bf16(DRMAS_DEVICE_CUDA, &hc, 4, bad.data(), doff.get(), T, 0, 7, V,
+                                                                (uint16_t*)(void*)dzb.get(), dy.get(), dold.get(), dadv.get(), dref.get(),
+                                                                dmask.get(), nullptr, nullptr, dsums.get(), errs.get(), nullptr)
+                                : drmas_lmhead_chunk_async_f32(DRMAS_DEVICE_CUDA, &hc, 4, bad.data(), doff.get(), T, 0, 7, V,
+                                                               (float*)(void*)dzb.get(), dy.get(), dold.get(), dadv.get(), dref.get(),
+                                                               dmask.get(), nullptr, nullptr, dsums.get(), errs.get(), nullptr);
+        const EmuCounts d = count_delta(before, emu_counts());
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_RANGE && msg.find("row_offsets[4] = 40 is past num_tokens = 23") != std::string::npos,
+              "%s: bad host offsets: %d %s", name, st, msg.c_str());
+        if (counting) check(d.c[kEmuLaunches] + d.c[kEmuMemsets] + d.c[kEmuSyncs] + d.c[kEmuToHost] == 0, "%s: bad host offsets queued work", name);
+        check(sync_ok(name) && errs.download() == std::vector<uint64_t>{5, 5} &&
+                  dsums.download() == std::vector<double>(DRMAS_LMHEAD_SUMS, 7.0), "%s: bad host offsets wrote an output", name);
+    }
+    // the CPU: the plain form's bits, errors UINT64_MAX
+    {
+        std::vector<L> zp(z), za(z);
+        std::vector<float> lpp((size_t)T), lpa((size_t)T), ep((size_t)T), ea((size_t)T);
+        double sp[DRMAS_LMHEAD_SUMS], sa[DRMAS_LMHEAD_SUMS];
+        uint64_t e[2] = {0, 0};
+        const int32_t a = chunk(false, DRMAS_DEVICE_CPU, off.data(), 0, T, zp.data(), y.data(), old.data(), adv_row.data(), ref.data(),
+                                mask.data(), lpp.data(), ep.data(), sp, nullptr);
+        const int32_t b = chunk(true, DRMAS_DEVICE_CPU, off.data(), 0, T, za.data(), y.data(), old.data(), adv_row.data(), ref.data(),
+                                mask.data(), lpa.data(), ea.data(), sa, e);
+        check(a == DRMAS_OK && b == DRMAS_OK && same_bits(zp.data(), za.data(), zp.size()) && same_bits(lpp.data(), lpa.data(), lpp.size()) &&
+                  same_bits(ep.data(), ea.data(), ep.size()) && same_bits(sp, sa, DRMAS_LMHEAD_SUMS) && e[0] == UINT64_MAX && e[1] == UINT64_MAX,
+              "%s: the CPU's async form differs from its plain form (%d %d)", name, a, b);
+    }
+}
+
+static void test_lmhead_async(std::mt19937_64& rng) {
+    for (int64_t V : {37, 700}) {
+        lmhead_async_case<float>(rng, V);
+        lmhead_async_case<uint16_t>(rng, V);
+    }
+}
+
 // The target's dL/dz entry below FLT_MIN is 0, as every other entry's (it is g plus an entry already
 // flushed): one token, vocabulary {0, -16}, target 0, old log-prob = log-prob, advantage 1e-32, so
 // that g (1 - p) ~ -1.1e-39 at the target. As on the CPU (test_cpu's test_loss_float_range).
@@ -2156,6 +2374,7 @@ int main() {
     timed("lmhead_denormal", [](std::mt19937_64&) { test_lmhead_denormal_target(); });
     timed("split_order", test_loss_split_order);
     timed("lmhead_bf16", test_lmhead_bf16);
+    timed("lmhead_async", test_lmhead_async);
     timed("grid_stride", test_grid_stride);
     timed("counts", test_launch_counts);
     printf("%d passed, %d failed\n", g_pass, g_fail);

@@ -338,6 +338,59 @@ public final class Kernels {
     }
 
     /**
+     * {@link #lmheadLogprobs} (bf16: {@link #lmheadLogprobsBf16}) without waiting for the device; see
+     * drmas_lmhead_logprobs_async_f32: the data errors go to {@code errors} (2 uint64 in the backend's
+     * memory, UINT64_MAX where none: the first bad target's token, the first non-finite logit's flat
+     * index) instead of being thrown, and with CUDA logp and entropy are written regardless. The CPU
+     * backend throws as lmheadLogprobs does and sets errors to UINT64_MAX.
+     */
+    public static void lmheadLogprobsAsync(Backend b, boolean bf16, long numTokens, long vocab, MemorySegment logits,
+                                           MemorySegment targets, MemorySegment logp, MemorySegment entropy, MemorySegment errors,
+                                           MemorySegment stream) {
+        checkCount("numTokens", numTokens);
+        if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        boolean crit = b == Backend.CPU;
+        LibDrmas.check(LibDrmas.lmheadLogprobsAsync(crit, bf16, b.device(), numTokens, vocab,
+                arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
+                out(b, "logp", logp, numTokens, 4), out(b, "entropy", entropy, numTokens, 4), out(b, "errors", errors, 2, 8),
+                orNull(stream)));
+    }
+
+    /**
+     * One chunk as {@link #lmheadChunk} (bf16: {@link #lmheadChunkBf16}) without waiting for the device;
+     * see drmas_lmhead_chunk_async_f32: {@code hostOffsets} (a host copy of {@code offsets}, a heap or
+     * native segment) is validated on the host, and the chunk's data errors go to {@code errors} (2
+     * uint64 in the backend's memory, UINT64_MAX where none: the chunk-relative first bad target's token,
+     * the first non-finite logit's flat index) instead of being thrown; with CUDA the outputs are then
+     * written regardless, so the caller reads errors before trusting them. The CPU backend throws data
+     * errors as lmheadChunk does and sets errors to UINT64_MAX.
+     */
+    public static void lmheadChunkAsync(Backend b, boolean bf16, LmHeadParams p, long numRows, MemorySegment hostOffsets,
+                                        MemorySegment offsets, long numTokens, long chunkBegin, long chunkTokens, long vocab,
+                                        MemorySegment logits, MemorySegment targets, MemorySegment oldLogp, MemorySegment adv,
+                                        MemorySegment ref, MemorySegment mask, MemorySegment logp, MemorySegment entropy,
+                                        MemorySegment sums, MemorySegment errors, MemorySegment stream) {
+        Objects.requireNonNull(p, "params");
+        Objects.requireNonNull(hostOffsets, "hostOffsets");
+        checkCount("numRows", numRows);
+        checkCount("numTokens", numTokens);
+        checkCount("chunkTokens", chunkTokens);
+        if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        boolean crit = b == Backend.CPU;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment cfg = lmheadConfig(arena, p);
+            LibDrmas.check(LibDrmas.lmheadChunkAsync(crit, bf16, b.device(), cfg, numRows,
+                    hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena), arg(b, "row_offsets", offsets, numRows + 1, 8),
+                    numTokens, chunkBegin, chunkTokens, vocab,
+                    out(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), bf16 ? 2 : 4),
+                    arg(b, "targets", targets, numTokens, 8), arg(b, "old_logp", oldLogp, numTokens, 4),
+                    arg(b, "advantages", adv, numRows, 4), arg(b, "ref_logp", ref, numTokens, 4), arg(b, "mask", mask, numTokens, 1),
+                    out(b, "logp", logp, chunkTokens, 4), out(b, "entropy", entropy, chunkTokens, 4),
+                    out(b, "sums", sums, AbiIndices.LMHEAD_SUMS, 8), out(b, "errors", errors, 2, 8), orNull(stream)));
+        }
+    }
+
+    /**
      * One layer of a decoding step's attention on the CPU (see drmas_decode_attention_f32): q and k of
      * each row's [q | k | v] in {@code qkv} per-head normed (when qNorm and kNorm are given) and rotated
      * in place, the new key and value written to slot {@code writeSlot} of the caches, and the

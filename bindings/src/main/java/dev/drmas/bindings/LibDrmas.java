@@ -137,6 +137,25 @@ public final class LibDrmas {
         static final MethodHandle LMHEAD_CHUNK_BF16_PLAIN = handle("drmas_lmhead_chunk_bf16", LMHEAD_CHUNK, false);
     }
 
+    // drmas_lmhead_chunk_async_*: LMHEAD_CHUNK with the host copy of the offsets before the device
+    // one and the errors array before the stream (a class of its own: looked up on first use only)
+    private static final class LmheadAsync {
+        static final FunctionDescriptor LMHEAD_CHUNK_ASYNC = FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS,
+                ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS,
+                ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        static final MethodHandle CRIT = handle("drmas_lmhead_chunk_async_f32", LMHEAD_CHUNK_ASYNC, true);
+        static final MethodHandle PLAIN = handle("drmas_lmhead_chunk_async_f32", LMHEAD_CHUNK_ASYNC, false);
+        static final MethodHandle BF16_CRIT = handle("drmas_lmhead_chunk_async_bf16", LMHEAD_CHUNK_ASYNC, true);
+        static final MethodHandle BF16_PLAIN = handle("drmas_lmhead_chunk_async_bf16", LMHEAD_CHUNK_ASYNC, false);
+        // drmas_lmhead_logprobs_async_*: LMHEAD_LOGPROBS with the errors array before the stream
+        static final FunctionDescriptor LOGPROBS_ASYNC = FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG,
+                ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS);
+        static final MethodHandle LOGPROBS_CRIT = handle("drmas_lmhead_logprobs_async_f32", LOGPROBS_ASYNC, true);
+        static final MethodHandle LOGPROBS_PLAIN = handle("drmas_lmhead_logprobs_async_f32", LOGPROBS_ASYNC, false);
+        static final MethodHandle LOGPROBS_BF16_CRIT = handle("drmas_lmhead_logprobs_async_bf16", LOGPROBS_ASYNC, true);
+        static final MethodHandle LOGPROBS_BF16_PLAIN = handle("drmas_lmhead_logprobs_async_bf16", LOGPROBS_ASYNC, false);
+    }
+
     private static final class Cuda {
         static final MethodHandle CUDA_MALLOC = handle("drmas_cuda_malloc", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS), false);
         static final MethodHandle CUDA_FREE = handle("drmas_cuda_free", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
@@ -398,6 +417,33 @@ public final class LibDrmas {
                     : (critical ? Lmhead.LMHEAD_CHUNK_CRIT : Lmhead.LMHEAD_CHUNK_PLAIN);
             return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab,
                     logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int lmheadChunkAsync(boolean critical, boolean bf16, int device, MemorySegment cfg, long numRows,
+                                MemorySegment hostOffsets, MemorySegment offsets, long numTokens, long chunkBegin, long chunkTokens,
+                                long vocab, MemorySegment logits, MemorySegment targets, MemorySegment oldLogp, MemorySegment adv,
+                                MemorySegment ref, MemorySegment mask, MemorySegment logp, MemorySegment entropy,
+                                MemorySegment sums, MemorySegment errors, MemorySegment stream) {
+        try {
+            MethodHandle h = bf16 ? (critical ? LmheadAsync.BF16_CRIT : LmheadAsync.BF16_PLAIN)
+                    : (critical ? LmheadAsync.CRIT : LmheadAsync.PLAIN);
+            return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, chunkBegin, chunkTokens, vocab,
+                    logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, errors, stream);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static int lmheadLogprobsAsync(boolean critical, boolean bf16, int device, long numTokens, long vocab, MemorySegment logits,
+                                   MemorySegment targets, MemorySegment logp, MemorySegment entropy, MemorySegment errors,
+                                   MemorySegment stream) {
+        try {
+            MethodHandle h = bf16 ? (critical ? LmheadAsync.LOGPROBS_BF16_CRIT : LmheadAsync.LOGPROBS_BF16_PLAIN)
+                    : (critical ? LmheadAsync.LOGPROBS_CRIT : LmheadAsync.LOGPROBS_PLAIN);
+            return (int) h.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, errors, stream);
         } catch (Throwable t) {
             throw rethrow(t);
         }

@@ -66,7 +66,9 @@ public final class FusedLmHead {
      * Forward only (old and reference log-probs, scoring), without autograd. {@code hidden} [N, H] and
      * {@code weight} [V, H] of one dtype, {@code targets} int64 [N] in [0, V), all on one device (CPU
      * or CUDA); temperature 0 counts as 1. The results are on that device and belong to the caller's
-     * innermost PointerScope.
+     * innermost PointerScope. With CUDA the chunks do not wait for the device: their data errors (a
+     * target outside [0, V), a non-finite logit) come back in one read after the last chunk, named
+     * with their chunk as on the CPU, where the chunk's kernel reports them at once.
      */
     public static Forward logProbs(Tensor hidden, Tensor weight, Tensor targets, double temperature, boolean withEntropy,
                                    int chunkTokens) {
@@ -87,27 +89,65 @@ public final class FusedLmHead {
         Tensor lp = torch.empty(new long[] {n}, f32, null);
         Tensor ent = withEntropy ? torch.empty(new long[] {n}, f32, null) : null;
         Tensor y = targets.contiguous();
+        // each chunk's 2 error slots (drmas_lmhead_logprobs_async_f32), read once after the last chunk:
+        // with CUDA no chunk waits for the device (the plain op waited once per chunk)
+        final long chunks = (n + chunkTokens - 1) / chunkTokens;
+        Tensor errors = torch.empty(new long[] {chunks, 2}, options(ScalarType.Long, hidden.device()), null);
         try (NoGradGuard noGrad = new NoGradGuard()) {
             Tensor w = weight.narrow(0, 0, vocab);
-            for (long c0 = 0; c0 < n; c0 += chunkTokens) {
+            for (long k = 0, c0 = 0; c0 < n; k++, c0 += chunkTokens) {
                 long c = Math.min(chunkTokens, n - c0);
                 try (PointerScope scope = new PointerScope()) {
                     Tensor z = logits(hidden.narrow(0, c0, c), w, temperature);
                     try {
-                        Kernels.lmheadLogprobs(b, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, b),
+                        Kernels.lmheadLogprobsAsync(b, false, c, vocab, TensorViews.view("logits", z, ScalarType.Float, c * vocab, b),
                                 TensorViews.view("targets", y.narrow(0, c0, c), ScalarType.Long, c, b),
                                 TensorViews.view("logp", lp.narrow(0, c0, c), ScalarType.Float, c, b),
                                 ent == null ? null : TensorViews.view("entropy", ent.narrow(0, c0, c), ScalarType.Float, c, b),
-                                stream);
+                                TensorViews.view("errors", errors.select(0, k), ScalarType.Long, 2, b), stream);
                     } catch (DrmasException e) {
                         // the kernel counts the tokens of its chunk: say which chunk
-                        throw new IllegalArgumentException("the LM head's chunk of tokens [" + c0 + ", " + (c0 + c) + "): "
-                                + e.getMessage(), e);
+                        throw chunkError(c0, c, e.getMessage(), e);
+                    }
+                }
+            }
+            if (chunks > 0) {
+                long[] bad = new long[(int) (2 * chunks)];
+                (errors.is_cpu() ? errors : errors.cpu()).data_ptr_long().get(bad);  // with CUDA: the one read back
+                for (int k = 0; k < chunks; k++) {
+                    long c0 = (long) k * chunkTokens, c = Math.min(chunkTokens, n - c0);
+                    if (bad[2 * k] != -1L) {  // UINT64_MAX: none
+                        long t = bad[2 * k];
+                        throw chunkError(c0, c, "drmas_lmhead_logprobs_async_f32: targets[" + t + "] = " + y.select(0, c0 + t).item_long()
+                                + " is outside the vocabulary [0, " + vocab + ")", null);
+                    }
+                    if (bad[2 * k + 1] != -1L) {
+                        long i = bad[2 * k + 1] / vocab, v = bad[2 * k + 1] % vocab;
+                        throw chunkError(c0, c, "drmas_lmhead_logprobs_async_f32: " + nonFinite(hidden, weight, vocab, temperature, c0, i, v),
+                                null);
                     }
                 }
             }
         }
         return new Forward(lp, ent);
+    }
+
+    private static IllegalArgumentException chunkError(long c0, long c, String message, Exception cause) {
+        return new IllegalArgumentException("the LM head's chunk of tokens [" + c0 + ", " + (c0 + c) + "): " + message, cause);
+    }
+
+    /**
+     * "logits[i][v] (token i, vocabulary index v) is nan" (or ±inf), as the kernels word it, of the
+     * logit of the chunk from c0: computed again from hidden and weight for its value (the chunk's
+     * logits are gone, or dL/dz by now).
+     */
+    private static String nonFinite(Tensor hidden, Tensor weight, long vocab, double temperature, long c0, long i, long v) {
+        double x;
+        try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
+            x = logits(hidden.detach().narrow(0, c0 + i, 1), weight.detach().narrow(0, 0, vocab), temperature).select(1, v).item_double();
+        }
+        return "logits[" + i + "][" + v + "] (token " + i + ", vocabulary index " + v + ") is "
+                + (Double.isNaN(x) ? "nan" : Double.isInfinite(x) ? (x > 0 ? "+inf" : "-inf") : "not finite");
     }
 
     /**
@@ -116,9 +156,13 @@ public final class FusedLmHead {
      * {@code hidden.backward(dL/dh)} runs when hidden requires grad (a caller with checkpointed
      * layers then finishes their part). The loss is that of {@link ClippedLoss} over these log-probs
      * with {@code normalizer}, minus {@code entropyCoef} · Σ entropies of the valid tokens. The
-     * tensors are all on hidden's device (CPU or CUDA); the host arrays are copied there. With CUDA,
-     * each chunk's kernel synchronises LibTorch's current stream once (it reports bad data before
-     * writing), and the sums are read back once at the end.
+     * tensors are all on hidden's device (CPU or CUDA); the host arrays are copied there. With CUDA
+     * nothing in the chunk loop waits for the device (drmas_lmhead_chunk_async_f32): the offsets are
+     * checked on the host, the targets once before the loop (one read of the first bad one), and the
+     * chunks' data errors (a non-finite logit) come back with their sums in one read after the loop,
+     * before the backward pass into the model. A non-finite logit then fails the call after every
+     * chunk's dL/dW went into .grad (on the CPU: after the earlier chunks'); either way the exception
+     * ends the update.
      *
      * @param offsets       row r owns tokens [offsets[r], offsets[r + 1]) (host)
      * @param oldLogp       float32 [N]
@@ -170,9 +214,12 @@ public final class FusedLmHead {
         checkTargets(y, m, offsets, n, vocab);
         TensorOptions f32 = options(ScalarType.Float, dev);
         Tensor lp = torch.empty(new long[] {n}, f32, null), ent = torch.empty(new long[] {n}, f32, null);
-        // each chunk writes its own row of sums where the kernel can (the device); added in chunk order at the end
+        // each chunk writes its own row of sums where the kernel can (the device), then its 2 error slots
+        // (uint64 bits); added in chunk order at the end, after the one read of them all
         final long chunks = (n + chunkTokens - 1) / chunkTokens;
-        Tensor partSums = torch.zeros(new long[] {chunks, AbiIndices.LMHEAD_SUMS}, options(ScalarType.Double, dev));
+        final int width = AbiIndices.LMHEAD_SUMS + 2;
+        Tensor partSums = torch.zeros(new long[] {chunks, width}, options(ScalarType.Double, dev));
+        MemorySegment hostOff = MemorySegment.ofArray(offsets);
         final boolean wantW = weight.requires_grad(), wantH = hidden.requires_grad();
         final double invT = temperature > 0 ? 1.0 / temperature : 1.0;
         Tensor dh = null, dw = null;
@@ -196,11 +243,14 @@ public final class FusedLmHead {
                 try (PointerScope scope = new PointerScope()) {
                     Tensor hc = h.narrow(0, c0, cn);
                     Tensor z = logits(hc, w, temperature);
-                    Kernels.lmheadChunk(b, p, rowAdvantages.length, off, n, c0, cn, vocab,
+                    Tensor row = partSums.select(0, k);
+                    Kernels.lmheadChunkAsync(b, false, p, rowAdvantages.length, hostOff, off, n, c0, cn, vocab,
                             TensorViews.view("logits", z, ScalarType.Float, cn * vocab, b), ys, olds, adv, refs, ms,
                             TensorViews.view("logp", lp.narrow(0, c0, cn), ScalarType.Float, cn, b),
                             TensorViews.view("entropy", ent.narrow(0, c0, cn), ScalarType.Float, cn, b),
-                            TensorViews.view("sums", partSums.select(0, k), ScalarType.Double, AbiIndices.LMHEAD_SUMS, b), stream);
+                            TensorViews.view("sums", row.narrow(0, 0, AbiIndices.LMHEAD_SUMS), ScalarType.Double,
+                                    AbiIndices.LMHEAD_SUMS, b),
+                            TensorViews.view("errors", row.narrow(0, AbiIndices.LMHEAD_SUMS, 2), ScalarType.Double, 2, b), stream);
                     // z now holds dL/dz; the logits were (h·Wᵀ)/T: dL/d(h·Wᵀ) = dz/T in fp32, then in the
                     // weight's dtype for dL/dh as autograd of the materialised path rounds it
                     if (invT != 1.0) z.mul_(alpha);
@@ -235,18 +285,43 @@ public final class FusedLmHead {
                 }
             }
         }
+        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
+        if (chunks > 0) {
+            double[] parts = new double[(int) (chunks * width)];
+            (partSums.is_cpu() ? partSums : partSums.cpu()).data_ptr_double().get(parts);  // with CUDA: the one read back
+            for (int k = 0; k < chunks; k++) {
+                checkChunk(parts, k, width, chunkTokens, vocab, y, hidden, weight, temperature);
+                for (int j = 0; j < sums.length; j++) sums[j] += parts[k * width + j];
+            }
+        }
         if (wantH) {
             hidden.backward(dh, new BoolOptional(false), false, new TensorArrayRefOptional());
         }
-        double[] sums = new double[AbiIndices.LMHEAD_SUMS];
-        if (chunks > 0) {
-            double[] parts = new double[(int) (chunks * AbiIndices.LMHEAD_SUMS)];
-            (partSums.is_cpu() ? partSums : partSums.cpu()).data_ptr_double().get(parts);  // with CUDA: the one read back
-            for (int k = 0; k < chunks; k++) {
-                for (int j = 0; j < sums.length; j++) sums[j] += parts[k * sums.length + j];
-            }
-        }
         return new Update(lp, ent, sums);
+    }
+
+    /**
+     * The error slots of chunk k (drmas_lmhead_chunk_async_f32's, after the sums in its row of
+     * {@code parts}): a bad target (found by checkTargets before the loop, so not expected here) or
+     * a non-finite logit, named as the kernel names them; that logit is computed again for its value
+     * (the chunk's logits are dL/dz by now).
+     */
+    private static void checkChunk(double[] parts, int k, int width, int chunkTokens, long vocab, Tensor y, Tensor hidden,
+                                   Tensor weight, double temperature) {
+        long badTarget = Double.doubleToRawLongBits(parts[k * width + AbiIndices.LMHEAD_SUMS]);
+        long badLogit = Double.doubleToRawLongBits(parts[k * width + AbiIndices.LMHEAD_SUMS + 1]);
+        long c0 = (long) k * chunkTokens;
+        if (badTarget != -1L) {  // UINT64_MAX: none
+            long t = c0 + badTarget;
+            throw new IllegalArgumentException("drmas_lmhead_chunk_async_f32: targets[" + t + "] = " + y.select(0, t).item_long()
+                    + " (a valid token of the chunk) is outside the vocabulary [0, " + vocab + ")");
+        }
+        if (badLogit != -1L) {
+            // the chunk op names the token by its index in the micro-batch: c0 + i
+            long i = badLogit / vocab, v = badLogit % vocab;
+            String m = nonFinite(hidden, weight, vocab, temperature, c0, i, v).replace("(token " + i + ",", "(token " + (c0 + i) + ",");
+            throw new IllegalArgumentException("drmas_lmhead_chunk_async_f32: " + m);
+        }
     }
 
     /**

@@ -465,12 +465,34 @@ public final class CausalLm implements AutoCloseable {
      * {@code writeSlot} of row r and reads the slots j < {@code slots} with {@code valid[r *
      * validStride + j] != 0}, and its own. On the CPU in float32 (the rollout engines' case) the
      * arrays go to the decoding step as they are, without the tensors forwardAt takes and reads
-     * back; elsewhere those tensors are made. The cache's length is left as it is.
+     * back; elsewhere the ids and positions go to the device in one copy, and the mask is made
+     * there from the positions when the rows have the rollout engines' layout ({@link
+     * #ringLayout}), else copied too. The cache's length is left as it is.
      */
     public Tensor decodeAt(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot) {
+        return decode(ids, positions, valid, validStride, slots, cache, writeSlot, null).logits();
+    }
+
+    /**
+     * A decoding step's logits [B, 1, vocab], and the sampler's uniforms as float64 [B, 1] on the
+     * model's device when they went there with the step's ids and positions (else null: the CPU
+     * decoding step, or none given).
+     */
+    public record Decoded(Tensor logits, Tensor uniforms) {
+    }
+
+    /**
+     * {@link #decodeAt}, with the uniforms the step's tokens will be drawn with (one per row, or
+     * null): on the general path (a GPU's) they go to the device in the same copy as the ids and
+     * positions (their bits as int64, viewed as float64 there), so that the sampler
+     * (Sampler.sample with them) makes no copy of its own. Both tensors belong to the caller's scope.
+     */
+    public Decoded decode(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot,
+                          double[] uniforms) {
         if (cache == null) throw new IllegalArgumentException("decodeAt needs a KV cache");
         int b = ids.length;
         if (positions.length != b) throw new IllegalArgumentException(b + " ids but " + positions.length + " positions");
+        if (uniforms != null && uniforms.length != b) throw new IllegalArgumentException(b + " ids but " + uniforms.length + " uniforms");
         if (slots < 1 || slots > cache.capacity() || writeSlot < 0 || writeSlot >= slots || validStride < slots
                 || (b > 0 && (long) (b - 1) * validStride + slots > valid.length)) {
             throw new IllegalArgumentException("decodeAt: write slot " + writeSlot + " must lie in the " + slots + " slots read, they"
@@ -478,24 +500,66 @@ public final class CausalLm implements AutoCloseable {
                     + validStride + " apart) must cover " + b + " rows of them");
         }
         cache.checkShape(config, dtype, b);
-        Tensor out;
+        Tensor out, u = null;
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             Tensor h = decodeStepOn && device.is_cpu() && dtype == ScalarType.Float
                     ? decodeStep.hiddenFromArrays(ids, positions, valid, validStride, cache, writeSlot, slots) : null;
             if (h == null) {
-                long[] mask = new long[b * slots];
-                for (int r = 0; r < b; r++) System.arraycopy(valid, r * validStride, mask, r * slots, slots);
-                Tensor idsT = Tensors.longs(ids, b, 1), posT = Tensors.longs(positions, b, 1), maskT = Tensors.longs(mask, b, slots);
-                if (!device.is_cpu()) {
-                    idsT = idsT.to(device, ScalarType.Long);
-                    posT = posT.to(device, ScalarType.Long);
-                    maskT = maskT.to(device, ScalarType.Long);
+                // the ids, the positions and the uniforms' bits in one upload, [2 or 3, B]
+                int parts = uniforms == null ? 2 : 3;
+                long[] inputs = new long[parts * b];
+                System.arraycopy(ids, 0, inputs, 0, b);
+                System.arraycopy(positions, 0, inputs, b, b);
+                for (int r = 0; uniforms != null && r < b; r++) inputs[2 * b + r] = Double.doubleToRawLongBits(uniforms[r]);
+                Tensor all = Tensors.upload(inputs, device, parts, b);
+                Tensor idsT = all.select(0, 0).view(b, 1), posT = all.select(0, 1).view(b, 1);
+                if (uniforms != null) u = Scopes.retain(all.select(0, 2).view(ScalarType.Double).view(b, 1));
+                Tensor maskT;
+                if (ringLayout(positions, valid, validStride, slots, cache.capacity(), writeSlot)) {
+                    maskT = ringMask(posT, slots, cache.capacity(), writeSlot);
+                } else {
+                    long[] mask = new long[b * slots];
+                    for (int r = 0; r < b; r++) System.arraycopy(valid, r * validStride, mask, r * slots, slots);
+                    maskT = Tensors.upload(mask, device, b, slots);
                 }
                 h = hiddenImpl(idsT, posT, maskT, cache, writeSlot, slots);
             }
             out = Scopes.retain(logits(h));
+        } catch (RuntimeException | Error e) {
+            if (u != null) u.releaseReference();
+            throw e;
         }
-        return Scopes.adopt(out);
+        return new Decoded(Scopes.adopt(out), u == null ? null : Scopes.adopt(u));
+    }
+
+    /**
+     * Whether every row r reads exactly the positions[r] + 1 slots that end at {@code writeSlot},
+     * going back round the cache ({@code capacity} slots), its own included: slot j < slots is
+     * valid when (writeSlot − j) mod capacity ≤ positions[r] (the decoding step always reads its
+     * own slot, whatever valid says of it). Both rollout engines lay their rows out so (a row's
+     * tokens at consecutive positions from 0, ending at the column written; a free row, at
+     * position 0, reads only its own slot); {@link #ringMask} then makes the mask on the device.
+     * Checked here in Java (no device work) so that any other layout still gets its own mask.
+     */
+    static boolean ringLayout(long[] positions, long[] valid, int validStride, int slots, long capacity, long writeSlot) {
+        for (int r = 0; r < positions.length; r++) {
+            long p = positions[r];
+            int at = r * validStride;
+            for (int j = 0; j < slots; j++) {
+                if (j != writeSlot && (valid[at + j] != 0) != (Math.floorMod(writeSlot - j, capacity) <= p)) return false;
+            }
+        }
+        return true;
+    }
+
+    /**
+     * The key-validity mask bool [B, slots] of {@link #ringLayout} on the positions' device, from
+     * the positions [B, 1] already there: no [B, slots] array is made in Java or copied.
+     */
+    private Tensor ringMask(Tensor positions, long slots, long capacity, long writeSlot) {
+        Tensor j = torch.arange(new Scalar(slots), new TensorOptions(ScalarType.Long).device(new DeviceOptional(positions.device())));
+        Tensor back = j.neg().add_(new Scalar(writeSlot)).remainder(new Scalar(capacity));  // in [0, capacity)
+        return back.view(1, slots).le(positions);
     }
 
     /** The final hidden states of a training forward, and what remains of its backward pass. */

@@ -2,9 +2,12 @@
 // model's decoding step, the rollout engine and the trainer (masks, positions, uniforms, offsets,
 // advantages in; tokens and log-probs out).
 // Device tensors are moved to the CPU first; everything made here belongs to the caller's
-// PointerScope.
+// PointerScope. Each read into Java (toLongs, toFloats, toDoubles) and each copy of a Java array to
+// the model's device (upload) is counted per thread: on a GPU each is a host transfer (a read-back
+// waits for the device), so tests can pin how many a decoding step makes even on the CPU.
 package dev.drmas.model;
 
+import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptions;
 import org.bytedeco.pytorch.global.torch;
@@ -12,6 +15,38 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class Tensors {
     private Tensors() {
+    }
+
+    /**
+     * This thread's count of reads into Java [0] and of uploads of Java arrays [1]: every call
+     * counts, whatever the tensor's device, as each is a host transfer where the tensors are on a
+     * GPU (a read-back also a synchronisation). Per thread, so that tests running side by side do
+     * not see each other's.
+     */
+    private static final ThreadLocal<long[]> TRANSFERS = ThreadLocal.withInitial(() -> new long[2]);
+
+    /** Reads of tensors into Java arrays on this thread so far (toLongs, toFloats, toDoubles). */
+    public static long readBacks() {
+        return TRANSFERS.get()[0];
+    }
+
+    /** Copies of Java arrays to a device on this thread so far ({@link #upload}). */
+    public static long uploads() {
+        return TRANSFERS.get()[1];
+    }
+
+    /** {@code a} as an int64 tensor of {@code shape} on {@code device}: one counted host-to-device copy (none on the CPU). */
+    public static Tensor upload(long[] a, Device device, long... shape) {
+        TRANSFERS.get()[1]++;
+        Tensor t = longs(a, shape);
+        return device.is_cpu() ? t : t.to(device, ScalarType.Long);
+    }
+
+    /** {@code a} as a float64 tensor of {@code shape} on {@code device}: one counted host-to-device copy (none on the CPU). */
+    public static Tensor upload(double[] a, Device device, long... shape) {
+        TRANSFERS.get()[1]++;
+        Tensor t = doubles(a, shape);
+        return device.is_cpu() ? t : t.to(device, ScalarType.Double);
     }
 
     public static Tensor doubles(double[] a) {
@@ -57,6 +92,7 @@ public final class Tensors {
     }
 
     public static long[] toLongs(Tensor t) {
+        TRANSFERS.get()[0]++;
         // a CPU int64 contiguous tensor is read as it is: four fewer LibTorch calls, which count
         // at batch-1 decoding (a step is a few hundred small calls)
         Tensor c = ready(t, ScalarType.Long) ? t : t.detach().cpu().to(ScalarType.Long).contiguous();
@@ -66,9 +102,19 @@ public final class Tensors {
     }
 
     public static float[] toFloats(Tensor t) {
+        TRANSFERS.get()[0]++;
         Tensor c = ready(t, ScalarType.Float) ? t : t.detach().cpu().to(ScalarType.Float).contiguous();
         float[] a = new float[(int) c.numel()];
         if (a.length > 0) c.data_ptr_float().get(a);
+        return a;
+    }
+
+    /** The values of {@code t} as float64, in one read (one synchronisation on a GPU). */
+    public static double[] toDoubles(Tensor t) {
+        TRANSFERS.get()[0]++;
+        Tensor c = ready(t, ScalarType.Double) ? t : t.detach().cpu().to(ScalarType.Double).contiguous();
+        double[] a = new double[(int) c.numel()];
+        if (a.length > 0) c.data_ptr_double().get(a);
         return a;
     }
 

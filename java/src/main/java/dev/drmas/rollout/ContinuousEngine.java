@@ -237,11 +237,12 @@ final class ContinuousEngine {
                 at[r] = pos[r];
                 valid[r * capacity + slot] = 1;
             }
-            Tensor logits = model.decodeAt(ids, at, valid, capacity, slots, view, slot);
             int[] index = new int[k];
             for (int r = 0; r < k; r++) index[r] = req[r] < 0 ? 0 : out[r].n;
-            Sampler.Draw draw = Sampler.sample(Generator.allowed(logits.select(1, 0), cfg), cfg.sampling(),
-                    uniforms(Arrays.copyOf(req, k), index));
+            double[] u = uniforms(Arrays.copyOf(req, k), index);
+            // on a GPU the uniforms go with the step's inputs (one copy); greedy draws need none
+            CausalLm.Decoded step = model.decode(ids, at, valid, capacity, slots, view, slot, cfg.sampling().greedy() ? null : u);
+            Sampler.Draw draw = Sampler.sample(Generator.allowed(step.logits().select(1, 0), cfg), cfg.sampling(), u, step.uniforms());
             column++;
             if (column % capacity == 0) wrapped = true;
             for (int r = 0; r < k; r++) {

@@ -269,6 +269,9 @@ public final class Generator {
             Tensor logits;
             for (int step = 0; ; step++) {
                 try (PointerScope scope = new PointerScope()) {
+                    double[] u = new double[b];
+                    for (int r = 0; r < b; r++) u[r] = Sampler.uniform(cfg.seed(), requests.get(r).stream(), step);
+                    Tensor deviceU = null;  // the uniforms, when the decoding step took them to the device
                     if (step == 0 || cache == null) {
                         // prefill (or, without a cache, the whole sequence again)
                         Tensor in = slots(ids, b, capacity, 0, filled);
@@ -283,14 +286,15 @@ public final class Generator {
                             pos[r] = nextPos[r] - 1;
                         }
                         // the token at slot filled - 1, reading slots [0, filled)
-                        logits = model.decodeAt(in, pos, valid, capacity, filled, cache, filled - 1);
+                        CausalLm.Decoded d = model.decode(in, pos, valid, capacity, filled, cache, filled - 1,
+                                cfg.sampling().greedy() ? null : u);  // on a GPU: with the step's inputs, one copy
+                        logits = d.logits();
+                        deviceU = d.uniforms();
                         cache.setLength(filled);
                     }
                     Tensor last = logits.select(1, logits.size(1) - 1);  // [B, V]
                     last = allowed(last, cfg);
-                    double[] u = new double[b];
-                    for (int r = 0; r < b; r++) u[r] = Sampler.uniform(cfg.seed(), requests.get(r).stream(), step);
-                    Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), u);
+                    Sampler.Draw draw = Sampler.sample(last, cfg.sampling(), u, deviceU);
                     for (int r = 0; r < b; r++) {
                         Row row = rows[r];
                         int tok = (int) draw.tokens()[r];
@@ -329,8 +333,7 @@ public final class Generator {
 
     /** {@code a} as an int64 tensor of {@code shape} on {@code model}'s device. */
     static Tensor onDevice(CausalLm model, long[] a, long... shape) {
-        Tensor t = Tensors.longs(a, shape);
-        return model.device().is_cpu() ? t : t.to(model.device(), ScalarType.Long);
+        return Tensors.upload(a, model.device(), shape);
     }
 
     /** The logits [B, V] of the ids a request may generate (GenerationConfig.vocabLimit). */

@@ -17,6 +17,7 @@ import org.bytedeco.pytorch.StringViewOptional;
 import org.bytedeco.pytorch.T_TensorTensor_T;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.TensorOptional;
+import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
@@ -37,6 +38,15 @@ public final class Sampler {
      * Sampling inverts the CDF of the filtered distribution at {@code uniforms[b]} in [0, 1).
      */
     public static Draw sample(Tensor logits, SamplingParams params, double[] uniforms) {
+        return sample(logits, params, uniforms, null);
+    }
+
+    /**
+     * As above, given also the uniforms as float64 [B, 1] on the logits' device (CausalLm.decode
+     * uploads them with the step's inputs), so that LibTorch's sampler makes no copy of its own; null:
+     * copied here when needed. They must hold the values of {@code uniforms}.
+     */
+    public static Draw sample(Tensor logits, SamplingParams params, double[] uniforms, Tensor deviceUniforms) {
         if (logits.dim() != 2) {
             throw new IllegalArgumentException("logits must be [batch, vocab], got " + logits.dim() + " dims");
         }
@@ -55,7 +65,7 @@ public final class Sampler {
                 && (rows == 1 || logits.stride(0) >= vocab)) {
             return sampleNative(logits, params, uniforms);
         }
-        return sampleTorch(logits, params, uniforms);
+        return sampleTorch(logits, params, uniforms, deviceUniforms);
     }
 
     /**
@@ -83,6 +93,10 @@ public final class Sampler {
 
     /** The same by LibTorch's ops, on any device and dtype. */
     static Draw sampleTorch(Tensor logits, SamplingParams params, double[] uniforms) {
+        return sampleTorch(logits, params, uniforms, null);
+    }
+
+    static Draw sampleTorch(Tensor logits, SamplingParams params, double[] uniforms, Tensor deviceUniforms) {
         final int rows = (int) logits.size(0);
         final long vocab = logits.size(1);
         try (PointerScope scope = new PointerScope()) {
@@ -100,8 +114,8 @@ public final class Sampler {
                 // CDF in float64 so that a 150K-token vocabulary does not lose the tail
                 Tensor cdf = masked.softmax(1).to(ScalarType.Double).cumsum(1);
                 Tensor total = cdf.narrow(1, vocab - 1, 1);                          // [B, 1]
-                Tensor u = Tensors.doubles(uniforms, rows, 1);
-                if (!cdf.is_cpu()) u = u.to(cdf.device(), ScalarType.Double);
+                Tensor u = deviceUniforms != null && deviceUniforms.device().equals(cdf.device()) ? deviceUniforms
+                        : Tensors.upload(uniforms, cdf.device(), rows, 1);
                 Tensor target = u.mul(total);
                 // first index whose CDF exceeds the target: a token of positive probability...
                 Tensor idx = torch.searchsorted(cdf, target, false, true, new StringViewOptional(), new TensorOptional());
@@ -110,8 +124,16 @@ public final class Sampler {
                 tokens = torch.minimum(idx, last);
                 logp = scaled.log_softmax(1).gather(1, tokens);
             }
-            long[] tok = Tensors.toLongs(tokens);
-            float[] lp = Tensors.toFloats(logp);
+            // One read into Java for both (on a GPU, one copy and one wait instead of two): the
+            // tokens and log-probs side by side as float64, which holds both exactly (ids below
+            // 2^53, every float32), [B, 2]
+            double[] both = Tensors.toDoubles(torch.cat(new TensorVector(tokens.to(ScalarType.Double), logp.to(ScalarType.Double)), 1));
+            long[] tok = new long[rows];
+            float[] lp = new float[rows];
+            for (int b = 0; b < rows; b++) {
+                tok[b] = (long) both[2 * b];
+                lp[b] = (float) both[2 * b + 1];
+            }
             return new Draw(tok, lp);
         }
     }
