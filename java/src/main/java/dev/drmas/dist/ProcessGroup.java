@@ -4,6 +4,8 @@
 // collective operation (a sum of many buckets is one) a rank bumps its arrival counter in the
 // store, so that when a collective fails the survivors can say which rank did not arrive instead
 // of only "connection closed"; once per operation, not per bucket: a round trip to rank 0 each.
+// The steps ranks take on their own between collectives (opening the trainer) end at ready points
+// kept in the store too, where a rank that failed leaves its reason for the others to stop with.
 package dev.drmas.dist;
 
 import dev.drmas.config.DistributedConfig;
@@ -29,6 +31,7 @@ import org.bytedeco.pytorch.ProcessGroupGloo;
 import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.TCPStoreOptions;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.Work;
 import org.bytedeco.pytorch.global.torch;
@@ -36,6 +39,17 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class ProcessGroup implements Collective {
     private static final String ARRIVED = "drmas/arrived/";
+    // awaitReady and announceFailure: ready/<point>/<rank> once a rank got to a ready point; failure/<rank>
+    // what a failed rank was doing and why (set before it counts itself in failed); failure_seen, the
+    // ranks that know of a failure (rank 0 keeps its store up until all of them do)
+    private static final String READY = "drmas/ready/";
+    private static final String FAILED = "drmas/failed";
+    private static final String FAILURE = "drmas/failure/";
+    private static final String SEEN = "drmas/failure_seen";
+    /** At most this long rank 0 keeps its store up after a failure for the other ranks to read it. */
+    static final long LINGER_MS = 30_000;
+    /** The longest pause between two looks at the store while waiting at a ready point. */
+    private static final long POLL_MS = 20;
 
     /**
      * Buckets in flight at once in {@link #sumEach}: while the oldest is awaited the next ones are
@@ -55,6 +69,8 @@ public final class ProcessGroup implements Collective {
     private final TCPStore store;
     private final Backend backend;
     private long calls;      // collective operations entered, the arrival counter this rank publishes
+    private long readyPoints;  // awaitReady calls: every rank makes the same ones, in the same order
+    private boolean failureKnown;  // this rank announced a failure or saw another's: it announces nothing more
     private long busyNanos;
     private boolean closed;
 
@@ -403,6 +419,137 @@ public final class ProcessGroup implements Collective {
     }
 
     /**
+     * Each rank sets its key of this point, then looks at the store, at first every millisecond, then
+     * every {@link #POLL_MS}, until every rank's key is there or a rank has failed: the store alone,
+     * not the backend, so that it works alike on Gloo and NCCL, and sees a failure the backend cannot.
+     */
+    @Override
+    public void awaitReady(String what) {
+        if (closed) throw new IllegalStateException("the process group is closed (" + what + ")");
+        long t0 = System.nanoTime();
+        long n = ++readyPoints;
+        String where = what + " (ready point " + n + ")";
+        String[] keys = new String[worldSize()];
+        for (int r = 0; r < keys.length; r++) keys[r] = READY + n + "/" + r;
+        try (PointerScope scope = new PointerScope()) {
+            store.set(keys[rank()], new org.bytedeco.pytorch.ByteVector(new byte[] {1}));
+            StringVector all = new StringVector(keys);
+            for (long pause = 1; ; pause = Math.min(2 * pause, POLL_MS)) {
+                if (store.add(FAILED, 0) > 0) throw othersFailed(where);
+                if (store.check(all)) return;
+                if (System.nanoTime() - t0 > timeoutMs * 1_000_000L) throw notReady(where, keys);
+                Thread.sleep(pause);
+            }
+        } catch (DistributedException e) {
+            throw e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DistributedException("rank " + rank() + ": interrupted while waiting at " + where, e);
+        } catch (RuntimeException e) {
+            throw new DistributedException("rank " + rank() + ": " + where + " failed: " + storeGone(e), e);
+        } finally {
+            busyNanos += System.nanoTime() - t0;
+        }
+    }
+
+    /** The error of a ready point at which a rank announced a failure: every failed rank and its reason. */
+    private DistributedException othersFailed(String where) {
+        StringBuilder why = new StringBuilder();
+        for (int r = 0; r < worldSize(); r++) {
+            if (r == rank()) continue;
+            try (PointerScope scope = new PointerScope()) {
+                if (!store.check(new StringVector(new String[] {FAILURE + r}))) continue;
+                String m = new String(store.get(FAILURE + r).get(), java.nio.charset.StandardCharsets.UTF_8);
+                why.append(why.isEmpty() ? "" : "; ").append("rank ").append(r).append(" failed ").append(m);
+            }
+        }
+        if (!failureKnown) {
+            failureKnown = true;
+            if (rank() != 0) store.add(SEEN, 1);
+        }
+        if (rank() == 0) lingerForOthers();
+        if (why.isEmpty()) why.append("a rank failed (its reason is not in the store)");
+        return new DistributedException("rank " + rank() + ": stopped at " + where + ": " + why
+                + " (its own output has the details); every rank stops");
+    }
+
+    private DistributedException notReady(String where, String[] keys) {
+        StringBuilder missing = new StringBuilder();
+        try (PointerScope scope = new PointerScope()) {
+            for (int r = 0; r < keys.length; r++) {
+                if (!store.check(new StringVector(new String[] {keys[r]}))) missing.append(missing.isEmpty() ? "rank " : ", rank ").append(r);
+            }
+        }
+        return new DistributedException("rank " + rank() + ": " + where + " was not reached by " + missing + " within " + seconds()
+                + " (distributed.timeout_s): it died or stalls");
+    }
+
+    /**
+     * Sets this rank's reason in the store and counts it in; rank 0 then waits until the other ranks
+     * know (each counts itself in {@link #SEEN} when it reads it, or announces its own failure), at most
+     * {@link #LINGER_MS} or distributed.timeout_s: its store ends with its process.
+     */
+    @Override
+    public void announceFailure(String what, Throwable cause) {
+        if (closed || failureKnown) return;
+        failureKnown = true;
+        try (PointerScope scope = new PointerScope()) {
+            byte[] m = (what + ": " + reason(cause)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            store.set(FAILURE + rank(), new org.bytedeco.pytorch.ByteVector(m));
+            store.add(FAILED, 1);
+            if (rank() != 0) store.add(SEEN, 1);
+            else lingerForOthers();
+        } catch (RuntimeException e) {
+            // the store is gone (rank 0 died) or broken: the others learn of this rank from the backend, or their timeout
+        }
+    }
+
+    /** Rank 0 after a failure: waits (bounded) until every other rank has read it from its store. */
+    private void lingerForOthers() {
+        long end = System.nanoTime() + Math.min(LINGER_MS, timeoutMs) * 1_000_000L;
+        try {
+            for (long pause = 1; store.add(SEEN, 0) < worldSize() - 1 && System.nanoTime() < end; pause = Math.min(2 * pause, POLL_MS)) {
+                Thread.sleep(pause);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            // the store is broken: nobody can read it anyway
+        }
+    }
+
+    /**
+     * What a failed rank says: the messages of the exception and its causes, each once, the first
+     * line of each (as the CLI prints an error: a file system error as "path: reason").
+     */
+    static String reason(Throwable t) {
+        List<String> parts = new ArrayList<>();
+        String text = "";
+        int depth = 0;
+        for (Throwable x = t; x != null && depth < 10; x = x.getCause(), depth++) {
+            String m;
+            if (x instanceof java.nio.file.FileSystemException f) {
+                String why = f.getReason() != null ? f.getReason() : switch (f) {
+                    case java.nio.file.NoSuchFileException e -> "no such file or folder";
+                    case java.nio.file.AccessDeniedException e -> "permission denied";
+                    case java.nio.file.FileAlreadyExistsException e -> "already exists";
+                    case java.nio.file.NotDirectoryException e -> "not a folder";
+                    default -> f.getClass().getSimpleName();
+                };
+                m = f.getFile() != null ? f.getFile() + ": " + why : why;
+            } else {
+                // a wrapper made from its cause alone (new UncheckedIOException(e)) adds nothing
+                m = x.getMessage() == null || x.getCause() != null && x.getMessage().equals(x.getCause().toString()) ? null
+                        : firstLine(x);
+            }
+            if (m == null || m.isBlank() || text.contains(m)) continue;
+            parts.add(m);
+            text = String.join(": ", parts);
+        }
+        return parts.isEmpty() ? t.getClass().getSimpleName() : text;
+    }
+
+    /**
      * A barrier bounded by {@code timeoutMs}, on {@code device} when it is a GPU. ProcessGroupNCCL's
      * barrier is an all-reduce of one number on a device it must choose: device_ids[0] when given,
      * else one a collective has used, else a guess, rank % (devices it sees), which is wrong when ranks
@@ -456,12 +603,16 @@ public final class ProcessGroup implements Collective {
             }
             culprit = !behind.isEmpty() ? behind + " did not arrive: it died or stalls"
                     : "a peer dropped out during it (every other rank had arrived: rank " + others + ")";
-        } catch (RuntimeException storeGone) {
-            culprit = "rank 0 died (its store at " + env.masterAddr() + ":" + env.masterPort() + " is unreachable: "
-                    + firstLine(storeGone) + ")";
+        } catch (RuntimeException e) {
+            culprit = storeGone(e);
         }
         return new DistributedException("rank " + rank() + ": " + what + " (collective " + calls + ") failed after at most "
                 + seconds() + " (distributed.timeout_s): " + culprit + "; c10d said: " + firstLine(cause), cause);
+    }
+
+    /** What a store operation that failed means: rank 0, which hosts the store, is gone. */
+    private String storeGone(RuntimeException e) {
+        return "rank 0 died (its store at " + env.masterAddr() + ":" + env.masterPort() + " is unreachable: " + firstLine(e) + ")";
     }
 
     private String seconds() {
