@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,14 +25,15 @@ import org.bytedeco.pytorch.AllgatherOptions;
 import org.bytedeco.pytorch.AllreduceOptions;
 import org.bytedeco.pytorch.Backend;
 import org.bytedeco.pytorch.BarrierOptions;
+import org.bytedeco.pytorch.ByteVector;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.GlooDeviceVector;
 import org.bytedeco.pytorch.LongVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.TCPStoreOptions;
 import org.bytedeco.pytorch.Tensor;
-import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.TensorVector;
 import org.bytedeco.pytorch.Work;
 import org.bytedeco.pytorch.global.torch;
@@ -432,7 +434,7 @@ public final class ProcessGroup implements Collective {
         String[] keys = new String[worldSize()];
         for (int r = 0; r < keys.length; r++) keys[r] = READY + n + "/" + r;
         try (PointerScope scope = new PointerScope()) {
-            store.set(keys[rank()], new org.bytedeco.pytorch.ByteVector(new byte[] {1}));
+            store.set(keys[rank()], new ByteVector(new byte[] {1}));
             StringVector all = new StringVector(keys);
             for (long pause = 1; ; pause = Math.min(2 * pause, POLL_MS)) {
                 if (store.add(FAILED, 0) > 0) throw othersFailed(where);
@@ -459,7 +461,7 @@ public final class ProcessGroup implements Collective {
             if (r == rank()) continue;
             try (PointerScope scope = new PointerScope()) {
                 if (!store.check(new StringVector(new String[] {FAILURE + r}))) continue;
-                String m = new String(store.get(FAILURE + r).get(), java.nio.charset.StandardCharsets.UTF_8);
+                String m = new String(store.get(FAILURE + r).get(), StandardCharsets.UTF_8);
                 why.append(why.isEmpty() ? "" : "; ").append("rank ").append(r).append(" failed ").append(m);
             }
         }
@@ -494,8 +496,8 @@ public final class ProcessGroup implements Collective {
         if (closed || failureKnown) return;
         failureKnown = true;
         try (PointerScope scope = new PointerScope()) {
-            byte[] m = (what + ": " + reason(cause)).getBytes(java.nio.charset.StandardCharsets.UTF_8);
-            store.set(FAILURE + rank(), new org.bytedeco.pytorch.ByteVector(m));
+            byte[] m = (what + ": " + reason(cause)).getBytes(StandardCharsets.UTF_8);
+            store.set(FAILURE + rank(), new ByteVector(m));
             store.add(FAILED, 1);
             if (rank() != 0) store.add(SEEN, 1);
             else lingerForOthers();
