@@ -50,6 +50,8 @@ public final class ProcessGroup implements Collective {
     private static final String SEEN = "drmas/failure_seen";
     /** At most this long rank 0 keeps its store up after a failure for the other ranks to read it. */
     static final long LINGER_MS = 30_000;
+    /** At most this long a rank that read rank 0's failure waits for rank 0's process to end first. */
+    static final long RANK0_END_MS = 3_000;
     /** The longest pause between two looks at the store while waiting at a ready point. */
     private static final long POLL_MS = 20;
 
@@ -457,12 +459,14 @@ public final class ProcessGroup implements Collective {
     /** The error of a ready point at which a rank announced a failure: every failed rank and its reason. */
     private DistributedException othersFailed(String where) {
         StringBuilder why = new StringBuilder();
+        boolean rank0Failed = false;
         for (int r = 0; r < worldSize(); r++) {
             if (r == rank()) continue;
             try (PointerScope scope = new PointerScope()) {
                 if (!store.check(new StringVector(new String[] {FAILURE + r}))) continue;
                 String m = new String(store.get(FAILURE + r).get(), StandardCharsets.UTF_8);
                 why.append(why.isEmpty() ? "" : "; ").append("rank ").append(r).append(" failed ").append(m);
+                rank0Failed |= r == 0;
             }
         }
         if (!failureKnown) {
@@ -470,6 +474,7 @@ public final class ProcessGroup implements Collective {
             if (rank() != 0) store.add(SEEN, 1);
         }
         if (rank() == 0) lingerForOthers();
+        else if (rank0Failed) awaitRank0sEnd();
         if (why.isEmpty()) why.append("a rank failed (its reason is not in the store)");
         return new DistributedException("rank " + rank() + ": stopped at " + where + ": " + why
                 + " (its own output has the details); every rank stops");
@@ -517,6 +522,27 @@ public final class ProcessGroup implements Collective {
             Thread.currentThread().interrupt();
         } catch (RuntimeException e) {
             // the store is broken: nobody can read it anyway
+        }
+    }
+
+    /**
+     * After reading rank 0's failure: waits (at most {@link #RANK0_END_MS}) until rank 0's process has
+     * ended, its store with it, so that this rank does not end first: `drmas launch` reports the first
+     * rank to end, and its status, as the run's failure (rank 0 kept its store up for this rank, so
+     * this rank alone would otherwise end first). Where rank 0 lives on (ranks as threads) it waits
+     * the whole bound.
+     */
+    private void awaitRank0sEnd() {
+        long end = System.nanoTime() + Math.min(RANK0_END_MS, timeoutMs) * 1_000_000L;
+        try {
+            while (System.nanoTime() < end) {
+                store.add(SEEN, 0);
+                Thread.sleep(POLL_MS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException gone) {
+            // rank 0 has ended
         }
     }
 
