@@ -5,7 +5,8 @@
 // store, so that when a collective fails the survivors can say which rank did not arrive instead
 // of only "connection closed"; once per operation, not per bucket: a round trip to rank 0 each.
 // The steps ranks take on their own between collectives (opening the trainer) end at ready points
-// kept in the store too, where a rank that failed leaves its reason for the others to stop with.
+// kept in the store too, where a rank that failed leaves its reason for the others to stop with, and
+// where a heartbeat of each rank in the store tells a rank that died from one that is slow.
 package dev.drmas.dist;
 
 import dev.drmas.config.DistributedConfig;
@@ -50,6 +51,11 @@ public final class ProcessGroup implements Collective {
     private static final String SEEN = "drmas/failure_seen";
     /** At most this long rank 0 keeps its store up after a failure for the other ranks to read it. */
     static final long LINGER_MS = 30_000;
+    private static final String ALIVE = "drmas/alive/";
+    /** How often each rank's heartbeat counts up in the store. */
+    static final long HEARTBEAT_MS = 1_000;
+    /** A rank whose heartbeat has not moved for this long, while others wait for it at a ready point, is dead (tests lower it). */
+    static volatile long heartbeatStaleMs = 10_000;
     /** At most this long a rank that read rank 0's failure waits for rank 0's process to end first. */
     static final long RANK0_END_MS = 3_000;
     /** The longest pause between two looks at the store while waiting at a ready point. */
@@ -72,6 +78,7 @@ public final class ProcessGroup implements Collective {
     // object, and the store is only used while the backend is
     private final TCPStore store;
     private final Backend backend;
+    private final Thread heartbeat;
     private long calls;      // collective operations entered, the arrival counter this rank publishes
     private long readyPoints;  // awaitReady calls: every rank makes the same ones, in the same order
     private boolean failureKnown;  // this rank announced a failure or saw another's: it announces nothing more
@@ -110,6 +117,36 @@ public final class ProcessGroup implements Collective {
                     + " ranks did not form within " + seconds() + " (distributed.timeout_s): " + firstLine(e)
                     + "; every rank must start with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE", e);
         }
+        this.heartbeat = heartbeat(env, timeoutMs);
+    }
+
+    /**
+     * A daemon thread that counts up ALIVE/rank in the store every {@link #HEARTBEAT_MS}, on a store
+     * client of its own (no second thread on the group's): how ranks waiting at a ready point tell a
+     * rank that died without a word (killed, out of memory, a crash) from one that is only slow. It
+     * ends with {@link #close} or when the store is gone.
+     */
+    private static Thread heartbeat(DistEnv env, long timeoutMs) {
+        Thread t = new Thread(() -> {
+            TCPStoreOptions o = new TCPStoreOptions();
+            o.port((short) env.masterPort());
+            o.isServer(false);
+            o.waitWorkers(false);
+            o.timeout(new Milliseconds(timeoutMs));
+            // Java owns this client (no backend adopts it); it lives as long as the thread
+            try {
+                TCPStore own = new TCPStore(env.masterAddr(), o);
+                while (!Thread.currentThread().isInterrupted()) {
+                    own.add(ALIVE + env.rank(), 1);
+                    Thread.sleep(HEARTBEAT_MS);
+                }
+            } catch (InterruptedException | RuntimeException e) {
+                // closed, or the store is gone: nobody waits for this rank's heartbeat any more
+            }
+        }, "drmas-heartbeat-rank" + env.rank());
+        t.setDaemon(true);
+        t.start();
+        return t;
     }
 
     /**
@@ -438,10 +475,27 @@ public final class ProcessGroup implements Collective {
         try (PointerScope scope = new PointerScope()) {
             store.set(keys[rank()], new ByteVector(new byte[] {1}));
             StringVector all = new StringVector(keys);
+            long[] beats = new long[keys.length], movedAt = new long[keys.length];  // each rank's heartbeat, when it last moved
+            java.util.Arrays.fill(beats, -1);
+            long lookedAt = t0;
             for (long pause = 1; ; pause = Math.min(2 * pause, POLL_MS)) {
                 if (store.add(FAILED, 0) > 0) throw othersFailed(where);
                 if (store.check(all)) return;
-                if (System.nanoTime() - t0 > timeoutMs * 1_000_000L) throw notReady(where, keys);
+                long now = System.nanoTime();
+                if (now - t0 > timeoutMs * 1_000_000L) {
+                    failureKnown = true;
+                    throw notReady(where, keys);
+                }
+                if (now - lookedAt > HEARTBEAT_MS * 1_000_000L) {  // once a heartbeat: ranks not there yet that stopped beating
+                    lookedAt = now;
+                    String dead = deadRanks(keys, beats, movedAt, now);
+                    if (dead != null) {
+                        failureKnown = true;  // every rank waiting here sees it as this one does: nothing to announce
+                        throw new DistributedException("rank " + rank() + ": " + where + ": " + dead + " stopped without a word "
+                                + "(its heartbeat in the store has not moved for " + heartbeatStaleMs / 1000.0 + " s): it died (killed, "
+                                + "out of memory, a crash); its own output or the system log may say why");
+                    }
+                }
                 Thread.sleep(pause);
             }
         } catch (DistributedException e) {
@@ -450,6 +504,7 @@ public final class ProcessGroup implements Collective {
             Thread.currentThread().interrupt();
             throw new DistributedException("rank " + rank() + ": interrupted while waiting at " + where, e);
         } catch (RuntimeException e) {
+            failureKnown = true;
             throw new DistributedException("rank " + rank() + ": " + where + " failed: " + storeGone(e), e);
         } finally {
             busyNanos += System.nanoTime() - t0;
@@ -478,6 +533,24 @@ public final class ProcessGroup implements Collective {
         if (why.isEmpty()) why.append("a rank failed (its reason is not in the store)");
         return new DistributedException("rank " + rank() + ": stopped at " + where + ": " + why
                 + " (its own output has the details); every rank stops");
+    }
+
+    /** The ranks not yet at this ready point whose heartbeat has not moved for heartbeatStaleMs ("rank 1, rank 3"), or null. */
+    private String deadRanks(String[] keys, long[] beats, long[] movedAt, long now) {
+        StringBuilder dead = new StringBuilder();
+        try (PointerScope scope = new PointerScope()) {
+            for (int r = 0; r < keys.length; r++) {
+                if (r == rank() || store.check(new StringVector(new String[] {keys[r]}))) continue;
+                long b = store.add(ALIVE + r, 0);
+                if (b != beats[r]) {
+                    beats[r] = b;
+                    movedAt[r] = now;
+                } else if (now - movedAt[r] > heartbeatStaleMs * 1_000_000L) {
+                    dead.append(dead.isEmpty() ? "rank " : ", rank ").append(r);
+                }
+            }
+        }
+        return dead.isEmpty() ? null : dead.toString();
     }
 
     private DistributedException notReady(String where, String[] keys) {
@@ -618,6 +691,8 @@ public final class ProcessGroup implements Collective {
      * in the store are behind this rank's) or, when the store itself is gone, rank 0 that hosted it.
      */
     private DistributedException failure(String what, RuntimeException cause) {
+        // every rank in the collective sees it fail (a rank that announced this would keep rank 0 waiting for a dead one)
+        failureKnown = true;
         if (cause instanceof DistributedException d) return d;
         StringBuilder behind = new StringBuilder(), others = new StringBuilder();
         String culprit;
@@ -658,6 +733,7 @@ public final class ProcessGroup implements Collective {
     public void close() {
         if (closed) return;
         closed = true;
+        heartbeat.interrupt();
         // Gloo has no shutdown; NCCL's releases its communicators (the presets free the rest)
         if (backendName.equals("nccl")) Nccl.shutdown(backend);
     }

@@ -2,7 +2,8 @@
 // two threads of this JVM (each with its own store client and process group): sums of numbers and
 // of bucketed tensors (exact, one store round trip however many buckets), the equality check, a
 // stalled rank named within the timeout (with the bucket it was awaited at), ready points (a rank that
-// does not come named, one that failed stops the other with its reason at once), a taken master port
+// does not come named, one that failed stops the other with its reason at once, one that died without
+// a word named once its heartbeat stops), a taken master port
 // (and a MASTER_ADDR that is not local, which is no taken port). Every wait is bounded by a short
 // distributed.timeout_s.
 package dev.drmas.dist;
@@ -179,6 +180,27 @@ class ProcessGroupTest {
         assertEquals("rank 0: stopped at the models (ready point 1): rank 1 failed opening its models: /m/x.bin: no such file or "
                 + "folder (its own output has the details); every rank stops", res.get(0));
         assertTrue(s < 5, "took " + s + " s");
+
+        // one that ended without a word (killed, a crash: here its group closed, which stops its heartbeat) is named
+        // once its heartbeat has not moved for heartbeatStaleMs, well before the timeout
+        long stale = ProcessGroup.heartbeatStaleMs;
+        ProcessGroup.heartbeatStaleMs = 1500;
+        try {
+            long t2 = System.nanoTime();
+            res = twoRanks(cfg(20, 25), pg -> {
+                if (pg.rank() == 1) {
+                    pg.close();
+                    return "";
+                }
+                return assertThrows(DistributedException.class, () -> pg.awaitReady("the models")).getMessage();
+            });
+            s = (System.nanoTime() - t2) / 1e9;
+            assertTrue(res.get(0).startsWith("rank 0: the models (ready point 1): rank 1 stopped without a word (its heartbeat in "
+                    + "the store has not moved for 1.5 s): it died"), res.get(0));
+            assertTrue(s < 8, "took " + s + " s");
+        } finally {
+            ProcessGroup.heartbeatStaleMs = stale;
+        }
     }
 
     /** Rank r's test values: n floats (a [rows, n / rows] matrix read transposed when rows > 1) or doubles, from seed r * 1000 + k. */
