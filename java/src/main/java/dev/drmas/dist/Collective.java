@@ -73,7 +73,9 @@ public interface Collective extends AutoCloseable {
      * throws a DistributedException naming that rank and its reason, within moments instead of
      * waiting in the next collective until distributed.timeout_s (a collective only sees a rank
      * that does not come, not why; and NCCL's may not even see a rank whose process ended). Bounded
-     * by distributed.timeout_s, as a barrier, for a rank that neither comes nor says why.
+     * by distributed.timeout_s, as a barrier, for a rank that neither comes nor says why; sooner for one
+     * whose process died (ProcessGroup: its heartbeat in the store stops). Every rank must make the
+     * same calls in the same order.
      */
     void awaitReady(String what);
 
