@@ -54,7 +54,7 @@ abstract class RunCommand implements Callable<Integer> {
      * whole body: a second process on the same folder stops before it writes anything.
      */
     static int withTrainer(RunConfig cfg, PrintStream out, Collective dist, TrainerBody body) throws Exception {
-        try (RunLock lock = dist.isMaster() ? lock(cfg) : null; Trainer t = open(cfg, out, dist)) {
+        try (RunLock lock = dist.isMaster() ? lock(cfg, dist) : null; Trainer t = open(cfg, out, dist)) {
             body.run(t);
             return 0;
         } catch (ConfigException | TaskFileException | ModelFileException | TokenizerFileException e) {
@@ -81,6 +81,19 @@ abstract class RunCommand implements Callable<Integer> {
             return RunLock.acquire(cfg.run().runDir(), "drmas " + commandName());
         } catch (RunLock.RunFolderException e) {
             throw new UserError(e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Rank 0's lock of the run folder: when it is taken (another run) the other ranks, already opening
+     * their trainers, stop at their first ready point with this reason (Collective.announceFailure).
+     */
+    private static RunLock lock(RunConfig cfg, Collective dist) {
+        try {
+            return lock(cfg);
+        } catch (UserError e) {
+            dist.announceFailure("locking the run folder", e);
+            throw e;
         }
     }
 

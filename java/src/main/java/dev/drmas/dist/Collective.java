@@ -1,5 +1,6 @@
 // Collective.java — the few collective operations data-parallel training needs (sums of numbers and
-// of tensors, a barrier, a cross-rank equality check), behind one interface so that the trainer runs
+// of tensors, a barrier, a cross-rank equality check, and a barrier at which one rank's failure stops
+// every rank with its reason), behind one interface so that the trainer runs
 // the same code on one process (every operation a no-op) and on many (c10d, see ProcessGroup).
 package dev.drmas.dist;
 
@@ -64,6 +65,27 @@ public interface Collective extends AutoCloseable {
 
     /** Returns when every rank has called it. */
     void barrier(String what);
+
+    /**
+     * A barrier for the steps each rank takes on its own before the next collective operation
+     * (opening files, checks): returns when every rank has got here. When a rank announced instead
+     * that it failed ({@link #announceFailure}), every rank waiting here, or coming here later,
+     * throws a DistributedException naming that rank and its reason, within moments instead of
+     * waiting in the next collective until distributed.timeout_s (a collective only sees a rank
+     * that does not come, not why; and NCCL's may not even see a rank whose process ended). Bounded
+     * by distributed.timeout_s, as a barrier, for a rank that neither comes nor says why; sooner for one
+     * whose process died (ProcessGroup: its heartbeat in the store stops). Every rank must make the
+     * same calls in the same order.
+     */
+    void awaitReady(String what);
+
+    /**
+     * Tells the other ranks that this rank stops, and why ({@code what} it was doing and {@code
+     * cause}): those in {@link #awaitReady} stop too, naming it. Call it before rethrowing; it never
+     * throws. Rank 0, whose store carries the message, waits (briefly: at most 30 s) until the other
+     * ranks have read it, or its process would take the message with it.
+     */
+    void announceFailure(String what, Throwable cause);
 
     /** Seconds this process has spent inside collective calls so far (waiting included). */
     double collectiveSeconds();
@@ -189,6 +211,14 @@ public interface Collective extends AutoCloseable {
 
         @Override
         public void barrier(String what) {
+        }
+
+        @Override
+        public void awaitReady(String what) {
+        }
+
+        @Override
+        public void announceFailure(String what, Throwable cause) {
         }
 
         @Override

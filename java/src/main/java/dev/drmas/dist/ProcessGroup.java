@@ -4,6 +4,9 @@
 // collective operation (a sum of many buckets is one) a rank bumps its arrival counter in the
 // store, so that when a collective fails the survivors can say which rank did not arrive instead
 // of only "connection closed"; once per operation, not per bucket: a round trip to rank 0 each.
+// The steps ranks take on their own between collectives (opening the trainer) end at ready points
+// kept in the store too, where a rank that failed leaves its reason for the others to stop with, and
+// where a heartbeat of each rank in the store tells a rank that died from one that is slow.
 package dev.drmas.dist;
 
 import dev.drmas.config.DistributedConfig;
@@ -13,6 +16,7 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -22,10 +26,12 @@ import org.bytedeco.pytorch.AllgatherOptions;
 import org.bytedeco.pytorch.AllreduceOptions;
 import org.bytedeco.pytorch.Backend;
 import org.bytedeco.pytorch.BarrierOptions;
+import org.bytedeco.pytorch.ByteVector;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.GlooDeviceVector;
 import org.bytedeco.pytorch.LongVector;
 import org.bytedeco.pytorch.ProcessGroupGloo;
+import org.bytedeco.pytorch.StringVector;
 import org.bytedeco.pytorch.TCPStore;
 import org.bytedeco.pytorch.TCPStoreOptions;
 import org.bytedeco.pytorch.Tensor;
@@ -36,6 +42,24 @@ import org.bytedeco.pytorch.global.torch.ScalarType;
 
 public final class ProcessGroup implements Collective {
     private static final String ARRIVED = "drmas/arrived/";
+    // awaitReady and announceFailure: ready/<point>/<rank> once a rank got to a ready point; failure/<rank>
+    // what a failed rank was doing and why (set before it counts itself in failed); failure_seen, the
+    // ranks that know of a failure (rank 0 keeps its store up until all of them do)
+    private static final String READY = "drmas/ready/";
+    private static final String FAILED = "drmas/failed";
+    private static final String FAILURE = "drmas/failure/";
+    private static final String SEEN = "drmas/failure_seen";
+    /** At most this long rank 0 keeps its store up after a failure for the other ranks to read it. */
+    static final long LINGER_MS = 30_000;
+    private static final String ALIVE = "drmas/alive/";
+    /** How often each rank's heartbeat counts up in the store. */
+    static final long HEARTBEAT_MS = 1_000;
+    /** A rank whose heartbeat has not moved for this long, while others wait for it at a ready point, is dead (tests lower it). */
+    static volatile long heartbeatStaleMs = 10_000;
+    /** At most this long a rank that read rank 0's failure waits for rank 0's process to end first. */
+    static final long RANK0_END_MS = 3_000;
+    /** The longest pause between two looks at the store while waiting at a ready point. */
+    private static final long POLL_MS = 20;
 
     /**
      * Buckets in flight at once in {@link #sumEach}: while the oldest is awaited the next ones are
@@ -54,7 +78,10 @@ public final class ProcessGroup implements Collective {
     // object, and the store is only used while the backend is
     private final TCPStore store;
     private final Backend backend;
+    private final Thread heartbeat;
     private long calls;      // collective operations entered, the arrival counter this rank publishes
+    private long readyPoints;  // awaitReady calls: every rank makes the same ones, in the same order
+    private boolean failureKnown;  // this rank announced a failure or saw another's: it announces nothing more
     private long busyNanos;
     private boolean closed;
 
@@ -90,6 +117,36 @@ public final class ProcessGroup implements Collective {
                     + " ranks did not form within " + seconds() + " (distributed.timeout_s): " + firstLine(e)
                     + "; every rank must start with the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE", e);
         }
+        this.heartbeat = heartbeat(env, timeoutMs);
+    }
+
+    /**
+     * A daemon thread that counts up ALIVE/rank in the store every {@link #HEARTBEAT_MS}, on a store
+     * client of its own (no second thread on the group's): how ranks waiting at a ready point tell a
+     * rank that died without a word (killed, out of memory, a crash) from one that is only slow. It
+     * ends with {@link #close} or when the store is gone.
+     */
+    private static Thread heartbeat(DistEnv env, long timeoutMs) {
+        Thread t = new Thread(() -> {
+            TCPStoreOptions o = new TCPStoreOptions();
+            o.port((short) env.masterPort());
+            o.isServer(false);
+            o.waitWorkers(false);
+            o.timeout(new Milliseconds(timeoutMs));
+            // Java owns this client (no backend adopts it); it lives as long as the thread
+            try {
+                TCPStore own = new TCPStore(env.masterAddr(), o);
+                while (!Thread.currentThread().isInterrupted()) {
+                    own.add(ALIVE + env.rank(), 1);
+                    Thread.sleep(HEARTBEAT_MS);
+                }
+            } catch (InterruptedException | RuntimeException e) {
+                // closed, or the store is gone: nobody waits for this rank's heartbeat any more
+            }
+        }, "drmas-heartbeat-rank" + env.rank());
+        t.setDaemon(true);
+        t.start();
+        return t;
     }
 
     /**
@@ -403,6 +460,197 @@ public final class ProcessGroup implements Collective {
     }
 
     /**
+     * Each rank sets its key of this point, then looks at the store, at first every millisecond, then
+     * every {@link #POLL_MS}, until every rank's key is there or a rank has failed: the store alone,
+     * not the backend, so that it works alike on Gloo and NCCL, and sees a failure the backend cannot.
+     */
+    @Override
+    public void awaitReady(String what) {
+        if (closed) throw new IllegalStateException("the process group is closed (" + what + ")");
+        long t0 = System.nanoTime();
+        long n = ++readyPoints;
+        String where = what + " (ready point " + n + ")";
+        String[] keys = new String[worldSize()];
+        for (int r = 0; r < keys.length; r++) keys[r] = READY + n + "/" + r;
+        try (PointerScope scope = new PointerScope()) {
+            store.set(keys[rank()], new ByteVector(new byte[] {1}));
+            StringVector all = new StringVector(keys);
+            long[] beats = new long[keys.length], movedAt = new long[keys.length];  // each rank's heartbeat, when it last moved
+            java.util.Arrays.fill(beats, -1);
+            long lookedAt = t0;
+            for (long pause = 1; ; pause = Math.min(2 * pause, POLL_MS)) {
+                if (store.add(FAILED, 0) > 0) throw othersFailed(where);
+                if (store.check(all)) return;
+                long now = System.nanoTime();
+                if (now - t0 > timeoutMs * 1_000_000L) {
+                    failureKnown = true;
+                    throw notReady(where, keys);
+                }
+                if (now - lookedAt > HEARTBEAT_MS * 1_000_000L) {  // once a heartbeat: ranks not there yet that stopped beating
+                    lookedAt = now;
+                    String dead = deadRanks(keys, beats, movedAt, now);
+                    if (dead != null) {
+                        failureKnown = true;  // every rank waiting here sees it as this one does: nothing to announce
+                        throw new DistributedException("rank " + rank() + ": " + where + ": " + dead + " stopped without a word "
+                                + "(its heartbeat in the store has not moved for " + heartbeatStaleMs / 1000.0 + " s): it died (killed, "
+                                + "out of memory, a crash); its own output or the system log may say why");
+                    }
+                }
+                Thread.sleep(pause);
+            }
+        } catch (DistributedException e) {
+            throw e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new DistributedException("rank " + rank() + ": interrupted while waiting at " + where, e);
+        } catch (RuntimeException e) {
+            failureKnown = true;
+            throw new DistributedException("rank " + rank() + ": " + where + " failed: " + storeGone(e), e);
+        } finally {
+            busyNanos += System.nanoTime() - t0;
+        }
+    }
+
+    /** The error of a ready point at which a rank announced a failure: every failed rank and its reason. */
+    private DistributedException othersFailed(String where) {
+        StringBuilder why = new StringBuilder();
+        boolean rank0Failed = false;
+        for (int r = 0; r < worldSize(); r++) {
+            if (r == rank()) continue;
+            try (PointerScope scope = new PointerScope()) {
+                if (!store.check(new StringVector(new String[] {FAILURE + r}))) continue;
+                String m = new String(store.get(FAILURE + r).get(), StandardCharsets.UTF_8);
+                why.append(why.isEmpty() ? "" : "; ").append("rank ").append(r).append(" failed ").append(m);
+                rank0Failed |= r == 0;
+            }
+        }
+        if (!failureKnown) {
+            failureKnown = true;
+            if (rank() != 0) store.add(SEEN, 1);
+        }
+        if (rank() == 0) lingerForOthers();
+        else if (rank0Failed) awaitRank0sEnd();
+        if (why.isEmpty()) why.append("a rank failed (its reason is not in the store)");
+        return new DistributedException("rank " + rank() + ": stopped at " + where + ": " + why
+                + " (its own output has the details); every rank stops");
+    }
+
+    /** The ranks not yet at this ready point whose heartbeat has not moved for heartbeatStaleMs ("rank 1, rank 3"), or null. */
+    private String deadRanks(String[] keys, long[] beats, long[] movedAt, long now) {
+        StringBuilder dead = new StringBuilder();
+        try (PointerScope scope = new PointerScope()) {
+            for (int r = 0; r < keys.length; r++) {
+                if (r == rank() || store.check(new StringVector(new String[] {keys[r]}))) continue;
+                long b = store.add(ALIVE + r, 0);
+                if (b != beats[r]) {
+                    beats[r] = b;
+                    movedAt[r] = now;
+                } else if (now - movedAt[r] > heartbeatStaleMs * 1_000_000L) {
+                    dead.append(dead.isEmpty() ? "rank " : ", rank ").append(r);
+                }
+            }
+        }
+        return dead.isEmpty() ? null : dead.toString();
+    }
+
+    private DistributedException notReady(String where, String[] keys) {
+        StringBuilder missing = new StringBuilder();
+        try (PointerScope scope = new PointerScope()) {
+            for (int r = 0; r < keys.length; r++) {
+                if (!store.check(new StringVector(new String[] {keys[r]}))) missing.append(missing.isEmpty() ? "rank " : ", rank ").append(r);
+            }
+        }
+        return new DistributedException("rank " + rank() + ": " + where + " was not reached by " + missing + " within " + seconds()
+                + " (distributed.timeout_s): it died or stalls");
+    }
+
+    /**
+     * Sets this rank's reason in the store and counts it in; rank 0 then waits until the other ranks
+     * know (each counts itself in {@link #SEEN} when it reads it, or announces its own failure), at most
+     * {@link #LINGER_MS} or distributed.timeout_s: its store ends with its process.
+     */
+    @Override
+    public void announceFailure(String what, Throwable cause) {
+        if (closed || failureKnown) return;
+        failureKnown = true;
+        try (PointerScope scope = new PointerScope()) {
+            byte[] m = (what + ": " + reason(cause)).getBytes(StandardCharsets.UTF_8);
+            store.set(FAILURE + rank(), new ByteVector(m));
+            store.add(FAILED, 1);
+            if (rank() != 0) store.add(SEEN, 1);
+            else lingerForOthers();
+        } catch (RuntimeException e) {
+            // the store is gone (rank 0 died) or broken: the others learn of this rank from the backend, or their timeout
+        }
+    }
+
+    /** Rank 0 after a failure: waits (bounded) until every other rank has read it from its store. */
+    private void lingerForOthers() {
+        long end = System.nanoTime() + Math.min(LINGER_MS, timeoutMs) * 1_000_000L;
+        try {
+            for (long pause = 1; store.add(SEEN, 0) < worldSize() - 1 && System.nanoTime() < end; pause = Math.min(2 * pause, POLL_MS)) {
+                Thread.sleep(pause);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            // the store is broken: nobody can read it anyway
+        }
+    }
+
+    /**
+     * After reading rank 0's failure: waits (at most {@link #RANK0_END_MS}) until rank 0's process has
+     * ended, its store with it, so that this rank does not end first: `drmas launch` reports the first
+     * rank to end, and its status, as the run's failure (rank 0 kept its store up for this rank, so
+     * this rank alone would otherwise end first). Where rank 0 lives on (ranks as threads) it waits
+     * the whole bound.
+     */
+    private void awaitRank0sEnd() {
+        long end = System.nanoTime() + Math.min(RANK0_END_MS, timeoutMs) * 1_000_000L;
+        try {
+            while (System.nanoTime() < end) {
+                store.add(SEEN, 0);
+                Thread.sleep(POLL_MS);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (RuntimeException gone) {
+            // rank 0 has ended
+        }
+    }
+
+    /**
+     * What a failed rank says: the messages of the exception and its causes, each once, the first
+     * line of each (as the CLI prints an error: a file system error as "path: reason").
+     */
+    static String reason(Throwable t) {
+        List<String> parts = new ArrayList<>();
+        String text = "";
+        int depth = 0;
+        for (Throwable x = t; x != null && depth < 10; x = x.getCause(), depth++) {
+            String m;
+            if (x instanceof java.nio.file.FileSystemException f) {
+                String why = f.getReason() != null ? f.getReason() : switch (f) {
+                    case java.nio.file.NoSuchFileException e -> "no such file or folder";
+                    case java.nio.file.AccessDeniedException e -> "permission denied";
+                    case java.nio.file.FileAlreadyExistsException e -> "already exists";
+                    case java.nio.file.NotDirectoryException e -> "not a folder";
+                    default -> f.getClass().getSimpleName();
+                };
+                m = f.getFile() != null ? f.getFile() + ": " + why : why;
+            } else {
+                // a wrapper made from its cause alone (new UncheckedIOException(e)) adds nothing
+                m = x.getMessage() == null || x.getCause() != null && x.getMessage().equals(x.getCause().toString()) ? null
+                        : firstLine(x);
+            }
+            if (m == null || m.isBlank() || text.contains(m)) continue;
+            parts.add(m);
+            text = String.join(": ", parts);
+        }
+        return parts.isEmpty() ? t.getClass().getSimpleName() : text;
+    }
+
+    /**
      * A barrier bounded by {@code timeoutMs}, on {@code device} when it is a GPU. ProcessGroupNCCL's
      * barrier is an all-reduce of one number on a device it must choose: device_ids[0] when given,
      * else one a collective has used, else a guess, rank % (devices it sees), which is wrong when ranks
@@ -443,6 +691,8 @@ public final class ProcessGroup implements Collective {
      * in the store are behind this rank's) or, when the store itself is gone, rank 0 that hosted it.
      */
     private DistributedException failure(String what, RuntimeException cause) {
+        // every rank in the collective sees it fail (a rank that announced this would keep rank 0 waiting for a dead one)
+        failureKnown = true;
         if (cause instanceof DistributedException d) return d;
         StringBuilder behind = new StringBuilder(), others = new StringBuilder();
         String culprit;
@@ -456,12 +706,16 @@ public final class ProcessGroup implements Collective {
             }
             culprit = !behind.isEmpty() ? behind + " did not arrive: it died or stalls"
                     : "a peer dropped out during it (every other rank had arrived: rank " + others + ")";
-        } catch (RuntimeException storeGone) {
-            culprit = "rank 0 died (its store at " + env.masterAddr() + ":" + env.masterPort() + " is unreachable: "
-                    + firstLine(storeGone) + ")";
+        } catch (RuntimeException e) {
+            culprit = storeGone(e);
         }
         return new DistributedException("rank " + rank() + ": " + what + " (collective " + calls + ") failed after at most "
                 + seconds() + " (distributed.timeout_s): " + culprit + "; c10d said: " + firstLine(cause), cause);
+    }
+
+    /** What a store operation that failed means: rank 0, which hosts the store, is gone. */
+    private String storeGone(RuntimeException e) {
+        return "rank 0 died (its store at " + env.masterAddr() + ":" + env.masterPort() + " is unreachable: " + firstLine(e) + ")";
     }
 
     private String seconds() {
@@ -479,6 +733,7 @@ public final class ProcessGroup implements Collective {
     public void close() {
         if (closed) return;
         closed = true;
+        heartbeat.interrupt();
         // Gloo has no shutdown; NCCL's releases its communicators (the presets free the rest)
         if (backendName.equals("nccl")) Nccl.shutdown(backend);
     }

@@ -125,7 +125,12 @@ final class Policies implements AutoCloseable {
                             : ModelOptimizer.create(m.parameters(), as, spec.mixedPrecision());
                     optim = newOptim.get();
                     ps.newOptimizer.put(id, newOptim);
-                    if (checkpoint != null) Checkpoints.loadOptimizer(checkpoint, id, optim);
+                    if (checkpoint != null) {
+                        // a sharded optimiser's resume is a collective (its masters spread over every rank's weights): no
+                        // rank enters it while another failed to read its files (Trainer.open announces that failure)
+                        if (cfg.distributed().shardOptimizer()) dist.awaitReady("every rank's files of model '" + id + "'");
+                        Checkpoints.loadOptimizer(checkpoint, id, optim);
+                    }
                     ps.notes.addAll(precisionNotes(id, spec, device));
                     ref = cfg.ppo().referenceModel() ? ps.reference(runDir, checkpoint, id, spec, model, dtype, device) : null;
                     Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());

@@ -73,13 +73,15 @@ public final class Trainer implements AutoCloseable {
             // (what only training needs fixed, the seed and the data, train() checks: eval and sft may change them)
             trainingChanges = checkpoint == null ? List.of()
                     : ResumeCheck.check(cfg, checkpoint, runDir, dist.isMaster() ? log : new PrintStream(OutputStream.nullOutputStream()));
+            long[] start = startOf(checkpoint);
             // rank 0 alone writes what the run folder lacks (the built-in tokenizer), which the others then read; but
             // every rank opens the models at the same point, after the barrier: opening takes part in collectives (a
             // sharded optimiser's resume spreads its fp32 master weights over the ranks' weights), which pair up only
-            // when every rank runs them (rank 0 opening alone paired its spreading with the others' barrier: a hang)
+            // when every rank runs them (rank 0 opening alone paired its spreading with the others' barrier: a hang).
+            // A ready point, not a plain barrier: a rank that failed so far (here or in open()) stops the others with
+            // its reason (Collective.awaitReady), where a barrier kept them until distributed.timeout_s
             if (dist.isMaster()) Policies.prepareRunFolder(cfg, runDir);
-            dist.barrier("rank 0's setup of the run folder");
-            long[] start = startOf(checkpoint);
+            dist.awaitReady("rank 0's setup of the run folder");
             // each rank found its checkpoint (or none) itself: ranks that start from different ones would train apart,
             // and their collectives would not pair up (already those of opening the models: a resumed sharded optimiser
             // spreads its masters, a fresh one does not), so this is checked before the models open
@@ -91,6 +93,8 @@ public final class Trainer implements AutoCloseable {
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
             try {
                 GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize());
+                // no rank goes on to the collectives of training (or evaluation) while another could not open its models
+                dist.awaitReady("every rank's opening of its models");
             } catch (RuntimeException e) {
                 ps.close();
                 throw e;
@@ -142,16 +146,23 @@ public final class Trainer implements AutoCloseable {
      * was written with: the trainer state (step, data position) is global.
      */
     public static Trainer open(RunConfig cfg, PrintStream log, Collective dist) {
-        Path cp = null;
-        if (cfg.run().resumeAuto()) {
-            cp = new Checkpoints(cfg.run().runDir().resolve("checkpoints")).latest().orElse(null);
-        } else if (!cfg.run().resumeNever()) {
-            cp = cfg.run().resumeFrom();
-            if (!Files.isRegularFile(cp.resolve(Checkpoints.STATE_FILE))) {
-                throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")");
+        try {
+            Path cp = null;
+            if (cfg.run().resumeAuto()) {
+                cp = new Checkpoints(cfg.run().runDir().resolve("checkpoints")).latest().orElse(null);
+            } else if (!cfg.run().resumeNever()) {
+                cp = cfg.run().resumeFrom();
+                if (!Files.isRegularFile(cp.resolve(Checkpoints.STATE_FILE))) {
+                    throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")");
+                }
             }
+            return new Trainer(cfg, log, cp, dist);
+        } catch (RuntimeException e) {
+            // what one rank alone met (a file only it sees, rank 0's setup of the run folder): the others, at their
+            // next ready point, stop with it (a failure another rank announced is not announced again)
+            dist.announceFailure("opening the trainer", e);
+            throw e;
         }
-        return new Trainer(cfg, log, cp, dist);
     }
 
     /** The collective of this process: c10d when {@code env} names several ranks, else the no-op one. */
@@ -196,31 +207,41 @@ public final class Trainer implements AutoCloseable {
     /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
-        ResumeCheck.refuse(checkpoint, trainingChanges);
-        policies.requireReferences();
-        announceStart();
         boolean resumed = checkpoint != null;
-        if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
-            // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
-            String id = policies.randomInit.iterator().next();
-            throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + id + "' (no "
-                    + cfg.run().warmStart().resolve(id).resolve("config.json") + "); run `drmas sft` for it first, or fix the path");
-        }
-        if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
-        if (dist.isMaster()) {
-            if (tc.saveFreq() > 0) new Checkpoints(runDir.resolve("checkpoints")).checkWritable();  // now, not at the first save
-            cfg.save(runDir.resolve("config.yaml"));
-        }
-        Map<String, Double> lastEval = Map.of();
         var mc = cfg.metrics();
         boolean m0 = dist.isMaster();  // the other ranks' metrics are merged into rank 0's
-        // on the console: the bar (one line, kept short), or without it a line per logged step into the log, with each
-        // model's loss too, as a trainer's log has it
-        List<String> shown = new java.util.ArrayList<>(List.of("reward/mean"));
-        if (!mc.progressBar()) for (String id : policies.byId.keySet()) shown.add("model/" + id + "/pg_loss");
-        shown.add("eval/pass@1");
-        try (MetricsLogger metrics = MetricsLogger.forRun(runDir, tc.steps(), resumed ? step : -1, shown,
-                m0 && mc.jsonl(), m0 && mc.tensorboard(), m0 && mc.progressBar(), m0 ? log : null)) {
+        MetricsLogger metrics;
+        try {
+            ResumeCheck.refuse(checkpoint, trainingChanges);
+            policies.requireReferences();
+            announceStart();
+            if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
+                // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
+                String id = policies.randomInit.iterator().next();
+                throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + id + "' (no "
+                        + cfg.run().warmStart().resolve(id).resolve("config.json") + "); run `drmas sft` for it first, or fix the path");
+            }
+            if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
+            if (dist.isMaster()) {
+                if (tc.saveFreq() > 0) new Checkpoints(runDir.resolve("checkpoints")).checkWritable();  // now, not at the first save
+                cfg.save(runDir.resolve("config.yaml"));
+            }
+            // on the console: the bar (one line, kept short), or without it a line per logged step into the log, with each
+            // model's loss too, as a trainer's log has it
+            List<String> shown = new java.util.ArrayList<>(List.of("reward/mean"));
+            if (!mc.progressBar()) for (String id : policies.byId.keySet()) shown.add("model/" + id + "/pg_loss");
+            shown.add("eval/pass@1");
+            metrics = MetricsLogger.forRun(runDir, tc.steps(), resumed ? step : -1, shown,
+                    m0 && mc.jsonl(), m0 && mc.tensorboard(), m0 && mc.progressBar(), m0 ? log : null);
+        } catch (RuntimeException | IOException e) {
+            // what one rank alone refused (rank 0's checks of the run folder, a run folder one rank sees otherwise)
+            // stops the others at the ready point below, with its reason, before the step's collectives
+            dist.announceFailure("starting to train", e);
+            throw e;
+        }
+        Map<String, Double> lastEval = Map.of();
+        try (metrics) {
+            dist.awaitReady("every rank's start of training");
             if (step == 0 && tc.evalBeforeTrain() && tc.evalFreq() > 0) metrics.log(0, lastEval = evaluate());
             while (step < tc.steps()) {
                 Map<String, Double> m = trainStep();

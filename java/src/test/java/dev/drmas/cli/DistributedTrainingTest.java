@@ -1,7 +1,8 @@
 // DistributedTrainingTest.java — data-parallel training over the real Gloo process group on
 // 127.0.0.1, with the ranks as child JVMs (`drmas launch`, as a user runs it): two ranks train to
-// the same weights and log the same merged metrics as one process on the same global batch, and a
-// rank killed mid-run ends the other with an error naming it within distributed.timeout_s. The
+// the same weights and log the same merged metrics as one process on the same global batch, a
+// rank killed mid-run ends the other with an error naming it within distributed.timeout_s, and one
+// whose setup of the run folder fails ends the other at once with its reason. The
 // search workload (three models, BM25 on every rank) likewise. A sharded run resumes on two ranks to
 // what it reaches uninterrupted, in fp32 and with bf16 weights and fp32 masters (whose resume is a
 // collective: the ranks must open their models together).
@@ -287,6 +288,51 @@ class DistributedTrainingTest {
             assertNotEquals(0, ranks.get(0).exitValue(), log0);
             assertTrue(log0.contains("rank 1") && log0.contains("failed"), log0);
             System.out.printf("rank 0 stopped %.1f s after rank 1 was killed%n", s);
+        } finally {
+            ranks.forEach(Process::destroyForcibly);
+        }
+    }
+
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void rank0sFailedSetupStopsTheOtherRankWithItsReason() throws Exception {
+        // rank 0 cannot write the built-in tokenizer (a file stands where its folder goes) and its process ends: rank
+        // 1 must stop at once naming rank 0 and why, which only rank 0's store carries (rank 0 keeps it up until rank
+        // 1 has read it); it used to say only that rank 0 died
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        Files.createDirectories(dir.resolve("setup/dp"));
+        Files.writeString(dir.resolve("setup/dp/tokenizer"), "not a folder");
+        int port;
+        try (var s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        List<Process> ranks = new ArrayList<>();
+        try {
+            for (int r = 0; r < 2; r++) {
+                List<String> cmd = LaunchCommand.javaCommand();
+                cmd.addAll(List.of("train", config.toString(), "run.output_dir=" + dir.resolve("setup"), "distributed.timeout_s=20"));
+                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+                pb.environment().putAll(Map.of("MASTER_ADDR", "127.0.0.1", "MASTER_PORT", Integer.toString(port),
+                        "RANK", Integer.toString(r), "WORLD_SIZE", "2", "OMP_NUM_THREADS", "1"));
+                ranks.add(pb.start());
+            }
+            long[] ended = new long[2];
+            String[] log = new String[2];
+            for (int r = 0; r < 2; r++) {
+                log[r] = new String(ranks.get(r).getInputStream().readAllBytes(), StandardCharsets.UTF_8);  // until it ends
+                assertTrue(ranks.get(r).waitFor(60, TimeUnit.SECONDS), "rank " + r + " still runs: " + log[r]);
+                ended[r] = System.nanoTime();  // rank 1's: when it ended, or when rank 0 did if it ended before
+            }
+            double after = (ended[1] - ended[0]) / 1e9;
+            System.out.printf("rank 1 stopped %.2f s after rank 0 failed%n", after);
+            assertTrue(after < 10, "rank 1 ended " + after + " s after rank 0 (distributed.timeout_s 20): " + log[1]);
+            String setup = dir.resolve("setup/dp/tokenizer") + ": already exists";
+            assertTrue(log[0].contains(setup), log[0]);
+            assertNotEquals(0, ranks.get(0).exitValue(), log[0]);
+            assertTrue(log[1].contains("rank 1: stopped at rank 0's setup of the run folder") && log[1].contains("rank 0 failed")
+                    && log[1].contains(setup), log[1]);
+            assertNotEquals(0, ranks.get(1).exitValue(), log[1]);
         } finally {
             ranks.forEach(Process::destroyForcibly);
         }

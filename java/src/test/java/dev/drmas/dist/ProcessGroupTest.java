@@ -1,7 +1,9 @@
 // ProcessGroupTest.java — the c10d collective on loopback with the real Gloo backend, two ranks as
 // two threads of this JVM (each with its own store client and process group): sums of numbers and
 // of bucketed tensors (exact, one store round trip however many buckets), the equality check, a
-// stalled rank named within the timeout (with the bucket it was awaited at), a taken master port
+// stalled rank named within the timeout (with the bucket it was awaited at), ready points (a rank that
+// does not come named, one that failed stops the other with its reason at once, one that died without
+// a word named once its heartbeat stops), a taken master port
 // (and a MASTER_ADDR that is not local, which is no taken port). Every wait is bounded by a short
 // distributed.timeout_s.
 package dev.drmas.dist;
@@ -144,6 +146,61 @@ class ProcessGroupTest {
         String m = res.get(0);
         assertTrue(m.contains("gradients of model policy") && m.contains("rank 1") && m.contains("did not arrive"), m);
         assertTrue(s < 30, "took " + s + " s");
+    }
+
+    @Test
+    void readyPointsPassTogetherAndNameARankThatStallsOrFailed() throws Exception {
+        long t0 = System.nanoTime();
+        List<String> res = twoRanks(cfg(2, 25), pg -> {
+            pg.awaitReady("the first point");
+            double[] x = {1};
+            pg.sum(x, "a sum after it");  // the collectives still pair up
+            if (pg.rank() == 1) {
+                sleep(2500);  // never comes to the second point: past rank 0's 2 s timeout, then leaves
+                return "sum " + x[0];
+            }
+            return "sum " + x[0] + "; " + assertThrows(DistributedException.class, () -> pg.awaitReady("the second point")).getMessage();
+        });
+        assertEquals("sum 2.0", res.get(1));
+        assertTrue(res.get(0).startsWith("sum 2.0; rank 0: the second point (ready point 2) was not reached by rank 1 within 2.0 s"),
+                res.get(0));
+        assertTrue((System.nanoTime() - t0) / 1e9 < 30);
+
+        // a rank that failed (here, a file it cannot read) stops the other at once, with its reason, well before the timeout
+        long t1 = System.nanoTime();
+        res = twoRanks(cfg(20, 25), pg -> {
+            if (pg.rank() == 1) {
+                sleep(300);  // rank 0 waits at the point already
+                pg.announceFailure("opening its models", new java.io.UncheckedIOException(new java.nio.file.NoSuchFileException("/m/x.bin")));
+                return "";
+            }
+            return assertThrows(DistributedException.class, () -> pg.awaitReady("the models")).getMessage();
+        });
+        double s = (System.nanoTime() - t1) / 1e9;
+        assertEquals("rank 0: stopped at the models (ready point 1): rank 1 failed opening its models: /m/x.bin: no such file or "
+                + "folder (its own output has the details); every rank stops", res.get(0));
+        assertTrue(s < 5, "took " + s + " s");
+
+        // one that ended without a word (killed, a crash: here its group closed, which stops its heartbeat) is named
+        // once its heartbeat has not moved for heartbeatStaleMs, well before the timeout
+        long stale = ProcessGroup.heartbeatStaleMs;
+        ProcessGroup.heartbeatStaleMs = 1500;
+        try {
+            long t2 = System.nanoTime();
+            res = twoRanks(cfg(20, 25), pg -> {
+                if (pg.rank() == 1) {
+                    pg.close();
+                    return "";
+                }
+                return assertThrows(DistributedException.class, () -> pg.awaitReady("the models")).getMessage();
+            });
+            s = (System.nanoTime() - t2) / 1e9;
+            assertTrue(res.get(0).startsWith("rank 0: the models (ready point 1): rank 1 stopped without a word (its heartbeat in "
+                    + "the store has not moved for 1.5 s): it died"), res.get(0));
+            assertTrue(s < 8, "took " + s + " s");
+        } finally {
+            ProcessGroup.heartbeatStaleMs = stale;
+        }
     }
 
     /** Rank r's test values: n floats (a [rows, n / rows] matrix read transposed when rows > 1) or doubles, from seed r * 1000 + k. */
