@@ -667,13 +667,77 @@ public final class ProcessGroup implements Collective {
     }
 
     /**
-     * Waits for {@code w}, bounded; a wait that returns incomplete is a failure like c10d's own
-     * timeouts (the caller's {@link #failure} then names the ranks that did not arrive).
+     * Waits for {@code w}, bounded by distributed.timeout_s; a wait that ends incomplete is a failure
+     * like c10d's own timeouts (the caller's {@link #failure} then names the ranks that did not arrive).
+     * It polls instead of blocking in the backend, so that it sees what the backend cannot: a rank that
+     * announced a failure ({@link #announceFailure}: it threw mid-step and lives on, so its peers'
+     * backend sees nothing) and a rank behind this one whose heartbeat stopped (a dead NCCL peer on
+     * another node, which NCCL does not detect). Work that is done at once costs one isCompleted()
+     * and no store traffic; else isCompleted() (non-blocking on Gloo and NCCL) between sleeps growing
+     * to {@link #SPIN_CAP_NS}, and the store about once every {@link #HEARTBEAT_MS}. A bounded
+     * _wait(timeout) is not polled: c10d's throws when it expires (NCCL's aborts). Once complete,
+     * _wait() surfaces the backend's own error, as before.
      */
     private void await(Work w, String what) {
-        if (!w._wait(new Milliseconds(timeoutMs))) {
+        if (!w.isCompleted()) poll(w, what);
+        if (!w._wait(new Milliseconds(timeoutMs))) {  // complete: returns at once (or throws the backend's error)
             throw new IllegalStateException(what + " did not complete within " + seconds());
         }
+    }
+
+    /** The longest sleep between two isCompleted() of a collective being awaited: the most it can add to one wait. */
+    static final long SPIN_CAP_NS = 1_000_000;
+
+    private void poll(Work w, String what) {
+        long t0 = System.nanoTime(), end = t0 + timeoutMs * 1_000_000L, look = t0 + HEARTBEAT_MS * 1_000_000L;
+        long[] beats = null, movedAt = null;
+        for (long pause = 10_000; !w.isCompleted(); pause = Math.min(pause + pause / 2, SPIN_CAP_NS)) {
+            long now = System.nanoTime();
+            if (now - end > 0) throw new IllegalStateException(what + " did not complete within " + seconds());
+            if (now - look > 0) {  // about once a heartbeat: a rank that announced a failure, or one behind that died
+                look = now + HEARTBEAT_MS * 1_000_000L;
+                if (store.add(FAILED, 0) > 0) throw othersFailed(what + " (collective " + calls + ")");
+                if (beats == null) {
+                    beats = new long[worldSize()];
+                    movedAt = new long[worldSize()];
+                    java.util.Arrays.fill(beats, -1);
+                }
+                String dead = deadBehind(beats, movedAt, now);
+                if (dead != null) {
+                    failureKnown = true;  // every rank waiting for it sees it as this one does: nothing to announce
+                    throw new DistributedException("rank " + rank() + ": " + what + " (collective " + calls + "): " + dead
+                            + " did not arrive and stopped without a word (its heartbeat in the store has not moved for "
+                            + heartbeatStaleMs / 1000.0 + " s): it died (killed, out of memory, a crash, its node lost); its own "
+                            + "output or the system log may say why");
+                }
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(pause);
+            if (Thread.interrupted()) {
+                Thread.currentThread().interrupt();
+                throw new DistributedException("rank " + rank() + ": interrupted while waiting for " + what);
+            }
+        }
+    }
+
+    /**
+     * The ranks behind this one (their arrival counters lower than this rank's) whose heartbeat has
+     * not moved for heartbeatStaleMs ("rank 1 (at collective 4), rank 3 (...)"), or null.
+     */
+    private String deadBehind(long[] beats, long[] movedAt, long now) {
+        StringBuilder dead = new StringBuilder();
+        for (int r = 0; r < worldSize(); r++) {
+            if (r == rank()) continue;
+            long at = store.add(ARRIVED + r, 0);
+            if (at >= calls) continue;
+            long b = store.add(ALIVE + r, 0);
+            if (b != beats[r]) {
+                beats[r] = b;
+                movedAt[r] = now;
+            } else if (now - movedAt[r] > heartbeatStaleMs * 1_000_000L) {
+                dead.append(dead.isEmpty() ? "" : ", ").append("rank ").append(r).append(" (at collective ").append(at).append(")");
+            }
+        }
+        return dead.isEmpty() ? null : dead.toString();
     }
 
     private void arrive(String what) {

@@ -242,18 +242,32 @@ public final class Trainer implements AutoCloseable {
         Map<String, Double> lastEval = Map.of();
         try (metrics) {
             dist.awaitReady("every rank's start of training");
-            if (step == 0 && tc.evalBeforeTrain() && tc.evalFreq() > 0) metrics.log(0, lastEval = evaluate());
-            while (step < tc.steps()) {
-                Map<String, Double> m = trainStep();
-                step++;
-                if (due(tc.logFreq())) metrics.log(step, m);
-                // before evaluating or saving weights that are not finite, or not the same on every rank
-                if (dist.worldSize() > 1 && due(cfg.distributed().checksumFreq())) checkSameWeights();
-                if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
-                if (due(tc.saveFreq())) {
-                    metrics.sync();  // the lines up to this step on the disk before the checkpoint that a resume keeps them for
-                    save();
+            String doing = "evaluating before training";
+            try {
+                if (step == 0 && tc.evalBeforeTrain() && tc.evalFreq() > 0) metrics.log(0, lastEval = evaluate());
+                while (step < tc.steps()) {
+                    doing = "training step " + (step + 1);
+                    Map<String, Double> m = trainStep();
+                    step++;
+                    if (due(tc.logFreq())) metrics.log(step, m);
+                    // before evaluating or saving weights that are not finite, or not the same on every rank
+                    doing = "checking the weights at step " + step;
+                    if (dist.worldSize() > 1 && due(cfg.distributed().checksumFreq())) checkSameWeights();
+                    doing = "evaluating at step " + step;
+                    if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
+                    if (due(tc.saveFreq())) {
+                        doing = "saving the checkpoint of step " + step;
+                        metrics.sync();  // the lines up to this step on the disk before the checkpoint that a resume keeps them for
+                        save();
+                    }
                 }
+            } catch (RuntimeException | IOException | Error e) {
+                // what one rank alone met mid-training (a reward function's exception, an out-of-memory, rank 0's failed
+                // checkpoint write) while its process lives on: the others, waiting in a collective this rank will not
+                // join, stop within moments naming it and why, instead of at distributed.timeout_s ("did not arrive").
+                // A failure of a collective itself, or one another rank announced, is not announced again
+                dist.announceFailure(doing, e);
+                throw e;
             }
         }
         return lastEval;
@@ -285,8 +299,15 @@ public final class Trainer implements AutoCloseable {
         return freq > 0 && (step % freq == 0 || step == cfg.trainer().steps());
     }
 
+    /**
+     * Runs first in each {@link #trainStep}: tests in this package make one rank fail there (its
+     * process living on) to check that the other ranks stop promptly; nothing else sets it.
+     */
+    Runnable stepHook = () -> { };
+
     /** One training step; returns its metrics. */
     public Map<String, Double> trainStep() {
+        stepHook.run();
         var rc = cfg.rollout();
         PhaseTimer timer = new PhaseTimer();
         double collective0 = dist.collectiveSeconds();
@@ -416,7 +437,13 @@ public final class Trainer implements AutoCloseable {
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
     public Map<String, Double> evaluate() {
         announceStart();
-        return new Evaluator(cfg, workload, policies, dist, log).evaluate();
+        try {
+            return new Evaluator(cfg, workload, policies, dist, log).evaluate();
+        } catch (RuntimeException | Error e) {
+            // a rank that fails evaluating alone (`drmas eval` too) stops the others waiting in its collectives
+            dist.announceFailure("evaluating at step " + step, e);
+            throw e;
+        }
     }
 
     /** The supervised warm start; saves the weights to runDir/sft/models, where training starts from. */

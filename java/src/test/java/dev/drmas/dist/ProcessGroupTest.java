@@ -203,6 +203,51 @@ class ProcessGroupTest {
         }
     }
 
+    @Test
+    void aCollectiveStopsSoonWhenARankAnnouncesAFailureOrDies() throws Exception {
+        // rank 1 fails mid-step and lives on (its group open: Gloo sees nothing): rank 0, blocked in a sum
+        // rank 1 will not join, stops with its reason at its next look at the store (about 1 s), not at the 20 s timeout
+        long t0 = System.nanoTime();
+        List<String> res = twoRanks(cfg(20, 25), pg -> {
+            double[] x = {1};
+            pg.sum(x, "warm-up");
+            if (pg.rank() == 1) {
+                sleep(300);  // rank 0 waits in the sum already
+                pg.announceFailure("training step 3", new IllegalStateException("the reward of task 7 threw: boom"));
+                return "";
+            }
+            return assertThrows(DistributedException.class, () -> pg.sum(x, "gradients of model policy")).getMessage();
+        });
+        double s = (System.nanoTime() - t0) / 1e9;
+        assertEquals("rank 0: stopped at gradients of model policy (collective 2): rank 1 failed training step 3: the reward of "
+                + "task 7 threw: boom (its own output has the details); every rank stops", res.get(0));
+        assertTrue(s < 5, "took " + s + " s");
+
+        // rank 1 dies without a word while rank 0 waits for it in a collective (as a dead NCCL peer on another node,
+        // which NCCL does not detect: here its group closed, which stops its heartbeat, and Gloo sees nothing): named
+        // once its heartbeat has not moved for heartbeatStaleMs; the ranks that did arrive are not blamed
+        long stale = ProcessGroup.heartbeatStaleMs;
+        ProcessGroup.heartbeatStaleMs = 1500;
+        try {
+            long t1 = System.nanoTime();
+            res = twoRanks(cfg(20, 25), pg -> {
+                double[] x = {1};
+                pg.sum(x, "warm-up");
+                if (pg.rank() == 1) {
+                    pg.close();
+                    return "";
+                }
+                return assertThrows(DistributedException.class, () -> pg.sum(x, "gradients of model policy")).getMessage();
+            });
+            s = (System.nanoTime() - t1) / 1e9;
+            assertTrue(res.get(0).startsWith("rank 0: gradients of model policy (collective 2): rank 1 (at collective 1) did not "
+                    + "arrive and stopped without a word (its heartbeat in the store has not moved for 1.5 s): it died"), res.get(0));
+            assertTrue(s < 6, "took " + s + " s");
+        } finally {
+            ProcessGroup.heartbeatStaleMs = stale;
+        }
+    }
+
     /** Rank r's test values: n floats (a [rows, n / rows] matrix read transposed when rows > 1) or doubles, from seed r * 1000 + k. */
     private static Tensor values(int r, int k, int n, boolean dbl) {
         java.util.Random rnd = new java.util.Random(r * 1000L + k);
