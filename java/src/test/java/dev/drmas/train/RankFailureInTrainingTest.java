@@ -48,6 +48,7 @@ class RankFailureInTrainingTest {
         }
         var dc = new DistributedConfig(DistributedConfig.Backend.GLOO, TIMEOUT_S, 1, 1, false);
         ExecutorService ex = Executors.newFixedThreadPool(2);
+        var rank0Ended = new java.util.concurrent.CountDownLatch(1);
         List<Outcome> got = new ArrayList<>();
         try {
             List<Future<Outcome>> fs = new ArrayList<>();
@@ -59,6 +60,7 @@ class RankFailureInTrainingTest {
                 int rank = r;
                 fs.add(ex.submit(() -> {
                     try (var pg = new ProcessGroup(env, dc, false)) {
+                        Outcome o;
                         try (Trainer t = Trainer.open(cfg, RankFailureAtOpeningTest.QUIET, pg)) {
                             if (rank == 1) {
                                 t.stepHook = () -> {
@@ -66,8 +68,16 @@ class RankFailureInTrainingTest {
                                 };
                             }
                             t.train();
+                            o = new Outcome(rank, null, null, System.nanoTime());
+                        } catch (Exception e) {
+                            o = new Outcome(rank, e.getMessage(), e.getClass(), System.nanoTime());
                         }
-                        return new Outcome(rank, null, null, System.nanoTime());
+                        // rank 1's process lives on with its group (a process that goes on with other work, or is slow to
+                        // end; Gloo would see a process that ended at once, NCCL on another node may not): until rank 0 ends
+                        if (rank == 0) rank0Ended.countDown();
+                        else rank0Ended.await(60, TimeUnit.SECONDS);
+                        java.lang.ref.Reference.reachabilityFence(pg);
+                        return o;
                     } catch (Exception e) {
                         return new Outcome(rank, e.getMessage(), e.getClass(), System.nanoTime());
                     }
