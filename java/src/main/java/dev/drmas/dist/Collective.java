@@ -81,7 +81,8 @@ public interface Collective extends AutoCloseable {
 
     /**
      * Tells the other ranks that this rank stops, and why ({@code what} it was doing and {@code
-     * cause}): those in {@link #awaitReady} stop too, naming it. Call it before rethrowing; it never
+     * cause}): those in {@link #awaitReady}, or waiting in a collective operation this rank will not
+     * join (ProcessGroup looks about once a second), stop too, naming it. Call it before rethrowing; it never
      * throws. Rank 0, whose store carries the message, waits (briefly: at most 30 s) until the other
      * ranks have read it, or its process would take the message with it.
      */

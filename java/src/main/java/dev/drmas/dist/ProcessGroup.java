@@ -6,7 +6,9 @@
 // of only "connection closed"; once per operation, not per bucket: a round trip to rank 0 each.
 // The steps ranks take on their own between collectives (opening the trainer) end at ready points
 // kept in the store too, where a rank that failed leaves its reason for the others to stop with, and
-// where a heartbeat of each rank in the store tells a rank that died from one that is slow.
+// where a heartbeat of each rank in the store tells a rank that died from one that is slow. A
+// collective's wait polls and looks at the same keys about once a second: a rank that failed
+// mid-training, or one behind whose heartbeat stopped, stops the others within moments (see await).
 package dev.drmas.dist;
 
 import dev.drmas.config.DistributedConfig;
