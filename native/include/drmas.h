@@ -21,10 +21,12 @@
  *    runs on that GPU whatever the calling thread's current device, which it leaves as it
  *    was. Work is queued on `stream` (a cudaStream_t of that GPU, e.g. LibTorch's current
  *    stream; NULL is the legacy default stream). Config structs are always host memory.
- *    CUDA calls validate their data on the device and synchronise `stream` once to report
- *    errors before anything is written (as torch.nonzero does); drmas_clipped_loss_async_f32
- *    takes host-validated offsets instead and never synchronises, and drmas_lmhead_chunk_async_*
- *    also leaves its data errors on the device for the caller to read once, after its last chunk.
+ *    CUDA calls validate their data on the device and synchronise `stream` to report errors
+ *    before anything is written (as torch.nonzero does; once, or twice where a call validates
+ *    in two steps, as drmas_lmhead_chunk_* does); drmas_clipped_loss_async_f32 takes
+ *    host-validated offsets instead and never synchronises, and drmas_lmhead_chunk_async_* and
+ *    drmas_lmhead_logprobs_async_* also leave their data errors on the device for the caller to
+ *    read once, after the last chunk.
  *  - Sizes are int64_t; ids are dense int32 in [0, num_x). Empty segments are legal.
  *  - Scratch memory: the CPU backend allocates internally and frees before returning; the
  *    CUDA backend uses cudaMallocAsync/cudaFreeAsync on `stream` (stream-ordered pool).

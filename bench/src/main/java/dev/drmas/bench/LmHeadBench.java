@@ -122,7 +122,7 @@ public final class LmHeadBench {
      */
     static String peakRatio(long fused, long materialised) {
         if (fused < 0 || materialised < 0 || materialised < HALF_MIB) return "-";
-        if (fused < HALF_MIB) return String.format(Locale.ROOT, "<1/%.0f", (double) materialised / HALF_MIB);
+        if (fused < HALF_MIB) return "<1/" + materialised / HALF_MIB;  // rounded down: the bound a rounded-up x would overstate
         return String.format(Locale.ROOT, "1/%.1f", (double) materialised / fused);
     }
 

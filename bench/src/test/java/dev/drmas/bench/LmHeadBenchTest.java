@@ -13,6 +13,8 @@ class LmHeadBenchTest {
     void aPeakUnderHalfAMibIsABoundNotADivisor() {
         assertEquals("<1/1200", LmHeadBench.peakRatio(0, 600 * MIB));
         assertEquals("<1/1200", LmHeadBench.peakRatio(100_000, 600 * MIB));
+        // rounded down: 1.3 MiB / 0.5 MiB = 2.6, and only "<1/2" is known (not "<1/3")
+        assertEquals("<1/2", LmHeadBench.peakRatio(0, 13 * MIB / 10));
         assertEquals("<0.5 MiB", LmHeadBench.mib(0));
         assertEquals("<0.5 MiB", LmHeadBench.mib(LmHeadBench.HALF_MIB - 1));
     }

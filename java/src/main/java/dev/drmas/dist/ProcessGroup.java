@@ -135,9 +135,17 @@ public final class ProcessGroup implements Collective {
             o.isServer(false);
             o.waitWorkers(false);
             o.timeout(new Milliseconds(timeoutMs));
-            // Java owns this client (no backend adopts it); it lives as long as the thread
+            // Java owns this client (no backend adopts it): it lives as long as the thread, and is freed with it
+            TCPStore own;
             try {
-                TCPStore own = new TCPStore(env.masterAddr(), o);
+                own = new TCPStore(env.masterAddr(), o);
+            } catch (RuntimeException e) {
+                // the group formed over the same store a moment ago: say so rather than fail in silence (the others
+                // then cannot tell this rank alive from dead at a ready point, and wait up to distributed.timeout_s)
+                System.err.println("drmas: rank " + env.rank() + ": no heartbeat in the store (" + firstLine(e) + ")");
+                return;
+            }
+            try (own) {
                 while (!Thread.currentThread().isInterrupted()) {
                     own.add(ALIVE + env.rank(), 1);
                     Thread.sleep(HEARTBEAT_MS);
@@ -315,6 +323,10 @@ public final class ProcessGroup implements Collective {
                 at = flight.peek().bucket();
                 land(flight.poll(), buckets, what, n);
             }
+        } catch (OwnFailure e) {
+            // this rank's own making or handing back of a bucket failed (out of memory, say): its own error, as it
+            // is, not a failed collective that would blame a peer (and keep this rank from announcing it)
+            throw e.cause;
         } catch (RuntimeException e) {
             throw failure(bucketName(what, buckets, at, n), e);
         } finally {
@@ -331,11 +343,26 @@ public final class ProcessGroup implements Collective {
         }
     }
 
+    /** A failure of this rank's own part of {@link #sumEach} (a bucket's making or handing back), carried to its catch. */
+    private static final class OwnFailure extends RuntimeException {
+        final RuntimeException cause;
+
+        OwnFailure(RuntimeException cause) {
+            super(cause.getMessage(), cause, false, false);
+            this.cause = cause;
+        }
+    }
+
     /** Makes bucket i (its temporaries freed here) and starts its all-reduce. */
     private InFlight launch(int i, Buckets buckets, AllreduceOptions o) {
         try (PointerScope making = new PointerScope()) {
             // a handle of our own, whatever scope (if any) owns the one make returned
-            Tensor t = Scopes.retain(new Tensor(buckets.make(i)));
+            Tensor t;
+            try {
+                t = Scopes.retain(new Tensor(buckets.make(i)));
+            } catch (RuntimeException e) {
+                throw new OwnFailure(e);
+            }
             try {
                 return new InFlight(i, t, Scopes.retain(backend.allreduce(new TensorVector(t), o)));
             } catch (RuntimeException e) {
@@ -349,7 +376,11 @@ public final class ProcessGroup implements Collective {
     private void land(InFlight f, Buckets buckets, String what, int n) {
         try (PointerScope scope = new PointerScope()) {
             await(f.work(), bucketName(what, buckets, f.bucket(), n));
-            buckets.done(f.bucket(), f.tensor());
+            try {
+                buckets.done(f.bucket(), f.tensor());
+            } catch (RuntimeException e) {
+                throw new OwnFailure(e);
+            }
         } finally {
             f.release();
         }

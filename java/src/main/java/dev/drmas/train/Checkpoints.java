@@ -15,6 +15,7 @@ package dev.drmas.train;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.drmas.dist.Collective;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.SafeTensors;
 import dev.drmas.model.SafeTensorsStreamWriter;
@@ -285,31 +286,68 @@ public final class Checkpoints {
      * a copy of every moment beside the live ones was 8 bytes a parameter more at resume); a sharded
      * optimiser reads only its own part of each. What is missing or of another shape is named before
      * anything changes.
+     * <p>Sharded, this is a collective (the masters read are spread over every rank's weights), in
+     * this order: each rank opens and checks every file it will read; then a ready point ("every
+     * rank's files of model id", {@link Collective#awaitReady}), where a rank that failed so far,
+     * having announced it (Trainer.open does), stops the others with its reason: failing after it,
+     * it left them in the spreading until distributed.timeout_s, blamed on its absence; then the
+     * ranks check that all of them have master/id or none (else some would spread and the others
+     * not: both sides waiting until the timeout); then the reads, the spreading and the moments.
      */
     public static void loadOptimizer(Path checkpoint, String id, ModelOptimizer optim) {
         Path master = checkpoint.resolve(MASTER).resolve(id);
-        if (optim.keepsMasterWeights() && Files.isDirectory(master)) {
-            try (SafeTensors st = SafeTensors.open(master)) {
-                optim.loadMasterWeights(source(st));
+        Path f = checkpoint.resolve("optim").resolve(id + ".safetensors");
+        boolean withMasters = optim.keepsMasterWeights() && Files.isDirectory(master);
+        SafeTensors ms = null, st = null;
+        try {
+            // 1. open and check all this rank will read: nothing collective yet, nothing changed
+            if (withMasters) {
+                try {
+                    ms = SafeTensors.open(master);
+                    optim.checkMasterWeights(source(ms));
+                } catch (IllegalArgumentException e) {
+                    throw named(master, e);
+                }
+            }
+            JsonNode steps = state(checkpoint).path("optimizer_steps").path(id);
+            if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);
+            try {
+                st = SafeTensors.open(f);
+                for (String name : st.tensors().keySet()) {
+                    // exp_avg.<param> or exp_avg_sq.<param>, as ModelOptimizer.state() names them
+                    int dot = name.indexOf('.');
+                    String moment = dot < 0 ? "" : name.substring(0, dot), param = name.substring(dot + 1);
+                    if (!(moment.equals("exp_avg") || moment.equals("exp_avg_sq")) || !optim.parameterNames().contains(param)) {
+                        throw new IllegalArgumentException(f + ": unexpected tensor " + name);
+                    }
+                }
+                optim.checkState(source(st));
+            } catch (IllegalArgumentException e) {
+                throw named(f, e);
+            }
+            // 2. sharded: every rank has its files, and all of them spread masters or none
+            Collective dist = optim.shardGroup();
+            if (dist != null) {
+                dist.awaitReady("every rank's files of model '" + id + "'");
+                dist.requireSame(new double[] {withMasters ? 1 : 0}, 0, "whether the checkpoint has " + MASTER + "/" + id + " (1) or "
+                        + "not (0)", "this rank " + (withMasters ? "has " : "has no ") + master + "; a rank that has the fp32 master "
+                        + "weights of model '" + id + "' spreads them over every rank's weights, a collective the others would not "
+                        + "join: every rank must see the same checkpoint folder");
+            }
+            // 3. read: this rank's part (sharded) or the whole, the masters spread over the ranks' weights, the moments
+            try {
+                if (withMasters) optim.loadMasterWeights(source(ms));
             } catch (IllegalArgumentException e) {
                 throw named(master, e);
             }
-        }
-        Path f = checkpoint.resolve("optim").resolve(id + ".safetensors");
-        JsonNode steps = state(checkpoint).path("optimizer_steps").path(id);
-        if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);
-        try (SafeTensors st = SafeTensors.open(f)) {
-            for (String name : st.tensors().keySet()) {
-                // exp_avg.<param> or exp_avg_sq.<param>, as ModelOptimizer.state() names them
-                int dot = name.indexOf('.');
-                String moment = dot < 0 ? "" : name.substring(0, dot), param = name.substring(dot + 1);
-                if (!(moment.equals("exp_avg") || moment.equals("exp_avg_sq")) || !optim.parameterNames().contains(param)) {
-                    throw new IllegalArgumentException(f + ": unexpected tensor " + name);
-                }
+            try {
+                optim.load(source(st), steps.asLong());
+            } catch (IllegalArgumentException e) {
+                throw named(f, e);
             }
-            optim.load(source(st), steps.asLong());
-        } catch (IllegalArgumentException e) {
-            throw named(f, e);
+        } finally {
+            if (st != null) st.close();
+            if (ms != null) ms.close();
         }
     }
 

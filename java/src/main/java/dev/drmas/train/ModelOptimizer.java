@@ -375,12 +375,17 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /** Copies the masters into the model's weights (rounded to their dtype); sharded, all-gathered first. */
     private void publish() {
+        publish("the all-gather of the updated weights");
+    }
+
+    /** The same; {@code what} names the spreading (sharded: a collective) in the error of a rank that does not come. */
+    private void publish(String what) {
         if (shard != null) {
             // bucket by bucket: each rank writes the part of its chunk into a zeroed buffer, the
             // buffer is summed over the ranks (x + 0 is x: exact), and the parameters take their
             // values; no buffer of the whole model
             List<Tensor> ps = paramList();
-            forEachBucket("the all-gather of the updated weights", (from, to, start, end) -> {
+            forEachBucket(what, (from, to, start, end) -> {
                 Tensor buf = zerosF32(end - start, shard.masterChunk());
                 long a = Math.max(start, shard.lo()), b = Math.min(end, shard.hi());
                 if (a < b) buf.narrow(0, a - start, b - a).copy_(shard.masterChunk().narrow(0, a - shard.lo(), b - a));
@@ -616,8 +621,7 @@ public final class ModelOptimizer implements AutoCloseable {
         Map<String, Tensor> adamState = adam.state();
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
             // both moments checked before either changes; then read straight into the live state
-            checkShapes("exp_avg.", state);
-            checkShapes("exp_avg_sq.", state);
+            checkState(state);
             if (shard != null) {
                 readOwn("exp_avg.", state, adamState.get("exp_avg.chunk"));
                 readOwn("exp_avg_sq.", state, adamState.get("exp_avg_sq.chunk"));
@@ -707,16 +711,38 @@ public final class ModelOptimizer implements AutoCloseable {
     /**
      * Restores the fp32 master weights from {@code weights}, read straight into the live masters,
      * and rounds them into the model's weights; sharded, this rank's part of each, spread over
-     * every rank's weights (a collective: every rank calls it at the same point).
+     * every rank's weights (a collective: every rank calls it at the same point, so a sharded
+     * resume checks its files first, {@link #checkMasterWeights}, and meets the others at a ready
+     * point before it: a rank that failed here would leave them in the spreading until
+     * distributed.timeout_s).
      */
     public void loadMasterWeights(StateSource weights) {
-        if (!mixed) throw new IllegalStateException("full precision keeps no master weights");
+        checkMasterWeights(weights);
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
-            checkShapes("", weights);
             if (shard != null) readOwn("", weights, master.get("chunk"));
             else readWhole("", weights, master);
         }
-        publish();
+        publish("the resume's spreading of the master weights over every rank's weights");
+    }
+
+    /**
+     * Whether {@link #loadMasterWeights(StateSource)} can take {@code weights}: every tensor there,
+     * of its parameter's shape (all of them, not only this rank's part); throws naming what is not.
+     */
+    public void checkMasterWeights(StateSource weights) {
+        if (!mixed) throw new IllegalStateException("full precision keeps no master weights");
+        checkShapes("", weights);
+    }
+
+    /** Whether {@link #load(StateSource, long)} can take {@code state}: both moments of every parameter, of its shape. */
+    public void checkState(StateSource state) {
+        checkShapes("exp_avg.", state);
+        checkShapes("exp_avg_sq.", state);
+    }
+
+    /** Sharded: the group whose ranks share this optimiser (its resume is a collective); else null. */
+    Collective shardGroup() {
+        return shard == null ? null : shard.dist();
     }
 
     /**

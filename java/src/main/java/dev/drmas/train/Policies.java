@@ -126,9 +126,9 @@ final class Policies implements AutoCloseable {
                     optim = newOptim.get();
                     ps.newOptimizer.put(id, newOptim);
                     if (checkpoint != null) {
-                        // a sharded optimiser's resume is a collective (its masters spread over every rank's weights): no
-                        // rank enters it while another failed to read its files (Trainer.open announces that failure)
-                        if (cfg.distributed().shardOptimizer()) dist.awaitReady("every rank's files of model '" + id + "'");
+                        // sharded, a collective (its masters spread over every rank's weights): no rank enters the
+                        // spreading while another failed to open or check its files, which loadOptimizer does first, then
+                        // meets the others at a ready point (Trainer.open announces a failure to them)
                         Checkpoints.loadOptimizer(checkpoint, id, optim);
                     }
                     ps.notes.addAll(precisionNotes(id, spec, device));

@@ -20,6 +20,7 @@ import dev.drmas.dist.DistEnv;
 import dev.drmas.dist.ProcessGroup;
 import dev.drmas.env.Task;
 import dev.drmas.metrics.MetricsLogger;
+import dev.drmas.metrics.CudaPeakMemory;
 import dev.drmas.metrics.PeakMemory;
 import dev.drmas.metrics.PhaseTimer;
 import dev.drmas.workflow.Workflows;
@@ -49,6 +50,7 @@ public final class Trainer implements AutoCloseable {
     private final List<String> trainingChanges;  // changes since the checkpoint that only training cannot honour (ResumeCheck)
     private long step;  // training steps completed
     private boolean announced;  // announceStart() has printed
+    private final CudaPeakMemory gpuMemory;  // the device's allocator peaks on a CUDA run, else null
 
     private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist) {
         this.cfg = cfg;
@@ -115,6 +117,12 @@ public final class Trainer implements AutoCloseable {
             }
         }
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
+        // the device the models are on (Policies.device: CUDA only where LibTorch sees a device, so that
+        // torch_cuda, absent from the CPU build, is reached on a CUDA run alone); one device per rank
+        CudaPeakMemory.Opened gpu = CudaPeakMemory.of(
+                policies.byId.values().stream().findFirst().map(p -> p.model().device()).orElse(null));
+        this.gpuMemory = gpu.meter();
+        if (gpu.reason() != null && dist.isMaster()) log.println("drmas: warning: " + gpu.reason());
     }
 
     /** "resumed CHECKPOINT at step N" once a resume has been accepted; else where the models come from (once). */
@@ -318,13 +326,13 @@ public final class Trainer implements AutoCloseable {
         Map<String, Double> memory = new LinkedHashMap<>();
         List<Episode> episodes;
         try {
-            episodes = timed(timer, memory, "rollout", () -> RolloutBatch.run(workload.orchestra(), batchTasks, rc.rolloutsPerTask(), policy));
+            episodes = timed(timer, memory, gpuMemory, "rollout", () -> RolloutBatch.run(workload.orchestra(), batchTasks, rc.rolloutsPerTask(), policy));
         } finally {
             policies.clearPrefixes();  // the prompts kept for the phase's later turns: stale after the update anyway
         }
-        RolloutBatch batch = timed(timer, memory, "reward", () -> RolloutBatch.of(batchTasks, episodes, rc.rolloutsPerTask(), workload));
-        Advantages.Result adv = timed(timer, memory, "advantage", () -> batch.advantages(cfg.normConfig(), workload.team().size()));
-        PpoUpdater.Stats[] stats = timed(timer, memory, "update", () -> update(batch, adv.advantages()));
+        RolloutBatch batch = timed(timer, memory, gpuMemory, "reward", () -> RolloutBatch.of(batchTasks, episodes, rc.rolloutsPerTask(), workload));
+        Advantages.Result adv = timed(timer, memory, gpuMemory, "advantage", () -> batch.advantages(cfg.normConfig(), workload.team().size()));
+        PpoUpdater.Stats[] stats = timed(timer, memory, gpuMemory, "update", () -> update(batch, adv.advantages()));
         lastStep = new LastStep(batch, adv);
         Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), policy.prefill(),
                 timer, collective0), workload.team(), workload, policies, dist);
@@ -357,16 +365,26 @@ public final class Trainer implements AutoCloseable {
      * memory}: what the phase added at its peak to this process's resident memory (PeakMemory;
      * host memory, this rank's own; absent where it cannot be read). The first step's update also
      * allocates the gradients, which stay; from the second step on it is the phase's transient
-     * memory, what `drmas plan` predicts.
+     * memory, what `drmas plan` predicts. On a CUDA run ({@code gpu} not null) also {@code
+     * memory/gpu_peak_<phase>_allocated_bytes} and {@code _reserved_bytes}: the caching allocator's
+     * peaks on this rank's device over the phase (CudaPeakMemory; totals, what is resident included,
+     * as torch.cuda.max_memory_allocated after reset_peak_memory_stats); absent on the CPU.
      */
-    private static <T> T timed(PhaseTimer timer, Map<String, Double> memory, String phase, java.util.function.Supplier<T> work) {
+    private static <T> T timed(PhaseTimer timer, Map<String, Double> memory, CudaPeakMemory gpu, String phase,
+                               java.util.function.Supplier<T> work) {
         PeakMemory mem = PeakMemory.start();
+        if (gpu != null) gpu.start();
         T out;
         try (var t = timer.phase(phase)) {
             out = work.get();
         }
         long added = mem.addedBytes();
         if (added >= 0) memory.put("memory/peak_" + phase + "_bytes", (double) added);
+        if (gpu != null) {
+            CudaPeakMemory.Peaks p = gpu.peaks();
+            memory.put("memory/gpu_peak_" + phase + "_allocated_bytes", (double) p.allocatedBytes());
+            memory.put("memory/gpu_peak_" + phase + "_reserved_bytes", (double) p.reservedBytes());
+        }
         return out;
     }
 

@@ -97,11 +97,16 @@ class ShardedOptimizerTest {
 
     /** As above, the group's own sums (the unsharded reduction's) in buckets of {@code bucketMb}. */
     static <T> List<T> onTwoRanks(double bucketMb, RankWork<T> work) throws Exception {
+        return onTwoRanks(bucketMb, 60, work);
+    }
+
+    /** As above, with distributed.timeout_s {@code timeoutS} (a test of a failure's promptness keeps it small). */
+    static <T> List<T> onTwoRanks(double bucketMb, double timeoutS, RankWork<T> work) throws Exception {
         int port;
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
-        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, bucketMb, true);
+        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, timeoutS, 1, bucketMb, true);
         ExecutorService ex = Executors.newFixedThreadPool(2);
         List<T> out = new ArrayList<>();
         try {
