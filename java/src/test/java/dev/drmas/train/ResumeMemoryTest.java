@@ -67,10 +67,16 @@ class ResumeMemoryTest {
                             assertTrue(torch.equal(e.getValue().to(dtype), w.get(k)), what + ": weight " + k);
                         }
                     }
-                    // measured a second time: the first pays the allocator's and the JIT's one-time costs
-                    PeakMemory phase = PeakMemory.start();
-                    Checkpoints.loadOptimizer(cps.dir(step), "policy", o);
-                    long added = phase.addedBytes();
+                    // measured after a first resume (it pays the allocator's and the JIT's one-time costs), and the
+                    // least of three readings: the JVM's own native allocations (its compilers' arenas) came within
+                    // one reading in a fresh-clone CI run (9.36 MB against 1.5-3.1 MB alone); a copy of every
+                    // moment (49 MB) stays in every reading
+                    long added = Long.MAX_VALUE;
+                    for (int k = 0; k < 3; k++) {
+                        PeakMemory phase = PeakMemory.start();
+                        Checkpoints.loadOptimizer(cps.dir(step), "policy", o);
+                        added = Math.min(added, phase.addedBytes());
+                    }
                     assertTrue(added <= bound, what + ": the resume added " + added + " bytes to the heap at its peak: more than a "
                             + "few tensors (" + bound + "); every moment is " + moments + " bytes");
                 }
