@@ -315,15 +315,20 @@ public final class Kernels {
                 mask, logp, entropy, sums, stream);
     }
 
-    private static void lmheadChunk(Backend b, boolean bf16, LmHeadParams p, long numRows, MemorySegment offsets, long numTokens,
-                                    long chunkBegin, long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets,
-                                    MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
-                                    MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
+    /** The scalar arguments of a chunk call, checked before any native call (both chunk entries). */
+    private static void checkChunk(LmHeadParams p, long numRows, long numTokens, long chunkTokens, long vocab) {
         Objects.requireNonNull(p, "params");
         checkCount("numRows", numRows);
         checkCount("numTokens", numTokens);
         checkCount("chunkTokens", chunkTokens);
         if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+    }
+
+    private static void lmheadChunk(Backend b, boolean bf16, LmHeadParams p, long numRows, MemorySegment offsets, long numTokens,
+                                    long chunkBegin, long chunkTokens, long vocab, MemorySegment logits, MemorySegment targets,
+                                    MemorySegment oldLogp, MemorySegment adv, MemorySegment ref, MemorySegment mask,
+                                    MemorySegment logp, MemorySegment entropy, MemorySegment sums, MemorySegment stream) {
+        checkChunk(p, numRows, numTokens, chunkTokens, vocab);
         boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = lmheadConfig(arena, p);
@@ -372,10 +377,7 @@ public final class Kernels {
                                         MemorySegment sums, MemorySegment errors, MemorySegment stream) {
         Objects.requireNonNull(p, "params");
         Objects.requireNonNull(hostOffsets, "hostOffsets");
-        checkCount("numRows", numRows);
-        checkCount("numTokens", numTokens);
-        checkCount("chunkTokens", chunkTokens);
-        if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
+        checkChunk(p, numRows, numTokens, chunkTokens, vocab);
         boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = lmheadConfig(arena, p);

@@ -92,18 +92,14 @@ public final class Tensors {
     }
 
     public static long[] toLongs(Tensor t) {
-        TRANSFERS.get()[0]++;
-        // a CPU int64 contiguous tensor is read as it is: four fewer LibTorch calls, which count
-        // at batch-1 decoding (a step is a few hundred small calls)
-        Tensor c = ready(t, ScalarType.Long) ? t : t.detach().cpu().to(ScalarType.Long).contiguous();
+        Tensor c = onHost(t, ScalarType.Long);
         long[] a = new long[(int) c.numel()];
         if (a.length > 0) c.data_ptr_long().get(a);
         return a;
     }
 
     public static float[] toFloats(Tensor t) {
-        TRANSFERS.get()[0]++;
-        Tensor c = ready(t, ScalarType.Float) ? t : t.detach().cpu().to(ScalarType.Float).contiguous();
+        Tensor c = onHost(t, ScalarType.Float);
         float[] a = new float[(int) c.numel()];
         if (a.length > 0) c.data_ptr_float().get(a);
         return a;
@@ -111,14 +107,20 @@ public final class Tensors {
 
     /** The values of {@code t} as float64, in one read (one synchronisation on a GPU). */
     public static double[] toDoubles(Tensor t) {
-        TRANSFERS.get()[0]++;
-        Tensor c = ready(t, ScalarType.Double) ? t : t.detach().cpu().to(ScalarType.Double).contiguous();
+        Tensor c = onHost(t, ScalarType.Double);
         double[] a = new double[(int) c.numel()];
         if (a.length > 0) c.data_ptr_double().get(a);
         return a;
     }
 
-    private static boolean ready(Tensor t, ScalarType type) {
-        return t.is_cpu() && t.scalar_type().intern() == type && t.is_contiguous();
+    /**
+     * {@code t} as a contiguous CPU tensor of {@code type}, counted as one read into Java: a CPU
+     * tensor already so is taken as it is (four fewer LibTorch calls, which count at batch-1
+     * decoding: a step is a few hundred small calls).
+     */
+    private static Tensor onHost(Tensor t, ScalarType type) {
+        TRANSFERS.get()[0]++;
+        boolean ready = t.is_cpu() && t.scalar_type().intern() == type && t.is_contiguous();
+        return ready ? t : t.detach().cpu().to(type).contiguous();
     }
 }
