@@ -52,7 +52,7 @@ public final class Trainer implements AutoCloseable {
     private boolean announced;  // announceStart() has printed
     private final CudaPeakMemory gpuMemory;  // the device's allocator peaks on a CUDA run, else null
 
-    private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist) {
+    private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist, Runnable openedHook) {
         this.cfg = cfg;
         this.dist = dist;
         if (cfg.rollout().tasksPerStep() < dist.worldSize()) {
@@ -95,14 +95,15 @@ public final class Trainer implements AutoCloseable {
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
             try {
                 GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize());
+                openedHook.run();
                 // no rank goes on to the collectives of training (or evaluation) while another could not open its models
                 dist.awaitReady("every rank's opening of its models");
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
                 ps.close();
                 throw e;
             }
             this.policies = ps;
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             workload.close();  // the retriever's index
             throw e;
         }
@@ -154,6 +155,15 @@ public final class Trainer implements AutoCloseable {
      * was written with: the trainer state (step, data position) is global.
      */
     public static Trainer open(RunConfig cfg, PrintStream log, Collective dist) {
+        return open(cfg, log, dist, () -> { });
+    }
+
+    /**
+     * As {@link #open(RunConfig, PrintStream, Collective)}, running {@code openedHook} once this
+     * rank's models are open, before the ready point that the ranks pass together: tests in this
+     * package make one rank fail there; nothing else passes one.
+     */
+    static Trainer open(RunConfig cfg, PrintStream log, Collective dist, Runnable openedHook) {
         try {
             Path cp = null;
             if (cfg.run().resumeAuto()) {
@@ -164,10 +174,11 @@ public final class Trainer implements AutoCloseable {
                     throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")");
                 }
             }
-            return new Trainer(cfg, log, cp, dist);
-        } catch (RuntimeException e) {
-            // what one rank alone met (a file only it sees, rank 0's setup of the run folder): the others, at their
-            // next ready point, stop with it (a failure another rank announced is not announced again)
+            return new Trainer(cfg, log, cp, dist, openedHook);
+        } catch (RuntimeException | Error e) {
+            // what one rank alone met (a file only it sees, rank 0's setup of the run folder, an out-of-memory, a fault
+            // reading a mapped checkpoint file inside a sharded resume's spreading): the others, at their next ready
+            // point or in the collective they wait in, stop with it (a failure another rank announced is not announced again)
             dist.announceFailure("opening the trainer", e);
             throw e;
         }
@@ -241,7 +252,7 @@ public final class Trainer implements AutoCloseable {
             shown.add("eval/pass@1");
             metrics = MetricsLogger.forRun(runDir, tc.steps(), resumed ? step : -1, shown,
                     m0 && mc.jsonl(), m0 && mc.tensorboard(), m0 && mc.progressBar(), m0 ? log : null);
-        } catch (RuntimeException | IOException e) {
+        } catch (RuntimeException | IOException | Error e) {
             // what one rank alone refused (rank 0's checks of the run folder, a run folder one rank sees otherwise)
             // stops the others at the ready point below, with its reason, before the step's collectives
             dist.announceFailure("starting to train", e);

@@ -1,6 +1,7 @@
 // RankFailureAtOpeningTest.java — one rank's failure while the trainer opens stops the other rank
 // within seconds, with an error naming the failed rank and its reason: rank 0's setup of the run
-// folder, and model files that one rank sees corrupt (a run folder that is not really shared). Two
+// folder, model files that one rank sees corrupt (a run folder that is not really shared), and an Error
+// (an out-of-memory) once one rank's models are open. Two
 // ranks as threads over the real Gloo group on 127.0.0.1, whose ranks' groups outlive a failure as a
 // hung or slow process's would: the other rank used to wait in its next collective until
 // distributed.timeout_s (15 s here, so that the old behaviour shows as a 15 s wait).
@@ -81,6 +82,22 @@ class RankFailureAtOpeningTest {
         assertPrompt(r0, r1);
     }
 
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void anErrorWhileOneRankOpensStopsTheOther() throws Exception {
+        // an Error, not an exception (an out-of-memory, a fault reading a mapped checkpoint file), once rank 1's models
+        // are open: it used to go unannounced, and rank 0 waited at the ready point until distributed.timeout_s
+        Path out = tmp.resolve("err");
+        List<Outcome> got = twoRanks(r -> config(out), r -> () -> {
+            if (r == 1) throw new OutOfMemoryError("test: no room for the KV cache");
+        });
+        Outcome r0 = got.get(0), r1 = got.get(1);
+        assertTrue(r1.type() == OutOfMemoryError.class, r1.toString());
+        assertTrue(r0.type() == DistributedException.class && r0.error().contains("rank 1 failed")
+                && r0.error().contains("no room for the KV cache"), r0.toString());
+        assertPrompt(r0, r1);
+    }
+
     private static void assertPrompt(Outcome r0, Outcome r1) {
         double apart = Math.abs(r0.endNanos() - r1.endNanos()) / 1e9;
         System.out.printf("the ranks ended %.2f s apart (distributed.timeout_s %.0f): %s; %s%n", apart, TIMEOUT_S, r0, r1);
@@ -94,6 +111,11 @@ class RankFailureAtOpeningTest {
 
     /** Each of two ranks (threads, gloo) opens its trainer of {@code cfgOf(rank)} and trains; what each ended with. */
     private static List<Outcome> twoRanks(IntFunction<RunConfig> cfgOf) throws Exception {
+        return twoRanks(cfgOf, r -> () -> { });
+    }
+
+    /** As above, each rank running {@code openedHookOf(rank)} once its models are open (Trainer.open's test hook). */
+    private static List<Outcome> twoRanks(IntFunction<RunConfig> cfgOf, IntFunction<Runnable> openedHookOf) throws Exception {
         int port;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
@@ -108,11 +130,11 @@ class RankFailureAtOpeningTest {
                 int rank = r;
                 fs.add(ex.submit(() -> {
                     try (var pg = new ProcessGroup(env, dc, false)) {
-                        try (Trainer t = Trainer.open(cfg, QUIET, pg)) {
+                        try (Trainer t = Trainer.open(cfg, QUIET, pg, openedHookOf.apply(rank))) {
                             t.train();
                         }
                         return new Outcome(rank, null, null, System.nanoTime());
-                    } catch (Exception e) {
+                    } catch (Exception | Error e) {
                         return new Outcome(rank, e.getMessage(), e.getClass(), System.nanoTime());
                     }
                 }));
