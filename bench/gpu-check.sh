@@ -16,8 +16,9 @@
 #              beside a device-to-device copy of the same bytes: ms, GB/s, % of copy, and a correctness
 #              check (table in $OUT/advantage-bench.md)
 #   lmhead     bench/gpu_lmhead.py (python3 + PyTorch): one bf16 LM-head update at V = 151,936, H = 2560,
-#              N = 16K, fused (chunks + drmas_lmhead_chunk_bf16 on torch's stream) vs PyTorch's
-#              materialised log_softmax + autograd: time, max_memory_allocated, and a correctness check
+#              N = 16K, fused (chunks + drmas_lmhead_chunk_bf16 on torch's stream; again through the
+#              async calls, errors read once) vs PyTorch's materialised log_softmax + autograd: time,
+#              max_memory_allocated, and a correctness check (the async results bit for bit the sync ones')
 #              (table in $OUT/lmhead-bench.md; ~10 s of GPU time on an H200 plus PyTorch's start)
 #   junit      the bindings' JUnit tests (CudaKernelsTest on the GPU) on the jlinked runtime
 #   memcheck, racecheck   compute-sanitizer on the CUDA test at DRMAS_TEST_SCALE=small

@@ -6,6 +6,9 @@
 #   fused:        per chunk of tokens, z = h_c W^T / T (a bf16 product), drmas_lmhead_chunk_bf16 over z
 #                 through ctypes (log-sum-exp, log-probs, entropy, the same loss, dL/dz written over z) on
 #                 torch's current stream, then dL/dh_c = dz W / T and dL/dW += dz^T h_c / T;
+#   fused async:  the same with drmas_lmhead_chunk_async_bf16: the row offsets checked once on the host,
+#                 each chunk's data errors left on the device and read once after the last chunk (no
+#                 wait a chunk; what the trainer calls);
 #   products:     the same three products per chunk without the kernel (the limit).
 # Each is timed with CUDA events (warm-ups, then the median of --reps) with torch.cuda.max_memory_allocated
 # above what the inputs hold (libdrmas's own small scratch, from cudaMallocAsync, is not counted), and the fused loss, log-probs, dL/dh and dL/dW are checked against the
@@ -43,6 +46,11 @@ def load(path):
                                             p, p, p]
     lib.drmas_lmhead_logprobs_bf16.restype = i32
     lib.drmas_lmhead_logprobs_bf16.argtypes = [i32, i64, i64, p, p, p, p, p]
+    lib.drmas_lmhead_chunk_async_bf16.restype = i32
+    lib.drmas_lmhead_chunk_async_bf16.argtypes = [i32, ctypes.POINTER(LmHeadConfig), i64, p, p, i64, i64, i64, i64, p, p, p, p, p,
+                                                  p, p, p, p, p, p]
+    lib.drmas_lmhead_logprobs_async_bf16.restype = i32
+    lib.drmas_lmhead_logprobs_async_bf16.argtypes = [i32, i64, i64, p, p, p, p, p, p]
     check_abi(lib, path, "gpu_lmhead", "drmas_lmhead_config", LmHeadConfig,
               {"DRMAS_LMHEAD_SUMS": 9, "DRMAS_LOSS_LOSS": 0, "DRMAS_LMHEAD_ENTROPY": 8, "DRMAS_KL_K3": DRMAS_KL_K3,
                "DRMAS_DEVICE_CUDA": DRMAS_DEVICE_CUDA})
@@ -97,10 +105,28 @@ def materialised(p, h, w):
     return loss, logp, ent
 
 
+NONE = (1 << 64) - 1  # an async call's "no error" (UINT64_MAX)
+
+
 class Fused:
     def __init__(self, lib, p, device, chunk):
         self.lib, self.p, self.device, self.chunk = lib, p, device, chunk
         self.chunks = list(range(0, p.n, chunk))
+        self.host_off = p.off.cpu().contiguous()  # the async calls' host copy of the row offsets
+
+    def errors(self, k, dev):
+        """k chunks' async error pairs (uint64 as int64: UINT64_MAX reads -1), one tensor, in the other arrays' memory."""
+        return torch.empty(k, 2, dtype=torch.int64, device=dev)
+
+    def raise_errors(self, errs, what):
+        """The one read of the async calls' errors after the last chunk: a ValueError naming the first chunk with one."""
+        e = errs.cpu()
+        bad = (e != -1).any(1).nonzero()
+        if len(bad):
+            k = int(bad[0])
+            t, z = (int(x) & NONE for x in e[k])
+            raise ValueError(f"{what}: chunk {k} (tokens from {self.chunks[k]}): first bad target at {t if t != NONE else '-'}, "
+                             f"first non-finite logit at flat index {z if z != NONE else '-'}")
 
     def stream(self):
         return ctypes.c_void_p(torch.cuda.current_stream().cuda_stream) if self.device == DRMAS_DEVICE_CUDA else None
@@ -118,7 +144,23 @@ class Fused:
                                                                  ptr(logp[c0:c0 + n]), None, self.stream()), "drmas_lmhead_logprobs_bf16")
         return logp
 
-    def update(self, h, w, with_kernel=True):
+    def logprobs_async(self, h, w):
+        """logprobs() through drmas_lmhead_logprobs_async_bf16: the errors read once, after the last chunk."""
+        p = self.p
+        logp = torch.empty(p.n, dtype=torch.float32, device=h.device)
+        errs = self.errors(len(self.chunks), h.device)
+        for k, c0 in enumerate(self.chunks):
+            n = min(self.chunk, p.n - c0)
+            z = torch.mm(h[c0:c0 + n], w.t())
+            if p.inv_t != 1.0:
+                z.mul_(p.inv_t)
+            check(self.lib, self.lib.drmas_lmhead_logprobs_async_bf16(self.device, n, p.v, ptr(z), ptr(p.y[c0:c0 + n]),
+                                                                       ptr(logp[c0:c0 + n]), None, ptr(errs[k]), self.stream()),
+                  "drmas_lmhead_logprobs_async_bf16")
+        self.raise_errors(errs, "drmas_lmhead_logprobs_async_bf16")
+        return logp
+
+    def update(self, h, w, with_kernel=True, use_async=False):
         """Loss, log-probs, entropies, dL/dh and dL/dW (bf16, accumulated over chunks) of one update."""
         p = self.p
         dev = h.device
@@ -127,13 +169,20 @@ class Fused:
         logp = torch.empty(p.n, dtype=torch.float32, device=dev)
         ent = torch.empty(p.n, dtype=torch.float32, device=dev)
         sums = torch.zeros(len(self.chunks), 9, dtype=torch.float64, device=dev)
+        errs = self.errors(len(self.chunks), dev) if use_async else None
         for k, c0 in enumerate(self.chunks):
             n = min(self.chunk, p.n - c0)
             hc = h[c0:c0 + n]
             z = torch.mm(hc, w.t())
             if p.inv_t != 1.0:
                 z.mul_(p.inv_t)
-            if with_kernel:
+            if with_kernel and use_async:
+                st = self.lib.drmas_lmhead_chunk_async_bf16(self.device, ctypes.byref(p.cfg), p.rows, ptr(self.host_off), ptr(p.off),
+                                                            p.n, c0, n, p.v, ptr(z), ptr(p.y), ptr(p.old), ptr(p.adv_row),
+                                                            ptr(p.ref), ptr(p.mask), ptr(logp[c0:c0 + n]), ptr(ent[c0:c0 + n]),
+                                                            ptr(sums[k]), ptr(errs[k]), self.stream())
+                check(self.lib, st, "drmas_lmhead_chunk_async_bf16")
+            elif with_kernel:
                 st = self.lib.drmas_lmhead_chunk_bf16(self.device, ctypes.byref(p.cfg), p.rows, ptr(p.off), p.n, c0, n, p.v, ptr(z),
                                                       ptr(p.y), ptr(p.old), ptr(p.adv_row), ptr(p.ref), ptr(p.mask),
                                                       ptr(logp[c0:c0 + n]), ptr(ent[c0:c0 + n]), ptr(sums[k]), self.stream())
@@ -142,6 +191,8 @@ class Fused:
             if p.inv_t != 1.0:
                 grad_h[c0:c0 + n].mul_(p.inv_t)
             grad_w.addmm_(z.t(), hc, alpha=p.inv_t)
+        if errs is not None:
+            self.raise_errors(errs, "drmas_lmhead_chunk_async_bf16")
         tot = sums.sum(0)
         loss = tot[0] - p.cfg.entropy_coef * tot[8]
         return loss, logp, ent, grad_h, grad_w
@@ -238,6 +289,10 @@ def main():
         with torch.no_grad():
             return fused.update(p.h, p.w)
 
+    def run_fused_async():
+        with torch.no_grad():
+            return fused.update(p.h, p.w, use_async=True)
+
     def run_products():
         with torch.no_grad():
             return fused.update(p.h, p.w, with_kernel=False)
@@ -245,6 +300,13 @@ def main():
     # correctness first (one run of each), then the timings
     m_loss, m_logp, m_ent, m_gh, m_gw = run_materialised()
     f_loss, f_logp, f_ent, f_gh, f_gw = run_fused()
+    a_loss, a_logp, a_ent, a_gh, a_gw = run_fused_async()
+    with torch.no_grad():
+        a_lp0 = fused.logprobs_async(p.h, p.w)
+    # the async calls give bit for bit the synchronising ones' results (drmas.h): compared exactly
+    same_async = (a_loss.item() == f_loss.item() and torch.equal(a_logp, f_logp) and torch.equal(a_ent, f_ent)
+                  and torch.equal(a_gh, f_gh) and torch.equal(a_gw, f_gw) and torch.equal(a_lp0, lp0))
+    del a_loss, a_logp, a_ent, a_gh, a_gw, a_lp0
     valid = p.mask.bool()
     # The two paths' bf16 logits come from different products (chunks vs one [N, V] product), whose fp32
     # sums may round to neighbouring bf16 values now and then: a log-prob may then differ by a bf16 step of
@@ -264,7 +326,7 @@ def main():
     limits = {"loss (relative)": 1e-3, "forward logp vs update logp (max abs)": 1e-4, "logp (mean abs)": 2e-4,
               "logp (max abs)": 0.15, "entropy (mean abs)": 2e-4, "entropy (max abs)": 0.05,
               "dL/dh (relative norm)": 2e-2, "dL/dW (relative norm)": 2e-2}
-    ok = all(checks[k] <= limits[k] for k in checks)
+    ok = all(checks[k] <= limits[k] for k in checks) and same_async
     del m_loss, m_logp, m_ent, m_gh, m_gw, f_loss, f_logp, f_ent, f_gh, f_gw
     h_leaf.grad = None
     w_leaf.grad = None
@@ -277,6 +339,7 @@ def main():
     h_leaf.grad = None
     w_leaf.grad = None
     t_f, mem_f = timed(run_fused, device, args.warmup, args.reps)
+    t_a, mem_a = timed(run_fused_async, device, args.warmup, args.reps)
     t_p, mem_p = timed(run_products, device, args.warmup, args.reps)
 
     gib = lambda b: "n/a" if b is None else f"{b / 2**30:.2f}"
@@ -290,16 +353,18 @@ def main():
         "|---|---:|---:|",
         f"| materialised (PyTorch: logits, log_softmax, autograd) | {t_m:.1f} | {gib(mem_m)} |",
         f"| fused (chunks + drmas_lmhead_chunk_bf16) | {t_f:.1f} | {gib(mem_f)} |",
+        f"| fused async (chunks + drmas_lmhead_chunk_async_bf16, errors read once) | {t_a:.1f} | {gib(mem_a)} |",
         f"| the fused pass's three products alone | {t_p:.1f} | {gib(mem_p)} |",
         "",
         f"fused vs materialised: {t_m / t_f:.2f}x faster"
         + (f", {mem_m / mem_f:.1f}x less memory" if mem_m and mem_f else "")
-        + f"; fused at {100 * t_p / t_f:.0f}% of the products-alone limit",
+        + f"; fused at {100 * t_p / t_f:.0f}% of the products-alone limit, async at {100 * t_p / t_a:.0f}%",
         "",
         "| check (fused vs materialised) | value | limit |",
         "|---|---:|---:|",
     ]
     lines += [f"| {k} | {v:.3g} | {limits[k]:g} |" for k, v in checks.items()]
+    lines += [f"| async results equal to the synchronising calls' (bit for bit) | {'yes' if same_async else 'NO'} | yes |"]
     lines += ["", f"correctness: {'PASS' if ok else 'FAIL'}"]
     text = "\n".join(lines) + "\n"
     print(text)
