@@ -240,14 +240,62 @@ public final class Checkpoints {
 
     /** The complete checkpoint with the highest step, if any (temporary folders are ignored). */
     public Optional<Path> latest() {
-        if (!Files.isDirectory(root)) return Optional.empty();
+        List<Path> all = complete();
+        return all.isEmpty() ? Optional.empty() : Optional.of(all.get(all.size() - 1));
+    }
+
+    /** The complete checkpoints (step_N with a trainer state), oldest first. */
+    public List<Path> complete() {
+        if (!Files.isDirectory(root)) return List.of();
         try (Stream<Path> s = Files.list(root)) {
             return s.filter(p -> STEP_DIR.matcher(p.getFileName().toString()).matches())
                     .filter(p -> Files.isRegularFile(p.resolve(STATE_FILE)))
-                    .max(Comparator.comparingLong(Checkpoints::stepOf));
+                    .sorted(Comparator.comparingLong(Checkpoints::stepOf)).toList();
         } catch (IOException e) {
-            throw new UncheckedIOException(e);
+            throw new UncheckedIOException("cannot list the checkpoints in " + root + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * trainer.keep_last: deletes the complete checkpoints older than the newest {@code keep} ones
+     * (none when keep is 0) and returns them. A deletion that fails is named and ends the pruning;
+     * what was deleted before stays deleted (a checkpoint is removed whole or, failing midway, left
+     * without its state file, which resume and {@link #latest} ignore).
+     */
+    public List<Path> prune(int keep) throws IOException {
+        if (keep <= 0) return List.of();
+        List<Path> all = complete();
+        List<Path> old = all.subList(0, Math.max(0, all.size() - keep));
+        for (Path p : old) {
+            try {
+                Files.deleteIfExists(p.resolve(STATE_FILE));  // first: what is left of it is not a checkpoint any more
+                deleteTree(p);
+            } catch (IOException e) {
+                throw new IOException("trainer.keep_last: cannot delete the old checkpoint " + p + ": " + reason(e), e);
+            }
+        }
+        return List.copyOf(old);
+    }
+
+    /**
+     * Removes the temporary folders (step_N.tmp) that saves interrupted by a kill or a power loss
+     * left behind (a save removes its own on a failure it survives) and returns them. Only the run
+     * folder's holder of the run lock may call this: another run's save could be under way.
+     */
+    public List<Path> removeUnfinished() throws IOException {
+        if (!Files.isDirectory(root)) return List.of();
+        List<Path> tmps;
+        try (Stream<Path> s = Files.list(root)) {
+            tmps = s.filter(p -> p.getFileName().toString().matches("step_\\d+\\.tmp")).sorted().toList();
+        }
+        for (Path p : tmps) {
+            try {
+                deleteTree(p);
+            } catch (IOException e) {
+                throw new IOException("cannot remove the unfinished checkpoint folder " + p + ": " + reason(e), e);
+            }
+        }
+        return tmps;
     }
 
     /** The trainer state of a checkpoint folder. */

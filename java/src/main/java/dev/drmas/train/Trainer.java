@@ -173,6 +173,7 @@ public final class Trainer implements AutoCloseable {
                 if (!Files.isRegularFile(cp.resolve(Checkpoints.STATE_FILE))) {
                     throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")");
                 }
+                refuseBranching(cfg, cp);
             }
             return new Trainer(cfg, log, cp, dist, openedHook);
         } catch (RuntimeException | Error e) {
@@ -182,6 +183,30 @@ public final class Trainer implements AutoCloseable {
             dist.announceFailure("opening the trainer", e);
             throw e;
         }
+    }
+
+    /**
+     * run.resume naming one of this run's own checkpoints while newer ones are there: training from
+     * it would save among them, and a later resume (auto) would pick the newest, of the abandoned
+     * line, mixing the two in weights and metrics; a job requeued with the path would go back to it
+     * each time. Refused, naming the newer ones; a checkpoint of another run folder is a start point.
+     */
+    private static void refuseBranching(RunConfig cfg, Path cp) {
+        Path own = cfg.run().runDir().resolve("checkpoints");
+        Path parent = cp.toAbsolutePath().normalize().getParent();
+        try {
+            if (parent == null || !Files.isDirectory(own) || !Files.isSameFile(parent, own)) return;
+        } catch (IOException e) {
+            return;  // not comparable: not this run's folder
+        }
+        long at = Checkpoints.stepOf(cp.toAbsolutePath().normalize());
+        List<String> newer = new Checkpoints(own).complete().stream().filter(p -> Checkpoints.stepOf(p) > at)
+                .map(p -> p.getFileName().toString()).toList();
+        if (newer.isEmpty()) return;
+        throw ConfigException.at("run.resume", cp + " is older than this run's newer checkpoints (" + String.join(", ", newer)
+                + " in " + own + "): training on from it would save among them, and the next resume would take the newest, "
+                + "mixing the two runs. To go back to it, move the newer ones out of " + own + " first; or start another run "
+                + "from it (another run.name, run.resume: this path); or resume the newest (run.resume: auto)");
     }
 
     /** The collective of this process: c10d when {@code env} names several ranks, else the no-op one. */
@@ -242,7 +267,14 @@ public final class Trainer implements AutoCloseable {
             }
             if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
             if (dist.isMaster()) {
-                if (tc.saveFreq() > 0) new Checkpoints(runDir.resolve("checkpoints")).checkWritable();  // now, not at the first save
+                Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
+                if (tc.saveFreq() > 0) cps.checkWritable();  // now, not at the first save
+                // what a save killed midway left (tens of GB on a large model), which nothing else would remove
+                for (Path p : cps.removeUnfinished()) log.println("drmas: removed " + p + " (a checkpoint whose save was interrupted)");
+                if (resumed && step >= tc.steps()) {
+                    log.println("drmas: nothing to train: the checkpoint is at step " + step + " and trainer.steps is " + tc.steps()
+                            + " (raise trainer.steps to train on)");
+                }
                 cfg.save(runDir.resolve("config.yaml"));
             }
             // on the console: the bar (one line, kept short), or without it a line per logged step into the log, with each
@@ -272,13 +304,15 @@ public final class Trainer implements AutoCloseable {
                     // before evaluating or saving weights that are not finite, or not the same on every rank
                     doing = "checking the weights at step " + step;
                     if (dist.worldSize() > 1 && due(cfg.distributed().checksumFreq())) checkSameWeights();
-                    doing = "evaluating at step " + step;
-                    if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
+                    // the checkpoint before the evaluation: an evaluation that fails (an out-of-memory in its larger
+                    // batch, a reward function's or retriever's exception) must not cost the steps since the last one
                     if (due(tc.saveFreq())) {
                         doing = "saving the checkpoint of step " + step;
                         metrics.sync();  // the lines up to this step on the disk before the checkpoint that a resume keeps them for
                         save();
                     }
+                    doing = "evaluating at step " + step;
+                    if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
                 }
             } catch (RuntimeException | IOException | Error e) {
                 // what one rank alone met mid-training (a reward function's exception, an out-of-memory, rank 0's failed
@@ -411,6 +445,15 @@ public final class Trainer implements AutoCloseable {
             else Checkpoints.takePart(policies.optimizers());
         }
         dist.barrier("the checkpoint of step " + step);
+        if (dist.isMaster() && cfg.trainer().keepLast() > 0) {
+            // once every rank is past the save: the old ones are no longer anyone's latest. Failing to delete one costs
+            // disk space, not the run: a warning, and training goes on
+            try {
+                cps.prune(cfg.trainer().keepLast());
+            } catch (IOException | RuntimeException e) {
+                log.println("drmas: warning: " + e.getMessage());
+            }
+        }
         return cps.dir(step);
     }
 
@@ -463,10 +506,14 @@ public final class Trainer implements AutoCloseable {
         Collective.requireSame(all, 1e-9, what, Collective.SAME_WEIGHTS);
     }
 
+    /** Runs first in each {@link #evaluate}: tests in this package make an evaluation fail there; nothing else sets it. */
+    Runnable evalHook = () -> { };
+
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
     public Map<String, Double> evaluate() {
         announceStart();
         try {
+            evalHook.run();
             return new Evaluator(cfg, workload, policies, dist, log).evaluate();
         } catch (RuntimeException | Error e) {
             // a rank that fails evaluating alone (`drmas eval` too) stops the others waiting in its collectives

@@ -97,7 +97,7 @@ class RunConfigTest {
               kl_type: low_var_kl
               entropy_coef: 0.01
               reference_model: true
-            trainer: {steps: 40, eval_freq: 5, eval_before_train: false, save_freq: 20, log_freq: 2, grad_norm_per_agent: true}
+            trainer: {steps: 40, eval_freq: 5, eval_before_train: false, save_freq: 20, keep_last: 3, log_freq: 2, grad_norm_per_agent: true}
             eval: {tasks: 50, k: 8, samples: 16, temperature: 0.0, top_p: 1.0, top_k: 0}
             sft: {steps: 10, batch_size: 4, lr: 2e-3, correct_prob: 0.5}
             metrics: {jsonl: false, tensorboard: false, progress_bar: false}
@@ -175,7 +175,7 @@ class RunConfigTest {
                 KlEstimator.K3, 0.01, true, true), c.ppo());
         assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),
                 c.lossConfig(), "dual_clip null is the loss's 0 (off)");
-        assertEquals(new TrainerConfig(40, 5, false, 20, 2, true), c.trainer());
+        assertEquals(new TrainerConfig(40, 5, false, 20, 3, 2, true), c.trainer());
         assertEquals(new EvalConfig(50, 8, 16, 0.0, 1.0, 0), c.eval());
         assertEquals(SamplingParams.GREEDY, c.eval().sampling());
         assertEquals(new SftConfig(10, 4, 2e-3, 0.5), c.sft());

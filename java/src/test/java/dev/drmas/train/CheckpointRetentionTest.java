@@ -1,0 +1,152 @@
+// CheckpointRetentionTest.java — what a long headless run does with its checkpoints folder: keeps the
+// newest trainer.keep_last checkpoints and still resumes from the newest; removes the temporary
+// folders of saves that a kill interrupted; saves a step's checkpoint before its evaluation, so an
+// evaluation that fails costs no training; refuses run.resume naming one of the run's own older
+// checkpoints while newer ones are there (the next auto resume would mix the two lines); says when
+// a resumed run has nothing to train. Real training of a tiny model on real files.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.config.ConfigException;
+import dev.drmas.config.RunConfig;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class CheckpointRetentionTest {
+    @TempDir
+    Path tmp;
+
+    RunConfig config(Path out, String... overrides) {
+        List<String> o = new ArrayList<>(List.of("run.output_dir=" + out, "trainer.eval_freq=0", "ppo.epochs=1"));
+        o.addAll(List.of(overrides));
+        return RunConfig.parse(TrainerEndToEndTest.YAML, o);
+    }
+
+    static List<String> folders(Path checkpoints) throws IOException {
+        try (Stream<Path> s = Files.list(checkpoints)) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    @Test
+    void keepsTheNewestCheckpointsAndResumesFromTheLast() throws Exception {
+        Path out = tmp.resolve("keep");
+        Path cps = out.resolve("e2e/checkpoints");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=1", "trainer.keep_last=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        assertEquals(List.of("step_000003", "step_000004"), folders(cps));
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=5", "trainer.save_freq=1", "trainer.keep_last=2"), TrainerEndToEndTest.QUIET)) {
+            assertEquals(4, t.step(), "resumes the newest kept checkpoint");
+            t.train();
+        }
+        assertEquals(List.of("step_000004", "step_000005"), folders(cps));
+        // 0 keeps every one
+        Path all = tmp.resolve("all");
+        try (Trainer t = Trainer.open(config(all, "trainer.steps=3", "trainer.save_freq=1"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        assertEquals(List.of("step_000001", "step_000002", "step_000003"), folders(all.resolve("e2e/checkpoints")));
+    }
+
+    @Test
+    void aNegativeKeepLastIsRefusedByKey() {
+        var e = assertThrows(ConfigException.class, () -> config(tmp, "trainer.keep_last=-1"));
+        assertTrue(e.getMessage().contains("trainer.keep_last"), e.getMessage());
+    }
+
+    @Test
+    void removesTheFoldersOfInterruptedSavesAndSaysSo() throws Exception {
+        Path out = tmp.resolve("tmp");
+        Path cps = out.resolve("e2e/checkpoints");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        // a save of step 3 killed midway: its folder, never renamed, with some of its files
+        Path stale = cps.resolve("step_000003.tmp");
+        Files.createDirectories(stale.resolve("optim"));
+        Files.write(stale.resolve("optim/policy.safetensors"), new byte[4096]);
+        var log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=4"), new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            assertEquals(2, t.step());
+            t.train();
+        }
+        assertEquals(List.of("step_000002", "step_000004"), folders(cps));
+        String said = log.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("removed " + stale + " (a checkpoint whose save was interrupted)"), said);
+    }
+
+    @Test
+    void aStepsCheckpointIsSavedBeforeItsEvaluation() throws Exception {
+        Path out = tmp.resolve("eval");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.evalHook = () -> {
+                throw new IllegalStateException("test: the retriever went away");
+            };
+            var e = assertThrows(IllegalStateException.class, t::train);
+            assertTrue(e.getMessage().contains("retriever"), e.getMessage());
+            assertEquals(2, t.step());
+        }
+        // step 2 was due for both: its checkpoint is there, and a resume continues from it
+        assertEquals(List.of("step_000002"), folders(out.resolve("e2e/checkpoints")));
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            assertEquals(2, t.step());
+        }
+    }
+
+    @Test
+    void resumingAnOlderCheckpointOfTheSameRunIsRefusedNamingTheNewerOnes() throws Exception {
+        Path out = tmp.resolve("branch");
+        Path cps = out.resolve("e2e/checkpoints");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        var e = assertThrows(ConfigException.class, () -> Trainer.open(config(out, "trainer.steps=6",
+                "run.resume=" + cps.resolve("step_000002")), TrainerEndToEndTest.QUIET).close());
+        assertTrue(e.getMessage().contains("run.resume") && e.getMessage().contains("step_000004"), e.getMessage());
+        assertEquals(List.of("step_000002", "step_000004"), folders(cps), "nothing written");
+        // the newest by path is fine, and so is an older one of another run (a start point for a new run)
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "run.resume=" + cps.resolve("step_000004")), TrainerEndToEndTest.QUIET)) {
+            assertEquals(4, t.step());
+        }
+        try (Trainer t = Trainer.open(config(tmp.resolve("other"), "trainer.steps=3", "run.resume=" + cps.resolve("step_000002")),
+                TrainerEndToEndTest.QUIET)) {
+            assertEquals(2, t.step());
+            t.train();
+        }
+        // once the newer ones are moved away, going back is allowed
+        Files.move(cps.resolve("step_000004"), tmp.resolve("step_000004.abandoned"));
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=3", "run.resume=" + cps.resolve("step_000002")), TrainerEndToEndTest.QUIET)) {
+            assertEquals(2, t.step());
+        }
+    }
+
+    @Test
+    void aResumedRunWithNothingToTrainSaysSo() throws Exception {
+        Path out = tmp.resolve("done");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        var log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=1"), new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            t.train();
+            assertEquals(2, t.step());
+        }
+        String said = log.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("nothing to train: the checkpoint is at step 2 and trainer.steps is 1"), said);
+        assertFalse(said.contains("step 1/1"), said);
+    }
+}
