@@ -68,6 +68,8 @@ final class ExperimentCommand implements Callable<Integer> {
 
     /** The jobs' processes now running, for the shutdown hook. */
     private final java.util.Set<Process> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** Set by the shutdown hook: the jobs were asked to stop and end as they finish their saves. */
+    private volatile boolean stopping;
 
     /** One job: a warm start or an RL run, as a command line of `drmas`. */
     record Job(String name, List<String> args, Job after) {
@@ -111,8 +113,12 @@ final class ExperimentCommand implements Callable<Integer> {
         AtomicInteger finished = new AtomicInteger();
         Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
-        Thread cleanup = new Thread(() -> running.forEach(Process::destroyForcibly));
-        Runtime.getRuntime().addShutdownHook(cleanup);  // Ctrl-C or kill: the jobs end with the experiment
+        // Ctrl-C or kill: the jobs end with the experiment, each after saving the step under way (a train job's stop)
+        Thread cleanup = new Thread(() -> {
+            stopping = true;
+            LaunchCommand.stopAndWait(running);
+        });
+        Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             for (Job j : jobs) {
                 CompletableFuture<Void> before = j.after() == null ? CompletableFuture.completedFuture(null) : done.get(j.after());
@@ -123,7 +129,7 @@ final class ExperimentCommand implements Callable<Integer> {
             throw e.getCause() instanceof RuntimeException re ? re : e;
         } finally {
             pool.shutdownNow();
-            running.forEach(Process::destroyForcibly);
+            if (!stopping) running.forEach(Process::destroyForcibly);  // (stopping: the hook waits for the jobs' saves)
             try {
                 Runtime.getRuntime().removeShutdownHook(cleanup);
             } catch (IllegalStateException shuttingDown) {

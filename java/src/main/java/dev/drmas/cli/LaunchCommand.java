@@ -85,11 +85,24 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         if (port < 1 || port > 65535) throw new UserError("--master-port must be in 1..65535, got " + port);
         int threads = threadsPerRank != null ? threadsPerRank : Math.max(1, Runtime.getRuntime().availableProcessors() / nproc);
         if (threads < 1) throw new UserError("--threads-per-rank must be >= 1, got " + threads);
-        List<Process> ranks = new ArrayList<>();
-        List<Thread> pumps = new ArrayList<>();
+        List<Process> ranks = new java.util.concurrent.CopyOnWriteArrayList<>();  // the shutdown hook reads it too
+        List<Thread> pumps = new java.util.concurrent.CopyOnWriteArrayList<>();
         outputLost = null;
-        Thread cleanup = new Thread(() -> ranks.forEach(Process::destroyForcibly));
-        Runtime.getRuntime().addShutdownHook(cleanup);  // a killed launcher takes its ranks with it
+        stopping = false;
+        // a stopped launcher (SIGTERM, Ctrl-C) stops its ranks as they stop themselves: each finishes the step under way
+        // and saves it, and the launcher waits for them (a kill -9 of the launcher still ends them at once: they watch it)
+        Thread cleanup = new Thread(() -> {
+            stopping = true;
+            stopAndWait(ranks);
+            for (Thread t : pumps) {
+                try {
+                    t.join(5000);  // the ranks' last lines (where the checkpoint is) before the JVM ends
+                } catch (InterruptedException e) {
+                    break;
+                }
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             for (int r = 0; r < nproc; r++) {
                 List<String> cmd = javaCommand();
@@ -119,7 +132,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
             for (Thread t : pumps) t.join(5000);
             return status;
         } finally {
-            ranks.forEach(Process::destroyForcibly);
+            if (!stopping) ranks.forEach(Process::destroyForcibly);  // (stopping: the hook waits for their saves)
             try {
                 Runtime.getRuntime().removeShutdownHook(cleanup);
             } catch (IllegalStateException shuttingDown) {
@@ -142,7 +155,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                 if (done[r] || !p.waitFor(50, TimeUnit.MILLISECONDS)) continue;
                 done[r] = true;
                 left--;
-                if (p.exitValue() != 0) {
+                if (p.exitValue() != 0 && !stopping) {  // (stopping: every rank ends on its own after its save)
                     out.println("drmas launch: rank " + r + " exited with status " + p.exitValue() + "; stopping the other ranks");
                     stopAll(ranks);
                     return p.exitValue();
@@ -150,6 +163,28 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /** Set by the shutdown hook: the ranks were asked to stop, and end as they finish. */
+    private static volatile boolean stopping;
+
+    /**
+     * SIGTERM to each process, then waits for all to end, however long their graceful stop takes (a
+     * step and a checkpoint: the scheduler's own kill after its grace period bounds it). Used by the
+     * shutdown hooks of `drmas launch` and `drmas experiment`.
+     */
+    static void stopAndWait(java.util.Collection<Process> processes) {
+        List<Process> ps = List.copyOf(processes);  // (concurrent collections: their callers add to them meanwhile)
+        // the signal alone: Process.destroy() also closes the pipes, and a child that sees its stdin end takes its
+        // parent for dead and halts at once (the watch above), without saving
+        for (Process p : ps) p.toHandle().destroy();
+        for (Process p : ps) {
+            try {
+                p.waitFor();
+            } catch (InterruptedException e) {
+                p.destroyForcibly();
+            }
+        }
     }
 
     /** SIGTERM, then after a grace period SIGKILL. */

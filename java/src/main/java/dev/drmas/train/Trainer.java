@@ -291,7 +291,9 @@ public final class Trainer implements AutoCloseable {
             throw e;
         }
         Map<String, Double> lastEval = Map.of();
-        try (metrics) {
+        // the stop request is closed after the metrics: a stop lets the JVM exit only once their files are closed
+        try (StopRequest stopRequest = new StopRequest(m0 ? log : null, () -> step, tc.saveFreq() > 0); MetricsLogger mm = metrics) {
+            this.stop = stopRequest;
             dist.awaitReady("every rank's start of training");
             String doing = "evaluating before training";
             try {
@@ -304,17 +306,28 @@ public final class Trainer implements AutoCloseable {
                     // before evaluating or saving weights that are not finite, or not the same on every rank
                     doing = "checking the weights at step " + step;
                     if (dist.worldSize() > 1 && due(cfg.distributed().checksumFreq())) checkSameWeights();
+                    doing = "agreeing whether to stop after step " + step;
+                    boolean stopping = stopRequest.agreed(dist, step);
                     // the checkpoint before the evaluation: an evaluation that fails (an out-of-memory in its larger
                     // batch, a reward function's or retriever's exception) must not cost the steps since the last one
-                    if (due(tc.saveFreq())) {
+                    if (due(tc.saveFreq()) || (stopping && tc.saveFreq() > 0)) {
                         doing = "saving the checkpoint of step " + step;
                         metrics.sync();  // the lines up to this step on the disk before the checkpoint that a resume keeps them for
                         save();
+                    }
+                    if (stopping) {
+                        if (m0) {
+                            log.println("drmas: stopped after step " + step + " as requested; " + (tc.saveFreq() > 0
+                                    ? "checkpoint " + new Checkpoints(runDir.resolve("checkpoints")).dir(step) + ": the same command resumes it"
+                                    : "no checkpoint (trainer.save_freq is 0)"));
+                        }
+                        break;
                     }
                     doing = "evaluating at step " + step;
                     if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
                 }
             } catch (RuntimeException | IOException | Error e) {
+                // (a stop requested meanwhile ends with this failure: the stop request's close lets the JVM exit)
                 // what one rank alone met mid-training (a reward function's exception, an out-of-memory, rank 0's failed
                 // checkpoint write) while its process lives on: the others, waiting in a collective this rank will not
                 // join, stop within moments naming it and why, instead of at distributed.timeout_s ("did not arrive").
@@ -504,6 +517,15 @@ public final class Trainer implements AutoCloseable {
         // identical inputs and ops give identical bits; the slack only allows for nodes whose
         // libraries sum in a different order
         Collective.requireSame(all, 1e-9, what, Collective.SAME_WEIGHTS);
+    }
+
+    private volatile StopRequest stop;  // while train() runs
+
+    /** Asks train() to stop after the step under way, as SIGTERM does (tests in this package). */
+    void requestStop() {
+        StopRequest s = stop;
+        if (s == null) throw new IllegalStateException("not training");
+        s.request();
     }
 
     /** Runs first in each {@link #evaluate}: tests in this package make an evaluation fail there; nothing else sets it. */

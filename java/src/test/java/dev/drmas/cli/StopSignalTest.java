@@ -1,0 +1,110 @@
+// StopSignalTest.java — SIGTERM (a scheduler's preemption, scancel, kill) to a real `drmas train` child
+// JVM mid-run: it finishes the step under way, saves its checkpoint off the save schedule, says so and
+// exits 143 (killed by SIGTERM, as schedulers expect); to `drmas launch --nproc 2`: the launcher passes
+// the stop to its ranks and waits, the two ranks stop after the same step with one checkpoint of it,
+// and the launcher does not report them as failed. Before, both lost every step since the last
+// checkpoint (the launcher even SIGKILLed its ranks at once).
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+class StopSignalTest {
+    @TempDir
+    Path dir;
+
+    static final Pattern STOPPED = Pattern.compile("drmas: stopped after step (\\d+) as requested; checkpoint (\\S+): the same command resumes it");
+
+    Path config() throws Exception {
+        Path p = dir.resolve("run.yaml");
+        if (!Files.exists(p)) Files.writeString(p, RunFolderTest.YAML.replace("name: lock", "name: stop"));
+        return p;
+    }
+
+    Path run() {
+        return dir.resolve("runs/stop");
+    }
+
+    static List<Long> loggedSteps(Path metrics) throws Exception {
+        if (!Files.isRegularFile(metrics)) return List.of();
+        var json = new ObjectMapper();
+        List<Long> steps = new ArrayList<>();
+        for (String line : Files.readAllLines(metrics)) {
+            if (!line.isBlank() && line.endsWith("}")) steps.add(json.readTree(line).path("step").asLong());
+        }
+        return steps;
+    }
+
+    List<String> checkpoints() throws Exception {
+        try (Stream<Path> s = Files.list(run().resolve("checkpoints"))) {
+            return s.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+    }
+
+    /** Starts drmas with {@code args}, sends SIGTERM once metrics.jsonl has two steps, and returns its exit and output. */
+    Child.Result terminateAfterTwoSteps(String... args) throws Exception {
+        ProcessBuilder pb = new ProcessBuilder(Child.command(args)).directory(dir.toFile()).redirectErrorStream(true);
+        Path out = dir.resolve("out.txt");
+        pb.redirectOutput(out.toFile());
+        Process p = pb.start();
+        try {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (loggedSteps(run().resolve("metrics.jsonl")).size() < 2) {
+                assertTrue(p.isAlive(), "drmas ended before the signal: " + Files.readString(out));
+                assertTrue(System.nanoTime() < deadline, "no two steps within 90 s: " + Files.readString(out));
+                Thread.sleep(50);
+            }
+            p.destroy();  // SIGTERM
+            assertTrue(p.waitFor(120, TimeUnit.SECONDS), "drmas did not end within 120 s of SIGTERM: " + Files.readString(out));
+            return new Child.Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), "");
+        } finally {
+            p.destroyForcibly();
+        }
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void sigtermSavesTheStepUnderWayAndExits143() throws Exception {
+        Child.Result r = terminateAfterTwoSteps("train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
+                "trainer.steps=500", "trainer.save_freq=400");
+        assertEquals(143, r.exit(), r.out());
+        assertTrue(r.out().contains("drmas: stop requested (SIGTERM or SIGINT): finishing step"), r.out());
+        Matcher m = STOPPED.matcher(r.out());
+        assertTrue(m.find(), r.out());
+        long n = Long.parseLong(m.group(1));
+        assertTrue(n >= 2, r.out());
+        assertEquals(List.of(String.format("step_%06d", n)), checkpoints(), r.out());
+        List<Long> want = new ArrayList<>();
+        for (long s = 1; s <= n; s++) want.add(s);
+        assertEquals(want, loggedSteps(run().resolve("metrics.jsonl")), "every step up to the checkpoint, once");
+    }
+
+    @Test
+    @Timeout(value = 300, unit = TimeUnit.SECONDS)
+    void sigtermToTheLauncherStopsBothRanksAfterTheSameStep() throws Exception {
+        Child.Result r = terminateAfterTwoSteps("launch", "--nproc", "2", "--threads-per-rank", "1", config().toString(),
+                "run.output_dir=" + dir.resolve("runs"), "trainer.steps=500", "trainer.save_freq=400", "distributed.timeout_s=60");
+        Matcher m = STOPPED.matcher(r.out());
+        assertTrue(m.find(), r.out());
+        long n = Long.parseLong(m.group(1));
+        assertEquals(List.of(String.format("step_%06d", n)), checkpoints(), r.out());
+        assertFalse(r.out().contains("stopping the other ranks"), r.out());
+        assertFalse(r.out().contains("Exception"), r.out());
+        assertEquals(143, r.exit(), r.out());
+    }
+}

@@ -1,0 +1,136 @@
+// StopRequestTest.java — a stop requested while training (what SIGTERM or SIGINT asks for through the
+// JVM's shutdown hook: StopRequest) ends the run after the step under way with a checkpoint of that
+// step, off the save schedule, and a resume then logs every step exactly once; without checkpoints
+// (save_freq 0) it just stops; with two ranks (threads, the real Gloo group) a request on one rank
+// stops both after the same step, both ending normally with one checkpoint. The real signal, in a
+// child JVM, is cli/StopSignalTest's.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.config.DistributedConfig;
+import dev.drmas.config.RunConfig;
+import dev.drmas.dist.DistEnv;
+import dev.drmas.dist.ProcessGroup;
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+class StopRequestTest {
+    @TempDir
+    Path tmp;
+
+    RunConfig config(Path out, String... overrides) {
+        List<String> o = new ArrayList<>(List.of("run.output_dir=" + out, "trainer.eval_freq=0", "ppo.epochs=1"));
+        o.addAll(List.of(overrides));
+        return RunConfig.parse(TrainerEndToEndTest.YAML, o);
+    }
+
+    static List<Long> loggedSteps(Path metrics) throws Exception {
+        var json = new ObjectMapper();
+        List<Long> steps = new ArrayList<>();
+        for (String line : Files.readAllLines(metrics)) if (!line.isBlank()) steps.add(json.readTree(line).path("step").asLong());
+        return steps;
+    }
+
+    @Test
+    void aStopSavesTheStepUnderWayAndTheResumeGoesOnFromIt() throws Exception {
+        Path out = tmp.resolve("one");
+        var log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=6", "trainer.save_freq=4"), new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            t.stepHook = () -> {
+                if (t.step() == 2) t.requestStop();  // during step 3
+            };
+            t.train();
+            assertEquals(3, t.step());
+        }
+        Path cps = out.resolve("e2e/checkpoints");
+        String said = log.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("drmas: stopped after step 3 as requested; checkpoint " + cps.resolve("step_000003")), said);
+        assertTrue(Files.isRegularFile(cps.resolve("step_000003").resolve(Checkpoints.STATE_FILE)), "the step's checkpoint, off the schedule");
+        assertEquals(List.of(1L, 2L, 3L), loggedSteps(out.resolve("e2e/metrics.jsonl")));
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=6", "trainer.save_freq=4"), TrainerEndToEndTest.QUIET)) {
+            assertEquals(3, t.step());
+            t.train();
+            assertEquals(6, t.step());
+        }
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L), loggedSteps(out.resolve("e2e/metrics.jsonl")));
+    }
+
+    @Test
+    void withoutCheckpointsAStopJustEnds() throws Exception {
+        Path out = tmp.resolve("none");
+        var log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=5", "trainer.save_freq=0"), new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            t.stepHook = () -> {
+                if (t.step() == 1) t.requestStop();
+            };
+            t.train();
+            assertEquals(2, t.step());
+        }
+        String said = log.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("drmas: stopped after step 2 as requested; no checkpoint (trainer.save_freq is 0)"), said);
+        assertFalse(Files.exists(out.resolve("e2e/checkpoints/step_000002")));
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aStopOnOneRankStopsBothAfterTheSameStep() throws Exception {
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        var dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1, false);
+        Path out = tmp.resolve("shared");
+        ExecutorService ex = Executors.newFixedThreadPool(2);
+        List<String> errors = new ArrayList<>();
+        List<Long> steps = new ArrayList<>();
+        try {
+            List<Future<Object>> fs = new ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                var env = new DistEnv("127.0.0.1", port, r, 2, r);
+                RunConfig cfg = config(out, "run.threads=1", "trainer.steps=5", "trainer.save_freq=4");
+                int rank = r;
+                fs.add(ex.submit(() -> {
+                    try (var pg = new ProcessGroup(env, dc, false); Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET, pg)) {
+                        if (rank == 1) {
+                            t.stepHook = () -> {
+                                if (t.step() == 1) t.requestStop();  // rank 1 alone, during step 2
+                            };
+                        }
+                        t.train();
+                        return t.step();
+                    } catch (Exception e) {
+                        return e.toString();
+                    }
+                }));
+            }
+            for (var f : fs) {
+                Object o = f.get(140, TimeUnit.SECONDS);
+                if (o instanceof Long l) steps.add(l);
+                else errors.add((String) o);
+            }
+        } finally {
+            ex.shutdownNow();
+        }
+        assertEquals(List.of(), errors);
+        assertEquals(List.of(2L, 2L), steps, "both ranks stop after step 2");
+        Path cps = out.resolve("e2e/checkpoints");
+        assertTrue(Files.isRegularFile(cps.resolve("step_000002").resolve(Checkpoints.STATE_FILE)));
+        assertEquals(List.of("step_000002"), CheckpointRetentionTest.folders(cps));
+    }
+}
