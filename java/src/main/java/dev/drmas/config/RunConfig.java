@@ -239,6 +239,61 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         return resolve(tree, overrides, dot > 0 ? file.substring(0, dot) : file);
     }
 
+    /**
+     * As {@link #load(Path)} for a config written by another version of drmas (a checkpoint's
+     * config.yaml after an upgrade): keys this version does not know are left out, each passed to
+     * {@code ignored}, instead of failing the whole file; any other problem still throws.
+     */
+    public static RunConfig loadIgnoringUnknownKeys(Path yaml, java.util.function.Consumer<String> ignored) {
+        ConfigTree tree = ConfigTree.read(yaml, "run.name");
+        String file = yaml.getFileName().toString();
+        int dot = file.lastIndexOf('.');
+        String name = dot > 0 ? file.substring(0, dot) : file;
+        for (int tries = 0; ; tries++) {
+            try {
+                return resolve(tree, List.of(), name);
+            } catch (ConfigException e) {
+                if (tries >= 1000 || e.key() == null || e.problem() == null || !e.problem().startsWith("unknown key")
+                        || !removeKey(tree.root, e.key())) {
+                    throw e;
+                }
+                ignored.accept(e.key());
+            }
+        }
+    }
+
+    /** Removes the entry at a key path (a.b, a[2].b) from a parsed tree; false when it is not there. */
+    @SuppressWarnings("unchecked")
+    private static boolean removeKey(Map<String, Object> root, String key) {
+        Object at = root;
+        String[] parts = key.split("\\.");
+        for (int i = 0; i < parts.length; i++) {
+            String part = parts[i];
+            int bracket = part.indexOf('[');
+            String name = bracket < 0 ? part : part.substring(0, bracket);
+            boolean last = i == parts.length - 1 && bracket < 0;
+            if (!(at instanceof Map<?, ?> m) || !m.containsKey(name)) return false;
+            if (last) {
+                ((Map<String, Object>) m).remove(name);
+                return true;
+            }
+            at = m.get(name);
+            for (int b = bracket; b >= 0; b = part.indexOf('[', b + 1)) {
+                int close = part.indexOf(']', b);
+                if (close < 0 || !(at instanceof List<?> l)) return false;
+                int index;
+                try {
+                    index = Integer.parseInt(part.substring(b + 1, close));
+                } catch (NumberFormatException e) {
+                    return false;
+                }
+                if (index < 0 || index >= l.size()) return false;
+                at = l.get(index);
+            }
+        }
+        return false;
+    }
+
     /** Parses YAML text (without {@code extends}, which needs a file) and applies {@code overrides}. */
     public static RunConfig parse(String yaml, List<String> overrides) {
         ConfigTree tree = ConfigTree.parse(yaml, "<config>");

@@ -47,10 +47,19 @@ final class ResumeCheck {
         Path earlierFile = Files.isRegularFile(checkpoint.resolve(CONFIG_FILE)) ? checkpoint.resolve(CONFIG_FILE) : runDir.resolve("config.yaml");
         RunConfig earlier = null;
         if (Files.isRegularFile(earlierFile)) {
+            // written by another version of drmas (an upgrade between a preemption and the resume): the keys it had that
+            // this version does not know are left out, and the rest compared; they used to make the whole comparison
+            // fall back to the model shapes, and a changed seed or data then went through in silence
+            List<String> unknown = new ArrayList<>();
             try {
-                earlier = RunConfig.load(earlierFile);
+                earlier = RunConfig.loadIgnoringUnknownKeys(earlierFile, unknown::add);
             } catch (RuntimeException e) {
-                log.println("drmas: cannot compare with " + earlierFile + " (" + e.getMessage() + "); only the model shapes are checked");
+                fatal.add(earlierFile + ": cannot be read to compare with (" + e.getMessage() + "); fix it (it is the config the "
+                        + "checkpoint was written with) or start a new run");
+            }
+            if (!unknown.isEmpty()) {
+                log.println("drmas: warning: " + earlierFile + " has keys this version of drmas does not know (" + String.join(", ", unknown)
+                        + "); they are left out of the comparison with the checkpoint");
             }
         }
         if (earlier != null) {
