@@ -175,7 +175,12 @@ public final class Trainer implements AutoCloseable {
                 }
                 refuseBranching(cfg, cp);
             }
-            return new Trainer(cfg, log, cp, dist, openedHook);
+            try {
+                return new Trainer(cfg, log, cp, dist, openedHook);
+            } catch (RuntimeException e) {
+                if (cp != null && dist.isMaster()) hintAtDamagedCheckpoint(cfg, cp, e, log);
+                throw e;
+            }
         } catch (RuntimeException | Error e) {
             // what one rank alone met (a file only it sees, rank 0's setup of the run folder, an out-of-memory, a fault
             // reading a mapped checkpoint file inside a sharded resume's spreading): the others, at their next ready
@@ -183,6 +188,22 @@ public final class Trainer implements AutoCloseable {
             dist.announceFailure("opening the trainer", e);
             throw e;
         }
+    }
+
+    /**
+     * A checkpoint that cannot be read (a file truncated by a full disk or a copy, a bit flip) stops
+     * the run naming the file; the way on, to the checkpoint before it, is said here, as resuming
+     * that one by path is refused while the damaged one is there (refuseBranching).
+     */
+    private static void hintAtDamagedCheckpoint(RunConfig cfg, Path cp, RuntimeException e, PrintStream log) {
+        if (e instanceof ConfigException || e.getMessage() == null || !e.getMessage().contains(cp.toString())) return;
+        Checkpoints cps = new Checkpoints(cfg.run().runDir().resolve("checkpoints"));
+        long at = Checkpoints.stepOf(cp);
+        Path before = null;
+        for (Path p : cps.complete()) if (Checkpoints.stepOf(p) < at) before = p;
+        if (before == null) return;
+        log.println("drmas: the checkpoint " + cp + " cannot be read; to resume the one before it (" + before.getFileName()
+                + "), move " + cp.getFileName() + " out of " + cps.root() + " and run the same command again");
     }
 
     /**

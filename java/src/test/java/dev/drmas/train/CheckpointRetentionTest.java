@@ -135,6 +135,30 @@ class CheckpointRetentionTest {
     }
 
     @Test
+    void aDamagedNewestCheckpointIsNamedWithTheWayBackToTheOneBefore() throws Exception {
+        Path out = tmp.resolve("damaged");
+        Path cps = out.resolve("e2e/checkpoints");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        Path optim = cps.resolve("step_000004/optim/policy.safetensors");
+        byte[] whole = Files.readAllBytes(optim);
+        Files.write(optim, java.util.Arrays.copyOf(whole, whole.length / 2));  // a copy cut short
+        var log = new ByteArrayOutputStream();
+        var e = assertThrows(RuntimeException.class, () -> Trainer.open(config(out, "trainer.steps=6", "trainer.save_freq=2"),
+                new PrintStream(log, true, StandardCharsets.UTF_8)).close());
+        assertTrue(e.getMessage().contains(optim.toString()), e.getMessage());
+        String said = log.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("the checkpoint " + cps.resolve("step_000004") + " cannot be read; to resume the one before it "
+                + "(step_000002), move step_000004 out of " + cps), said);
+        // doing so resumes step 2
+        Files.move(cps.resolve("step_000004"), tmp.resolve("step_000004.damaged"));
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=6", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            assertEquals(2, t.step());
+        }
+    }
+
+    @Test
     void aResumedRunWithNothingToTrainSaysSo() throws Exception {
         Path out = tmp.resolve("done");
         try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
