@@ -195,8 +195,8 @@ __global__ void advantage_kernel(const unsigned long long* gate, drmas_norm_conf
 }
 
 // diagnostics[f * S + u * K + k], S = num_uids * K: the agent segment's and its group's
-// (count, mean, M2, std) and Lemma 4.2's inflation (NaN for an empty agent segment or a
-// zero group std).
+// (count, mean, M2, std) and Lemma 4.2's inflation from population variances (NaN for an empty
+// agent segment or a zero group std).
 __global__ void advantage_diagnostics_kernel(int64_t num_uids, int64_t num_agents, int ddof,
                                              ConstSegmentAccumulators agents,
                                              ConstSegmentAccumulators groups,
@@ -212,8 +212,9 @@ __global__ void advantage_diagnostics_kernel(int64_t num_uids, int64_t num_agent
         double inflation = nan_value;
         if (a.count > 0 && g.std != 0.0) {
             const double shift = a.mean - g.mean;
-            // products rounded apart, not contracted into an FMA (nvcc's default): the CPU's formula
-            inflation = __dadd_rn(__dmul_rn(a.std, a.std), __dmul_rn(shift, shift)) / __dmul_rn(g.std, g.std);
+            // population variances (M2 / n), as cpu.cpp's write_diag says why; the product rounded
+            // apart, not contracted into an FMA (nvcc's default): the CPU's formula
+            inflation = __dadd_rn(agents.m2[s] / a.count, __dmul_rn(shift, shift)) / (groups.m2[u] / g.count);
         }
         double* d = diagnostics + s;
         d[DRMAS_DIAG_AGENT_COUNT * num_segments] = a.count;

@@ -150,8 +150,10 @@ typedef struct drmas_norm_config {
  * S = num_uids * num_agents, K = num_agents. Group fields repeat the group's statistics
  * (as pooled by the config) for every agent of the group. Std fields follow cfg.ddof with
  * the segment_stats convention (0 when count <= ddof). INFLATION is Lemma 4.2's
- * (sigma_uk^2 + (mu_uk - mu_u)^2) / sigma_u^2, NaN where the agent segment is empty or
- * sigma_u = 0. Statistics are the segments' own, before any singleton policy. */
+ * (sigma_uk^2 + (mu_uk - mu_u)^2) / sigma_u^2 with population variances whatever ddof
+ * (sigma_uk^2 = AGENT_M2 / AGENT_COUNT, sigma_u^2 = GROUP_M2 / GROUP_COUNT, the group as pooled),
+ * NaN where the agent segment is empty or GROUP_STD = 0. Statistics are the segments' own,
+ * before any singleton policy. */
 #define DRMAS_DIAG_AGENT_COUNT 0
 #define DRMAS_DIAG_AGENT_MEAN 1
 #define DRMAS_DIAG_AGENT_M2 2

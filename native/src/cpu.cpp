@@ -272,9 +272,13 @@ void write_diag(const AdvArgs& a, int64_t u, int64_t k, double acount, double am
     d[DRMAS_DIAG_GROUP_MEAN * S + s] = gmean;
     d[DRMAS_DIAG_GROUP_M2 * S + s] = gm2;
     d[DRMAS_DIAG_GROUP_STD * S + s] = gstd;
+    // Lemma 4.2 bounds the agent's mean of A² under the group baseline relative to the group's:
+    // means over the rows (or pooled trajectories), so population variances (n, not n − 1) whatever
+    // ddof the normalisation uses; with n − 1 an agent of few rows showed a factor above 1 where its
+    // E[A²] equals the group's. Defined where the normalisation's group std is not 0.
     const double dm = amean - gmean;
     d[DRMAS_DIAG_INFLATION * S + s] =
-        (acount > 0 && gstd > 0) ? (astd * astd + dm * dm) / (gstd * gstd) : kNaN;
+        (acount > 0 && gstd > 0) ? (am2 / acount + dm * dm) / (gm2 / gcount) : kNaN;
 }
 
 // Pass 3 of a run, specialised so that the per-row loop has no mode or pooling branch.

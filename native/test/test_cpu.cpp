@@ -82,6 +82,57 @@ static void test_hand_example() {
     CHECK(a[0] == 0.0f && a[1] == 0.0f, "grpo rows at the group mean must be exactly 0");
 }
 
+// Lemma 4.2's inflation is the agent's mean of A² under the group baseline over the group's, so a
+// ratio of population variances. One task, 8 trajectories, 4 succeed (1, else 0); agent 0 acts in
+// every trajectory, agent 1 in trajectories 0 and 4 only (one success, one failure). Under GRPO
+// both agents' rows have E[A²] = 0.25/σ_u², so both factors are exactly 1, with either pooling and
+// either ddof: trajectories {1,1,1,1,0,0,0,0} (mean 0.5, M2 2, variance 2/8); rows add agent 1's
+// {1, 0} (M2 2.5 over 10); agent 1 {1, 0}: mean 0.5, M2 0.5, variance 0.5/2. With n − 1 agent 1's
+// factor was 0.5 / (2/7) = 1.75.
+static void test_inflation_population() {
+    const float s[] = {1, 1, 1, 1, 1, 0, 0, 0, 0, 0};
+    const int32_t uid[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    const int32_t traj[] = {0, 0, 1, 2, 3, 4, 4, 5, 6, 7};
+    const int32_t ag[] = {0, 1, 0, 0, 0, 0, 1, 0, 0, 0};
+    const int64_t n = 10, S = 2;
+    for (int pool : {DRMAS_POOL_TRAJECTORIES, DRMAS_POOL_ROWS})
+        for (int ddof : {1, 0}) {
+            drmas_norm_config c = cfg_of(kGrpo);
+            c.global_pooling = pool;
+            c.ddof = ddof;
+            float a[10];
+            double d[DRMAS_DIAG_FIELDS * 2];
+            const int st = drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, n, s, uid, traj, ag, 1, 8, 2, a, d, nullptr);
+            CHECK(st == 0, "pool %d ddof %d: %s", pool, ddof, drmas_last_error());
+            if (st != 0) continue;
+            double sq[2] = {0, 0}, cnt[2] = {0, 0};
+            for (int64_t i = 0; i < n; ++i) {
+                sq[ag[i]] += (double)a[i] * a[i];
+                cnt[ag[i]] += 1;
+            }
+            CHECK(close(sq[1] / cnt[1], sq[0] / cnt[0], 1e-6, 1e-6), "pool %d ddof %d: the premise, equal E[A²]: %g vs %g", pool, ddof,
+                  sq[1] / cnt[1], sq[0] / cnt[0]);
+            for (int k = 0; k < 2; ++k)
+                CHECK(d[DRMAS_DIAG_INFLATION * S + k] == 1.0, "pool %d ddof %d agent %d: inflation %.17g, want exactly 1", pool, ddof, k,
+                      d[DRMAS_DIAG_INFLATION * S + k]);
+        }
+    // A factor other than 1: four trajectories, agent 0 in each, agent 1 in the first two only;
+    // trajectory scores S = {1, 0, 1, 1} (agent 1 scores 1 and 0 with them): mean 3/4, variance 3/16.
+    // Agent 0 {1, 0, 1, 1}: its group's statistics, factor 1. Agent 1 {1, 0}: mean 1/2, variance
+    // 1/4, shift 1/4: (1/4 + 1/16) / (3/16) = 5/3, its mean of (S − 3/4)² (5/16) over the
+    // trajectories' (3/16). With n − 1: (1/2 + 1/16) / (1/4) = 2.25.
+    {
+        const float s2[] = {1, 1, 0, 0, 1, 1};
+        const int32_t u2[] = {0, 0, 0, 0, 0, 0}, t2[] = {0, 0, 1, 1, 2, 3}, a2[] = {0, 1, 0, 1, 0, 0};
+        drmas_norm_config c = cfg_of(kGrpo);
+        float a[6];
+        double d[DRMAS_DIAG_FIELDS * 2];
+        CHECK(drmas_advantage_f32(DRMAS_DEVICE_CPU, &c, 6, s2, u2, t2, a2, 1, 4, 2, a, d, nullptr) == 0, "%s", drmas_last_error());
+        CHECK(d[DRMAS_DIAG_INFLATION * S + 0] == 1.0 && close(d[DRMAS_DIAG_INFLATION * S + 1], 5.0 / 3, 0, 1e-15),
+              "inflation %.17g %.17g, want 1 and 5/3", d[DRMAS_DIAG_INFLATION * S + 0], d[DRMAS_DIAG_INFLATION * S + 1]);
+    }
+}
+
 struct Rows {
     std::vector<float> s;
     std::vector<int32_t> uid, traj, agent;
@@ -2852,6 +2903,7 @@ static void test_sample() {
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
+    test_inflation_population();
     test_layout_invariance();
     test_threads_agree();
     test_constant_segments();

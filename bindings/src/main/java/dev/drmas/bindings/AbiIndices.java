@@ -17,7 +17,7 @@ public final class AbiIndices {
     public static final int DIAG_GROUP_MEAN = 5;
     public static final int DIAG_GROUP_M2 = 6;
     public static final int DIAG_GROUP_STD = 7;
-    /** Lemma 4.2's (σ_uk² + (μ_uk − μ_u)²) / σ_u², NaN where undefined. */
+    /** Lemma 4.2's (σ_uk² + (μ_uk − μ_u)²) / σ_u² with population variances (M2 / count), NaN where undefined. */
     public static final int DIAG_INFLATION = 8;
     /** Fields per (uid, agent) segment. */
     public static final int DIAG_FIELDS = 9;

@@ -16,7 +16,8 @@ public record AdvantageSummary(int agent, long rows, double scoreMean, double ad
 
     /**
      * Lemma 4.2's inflation factor of segment {@code seg} (of {@code segs}) in the diagnostics of
-     * {@link Advantages#computeWithDiagnostics}, or NaN where it is undefined: the group's std is 0,
+     * {@link Advantages#computeWithDiagnostics} (a ratio of population variances, drmas.h), or NaN
+     * where it is undefined: the group's std is 0,
      * or no more than {@link #RELATIVE_STD_FLOOR} times the group's mean. One rule for every place
      * that reports the factor (this summary, the trainer's step metrics).
      */

@@ -209,9 +209,10 @@ class HandComputedExamplesTest {
 
     /*
      * Diagnostics of example 1, Dr. MAS with trajectory pooling (unbiased). Segment j = u·2 + k.
-     * Inflation (σ_uk² + (μ_uk − μ_u)²)/σ_u²:
-     *   (0,0): (35/192 + (1/48)²)/(1/48) = 8.770833;  (0,1): (1/2 + (1/12)²)·48 = 24.333333
-     *   (1,0): (4.5 + 1)/0.5 = 11;  (1,1): (0 + 1.5²)/0.5 = 4.5;  u2: σ_u = 0 → NaN
+     * Inflation (σ_uk² + (μ_uk − μ_u)²)/σ_u² with population variances (M2/n) whatever ddof:
+     *   (0,0): (0.546875/4 + (1/48)²)/((1/24)/3) = (35/256 + 1/2304)·72 = 9.875
+     *   (0,1): (0.5/2 + (1/12)²)·72 = 18.5
+     *   (1,0): (4.5/2 + 1)/(0.5/2) = 13;  (1,1): (0 + 1.5²)/0.25 = 9;  u2: σ_u = 0 → NaN
      */
     @Test
     void example1Diagnostics() {
@@ -226,7 +227,7 @@ class HandComputedExamplesTest {
                 /* group mean  */ 1.25 / 3, 1.25 / 3, 4.5, 4.5, 2, 2,
                 /* group M2    */ 1.0 / 24, 1.0 / 24, 0.5, 0.5, 0, 0,
                 /* group std   */ Math.sqrt(1.0 / 48), Math.sqrt(1.0 / 48), Math.sqrt(0.5), Math.sqrt(0.5), 0, 0,
-                /* inflation   */ 8.0 + 37.0 / 48, 24.0 + 1.0 / 3, 11, 4.5, nan, nan};
+                /* inflation   */ 9.875, 18.5, 13, 9, nan, nan};
         Tolerance.assertClose("reference diagnostics", ReferenceKernels.diagnostics(c, S, U, T, K, 3, 6, 2),
                 expected, 1e-12, 1e-12);
         Tolerance.assertClose("native diagnostics",

@@ -69,12 +69,14 @@ class MergeAndSummaryTest {
         assertEquals(3, sum[1].rows());
         assertEquals(1.0 / 3, sum[1].scoreMean(), 1e-7);
 
-        // Inflation in uid 0 (trajectory pooling): S = {0.5, 0, 1}, mu = 0.5, sigma^2 = 0.25.
-        // agent 0 {1, 0, 1}: mu_k = 2/3, sigma_k^2 = 1/3 -> (1/3 + 1/36) / 0.25 = 13/9
-        // agent 1 {0, 0, 1}: mu_k = 1/3, sigma_k^2 = 1/3 -> (1/3 + 1/36) / 0.25 = 13/9
+        // Inflation in uid 0 (trajectory pooling), population variances: S = {0.5, 0, 1}, mu = 0.5,
+        // sigma^2 = 0.5/3 = 1/6.
+        // agent 0 {1, 0, 1}: mu_k = 2/3, sigma_k^2 = (2/3)/3 = 2/9 -> (2/9 + 1/36) / (1/6) = 3/2
+        // agent 1 {0, 0, 1}: mu_k = 1/3, sigma_k^2 = 2/9 -> (2/9 + 1/36) / (1/6) = 3/2
         // uid 1: S = {0.5, 0.5}, sigma = 0 -> undefined (NaN), so it is left out of the mean.
-        assertEquals(13.0 / 9, sum[0].inflationMean(), 1e-9);
-        assertEquals(13.0 / 9, sum[0].inflationMax(), 1e-9);
+        assertEquals(1.5, sum[0].inflationMean(), 1e-9);
+        assertEquals(1.5, sum[0].inflationMax(), 1e-9);
+        assertEquals(1.5, sum[1].inflationMean(), 1e-9);
         assertEquals(1, sum[0].inflationGroups());
         assertEquals(1, sum[1].inflationGroups());
         assertTrue(Double.isNaN(r.diagnostics()[AbiIndices.DIAG_INFLATION * 4 + 2]), "uid 1, agent 0: sigma_u = 0");

@@ -174,9 +174,10 @@ public final class ReferenceKernels {
                 d[AbiIndices.DIAG_GROUP_MEAN * s + j] = grp.mean();
                 d[AbiIndices.DIAG_GROUP_M2 * s + j] = grp.m2();
                 d[AbiIndices.DIAG_GROUP_STD * s + j] = grp.std();
+                // Lemma 4.2's ratio of the agent's mean of A² to the group's: population variances (M2 / n)
                 double diff = agt.mean() - grp.mean();
                 d[AbiIndices.DIAG_INFLATION * s + j] = (agt.count() == 0 || grp.std() == 0.0) ? Double.NaN
-                        : (agt.std() * agt.std() + diff * diff) / (grp.std() * grp.std());
+                        : (agt.m2() / agt.count() + diff * diff) / (grp.m2() / grp.count());
             }
         }
         return d;

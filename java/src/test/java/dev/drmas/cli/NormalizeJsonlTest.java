@@ -1,7 +1,8 @@
 // NormalizeJsonlTest.java — the streaming JSONL reader and writer of `drmas normalize` (issue 17,
 // item 6) against the implementation it replaced: on the test inputs, every output byte and the
 // --summary text equal files that the old Jackson-tree code wrote (src/test/resources/normalize/,
-// made once with it, for four configurations). Then what the new code decides itself (numbers and
+// made once with it, for four configurations; the summaries' inflation columns re-recorded when
+// Lemma 4.2's factor moved to population variances, every other byte as written then). Then what the new code decides itself (numbers and
 // escapes as written, trailing text refused), malformed lines anywhere (block boundaries, the last
 // line, after blank lines) leaving no output, long lines, CRLF, stdin, and the byte-level helpers
 // (UTF-8 check, number parsing, the advantage's decimal form, whitespace removal) against the

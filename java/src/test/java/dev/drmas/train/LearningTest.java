@@ -101,7 +101,8 @@ class LearningTest {
             double sum = 0;
             int count = 0;
             for (int u = 0; u < groups; u++) {
-                // the group's statistics over trajectory means (trajectory pooling), unbiased
+                // the group's statistics over trajectory means (trajectory pooling); Lemma 4.2's factor is a
+                // ratio of mean squares, so population variances (n), not the normalisation's n − 1
                 double[] traj = new double[n];
                 int[] rows = new int[n];
                 List<Double> agent = new ArrayList<>();
@@ -113,10 +114,12 @@ class LearningTest {
                 }
                 for (int t = 0; t < n; t++) traj[t] /= rows[t];
                 double mu = mean(traj), var = variance(traj, mu);
-                // undefined where the group's std is 0 or rounding noise (AdvantageSummary's floor)
+                // undefined where the group's std (the normalisation's, n − 1) is 0 or rounding noise
+                // (AdvantageSummary's floor)
                 if (agent.isEmpty() || !(Math.sqrt(var) > AdvantageSummary.RELATIVE_STD_FLOOR * Math.abs(mu))) continue;
                 double[] ak = agent.stream().mapToDouble(Double::doubleValue).toArray();
-                double muK = mean(ak), varK = ak.length > 1 ? variance(ak, muK) : 0;
+                double muK = mean(ak), varK = populationVariance(ak, muK);
+                var = populationVariance(traj, mu);
                 sum += (varK + (muK - mu) * (muK - mu)) / var;
                 count++;
             }
@@ -196,5 +199,11 @@ class LearningTest {
         double ss = 0;
         for (double v : x) ss += (v - mean) * (v - mean);
         return x.length > 1 ? ss / (x.length - 1) : 0;
+    }
+
+    static double populationVariance(double[] x, double mean) {
+        double ss = 0;
+        for (double v : x) ss += (v - mean) * (v - mean);
+        return ss / x.length;
     }
 }

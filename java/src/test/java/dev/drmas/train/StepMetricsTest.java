@@ -1,7 +1,9 @@
 // StepMetricsTest.java — the per-agent metrics of a step from its rows and the kernel's
 // diagnostics: Lemma 4.2's inflation is logged by the rule `drmas compare` reports it by
 // (AdvantageSummary), so that a group whose std is only float rounding noise does not log a factor
-// of ~1e14, and σ_k averages only the agent segments of two rows or more, where a std is defined.
+// of ~1e14, and is the ratio of population variances (an agent acting in 2 of 8 trajectories, one
+// success and one failure, logs 1 like the agent acting in all); σ_k averages only the agent
+// segments of two rows or more, where a std is defined.
 // The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
 // Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
 // one), and no PPO statistics for a model that had no rows.
@@ -27,6 +29,7 @@ import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
 import dev.drmas.rollout.Completion;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -73,6 +76,27 @@ class StepMetricsTest {
             assertEquals(summary[a].inflationMean(), m.get(key), 1e-12, key);
             assertTrue(m.get(key) < 10, key + " = " + m.get(key));
         }
+    }
+
+    @Test
+    void inflationIsTheRatioOfPopulationVariances() {
+        // One task, 8 trajectories, 4 succeed; the solver acts in each, the verifier in trajectories 0
+        // and 4 only (one success, one failure). Under GRPO both agents' rows have E[A²] = 0.25/σ², so
+        // Lemma 4.2's factor is 1 for both: trajectories {1,1,1,1,0,0,0,0} have variance 2/8, the
+        // verifier's {1, 0} 0.5/2, its shift 0. With n − 1 variances the verifier logged 0.5/(2/7) = 1.75.
+        List<Episode> eps = new ArrayList<>();
+        for (int t = 0; t < 8; t++) {
+            eps.add(t % 4 == 0 ? episode(0, t, true) : new Episode(0, t, "q", "a", List.of(step(0, true)), "", true, Map.of()));
+        }
+        RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS.subList(0, 1), eps, 8,
+                new RolloutBatchTest.TableWorkload(new double[] {1, 1, 1, 1, 0, 0, 0, 0}));
+        Advantages.Result adv = b.advantages(NormConfig.of(NormMode.GRPO), 2);
+        Map<String, Double> m = new LinkedHashMap<>();
+        StepMetrics.agents(new StepMetrics.Step(1, b, adv, new PpoUpdater.Stats[0], 0, new long[3], null, 0), TEAM, Collective.single(), m);
+        assertEquals(2.0, m.get("agent/verifier/rows"), "the premise: the verifier acts twice");
+        assertEquals(m.get("agent/solver/adv_sq_mean"), m.get("agent/verifier/adv_sq_mean"), 1e-6, "the premise: equal E[A²]");
+        assertEquals(1.0, m.get("agent/solver/inflation"), "agent/solver/inflation");
+        assertEquals(1.0, m.get("agent/verifier/inflation"), "agent/verifier/inflation");
     }
 
     @Test
