@@ -37,12 +37,17 @@ import dev.drmas.algo.SettingException;
  * @param dualClip        c &gt; 1: the loss of a token with A &lt; 0 is at most −A·c; null (or 0)
  *                        turns it off; default 3.0
  * @param lossAgg         {@code token-mean} (default), {@code seq-mean-token-sum},
- *                        {@code seq-mean-token-mean} or {@code seq-mean-token-sum-norm}
+ *                        {@code seq-mean-token-mean} or {@code seq-mean-token-sum-norm}: how the
+ *                        policy loss (and the KL term) is aggregated. The entropy bonus is not: it
+ *                        is always the mean over the mini-batch's response tokens (all ranks), where
+ *                        verl aggregates it with loss_agg_mode too; a deliberate choice, the same
+ *                        under token-mean, the default and the reference scripts' mode
  * @param klCoef          weight of the KL to the reference policy in the loss, &gt;= 0; &gt; 0
  *                        needs reference_model; default 0
  * @param klType          KL estimator: {@code k1}, {@code k2}, {@code k3} (default; also
  *                        {@code low_var_kl}) or {@code none}
- * @param entropyCoef     weight of the entropy bonus, &gt;= 0; default 0
+ * @param entropyCoef     weight of the entropy bonus, &gt;= 0 (a per-token mean over the
+ *                        mini-batch whatever loss_agg says); default 0
  * @param referenceModel  keep a frozen copy of each model's initial weights and compute the KL to
  *                        it (logged, and in the loss when kl_coef &gt; 0); default false
  * @param fusedLmHead     the fused LM head (dev.drmas.algo.FusedLmHead) in the update and the log-prob
