@@ -9,8 +9,12 @@ import java.util.List;
  * @param betas       AdamW (β1, β2), each in [0, 1); default [0.9, 0.999]
  * @param eps         AdamW ε, &gt; 0; default 1e-8
  * @param weightDecay decoupled weight decay, &gt;= 0; default 0.01
- * @param warmupSteps linear warm-up from 0 to lr over this many optimiser steps, then constant;
- *                    default 0
+ * @param warmupSteps linear warm-up over this many optimiser steps W, then constant: step i
+ *                    (from 0) uses lr·(i + 1)/W, so the first step takes lr/W and step W − 1 the
+ *                    full lr (AdamW.lrOfStep); default 0 (lr from the first step). Counted in
+ *                    optimiser steps, not training steps: a training step of n mini-batches
+ *                    (ppo.updates_per_step, or rows / mini_batch_size) advances it by n, where
+ *                    verl's scheduler advances once per training step
  * @param gradClip    clip the model's gradient norm to this; 0 = no clipping (the norm is still
  *                    computed, and a non-finite norm still skips the step); default 1.0
  */

@@ -38,7 +38,7 @@ import org.bytedeco.pytorch.global.torch;
 public final class PpoUpdater {
     /**
      * @param epochs            passes over the rows
-     * @param miniBatchRows     rows per optimiser step
+     * @param miniBatchRows     rows per optimiser step (when updatesPerStep is 0)
      * @param microBatchRows    rows per forward/backward (gradients accumulate over a mini-batch;
      *                          the loss is normalised over the whole mini-batch, so the result does
      *                          not depend on it)
@@ -62,10 +62,22 @@ public final class PpoUpdater {
      *                          passes, instead of TeacherForcing's materialised logits; the same loss
      *                          and gradients up to rounding. CPU and CUDA models (the kernel runs where
      *                          the model is)
+     * @param updatesPerStep    0, or the optimiser steps of each epoch whatever the row count (the
+     *                          Dr. MAS reference's adaptive mini-batch size, ppo.updates_per_step): the
+     *                          global rows, all ranks together, cut into that many mini-batches of
+     *                          ⌈rows / n⌉ or ⌊rows / n⌋ rows (one per row when there are fewer rows);
+     *                          miniBatchRows is then unused
      */
     public record Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                            double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent,
-                           boolean shuffle, int maxTokensPerMicroBatch, boolean fusedLmHead) {
+                           boolean shuffle, int maxTokensPerMicroBatch, boolean fusedLmHead, int updatesPerStep) {
+        public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
+                        double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent, boolean shuffle,
+                        int maxTokensPerMicroBatch, boolean fusedLmHead) {
+            this(epochs, miniBatchRows, microBatchRows, temperature, entropyCoef, gradClip, loss, constantNormalizer,
+                    gradNormPerAgent, shuffle, maxTokensPerMicroBatch, fusedLmHead, 0);
+        }
+
         public Settings(int epochs, int miniBatchRows, int microBatchRows, double temperature, double entropyCoef,
                         double gradClip, LossConfig loss, double constantNormalizer, boolean gradNormPerAgent, boolean shuffle,
                         int maxTokensPerMicroBatch) {
@@ -97,6 +109,7 @@ public final class PpoUpdater {
             if (microBatchRows < 1) throw new IllegalArgumentException("ppo.micro_batch_size must be >= 1, got " + microBatchRows);
             if (epochs < 1) throw new IllegalArgumentException("ppo.epochs must be >= 1, got " + epochs);
             if (miniBatchRows < 1) throw new IllegalArgumentException("ppo.mini_batch_size must be >= 1, got " + miniBatchRows);
+            if (updatesPerStep < 0) throw new IllegalArgumentException("ppo.updates_per_step must be >= 0 (0 = off), got " + updatesPerStep);
             if (!(gradClip >= 0)) throw new IllegalArgumentException("grad_clip must be >= 0, got " + gradClip);
             if (loss.aggregation().divisor() == LossAggregation.Divisor.CONSTANT && !(constantNormalizer > 0)) {
                 throw new IllegalArgumentException(loss.aggregation().configName() + " needs a positive constant normaliser, got "
@@ -307,8 +320,9 @@ public final class PpoUpdater {
         for (int epoch = 0; epoch < s.epochs(); epoch++) {
             // the permutation of the global rows: the same on every rank, whatever the world size
             int[] order = s.shuffle() ? permutation(g.total(), rng) : identity(g.total());
-            for (int from = 0; from < order.length; from += s.miniBatchRows()) {
-                int to = Math.min(order.length, from + s.miniBatchRows());
+            int[] cuts = miniBatchCuts(g.total());
+            for (int c = 0; c + 1 < cuts.length; c++) {
+                int from = cuts[c], to = cuts[c + 1];
                 long tokens = 0;
                 for (int i = from; i < to; i++) tokens += g.length()[order[i]];
                 if (tokens == 0) continue;  // no response tokens on any rank
@@ -363,6 +377,21 @@ public final class PpoUpdater {
     }
 
     private record MiniBatch(double[] sums, double entropySum) {
+    }
+
+    /**
+     * Where an epoch's mini-batches of {@code total} global rows begin, and the end: every
+     * miniBatchRows rows, or with updatesPerStep n the balanced cut into min(n, total) parts (the
+     * bounds ⌊i·total / parts⌋). The total is all ranks' rows, so every rank cuts alike.
+     */
+    int[] miniBatchCuts(int total) {
+        int parts = s.updatesPerStep() > 0 ? Math.min(s.updatesPerStep(), total)
+                : (total + s.miniBatchRows() - 1) / s.miniBatchRows();
+        int[] cuts = new int[parts + 1];
+        for (int i = 0; i <= parts; i++) {
+            cuts[i] = s.updatesPerStep() > 0 ? (int) ((long) i * total / parts) : (int) Math.min(total, (long) i * s.miniBatchRows());
+        }
+        return cuts;
     }
 
     /** The loss divisor of a mini-batch of {@code rows} rows and {@code tokens} response tokens (all ranks together). */

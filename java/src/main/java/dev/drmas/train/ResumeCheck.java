@@ -2,13 +2,14 @@
 // model shape, one team and one workflow; a config that now asks for another (hidden 256 where the
 // checkpoint holds 128) used to be ignored in silence while config.yaml recorded the new value.
 // Changes the checkpoint cannot honour are an error naming each key with both values; the rest
-// (steps, frequencies, learning rates, logging, sampling) are allowed and logged. The earlier
-// config is the checkpoint's own config.yaml (written with it), else the run folder's; the shapes
-// are also checked against the checkpoint's config.json, which every checkpoint has. The seed and
-// the training data are fixed too when the run goes on training: the saved data position counts tasks
-// of their shuffled order (an evaluation may change them); so is a KL reference turned on, which
-// only training uses. A model's chat_template_kwargs may change, as its sampling may: the policy then
-// sees prompts rendered otherwise (Qwen3 without thinking), which the log says; the weights still fit.
+// (steps, frequencies, learning rates, the PPO update's batching, logging, sampling) are allowed
+// and logged. The earlier config is the checkpoint's own config.yaml (written with it), else the
+// run folder's; the shapes are also checked against the checkpoint's config.json, which every
+// checkpoint has. The seed and the training data are fixed too when the run goes on training: the
+// saved data position counts tasks of their shuffled order (an evaluation may change them); so is
+// a KL reference turned on, which only training uses. A model's chat_template_kwargs may change, as
+// its sampling may: the policy then sees prompts rendered otherwise (Qwen3 without thinking), which
+// the log says; the weights still fit.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;

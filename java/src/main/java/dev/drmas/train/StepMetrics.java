@@ -93,6 +93,8 @@ final class StepMetrics {
         if (st.measured()) {
             m.put(pre + "pg_loss", st.pgLoss());
             m.put(pre + "clipfrac", st.clipfrac());
+            // verl's pg_clipfrac_lower: tokens with A < 0 whose loss the dual clip (ppo.dual_clip) bounds
+            m.put(pre + "clipfrac_lower", st.clipfracLower());
             m.put(pre + "ppo_kl", st.ppoKl());
             m.put(pre + "entropy", st.entropy());
             if (hasReference) m.put(pre + "kl", st.kl());

@@ -436,7 +436,7 @@ public final class Trainer implements AutoCloseable {
         var pc = cfg.ppo();
         return new PpoUpdater.Settings(pc.epochs(), pc.miniBatchSize(), pc.microBatchSize(), cfg.rollout().temperature(),
                 pc.entropyCoef(), gradClip, cfg.lossConfig(), cfg.rollout().maxNewTokens(), cfg.trainer().gradNormPerAgent(),
-                pc.shuffle(), pc.maxTokensPerMicroBatch(), pc.fusedLmHead());
+                pc.shuffle(), pc.maxTokensPerMicroBatch(), pc.fusedLmHead(), pc.updatesPerStep());
     }
 
     /**

@@ -1,5 +1,5 @@
 // PlanCommandTest.java — `drmas plan` on the shipped GPU-server configs with the model shapes of
-// configs/shapes: the math config fits 8 x 80 GiB as shipped; a machine too small gets advice, and
+// configs/shapes: the math and search configs fit 8 x 80 GiB as shipped; a machine too small gets advice, and
 // the advice applied as overrides makes the plan fit (so the advice is checked, not only printed),
 // with the fused LM head among it (marked as not yet run on a GPU); a model folder without config.json is an error that names the key and configs/shapes;
 // a bad option exits 1, not 2 ("does not fit").
@@ -34,6 +34,16 @@ class PlanCommandTest {
         assertTrue(Pattern.compile("update micro-batch peak, checkpointing  <- configured +40\\.37 GiB +\\d+\\.\\d\\d GiB").matcher(r.out())
                 .find(), r.out());
         assertTrue(r.out().contains("fused, not yet run on a GPU:") && r.out().contains("chunks of 220 tokens"), r.out());
+        assertTrue(r.out().contains("fits: yes"), r.out());
+    }
+
+    @Test
+    void theSearchConfigFitsEightGpusOf80GiB() {
+        // as its comment says: 800 new tokens a turn and the entropy bonus within 8 x 80 GiB, with the materialised head
+        Cli.Run r = Cli.run("plan", "../configs/search-qwen2.5-7b.yaml", "models.policy.path=../configs/shapes/qwen2.5-7b",
+                "--gpus", "8", "--gpu-memory", "80");
+        assertEquals(0, r.exit(), r.out() + r.err());
+        assertTrue(r.out().contains("responses <= 800 tokens"), r.out());
         assertTrue(r.out().contains("fits: yes"), r.out());
     }
 

@@ -127,5 +127,13 @@ class SearchCommandsTest {
         RunConfig big = RunConfig.load(dirc.resolve("search-qwen2.5-7b.yaml"), List.of());
         assertEquals(RetrieverOptions.Type.HTTP, big.orchestra().options(SearchOptions.class).retriever().type());
         assertEquals("golden_answers", big.data().answerField());
+        // the reference's examples/drmas_trainer/run_search.sh: five optimiser steps a training step
+        // (ppo_mini_update_num=5), clip_ratio_high's default 0.2, entropy_coeff's default 0.001, 800 new tokens a
+        // generation call (max_response_length), avg@16 / pass@16 at temperature 0.6, top_p 0.95
+        assertEquals(List.of(5, 0.2, 0.2, 0.001), List.of(big.ppo().updatesPerStep(), big.ppo().clipLow(), big.ppo().clipHigh(),
+                big.ppo().entropyCoef()));
+        assertEquals(800, big.rollout().maxNewTokens());
+        assertEquals(List.of(16, 16, 0.6, 0.95), List.of(big.eval().k(), big.eval().samplesPerTask(), big.eval().temperature(),
+                big.eval().topP()));
     }
 }

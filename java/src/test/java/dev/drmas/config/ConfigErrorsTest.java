@@ -60,7 +60,7 @@ class ConfigErrorsTest {
         assertEquals("run.yaml:1: ppo.clip_low: expected a number, got 'a lot' (a string)", fails("ppo: {clip_low: a lot}\n"));
         assertEquals("run.yaml:1: ppo.clip_low: expected a number, got a list", fails("ppo: {clip_low: [0.1]}\n"));
         assertEquals("run.yaml:1: run.seed: expected an integer, got null", fails("run: {seed: null}\n"));
-        assertEquals("run.yaml:1: ppo: expected a section of keys (epochs, mini_batch_size, micro_batch_size, max_tokens_per_micro_batch,"
+        assertEquals("run.yaml:1: ppo: expected a section of keys (epochs, mini_batch_size, updates_per_step, micro_batch_size, max_tokens_per_micro_batch,"
                 + " shuffle, clip_low, clip_high, dual_clip, loss_agg, kl_coef, kl_type, entropy_coef, reference_model, fused_lm_head), got 3 (a number)",
                 fails("ppo: 3\n"));
         assertEquals("run.yaml:1: models.policy.optim.betas: expected a list, got 0.9 (a number)",
@@ -87,6 +87,8 @@ class ConfigErrorsTest {
             ppo: {kl_coef: -0.1}                            | ppo.kl_coef: must be a finite number >= 0, got -0.1
             algorithm: {eps: -1, scale_by_std: false}       | algorithm.eps: must be a finite number >= 0, got -1
             ppo: {mini_batch_size: 8, micro_batch_size: 16} | ppo.micro_batch_size: must be <= mini_batch_size (8), got 16
+            ppo: {updates_per_step: -1}                     | ppo.updates_per_step: must be >= 0 (0 = off: mini_batch_size rows per optimiser step), got -1
+            ppo: {updates_per_step: 1.5}                    | ppo.updates_per_step: expected an integer, got 1.5 (a number)
             ppo: {kl_coef: 0.1}                             | ppo.kl_coef: > 0 needs ppo.reference_model: true (the KL is to the reference policy)
             rollout: {top_p: 0}                             | rollout.top_p: must be in (0, 1], got 0
             rollout: {top_p: 1.5}                           | rollout.top_p: must be in (0, 1], got 1.5

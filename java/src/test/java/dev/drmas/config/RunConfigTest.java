@@ -171,7 +171,7 @@ class RunConfigTest {
         assertEquals(new SamplingParams(0.9, 50, 0.95), c.rollout().sampling());
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
                 c.normConfig());
-        assertEquals(new PpoConfig(2, 32, 8, 0, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
+        assertEquals(new PpoConfig(2, 32, 0, 8, 0, false, 0.2, 0.28, null, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, 0.001,
                 KlEstimator.K3, 0.01, true, true), c.ppo());
         assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),
                 c.lossConfig(), "dual_clip null is the loss's 0 (off)");
@@ -383,9 +383,15 @@ class RunConfigTest {
 
     @Test
     void recordsBuiltInCodeAreCheckedToo() {
-        ConfigException e = assertThrows(ConfigException.class, () -> new PpoConfig(1, 8, 16, 0, true, 0.2, 0.2, 3.0,
+        ConfigException e = assertThrows(ConfigException.class, () -> new PpoConfig(1, 8, 0, 16, 0, true, 0.2, 0.2, 3.0,
                 LossAggregation.TOKEN_MEAN, 0, KlEstimator.K3, 0, false, false));
         assertEquals("micro_batch_size: must be <= mini_batch_size (8), got 16", e.getMessage());
+        // updates_per_step sizes the mini-batches per step: mini_batch_size is unused, and not checked against
+        PpoConfig adaptive = new PpoConfig(1, 8, 5, 16, 0, true, 0.2, 0.2, 3.0, LossAggregation.TOKEN_MEAN, 0, KlEstimator.K3, 0,
+                false, false);
+        assertEquals(5, adaptive.updatesPerStep());
+        assertEquals(0, PpoConfig.defaults().updatesPerStep(), "off by default");
+        assertEquals(5, RunConfig.parse("ppo: {updates_per_step: 5, micro_batch_size: 128}\n", List.of()).ppo().updatesPerStep());
         assertNotEquals(RunConfig.defaults(), RunConfig.defaults().withOverrides(List.of("run.seed=2")));
     }
 }

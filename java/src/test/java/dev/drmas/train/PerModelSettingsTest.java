@@ -1,7 +1,8 @@
 // PerModelSettingsTest.java — what the config says reaches the update: the run's ppo/rollout keys
 // become PpoUpdater's settings (entropy bonus, temperature, Dr. GRPO's constant divisor, ...), each
 // model's optim block (with its agent's overrides) becomes that model's AdamW settings and grad
-// clip, and each model's own grad_clip bounds its own steps in a real training step. The expected
+// clip, and each model's own grad_clip bounds its own steps in a real training step, and
+// ppo.updates_per_step gives each model that many steps per epoch there. The expected
 // values are written out here, not read back from the config records.
 package dev.drmas.train;
 
@@ -111,6 +112,25 @@ class PerModelSettingsTest {
             double bigMoved = PpoUpdaterTest.maxMove(beforeBig, snapshot(p.get("big")));
             assertTrue(bigMoved > 10 * lr * clip * p.get("big").optim().steps(), "big, unclipped, moved by " + bigMoved + " in "
                     + p.get("big").optim().steps() + " steps");
+        }
+    }
+
+    @Test
+    void updatesPerStepGivesEveryModelThatManyStepsPerEpoch() {
+        // ppo.updates_per_step 3 in a real training step of the two-model team: each model (big: the solver's
+        // rows, small: the verifier's) takes 3 optimiser steps in each of the 2 epochs, where mini_batch_size 6
+        // gives big, with its 6 rows, 1 step an epoch. The entropy bonus gives both a gradient.
+        RunConfig cfg = config("ppo.updates_per_step=3", "ppo.entropy_coef=0.1");
+        try (Trainer t = Trainer.open(cfg, QUIET)) {
+            Map<String, Policies.Policy> p = t.policiesForTest();
+            Map<String, float[]> beforeBig = snapshot(p.get("big")), beforeSmall = snapshot(p.get("small"));
+            Map<String, Double> m = t.trainStep();
+            for (String id : List.of("big", "small")) {
+                assertEquals(6, p.get(id).optim().steps(), id + "'s optimiser steps");
+                assertEquals(0.0, m.get("model/" + id + "/skipped_steps"), id);
+            }
+            assertTrue(PpoUpdaterTest.maxMove(beforeBig, snapshot(p.get("big"))) > 0, "big's weights moved");
+            assertTrue(PpoUpdaterTest.maxMove(beforeSmall, snapshot(p.get("small"))) > 0, "small's weights moved");
         }
     }
 

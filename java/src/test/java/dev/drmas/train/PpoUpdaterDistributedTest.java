@@ -36,7 +36,6 @@ class PpoUpdaterDistributedTest {
     static final ModelConfig CFG = ModelConfig.tiny(Family.LLAMA, PpoUpdaterTest.VOCAB);
     // Adam's eps = 1e-3, as in PpoUpdaterTest: summation-order rounding must not become lr-sized steps
     static final AdamW.Settings OPT = new AdamW.Settings(3e-3, 0.9, 0.999, 1e-3, 0.01, 0);
-    static final PpoUpdater.Settings PPO = ppo(LossAggregation.TOKEN_MEAN);
 
     static List<PpoUpdater.Row> rows() {
         List<PpoUpdater.Row> out = new ArrayList<>();
@@ -47,22 +46,28 @@ class PpoUpdaterDistributedTest {
         return out;
     }
 
-    static PpoUpdater.Settings ppo(LossAggregation aggregation) {
-        return new PpoUpdater.Settings(2, 4, 2, 1.0, 0.01, 1.0, LossConfig.defaults().withAggregation(aggregation), 8, true);
+    static final PpoUpdater.Settings PPO = ppo(LossAggregation.TOKEN_MEAN, 0);
+
+    /** Mini-batches of 4 rows, or with {@code updatesPerStep} n &gt; 0 that many per epoch (ppo.updates_per_step). */
+    static PpoUpdater.Settings ppo(LossAggregation aggregation, int updatesPerStep) {
+        return new PpoUpdater.Settings(2, 4, 2, 1.0, 0.01, 1.0, LossConfig.defaults().withAggregation(aggregation), 8, true, true,
+                0, false, updatesPerStep);
     }
 
-    static Result update(List<PpoUpdater.Row> rows, dev.drmas.dist.Collective dist, LossAggregation aggregation) {
+    static Result update(List<PpoUpdater.Row> rows, dev.drmas.dist.Collective dist, LossAggregation aggregation, int updatesPerStep) {
         try (CausalLm m = CausalLm.random(CFG, 5); AdamW o = new AdamW(m.parameters(), OPT)) {
-            PpoUpdater.Stats st = new PpoUpdater(m, o, null, ppo(aggregation), dist, "policy").update(rows, 17);
+            PpoUpdater.Stats st = new PpoUpdater(m, o, null, ppo(aggregation, updatesPerStep), dist, "policy").update(rows, 17);
             return new Result(PpoUpdaterTest.snapshot(m), st);
         }
     }
 
     @ParameterizedTest
-    @CsvSource({"2, TOKEN_MEAN", "7, TOKEN_MEAN", "7, SEQ_MEAN_TOKEN_MEAN"})
-    void twoRanksUpdateLikeOneProcess(int rank0Rows, LossAggregation aggregation) throws Exception {
+    @CsvSource({"2, TOKEN_MEAN, 0", "7, TOKEN_MEAN, 0", "7, SEQ_MEAN_TOKEN_MEAN, 0", "2, TOKEN_MEAN, 3", "7, SEQ_MEAN_TOKEN_MEAN, 3"})
+    void twoRanksUpdateLikeOneProcess(int rank0Rows, LossAggregation aggregation, int updatesPerStep) throws Exception {
+        // with ppo.updates_per_step the mini-batch size comes from the global row count (13), not
+        // a rank's own (2 or 11): both ranks cut the same 3 mini-batches of 4, 4 and 5 rows
         List<PpoUpdater.Row> all = rows();
-        Result one = update(all, dev.drmas.dist.Collective.single(), aggregation);
+        Result one = update(all, dev.drmas.dist.Collective.single(), aggregation, updatesPerStep);
         int port;
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
@@ -77,7 +82,7 @@ class PpoUpdaterDistributedTest {
                 List<PpoUpdater.Row> mine = r == 0 ? all.subList(0, rank0Rows) : all.subList(rank0Rows, all.size());
                 fs.add(ex.submit(() -> {
                     try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
-                        return update(mine, pg, aggregation);
+                        return update(mine, pg, aggregation, updatesPerStep);
                     }
                 }));
             }
@@ -86,7 +91,7 @@ class PpoUpdaterDistributedTest {
             ex.shutdownNow();
         }
         PpoUpdater.Stats s1 = one.stats();
-        assertEquals(8, s1.optimizerSteps());  // 2 epochs × ceil(13 / 4)
+        assertEquals(updatesPerStep == 0 ? 8 : 6, s1.optimizerSteps());  // 2 epochs × ceil(13 / 4), or × 3
         for (Result r : ranks) {
             PpoUpdater.Stats s = r.stats();
             assertEquals(s1.optimizerSteps(), s.optimizerSteps());

@@ -3,7 +3,8 @@
 // optimiser steps; the optimiser moves only what has gradients; a non-finite gradient skips the
 // step; the update raises the log-probability of positively advantaged responses; and ppo.shuffle
 // (false: mini-batches in row order) goes from the run config to the update; micro-batches cut by
-// tokens (ppo.max_tokens_per_micro_batch) give the update of whole mini-batches.
+// tokens (ppo.max_tokens_per_micro_batch) give the update of whole mini-batches; ppo.updates_per_step
+// fixes the optimiser steps per epoch whatever a model's row count.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -291,6 +292,62 @@ class PpoUpdaterTest {
                 off.entropyCoef(), off.gradClip(), off.loss(), off.constantNormalizer(), off.gradNormPerAgent(), off.shuffle(), 400,
                 off.fusedLmHead()), on,
                 "the key changes that field and nothing else");
+    }
+
+    /** {@code count} rows of 1 to 6 response tokens each (no empty response: every mini-batch reaches the loss), random advantages. */
+    static List<PpoUpdater.Row> rowsWithResponses(long seed, int count) {
+        SplittableRandom rng = new SplittableRandom(seed);
+        List<PpoUpdater.Row> rows = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            int[] p = new int[1 + rng.nextInt(4)], a = new int[1 + rng.nextInt(6)];
+            for (int j = 0; j < p.length; j++) p[j] = rng.nextInt(VOCAB);
+            for (int j = 0; j < a.length; j++) a[j] = rng.nextInt(VOCAB);
+            rows.add(new PpoUpdater.Row(p, a, (float) (rng.nextDouble() * 4 - 2)));
+        }
+        return rows;
+    }
+
+    @Test
+    void updatesPerStepFixesTheOptimiserStepsWhateverTheRowCount() {
+        // ppo.updates_per_step (the Dr. MAS reference's adaptive mini-batch size): two models with
+        // 7 and 20 rows take the same 3 steps per epoch (2 epochs: 6), a model with 2 rows one per
+        // row; off (0), mini-batches of 4 rows give 2 and 5 steps per epoch as before
+        ModelConfig cfg = ModelConfig.tiny(Family.LLAMA, VOCAB);
+        PpoUpdater.Settings fixed = new PpoUpdater.Settings(2, 4, 2, 1.0, 0, 1.0, LossConfig.defaults(), 1, false, true, 0, false, 3);
+        PpoUpdater.Settings off = new PpoUpdater.Settings(2, 4, 2, 1.0, 0, 1.0, LossConfig.defaults(), 1, false, true, 0, false, 0);
+        int[][] expected = {{7, 6, 4}, {20, 6, 10}, {2, 4, 2}};  // rows, steps with updates_per_step 3, steps with 4-row mini-batches
+        for (int[] e : expected) {
+            List<PpoUpdater.Row> rows = rowsWithResponses(31 + e[0], e[0]);
+            for (PpoUpdater.Settings s : List.of(fixed, off)) {
+                try (CausalLm m = CausalLm.random(cfg, 4); AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(3e-3))) {
+                    Map<String, float[]> before = snapshot(m);
+                    PpoUpdater.Stats st = new PpoUpdater(m, o, null, s).update(rows, 5);
+                    int want = s == fixed ? e[1] : e[2];
+                    assertEquals(want, st.optimizerSteps(), e[0] + " rows, updates_per_step " + s.updatesPerStep());
+                    assertEquals(0, st.skippedSteps());
+                    assertTrue(maxMove(before, snapshot(m)) > 1e-3, "the update moved no weight by more than 1e-3");
+                }
+            }
+        }
+        // the cut: balanced, ⌈13 / 3⌉ or ⌊13 / 3⌋ rows, the same for every rank since it takes the global count
+        try (CausalLm m = CausalLm.random(cfg, 4); AdamW o = new AdamW(m.parameters(), AdamW.Settings.of(3e-3))) {
+            assertEquals("[0, 4, 8, 13]", java.util.Arrays.toString(new PpoUpdater(m, o, null, fixed).miniBatchCuts(13)));
+            assertEquals("[0, 4, 8, 12, 13]", java.util.Arrays.toString(new PpoUpdater(m, o, null, off).miniBatchCuts(13)));
+            assertEquals("[0, 1, 2]", java.util.Arrays.toString(new PpoUpdater(m, o, null, fixed).miniBatchCuts(2)));
+        }
+        var err = assertThrows(IllegalArgumentException.class,
+                () -> new PpoUpdater.Settings(1, 4, 2, 1.0, 0, 1.0, LossConfig.defaults(), 1, false, true, 0, false, -1));
+        assertEquals("ppo.updates_per_step must be >= 0 (0 = off), got -1", err.getMessage());
+    }
+
+    @Test
+    void updatesPerStepOfTheRunConfigReachesTheUpdate() {
+        PpoUpdater.Settings off = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, List.of()), 1.0);
+        PpoUpdater.Settings on = Trainer.ppoSettings(RunConfig.parse(TrainerEndToEndTest.YAML, List.of("ppo.updates_per_step=5")), 1.0);
+        assertEquals(0, off.updatesPerStep(), "off by default");
+        assertEquals(new PpoUpdater.Settings(off.epochs(), off.miniBatchRows(), off.microBatchRows(), off.temperature(),
+                off.entropyCoef(), off.gradClip(), off.loss(), off.constantNormalizer(), off.gradNormPerAgent(), off.shuffle(),
+                off.maxTokensPerMicroBatch(), off.fusedLmHead(), 5), on, "the key changes that field and nothing else");
     }
 
     @Test

@@ -6,7 +6,7 @@
 // segments of two rows or more, where a std is defined.
 // The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
 // Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
-// one), and no PPO statistics for a model that had no rows.
+// one), the dual clip's fraction (clipfrac_lower), and no PPO statistics for a model that had no rows.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -150,6 +150,23 @@ class StepMetricsTest {
     }
 
     @Test
+    void aModelLogsTheDualClipsFraction() {
+        // verl's pg_clipfrac_lower: tokens with A < 0 whose ratio passed the dual clip c. With c = 1.05 (just
+        // above 1 + clip_high would clip) and two epochs of large steps, the second epoch's ratios move past it
+        LossConfig lowDual = LossConfig.defaults().withDualClip(1.05);
+        PpoUpdater.Settings twoEpochs = new PpoUpdater.Settings(2, 3, 3, 1.0, 0, 1.0, lowDual, 1);
+        try (CausalLm lm = CausalLm.random(ModelConfig.tiny(Family.LLAMA, PpoUpdaterTest.VOCAB), 1);
+             AdamW adam = new AdamW(lm.parameters(), AdamW.Settings.of(2e-2)); ModelOptimizer o = ModelOptimizer.wrap(adam)) {
+            PpoUpdater.Stats st = new PpoUpdater(lm, adam, null, twoEpochs).update(PpoUpdaterTest.rowsWithResponses(8, 12), 4);
+            Map<String, Double> m = new LinkedHashMap<>();
+            StepMetrics.model("policy", st, false, o, TEAM, m);
+            double lower = m.getOrDefault("model/policy/clipfrac_lower", Double.NaN);
+            assertTrue(lower > 0 && lower < 1, "clipfrac_lower " + lower + " in " + m);
+            assertEquals(st.clipfracLower(), lower);
+        }
+    }
+
+    @Test
     void aModelWithoutRowsLogsNoPpoStatistics() {
         try (CausalLm lm = CausalLm.random(ModelConfig.tiny(Family.LLAMA, PpoUpdaterTest.VOCAB), 1);
              AdamW adam = new AdamW(lm.parameters(), WARM); ModelOptimizer o = ModelOptimizer.wrap(adam)) {
@@ -160,7 +177,7 @@ class StepMetricsTest {
             // a step with rows logs them
             m.clear();
             StepMetrics.model("policy", new PpoUpdater(lm, adam, null, ONE_STEP).update(PpoUpdaterTest.rows(3, 4), 2), false, o, TEAM, m);
-            Set<String> stats = Set.of("pg_loss", "clipfrac", "ppo_kl", "entropy", "grad_norm", "grad_norm_max");
+            Set<String> stats = Set.of("pg_loss", "clipfrac", "clipfrac_lower", "ppo_kl", "entropy", "grad_norm", "grad_norm_max");
             for (String k : stats) assertTrue(Double.isFinite(m.getOrDefault("model/policy/" + k, Double.NaN)), k + " in " + m.keySet());
             // then a step without rows: the statistics are absent, not 0.0; lr stays the one the latest step used
             m.clear();

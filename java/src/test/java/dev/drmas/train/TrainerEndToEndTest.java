@@ -438,6 +438,14 @@ class TrainerEndToEndTest {
         // the Dr. MAS reference runs Qwen3 on math without thinking (examples/*/run_math.sh)
         assertEquals(Map.of("enable_thinking", false),
                 RunConfig.load(Path.of("..", "configs", "math-qwen3-4b.yaml"), List.of()).models().get("policy").chatTemplateKwargs());
+        // the update and the evaluation of the reference's examples/drmas_trainer/run_math.sh: one optimiser step a
+        // training step (ppo_mini_update_num=1), clip_ratio_high's default 0.2, no entropy bonus; avg@16 / pass@16
+        // sampled at temperature 0.6, top_p 0.95 (val_kwargs)
+        RunConfig math = RunConfig.load(Path.of("..", "configs", "math-qwen3-4b.yaml"), List.of());
+        assertEquals(List.of(1, 0.2, 0.2, 0.0), List.of(math.ppo().updatesPerStep(), math.ppo().clipLow(), math.ppo().clipHigh(),
+                math.ppo().entropyCoef()));
+        assertEquals(List.of(16, 16, 0.6, 0.95), List.of(math.eval().k(), math.eval().samplesPerTask(), math.eval().temperature(),
+                math.eval().topP()));
     }
 
     static List<JsonNode> metrics(Path run) throws Exception {
