@@ -9,7 +9,9 @@
 // saved data position counts tasks of their shuffled order (an evaluation may change them); so is
 // a KL reference turned on, which only training uses. A model's chat_template_kwargs may change, as
 // its sampling may: the policy then sees prompts rendered otherwise (Qwen3 without thinking), which
-// the log says; the weights still fit.
+// the log says; the weights still fit. A model's path may move to another folder holding the same
+// model (a requeued job staging it to node-local scratch): its tokenizer must match the checkpoint's
+// copy, and with a KL reference, which is reloaded from the folder, its weight files the old folder's.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -73,6 +75,15 @@ final class ResumeCheck {
                 // a mapping that gained or lost all its entries (chat_template_kwargs): the entries are the changes
                 if (emptyMap(a) && !is.containsKey(k) || emptyMap(b) && !was.containsKey(k)) continue;
                 String change = k + ": " + show(a, was.containsKey(k)) + " at the checkpoint, " + show(b, is.containsKey(k)) + " now";
+                String movedModel = movedModel(k, a, b, now);
+                if (movedModel != null) {
+                    // the same model in another folder (a requeued job that stages it to node-local scratch): allowed
+                    // when what a resume still reads from the folder, its tokenizer and (KL) reference weights, is the same
+                    String why = sameModelFolder(movedModel, Path.of((String) a), Path.of((String) b), checkpoint, now, log);
+                    if (why != null) fatal.add(change + " (" + why + ")");
+                    else allowed.add(k + ": " + a + " -> " + b);
+                    continue;
+                }
                 if (binding(k, now)) {
                     if (!fatal.stream().anyMatch(f -> f.startsWith(k + ":"))) fatal.add(change);
                 } else {
@@ -117,6 +128,63 @@ final class ResumeCheck {
         if (key.equals("ppo.reference_model") && now.ppo().referenceModel()
                 && now.usedModels().stream().anyMatch(id -> !now.models().get(id).loadsWeights())) return true;
         return key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file");
+    }
+
+    /** The model id whose models.id.path changed from one folder to another at {@code key}, else null. */
+    private static String movedModel(String key, Object was, Object is, RunConfig now) {
+        if (!(was instanceof String) || !(is instanceof String)) return null;
+        for (String id : now.usedModels()) if (key.equals("models." + id + ".path")) return id;
+        return null;
+    }
+
+    /** The files of a model folder that a resume reads its tokenizer from (Policies.copyTokenizers keeps them in the checkpoint). */
+    private static final String[] TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+            "chat_template.jinja"};
+
+    /**
+     * Why model {@code id}'s new folder is not the checkpoint's model, or null when it is as far as
+     * a resume can tell: the weights come from the checkpoint (and the shapes are checked against
+     * config.json), but the tokenizer is read from the folder, which must match the copy the
+     * checkpoint holds file for file; with ppo.reference_model the KL reference is reloaded from the
+     * folder too: its weight files must have the names and sizes of the old folder's (when that is
+     * gone, as node-local scratch is, the log says it could not be compared).
+     */
+    private static String sameModelFolder(String id, Path was, Path is, Path checkpoint, RunConfig now, PrintStream log) {
+        Path kept = checkpoint.resolve("models").resolve(id);
+        for (String f : TOKENIZER_FILES) {
+            Path a = kept.resolve(f), b = is.resolve(f);
+            boolean inA = Files.isRegularFile(a), inB = Files.isRegularFile(b);
+            if (!inA && !inB) continue;
+            try {
+                if (inA != inB || Files.mismatch(a, b) != -1) return "its " + f + " differs from the one in " + kept;
+            } catch (java.io.IOException e) {
+                return "cannot compare its " + f + " with " + a + ": " + e.getMessage();
+            }
+        }
+        if (!now.ppo().referenceModel()) return null;
+        if (!Files.isDirectory(was)) {
+            log.println("drmas: warning: models." + id + ".path: the KL reference is now read from " + is + "; " + was
+                    + " is gone, so it could not be compared with it");
+            return null;
+        }
+        java.util.Map<String, Long> a = weightFiles(was), b = weightFiles(is);
+        if (a == null || b == null) return "cannot list the weight files of " + (a == null ? was : is);
+        if (!a.equals(b)) return "its weight files (the KL reference is reloaded from it) differ from " + was + "'s in names or sizes";
+        return null;
+    }
+
+    /** A folder's *.safetensors files by name with their sizes, null when it cannot be listed. */
+    private static java.util.Map<String, Long> weightFiles(Path dir) {
+        java.util.Map<String, Long> m = new java.util.TreeMap<>();
+        try (var s = Files.list(dir)) {
+            for (Path f : s.toList()) {
+                String n = f.getFileName().toString();
+                if (n.endsWith(".safetensors")) m.put(n, Files.size(f));
+            }
+            return m;
+        } catch (java.io.IOException e) {
+            return null;
+        }
     }
 
     /** The checkpoint's config.json against what the config now builds for model {@code id}. */

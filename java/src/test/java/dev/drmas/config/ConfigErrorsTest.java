@@ -47,7 +47,7 @@ class ConfigErrorsTest {
     @Test
     void unknownKeyWithNothingCloseListsTheSection() throws IOException {
         assertEquals("run.yaml:2: trainer.zzz: unknown key; valid keys in trainer: steps, eval_freq, eval_before_train,"
-                + " save_freq, log_freq, grad_norm_per_agent", fails("trainer:\n  zzz: 1\n"));
+                + " save_freq, keep_last, log_freq, grad_norm_per_agent", fails("trainer:\n  zzz: 1\n"));
         assertEquals("run.yaml:1: zzz: unknown key; valid keys at the top: run, data, models, agents, orchestra, rollout,"
                 + " algorithm, ppo, trainer, eval, sft, metrics, distributed", fails("zzz: 1\n"));
     }

@@ -29,7 +29,8 @@ class CheckpointRetentionTest {
     @TempDir
     Path tmp;
 
-    RunConfig config(Path out, String... overrides) {
+    /** TrainerEndToEndTest's run in {@code out} without evaluation, one epoch a step, with {@code overrides}. */
+    static RunConfig config(Path out, String... overrides) {
         List<String> o = new ArrayList<>(List.of("run.output_dir=" + out, "trainer.eval_freq=0", "ppo.epochs=1"));
         o.addAll(List.of(overrides));
         return RunConfig.parse(TrainerEndToEndTest.YAML, o);

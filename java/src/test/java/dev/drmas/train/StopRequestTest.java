@@ -34,10 +34,8 @@ class StopRequestTest {
     @TempDir
     Path tmp;
 
-    RunConfig config(Path out, String... overrides) {
-        List<String> o = new ArrayList<>(List.of("run.output_dir=" + out, "trainer.eval_freq=0", "ppo.epochs=1"));
-        o.addAll(List.of(overrides));
-        return RunConfig.parse(TrainerEndToEndTest.YAML, o);
+    static RunConfig config(Path out, String... overrides) {
+        return CheckpointRetentionTest.config(out, overrides);
     }
 
     static List<Long> loggedSteps(Path metrics) throws Exception {
