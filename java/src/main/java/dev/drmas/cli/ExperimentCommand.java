@@ -193,6 +193,7 @@ final class ExperimentCommand implements Callable<Integer> {
             out.flush();
             return;
         }
+        if (stopping) return;  // the experiment is stopping: no job starts (the hook waits only for those it stopped)
         Path log = root.resolve("logs").resolve(j.name() + ".log");
         long t0 = System.nanoTime();
         int code;

@@ -180,7 +180,9 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         for (Process p : ps) p.toHandle().destroy();
         for (Process p : ps) {
             try {
-                p.waitFor();
+                int status = p.waitFor();
+                // 143: stopped by the signal after its save; anything else (1: the stop's save failed) is said
+                if (status != 0 && status != 143) System.err.println("drmas: process " + p.pid() + " exited with status " + status + " while stopping");
             } catch (InterruptedException e) {
                 p.destroyForcibly();
             }

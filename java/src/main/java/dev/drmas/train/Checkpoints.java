@@ -257,14 +257,16 @@ public final class Checkpoints {
     }
 
     /**
-     * trainer.keep_last: deletes the complete checkpoints older than the newest {@code keep} ones
-     * (none when keep is 0) and returns them. A deletion that fails is named and ends the pruning;
+     * trainer.keep_last: deletes the complete checkpoints of steps up to {@code saved} (the one just
+     * saved) but the newest {@code keep} of them (none when keep is 0), and returns them. A deletion that fails is named and ends the pruning;
      * what was deleted before stays deleted (a checkpoint is removed whole or, failing midway, left
      * without its state file, which resume and {@link #latest} ignore).
      */
-    public List<Path> prune(int keep) throws IOException {
+    public List<Path> prune(int keep, long saved) throws IOException {
         if (keep <= 0) return List.of();
-        List<Path> all = complete();
+        // only checkpoints older than the one just saved: a higher step in the folder (another line of the run) is not
+        // "newer" than the save, and must not make the save itself the oldest
+        List<Path> all = complete().stream().filter(p -> stepOf(p) <= saved).toList();
         List<Path> old = all.subList(0, Math.max(0, all.size() - keep));
         for (Path p : old) {
             try {
@@ -279,14 +281,19 @@ public final class Checkpoints {
 
     /**
      * Removes the temporary folders (step_N.tmp) that saves interrupted by a kill or a power loss
-     * left behind (a save removes its own on a failure it survives) and returns them. Only the run
+     * left behind (a save removes its own on a failure it survives), and step_N folders without a
+     * state file (a keep_last deletion that failed midway), and returns them. Only the run
      * folder's holder of the run lock may call this: another run's save could be under way.
      */
     public List<Path> removeUnfinished() throws IOException {
         if (!Files.isDirectory(root)) return List.of();
         List<Path> tmps;
         try (Stream<Path> s = Files.list(root)) {
-            tmps = s.filter(p -> p.getFileName().toString().matches("step_\\d+\\.tmp")).sorted().toList();
+            // a save's temporary folder, or a checkpoint folder without its state file: a deletion by keep_last that
+            // failed midway (the state file goes first), which nothing would list or delete again
+            tmps = s.filter(p -> p.getFileName().toString().matches("step_\\d+\\.tmp")
+                    || STEP_DIR.matcher(p.getFileName().toString()).matches() && Files.isDirectory(p)
+                    && !Files.exists(p.resolve(STATE_FILE))).sorted().toList();
         }
         for (Path p : tmps) {
             try {

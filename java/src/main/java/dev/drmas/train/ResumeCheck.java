@@ -139,15 +139,16 @@ final class ResumeCheck {
 
     /** The files of a model folder that a resume reads its tokenizer from (Policies.copyTokenizers keeps them in the checkpoint). */
     private static final String[] TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-            "chat_template.jinja"};
+            "generation_config.json", "chat_template.jinja"};
 
     /**
      * Why model {@code id}'s new folder is not the checkpoint's model, or null when it is as far as
      * a resume can tell: the weights come from the checkpoint (and the shapes are checked against
      * config.json), but the tokenizer is read from the folder, which must match the copy the
      * checkpoint holds file for file; with ppo.reference_model the KL reference is reloaded from the
-     * folder too: its weight files must have the names and sizes of the old folder's (when that is
-     * gone, as node-local scratch is, the log says it could not be compared).
+     * folder too: its weight files must have the old folder's names and sizes and agree with them at
+     * 16 windows spread over each (when the old folder is gone, as node-local scratch is, the log
+     * says it could not be compared).
      */
     private static String sameModelFolder(String id, Path was, Path is, Path checkpoint, RunConfig now, PrintStream log) {
         Path kept = checkpoint.resolve("models").resolve(id);
@@ -170,7 +171,40 @@ final class ResumeCheck {
         java.util.Map<String, Long> a = weightFiles(was), b = weightFiles(is);
         if (a == null || b == null) return "cannot list the weight files of " + (a == null ? was : is);
         if (!a.equals(b)) return "its weight files (the KL reference is reloaded from it) differ from " + was + "'s in names or sizes";
+        for (String f : a.keySet()) {
+            try {
+                if (!sameSamples(was.resolve(f), is.resolve(f))) {
+                    return "its " + f + " (the KL reference is reloaded from it) differs from " + was + "'s";
+                }
+            } catch (java.io.IOException e) {
+                return "cannot compare its " + f + " with " + was.resolve(f) + ": " + e.getMessage();
+            }
+        }
         return null;
+    }
+
+    /**
+     * Whether two files of one size agree at 16 windows of 64 KiB spread from the first byte to the
+     * last (1 MiB read of each, where a whole comparison would read a model twice): a copy passes,
+     * another model of the same shape (a fine-tuned one) differs at every window.
+     */
+    private static boolean sameSamples(Path a, Path b) throws java.io.IOException {
+        try (var ca = java.nio.channels.FileChannel.open(a); var cb = java.nio.channels.FileChannel.open(b)) {
+            long size = ca.size();
+            if (size != cb.size()) return false;
+            int window = (int) Math.min(size, 1 << 16);
+            var ba = java.nio.ByteBuffer.allocate(window);
+            var bb = java.nio.ByteBuffer.allocate(window);
+            for (int i = 0; i < 16; i++) {
+                long at = size <= window ? 0 : (size - window) * i / 15;
+                ba.clear();
+                bb.clear();
+                while (ba.hasRemaining() && ca.read(ba, at + ba.position()) >= 0) { }
+                while (bb.hasRemaining() && cb.read(bb, at + bb.position()) >= 0) { }
+                if (!ba.flip().equals(bb.flip())) return false;
+            }
+            return true;
+        }
     }
 
     /** A folder's *.safetensors files by name with their sizes, null when it cannot be listed. */

@@ -16,6 +16,7 @@ import java.util.function.LongSupplier;
 
 final class StopRequest implements AutoCloseable {
     private final AtomicBoolean requested = new AtomicBoolean();
+    private volatile Throwable failure;  // what ended the loop after a stop was asked for, instead of the stop's save
     private final CountDownLatch ended = new CountDownLatch(1);
     private final Thread hook;
 
@@ -38,8 +39,31 @@ final class StopRequest implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            Throwable f = failure;
+            if (f != null) {
+                // the JVM ends when this hook returns, before the main thread reports the error: said here, and the
+                // process exits 1, not the 143 of a stop that saved
+                System.err.println("drmas: the stop failed: " + f + "; the last checkpoint is the one before it");
+                System.err.flush();
+                Runtime.getRuntime().halt(1);
+            }
         }, "drmas-stop-request");
         Runtime.getRuntime().addShutdownHook(hook);
+    }
+
+    /** Whether this rank was asked to stop. */
+    boolean requested() {
+        return requested.get();
+    }
+
+    /** What ended the loop after a stop was asked for, or null. */
+    Throwable failure() {
+        return failure;
+    }
+
+    /** The loop ended with {@code e} after a stop was asked for: the hook reports it and exits 1. */
+    void failed(Throwable e) {
+        failure = e;
     }
 
     /** Asks for the stop as the hook does (tests: a signal to the test's own JVM would end the test run). */

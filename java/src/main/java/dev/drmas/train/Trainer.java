@@ -178,7 +178,7 @@ public final class Trainer implements AutoCloseable {
             try {
                 return new Trainer(cfg, log, cp, dist, openedHook);
             } catch (RuntimeException e) {
-                if (cp != null && dist.isMaster()) hintAtDamagedCheckpoint(cfg, cp, e, log);
+                if (cp != null && cfg.run().resumeAuto() && dist.isMaster()) hintAtDamagedCheckpoint(cfg, cp, e, log);
                 throw e;
             }
         } catch (RuntimeException | Error e) {
@@ -196,7 +196,9 @@ public final class Trainer implements AutoCloseable {
      * that one by path is refused while the damaged one is there (refuseBranching).
      */
     private static void hintAtDamagedCheckpoint(RunConfig cfg, Path cp, RuntimeException e, PrintStream log) {
-        if (e instanceof ConfigException || e.getMessage() == null || !e.getMessage().contains(cp.toString())) return;
+        // a file of the checkpoint itself, not the ranks' disagreement about which one (whose message names it too)
+        if (e instanceof ConfigException || e instanceof dev.drmas.dist.DistributedException || e.getMessage() == null
+                || !e.getMessage().contains(cp.toString())) return;
         Checkpoints cps = new Checkpoints(cfg.run().runDir().resolve("checkpoints"));
         long at = Checkpoints.stepOf(cp);
         Path before = null;
@@ -207,27 +209,35 @@ public final class Trainer implements AutoCloseable {
     }
 
     /**
-     * run.resume naming one of this run's own checkpoints while newer ones are there: training from
-     * it would save among them, and a later resume (auto) would pick the newest, of the abandoned
-     * line, mixing the two in weights and metrics; a job requeued with the path would go back to it
-     * each time. Refused, naming the newer ones; a checkpoint of another run folder is a start point.
+     * run.resume naming a checkpoint while this run's folder holds newer ones: training from it would
+     * save among them (and trainer.keep_last, keeping the newest by step, would delete its own saves),
+     * and a later resume (auto) would pick the newest, of the other line, mixing the two in weights
+     * and metrics; a job requeued with the path would go back to it each time. Refused, naming the
+     * newer ones: one of the run's own older checkpoints, or another run's checkpoint of a lower step.
      */
     private static void refuseBranching(RunConfig cfg, Path cp) {
         Path own = cfg.run().runDir().resolve("checkpoints");
-        Path parent = cp.toAbsolutePath().normalize().getParent();
-        try {
-            if (parent == null || !Files.isDirectory(own) || !Files.isSameFile(parent, own)) return;
-        } catch (IOException e) {
-            return;  // not comparable: not this run's folder
-        }
-        long at = Checkpoints.stepOf(cp.toAbsolutePath().normalize());
+        if (!Files.isDirectory(own)) return;
+        Path abs = cp.toAbsolutePath().normalize();
+        long at = Checkpoints.stepOf(abs);
         List<String> newer = new Checkpoints(own).complete().stream().filter(p -> Checkpoints.stepOf(p) > at)
                 .map(p -> p.getFileName().toString()).toList();
         if (newer.isEmpty()) return;
-        throw ConfigException.at("run.resume", cp + " is older than this run's newer checkpoints (" + String.join(", ", newer)
-                + " in " + own + "): training on from it would save among them, and the next resume would take the newest, "
-                + "mixing the two runs. To go back to it, move the newer ones out of " + own + " first; or start another run "
-                + "from it (another run.name, run.resume: this path); or resume the newest (run.resume: auto)");
+        boolean mine;
+        try {
+            mine = abs.getParent() != null && Files.isSameFile(abs.getParent(), own);
+        } catch (IOException e) {
+            mine = false;
+        }
+        if (mine) {
+            throw ConfigException.at("run.resume", cp + " is older than this run's newer checkpoints (" + String.join(", ", newer)
+                    + " in " + own + "): training on from it would save among them, and the next resume would take the newest, "
+                    + "mixing the two runs. To go back to it, move the newer ones out of " + own + " first; or start another run "
+                    + "from it (another run.name, run.resume: this path); or resume the newest (run.resume: auto)");
+        }
+        throw ConfigException.at("run.resume", cp + " (step " + at + ") would train into " + own + ", which holds newer checkpoints ("
+                + String.join(", ", newer) + ") of another run: the next resume would take the newest, mixing the two. Start the "
+                + "run from it under another run.name, or move those checkpoints out of " + own);
     }
 
     /** The collective of this process: c10d when {@code env} names several ranks, else the no-op one. */
@@ -291,7 +301,7 @@ public final class Trainer implements AutoCloseable {
                 Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
                 if (tc.saveFreq() > 0) cps.checkWritable();  // now, not at the first save
                 // what a save killed midway left (tens of GB on a large model), which nothing else would remove
-                for (Path p : cps.removeUnfinished()) log.println("drmas: removed " + p + " (a checkpoint whose save was interrupted)");
+                for (Path p : cps.removeUnfinished()) log.println("drmas: removed " + p + " (a checkpoint whose save or deletion was interrupted)");
                 if (resumed && step >= tc.steps()) {
                     log.println("drmas: nothing to train: the checkpoint is at step " + step + " and trainer.steps is " + tc.steps()
                             + " (raise trainer.steps to train on)");
@@ -327,16 +337,25 @@ public final class Trainer implements AutoCloseable {
                     // before evaluating or saving weights that are not finite, or not the same on every rank
                     doing = "checking the weights at step " + step;
                     if (dist.worldSize() > 1 && due(cfg.distributed().checksumFreq())) checkSameWeights();
-                    doing = "agreeing whether to stop after step " + step;
-                    boolean stopping = stopRequest.agreed(dist, step);
                     // the checkpoint before the evaluation: an evaluation that fails (an out-of-memory in its larger
                     // batch, a reward function's or retriever's exception) must not cost the steps since the last one
-                    if (due(tc.saveFreq()) || (stopping && tc.saveFreq() > 0)) {
+                    boolean saved = due(tc.saveFreq());
+                    if (saved) {
                         doing = "saving the checkpoint of step " + step;
                         metrics.sync();  // the lines up to this step on the disk before the checkpoint that a resume keeps them for
                         save();
                     }
-                    if (stopping) {
+                    doing = "evaluating at step " + step;
+                    if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
+                    // a stop asked for during the step, its save or its evaluation ends the run here, the step whole (its
+                    // due evaluation included, which a resume would not redo) and saved
+                    doing = "agreeing whether to stop after step " + step;
+                    if (stopRequest.agreed(dist, step)) {
+                        if (!saved && tc.saveFreq() > 0) {
+                            doing = "saving the checkpoint of step " + step + " to stop";
+                            metrics.sync();
+                            save();
+                        }
                         if (m0) {
                             log.println("drmas: stopped after step " + step + " as requested; " + (tc.saveFreq() > 0
                                     ? "checkpoint " + new Checkpoints(runDir.resolve("checkpoints")).dir(step) + ": the same command resumes it"
@@ -344,11 +363,10 @@ public final class Trainer implements AutoCloseable {
                         }
                         break;
                     }
-                    doing = "evaluating at step " + step;
-                    if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
                 }
             } catch (RuntimeException | IOException | Error e) {
-                // (a stop requested meanwhile ends with this failure: the stop request's close lets the JVM exit)
+                // a stop asked for meanwhile ends with this failure, which its hook reports (the JVM exits before Main would)
+                if (stopRequest.requested()) stopRequest.failed(e);
                 // what one rank alone met mid-training (a reward function's exception, an out-of-memory, rank 0's failed
                 // checkpoint write) while its process lives on: the others, waiting in a collective this rank will not
                 // join, stop within moments naming it and why, instead of at distributed.timeout_s ("did not arrive").
@@ -483,7 +501,7 @@ public final class Trainer implements AutoCloseable {
             // once every rank is past the save: the old ones are no longer anyone's latest. Failing to delete one costs
             // disk space, not the run: a warning, and training goes on
             try {
-                cps.prune(cfg.trainer().keepLast());
+                cps.prune(cfg.trainer().keepLast(), step);
             } catch (IOException | RuntimeException e) {
                 log.println("drmas: warning: " + e.getMessage());
             }
@@ -547,6 +565,12 @@ public final class Trainer implements AutoCloseable {
         StopRequest s = stop;
         if (s == null) throw new IllegalStateException("not training");
         s.request();
+    }
+
+    /** What ended train() after a stop was asked for (its hook reports it and exits 1), for tests in this package. */
+    Throwable stopFailure() {
+        StopRequest s = stop;
+        return s == null ? null : s.failure();
     }
 
     /** Runs first in each {@link #evaluate}: tests in this package make an evaluation fail there; nothing else sets it. */

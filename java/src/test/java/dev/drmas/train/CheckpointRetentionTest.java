@@ -80,6 +80,10 @@ class CheckpointRetentionTest {
         Path stale = cps.resolve("step_000003.tmp");
         Files.createDirectories(stale.resolve("optim"));
         Files.write(stale.resolve("optim/policy.safetensors"), new byte[4096]);
+        // and a keep_last deletion that failed after the state file went: a folder no listing sees any more
+        Path half = cps.resolve("step_000001");
+        Files.createDirectories(half.resolve("models"));
+        Files.write(half.resolve("models/model.safetensors"), new byte[4096]);
         var log = new ByteArrayOutputStream();
         try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=4"), new PrintStream(log, true, StandardCharsets.UTF_8))) {
             assertEquals(2, t.step());
@@ -87,7 +91,8 @@ class CheckpointRetentionTest {
         }
         assertEquals(List.of("step_000002", "step_000004"), folders(cps));
         String said = log.toString(StandardCharsets.UTF_8);
-        assertTrue(said.contains("removed " + stale + " (a checkpoint whose save was interrupted)"), said);
+        assertTrue(said.contains("removed " + half + " (a checkpoint whose save or deletion was interrupted)"), said);
+        assertTrue(said.contains("removed " + stale + " (a checkpoint whose save or deletion was interrupted)"), said);
     }
 
     @Test
@@ -157,6 +162,36 @@ class CheckpointRetentionTest {
         try (Trainer t = Trainer.open(config(out, "trainer.steps=6", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
             assertEquals(2, t.step());
         }
+    }
+
+    @Test
+    void anotherRunsCheckpointIsRefusedIntoAFolderWithNewerOnes() throws Exception {
+        Path a = tmp.resolve("a"), b = tmp.resolve("b");
+        try (Trainer t = Trainer.open(config(a, "trainer.steps=2", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        try (Trainer t = Trainer.open(config(b, "trainer.steps=4", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        // b's folder holds step 4: a run started there from a's step 2 would save step 4 again, or (keep_last) lose its saves
+        var e = assertThrows(ConfigException.class, () -> Trainer.open(config(b, "trainer.steps=4", "trainer.keep_last=2",
+                "run.resume=" + a.resolve("e2e/checkpoints/step_000002")), TrainerEndToEndTest.QUIET).close());
+        assertTrue(e.getMessage().contains("(step 2) would train into " + b.resolve("e2e/checkpoints") + ", which holds newer checkpoints "
+                + "(step_000004) of another run"), e.getMessage());
+    }
+
+    @Test
+    void pruningNeverDeletesTheSaveOrCountsHigherSteps() throws Exception {
+        Checkpoints cps = new Checkpoints(tmp.resolve("cps"));
+        for (long s : new long[] {2, 3, 4, 6, 8}) {
+            Files.createDirectories(cps.dir(s));
+            Files.writeString(cps.dir(s).resolve(Checkpoints.STATE_FILE), "{}");
+        }
+        // step 4 just saved while 6 and 8 (another line) are there: the newest two up to 4 stay
+        assertEquals(List.of(cps.dir(2)), cps.prune(2, 4));
+        assertEquals(List.of("step_000003", "step_000004", "step_000006", "step_000008"), folders(cps.root()));
+        assertEquals(List.of(), cps.prune(0, 8), "0 keeps all");
+        assertEquals(List.of(cps.dir(3), cps.dir(4), cps.dir(6)), cps.prune(1, 8));
     }
 
     @Test

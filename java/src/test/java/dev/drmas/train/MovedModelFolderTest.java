@@ -86,14 +86,33 @@ class MovedModelFolderTest {
     }
 
     @Test
+    void aFolderWithOtherStopTokensIsRefused() throws Exception {
+        Path m1 = trainedFrom();
+        Path m2 = tmp.resolve("m2");
+        copy(m1, m2);
+        // generation_config.json's eos ids are the stop tokens the tokenizer reads from the folder
+        Files.writeString(m2.resolve("generation_config.json"), "{\"eos_token_id\": [1, 2]}");
+        var e = assertThrows(ConfigException.class, () -> Trainer.open(config(m2, "trainer.steps=2"), TrainerEndToEndTest.QUIET).close());
+        assertTrue(e.getMessage().contains("(its generation_config.json differs"), e.getMessage());
+    }
+
+    @Test
     void withAKlReferenceTheWeightFilesMustMatchOrTheOldFolderBeGone() throws Exception {
         Path m1 = trainedFrom("ppo.reference_model=true", "ppo.kl_coef=0.01");
-        // another model of the same shape and tokenizer: its weights differ, and so does their file's size here
+        // another model of the same shape and tokenizer (a fine-tuned copy): the same file sizes, other weights (the
+        // last tensor's last values here)
         Path m3 = tmp.resolve("m3");
         copy(m1, m3);
         Path w = m3.resolve("model.safetensors");
-        Files.write(w, java.util.Arrays.copyOf(Files.readAllBytes(w), (int) Files.size(w) + 8));
+        byte[] bytes = Files.readAllBytes(w);
+        for (int i = bytes.length - 16; i < bytes.length; i++) bytes[i] ^= 0x10;
+        Files.write(w, bytes);
         var e = assertThrows(ConfigException.class, () -> Trainer.open(config(m3, "trainer.steps=2", "ppo.reference_model=true",
+                "ppo.kl_coef=0.01"), TrainerEndToEndTest.QUIET).close());
+        assertTrue(e.getMessage().contains("its model.safetensors (the KL reference is reloaded from it) differs from " + m1), e.getMessage());
+        // and weight files of other names or sizes
+        Files.write(w, java.util.Arrays.copyOf(bytes, bytes.length + 8));
+        e = assertThrows(ConfigException.class, () -> Trainer.open(config(m3, "trainer.steps=2", "ppo.reference_model=true",
                 "ppo.kl_coef=0.01"), TrainerEndToEndTest.QUIET).close());
         assertTrue(e.getMessage().contains("its weight files (the KL reference is reloaded from it) differ from " + m1), e.getMessage());
         // a copy of the same files resumes; with the old folder gone it cannot be compared, and the log says so

@@ -70,6 +70,63 @@ class StopRequestTest {
     }
 
     @Test
+    void aStopAtTheLastStepStillRunsItsEvaluation() throws Exception {
+        Path out = tmp.resolve("last");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=0", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.stepHook = () -> {
+                if (t.step() == 1) t.requestStop();  // during the last step, due for evaluation
+            };
+            t.train();
+        }
+        var json = new ObjectMapper();
+        boolean evaluated = false;
+        for (String line : Files.readAllLines(out.resolve("e2e/metrics.jsonl"))) {
+            var n = json.readTree(line);
+            if (n.path("step").asLong() == 2 && n.has("eval/pass@1")) evaluated = true;
+        }
+        assertTrue(evaluated, "the last step's evaluation, which no resume would redo");
+    }
+
+    @Test
+    void aStopDuringAnEvaluationEndsAfterItWithoutAnotherStep() throws Exception {
+        Path out = tmp.resolve("during-eval");
+        var log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=6", "trainer.save_freq=4", "trainer.eval_freq=2"),
+                new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            t.evalHook = t::requestStop;  // during step 2's evaluation
+            t.train();
+            assertEquals(2, t.step());
+        }
+        String said = log.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("drmas: stopped after step 2 as requested"), said);
+        assertEquals(List.of("step_000002"), CheckpointRetentionTest.folders(out.resolve("e2e/checkpoints")));
+    }
+
+    @Test
+    void aStopThatFailsIsKeptForItsHookToReport() throws Exception {
+        Path out = tmp.resolve("fails");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=0", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.stepHook = () -> {
+                if (t.step() == 1) t.requestStop();
+            };
+            t.evalHook = () -> {
+                throw new IllegalStateException("test: the evaluation ran out of memory");
+            };
+            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, t::train);
+            assertEquals(e, t.stopFailure(), "the hook prints it and exits 1, before Main could");
+        }
+        // without a stop asked for, a failure is Main's to report
+        try (Trainer t = Trainer.open(config(tmp.resolve("fails2"), "trainer.steps=4", "trainer.save_freq=0", "trainer.eval_freq=2"),
+                TrainerEndToEndTest.QUIET)) {
+            t.evalHook = () -> {
+                throw new IllegalStateException("test");
+            };
+            org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, t::train);
+            assertEquals(null, t.stopFailure());
+        }
+    }
+
+    @Test
     void withoutCheckpointsAStopJustEnds() throws Exception {
         Path out = tmp.resolve("none");
         var log = new ByteArrayOutputStream();
