@@ -329,6 +329,12 @@ public final class Trainer implements AutoCloseable {
             String doing = "evaluating before training";
             try {
                 if (step == 0 && tc.evalBeforeTrain() && tc.evalFreq() > 0) metrics.log(0, lastEval = evaluate());
+                // the checkpoint's own evaluation, due after its save and never done (it failed, or the run was killed)
+                doing = "evaluating at step " + step;
+                if (evaluationPending()) {
+                    metrics.log(step, lastEval = evaluate());
+                    markEvaluated(checkpoint, lastEval);
+                }
                 while (step < tc.steps()) {
                     doing = "training step " + (step + 1);
                     Map<String, Double> m = trainStep();
@@ -346,7 +352,10 @@ public final class Trainer implements AutoCloseable {
                         save();
                     }
                     doing = "evaluating at step " + step;
-                    if (due(tc.evalFreq())) metrics.log(step, lastEval = evaluate());
+                    if (due(tc.evalFreq())) {
+                        metrics.log(step, lastEval = evaluate());
+                        if (saved) markEvaluated(new Checkpoints(runDir.resolve("checkpoints")).dir(step), lastEval);
+                    }
                     // a stop asked for during the step, its save or its evaluation ends the run here, the step whole (its
                     // due evaluation included, which a resume would not redo) and saved
                     doing = "agreeing whether to stop after step " + step;
@@ -487,6 +496,34 @@ public final class Trainer implements AutoCloseable {
 
     // ------------------------------------------------------------------ checkpoints, evaluation, warm start
 
+    /** The file in a checkpoint folder that says its step's evaluation was done, with its results. */
+    static final String EVALUATED_FILE = "evaluated.json";
+
+    /**
+     * Whether the resumed checkpoint's own step was due for an evaluation (it runs after the save)
+     * that never finished: a failed one (an out-of-memory in its larger batch), or a run killed
+     * meanwhile. Every rank learns alike (rank 0 writes the file, which the others may see late).
+     */
+    private boolean evaluationPending() {
+        boolean mine = checkpoint != null && Checkpoints.state(checkpoint).path("evaluation_due").asBoolean(false)
+                && !Files.isRegularFile(checkpoint.resolve(EVALUATED_FILE));
+        if (dist.worldSize() == 1) return mine;
+        double[] any = {mine ? 1 : 0};
+        dist.sum(any, "whether the evaluation of step " + step + " is pending");
+        return any[0] > 0;
+    }
+
+    /** Rank 0 marks {@code dir}'s step evaluated (not durable: at worst a resume evaluates it again). */
+    private void markEvaluated(Path dir, Map<String, Double> results) {
+        if (!dist.isMaster()) return;
+        try {
+            Files.writeString(dir.resolve(EVALUATED_FILE), new ObjectMapper().writeValueAsString(results));
+        } catch (IOException e) {
+            log.println("drmas: warning: cannot write " + dir.resolve(EVALUATED_FILE) + " (" + e.getMessage() + "): a resume from "
+                    + dir.getFileName() + " will evaluate its step again");
+        }
+    }
+
     /** Writes a checkpoint of the current step (rank 0 writes, the others wait for it). */
     public Path save() throws IOException {
         Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
@@ -517,6 +554,8 @@ public final class Trainer implements AutoCloseable {
         st.put("data_position", tasks.position());
         st.put("seed", cfg.run().seed());
         st.put("world_size", dist.worldSize());  // informative: resume works with any world size
+        // the step's evaluation runs after this save; the evaluation file marks it done (evaluationPending)
+        st.put("evaluation_due", due(cfg.trainer().evalFreq()));
         // the tokenizer and the config go in before the rename: a checkpoint with a name is complete
         cps.write(step, policies.models(), optims, st, tmp -> {
             policies.copyTokenizers(tmp.resolve("models"));

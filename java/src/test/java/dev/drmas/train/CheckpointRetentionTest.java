@@ -106,11 +106,31 @@ class CheckpointRetentionTest {
             assertTrue(e.getMessage().contains("retriever"), e.getMessage());
             assertEquals(2, t.step());
         }
-        // step 2 was due for both: its checkpoint is there, and a resume continues from it
+        // step 2 was due for both: its checkpoint is there, and a resume continues from it, evaluating step 2 first
+        Path cp2 = out.resolve("e2e/checkpoints/step_000002");
         assertEquals(List.of("step_000002"), folders(out.resolve("e2e/checkpoints")));
-        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+        assertFalse(Files.exists(cp2.resolve(Trainer.EVALUATED_FILE)));
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
             assertEquals(2, t.step());
+            t.train();  // nothing to train, but the step's evaluation was never done
         }
+        assertEquals(List.of(2L), evaluatedSteps(out.resolve("e2e/metrics.jsonl")));
+        assertTrue(Files.isRegularFile(cp2.resolve(Trainer.EVALUATED_FILE)));
+        // done once: a further resume does not evaluate it again
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        assertEquals(List.of(2L), evaluatedSteps(out.resolve("e2e/metrics.jsonl")));
+    }
+
+    static List<Long> evaluatedSteps(Path metrics) throws IOException {
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        List<Long> steps = new ArrayList<>();
+        for (String line : Files.readAllLines(metrics)) {
+            var n = json.readTree(line);
+            if (n.has("eval/pass@1")) steps.add(n.path("step").asLong());
+        }
+        return steps;
     }
 
     @Test
