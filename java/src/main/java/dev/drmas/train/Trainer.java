@@ -364,6 +364,8 @@ public final class Trainer implements AutoCloseable {
                             doing = "saving the checkpoint of step " + step + " to stop";
                             metrics.sync();
                             save();
+                            // its evaluation ran before this save: a resume must not run it again
+                            if (due(tc.evalFreq())) markEvaluated(new Checkpoints(runDir.resolve("checkpoints")).dir(step), lastEval);
                         }
                         if (m0) {
                             log.println("drmas: stopped after step " + step + " as requested; " + (tc.saveFreq() > 0

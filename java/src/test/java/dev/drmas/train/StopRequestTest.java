@@ -100,6 +100,11 @@ class StopRequestTest {
         String said = log.toString(StandardCharsets.UTF_8);
         assertTrue(said.contains("drmas: stopped after step 2 as requested"), said);
         assertEquals(List.of("step_000002"), CheckpointRetentionTest.folders(out.resolve("e2e/checkpoints")));
+        // the step's evaluation ran before the stop's save: the resume does not run it again
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=3", "trainer.save_freq=4", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        assertEquals(List.of(2L, 3L), CheckpointRetentionTest.evaluatedSteps(out.resolve("e2e/metrics.jsonl")));
     }
 
     @Test
