@@ -62,7 +62,8 @@ final class DemoCommand implements Callable<Integer> {
                 RunCommand.withTrainer(sftCfg, System.out, Trainer::sft);
             }
             System.out.println("2/2 reinforcement learning with " + cfg.algorithm().mode().configName());
-            RunCommand.withTrainer(cfg, System.out, Trainer::train);
+            int stopped = RunCommand.withTrainer(cfg, System.out, Trainer::train);
+            if (stopped != 0) return stopped;  // a signal stopped it after its save: the same command continues
             double minutes = (System.nanoTime() - t0) / 60e9;
             if (Files.isRegularFile(runDir.resolve("metrics.jsonl"))) {
                 report(runDir, minutes);

@@ -56,7 +56,7 @@ abstract class RunCommand implements Callable<Integer> {
     static int withTrainer(RunConfig cfg, PrintStream out, Collective dist, TrainerBody body) throws Exception {
         try (RunLock lock = dist.isMaster() ? lock(cfg, dist) : null; Trainer t = open(cfg, out, dist)) {
             body.run(t);
-            return 0;
+            return t.stopStatus();  // 143 (130) where SIGTERM (SIGINT) stopped training after its save, as schedulers read it
         } catch (ConfigException | TaskFileException | ModelFileException | TokenizerFileException e) {
             throw new UserError(e.getMessage(), e);
         }

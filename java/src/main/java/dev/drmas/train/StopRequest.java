@@ -1,74 +1,74 @@
 // StopRequest.java — a graceful stop on SIGTERM or SIGINT while training (a scheduler's preemption or
-// scancel, `kill`, Ctrl-C, `drmas launch` or `drmas experiment` stopped): the JVM's shutdown hook asks
-// the training loop to stop after the step under way and holds the process until the loop has saved a
-// checkpoint of that step and ended; the ranks of a data-parallel run agree on the step to stop after
-// (a sum of their requests once a step), so that they save the same one and leave no collective
-// unpaired. Without it a stop lost every step since the last checkpoint, silently. A kill -9 (or the
-// scheduler's own kill after its grace period) still stops at once: the temporary folder of a save it
-// interrupts is removed when the run starts again.
+// scancel, `kill`, Ctrl-C, `drmas launch` or `drmas experiment` stopped): while the training loop runs,
+// the two signals ask it to stop after the step under way (its save and due evaluation included) and to
+// save a checkpoint of that step; the command then ends with 128 + the signal's number (143, 130), as a
+// process the signal killed does, so that schedulers see a run that did not finish. A second signal
+// stops at once, without saving (a run that hangs), as kill -9 does; the temporary folder of a save it
+// interrupts is removed when the run starts again. The ranks of a data-parallel run agree on the step
+// to stop after (a sum of their requests once a step), so that they save the same one and leave no
+// collective unpaired. Outside the loop the signals end the JVM as they always do.
+// (sun.misc.Signal, not a shutdown hook: a hook runs once the JVM is already ending, so it could neither
+// let Main report a failed save nor let a second signal through.)
 package dev.drmas.train;
 
 import dev.drmas.dist.Collective;
 import java.io.PrintStream;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.function.LongSupplier;
+import sun.misc.Signal;
+import sun.misc.SignalHandler;
 
 final class StopRequest implements AutoCloseable {
-    private final AtomicBoolean requested = new AtomicBoolean();
-    private volatile Throwable failure;  // what ended the loop after a stop was asked for, instead of the stop's save
-    private final CountDownLatch ended = new CountDownLatch(1);
-    private final Thread hook;
+    private volatile boolean requested;
+    private volatile int signal;  // the number of the signal that asked, 0 for none (or a test's request)
+    private final Map<Signal, SignalHandler> previous = new LinkedHashMap<>();
 
     /**
-     * Installs the hook until {@link #close}: on a stop it says, into {@code log} (null: nothing),
+     * Takes SIGTERM and SIGINT until {@link #close}: the first says, into {@code log} (null: nothing),
      * what happens next, using {@code step} (the steps done so far) and whether checkpoints are saved.
      */
     StopRequest(PrintStream log, LongSupplier step, boolean saves) {
-        hook = new Thread(() -> {
-            requested.set(true);
-            if (log != null) {
-                log.println();
-                log.println("drmas: stop requested (SIGTERM or SIGINT): finishing step " + (step.getAsLong() + 1)
-                        + (saves ? ", then saving its checkpoint" : " (trainer.save_freq is 0: no checkpoint)")
-                        + "; kill -9 stops at once, losing the steps since the last checkpoint");
-                log.flush();
-            }
+        for (String name : new String[] {"TERM", "INT"}) {
+            Signal s = new Signal(name);
             try {
-                ended.await();
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+                previous.put(s, Signal.handle(s, got -> onSignal(got, log, step, saves)));
+            } catch (IllegalArgumentException inUse) {
+                // the JVM keeps it (-Xrs, or a tool's own handler): it ends the process as before
             }
-            Throwable f = failure;
-            if (f != null) {
-                // the JVM ends when this hook returns, before the main thread reports the error: said here, and the
-                // process exits 1, not the 143 of a stop that saved
-                System.err.println("drmas: the stop failed: " + f + "; the last checkpoint is the one before it");
-                System.err.flush();
-                Runtime.getRuntime().halt(1);
-            }
-        }, "drmas-stop-request");
-        Runtime.getRuntime().addShutdownHook(hook);
+        }
+    }
+
+    private void onSignal(Signal got, PrintStream log, LongSupplier step, boolean saves) {
+        if (requested && signal != 0) {
+            System.err.println("drmas: SIG" + got.getName() + " again: stopping at once, without saving (the last checkpoint stays)");
+            System.err.flush();
+            Runtime.getRuntime().halt(128 + got.getNumber());
+        }
+        signal = got.getNumber();
+        requested = true;
+        if (log != null) {
+            log.println();
+            log.println("drmas: stop requested (SIG" + got.getName() + "): finishing step " + (step.getAsLong() + 1)
+                    + (saves ? ", then saving its checkpoint" : " (trainer.save_freq is 0: no checkpoint)")
+                    + "; a second SIGTERM or Ctrl-C stops at once, losing the steps since the last checkpoint");
+            log.flush();
+        }
+    }
+
+    /** Asks for the stop as a signal does, without one (tests in this package). */
+    void request() {
+        requested = true;
     }
 
     /** Whether this rank was asked to stop. */
     boolean requested() {
-        return requested.get();
+        return requested;
     }
 
-    /** What ended the loop after a stop was asked for, or null. */
-    Throwable failure() {
-        return failure;
-    }
-
-    /** The loop ended with {@code e} after a stop was asked for: the hook reports it and exits 1. */
-    void failed(Throwable e) {
-        failure = e;
-    }
-
-    /** Asks for the stop as the hook does (tests: a signal to the test's own JVM would end the test run). */
-    void request() {
-        requested.set(true);
+    /** The exit status of a run that a signal stopped: 128 + its number; 0 when none did. */
+    int exitStatus() {
+        return signal == 0 ? 0 : 128 + signal;
     }
 
     /**
@@ -76,21 +76,16 @@ final class StopRequest implements AutoCloseable {
      * which every rank learns here alike (a collective: every rank calls it after every step).
      */
     boolean agreed(Collective dist, long step) {
-        boolean mine = requested.get();
+        boolean mine = requested;
         if (dist.worldSize() == 1) return mine;
         double[] any = {mine ? 1 : 0};
         dist.sum(any, "the ranks' stop requests after step " + step);
         return any[0] > 0;
     }
 
-    /** The loop has ended (saved, or failed): a waiting hook lets the JVM exit; else the hook is removed. */
+    /** The loop has ended: the signals' previous handlers are back. */
     @Override
     public void close() {
-        ended.countDown();
-        try {
-            Runtime.getRuntime().removeShutdownHook(hook);
-        } catch (IllegalStateException shuttingDown) {
-            // the hook is running: it returns now
-        }
+        previous.forEach(Signal::handle);
     }
 }

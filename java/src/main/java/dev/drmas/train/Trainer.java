@@ -322,7 +322,7 @@ public final class Trainer implements AutoCloseable {
             throw e;
         }
         Map<String, Double> lastEval = Map.of();
-        // the stop request is closed after the metrics: a stop lets the JVM exit only once their files are closed
+        // the stop request is closed after the metrics (a second signal halts at once until then)
         try (StopRequest stopRequest = new StopRequest(m0 ? log : null, () -> step, tc.saveFreq() > 0); MetricsLogger mm = metrics) {
             this.stop = stopRequest;
             dist.awaitReady("every rank's start of training");
@@ -376,8 +376,6 @@ public final class Trainer implements AutoCloseable {
                     }
                 }
             } catch (RuntimeException | IOException | Error e) {
-                // a stop asked for meanwhile ends with this failure, which its hook reports (the JVM exits before Main would)
-                if (stopRequest.requested()) stopRequest.failed(e);
                 // what one rank alone met mid-training (a reward function's exception, an out-of-memory, rank 0's failed
                 // checkpoint write) while its process lives on: the others, waiting in a collective this rank will not
                 // join, stop within moments naming it and why, instead of at distributed.timeout_s ("did not arrive").
@@ -608,10 +606,10 @@ public final class Trainer implements AutoCloseable {
         s.request();
     }
 
-    /** What ended train() after a stop was asked for (its hook reports it and exits 1), for tests in this package. */
-    Throwable stopFailure() {
+    /** 128 + the number of the signal that stopped the last train() (143 for SIGTERM), 0 when none did: the command's exit status. */
+    public int stopStatus() {
         StopRequest s = stop;
-        return s == null ? null : s.failure();
+        return s == null ? 0 : s.exitStatus();
     }
 
     /** Runs first in each {@link #evaluate}: tests in this package make an evaluation fail there; nothing else sets it. */

@@ -1,6 +1,7 @@
 // StopSignalTest.java — SIGTERM (a scheduler's preemption, scancel, kill) to a real `drmas train` child
 // JVM mid-run: it finishes the step under way, saves its checkpoint off the save schedule, says so and
-// exits 143 (killed by SIGTERM, as schedulers expect); to `drmas launch --nproc 2`: the launcher passes
+// exits 143 (as a process SIGTERM killed, which schedulers expect); a second SIGTERM stops at once without
+// saving; to `drmas launch --nproc 2`: the launcher passes
 // the stop to its ranks and waits, the two ranks stop after the same step with one checkpoint of it,
 // and the launcher does not report them as failed. Before, both lost every step since the last
 // checkpoint (the launcher even SIGKILLed its ranks at once).
@@ -58,6 +59,11 @@ class StopSignalTest {
 
     /** Starts drmas with {@code args}, sends SIGTERM once metrics.jsonl has two steps, and returns its exit and output. */
     Child.Result terminateAfterTwoSteps(String... args) throws Exception {
+        return terminateAfterTwoSteps(1, args);
+    }
+
+    /** As above with {@code signals} SIGTERMs, each after the run has said that it stops (the first: "stop requested"). */
+    Child.Result terminateAfterTwoSteps(int signals, String... args) throws Exception {
         ProcessBuilder pb = new ProcessBuilder(Child.command(args)).directory(dir.toFile()).redirectErrorStream(true);
         Path out = dir.resolve("out.txt");
         pb.redirectOutput(out.toFile());
@@ -69,7 +75,10 @@ class StopSignalTest {
                 assertTrue(System.nanoTime() < deadline, "no two steps within 90 s: " + Files.readString(out));
                 Thread.sleep(50);
             }
-            p.destroy();  // SIGTERM
+            for (int i = 0; i < signals; i++) {
+                while (i > 0 && !Files.readString(out).contains("stop requested") && p.isAlive()) Thread.sleep(10);
+                p.toHandle().destroy();  // SIGTERM (Process.destroy would also close the pipes)
+            }
             assertTrue(p.waitFor(120, TimeUnit.SECONDS), "drmas did not end within 120 s of SIGTERM: " + Files.readString(out));
             return new Child.Result(p.exitValue(), Files.readString(out, StandardCharsets.UTF_8), "");
         } finally {
@@ -83,7 +92,7 @@ class StopSignalTest {
         Child.Result r = terminateAfterTwoSteps("train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
                 "trainer.steps=500", "trainer.save_freq=400");
         assertEquals(143, r.exit(), r.out());
-        assertTrue(r.out().contains("drmas: stop requested (SIGTERM or SIGINT): finishing step"), r.out());
+        assertTrue(r.out().contains("drmas: stop requested (SIGTERM): finishing step"), r.out());
         Matcher m = STOPPED.matcher(r.out());
         assertTrue(m.find(), r.out());
         long n = Long.parseLong(m.group(1));
@@ -92,6 +101,20 @@ class StopSignalTest {
         List<Long> want = new ArrayList<>();
         for (long s = 1; s <= n; s++) want.add(s);
         assertEquals(want, loggedSteps(run().resolve("metrics.jsonl")), "every step up to the checkpoint, once");
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aSecondSigtermStopsAtOnceWithoutSaving() throws Exception {
+        // steps of a second or so (a larger model, longer answers), so that the second signal comes while the first's step runs
+        Child.Result r = terminateAfterTwoSteps(2, "train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
+                "trainer.steps=500", "trainer.save_freq=400", "models.policy.size.hidden=256", "models.policy.size.layers=4",
+                "models.policy.size.intermediate=512", "rollout.tasks_per_step=8", "rollout.rollouts_per_task=4",
+                "rollout.max_new_tokens=48", "ppo.mini_batch_size=16", "ppo.micro_batch_size=16");
+        assertEquals(143, r.exit(), r.out());
+        assertTrue(r.out().contains("drmas: SIGTERM again: stopping at once, without saving"), r.out());
+        assertFalse(STOPPED.matcher(r.out()).find(), r.out());
+        assertFalse(Files.exists(run().resolve("checkpoints")) && !checkpoints().isEmpty(), "no checkpoint: " + r.out());
     }
 
     @Test

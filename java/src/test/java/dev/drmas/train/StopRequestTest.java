@@ -108,30 +108,6 @@ class StopRequestTest {
     }
 
     @Test
-    void aStopThatFailsIsKeptForItsHookToReport() throws Exception {
-        Path out = tmp.resolve("fails");
-        try (Trainer t = Trainer.open(config(out, "trainer.steps=4", "trainer.save_freq=0", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
-            t.stepHook = () -> {
-                if (t.step() == 1) t.requestStop();
-            };
-            t.evalHook = () -> {
-                throw new IllegalStateException("test: the evaluation ran out of memory");
-            };
-            var e = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, t::train);
-            assertEquals(e, t.stopFailure(), "the hook prints it and exits 1, before Main could");
-        }
-        // without a stop asked for, a failure is Main's to report
-        try (Trainer t = Trainer.open(config(tmp.resolve("fails2"), "trainer.steps=4", "trainer.save_freq=0", "trainer.eval_freq=2"),
-                TrainerEndToEndTest.QUIET)) {
-            t.evalHook = () -> {
-                throw new IllegalStateException("test");
-            };
-            org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, t::train);
-            assertEquals(null, t.stopFailure());
-        }
-    }
-
-    @Test
     void withoutCheckpointsAStopJustEnds() throws Exception {
         Path out = tmp.resolve("none");
         var log = new ByteArrayOutputStream();
