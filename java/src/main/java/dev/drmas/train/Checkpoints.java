@@ -258,9 +258,10 @@ public final class Checkpoints {
 
     /**
      * trainer.keep_last: deletes the complete checkpoints of steps up to {@code saved} (the one just
-     * saved) but the newest {@code keep} of them (none when keep is 0), and returns them. A deletion that fails is named and ends the pruning;
-     * what was deleted before stays deleted (a checkpoint is removed whole or, failing midway, left
-     * without its state file, which resume and {@link #latest} ignore).
+     * saved) but the newest {@code keep} of them (none when keep is 0), and returns them. A deletion
+     * that fails is named and ends the pruning; what was deleted before stays deleted (a checkpoint is
+     * removed whole or, failing midway, left without its state file: resume and {@link #latest}
+     * ignore it, and the next start removes it, {@link #removeUnfinished}).
      */
     public List<Path> prune(int keep, long saved) throws IOException {
         if (keep <= 0) return List.of();
