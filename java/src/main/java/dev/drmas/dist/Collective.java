@@ -103,6 +103,14 @@ public interface Collective extends AutoCloseable {
         return rank() == 0;
     }
 
+    /** Whether {@code mine} holds on any rank, which every rank learns alike (one sum; none on a single process). */
+    default boolean any(boolean mine, String what) {
+        if (worldSize() == 1) return mine;
+        double[] x = {mine ? 1 : 0};
+        sum(x, what);
+        return x[0] > 0;
+    }
+
     /** Every rank's {@code mine}, indexed by rank (one sum of a vector with a slot per rank). */
     default double[][] gather(double[] mine, String what) {
         int w = worldSize(), n = mine.length;

@@ -76,11 +76,7 @@ final class StopRequest implements AutoCloseable {
      * which every rank learns here alike (a collective: every rank calls it after every step).
      */
     boolean agreed(Collective dist, long step) {
-        boolean mine = requested;
-        if (dist.worldSize() == 1) return mine;
-        double[] any = {mine ? 1 : 0};
-        dist.sum(any, "the ranks' stop requests after step " + step);
-        return any[0] > 0;
+        return dist.any(requested, "the ranks' stop requests after step " + step);
     }
 
     /** The loop has ended: the signals' previous handlers are back. */

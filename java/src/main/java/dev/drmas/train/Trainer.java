@@ -41,6 +41,7 @@ import org.bytedeco.pytorch.global.torch;
 public final class Trainer implements AutoCloseable {
     private final RunConfig cfg;
     private final Path runDir;
+    private final Checkpoints checkpoints;  // runDir/checkpoints
     private final PrintStream log;
     private final Workload workload;
     private final Policies policies;
@@ -60,6 +61,7 @@ public final class Trainer implements AutoCloseable {
                     + "WORLD_SIZE (" + dist.worldSize() + "): every rank needs at least one task per step");
         }
         this.runDir = cfg.run().runDir();
+        this.checkpoints = new Checkpoints(runDir.resolve("checkpoints"));
         this.log = log;
         torch.set_num_threads(cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors());
         try {
@@ -298,10 +300,9 @@ public final class Trainer implements AutoCloseable {
             }
             if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
             if (dist.isMaster()) {
-                Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
-                if (tc.saveFreq() > 0) cps.checkWritable();  // now, not at the first save
+                if (tc.saveFreq() > 0) checkpoints.checkWritable();  // now, not at the first save
                 // what a save killed midway left (tens of GB on a large model), which nothing else would remove
-                for (Path p : cps.removeUnfinished()) log.println("drmas: removed " + p + " (a checkpoint whose save or deletion was interrupted)");
+                for (Path p : checkpoints.removeUnfinished()) log.println("drmas: removed " + p + " (a checkpoint whose save or deletion was interrupted)");
                 if (resumed && step >= tc.steps()) {
                     log.println("drmas: nothing to train: the checkpoint is at step " + step + " and trainer.steps is " + tc.steps()
                             + " (raise trainer.steps to train on)");
@@ -354,7 +355,7 @@ public final class Trainer implements AutoCloseable {
                     doing = "evaluating at step " + step;
                     if (due(tc.evalFreq())) {
                         metrics.log(step, lastEval = evaluate());
-                        if (saved) markEvaluated(new Checkpoints(runDir.resolve("checkpoints")).dir(step), lastEval);
+                        if (saved) markEvaluated(checkpoints.dir(step), lastEval);
                     }
                     // a stop asked for during the step, its save or its evaluation ends the run here, the step whole (its
                     // due evaluation included, which a resume would not redo) and saved
@@ -365,11 +366,11 @@ public final class Trainer implements AutoCloseable {
                             metrics.sync();
                             save();
                             // its evaluation ran before this save: a resume must not run it again
-                            if (due(tc.evalFreq())) markEvaluated(new Checkpoints(runDir.resolve("checkpoints")).dir(step), lastEval);
+                            if (due(tc.evalFreq())) markEvaluated(checkpoints.dir(step), lastEval);
                         }
                         if (m0) {
                             log.println("drmas: stopped after step " + step + " as requested; " + (tc.saveFreq() > 0
-                                    ? "checkpoint " + new Checkpoints(runDir.resolve("checkpoints")).dir(step) + ": the same command resumes it"
+                                    ? "checkpoint " + checkpoints.dir(step) + ": the same command resumes it"
                                     : "no checkpoint (trainer.save_freq is 0)"));
                         }
                         break;
@@ -394,7 +395,7 @@ public final class Trainer implements AutoCloseable {
      */
     private void refuseEarlierRun() {
         Path metrics = runDir.resolve("metrics.jsonl");
-        var cp = new Checkpoints(runDir.resolve("checkpoints")).latest();
+        var cp = checkpoints.latest();
         boolean logged;
         try {
             logged = Files.isRegularFile(metrics) && Files.size(metrics) > 0;
@@ -507,10 +508,7 @@ public final class Trainer implements AutoCloseable {
     private boolean evaluationPending() {
         boolean mine = checkpoint != null && Checkpoints.state(checkpoint).path("evaluation_due").asBoolean(false)
                 && !Files.isRegularFile(checkpoint.resolve(EVALUATED_FILE));
-        if (dist.worldSize() == 1) return mine;
-        double[] any = {mine ? 1 : 0};
-        dist.sum(any, "whether the evaluation of step " + step + " is pending");
-        return any[0] > 0;
+        return dist.any(mine, "whether the evaluation of step " + step + " is pending");
     }
 
     /** Rank 0 marks {@code dir}'s step evaluated (not durable: at worst a resume evaluates it again). */
@@ -526,11 +524,10 @@ public final class Trainer implements AutoCloseable {
 
     /** Writes a checkpoint of the current step (rank 0 writes, the others wait for it). */
     public Path save() throws IOException {
-        Checkpoints cps = new Checkpoints(runDir.resolve("checkpoints"));
         try (PointerScope scope = new PointerScope()) {
             // every rank: a sharded optimiser's state is gathered by a collective, which rank 0
             // writes into the checkpoint window by window as it arrives
-            if (dist.isMaster()) write(cps, policies.optimizers());
+            if (dist.isMaster()) write(policies.optimizers());
             else Checkpoints.takePart(policies.optimizers());
         }
         dist.barrier("the checkpoint of step " + step);
@@ -538,17 +535,17 @@ public final class Trainer implements AutoCloseable {
             // once every rank is past the save: the old ones are no longer anyone's latest. Failing to delete one costs
             // disk space, not the run: a warning, and training goes on
             try {
-                cps.prune(cfg.trainer().keepLast(), step);
+                checkpoints.prune(cfg.trainer().keepLast(), step);
             } catch (IOException | RuntimeException e) {
                 log.println("drmas: warning: " + e.getMessage());
             }
         }
-        return cps.dir(step);
+        return checkpoints.dir(step);
     }
 
 
     /** Rank 0's part of {@link #save}: the checkpoint folder. */
-    private void write(Checkpoints cps, Map<String, ModelOptimizer> optims) throws IOException {
+    private void write(Map<String, ModelOptimizer> optims) throws IOException {
         policies.saveReferences(runDir);  // before the checkpoint that a resume would need it with
         ObjectNode st = new ObjectMapper().createObjectNode();
         st.put("data_position", tasks.position());
@@ -557,7 +554,7 @@ public final class Trainer implements AutoCloseable {
         // the step's evaluation runs after this save; the evaluation file marks it done (evaluationPending)
         st.put("evaluation_due", due(cfg.trainer().evalFreq()));
         // the tokenizer and the config go in before the rename: a checkpoint with a name is complete
-        cps.write(step, policies.models(), optims, st, tmp -> {
+        checkpoints.write(step, policies.models(), optims, st, tmp -> {
             policies.copyTokenizers(tmp.resolve("models"));
             Files.writeString(tmp.resolve(ResumeCheck.CONFIG_FILE), cfg.toYaml());
         });

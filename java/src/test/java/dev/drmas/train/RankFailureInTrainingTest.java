@@ -32,13 +32,6 @@ class RankFailureInTrainingTest {
     /** How long after rank 1 rank 0 may end: its rollout of the step, and a look at the store about once a second. */
     static final double PROMPT_S = 6;
 
-    record Outcome(int rank, String error, Class<?> type, long endNanos) {
-        @Override
-        public String toString() {
-            return "rank " + rank + ": " + (error == null ? "trained" : type.getSimpleName() + ": " + error);
-        }
-    }
-
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aRankThatThrowsMidTrainingStopsTheOtherWithItsReason() throws Exception {
@@ -49,9 +42,9 @@ class RankFailureInTrainingTest {
         var dc = new DistributedConfig(DistributedConfig.Backend.GLOO, TIMEOUT_S, 1, 1, false);
         ExecutorService ex = Executors.newFixedThreadPool(2);
         var rank0Ended = new java.util.concurrent.CountDownLatch(1);
-        List<Outcome> got = new ArrayList<>();
+        List<RankFailureAtOpeningTest.Outcome> got = new ArrayList<>();
         try {
-            List<Future<Outcome>> fs = new ArrayList<>();
+            List<Future<RankFailureAtOpeningTest.Outcome>> fs = new ArrayList<>();
             for (int r = 0; r < 2; r++) {
                 var env = new DistEnv("127.0.0.1", port, r, 2, r);
                 // steps 2, failing at the second: the ranks' first step's collectives pair up as usual
@@ -60,7 +53,7 @@ class RankFailureInTrainingTest {
                 int rank = r;
                 fs.add(ex.submit(() -> {
                     try (var pg = new ProcessGroup(env, dc, false)) {
-                        Outcome o;
+                        RankFailureAtOpeningTest.Outcome o;
                         try (Trainer t = Trainer.open(cfg, RankFailureAtOpeningTest.QUIET, pg)) {
                             if (rank == 1) {
                                 t.stepHook = () -> {
@@ -68,9 +61,9 @@ class RankFailureInTrainingTest {
                                 };
                             }
                             t.train();
-                            o = new Outcome(rank, null, null, System.nanoTime());
+                            o = new RankFailureAtOpeningTest.Outcome(rank, null, null, System.nanoTime());
                         } catch (Exception e) {
-                            o = new Outcome(rank, e.getMessage(), e.getClass(), System.nanoTime());
+                            o = new RankFailureAtOpeningTest.Outcome(rank, e.getMessage(), e.getClass(), System.nanoTime());
                         }
                         // rank 1's process lives on with its group (a process that goes on with other work, or is slow to
                         // end; Gloo would see a process that ended at once, NCCL on another node may not): until rank 0 ends
@@ -79,7 +72,7 @@ class RankFailureInTrainingTest {
                         java.lang.ref.Reference.reachabilityFence(pg);
                         return o;
                     } catch (Exception e) {
-                        return new Outcome(rank, e.getMessage(), e.getClass(), System.nanoTime());
+                        return new RankFailureAtOpeningTest.Outcome(rank, e.getMessage(), e.getClass(), System.nanoTime());
                     }
                 }));
             }
@@ -87,7 +80,7 @@ class RankFailureInTrainingTest {
         } finally {
             ex.shutdownNow();
         }
-        Outcome r0 = got.get(0), r1 = got.get(1);
+        RankFailureAtOpeningTest.Outcome r0 = got.get(0), r1 = got.get(1);
         assertTrue(r1.error() != null && r1.error().contains("boom"), r1.toString());
         assertTrue(r0.type() == DistributedException.class && r0.error().contains("rank 1 failed training step 2: the reward "
                 + "function of task 7 threw: boom"), r0.toString());
