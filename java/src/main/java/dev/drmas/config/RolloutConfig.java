@@ -6,6 +6,7 @@ package dev.drmas.config;
 
 import dev.drmas.rollout.Generator;
 import dev.drmas.rollout.SamplingParams;
+import java.util.Arrays;
 
 /**
  * @param tasksPerStep    B, tasks per step (one uid each); default 16
@@ -14,8 +15,9 @@ import dev.drmas.rollout.SamplingParams;
  * @param topP            nucleus, in (0, 1]; 1 = off (default)
  * @param topK            top-k, &gt;= 0; 0 = off (default)
  * @param maxNewTokens    token budget of one agent turn; default 256
- * @param maxPromptTokens the longest prompt of one agent turn (question plus team context);
- *                        longer prompts are cut from the left; default 512
+ * @param maxPromptTokens the longest prompt of one agent turn (question plus team context, in
+ *                        tokens after the chat template); longer ones are cut as {@code truncation}
+ *                        says; default 512
  * @param maxBatchTokens  the most prompt + generated tokens of the rows one model decodes together
  *                        (its KV cache is sized from it): a turn's requests are generated in as
  *                        many batches as the budget needs, with the same tokens; 0 = no bound
@@ -31,10 +33,40 @@ import dev.drmas.rollout.SamplingParams;
  * @param prefixCacheTokens the most token slots the kept prompts may take per model; 0 (default):
  *                        one turn's requests × max_prompt_tokens (a turn's prompts), at most
  *                        max_batch_tokens when that is set
+ * @param truncation      how a prompt longer than max_prompt_tokens is cut, as verl's
+ *                        data.truncation: left (default: keep its end, the latest context), middle
+ *                        (keep its first and last halves: the system prompt, the role and the
+ *                        question, and the latest context; the Dr. MAS reference's math scripts),
+ *                        right (keep its start) or error (stop the run, naming the agent)
  */
 public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temperature, double topP, int topK,
                             int maxNewTokens, int maxPromptTokens, int maxBatchTokens, Generator.Engine engine,
-                            boolean prefixCache, long prefixCacheTokens) {
+                            boolean prefixCache, long prefixCacheTokens, Truncation truncation) {
+    /** How an over-long prompt is cut (its token ids after the chat template), as verl's data.truncation. */
+    public enum Truncation {
+        LEFT, MIDDLE, RIGHT, ERROR;
+
+        /**
+         * {@code ids} cut to {@code max} tokens: its last ones (left), its first ⌊max/2⌋ and last
+         * ⌈max/2⌉ (middle, as verl), its first ones (right); ids itself when it fits. ERROR does
+         * not cut: the caller reports the prompt.
+         */
+        public int[] cut(int[] ids, int max) {
+            if (ids.length <= max) return ids;
+            return switch (this) {
+                case LEFT -> Arrays.copyOfRange(ids, ids.length - max, ids.length);
+                case RIGHT -> Arrays.copyOf(ids, max);
+                case MIDDLE -> {
+                    int head = max / 2;
+                    int[] out = Arrays.copyOf(ids, max);
+                    System.arraycopy(ids, ids.length - (max - head), out, head, max - head);
+                    yield out;
+                }
+                case ERROR -> throw new IllegalStateException("truncation 'error' does not cut");
+            };
+        }
+    }
+
     public RolloutConfig {
         Check.positive(tasksPerStep, "tasks_per_step");
         Check.positive(rolloutsPerTask, "rollouts_per_task");
@@ -46,6 +78,7 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
         Check.positive(maxPromptTokens, "max_prompt_tokens");
         Check.nonNegative(maxBatchTokens, "max_batch_tokens");
         Check.that(engine != null, "engine", "must be continuous or static");
+        Check.that(truncation != null, "truncation", "must be left, middle, right or error");
         Check.that(prefixCacheTokens >= 0, "prefix_cache_tokens", "must be >= 0 (0: as max_batch_tokens), got " + prefixCacheTokens);
         Check.that(maxBatchTokens == 0 || (long) maxBatchTokens >= (long) maxPromptTokens + maxNewTokens, "max_batch_tokens",
                 "must hold one row of max_prompt_tokens + max_new_tokens (" + ((long) maxPromptTokens + maxNewTokens)
@@ -53,7 +86,7 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
     }
 
     public static RolloutConfig defaults() {
-        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512, 0, Generator.Engine.CONTINUOUS, true, 0);
+        return new RolloutConfig(16, 4, 1.0, 1.0, 0, 256, 512, 0, Generator.Engine.CONTINUOUS, true, 0, Truncation.LEFT);
     }
 
     /**

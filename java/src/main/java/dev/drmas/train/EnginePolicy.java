@@ -1,6 +1,6 @@
 // EnginePolicy.java — the generation adapter: the agents' policy as the rollout engine runs it. Each
-// batched call renders the agents' chats with the model's template, tokenises them (keeping the end
-// of a prompt that is too long: the question and the latest context), generates with the model's
+// batched call renders the agents' chats with the model's template, tokenises them (a prompt that is
+// too long cut as rollout.truncation says), generates with the model's
 // Generator on one random stream per (trajectory, turn) — one call per model for a round of agents
 // that do not wait for each other — and hands back the text with the exact token ids and sampled
 // log-probs that PPO trains on.
@@ -11,13 +11,13 @@ import dev.drmas.agent.AgentPolicy;
 import dev.drmas.agent.Message;
 import dev.drmas.agent.Turn;
 import dev.drmas.agent.TurnRequest;
+import dev.drmas.config.RolloutConfig.Truncation;
 import dev.drmas.rollout.Completion;
 import dev.drmas.rollout.GenerationConfig;
 import dev.drmas.rollout.Request;
 import dev.drmas.rollout.SamplingParams;
 import dev.drmas.rollout.Generator;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -28,6 +28,7 @@ final class EnginePolicy implements AgentPolicy {
     private final Policies policies;
     private final SamplingParams sampling;
     private final int maxPromptTokens, maxNewTokens;
+    private final Truncation truncation;
     private final SamplingStreams streams;
     private final long seed;
     private final long trajOffset;  // this rank's first trajectory: draws follow the global index
@@ -35,11 +36,12 @@ final class EnginePolicy implements AgentPolicy {
     private long promptTokens, prefilledTokens, reusedTokens;  // the engine's account over the calls
     private int calls;
 
-    EnginePolicy(Policies policies, SamplingParams sampling, int maxPromptTokens, int maxNewTokens, SamplingStreams streams,
-                 long seed, long trajOffset) {
+    EnginePolicy(Policies policies, SamplingParams sampling, int maxPromptTokens, Truncation truncation, int maxNewTokens,
+                 SamplingStreams streams, long seed, long trajOffset) {
         this.policies = policies;
         this.sampling = sampling;
         this.maxPromptTokens = maxPromptTokens;
+        this.truncation = truncation;
         this.maxNewTokens = maxNewTokens;
         this.streams = streams;
         this.seed = seed;
@@ -81,8 +83,13 @@ final class EnginePolicy implements AgentPolicy {
                 for (TurnRequest r : requests.get(i)) {
                     int[] ids = p.tokenizer().encode(p.chat().render(Message.toMaps(r.messages()), true));
                     boolean c = ids.length > maxPromptTokens;
-                    if (c) {  // keep the end: the question and the latest context
-                        ids = Arrays.copyOfRange(ids, ids.length - maxPromptTokens, ids.length);
+                    if (c) {
+                        if (truncation == Truncation.ERROR) {
+                            throw new IllegalStateException("agent '" + agents.get(i).id() + "' (trajectory " + (trajOffset + r.traj())
+                                    + ", turn " + r.turn() + "): its prompt is " + ids.length + " tokens, over rollout.max_prompt_tokens "
+                                    + maxPromptTokens + ", and rollout.truncation is error (left, middle or right cut it instead)");
+                        }
+                        ids = truncation.cut(ids, maxPromptTokens);
                         truncated++;
                     }
                     cut.add(c);

@@ -59,7 +59,7 @@ final class Evaluator {
         Shard mine = Shard.of(tasks.size(), dist);  // the correct counts are summed across ranks below
         List<Task> local = tasks.subList(mine.first(), mine.first() + mine.count());
         long t0 = System.nanoTime();
-        EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().maxNewTokens(),
+        EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(), cfg.rollout().maxNewTokens(),
                 SamplingStreams.evaluation(), cfg.run().seed() + 7, (long) mine.first() * n);
         AgentPolicy watched = dist.isMaster() ? new Progress(policy, local.size() * n, progressInterval(), t0, log) : policy;
         List<Episode> eps;

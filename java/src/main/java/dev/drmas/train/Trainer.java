@@ -428,7 +428,7 @@ public final class Trainer implements AutoCloseable {
         double collective0 = dist.collectiveSeconds();
         Shard mine = Shard.of(rc.tasksPerStep(), dist);  // this rank's groups: uids and trajectories are rank-local
         List<Task> batchTasks = tasks.next(rc.tasksPerStep()).subList(mine.first(), mine.first() + mine.count());
-        EnginePolicy policy = new EnginePolicy(policies, rc.sampling(), rc.maxPromptTokens(), rc.maxNewTokens(),
+        EnginePolicy policy = new EnginePolicy(policies, rc.sampling(), rc.maxPromptTokens(), rc.truncation(), rc.maxNewTokens(),
                 SamplingStreams.training(step), cfg.run().seed(), (long) mine.first() * rc.rolloutsPerTask());
         Map<String, Double> memory = new LinkedHashMap<>();
         List<Episode> episodes;

@@ -167,7 +167,7 @@ class RunConfigTest {
         assertEquals(List.of("solver_model", "verifier_model"), c.usedModels());
 
         assertEquals(new OrchestraConfig("math", new MathOptions(3, MalformedVerdict.REJECT, 0.2)), c.orchestra());
-        assertEquals(new RolloutConfig(8, 6, 0.9, 0.95, 50, 128, 384, 0, dev.drmas.rollout.Generator.Engine.CONTINUOUS, true, 0), c.rollout());
+        assertEquals(new RolloutConfig(8, 6, 0.9, 0.95, 50, 128, 384, 0, dev.drmas.rollout.Generator.Engine.CONTINUOUS, true, 0, RolloutConfig.Truncation.LEFT), c.rollout());
         assertEquals(new SamplingParams(0.9, 50, 0.95), c.rollout().sampling());
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),
                 c.normConfig());

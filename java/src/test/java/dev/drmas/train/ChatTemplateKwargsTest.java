@@ -73,7 +73,7 @@ class ChatTemplateKwargsTest {
         List<List<int[]>> prompts = new ArrayList<>();
         try (Workload w = Workflows.open(cfg, new PrintStream(new ByteArrayOutputStream()));
              Policies ps = Policies.open(cfg, tmp.resolve(name), null, null)) {
-            EnginePolicy engine = new EnginePolicy(ps, cfg.rollout().sampling(), cfg.rollout().maxPromptTokens(),
+            EnginePolicy engine = new EnginePolicy(ps, cfg.rollout().sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(),
                     cfg.rollout().maxNewTokens(), SamplingStreams.training(0), 5, 0);
             for (Episode e : RolloutBatch.run(w.orchestra(), w.train().subList(0, 2), 2, engine)) {
                 List<int[]> turns = new ArrayList<>();

@@ -446,6 +446,10 @@ class TrainerEndToEndTest {
                 math.ppo().entropyCoef()));
         assertEquals(List.of(16, 16, 0.6, 0.95), List.of(math.eval().k(), math.eval().samplesPerTask(), math.eval().temperature(),
                 math.eval().topP()));
+        // run_math.sh: data.max_prompt_length=8192, max_response_length=4096, truncation='middle' (a later turn's
+        // prompt quotes up to two replies of 4096 tokens; the left cut lost the role and the question)
+        assertEquals(List.of(8192, 4096), List.of(math.rollout().maxPromptTokens(), math.rollout().maxNewTokens()));
+        assertEquals(dev.drmas.config.RolloutConfig.Truncation.MIDDLE, math.rollout().truncation());
     }
 
     static List<JsonNode> metrics(Path run) throws Exception {
