@@ -57,6 +57,11 @@ public record Agent(String id, int index, String modelId, String systemPrompt, P
                 followUp == null ? null : PromptTemplate.of(followUp), validity);
     }
 
+    /** New templates as parsed; a null follow-up template means "the user template every time". */
+    public Agent withTemplates(PromptTemplate user, PromptTemplate followUp) {
+        return new Agent(id, index, modelId, systemPrompt, user, followUp, validity);
+    }
+
     public Agent withValidity(Predicate<String> newValidity) {
         return new Agent(id, index, modelId, systemPrompt, userTemplate, followUpTemplate, newValidity);
     }
@@ -90,8 +95,8 @@ public record Agent(String id, int index, String modelId, String systemPrompt, P
     private void check(String workflow, String which, PromptTemplate template, Set<String> allowed) {
         for (String name : template.placeholders()) {
             if (!allowed.contains(name)) {
-                throw new IllegalArgumentException(workflow + ": agent '" + id + "' " + which + " \""
-                        + template.source() + "\" uses {" + name + "}, which is not available there; available: "
+                throw new IllegalArgumentException(workflow + ": agent '" + id + "' " + which
+                        + (template.origin() != null ? " (" + template.origin() + ")" : "") + " \"" + template.source() + "\" uses {" + name + "}, which is not available there; available: "
                         + String.join(", ", new TreeSet<>(allowed).stream().map(s -> "{" + s + "}").toList())
                         + " (write {{ and }} for literal braces)");
             }

@@ -13,13 +13,15 @@ import java.util.Set;
 
 public final class PromptTemplate {
     private final String source;
+    private final String origin;  // where it was written (a config key path), or null for a workflow's own
     // alternating pieces: literal text, or a placeholder name (marked by the flag)
     private final List<String> pieces = new ArrayList<>();
     private final List<Boolean> isPlaceholder = new ArrayList<>();
     private final Set<String> placeholders = new LinkedHashSet<>();
 
-    private PromptTemplate(String source) {
+    private PromptTemplate(String source, String origin) {
         this.source = source;
+        this.origin = origin;
         StringBuilder literal = new StringBuilder();
         int i = 0;
         while (i < source.length()) {
@@ -48,7 +50,17 @@ public final class PromptTemplate {
     }
 
     public static PromptTemplate of(String source) {
-        return new PromptTemplate(Objects.requireNonNull(source, "template"));
+        return new PromptTemplate(Objects.requireNonNull(source, "template"), null);
+    }
+
+    /** A template written at {@code origin} (a config key path such as agents[0].prompts.user), which errors name. */
+    public static PromptTemplate of(String source, String origin) {
+        return new PromptTemplate(Objects.requireNonNull(source, "template"), origin);
+    }
+
+    /** Where the template was written (a config key path), or null for a workflow's built-in one. */
+    public String origin() {
+        return origin;
     }
 
     private void flush(StringBuilder literal) {

@@ -164,7 +164,7 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
             }
             Check.that(models.containsKey(model), at + ".model", "'" + model + "' is not a key of models"
                     + KeyPaths.didYouMean(model, models.keySet()) + "; models: " + String.join(", ", models.keySet()));
-            out.add(new AgentSpec(a.id(), a.role() != null ? a.role() : a.id(), model, a.optim()));
+            out.add(new AgentSpec(a.id(), a.role() != null ? a.role() : a.id(), model, a.optim(), a.prompts()));
         }
         return List.copyOf(out);
     }

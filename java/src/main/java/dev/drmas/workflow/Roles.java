@@ -1,12 +1,14 @@
 // Roles.java — the team of a run from its config: each entry of `agents:` names a role, and the
 // workflow says which roles it has, how many agents each may have and what prompts an agent of that
-// role gets. The checks every workflow needs (unknown role, too few or too many agents of a role)
+// role gets, unless the entry's `prompts` gives its own (checked by the orchestra like the role's). The checks every workflow needs (unknown role, too few or too many agents of a role)
 // are RoleSpec's, which the config layer runs when a config is bound (Workflow.roles declares them
 // from this same list) and team() runs again, with errors that name the agents[i] entry.
 package dev.drmas.workflow;
 
 import dev.drmas.agent.Agent;
+import dev.drmas.agent.PromptTemplate;
 import dev.drmas.agent.Team;
+import dev.drmas.config.AgentPrompts;
 import dev.drmas.config.AgentSpec;
 import dev.drmas.config.RoleSpec;
 import dev.drmas.config.RunConfig;
@@ -60,9 +62,22 @@ public final class Roles {
         List<Agent> agents = new ArrayList<>();
         for (int i = 0; i < cfg.agents().size(); i++) {
             AgentSpec a = cfg.agents().get(i);
-            agents.add(roles.get(a.role()).agent().apply(i, a.model()).withId(a.id()));
+            agents.add(withPrompts(roles.get(a.role()).agent().apply(i, a.model()).withId(a.id()), a.prompts(), "agents[" + i + "].prompts"));
         }
         return new Team(agents);
+    }
+
+    /**
+     * The agent with the config's prompts in place of its role's: a user template alone is used in
+     * every turn (the role's follow-up was written for the role's own first-turn prompt).
+     */
+    static Agent withPrompts(Agent agent, AgentPrompts p, String at) {
+        if (p.system() != null) agent = agent.withSystemPrompt(p.system());
+        if (p.user() == null && p.followUp() == null) return agent;
+        PromptTemplate user = p.user() != null ? PromptTemplate.of(p.user(), at + ".user") : agent.userTemplate();
+        PromptTemplate followUp = p.followUp() != null ? PromptTemplate.of(p.followUp(), at + ".follow_up")
+                : p.user() != null ? null : agent.followUpTemplate();
+        return agent.withTemplates(user, followUp);
     }
 
     /** The roles' names and bounds, in order: what the workflow declares to the config layer. */

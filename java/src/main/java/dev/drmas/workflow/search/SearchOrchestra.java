@@ -35,9 +35,13 @@ import java.util.Set;
 import java.util.regex.Pattern;
 
 /**
- * Agents' user templates are filled with {@code {question}} and {@code {information}} (the
- * history window: the last history_length information blocks, one per line; empty before the
- * first search).
+ * Agents' user templates are filled with {@code {question}}; {@code {information}} (the history
+ * window: the last history_length information blocks, one per line; empty before the first
+ * search); {@code {history}} (the same window with each block's query and turn, one line a search,
+ * "Step t: <search>query</search> <information>…</information>", as the Dr. MAS reference's
+ * memory shows the team its past steps); {@code {turn}} (the turn, from 1); {@code {context}} (what
+ * teammates wrote earlier in this turn, one "agent: text" line each: the searcher and the
+ * answerer see the verifier's reply; empty for the verifier).
  */
 public final class SearchOrchestra implements Orchestra {
     public static final String NAME = "search";
@@ -83,8 +87,8 @@ public final class SearchOrchestra implements Orchestra {
         }
     }
 
-    static final String Q = "question", INFORMATION = "information";
-    private static final Set<String> ALL = Set.of(Q, INFORMATION);
+    static final String Q = "question", INFORMATION = "information", HISTORY = "history", TURN = "turn", CONTEXT = "context";
+    private static final Set<String> ALL = Set.of(Q, INFORMATION, HISTORY, TURN, CONTEXT);
     private static final Pattern SEARCH_TAG = Pattern.compile("<search>(.*?)</search>", Pattern.DOTALL);
 
     private final Team team;
@@ -154,6 +158,9 @@ public final class SearchOrchestra implements Orchestra {
 
     private static final class State extends RunningEpisode {
         final Deque<String> history = new ArrayDeque<>();  // the information blocks in the window
+        final Deque<String> steps = new ArrayDeque<>();    // the same window with each block's query and turn
+        int turn;                                          // the turn under way, from 0
+        final StringBuilder context = new StringBuilder(); // this turn's outputs so far
 
         State(EpisodeInit init) {
             super(init);
@@ -163,7 +170,15 @@ public final class SearchOrchestra implements Orchestra {
             Map<String, String> v = new HashMap<>();
             v.put(Q, init().question());
             v.put(INFORMATION, String.join("\n", history));
+            v.put(HISTORY, String.join("\n", steps));
+            v.put(TURN, Integer.toString(turn + 1));
+            v.put(CONTEXT, context.toString());
             return v;
+        }
+
+        void said(Agent agent, String text) {
+            if (!context.isEmpty()) context.append('\n');
+            context.append(agent.id()).append(": ").append(text);
         }
     }
 
@@ -174,12 +189,17 @@ public final class SearchOrchestra implements Orchestra {
         for (int turn = 0; turn < options.maxTurns(); turn++) {
             List<Integer> active = RunningEpisode.active(states);
             if (active.isEmpty()) break;
+            for (int i : active) {
+                states.get(i).turn = turn;
+                states.get(i).context.setLength(0);
+            }
 
             List<Turn> verdicts = call(verifier, states, active, turn, policy);
             List<Integer> answering = new ArrayList<>(), searching = new ArrayList<>();
             for (int j = 0; j < active.size(); j++) {
                 State st = states.get(active.get(j));
                 st.count(Episode.ROUNDS);
+                st.said(verifier, verdicts.get(j).text());
                 Verdict taken = st.judge(parser, verdicts.get(j).text(), options.malformedAs());
                 if (taken == Verdict.APPROVE) {
                     answering.add(active.get(j));
@@ -243,8 +263,11 @@ public final class SearchOrchestra implements Orchestra {
             SearchTool.Result r = results.get(j);
             st.count(TOOL_CALLS);
             if (r.failed()) st.count(TOOL_FAILURES);
-            st.history.addLast("<information>" + r.information() + "</information>");
+            String block = "<information>" + r.information() + "</information>";
+            st.history.addLast(block);
+            st.steps.addLast("Step " + (st.turn + 1) + ": <search>" + queries.get(j) + "</search> " + block);
             while (st.history.size() > options.historyLength()) st.history.removeFirst();
+            while (st.steps.size() > options.historyLength()) st.steps.removeFirst();
         }
     }
 

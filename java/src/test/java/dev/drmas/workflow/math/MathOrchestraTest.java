@@ -244,4 +244,23 @@ class MathOrchestraTest {
         Episode e = o.run(List.of(Q42), policy).getFirst();
         assertEquals(List.of(1, 0), e.steps().stream().map(Step::agent).toList(), "steps record the agents' indices");
     }
+    @Test
+    void theGpuConfigsPromptsFitTheWorkflowAndCarryTheCritique() {
+        // configs/math-qwen3-4b.yaml's agents[i].prompts (the Dr. MAS reference's shape): the placeholders are math's,
+        // and a second solver turn holds the system message, the question and the verifier's whole reply
+        dev.drmas.config.RunConfig cfg = dev.drmas.config.RunConfig.load(java.nio.file.Path.of("../configs/math-qwen3-4b.yaml"));
+        MathOrchestra o = new MathOrchestra(MathWorkload.ROLES.team(cfg));
+        String critique = "Step 2 adds 12 and 31, not 30. <verify>reject</verify>";
+        Episode e = o.run(List.of(Q42), new ScriptedPolicy((agent, r) ->
+                agent.id().equals(MathAgents.SOLVER) ? "so \\boxed{43}" : critique)).getFirst();
+        assertEquals(3, e.steps().size());
+        List<Message> retry = e.steps().get(2).prompt();
+        assertEquals(Message.system("You are a helpful and harmless assistant."), retry.getFirst());
+        String u = retry.getLast().content();
+        assertTrue(u.contains("The problem: 12+30=?") && u.contains("solver: so \\boxed{43}\nverifier: " + critique)
+                && u.contains("You are the solver.") && u.contains("within \\boxed{}."), u);
+        String v = e.steps().get(1).prompt().getLast().content();
+        assertTrue(v.contains("You are the verifier.") && v.contains("<verify>approve</verify>") && v.contains("solver: so \\boxed{43}"), v);
+        assertTrue(e.steps().get(1).valid() && !e.approved());
+    }
 }

@@ -165,15 +165,67 @@ class SearchOrchestraTest {
     }
 
     @Test
+    void theStepHistoryTheTurnAndTheTurnsContextFillTheTemplates() {
+        // the Dr. MAS reference's prompts: the step number, the past steps' queries with their information,
+        // and (for the searcher and the answerer) the verifier's reply of this turn
+        String t = "Q: {question} | turn {turn} | history [{history}] | context [{context}]";
+        Team team = new Team(List.of(SearchOrchestra.verifierAgent(V, "m").withTemplates(t, null),
+                SearchOrchestra.searcherAgent(S, "m").withTemplates(t, null), SearchOrchestra.answererAgent(A, "m").withTemplates(t, null)));
+        Tool tool = new Tool();
+        Episode e = new SearchOrchestra(team, D.withHistoryLength(1), SearchOrchestra.VERDICTS, tool)
+                .run(List.of(Q), new ScriptedPolicy((agent, r) -> switch (agent.id()) {
+                    case "verifier" -> "thinking <verify>" + (count(user(r), "<information>") >= 1 && user(r).contains("turn 3") ? "yes" : "no")
+                            + "</verify>";
+                    case "searcher" -> "<search>q" + r.turn() + "</search>";
+                    default -> "<answer>Mirsk</answer>";
+                })).getFirst();
+        assertEquals(List.of(V, S, V, S, V, A), e.steps().stream().map(Step::agent).toList());
+        String q = "Q: Where was Tavo Rilan born? | ";
+        assertEquals(q + "turn 1 | history [] | context []", userAt(e, 0));
+        assertEquals(q + "turn 1 | history [] | context [verifier: thinking <verify>no</verify>]", userAt(e, 1));
+        assertEquals(q + "turn 2 | history [Step 1: <search>q1</search> <information>about q1 #1</information>] | context []", userAt(e, 2));
+        // history_length 1: the window keeps the latest search only, as {information} does
+        assertEquals(q + "turn 3 | history [Step 2: <search>q3</search> <information>about q3 #2</information>] | context []", userAt(e, 4));
+        assertEquals(q + "turn 3 | history [Step 2: <search>q3</search> <information>about q3 #2</information>]"
+                + " | context [verifier: thinking <verify>yes</verify>]", userAt(e, 5));
+    }
+
+    private static String userAt(Episode e, int step) {
+        return e.steps().get(step).prompt().getLast().content();
+    }
+
+    @Test
     void buildChecksTheTeam() {
         Team two = new Team(List.of(SearchOrchestra.verifierAgent(0, "m"), SearchOrchestra.searcherAgent(1, "m")));
         var e = assertThrows(IllegalArgumentException.class, () -> new SearchOrchestra(two, D, SearchOrchestra.VERDICTS, new Tool()));
         assertTrue(e.getMessage().contains("needs a answerer agent 'answerer'") || e.getMessage().contains("answerer"), e.getMessage());
         Team typo = new Team(List.of(SearchOrchestra.verifierAgent(0, "m"), SearchOrchestra.searcherAgent(1, "m"),
-                SearchOrchestra.answererAgent(2, "m").withTemplates("Q: {question} {context}", null)));
+                SearchOrchestra.answererAgent(2, "m").withTemplates("Q: {question} {contxt}", null)));
         e = assertThrows(IllegalArgumentException.class, () -> new SearchOrchestra(typo, D, SearchOrchestra.VERDICTS, new Tool()));
-        assertTrue(e.getMessage().contains("{context}"), e.getMessage());
+        assertTrue(e.getMessage().contains("uses {contxt}")
+                && e.getMessage().contains("available: {context}, {history}, {information}, {question}, {turn}"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> D.withMaxTurns(0));
         assertThrows(IllegalArgumentException.class, () -> D.withHistoryLength(0));
+    }
+    @Test
+    void theGpuConfigsPromptsFitTheWorkflow() {
+        // configs/search-qwen2.5-7b.yaml's agents[i].prompts (the Dr. MAS reference's shape): the searcher reads the
+        // verifier's reply of its step, every agent the past steps with their queries
+        dev.drmas.config.RunConfig cfg = dev.drmas.config.RunConfig.load(java.nio.file.Path.of("../configs/search-qwen2.5-7b.yaml"));
+        Tool tool = new Tool();
+        Episode e = new SearchOrchestra(SearchWorkload.ROLES.team(cfg), D, SearchOrchestra.VERDICTS, tool).run(List.of(Q), new ScriptedPolicy((agent, r) ->
+                switch (agent.id()) {
+                    case "verifier" -> "<think>need the town</think><verify>" + (user(r).contains("Step 1: <search>") ? "yes" : "no") + "</verify>";
+                    case "searcher" -> "<think>x</think><search>Tavo Rilan birthplace</search>";
+                    default -> "<answer>Mirsk</answer>";
+                })).getFirst();
+        assertEquals(List.of(V, S, V, A), e.steps().stream().map(Step::agent).toList());
+        String s = userAt(e, 1), a = userAt(e, 3);
+        assertTrue(s.contains("The question: Where was Tavo Rilan born?") && s.contains("outputs at step 1")
+                && s.contains("verifier: <think>need the town</think><verify>no</verify>") && s.contains("You are the searcher"), s);
+        assertTrue(a.contains("Step 1: <search>Tavo Rilan birthplace</search> <information>about Tavo Rilan birthplace #1</information>")
+                && a.contains("You are the answerer") && !a.contains("verifier:"), a);
+        assertTrue(userAt(e, 2).contains("This is step 2."), userAt(e, 2));
+        assertEquals("<answer>Mirsk</answer>", e.action());
     }
 }
