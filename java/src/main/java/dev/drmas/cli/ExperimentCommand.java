@@ -256,7 +256,10 @@ final class ExperimentCommand implements Callable<Integer> {
                 + "; give the experiment another run.name, or delete " + root.resolve(j.name()) + " to run it again");
     }
 
-    /** A job's arguments as DONE stores them ("[train, c.yaml, k=v, ...]"), without run.threads (it does not change what is computed). */
+    /**
+     * A job's arguments as DONE stores them ("[train, c.yaml, k=v, ...]"), without run.threads: a finished job is not
+     * run again because --parallel changed (the thread count changes only the last bits of LibTorch's sums; README).
+     */
     private static List<String> arguments(String stored) {
         String inner = stored.startsWith("[") && stored.endsWith("]") ? stored.substring(1, stored.length() - 1) : stored;
         List<String> out = new ArrayList<>();
