@@ -467,7 +467,8 @@ public final class CausalLm implements AutoCloseable {
      * arrays go to the decoding step as they are, without the tensors forwardAt takes and reads
      * back; elsewhere the ids and positions go to the device in one copy, and the mask is made
      * there from the positions when the rows have the rollout engines' layout ({@link
-     * #ringLayout}), else copied too. The cache's length is left as it is.
+     * #ringLayout}; {@link #decodeRing} when the caller knows it), else copied too. The cache's length is
+     * left as it is.
      */
     public Tensor decodeAt(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot) {
         return decode(ids, positions, valid, validStride, slots, cache, writeSlot, null).logits();
@@ -489,6 +490,34 @@ public final class CausalLm implements AutoCloseable {
      */
     public Decoded decode(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot,
                           double[] uniforms) {
+        return decode(ids, positions, valid, validStride, slots, cache, writeSlot, uniforms, false);
+    }
+
+    /**
+     * {@link #decode} for a caller whose rows have the ring layout of {@link #ringLayout} by
+     * construction (both rollout engines): on the general path the mask is made on the device from
+     * the positions without the check, which reads every slot of every row each step. {@code valid}
+     * must still say the same, as the CPU decoding step reads it. With {@link #checkRingClaims} on,
+     * the claim is checked each step as decode checks it.
+     */
+    public Decoded decodeRing(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot,
+                              double[] uniforms) {
+        return decode(ids, positions, valid, validStride, slots, cache, writeSlot, uniforms, true);
+    }
+
+    /**
+     * Whether {@link #decodeRing} checks its caller's claim each step (reading the whole mask, as
+     * {@link #decode} does), failing with IllegalStateException when the rows are not so laid out:
+     * for tests of the engines, which run without it.
+     */
+    public void checkRingClaims(boolean on) {
+        checkRingClaims = on;
+    }
+
+    private volatile boolean checkRingClaims;
+
+    private Decoded decode(long[] ids, long[] positions, long[] valid, int validStride, int slots, KvCache cache, long writeSlot,
+                           double[] uniforms, boolean ring) {
         if (cache == null) throw new IllegalArgumentException("decodeAt needs a KV cache");
         int b = ids.length;
         if (positions.length != b) throw new IllegalArgumentException(b + " ids but " + positions.length + " positions");
@@ -500,6 +529,10 @@ public final class CausalLm implements AutoCloseable {
                     + validStride + " apart) must cover " + b + " rows of them");
         }
         cache.checkShape(config, dtype, b);
+        if (ring && checkRingClaims && !ringLayout(positions, valid, validStride, slots, cache.capacity(), writeSlot)) {
+            throw new IllegalStateException("decodeRing: the rows are not ring segments of position + 1 slots ending at slot "
+                    + writeSlot + " (" + slots + " slots read, capacity " + cache.capacity() + ")");
+        }
         Tensor out, u = null;
         try (PointerScope scope = new PointerScope(); NoGradGuard noGrad = new NoGradGuard()) {
             Tensor h = decodeStepOn && device.is_cpu() && dtype == ScalarType.Float
@@ -515,7 +548,7 @@ public final class CausalLm implements AutoCloseable {
                 Tensor idsT = all.select(0, 0).view(b, 1), posT = all.select(0, 1).view(b, 1);
                 if (uniforms != null) u = Scopes.retain(all.select(0, 2).view(ScalarType.Double).view(b, 1));
                 Tensor maskT;
-                if (ringLayout(positions, valid, validStride, slots, cache.capacity(), writeSlot)) {
+                if (ring || ringLayout(positions, valid, validStride, slots, cache.capacity(), writeSlot)) {
                     maskT = ringMask(posT, slots, cache.capacity(), writeSlot);
                 } else {
                     long[] mask = new long[b * slots];
@@ -539,9 +572,11 @@ public final class CausalLm implements AutoCloseable {
      * own slot, whatever valid says of it). Both rollout engines lay their rows out so (a row's
      * tokens at consecutive positions from 0, ending at the column written; a free row, at
      * position 0, reads only its own slot); {@link #ringMask} then makes the mask on the device.
-     * Checked here in Java (no device work) so that any other layout still gets its own mask.
+     * Checked here in Java (no device work) so that any other layout still gets its own mask; the
+     * engines say so instead ({@link #decodeRing}), as the check reads all of {@code valid}.
      */
     static boolean ringLayout(long[] positions, long[] valid, int validStride, int slots, long capacity, long writeSlot) {
+        LAYOUT_CHECKS.get()[0]++;
         for (int r = 0; r < positions.length; r++) {
             long p = positions[r];
             int at = r * validStride;
@@ -550,6 +585,14 @@ public final class CausalLm implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /** This thread's count of {@link #ringLayout} checks, each of which reads every slot of every row. */
+    private static final ThreadLocal<long[]> LAYOUT_CHECKS = ThreadLocal.withInitial(() -> new long[1]);
+
+    /** Ring-layout checks made on this thread so far: a general-path step of {@link #decode} makes one, of {@link #decodeRing} none. */
+    public static long layoutChecks() {
+        return LAYOUT_CHECKS.get()[0];
     }
 
     /**

@@ -240,8 +240,10 @@ final class ContinuousEngine {
             int[] index = new int[k];
             for (int r = 0; r < k; r++) index[r] = req[r] < 0 ? 0 : out[r].n;
             double[] u = uniforms(Arrays.copyOf(req, k), index);
-            // on a GPU the uniforms go with the step's inputs (one copy); greedy draws need none
-            CausalLm.Decoded step = model.decode(ids, at, valid, capacity, slots, view, slot, cfg.sampling().greedy() ? null : u);
+            // on a GPU the uniforms go with the step's inputs (one copy); greedy draws need none. The
+            // rows are ring segments ending at the column by construction (the class comment), so
+            // the mask is made on the device without checking all of valid each step
+            CausalLm.Decoded step = model.decodeRing(ids, at, valid, capacity, slots, view, slot, cfg.sampling().greedy() ? null : u);
             Sampler.Draw draw = Sampler.sample(Generator.allowed(step.logits().select(1, 0), cfg), cfg.sampling(), u, step.uniforms());
             column++;
             if (column % capacity == 0) wrapped = true;

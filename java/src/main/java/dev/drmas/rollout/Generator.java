@@ -285,8 +285,9 @@ public final class Generator {
                             in[r] = ids[r * capacity + filled - 1];
                             pos[r] = nextPos[r] - 1;
                         }
-                        // the token at slot filled - 1, reading slots [0, filled)
-                        CausalLm.Decoded d = model.decode(in, pos, valid, capacity, filled, cache, filled - 1,
+                        // the token at slot filled - 1, reading slots [0, filled): each row's tokens end
+                        // there at consecutive positions (left padding before them), the ring layout
+                        CausalLm.Decoded d = model.decodeRing(in, pos, valid, capacity, filled, cache, filled - 1,
                                 cfg.sampling().greedy() ? null : u);  // on a GPU: with the step's inputs, one copy
                         logits = d.logits();
                         deviceU = d.uniforms();

@@ -47,8 +47,8 @@ public final class MathReward {
         return parseVerdict(verifierText) != Verdict.MALFORMED;
     }
 
-    private static final Pattern VERIFY_TAG =
-            Pattern.compile("<\\s*verify\\s*>(.*?)<\\s*/\\s*verify\\s*>", Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
+    // <verify>(.*?)</verify> across lines, case ignored, spaces allowed around the slash and the name
+    static final Tags.Tag VERIFY_TAG = Tags.Tag.of("<\\s*verify\\s*>", "<\\s*/\\s*verify\\s*>", Pattern.CASE_INSENSITIVE);
 
     /**
      * The verdict of the last {@code <verify>...</verify>} tag: its content, trimmed and with case
@@ -58,7 +58,7 @@ public final class MathReward {
      */
     public static Verdict parseVerdict(String verifierText) {
         if (verifierText == null) return Verdict.MALFORMED;
-        String last = Tags.last(VERIFY_TAG, verifierText);
+        String last = VERIFY_TAG.last(verifierText);
         if (last == null) return Verdict.MALFORMED;
         return switch (last.strip().toLowerCase(Locale.ROOT)) {
             case "approve" -> Verdict.APPROVE;

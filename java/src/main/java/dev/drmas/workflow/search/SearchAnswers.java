@@ -17,14 +17,15 @@ public final class SearchAnswers {
     private SearchAnswers() {
     }
 
-    private static final Pattern ANSWER = Pattern.compile("<answer>(.*?)</answer>", Pattern.DOTALL);
+    /** {@code <answer>(.*?)</answer>}, across lines. */
+    static final Tags.Tag ANSWER = Tags.Tag.of("<answer>", "</answer>", 0);
     // Python's re (SQuAD's and Search-R1's normalize_answer) reads \b with Unicode word characters;
     // Java's \b is ASCII-only without this flag, and "España" would lose its final "a" as an article.
     private static final Pattern ARTICLES = Pattern.compile("\\b(a|an|the)\\b", Pattern.UNICODE_CHARACTER_CLASS);
 
     /** The content of the last {@code <answer>} tag, stripped; empty when there is none or it is blank. */
     public static Optional<String> extractAnswer(String text) {
-        return text == null ? Optional.empty() : Tags.lastStripped(ANSWER, text);
+        return text == null ? Optional.empty() : ANSWER.lastStripped(text);
     }
 
     /**

@@ -32,7 +32,6 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
-import java.util.regex.Pattern;
 
 /**
  * Agents' user templates are filled with {@code {question}}; {@code {information}} (the history
@@ -89,7 +88,8 @@ public final class SearchOrchestra implements Orchestra {
 
     static final String Q = "question", INFORMATION = "information", HISTORY = "history", TURN = "turn", CONTEXT = "context";
     private static final Set<String> ALL = Set.of(Q, INFORMATION, HISTORY, TURN, CONTEXT);
-    private static final Pattern SEARCH_TAG = Pattern.compile("<search>(.*?)</search>", Pattern.DOTALL);
+    /** {@code <search>(.*?)</search>}, across lines. */
+    static final Tags.Tag SEARCH_TAG = Tags.Tag.of("<search>", "</search>", 0);
 
     private final Team team;
     private final Options options;
@@ -142,7 +142,7 @@ public final class SearchOrchestra implements Orchestra {
 
     /** The query of a searcher reply: the content of its last {@code <search>} tag, stripped; empty if none or blank. */
     public static Optional<String> query(String text) {
-        return Tags.lastStripped(SEARCH_TAG, text);
+        return SEARCH_TAG.lastStripped(text);
     }
 
     @Override

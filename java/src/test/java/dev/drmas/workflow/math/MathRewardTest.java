@@ -10,6 +10,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.drmas.agent.Episode;
+import dev.drmas.agent.TagsTest;
 import dev.drmas.agent.Verdict;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
@@ -21,7 +22,10 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -103,5 +107,20 @@ class MathRewardTest {
         assertFalse(MathReward.solverValid("Answer: \\boxed{5"));
         assertFalse(MathReward.solverValid("Answer: \\boxed{ }"));
         assertFalse(MathReward.solverValid(""));
+    }
+
+    @Test
+    void theVerifyTagIsReadAsTheRegexLoopReadIt() {
+        // the pattern MathReward used before its one-pass lookup, spelled as it was
+        Pattern old = Pattern.compile("<\\s*verify\\s*>(.*?)<\\s*/\\s*verify\\s*>", Pattern.CASE_INSENSITIVE | Pattern.DOTALL);
+        TagsTest.assertAsRegexLoop(MathReward.VERIFY_TAG, old, 20000, 11);
+    }
+
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)  // a hang guard only: the regex loop took minutes here
+    void aMegabyteOfUnclosedVerifyTagsIsMalformed() {
+        String reply = TagsTest.repeated("<verify> approve ", 1 << 20);
+        assertEquals(Verdict.MALFORMED, MathReward.parseVerdict(reply));
+        assertEquals(Verdict.REJECT, MathReward.parseVerdict(reply + "</verify>\n<Verify> reject </ verify>"));
     }
 }

@@ -6,9 +6,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.drmas.agent.TagsTest;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class SearchAnswersTest {
     @Test
@@ -65,5 +69,20 @@ class SearchAnswersTest {
         assertEquals(0.0, SearchAnswers.reward("<answer>Mirsk City</answer>", List.of("Mirsk")));
         assertEquals(0.0, SearchAnswers.reward("Mirsk", List.of("Mirsk")), "no tag, no reward");
         assertEquals(0.0, SearchAnswers.reward(null, List.of("Mirsk")));
+    }
+
+    @Test
+    void theAnswerAndSearchTagsAreReadAsTheRegexLoopReadThem() {
+        // the patterns used before the one-pass lookup, spelled as they were
+        TagsTest.assertAsRegexLoop(SearchAnswers.ANSWER, Pattern.compile("<answer>(.*?)</answer>", Pattern.DOTALL), 20000, 21);
+        TagsTest.assertAsRegexLoop(SearchOrchestra.SEARCH_TAG, Pattern.compile("<search>(.*?)</search>", Pattern.DOTALL), 20000, 22);
+    }
+
+    @Test
+    @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)  // a hang guard only: the regex loop took minutes here
+    void aMegabyteOfUnclosedTagsHasNoAnswerOrQuery() {
+        assertEquals(Optional.empty(), SearchAnswers.extractAnswer(TagsTest.repeated("<answer> Paris ", 1 << 20)));
+        assertEquals(Optional.empty(), SearchOrchestra.query(TagsTest.repeated("<search> capital ", 1 << 20)));
+        assertEquals(Optional.of("Rome"), SearchAnswers.extractAnswer(TagsTest.repeated("<answer> x </answer>", 1 << 20) + "<answer> Rome </answer>"));
     }
 }
