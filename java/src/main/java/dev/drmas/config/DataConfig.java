@@ -15,11 +15,14 @@ import java.nio.file.Path;
  * @param questionField the JSONL field holding the question; default {@code question}
  * @param answerField   the JSONL field holding the ground-truth answer (a string, a number, or
  *                      for search a list of accepted answers); default {@code answer}
+ * @param dataSourceField the JSONL field naming a task's benchmark, as verl's data_source (default
+ *                      {@code data_source}); a file whose lines have it (all or none) is evaluated
+ *                      per benchmark too
  * @param synthetic     the built-in generator's knobs, of the workflow's type (source synthetic);
  *                      null for a workflow without a generator
  */
 public record DataConfig(Source source, Path trainFile, Path testFile, String questionField, String answerField,
-                         @WorkflowSchema.Typed(WorkflowSchema.Part.SYNTHETIC_DATA) Record synthetic) {
+                         String dataSourceField, @WorkflowSchema.Typed(WorkflowSchema.Part.SYNTHETIC_DATA) Record synthetic) {
 
     public enum Source implements ConfigEnum {
         SYNTHETIC("synthetic"), JSONL("jsonl");
@@ -41,6 +44,7 @@ public record DataConfig(Source source, Path trainFile, Path testFile, String qu
         Check.that(source != Source.JSONL || trainFile != null, "train_file", "is required when data.source is jsonl");
         Check.notBlank(questionField, "question_field");
         Check.notBlank(answerField, "answer_field");
+        Check.notBlank(dataSourceField, "data_source_field");
     }
 
     /**
@@ -49,7 +53,7 @@ public record DataConfig(Source source, Path trainFile, Path testFile, String qu
      */
     public static DataConfig defaults(String workflow) {
         Class<? extends Record> type = WorkflowSchema.named(workflow).syntheticDataType();
-        return new DataConfig(Source.SYNTHETIC, null, null, "question", "answer", type == null ? null : Binder.defaultsOf(type));
+        return new DataConfig(Source.SYNTHETIC, null, null, "question", "answer", "data_source", type == null ? null : Binder.defaultsOf(type));
     }
 
     public static DataConfig defaults() {

@@ -33,21 +33,28 @@ public final class JsonlTasks {
         return read(file, "question", "answer");
     }
 
+    /** The tasks of {@code file} without a benchmark field ({@link #read(Path, String, String, String)}). */
+    public static List<Task> read(Path file, String questionField, String answerField) {
+        return read(file, questionField, answerField, null);
+    }
+
     /**
      * The tasks of {@code file}, in file order. Blank lines are skipped. The question must be a
      * non-empty string; the answer a non-empty string or a number, a number kept exactly as written
      * ("0.50" stays "0.50"), or a non-empty list of non-empty strings (every accepted answer: the
      * first is the task's answer, the rest its aliases); the id, when present, a non-blank string or
-     * an integer, unique in the file.
+     * an integer, unique in the file; the benchmark ({@code dataSourceField}, null for none), a
+     * non-blank string on every line or on none.
      *
      * @throws TaskFileException naming file:line and the field for every problem, and for a file
      *     that has no task at all
      */
-    public static List<Task> read(Path file, String questionField, String answerField) {
+    public static List<Task> read(Path file, String questionField, String answerField, String dataSourceField) {
         List<Task> tasks = new ArrayList<>();
         Map<String, Integer> idLines = new HashMap<>();
         JsonlLines.forEach(file, (line, lineNo, where) -> {
-            Map<String, Field> fields = parseLine(line, where, questionField, answerField);
+            Map<String, Field> fields = dataSourceField == null ? parseLine(line, where, questionField, answerField)
+                    : parseLine(line, where, questionField, answerField, dataSourceField);
             String question = text(fields, questionField, where, false);
             List<String> answers = answers(fields, answerField, where);
             String id = id(fields.get(ID_FIELD), where, lineNo);
@@ -55,7 +62,16 @@ public final class JsonlTasks {
             if (first != null) {
                 throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first);
             }
-            tasks.add(new Task(id, question, answers.getFirst(), answers.subList(1, answers.size())));
+            String source = null;
+            if (dataSourceField != null) {
+                boolean has = fields.containsKey(dataSourceField);
+                if (!tasks.isEmpty() && has != (tasks.getFirst().dataSource() != null)) {
+                    throw new TaskFileException(where + ": field '" + dataSourceField + "' is " + (has ? "here but on no earlier line"
+                            : "missing, though earlier lines have it") + ": the benchmark of every task or of none");
+                }
+                if (has) source = text(fields, dataSourceField, where, false);
+            }
+            tasks.add(new Task(id, question, answers.getFirst(), answers.subList(1, answers.size()), source));
         });
         if (tasks.isEmpty()) throw new TaskFileException(file + ": no tasks (the file is empty)");
         return tasks;

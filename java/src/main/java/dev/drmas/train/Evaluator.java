@@ -80,8 +80,25 @@ final class Evaluator {
         Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks(ec.k(), n)));
         StepMetrics.workload("eval/", local, eps, workload, dist, m);
         m.put("eval/tasks", (double) tasks.size());
+        perSource(tasks, counts, ks(ec.k(), n), m);
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
         return m;
+    }
+
+    /**
+     * avg@n and pass@k of each benchmark of a test file that names them (Task.dataSource), as
+     * eval/<source>/..., in the order the benchmarks first appear; every rank has every task's counts.
+     */
+    static void perSource(List<Task> tasks, List<PassAtK.Counts> counts, int[] ks, Map<String, Double> m) {
+        Map<String, List<PassAtK.Counts>> bySource = new LinkedHashMap<>();
+        for (int u = 0; u < tasks.size(); u++) {
+            String src = tasks.get(u).dataSource();
+            if (src != null) bySource.computeIfAbsent(src, x -> new ArrayList<>()).add(counts.get(u));
+        }
+        for (Map.Entry<String, List<PassAtK.Counts>> e : bySource.entrySet()) {
+            m.putAll(PassAtK.scalars("eval/" + e.getKey() + "/", e.getValue(), ks));
+            m.put("eval/" + e.getKey() + "/tasks", (double) e.getValue().size());
+        }
     }
 
     /** Whether {@code e} solved {@code task} (reward 1); a reward that is not finite is an error naming the task, not a miss. */

@@ -144,7 +144,7 @@ class RunConfigTest {
         assertTrue(c.run().resumeNever());
         assertNull(c.run().resumeFrom());
         assertEquals(new DataConfig(DataConfig.Source.JSONL, Path.of("data/train.jsonl"), Path.of("data/test.jsonl"),
-                "problem", "solution", new ArithmeticData(3, 1, List.of("+", "*"), true, 100, 10, 9)), c.data());
+                "problem", "solution", "data_source", new ArithmeticData(3, 1, List.of("+", "*"), true, 100, 10, 9)), c.data());
 
         ModelSpec solver = c.models().get("solver_model");
         assertEquals(new ModelSpec(null, ModelSpec.Init.AUTO, Family.LLAMA,

@@ -126,4 +126,27 @@ class JsonlTasksTest {
         Files.write(p, new byte[] {'{', '"', 'q', '"', ':', '"', (byte) 0xE9, '"', '}', '\n'});
         assertEquals(p + ": not UTF-8 text", assertThrows(TaskFileException.class, () -> JsonlTasks.read(p)).getMessage());
     }
+    @Test
+    void theBenchmarkFieldOnEveryLineOrNone() throws IOException {
+        Path p = write("{\"question\": \"q1\", \"answer\": 1, \"data_source\": \"aime24\"}\n"
+                + "{\"question\": \"q2\", \"answer\": 2, \"data_source\": \"math500\"}\n");
+        List<Task> t = JsonlTasks.read(p, "question", "answer", "data_source");
+        assertEquals(List.of("aime24", "math500"), t.stream().map(Task::dataSource).toList());
+        assertEquals(null, JsonlTasks.read(p, "question", "answer").getFirst().dataSource(), "no field asked for: none read");
+        assertEquals(null, JsonlTasks.read(write("{\"question\": \"q\", \"answer\": 1}\n"), "question", "answer", "data_source")
+                .getFirst().dataSource(), "a file without the field has none");
+
+        Path missing = write("{\"question\": \"q1\", \"answer\": 1, \"data_source\": \"a\"}\n{\"question\": \"q2\", \"answer\": 2}\n");
+        assertEquals(missing + ":2: field 'data_source' is missing, though earlier lines have it: the benchmark of every task or of none",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(missing, "question", "answer", "data_source")).getMessage());
+        Path late = write("{\"question\": \"q1\", \"answer\": 1}\n\n{\"question\": \"q2\", \"answer\": 2, \"data_source\": \"a\"}\n");
+        assertEquals(late + ":3: field 'data_source' is here but on no earlier line: the benchmark of every task or of none",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(late, "question", "answer", "data_source")).getMessage());
+        Path number = write("{\"question\": \"q1\", \"answer\": 1, \"data_source\": 7}\n");
+        assertEquals(number + ":1: field 'data_source' must be a string, got a number",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(number, "question", "answer", "data_source")).getMessage());
+        Path blank = write("{\"question\": \"q1\", \"answer\": 1, \"data_source\": \" \"}\n");
+        assertEquals(blank + ":1: field 'data_source' is empty",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(blank, "question", "answer", "data_source")).getMessage());
+    }
 }
