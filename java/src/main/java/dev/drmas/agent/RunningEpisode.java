@@ -71,6 +71,16 @@ public class RunningEpisode {
      */
     public static <S extends RunningEpisode> List<Turn> call(Agent agent, List<S> states, List<Integer> which, int loop,
                                                             AgentPolicy policy, Function<S, List<Message>> prompt) {
+        // a turn's index is its episode's step count before the call: the same episode twice would
+        // give both requests one turn, hence one sampling stream and the same sample
+        java.util.Set<Integer> seen = new java.util.HashSet<>();
+        for (int e : which) {
+            if (!seen.add(e)) {
+                throw new IllegalArgumentException("agent '" + agent.id() + "': episode " + e + " (task uid " + states.get(e).init().uid()
+                        + ", trajectory " + states.get(e).init().traj() + ") is asked twice in one call " + which
+                        + "; ask for its next turn in a later call");
+            }
+        }
         List<TurnRequest> requests = requests(states, which, loop, prompt);
         return record(agent, states, requests, policy.act(agent, requests));
     }

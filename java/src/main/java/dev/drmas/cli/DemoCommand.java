@@ -66,7 +66,7 @@ final class DemoCommand implements Callable<Integer> {
             if (stopped != 0) return stopped;  // a signal stopped it after its save: the same command continues
             double minutes = (System.nanoTime() - t0) / 60e9;
             if (Files.isRegularFile(runDir.resolve("metrics.jsonl"))) {
-                report(runDir, minutes);
+                report(runDir, minutes, cfg.metrics().tensorboard());
                 try {
                     System.out.println("report:          " + RunReport.write(List.of(runDir), runDir.resolve("report.html")).toAbsolutePath());
                 } catch (IllegalArgumentException e) {
@@ -87,8 +87,11 @@ final class DemoCommand implements Callable<Integer> {
         }
     }
 
-    /** Before/after table from metrics.jsonl: the first and the last evaluation. */
-    static void report(Path runDir, double minutes) throws IOException {
+    /**
+     * Before/after table from metrics.jsonl: the first and the last evaluation; the TensorBoard
+     * command only when {@code tensorboard} (metrics.tensorboard) wrote its folder.
+     */
+    static void report(Path runDir, double minutes, boolean tensorboard) throws IOException {
         Path file = runDir.resolve("metrics.jsonl");
         List<JsonNode> evals = new ArrayList<>();
         JsonNode lastTrain = null;
@@ -118,8 +121,8 @@ final class DemoCommand implements Callable<Integer> {
             });
             System.out.println();
         }
-        System.out.printf("%nrun directory:   %s%nmetrics:         %s%ntensorboard:     tensorboard --logdir %s%n"
-                + "checkpoints:     %s%ntime:            %.1f min%n", runDir.toAbsolutePath(), file.toAbsolutePath(),
-                runDir.resolve("tensorboard").toAbsolutePath(), runDir.resolve("checkpoints").toAbsolutePath(), minutes);
+        System.out.printf("%nrun directory:   %s%nmetrics:         %s%n", runDir.toAbsolutePath(), file.toAbsolutePath());
+        if (tensorboard) System.out.printf("tensorboard:     tensorboard --logdir %s%n", runDir.resolve("tensorboard").toAbsolutePath());
+        System.out.printf("checkpoints:     %s%ntime:            %.1f min%n", runDir.resolve("checkpoints").toAbsolutePath(), minutes);
     }
 }

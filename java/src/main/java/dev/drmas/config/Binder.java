@@ -12,6 +12,7 @@ import dev.drmas.algo.KlEstimator;
 import dev.drmas.model.Family;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.RecordComponent;
 import java.lang.reflect.Type;
@@ -63,10 +64,47 @@ final class Binder {
         WorkflowSchema.Typed typed = c.getAnnotation(WorkflowSchema.Typed.class);
         if (typed == null) return c.getGenericType();
         return switch (typed.value()) {
-            case OPTIONS -> workflow().optionsType();
-            case SYNTHETIC_DATA -> workflow().syntheticDataType();
+            case OPTIONS -> requireBindable(workflow(), "options record", workflow().optionsType(), "orchestra.name");
+            case SYNTHETIC_DATA -> requireBindable(workflow(), "synthetic data record", workflow().syntheticDataType(), "orchestra.name");
             case AGENTS -> c.getGenericType();
         };
+    }
+
+    /**
+     * {@code type} (a workflow's {@code what}; null passes) when the binder can read it: a public
+     * record (its enclosing classes public too) with a public static defaults(). Otherwise an error
+     * naming the workflow and the record: reflection would fail later with a message that says
+     * neither (a defaults() it cannot see leaves every missing key null).
+     */
+    <T> Class<T> requireBindable(WorkflowSchema w, String what, Class<T> type, String path) {
+        String problem = unbindable(w, what, type);
+        if (problem != null) throw fail(path, problem);
+        return type;
+    }
+
+    /** The error of {@link #requireBindable} for {@code type}, or null when it is readable (or null). */
+    static String unbindable(WorkflowSchema w, String what, Class<?> type) {
+        String problem = type == null ? null : notBindable(type);
+        if (problem == null) return null;
+        return "workflow '" + w.name() + "': " + what + " " + type.getName() + " must be public with a public static defaults() ("
+                + problem + ")";
+    }
+
+    /** Why the binder cannot read record {@code raw} (not public, or no public static defaults()), or null. */
+    static String notBindable(Class<?> raw) {
+        for (Class<?> c = raw; c != null; c = c.getEnclosingClass()) {
+            if (!Modifier.isPublic(c.getModifiers())) return (c == raw ? "it" : "its enclosing " + c.getName()) + " is not public";
+        }
+        Method m;
+        try {
+            m = raw.getDeclaredMethod("defaults");
+        } catch (NoSuchMethodException e) {
+            return "it has no defaults()";
+        }
+        if (!Modifier.isStatic(m.getModifiers())) return "its defaults() is not static";
+        if (!Modifier.isPublic(m.getModifiers())) return "its defaults() is not public";
+        if (!raw.isAssignableFrom(m.getReturnType())) return "its defaults() returns " + m.getReturnType().getName();
+        return null;
     }
 
     private static boolean hasTypedParts(Class<?> record) {
@@ -116,6 +154,11 @@ final class Binder {
 
     /** The static defaults() of a config record; a bug of the record's author when it has none. */
     static <T> T defaultsOf(Class<T> record) {
+        String problem = notBindable(record);
+        if (problem != null) {
+            throw new IllegalStateException("config record " + record.getName() + " must be public with a public static defaults() ("
+                    + problem + ")");
+        }
         Object t = template(record);
         if (t == null) throw new IllegalStateException(record.getName() + " is a config record without a static defaults()");
         return record.cast(t);

@@ -79,10 +79,15 @@ public interface WorkflowSchema {
         return w;
     }
 
+    /** Where a workflow that drmas does not ship comes from, for the error of a name it does not know. */
+    String JAR_HINT = "a workflow of your own is found when its jar is on DRMAS_CLASSPATH, listed in the jar's META-INF/services/"
+            + "dev.drmas.workflow.Workflow";
+
     /** The problem of an unknown workflow name: the nearest and all known names. */
     static String unknown(String name) {
         var names = all().keySet();
-        return "unknown workflow '" + name + "'" + KeyPaths.didYouMean(name, names) + "; known workflows: " + String.join(", ", names);
+        return "unknown workflow '" + name + "'" + KeyPaths.didYouMean(name, names) + "; known workflows: " + String.join(", ", names)
+                + " (" + JAR_HINT + ")";
     }
 
     /** The catalogs, loaded once (the class path does not change while a run goes on). */

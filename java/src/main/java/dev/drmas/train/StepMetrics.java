@@ -182,17 +182,43 @@ final class StepMetrics {
     private static final List<String> AGENT_SUMS = List.of("valid", "tokens", "groups", "mu", "sigma_groups", "sigma", "inflation_groups",
             "inflation");
 
-    /** The workload's metrics per episode ({@code prefix} + name), summed over every rank's episodes. */
+    /**
+     * The workload's metrics per episode ({@code prefix} + name), summed over every rank's episodes.
+     * The sums travel in the order of their sorted names, not the map's: a workflow's map (Map.of
+     * with two entries or more) may iterate in another order in each rank's JVM, and a sum by
+     * position would then add one metric to another. Ranks whose names differ stop at once, naming
+     * them, instead of summing vectors of different lengths (which waits until distributed.timeout_s
+     * and blames a peer).
+     */
     static void workload(String prefix, List<Task> tasks, List<Episode> episodes, Workload w, Collective dist,
                          Map<String, Double> m) {
         Map<String, Double> sums = w.episodeSums(tasks, episodes);
-        double[] v = new double[sums.size() + 1];
-        int i = 0;
-        for (double x : sums.values()) v[i++] = x;
-        v[i] = episodes.size();
-        dist.sum(v, "the " + (prefix.isEmpty() ? "workload" : prefix + " workload") + " metrics");
-        if (v[i] == 0) return;
-        i = 0;
-        for (String key : sums.keySet()) m.put(prefix + key, v[i++] / v[sums.size()]);
+        List<String> names = new ArrayList<>(sums.keySet());
+        java.util.Collections.sort(names);
+        String what = "the " + (prefix.isEmpty() ? "workload" : prefix + " workload") + " metrics";
+        requireSameNames(names, dist, what);
+        double[] v = new double[names.size() + 1];
+        for (int i = 0; i < names.size(); i++) v[i] = sums.get(names.get(i));
+        v[names.size()] = episodes.size();
+        dist.sum(v, what);
+        double n = v[names.size()];
+        if (n == 0) return;
+        // logged in the workload's own order, each under its name
+        for (String key : sums.keySet()) m.put(prefix + key, v[names.indexOf(key)] / n);
+    }
+
+    /** Stops every rank alike, naming this rank's names, when the ranks' sorted metric names differ (count and hash, gathered). */
+    static void requireSameNames(List<String> sorted, Collective dist, String what) {
+        if (dist.worldSize() == 1) return;
+        double[][] all = dist.gather(new double[] {sorted.size(), String.join("\n", sorted).hashCode()}, what + " (their names)");
+        StringBuilder diff = new StringBuilder();
+        for (int r = 1; r < all.length; r++) {
+            if (all[r][0] != all[0][0] || all[r][1] != all[0][1]) diff.append(r == 1 ? "" : ", ").append(r);
+        }
+        if (!diff.isEmpty()) {
+            throw new dev.drmas.dist.DistributedException(what + ": the ranks' Workload.episodeSums return different names (rank 0 "
+                    + (int) all[0][0] + " names; rank(s) " + diff + " differ); this rank (" + dist.rank() + ") has " + sorted
+                    + ". Every rank must return the same names, even for no episodes (a rank without evaluation tasks included)");
+        }
     }
 }

@@ -69,6 +69,7 @@ final class WarmStart {
         }
         SplittableRandom rng = new SplittableRandom(cfg.run().seed() ^ 0x5F7L);
         Map<String, Double> last = new LinkedHashMap<>();
+        java.util.Set<String> trained = new java.util.HashSet<>();
         int every = Math.max(1, sc.steps() / 10);
         long t0 = System.nanoTime();
         Throwable failed = null;
@@ -78,6 +79,7 @@ final class WarmStart {
                 for (Policies.Policy p : policies.byId.values()) {
                     List<PpoUpdater.Row> rows = byModel.getOrDefault(p.id(), List.of());
                     if (rows.isEmpty()) continue;
+                    trained.add(p.id());
                     last.put("sft/" + p.id() + "/loss", crossEntropyStep(p, optims.get(p.id()), rows));
                 }
                 if ((s + 1) % every == 0 || s + 1 == sc.steps()) {
@@ -101,9 +103,25 @@ final class WarmStart {
                 failed.addSuppressed(e);  // the warm start's own failure is the one to report
             }
         }
+        warnUntrained(trained);
         Path dir = save(runDir);
         log.println("drmas: warm-start weights written to " + dir);
         return last;
+    }
+
+    /**
+     * A warning for each model that no demonstration turn trained (none of its agents acted in the
+     * workflow's scripted episodes, e.g. a verifier under max_loops 1): its weights are saved with the
+     * rest, but they are its initialisation, not warm-started ones, and nothing else would say so.
+     */
+    private void warnUntrained(java.util.Set<String> trained) {
+        for (Policies.Policy p : policies.byId.values()) {
+            if (trained.contains(p.id())) continue;
+            List<String> agents = workload.team().agents().stream().filter(a -> a.modelId().equals(p.id())).map(Agent::id).toList();
+            log.println("drmas: warning: model '" + p.id() + "' (agents " + (agents.isEmpty() ? "none" : String.join(", ", agents))
+                    + ") got no demonstration rows in " + cfg.sft().steps() + " sft steps: none of its agents acted in the "
+                    + "demonstrations, so its weights in sft/models are its starting weights, untrained");
+        }
     }
 
     /**

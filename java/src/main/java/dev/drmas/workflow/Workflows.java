@@ -22,8 +22,32 @@ public final class Workflows {
     }
 
     private static Map<String, Workflow> load() {
+        return load(Workflow.class.getClassLoader(), System.err::println);
+    }
+
+    /**
+     * The workflows {@code loader} finds. An entry that cannot be loaded (a provider class that is
+     * not there, or whose constructor fails) is left out with a warning naming it, passed to
+     * {@code warn}, so that the other workflows, drmas's own included, still work: otherwise one bad
+     * line in a user jar's services file ended every command with a stack trace. A config that names
+     * the left-out workflow then fails as an unknown workflow, after the warning.
+     */
+    static Map<String, Workflow> load(ClassLoader loader, java.util.function.Consumer<String> warn) {
         Map<String, Workflow> out = new TreeMap<>();
-        for (Workflow w : ServiceLoader.load(Workflow.class, Workflow.class.getClassLoader())) {
+        java.util.Iterator<Workflow> it = ServiceLoader.load(Workflow.class, loader).iterator();
+        // ServiceLoader moves past an entry that fails; the bound only guards against one that would not
+        for (int errors = 0; errors < 100; ) {
+            Workflow w;
+            try {
+                if (!it.hasNext()) break;
+                w = it.next();
+            } catch (java.util.ServiceConfigurationError e) {
+                errors++;
+                warn.accept("drmas: warning: a workflow could not be loaded and is left out: " + describe(e) + " (check META-INF/services/"
+                        + Workflow.class.getName() + " in the jars and folders on DRMAS_CLASSPATH: each line names a public class "
+                        + "implementing it, with a public no-argument constructor, that is in that jar or on DRMAS_CLASSPATH)");
+                continue;
+            }
             Workflow before = out.putIfAbsent(w.name(), w);
             if (before != null) {
                 // two workflows under one name would make configs ambiguous
@@ -33,6 +57,15 @@ public final class Workflows {
             }
         }
         return out;
+    }
+
+    // the error's message and its causes', one line ("...: Provider org.example.X not found")
+    private static String describe(Throwable e) {
+        StringBuilder b = new StringBuilder(String.valueOf(e.getMessage()));
+        for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+            b.append(": ").append(c.getClass().getSimpleName()).append(": ").append(c.getMessage());
+        }
+        return b.toString();
     }
 
     /** Every workflow, sorted by name. */

@@ -1,6 +1,7 @@
 // DemoCommandTest.java — `drmas demo`'s closing summary: a run resumed with another eval.k shows the
 // avg@k / pass@k that both evaluations have (no crash), and metrics.jsonl=false ends a successful
-// demo with exit 0 (no table, no report) instead of a missing-file error.
+// demo with exit 0 (no table, no report) instead of a missing-file error; the TensorBoard command
+// is shown only when metrics.tensorboard wrote its folder.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -31,13 +32,29 @@ class DemoCommandTest {
         ByteArrayOutputStream buf = new ByteArrayOutputStream();
         System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
         try {
-            DemoCommand.report(tmp, 0.1);
+            DemoCommand.report(tmp, 0.1, true);
         } finally {
             System.setOut(saved);
         }
         String out = buf.toString(StandardCharsets.UTF_8);
         assertTrue(out.contains("pass@1") && out.contains("0.100") && out.contains("0.200"), out);
         assertTrue(!out.contains("pass@4") && !out.contains("avg@8"), out);
+        assertTrue(out.contains("tensorboard --logdir " + tmp.resolve("tensorboard").toAbsolutePath()), out);
+    }
+
+    @Test
+    void theTensorBoardCommandIsShownOnlyWhenTensorBoardIsOn() throws Exception {
+        Files.writeString(tmp.resolve("metrics.jsonl"), "{\"step\":0,\"eval/avg@1\":0.1,\"eval/pass@1\":0.1}\n");
+        PrintStream saved = System.out;
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(buf, true, StandardCharsets.UTF_8));
+        try {
+            DemoCommand.report(tmp, 0.1, false);  // metrics.tensorboard=false: no folder to point at
+        } finally {
+            System.setOut(saved);
+        }
+        String out = buf.toString(StandardCharsets.UTF_8);
+        assertTrue(!out.contains("tensorboard") && out.contains("checkpoints:") && out.contains("time:"), out);
     }
 
     @Test

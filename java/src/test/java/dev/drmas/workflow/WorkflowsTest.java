@@ -49,7 +49,27 @@ class WorkflowsTest {
                 e.getMessage());
         assertTrue(e.getMessage().contains(EchoWorkflow.NAME), e.getMessage());
         assertEquals("<config>:1: orchestra.name: unknown workflow 'serch' (did you mean search?); known workflows: "
-                + String.join(", ", Workflows.names()), error("orchestra: {name: serch}\n"));
+                + String.join(", ", Workflows.names()) + " (a workflow of your own is found when its jar is on DRMAS_CLASSPATH, listed "
+                + "in the jar's META-INF/services/dev.drmas.workflow.Workflow)", error("orchestra: {name: serch}\n"));
+        assertTrue(e.getMessage().endsWith("DRMAS_CLASSPATH, listed in the jar's META-INF/services/dev.drmas.workflow.Workflow)"),
+                e.getMessage());
+    }
+
+    @Test
+    void aServicesEntryWhoseClassIsMissingIsLeftOutWithAWarning() throws IOException {
+        // a user's jar (here a folder) whose services file names a class it does not hold, then EchoWorkflow
+        Path services = Files.createDirectories(tmp.resolve("jar/META-INF/services"));
+        Files.writeString(services.resolve(Workflow.class.getName()), "org.example.pc.Missing\n" + EchoWorkflow.class.getName() + "\n");
+        List<String> warnings = new java.util.ArrayList<>();
+        try (var loader = new java.net.URLClassLoader(new java.net.URL[] {tmp.resolve("jar").toUri().toURL()},
+                Workflow.class.getClassLoader())) {
+            var found = Workflows.load(loader, warnings::add);
+            assertTrue(found.keySet().containsAll(List.of("math", "search", EchoWorkflow.NAME)), found.keySet().toString());
+        }
+        assertEquals(1, warnings.size(), warnings.toString());
+        String w = warnings.getFirst();
+        assertTrue(w.startsWith("drmas: warning: a workflow could not be loaded and is left out: ") && w.contains("org.example.pc.Missing")
+                && w.contains("DRMAS_CLASSPATH") && w.contains("META-INF/services/dev.drmas.workflow.Workflow"), w);
     }
 
     @Test
