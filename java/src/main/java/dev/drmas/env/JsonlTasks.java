@@ -1,7 +1,8 @@
 // JsonlTasks.java — a dataset as a JSONL file: one JSON object per line with a question and an
 // answer under configurable field names (datasets name them "problem"/"solution", "question"/
-// "answer", ...). The whole file is read and checked before training starts, so that a bad line
-// stops the run at once with file:line and the field, not halfway through an epoch.
+// "answer", ...; a dotted name is a path into nested objects: "extra_info.question"). The whole
+// file is read and checked before training starts, so that a bad line stops the run at once with
+// file:line and the field, not halfway through an epoch.
 package dev.drmas.env;
 
 import com.fasterxml.jackson.core.JsonFactory;
@@ -82,7 +83,9 @@ public final class JsonlTasks {
     private record Field(JsonToken token, String text, List<String> items) {}
 
     // Streams the object instead of building a tree so that a number's text is the text of the file
-    // (a tree would turn 1.50 into a double or a BigDecimal and print it back its own way).
+    // (a tree would turn 1.50 into a double or a BigDecimal and print it back its own way). A wanted
+    // name with dots ("extra_info.question") is also a path into nested objects, as verl's data files
+    // (pandas' to_json of its parquet files) keep the question and the answer.
     private static Map<String, Field> parseLine(String line, String where, String... wanted) {
         Map<String, Field> fields = new HashMap<>();
         try (JsonParser p = JSON.createParser(line)) {
@@ -90,23 +93,7 @@ public final class JsonlTasks {
             if (t != JsonToken.START_OBJECT) {
                 throw new TaskFileException(where + ": expected a JSON object, got " + describe(t));
             }
-            while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
-                String key = p.currentName();
-                JsonToken v = p.nextToken();
-                boolean keep = key.equals(ID_FIELD);
-                for (String w : wanted) keep |= key.equals(w);
-                List<String> items = null;
-                if (keep && v == JsonToken.START_ARRAY) {
-                    items = new ArrayList<>();
-                    JsonToken e;
-                    while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
-                        items.add(e == JsonToken.VALUE_STRING ? p.getText() : null);
-                        p.skipChildren();
-                    }
-                }
-                fields.put(key, new Field(v, keep && v.isScalarValue() ? p.getText() : null, items));
-                if (items == null) p.skipChildren();
-            }
+            readObject(p, "", wanted, fields);
             if (p.nextToken() != null) throw new TaskFileException(where + ": unexpected text after the JSON object");
         } catch (JsonProcessingException e) {
             throw new TaskFileException(where + ": not valid JSON: " + e.getOriginalMessage());
@@ -114,6 +101,36 @@ public final class JsonlTasks {
             throw new TaskFileException(where + ": cannot read: " + e.getMessage(), e);
         }
         return fields;
+    }
+
+    // The members of the object the parser is in (after its START_OBJECT) under their paths: every
+    // top-level one, and the nested ones a wanted path leads to.
+    private static void readObject(JsonParser p, String prefix, String[] wanted, Map<String, Field> fields) throws IOException {
+        JsonToken t;
+        while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+            String key = prefix + p.currentName();
+            JsonToken v = p.nextToken();
+            boolean keep = key.equals(ID_FIELD) && prefix.isEmpty(), deeper = false;
+            for (String w : wanted) {
+                keep |= key.equals(w);
+                deeper |= w.startsWith(key + ".");
+            }
+            if (v == JsonToken.START_OBJECT && deeper && !keep) {
+                readObject(p, key + ".", wanted, fields);
+                continue;
+            }
+            List<String> items = null;
+            if (keep && v == JsonToken.START_ARRAY) {
+                items = new ArrayList<>();
+                JsonToken e;
+                while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
+                    items.add(e == JsonToken.VALUE_STRING ? p.getText() : null);
+                    p.skipChildren();
+                }
+            }
+            if (keep || prefix.isEmpty()) fields.putIfAbsent(key, new Field(v, keep && v.isScalarValue() ? p.getText() : null, items));
+            if (items == null) p.skipChildren();
+        }
     }
 
     private static String text(Map<String, Field> fields, String field, String where, boolean numberAllowed) {

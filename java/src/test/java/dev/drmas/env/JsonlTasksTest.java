@@ -149,4 +149,32 @@ class JsonlTasksTest {
         assertEquals(blank + ":1: field 'data_source' is empty",
                 assertThrows(TaskFileException.class, () -> JsonlTasks.read(blank, "question", "answer", "data_source")).getMessage());
     }
+    @Test
+    void dottedFieldsReachIntoNestedObjectsAsVerlsDataFilesKeepThem() throws IOException {
+        // a row of the Dr. MAS reference's math data (examples/data_preprocess/drmas_math.py) as pandas'
+        // to_json(orient="records", lines=True) writes its parquet file
+        Path p = write("{\"data_source\":\"aime24\",\"ability\":\"math\",\"reward_model\":{\"style\":\"rule\",\"ground_truth\":\"204\"},"
+                + "\"prompt\":[{\"role\":\"user\",\"content\":\"Every morning Aya ...\"}],"
+                + "\"extra_info\":{\"split\":\"test\",\"index\":0,\"answer\":\"204\",\"question\":\"Every morning Aya ...\"}}\n"
+                // Search-R1's shape: the accepted answers as a list under reward_model.ground_truth.target
+                + "{\"data_source\":\"nq\",\"question\":\"who wrote x?\",\"reward_model\":{\"ground_truth\":{\"target\":[\"Ann Lee\",\"A. Lee\"]}},"
+                + "\"extra_info\":{\"question\":\"who wrote x?\",\"answer\":\"Ann Lee\"}}\n");
+        List<Task> t = JsonlTasks.read(p, "extra_info.question", "extra_info.answer", "data_source");
+        assertEquals(List.of("Every morning Aya ...", "who wrote x?"), t.stream().map(Task::question).toList());
+        assertEquals(List.of("204", "Ann Lee"), t.stream().map(Task::answer).toList());
+        assertEquals(List.of("aime24", "nq"), t.stream().map(Task::dataSource).toList());
+        Path q = write("{\"question\":\"who wrote x?\",\"reward_model\":{\"ground_truth\":{\"target\":[\"Ann Lee\",\"A. Lee\"]}}}\n");
+        Task s = JsonlTasks.read(q, "question", "reward_model.ground_truth.target").getFirst();
+        assertEquals(List.of("Ann Lee", "A. Lee"), s.golds());
+
+        Path missing = write("{\"extra_info\":{\"answer\":\"1\"}}\n");
+        assertEquals(missing + ":1: field 'extra_info.question' is missing",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(missing, "extra_info.question", "extra_info.answer")).getMessage());
+        Path object = write("{\"extra_info\":{\"question\":\"q\"},\"answer\":1}\n");
+        assertEquals(object + ":1: field 'extra_info' must be a string, got an object",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(object, "extra_info", "answer")).getMessage());
+        Path dup = write("{\"extra_info\":{\"question\":\"q\",\"question\":\"r\"},\"answer\":1}\n");
+        assertTrue(assertThrows(TaskFileException.class, () -> JsonlTasks.read(dup, "extra_info.question", "answer")).getMessage()
+                .startsWith(dup + ":1: not valid JSON: Duplicate field 'question'"));
+    }
 }
