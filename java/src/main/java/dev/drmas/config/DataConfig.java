@@ -16,8 +16,9 @@ import java.nio.file.Path;
  * @param answerField   the JSONL field holding the ground-truth answer (a string, a number, or
  *                      for search a list of accepted answers); default {@code answer}
  * @param dataSourceField the JSONL field naming a task's benchmark, as verl's data_source (default
- *                      {@code data_source}); a file whose lines have it (all or none) is evaluated
- *                      per benchmark too
+ *                      {@code data_source}; null: none); a test file whose lines have it (all or
+ *                      none; JSON null counts as absent) is evaluated per benchmark too; the
+ *                      training file is read without it
  * @param synthetic     the built-in generator's knobs, of the workflow's type (source synthetic);
  *                      null for a workflow without a generator
  */
@@ -44,7 +45,7 @@ public record DataConfig(Source source, Path trainFile, Path testFile, String qu
         Check.that(source != Source.JSONL || trainFile != null, "train_file", "is required when data.source is jsonl");
         Check.notBlank(questionField, "question_field");
         Check.notBlank(answerField, "answer_field");
-        Check.notBlank(dataSourceField, "data_source_field");
+        if (dataSourceField != null) Check.notBlank(dataSourceField, "data_source_field");
     }
 
     /**

@@ -45,7 +45,7 @@ public final class JsonlTasks {
      * ("0.50" stays "0.50"), or a non-empty list of non-empty strings (every accepted answer: the
      * first is the task's answer, the rest its aliases); the id, when present, a non-blank string or
      * an integer, unique in the file; the benchmark ({@code dataSourceField}, null for none), a
-     * non-blank string on every line or on none.
+     * non-blank string on every line or on none (JSON null counts as none).
      *
      * @throws TaskFileException naming file:line and the field for every problem, and for a file
      *     that has no task at all
@@ -65,7 +65,8 @@ public final class JsonlTasks {
             }
             String source = null;
             if (dataSourceField != null) {
-                boolean has = fields.containsKey(dataSourceField);
+                Field f = fields.get(dataSourceField);
+                boolean has = f != null && f.token != JsonToken.VALUE_NULL;  // pandas writes None as null
                 if (!tasks.isEmpty() && has != (tasks.getFirst().dataSource() != null)) {
                     throw new TaskFileException(where + ": field '" + dataSourceField + "' is " + (has ? "here but on no earlier line"
                             : "missing, though earlier lines have it") + ": the benchmark of every task or of none");

@@ -19,6 +19,7 @@ import dev.drmas.env.Task;
 import dev.drmas.metrics.PassAtK;
 import dev.drmas.workflow.Workload;
 import java.io.PrintStream;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -53,7 +54,7 @@ final class Evaluator {
     Map<String, Double> evaluate() {
         var ec = cfg.eval();
         List<Task> test = workload.test();
-        List<Task> tasks = ec.tasks() > 0 && ec.tasks() < test.size() ? test.subList(0, ec.tasks()) : test;
+        List<Task> tasks = evaluated(test, ec.tasks());
         if (tasks.isEmpty()) return Map.of();
         int n = ec.samplesPerTask();
         Shard mine = Shard.of(tasks.size(), dist);  // the correct counts are summed across ranks below
@@ -83,6 +84,31 @@ final class Evaluator {
         perSource(tasks, counts, ks(ec.k(), n), m);
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
         return m;
+    }
+
+    /**
+     * The first {@code n} test tasks (all when n is 0 or more than there are); when the tasks name
+     * their benchmarks, n taken round-robin over the benchmarks (in the order they first appear, each
+     * in file order), so that a mixed file's benchmarks, usually concatenated, are all evaluated.
+     * Kept in file order.
+     */
+    static List<Task> evaluated(List<Task> test, int n) {
+        if (n <= 0 || n >= test.size()) return test;
+        if (test.getFirst().dataSource() == null) return test.subList(0, n);
+        Map<String, ArrayDeque<Integer>> bySource = new LinkedHashMap<>();
+        for (int i = 0; i < test.size(); i++) bySource.computeIfAbsent(test.get(i).dataSource(), s -> new ArrayDeque<>()).add(i);
+        boolean[] take = new boolean[test.size()];
+        for (int left = n; left > 0; ) {
+            for (ArrayDeque<Integer> q : bySource.values()) {
+                if (left > 0 && !q.isEmpty()) {
+                    take[q.poll()] = true;
+                    left--;
+                }
+            }
+        }
+        List<Task> out = new ArrayList<>(n);
+        for (int i = 0; i < take.length; i++) if (take[i]) out.add(test.get(i));
+        return out;
     }
 
     /**

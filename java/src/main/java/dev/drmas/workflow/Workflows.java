@@ -4,6 +4,9 @@
 // option types (registered as a WorkflowSchema.Catalog service).
 package dev.drmas.workflow;
 
+import dev.drmas.agent.Agent;
+import dev.drmas.config.AgentPrompts;
+import dev.drmas.config.AgentSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.config.WorkflowSchema;
 import java.io.PrintStream;
@@ -87,7 +90,34 @@ public final class Workflows {
 
     /** The workload of {@code cfg}'s workflow. */
     public static Workload open(RunConfig cfg, PrintStream log) {
-        return named(cfg.orchestra().name()).open(cfg, log);
+        Workload w = named(cfg.orchestra().name()).open(cfg, log);
+        try {
+            requirePrompts(cfg, w);
+        } catch (RuntimeException e) {
+            w.close();
+            throw e;
+        }
+        return w;
+    }
+
+    /**
+     * The config's agents[i].prompts are what the team's agents use: a workflow that builds its team
+     * without {@link Roles} would drop them silently (the built-in ones all use Roles).
+     */
+    static void requirePrompts(RunConfig cfg, Workload w) {
+        for (int i = 0; i < cfg.agents().size(); i++) {
+            AgentSpec spec = cfg.agents().get(i);
+            AgentPrompts p = spec.prompts();
+            if (p.isEmpty() || !w.orchestra().team().has(spec.id())) continue;
+            Agent a = w.orchestra().team().agent(spec.id());
+            boolean applied = (p.system() == null || p.system().equals(a.systemPrompt()))
+                    && (p.user() == null || p.user().equals(a.userTemplate().source()))
+                    && (p.followUp() == null || a.followUpTemplate() != null && p.followUp().equals(a.followUpTemplate().source()));
+            if (!applied) {
+                throw new IllegalArgumentException("agents[" + i + "].prompts: workflow '" + cfg.orchestra().name() + "' does not give agent '"
+                        + spec.id() + "' the config's prompts (a workflow applies them when it builds its team with dev.drmas.workflow.Roles)");
+            }
+        }
     }
 
     /** The workflows as the config layer sees them (a ServiceLoader provider: public, no-argument constructor). */

@@ -136,6 +136,9 @@ class JsonlTasksTest {
         assertEquals(null, JsonlTasks.read(write("{\"question\": \"q\", \"answer\": 1}\n"), "question", "answer", "data_source")
                 .getFirst().dataSource(), "a file without the field has none");
 
+        Path nulls = write("{\"question\": \"q1\", \"answer\": 1, \"data_source\": null}\n{\"question\": \"q2\", \"answer\": 2}\n");
+        assertEquals(java.util.Arrays.asList(null, null),
+                JsonlTasks.read(nulls, "question", "answer", "data_source").stream().map(Task::dataSource).toList(), "null is no benchmark");
         Path missing = write("{\"question\": \"q1\", \"answer\": 1, \"data_source\": \"a\"}\n{\"question\": \"q2\", \"answer\": 2}\n");
         assertEquals(missing + ":2: field 'data_source' is missing, though earlier lines have it: the benchmark of every task or of none",
                 assertThrows(TaskFileException.class, () -> JsonlTasks.read(missing, "question", "answer", "data_source")).getMessage());

@@ -59,10 +59,45 @@ class EvalPerSourceTest {
     }
 
     @Test
+    void aCapOnTheTasksTakesEveryBenchmarkInTurn() {
+        // MATH500 first, then AIME24, then AIME25, concatenated as verl's validation files are
+        List<Task> test = new java.util.ArrayList<>();
+        for (int i = 0; i < 6; i++) test.add(task("m" + i, "math500"));
+        for (int i = 0; i < 3; i++) test.add(task("a" + i, "aime24"));
+        test.add(task("b0", "aime25"));
+        assertEquals(List.of("m0", "m1", "m2", "a0", "a1", "b0"), Evaluator.evaluated(test, 6).stream().map(Task::id).toList(),
+                "two of each, the one AIME25 task, then the turns go on over what is left; in file order");
+        assertEquals(List.of("m0", "a0", "b0"), Evaluator.evaluated(test, 3).stream().map(Task::id).toList());
+        assertEquals(test, Evaluator.evaluated(test, 0));
+        assertEquals(test, Evaluator.evaluated(test, 99));
+        List<Task> plain = List.of(task("1", null), task("2", null), task("3", null));
+        assertEquals(plain.subList(0, 2), Evaluator.evaluated(plain, 2), "without benchmarks: the first n");
+    }
+
+    @Test
+    void theFieldCanBeTurnedOff() throws Exception {
+        Path test = tmp.resolve("t.jsonl");
+        Files.writeString(test, "{\"question\": \"1+1=?\", \"answer\": 2, \"data_source\": \"a\"}\n");
+        dev.drmas.config.RunConfig off = dev.drmas.config.RunConfig.parse(TrainerEndToEndTest.YAML, List.of("data.source=jsonl",
+                "data.train_file=" + test, "data.test_file=" + test, "~data.synthetic", "data.data_source_field=null"));
+        assertEquals(null, off.data().dataSourceField());
+        assertEquals(null, dev.drmas.workflow.TaskFiles.read(off.data()).test().getFirst().dataSource());
+        dev.drmas.config.RunConfig on = dev.drmas.config.RunConfig.parse(TrainerEndToEndTest.YAML, List.of("data.source=jsonl",
+                "data.train_file=" + test, "data.test_file=" + test, "~data.synthetic"));
+        var split = dev.drmas.workflow.TaskFiles.read(on.data());
+        assertEquals("a", split.test().getFirst().dataSource());
+        assertEquals(null, split.train().getFirst().dataSource(), "the training file is read without it");
+    }
+
+    @Test
     void aRunOnAMixedTestFileReportsEachBenchmark() throws Exception {
         Path train = tmp.resolve("train.jsonl"), test = tmp.resolve("test.jsonl");
         StringBuilder tr = new StringBuilder(), te = new StringBuilder();
-        for (int i = 0; i < 8; i++) tr.append("{\"question\": \"").append(i).append("+1=?\", \"answer\": ").append(i + 1).append("}\n");
+        // the training file's benchmark field is not read: present on some lines only, it is no error
+        for (int i = 0; i < 8; i++) {
+            tr.append("{\"question\": \"").append(i).append("+1=?\", \"answer\": ").append(i + 1)
+                    .append(i == 3 ? ", \"data_source\": 5" : "").append("}\n");
+        }
         for (int i = 0; i < 5; i++) {
             te.append("{\"question\": \"").append(i).append("+2=?\", \"answer\": ").append(i + 2)
                     .append(", \"data_source\": \"").append(i % 2 == 0 ? "even" : "odd").append("\"}\n");

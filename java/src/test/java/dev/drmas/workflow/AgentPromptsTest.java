@@ -99,4 +99,17 @@ class AgentPromptsTest {
         assertEquals(c.agents(), again.agents());
         assertEquals(AgentPrompts.NONE, RunConfig.parse("orchestra: {name: math}\n", List.of()).agent("solver").prompts());
     }
+    @Test
+    void aWorkflowThatDropsTheConfigsPromptsIsAnError() throws Exception {
+        // a team built without Roles (here: the workload of a config without prompts, checked against one with them)
+        RunConfig with = RunConfig.parse(YAML, List.of()), without = RunConfig.parse("orchestra: {name: math, options: {max_loops: 2}}\n", List.of());
+        try (Workload w = Workflows.open(without, new PrintStream(new ByteArrayOutputStream()))) {
+            var e = assertThrows(IllegalArgumentException.class, () -> Workflows.requirePrompts(with, w));
+            assertEquals("agents[0].prompts: workflow 'math' does not give agent 'solver' the config's prompts (a workflow applies them"
+                    + " when it builds its team with dev.drmas.workflow.Roles)", e.getMessage());
+        }
+        try (Workload w = open(YAML)) {
+            Workflows.requirePrompts(RunConfig.parse(YAML, List.of()), w);  // applied: no error
+        }
+    }
 }

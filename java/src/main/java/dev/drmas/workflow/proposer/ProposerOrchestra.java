@@ -79,11 +79,11 @@ public final class ProposerOrchestra implements Orchestra {
         List<Integer> all = RunningEpisode.active(states);
         for (int i = 0; i < calls; i++) {
             Agent p = proposer(i);
-            List<Turn> turns = RunningEpisode.call(p, states, all, i, policy, st -> p.conversation(false, Map.of(Q, st.init().question())));
+            List<Turn> turns = RunningEpisode.call(p, states, all, i, policy, st -> p.conversation(st.hasActed(p), Map.of(Q, st.init().question())));
             for (int e = 0; e < turns.size(); e++) states.get(e).proposals.add(turns.get(e).text());
         }
         List<Turn> finals = RunningEpisode.call(aggregator, states, all, calls, policy,
-                st -> aggregator.conversation(false, Map.of(Q, st.init().question(), PROPOSALS, lines(st.proposals))));
+                st -> aggregator.conversation(st.hasActed(aggregator), Map.of(Q, st.init().question(), PROPOSALS, lines(st.proposals))));
         List<Episode> out = new ArrayList<>(states.size());
         for (int e = 0; e < states.size(); e++) {
             states.get(e).action = finals.get(e).text();

@@ -223,7 +223,7 @@ public final class SearchOrchestra implements Orchestra {
             }
             if (agents.isEmpty()) continue;
             List<Function<State, List<Message>>> prompts = new ArrayList<>(2);
-            for (Agent a : agents) prompts.add(st -> a.conversation(false, st.values()));
+            for (Agent a : agents) prompts.add(st -> a.conversation(st.hasActed(a), st.values()));
             List<List<Turn>> replies = RunningEpisode.callTogether(agents, states, which, turn, policy, prompts);
             int k = 0;
             if (!answering.isEmpty()) {
@@ -271,9 +271,9 @@ public final class SearchOrchestra implements Orchestra {
         }
     }
 
-    // one batched policy call for `agent` over some episodes; one template for every turn: the
-    // history in the prompt is what changes
+    // one batched policy call for `agent` over some episodes; its follow-up template (if any) once
+    // it has acted in the episode
     private static List<Turn> call(Agent agent, List<State> states, List<Integer> which, int turn, AgentPolicy policy) {
-        return RunningEpisode.call(agent, states, which, turn, policy, st -> agent.conversation(false, st.values()));
+        return RunningEpisode.call(agent, states, which, turn, policy, st -> agent.conversation(st.hasActed(agent), st.values()));
     }
 }

@@ -103,4 +103,14 @@ class ProposerOrchestraTest {
         assertFalse(ProposerWorkload.majority(List.of("no", "box")).isPresent());
         assertEquals("3", ProposerWorkload.majority(List.of(boxed(2), boxed(3), "x", boxed(3))).orElseThrow());
     }
+    @Test
+    void aProposersFollowUpTemplateServesItsLaterCalls() {
+        // agents[i].prompts.follow_up: a proposer called more than once in an episode (3 calls, one proposer agent)
+        try (Workload w = workload("+agents[0].prompts={user: 'First try: {question}', follow_up: 'Once more: {question}'}")) {
+            ScriptedPolicy policy = new ScriptedPolicy((agent, r) -> boxed(42));
+            Episode e = w.orchestra().run(List.of(Q42), policy).getFirst();
+            assertEquals(List.of("First try: 12+30=?", "Once more: 12+30=?", "Once more: 12+30=?"),
+                    e.steps().subList(0, 3).stream().map(s -> s.prompt().getLast().content()).toList());
+        }
+    }
 }

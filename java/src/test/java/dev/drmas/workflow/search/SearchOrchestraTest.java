@@ -228,4 +228,16 @@ class SearchOrchestraTest {
         assertTrue(userAt(e, 2).contains("This is step 2."), userAt(e, 2));
         assertEquals("<answer>Mirsk</answer>", e.action());
     }
+    @Test
+    void aFollowUpTemplateServesAnAgentsLaterTurns() {
+        Team team = new Team(List.of(SearchOrchestra.verifierAgent(V, "m").withTemplates("FIRST {question}", "LATER {turn} {history}"),
+                SearchOrchestra.searcherAgent(S, "m").withTemplates("S1 {question}", "S2 {history}"), SearchOrchestra.answererAgent(A, "m")));
+        Episode e = new SearchOrchestra(team, D, SearchOrchestra.VERDICTS, new Tool()).run(List.of(Q), new ScriptedPolicy(after(2))).getFirst();
+        assertEquals(List.of(V, S, V, S, V, A), e.steps().stream().map(Step::agent).toList());
+        assertEquals("FIRST Where was Tavo Rilan born?", userAt(e, 0));
+        assertEquals("S1 Where was Tavo Rilan born?", userAt(e, 1));
+        assertEquals("LATER 2 Step 1: <search>q1</search> <information>about q1 #1</information>", userAt(e, 2));
+        assertTrue(userAt(e, 3).startsWith("S2 Step 1: <search>q1</search>"), userAt(e, 3));
+        assertTrue(userAt(e, 4).startsWith("LATER 3 "), userAt(e, 4));
+    }
 }
