@@ -120,7 +120,7 @@ public final class RunReport {
             for (var n : r.evals()) {
                 for (Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
                     String k = it.next();
-                    if (k.startsWith("eval/avg@") || k.startsWith("eval/pass@")) evalKeys.add(k);
+                    if (evalScore(k)) evalKeys.add(k);
                 }
             }
         }
@@ -266,6 +266,13 @@ public final class RunReport {
 
     // ------------------------------------------------------------------ the summary
 
+    private static final java.util.regex.Pattern EVAL_SCORE = java.util.regex.Pattern.compile("eval/(.+/)?(avg|pass)@\\d+");
+
+    /** An evaluation score: eval/avg@n or eval/pass@k, overall or of one benchmark (eval/<benchmark>/pass@k). */
+    static boolean evalScore(String key) {
+        return EVAL_SCORE.matcher(key).matches();
+    }
+
     private static List<String> evalKeys(Map<String, List<ReportRuns.Run>> groups) {
         Set<String> keys = new LinkedHashSet<>();
         for (List<ReportRuns.Run> g : groups.values()) {
@@ -273,7 +280,7 @@ public final class RunReport {
                 if (r.evals().isEmpty()) continue;
                 for (Iterator<String> it = r.evals().getLast().fieldNames(); it.hasNext(); ) {
                     String k = it.next();
-                    if (k.startsWith("eval/avg@") || k.startsWith("eval/pass@")) keys.add(k);
+                    if (evalScore(k)) keys.add(k);
                 }
             }
         }

@@ -8,6 +8,7 @@
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -213,5 +214,25 @@ class RunReportTest {
         Files.delete(fresh);
         RunReport.write(List.of(d), fresh, w -> { });
         assertEquals(mode, Files.getPosixFilePermissions(fresh), "readable as before, not a temporary file's 0600");
+    }
+    @Test
+    void eachBenchmarkOfAMixedTestFileHasItsPlotAndItsRowInTheTable() throws IOException {
+        Path exp = tmp.resolve("bench");
+        for (String mode : List.of("grpo", "drmas")) {
+            Path d = run(exp, mode, 1, mode.equals("grpo") ? 0.10 : 0.30);
+            // evaluation.per benchmark (data.data_source_field): the last evaluation line gains aime24's numbers
+            List<String> lines = new ArrayList<>(Files.readAllLines(d.resolve("metrics.jsonl")));
+            String last = lines.removeLast();
+            lines.add(last.substring(0, last.length() - 1) + ",\"eval/aime24/pass@1\":" + (mode.equals("grpo") ? "0.125" : "0.375")
+                    + ",\"eval/aime24/avg@4\":0.5,\"eval/aime24/tasks\":30.0,\"eval/search/f1\":0.5}");
+            Files.write(d.resolve("metrics.jsonl"), lines);
+        }
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html")));
+        assertTrue(Files.size(exp.resolve("plots").resolve("eval-aime24-pass_1.png")) > 1000);
+        assertTrue(page.contains("aime24/pass@1") && page.contains("0.375") && page.contains("0.125"), page);
+        assertFalse(Files.exists(exp.resolve("plots").resolve("eval-aime24-tasks.png")), "a count is no score");
+        assertFalse(Files.exists(exp.resolve("plots").resolve("eval-search-f1.png")), "a workflow's metric is no score");
+        assertTrue(RunReport.evalScore("eval/pass@1") && RunReport.evalScore("eval/HuggingFaceH4/MATH-500/avg@16"));
+        assertFalse(RunReport.evalScore("eval/tasks") || RunReport.evalScore("eval/aime24/tasks") || RunReport.evalScore("reward/pass@1"));
     }
 }
