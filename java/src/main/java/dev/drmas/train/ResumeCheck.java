@@ -9,7 +9,9 @@
 // saved data position counts tasks of their shuffled order (an evaluation may change them); so is
 // a KL reference turned on, which only training uses. A model's chat_template_kwargs may change, as
 // its sampling may: the policy then sees prompts rendered otherwise (Qwen3 without thinking), which
-// the log says; the weights still fit. A model's path may move to another folder holding the same
+// the log says; the weights still fit. So may an agent's prompts (agents[i].prompts.*), and
+// data.data_source_field, which only labels evaluation metrics. Long or multi-line values (prompts)
+// are shown by their first line, cut, with their length. A model's path may move to another folder holding the same
 // model (a requeued job staging it to node-local scratch): its tokenizer must match the checkpoint's
 // copy, and with a KL reference, which is reloaded from the folder, its weight files the old folder's.
 package dev.drmas.train;
@@ -110,12 +112,17 @@ final class ResumeCheck {
      * training data and a KL reference turned on: bindsTraining).
      */
     private static boolean binding(String key, RunConfig now) {
-        if (key.startsWith("agents[") || key.equals("agents") || key.equals("orchestra.name")) return true;
+        if (key.startsWith("agents[") && !isPrompt(key) || key.equals("agents") || key.equals("orchestra.name")) return true;
         for (String id : now.usedModels()) {
             String m = "models." + id + ".";
             if (key.startsWith(m + "size.") || key.equals(m + "family") || key.equals(m + "path") || key.equals(m + "init")) return true;
         }
         return false;
+    }
+
+    /** agents[i].prompts or a key under it: the text an agent is prompted with, which the weights do not depend on. */
+    private static boolean isPrompt(String key) {
+        return key.matches("agents\\[\\d+]\\.prompts(\\..*)?");
     }
 
     /**
@@ -127,7 +134,8 @@ final class ResumeCheck {
     private static boolean bindsTraining(String key, RunConfig now) {
         if (key.equals("ppo.reference_model") && now.ppo().referenceModel()
                 && now.usedModels().stream().anyMatch(id -> !now.models().get(id).loadsWeights())) return true;
-        return key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file");
+        // data.test_file and data.data_source_field (which only labels evaluation metrics) leave the training tasks as they were
+        return key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file") && !key.equals("data.data_source_field");
     }
 
     /** The model id whose models.id.path changed from one folder to another at {@code key}, else null. */
@@ -259,8 +267,25 @@ final class ResumeCheck {
         return v instanceof Map<?, ?> m && m.isEmpty();
     }
 
-    private static String show(Object v, boolean present) {
+    /** Values longer than this, or of more than one line, are shown shortened. */
+    private static final int SHOWN_CHARS = 60;
+
+    static String show(Object v, boolean present) {
         if (!present) return "(absent)";
-        return v == null ? "null" : v.toString();
+        if (v == null) return "null";
+        String s = v.toString();
+        // a prompt quoted whole would bury the other changes under its paragraphs: its first line, cut, and its length
+        int end = firstBreak(s);
+        if (end == s.length() && s.length() <= SHOWN_CHARS) return s;
+        return "\"" + s.substring(0, Math.min(end, SHOWN_CHARS)) + "…\" (" + s.length() + " chars)";
+    }
+
+    /** Where the first line of {@code s} ends (any line break Java or YAML knows), else its length. */
+    private static int firstBreak(String s) {
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\n' || c == '\r' || c == '\u0085' || c == '\u2028' || c == '\u2029') return i;
+        }
+        return s.length();
     }
 }

@@ -3,9 +3,12 @@
 // left out with a warning naming them, and the rest is still compared, so a changed seed is still
 // refused; a config.yaml that cannot be read at all refuses the resume, naming the file. Before, either
 // case fell back to comparing the model shapes alone, and a changed seed or data went through silently.
+// Changes that leave the weights and the data position usable resume and are logged: the agents'
+// prompts (shortened in the log) and data.data_source_field.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -65,6 +68,41 @@ class ResumeConfigTest {
         }
         String said = log.toString(StandardCharsets.UTF_8);
         assertTrue(said.contains("warning: " + f + " has keys this version of drmas does not know (run.legacy_key, ppo.old_knob)"), said);
+    }
+
+    /** Resumes the run in {@code out} (trained to step 2) with {@code overrides} to step 3; returns what it logged. */
+    String resumedWith(Path out, String... overrides) throws Exception {
+        List<String> o = new ArrayList<>(List.of("trainer.steps=3"));
+        o.addAll(List.of(overrides));
+        var log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(out, o.toArray(String[]::new)), new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            assertEquals(2, t.step());
+            t.train();
+            assertEquals(3, t.step());
+        }
+        return log.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void changedPromptsResumeAndTheLogShortensThem() throws Exception {
+        Path out = tmp.resolve("c");
+        trained(out);
+        // the weights do not depend on the prompts (a config given paper-shaped prompts after a first run without them)
+        String said = resumedWith(out, "agents[0].prompts.system=\"You are a helpful assistant who checks every step of the "
+                + "arithmetic twice before answering.\\nSecond line.\"", "agents[1].prompts.user='Check: {question}'");
+        assertTrue(said.contains("agents[0].prompts.system: null -> \"You are a helpful assistant who checks every step of the ari…\" "
+                + "(104 chars)"), said);
+        assertTrue(said.contains("agents[1].prompts.user: null -> Check: {question}"), said);
+        assertFalse(said.contains("Second line"), "a long prompt is not quoted whole: " + said);
+    }
+
+    @Test
+    void aChangedDataSourceFieldResumes() throws Exception {
+        Path out = tmp.resolve("d");
+        trained(out);
+        // it only labels evaluation metrics: the training tasks and their order stay as the data position counts them
+        String said = resumedWith(out, "data.data_source_field=benchmark");
+        assertTrue(said.contains("data.data_source_field: data_source -> benchmark"), said);
     }
 
     @Test
