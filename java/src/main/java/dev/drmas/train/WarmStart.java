@@ -4,7 +4,9 @@
 // responses (which end with the end-of-turn token, so that the models learn to stop); the weights
 // go to runDir/sft/models, where training picks them up as its starting point. They are written as
 // checkpoints are (a temporary folder, synced, then renamed), so a warm start killed while saving
-// keeps the previous weights whole.
+// keeps the previous weights whole. A demonstration's prompt is cut to rollout.max_prompt_tokens as
+// rollout.truncation says, as the RL rollouts' prompts are (EnginePolicy), so that the warm start
+// teaches on the prompts the policy will later see.
 package dev.drmas.train;
 
 import dev.drmas.agent.Agent;
@@ -12,6 +14,7 @@ import dev.drmas.agent.AgentPolicy;
 import dev.drmas.agent.Episode;
 import dev.drmas.agent.Message;
 import dev.drmas.agent.Step;
+import dev.drmas.config.RolloutConfig.Truncation;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
 import dev.drmas.rollout.TeacherForcing;
@@ -36,6 +39,8 @@ final class WarmStart {
     private final Policies policies;
     private final TaskStream tasks;
     private final PrintStream log;
+    /** Demonstration prompts cut to rollout.max_prompt_tokens so far. */
+    private long truncated;
 
     WarmStart(RunConfig cfg, Workload workload, Policies policies, TaskStream tasks, PrintStream log) {
         this.cfg = cfg;
@@ -104,6 +109,10 @@ final class WarmStart {
             }
         }
         warnUntrained(trained);
+        if (truncated > 0) {
+            log.println("drmas: " + truncated + " demonstration prompts were over rollout.max_prompt_tokens " + cfg.rollout().maxPromptTokens()
+                    + " and cut (rollout.truncation: " + cfg.rollout().truncation().name().toLowerCase(java.util.Locale.ROOT) + ")");
+        }
         Path dir = save(runDir);
         log.println("drmas: warm-start weights written to " + dir);
         return last;
@@ -169,16 +178,32 @@ final class WarmStart {
         return dir;
     }
 
-    /** Demonstration turns (prompt and response tokens) per model for {@code episodes} workflow runs. */
-    private Map<String, List<PpoUpdater.Row>> demonstrations(int episodes, double pCorrect, SplittableRandom rng) {
+    /**
+     * Demonstration turns (prompt and response tokens) per model for {@code episodes} workflow runs,
+     * each prompt cut as rollout.truncation says when it is over rollout.max_prompt_tokens.
+     */
+    Map<String, List<PpoUpdater.Row>> demonstrations(int episodes, double pCorrect, SplittableRandom rng) {
         List<Task> batch = tasks.next(episodes);
         AgentPolicy scripted = workload.demonstrator(batch, pCorrect, rng);
         Map<String, List<PpoUpdater.Row>> byModel = new LinkedHashMap<>();
-        for (Episode e : RolloutBatch.run(workload.orchestra(), batch, 1, scripted)) {
+        int max = cfg.rollout().maxPromptTokens();
+        Truncation truncation = cfg.rollout().truncation();
+        List<Episode> episodesRun = RolloutBatch.run(workload.orchestra(), batch, 1, scripted);
+        for (int ei = 0; ei < episodesRun.size(); ei++) {
+            Episode e = episodesRun.get(ei);
             for (Step s : e.steps()) {
                 Agent a = workload.team().agent(s.agent());
                 Policies.Policy p = policies.get(a.modelId());
                 int[] prompt = p.tokenizer().encode(p.chat().render(Message.toMaps(s.prompt()), true));
+                if (prompt.length > max) {
+                    if (truncation == Truncation.ERROR) {
+                        throw new IllegalStateException("drmas sft: agent '" + a.id() + "' (demonstration episode " + ei + ", turn " + s.turn()
+                                + "): its prompt is " + prompt.length + " tokens, over rollout.max_prompt_tokens " + max
+                                + ", and rollout.truncation is error (left, middle or right cut it instead)");
+                    }
+                    prompt = truncation.cut(prompt, max);
+                    truncated++;
+                }
                 int[] body = p.tokenizer().encode(s.text());
                 int[] resp = Arrays.copyOf(body, body.length + 1);
                 resp[body.length] = p.tokenizer().eosTokenId();  // learn to stop
