@@ -2,7 +2,9 @@
 // tree: keys in record order, lists of numbers or words in flow style ([0.9, 0.999]), strings
 // quoted whenever a plain scalar could be read back as something else ("yes", "1e-6", "*").
 // Hand-written rather than Jackson's generator, whose minimal quoting leaves "1e-6" and "0x10"
-// plain and so turns those strings into numbers on the way back.
+// plain and so turns those strings into numbers on the way back. Inside quotes the characters a
+// YAML reader would not give back as themselves (controls, and the line breaks U+0085, U+2028 and
+// U+2029, which it folds) are written as escapes.
 package dev.drmas.config;
 
 import java.util.List;
@@ -104,11 +106,21 @@ final class YamlWriter {
                 case '\t' -> b.append("\\t");
                 case '\r' -> b.append("\\r");
                 default -> {
-                    if (c < 0x20 || c == 0x7f) b.append(String.format("\\u%04x", (int) c));
+                    if (escaped(c)) b.append(String.format("\\u%04x", (int) c));
                     else b.append(c);
                 }
             }
         }
         return b.append('"').toString();
+    }
+
+    /**
+     * Characters written as \\u escapes: the controls, and what a YAML reader would not give back
+     * as itself inside quotes: its line breaks U+0085, U+2028 and U+2029 (a line break in a quoted
+     * scalar is folded into a space), the C1 controls and the other non-printables YAML 1.1 refuses
+     * in a stream (a byte-order mark, U+FFFE, U+FFFF).
+     */
+    private static boolean escaped(char c) {
+        return c < 0x20 || c >= 0x7f && c <= 0x9f || c == 0x2028 || c == 0x2029 || c == 0xfeff || c == 0xfffe || c == 0xffff;
     }
 }

@@ -3,7 +3,7 @@
 // them (the math workflow's {context} included), a user template alone serves every turn, a
 // follow-up alone keeps the role's first-turn template, a placeholder typo fails when the workflow
 // opens naming the key path, and the prompts survive the config's round trip through config.yaml
-// (what a resume compares).
+// (what a resume compares), awkward characters (U+2028, tabs, a trailing newline) included.
 package dev.drmas.workflow;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -111,5 +111,34 @@ class AgentPromptsTest {
         try (Workload w = open(YAML)) {
             Workflows.requirePrompts(RunConfig.parse(YAML, List.of()), w);  // applied: no error
         }
+    }
+
+    /**
+     * Awkward prompt text survives config.yaml too: the line breaks YAML knows beyond \n (U+2028,
+     * U+2029, U+0085), which a reader folds into spaces inside quotes unless they are escaped, tabs,
+     * a trailing newline, leading spaces, and what plain YAML would read as a comment or a mapping.
+     */
+    @Test
+    void awkwardPromptTextSurvivesTheWrittenConfig() {
+        for (String text : List.of("one\u2028two", "one\u2029two", "one\u0085two", "\ttabbed\tthrough", "ends with a newline\n",
+                "   leading spaces", "# not a comment", "key: value", "a\u2028\n  b\u0085# c: d\t\n", "\u2028", "é ✓ 𝑥 \u00a0")) {
+            RunConfig c = RunConfig.parse(YAML, List.of("agents[0].prompts.system=" + escapedYaml(text)));
+            assertEquals(text, c.agent("solver").prompts().system(), "the override itself");
+            String yaml = c.toYaml();
+            RunConfig again = RunConfig.parse(yaml, List.of());
+            assertEquals(text, again.agent("solver").prompts().system(), yaml);
+            assertEquals(c, again);
+        }
+    }
+
+    /** {@code s} as a double-quoted YAML scalar in ASCII, every other character a \\u escape. */
+    private static String escapedYaml(String s) {
+        StringBuilder b = new StringBuilder("\"");
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') b.append('\\').append(c);
+            else if (c >= 0x20 && c < 0x7f) b.append(c);
+            else b.append(String.format("\\u%04x", (int) c));
+        }
+        return b.append('"').toString();
     }
 }
