@@ -10,10 +10,11 @@
 // a KL reference turned on, which only training uses. A model's chat_template_kwargs may change, as
 // its sampling may: the policy then sees prompts rendered otherwise (Qwen3 without thinking), which
 // the log says; the weights still fit. So may an agent's prompts (agents[i].prompts.*), and
-// data.data_source_field, which only labels evaluation metrics. Long or multi-line values (prompts)
-// are shown by their first line, cut, with their length. A model's path may move to another folder holding the same
-// model (a requeued job staging it to node-local scratch): its tokenizer must match the checkpoint's
-// copy, and with a KL reference, which is reloaded from the folder, its weight files the old folder's.
+// data.data_source_field, which only labels evaluation metrics. Multi-line or very long values
+// (prompts) are shown by the start of their first line, with their length. A model's path may move
+// to another folder holding the same model (a requeued job staging it to node-local scratch): its
+// tokenizer must match the checkpoint's copy, and with a KL reference, which is reloaded from the
+// folder, its weight files the old folder's.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -267,8 +268,11 @@ final class ResumeCheck {
         return v instanceof Map<?, ?> m && m.isEmpty();
     }
 
-    /** Values longer than this, or of more than one line, are shown shortened. */
-    private static final int SHOWN_CHARS = 60;
+    /**
+     * Values of more than one line or longer than WHOLE_CHARS (prompts) are shown by their first
+     * SHOWN_CHARS; paths and other one-line values of up to WHOLE_CHARS are shown whole.
+     */
+    private static final int SHOWN_CHARS = 60, WHOLE_CHARS = 120;
 
     static String show(Object v, boolean present) {
         if (!present) return "(absent)";
@@ -276,7 +280,7 @@ final class ResumeCheck {
         String s = v.toString();
         // a prompt quoted whole would bury the other changes under its paragraphs: its first line, cut, and its length
         int end = firstBreak(s);
-        if (end == s.length() && s.length() <= SHOWN_CHARS) return s;
+        if (end == s.length() && s.length() <= WHOLE_CHARS) return s;
         return "\"" + s.substring(0, Math.min(end, SHOWN_CHARS)) + "…\" (" + s.length() + " chars)";
     }
 
