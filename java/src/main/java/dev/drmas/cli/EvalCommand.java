@@ -25,7 +25,8 @@ final class EvalCommand extends RunCommand {
             }
             Map<String, Double> m = t.evaluate();
             System.out.println("step " + t.step());
-            m.forEach((k, v) -> System.out.printf("  %-16s %.4f%n", k, v));
+            int width = Math.max(16, m.keySet().stream().mapToInt(String::length).max().orElse(0));  // eval/<benchmark>/... names
+            m.forEach((k, v) -> System.out.printf("  %-" + width + "s %.4f%n", k, v));
         });
     }
 }
