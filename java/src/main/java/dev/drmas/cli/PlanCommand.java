@@ -112,6 +112,20 @@ final class PlanCommand implements Callable<Integer> {
                     MemoryPlan.gib(plan.residentBytes()), MemoryPlan.gib(p.added()), p.largestModel(),
                     p.peak() > m.usableBytes() ? "   <- does not fit" : ""));
         }
+        for (MemoryPlan.Phase p : plan.phases()) {
+            if (p.held() == 0) continue;
+            // each model's generator keeps its prompts until the rollout phase ends, so the others' are
+            // still cached while the largest model generates
+            List<String> others = new ArrayList<>();
+            for (MemoryPlan.ModelPlan mp : plan.models()) {
+                if (!mp.id().equals(p.largestModel()) && mp.generation().prefixCache() > 0) {
+                    others.add(mp.id() + " " + MemoryPlan.gib(mp.generation().prefixCache()));
+                }
+            }
+            o.append(String.format(Locale.ROOT, "  %s transient: %s of %s's own, plus %s held for the other models: the prompts%n"
+                            + "    they keep for reuse (rollout.prefix_cache) stay cached through the phase (%s)%n", p.name(),
+                    MemoryPlan.gib(p.transientOfLargest()), p.largestModel(), MemoryPlan.gib(p.held()), String.join(", ", others)));
+        }
         MemoryPlan.Phase top = plan.largestPhase();
         if (plan.fits()) {
             o.append(String.format(Locale.ROOT, "fits: yes; the largest phase (%s) peaks at %s of the usable %s per GPU%n", top.name(),

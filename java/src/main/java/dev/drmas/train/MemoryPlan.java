@@ -22,8 +22,11 @@ import java.util.function.LongPredicate;
 /**
  * A run's memory, per GPU. Every model stays resident in every phase (nothing is offloaded);
  * agents sharing a model id count it once. A phase's peak is the resident bytes plus the largest
- * transient of its models (they run one after the other). Worst cases throughout: every prompt
- * at rollout.max_prompt_tokens, every response at rollout.max_new_tokens.
+ * transient of its models (they run one after the other); in generation, plus the prompts the
+ * other models keep for reuse (rollout.prefix_cache: each model's generator holds its kept prompts
+ * until the rollout phase ends, Trainer's clearPrefixes, so while one model generates the others'
+ * are still there). Worst cases throughout: every prompt at rollout.max_prompt_tokens, every
+ * response at rollout.max_new_tokens.
  */
 public final class MemoryPlan {
     /** The part of a GPU's memory a plan may fill; the rest is the CUDA context, cuBLAS and NCCL workspaces, fragmentation. */
@@ -149,8 +152,17 @@ public final class MemoryPlan {
         }
     }
 
-    /** A phase of the step: its peak per GPU, what its largest model adds, which model that is. */
-    public record Phase(String name, long peak, long added, String largestModel) {
+    /**
+     * A phase of the step: its peak per GPU; what it adds to the resident bytes there ({@code
+     * added}: the largest model's transient and {@code held}); which model that is; {@code held},
+     * what the other models keep through the phase while it runs (generation: their prompts kept
+     * for reuse; 0 in the other phases and with one model).
+     */
+    public record Phase(String name, long peak, long added, String largestModel, long held) {
+        /** The largest model's own transient. */
+        public long transientOfLargest() {
+            return added - held;
+        }
     }
 
     private final RunConfig cfg;
@@ -168,21 +180,26 @@ public final class MemoryPlan {
         long r = 0;
         for (ModelPlan m : models) r += m.resident().total();
         this.resident = r;
-        this.phases = List.of(phase("generation", m -> m.generation().added()), phase("log-prob", ModelPlan::logProbAdded),
-                phase("update", m -> m.update().added()));
+        long kept = 0;
+        for (ModelPlan m : models) kept += m.generation().prefixCache();
+        final long allKept = kept;
+        this.phases = List.of(phase("generation", m -> m.generation().added(), m -> allKept - m.generation().prefixCache()),
+                phase("log-prob", ModelPlan::logProbAdded, m -> 0), phase("update", m -> m.update().added(), m -> 0));
     }
 
-    private Phase phase(String name, java.util.function.ToLongFunction<ModelPlan> added) {
-        long best = 0;
+    /** The phase's peak: the model whose transient plus what the others hold meanwhile ({@code held}) is largest. */
+    private Phase phase(String name, java.util.function.ToLongFunction<ModelPlan> added, java.util.function.ToLongFunction<ModelPlan> held) {
+        long best = 0, bestHeld = 0;
         String who = "";
         for (ModelPlan m : models) {
-            long a = added.applyAsLong(m);
+            long h = held.applyAsLong(m), a = added.applyAsLong(m) + h;
             if (a > best || who.isEmpty()) {
                 best = a;
+                bestHeld = h;
                 who = m.id();
             }
         }
-        return new Phase(name, resident + best, best, who);
+        return new Phase(name, resident + best, best, who, bestHeld);
     }
 
     public RunConfig config() {

@@ -64,6 +64,47 @@ class PlanCommandTest {
         assertTrue(on.out().contains("prompt stems shared by a joining group (one a task)"), on.out());
     }
 
+    /**
+     * Two Qwen3-4B models, each generator keeping its prompts for reuse until the rollout phase
+     * ends: the generation phase's peak holds the other model's kept prompts besides the generating
+     * model's transient, and a line says so (the plan counted one model's cache only).
+     */
+    @Test
+    void twoModelsGenerationHoldsTheOtherModelsKeptPrompts() throws java.io.IOException {
+        String shape = Path.of("../configs/shapes/qwen3-4b").toAbsolutePath().normalize().toString();
+        Path yaml = tmp.resolve("two.yaml");
+        java.nio.file.Files.writeString(yaml, """
+                run: {device: cuda}
+                models:
+                  solver_model: {path: %1$s, dtype: bfloat16, master_dtype: float32, activation_checkpointing: true}
+                  verifier_model: {path: %1$s, dtype: bfloat16, master_dtype: float32, activation_checkpointing: true}
+                agents:
+                  - {id: solver, role: solver, model: solver_model}
+                  - {id: verifier, role: verifier, model: verifier_model}
+                orchestra: {name: math, options: {max_loops: 2}}
+                rollout: {tasks_per_step: 32, rollouts_per_task: 8, max_new_tokens: 1024, max_prompt_tokens: 4096, prefix_cache: true}
+                ppo: {updates_per_step: 1, max_tokens_per_micro_batch: 16384}
+                trainer: {eval_freq: 0}
+                """.formatted(shape));
+        Cli.Run r = Cli.run("plan", yaml.toString(), "--gpus", "8", "--gpu-memory", "192", "distributed.shard_optimizer=true");
+        assertEquals(0, r.exit(), r.out() + r.err());
+        Matcher kept = Pattern.compile("prompts kept for reuse \\(rollout.prefix_cache\\) +(\\d+\\.\\d\\d) GiB").matcher(r.out());
+        assertTrue(kept.find(), r.out());
+        String k = kept.group(1);  // one model's, the same for both
+        Matcher own = Pattern.compile("generation transient +(\\d+\\.\\d\\d) GiB").matcher(r.out());
+        assertTrue(own.find(), r.out());
+        double transientOfOne = Double.parseDouble(own.group(1));
+        Matcher gen = Pattern.compile("(?m)^  generation +(\\d+\\.\\d\\d) GiB +(\\d+\\.\\d\\d) GiB +(\\d+\\.\\d\\d) GiB +solver_model$")
+                .matcher(r.out());
+        assertTrue(gen.find(), r.out());
+        // peak = resident + the generating model's transient + the other's kept prompts
+        assertEquals(transientOfOne + Double.parseDouble(k), Double.parseDouble(gen.group(3)), 0.011, r.out());
+        assertEquals(Double.parseDouble(gen.group(2)) + Double.parseDouble(gen.group(3)), Double.parseDouble(gen.group(1)), 0.011, r.out());
+        assertTrue(r.out().contains("generation transient: " + own.group(1) + " GiB of solver_model's own, plus " + k + " GiB held for the"
+                + " other models: the prompts\n    they keep for reuse (rollout.prefix_cache) stay cached through the phase"
+                + " (verifier_model " + k + " GiB)"), r.out());
+    }
+
     /** Every "key: value" line of the advice, as overrides. */
     static List<String> adviceOverrides(String out) {
         List<String> o = new ArrayList<>();

@@ -3,7 +3,8 @@
 // embeddings): parameter count, the resident bytes in float32 and in bfloat16 with fp32 master
 // weights sharded over 4 ranks, the KV cache, the micro-batch shapes with and without a token
 // bound, a decoder layer's bytes per token, and a forward's end; and that the plan's peaks are
-// the resident bytes plus the largest transient. The fused LM head (ppo.fused_lm_head): what
+// the resident bytes plus the largest transient (in generation with several models, plus the
+// prompts the other models keep for reuse). The fused LM head (ppo.fused_lm_head): what
 // FusedLmHead holds per chunk and across a micro-batch in float32, bfloat16 and at a temperature,
 // the micro-batch's peak with it at a real vocabulary, and the advice that switches it on (a GPU
 // run's line says its CUDA path has not run on a GPU yet). Only the prefill's attention is masked (and, on a
@@ -133,6 +134,56 @@ class MemoryPlanTest {
         assertTrue(p.advice().isEmpty());
         // checkpointing keeps less than the whole forward
         assertTrue(m.update().peakCheckpointed() < m.update().peak());
+    }
+
+    /**
+     * Two models, each generator keeping its prompts for reuse (rollout.prefix_cache) until the
+     * rollout phase ends: while one generates, the other's kept prompts are still held, so the
+     * generation phase's peak is the generating model's transient plus the other's cache (the plan
+     * counted only the largest single transient).
+     */
+    @Test
+    void generationHoldsTheOtherModelsKeptPrompts() {
+        String two = """
+                models:
+                  a: {family: qwen3, size: {hidden: 8, layers: 2, heads: 2, kv_heads: 1, intermediate: 16, max_positions: 64}}
+                  b: {family: qwen3, size: {hidden: 16, layers: 3, heads: 2, kv_heads: 1, intermediate: 32, max_positions: 64}}
+                agents:
+                  - {id: solver, role: solver, model: a}
+                  - {id: verifier, role: verifier, model: b}
+                orchestra: {name: math, options: {max_loops: 2}}
+                rollout: {tasks_per_step: 8, rollouts_per_task: 3, max_new_tokens: 6, max_prompt_tokens: 10, prefix_cache: true}
+                ppo: {mini_batch_size: 8, micro_batch_size: 4}
+                trainer: {eval_freq: 0}
+                """;
+        java.util.function.Function<String, MemoryPlan> planOf = cache -> {
+            RunConfig cfg = RunConfig.parse(two, List.of("rollout.prefix_cache=" + cache));
+            Map<String, ModelConfig> shapes = Map.of("a", cfg.models().get("a").toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()),
+                    "b", cfg.models().get("b").toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()));
+            return MemoryPlan.of(cfg, shapes, new MemoryPlan.Machine(1, 1L << 30));
+        };
+        MemoryPlan p = planOf.apply("true");
+        MemoryPlan.Generation a = p.models().get(0).generation(), b = p.models().get(1).generation();
+        // 24 rows of 10 prompt tokens kept; a slot is 2 · layers · 1 kv head · 4 · 4 bytes
+        assertEquals(24L * 10 * 2 * 2 * 4 * 4, a.prefixCache());
+        assertEquals(24L * 10 * 2 * 3 * 8 * 4, b.prefixCache());
+        long whileA = a.added() + b.prefixCache(), whileB = b.added() + a.prefixCache();
+        MemoryPlan.Phase gen = p.phases().get(0);
+        assertEquals(p.residentBytes() + Math.max(whileA, whileB), gen.peak());
+        assertTrue(gen.peak() > p.residentBytes() + Math.max(a.added(), b.added()), "the other model's cache is counted");
+        String other = whileA >= whileB ? "b" : "a";
+        assertEquals(whileA >= whileB ? "a" : "b", gen.largestModel());
+        assertEquals(p.models().stream().filter(m -> m.id().equals(other)).findFirst().orElseThrow().generation().prefixCache(),
+                gen.held());
+        assertEquals(whileA >= whileB ? a.added() : b.added(), gen.transientOfLargest());
+        // the other phases hold nothing of the rollout (the trainer clears the kept prompts before the reward)
+        assertEquals(0, p.phases().get(1).held());
+        assertEquals(0, p.phases().get(2).held());
+        // without the cache nothing is kept across the phase: the largest transient alone
+        MemoryPlan off = planOf.apply("false");
+        assertEquals(0, off.phases().get(0).held());
+        assertEquals(off.residentBytes() + Math.max(off.models().get(0).generation().added(), off.models().get(1).generation().added()),
+                off.phases().get(0).peak());
     }
 
     // ------------------------------------------------------------------ the fused LM head
