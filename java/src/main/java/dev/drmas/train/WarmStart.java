@@ -179,7 +179,7 @@ final class WarmStart {
             Path mine = tokDir.resolve(f), theirs = warm.resolve(f);
             boolean a = Files.isRegularFile(mine), b = Files.isRegularFile(theirs);
             try {
-                if (a != b || (a && Files.mismatch(mine, theirs) != -1)) {
+                if (a != b || (a && !sameFile(mine, theirs))) {
                     diffs.add(f + (b ? (a ? " differs from " + mine : " is there, and " + tokDir + " has none") : " is missing (" + mine
                             + " has one)"));
                 }
@@ -192,6 +192,21 @@ final class WarmStart {
         throw dev.drmas.config.ConfigException.at("models." + id, "its warm start " + warm + " was trained for another model than "
                 + model + ": " + String.join("; ", diffs) + ". It was made before models." + id + " changed, or for another "
                 + "run's model: delete " + warm + " and run `drmas sft` again, or point run.warm_start at a warm start of this model");
+    }
+
+    /**
+     * Whether two tokenizer files say the same: JSON ones as JSON trees (the built-in tokenizer's
+     * tokenizer.json is written with its keys in an order that differs between JVMs), others byte for byte.
+     */
+    private static boolean sameFile(Path a, Path b) throws IOException {
+        if (Files.mismatch(a, b) == -1) return true;
+        if (!a.getFileName().toString().endsWith(".json")) return false;
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        try {
+            return json.readTree(a.toFile()).equals(json.readTree(b.toFile()));
+        } catch (com.fasterxml.jackson.core.JacksonException e) {
+            return false;  // one is not JSON: they differ
+        }
     }
 
     /** Writes every model and its tokenizer into sft/models.tmp, syncs it, and swaps it in for sft/models. */

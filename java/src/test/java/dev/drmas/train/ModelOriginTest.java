@@ -112,9 +112,18 @@ class ModelOriginTest {
         var e = assertThrows(ConfigException.class, () -> Policies.open(cfg, tmp.resolve("run"), null, sft).close());
         assertTrue(e.getMessage().contains(warm + " was trained for another model than models.policy.family/size with the built-in "
                 + "tokenizer: family llama where the model has qwen3; num_hidden_layers 2 where the model has 1. "), e.getMessage());
-        // the same shape and tokenizer load
+        // the same shape and tokenizer load, the tokenizer.json written with its keys in another order (as another JVM writes
+        // the built-in one)
         Path sft2 = tmp.resolve("sft2");
-        warmStart(sft2, cfg.models().get("policy").toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()), tok);
+        Path w2 = warmStart(sft2, cfg.models().get("policy").toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()), tok);
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var tree = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(w2.resolve("tokenizer.json").toFile());
+        var reversed = json.createObjectNode();
+        List<String> keys = new ArrayList<>();
+        tree.fieldNames().forEachRemaining(keys::add);
+        for (String k : keys.reversed()) reversed.set(k, tree.get(k));
+        json.writeValue(w2.resolve("tokenizer.json").toFile(), reversed);
+        assertTrue(Files.mismatch(tok.resolve("tokenizer.json"), w2.resolve("tokenizer.json")) != -1);
         try (Policies ps = Policies.open(cfg, tmp.resolve("run"), null, sft2)) {
             assertTrue(ps.origin.contains("policy: warm start "), ps.origin);
         }
