@@ -85,6 +85,23 @@ class ModelOriginTest {
     }
 
     @Test
+    void aResumedRunKeepsTheWarmStartAsTheReferenceOfAModelWithAPath() throws Exception {
+        Path model = ChatTemplateKwargsTest.qwen3Folder(tmp.resolve("m"));
+        RunConfig cfg = config("models.policy.path=" + model, "run.name=r", "trainer.steps=1", "trainer.save_freq=1",
+                "trainer.eval_freq=0", "rollout.tasks_per_step=1", "rollout.rollouts_per_task=2", "ppo.mini_batch_size=2",
+                "ppo.micro_batch_size=2");
+        Path warm = warmStart(WarmStart.weights(cfg.run().runDir()), ModelConfig.read(model.resolve("config.json")), model);
+        float[] want = embedding(CausalLm.load(warm));
+        try (Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        try (Trainer t = Trainer.open(cfg.withOverrides(List.of("trainer.steps=2")), TrainerEndToEndTest.QUIET)) {
+            assertEquals(1, t.step(), "resumed");
+            assertArrayEquals(want, embedding(t.policiesForTest().get("policy").reference()), "the warm start, not the path's weights");
+        }
+    }
+
+    @Test
     void aWarmStartOfAnotherTokenizerIsRefused() throws Exception {
         Path qwen = ChatTemplateKwargsTest.qwen3Folder(tmp.resolve("m"));
         Path sft = tmp.resolve("sft");
