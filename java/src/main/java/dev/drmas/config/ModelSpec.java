@@ -20,8 +20,10 @@ import java.util.Map;
  * @param path   an HF model folder (config.json, safetensors, tokenizer.json); null (default) for
  *               a model built from {@code family} and {@code size} with the built-in tokenizer
  * @param init   {@code auto} (default): the folder's weights when path is set, else random;
- *               {@code random}: random weights (of the folder's shape when path is set);
- *               {@code path}: the folder's weights (path required)
+ *               {@code random}: random weights (of the folder's config.json shape when path is
+ *               set); {@code path}: the folder's weights (path required). Whatever init says, a
+ *               model with a warm start (`drmas sft`'s weights, run.warm_start) starts from that,
+ *               and a resumed run from its checkpoint
  * @param family {@code qwen2}, {@code qwen3} (default) or {@code llama}: the architecture of a
  *               model without path (a folder's config.json names its own)
  * @param size   the shape of a model without path
@@ -159,7 +161,7 @@ public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dty
         throw ConfigException.at(at, "expected a boolean, number, string, list or mapping, got " + v.getClass().getSimpleName());
     }
 
-    /** Whether training starts from the weights in {@code path} (else from random weights). */
+    /** Whether the model's own weights are those in {@code path} (else random); a warm start or checkpoint comes first. */
     public boolean loadsWeights() {
         return init == Init.PATH || (init == Init.AUTO && path != null);
     }

@@ -1,7 +1,8 @@
 // Policies.java — the models of a run and what each needs to act: its tokenizer and chat
 // renderer, a rollout engine, its optimiser. Models come, in this order of preference, from the
-// checkpoint being resumed, from the model's own path, from the run's supervised warm start, or
-// from a seeded random initialisation of the configured tiny shape with the built-in tokenizer.
+// checkpoint being resumed, from the run's supervised warm start (which must fit the model its
+// config describes), from the model's own path, or from a seeded random initialisation (of the
+// path's shape, else the configured tiny one). The tokenizer is the path's, else the built-in one.
 // With ppo.reference_model, each also gets the frozen KL reference: the weights RL starts from
 // (only training uses it: a resumed run whose reference is lost still evaluates, train() refuses).
 package dev.drmas.train;
@@ -12,6 +13,7 @@ import dev.drmas.config.OptimConfig;
 import dev.drmas.config.RunConfig;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.ModelConfig;
+import dev.drmas.model.ModelFileException;
 import dev.drmas.rollout.Generator;
 import dev.drmas.tokenizer.BuiltinTokenizer;
 import dev.drmas.tokenizer.ChatRenderer;
@@ -59,6 +61,9 @@ final class Policies implements AutoCloseable {
     final Map<String, Policy> byId = new LinkedHashMap<>();
     final String origin;  // where the weights came from, for the log
     final Set<String> randomInit = new LinkedHashSet<>();  // models with no weights to start from
+    final Set<String> warmStarted = new LinkedHashSet<>();  // models that start from the warm start (sftDir/id)
+    // models that start from their path's weights, whose reference is reloaded from there (no copy in runDir/reference)
+    final Set<String> pathStarted = new LinkedHashSet<>();
     final java.util.List<String> notes = new java.util.ArrayList<>();  // precision warnings, for the run's log
     // references held in memory that runDir/reference/<id> does not have yet (saveReferences writes them)
     final Set<String> unsavedReferences = new LinkedHashSet<>();
@@ -74,7 +79,8 @@ final class Policies implements AutoCloseable {
 
     /**
      * Builds every model some agent uses. {@code checkpoint} (may be null) is resumed from;
-     * {@code sftDir} (may be null) holds warm-start weights for models without a path.
+     * {@code sftDir} (may be null) holds warm-start weights (sftDir/id), which a model starts from
+     * whether or not it has a path; they must fit it (WarmStart.requireFits).
      */
     static Policies open(RunConfig cfg, Path runDir, Path checkpoint, Path sftDir) {
         return open(cfg, runDir, checkpoint, sftDir, dev.drmas.dist.Collective.single());
@@ -99,22 +105,32 @@ final class Policies implements AutoCloseable {
                 ModelOptimizer optim = null;
                 try {
                     ScalarType dtype = dtype(spec, device);
+                    Path warm = sftDir == null ? null : sftDir.resolve(id);
+                    Path source;  // the folder whose config.json the model has, null for one of models.id.size
                     if (checkpoint != null) {
                         model = Checkpoints.loadModel(checkpoint, id, dtype, device);
+                        source = checkpoint.resolve("models").resolve(id);
+                    } else if (warm != null && Files.isRegularFile(warm.resolve("config.json"))) {
+                        // before the path: `drmas sft` trains models with a path too, and RL starts from what it trained
+                        WarmStart.requireFits(id, warm, expectedShape(id, spec, tok), tokDir, spec.path() != null);
+                        model = CausalLm.load(warm, dtype, device);
+                        source = warm;
+                        from.append(id).append(": warm start ").append(warm).append("; ");
+                        ps.warmStarted.add(id);
                     } else if (spec.loadsWeights()) {
                         model = CausalLm.load(spec.path(), dtype, device);
+                        source = spec.path();
                         from.append(id).append(": ").append(spec.path()).append("; ");
-                    } else if (sftDir != null && Files.isRegularFile(sftDir.resolve(id).resolve("config.json"))) {
-                        model = CausalLm.load(sftDir.resolve(id), dtype, device);
-                        from.append(id).append(": warm start ").append(sftDir.resolve(id)).append("; ");
+                        ps.pathStarted.add(id);
                     } else {  // (a run.warm_start named and not there stops train(), not sft, which writes it, nor eval)
-                        ModelConfig mc = spec.toModelConfig(tok.vocabSize(), tok.stopTokenIds());
+                        ModelConfig mc = expectedShape(id, spec, tok);  // with a path (init: random), the folder's shape
                         model = CausalLm.random(mc, cfg.run().seed() * 1_000_003L + id.hashCode(), dtype, device);
+                        source = spec.path();
                         from.append(id).append(": random init; ");
                         ps.randomInit.add(id);
                     }
-                    checkContext(cfg, id, model, checkpoint != null ? checkpoint.resolve("models").resolve(id)
-                            : spec.loadsWeights() ? spec.path() : ps.randomInit.contains(id) ? null : sftDir.resolve(id));
+                    checkVocabulary(id, model, tok, tokDir, source);
+                    checkContext(cfg, id, model, source);
                     model.setActivationCheckpointing(spec.activationCheckpointing());
                     OptimConfig o = cfg.optimFor(id);
                     AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
@@ -166,6 +182,34 @@ final class Policies implements AutoCloseable {
     }
 
     /**
+     * The shape models.id describes: its folder's config.json (for its weights, a warm start of it,
+     * or random weights of init: random), else family and size at the vocabulary of {@code tok}.
+     */
+    private static ModelConfig expectedShape(String id, ModelSpec spec, HfTokenizer tok) {
+        if (spec.path() == null) return spec.toModelConfig(tok.vocabSize(), tok.stopTokenIds());
+        try {
+            return ModelConfig.read(spec.path().resolve("config.json"));
+        } catch (ModelFileException e) {
+            throw ConfigException.at("models." + id + ".path", e.getMessage() + " (the model's shape is its folder's config.json, "
+                    + "with init: random too)");
+        }
+    }
+
+    /**
+     * Every id of the model's tokenizer must have a row in its embedding matrix: a tokenizer of
+     * another model would otherwise stop the first rollout, after every model loaded, without
+     * naming the model ({@code from}: the folder of the model's config.json, null for models.id.size).
+     */
+    private static void checkVocabulary(String id, CausalLm model, HfTokenizer tok, Path tokDir, Path from) {
+        int rows = model.config().vocabSize();
+        if (tok.vocabSize() <= rows) return;
+        throw ConfigException.at("models." + id, "its tokenizer (" + tokDir.resolve("tokenizer.json") + ") has " + tok.vocabSize()
+                + " ids, but the model has " + rows + " (vocab_size in " + (from != null ? from.resolve("config.json")
+                        : "models." + id + ".size") + "): ids from " + rows + " up have no embedding, so the tokenizer is not "
+                + "this model's; give the model the folder its tokenizer came with");
+    }
+
+    /**
      * A prompt and its response must fit the model's positions: RunConfig checks a model built from
      * models.id.size, but only the loaded config.json knows a folder's or checkpoint's ({@code from};
      * null for a model of models.id.size).
@@ -185,6 +229,8 @@ final class Policies implements AutoCloseable {
     private Policies(Policies p, String origin) {
         this.byId.putAll(p.byId);
         this.randomInit.addAll(p.randomInit);
+        this.warmStarted.addAll(p.warmStarted);
+        this.pathStarted.addAll(p.pathStarted);
         this.notes.addAll(p.notes);
         this.unsavedReferences.addAll(p.unsavedReferences);
         this.startReferences.addAll(p.startReferences);
@@ -283,18 +329,20 @@ final class Policies implements AutoCloseable {
     }
 
     /**
-     * The frozen reference policy of the KL term: the weights RL starts from. A model with a path
-     * reloads them from there. Any other, at a fresh start, copies the model as it is now (the warm
-     * start, else the initial weights), and the first checkpoint writes the copy to
-     * runDir/reference/id (saveReferences), so that a resumed run keeps it; a resume loads it from
-     * there, or from the checkpoint's own run folder. Without it the model has none (null) and
-     * missingReferences says why: a reference made from the checkpoint's weights would pull toward
-     * step N instead of the start, so training refuses to go on, but evaluation never needs one.
+     * The frozen reference policy of the KL term: the weights RL starts from. A model that starts
+     * from its path's weights reloads them from there. Any other (a warm start, with or without a
+     * path, or random weights), at a fresh start, copies the model as it is now, and the first
+     * checkpoint writes the copy to runDir/reference/id (saveReferences), so that a resumed run
+     * keeps it; a resume loads it from there, or from the checkpoint's own run folder, and a model
+     * with a path that has neither started from the path: its weights again. Without any the model
+     * has none (null) and missingReferences says why: a reference made from the checkpoint's weights
+     * would pull toward step N instead of the start, so training refuses to go on, but evaluation
+     * never needs one.
      */
     private CausalLm reference(Path runDir, Path checkpoint, String id, ModelSpec spec, CausalLm model, ScalarType dtype,
                                Device device) {
-        if (spec.loadsWeights()) return CausalLm.load(spec.path(), dtype, device);
         Path dir = referenceDir(runDir, id);
+        if (checkpoint == null && pathStarted.contains(id)) return CausalLm.load(spec.path(), dtype, device);
         if (checkpoint == null) {
             CausalLm ref = CausalLm.uninitialised(model.config(), dtype, device);  // every weight copied below
             try {
@@ -316,6 +364,8 @@ final class Policies implements AutoCloseable {
             unsavedReferences.add(id);  // the next checkpoint has it in this run's folder too
             return CausalLm.load(other, dtype, device);
         }
+        // a run that started from the path's weights keeps no copy of them (saveReferences removes a stale one)
+        if (spec.loadsWeights()) return CausalLm.load(spec.path(), dtype, device);
         missingReferences.put(id, "the KL reference of model '" + id + "' is missing (no " + dir
                 + (other == null ? "" : " nor " + other) + "); the checkpoint " + checkpoint + " cannot stand in for it (its "
                 + "weights are not the ones the run started from). Restore the folder, turn ppo.reference_model off, or start "
@@ -343,7 +393,10 @@ final class Policies implements AutoCloseable {
     /** Makes every reference the models' present weights again: after a warm start in this trainer, RL starts from those. */
     void restartReferences() {
         for (Policy p : byId.values()) {
-            if (!startReferences.contains(p.id())) continue;  // from a path, or a resumed run's
+            if (p.reference() == null) continue;
+            // the path's weights are no longer the start either: the copy goes to runDir/reference as the others'
+            if (pathStarted.remove(p.id())) startReferences.add(p.id());
+            if (!startReferences.contains(p.id())) continue;  // a resumed run's
             copyWeights(p.model(), p.reference());
             unsavedReferences.add(p.id());
         }
@@ -354,6 +407,11 @@ final class Policies implements AutoCloseable {
      * as checkpoints are written: a temporary folder, synced, then renamed.
      */
     void saveReferences(Path runDir) throws IOException {
+        // a model that starts from its path has no copy there; one left by an earlier start from a warm start
+        // would be taken for this run's on a resume (reference())
+        for (String id : pathStarted) {
+            if (byId.get(id).reference() != null) Checkpoints.deleteTree(referenceDir(runDir, id));
+        }
         for (String id : unsavedReferences) {
             Path dir = referenceDir(runDir, id);
             CausalLm ref = byId.get(id).reference();

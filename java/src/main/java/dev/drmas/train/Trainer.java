@@ -292,9 +292,11 @@ public final class Trainer implements AutoCloseable {
             ResumeCheck.refuse(checkpoint, trainingChanges);
             policies.requireReferences();
             announceStart();
-            if (!resumed && cfg.run().warmStart() != null && !policies.randomInit.isEmpty()) {
-                // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init
-                String id = policies.randomInit.iterator().next();
+            String cold = policies.byId.keySet().stream().filter(m -> !policies.warmStarted.contains(m)).findFirst().orElse(null);
+            if (!resumed && cfg.run().warmStart() != null && cold != null) {
+                // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init,
+                // nor the path's weights
+                String id = cold;
                 throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + id + "' (no "
                         + cfg.run().warmStart().resolve(id).resolve("config.json") + "); run `drmas sft` for it first, or fix the path");
             }

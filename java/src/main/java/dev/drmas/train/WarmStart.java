@@ -150,6 +150,65 @@ final class WarmStart {
         return dir;
     }
 
+    /** The tokenizer files a warm start carries beside its weights (Policies.copyTokenizers) and that must be the model's. */
+    static final List<String> TOKENIZER_FILES = List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+            "chat_template.jinja");
+
+    /**
+     * Refuses the warm start {@code warm} (sft/models/id, or run.warm_start's) of model {@code id}
+     * when it was trained for another model than the one the config now describes: a shape other
+     * than {@code expected} (the path's config.json, or family and size at the built-in vocabulary),
+     * or tokenizer files other than those of {@code tokDir} (the path's, or the built-in
+     * tokenizer's). Loading it anyway trained a model of another shape than config.yaml and `drmas
+     * plan` say, or fed it ids of a tokenizer it never learnt.
+     */
+    static void requireFits(String id, Path warm, dev.drmas.model.ModelConfig expected, Path tokDir, boolean hasPath) {
+        List<String> diffs = new ArrayList<>();
+        dev.drmas.model.ModelConfig got = dev.drmas.model.ModelConfig.read(warm.resolve("config.json"));
+        String[] names = {"family", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                "intermediate_size", "head_dim", "vocab_size", "tie_word_embeddings"};
+        Object[] want = {expected.family().name().toLowerCase(java.util.Locale.ROOT), expected.hiddenSize(), expected.numLayers(),
+                expected.numHeads(), expected.numKvHeads(), expected.intermediateSize(), expected.headDim(), expected.vocabSize(),
+                expected.tieWordEmbeddings()};
+        Object[] have = {got.family().name().toLowerCase(java.util.Locale.ROOT), got.hiddenSize(), got.numLayers(), got.numHeads(),
+                got.numKvHeads(), got.intermediateSize(), got.headDim(), got.vocabSize(), got.tieWordEmbeddings()};
+        for (int i = 0; i < names.length; i++) {
+            if (!want[i].equals(have[i])) diffs.add(names[i] + " " + have[i] + " where the model has " + want[i]);
+        }
+        for (String f : TOKENIZER_FILES) {
+            Path mine = tokDir.resolve(f), theirs = warm.resolve(f);
+            boolean a = Files.isRegularFile(mine), b = Files.isRegularFile(theirs);
+            try {
+                if (a != b || (a && !sameFile(mine, theirs))) {
+                    diffs.add(f + (b ? (a ? " differs from " + mine : " is there, and " + tokDir + " has none") : " is missing (" + mine
+                            + " has one)"));
+                }
+            } catch (IOException e) {
+                throw new java.io.UncheckedIOException("cannot compare " + theirs + " with " + mine, e);
+            }
+        }
+        if (diffs.isEmpty()) return;
+        String model = hasPath ? "models." + id + ".path (" + tokDir + ")" : "models." + id + ".family/size with the built-in tokenizer";
+        throw dev.drmas.config.ConfigException.at("models." + id, "its warm start " + warm + " was trained for another model than "
+                + model + ": " + String.join("; ", diffs) + ". It was made before models." + id + " changed, or for another "
+                + "run's model: delete " + warm + " and run `drmas sft` again, or point run.warm_start at a warm start of this model");
+    }
+
+    /**
+     * Whether two tokenizer files say the same: JSON ones as JSON trees (the built-in tokenizer's
+     * tokenizer.json is written with its keys in an order that differs between JVMs), others byte for byte.
+     */
+    private static boolean sameFile(Path a, Path b) throws IOException {
+        if (Files.mismatch(a, b) == -1) return true;
+        if (!a.getFileName().toString().endsWith(".json")) return false;
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        try {
+            return json.readTree(a.toFile()).equals(json.readTree(b.toFile()));
+        } catch (com.fasterxml.jackson.core.JacksonException e) {
+            return false;  // one is not JSON: they differ
+        }
+    }
+
     /** Writes every model and its tokenizer into sft/models.tmp, syncs it, and swaps it in for sft/models. */
     private Path save(Path runDir) throws IOException {
         Path dir = weights(runDir);

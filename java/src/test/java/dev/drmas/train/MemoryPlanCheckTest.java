@@ -25,7 +25,6 @@ import dev.drmas.config.RunConfig;
 import dev.drmas.metrics.PeakMemory;
 import dev.drmas.model.ModelConfig;
 import dev.drmas.tokenizer.BuiltinTokenizer;
-import dev.drmas.tokenizer.HfTokenizer;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
@@ -129,18 +128,13 @@ class MemoryPlanCheckTest {
         }
     }
 
-    /** Each model's shape as the trainer builds it: its size, at the vocabulary of its tokenizer (the built-in one without path). */
+    /** Each model's shape as the trainer builds it (and drmas plan reads it): its folder's config.json, else its size at the built-in vocabulary. */
     static Map<String, ModelConfig> shapes(RunConfig cfg) {
         Map<String, ModelConfig> s = new LinkedHashMap<>();
         for (String id : cfg.usedModels()) {
             var spec = cfg.models().get(id);
-            int vocab = BuiltinTokenizer.VOCAB_SIZE;
-            if (spec.path() != null) {
-                try (HfTokenizer tok = HfTokenizer.load(spec.path())) {
-                    vocab = tok.vocabSize();
-                }
-            }
-            s.put(id, spec.toModelConfig(vocab, List.of()));
+            s.put(id, spec.path() != null ? ModelConfig.read(spec.path().resolve("config.json"))
+                    : spec.toModelConfig(BuiltinTokenizer.VOCAB_SIZE, List.of()));
         }
         return s;
     }
@@ -148,10 +142,12 @@ class MemoryPlanCheckTest {
     /**
      * A tokenizer folder of {@code vocab} ids: the built-in tokenizer's, then ids that encoding never
      * makes (no merges reach them) but a random model samples and decoding prints ("w366", …): a toy
-     * model at a vocabulary where the LM head matters.
+     * model at a vocabulary where the LM head matters. Its config.json is BASE's policy at that
+     * vocabulary: init: random builds the folder's shape.
      */
     static Path bigVocabulary(Path dir, int vocab) throws IOException {
         BuiltinTokenizer.writeTo(dir);
+        RunConfig.parse(BASE, List.of()).models().get("policy").toModelConfig(vocab, List.of()).write(dir.resolve("config.json"));
         ObjectMapper json = new ObjectMapper();
         Path file = dir.resolve("tokenizer.json");
         @SuppressWarnings("unchecked")
