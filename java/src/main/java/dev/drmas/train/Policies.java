@@ -175,7 +175,7 @@ final class Policies implements AutoCloseable {
     /** The model's chat renderer with its chat_template_kwargs; a tokenizer without a template refuses them. */
     private static ChatRenderer chatRenderer(String id, ModelSpec spec, HfTokenizer tok, Path tokDir) {
         try {
-            return ChatRenderers.forTokenizer(tok, spec.chatTemplateKwargs());
+            return ChatRenderers.forTokenizer(tok, spec.chatTemplateKwargs(), "model " + id + "'s tokenizer folder " + tokDir);
         } catch (IllegalArgumentException e) {  // ModelSpec checked the names: the folder's tokenizer has no template
             throw ConfigException.at("models." + id + ".chat_template_kwargs", tokDir + ": " + e.getMessage());
         }
