@@ -148,7 +148,9 @@ final class Policies implements AutoCloseable {
                         Checkpoints.loadOptimizer(checkpoint, id, optim);
                     }
                     ps.notes.addAll(precisionNotes(id, spec, device));
-                    ref = cfg.ppo().referenceModel() ? ps.reference(runDir, checkpoint, id, spec, model, dtype, device) : null;
+                    ref = cfg.ppo().referenceModel()
+                            ? ps.reference(runDir, checkpoint, id, spec, model, dtype, device, warm != null && Files.isRegularFile(warm.resolve("config.json")))
+                            : null;
                     Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());
                     long prefixBudget = cfg.rollout().prefixCacheBudget(cfg.turnRows(dist.worldSize()));
                     if (prefixBudget > 0) gen.keepPrefixes(prefixBudget);
@@ -340,7 +342,7 @@ final class Policies implements AutoCloseable {
      * never needs one.
      */
     private CausalLm reference(Path runDir, Path checkpoint, String id, ModelSpec spec, CausalLm model, ScalarType dtype,
-                               Device device) {
+                               Device device, boolean hadWarmStart) {
         Path dir = referenceDir(runDir, id);
         if (checkpoint == null && pathStarted.contains(id)) return CausalLm.load(spec.path(), dtype, device);
         if (checkpoint == null) {
@@ -364,10 +366,12 @@ final class Policies implements AutoCloseable {
             unsavedReferences.add(id);  // the next checkpoint has it in this run's folder too
             return CausalLm.load(other, dtype, device);
         }
-        // a run that started from the path's weights keeps no copy of them (saveReferences removes a stale one)
-        if (spec.loadsWeights()) return CausalLm.load(spec.path(), dtype, device);
+        // a run that started from the path's weights keeps no copy of them (saveReferences removes a stale one); one
+        // that had a warm start for this model started from it (Policies.open prefers it), not from the path
+        if (spec.loadsWeights() && !hadWarmStart) return CausalLm.load(spec.path(), dtype, device);
         missingReferences.put(id, "the KL reference of model '" + id + "' is missing (no " + dir
-                + (other == null ? "" : " nor " + other) + "); the checkpoint " + checkpoint + " cannot stand in for it (its "
+                + (other == null ? "" : " nor " + other) + (hadWarmStart && spec.loadsWeights() ? "; it started from its warm start, "
+                + "not from models." + id + ".path, whose weights cannot stand in" : "") + "); the checkpoint " + checkpoint + " cannot stand in for it (its "
                 + "weights are not the ones the run started from). Restore the folder, turn ppo.reference_model off, or start "
                 + "a new run (another run.name)");
         return null;

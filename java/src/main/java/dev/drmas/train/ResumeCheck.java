@@ -130,7 +130,8 @@ final class ResumeCheck {
      * Keys that fix a run that goes on training: the seed and the training data, whose shuffled order
      * the saved data_position indexes; and a KL reference turned on now, which would have to be the
      * weights the run started from, long gone (a model with a path reloads its reference from there:
-     * nothing is lost for it). Evaluation uses none of them.
+     * nothing is lost for it; unless it started from a warm start, which Policies.reference finds
+     * missing, and training refuses then). Evaluation uses none of them.
      */
     private static boolean bindsTraining(String key, RunConfig now) {
         if (key.equals("ppo.reference_model") && now.ppo().referenceModel()

@@ -166,12 +166,15 @@ final class WarmStart {
         List<String> diffs = new ArrayList<>();
         dev.drmas.model.ModelConfig got = dev.drmas.model.ModelConfig.read(warm.resolve("config.json"));
         String[] names = {"family", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-                "intermediate_size", "head_dim", "vocab_size", "tie_word_embeddings"};
+                "intermediate_size", "head_dim", "vocab_size", "tie_word_embeddings", "rms_norm_eps", "rope_theta", "rope_scaling",
+                "attention_bias", "mlp_bias", "max_position_embeddings"};
         Object[] want = {expected.family().name().toLowerCase(java.util.Locale.ROOT), expected.hiddenSize(), expected.numLayers(),
                 expected.numHeads(), expected.numKvHeads(), expected.intermediateSize(), expected.headDim(), expected.vocabSize(),
-                expected.tieWordEmbeddings()};
+                expected.tieWordEmbeddings(), expected.rmsNormEps(), expected.ropeTheta(), String.valueOf(expected.ropeScaling()),
+                expected.attentionBias(), expected.mlpBias(), expected.maxPositionEmbeddings()};
         Object[] have = {got.family().name().toLowerCase(java.util.Locale.ROOT), got.hiddenSize(), got.numLayers(), got.numHeads(),
-                got.numKvHeads(), got.intermediateSize(), got.headDim(), got.vocabSize(), got.tieWordEmbeddings()};
+                got.numKvHeads(), got.intermediateSize(), got.headDim(), got.vocabSize(), got.tieWordEmbeddings(), got.rmsNormEps(),
+                got.ropeTheta(), String.valueOf(got.ropeScaling()), got.attentionBias(), got.mlpBias(), got.maxPositionEmbeddings()};
         for (int i = 0; i < names.length; i++) {
             if (!want[i].equals(have[i])) diffs.add(names[i] + " " + have[i] + " where the model has " + want[i]);
         }

@@ -102,6 +102,29 @@ class ModelOriginTest {
     }
 
     @Test
+    void aKlReferenceTurnedOnAtResumeIsNotThePathForAWarmStartedModel() throws Exception {
+        // found by a review: the run started from its warm start without ppo.reference_model, so no reference/<id>
+        // copy exists; on resume with it on, the path's weights stood in silently (the KL pulled toward the base model)
+        Path model = ChatTemplateKwargsTest.qwen3Folder(tmp.resolve("m"));
+        List<String> o = new java.util.ArrayList<>(List.of("run.output_dir=" + tmp.resolve("out"), "rollout.max_prompt_tokens=200",
+                "rollout.max_new_tokens=3", "++ppo.reference_model=false", "models.policy.path=" + model, "run.name=r", "trainer.steps=1",
+                "trainer.save_freq=1", "trainer.eval_freq=0", "rollout.tasks_per_step=1", "rollout.rollouts_per_task=2",
+                "ppo.mini_batch_size=2", "ppo.micro_batch_size=2"));
+        RunConfig cfg = RunConfig.parse(TrainerEndToEndTest.YAML, o);
+        warmStart(WarmStart.weights(cfg.run().runDir()), ModelConfig.read(model.resolve("config.json")), model);
+        try (Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        try (Trainer t = Trainer.open(cfg.withOverrides(List.of("trainer.steps=2", "ppo.reference_model=true")), TrainerEndToEndTest.QUIET)) {
+            assertEquals(1, t.step());
+            assertEquals(null, t.policiesForTest().get("policy").reference(), "no reference rather than the path's weights");
+            var e = assertThrows(dev.drmas.config.ConfigException.class, t::train);
+            assertTrue(e.getMessage().contains("the KL reference of model 'policy' is missing")
+                    && e.getMessage().contains("it started from its warm start"), e.getMessage());
+        }
+    }
+
+    @Test
     void aWarmStartOfAnotherTokenizerIsRefused() throws Exception {
         Path qwen = ChatTemplateKwargsTest.qwen3Folder(tmp.resolve("m"));
         Path sft = tmp.resolve("sft");
