@@ -78,10 +78,11 @@ final class Evaluator {
             for (int j = 0; j < n; j++) correct[j] = hits[u * n + j] > 0;
             counts.add(PassAtK.Counts.of(correct));
         }
-        Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks(ec.k(), n)));
+        int[] ks = ks(ec.k(), n);
+        Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks));
         StepMetrics.workload("eval/", local, eps, workload, dist, m);
         m.put("eval/tasks", (double) tasks.size());
-        perSource(tasks, counts, ks(ec.k(), n), m);
+        perSource(tasks, counts, ks, m);
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
         return m;
     }

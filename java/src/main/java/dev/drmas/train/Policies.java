@@ -315,10 +315,13 @@ final class Policies implements AutoCloseable {
     }
 
     /** Copies each model's tokenizer files next to its weights in {@code modelsDir}/id, so the folder is self-contained. */
+    /** The files of a model folder that its tokenizer and generation settings come from: what a checkpoint or warm start copies. */
+    static final List<String> TOKENIZER_FILES = List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+            "generation_config.json", "chat_template.jinja");
+
     void copyTokenizers(Path modelsDir) {
         for (Policy p : byId.values()) {
-            for (String f : new String[] {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-                    "generation_config.json", "chat_template.jinja"}) {
+            for (String f : TOKENIZER_FILES) {
                 Path src = p.tokenizerDir().resolve(f);
                 if (!Files.isRegularFile(src)) continue;
                 try {

@@ -147,10 +147,6 @@ final class ResumeCheck {
         return null;
     }
 
-    /** The files of a model folder that a resume reads its tokenizer from (Policies.copyTokenizers keeps them in the checkpoint). */
-    private static final String[] TOKENIZER_FILES = {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-            "generation_config.json", "chat_template.jinja"};
-
     /**
      * Why model {@code id}'s new folder is not the checkpoint's model, or null when it is as far as
      * a resume can tell: the weights come from the checkpoint (and the shapes are checked against
@@ -162,7 +158,7 @@ final class ResumeCheck {
      */
     private static String sameModelFolder(String id, Path was, Path is, Path checkpoint, RunConfig now, PrintStream log) {
         Path kept = checkpoint.resolve("models").resolve(id);
-        for (String f : TOKENIZER_FILES) {
+        for (String f : Policies.TOKENIZER_FILES) {
             Path a = kept.resolve(f), b = is.resolve(f);
             boolean inA = Files.isRegularFile(a), inB = Files.isRegularFile(b);
             if (!inA && !inB) continue;

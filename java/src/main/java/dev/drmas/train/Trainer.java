@@ -296,9 +296,8 @@ public final class Trainer implements AutoCloseable {
             if (!resumed && cfg.run().warmStart() != null && cold != null) {
                 // a warm start asked for by name and not there (a typo, a job not yet run) must not become a random init,
                 // nor the path's weights
-                String id = cold;
-                throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + id + "' (no "
-                        + cfg.run().warmStart().resolve(id).resolve("config.json") + "); run `drmas sft` for it first, or fix the path");
+                throw ConfigException.at("run.warm_start", cfg.run().warmStart() + " has no weights for model '" + cold + "' (no "
+                        + cfg.run().warmStart().resolve(cold).resolve("config.json") + "); run `drmas sft` for it first, or fix the path");
             }
             if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
             if (dist.isMaster()) {

@@ -150,9 +150,11 @@ final class WarmStart {
         return dir;
     }
 
-    /** The tokenizer files a warm start carries beside its weights (Policies.copyTokenizers) and that must be the model's. */
-    static final List<String> TOKENIZER_FILES = List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-            "chat_template.jinja");
+    /**
+     * The tokenizer files a warm start carries beside its weights (Policies.copyTokenizers) and that must be the model's:
+     * all but generation_config.json, whose sampling defaults a warm start does not depend on.
+     */
+    static final List<String> TOKENIZER_FILES = Policies.TOKENIZER_FILES.stream().filter(f -> !f.equals("generation_config.json")).toList();
 
     /**
      * Refuses the warm start {@code warm} (sft/models/id, or run.warm_start's) of model {@code id}
