@@ -360,15 +360,12 @@ final class Policies implements AutoCloseable {
             startReferences.add(id);
             return ref;
         }
-        if (Files.isRegularFile(dir.resolve("config.json"))) return CausalLm.load(dir, dtype, device);
-        // a resume into a new run folder (run.resume: another run's step_N): that run's reference
-        Path cpRun = checkpoint.toAbsolutePath().normalize().getParent();
-        Path other = cpRun == null || cpRun.getParent() == null ? null : referenceDir(cpRun.getParent(), id);
-        if (other != null && other.equals(dir.toAbsolutePath().normalize())) other = null;
-        if (other != null && Files.isRegularFile(other.resolve("config.json"))) {
-            unsavedReferences.add(id);  // the next checkpoint has it in this run's folder too
-            return CausalLm.load(other, dtype, device);
+        Path kept = keptReference(runDir, checkpoint, id);
+        if (kept != null) {
+            if (!kept.equals(dir)) unsavedReferences.add(id);  // another run's: the next checkpoint has it in this run's folder too
+            return CausalLm.load(kept, dtype, device);
         }
+        Path other = otherRunReference(runDir, checkpoint, id);
         // a run that started from the path's weights keeps no copy of them (saveReferences removes a stale one); one
         // that had a warm start for this model started from it (Policies.open prefers it), not from the path
         if (spec.loadsWeights() && !hadWarmStart) return CausalLm.load(spec.path(), dtype, device);
@@ -384,6 +381,25 @@ final class Policies implements AutoCloseable {
     void requireReferences() {
         if (missingReferences.isEmpty()) return;
         throw ConfigException.at("ppo.reference_model", String.join("; ", missingReferences.values()));
+    }
+
+    /**
+     * The KL reference copy a resume from {@code checkpoint} loads for model {@code id}: this run's
+     * reference/id, else that of the run folder the checkpoint belongs to (run.resume: another run's
+     * step_N); null when neither has one (a path model that started from its path reloads the path).
+     */
+    static Path keptReference(Path runDir, Path checkpoint, String id) {
+        Path dir = referenceDir(runDir, id);
+        if (Files.isRegularFile(dir.resolve("config.json"))) return dir;
+        Path other = otherRunReference(runDir, checkpoint, id);
+        return other != null && Files.isRegularFile(other.resolve("config.json")) ? other : null;
+    }
+
+    /** The reference folder of the run that {@code checkpoint} belongs to, when that is another run than runDir's; else null. */
+    private static Path otherRunReference(Path runDir, Path checkpoint, String id) {
+        Path cpRun = checkpoint.toAbsolutePath().normalize().getParent();
+        Path other = cpRun == null || cpRun.getParent() == null ? null : referenceDir(cpRun.getParent(), id);
+        return other != null && other.equals(referenceDir(runDir, id).toAbsolutePath().normalize()) ? null : other;
     }
 
     static Path referenceDir(Path runDir, String id) {

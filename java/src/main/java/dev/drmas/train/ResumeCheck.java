@@ -13,8 +13,9 @@
 // data.data_source_field, which only labels evaluation metrics. Multi-line or very long values
 // (prompts) are shown by the start of their first line, with their length. A model's path may move
 // to another folder holding the same model (a requeued job staging it to node-local scratch): its
-// tokenizer must match the checkpoint's copy, and with a KL reference, which is reloaded from the
-// folder, its weight files the old folder's.
+// tokenizer must match the checkpoint's copy, and with a KL reference that is reloaded from the
+// folder (a model that started from its path's weights; a warm-started one's is the run's copy),
+// its weight files the old folder's.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -82,7 +83,7 @@ final class ResumeCheck {
                 if (movedModel != null) {
                     // the same model in another folder (a requeued job that stages it to node-local scratch): allowed
                     // when what a resume still reads from the folder, its tokenizer and (KL) reference weights, is the same
-                    String why = sameModelFolder(movedModel, Path.of((String) a), Path.of((String) b), checkpoint, now, log);
+                    String why = sameModelFolder(movedModel, Path.of((String) a), Path.of((String) b), checkpoint, runDir, now, log);
                     if (why != null) fatal.add(change + " (" + why + ")");
                     else allowed.add(k + ": " + a + " -> " + b);
                     continue;
@@ -151,12 +152,13 @@ final class ResumeCheck {
      * Why model {@code id}'s new folder is not the checkpoint's model, or null when it is as far as
      * a resume can tell: the weights come from the checkpoint (and the shapes are checked against
      * config.json), but the tokenizer is read from the folder, which must match the copy the
-     * checkpoint holds file for file; with ppo.reference_model the KL reference is reloaded from the
-     * folder too: its weight files must have the old folder's names and sizes and agree with them at
+     * checkpoint holds file for file; with ppo.reference_model, when the run keeps no copy of the KL
+     * reference (a model that started from its path's weights), it is reloaded from the folder too:
+     * its weight files must have the old folder's names and sizes and agree with them at
      * 16 windows spread over each (when the old folder is gone, as node-local scratch is, the log
      * says it could not be compared).
      */
-    private static String sameModelFolder(String id, Path was, Path is, Path checkpoint, RunConfig now, PrintStream log) {
+    private static String sameModelFolder(String id, Path was, Path is, Path checkpoint, Path runDir, RunConfig now, PrintStream log) {
         Path kept = checkpoint.resolve("models").resolve(id);
         for (String f : Policies.TOKENIZER_FILES) {
             Path a = kept.resolve(f), b = is.resolve(f);
@@ -168,7 +170,9 @@ final class ResumeCheck {
                 return "cannot compare its " + f + " with " + a + ": " + e.getMessage();
             }
         }
-        if (!now.ppo().referenceModel()) return null;
+        // the KL reference is reloaded from the folder only when the run keeps no copy of it (a model that started from
+        // its path's weights); a warm-started or randomly initialised model's is reference/<id>, whatever the folder holds
+        if (!now.ppo().referenceModel() || Policies.keptReference(runDir, checkpoint, id) != null) return null;
         if (!Files.isDirectory(was)) {
             log.println("drmas: warning: models." + id + ".path: the KL reference is now read from " + is + "; " + was
                     + " is gone, so it could not be compared with it");

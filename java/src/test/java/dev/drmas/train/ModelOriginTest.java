@@ -102,6 +102,42 @@ class ModelOriginTest {
     }
 
     @Test
+    void aWarmStartedModelsFolderMayMoveToOtherWeightsOnResume() throws Exception {
+        // its KL reference is the run's reference/<id> copy, not the folder: the moved folder's weights were compared with
+        // the old folder's as if the reference were reloaded from there, and other weights refused the resume
+        Path model = ChatTemplateKwargsTest.qwen3Folder(tmp.resolve("m"));
+        List<String> common = List.of("run.name=r", "trainer.steps=1", "trainer.save_freq=1", "trainer.eval_freq=0",
+                "rollout.tasks_per_step=1", "rollout.rollouts_per_task=2", "ppo.mini_batch_size=2", "ppo.micro_batch_size=2");
+        List<String> o = new ArrayList<>(common);
+        o.add("models.policy.path=" + model);
+        RunConfig cfg = config(o.toArray(String[]::new));
+        Path warm = warmStart(WarmStart.weights(cfg.run().runDir()), ModelConfig.read(model.resolve("config.json")), model);
+        float[] want = embedding(CausalLm.load(warm));
+        try (Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        // the same model's tokenizer and shape, other weights (the last bytes of its weight file changed)
+        Path moved = tmp.resolve("scratch/m");
+        MovedModelFolderTest.copy(model, moved);
+        Path w = moved.resolve("model.safetensors");
+        byte[] bytes = Files.readAllBytes(w);
+        for (int i = bytes.length - 16; i < bytes.length; i++) bytes[i] ^= 0x10;
+        Files.write(w, bytes);
+        var log = new java.io.ByteArrayOutputStream();
+        List<String> o2 = new ArrayList<>(common);
+        o2.addAll(List.of("models.policy.path=" + moved, "trainer.steps=2"));
+        try (Trainer t = Trainer.open(config(o2.toArray(String[]::new)), new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8))) {
+            assertEquals(1, t.step(), "resumed");
+            assertArrayEquals(want, embedding(t.policiesForTest().get("policy").reference()), "the warm start, kept in the run folder");
+            t.train();
+            assertEquals(2, t.step());
+        }
+        String said = log.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(said.contains("resuming with changed settings: models.policy.path: " + model + " -> " + moved), said);
+        assertFalse(said.contains("the KL reference is now read from"), said);
+    }
+
+    @Test
     void aKlReferenceTurnedOnAtResumeIsNotThePathForAWarmStartedModel() throws Exception {
         // found by a review: the run started from its warm start without ppo.reference_model, so no reference/<id>
         // copy exists; on resume with it on, the path's weights stood in silently (the KL pulled toward the base model)
