@@ -133,6 +133,8 @@ class SearchCommandsTest {
         assertEquals(List.of(5, 0.2, 0.2, 0.001), List.of(big.ppo().updatesPerStep(), big.ppo().clipLow(), big.ppo().clipHigh(),
                 big.ppo().entropyCoef()));
         assertEquals(800, big.rollout().maxNewTokens());
+        // an (uid, agent) group of one row gets mean 0 and std 1, as the reference's compute_grpo_outcome_advantage
+        assertEquals(dev.drmas.algo.SingletonPolicy.RAW, big.algorithm().singleton());
         // data.max_prompt_length=4096, truncation='left'; the base model, as model_ids
         assertEquals(List.of(4096, "LEFT"), List.of(big.rollout().maxPromptTokens(), big.rollout().truncation().name()));
         assertTrue(big.models().get("policy").path().toString().endsWith("Qwen2.5-7B"), big.models().get("policy").path().toString());

@@ -450,6 +450,8 @@ class TrainerEndToEndTest {
         // prompt quotes up to two replies of 4096 tokens; the left cut lost the role and the question)
         assertEquals(List.of(8192, 4096), List.of(math.rollout().maxPromptTokens(), math.rollout().maxNewTokens()));
         assertEquals(dev.drmas.config.RolloutConfig.Truncation.MIDDLE, math.rollout().truncation());
+        // compute_grpo_outcome_advantage's one-row groups: mean 0, std 1
+        assertEquals(dev.drmas.algo.SingletonPolicy.RAW, math.algorithm().singleton());
     }
 
     static List<JsonNode> metrics(Path run) throws Exception {
