@@ -45,8 +45,17 @@ final class ConfigTree {
         return new ConfigTree(new LinkedHashMap<>(), new HashMap<>());
     }
 
-    /** Where {@code path} (or the nearest enclosing key that has a recorded origin) came from; null if nowhere. */
+    /**
+     * Where {@code path} came from: its own recorded origin; else, for a key that exists only because keys
+     * under it were set (an override's {@code +a.b.c=v} makes {@code a.b}), the first of theirs in key
+     * order; else the nearest enclosing key's; null if nowhere.
+     */
     String origin(String path) {
+        String own = origins.get(path);
+        if (own != null) return own;
+        String under = origins.keySet().stream().filter(k -> k.startsWith(path + ".") || k.startsWith(path + "["))
+                .sorted().findFirst().map(origins::get).orElse(null);
+        if (under != null) return under;
         String p = path;
         while (!p.isEmpty()) {
             String o = origins.get(p);

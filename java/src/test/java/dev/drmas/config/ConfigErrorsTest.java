@@ -228,6 +228,12 @@ class ConfigErrorsTest {
         assertEquals("override 'models.policy.chat_template_kwargs.enable_thinking=false': models.policy.chat_template_kwargs."
                 + "enable_thinking: no such entry (there are none); add one with +models.policy.chat_template_kwargs.enable_thinking=...",
                 e.getMessage());
+        // a key that only the override's entries make names the override, not the enclosing key's line in the file
+        Files.writeString(file, "models:\n  policy:\n    family: qwen3\n");
+        e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("+models.policy.chat_template_kwargs.enable_thinking=false")));
+        assertTrue(e.getMessage().startsWith("override '+models.policy.chat_template_kwargs.enable_thinking=false': "
+                + "models.policy.chat_template_kwargs: is for a tokenizer's chat template, but this model has no path"), e.getMessage());
+        Files.writeString(file, model.replace("chat_template_kwargs:\n", ""));
         e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("+models.policy.chat_template_kwargs.tools=[]")));
         assertTrue(e.getMessage().startsWith("override '+models.policy.chat_template_kwargs.tools=[]': "
                 + "models.policy.chat_template_kwargs.tools: 'tools' is set by drmas's chat renderer itself"), e.getMessage());
