@@ -19,7 +19,7 @@ import picocli.CommandLine.Option;
         description = "Normalise the example solver/verifier batch with GRPO and Dr. MAS and compare them per agent.")
 final class CompareCommand implements Callable<Integer> {
 
-    @Option(names = "--input", defaultValue = "configs/demo/rollouts.jsonl", paramLabel = "IN.jsonl",
+    @Option(names = "--input", defaultValue = "${env:DRMAS_HOME:-.}/configs/demo/rollouts.jsonl", paramLabel = "IN.jsonl",
             description = "rollout rows (default ${DEFAULT-VALUE})")
     Path input;
 

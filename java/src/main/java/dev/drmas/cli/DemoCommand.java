@@ -28,7 +28,7 @@ import picocli.CommandLine.Parameters;
                 "Re-running continues the run; --fresh starts over."})
 final class DemoCommand implements Callable<Integer> {
 
-    @Option(names = "--config", defaultValue = "configs/math-toy-drmas.yaml", paramLabel = "CONFIG",
+    @Option(names = "--config", defaultValue = "${env:DRMAS_HOME:-.}/configs/math-toy-drmas.yaml", paramLabel = "CONFIG",
             description = "run configuration (default ${DEFAULT-VALUE})")
     Path config;
 

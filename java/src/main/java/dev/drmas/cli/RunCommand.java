@@ -24,7 +24,7 @@ abstract class RunCommand implements Callable<Integer> {
     @Parameters(index = "0", paramLabel = "CONFIG", description = "run configuration (YAML)")
     Path config;
 
-    @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides, e.g. ppo.epochs=2 trainer.steps=10")
+    @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides of the config's keys (a.b=v sets, +a.b=v adds, ++a.b=v adds or sets, ~a.b back to its default), e.g. trainer.steps=10 (train), sft.steps=50 (sft), eval.tasks=20 (eval)")
     List<String> overrides = new ArrayList<>();
 
     RunConfig loadConfig() {
