@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
-JDK="$(./drmas jdk)"  # the launcher's JDK search (a JDK >= 22; the default java may be older)
+JDK="$(./drmas jdk)"  # the launcher's JDK search (a JDK >= 25; the default java may be older)
 export JAVA_HOME="$JDK"
 export PATH="$JDK/bin:$PATH"
 JUNIT_VERSION=1.14.1  # the JUnit Platform of junit-jupiter 5.14.1 (pom.xml)
