@@ -40,7 +40,8 @@ import java.util.Set;
  * window: the last history_length information blocks, one per line; empty before the first
  * search); {@code {history}} (the same window with each block's query and turn, one line a search,
  * "Step t: <search>query</search> <information>…</information>", as the Dr. MAS reference's
- * memory shows the team its past steps); {@code {turn}} (the turn, from 1); {@code {context}} (what
+ * memory shows the team its past steps; with retryUnanswered, an answerless answerer turn as "Step
+ * t:", as that memory keeps the empty action); {@code {turn}} (the turn, from 1); {@code {context}} (what
  * teammates wrote earlier in this turn, one "agent: text" line each: the searcher and the
  * answerer see the verifier's reply; empty for the verifier).
  */
