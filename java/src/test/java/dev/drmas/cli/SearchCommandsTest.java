@@ -140,5 +140,12 @@ class SearchCommandsTest {
         assertTrue(big.models().get("policy").path().toString().endsWith("Qwen2.5-7B"), big.models().get("policy").path().toString());
         assertEquals(List.of(16, 16, 0.6, 0.95), List.of(big.eval().k(), big.eval().samplesPerTask(), big.eval().temperature(),
                 big.eval().topP()));
+        // the reference's general_projection: check_think_tag for its search and answer agents, Chinese invalid for all
+        // three; an answerless answer does not end the episode (skyrl_gym/envs/search/env.py); the toy configs keep
+        // the defaults
+        SearchOptions o = big.orchestra().options(SearchOptions.class);
+        assertEquals(List.of(true, true, true), List.of(o.requireThink(), o.rejectCjk(), o.retryUnanswered()));
+        SearchOptions toy = RunConfig.load(dirc.resolve("search-toy-drmas.yaml"), List.of()).orchestra().options(SearchOptions.class);
+        assertEquals(List.of(false, false, false), List.of(toy.requireThink(), toy.rejectCjk(), toy.retryUnanswered()));
     }
 }

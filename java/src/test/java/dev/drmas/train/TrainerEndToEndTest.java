@@ -452,6 +452,10 @@ class TrainerEndToEndTest {
         assertEquals(dev.drmas.config.RolloutConfig.Truncation.MIDDLE, math.rollout().truncation());
         // compute_grpo_outcome_advantage's one-row groups: mean 0, std 1
         assertEquals(dev.drmas.algo.SingletonPolicy.RAW, math.algorithm().singleton());
+        // the reference's math verifier (general_projection) takes a reply with a Chinese character as invalid; the toy keeps the default
+        assertTrue(math.orchestra().options(dev.drmas.workflow.math.MathOptions.class).rejectCjk());
+        assertFalse(RunConfig.load(Path.of("..", "configs", "math-toy-drmas.yaml"), List.of()).orchestra()
+                .options(dev.drmas.workflow.math.MathOptions.class).rejectCjk());
     }
 
     static List<JsonNode> metrics(Path run) throws Exception {

@@ -75,7 +75,7 @@ class WorkflowsTest {
     @Test
     void optionsAreTheWorkflowsOwnRecords() {
         RunConfig math = RunConfig.parse("orchestra: {name: math, options: {max_loops: 3}}\n", List.of());
-        assertEquals(new MathOptions(3, MalformedVerdict.APPROVE, 0.1), math.orchestra().options());
+        assertEquals(new MathOptions(3, MalformedVerdict.APPROVE, 0.1, false), math.orchestra().options());
         assertInstanceOf(ArithmeticData.class, math.data().synthetic());
 
         RunConfig search = RunConfig.parse("""

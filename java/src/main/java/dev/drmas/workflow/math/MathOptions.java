@@ -1,6 +1,6 @@
 // MathOptions.java — `orchestra.options` of the math workflow (solver ⇄ verifier, as the Dr. MAS
-// reference code): rounds, what a verdict-less verifier reply counts as, and the invalid-action
-// penalty.
+// reference code): rounds, what a verdict-less verifier reply counts as, the invalid-action
+// penalty, and the reference's check against Chinese in the verifier's reply (off by default).
 package dev.drmas.workflow.math;
 
 import dev.drmas.config.Check;
@@ -13,8 +13,10 @@ import dev.drmas.workflow.MalformedVerdict;
  *                         (default, as the reference code) or {@code reject}
  * @param invalidPenalty   subtracted from a row's score when its agent's output is malformed
  *                         (solver without \boxed{}, verifier without a verify tag), &gt;= 0; default 0.1
+ * @param rejectCjk        a verifier reply with a character in U+4E00–U+9FFF is invalid, as the
+ *                         reference checks its verifier (not its solver); default false
  */
-public record MathOptions(int maxLoops, MalformedVerdict malformedVerdict, double invalidPenalty) {
+public record MathOptions(int maxLoops, MalformedVerdict malformedVerdict, double invalidPenalty, boolean rejectCjk) {
     public MathOptions {
         Check.positive(maxLoops, "max_loops");
         Check.given(malformedVerdict, "malformed_verdict");
@@ -22,6 +24,6 @@ public record MathOptions(int maxLoops, MalformedVerdict malformedVerdict, doubl
     }
 
     public static MathOptions defaults() {
-        return new MathOptions(2, MalformedVerdict.APPROVE, MathReward.DEFAULT_INVALID_PENALTY);
+        return new MathOptions(2, MalformedVerdict.APPROVE, MathReward.DEFAULT_INVALID_PENALTY, false);
     }
 }

@@ -16,6 +16,7 @@ import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
 import dev.drmas.workflow.BaseWorkload;
 import dev.drmas.workflow.InvalidActionPenalty;
+import dev.drmas.workflow.ReplyFormat;
 import dev.drmas.workflow.Roles;
 import dev.drmas.workflow.TaskFiles;
 import java.util.ArrayList;
@@ -23,6 +24,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.function.Predicate;
 
 final class MathWorkload extends BaseWorkload<MathOrchestra> {
     static final Roles ROLES = new Roles(MathWorkflow.NAME, List.of(
@@ -31,7 +33,10 @@ final class MathWorkload extends BaseWorkload<MathOrchestra> {
 
     MathWorkload(RunConfig cfg) {
         MathOptions o = cfg.orchestra().options(MathOptions.class);
-        Team team = ROLES.team(cfg);
+        // the reference checks its verifier's reply for Chinese, not its solver's (math_projection)
+        Predicate<String> plain = ReplyFormat.check(false, o.rejectCjk());
+        List<String> verifiers = Roles.idsOf(cfg, MathAgents.VERIFIER);
+        Team team = ReplyFormat.narrowed(ROLES.team(cfg), a -> verifiers.contains(a.id()) ? plain : null);
         String verifier = Roles.idsOf(cfg, MathAgents.VERIFIER).stream().findFirst().orElse(MathAgents.VERIFIER);
         super(team, new MathOrchestra(team, new MathOrchestra.Options(o.maxLoops(), o.malformedVerdict().taken(),
                 Roles.idsOf(cfg, MathAgents.SOLVER).getFirst(), verifier), MathReward::parseVerdict),

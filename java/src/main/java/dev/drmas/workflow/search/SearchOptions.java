@@ -1,6 +1,7 @@
 // SearchOptions.java — `orchestra.options` of the search workflow (verifier → searcher | answerer):
 // turns, the information window, what a verdict-less verifier reply counts as, the invalid-action
-// penalty and the retriever behind the searcher's tool.
+// penalty, the Dr. MAS reference's extra format checks and answer retry (off by default), and the
+// retriever behind the searcher's tool.
 package dev.drmas.workflow.search;
 
 import dev.drmas.config.Check;
@@ -14,10 +15,18 @@ import dev.drmas.workflow.MalformedVerdict;
  * @param invalidPenalty   subtracted from a row's score when its agent's output lacks its tag
  *                         (verifier, searcher, answerer), &gt;= 0; default 0.01 (the paper's search
  *                         setting)
+ * @param requireThink     a searcher or answerer reply is valid only with exactly one {@code <think>}
+ *                         and one {@code </think>}, in that order (the reference's check_think_tag);
+ *                         default false
+ * @param rejectCjk        a verifier, searcher or answerer reply with a character in U+4E00–U+9FFF is
+ *                         invalid (the reference's check); default false
+ * @param retryUnanswered  an answerer reply without an {@code <answer>…</answer>} tag does not end the
+ *                         episode while turns remain: the next turn starts with the verifier again (the
+ *                         reference's environment); default false: it ends the episode, reward 0
  * @param retriever        where queries go
  */
 public record SearchOptions(int maxTurns, int historyLength, MalformedVerdict malformedVerdict, double invalidPenalty,
-                            RetrieverOptions retriever) {
+                            boolean requireThink, boolean rejectCjk, boolean retryUnanswered, RetrieverOptions retriever) {
     public SearchOptions {
         Check.positive(maxTurns, "max_turns");
         Check.positive(historyLength, "history_length");
@@ -27,6 +36,6 @@ public record SearchOptions(int maxTurns, int historyLength, MalformedVerdict ma
     }
 
     public static SearchOptions defaults() {
-        return new SearchOptions(4, 4, MalformedVerdict.APPROVE, 0.01, RetrieverOptions.defaults());
+        return new SearchOptions(4, 4, MalformedVerdict.APPROVE, 0.01, false, false, false, RetrieverOptions.defaults());
     }
 }

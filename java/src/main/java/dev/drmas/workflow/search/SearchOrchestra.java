@@ -1,12 +1,14 @@
 // SearchOrchestra.java — the paper's search workflow, a three-agent hierarchy: in each of up to
 // max_turns turns the verifier reads the question and the information retrieved so far and says
 // <verify>yes</verify> (enough to answer) or <verify>no</verify>. Yes: the answerer writes
-// <answer>…</answer> and the episode ends. No: the searcher writes <search>query</search>, the tool
+// <answer>…</answer> and the episode ends (with retry_unanswered, a reply without an answer tag
+// does not end it while turns remain: the next turn starts with the verifier again, as in the Dr.
+// MAS reference's environment). No: the searcher writes <search>query</search>, the tool
 // returns passages, appended to the history as <information>…</information> (the last
 // history_length blocks are shown). An episode without an answer after the last turn has no action
 // (reward 0); the searcher is not asked in the last turn, as its result could not be used.
-// Counters: the verifier's verdicts (Episode.APPROVALS, ...), Episode.ROUNDS (turns), TOOL_CALLS
-// and TOOL_FAILURES.
+// Counters: the verifier's verdicts (Episode.APPROVALS, ...), Episode.ROUNDS (turns), TOOL_CALLS,
+// TOOL_FAILURES and UNANSWERED.
 package dev.drmas.workflow.search;
 
 import dev.drmas.agent.Agent;
@@ -38,7 +40,8 @@ import java.util.Set;
  * window: the last history_length information blocks, one per line; empty before the first
  * search); {@code {history}} (the same window with each block's query and turn, one line a search,
  * "Step t: <search>query</search> <information>…</information>", as the Dr. MAS reference's
- * memory shows the team its past steps); {@code {turn}} (the turn, from 1); {@code {context}} (what
+ * memory shows the team its past steps; with retryUnanswered, an answerless answerer turn as "Step
+ * t:", as that memory keeps the empty action); {@code {turn}} (the turn, from 1); {@code {context}} (what
  * teammates wrote earlier in this turn, one "agent: text" line each: the searcher and the
  * answerer see the verifier's reply; empty for the verifier).
  */
@@ -47,6 +50,8 @@ public final class SearchOrchestra implements Orchestra {
     public static final String VERIFIER = "verifier", SEARCHER = "searcher", ANSWERER = "answerer";
     /** Counters of an episode: queries sent to the tool, and those that failed (timeout or error). */
     public static final String TOOL_CALLS = "tool_calls", TOOL_FAILURES = "tool_failures";
+    /** Counter of an episode: answerer replies without an answer tag that did not end it (retry_unanswered). */
+    public static final String UNANSWERED = "unanswered";
     /** The verifier's parser: the last <verify>yes</verify> (APPROVE: answer now) or <verify>no</verify> (REJECT: search). */
     public static final VerdictParser VERDICTS = VerdictParser.lastTag("yes", "no");
 
@@ -55,10 +60,14 @@ public final class SearchOrchestra implements Orchestra {
      * @param historyLength information blocks shown to the agents (the latest ones), ≥ 1
      * @param malformedAs   what a verifier reply without a yes/no tag counts as: APPROVE (yes,
      *                      answer; default) or REJECT (no, search)
+     * @param retryUnanswered an answerer reply without an {@code <answer>…</answer>} tag ends the
+     *                      episode (false, default) or, while turns remain, is followed by the next
+     *                      turn's verifier (true: the reference's environment, whose episode ends
+     *                      only on an answer or the turn limit)
      */
     public record Options(int maxTurns, int historyLength, Verdict malformedAs, String verifier, String searcher,
-                          String answerer) {
-        public static final Options DEFAULTS = new Options(4, 4, Verdict.APPROVE, VERIFIER, SEARCHER, ANSWERER);
+                          String answerer, boolean retryUnanswered) {
+        public static final Options DEFAULTS = new Options(4, 4, Verdict.APPROVE, VERIFIER, SEARCHER, ANSWERER, false);
 
         public Options {
             if (maxTurns < 1) throw new IllegalArgumentException("orchestra 'search': max_turns = " + maxTurns + " must be >= 1");
@@ -74,15 +83,19 @@ public final class SearchOrchestra implements Orchestra {
         }
 
         public Options withMaxTurns(int n) {
-            return new Options(n, historyLength, malformedAs, verifier, searcher, answerer);
+            return new Options(n, historyLength, malformedAs, verifier, searcher, answerer, retryUnanswered);
         }
 
         public Options withHistoryLength(int n) {
-            return new Options(maxTurns, n, malformedAs, verifier, searcher, answerer);
+            return new Options(maxTurns, n, malformedAs, verifier, searcher, answerer, retryUnanswered);
         }
 
         public Options withMalformedAs(Verdict v) {
-            return new Options(maxTurns, historyLength, v, verifier, searcher, answerer);
+            return new Options(maxTurns, historyLength, v, verifier, searcher, answerer, retryUnanswered);
+        }
+
+        public Options withRetryUnanswered(boolean retry) {
+            return new Options(maxTurns, historyLength, malformedAs, verifier, searcher, answerer, retry);
         }
     }
 
@@ -230,6 +243,10 @@ public final class SearchOrchestra implements Orchestra {
                 List<Turn> answers = replies.get(k++);
                 for (int j = 0; j < answering.size(); j++) {
                     State st = states.get(answering.get(j));
+                    if (options.retryUnanswered() && turn < options.maxTurns() - 1 && SearchAnswers.ANSWER.last(answers.get(j).text()) == null) {
+                        unanswered(st);
+                        continue;
+                    }
                     st.action = answers.get(j).text();
                     st.approved = true;
                     st.done = true;
@@ -240,6 +257,17 @@ public final class SearchOrchestra implements Orchestra {
         List<Episode> out = new ArrayList<>(states.size());
         for (State st : states) out.add(st.finish());
         return out;
+    }
+
+    // An answerer reply without an answer tag, with retry_unanswered: the episode goes on. The
+    // reference's environment takes the reply as the empty action, which searches nothing and is
+    // stored in the team's memory as a step of its own: its history shows "Step t:" with no query and
+    // no information, one of the history_length steps of the window. {history} shows it so; the
+    // {information} blocks have nothing to show.
+    private void unanswered(State st) {
+        st.count(UNANSWERED);
+        st.steps.addLast("Step " + (st.turn + 1) + ":");
+        while (st.steps.size() > options.historyLength()) st.steps.removeFirst();
     }
 
     // one batched tool call for the searchers' well-formed queries; a reply without a query searches nothing

@@ -17,6 +17,7 @@ import dev.drmas.config.DataConfig;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
 import dev.drmas.workflow.InvalidActionPenalty;
+import dev.drmas.workflow.ReplyFormat;
 import dev.drmas.workflow.Roles;
 import dev.drmas.workflow.TaskFiles;
 import dev.drmas.workflow.Workload;
@@ -31,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.function.Predicate;
 
 final class SearchWorkload implements Workload {
     private final Team team;
@@ -42,6 +44,7 @@ final class SearchWorkload implements Workload {
     private final List<String> answerPool = new ArrayList<>();  // wrong answers of demonstrations
     private final PrintStream log;
     private final Map<String, String> roleOf = new HashMap<>();  // agent id → role
+    private final boolean retryUnanswered;
 
     static final Roles ROLES = new Roles(SearchWorkflow.NAME, List.of(
             Roles.Role.one(SearchOrchestra.VERIFIER, SearchOrchestra::verifierAgent),
@@ -53,8 +56,12 @@ final class SearchWorkload implements Workload {
         this.log = log;
         SearchOptions o = cfg.orchestra().options(SearchOptions.class);
         this.penalty = new InvalidActionPenalty(o.invalidPenalty());
-        this.team = ROLES.team(cfg);
         for (AgentSpec a : cfg.agents()) roleOf.put(a.id(), a.role());
+        // the reference's extra checks: one think block for the searcher and the answerer (its
+        // verifier is not asked for one), no Chinese for all three
+        Predicate<String> thinking = ReplyFormat.check(o.requireThink(), o.rejectCjk()), plain = ReplyFormat.check(false, o.rejectCjk());
+        this.team = ReplyFormat.narrowed(ROLES.team(cfg), a -> roleOf.get(a.id()).equals(SearchOrchestra.VERIFIER) ? plain : thinking);
+        this.retryUnanswered = o.retryUnanswered();
         DataConfig d = cfg.data();
         KnowledgeBase kb = null;
         if (d.source() == DataConfig.Source.JSONL) {
@@ -76,7 +83,8 @@ final class SearchWorkload implements Workload {
         for (Task t : train) answerPool.add(t.answer());
         this.retriever = retriever(o.retriever(), kb);
         var options = new SearchOrchestra.Options(o.maxTurns(), o.historyLength(), o.malformedVerdict().taken(),
-                idOf(cfg, SearchOrchestra.VERIFIER), idOf(cfg, SearchOrchestra.SEARCHER), idOf(cfg, SearchOrchestra.ANSWERER));
+                idOf(cfg, SearchOrchestra.VERIFIER), idOf(cfg, SearchOrchestra.SEARCHER), idOf(cfg, SearchOrchestra.ANSWERER),
+                o.retryUnanswered());
         this.orchestra = new SearchOrchestra(team, options, SearchOrchestra.VERDICTS, tool(o.retriever()));
     }
 
@@ -164,7 +172,7 @@ final class SearchWorkload implements Workload {
 
     @Override
     public Map<String, Double> episodeSums(List<Task> tasks, List<Episode> episodes) {
-        double f1 = 0, calls = 0, failures = 0, answered = 0, turns = 0;
+        double f1 = 0, calls = 0, failures = 0, answered = 0, turns = 0, unanswered = 0;
         for (Episode e : episodes) {
             Task t = tasks.get(e.uid());
             f1 += e.approved() ? SearchAnswers.extractAnswer(e.action()).map(a -> SearchAnswers.f1(a, t.golds())).orElse(0.0) : 0;
@@ -172,6 +180,7 @@ final class SearchWorkload implements Workload {
             failures += e.count(SearchOrchestra.TOOL_FAILURES);
             answered += e.approved() ? 1 : 0;
             turns += e.count(Episode.ROUNDS);
+            unanswered += e.count(SearchOrchestra.UNANSWERED);
         }
         Map<String, Double> m = new LinkedHashMap<>();  // logged per episode
         m.put("search/f1", f1);
@@ -179,6 +188,9 @@ final class SearchWorkload implements Workload {
         m.put("search/failed_searches", failures);  // any > 0 deserves a look at the retriever
         m.put("search/answered_rate", answered);
         m.put("search/turns", turns);
+        // answerer replies without an answer that the next turn retried; only with the option on,
+        // so that the metrics of runs without it stay as they were
+        if (retryUnanswered) m.put("search/unanswered", unanswered);
         return m;
     }
 

@@ -123,4 +123,31 @@ class MathRewardTest {
         assertEquals(Verdict.MALFORMED, MathReward.parseVerdict(reply));
         assertEquals(Verdict.REJECT, MathReward.parseVerdict(reply + "</verify>\n<Verify> reject </ verify>"));
     }
+
+    @Test
+    void rejectCjkMakesAVerifierReplyWithChineseInvalidButNotASolverReply() {
+        // the Dr. MAS reference checks its math verifier's reply (general_projection) for U+4E00–U+9FFF,
+        // not its solver's (math_projection); off by default
+        String verdict = "<verify>approve</verify>", chinese = "<verify>approve</verify> 正确", solved = "\\boxed{42}";
+        RunConfig on = RunConfig.load(Path.of("..", "configs", "math-toy-drmas.yaml"), List.of("orchestra.options.reject_cjk=true"));
+        try (Workload w = Workflows.open(on, new PrintStream(new ByteArrayOutputStream()))) {
+            var verifier = w.team().agent("verifier");
+            var solver = w.team().agent("solver");
+            assertTrue(verifier.isValid(verdict));
+            assertFalse(verifier.isValid(chinese), "a Chinese character");
+            assertFalse(verifier.isValid("<verify>approve</verify> \u4e00"), "U+4E00, the range's first");
+            assertFalse(verifier.isValid("<verify>reject</verify>\u9fff"), "U+9FFF, its last");
+            assertTrue(verifier.isValid("<verify>approve</verify> \u4dff\ua000 ひらがな 한국어"), "outside the range: valid");
+            assertFalse(verifier.isValid("正确"), "the verdict check still applies");
+            assertTrue(solver.isValid(solved + " 答案"), "the solver is not checked for Chinese");
+            assertFalse(solver.isValid("答案"), "its box check still applies");
+        }
+        RunConfig off = RunConfig.load(Path.of("..", "configs", "math-toy-drmas.yaml"), List.of());
+        try (Workload w = Workflows.open(off, new PrintStream(new ByteArrayOutputStream()))) {
+            assertTrue(w.team().agent("verifier").isValid(chinese), "off by default");
+        }
+        var e = assertThrows(dev.drmas.config.ConfigException.class, () -> RunConfig.load(Path.of("..", "configs", "math-toy-drmas.yaml"),
+                List.of("orchestra.options.reject_cjk=sometimes")));
+        assertTrue(e.getMessage().contains("orchestra.options.reject_cjk: expected true or false"), e.getMessage());
+    }
 }

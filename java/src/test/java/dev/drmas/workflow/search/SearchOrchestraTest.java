@@ -1,7 +1,7 @@
 // SearchOrchestraTest.java — the verifier → searcher | answerer state machine with scripted policies
 // and a scripted search tool: yes, no, malformed (as yes and as no), the turn limit, the history
-// window, failed and missing searches, batches whose episodes end in different turns, and the
-// checks made when the workflow is built.
+// window, failed and missing searches, batches whose episodes end in different turns, an answerless
+// answer retried (retry_unanswered), and the checks made when the workflow is built.
 package dev.drmas.workflow.search;
 
 import static dev.drmas.testing.ScriptedPolicy.user;
@@ -192,6 +192,78 @@ class SearchOrchestraTest {
 
     private static String userAt(Episode e, int step) {
         return e.steps().get(step).prompt().getLast().content();
+    }
+
+    /** No, then yes; the answerer's first reply has no answer tag, its second answers. */
+    static BiFunction<Agent, TurnRequest, String> answersOnItsSecondTry() {
+        return (agent, r) -> switch (agent.id()) {
+            case "verifier" -> "<verify>" + (r.loop() == 0 ? "no" : "yes") + "</verify>";
+            case "searcher" -> "<search>q" + r.loop() + "</search>";
+            default -> user(r).contains("answer=yes") ? "<answer>Mirsk</answer>" : "I am not sure";
+        };
+    }
+
+    @Test
+    void retryUnansweredStartsTheNextTurnWithTheVerifier() {
+        // the Dr. MAS reference's environment: an answerer reply without <answer>…</answer> projects to the
+        // empty action, which does not end the episode (skyrl_gym/envs/search/env.py _is_done); the team's
+        // memory keeps it as a step with no query and no information
+        String t = "Q: {question} | turn {turn} | history [{history}] | info [{information}] | context [{context}]";
+        Team team = new Team(List.of(SearchOrchestra.verifierAgent(V, "m").withTemplates(t, null),
+                SearchOrchestra.searcherAgent(S, "m").withTemplates(t, null),
+                SearchOrchestra.answererAgent(A, "m").withTemplates(t, "answer=yes " + t)));
+        Tool tool = new Tool();
+        Episode e = new SearchOrchestra(team, D.withRetryUnanswered(true), SearchOrchestra.VERDICTS, tool)
+                .run(List.of(Q), new ScriptedPolicy(answersOnItsSecondTry())).getFirst();
+        assertEquals(List.of(V, S, V, A, V, A), e.steps().stream().map(Step::agent).toList());
+        assertEquals(List.of(0, 0, 1, 1, 2, 2), e.steps().stream().map(Step::loop).toList());
+        assertEquals(List.of(true, true, true, false, true, true), e.steps().stream().map(Step::valid).toList(),
+                "the answerless reply is an invalid action");
+        assertEquals("<answer>Mirsk</answer>", e.action());
+        assertTrue(e.approved());
+        assertEquals(List.of(2, 1, 3, 1, 1), List.of(e.count(Episode.APPROVALS), e.count(Episode.REJECTIONS), e.count(Episode.ROUNDS),
+                e.count(SearchOrchestra.TOOL_CALLS), e.count(SearchOrchestra.UNANSWERED)));
+        String q = "Q: Where was Tavo Rilan born? | ";
+        String step1 = "Step 1: <search>q0</search> <information>about q0 #1</information>";
+        // the next turn's verifier: a new turn, its context empty; the answerless step in the history, as
+        // the reference's "Step 2:" with an empty query and no information; no information block for it
+        assertEquals(q + "turn 3 | history [" + step1 + "\nStep 2:] | info [<information>about q0 #1</information>] | context []", userAt(e, 4));
+        assertEquals("answer=yes " + q + "turn 3 | history [" + step1 + "\nStep 2:] | info [<information>about q0 #1</information>]"
+                + " | context [verifier: <verify>yes</verify>]", userAt(e, 5));
+
+        // the step takes a place in the history window, as a memory record does in the reference's
+        Episode one = new SearchOrchestra(team, D.withRetryUnanswered(true).withHistoryLength(1), SearchOrchestra.VERDICTS, new Tool())
+                .run(List.of(Q), new ScriptedPolicy(answersOnItsSecondTry())).getFirst();
+        assertTrue(userAt(one, 4).contains("history [Step 2:]"), userAt(one, 4));
+
+        // off (the default): the answerless reply ends the episode, which scores 0
+        Episode off = orchestra(D, new Tool()).run(List.of(Q), new ScriptedPolicy(answersOnItsSecondTry())).getFirst();
+        assertEquals(List.of(V, S, V, A), off.steps().stream().map(Step::agent).toList());
+        assertEquals("I am not sure", off.action());
+        assertEquals(0, off.count(SearchOrchestra.UNANSWERED));
+    }
+
+    @Test
+    void retryUnansweredStopsAtTheTurnLimitAndAnEmptyAnswerTagEndsTheEpisode() {
+        // out of turns: the answerless reply of the last turn ends the episode (reward 0), as without the option
+        Episode last = orchestra(D.withRetryUnanswered(true).withMaxTurns(2), new Tool()).run(List.of(Q),
+                new ScriptedPolicy(answersOnItsSecondTry())).getFirst();
+        assertEquals(List.of(V, S, V, A), last.steps().stream().map(Step::agent).toList());
+        assertEquals("I am not sure", last.action());
+        assertEquals(0, last.count(SearchOrchestra.UNANSWERED));
+        // an answer tag, even an empty one, is an answer: the reference's projection keeps "<answer></answer>"
+        // and its environment ends the episode on it
+        for (String reply : List.of("<answer></answer>", "<answer> </answer>")) {
+            Episode empty = orchestra(D.withRetryUnanswered(true), new Tool()).run(List.of(Q), new ScriptedPolicy((agent, r) ->
+                    agent.id().equals("verifier") ? "<verify>yes</verify>" : reply)).getFirst();
+            assertEquals(List.of(V, A), empty.steps().stream().map(Step::agent).toList(), reply);
+            assertEquals(reply, empty.action());
+        }
+        // an unclosed tag is no answer: retried
+        Episode open = orchestra(D.withRetryUnanswered(true).withMaxTurns(2), new Tool()).run(List.of(Q), new ScriptedPolicy((agent, r) ->
+                agent.id().equals("verifier") ? "<verify>yes</verify>" : "<answer>Mirsk")).getFirst();
+        assertEquals(List.of(V, A, V, A), open.steps().stream().map(Step::agent).toList());
+        assertEquals(1, open.count(SearchOrchestra.UNANSWERED));
     }
 
     @Test

@@ -1,10 +1,12 @@
 // SearchWorkloadTest.java — the search workload without models: the warm start's scripted
 // demonstrator, run through the real SearchOrchestra and real Lucene BM25 over the knowledge base,
 // solves every question when its answers are right (so the demonstrations teach a working search
-// path), uses exactly one search per hop, and scores like the reward; team roles are checked.
+// path), uses exactly one search per hop, and scores like the reward; team roles are checked; the
+// reference's format options (require_think, reject_cjk) and an answerless answer retried, row by row.
 package dev.drmas.workflow.search;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -14,6 +16,7 @@ import dev.drmas.agent.Step;
 import dev.drmas.config.ConfigException;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
+import dev.drmas.testing.ScriptedPolicy;
 import dev.drmas.workflow.search.Passage;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -90,6 +93,89 @@ class SearchWorkloadTest {
         assertTrue(block.length() <= limit + 20, "information block of " + block.length() + " characters");
         assertEquals(0, SearchWorkload.format(List.of(new Passage.Hit(new Passage("big", "Big", huge), 1)), 0).length() - huge.length()
                 - "(1) Big: ".length(), "0 still means no limit");
+    }
+
+    @Test
+    void retryUnansweredRowsAndTheirPenalties() {
+        // verifier no, searcher, verifier yes, an answerless answer (invalid, penalised), then the next turn's
+        // verifier and a right answer: the episode scores 1 and only the answerless row loses the penalty
+        try (SearchWorkload w = new SearchWorkload(config("orchestra.options.retry_unanswered=true"), new PrintStream(new ByteArrayOutputStream()))) {
+            Task t = w.train().getFirst();
+            Episode e = w.orchestra().run(List.of(new EpisodeInit(0, 0, t.question(), t.answer())), secondTry(t)).getFirst();
+            assertEquals(List.of(0, 1, 0, 2, 0, 2), e.steps().stream().map(Step::agent).toList(), "verifier 0, searcher 1, answerer 2");
+            assertEquals(1.0, w.reward(t, e));
+            assertEquals(List.of(1.0, 1.0, 1.0, 0.99, 1.0, 1.0), e.steps().stream().map(s -> w.rowScore(w.reward(t, e), s)).toList());
+            Map<String, Double> m = w.episodeSums(List.of(t), List.of(e));
+            assertEquals(1.0, m.get("search/unanswered"));
+            assertEquals(1.0, m.get("search/answered_rate"));
+        }
+        // off (the default): the answerless answer ends the episode; reward 0, its row -0.01; no unanswered metric
+        try (SearchWorkload w = new SearchWorkload(config(), new PrintStream(new ByteArrayOutputStream()))) {
+            Task t = w.train().getFirst();
+            Episode e = w.orchestra().run(List.of(new EpisodeInit(0, 0, t.question(), t.answer())), secondTry(t)).getFirst();
+            assertEquals(List.of(0, 1, 0, 2), e.steps().stream().map(Step::agent).toList());
+            assertEquals(List.of(0.0, 0.0, 0.0, -0.01), e.steps().stream().map(s -> w.rowScore(w.reward(t, e), s)).toList());
+            assertFalse(w.episodeSums(List.of(t), List.of(e)).containsKey("search/unanswered"));
+        }
+    }
+
+    private static ScriptedPolicy secondTry(Task t) {
+        int[] answers = {0};
+        return new ScriptedPolicy((agent, r) -> switch (agent.id()) {
+            case "verifier" -> "<verify>" + (r.loop() == 0 ? "no" : "yes") + "</verify>";
+            case "searcher" -> "<search>" + t.question() + "</search>";
+            default -> answers[0]++ == 0 ? "I do not know" : "<answer>" + t.answer() + "</answer>";
+        });
+    }
+
+    @Test
+    void requireThinkAndRejectCjkNarrowWhichRepliesAreValid() {
+        // the Dr. MAS reference's general_projection: check_think_tag for its search and answer agents (exactly one
+        // <think> and one </think>, the end after the start), not its verifier; Chinese (U+4E00–U+9FFF) invalid for all three
+        String think = "<think>the town</think>";
+        Map<String, String> ok = Map.of("verifier", "<verify>yes</verify>", "searcher", think + "<search>Tavo Rilan</search>",
+                "answerer", think + "<answer>Mirsk</answer>");
+        try (SearchWorkload w = new SearchWorkload(config("orchestra.options.require_think=true"), new PrintStream(new ByteArrayOutputStream()))) {
+            assertTrue(w.team().agent("verifier").isValid("<verify>yes</verify>"), "the verifier is not asked to think");
+            for (String id : List.of("searcher", "answerer")) {
+                var a = w.team().agent(id);
+                String tag = ok.get(id).substring(think.length());
+                assertTrue(a.isValid(ok.get(id)), id);
+                assertTrue(a.isValid("x <think>\nmulti\nline</think>\n" + tag + " 北京"), id + ": CJK is allowed unless reject_cjk");
+                assertFalse(a.isValid(tag), id + ": no think block");
+                assertFalse(a.isValid("<think>a</think><think>b</think>" + tag), id + ": two think blocks");
+                assertFalse(a.isValid("</think>a<think>" + tag), id + ": the end before the start");
+                assertFalse(a.isValid("<think>a" + tag), id + ": no end");
+                assertFalse(a.isValid("a</think>" + tag), id + ": no start");
+                assertFalse(a.isValid("<think><think>a</think>" + tag), id + ": two starts");
+                assertFalse(a.isValid("<THINK>a</THINK>" + tag), id + ": the tags are literal, case included");
+                assertFalse(a.isValid(think), id + ": its own tag still counts");
+            }
+        }
+        try (SearchWorkload w = new SearchWorkload(config("orchestra.options.reject_cjk=true"), new PrintStream(new ByteArrayOutputStream()))) {
+            for (String id : List.of("verifier", "searcher", "answerer")) {
+                var a = w.team().agent(id);
+                assertTrue(a.isValid(ok.get(id)), id);
+                assertTrue(a.isValid(ok.get(id).substring(id.equals("verifier") ? 0 : think.length())), id + ": no think block needed");
+                assertFalse(a.isValid(ok.get(id) + " 北京"), id + ": Chinese");
+                assertFalse(a.isValid("\u4e00" + ok.get(id)), id + ": U+4E00");
+                assertFalse(a.isValid(ok.get(id) + "\u9fff"), id + ": U+9FFF");
+                assertTrue(a.isValid(ok.get(id) + " \u4dff\ua000 とうきょう"), id + ": outside the range");
+            }
+        }
+        try (SearchWorkload w = new SearchWorkload(config(), new PrintStream(new ByteArrayOutputStream()))) {
+            for (String id : List.of("searcher", "answerer")) {
+                assertTrue(w.team().agent(id).isValid(ok.get(id).substring(think.length()) + " 北京"), id + ": both off by default");
+            }
+        }
+    }
+
+    @Test
+    void theFormatOptionsMustBeBooleans() {
+        for (String key : List.of("require_think", "reject_cjk", "retry_unanswered")) {
+            var e = assertThrows(ConfigException.class, () -> config("orchestra.options." + key + "=yes please"));
+            assertTrue(e.getMessage().contains("orchestra.options." + key + ": expected true or false"), e.getMessage());
+        }
     }
 
     @Test
