@@ -7,7 +7,8 @@
 // verl's math reward (Hendrycks' strip_string) that a string comparison needs: a unit at the end goes
 // ("5\text{ cm}", also "5\,\mathrm{cm}" and "5 cm" after a number), \sqrt2, \frac1b gain their
 // braces, x_{1} loses them. Where the strings differ, the forms are compared: tuples, intervals,
-// "and"/"or" lists, unions and matrices element by element, words without case when \text-wrapped,
+// unions and matrices element by element in order, bare lists ("1, -2", "1 and 2") and sets \{\} in
+// any order with "a \pm b" as two elements, words without case when \text-wrapped,
 // and formulas by evaluation (Expressions: 11 + 11\sqrt{5} is 11\sqrt{5} + 11, (x+1)^2 is x^2+2x+1);
 // a formula answers a number truth only in scientific notation (1.2 \times 10^5), not as undone
 // arithmetic (2^{10} for 1024).
@@ -94,9 +95,10 @@ public final class MathAnswers {
 
     /**
      * True iff both answers are non-empty and equal after {@link #normalize}, or, where they differ
-     * there, equal as forms: element by element for tuples, intervals, lists ("1 and 2" is "1, 2"),
-     * unions and matrices; a formula by evaluation ({@link Expressions}); words without regard to
-     * case when one side wraps them in \text. One-sided: a number predicted for a formula truth
+     * there, equal as forms: element by element for tuples, intervals, unions and matrices; in any
+     * order for bare lists ("1 and 2" is "2, 1") and sets, where "a \pm b" is two elements; a
+     * formula by evaluation ({@link Expressions}); words without regard to case when one side wraps
+     * them in \text. One-sided: a number predicted for a formula truth
      * (1024 for 2^{10}) is right, a formula predicted for a number truth only in scientific notation.
      */
     public static boolean equivalent(String predicted, String truth) {
@@ -141,16 +143,53 @@ public final class MathAnswers {
         }
         List<String> ua = splitTop(ca, UNION), ub = splitTop(cb, UNION);
         if (ua.size() > 1 || ub.size() > 1) return sameForms(ua, ub, depth);
-        List<String> la = splitTop(ca, LIST), lb = splitTop(cb, LIST);
-        if (la.size() > 1 || lb.size() > 1) return sameForms(la, lb, depth);
+        // A bare list is a set of answers ("1, -2" for the roots -2 and 1), and "\pm" stands for two
+        List<String> la = plusMinus(splitTop(ca, LIST)), lb = plusMinus(splitTop(cb, LIST));
+        if (la.size() > 1 || lb.size() > 1) return sameSets(la, lb, depth);
         Bracketed ba = Bracketed.of(ca), bb = Bracketed.of(cb);
         if (ba != null || bb != null) {
-            return ba != null && bb != null && ba.open.equals(bb.open) && ba.close.equals(bb.close) && sameForms(ba.items, bb.items, depth);
+            if (ba == null || bb == null || !ba.open.equals(bb.open) || !ba.close.equals(bb.close)) return false;
+            // a set \{...\} has no order; a tuple or an interval has
+            return ba.open.equals("\\{") ? sameSets(plusMinus(ba.items), plusMinus(bb.items), depth) : sameForms(ba.items, bb.items, depth);
         }
         if (words(ca) && words(cb) && (wrapsText(a) || wrapsText(b))) {
             return ca.replace(" ", "").equalsIgnoreCase(cb.replace(" ", ""));
         }
         return Expressions.equal(ca, cb);
+    }
+
+    // Sets are matched element to element in any order up to this size; larger ones in order.
+    private static final int MAX_UNORDERED = 12;
+    private static final Pattern PLUS_MINUS = Pattern.compile("\\\\pm(?![A-Za-z])");
+
+    // "1 \pm \sqrt{2}" is the two elements "1 + \sqrt{2}" and "1 - \sqrt{2}" (one \pm at the top level).
+    private static List<String> plusMinus(List<String> items) {
+        List<String> out = new ArrayList<>();
+        for (String item : items) {
+            List<String> parts = splitTop(item, PLUS_MINUS);
+            if (parts.size() == 2) {
+                out.add(parts.get(0) + " + " + parts.get(1));
+                out.add(parts.get(0) + " - " + parts.get(1));
+            } else {
+                out.add(item);
+            }
+        }
+        return out;
+    }
+
+    private static boolean sameSets(List<String> a, List<String> b, int depth) {
+        if (a.size() != b.size()) return false;
+        if (a.size() > MAX_UNORDERED) return sameForms(a, b, depth);
+        boolean[] used = new boolean[b.size()];
+        for (String x : a) {
+            int match = -1;
+            for (int j = 0; j < b.size() && match < 0; j++) {
+                if (!used[j] && sameForm(x, b.get(j), depth + 1)) match = j;
+            }
+            if (match < 0) return false;
+            used[match] = true;
+        }
+        return true;
     }
 
     private static boolean sameForms(List<String> a, List<String> b, int depth) {

@@ -1,8 +1,8 @@
 // MathAnswerFormsTest.java — right answers written in another form than the ground truth (each of
 // these was scored 0 by the string-and-number checker alone; most were found by running MATH500's
 // answers and hand-made variants through the Dr. MAS reference's grader): thousands with \!, units,
-// base subscripts, choice letters, mixed numbers, case of words, "and"/"or" lists, matrices, and
-// formulas equal after algebra. And the near misses that must stay 0 next to each of them.
+// base subscripts, choice letters, mixed numbers, case of words, "and"/"or" lists, sets in any
+// order, \pm, matrices, and formulas equal after algebra. And the near misses that must stay 0 next to each of them.
 package dev.drmas.workflow.math;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -63,6 +63,16 @@ class MathAnswerFormsTest {
                 Arguments.of("0.5, 3", "\\frac{1}{2}, 3"),
                 Arguments.of("\\text{A}, \\text{C}", "\\text{A, C}"),
                 Arguments.of("a_{10} = 89", "89"),
+                // a bare list or a set \{\} in any order; \pm is two elements
+                Arguments.of("2, 1", "1, 2"),
+                Arguments.of("1, -2", "-2, 1"),
+                Arguments.of("x = 1 \\text{ or } x = -2", "-2, 1"),
+                Arguments.of("\\{2, 1\\}", "\\{1,2\\}"),
+                Arguments.of("\\pm 2", "2, -2"),
+                Arguments.of("-1, 1", "\\pm 1"),
+                Arguments.of("1 + \\sqrt{19}, 1 - \\sqrt{19}", "1 \\pm \\sqrt{19}"),
+                Arguments.of("\\{-2, 1 \\pm \\sqrt{5}\\}", "\\{1\\pm\\sqrt{5},-2\\}"),
+                Arguments.of("(3,4), (1,2)", "(1,2), (3,4)"),
                 // matrices entry by entry, pmatrix or bmatrix
                 Arguments.of("\\begin{pmatrix} -\\frac{1}{3} \\\\ \\frac{2}{3} \\\\ \\frac{5}{3} \\end{pmatrix}",
                         "\\begin{pmatrix} -1/3 \\\\ 2/3 \\\\ 5/3 \\end{pmatrix}"),
@@ -153,6 +163,7 @@ class MathAnswerFormsTest {
                 Arguments.of("\\log x", "\\ln x"),
                 Arguments.of("2\\pi", "2\\pi^2"),
                 Arguments.of("1 \\pm \\sqrt{2}", "1 + \\sqrt{2}"),
+                Arguments.of("\\pm\\sqrt{2}", "\\sqrt{2}"),
                 // exact numbers stay exact: a decimal approximates nothing
                 Arguments.of("0.33", "\\frac{1}{3}"),
                 Arguments.of("0.33x", "\\frac{x}{3}"),
@@ -175,7 +186,15 @@ class MathAnswerFormsTest {
                 // lists: a second answer is not the answer
                 Arguments.of("5\\text{ or }6", "5"),
                 Arguments.of("3 \\text{ and } 4", "3"),
-                Arguments.of("1 \\text{ and } 2", "2, 1"),
+                Arguments.of("1 \\text{ and } 2", "1, 3"),
+                Arguments.of("1, 1", "1, 2"),
+                Arguments.of("1, 2, 3", "1, 2"),
+                Arguments.of("\\pm 2", "2"),
+                Arguments.of("2, -2", "\\pm 3"),
+                Arguments.of("1 \\pm \\sqrt{2}", "1 - \\sqrt{2}"),
+                Arguments.of("[1, 2]", "[2, 1]"),
+                Arguments.of("\\{1, 2\\}", "(1, 2)"),
+                Arguments.of("(3,4), (1,2)", "(4,3), (1,2)"),
                 // matrices: shape, entries, and a determinant is not a matrix
                 Arguments.of("\\begin{pmatrix} 1 & 2 \\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}"),
                 Arguments.of("\\begin{pmatrix} 1/3 \\\\ 2/3 \\end{pmatrix}", "\\begin{pmatrix} 0.33 \\\\ 2/3 \\end{pmatrix}"),
