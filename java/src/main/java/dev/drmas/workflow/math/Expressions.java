@@ -51,7 +51,9 @@ final class Expressions {
                 if (!x.q.equals(y.q)) return false;
             } else {
                 inexact = true;
-                if (!(Math.abs(x.d - y.d) <= RELATIVE * Math.max(Math.abs(x.d), Math.abs(y.d)) + ABSOLUTE)) return false;
+                // an absolute slack only against an exact zero (\sqrt{2}^2 - 2 is 4e-16, not 0)
+                double slack = x.q != null && x.q.num().signum() == 0 || y.q != null && y.q.num().signum() == 0 ? ABSOLUTE : 0;
+                if (!(Math.abs(x.d - y.d) <= RELATIVE * Math.max(Math.abs(x.d), Math.abs(y.d)) + slack)) return false;
             }
             compared++;
         }
@@ -67,12 +69,19 @@ final class Expressions {
 
     /** A value: exact when {@code q} is set (then {@code d} is its double), else the double alone. */
     record Val(Rational q, double d) {
+        // An exact value larger than this is kept as its double: a chain of powers must not grow
+        // numbers of millions of bits.
         static Val of(Rational q) {
-            return new Val(q, new BigDecimal(q.num()).divide(new BigDecimal(q.den()), MathContext.DECIMAL64).doubleValue());
+            double d = new BigDecimal(q.num()).divide(new BigDecimal(q.den()), MathContext.DECIMAL64).doubleValue();
+            return q.num().bitLength() + q.den().bitLength() <= MAX_EXACT_BITS ? new Val(q, d) : approx(d);
         }
 
+        // A double beyond these magnitudes has lost the value (x^{6000} and x^{6001} both read 0 or
+        // infinity at every point): undefined there, no evidence either way. So is an inexact 0,
+        // which is as likely an underflow; an exact 0 is exact.
         static Val approx(double d) {
-            return Double.isFinite(d) ? new Val(null, d) : null;
+            double m = Math.abs(d);
+            return m >= 1e-100 && m <= 1e100 ? new Val(null, d) : null;
         }
     }
 
@@ -92,7 +101,7 @@ final class Expressions {
     }
 
     private static Val neg(Val a) {
-        return a == null ? null : a.q != null ? Val.of(a.q.negate()) : new Val(null, -a.d);
+        return a == null ? null : a.q != null ? Val.of(a.q.negate()) : Val.approx(-a.d);
     }
 
     private static Val mul(Val a, Val b) {
@@ -168,7 +177,7 @@ final class Expressions {
 
     private static Val binom(Val n, Val k) {
         if (n == null || k == null || n.q == null || k.q == null || !n.q.isInteger() || !k.q.isInteger()) return null;
-        if (n.q.num().signum() < 0 || n.q.num().bitLength() > 14) return null;
+        if (n.q.num().signum() < 0 || n.q.num().bitLength() > 10) return null;
         int nn = n.q.num().intValue();
         int kk = k.q.num().signum() < 0 || k.q.num().compareTo(n.q.num()) > 0 ? -1 : k.q.num().intValue();
         if (kk < 0) return Val.of(Rational.of(BigInteger.ZERO));

@@ -102,10 +102,7 @@ public final class MathAnswers {
      * (1024 for 2^{10}) is right, a formula predicted for a number truth only in scientific notation.
      */
     public static boolean equivalent(String predicted, String truth) {
-        if (predicted == null || truth == null) return false;
-        String p = normalize(predicted), t = normalize(truth);
-        if (p.isEmpty() || t.isEmpty()) return false;
-        return p.equals(t) || sameForm(predicted, truth, 0);
+        return predicted != null && truth != null && sameForm(predicted, truth, 0);
     }
 
     // Deeper structure than answers have (a list of tuples of matrices ...) is compared as text only.
@@ -117,7 +114,10 @@ public final class MathAnswers {
 
     // a is the answer under test, b the truth: the rule for a formula against a number is one-sided.
     private static boolean sameForm(String a, String b, int depth) {
-        String na = normalize(a), nb = normalize(b);
+        // normalize's forms, from one cleaning per side
+        String fa = clean(a, false), fb = clean(b, false);
+        Optional<Rational> va = Numbers.parse(fa), vb = Numbers.parse(fb);
+        String na = va.map(Rational::toString).orElse(fa.replace(" ", "")), nb = vb.map(Rational::toString).orElse(fb.replace(" ", ""));
         if (na.isEmpty() || nb.isEmpty()) return false;
         if (na.equals(nb)) return true;
         if (depth > MAX_FORM_DEPTH) return false;
@@ -127,11 +127,11 @@ public final class MathAnswers {
         // a formula answer to a number truth counts only in scientific notation: 2^{10}, 17 \times 23
         // or \binom{5}{2} for 1024, 391 or 10 leaves the computation undone, and a reward for it would
         // teach the solver to stop before the arithmetic.
-        boolean numA = Numbers.parse(clean(a, false)).isPresent(), numB = Numbers.parse(clean(b, false)).isPresent();
+        boolean numA = va.isPresent(), numB = vb.isPresent();
         if (numA && numB) return false;
         if (numB && !SCIENTIFIC.matcher(ca).matches()) return false;
         if (numA || numB) {
-            return Expressions.equal(numA ? clean(a, false).replace(",", "") : ca, numB ? clean(b, false).replace(",", "") : cb);
+            return Expressions.equal(numA ? fa.replace(",", "") : ca, numB ? fb.replace(",", "") : cb);
         }
         Matrix ma = Matrix.of(ca), mb = Matrix.of(cb);
         if (ma != null || mb != null) {
@@ -158,8 +158,16 @@ public final class MathAnswers {
         return Expressions.equal(ca, cb);
     }
 
-    // Sets are matched element to element in any order up to this size; larger ones in order.
+    // Sets are matched element to element in any order up to this size (and length: the matching
+    // compares every pair, at every level of nesting); larger ones in order.
     private static final int MAX_UNORDERED = 12;
+    private static final int MAX_UNORDERED_LENGTH = 2000;
+
+    private static int length(List<String> items) {
+        int n = 0;
+        for (String s : items) n += s.length();
+        return n;
+    }
     private static final Pattern PLUS_MINUS = Pattern.compile("\\\\pm(?![A-Za-z])");
 
     // "1 \pm \sqrt{2}" is the two elements "1 + \sqrt{2}" and "1 - \sqrt{2}" (one \pm at the top level).
@@ -179,7 +187,7 @@ public final class MathAnswers {
 
     private static boolean sameSets(List<String> a, List<String> b, int depth) {
         if (a.size() != b.size()) return false;
-        if (a.size() > MAX_UNORDERED) return sameForms(a, b, depth);
+        if (a.size() > MAX_UNORDERED || length(a) > MAX_UNORDERED_LENGTH || length(b) > MAX_UNORDERED_LENGTH) return sameForms(a, b, depth);
         boolean[] used = new boolean[b.size()];
         for (String x : a) {
             int match = -1;
@@ -202,11 +210,18 @@ public final class MathAnswers {
 
     // Text of two letters or more ("East", "even", "New York"); one letter stays case-sensitive: e is
     // a constant or a variable, E a choice or another variable.
-    private static final Pattern WORDS = Pattern.compile("[A-Za-z]+(?: [A-Za-z]+)*");
     private static final Pattern TEXT_WRAPPER = Pattern.compile("\\\\(?:text|textbf|textit|textrm|mathrm|mbox)(?![A-Za-z])");
 
+    // A loop, not a regex: a repeated group in java.util.regex recurses once per word, and a model's
+    // box can hold tens of thousands of them.
     private static boolean words(String s) {
-        return WORDS.matcher(s).matches() && s.replace(" ", "").length() >= 2;
+        int letters = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 128 && Character.isLetter(c)) letters++;
+            else if (c != ' ' || i == 0 || i == s.length() - 1 || s.charAt(i - 1) == ' ') return false;
+        }
+        return letters >= 2;
     }
 
     private static boolean wrapsText(String raw) {
@@ -231,7 +246,7 @@ public final class MathAnswers {
                 depth++;
             } else if (c == ')' || c == ']' || c == '}') {
                 depth--;
-            } else if (depth == 0 && m.region(i, s.length()).lookingAt()) {
+            } else if (depth == 0 && (c == ',' || c == ' ' || c == '\\') && m.region(i, s.length()).lookingAt()) {
                 parts.add(s.substring(start, i).trim());
                 start = m.end();
                 i = m.end() - 1;
@@ -489,13 +504,17 @@ public final class MathAnswers {
     }
 
     // \text{abc} -> abc (and the other wrappers of WRAPPERS), innermost-first is not needed: every
-    // occurrence is replaced by its content until none is left.
+    // occurrence is replaced by its content until none is left. One pass per wrapper copies the text
+    // once (a box of ten thousand \text{...} must not be copied ten thousand times); a wrapper inside
+    // a content is the next pass's.
     private static String unwrap(String s) {
         boolean changed = true;
         while (changed) {
             changed = false;
             for (String w : WRAPPERS) {
-                int from = 0;
+                if (!s.contains(w)) continue;
+                StringBuilder out = new StringBuilder(s.length());
+                int from = 0, copied = 0;
                 int at;
                 while ((at = s.indexOf(w, from)) >= 0) {
                     int after = at + w.length();
@@ -510,10 +529,12 @@ public final class MathAnswers {
                         from = after;
                         continue;
                     }
-                    s = s.substring(0, at) + s.substring(i + 1, close) + s.substring(close + 1);
+                    out.append(s, copied, at).append(s, i + 1, close);
+                    copied = close + 1;
+                    from = close + 1;
                     changed = true;
-                    from = at;
                 }
+                s = out.append(s, copied, s.length()).toString();
             }
         }
         return s;

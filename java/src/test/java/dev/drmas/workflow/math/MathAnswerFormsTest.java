@@ -216,7 +216,11 @@ class MathAnswerFormsTest {
                 Arguments.of("2 m", "2"),
                 Arguments.of("52_8", "52"),
                 Arguments.of("52_{8}", "52_9"),
-                // undefined values are no evidence
+                // undefined values are no evidence, and neither are doubles that under- or overflow
+                Arguments.of("x^{6000}", "x^{6001}"),
+                Arguments.of("(x/3)^{6000}", "(x/3)^{6001}"),
+                Arguments.of("(3x)^{6000}", "(3x)^{6001}"),
+                Arguments.of("x^{40}".repeat(150), "x^{6001}"),
                 Arguments.of("\\frac{1}{0}", "\\frac{2}{0}"),
                 Arguments.of("\\sqrt{-1}", "\\sqrt{-4}"));
     }
