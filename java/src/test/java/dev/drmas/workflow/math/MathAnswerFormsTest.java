@@ -242,6 +242,7 @@ class MathAnswerFormsTest {
         assertFalse(MathAnswers.equivalent("x+".repeat(deep) + "x", "x"));
         assertFalse(MathAnswers.equivalent("5" + " cm".repeat(deep), "5"));
         assertFalse(MathAnswers.equivalent("1, ".repeat(deep) + "2", "(1, 2)"));
+        assertFalse(MathAnswers.equivalent("\\text{" + "ab ".repeat(deep) + "ab}", "\\text{AB}"));
         // as deep as answers have still reads
         assertTrue(MathAnswers.equivalent("(".repeat(20) + "x+1" + ")".repeat(20), "1+x"));
     }
