@@ -1,17 +1,26 @@
 // MathAnswers.java — reading a final answer out of a model's text (the last \boxed{...}) and deciding
 // whether two answers are the same. Numbers compare by exact value (BigInteger fractions, decimals
-// converted exactly), so "1/2", "0.5", "\frac{2}{4}" and "-\frac{-1}{2}" agree while "0.33" never
-// equals "1/3"; anything that is not a number compares as a cleaned-up string. A comma is a
-// thousands separator only where it cannot be a list's: "1,234" is 1234, "2, 500" and "(1,234)" are
-// not numbers. Text answers get the clean-ups of verl's math reward (Hendrycks' strip_string) that
-// a string comparison needs: a unit in \text{ ...} at the end goes, and \sqrt2, \frac1b gain
-// their braces.
+// converted exactly), so "1/2", "0.5", "\frac{2}{4}", "-\frac{-1}{2}" and the mixed number "1\frac{1}{4}"
+// vs "1.25" agree while "0.33" never equals "1/3"; anything that is not a number compares as a
+// cleaned-up string first. A comma is a thousands separator only where it cannot be a list's: "1,234"
+// and "1,\!234" are 1234, "2, 500" and "(1,234)" are not numbers. Text answers get the clean-ups of
+// verl's math reward (Hendrycks' strip_string) that a string comparison needs: a unit at the end goes
+// ("5\text{ cm}", also "5\,\mathrm{cm}" and "5 cm" after a number), \sqrt2, \frac1b gain their
+// braces, x_{1} loses them. Where the strings differ, the forms are compared: tuples, intervals,
+// unions and matrices element by element in order, bare lists ("1, -2", "1 and 2") and sets \{\} in
+// any order with "a \pm b" as two elements, words without case when \text-wrapped,
+// and formulas by evaluation (Expressions: 11 + 11\sqrt{5} is 11\sqrt{5} + 11, (x+1)^2 is x^2+2x+1);
+// a formula answers a number truth only in scientific notation (1.2 \times 10^5), not as undone
+// arithmetic (2^{10} for 1024).
 package dev.drmas.workflow.math;
 
 import java.math.BigDecimal;
 import java.math.BigInteger;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -84,15 +93,220 @@ public final class MathAnswers {
         return lastBoxed(truth).orElse(truth);
     }
 
-    /** True iff both answers are non-empty and equal after {@link #normalize}. */
+    /**
+     * True iff both answers are non-empty and equal after {@link #normalize}, or, where they differ
+     * there, equal as forms: element by element for tuples, intervals, unions and matrices; in any
+     * order for bare lists ("1 and 2" is "2, 1") and sets, where "a \pm b" is two elements; a
+     * formula by evaluation ({@link Expressions}); words without regard to case when one side wraps
+     * them in \text. One-sided: a number predicted for a formula truth
+     * (1024 for 2^{10}) is right, a formula predicted for a number truth only in scientific notation.
+     */
     public static boolean equivalent(String predicted, String truth) {
-        if (predicted == null || truth == null) return false;
-        String p = normalize(predicted), t = normalize(truth);
-        return !p.isEmpty() && p.equals(t);
+        return predicted != null && truth != null && sameForm(predicted, truth, 0);
+    }
+
+    // Deeper structure than answers have (a list of tuples of matrices ...) is compared as text only.
+    private static final int MAX_FORM_DEPTH = 8;
+
+    // 1.2 \times 10^5, 6.72 \cdot 10^{-5}, 10^6: a number in scientific notation
+    private static final Pattern SCIENTIFIC = Pattern.compile(
+            "-? ?(?:(?:\\d+(?:\\.\\d*)?|\\.\\d+) ?(?:\\\\times|\\\\cdot|\\*) ?)?10 ?\\^ ?(?:\\{ ?[-+]?\\d+ ?}|\\d)");
+
+    // a is the answer under test, b the truth: the rule for a formula against a number is one-sided.
+    private static boolean sameForm(String a, String b, int depth) {
+        // normalize's forms, from one cleaning per side
+        String fa = clean(a, false), fb = clean(b, false);
+        Optional<Rational> va = Numbers.parse(fa), vb = Numbers.parse(fb);
+        String na = va.map(Rational::toString).orElse(fa.replace(" ", "")), nb = vb.map(Rational::toString).orElse(fb.replace(" ", ""));
+        if (na.isEmpty() || nb.isEmpty()) return false;
+        if (na.equals(nb)) return true;
+        if (depth > MAX_FORM_DEPTH) return false;
+        String ca = clean(a, true), cb = clean(b, true);
+        // A number on either side is not split as a list (1,000 is a thousand); two numbers have
+        // compared exactly already. A number answer to a formula truth (1024 for 2^{10}) is evaluated;
+        // a formula answer to a number truth counts only in scientific notation: 2^{10}, 17 \times 23
+        // or \binom{5}{2} for 1024, 391 or 10 leaves the computation undone, and a reward for it would
+        // teach the solver to stop before the arithmetic.
+        boolean numA = va.isPresent(), numB = vb.isPresent();
+        if (numA && numB) return false;
+        if (numB && !SCIENTIFIC.matcher(ca).matches()) return false;
+        if (numA || numB) {
+            return Expressions.equal(numA ? fa.replace(",", "") : ca, numB ? fb.replace(",", "") : cb);
+        }
+        Matrix ma = Matrix.of(ca), mb = Matrix.of(cb);
+        if (ma != null || mb != null) {
+            if (ma == null || mb == null || !ma.sameBrackets(mb) || ma.rows.size() != mb.rows.size()) return false;
+            for (int r = 0; r < ma.rows.size(); r++) {
+                if (!sameForms(ma.rows.get(r), mb.rows.get(r), depth)) return false;
+            }
+            return true;
+        }
+        List<String> ua = splitTop(ca, UNION), ub = splitTop(cb, UNION);
+        if (ua.size() > 1 || ub.size() > 1) return sameForms(ua, ub, depth);
+        // A bare list is a set of answers ("1, -2" for the roots -2 and 1), and "\pm" stands for two
+        List<String> la = plusMinus(splitTop(ca, LIST)), lb = plusMinus(splitTop(cb, LIST));
+        if (la.size() > 1 || lb.size() > 1) return sameSets(la, lb, depth);
+        Bracketed ba = Bracketed.of(ca), bb = Bracketed.of(cb);
+        if (ba != null || bb != null) {
+            if (ba == null || bb == null || !ba.open.equals(bb.open) || !ba.close.equals(bb.close)) return false;
+            // a set \{...\} has no order; a tuple or an interval has
+            return ba.open.equals("\\{") ? sameSets(plusMinus(ba.items), plusMinus(bb.items), depth) : sameForms(ba.items, bb.items, depth);
+        }
+        if (words(ca) && words(cb) && (wrapsText(a) || wrapsText(b))) {
+            return ca.replace(" ", "").equalsIgnoreCase(cb.replace(" ", ""));
+        }
+        return Expressions.equal(ca, cb);
+    }
+
+    // Sets are matched element to element in any order up to this size (and length: the matching
+    // compares every pair, at every level of nesting); larger ones in order.
+    private static final int MAX_UNORDERED = 12;
+    private static final int MAX_UNORDERED_LENGTH = 2000;
+
+    private static int length(List<String> items) {
+        int n = 0;
+        for (String s : items) n += s.length();
+        return n;
+    }
+    private static final Pattern PLUS_MINUS = Pattern.compile("\\\\pm(?![A-Za-z])");
+
+    // "1 \pm \sqrt{2}" is the two elements "1 + \sqrt{2}" and "1 - \sqrt{2}" (one \pm at the top level).
+    private static List<String> plusMinus(List<String> items) {
+        List<String> out = new ArrayList<>();
+        for (String item : items) {
+            List<String> parts = splitTop(item, PLUS_MINUS);
+            if (parts.size() == 2) {
+                out.add(parts.get(0) + " + " + parts.get(1));
+                out.add(parts.get(0) + " - " + parts.get(1));
+            } else {
+                out.add(item);
+            }
+        }
+        return out;
+    }
+
+    private static boolean sameSets(List<String> a, List<String> b, int depth) {
+        if (a.size() != b.size()) return false;
+        if (a.size() > MAX_UNORDERED || length(a) > MAX_UNORDERED_LENGTH || length(b) > MAX_UNORDERED_LENGTH) return sameForms(a, b, depth);
+        boolean[] used = new boolean[b.size()];
+        for (String x : a) {
+            int match = -1;
+            for (int j = 0; j < b.size() && match < 0; j++) {
+                if (!used[j] && sameForm(x, b.get(j), depth + 1)) match = j;
+            }
+            if (match < 0) return false;
+            used[match] = true;
+        }
+        return true;
+    }
+
+    private static boolean sameForms(List<String> a, List<String> b, int depth) {
+        if (a.size() != b.size()) return false;
+        for (int i = 0; i < a.size(); i++) {
+            if (!sameForm(a.get(i), b.get(i), depth + 1)) return false;
+        }
+        return true;
+    }
+
+    // Text of two letters or more ("East", "even", "New York"); one letter stays case-sensitive: e is
+    // a constant or a variable, E a choice or another variable.
+    private static final Pattern TEXT_WRAPPER = Pattern.compile("\\\\(?:text|textbf|textit|textrm|mathrm|mbox)(?![A-Za-z])");
+
+    // A loop, not a regex: a repeated group in java.util.regex recurses once per word, and a model's
+    // box can hold tens of thousands of them.
+    private static boolean words(String s) {
+        int letters = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c < 128 && Character.isLetter(c)) letters++;
+            else if (c != ' ' || i == 0 || i == s.length() - 1 || s.charAt(i - 1) == ' ') return false;
+        }
+        return letters >= 2;
+    }
+
+    private static boolean wrapsText(String raw) {
+        return TEXT_WRAPPER.matcher(raw).find();
+    }
+
+    // Separators at the top level (outside (), [], {} and \{ \}): a union's \cup; a list's commas
+    // and its words "and", "or" (after \text{ and } lost its wrapper).
+    private static final Pattern UNION = Pattern.compile("\\\\cup(?![A-Za-z])");
+    private static final Pattern LIST = Pattern.compile(",\\s*(?:and|or)\\s+|,|\\s+(?:and|or)\\s+");
+
+    private static List<String> splitTop(String s, Pattern separator) {
+        List<String> parts = new ArrayList<>();
+        int depth = 0, start = 0;
+        Matcher m = separator.matcher(s);
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == '\\' && i + 1 < s.length() && (s.charAt(i + 1) == '{' || s.charAt(i + 1) == '}')) {
+                depth += s.charAt(i + 1) == '{' ? 1 : -1;
+                i++;
+            } else if (c == '(' || c == '[' || c == '{') {
+                depth++;
+            } else if (c == ')' || c == ']' || c == '}') {
+                depth--;
+            } else if (depth == 0 && (c == ',' || c == ' ' || c == '\\') && m.region(i, s.length()).lookingAt()) {
+                parts.add(s.substring(start, i).trim());
+                start = m.end();
+                i = m.end() - 1;
+            }
+        }
+        parts.add(s.substring(start).trim());
+        return parts;
+    }
+
+    // A tuple, an interval or a set of two elements or more: its brackets and its elements.
+    // "(x+1)" alone is grouping, and "(a+5)(b+2)" is a product: neither is bracketed.
+    private record Bracketed(String open, String close, List<String> items) {
+        static Bracketed of(String s) {
+            String open = s.startsWith("\\{") ? "\\{" : s.startsWith("(") ? "(" : s.startsWith("[") ? "[" : null;
+            if (open == null) return null;
+            int depth = 0;
+            for (int i = 0; i < s.length(); i++) {
+                char c = s.charAt(i);
+                boolean escaped = c == '\\' && i + 1 < s.length() && (s.charAt(i + 1) == '{' || s.charAt(i + 1) == '}');
+                if (escaped) c = s.charAt(++i);
+                if (c == '(' || c == '[' || c == '{') depth++;
+                else if (c == ')' || c == ']' || c == '}') depth--;
+                if (depth == 0) {
+                    if (i != s.length() - 1) return null;
+                    String close = escaped ? "\\}" : String.valueOf(c);
+                    String inner = s.substring(open.length(), s.length() - close.length());
+                    List<String> items = splitTop(inner, LIST);
+                    return items.size() > 1 ? new Bracketed(open, close, items) : null;
+                }
+            }
+            return null;
+        }
+    }
+
+    // \begin{pmatrix} a & b \\ c & d \end{pmatrix}: rows of entries. pmatrix and bmatrix only typeset
+    // brackets differently; other environments must be the same.
+    private record Matrix(String env, List<List<String>> rows) {
+        private static final Pattern ENV = Pattern.compile(
+                "\\\\begin\\{([a-zA-Z]*matrix)}(.*)\\\\end\\{\\1}", Pattern.DOTALL);
+
+        static Matrix of(String s) {
+            Matcher m = ENV.matcher(s.strip());
+            if (!m.matches()) return null;
+            List<List<String>> rows = new ArrayList<>();
+            for (String row : m.group(2).split("\\\\\\\\", -1)) {
+                if (row.isBlank()) continue;  // a trailing \\ before \end
+                List<String> entries = new ArrayList<>();
+                for (String e : row.split("&", -1)) entries.add(e.trim());
+                rows.add(entries);
+            }
+            return rows.isEmpty() ? null : new Matrix(m.group(1), rows);
+        }
+
+        boolean sameBrackets(Matrix o) {
+            return env.equals(o.env) || Set.of("pmatrix", "bmatrix").containsAll(List.of(env, o.env));
+        }
     }
 
     /**
-     * The canonical form of an answer. A number (integer, decimal, a/b, \frac, signs anywhere,
+     * The canonical form of an answer. A number (integer, decimal, a/b, \frac, a mixed number, signs anywhere,
      * parentheses) becomes its reduced fraction: "-1/2", "3", "0". Anything else becomes the text
      * with delimiters ($, \(, \[), \text-like wrappers, \left/\right, spacing commands, degree and
      * percent signs, a short "x=" prefix, blanks and a trailing period removed.
@@ -113,28 +327,55 @@ public final class MathAnswers {
     private static final Pattern LEFT_RIGHT = Pattern.compile("\\\\(left|right)(?![A-Za-z])");
     // A double backslash (a matrix's row break) is matched first so that its second backslash is never
     // read as the start of a spacing command: "1 \\ 2" must not lose a backslash to "\ ".
-    private static final Pattern SPACING = Pattern.compile("\\\\\\\\|\\\\[!,;: ]|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
+    private static final Pattern SPACING = Pattern.compile(
+            "\\\\\\\\|\\\\[!,;: ]|\\\\q?quad(?![A-Za-z])|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
     private static final Pattern DEGREES = Pattern.compile("\\^\\s*\\{?\\s*\\\\circ\\s*}?|\u00b0");
-    private static final Pattern SHORT_LHS = Pattern.compile("^[A-Za-z](_\\{?[A-Za-z0-9]}?)?=(?!=)(.*)$");
+    private static final Pattern SHORT_LHS = Pattern.compile("^[A-Za-z](_\\{?[A-Za-z0-9]{1,3}}?)? ?=(?!=) ?(.*)$");
+    // "11,\! 111,\! 100": a comma with a negative space between digit groups is a thousands separator
+    private static final Pattern THIN_THOUSANDS = Pattern.compile("(?<=\\d),\\s*\\\\!\\s*(?=\\d{3}(?!\\d))");
+    // x_{1} is x_1 and 52_{8} is 52_8: one character needs no braces
+    private static final Pattern BRACED_SUBSCRIPT = Pattern.compile("_\\{\\s*([A-Za-z0-9])\\s*}");
+    // Mixed numbers, the whole answer: "1\frac{4}{5}", "137 \frac{1}{2}", "2 1/4" (a proper fraction
+    // after an integer; 2\frac{x}{3} inside a formula stays a product)
+    private static final Pattern MIXED = Pattern.compile(
+            "^(-?) ?(\\d+) ?(?:\\\\frac\\{(\\d+)}\\{(\\d+)}|\\\\frac(\\d)(\\d)| (\\d+) ?/ ?(\\d+))$");
 
     private static String clean(String answer) {
+        return clean(answer, false);
+    }
+
+    // The cleaned answer: without blanks for the text and number forms (a comma keeps the blank after
+    // it); with single blanks for the form comparison, where "\cot x" must not become "\cotx".
+    private static String clean(String answer, boolean keepBlanks) {
         String s = trimSentence(answer.replace('\u2212', '-').trim());
         s = dropUnit(s);
         s = unwrap(s);
         s = s.replace("{,}", ",");
+        s = THIN_THOUSANDS.matcher(s).replaceAll(",");
         s = LEFT_RIGHT.matcher(s).replaceAll("");
         s = replaceFracs(s);
         s = braceArguments(s);
+        s = BRACED_SUBSCRIPT.matcher(s).replaceAll("_$1");
         s = DEGREES.matcher(s).replaceAll("");
         s = s.replace("\\%", "").replace("%", "").replace("\\$", "");
-        // Blanks go, but a comma keeps one after it so that the number reader sees "2, 500" (two
-        // roots) as a list, not as 2500; the text form drops that blank too (normalize).
-        s = s.replaceAll("\\s+", " ").replaceAll("(?<!,) ", "");
-        s = trimSentence(s);
+        s = trimSentence(s.replaceAll("\\s+", " ").trim());
         // "x=5", "y_1=5": the solver restated the variable; the value is what is asked for
         Matcher m = SHORT_LHS.matcher(s);
-        if (m.matches() && !m.group(2).isEmpty() && m.group(2).indexOf('=') < 0) s = m.group(2);
-        return s;
+        if (m.matches() && !m.group(2).isBlank() && m.group(2).indexOf('=') < 0) s = m.group(2).trim();
+        s = mixedNumber(s);
+        // Blanks go, but a comma keeps one after it so that the number reader sees "2, 500" (two
+        // roots) as a list, not as 2500; the text form drops that blank too (normalize).
+        return keepBlanks ? s : s.replaceAll("(?<!,) ", "");
+    }
+
+    // 1\frac{4}{5} -> 9/5; anything else as it is.
+    private static String mixedNumber(String s) {
+        Matcher m = MIXED.matcher(s);
+        if (!m.matches()) return s;
+        int g = m.group(3) != null ? 3 : m.group(5) != null ? 5 : 7;
+        BigInteger whole = new BigInteger(m.group(2)), num = new BigInteger(m.group(g)), den = new BigInteger(m.group(g + 1));
+        if (den.signum() == 0 || num.compareTo(den) >= 0) return s;
+        return m.group(1) + whole.multiply(den).add(num) + "/" + den;
     }
 
     // A unit after the value, "5\text{ cm}", "12 \text{ apples}", "3\text{ m}^2": the value is the
@@ -143,10 +384,37 @@ public final class MathAnswers {
     private static final Pattern RIGHT_UNIT = Pattern.compile(
             "^(.*?\\S)(?:\\s+\\\\(?:text|textrm|mbox)\\s*\\{\\s*|\\\\(?:text|textrm|mbox)\\s*\\{\\s+)"
             + "[A-Za-z][A-Za-z. ]*}(?:\\s*\\^\\s*(?:\\d|\\{\\s*\\d\\s*}))?\\s*$", Pattern.DOTALL);
+    private static final String POWER = "(?:\\s*\\^\\s*(?:\\d|\\{\\s*\\d\\s*}))?\\s*$";
+    // Without a blank ("5\text{cm}", "5\,\mathrm{cm}") a wrapped word is a unit after a number only
+    // (x\text{cm} is no number with a unit), and not e or i (2\mathrm{e} is 2e).
+    private static final Pattern WRAPPED_UNIT = Pattern.compile(
+            "^(.*?)(?:\\s|~|\\\\[,;: ]|\\\\q?quad(?![A-Za-z]))*\\\\(?:text|textrm|mbox|mathrm)\\s*\\{\\s*([A-Za-z][A-Za-z. ]*?)\\s*}"
+            + POWER, Pattern.DOTALL);
+    // A bare unit word after a number and a blank: "5 cm", "25 dollars" (words only: "2 m" may be 2m).
+    private static final Pattern BARE_UNIT = Pattern.compile(
+            "^(.*?)(?:\\s|~|\\\\[,;: ]|\\\\q?quad(?![A-Za-z]))+(?:km|cm|mm|(?:centi|milli|kilo)?met(?:er|re)s?|inch(?:es)?|in\\.|feet|foot|ft"
+            + "|yards?|miles?|seconds?|minutes?|hours?|days?|weeks?|months?|years?|degrees?|dollars?|cents?|units?"
+            + "|square (?:units|feet|inches|meters|centimeters)|sq units|cubic (?:units|feet|inches|meters|centimeters)"
+            + "|pounds?|ounces?|grams?|kilograms?|kg|liters?|litres?|mph|people|students|ways)" + POWER, Pattern.DOTALL);
+
+    // The unit rules without a blank before \text read the value as a number (recursively, for
+    // "5 cm^2 ..."): only on answers of this length at most, so that the recursion stays shallow.
+    private static final int MAX_UNIT_ANSWER = 200;
 
     private static String dropUnit(String s) {
         Matcher m = RIGHT_UNIT.matcher(s);
-        return m.matches() ? m.group(1) : s;
+        if (m.matches()) {
+            // "5\ \text{cm}": the blank was a spacing command's, whose backslash is no part of the value
+            String v = m.group(1);
+            if (v.endsWith(",")) return s;  // "\text{A}, \text{C}": a list of words, not A with unit C
+            return v.endsWith("\\") && !v.endsWith("\\\\") ? v.substring(0, v.length() - 1) : v;
+        }
+        if (s.length() > MAX_UNIT_ANSWER) return s;
+        m = WRAPPED_UNIT.matcher(s);
+        if (m.matches() && !m.group(2).equals("e") && !m.group(2).equals("i") && value(m.group(1)).isPresent()) return m.group(1);
+        m = BARE_UNIT.matcher(s);
+        if (m.matches() && value(m.group(1)).isPresent()) return m.group(1);
+        return s;
     }
 
     // \sqrt2 is \sqrt{2} and \frac1b is \frac{1}{b} in LaTeX (one character is an argument); the text
@@ -236,13 +504,17 @@ public final class MathAnswers {
     }
 
     // \text{abc} -> abc (and the other wrappers of WRAPPERS), innermost-first is not needed: every
-    // occurrence is replaced by its content until none is left.
+    // occurrence is replaced by its content until none is left. One pass per wrapper copies the text
+    // once (a box of ten thousand \text{...} must not be copied ten thousand times); a wrapper inside
+    // a content is the next pass's.
     private static String unwrap(String s) {
         boolean changed = true;
         while (changed) {
             changed = false;
             for (String w : WRAPPERS) {
-                int from = 0;
+                if (!s.contains(w)) continue;
+                StringBuilder out = new StringBuilder(s.length());
+                int from = 0, copied = 0;
                 int at;
                 while ((at = s.indexOf(w, from)) >= 0) {
                     int after = at + w.length();
@@ -257,10 +529,12 @@ public final class MathAnswers {
                         from = after;
                         continue;
                     }
-                    s = s.substring(0, at) + s.substring(i + 1, close) + s.substring(close + 1);
+                    out.append(s, copied, at).append(s, i + 1, close);
+                    copied = close + 1;
+                    from = close + 1;
                     changed = true;
-                    from = at;
                 }
+                s = out.append(s, copied, s.length()).toString();
             }
         }
         return s;
@@ -291,6 +565,10 @@ public final class MathAnswers {
 
         Rational add(Rational o) {
             return new Rational(num.multiply(o.den).add(o.num.multiply(den)), den.multiply(o.den));
+        }
+
+        Rational multiply(Rational o) {
+            return new Rational(num.multiply(o.num), den.multiply(o.den));
         }
 
         Rational divide(Rational o) {

@@ -155,9 +155,7 @@ class MathAnswersTest {
                 Arguments.of("(1,234)", "1234"),
                 Arguments.of("\\left(1,234\\right)", "1234"),
                 Arguments.of("2, 500", "2500"),
-                Arguments.of("2+3", "5"),
-                Arguments.of("2*3", "6"),
-                Arguments.of("1/2/3", "1/6"),
+                // "2+3" answering "5" is in MathAnswerFormsTest (one-sided: 5 answering "2+3" scores)
                 Arguments.of("1/0", "0"),
                 Arguments.of("0.1", "0.10000001"),
                 Arguments.of("10", "100"),

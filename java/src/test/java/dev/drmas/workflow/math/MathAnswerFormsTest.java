@@ -1,0 +1,249 @@
+// MathAnswerFormsTest.java — right answers written in another form than the ground truth (each of
+// these was scored 0 by the string-and-number checker alone; most were found by running MATH500's
+// answers and hand-made variants through the Dr. MAS reference's grader): thousands with \!, units,
+// base subscripts, choice letters, mixed numbers, case of words, "and"/"or" lists, sets in any
+// order, \pm, matrices, and formulas equal after algebra. And the near misses that must stay 0 next to each of them.
+package dev.drmas.workflow.math;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+class MathAnswerFormsTest {
+    static Stream<Arguments> same() {
+        return Stream.of(
+                // thousands separated by ",\!" (MATH's typesetting)
+                Arguments.of("11,\\! 111,\\! 111,\\! 100", "11111111100"),
+                Arguments.of("11,\\! 111,\\! 111,\\! 100", "11,111,111,100"),
+                Arguments.of("11,\\!111,\\!111,\\!100", "11,\\! 111,\\! 111,\\! 100"),
+                Arguments.of("\\$32,\\!348", "32348"),
+                Arguments.of("10,\\!080", "10080"),
+                // units without a blank inside the braces, \mathrm, bare unit words
+                Arguments.of("5\\text{cm}", "5"),
+                Arguments.of("5\\,\\text{cm}", "5"),
+                Arguments.of("5 \\mathrm{cm}", "5"),
+                Arguments.of("5\\,\\mathrm{cm}", "5"),
+                Arguments.of("5 cm", "5"),
+                Arguments.of("5\\ \\text{cm}", "5"),
+                Arguments.of("25 dollars", "25"),
+                Arguments.of("864\\mbox{inches}^2", "864 \\mbox{ inches}^2"),
+                Arguments.of("\\frac{270}7\\text{degrees}", "\\frac{270}7\\text{ degrees}"),
+                Arguments.of("5.4\\text{cents}", "5.4 \\text{ cents}"),
+                Arguments.of("5\\quad", "5"),
+                // base subscripts
+                Arguments.of("52_{8}", "52_8"),
+                Arguments.of("4210_5", "4210_{5}"),
+                // multiple choice
+                Arguments.of("C", "\\text{(C)}"),
+                Arguments.of("\\text{C}", "\\text{(C)}"),
+                Arguments.of("(C)", "\\text{(C)}"),
+                Arguments.of("\\textbf{(C)}", "\\text{(C)}"),
+                // mixed numbers
+                Arguments.of("\\frac{9}{5}", "1\\frac{4}{5}"),
+                Arguments.of("1.8", "1\\frac{4}{5}"),
+                Arguments.of("1 \\frac{4}{5}", "1\\frac{4}{5}"),
+                Arguments.of("137.5", "137 \\frac{1}{2}"),
+                Arguments.of("\\frac{275}{2}", "137 \\frac{1}{2}"),
+                Arguments.of("2 1/4", "\\frac{9}{4}"),
+                Arguments.of("-2\\frac{1}{4}", "-2.25"),
+                // words: case does not matter where one side is \text
+                Arguments.of("\\text{East}", "\\text{east}"),
+                Arguments.of("\\text{Even}", "\\text{even}"),
+                Arguments.of("\\text{Ellipse}", "\\text{ellipse}"),
+                // "and", "or" lists
+                Arguments.of("1 \\text{ and } 2", "1, 2"),
+                Arguments.of("1 \\text{ or } 2", "1, 2"),
+                Arguments.of("x = 1 \\text{ or } x = 2", "1,2"),
+                Arguments.of("0.5, 3", "\\frac{1}{2}, 3"),
+                Arguments.of("\\text{A}, \\text{C}", "\\text{A, C}"),
+                Arguments.of("a_{10} = 89", "89"),
+                // a bare list or a set \{\} in any order; \pm is two elements
+                Arguments.of("2, 1", "1, 2"),
+                Arguments.of("1, -2", "-2, 1"),
+                Arguments.of("x = 1 \\text{ or } x = -2", "-2, 1"),
+                Arguments.of("\\{2, 1\\}", "\\{1,2\\}"),
+                Arguments.of("\\pm 2", "2, -2"),
+                Arguments.of("-1, 1", "\\pm 1"),
+                Arguments.of("1 + \\sqrt{19}, 1 - \\sqrt{19}", "1 \\pm \\sqrt{19}"),
+                Arguments.of("\\{-2, 1 \\pm \\sqrt{5}\\}", "\\{1\\pm\\sqrt{5},-2\\}"),
+                Arguments.of("(3,4), (1,2)", "(1,2), (3,4)"),
+                // matrices entry by entry, pmatrix or bmatrix
+                Arguments.of("\\begin{pmatrix} -\\frac{1}{3} \\\\ \\frac{2}{3} \\\\ \\frac{5}{3} \\end{pmatrix}",
+                        "\\begin{pmatrix} -1/3 \\\\ 2/3 \\\\ 5/3 \\end{pmatrix}"),
+                Arguments.of("\\begin{pmatrix} \\dfrac{1}{5} \\\\ -\\dfrac{18}{5} \\end{pmatrix}", "\\begin{pmatrix} 1/5 \\\\ -18/5 \\end{pmatrix}"),
+                Arguments.of("\\begin{bmatrix} 1 \\\\ 2 \\end{bmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}"),
+                Arguments.of("\\begin{pmatrix} 0.5 & x+1 \\\\ 3 & 0 \\end{pmatrix}", "\\begin{pmatrix} \\frac12 & 1+x \\\\ 3 & 0 \\end{pmatrix}"),
+                // formulas equal after algebra
+                Arguments.of("11 + 11\\sqrt{5}", "11 \\sqrt{5} + 11"),
+                Arguments.of("11(1+\\sqrt{5})", "11 \\sqrt{5} + 11"),
+                Arguments.of("2\\pi + 18", "18+2\\pi"),
+                Arguments.of("3 - 13x", "-13x+3"),
+                Arguments.of("(b+2)(a+5)", "(a+5)(b+2)"),
+                Arguments.of("\\frac{9a+11}{20}", "\\frac{11+9a}{20}"),
+                Arguments.of("2(k+1)", "2k+2"),
+                Arguments.of("-q + p", "p - q"),
+                Arguments.of("\\dfrac{1}{\\sqrt{3}}", "\\frac{\\sqrt{3}}{3}"),
+                Arguments.of("\\cot(x)", "\\cot x"),
+                Arguments.of("\\cot{x}", "\\cot x"),
+                Arguments.of("\\sqrt{2}/2", "\\frac{\\sqrt{2}}{2}"),
+                Arguments.of("(x+1)^2", "x^2+2x+1"),
+                Arguments.of("x^{-1}", "\\frac{1}{x}"),
+                Arguments.of("\\sqrt{8}", "2\\sqrt2"),
+                Arguments.of("\\sqrt{117}", "3\\sqrt{13}"),
+                Arguments.of("2^{1/3}", "\\sqrt[3]{2}"),
+                Arguments.of("\\pi \\cdot 2", "2\\pi"),
+                Arguments.of("-5i+6", "6-5i"),
+                Arguments.of("\\frac{1+\\sqrt{3}i}{2}", "\\frac{1}{2}+\\frac{\\sqrt{3}}{2}i"),
+                Arguments.of("\\frac{\\ln 3}{\\ln 2}", "\\log_2 3"),
+                Arguments.of("2\\sin x \\cos x", "\\sin x \\cdot 2\\cos x"),
+                Arguments.of("y = 3 + 2x", "y=2x+3"),
+                // numbers in scientific notation: exact
+                Arguments.of("1.2 \\times 10^5", "120000"),
+                Arguments.of("1.2\\cdot 10^{5}", "120000"),
+                Arguments.of("6.72 \\times 10^{-5}", ".0000672"),
+                Arguments.of("10^6", "1000000"),
+                // tuples and intervals element by element
+                Arguments.of("(3, \\pi/2)", "\\left( 3, \\frac{\\pi}{2} \\right)"),
+                Arguments.of("(0.5, 2)", "\\left(\\frac{1}{2}, 2\\right)"),
+                Arguments.of("(\\frac{2}{4}, 1)", "(\\frac12,1)"),
+                Arguments.of("\\left[ \\frac{\\pi}{8}, \\frac{5 \\pi}{4} \\right]", "[\\pi/8, 5\\pi/4]"),
+                Arguments.of("(-\\infty, 1+\\sqrt{2}) \\cup (3, \\infty)", "(-\\infty, \\sqrt{2}+1) \\cup (3, \\infty)"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("same")
+    void rightAnswersInAnotherFormScore(String a, String b) {
+        assertTrue(MathAnswers.equivalent(a, b), a + " vs " + b);
+        assertTrue(MathAnswers.equivalent(b, a), "symmetric: " + b + " vs " + a);
+        assertEquals(1.0, MathReward.episodeReward("So the answer is $\\boxed{" + a + "}$.", b));
+    }
+
+    // (answer, truth): a number answers a truth written as a formula, but a formula does not answer a
+    // number: the solver left the computation undone
+    static Stream<Arguments> numberForAFormula() {
+        return Stream.of(
+                Arguments.of("1024", "2^{10}"),
+                Arguments.of("9", "3^2"),
+                Arguments.of("120", "\\binom{10}{3}"),
+                Arguments.of("120", "5!"),
+                Arguments.of("2", "\\sqrt{4}"),
+                Arguments.of("5", "2+3"),
+                Arguments.of("6", "2*3"),
+                Arguments.of("1/6", "1/2/3"),
+                Arguments.of("391", "17 \\times 23"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("numberForAFormula")
+    void aNumberAnswersAFormulaButAFormulaDoesNotAnswerANumber(String number, String formula) {
+        assertTrue(MathAnswers.equivalent(number, formula), number + " for " + formula);
+        assertFalse(MathAnswers.equivalent(formula, number), formula + " for " + number);
+    }
+
+    static Stream<Arguments> different() {
+        return Stream.of(
+                // signs, terms, exponents
+                Arguments.of("3 - 13x", "13x - 3"),
+                Arguments.of("3 - 13x", "3 + 13x"),
+                Arguments.of("p - q", "q - p"),
+                Arguments.of("x^2+2x", "x^2+2x+1"),
+                Arguments.of("(x+1)^2", "x^2+1"),
+                Arguments.of("x+y", "x+z"),
+                Arguments.of("2k+2", "2k+1"),
+                Arguments.of("\\frac{\\sqrt{3}}{3}", "\\sqrt{3}"),
+                Arguments.of("\\sqrt{2}", "\\sqrt[3]{2}"),
+                Arguments.of("\\sqrt{2}/2", "\\sqrt{2}/3"),
+                Arguments.of("\\cot x", "\\tan x"),
+                Arguments.of("\\log x", "\\ln x"),
+                Arguments.of("2\\pi", "2\\pi^2"),
+                Arguments.of("1 \\pm \\sqrt{2}", "1 + \\sqrt{2}"),
+                Arguments.of("\\pm\\sqrt{2}", "\\sqrt{2}"),
+                // exact numbers stay exact: a decimal approximates nothing
+                Arguments.of("0.33", "\\frac{1}{3}"),
+                Arguments.of("0.33x", "\\frac{x}{3}"),
+                Arguments.of("0.333333333333 \\cdot 1", "\\frac{1}{3}"),
+                Arguments.of("0.7071", "\\frac{\\sqrt{2}}{2}"),
+                Arguments.of("0.7071067811865476", "\\frac{\\sqrt{2}}{2}"),
+                Arguments.of("3.141592653589793", "\\pi"),
+                Arguments.of("1.4142135623730951", "\\sqrt2"),
+                Arguments.of("2^{10}", "1000"),
+                Arguments.of("1.2 \\times 10^6", "120000"),
+                Arguments.of("2 3", "6"),
+                // tuples and intervals: brackets, order, length
+                Arguments.of("(1,2)", "[1,2)"),
+                Arguments.of("(1,2)", "(2,1)"),
+                Arguments.of("(1,2,3)", "(1,2)"),
+                Arguments.of("(3, \\pi/2)", "(3, \\pi/3)"),
+                Arguments.of("(1,234)", "1234"),
+                Arguments.of("1,000", "1, 0"),
+                Arguments.of("11, 111, 111, 100", "11111111100"),
+                // lists: a second answer is not the answer
+                Arguments.of("5\\text{ or }6", "5"),
+                Arguments.of("3 \\text{ and } 4", "3"),
+                Arguments.of("1 \\text{ and } 2", "1, 3"),
+                Arguments.of("1, 1", "1, 2"),
+                Arguments.of("1, 2, 3", "1, 2"),
+                Arguments.of("\\pm 2", "2"),
+                Arguments.of("2, -2", "\\pm 3"),
+                Arguments.of("1 \\pm \\sqrt{2}", "1 - \\sqrt{2}"),
+                Arguments.of("[1, 2]", "[2, 1]"),
+                Arguments.of("\\{1, 2\\}", "(1, 2)"),
+                Arguments.of("(3,4), (1,2)", "(4,3), (1,2)"),
+                // matrices: shape, entries, and a determinant is not a matrix
+                Arguments.of("\\begin{pmatrix} 1 & 2 \\end{pmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}"),
+                Arguments.of("\\begin{pmatrix} 1/3 \\\\ 2/3 \\end{pmatrix}", "\\begin{pmatrix} 0.33 \\\\ 2/3 \\end{pmatrix}"),
+                Arguments.of("\\begin{vmatrix} 1 \\\\ 2 \\end{vmatrix}", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}"),
+                Arguments.of("(1, 2)", "\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}"),
+                // one letter keeps its case: e is a constant or a variable, E a choice
+                Arguments.of("e", "E"),
+                Arguments.of("\\text{(C)}", "c"),
+                Arguments.of("\\text{(C)}", "D"),
+                Arguments.of("\\text{(C)}", "(C), (D)"),
+                // words are text, not products of letters
+                Arguments.of("\\text{even}", "\\text{neve}"),
+                Arguments.of("\\text{East}", "\\text{West}"),
+                // a mixed number is no product, and units are words after a number
+                Arguments.of("2\\frac{1}{4}", "\\frac{1}{2}"),
+                Arguments.of("2 1/4", "21/4"),
+                Arguments.of("5\\mathrm{e}", "5"),
+                Arguments.of("x\\text{cm}", "x"),
+                Arguments.of("2 m", "2"),
+                Arguments.of("52_8", "52"),
+                Arguments.of("52_{8}", "52_9"),
+                // undefined values are no evidence, and neither are doubles that under- or overflow
+                Arguments.of("x^{6000}", "x^{6001}"),
+                Arguments.of("(x/3)^{6000}", "(x/3)^{6001}"),
+                Arguments.of("(3x)^{6000}", "(3x)^{6001}"),
+                Arguments.of("x^{40}".repeat(150), "x^{6001}"),
+                Arguments.of("\\frac{1}{0}", "\\frac{2}{0}"),
+                Arguments.of("\\sqrt{-1}", "\\sqrt{-4}"));
+    }
+
+    @ParameterizedTest
+    @MethodSource("different")
+    void nearMissesStayWrong(String a, String b) {
+        assertFalse(MathAnswers.equivalent(a, b), a + " vs " + b);
+        assertFalse(MathAnswers.equivalent(b, a), "symmetric: " + b + " vs " + a);
+    }
+
+    @Test
+    void deepOrLongFormulasAreNotUnderstoodAndDoNotOverflow() {
+        int deep = 100_000;
+        assertFalse(MathAnswers.equivalent("-".repeat(deep) + "x", "x"));
+        assertFalse(MathAnswers.equivalent("x^" + "-".repeat(deep) + "1", "1/x"));
+        assertFalse(MathAnswers.equivalent("(".repeat(deep) + "x" + ")".repeat(deep), "x"));
+        assertFalse(MathAnswers.equivalent("\\sqrt{".repeat(deep) + "x" + "}".repeat(deep), "x"));
+        assertFalse(MathAnswers.equivalent("x+".repeat(deep) + "x", "x"));
+        assertFalse(MathAnswers.equivalent("5" + " cm".repeat(deep), "5"));
+        assertFalse(MathAnswers.equivalent("1, ".repeat(deep) + "2", "(1, 2)"));
+        assertFalse(MathAnswers.equivalent("\\text{" + "ab ".repeat(deep) + "ab}", "\\text{AB}"));
+        // as deep as answers have still reads
+        assertTrue(MathAnswers.equivalent("(".repeat(20) + "x+1" + ")".repeat(20), "1+x"));
+    }
+}
