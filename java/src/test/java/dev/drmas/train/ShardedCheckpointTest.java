@@ -198,7 +198,13 @@ class ShardedCheckpointTest {
             // (a few MiB, once), which is not the checkpoint's
             try (ModelOptimizer o = holding(state, dist)) {
                 save(cps, 2, o, dist);
-                long a = ShardedOptimizerTest.heapAdded(dist, () -> save(cps, 3, o, dist));
+                // the least of three saves (steps 3, 4, 5), as the resume's below: a fresh-clone CI run read 20.8 MB for
+                // one save against ~1.6 MB alone, the JVM's compiler arenas within that reading
+                long a = Long.MAX_VALUE;
+                for (int k = 3; k <= 5; k++) {
+                    int step = k;
+                    a = Math.min(a, ShardedOptimizerTest.heapAdded(dist, () -> save(cps, step, o, dist)));
+                }
                 if (dist.isMaster()) added[0] = a;
             }
             try (ModelOptimizer o = ModelOptimizer.sharded(ShardedOptimizerTest.weights(), OPT, dist, BUCKET)) {
