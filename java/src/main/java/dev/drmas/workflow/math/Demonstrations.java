@@ -6,6 +6,7 @@ package dev.drmas.workflow.math;
 
 import dev.drmas.env.Task;
 import java.math.BigInteger;
+import java.util.List;
 import java.util.Optional;
 import java.util.SplittableRandom;
 
@@ -34,17 +35,19 @@ public final class Demonstrations {
 
     /**
      * An answer that is not equivalent to {@code truth}: a number moved by a non-zero integer offset
-     * (kept as an integer or a fraction p/q like the truth), anything else with "+k" appended.
+     * (kept as an integer or a fraction p/q like the truth), anything else with "+k" appended; where
+     * the checker cannot tell that from the truth (a formula of a large irrational value, whose "+k"
+     * is below the evaluation's tolerance), twice the truth plus k, then its negation minus k.
      */
     static String wrongAnswer(String truth, SplittableRandom rng) {
         int offset = rng.nextInt(1, MAX_OFFSET + 1) * (rng.nextBoolean() ? 1 : -1);
         Optional<MathAnswers.Rational> v = MathAnswers.value(truth);
-        String wrong = v.isPresent()
-                ? v.get().add(MathAnswers.Rational.of(BigInteger.valueOf(offset))).toString()
-                : truth + "+" + Math.abs(offset);
-        // The constructions above change the value or the text, so this never fires; it guards the
-        // contract against a future change of the normaliser rather than trusting it.
-        if (MathAnswers.equivalent(wrong, truth)) throw new IllegalStateException("wrong answer '" + wrong + "' equals truth '" + truth + "'");
-        return wrong;
+        int k = Math.abs(offset);
+        List<String> candidates = v.isPresent()
+                ? List.of(v.get().add(MathAnswers.Rational.of(BigInteger.valueOf(offset))).toString())
+                : List.of(truth + "+" + k, "2\\left(" + truth + "\\right)+" + k, "-\\left(" + truth + "\\right)-" + k);
+        for (String wrong : candidates) if (!MathAnswers.equivalent(wrong, truth)) return wrong;
+        // a truth none of these differs from is not an answer a demonstration can miss on purpose
+        throw new IllegalStateException("no wrong answer found for truth '" + truth + "' (tried " + candidates + ")");
     }
 }

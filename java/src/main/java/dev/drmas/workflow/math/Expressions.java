@@ -29,7 +29,10 @@ final class Expressions {
     // Several points so that a polynomial identity cannot hold by chance at all of them; the values are
     // at least 1/2 so that the roots and logarithms of the usual answers stay real.
     private static final int POINTS = 6;
-    private static final double RELATIVE = 1e-9;
+    // Tight: an off-by-k answer to a large irrational truth (\sqrt{2}\cdot 10^{10} + 7) must differ, and
+    // a rational that only approximates an irrational (665857/470832 for \sqrt2) too; the evaluation's
+    // own rounding is a few ulps.
+    private static final double RELATIVE = 1e-12;
     // A difference this small between an inexact value and zero is rounding, not a different answer.
     private static final double ABSOLUTE = 1e-12;
 
@@ -38,7 +41,8 @@ final class Expressions {
         Parsed pa = Parser.parse(a), pb = Parser.parse(b);
         if (pa == null || pb == null || !pa.vars.equals(pb.vars)) return false;
         List<String> vars = new ArrayList<>(pa.vars);
-        int points = vars.isEmpty() ? 1 : POINTS;
+        // more points than variables: a linear relation among the variables' values cannot hold at all of them
+        int points = vars.isEmpty() ? 1 : Math.max(POINTS, vars.size() + 3);
         int compared = 0;
         boolean inexact = false;
         for (int k = 0; k < points; k++) {
@@ -61,10 +65,17 @@ final class Expressions {
         return !inexact || pa.decimal == pb.decimal;
     }
 
-    // The value of variable j at point k: a rational in [1/2, 1/2 + 100/53], spread by a multiplicative hash.
+    // The value of variable j at point k: a rational in [1/2, 2), (1009 + 3m) / 2018 for m in [0, 1009)
+    // drawn by a 64-bit mixer of (k, j), so that no linear relation among the variables' values holds at
+    // every point (values linear in j made v1 + v4 = v2 + v3 at all of them: a - b + c + d - e passed for
+    // a + b - c - d + e).
     private static Rational point(int k, int j) {
-        int spread = ((k + 1) * 37 + (j + 1) * 61 + (k + 1) * (j + 1) * 17) % 101;
-        return new Rational(BigInteger.valueOf(53 + 2L * spread), BigInteger.valueOf(106));
+        long z = (k + 1) * 0x9E3779B97F4A7C15L + (j + 1) * 0xC2B2AE3D27D4EB4FL;
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        z ^= z >>> 31;
+        long m = Math.floorMod(z, 1009L);
+        return new Rational(BigInteger.valueOf(1009 + 3 * m), BigInteger.valueOf(2018));
     }
 
     /** A value: exact when {@code q} is set (then {@code d} is its double), else the double alone. */
@@ -169,7 +180,7 @@ final class Expressions {
     }
 
     private static Val factorial(Val a) {
-        if (a == null || a.q == null || !a.q.isInteger() || a.q.num().signum() < 0 || a.q.num().bitLength() > 10) return null;
+        if (a == null || a.q == null || !a.q.isInteger() || a.q.num().signum() < 0 || a.q.num().bitLength() > 8) return null;
         BigInteger f = BigInteger.ONE;
         for (int i = 2; i <= a.q.num().intValue(); i++) f = f.multiply(BigInteger.valueOf(i));
         return Val.of(Rational.of(f));
@@ -384,10 +395,19 @@ final class Expressions {
             }
         }
 
-        // After '^': a braced group, or one token (x^23 is x^2 times 3 in LaTeX), or a signed one.
+        // After '^': a braced group, a run of digits (2^10 is 2^{10}: LaTeX would typeset 2^1 then 0, but
+        // an answer written so means 1024, and reading it as 0 rewarded 0), one other token (x^ab is x^a
+        // times b), or a signed one.
         private Node exponent() {
             char c = peek();
             if (c == '{') return primary();
+            if (c >= '0' && c <= '9') {
+                int start = pos;
+                while (pos < s.length() && pos - start < 6 && s.charAt(pos) >= '0' && s.charAt(pos) <= '9') pos++;
+                Val v = Val.of(Rational.of(new BigInteger(s.substring(start, pos))));
+                kind = Kind.NUMBER;
+                return env -> v;
+            }
             if (c == '-' || c == '+') {
                 pos++;
                 if (++depth > MAX_DEPTH) throw new Refuse();

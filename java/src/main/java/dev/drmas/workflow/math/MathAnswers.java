@@ -105,12 +105,13 @@ public final class MathAnswers {
         return predicted != null && truth != null && sameForm(predicted, truth, 0);
     }
 
-    // Deeper structure than answers have (a list of tuples of matrices ...) is compared as text only.
-    private static final int MAX_FORM_DEPTH = 8;
+    // Deeper structure than answers have (a list of tuples of matrices ...) is compared as text only;
+    // so are two answers longer together than this.
+    private static final int MAX_FORM_DEPTH = 8, MAX_FORM_CHARS = 4000;
 
     // 1.2 \times 10^5, 6.72 \cdot 10^{-5}, 10^6: a number in scientific notation
     private static final Pattern SCIENTIFIC = Pattern.compile(
-            "-? ?(?:(?:\\d+(?:\\.\\d*)?|\\.\\d+) ?(?:\\\\times|\\\\cdot|\\*) ?)?10 ?\\^ ?(?:\\{ ?[-+]?\\d+ ?}|\\d)");
+            "-? ?(?:(?:\\d+(?:\\.\\d*)?|\\.\\d+) ?(?:\\\\times|\\\\cdot|\\*) ?)?10 ?\\^ ?(?:\\{ ?[-+]?\\d+ ?}|\\d+)");
 
     // a is the answer under test, b the truth: the rule for a formula against a number is one-sided.
     private static boolean sameForm(String a, String b, int depth) {
@@ -120,7 +121,8 @@ public final class MathAnswers {
         String na = va.map(Rational::toString).orElse(fa.replace(" ", "")), nb = vb.map(Rational::toString).orElse(fb.replace(" ", ""));
         if (na.isEmpty() || nb.isEmpty()) return false;
         if (na.equals(nb)) return true;
-        if (depth > MAX_FORM_DEPTH) return false;
+        // Forms are compared for answers of an answer's size: a degenerate reply is its text alone.
+        if (depth > MAX_FORM_DEPTH || a.length() + b.length() > MAX_FORM_CHARS) return false;
         String ca = clean(a, true), cb = clean(b, true);
         // A number on either side is not split as a list (1,000 is a thousand); two numbers have
         // compared exactly already. A number answer to a formula truth (1024 for 2^{10}) is evaluated;
@@ -131,7 +133,7 @@ public final class MathAnswers {
         if (numA && numB) return false;
         if (numB && !SCIENTIFIC.matcher(ca).matches()) return false;
         if (numA || numB) {
-            return Expressions.equal(numA ? fa.replace(",", "") : ca, numB ? fb.replace(",", "") : cb);
+            return Expressions.equal(numA ? numberText(fa) : ca, numB ? numberText(fb) : cb);
         }
         Matrix ma = Matrix.of(ca), mb = Matrix.of(cb);
         if (ma != null || mb != null) {
@@ -156,6 +158,15 @@ public final class MathAnswers {
             return ca.replace(" ", "").equalsIgnoreCase(cb.replace(" ", ""));
         }
         return Expressions.equal(ca, cb);
+    }
+
+    private static final Pattern EXPONENT_NUMBER = Pattern.compile("[-+]?(?:\\d+\\.?\\d*|\\.\\d+)[eE][-+]?\\d+");
+
+    // A number's text for the formula reader: as written (its decimal point tells an approximation),
+    // but an exponent form spelled out ("1e1" is 10, which the reader would take for 1 times e times 1).
+    private static String numberText(String f) {
+        String t = f.replace(",", "");
+        return EXPONENT_NUMBER.matcher(t).matches() ? new BigDecimal(t).toPlainString() : t;
     }
 
     // Sets are matched element to element in any order up to this size (and length: the matching
@@ -185,19 +196,35 @@ public final class MathAnswers {
         return out;
     }
 
+    // A perfect matching of a's elements to b's (augmenting paths): a greedy first match could take the
+    // partner another element needed ("1024, 2^{10}" against "2^{10}, 1024", where the rule for a
+    // formula against a number is one-sided), and its result depended on the order.
     private static boolean sameSets(List<String> a, List<String> b, int depth) {
         if (a.size() != b.size()) return false;
         if (a.size() > MAX_UNORDERED || length(a) > MAX_UNORDERED_LENGTH || length(b) > MAX_UNORDERED_LENGTH) return sameForms(a, b, depth);
-        boolean[] used = new boolean[b.size()];
-        for (String x : a) {
-            int match = -1;
-            for (int j = 0; j < b.size() && match < 0; j++) {
-                if (!used[j] && sameForm(x, b.get(j), depth + 1)) match = j;
-            }
-            if (match < 0) return false;
-            used[match] = true;
+        int n = a.size();
+        boolean[][] same = new boolean[n][n];
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < n; j++) same[i][j] = sameForm(a.get(i), b.get(j), depth + 1);
+        }
+        int[] partner = new int[n];  // b's element j is matched to a's partner[j], -1: free
+        java.util.Arrays.fill(partner, -1);
+        for (int i = 0; i < n; i++) {
+            if (!augment(i, same, partner, new boolean[n])) return false;
         }
         return true;
+    }
+
+    private static boolean augment(int i, boolean[][] same, int[] partner, boolean[] seen) {
+        for (int j = 0; j < partner.length; j++) {
+            if (!same[i][j] || seen[j]) continue;
+            seen[j] = true;
+            if (partner[j] < 0 || augment(partner[j], same, partner, seen)) {
+                partner[j] = i;
+                return true;
+            }
+        }
+        return false;
     }
 
     private static boolean sameForms(List<String> a, List<String> b, int depth) {
@@ -624,7 +651,7 @@ public final class MathAnswers {
             Rational a = signed();
             if (a == null || !eat('/')) return a;
             Rational b = signed();
-            return b == null ? null : a.divide(b);
+            return b == null ? null : bounded(a.divide(b));
         }
 
         private Rational signed() {
@@ -655,7 +682,7 @@ public final class MathAnswers {
                 Rational n = arg();
                 if (n == null) return null;
                 Rational d = arg();
-                return d == null ? null : n.divide(d);
+                return d == null ? null : bounded(n.divide(d));
             }
             if (eat('(')) {
                 parens++;
@@ -686,9 +713,18 @@ public final class MathAnswers {
             pos = m.end();
             BigDecimal d = new BigDecimal(m.group().replace(",", ""));
             BigInteger unscaled = d.unscaledValue();
+            if (Math.abs(d.scale()) > MAX_DIGITS || unscaled.bitLength() > MAX_BITS) return null;
             return d.scale() >= 0
                     ? new Rational(unscaled, BigInteger.TEN.pow(d.scale()))
                     : Rational.of(unscaled.multiply(BigInteger.TEN.pow(-d.scale())));
+        }
+
+        // Larger than any answer: not a number here (the text comparison stands). Unbounded, nested
+        // \frac of 1e9999 built numbers of millions of digits, seconds of work for one reply.
+        private static final int MAX_DIGITS = 1000, MAX_BITS = 4 * MAX_DIGITS;
+
+        private static Rational bounded(Rational r) {
+            return r == null || r.num.bitLength() + r.den.bitLength() > 2 * MAX_BITS ? null : r;
         }
 
         private boolean eat(char c) {

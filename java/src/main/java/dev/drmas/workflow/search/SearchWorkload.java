@@ -45,6 +45,7 @@ final class SearchWorkload implements Workload {
     private final PrintStream log;
     private final Map<String, String> roleOf = new HashMap<>();  // agent id → role
     private final boolean retryUnanswered;
+    private final boolean requireThink;  // demonstrations then open the searcher's and answerer's replies with a think block
 
     static final Roles ROLES = new Roles(SearchWorkflow.NAME, List.of(
             Roles.Role.one(SearchOrchestra.VERIFIER, SearchOrchestra::verifierAgent),
@@ -62,6 +63,7 @@ final class SearchWorkload implements Workload {
         Predicate<String> thinking = ReplyFormat.check(o.requireThink(), o.rejectCjk()), plain = ReplyFormat.check(false, o.rejectCjk());
         this.team = ReplyFormat.narrowed(ROLES.team(cfg), a -> roleOf.get(a.id()).equals(SearchOrchestra.VERIFIER) ? plain : thinking);
         this.retryUnanswered = o.retryUnanswered();
+        this.requireThink = o.requireThink();
         DataConfig d = cfg.data();
         KnowledgeBase kb = null;
         if (d.source() == DataConfig.Source.JSONL) {
@@ -199,6 +201,11 @@ final class SearchWorkload implements Workload {
         return 2 * orchestra.options().maxTurns();  // the verifier and then the searcher or the answerer, every turn
     }
 
+    // with require_think the replies a demonstration teaches must pass it: one think block first; else none
+    private String thought(String text) {
+        return requireThink ? "<think>" + text + "</think>\n" : "";
+    }
+
     @Override
     public AgentPolicy demonstrator(List<Task> tasks, double pCorrect, SplittableRandom rng) {
         Map<Integer, Integer> searches = new HashMap<>();
@@ -222,9 +229,11 @@ final class SearchWorkload implements Workload {
                     }
                     case SearchOrchestra.SEARCHER -> {
                         searches.put(r.episode(), done + 1);
-                        yield "<search>" + q.hops().get(Math.min(done, q.hopCount() - 1)) + "</search>";
+                        String hop = q.hops().get(Math.min(done, q.hopCount() - 1));
+                        yield thought("I need to look up " + hop + ".") + "<search>" + hop + "</search>";
                     }
-                    case SearchOrchestra.ANSWERER -> "<answer>" + (rng.nextDouble() < pCorrect ? t.answer() : wrongAnswer(t, rng)) + "</answer>";
+                    case SearchOrchestra.ANSWERER -> thought("The information answers the question.") + "<answer>"
+                            + (rng.nextDouble() < pCorrect ? t.answer() : wrongAnswer(t, rng)) + "</answer>";
                     default -> throw new IllegalStateException("agent '" + agent.id() + "' has no role in the search workflow");
                 };
                 out.add(Turn.of(text));

@@ -233,6 +233,39 @@ class MathAnswerFormsTest {
     }
 
     @Test
+    void whatAFuzzOfTheCheckerFound() {
+        // five variables: the points' values were linear in the variable's index, so v1 + v4 = v2 + v3 at every
+        // point and sign errors passed
+        for (String[] p : new String[][] {{"a-b+c+d-e", "a+b-c-d+e"}, {"x_1+x_2-x_3-x_4+x_5", "x_1-x_2+x_3+x_4-x_5"},
+                {"(a+b+e)^2+c+d", "(a+c+d)^2+b+e"}, {"a+b+c+d+e+f+g-h", "a+b+c+d+e+f-g+h"}}) {
+            assertFalse(MathAnswers.equivalent(p[0], p[1]), p[0] + " vs " + p[1]);
+        }
+        assertTrue(MathAnswers.equivalent("e+d+c+b+a", "a+b+c+d+e"));
+        // an off-by-k answer to a large irrational value, and a rational that only approximates one, were within 1e-9
+        assertFalse(MathAnswers.equivalent("\\sqrt{2}\\cdot 10^{10}+7", "\\sqrt{2}\\cdot 10^{10}"));
+        assertFalse(MathAnswers.equivalent("14142135624", "\\sqrt{2}\\cdot 10^{10}"));
+        assertFalse(MathAnswers.equivalent("\\frac{665857}{470832}", "\\sqrt{2}"));
+        assertTrue(MathAnswers.equivalent("\\sqrt{2}\\cdot 10^{10}", "10^{10}\\sqrt{2}"));
+        // an unbraced exponent of several digits is the whole run: 2^10 was read 2^1 times 0, and 0 scored for it
+        assertFalse(MathAnswers.equivalent("0", "2^10"));
+        assertFalse(MathAnswers.equivalent("0", "3 \\times 10^10"));
+        assertTrue(MathAnswers.equivalent("1024", "2^10"));
+        assertTrue(MathAnswers.equivalent("1.5 \\times 10^10", "15000000000"));
+        // a number is compared as the reader read it: 1e1 is 10, not 1 times e times 1
+        assertFalse(MathAnswers.equivalent("1e1", "e"));
+        assertFalse(MathAnswers.equivalent("3e1", "3e"));
+        // sets by a perfect matching, whatever the order (a greedy match took the partner another element needed)
+        assertTrue(MathAnswers.equivalent("1024, 2^{10}", "2^{10}, 1024"));
+        assertTrue(MathAnswers.equivalent("2^{10}, 1024", "1024, 2^{10}"));
+        // numbers beyond any answer's size are not numbers (nested \frac of 1e9999 built millions of digits)
+        assertTrue(MathAnswers.value("1e9999").isEmpty());
+        assertTrue(MathAnswers.value("1e999").isPresent());
+        String p = "1e9999";
+        for (int d = 0; d < 9; d++) p = "\\frac{" + p + "}{\\frac{1}{" + p + "}}";
+        assertFalse(MathAnswers.equivalent(p, "1"));
+    }
+
+    @Test
     void deepOrLongFormulasAreNotUnderstoodAndDoNotOverflow() {
         int deep = 100_000;
         assertFalse(MathAnswers.equivalent("-".repeat(deep) + "x", "x"));

@@ -61,6 +61,31 @@ class SearchWorkloadTest {
     }
 
     @Test
+    void withRequireThinkDemonstrationsThinkFirstAndStayValid() {
+        // drmas sft must not teach replies that the option then penalises: a searcher or answerer reply without a
+        // think block was invalid under require_think, and the warm start taught exactly those
+        for (boolean think : new boolean[] {false, true}) {
+            try (SearchWorkload w = new SearchWorkload(config("++orchestra.options.require_think=" + think,
+                    "++orchestra.options.reject_cjk=true"), new PrintStream(new ByteArrayOutputStream()))) {
+                List<Task> tasks = w.train().subList(0, 30);
+                List<EpisodeInit> init = new ArrayList<>();
+                for (int i = 0; i < tasks.size(); i++) init.add(new EpisodeInit(i, i, tasks.get(i).question(), tasks.get(i).answer()));
+                List<Episode> eps = w.orchestra().run(init, w.demonstrator(tasks, 1.0, new SplittableRandom(3)));
+                int thinking = 0;
+                for (Episode e : eps) {
+                    assertEquals(1.0, w.reward(tasks.get(e.uid()), e), e.action());
+                    for (Step st : e.steps()) {
+                        assertTrue(st.valid(), "require_think=" + think + ": " + st.output().text());
+                        if (st.output().text().startsWith("<think>")) thinking++;
+                    }
+                }
+                if (think) assertTrue(thinking >= 2 * eps.size(), "every searcher and answerer turn thinks: " + thinking);
+                else assertEquals(0, thinking, "without the option the demonstrations are as before");
+            }
+        }
+    }
+
+    @Test
     void wrongDemonstrationsMissAndInvalidRowsArePenalised() {
         try (SearchWorkload w = new SearchWorkload(config(), new PrintStream(new ByteArrayOutputStream()))) {
             List<Task> tasks = w.train().subList(0, 20);
