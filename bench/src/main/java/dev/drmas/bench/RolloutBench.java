@@ -46,7 +46,9 @@ public final class RolloutBench {
             List.of("rollout.engine=continuous", "rollout.prefix_cache=true"));
 
     public static void main(String[] argv) throws IOException {
-        List<String> configs = List.of("configs/search-toy-drmas.yaml", "configs/math-toy-drmas.yaml");
+        // the checkout's toy configs (the launcher names it in DRMAS_HOME and runs this in the caller's directory)
+        String home = System.getenv().getOrDefault("DRMAS_HOME", ".");
+        List<String> configs = List.of(home + "/configs/search-toy-drmas.yaml", home + "/configs/math-toy-drmas.yaml");
         int steps = 5, sftSteps = 150, threads = 2;
         Path out = null, work = null;
         for (int i = 0; i < argv.length; i++) {

@@ -47,8 +47,8 @@ final class ConfigTree {
 
     /**
      * Where {@code path} came from: its own recorded origin; else, for a key that exists only because keys
-     * under it were set (an override's {@code +a.b.c=v} makes {@code a.b}), the first of theirs in key
-     * order; else the nearest enclosing key's; null if nowhere.
+     * under it were set (an override's {@code +a.b.c=v} makes {@code a.b}), that of the alphabetically
+     * first of them; else the nearest enclosing key's; null if nowhere.
      */
     String origin(String path) {
         String own = origins.get(path);

@@ -29,10 +29,10 @@ final class Expressions {
     // Several points so that a polynomial identity cannot hold by chance at all of them; the values are
     // at least 1/2 so that the roots and logarithms of the usual answers stay real.
     private static final int POINTS = 6;
-    // Tight: an off-by-k answer to a large irrational truth (\sqrt{2}\cdot 10^{10} + 7) must differ, and
-    // a rational that only approximates an irrational (665857/470832 for \sqrt2) too; the evaluation's
-    // own rounding is a few ulps.
-    private static final double RELATIVE = 1e-12;
+    // Loose enough for the rounding of a cancellation ((2-\sqrt{3})^5 is 362 - 209\sqrt{3}, about 0.0014,
+    // computed from terms of 362: ~1e-10 relative); so an answer off by less than 1e-9 of a large
+    // irrational value passes (\sqrt{2}\cdot 10^{10} + 7): no answer is written so by mistake.
+    private static final double RELATIVE = 1e-9;
     // A difference this small between an inexact value and zero is rounding, not a different answer.
     private static final double ABSOLUTE = 1e-12;
 
@@ -47,7 +47,7 @@ final class Expressions {
         boolean inexact = false;
         for (int k = 0; k < points; k++) {
             Map<String, Val> env = new HashMap<>();
-            for (int j = 0; j < vars.size(); j++) env.put(vars.get(j), Val.of(point(k, j)));
+            for (int j = 0; j < vars.size(); j++) env.put(vars.get(j), Val.of(point(k, j, points)));
             Val x = pa.node.eval(env), y = pb.node.eval(env);
             if (x == null && y == null) continue;  // undefined on both sides there: no evidence
             if (x == null || y == null) return false;
@@ -65,17 +65,25 @@ final class Expressions {
         return !inexact || pa.decimal == pb.decimal;
     }
 
-    // The value of variable j at point k: a rational in [1/2, 2), (1009 + 3m) / 2018 for m in [0, 1009)
-    // drawn by a 64-bit mixer of (k, j), so that no linear relation among the variables' values holds at
-    // every point (values linear in j made v1 + v4 = v2 + v3 at all of them: a - b + c + d - e passed for
-    // a + b - c - d + e).
-    private static Rational point(int k, int j) {
-        long z = (k + 1) * 0x9E3779B97F4A7C15L + (j + 1) * 0xC2B2AE3D27D4EB4FL;
+    // The value of variable j at point k: a rational in [1/2, 3). Each variable's values fill every one of
+    // the points' equal slots of that range (a per-variable rotation of the slots), so about four in five
+    // lie above 1 and forms defined only there (\sqrt{x-1}, \ln(x-1)) have points enough; the place
+    // inside the slot comes from a 64-bit mixer of (k, j), so that no linear relation among the
+    // variables' values holds at every point (values linear in j made v1 + v4 = v2 + v3 at all of
+    // them: a - b + c + d - e passed for a + b - c - d + e).
+    private static Rational point(int k, int j, int points) {
+        int slot = (int) ((k + mix(0, j)) % points);
+        long m = mix(k + 1, j + 1) % 1009;  // the place inside the slot, in 1009ths
+        // 1/2 + 5/2 * (slot + m / 1009) / points
+        long den = 2L * 1009 * points;
+        return new Rational(BigInteger.valueOf(1009L * points + 5L * (slot * 1009L + m)), BigInteger.valueOf(den));
+    }
+
+    private static long mix(long k, long j) {
+        long z = k * 0x9E3779B97F4A7C15L + j * 0xC2B2AE3D27D4EB4FL + 0x632BE59BD9B4E019L;
         z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
         z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
-        z ^= z >>> 31;
-        long m = Math.floorMod(z, 1009L);
-        return new Rational(BigInteger.valueOf(1009 + 3 * m), BigInteger.valueOf(2018));
+        return (z ^ (z >>> 31)) >>> 1;  // non-negative
     }
 
     /** A value: exact when {@code q} is set (then {@code d} is its double), else the double alone. */

@@ -198,28 +198,31 @@ public final class MathAnswers {
 
     // A perfect matching of a's elements to b's (augmenting paths): a greedy first match could take the
     // partner another element needed ("1024, 2^{10}" against "2^{10}, 1024", where the rule for a
-    // formula against a number is one-sided), and its result depended on the order.
+    // formula against a number is one-sided), and its result depended on the order. Pairs are compared
+    // when the search asks for them, element i first against element i: lists in the same order cost
+    // n comparisons, not n^2.
     private static boolean sameSets(List<String> a, List<String> b, int depth) {
         if (a.size() != b.size()) return false;
         if (a.size() > MAX_UNORDERED || length(a) > MAX_UNORDERED_LENGTH || length(b) > MAX_UNORDERED_LENGTH) return sameForms(a, b, depth);
         int n = a.size();
-        boolean[][] same = new boolean[n][n];
-        for (int i = 0; i < n; i++) {
-            for (int j = 0; j < n; j++) same[i][j] = sameForm(a.get(i), b.get(j), depth + 1);
-        }
+        Boolean[][] same = new Boolean[n][n];
         int[] partner = new int[n];  // b's element j is matched to a's partner[j], -1: free
         java.util.Arrays.fill(partner, -1);
         for (int i = 0; i < n; i++) {
-            if (!augment(i, same, partner, new boolean[n])) return false;
+            if (!augment(i, a, b, depth, same, partner, new boolean[n])) return false;
         }
         return true;
     }
 
-    private static boolean augment(int i, boolean[][] same, int[] partner, boolean[] seen) {
-        for (int j = 0; j < partner.length; j++) {
-            if (!same[i][j] || seen[j]) continue;
+    private static boolean augment(int i, List<String> a, List<String> b, int depth, Boolean[][] same, int[] partner, boolean[] seen) {
+        int n = partner.length;
+        for (int t = 0; t < n; t++) {
+            int j = (i + t) % n;
+            if (seen[j]) continue;
+            if (same[i][j] == null) same[i][j] = sameForm(a.get(i), b.get(j), depth + 1);
+            if (!same[i][j]) continue;
             seen[j] = true;
-            if (partner[j] < 0 || augment(partner[j], same, partner, seen)) {
+            if (partner[j] < 0 || augment(partner[j], a, b, depth, same, partner, seen)) {
                 partner[j] = i;
                 return true;
             }

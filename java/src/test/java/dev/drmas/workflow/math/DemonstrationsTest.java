@@ -50,7 +50,7 @@ class DemonstrationsTest {
     void wrongAnswersForOtherTruthsNeverMatchEither() {
         SplittableRandom rng = new SplittableRandom(5);
         for (String truth : new String[] {"\\frac{1}{2}", "0.25", "-7", "0", "1,000", "\\sqrt{2}", "\\text{Paris}", "(1,2)", "x=3",
-                // large irrational values, whose "+k" the checker cannot tell apart: sft stopped on them
+                // large irrational values, whose "+k" is within the checker's tolerance: sft stopped on them
                 "\\sqrt{2}\\cdot 10^{10}", "10^{10}\\sqrt{5}", "2^{40}\\sqrt{3}", "\\frac{10^{12}}{\\sqrt{3}}", "\\sqrt{2}\\cdot 10^{20}"}) {
             Task t = new Task("t", "?", truth);
             for (int i = 0; i < 20; i++) {
