@@ -118,7 +118,7 @@ public final class MathAnswers {
         // normalize's forms, from one cleaning per side
         String fa = clean(a, false), fb = clean(b, false);
         Optional<Rational> va = Numbers.parse(fa), vb = Numbers.parse(fb);
-        String na = va.map(Rational::toString).orElse(fa.replace(" ", "")), nb = vb.map(Rational::toString).orElse(fb.replace(" ", ""));
+        String na = normalForm(fa, va), nb = normalForm(fb, vb);
         if (na.isEmpty() || nb.isEmpty()) return false;
         if (na.equals(nb)) return true;
         // Forms are compared for answers of an answer's size: a degenerate reply is its text alone.
@@ -343,8 +343,12 @@ public final class MathAnswers {
      */
     public static String normalize(String answer) {
         String s = clean(answer);
-        Optional<Rational> v = Numbers.parse(s);
-        return v.isPresent() ? v.get().toString() : s.replace(" ", "");
+        return normalForm(s, Numbers.parse(s));
+    }
+
+    // a cleaned answer's normal form: its exact value when it is a number, else its text without blanks
+    private static String normalForm(String cleaned, Optional<Rational> value) {
+        return value.map(Rational::toString).orElse(cleaned.replace(" ", ""));
     }
 
     /** The exact value of an answer, when it is a number. */

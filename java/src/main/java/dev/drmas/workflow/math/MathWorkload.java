@@ -37,7 +37,7 @@ final class MathWorkload extends BaseWorkload<MathOrchestra> {
         Predicate<String> plain = ReplyFormat.check(false, o.rejectCjk());
         List<String> verifiers = Roles.idsOf(cfg, MathAgents.VERIFIER);
         Team team = ReplyFormat.narrowed(ROLES.team(cfg), a -> verifiers.contains(a.id()) ? plain : null);
-        String verifier = Roles.idsOf(cfg, MathAgents.VERIFIER).stream().findFirst().orElse(MathAgents.VERIFIER);
+        String verifier = verifiers.stream().findFirst().orElse(MathAgents.VERIFIER);
         super(team, new MathOrchestra(team, new MathOrchestra.Options(o.maxLoops(), o.malformedVerdict().taken(),
                 Roles.idsOf(cfg, MathAgents.SOLVER).getFirst(), verifier), MathReward::parseVerdict),
                 MathTasks.of(cfg.data()), new InvalidActionPenalty(o.invalidPenalty()));
