@@ -1,5 +1,5 @@
 // LaunchCommand.java — `drmas launch --nproc N CONFIG [key=value ...]`: a torchrun for one machine.
-// Starts N ranks of `drmas train` as child JVMs (same java, JVM flags and class path as this one)
+// Starts N ranks of `drmas train` (`--eval`: `drmas eval`) as child JVMs (same java, JVM flags and class path as this one)
 // on 127.0.0.1, forwards their output line by line with a [rankR] prefix, and when one rank fails
 // stops the others and exits with its status. Several machines: run `drmas train` on each with
 // the torchrun variables set (README, "Several GPUs and nodes"). Each rank's stdin is a pipe from
@@ -24,7 +24,7 @@ import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 @Command(name = "launch", mixinStandardHelpOptions = true,
-        description = {"Run `drmas train CONFIG` as N data-parallel ranks on this machine (c10d over 127.0.0.1).",
+        description = {"Run `drmas train CONFIG` (with --eval: `drmas eval CONFIG`) as N data-parallel ranks on this machine (c10d over 127.0.0.1).",
                 "Each rank is a child JVM; its output is prefixed with [rankR]. If one rank fails, the others are stopped."})
 final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     @Option(names = "--nproc", required = true, paramLabel = "N", description = "number of ranks (processes)")
@@ -37,10 +37,14 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
             description = "CPU threads per rank, passed as run.threads and OMP_NUM_THREADS (default: cores / N, at least 1)")
     Integer threadsPerRank;
 
+    @Option(names = "--eval", description = "start ranks of `drmas eval` instead of `drmas train`: the run's latest checkpoint evaluated,"
+            + " each rank taking a share of the held-out tasks (e.g. the paper's avg@16 at the end: eval.k=16 eval.tasks=0)")
+    boolean eval;
+
     @Parameters(index = "0", paramLabel = "CONFIG", description = "run configuration (YAML)")
     Path config;
 
-    @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides, as for train")
+    @Parameters(index = "1..*", paramLabel = "KEY=VALUE", description = "overrides, as for train (eval)")
     List<String> overrides = new ArrayList<>();
 
     /** Set in a rank's (or an experiment job's) environment: its stdin is the launcher's pipe, whose end means the launcher is gone. */
@@ -106,7 +110,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         try {
             for (int r = 0; r < nproc; r++) {
                 List<String> cmd = javaCommand();
-                cmd.add("train");
+                cmd.add(eval ? "eval" : "train");
                 cmd.add(config.toString());
                 cmd.add("run.threads=" + threads);  // first, so that an explicit override wins
                 cmd.addAll(overrides);

@@ -35,7 +35,7 @@ final class TrainCommand extends RunCommand {
     }
 
     /** The collective; a port in use, a rank 0 out of reach or run.device cuda without CUDA is the user's to change. */
-    private static Collective connect(dev.drmas.config.RunConfig cfg, DistEnv env) {
+    static Collective connect(dev.drmas.config.RunConfig cfg, DistEnv env) {
         try {
             return Trainer.connect(cfg, env);
         } catch (IllegalArgumentException | dev.drmas.dist.DistributedException e) {

@@ -1,6 +1,7 @@
 // DistributedTrainingTest.java — data-parallel training over the real Gloo process group on
 // 127.0.0.1, with the ranks as child JVMs (`drmas launch`, as a user runs it): two ranks train to
-// the same weights and log the same merged metrics as one process on the same global batch, a
+// the same weights and log the same merged metrics as one process on the same global batch (and
+// `drmas launch --eval` prints one process's `drmas eval` results of that checkpoint), a
 // rank killed mid-run ends the other with an error naming it within distributed.timeout_s, and one
 // whose setup of the run folder fails ends the other at once with its reason. The
 // search workload (three models, BM25 on every rank) likewise. A sharded run resumes on two ranks to
@@ -69,7 +70,7 @@ class DistributedTrainingTest {
             """;
 
     @Test
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    @Timeout(value = 360, unit = TimeUnit.SECONDS)
     void twoRanksTrainToTheSameWeightsAndMetricsAsOne() throws Exception {
         Path config = dir.resolve("dp.yaml");
         Files.writeString(config, YAML);
@@ -98,6 +99,47 @@ class DistributedTrainingTest {
         assertTrue(compared > 30, "compared only " + compared + " metrics");
         assertTrue(m1.get(2L).get("model/policy/grad_norm").asDouble() > 0, "no gradient: " + m1.get(2L));
         assertTrue(m2.get(2L).has("time/collective_s"));
+
+        // `drmas eval` of the last checkpoint: as two ranks (launch --eval, each a share of the tasks) it prints
+        // what one process prints, from rank 0 alone, and both what training's evaluation of that step logged
+        Cli.Run e1 = withStdout(() -> Cli.run("eval", config.toString(), "run.output_dir=" + dir.resolve("one")));
+        assertEquals(0, e1.exit(), e1.out() + e1.err());
+        Cli.Run e2 = launch(config, dir.resolve("two"), "--eval");
+        assertEquals(0, e2.exit(), e2.out() + e2.err());
+        assertTrue(e2.out().contains("[rank1] drmas: rank 1 of 2 joined"), e2.out());
+        List<String> one1 = evalLines(e1.out(), ""), two0 = evalLines(e2.out(), "[rank0] ");
+        assertTrue(one1.size() >= 3 && one1.contains("step 2"), e1.out());
+        // (a random model answers nothing right, so the rates are 0 here: the task count, 1 + 2 from the two ranks'
+        // shares, is what shows that rank 0 prints the merged counts)
+        assertTrue(one1.contains("eval/tasks 3.0000"), one1.toString());
+        assertEquals(one1, two0, e2.out());
+        assertEquals(List.of(), evalLines(e2.out(), "[rank1] "), "rank 1 printed results: " + e2.out());
+        String passAt1 = one1.stream().filter(l -> l.startsWith("eval/pass@1 ")).findFirst().orElseThrow();
+        assertEquals(m1.get(2L).get("eval/pass@1").asDouble(), Double.parseDouble(passAt1.split("\\s+")[1]), 5e-5, passAt1);
+    }
+
+    /** {@code run}'s result with what the command printed to System.out (`drmas eval` prints its results there) as its out(). */
+    private static Cli.Run withStdout(java.util.function.Supplier<Cli.Run> run) {
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        PrintStream before = System.out;
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        try {
+            Cli.Run r = run.get();
+            return new Cli.Run(r.exit(), captured.toString(StandardCharsets.UTF_8) + r.out(), r.err());
+        } finally {
+            System.setOut(before);
+        }
+    }
+
+    /** The result lines of `drmas eval` in {@code out} ("step N", then "eval/... value"), of the lines that begin with {@code prefix}. */
+    private static List<String> evalLines(String out, String prefix) {
+        List<String> r = new ArrayList<>();
+        for (String l : out.split("\n")) {
+            if (!l.startsWith(prefix)) continue;
+            String t = l.substring(prefix.length()).trim();
+            if (t.startsWith("step ") || t.startsWith("eval/")) r.add(t.replaceAll("\\s+", " "));
+        }
+        return r;
     }
 
     @Test

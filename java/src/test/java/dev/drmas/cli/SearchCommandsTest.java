@@ -129,7 +129,8 @@ class SearchCommandsTest {
         assertEquals("golden_answers", big.data().answerField());
         // the reference's examples/drmas_trainer/run_search.sh: five optimiser steps a training step
         // (ppo_mini_update_num=5), clip_ratio_high's default 0.2, entropy_coeff's default 0.001, 800 new tokens a
-        // generation call (max_response_length), avg@16 / pass@16 at temperature 0.6, top_p 0.95
+        // generation call (max_response_length); its validation during training, one sample of the first 30 tasks of
+        // each of the seven benchmarks at temperature 0.6, top_p 0.95 (val_n=1 on test_sampled, val_kwargs)
         assertEquals(List.of(5, 0.2, 0.2, 0.001), List.of(big.ppo().updatesPerStep(), big.ppo().clipLow(), big.ppo().clipHigh(),
                 big.ppo().entropyCoef()));
         assertEquals(800, big.rollout().maxNewTokens());
@@ -138,8 +139,8 @@ class SearchCommandsTest {
         // data.max_prompt_length=4096, truncation='left'; the base model, as model_ids
         assertEquals(List.of(4096, "LEFT"), List.of(big.rollout().maxPromptTokens(), big.rollout().truncation().name()));
         assertTrue(big.models().get("policy").path().toString().endsWith("Qwen2.5-7B"), big.models().get("policy").path().toString());
-        assertEquals(List.of(16, 16, 0.6, 0.95), List.of(big.eval().k(), big.eval().samplesPerTask(), big.eval().temperature(),
-                big.eval().topP()));
+        assertEquals(List.of(210, 1, 1, 0.6, 0.95), List.of(big.eval().tasks(), big.eval().k(), big.eval().samplesPerTask(),
+                big.eval().temperature(), big.eval().topP()));
         // the reference's general_projection: check_think_tag for its search and answer agents, Chinese invalid for all
         // three; an answerless answer does not end the episode (skyrl_gym/envs/search/env.py); the toy configs keep
         // the defaults

@@ -439,13 +439,14 @@ class TrainerEndToEndTest {
         assertEquals(Map.of("enable_thinking", false),
                 RunConfig.load(Path.of("..", "configs", "math-qwen3-4b.yaml"), List.of()).models().get("policy").chatTemplateKwargs());
         // the update and the evaluation of the reference's examples/drmas_trainer/run_math.sh: one optimiser step a
-        // training step (ppo_mini_update_num=1), clip_ratio_high's default 0.2, no entropy bonus; avg@16 / pass@16
-        // sampled at temperature 0.6, top_p 0.95 (val_kwargs)
+        // training step (ppo_mini_update_num=1), clip_ratio_high's default 0.2, no entropy bonus; its validation
+        // during training, one sample of 110 tasks at temperature 0.6, top_p 0.95 (val_kwargs, val_n=1 on test_sampled;
+        // the paper's avg@16 is `drmas launch --eval ... eval.k=16 eval.tasks=0` at the end)
         RunConfig math = RunConfig.load(Path.of("..", "configs", "math-qwen3-4b.yaml"), List.of());
         assertEquals(List.of(1, 0.2, 0.2, 0.0), List.of(math.ppo().updatesPerStep(), math.ppo().clipLow(), math.ppo().clipHigh(),
                 math.ppo().entropyCoef()));
-        assertEquals(List.of(16, 16, 0.6, 0.95), List.of(math.eval().k(), math.eval().samplesPerTask(), math.eval().temperature(),
-                math.eval().topP()));
+        assertEquals(List.of(110, 1, 1, 0.6, 0.95), List.of(math.eval().tasks(), math.eval().k(), math.eval().samplesPerTask(),
+                math.eval().temperature(), math.eval().topP()));
         // run_math.sh: data.max_prompt_length=8192, max_response_length=4096, truncation='middle' (a later turn's
         // prompt quotes up to two replies of 4096 tokens; the left cut lost the role and the question)
         assertEquals(List.of(8192, 4096), List.of(math.rollout().maxPromptTokens(), math.rollout().maxNewTokens()));
