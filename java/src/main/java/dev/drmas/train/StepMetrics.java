@@ -1,8 +1,9 @@
 // StepMetrics.java — a training step's metrics, merged across ranks: the reward and row counts, the
 // verifier's verdict rates (from the episodes' shared verdict counters), the workload's own episode
 // metrics, per agent the score and advantage moments, E[A²], μ_k, σ_k and Lemma 4.2's inflation
-// (means over the groups where each is defined), per model the PPO statistics, the phase timings
-// with generation speed, and the rollout engine's prompt, prefilled and prefix-reused token counts.
+// (means over the groups where each is defined) and the share of its replies cut at max_new_tokens,
+// per model the PPO statistics, the phase timings with generation speed, and the rollout engine's
+// prompt, prefilled and prefix-reused token counts.
 // Every sum travels through named Sums, so that no metric is addressed by a hand-kept index.
 package dev.drmas.train;
 
@@ -131,6 +132,7 @@ final class StepMetrics {
             advs[a] = advs[a].plus(adv[i]);
             sums.add(a + "/valid", b.steps.get(i).valid() ? 1 : 0);
             sums.add(a + "/tokens", b.turn(i).responseIds().length);
+            sums.add(a + "/clipped", b.turn(i).finishReason() == dev.drmas.rollout.Completion.FinishReason.LENGTH ? 1 : 0);
         }
         for (int a = 0; a < k; a++) {
             for (int g = 0; g < numUids; g++) {
@@ -171,6 +173,9 @@ final class StepMetrics {
             m.put(pre + "adv_sq_mean", av.variance() + av.mean() * av.mean());  // E[A²], what Lemma 4.2 bounds
             m.put(pre + "valid_ratio", sums.get(a + "/valid") / cnt);
             m.put(pre + "response_len", sums.get(a + "/tokens") / cnt);
+            // verl's response_length/clip_ratio, per agent: replies cut at rollout.max_new_tokens (a solver cut before its
+            // \boxed{} scores as a wrong answer would)
+            m.put(pre + "response_clipped", sums.get(a + "/clipped") / cnt);
             double groups = sums.get(a + "/groups"), sigmaGroups = sums.get(a + "/sigma_groups");
             double inflGroups = sums.get(a + "/inflation_groups");
             if (groups > 0) m.put(pre + "mu", sums.get(a + "/mu") / groups);
@@ -179,7 +184,7 @@ final class StepMetrics {
         }
     }
 
-    private static final List<String> AGENT_SUMS = List.of("valid", "tokens", "groups", "mu", "sigma_groups", "sigma", "inflation_groups",
+    private static final List<String> AGENT_SUMS = List.of("valid", "tokens", "clipped", "groups", "mu", "sigma_groups", "sigma", "inflation_groups",
             "inflation");
 
     /**

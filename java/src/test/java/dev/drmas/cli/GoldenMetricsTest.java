@@ -2,8 +2,8 @@
 // shipped math and search configs (tiny sizes: 5 steps, short warm start, a small eval before and
 // after) must log the same metrics.jsonl, bit for bit, as the code that recorded the golden files
 // in src/test/resources/golden/ (keys time/* and perf/* and wall_time aside: they are clocks; and
-// memory/*, measurements and sizes added after the recording; and model/*/clipfrac_lower, logged since,
-// until a recording holds it).
+// memory/*, measurements and sizes added after the recording; and model/*/clipfrac_lower and
+// agent/*/response_clipped, logged since, until a recording holds them).
 // Floating-point results of LibTorch and OpenBLAS depend on the CPU's vector units and on the kernels
 // OpenBLAS picks for it, so a file holds one recording per kind of CPU, each after a "# cpu: ..." line
 // naming the features and, for recordings since OpenBLAS's core was added, the core ("...; openblas
@@ -153,8 +153,11 @@ class GoldenMetricsTest {
         return all.toArray(String[]::new);
     }
 
-    /** Key suffixes logged after the recordings (model/<id>/clipfrac_lower): compared once a recording has them. */
-    static final List<String> ADDED_SINCE_RECORDING = List.of("/clipfrac_lower");
+    /**
+     * Key suffixes logged after the recordings (model/<id>/clipfrac_lower, agent/<id>/response_clipped): compared
+     * once a recording has them.
+     */
+    static final List<String> ADDED_SINCE_RECORDING = List.of("/clipfrac_lower", "/response_clipped");
 
     /** {@code lines} without the keys that end with {@code suffix}. */
     static List<String> without(List<String> lines, String suffix) throws IOException {

@@ -88,6 +88,11 @@ class TrainerEndToEndTest {
             assertTrue(step1.has(key), "metric " + key + " in " + step1);
             assertTrue(step1.get(key).isNumber() && Double.isFinite(step1.get(key).asDouble()), key + " = " + step1.get(key));
         }
+        // replies cut at max_new_tokens (6): a random model rarely ends a turn, and a cut reply has exactly 6 tokens
+        for (String agent : List.of("solver", "verifier")) {
+            double clipped = step1.get("agent/" + agent + "/response_clipped").asDouble(), len = step1.get("agent/" + agent + "/response_len").asDouble();
+            assertTrue(clipped > 0 && clipped <= 1 && clipped * 6 <= len + 1e-9, agent + ": clipped " + clipped + ", mean length " + len);
+        }
         assertTrue(lines.stream().anyMatch(l -> l.get("step").asInt() == 4 && l.has("eval/pass@1")), "eval at the last step");
         // the checkpoint reloads to the trained weights
         Path cp = new Checkpoints(run.resolve("checkpoints")).latest().orElseThrow();
