@@ -17,8 +17,9 @@ import java.nio.file.Path;
  *                      for search a list of accepted answers); default {@code answer}
  * @param dataSourceField the JSONL field naming a task's benchmark, as verl's data_source (default
  *                      {@code data_source}; null: none); a test file whose lines have it (all or
- *                      none; JSON null counts as absent) is evaluated per benchmark too; the
- *                      training file is read without it
+ *                      none; JSON null counts as absent) is evaluated per benchmark too; in
+ *                      both files it scopes a line's id (ids unique within a benchmark), and
+ *                      the training file reads it for nothing else
  * @param synthetic     the built-in generator's knobs, of the workflow's type (source synthetic);
  *                      null for a workflow without a generator
  */

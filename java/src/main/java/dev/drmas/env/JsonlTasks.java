@@ -39,18 +39,28 @@ public final class JsonlTasks {
         return read(file, questionField, answerField, null);
     }
 
+    /** The tasks of {@code file} with their benchmarks ({@code dataSourceField}, null for none): {@link #read(Path, String, String, String, boolean)}. */
+    public static List<Task> read(Path file, String questionField, String answerField, String dataSourceField) {
+        return read(file, questionField, answerField, dataSourceField, dataSourceField != null);
+    }
+
     /**
      * The tasks of {@code file}, in file order. Blank lines are skipped. The question must be a
      * non-empty string; the answer a non-empty string or a number, a number kept exactly as written
      * ("0.50" stays "0.50"), or a non-empty list of non-empty strings (every accepted answer: the
-     * first is the task's answer, the rest its aliases); the id, when present, a non-blank string or
-     * an integer, unique in the file; the benchmark ({@code dataSourceField}, null for none), a
-     * non-blank string on every line or on none (JSON null counts as none).
+     * first is the task's answer, the rest its aliases); the id, when present and not null, a
+     * non-blank string or an integer (an integral float such as pandas' 60.0 for a column with
+     * gaps counts as the integer); without one a task is named by its line number. With {@code
+     * benchmarks} the line's {@code dataSourceField} is its benchmark, a non-blank string on every
+     * line or on none (JSON null counts as none). Either way a line whose {@code dataSourceField} is a
+     * non-blank string has its id scoped by it ("nq/test_0"): the ids must be unique within a
+     * benchmark, as files that concatenate benchmarks (Search-R1's NQ + HotpotQA, its seven test
+     * sets) repeat their own ids.
      *
      * @throws TaskFileException naming file:line and the field for every problem, and for a file
      *     that has no task at all
      */
-    public static List<Task> read(Path file, String questionField, String answerField, String dataSourceField) {
+    public static List<Task> read(Path file, String questionField, String answerField, String dataSourceField, boolean benchmarks) {
         List<Task> tasks = new ArrayList<>();
         Map<String, Integer> idLines = new HashMap<>();
         JsonlLines.forEach(file, (line, lineNo, where) -> {
@@ -59,12 +69,17 @@ public final class JsonlTasks {
             String question = text(fields, questionField, where, false);
             List<String> answers = answers(fields, answerField, where);
             String id = id(fields.get(ID_FIELD), where, lineNo);
+            if (id != null && dataSourceField != null) {
+                Field f = fields.get(dataSourceField);
+                if (f != null && f.token == JsonToken.VALUE_STRING && !f.text.isBlank()) id = f.text + "/" + id;
+            }
+            if (id == null) id = Integer.toString(lineNo);
             Integer first = idLines.putIfAbsent(id, lineNo);
             if (first != null) {
                 throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first);
             }
             String source = null;
-            if (dataSourceField != null) {
+            if (benchmarks && dataSourceField != null) {
                 Field f = fields.get(dataSourceField);
                 boolean has = f != null && f.token != JsonToken.VALUE_NULL;  // pandas writes None as null
                 if (!tasks.isEmpty() && has != (tasks.getFirst().dataSource() != null)) {
@@ -159,11 +174,18 @@ public final class JsonlTasks {
         return f.items;
     }
 
+    // The line's own id, or null for none (absent, or null as pandas writes a missing value).
     private static String id(Field f, String where, int lineNo) {
-        if (f == null) return Integer.toString(lineNo);
+        if (f == null || f.token == JsonToken.VALUE_NULL) return null;
         // a blank id names nothing in logs and evaluation reports (CorpusFile refuses one too)
         if (f.token == JsonToken.VALUE_STRING && f.text.isBlank()) throw new TaskFileException(where + ": field '" + ID_FIELD + "' is empty");
         if (f.token == JsonToken.VALUE_STRING || f.token == JsonToken.VALUE_NUMBER_INT) return f.text;
+        if (f.token == JsonToken.VALUE_NUMBER_FLOAT) {  // pandas writes an integer column with gaps as floats: 60.0
+            java.math.BigDecimal v = new java.math.BigDecimal(f.text).stripTrailingZeros();
+            // (at most 40 digits: 1e999999999 would be a billion of them)
+            if (v.scale() <= 0 && v.precision() - v.scale() <= 40) return v.toBigIntegerExact().toString();
+            throw new TaskFileException(where + ": field '" + ID_FIELD + "' must be a string or an integer, got " + f.text);
+        }
         throw new TaskFileException(where + ": field '" + ID_FIELD + "' must be a string or an integer, got " + describe(f.token));
     }
 

@@ -13,9 +13,10 @@ public final class TaskFiles {
 
     /** The tasks of data.train_file and data.test_file (none when the latter is unset). */
     public static Split read(DataConfig d) {
-        // the benchmark only labels evaluation metrics: the training file is read without it
-        List<Task> tr = JsonlTasks.read(d.trainFile(), d.questionField(), d.answerField(), null);
-        List<Task> te = d.testFile() == null ? List.of() : JsonlTasks.read(d.testFile(), d.questionField(), d.answerField(), d.dataSourceField());
+        // the benchmark labels evaluation metrics: the training file reads it only to scope its tasks' ids
+        List<Task> tr = JsonlTasks.read(d.trainFile(), d.questionField(), d.answerField(), d.dataSourceField(), false);
+        List<Task> te = d.testFile() == null ? List.of()
+                : JsonlTasks.read(d.testFile(), d.questionField(), d.answerField(), d.dataSourceField(), true);
         return new Split(tr, te);
     }
 

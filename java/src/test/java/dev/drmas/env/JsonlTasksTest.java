@@ -85,7 +85,8 @@ class JsonlTasksTest {
         "{\"q\": \"a\", \"a\": {\"v\": 1}}       | 1: field 'a' must be a string or a number, got an object",
         "{\"q\": \"  \", \"a\": \"1\"}           | 1: field 'q' is empty",
         "{\"q\": \"a\", \"a\": \"\"}             | 1: field 'a' is empty",
-        "{\"q\": \"a\", \"a\": \"1\", \"id\": 1.5} | 1: field 'id' must be a string or an integer, got a number",
+        "{\"q\": \"a\", \"a\": \"1\", \"id\": 1.5} | 1: field 'id' must be a string or an integer, got 1.5",
+        "{\"q\": \"a\", \"a\": \"1\", \"id\": 1e41} | 1: field 'id' must be a string or an integer, got 1e41",
         "{\"q\": \"a\", \"a\": \"1\", \"id\": \" \"} | 1: field 'id' is empty",
         "{\"q\": \"a\", \"a\": \"1\", \"id\": \"\"}  | 1: field 'id' is empty",
         "\\n{\"q\": \"a\", \"a\": \"1\", \"id\": \"x\"}\\n{\"q\": \"b\", \"a\": \"2\", \"id\": \"x\"} | 3: id 'x' was already used on line 2",
@@ -152,6 +153,44 @@ class JsonlTasksTest {
         assertEquals(blank + ":1: field 'data_source' is empty",
                 assertThrows(TaskFileException.class, () -> JsonlTasks.read(blank, "question", "answer", "data_source")).getMessage());
     }
+    @Test
+    void idsAreScopedByTheirBenchmarkAndPandasGapsAreNoId() throws IOException {
+        // Search-R1's test file concatenates seven FlashRAG sets, each with its own "test_0", ...; the reference's math
+        // test file has AIME24's integer ids and none (null, or 60.0 beside them once pandas made the column float)
+        Path p = write("""
+                {"question": "q1", "golden_answers": ["a"], "id": "test_0", "data_source": "nq"}
+                {"question": "q2", "golden_answers": ["b"], "id": "test_0", "data_source": "triviaqa"}
+                {"question": "q3", "golden_answers": ["c"], "id": "test_1", "data_source": "nq"}
+                {"question": "q4", "golden_answers": ["d"], "id": null, "data_source": "aime24"}
+                {"question": "q5", "golden_answers": ["e"], "id": 60.0, "data_source": "aime24"}
+                {"question": "q6", "golden_answers": ["f"], "id": 6.1e1, "data_source": "aime24"}
+                """);
+        for (boolean benchmarks : new boolean[] {true, false}) {  // the test file, and the training file (no benchmarks)
+            List<Task> t = JsonlTasks.read(p, "question", "golden_answers", "data_source", benchmarks);
+            assertEquals(List.of("nq/test_0", "triviaqa/test_0", "nq/test_1", "4", "aime24/60", "aime24/61"),
+                    t.stream().map(Task::id).toList(), "benchmarks " + benchmarks);
+            assertEquals(benchmarks ? "triviaqa" : null, t.get(1).dataSource());
+        }
+        // within a benchmark an id is still unique; without the field (data_source_field: null) the file's ids are
+        Path twice = write("""
+                {"question": "q1", "golden_answers": ["a"], "id": "test_0", "data_source": "nq"}
+                {"question": "q2", "golden_answers": ["b"], "id": "test_0", "data_source": "nq"}
+                """);
+        assertEquals(twice + ":2: id 'nq/test_0' was already used on line 1",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(twice, "question", "golden_answers", "data_source", false))
+                        .getMessage());
+        assertEquals(p + ":2: id 'test_0' was already used on line 1",
+                assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "question", "golden_answers", null, false)).getMessage());
+        // the training file's benchmark field is only read for the ids: on some lines, or not a string, it is no error
+        Path mixed = write("""
+                {"question": "q1", "golden_answers": ["a"], "id": "train_0", "data_source": "nq"}
+                {"question": "q2", "golden_answers": ["b"], "id": "train_0"}
+                {"question": "q3", "golden_answers": ["c"], "id": "train_1", "data_source": 7}
+                """);
+        assertEquals(List.of("nq/train_0", "train_0", "train_1"),
+                JsonlTasks.read(mixed, "question", "golden_answers", "data_source", false).stream().map(Task::id).toList());
+    }
+
     @Test
     void dottedFieldsReachIntoNestedObjectsAsVerlsDataFilesKeepThem() throws IOException {
         // a row of the Dr. MAS reference's math data (examples/data_preprocess/drmas_math.py) as pandas'
