@@ -105,6 +105,8 @@ class SearchCommandsTest {
         assertTrue(r.err().contains("orchestra.options.retriever.url") && r.err().contains("required"), r.err());
         r = run("train", List.of("run.output_dir=" + dir, "orchestra.options.retriever.top_kk=2"));
         assertTrue(r.err().contains("orchestra.options.retriever.top_k"), r.err());
+        r = run("train", List.of("run.output_dir=" + dir, "orchestra.options.retriever.outage_s=-1"));
+        assertTrue(r.err().contains("orchestra.options.retriever.outage_s: must be >= 0 (0: no retry), got -1"), r.err());
         r = run("train", List.of("run.output_dir=" + dir, "data.synthetic.test_size=100000"));
         assertTrue(r.err().contains("data.synthetic.test_size"), r.err());
         r = run("train", List.of("run.output_dir=" + dir, "orchestra.name=serch"));

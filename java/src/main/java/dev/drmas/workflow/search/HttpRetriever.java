@@ -3,7 +3,9 @@
 // {"queries": [...], "topk": k, "return_scores": true}, answered by
 // {"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}, one list per query. Uses the
 // JDK's HttpClient. Every wait is bounded by the timeout; a timeout, a refused connection, a non-200
-// status or a malformed body fails that batch's queries (logged and counted by the caller), never the run.
+// status or a malformed body fails that batch's queries (logged and counted by the caller; the last
+// two as refused: the server answered), never with an exception. The search workload's RetrieverGuard
+// decides what an outage of the server does to a run.
 package dev.drmas.workflow.search;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -59,6 +61,7 @@ public final class HttpRetriever implements Retriever {
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8)).build();
         String error;
+        boolean refused = false;  // the server answered, with an error
         // the request timeout bounds the wait for the response headers; the outer get() also bounds
         // a server that sends headers and then stalls the body
         CompletableFuture<HttpResponse<String>> pending = client.sendAsync(req, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
@@ -66,6 +69,7 @@ public final class HttpRetriever implements Retriever {
             HttpResponse<String> resp = pending.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
             if (resp.statusCode() != 200) {
                 error = "HTTP " + resp.statusCode() + " from " + url + ": " + abbreviate(resp.body());
+                refused = true;
             } else {
                 return parse(resp.body(), queries.size(), k);
             }
@@ -78,12 +82,13 @@ public final class HttpRetriever implements Retriever {
                     : "cannot reach " + url + ": " + e.getCause();
         } catch (MalformedResponse e) {
             error = "bad response from " + url + ": " + e.getMessage();
+            refused = true;
         } catch (InterruptedException e) {
             pending.cancel(true);
             Thread.currentThread().interrupt();
             error = "interrupted while waiting for " + url;
         }
-        return Collections.nCopies(queries.size(), Result.failed(error));
+        return Collections.nCopies(queries.size(), refused ? Result.refused(error) : Result.failed(error));
     }
 
     private static final class MalformedResponse extends Exception {

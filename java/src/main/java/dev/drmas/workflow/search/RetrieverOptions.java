@@ -23,9 +23,15 @@ import java.nio.file.Path;
  * @param maxPassageChars a passage's text is cut to this many characters in the information block,
  *                        so that one huge passage (a 5 MB document in a corpus) cannot fill the
  *                        prompt; default 2000 (Search-R1's 100-word passages are ~600); 0 = no limit
+ * @param outageS         http: how long a server that fails every search of a batch (down, hung, or
+ *                        refusing every query) is retried, waiting 1 s, 2 s, ... up to 30 s between
+ *                        tries, before the run stops naming its error (a run that went on would
+ *                        train on "search failed" for as long as it is down); &gt;= 0, default 600;
+ *                        0 = no retry: every search of the batch shows "search failed" and the run
+ *                        goes on. A single query that a working server refuses fails alone.
  */
 public record RetrieverOptions(Type type, Path corpus, Path index, String url, int topK, double timeoutS,
-                              int maxPassageChars) {
+                              int maxPassageChars, double outageS) {
 
     public enum Type implements ConfigEnum {
         BM25("bm25"), HTTP("http");
@@ -43,6 +49,7 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
     }
 
     public static final int DEFAULT_MAX_PASSAGE_CHARS = 2000;
+    public static final double DEFAULT_OUTAGE_S = 600;
 
     public RetrieverOptions {
         Check.given(type, "type");
@@ -55,6 +62,7 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
         Check.positive(topK, "top_k");
         Check.positive(timeoutS, "timeout_s");
         Check.nonNegative(maxPassageChars, "max_passage_chars");
+        Check.that(Double.isFinite(outageS) && outageS >= 0, "outage_s", "must be >= 0 (0: no retry), got " + Check.num(outageS));
     }
 
     /** A URL the HTTP client can send to: it parses, names a host, and its port (if any) is a port. */
@@ -72,6 +80,6 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
     }
 
     public static RetrieverOptions defaults() {
-        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, DEFAULT_MAX_PASSAGE_CHARS);
+        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_OUTAGE_S);
     }
 }

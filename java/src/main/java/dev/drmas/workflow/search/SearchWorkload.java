@@ -107,10 +107,15 @@ final class SearchWorkload implements Workload {
         return Bm25Retriever.inMemory(kb.passages());
     }
 
-    /** The searcher's tool: the retriever's top-k passages as "(1) Title: text" lines; failures logged. */
+    /**
+     * The searcher's tool: the retriever's top-k passages as "(1) Title: text" lines; failures logged. A
+     * retrieval server's outage is waited out for outage_s, then stops the run (RetrieverGuard).
+     */
     private SearchTool tool(RetrieverOptions rc) {
+        RetrieverGuard guard = new RetrieverGuard(retriever, rc.topK(), rc.type() == RetrieverOptions.Type.HTTP ? rc.outageS() : 0,
+                rc.url(), log);
         return queries -> {
-            List<Retriever.Result> results = retriever.search(queries, rc.topK());
+            List<Retriever.Result> results = guard.search(queries);
             List<SearchTool.Result> out = new ArrayList<>(results.size());
             Set<String> errors = new HashSet<>();
             for (Retriever.Result r : results) {

@@ -1,0 +1,212 @@
+// RetrieverGuardTest.java — a retrieval server's outage during a run: against a real HTTP server on
+// 127.0.0.1 (the JDK's com.sun.net.httpserver) that starts late, one that refuses one query of a
+// batch, and one that is never there (the run stops naming it); the guard's waits and its deadline
+// on a scripted retriever with a clock of the test's own (the retry schedule as a state machine).
+package dev.drmas.workflow.search;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.sun.net.httpserver.HttpExchange;
+import com.sun.net.httpserver.HttpServer;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(60)
+class RetrieverGuardTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    /** A Search-R1 style server on {@code port} (0: any) that answers 500 for a batch holding a query with "poison". */
+    private static HttpServer server(int port, AtomicInteger requests) throws IOException {
+        HttpServer s = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 0);
+        s.setExecutor(Executors.newFixedThreadPool(2));
+        s.createContext("/retrieve", ex -> {
+            requests.incrementAndGet();
+            JsonNode req = JSON.readTree(ex.getRequestBody());
+            var root = JSON.createObjectNode();
+            var result = root.putArray("result");
+            for (JsonNode q : req.get("queries")) {
+                if (q.asText().contains("poison")) {
+                    reply(ex, 500, "query too long for the encoder");
+                    return;
+                }
+                result.addArray().addObject().putObject("document").put("id", q.asText()).put("contents", "\"T\"\nabout " + q.asText());
+            }
+            reply(ex, 200, root.toString());
+        });
+        s.start();
+        return s;
+    }
+
+    private static void reply(HttpExchange ex, int status, String body) throws IOException {
+        byte[] b = body.getBytes(StandardCharsets.UTF_8);
+        ex.sendResponseHeaders(status, b.length);
+        ex.getResponseBody().write(b);
+        ex.close();
+    }
+
+    private static void stop(HttpServer s) {
+        s.stop(0);
+        ((java.util.concurrent.ExecutorService) s.getExecutor()).shutdownNow();
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();  // free once closed
+        }
+    }
+
+    @Test
+    void aServerThatComesBackLateIsWaitedFor() throws Exception {
+        int port = freePort();
+        URI url = URI.create("http://127.0.0.1:" + port + "/retrieve");
+        AtomicInteger requests = new AtomicInteger();
+        List<HttpServer> started = new ArrayList<>();
+        // nothing listens for ~1.5 s (connections refused), then the server is up: the guard's waits of 1 s and 2 s
+        Thread late = new Thread(() -> {
+            try {
+                Thread.sleep(1500);
+                started.add(server(port, requests));
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        try (HttpRetriever r = new HttpRetriever(url, Duration.ofSeconds(5))) {
+            late.start();
+            List<Retriever.Result> res = new RetrieverGuard(r, 3, 20, url.toString(), new PrintStream(log, true, StandardCharsets.UTF_8))
+                    .search(List.of("alpha", "beta"));
+            late.join();
+            assertEquals(List.of(false, false), res.stream().map(Retriever.Result::failed).toList(), res.toString());
+            assertEquals("about beta", res.get(1).hits().getFirst().passage().text());
+            String said = log.toString(StandardCharsets.UTF_8);
+            assertTrue(said.contains("drmas: search failed: cannot reach " + url) && said.contains("trying again in 1 s"), said);
+        } finally {
+            started.forEach(RetrieverGuardTest::stop);
+        }
+        // and without the guard's retries (outage_s 0) the same refused connection is a failed search at once
+        try (HttpRetriever r = new HttpRetriever(URI.create("http://127.0.0.1:" + freePort() + "/retrieve"), Duration.ofSeconds(5))) {
+            assertTrue(new RetrieverGuard(r, 3, 0, "x", new PrintStream(new ByteArrayOutputStream())).search(List.of("a")).getFirst().failed());
+        }
+    }
+
+    @Test
+    void aQueryTheServerRefusesFailsAloneAndTheRestAreAnswered() throws Exception {
+        AtomicInteger requests = new AtomicInteger();
+        HttpServer s = server(0, requests);
+        URI url = URI.create("http://127.0.0.1:" + s.getAddress().getPort() + "/retrieve");
+        try (HttpRetriever r = new HttpRetriever(url, Duration.ofSeconds(5))) {
+            RetrieverGuard g = new RetrieverGuard(r, 3, 600, url.toString(), new PrintStream(new ByteArrayOutputStream()));
+            long t0 = System.nanoTime();
+            List<Retriever.Result> res = g.search(List.of("alpha", "poison pill", "gamma"));
+            assertEquals(List.of(false, true, false), res.stream().map(Retriever.Result::failed).toList(), res.toString());
+            assertTrue(res.get(1).refused() && res.get(1).error().contains("HTTP 500"), res.get(1).error());
+            assertEquals(4, requests.get(), "the batch, then each query alone");
+            assertTrue((System.nanoTime() - t0) / 1e9 < 5, "no outage waits for a refused query");
+            // a batch of the refused query alone fails at once too
+            assertTrue(g.search(List.of("poison")).getFirst().failed());
+        } finally {
+            stop(s);
+        }
+    }
+
+    @Test
+    void aServerThatNeverAnswersStopsTheRunNamingIt() throws IOException {
+        URI url = URI.create("http://127.0.0.1:" + freePort() + "/retrieve");
+        try (HttpRetriever r = new HttpRetriever(url, Duration.ofSeconds(2))) {
+            RetrieverGuard g = new RetrieverGuard(r, 3, 2.5, url.toString(), new PrintStream(new ByteArrayOutputStream()));
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> g.search(List.of("a", "b")));
+            assertTrue(e.getMessage().startsWith("the retriever at " + url + " failed every search of a batch of 2 queries for "), e.getMessage());
+            assertTrue(e.getMessage().contains("outage_s: 2.5 s); its last error: cannot reach " + url), e.getMessage());
+            assertTrue(e.getMessage().contains("resumes from the last checkpoint"), e.getMessage());
+        }
+    }
+
+    /** A retriever that answers each call with the next scripted outcome for every query: "ok", "down" or "refuse". */
+    private static final class Scripted implements Retriever {
+        final Deque<String> script;
+        final List<Integer> batchSizes = new ArrayList<>();
+
+        Scripted(String... outcomes) {
+            script = new ArrayDeque<>(List.of(outcomes));
+        }
+
+        @Override
+        public List<Result> search(List<String> queries, int k) {
+            batchSizes.add(queries.size());
+            String o = script.isEmpty() ? "down" : script.poll();
+            List<Result> out = new ArrayList<>();
+            for (String q : queries) {
+                out.add(switch (o) {
+                    case "ok" -> Result.ok(List.of(new Passage.Hit(new Passage(q, "", "about " + q), 1.0)));
+                    case "refuse" -> Result.refused("HTTP 503: index loading");
+                    default -> Result.failed("cannot reach it");
+                });
+            }
+            return out;
+        }
+    }
+
+    @Test
+    void theWaitsDoubleToThirtySecondsAndEndAtTheDeadline() {
+        long[] now = {0};
+        List<Long> waits = new ArrayList<>();
+        RetrieverGuard.Sleeper sleeper = ms -> {
+            waits.add(ms);
+            now[0] += ms;
+        };
+        // down for five tries, then up: waits 1, 2, 4, 8, 16 s
+        Scripted back = new Scripted("down", "down", "down", "down", "down", "ok");
+        List<Retriever.Result> res = new RetrieverGuard(back, 3, 600, "S", new PrintStream(new ByteArrayOutputStream()), () -> now[0], sleeper)
+                .search(List.of("q"));
+        assertFalse(res.getFirst().failed());
+        assertEquals(List.of(1000L, 2000L, 4000L, 8000L, 16000L), waits);
+
+        // never up, 120 s allowed: 1+2+4+8+16+30+30 = 91 s of waits, the next (30 s) would pass 120: stop there
+        waits.clear();
+        now[0] = 0;
+        Scripted never = new Scripted();
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> new RetrieverGuard(never, 3, 120, "S", new PrintStream(new ByteArrayOutputStream()), () -> now[0], sleeper)
+                        .search(List.of("q", "r")));
+        assertEquals(List.of(1000L, 2000L, 4000L, 8000L, 16000L, 30000L, 30000L), waits);
+        assertTrue(e.getMessage().contains("for 91 s (orchestra.options.retriever.outage_s: 120 s); its last error: cannot reach it"),
+                e.getMessage());
+
+        // a server that refuses every query alike (an index still loading) is as good as down: each round asks the batch,
+        // then each query alone, then waits; it answers again after two rounds
+        waits.clear();
+        now[0] = 0;
+        Scripted loading = new Scripted("refuse", "refuse", "refuse", "refuse", "refuse", "refuse", "ok");
+        res = new RetrieverGuard(loading, 3, 600, "S", new PrintStream(new ByteArrayOutputStream()), () -> now[0], sleeper)
+                .search(List.of("q", "r"));
+        assertEquals(List.of(false, false), res.stream().map(Retriever.Result::failed).toList());
+        assertEquals(List.of(2, 1, 1, 2, 1, 1, 2), loading.batchSizes);
+        assertEquals(List.of(1000L, 2000L), waits);
+
+        // outage_s 0: no retry
+        Scripted once = new Scripted("down", "ok");
+        assertTrue(new RetrieverGuard(once, 3, 0, "S", new PrintStream(new ByteArrayOutputStream()), () -> now[0], sleeper)
+                .search(List.of("q")).getFirst().failed());
+        assertEquals(List.of(1), once.batchSizes);
+    }
+}
