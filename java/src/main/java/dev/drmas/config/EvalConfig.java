@@ -8,7 +8,7 @@ import dev.drmas.rollout.SamplingParams;
  * @param tasks       held-out tasks evaluated; 0 (default) = all of the test set
  * @param k           the k of pass@k (pass@1 is logged too); default 4
  * @param samples     rollouts per task n, &gt;= k, which avg@n is named after; 0 (default) = k
- * @param temperature sampling temperature, &gt;= 0 (0 = greedy); default 0.6
+ * @param temperature sampling temperature, 0 (greedy) or &gt;= 1e-5; default 0.6
  * @param topP        nucleus, in (0, 1]; default 0.95
  * @param topK        top-k, &gt;= 0 (0 = off); default 0
  */
@@ -18,6 +18,9 @@ public record EvalConfig(int tasks, int k, int samples, double temperature, doub
         Check.positive(k, "k");
         Check.that(samples == 0 || samples >= k, "samples", "must be 0 (= k) or >= k (" + k + "), got " + samples);
         Check.nonNegative(temperature, "temperature");
+        Check.that(temperature == 0 || temperature >= RolloutConfig.MIN_TEMPERATURE, "temperature", "must be 0 (greedy) or >= "
+                + RolloutConfig.MIN_TEMPERATURE + " (below it sampling is greedy in all but name, and logits / temperature overflow), got "
+                + Check.num(temperature));
         Check.that(topP > 0 && topP <= 1, "top_p", "must be in (0, 1], got " + Check.num(topP));
         Check.nonNegative(topK, "top_k");
     }

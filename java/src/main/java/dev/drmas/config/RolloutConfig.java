@@ -11,7 +11,7 @@ import java.util.Arrays;
 /**
  * @param tasksPerStep    B, tasks per step (one uid each); default 16
  * @param rolloutsPerTask N, rollouts of each task (the group); default 4
- * @param temperature     sampling temperature, &gt; 0; default 1.0
+ * @param temperature     sampling temperature, &gt;= 1e-5; default 1.0
  * @param topP            nucleus, in (0, 1]; 1 = off (default)
  * @param topK            top-k, &gt;= 0; 0 = off (default)
  * @param maxNewTokens    token budget of one agent turn; default 256
@@ -67,11 +67,19 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
         }
     }
 
+    /** The least temperature that samples: vLLM's sampling epsilon (below it vLLM decodes greedily). */
+    public static final double MIN_TEMPERATURE = 1e-5;
+
     public RolloutConfig {
         Check.positive(tasksPerStep, "tasks_per_step");
         Check.positive(rolloutsPerTask, "rollouts_per_task");
         Check.that(temperature > 0 && Double.isFinite(temperature), "temperature",
                 "must be a finite number > 0 (training rollouts are sampled), got " + Check.num(temperature));
+        // (PPO's log-probs divide the logits by it: below vLLM's sampling epsilon the ratios are noise, and the
+        // logits overflow near 1e-37, which the rollout then reports as a model producing non-finite logits)
+        Check.that(temperature >= MIN_TEMPERATURE, "temperature", "must be >= " + MIN_TEMPERATURE
+                + " (below it sampling is greedy in all but name, and PPO's log-probs of logits / temperature overflow), got "
+                + Check.num(temperature));
         Check.that(topP > 0 && topP <= 1, "top_p", "must be in (0, 1], got " + Check.num(topP));
         Check.nonNegative(topK, "top_k");
         Check.positive(maxNewTokens, "max_new_tokens");

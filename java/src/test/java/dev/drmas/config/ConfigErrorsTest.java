@@ -93,6 +93,8 @@ class ConfigErrorsTest {
             rollout: {top_p: 0}                             | rollout.top_p: must be in (0, 1], got 0
             rollout: {top_p: 1.5}                           | rollout.top_p: must be in (0, 1], got 1.5
             rollout: {temperature: 0}                       | rollout.temperature: must be a finite number > 0 (training rollouts are sampled), got 0
+            rollout: {temperature: 1.0e-6}                  | rollout.temperature: must be >= 1.0E-5 (below it sampling is greedy in all but name, and PPO's log-probs of logits / temperature overflow), got 1.0E-6
+            eval: {temperature: 1.0e-40}                    | eval.temperature: must be 0 (greedy) or >= 1.0E-5 (below it sampling is greedy in all but name, and logits / temperature overflow), got 1.0E-40
             rollout: {tasks_per_step: 0}                    | rollout.tasks_per_step: must be > 0, got 0
             rollout: {max_batch_tokens: -1}                 | rollout.max_batch_tokens: must be >= 0, got -1
             rollout: {max_batch_tokens: 700}                | rollout.max_batch_tokens: must hold one row of max_prompt_tokens + max_new_tokens (768) or be 0 (no bound), got 700
