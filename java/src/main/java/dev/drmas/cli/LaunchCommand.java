@@ -34,7 +34,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     Integer masterPort;
 
     @Option(names = "--threads-per-rank", paramLabel = "T",
-            description = "CPU threads per rank, passed as run.threads and OMP_NUM_THREADS (default: cores / N, at least 1)")
+            description = "CPU threads per rank, passed as run.threads, OMP_NUM_THREADS and RAYON_NUM_THREADS (the tokenizer's) (default: cores / N, at least 1)")
     Integer threadsPerRank;
 
     @Option(names = "--eval", description = "start ranks of `drmas eval` instead of `drmas train`: the run's latest checkpoint evaluated,"
@@ -123,6 +123,8 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                 env.put("WORLD_SIZE", Integer.toString(nproc));
                 env.put("LOCAL_WORLD_SIZE", Integer.toString(nproc));
                 env.put("OMP_NUM_THREADS", Integer.toString(threads));
+                // the tokenizers library's pool (a round's prompts are encoded on it): its share of the cores, not all of them
+                env.putIfAbsent("RAYON_NUM_THREADS", Integer.toString(threads));
                 env.put(WATCH_ENV, "1");  // stdin stays the default pipe from this process
                 // as ./drmas sets them: waiting threads sleep instead of spinning on shared cores
                 env.putIfAbsent("OMP_WAIT_POLICY", "PASSIVE");

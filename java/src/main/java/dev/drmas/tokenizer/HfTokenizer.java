@@ -20,6 +20,7 @@
 package dev.drmas.tokenizer;
 
 import ai.djl.engine.EngineException;
+import ai.djl.huggingface.tokenizers.Encoding;
 import ai.djl.huggingface.tokenizers.HuggingFaceTokenizer;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -168,6 +169,25 @@ public final class HfTokenizer implements Tokenizer {
         long[] ids = native_.encode(text, addSpecialTokens, false).getIds();
         int[] out = new int[ids.length];
         for (int i = 0; i < ids.length; i++) out[i] = Math.toIntExact(ids[i]);
+        return out;
+    }
+
+    /**
+     * The tokenizers library's batch encoding: the texts are encoded on its own thread pool (rayon's: as
+     * many threads as cores, or RAYON_NUM_THREADS), so that a rollout round's hundreds of long prompts do
+     * not wait on one core while the GPU idles.
+     */
+    @Override
+    public List<int[]> encodeAll(List<String> texts) {
+        if (texts.size() < 2) return Tokenizer.super.encodeAll(texts);
+        Encoding[] enc = native_.batchEncode(texts, false, false);
+        List<int[]> out = new ArrayList<>(enc.length);
+        for (Encoding e : enc) {
+            long[] ids = e.getIds();
+            int[] o = new int[ids.length];
+            for (int i = 0; i < ids.length; i++) o[i] = Math.toIntExact(ids[i]);
+            out.add(o);
+        }
         return out;
     }
 

@@ -27,6 +27,16 @@ public interface Tokenizer extends AutoCloseable {
     int[] encode(String text, boolean addSpecialTokens);
 
     /**
+     * {@link #encode(String)} of each text, in order (HF's batch encoding, {@code tokenizer(texts)}):
+     * the same ids, where an implementation may encode the texts on several threads.
+     */
+    default List<int[]> encodeAll(List<String> texts) {
+        List<int[]> out = new java.util.ArrayList<>(texts.size());
+        for (String t : texts) out.add(encode(t));
+        return out;
+    }
+
+    /**
      * HF {@code decode(ids, skip_special_tokens=skipSpecialTokens)}. Only tokens marked special are
      * skipped (in Qwen3, {@code <|im_end|>} is special but {@code <think>} is not).
      *

@@ -79,9 +79,15 @@ final class EnginePolicy implements AgentPolicy {
             Policies.Policy p = policies.get(e.getKey());
             List<Request> reqs = new ArrayList<>();
             List<Boolean> cut = new ArrayList<>();
+            // the round's prompts rendered, then encoded together (on the tokenizer's threads: one at a time, long
+            // prompts held the GPU up for seconds a round)
+            List<String> texts = new ArrayList<>();
+            for (int i : e.getValue()) for (TurnRequest r : requests.get(i)) texts.add(p.chat().render(Message.toMaps(r.messages()), true));
+            List<int[]> encoded = p.tokenizer().encodeAll(texts);
+            int at = 0;
             for (int i : e.getValue()) {
                 for (TurnRequest r : requests.get(i)) {
-                    int[] ids = p.tokenizer().encode(p.chat().render(Message.toMaps(r.messages()), true));
+                    int[] ids = encoded.get(at++);
                     boolean c = ids.length > maxPromptTokens;
                     if (c) {
                         if (truncation == Truncation.ERROR) {

@@ -100,6 +100,16 @@ class BuiltinTokenizerTest {
     }
 
     @Test
+    void encodingManyTextsTogetherGivesEachTextsOwnIds() {
+        StringBuilder longText = new StringBuilder();
+        for (int i = 0; i < 300; i++) longText.append("<search>q").append(i).append("</search> 12+").append(i).append("=? ");
+        List<String> texts = List.of("<|im_start|>user\n3+4<|im_end|>", "", longText.toString(), "\\boxed{7}");
+        List<int[]> all = tok.encodeAll(texts);
+        for (int i = 0; i < texts.size(); i++) assertArrayEquals(tok.encode(texts.get(i)), all.get(i), "text " + i);
+        assertTrue(all.get(2).length > 3000, "not truncated: " + all.get(2).length);
+    }
+
+    @Test
     void skippingSpecialTokensKeepsTheTags() {
         int[] ids = tok.encode("<|im_start|>assistant\n<think>2+2</think><answer>\\boxed{4}</answer><|im_end|><|endoftext|>");
         assertEquals("assistant\n<think>2+2</think><answer>\\boxed{4}</answer>", tok.decode(ids, true));

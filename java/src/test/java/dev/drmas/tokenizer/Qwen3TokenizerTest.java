@@ -113,6 +113,21 @@ class Qwen3TokenizerTest {
     }
 
     @Test
+    void encodingManyTextsTogetherGivesEachTextsOwnIds() {
+        // the batch (the tokenizers library's threads) must be encode() of each, in order: special tokens, other
+        // scripts, an empty text, and texts far past DJL's default truncation of 512 tokens
+        StringBuilder longText = new StringBuilder();
+        for (int i = 0; i < 900; i++) longText.append("step ").append(i).append(": x^2 + ").append(i % 7).append("x = \\frac{1}{2}\n");
+        List<String> texts = List.of("<|im_start|>user\nWhat is 2+3?<|im_end|>\n<|im_start|>assistant\n", "naïve café 東京タワー 😀",
+                "", longText.toString(), longText + "<|im_end|>", "  spaced  ");
+        List<int[]> all = tok.encodeAll(texts);
+        assertEquals(texts.size(), all.size());
+        for (int i = 0; i < texts.size(); i++) assertArrayEquals(tok.encode(texts.get(i)), all.get(i), "text " + i);
+        assertTrue(all.get(3).length > 2000, "not truncated: " + all.get(3).length);
+        assertEquals(List.of(), tok.encodeAll(List.of()));
+    }
+
+    @Test
     void skippingSpecialTokensDropsOnlyThoseMarkedSpecial() {
         // in Qwen3's tokenizer.json <|im_start|>/<|im_end|> are special, <think> is not
         assertTrue(addedSpecial.get("<|im_start|>"));
