@@ -41,6 +41,9 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
             + " each rank taking a share of the held-out tasks (e.g. the paper's avg@16 at the end: eval.k=16 eval.tasks=0)")
     boolean eval;
 
+    @Option(names = "--allow-random", description = "with --eval: passed to every rank's `drmas eval` (evaluate models without weights)")
+    boolean allowRandom;
+
     @Parameters(index = "0", paramLabel = "CONFIG", description = "run configuration (YAML)")
     Path config;
 
@@ -83,6 +86,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         if (nproc < 1) throw new UserError("--nproc must be >= 1, got " + nproc);
+        if (allowRandom && !eval) throw new UserError("--allow-random goes with --eval (drmas train starts from random weights where a model has no path)");
         if (java.nio.file.Files.isDirectory(config)) throw new UserError(config + ": is a folder, not a config file");
         if (!java.nio.file.Files.isRegularFile(config)) throw new UserError(config + ": no such config file");
         int port = masterPort != null ? masterPort : freePort();
@@ -111,6 +115,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
             for (int r = 0; r < nproc; r++) {
                 List<String> cmd = javaCommand();
                 cmd.add(eval ? "eval" : "train");
+                if (allowRandom) cmd.add("--allow-random");
                 cmd.add(config.toString());
                 cmd.add("run.threads=" + threads);  // first, so that an explicit override wins
                 cmd.addAll(overrides);

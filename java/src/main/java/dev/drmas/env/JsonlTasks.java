@@ -76,7 +76,8 @@ public final class JsonlTasks {
             if (id == null) id = Integer.toString(lineNo);
             Integer first = idLines.putIfAbsent(id, lineNo);
             if (first != null) {
-                throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first);
+                throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first + (dataSourceField == null
+                        ? " (a file of several benchmarks, each numbering its own ids, needs data.data_source_field: it scopes them)" : ""));
             }
             String source = null;
             if (benchmarks && dataSourceField != null) {

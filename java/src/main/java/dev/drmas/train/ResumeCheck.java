@@ -10,7 +10,8 @@
 // a KL reference turned on, which only training uses. A model's chat_template_kwargs may change, as
 // its sampling may: the policy then sees prompts rendered otherwise (Qwen3 without thinking), which
 // the log says; the weights still fit. So may an agent's prompts (agents[i].prompts.*), and
-// data.data_source_field, which only labels evaluation metrics. Multi-line or very long values
+// data.data_source_field, which labels evaluation metrics and scopes task ids (names, not the
+// training order). Multi-line or very long values
 // (prompts) are shown by the start of their first line, with their length. A model's path may move
 // to another folder holding the same model (a requeued job staging it to node-local scratch): its
 // tokenizer must match the checkpoint's copy, and with a KL reference that is reloaded from the
@@ -137,7 +138,7 @@ final class ResumeCheck {
     private static boolean bindsTraining(String key, RunConfig now) {
         if (key.equals("ppo.reference_model") && now.ppo().referenceModel()
                 && now.usedModels().stream().anyMatch(id -> !now.models().get(id).loadsWeights())) return true;
-        // data.test_file and data.data_source_field (which only labels evaluation metrics) leave the training tasks as they were
+        // data.test_file and data.data_source_field (benchmark labels and id scopes) leave the training tasks as they were
         return key.equals("run.seed") || key.startsWith("data.") && !key.equals("data.test_file") && !key.equals("data.data_source_field");
     }
 

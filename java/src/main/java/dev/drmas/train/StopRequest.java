@@ -61,14 +61,30 @@ final class StopRequest implements AutoCloseable {
         requested = true;
     }
 
+    private volatile String reason;  // why a tool asked the run to stop (RunStop), null for none
+
+    /** A tool's request (RunStop.requestStopAfterStep): stop after the step under way, ending with {@link #TOOL_STOP}. */
+    void request(String why) {
+        if (reason == null) reason = why;
+        requested = true;
+    }
+
+    /** Why a tool asked the run to stop; null when none did. */
+    String reason() {
+        return reason;
+    }
+
+    /** The exit status of a run that a tool stopped (a service it needs gone): sysexits' EX_TEMPFAIL, "try again later". */
+    static final int TOOL_STOP = 75;
+
     /** Whether this rank was asked to stop. */
     boolean requested() {
         return requested;
     }
 
-    /** The exit status of a run that a signal stopped: 128 + its number; 0 when none did. */
+    /** The exit status of a run that a signal stopped: 128 + its number; a tool: TOOL_STOP; 0 when none did. */
     int exitStatus() {
-        return signal == 0 ? 0 : 128 + signal;
+        return signal != 0 ? 128 + signal : reason != null ? TOOL_STOP : 0;
     }
 
     /**

@@ -23,6 +23,7 @@ import dev.drmas.metrics.MetricsLogger;
 import dev.drmas.metrics.CudaPeakMemory;
 import dev.drmas.metrics.PeakMemory;
 import dev.drmas.metrics.PhaseTimer;
+import dev.drmas.workflow.RunStop;
 import dev.drmas.workflow.Workflows;
 import dev.drmas.workflow.Workload;
 import java.io.IOException;
@@ -325,7 +326,8 @@ public final class Trainer implements AutoCloseable {
         }
         Map<String, Double> lastEval = Map.of();
         // the stop request is closed after the metrics (a second signal halts at once until then)
-        try (StopRequest stopRequest = new StopRequest(m0 ? log : null, () -> step, tc.saveFreq() > 0); MetricsLogger mm = metrics) {
+        try (StopRequest stopRequest = new StopRequest(m0 ? log : null, () -> step, tc.saveFreq() > 0); MetricsLogger mm = metrics;
+             RunStopScope scope = new RunStopScope(stopRequest)) {
             this.stop = stopRequest;
             dist.awaitReady("every rank's start of training");
             String doing = "evaluating before training";
@@ -339,7 +341,13 @@ public final class Trainer implements AutoCloseable {
                 }
                 while (step < tc.steps()) {
                     doing = "training step " + (step + 1);
-                    Map<String, Double> m = trainStep();
+                    Map<String, Double> m;
+                    RunStop.inStep(true);  // a tool that cannot go on may ask for a stop after this step (RunStop)
+                    try {
+                        m = trainStep();
+                    } finally {
+                        RunStop.inStep(false);
+                    }
                     step++;
                     if (due(tc.logFreq())) metrics.log(step, m);
                     // before evaluating or saving weights that are not finite, or not the same on every rank
@@ -370,9 +378,12 @@ public final class Trainer implements AutoCloseable {
                             if (due(tc.evalFreq())) markEvaluated(checkpoints.dir(step), lastEval);
                         }
                         if (m0) {
-                            log.println("drmas: stopped after step " + step + " as requested; " + (tc.saveFreq() > 0
-                                    ? "checkpoint " + checkpoints.dir(step) + ": the same command resumes it"
+                            String why = stopRequest.reason();  // (this rank's tool; another rank's says it in its own log)
+                            log.println("drmas: stopped after step " + step + (why != null ? ": " + why : " as requested") + "; "
+                                    + (tc.saveFreq() > 0 ? "checkpoint " + checkpoints.dir(step) + ": the same command resumes it"
                                     : "no checkpoint (trainer.save_freq is 0)"));
+                        } else if (stopRequest.reason() != null) {
+                            log.println("drmas: stopped after step " + step + ": " + stopRequest.reason());
                         }
                         break;
                     }
@@ -597,6 +608,28 @@ public final class Trainer implements AutoCloseable {
 
     private volatile StopRequest stop;  // while train() runs
 
+    /** The training loop's stop request in RunStop while the loop runs (closed with it). */
+    private static final class RunStopScope implements AutoCloseable {
+        RunStopScope(StopRequest s) {
+            RunStop.open(new RunStop.Control() {
+                @Override
+                public boolean stopRequested() {
+                    return s.requested();
+                }
+
+                @Override
+                public void requestStop(String why) {
+                    s.request(why);
+                }
+            });
+        }
+
+        @Override
+        public void close() {
+            RunStop.close();
+        }
+    }
+
     /** Asks train() to stop after the step under way, as SIGTERM does (tests in this package). */
     void requestStop() {
         StopRequest s = stop;
@@ -604,7 +637,10 @@ public final class Trainer implements AutoCloseable {
         s.request();
     }
 
-    /** 128 + the number of the signal that stopped the last train() (143 for SIGTERM), 0 when none did: the command's exit status. */
+    /**
+     * 128 + the number of the signal that stopped the last train() (143 for SIGTERM), 75 (EX_TEMPFAIL) when a tool
+     * of this rank asked it to stop (RunStop: a retrieval server gone), 0 when none did: the command's exit status.
+     */
     public int stopStatus() {
         StopRequest s = stop;
         return s == null ? 0 : s.exitStatus();

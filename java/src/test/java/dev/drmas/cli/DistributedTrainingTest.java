@@ -114,6 +114,10 @@ class DistributedTrainingTest {
         assertTrue(one1.contains("eval/tasks 3.0000"), one1.toString());
         assertEquals(one1, two0, e2.out());
         assertEquals(List.of(), evalLines(e2.out(), "[rank1] "), "rank 1 printed results: " + e2.out());
+        // --allow-random reaches the ranks: a run folder with nothing trained is evaluated instead of refused
+        Cli.Run fresh = launch(config, dir.resolve("fresh"), "--eval", "--allow-random");
+        assertEquals(0, fresh.exit(), fresh.out() + fresh.err());
+        assertTrue(evalLines(fresh.out(), "[rank0] ").contains("eval/tasks 3.0000"), fresh.out());
         String passAt1 = one1.stream().filter(l -> l.startsWith("eval/pass@1 ")).findFirst().orElseThrow();
         assertEquals(m1.get(2L).get("eval/pass@1").asDouble(), Double.parseDouble(passAt1.split("\\s+")[1]), 5e-5, passAt1);
     }

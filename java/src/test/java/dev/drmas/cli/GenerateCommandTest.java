@@ -131,6 +131,9 @@ class GenerateCommandTest {
         Cli.Run budget = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--max-new-tokens", "0");
         assertEquals(1, budget.exit(), budget.err());
         assertTrue(budget.err().contains("--max-new-tokens must be >= 1"), budget.err());
+        Cli.Run tiny = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--temperature", "1e-40");
+        assertEquals(1, tiny.exit(), tiny.err());
+        assertTrue(tiny.err().contains("--temperature must be 0 (greedy) or >= 1.0E-5"), tiny.err());
         Cli.Run stop = Cli.run("generate", "--model", dir.toString(), "--prompt", "x", "--stop", "");
         assertEquals(1, stop.exit(), stop.err());
         assertTrue(stop.err().contains("--stop must not be empty"), stop.err());

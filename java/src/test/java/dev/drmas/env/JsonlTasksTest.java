@@ -89,7 +89,7 @@ class JsonlTasksTest {
         "{\"q\": \"a\", \"a\": \"1\", \"id\": 1e41} | 1: field 'id' must be a string or an integer, got 1e41",
         "{\"q\": \"a\", \"a\": \"1\", \"id\": \" \"} | 1: field 'id' is empty",
         "{\"q\": \"a\", \"a\": \"1\", \"id\": \"\"}  | 1: field 'id' is empty",
-        "\\n{\"q\": \"a\", \"a\": \"1\", \"id\": \"x\"}\\n{\"q\": \"b\", \"a\": \"2\", \"id\": \"x\"} | 3: id 'x' was already used on line 2",
+        "\\n{\"q\": \"a\", \"a\": \"1\", \"id\": \"x\"}\\n{\"q\": \"b\", \"a\": \"2\", \"id\": \"x\"} | 3: id 'x' was already used on line 2 (a file of several benchmarks, each numbering its own ids, needs data.data_source_field: it scopes them)",
     })
     void badLinesNameFileLineAndField(String text, String expected) throws IOException {
         Path p = write(text.replace("\\n", "\n"));
@@ -179,7 +179,7 @@ class JsonlTasksTest {
         assertEquals(twice + ":2: id 'nq/test_0' was already used on line 1",
                 assertThrows(TaskFileException.class, () -> JsonlTasks.read(twice, "question", "golden_answers", "data_source", false))
                         .getMessage());
-        assertEquals(p + ":2: id 'test_0' was already used on line 1",
+        assertEquals(p + ":2: id 'test_0' was already used on line 1 (a file of several benchmarks, each numbering its own ids, needs data.data_source_field: it scopes them)",
                 assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "question", "golden_answers", null, false)).getMessage());
         // the training file's benchmark field is only read for the ids: on some lines, or not a string, it is no error
         Path mixed = write("""

@@ -70,6 +70,32 @@ class StopRequestTest {
     }
 
     @Test
+    void aToolThatCannotGoOnStopsTheRunAfterTheStepWithItsReasonAndStatus75() throws Exception {
+        // what the search workflow's retriever guard does when the server stays away (RunStop): the step under way
+        // finishes and is saved, and the command ends with EX_TEMPFAIL, its last word the tool's reason
+        Path out = tmp.resolve("tool");
+        var log = new ByteArrayOutputStream();
+        List<Boolean> inStep = new ArrayList<>();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=6", "trainer.save_freq=4"), new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            t.stepHook = () -> {
+                inStep.add(dev.drmas.workflow.RunStop.canStopAfterStep());
+                if (t.step() == 1) dev.drmas.workflow.RunStop.requestStopAfterStep("the retriever at X failed every search");  // step 2
+            };
+            t.train();
+            assertEquals(2, t.step());
+            assertEquals(75, t.stopStatus());
+        }
+        assertEquals(List.of(true, true), inStep);
+        assertFalse(dev.drmas.workflow.RunStop.canStopAfterStep(), "no training loop now");
+        dev.drmas.workflow.RunStop.requestStopAfterStep("outside a loop: ignored");  // no loop to ask
+        Path cps = out.resolve("e2e/checkpoints");
+        String said = log.toString(StandardCharsets.UTF_8);
+        assertTrue(said.contains("drmas: stopped after step 2: the retriever at X failed every search; checkpoint " + cps.resolve("step_000002")
+                + ": the same command resumes it"), said);
+        assertTrue(Files.isRegularFile(cps.resolve("step_000002").resolve(Checkpoints.STATE_FILE)));
+    }
+
+    @Test
     void aStopAtTheLastStepStillRunsItsEvaluation() throws Exception {
         Path out = tmp.resolve("last");
         try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=0", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {

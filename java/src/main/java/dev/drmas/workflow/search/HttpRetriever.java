@@ -33,12 +33,21 @@ public final class HttpRetriever implements Retriever {
     private final URI url;
     private final Duration timeout;
     private final HttpClient client;
+    private final int maxBatch;
+
+    /** As below, with requests of at most {@link RetrieverOptions#DEFAULT_MAX_BATCH} queries. */
+    public HttpRetriever(URI url, Duration timeout) {
+        this(url, timeout, RetrieverOptions.DEFAULT_MAX_BATCH);
+    }
 
     /**
-     * @param url     the endpoint, e.g. {@code http://127.0.0.1:8000/retrieve}
-     * @param timeout bound on connecting and on the whole exchange of one batch
+     * @param url      the endpoint, e.g. {@code http://127.0.0.1:8000/retrieve}
+     * @param timeout  bound on connecting and on the whole exchange of one request
+     * @param maxBatch the most queries one request carries, &gt;= 1
      */
-    public HttpRetriever(URI url, Duration timeout) {
+    public HttpRetriever(URI url, Duration timeout, int maxBatch) {
+        if (maxBatch < 1) throw new IllegalArgumentException("retriever max_batch must be >= 1, got " + maxBatch);
+        this.maxBatch = maxBatch;
         if (url == null || url.getScheme() == null || !(url.getScheme().equals("http") || url.getScheme().equals("https"))) {
             throw new IllegalArgumentException("retriever url '" + url + "' must be an http:// or https:// URL");
         }
@@ -48,9 +57,22 @@ public final class HttpRetriever implements Retriever {
         this.client = HttpClient.newBuilder().connectTimeout(timeout).version(HttpClient.Version.HTTP_1_1).build();
     }
 
+    /**
+     * The results of {@code queries}, asked in requests of at most maxBatch queries each, one after
+     * another (a rank's whole evaluation share in one request would have to be answered within the
+     * timeout); a request's failure fails its own queries only.
+     */
     @Override
     public List<Result> search(List<String> queries, int k) {
         if (k < 1) throw new IllegalArgumentException("top_k must be >= 1, got " + k);
+        if (queries.size() <= maxBatch) return request(queries, k);
+        List<Result> out = new ArrayList<>(queries.size());
+        for (int i = 0; i < queries.size(); i += maxBatch) out.addAll(request(queries.subList(i, Math.min(queries.size(), i + maxBatch)), k));
+        return out;
+    }
+
+    /** One request's results. */
+    private List<Result> request(List<String> queries, int k) {
         if (queries.isEmpty()) return List.of();
         ObjectNode body = JSON.createObjectNode();
         var qs = body.putArray("queries");
@@ -69,7 +91,9 @@ public final class HttpRetriever implements Retriever {
             HttpResponse<String> resp = pending.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
             if (resp.statusCode() != 200) {
                 error = "HTTP " + resp.statusCode() + " from " + url + ": " + abbreviate(resp.body());
-                refused = true;
+                // a proxy's 502/503/504 speaks for a server it cannot reach: as good as no answer
+                int st = resp.statusCode();
+                refused = st != 502 && st != 503 && st != 504;
             } else {
                 return parse(resp.body(), queries.size(), k);
             }

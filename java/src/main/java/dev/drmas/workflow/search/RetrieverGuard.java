@@ -1,10 +1,12 @@
 // RetrieverGuard.java — the search workload's way into a retrieval server that may go away: a batch
 // whose every search failed is retried while the server is down (waits of 1 s, 2 s, ... 30 s), and
-// when it has not come back within retriever.outage_s the run stops, naming the server's error,
-// instead of training for hours on "search failed". A server that answers but refuses the batch is
-// asked one query at a time, so that one query it cannot take fails alone and the rest go on.
+// when it has not come back within retriever.outage_s the run stops after the step under way, saving
+// it and naming the server's error (RunStop), instead of training for hours on "search failed". A
+// server that answers but refuses the batch is asked one query at a time, so that one query it
+// cannot take fails alone and the rest go on.
 package dev.drmas.workflow.search;
 
+import dev.drmas.workflow.RunStop;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
@@ -12,7 +14,7 @@ import java.util.function.LongSupplier;
 
 final class RetrieverGuard {
     /** Waits between tries, in milliseconds: from 1 s, doubling, at most 30 s. */
-    static final long FIRST_WAIT_MS = 1000, MAX_WAIT_MS = 30_000;
+    static final long FIRST_WAIT_MS = 1000, MAX_WAIT_MS = 30_000, SLICE_MS = 1000;
 
     /** How the guard waits (tests pass their own clock). */
     interface Sleeper {
@@ -49,39 +51,57 @@ final class RetrieverGuard {
     /**
      * One result per query. Where every query of the batch failed: a server that answered with an
      * error is asked each query alone (those it answers count; the others fail alone), and a server
-     * out of reach, silent or refusing every query alike is retried until outage_s has passed.
+     * out of reach, silent or refusing every query alike is tried again until outage_s has passed.
+     * Then, during a training step, the run is asked to stop after the step (RunStop: it saves that
+     * step, whose remaining searches fail at once, and ends with status 75) and the failed results are
+     * returned; elsewhere (evaluation, a warm start) it throws. A stop asked for meanwhile (SIGTERM) ends
+     * the wait at once, in the same ways.
      *
-     * @throws IllegalStateException when the server has failed every try for outage_s, naming it and
-     *         its last error: the run stops (it resumes from its last checkpoint once the server is back)
+     * @throws IllegalStateException outside a training step, when the server has failed every try for
+     *         outage_s or the run is stopping, naming the server and its last error
      */
     List<Retriever.Result> search(List<String> queries) {
         List<Retriever.Result> r = retriever.search(queries, k);
         if (outageMs <= 0 || queries.isEmpty() || !allFailed(r)) return r;
         long start = clockMs.getAsLong(), wait = FIRST_WAIT_MS;
         while (true) {
-            if (anyRefused(r)) {
+            boolean stopping = RunStop.stopRequested();
+            if (!stopping && anyRefused(r)) {
                 if (queries.size() == 1) return r;  // a query the server refuses, not an outage: it fails alone
                 List<Retriever.Result> alone = new ArrayList<>(queries.size());
                 for (String q : queries) alone.add(retriever.search(List.of(q), k).getFirst());
                 if (!allFailed(alone)) return alone;
                 r = alone;  // it refuses every query alike: as good as down
             }
-            long waited = clockMs.getAsLong() - start;
             String error = r.getFirst().error();
-            if (waited + wait > outageMs) {
-                throw new IllegalStateException("the retriever at " + server + " failed every search of a batch of " + queries.size()
+            long waited = clockMs.getAsLong() - start, left = outageMs - waited;
+            if (left <= 0 || stopping) {
+                String what = "the retriever at " + server + " failed every search of a batch of " + queries.size()
                         + (queries.size() == 1 ? " query" : " queries") + " for " + seconds(waited) + " (orchestra.options.retriever"
-                        + ".outage_s: " + seconds(outageMs) + "); its last error: " + error + ". The run stops here: start the"
-                        + " server and run the same command again (it resumes from the last checkpoint)");
+                        + ".outage_s: " + seconds(outageMs) + "); its last error: " + error;
+                if (RunStop.canStopAfterStep()) {
+                    // the step goes on with these searches failed, and the run stops after it, saving it
+                    if (!stopping) {
+                        RunStop.requestStopAfterStep(what + ". Start the server and run the same command again: it resumes from the"
+                                + " checkpoint of this step (whose searches from here on failed)");
+                        log.println("drmas: " + what + ": stopping after this step");
+                    }
+                    return r;
+                }
+                throw new IllegalStateException(what + (stopping ? " (the run was asked to stop meanwhile)" : "")
+                        + ". The run stops here: start the server and run the same command again");
             }
-            log.println("drmas: search failed: " + error + "; trying again in " + seconds(wait) + " (the run stops if the retriever has"
+            long nap = Math.min(wait, left);  // the last try falls at the deadline
+            log.println("drmas: search failed: " + error + "; trying again in " + seconds(nap) + " (the run stops if the retriever has"
                     + " not answered within orchestra.options.retriever.outage_s, " + seconds(outageMs) + ")");
             try {
-                sleeper.sleep(wait);
+                // in slices, so that a stop asked for meanwhile ends the wait within a second
+                for (long slept = 0; slept < nap && !RunStop.stopRequested(); slept += SLICE_MS) sleeper.sleep(Math.min(SLICE_MS, nap - slept));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                return r;  // a stopping run: the batch's searches fail, as without the guard
+                return r;  // (nothing interrupts the training thread; as without the guard)
             }
+            if (RunStop.stopRequested()) continue;  // decided above: no further try
             wait = Math.min(2 * wait, MAX_WAIT_MS);
             r = retriever.search(queries, k);
             if (!allFailed(r)) return r;

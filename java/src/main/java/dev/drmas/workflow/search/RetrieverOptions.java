@@ -26,12 +26,15 @@ import java.nio.file.Path;
  * @param outageS         http: how long a server that fails every search of a batch (down, hung, or
  *                        refusing every query) is retried, waiting 1 s, 2 s, ... up to 30 s between
  *                        tries, before the run stops naming its error (a run that went on would
- *                        train on "search failed" for as long as it is down); &gt;= 0, default 600;
+ *                        train on "search failed" for as long as it is down: during a training step
+ *                        it stops after that step and saves it, RetrieverGuard); &gt;= 0, default 600;
  *                        0 = no retry: every search of the batch shows "search failed" and the run
  *                        goes on. A single query that a working server refuses fails alone.
+ * @param maxBatch        http: the most queries one request carries (a larger batch goes as several
+ *                        requests, one after another, each within timeout_s), &gt;= 1; default 512
  */
 public record RetrieverOptions(Type type, Path corpus, Path index, String url, int topK, double timeoutS,
-                              int maxPassageChars, double outageS) {
+                              int maxPassageChars, double outageS, int maxBatch) {
 
     public enum Type implements ConfigEnum {
         BM25("bm25"), HTTP("http");
@@ -50,6 +53,7 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
 
     public static final int DEFAULT_MAX_PASSAGE_CHARS = 2000;
     public static final double DEFAULT_OUTAGE_S = 600;
+    public static final int DEFAULT_MAX_BATCH = 512;
 
     public RetrieverOptions {
         Check.given(type, "type");
@@ -63,6 +67,7 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
         Check.positive(timeoutS, "timeout_s");
         Check.nonNegative(maxPassageChars, "max_passage_chars");
         Check.that(Double.isFinite(outageS) && outageS >= 0, "outage_s", "must be >= 0 (0: no retry), got " + Check.num(outageS));
+        Check.positive(maxBatch, "max_batch");
     }
 
     /** A URL the HTTP client can send to: it parses, names a host, and its port (if any) is a port. */
@@ -80,6 +85,6 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
     }
 
     public static RetrieverOptions defaults() {
-        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_OUTAGE_S);
+        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_OUTAGE_S, DEFAULT_MAX_BATCH);
     }
 }

@@ -96,7 +96,7 @@ final class SearchWorkload implements Workload {
 
     private static Retriever retriever(RetrieverOptions rc, KnowledgeBase kb) {
         if (rc.type() == RetrieverOptions.Type.HTTP) {
-            return new HttpRetriever(URI.create(rc.url()), Duration.ofMillis(Math.round(rc.timeoutS() * 1000)));
+            return new HttpRetriever(URI.create(rc.url()), Duration.ofMillis(Math.round(rc.timeoutS() * 1000)), rc.maxBatch());
         }
         if (rc.index() != null) return Bm25Retriever.open(rc.index());
         if (rc.corpus() != null) return Bm25Retriever.inMemory(CorpusFile.read(rc.corpus()));
