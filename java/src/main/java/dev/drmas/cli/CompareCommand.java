@@ -1,8 +1,9 @@
 // CompareCommand.java — `drmas compare`: normalises a batch of rollout rows (by default the shipped
 // example, configs/demo/rollouts.jsonl, a solver ⇄ verifier run) with GRPO and with Dr. MAS,
 // writes both results, and shows per agent what the paper is about: the inflation
-// factor of Lemma 4.2 that GRPO's group baseline puts on an agent's gradient second moment, and
-// the per-agent centring that Dr. MAS gives instead. The text reports the measured numbers.
+// factor of Lemma 4.2 that GRPO's group baseline puts on an agent's gradient second moment (with row
+// pooling; GRPO here pools trajectories, as the reference, where it is not realised), and the
+// per-agent centring that Dr. MAS gives instead. The text reports the measured numbers.
 package dev.drmas.cli;
 
 import dev.drmas.algo.AdvantageSummary;
@@ -59,10 +60,14 @@ final class CompareCommand implements Callable<Integer> {
             if (g[a].inflationMax() > g[worst].inflationMax()) worst = a;
         }
         out.println();
-        out.println("GRPO normalises every agent with its group's mean and std. Lemma 4.2: that scales agent k's");
-        out.println("gradient second moment by (σk²+(μk−μ)²)/σ², its inflation factor. Here the largest is "
-                + String.format(Locale.ROOT, "%.2f (%s)", g[worst].inflationMax(), rows.agentNames.get(worst)) + ";");
-        out.println("groups where an agent's scores sit off the group's are where gradient norms spike.");
+        // the factor is computed from the rows' own scores; which GRPO it describes depends on the pooling used above
+        out.println("GRPO normalises with its group's mean and std, here pooled over trajectories (global_pooling:");
+        out.println("trajectories, the default, as the reference): every row gets its trajectory's advantage, so an");
+        out.println("agent's E[adv^2] above follows the trajectories it acts in, not its own scores. Lemma 4.2's factor");
+        out.println("(σk²+(μk−μ)²)/σ², from the rows' own scores, is what GRPO with row pooling (global_pooling: rows)");
+        out.println("puts on agent k's gradient second moment; here the largest is "
+                + String.format(Locale.ROOT, "%.2f (%s)", g[worst].inflationMax(), rows.agentNames.get(worst)) + ",");
+        out.println("an inflation that trajectory pooling does not realise (compare the E[adv^2] columns).");
         out.println("Dr. MAS normalises per (task, agent): each agent's advantages are centred (mean 0 above)");
         out.println("and scaled by its own spread, so that factor is 1 by construction.");
         out.println();

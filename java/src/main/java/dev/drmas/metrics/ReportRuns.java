@@ -1,7 +1,7 @@
 // ReportRuns.java — the runs a report shows, read back from their folders: metrics.jsonl (training
 // steps and evaluations, every line checked: a corrupt file is an error naming its line, but for a
-// last line a crash cut short) and the resolved config.yaml (mode, pooling, seed, workflow), grouped by what was compared
-// (mode and pooling) with the seeds of each group.
+// last line a crash cut short) and the resolved config.yaml (mode, pooling, seed, workflow, trainer.steps), grouped by
+// what was compared (mode and pooling) with the seeds of each group.
 package dev.drmas.metrics;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -27,10 +27,11 @@ final class ReportRuns {
     }
 
     /**
-     * One run: its folder, what it compared (label: mode, plus pooling when rows), its seed, and its
-     * metric lines (training steps have reward/mean, evaluations eval/*).
+     * One run: its folder, what it compared (label: mode, plus pooling when rows), its seed, its
+     * metric lines (training steps have reward/mean, evaluations eval/*), and the steps its config
+     * asked for (trainer.steps; 0 where its config.yaml does not say).
      */
-    record Run(Path dir, String label, long seed, String workflow, List<JsonNode> steps, List<JsonNode> evals) {
+    record Run(Path dir, String label, long seed, String workflow, List<JsonNode> steps, List<JsonNode> evals, long plannedSteps) {
         /** The agents or models that the run's metrics name under prefix…suffix, sorted. */
         List<String> names(String prefix, String suffix) {
             TreeSet<String> out = new TreeSet<>();
@@ -54,6 +55,38 @@ final class ReportRuns {
                 if (v != null && v.isNumber() && Double.isFinite(v.asDouble())) pts.add(new double[] {n.get("step").asDouble(), v.asDouble()});
             }
             return pts.toArray(double[][]::new);
+        }
+
+        /**
+         * {@code key}'s values over the training steps that logged it, non-finite ones included: JsonlSink
+         * writes those as null with the value spelt in the line's "nonfinite" member.
+         */
+        double[] valuesWithNonFinite(String key) {
+            List<Double> out = new ArrayList<>();
+            for (JsonNode n : steps) {
+                JsonNode v = n.get(key);
+                if (v == null) continue;
+                if (v.isNumber()) {
+                    out.add(v.asDouble());
+                } else if (v.isNull() && n.path("nonfinite").path(key).isTextual()) {
+                    String t = n.path("nonfinite").path(key).asText();
+                    out.add(t.startsWith("-") ? Double.NEGATIVE_INFINITY : t.contains("Inf") ? Double.POSITIVE_INFINITY : Double.NaN);
+                }
+            }
+            return out.stream().mapToDouble(Double::doubleValue).toArray();
+        }
+
+        /** The last step the run logged, a training step's or an evaluation's. */
+        long lastStep() {
+            long last = 0;
+            for (JsonNode n : steps) last = Math.max(last, n.get("step").asLong());
+            for (JsonNode n : evals) last = Math.max(last, n.get("step").asLong());
+            return last;
+        }
+
+        /** The folder's name, as the report names the run. */
+        String name() {
+            return dir.getFileName().toString();
         }
 
         /** {@code key} over the evaluations. */
@@ -182,7 +215,7 @@ final class ReportRuns {
         }
         if (steps.isEmpty() && evals.isEmpty()) throw new NoData(file + ": no training step or evaluation in it");
         String mode = dir.getFileName().toString(), pool = "trajectories", workflow = "";
-        long seed = 0;
+        long seed = 0, plannedSteps = 0;
         Path cfg = dir.resolve("config.yaml");
         if (Files.isRegularFile(cfg)) {
             try {
@@ -191,14 +224,18 @@ final class ReportRuns {
                 pool = c.path("algorithm").path("global_pooling").asText(pool);
                 seed = c.path("run").path("seed").asLong(0);
                 workflow = c.path("orchestra").path("name").asText("");
+                plannedSteps = c.path("trainer").path("steps").asLong(0);
             } catch (IOException e) {
                 throw new IllegalArgumentException(cfg + ": not a readable config (" + e.getMessage() + ")");
             }
         }
-        return new Run(dir, pool.equals("trajectories") ? mode : mode + "-" + pool, seed, workflow, steps, evals);
+        return new Run(dir, pool.equals("trajectories") ? mode : mode + "-" + pool, seed, workflow, steps, evals, plannedSteps);
     }
 
-    /** Per-step mean over runs of {@code key} (steps logged by at least one run), with the minimum and maximum. */
+    /**
+     * Per-step mean over runs of {@code key} (steps logged by at least one run), with the minimum, the
+     * maximum and the number of runs behind them (fewer than the runs where one stopped early).
+     */
     static Map<Double, double[]> meanMinMax(List<Run> runs, java.util.function.Function<Run, double[][]> series) {
         Map<Double, List<Double>> at = new TreeMap<>();
         for (Run r : runs) for (double[] p : series.apply(r)) at.computeIfAbsent(p[0], k -> new ArrayList<>()).add(p[1]);
@@ -206,7 +243,7 @@ final class ReportRuns {
         at.forEach((step, vs) -> out.put(step, new double[] {
                 vs.stream().mapToDouble(Double::doubleValue).average().orElse(Double.NaN),
                 vs.stream().mapToDouble(Double::doubleValue).min().orElse(Double.NaN),
-                vs.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN)}));
+                vs.stream().mapToDouble(Double::doubleValue).max().orElse(Double.NaN), vs.size()}));
         return out;
     }
 }

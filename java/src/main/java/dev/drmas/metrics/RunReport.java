@@ -2,11 +2,13 @@
 // as PNG, also written as plots/*.png with their data as plots/*.json): per mode, the mean over
 // seeds with the lowest and highest seed, of the per-agent gradient norm (the paper's Fig. 4), the
 // Lemma 4.2 inflation factor and E[A²], the reward, validity, response lengths, clipfrac and KL, and
-// held-out avg@k / pass@k; a summary table per mode (final avg@k and pass@k with 95% intervals over
-// seeds, gradient-norm spikiness per agent, mean inflation) and a text that states what the numbers
-// show and what they do not. Plots are drawn by XChart, headless.
+// held-out avg@k / pass@k; a summary table per mode (avg@k and pass@k at the final evaluation of the
+// runs that finished, with 95% intervals over seeds, gradient-norm spikiness per agent, mean inflation)
+// and a text that states what the numbers show and what they do not, which runs stopped early among
+// them. Plots are drawn by XChart, headless.
 package dev.drmas.metrics;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -86,7 +88,9 @@ public final class RunReport {
         for (String line : summaryText(groups)) page.append("<p>").append(escape(line)).append("</p>\n");
         page.append(summaryTable(groups));
         page.append("<h2>Plots</h2>\n<p>Each line is the mean over a mode's seeds; the dashed lines of its colour are its "
-                + "lowest and highest seed at each step.</p>\n");
+                + "lowest and highest seed at each step. A step is averaged over the seeds that logged it: where a seed stopped "
+                + "early, or did not log a value, the legend says how many seeds stand behind the points (and the plot's JSON, "
+                + "n, at each step).</p>\n");
         for (Plot p : plots(runs)) {
             String img = plot(p, groups, plotsDir);
             if (img != null) page.append("<figure>").append(img).append("</figure>\n");
@@ -192,7 +196,12 @@ public final class RunReport {
                 lo[i] = pt.getValue()[1];
                 hi[i++] = pt.getValue()[2];
             }
-            String name = e.getKey() + " (" + e.getValue().size() + " seed" + (e.getValue().size() == 1 ? "" : "s") + ")";
+            int nMin = Integer.MAX_VALUE, nMax = 0;
+            for (double[] v : mm.values()) {
+                nMin = Math.min(nMin, (int) v[3]);
+                nMax = Math.max(nMax, (int) v[3]);
+            }
+            String name = e.getKey() + " (" + seedCount(nMin, nMax, e.getValue().size()) + ")";
             XYSeries s = log ? addPositive(chart, name, x, mean) : chart.addSeries(name, x, mean);
             if (s != null) {
                 s.setLineColor(c);
@@ -213,13 +222,16 @@ public final class RunReport {
                     b.setShowInLegend(false);
                 }
             }
-            ObjectNode sj = series.addObject().put("name", e.getKey()).put("seeds", e.getValue().size());
-            ArrayNode xs = sj.putArray("x"), ys = sj.putArray("mean"), mins = sj.putArray("min"), maxs = sj.putArray("max");
-            for (int k = 0; k < x.length; k++) {
+            ObjectNode sj = series.addObject().put("name", e.getKey()).put("seeds", e.getValue().size()).put("legend", name);
+            ArrayNode xs = sj.putArray("x"), ys = sj.putArray("mean"), mins = sj.putArray("min"), maxs = sj.putArray("max"),
+                    ns = sj.putArray("n");
+            int k = 0;
+            for (double[] v : mm.values()) {
                 xs.add(x[k]);
                 ys.add(mean[k]);
                 mins.add(lo[k]);
-                maxs.add(hi[k]);
+                maxs.add(hi[k++]);
+                ns.add((int) v[3]);
             }
         }
         if (!any) return null;
@@ -228,6 +240,12 @@ public final class RunReport {
         writeWhole(plotsDir.resolve(p.id() + ".json"), json.writerWithDefaultPrettyPrinter().writeValueAsBytes(data));
         return "<img alt=\"" + escape(p.title()) + "\" src=\"data:image/png;base64,"
                 + java.util.Base64.getEncoder().encodeToString(png) + "\">";
+    }
+
+    /** "4 seeds", or where fewer logged some steps (a seed that stopped early) "2–4 of 4 seeds". */
+    static String seedCount(int nMin, int nMax, int seeds) {
+        if (nMin == seeds && nMax == seeds) return seeds + " seed" + (seeds == 1 ? "" : "s");
+        return (nMin == nMax ? "" + nMin : nMin + "–" + nMax) + " of " + seeds + " seeds";
     }
 
     /** {@code bytes} into a temporary file beside {@code file}, then renamed onto it: a failure leaves the old file or none. */
@@ -267,6 +285,7 @@ public final class RunReport {
     // ------------------------------------------------------------------ the summary
 
     private static final java.util.regex.Pattern EVAL_SCORE = java.util.regex.Pattern.compile("eval/(.+/)?(avg|pass)@\\d+");
+    private static final java.util.regex.Pattern BENCHMARK_PASS1 = java.util.regex.Pattern.compile("eval/(.+)/pass@1");
 
     /** An evaluation score: eval/avg@n or eval/pass@k, overall or of one benchmark (eval/<benchmark>/pass@k). */
     static boolean evalScore(String key) {
@@ -287,15 +306,77 @@ public final class RunReport {
         return new ArrayList<>(keys);
     }
 
+    /** The benchmarks with their own pass@1 (eval/<benchmark>/pass@1, a mixed test file's) in any run's last evaluation. */
+    private static List<String> benchmarkPass1(List<String> evalKeys) {
+        return evalKeys.stream().filter(k -> BENCHMARK_PASS1.matcher(k).matches()).toList();
+    }
+
     /**
-     * The last evaluation's {@code key} of every run of a group that has one, or (last false) the one
-     * before training: at step 0 only (with trainer.eval_before_train off the first is a trained one).
+     * The step at which a run of group {@code g} has finished: its trainer.steps, or where its
+     * config.yaml does not say, the last step that any run of the group logged.
      */
-    private static ReportStats.Interval evalAt(List<ReportRuns.Run> g, String key, boolean last) {
+    static long target(ReportRuns.Run r, List<ReportRuns.Run> g) {
+        return r.plannedSteps() > 0 ? r.plannedSteps() : g.stream().mapToLong(ReportRuns.Run::lastStep).max().orElse(0);
+    }
+
+    /**
+     * A run's final evaluation: its last evaluation line when that is at the step it finishes at
+     * (the trainer always evaluates at its last step); null for a run that stopped before it, or
+     * whose only evaluation is the one before training.
+     */
+    static JsonNode finalEval(ReportRuns.Run r, List<ReportRuns.Run> g) {
+        if (r.evals().isEmpty()) return null;
+        JsonNode last = r.evals().getLast();
+        long at = last.get("step").asLong(), t = target(r, g);
+        return at > 0 && at == t ? last : null;
+    }
+
+    /**
+     * Whether a run finished: it has its final evaluation, or, run without evaluations
+     * (trainer.eval_freq 0), it logged its last step.
+     */
+    static boolean finished(ReportRuns.Run r, List<ReportRuns.Run> g) {
+        return finalEval(r, g) != null || r.evals().isEmpty() && r.lastStep() >= target(r, g);
+    }
+
+    /** The value of {@code key} in an evaluation line, or null where it has none. */
+    private static Function<JsonNode, Double> key(String key) {
+        return n -> n.path(key).isNumber() ? n.get(key).asDouble() : null;
+    }
+
+    /** The mean of the benchmarks' pass@1, each weighed alike; null where the line lacks one of them. */
+    private static Function<JsonNode, Double> benchmarkMean(List<String> keys) {
+        return n -> {
+            double sum = 0;
+            for (String k : keys) {
+                if (!n.path(k).isNumber()) return null;
+                sum += n.get(k).asDouble();
+            }
+            return sum / keys.size();
+        };
+    }
+
+    /**
+     * After training: {@code value} of each run's final evaluation (not the last one that has the key:
+     * a key the final evaluation lacks is missing for that run); runs that did not finish are left out.
+     */
+    private static ReportStats.Interval after(List<ReportRuns.Run> g, Function<JsonNode, Double> value) {
         List<Double> v = new ArrayList<>();
         for (ReportRuns.Run r : g) {
-            double[][] s = r.evalSeries(key);
-            if (s.length > 0 && (last || s[0][0] == 0)) v.add(s[last ? s.length - 1 : 0][1]);
+            JsonNode f = finalEval(r, g);
+            Double x = f == null ? null : value.apply(f);
+            if (x != null) v.add(x);
+        }
+        return ReportStats.interval(v.stream().mapToDouble(Double::doubleValue).toArray());
+    }
+
+    /** Before training: {@code value} of the evaluation at step 0 (with trainer.eval_before_train off the first is a trained one). */
+    private static ReportStats.Interval before(List<ReportRuns.Run> g, Function<JsonNode, Double> value) {
+        List<Double> v = new ArrayList<>();
+        for (ReportRuns.Run r : g) {
+            if (r.evals().isEmpty() || r.evals().getFirst().get("step").asLong() != 0) continue;
+            Double x = value.apply(r.evals().getFirst());
+            if (x != null) v.add(x);
         }
         return ReportStats.interval(v.stream().mapToDouble(Double::doubleValue).toArray());
     }
@@ -312,22 +393,76 @@ public final class RunReport {
         return new ArrayList<>(a);
     }
 
-    /** Per seed, f of agent a's curve of {@code key}; the interval over the seeds that logged it. */
+    /** Per seed, f of the finite curve of {@code key}; the interval over the seeds that logged it. */
     private static ReportStats.Interval perSeed(List<ReportRuns.Run> g, String key, java.util.function.ToDoubleFunction<double[]> f) {
         List<Double> v = new ArrayList<>();
         for (ReportRuns.Run r : g) {
             double[] xs = values(r.series(key));
             if (xs.length == 0) continue;
-            double x = f.applyAsDouble(xs);
-            if (Double.isFinite(x)) v.add(x);
+            v.add(f.applyAsDouble(xs));
         }
         return ReportStats.interval(v.stream().mapToDouble(Double::doubleValue).toArray());
     }
 
+    private static String seeds(int n) {
+        return n + " seed" + (n == 1 ? "" : "s");
+    }
+
+    /**
+     * A gradient norm's max/median over the seeds whose norms were all finite, with the seeds where
+     * it is infinite (a non-finite norm) or undefined (no positive norm) counted beside it, not dropped.
+     */
+    static String maxOverMedianCell(List<ReportRuns.Run> g, String key) {
+        List<Double> finite = new ArrayList<>();
+        int infinite = 0, undefined = 0;
+        for (ReportRuns.Run r : g) {
+            double[] xs = r.valuesWithNonFinite(key);
+            if (xs.length == 0) continue;
+            double m = ReportStats.maxOverMedian(xs);
+            if (Double.isInfinite(m)) infinite++;
+            else if (Double.isNaN(m)) undefined++;
+            else finite.add(m);
+        }
+        ReportStats.Interval i = ReportStats.interval(finite.stream().mapToDouble(Double::doubleValue).toArray());
+        List<String> parts = new ArrayList<>();
+        if (i.n() > 0 || infinite + undefined == 0) parts.add(i.show(g.size()));
+        if (infinite > 0) parts.add("∞ in " + seeds(infinite) + " (a non-finite norm)");
+        if (undefined > 0) parts.add("no positive norm in " + seeds(undefined));
+        return String.join("; ", parts);
+    }
+
+    /** Spikes per seed (a non-finite norm is one), with how many non-finite norms there were in all. */
+    static String spikesCell(List<ReportRuns.Run> g, String key) {
+        List<Double> v = new ArrayList<>();
+        int nonFinite = 0;
+        for (ReportRuns.Run r : g) {
+            double[] xs = r.valuesWithNonFinite(key);
+            if (xs.length == 0) continue;
+            v.add((double) ReportStats.spikes(xs));
+            nonFinite += ReportStats.nonFinite(xs);
+        }
+        String s = ReportStats.interval(v.stream().mapToDouble(Double::doubleValue).toArray()).show(g.size());
+        return nonFinite == 0 ? s : s + "; " + nonFinite + " non-finite";
+    }
+
+    /** The last steps the group's runs logged: "60", or "12–60" where they differ. */
+    private static String stepsCell(List<ReportRuns.Run> g) {
+        long lo = g.stream().mapToLong(ReportRuns.Run::lastStep).min().orElse(0), hi = g.stream().mapToLong(ReportRuns.Run::lastStep).max().orElse(0);
+        return lo == hi ? "" + hi : lo + "–" + hi;
+    }
+
+    private static String header(String key, boolean pooledNamed) {
+        String k = key.substring(5);
+        return escape(pooledNamed && !k.contains("/") ? k + " (all tasks pooled)" : k);
+    }
+
     private static String summaryTable(Map<String, List<ReportRuns.Run>> groups) {
-        List<String> evalKeys = evalKeys(groups), agents = agents(groups);
-        StringBuilder t = new StringBuilder("<table><tr><th>mode</th><th>seeds</th><th>steps</th>");
-        for (String k : evalKeys) t.append("<th>").append(escape(k.substring(5))).append(" before</th><th>").append(escape(k.substring(5))).append(" after</th>");
+        List<String> evalKeys = evalKeys(groups), agents = agents(groups), benchmarks = benchmarkPass1(evalKeys);
+        boolean mixed = !benchmarks.isEmpty();
+        String benchHeader = "pass@1, mean of " + benchmarks.size() + " benchmark" + (benchmarks.size() == 1 ? "" : "s");
+        StringBuilder t = new StringBuilder("<table><tr><th>mode</th><th>seeds</th><th>finished</th><th>steps</th>");
+        for (String k : evalKeys) t.append("<th>").append(header(k, mixed)).append(" before</th><th>").append(header(k, mixed)).append(" after</th>");
+        if (mixed) t.append("<th>").append(benchHeader).append(" before</th><th>").append(benchHeader).append(" after</th>");
         for (String a : agents) {
             t.append("<th>").append(escape(a)).append(" ‖g‖ max/median</th><th>").append(escape(a)).append(" spikes &gt; 3× median</th><th>")
                     .append(escape(a)).append(" inflation</th>");
@@ -335,24 +470,35 @@ public final class RunReport {
         t.append("</tr>\n");
         for (var e : groups.entrySet()) {
             List<ReportRuns.Run> g = e.getValue();
+            int n = g.size();
+            long finished = g.stream().filter(r -> finished(r, g)).count();
             // the last step logged, not the lines: with metrics.log_freq > 1 there are fewer lines than steps
-            long steps = g.stream().mapToLong(r -> r.steps().isEmpty() ? 0 : r.steps().getLast().path("step").asLong()).max().orElse(0);
-            t.append("<tr><td>").append(escape(e.getKey())).append("</td><td>").append(g.size()).append("</td><td>").append(steps).append("</td>");
+            t.append("<tr><td>").append(escape(e.getKey())).append("</td><td>").append(n).append("</td><td>").append(finished)
+                    .append("</td><td>").append(stepsCell(g)).append("</td>");
             for (String k : evalKeys) {
-                t.append("<td>").append(evalAt(g, k, false).show()).append("</td><td>").append(evalAt(g, k, true).show()).append("</td>");
+                t.append("<td>").append(before(g, key(k)).show(n)).append("</td><td>").append(after(g, key(k)).show(n)).append("</td>");
+            }
+            if (mixed) {
+                t.append("<td>").append(before(g, benchmarkMean(benchmarks)).show(n)).append("</td><td>")
+                        .append(after(g, benchmarkMean(benchmarks)).show(n)).append("</td>");
             }
             for (String a : agents) {
                 String gn = "agent/" + a + "/grad_norm";
-                t.append("<td>").append(perSeed(g, gn, ReportStats::maxOverMedian).show()).append("</td><td>")
-                        .append(perSeed(g, gn, xs -> ReportStats.spikes(xs)).show()).append("</td><td>")
-                        .append(perSeed(g, "agent/" + a + "/inflation", xs -> java.util.Arrays.stream(xs).average().orElse(Double.NaN)).show())
-                        .append("</td>");
+                t.append("<td>").append(escape(maxOverMedianCell(g, gn))).append("</td><td>").append(escape(spikesCell(g, gn)))
+                        .append("</td><td>").append(perSeed(g, "agent/" + a + "/inflation", xs -> java.util.Arrays.stream(xs).average()
+                                .orElse(Double.NaN)).show(n)).append("</td>");
             }
             t.append("</tr>\n");
         }
         return t.append("</table>\n<p>Values are means over the seeds ± the half-width of a 95% interval (Student's t; none "
-                + "with one seed). ‖g‖ is the per-agent gradient norm before clipping (trainer.grad_norm_per_agent); a spike is a "
-                + "step whose norm exceeds 3× the median of the steps before it. Inflation is Lemma 4.2's factor, averaged over the "
+                + "with one seed); (n=…) where fewer seeds than the row's stand behind a value. Finished: the runs whose last "
+                + "evaluation is at their config's trainer.steps (or, without evaluations, that logged it); \"after\" is each finished run's final evaluation, and a run "
+                + "that stopped early (or evaluated only before training) is left out of it. Scores without a benchmark in their "
+                + "name are over all test tasks pooled: a mixed test file's benchmarks weigh by their task counts"
+                + (mixed ? "; their mean (" + benchHeader + ") weighs each alike" : "") + ". ‖g‖ is the per-agent gradient norm before "
+                + "clipping (trainer.grad_norm_per_agent); a spike is a non-finite norm, or a norm above 3× the median of the "
+                + "positive norms before it, judged once there are three (never the first three logged norms); max/median is over the "
+                + "positive norms, ∞ for a seed with a non-finite norm. Inflation is Lemma 4.2's factor, averaged over the "
                 + "steps.</p>\n").toString();
     }
 
@@ -362,38 +508,81 @@ public final class RunReport {
         StringBuilder runs = new StringBuilder();
         for (var e : groups.entrySet()) runs.append(runs.isEmpty() ? "" : ", ").append(e.getKey()).append(" × ").append(e.getValue().size());
         int minSeeds = groups.values().stream().mapToInt(List::size).min().orElse(0);
-        out.add("Runs: " + runs + " (mode × seeds). " + (minSeeds < 2
-                ? "With one seed per mode there is no measure of spread: differences between modes may be noise."
-                : "Intervals are over " + minSeeds + (minSeeds < 5 ? " seeds, few enough that only large differences can show." : " seeds.")));
-        List<String> keys = evalKeys(groups);
+        int maxSeeds = groups.values().stream().mapToInt(List::size).max().orElse(0);
+        List<String> single = groups.entrySet().stream().filter(e -> e.getValue().size() < 2).map(Map.Entry::getKey).toList();
+        String spread;
+        if (maxSeeds < 2) {
+            spread = "With one seed per mode there is no measure of spread: differences between modes may be noise.";
+        } else if (!single.isEmpty()) {
+            spread = String.join(", ", single) + (single.size() == 1 ? " has" : " have") + " one seed: no measure of spread there, "
+                    + "and differences with it may be noise. Other intervals are over up to " + maxSeeds + " seeds.";
+        } else {
+            spread = "Intervals are over " + (minSeeds == maxSeeds ? "" + minSeeds : minSeeds + " to " + maxSeeds)
+                    + (minSeeds < 5 ? " seeds, few enough that only large differences can show." : " seeds.");
+        }
+        out.add("Runs: " + runs + " (mode × seeds). " + spread);
+        List<String> unfinished = new ArrayList<>();
+        for (List<ReportRuns.Run> g : groups.values()) {
+            for (ReportRuns.Run r : g) {
+                if (finished(r, g)) continue;
+                String lastEval = r.evals().isEmpty() ? "no evaluation" : "last evaluation at step " + r.evals().getLast().get("step").asLong();
+                unfinished.add(r.name() + " (step " + r.lastStep() + " of " + target(r, g) + ", " + lastEval + ")");
+            }
+        }
+        if (!unfinished.isEmpty()) {
+            out.add("Unfinished runs, left out of every \"after\" (a run is finished when its last evaluation is at its trainer.steps): "
+                    + String.join(", ", unfinished) + ".");
+        }
+        List<String> keys = evalKeys(groups), benchmarks = benchmarkPass1(keys);
         String main = keys.contains("eval/pass@1") ? "eval/pass@1" : keys.isEmpty() ? null : keys.getFirst();
         if (main != null && groups.size() > 1) {
             List<String> labels = new ArrayList<>(groups.keySet());
-            StringBuilder sb = new StringBuilder("Held-out " + main.substring(5) + " after training: ");
+            String pooled = main.substring(5).contains("/") ? "" : " (all " + tasks(groups) + "test tasks pooled"
+                    + (benchmarks.isEmpty() ? "" : ": the benchmarks weigh by their task counts") + ")";
+            StringBuilder sb = new StringBuilder("Held-out " + main.substring(5) + pooled + " after training: ");
+            List<ReportStats.Interval> after = new ArrayList<>();
+            for (String l : labels) after.add(after(groups.get(l), key(main)));
             for (int i = 0; i < labels.size(); i++) sb.append(i == 0 ? "" : "; ").append(labels.get(i)).append(' ')
-                    .append(evalAt(groups.get(labels.get(i)), main, true).show());
+                    .append(after.get(i).show(groups.get(labels.get(i)).size()));
             sb.append(". ");
             List<String> distinct = new ArrayList<>();
             for (int i = 0; i < labels.size(); i++) {
                 for (int j = i + 1; j < labels.size(); j++) {
-                    ReportStats.Interval a = evalAt(groups.get(labels.get(i)), main, true), b = evalAt(groups.get(labels.get(j)), main, true);
-                    if (!a.overlaps(b)) distinct.add(labels.get(i) + " vs " + labels.get(j));
+                    if (!after.get(i).overlaps(after.get(j))) distinct.add(labels.get(i) + " vs " + labels.get(j));
                 }
             }
             sb.append(distinct.isEmpty() ? "Every pair of intervals overlaps: these runs do not show that one mode evaluates better than another."
                     : "Intervals that do not overlap: " + String.join(", ", distinct) + ".");
             out.add(sb.toString());
+            if (main.equals("eval/pass@1") && !benchmarks.isEmpty()) {
+                StringBuilder bm = new StringBuilder("Mean of the benchmarks' pass@1 (" + benchmarks.size() + ", each weighed alike): ");
+                for (int i = 0; i < labels.size(); i++) bm.append(i == 0 ? "" : "; ").append(labels.get(i)).append(' ')
+                        .append(after(groups.get(labels.get(i)), benchmarkMean(benchmarks)).show(groups.get(labels.get(i)).size()));
+                out.add(bm.append('.').toString());
+            }
         }
         for (String a : agents(groups)) {
             String key = "agent/" + a + "/grad_norm";
             StringBuilder sb = new StringBuilder();
             for (var e : groups.entrySet()) {
-                ReportStats.Interval s = perSeed(e.getValue(), key, ReportStats::maxOverMedian);
-                if (s.n() > 0) sb.append(sb.isEmpty() ? "" : "; ").append(e.getKey()).append(' ').append(s.show());
+                if (e.getValue().stream().allMatch(r -> r.valuesWithNonFinite(key).length == 0)) continue;
+                sb.append(sb.isEmpty() ? "" : "; ").append(e.getKey()).append(' ').append(maxOverMedianCell(e.getValue(), key));
             }
             if (!sb.isEmpty()) out.add("Gradient-norm max/median of agent " + a + ": " + sb + ".");
         }
         return out;
+    }
+
+    /** "N " test tasks, from the finished runs' eval/tasks where they agree; "" where unknown or they differ. */
+    private static String tasks(Map<String, List<ReportRuns.Run>> groups) {
+        Set<Long> n = new java.util.TreeSet<>();
+        for (List<ReportRuns.Run> g : groups.values()) {
+            for (ReportRuns.Run r : g) {
+                JsonNode f = finalEval(r, g);
+                if (f != null && f.path("eval/tasks").isNumber()) n.add(f.get("eval/tasks").asLong());
+            }
+        }
+        return n.size() == 1 ? n.iterator().next() + " " : "";
     }
 
     private static String escape(String s) {

@@ -195,6 +195,9 @@ class NormalizeCommandTest {
         assertTrue(text.startsWith("drmas compare — " + example + ": 300 rows"), text);
         assertTrue(text.lines().findFirst().orElseThrow().endsWith("; kernels on " + Advantages.ARRAYS_BACKEND), text);
         assertTrue(text.contains("solver") && text.contains("verifier"), text);
+        // the factor is GRPO's with row pooling; the trajectory pooling used here does not realise it
+        assertTrue(text.contains("pooled over trajectories") && text.contains("an inflation that trajectory pooling does not realise"), text);
+        assertFalse(text.contains("are where gradient norms spike"), text);
         assertEquals(300, Files.readAllLines(dir.resolve("drmas.jsonl")).size());
         assertEquals(300, Files.readAllLines(dir.resolve("grpo.jsonl")).size());
     }

@@ -3,7 +3,9 @@
 // modes' series with the mean, lowest and highest seed at every step, the summary states intervals
 // over seeds and spikiness, a blow-up goes on a log axis, and a missing, corrupt or empty metrics
 // file is an error naming it (but a last line a crash cut short is left out, and so is an
-// experiment's run without data yet, with a note); "before" is the step-0 evaluation only; two runs
+// experiment's run without data yet, with a note); "before" is the step-0 evaluation only, "after"
+// each finished run's final evaluation (a seed that stopped early is left out and named); non-finite
+// and zero gradient norms have their rules; each cell's n shows where it is not the row's; two runs
 // of one mode and seed are an error; files are replaced by rename.
 package dev.drmas.metrics;
 
@@ -86,7 +88,134 @@ class RunReportTest {
         assertEquals(2.5, ReportStats.median(new double[] {4, 1, 3, 2}));
         assertEquals(10 / 2.5, ReportStats.maxOverMedian(new double[] {1, 2, 3, 10}), 1e-12);
         assertEquals(1, ReportStats.spikes(new double[] {1, 1, 1, 4, 1, 2.9}));
-        assertTrue(Double.isNaN(ReportStats.maxOverMedian(new double[] {0, 0, 1})), "a zero median: undefined");
+        assertTrue(Double.isNaN(ReportStats.maxOverMedian(new double[] {0, 0, 0})), "no positive norm: undefined");
+    }
+
+    @Test
+    void studentsTBeyondTheTableIsNotTheNormalQuantile() {
+        // scipy.stats.t.ppf(0.975, df)
+        assertEquals(2.0395, ReportStats.t975(31), 1e-4);
+        assertEquals(2.0003, ReportStats.t975(60), 1e-4);
+        assertEquals(1.9799, ReportStats.t975(120), 1e-4);
+        assertEquals(2.042, ReportStats.t975(30), 1e-12, "the table below");
+        double[] xs = new double[32];
+        for (int i = 0; i < xs.length; i++) xs[i] = i % 2;
+        double sd = Math.sqrt(16 * 0.25 * 2 / 31.0);  // 32 values of 0 and 1 about their mean 0.5
+        assertEquals(2.0395 * sd / Math.sqrt(32), ReportStats.interval(xs).halfWidth(), 1e-4);
+    }
+
+    @Test
+    void zeroNormsAreNoBaselineAndNonFiniteOnesAreSpikes() {
+        // an agent without a non-zero advantage for its first steps: the baseline waits for three positive norms
+        assertEquals(0, ReportStats.spikes(new double[] {0, 0, 0, 0, 0, 1, 1, 1, 1, 1.1}));
+        assertEquals(1, ReportStats.spikes(new double[] {0, 0, 0, 0, 0, 1, 1, 1, 1, 3.5}));
+        assertEquals(1.1, ReportStats.maxOverMedian(new double[] {0, 0, 0, 0, 0, 1, 1, 1, 1, 1.1}), 1e-12);
+        assertEquals(0, ReportStats.spikes(new double[] {1, 1, 10}), "the first three are never judged");
+        // a non-finite norm is a blow-up wherever it is
+        assertEquals(2, ReportStats.spikes(new double[] {Double.NaN, 1, 1, 1, Double.POSITIVE_INFINITY, 1}));
+        assertEquals(Double.POSITIVE_INFINITY, ReportStats.maxOverMedian(new double[] {1, 1, Double.NaN, 1}));
+    }
+
+    /** A run folder with the given metric lines and, where {@code steps} > 0, trainer.steps in its config. */
+    Path runWith(Path exp, String mode, int seed, int steps, List<String> lines) throws IOException {
+        Path d = Files.createDirectories(exp.resolve(mode + "-s" + seed));
+        Files.writeString(d.resolve("config.yaml"), "run: {name: " + mode + "-s" + seed + ", seed: " + seed + "}\n"
+                + "algorithm: {mode: " + mode + ", global_pooling: trajectories}\norchestra: {name: math}\n"
+                + (steps > 0 ? "trainer: {steps: " + steps + "}\n" : ""));
+        Files.write(d.resolve("metrics.jsonl"), lines);
+        return d;
+    }
+
+    /** Training lines for steps 1..last (solver norm norm(step)), and evaluations: step → pass@1 (pass@4 twice it). */
+    static List<String> lines(int last, java.util.function.IntFunction<Double> norm, double[][] evals) {
+        List<String> out = new ArrayList<>();
+        for (int s = 1; s <= last; s++) {
+            java.util.Map<String, Double> m = new java.util.TreeMap<>(java.util.Map.of("reward/mean", 0.5, "agent/solver/rows", 8.0));
+            Double g = norm.apply(s);
+            if (g != null) m.put("agent/solver/grad_norm", g);
+            out.add(JsonlSink.toLine(s, 1.0, m).strip());
+        }
+        for (double[] e : evals) {
+            out.add(JsonlSink.toLine((long) e[0], 1.0, java.util.Map.of("eval/pass@1", e[1], "eval/pass@4", 2 * e[1], "eval/tasks", 40.0)).strip());
+        }
+        return out;
+    }
+
+    @Test
+    void aSeedThatStoppedEarlyIsLeftOutOfAfterAndNamed() throws IOException {
+        Path exp = tmp.resolve("early");
+        runWith(exp, "drmas", 1, 60, lines(60, s -> 1.0, new double[][] {{0, 0.05}, {30, 0.2}, {60, 0.30}}));
+        runWith(exp, "drmas", 2, 60, lines(60, s -> 1.0, new double[][] {{0, 0.05}, {30, 0.2}, {60, 0.32}}));
+        runWith(exp, "drmas", 3, 60, lines(30, s -> 1.0, new double[][] {{0, 0.05}, {30, 0.10}}));  // crashed after step 30
+        runWith(exp, "drmas", 4, 60, lines(12, s -> 1.0, new double[][] {{0, 0.05}}));  // only the evaluation before training
+        // without trainer.steps in its config a run is finished at the last step any seed of its mode logged
+        runWith(exp, "grpo", 1, 0, lines(60, s -> 1.0, new double[][] {{0, 0.05}, {60, 0.30}}));
+        runWith(exp, "grpo", 2, 0, lines(60, s -> 1.0, new double[][] {{0, 0.05}, {60, 0.34}}));
+        runWith(exp, "grpo", 3, 0, lines(40, s -> 1.0, new double[][] {{0, 0.05}, {40, 0.9}}));
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        double half = 12.706 * Math.sqrt(2 * 0.01 * 0.01) / Math.sqrt(2);
+        // mode, seeds, finished, steps (the runs' last), pass@1 before, after (over the two finished seeds)
+        assertTrue(page.contains(String.format(Locale.ROOT, "<tr><td>drmas</td><td>4</td><td>2</td><td>12–60</td><td>0.050 ± 0.000</td>"
+                + "<td>%.3f ± %.3f (n=2)</td>", 0.31, half)), page);
+        assertTrue(page.contains(String.format(Locale.ROOT, "<tr><td>grpo</td><td>3</td><td>2</td><td>40–60</td><td>0.050 ± 0.000</td>"
+                + "<td>%.3f ± %.3f (n=2)</td>", 0.32, 12.706 * Math.sqrt(2 * 0.02 * 0.02) / Math.sqrt(2))), page);
+        assertTrue(page.contains("drmas-s3 (step 30 of 60, last evaluation at step 30), drmas-s4 (step 12 of 60, last evaluation at step 0)"), page);
+        assertTrue(page.contains("grpo-s3 (step 40 of 60, last evaluation at step 40)"), page);
+        // the plots say how many seeds stand behind their points
+        JsonNode reward = new ObjectMapper().readTree(exp.resolve("plots/reward.json").toFile());
+        JsonNode drmas = reward.get("series").get(1);
+        assertEquals("drmas (2–4 of 4 seeds)", drmas.get("legend").asText());
+        assertEquals(4, drmas.get("n").get(0).asInt());
+        assertEquals(2, drmas.get("n").get(59).asInt());
+    }
+
+    @Test
+    void afterIsEachRunsFinalEvaluationNotTheLastThatHasTheKey() throws IOException {
+        Path exp = tmp.resolve("k");
+        for (int seed = 1; seed <= 3; seed++) {
+            List<String> l = lines(60, s -> 1.0, new double[][] {{0, 0.05}, {30, seed == 2 ? 0.1 : 0.2}});
+            // seed 2 resumed at step 30 with eval.k 8: its final evaluation has no pass@4
+            l.add(JsonlSink.toLine(60, 1.0, java.util.Map.of("eval/pass@1", 0.3, seed == 2 ? "eval/pass@8" : "eval/pass@4", 0.5)).strip());
+            runWith(exp, "drmas", seed, 60, l);
+        }
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        // pass@1 before/after, pass@4 before/after (seeds 1 and 3 only), pass@8 before/after (seed 2)
+        assertTrue(page.contains("<td>0.050 ± 0.000</td><td>0.300 ± 0.000</td><td>0.100 ± 0.000</td><td>0.500 ± 0.000 (n=2)</td>"
+                + "<td>–</td><td>0.500 (n=1)</td>"), page);
+    }
+
+    @Test
+    void nonFiniteAndZeroNormsAreCountedNotDropped() throws IOException {
+        Path exp = tmp.resolve("norms");
+        // agent-std blew up: Infinity at steps 10 and 15 of seed 1, NaN at step 10 of seed 2 (JsonlSink writes null + "nonfinite")
+        runWith(exp, "agent-std", 1, 20, lines(20, s -> s == 10 || s == 15 ? Double.POSITIVE_INFINITY : 1.0, new double[][] {{20, 0.1}}));
+        runWith(exp, "agent-std", 2, 20, lines(20, s -> s == 10 ? Double.NaN : 1.0, new double[][] {{20, 0.1}}));
+        // grpo: a finite spike in seed 1; seed 2's solver never had a gradient
+        runWith(exp, "grpo", 1, 20, lines(20, s -> s == 10 ? 5.0 : 1.0, new double[][] {{20, 0.1}}));
+        runWith(exp, "grpo", 2, 20, lines(20, s -> 0.0, new double[][] {{20, 0.1}}));
+        assertTrue(Files.readString(exp.resolve("agent-std-s2/metrics.jsonl")).contains("\"nonfinite\":{\"agent/solver/grad_norm\":\"NaN\"}"));
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        // max/median, spikes per seed (2 and 1), inflation (none logged)
+        assertTrue(page.contains("<td>∞ in 2 seeds (a non-finite norm)</td><td>"
+                + String.format(Locale.ROOT, "%.3f ± %.3f", 1.5, 12.706 * Math.sqrt(0.5) / Math.sqrt(2)) + "; 3 non-finite</td>"), page);
+        assertTrue(page.contains("<td>5.000 (n=1); no positive norm in 1 seed</td><td>0.500 ± 6.353</td>"), page);
+        assertTrue(page.contains("Gradient-norm max/median of agent solver: grpo 5.000 (n=1); no positive norm in 1 seed; "
+                + "agent-std ∞ in 2 seeds (a non-finite norm)."), page);
+    }
+
+    @Test
+    void theSummarySaysWhichModesHaveOneSeed() throws IOException {
+        Path exp = tmp.resolve("seeds");
+        run(exp, "grpo", 1, 0.10);
+        run(exp, "grpo", 2, 0.20);
+        run(exp, "grpo", 3, 0.20);
+        run(exp, "drmas", 1, 0.30);
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertFalse(page.contains("one seed per mode"), page);
+        assertTrue(page.contains("drmas has one seed: no measure of spread there"), page);
+        run(exp, "drmas", 2, 0.30);
+        page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains("Intervals are over 2 to 3 seeds"), page);
     }
 
     @Test
@@ -125,6 +254,9 @@ class RunReportTest {
             Files.write(d.resolve("metrics.jsonl"), lines);
         }
         RunReport.write(List.of(exp), exp.resolve("report.html"));
+        String page = Files.readString(exp.resolve("report.html"));
+        // runs without evaluations (trainer.eval_freq 0) that logged their last step have finished
+        assertTrue(page.contains("<tr><td>grpo</td><td>1</td><td>1</td><td>5</td>") && !page.contains("Unfinished"), page);
         JsonNode norms = new ObjectMapper().readTree(exp.resolve("plots/grad_norm-solver.json").toFile());
         assertTrue(norms.get("log_y").asBoolean(), "a span of 1e5 / 0.6 is drawn on a log axis");
         assertEquals(0.0, norms.get("series").get(0).get("mean").get(2).asDouble(), "the data keeps the zero");
@@ -183,7 +315,7 @@ class RunReportTest {
         RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { });
         String page = Files.readString(exp.resolve("report.html"));
         // mode, seeds, steps, pass@1 before, pass@1 after
-        assertTrue(page.contains("<tr><td>grpo</td><td>1</td><td>6</td><td>–</td><td>0.200</td>"), page);
+        assertTrue(page.contains("<tr><td>grpo</td><td>1</td><td>1</td><td>6</td><td>–</td><td>0.200</td>"), page);
     }
 
     @Test
@@ -230,6 +362,10 @@ class RunReportTest {
         String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html")));
         assertTrue(Files.size(exp.resolve("plots").resolve("eval-aime24-pass_1.png")) > 1000);
         assertTrue(page.contains("aime24/pass@1") && page.contains("0.375") && page.contains("0.125"), page);
+        // the headline pools every test task; the mean over the benchmarks weighs each alike
+        assertTrue(page.contains("<th>pass@1 (all tasks pooled) after</th>") && page.contains("<th>pass@1, mean of 1 benchmark after</th>"), page);
+        assertTrue(page.contains("Held-out pass@1 (all test tasks pooled: the benchmarks weigh by their task counts) after training"), page);
+        assertTrue(page.contains("Mean of the benchmarks' pass@1 (1, each weighed alike): grpo 0.125; drmas 0.375."), page);
         assertFalse(Files.exists(exp.resolve("plots").resolve("eval-aime24-tasks.png")), "a count is no score");
         assertFalse(Files.exists(exp.resolve("plots").resolve("eval-search-f1.png")), "a workflow's metric is no score");
         assertTrue(RunReport.evalScore("eval/pass@1") && RunReport.evalScore("eval/HuggingFaceH4/MATH-500/avg@16"));
