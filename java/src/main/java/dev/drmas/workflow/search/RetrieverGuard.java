@@ -30,8 +30,8 @@ final class RetrieverGuard {
     private final Sleeper sleeper;
 
     /**
-     * @param outageS how long a batch that fails whole is retried before {@link #search} throws; 0:
-     *                never (the failed results are returned at once)
+     * @param outageS how long a batch that fails whole is retried before {@link #search} gives up (see
+     *                there); 0: never retried (the failed results are returned at once)
      * @param server  the server's name in messages (its URL)
      */
     RetrieverGuard(Retriever retriever, int k, double outageS, String server, PrintStream log) {
