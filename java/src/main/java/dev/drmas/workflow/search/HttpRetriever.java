@@ -3,8 +3,8 @@
 // {"queries": [...], "topk": k, "return_scores": true}, answered by
 // {"result": [[{"document": {"id", "contents"}, "score"}, ...], ...]}, one list per query. Uses the
 // JDK's HttpClient. Every wait is bounded by the timeout; a timeout, a refused connection, a non-200
-// status or a malformed body fails that batch's queries (logged and counted by the caller; the last
-// two as refused: the server answered), never with an exception. The search workload's RetrieverGuard
+// status or a malformed body fails that request's queries (logged and counted by the caller; the last
+// two as refused, the server having answered, except a proxy's 502/503/504), never with an exception. The search workload's RetrieverGuard
 // decides what an outage of the server does to a run.
 package dev.drmas.workflow.search;
 
