@@ -6,7 +6,6 @@
 package dev.drmas.cli;
 
 import dev.drmas.dist.Collective;
-import dev.drmas.dist.DistEnv;
 import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -23,17 +22,7 @@ final class EvalCommand extends RunCommand {
     public Integer call() throws Exception {
         LaunchCommand.watchLauncher();
         var cfg = loadConfig();
-        DistEnv env;
-        try {
-            env = DistEnv.fromEnvironment();
-        } catch (IllegalArgumentException e) {
-            throw new UserError(e.getMessage(), e);
-        }
-        try (Collective dist = TrainCommand.connect(cfg, env)) {
-            if (env.distributed()) {
-                System.out.println("drmas: rank " + env.rank() + " of " + env.worldSize() + " joined (master "
-                        + env.masterAddr() + ":" + env.masterPort() + ")");
-            }
+        try (Collective dist = joinRanks(cfg)) {
             return withTrainer(cfg, System.out, dist, t -> {
                 // a random model scores ~0 and the command would end 0: almost surely a wrong run.name or output_dir
                 // (every rank opens the same folders, so every rank refuses alike)

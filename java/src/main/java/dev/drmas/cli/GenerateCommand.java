@@ -85,10 +85,8 @@ final class GenerateCommand implements Callable<Integer> {
             throw new UserError(e.getMessage().replace("_", "-").replaceFirst("^", "--"));
         }
         if (threads < 1) throw new UserError("--threads must be >= 1, got " + threads);
-        if (temperature > 0 && temperature < dev.drmas.config.RolloutConfig.MIN_TEMPERATURE) {
-            throw new UserError("--temperature must be 0 (greedy) or >= " + dev.drmas.config.RolloutConfig.MIN_TEMPERATURE
-                    + " (below it sampling is greedy in all but name, and logits / temperature overflow), got " + temperature);
-        }
+        String tiny = dev.drmas.config.RolloutConfig.greedyOrSampledProblem(temperature);
+        if (tiny != null) throw new UserError("--temperature " + tiny);
         if (stopStrings.stream().anyMatch(String::isEmpty)) throw new UserError("--stop must not be empty (it would stop at once)");
         if (!templateArgs.isEmpty() && !chat) throw new UserError("--template-arg applies to --chat only");
         Map<String, Object> args = TokenizeCommand.templateArgs(templateArgs);

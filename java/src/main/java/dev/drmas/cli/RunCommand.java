@@ -1,5 +1,5 @@
 // RunCommand.java — what `drmas train`, `drmas sft` and `drmas eval` share: a YAML run config with
-// Hydra-style overrides, and the translation of every bad-input exception of the layers below
+// Hydra-style overrides, joining the other ranks of a data-parallel run (train, eval), and the translation of every bad-input exception of the layers below
 // (config, task files, model and tokenizer files, settings the trainer refuses as it opens) into a
 // clear user error.
 package dev.drmas.cli;
@@ -7,6 +7,8 @@ package dev.drmas.cli;
 import dev.drmas.config.ConfigException;
 import dev.drmas.config.RunConfig;
 import dev.drmas.dist.Collective;
+import dev.drmas.dist.DistEnv;
+import dev.drmas.dist.DistributedException;
 import dev.drmas.env.TaskFileException;
 import dev.drmas.model.ModelFileException;
 import dev.drmas.tokenizer.TokenizerFileException;
@@ -42,6 +44,28 @@ abstract class RunCommand implements Callable<Integer> {
         }
         for (String w : cfg.warnings()) System.err.println("drmas: warning: " + w);
         return cfg;
+    }
+
+    /**
+     * This process's collective: one rank of several when the torchrun variables (RANK, WORLD_SIZE,
+     * MASTER_ADDR, MASTER_PORT) say so, which it then prints, else a single process. A variable that
+     * does not parse, a port in use, a rank 0 out of reach or run.device cuda without CUDA is the
+     * user's to change.
+     */
+    static Collective joinRanks(RunConfig cfg) {
+        DistEnv env;
+        Collective dist;
+        try {
+            env = DistEnv.fromEnvironment();
+            dist = Trainer.connect(cfg, env);
+        } catch (IllegalArgumentException | DistributedException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+        if (env.distributed()) {
+            System.out.println("drmas: rank " + env.rank() + " of " + env.worldSize() + " joined (master "
+                    + env.masterAddr() + ":" + env.masterPort() + ")");
+        }
+        return dist;
     }
 
     /** Runs {@code body} with a trainer, turning bad input into user errors. */

@@ -4,8 +4,6 @@
 package dev.drmas.cli;
 
 import dev.drmas.dist.Collective;
-import dev.drmas.dist.DistEnv;
-import dev.drmas.train.Trainer;
 import picocli.CommandLine.Command;
 
 @Command(name = "train", mixinStandardHelpOptions = true,
@@ -16,30 +14,11 @@ final class TrainCommand extends RunCommand {
     public Integer call() throws Exception {
         LaunchCommand.watchLauncher();
         var cfg = loadConfig();
-        DistEnv env;
-        try {
-            env = DistEnv.fromEnvironment();
-        } catch (IllegalArgumentException e) {
-            throw new UserError(e.getMessage(), e);
-        }
-        try (Collective dist = connect(cfg, env)) {
-            if (env.distributed()) {
-                System.out.println("drmas: rank " + env.rank() + " of " + env.worldSize() + " joined (master "
-                        + env.masterAddr() + ":" + env.masterPort() + ")");
-            }
+        try (Collective dist = joinRanks(cfg)) {
             return withTrainer(cfg, System.out, dist, t -> {
                 t.train();
                 if (dist.isMaster()) System.out.println("drmas: run directory " + t.runDir().toAbsolutePath());
             });
-        }
-    }
-
-    /** The collective; a port in use, a rank 0 out of reach or run.device cuda without CUDA is the user's to change. */
-    static Collective connect(dev.drmas.config.RunConfig cfg, DistEnv env) {
-        try {
-            return Trainer.connect(cfg, env);
-        } catch (IllegalArgumentException | dev.drmas.dist.DistributedException e) {
-            throw new UserError(e.getMessage(), e);
         }
     }
 }

@@ -18,9 +18,8 @@ public record EvalConfig(int tasks, int k, int samples, double temperature, doub
         Check.positive(k, "k");
         Check.that(samples == 0 || samples >= k, "samples", "must be 0 (= k) or >= k (" + k + "), got " + samples);
         Check.nonNegative(temperature, "temperature");
-        Check.that(temperature == 0 || temperature >= RolloutConfig.MIN_TEMPERATURE, "temperature", "must be 0 (greedy) or >= "
-                + RolloutConfig.MIN_TEMPERATURE + " (below it sampling is greedy in all but name, and logits / temperature overflow), got "
-                + Check.num(temperature));
+        String tiny = RolloutConfig.greedyOrSampledProblem(temperature);
+        Check.that(tiny == null, "temperature", tiny);
         Check.that(topP > 0 && topP <= 1, "top_p", "must be in (0, 1], got " + Check.num(topP));
         Check.nonNegative(topK, "top_k");
     }

@@ -70,6 +70,16 @@ public record RolloutConfig(int tasksPerStep, int rolloutsPerTask, double temper
     /** The least temperature that samples: vLLM's sampling epsilon (below it vLLM decodes greedily). */
     public static final double MIN_TEMPERATURE = 1e-5;
 
+    /**
+     * What is wrong with {@code t} as a temperature where 0 means greedy (evaluation, generation): "must
+     * be 0 (greedy) or >= 1e-5 ..., got t" for one in (0, MIN_TEMPERATURE), else null.
+     */
+    public static String greedyOrSampledProblem(double t) {
+        if (t == 0 || !(t > 0) || t >= MIN_TEMPERATURE) return null;
+        return "must be 0 (greedy) or >= " + MIN_TEMPERATURE + " (below it sampling is greedy in all but name, and logits / temperature"
+                + " overflow), got " + Check.num(t);
+    }
+
     public RolloutConfig {
         Check.positive(tasksPerStep, "tasks_per_step");
         Check.positive(rolloutsPerTask, "rollouts_per_task");

@@ -68,7 +68,7 @@ public final class JsonlTasks {
                     : parseLine(line, where, questionField, answerField, dataSourceField);
             String question = text(fields, questionField, where, false);
             List<String> answers = answers(fields, answerField, where);
-            String id = id(fields.get(ID_FIELD), where, lineNo);
+            String id = id(fields.get(ID_FIELD), where);
             if (id != null && dataSourceField != null) {
                 Field f = fields.get(dataSourceField);
                 if (f != null && f.token == JsonToken.VALUE_STRING && !f.text.isBlank()) id = f.text + "/" + id;
@@ -176,7 +176,7 @@ public final class JsonlTasks {
     }
 
     // The line's own id, or null for none (absent, or null as pandas writes a missing value).
-    private static String id(Field f, String where, int lineNo) {
+    private static String id(Field f, String where) {
         if (f == null || f.token == JsonToken.VALUE_NULL) return null;
         // a blank id names nothing in logs and evaluation reports (CorpusFile refuses one too)
         if (f.token == JsonToken.VALUE_STRING && f.text.isBlank()) throw new TaskFileException(where + ": field '" + ID_FIELD + "' is empty");

@@ -69,11 +69,20 @@ final class ReportRuns {
                 if (v.isNumber()) {
                     out.add(v.asDouble());
                 } else if (v.isNull() && n.path("nonfinite").path(key).isTextual()) {
-                    String t = n.path("nonfinite").path(key).asText();
-                    out.add(t.startsWith("-") ? Double.NEGATIVE_INFINITY : t.contains("Inf") ? Double.POSITIVE_INFINITY : Double.NaN);
+                    out.add(nonFinite(n.path("nonfinite").path(key).asText()));
                 }
             }
             return out.stream().mapToDouble(Double::doubleValue).toArray();
+        }
+
+        // JsonlSink spells a non-finite value with Double.toString ("NaN", "Infinity", "-Infinity"); anything
+        // else there is not a number it wrote, and reads as NaN
+        private static double nonFinite(String text) {
+            try {
+                return Double.parseDouble(text);
+            } catch (NumberFormatException e) {
+                return Double.NaN;
+            }
         }
 
         /** The last step the run logged, a training step's or an evaluation's. */

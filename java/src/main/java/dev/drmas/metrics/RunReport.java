@@ -244,7 +244,7 @@ public final class RunReport {
 
     /** "4 seeds", or where fewer logged some steps (a seed that stopped early) "2–4 of 4 seeds". */
     static String seedCount(int nMin, int nMax, int seeds) {
-        if (nMin == seeds && nMax == seeds) return seeds + " seed" + (seeds == 1 ? "" : "s");
+        if (nMin == seeds && nMax == seeds) return seeds(seeds);
         return (nMin == nMax ? "" + nMin : nMin + "–" + nMax) + " of " + seeds + " seeds";
     }
 

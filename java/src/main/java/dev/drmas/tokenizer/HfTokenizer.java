@@ -166,7 +166,12 @@ public final class HfTokenizer implements Tokenizer {
 
     @Override
     public int[] encode(String text, boolean addSpecialTokens) {
-        long[] ids = native_.encode(text, addSpecialTokens, false).getIds();
+        return ids(native_.encode(text, addSpecialTokens, false));
+    }
+
+    // an encoding's ids as ints (DJL hands them out as longs)
+    private static int[] ids(Encoding e) {
+        long[] ids = e.getIds();
         int[] out = new int[ids.length];
         for (int i = 0; i < ids.length; i++) out[i] = Math.toIntExact(ids[i]);
         return out;
@@ -182,12 +187,7 @@ public final class HfTokenizer implements Tokenizer {
         if (texts.size() < 2) return Tokenizer.super.encodeAll(texts);
         Encoding[] enc = native_.batchEncode(texts, false, false);
         List<int[]> out = new ArrayList<>(enc.length);
-        for (Encoding e : enc) {
-            long[] ids = e.getIds();
-            int[] o = new int[ids.length];
-            for (int i = 0; i < ids.length; i++) o[i] = Math.toIntExact(ids[i]);
-            out.add(o);
-        }
+        for (Encoding e : enc) out.add(ids(e));
         return out;
     }
 
