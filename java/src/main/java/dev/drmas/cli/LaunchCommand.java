@@ -152,8 +152,24 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         }
     }
 
-    /** Waits for every rank; on the first failure stops the rest. Returns 0 or the failed rank's status. */
-    private static int await(List<Process> ranks) throws InterruptedException {
+    /**
+     * The statuses of a rank that stopped after its step's save, as the ranks agreed (StopRequest): 75 (a
+     * tool could not go on), 130 and 143 (SIGINT, SIGTERM). The other ranks are ending the same way.
+     */
+    static boolean stoppedAfterSave(int status) {
+        return status == 75 || status == 130 || status == 143;
+    }
+
+    /** How long the other ranks have to end once one has stopped after its save (they left the same barrier). */
+    static long stopGraceMillis = TimeUnit.SECONDS.toMillis(60);
+
+    /**
+     * Waits for every rank; on the first failure stops the rest. Returns 0 or the failed rank's status. A
+     * rank that stopped after its save (stoppedAfterSave) is no failure of the others, which end on their
+     * own with it: they are given stopGraceMillis to (their metrics closed, their files synced) before
+     * they are stopped; a rank of them that failed instead has its status returned.
+     */
+    static int await(List<Process> ranks) throws InterruptedException {
         boolean[] done = new boolean[ranks.size()];
         int left = ranks.size();
         while (left > 0) {
@@ -167,6 +183,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                 done[r] = true;
                 left--;
                 if (p.exitValue() != 0 && !stopping) {  // (stopping: every rank ends on its own after its save)
+                    if (stoppedAfterSave(p.exitValue()) && left > 0) return awaitStopping(ranks, done, r);
                     out.println("drmas launch: rank " + r + " exited with status " + p.exitValue() + "; stopping the other ranks");
                     stopAll(ranks);
                     return p.exitValue();
@@ -174,6 +191,32 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /** Rank {@code first} stopped after its save: the others are waited for, then those left stopped. */
+    private static int awaitStopping(List<Process> ranks, boolean[] done, int first) throws InterruptedException {
+        int status = ranks.get(first).exitValue();
+        out.println("drmas launch: rank " + first + " stopped after its checkpoint (status " + status + "); waiting for the other ranks to end");
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(stopGraceMillis);
+        for (int r = 0; r < ranks.size(); r++) {
+            if (done[r]) continue;
+            Process p = ranks.get(r);
+            long left = deadline - System.nanoTime();
+            if (left <= 0 || !p.waitFor(left, TimeUnit.NANOSECONDS)) {
+                out.println("drmas launch: rank " + r + " did not end within " + stopGraceMillis / 1000.0 + " s of rank " + first
+                        + "; stopping the ranks left");
+                stopAll(ranks);
+                return status;
+            }
+            done[r] = true;
+            int st = p.exitValue();
+            if (st != 0 && !stoppedAfterSave(st)) {
+                out.println("drmas launch: rank " + r + " exited with status " + st + " while the ranks stopped; stopping the other ranks");
+                stopAll(ranks);
+                return st;
+            }
+        }
+        return status;
     }
 
     /** Set by the shutdown hook: the ranks were asked to stop, and end as they finish. */

@@ -88,7 +88,7 @@ abstract class RunCommand implements Callable<Integer> {
 
     /**
      * The trainer of {@code cfg}. While it opens, an IllegalArgumentException is a setting that cannot
-     * work (run.resume naming no checkpoint, more ranks than rollout.tasks_per_step, rollout lengths
+     * work (run.resume naming no checkpoint, rollout lengths
      * past the model's positions, run.device cuda without CUDA): the user's to change, exit 1.
      */
     static Trainer open(RunConfig cfg, PrintStream out, Collective dist) {

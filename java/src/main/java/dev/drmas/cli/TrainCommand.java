@@ -4,6 +4,7 @@
 package dev.drmas.cli;
 
 import dev.drmas.dist.Collective;
+import dev.drmas.train.Trainer;
 import picocli.CommandLine.Command;
 
 @Command(name = "train", mixinStandardHelpOptions = true,
@@ -15,6 +16,11 @@ final class TrainCommand extends RunCommand {
         LaunchCommand.watchLauncher();
         var cfg = loadConfig();
         try (Collective dist = joinRanks(cfg)) {
+            try {
+                Trainer.requireTaskPerRank(cfg, dist.worldSize());  // before the models load (every rank alike)
+            } catch (IllegalArgumentException e) {
+                throw new UserError(e.getMessage(), e);
+            }
             return withTrainer(cfg, System.out, dist, t -> {
                 t.train();
                 if (dist.isMaster()) System.out.println("drmas: run directory " + t.runDir().toAbsolutePath());

@@ -191,17 +191,24 @@ public final class HfTokenizer implements Tokenizer {
         return out;
     }
 
+    /**
+     * The text of {@code ids}. An id inside the vocabulary's range that names no token (a gap: a vocabulary
+     * whose added tokens sit past ids it leaves unused) decodes to nothing, as the tokenizers library and
+     * transformers decode it: a model whose output layer covers the range can sample it, and its reply must
+     * not stop the rollout. An id outside the range is an error naming it.
+     */
     @Override
     public String decode(int[] ids, boolean skipSpecialTokens) {
         long[] wide = new long[ids.length];
+        int n = 0;
         for (int i = 0; i < ids.length; i++) {
-            if (ids[i] < 0 || ids[i] >= tokens.length || tokens[ids[i]] == null) {
+            if (ids[i] < 0 || ids[i] >= tokens.length) {
                 throw new IllegalArgumentException("token id " + ids[i] + " at position " + i
                         + " is not in the vocabulary (ids 0.." + (tokens.length - 1) + ")");
             }
-            wide[i] = ids[i];
+            if (tokens[ids[i]] != null) wide[n++] = ids[i];
         }
-        String text = native_.decode(wide, skipSpecialTokens);
+        String text = native_.decode(n == wide.length ? wide : java.util.Arrays.copyOf(wide, n), skipSpecialTokens);
         return cleanUpSpaces ? cleanUpTokenization(text) : text;
     }
 

@@ -6,7 +6,9 @@
 // stops at once, without saving (a run that hangs), as kill -9 does; the temporary folder of a save it
 // interrupts is removed when the run starts again. The ranks of a data-parallel run agree on the step
 // to stop after (a sum of their requests once a step), so that they save the same one and leave no
-// collective unpaired. Outside the loop the signals end the JVM as they always do.
+// collective unpaired, and on the exit status (the highest any rank asked for: a signal's over a tool's 75),
+// so that every rank of a stopped run ends with it, not only the one whose signal or tool asked. Outside the
+// loop the signals end the JVM as they always do.
 // (sun.misc.Signal, not a shutdown hook: a hook runs once the JVM is already ending, so it could neither
 // let Main report a failed save nor let a second signal through.)
 package dev.drmas.train;
@@ -82,17 +84,50 @@ final class StopRequest implements AutoCloseable {
         return requested;
     }
 
-    /** The exit status of a run that a signal stopped: 128 + its number; a tool: TOOL_STOP; 0 when none did. */
-    int exitStatus() {
+    /** This rank's own status: 128 + the number of the signal that asked; a tool: TOOL_STOP; 0 when neither did. */
+    private int ownStatus() {
         return signal != 0 ? 128 + signal : reason != null ? TOOL_STOP : 0;
+    }
+
+    private volatile int agreedStatus;  // the status the ranks agreed on when they stopped (0: none, or not stopped)
+    private volatile int agreedFrom = -1;  // the lowest rank that asked for agreedStatus
+
+    /**
+     * The exit status of a stopped run: 128 + the number of the signal that asked, TOOL_STOP for a tool,
+     * 0 when none did. On several ranks, the one they agreed on when they stopped (the highest asked for on
+     * any rank), so that a rank whose own process was not asked ends as the one that was.
+     */
+    int exitStatus() {
+        return Math.max(ownStatus(), agreedStatus);
+    }
+
+    /** The lowest rank whose request set the agreed status; -1 when the run did not stop for one. */
+    int agreedFrom() {
+        return agreedFrom;
     }
 
     /**
      * Whether the run stops after {@code step}: this rank was asked to, or (several ranks) any was,
-     * which every rank learns here alike (a collective: every rank calls it after every step).
+     * which every rank learns here alike (a collective: every rank calls it after every step), together
+     * with the status the run then ends with ({@link #exitStatus}).
      */
     boolean agreed(Collective dist, long step) {
-        return dist.any(requested, "the ranks' stop requests after step " + step);
+        if (dist.worldSize() == 1) return requested;
+        double[][] all = dist.gather(new double[] {requested ? 1 : 0, ownStatus()}, "the ranks' stop requests after step " + step);
+        boolean any = false;
+        int status = 0, from = -1;
+        for (int r = 0; r < all.length; r++) {
+            any |= all[r][0] > 0;
+            if ((int) all[r][1] > status) {
+                status = (int) all[r][1];
+                from = r;
+            }
+        }
+        if (any) {
+            agreedStatus = status;
+            agreedFrom = from;
+        }
+        return any;
     }
 
     /** The loop has ended: the signals' previous handlers are back. */

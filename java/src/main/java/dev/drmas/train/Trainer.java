@@ -57,10 +57,6 @@ public final class Trainer implements AutoCloseable {
     private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist, Runnable openedHook) {
         this.cfg = cfg;
         this.dist = dist;
-        if (cfg.rollout().tasksPerStep() < dist.worldSize()) {
-            throw new IllegalArgumentException("rollout.tasks_per_step (" + cfg.rollout().tasksPerStep() + ") is smaller than "
-                    + "WORLD_SIZE (" + dist.worldSize() + "): every rank needs at least one task per step");
-        }
         this.runDir = cfg.run().runDir();
         this.checkpoints = new Checkpoints(runDir.resolve("checkpoints"));
         this.log = log;
@@ -243,6 +239,19 @@ public final class Trainer implements AutoCloseable {
                 + "run from it under another run.name, or move those checkpoints out of " + own);
     }
 
+    /**
+     * Training shards each step's tasks over the ranks, so it needs at least one a rank; an evaluation
+     * shards the test tasks instead, and runs with any rollout.tasks_per_step.
+     *
+     * @throws IllegalArgumentException naming both numbers
+     */
+    public static void requireTaskPerRank(RunConfig cfg, int worldSize) {
+        if (cfg.rollout().tasksPerStep() < worldSize) {
+            throw new IllegalArgumentException("rollout.tasks_per_step (" + cfg.rollout().tasksPerStep() + ") is smaller than "
+                    + "WORLD_SIZE (" + worldSize + "): every rank needs at least one task per training step");
+        }
+    }
+
     /** The collective of this process: c10d when {@code env} names several ranks, else the no-op one. */
     public static Collective connect(RunConfig cfg, DistEnv env) {
         if (!env.distributed()) return Collective.single();
@@ -290,6 +299,7 @@ public final class Trainer implements AutoCloseable {
         boolean m0 = dist.isMaster();  // the other ranks' metrics are merged into rank 0's
         MetricsLogger metrics;
         try {
+            requireTaskPerRank(cfg, dist.worldSize());
             ResumeCheck.refuse(checkpoint, trainingChanges);
             policies.requireReferences();
             announceStart();
@@ -377,13 +387,13 @@ public final class Trainer implements AutoCloseable {
                             // its evaluation ran before this save: a resume must not run it again
                             if (due(tc.evalFreq())) markEvaluated(checkpoints.dir(step), lastEval);
                         }
+                        String why = stopReason(stopRequest);
                         if (m0) {
-                            String why = stopRequest.reason();  // (this rank's tool; another rank's says it in its own log)
                             log.println("drmas: stopped after step " + step + (why != null ? ": " + why : " as requested") + "; "
                                     + (tc.saveFreq() > 0 ? "checkpoint " + checkpoints.dir(step) + ": the same command resumes it"
                                     : "no checkpoint (trainer.save_freq is 0)"));
                         } else if (stopRequest.reason() != null) {
-                            log.println("drmas: stopped after step " + step + ": " + stopRequest.reason());
+                            log.println("drmas: stopped after step " + step + ": " + why);
                         }
                         break;
                     }
@@ -608,6 +618,19 @@ public final class Trainer implements AutoCloseable {
 
     private volatile StopRequest stop;  // while train() runs
 
+    /**
+     * Why the run stopped, for its last line: this rank's tool's reason, or the rank whose tool asked
+     * (its own output says why: the ranks share numbers, not text); null for a signal or a test's request.
+     */
+    private String stopReason(StopRequest s) {
+        if (s.reason() != null) return s.reason();
+        int from = s.agreedFrom();
+        if (s.exitStatus() == StopRequest.TOOL_STOP && from >= 0 && from != dist.rank()) {
+            return "a tool of rank " + from + " could not go on (rank " + from + "'s output says why)";
+        }
+        return null;
+    }
+
     /** The training loop's stop request in RunStop while the loop runs (closed with it). */
     private static final class RunStopScope implements AutoCloseable {
         RunStopScope(StopRequest s) {
@@ -638,8 +661,19 @@ public final class Trainer implements AutoCloseable {
     }
 
     /**
+     * Asks train() to stop after the step under way as a tool of this rank does through RunStop (tests in
+     * this package: RunStop is one per process, and their ranks are threads of one).
+     */
+    void requestToolStop(String why) {
+        StopRequest s = stop;
+        if (s == null) throw new IllegalStateException("not training");
+        s.request(why);
+    }
+
+    /**
      * 128 + the number of the signal that stopped the last train() (143 for SIGTERM), 75 (EX_TEMPFAIL) when a tool
-     * of this rank asked it to stop (RunStop: a retrieval server gone), 0 when none did: the command's exit status.
+     * asked it to stop (RunStop: a retrieval server gone), 0 when none did: the command's exit status. On several
+     * ranks every rank returns the status they agreed on when they stopped, whichever rank was asked.
      */
     public int stopStatus() {
         StopRequest s = stop;

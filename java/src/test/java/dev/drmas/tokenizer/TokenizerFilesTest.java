@@ -1,7 +1,8 @@
 // TokenizerFilesTest.java — what HfTokenizer.load makes of the files around tokenizer.json, on
 // folders written by BuiltinTokenizer and then edited: bad files give an error naming the file and
 // the problem; AddedToken objects, special_tokens_map.json, generation_config.json, listed chat
-// templates, chat_template.jinja and clean_up_tokenization_spaces are read as transformers reads them.
+// templates, chat_template.jinja and clean_up_tokenization_spaces are read as transformers reads them;
+// an id in a gap of the vocabulary decodes to nothing, as the tokenizers library decodes it.
 package dev.drmas.tokenizer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -156,6 +157,35 @@ class TokenizerFilesTest {
         write("chat_template.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}");
         try (HfTokenizer t = HfTokenizer.load(dir)) {
             assertEquals(Optional.of("{% for m in messages %}{{ m.content }}{% endfor %}"), t.chatTemplate());
+        }
+    }
+
+    @Test
+    void anIdInAGapOfTheVocabularyDecodesToNothing() throws IOException {
+        // a token five ids past the rest (in the model's vocabulary, where the tokenizers library keeps its id):
+        // ids size .. size + 4 name no token, yet a model whose output layer covers them can sample one; the
+        // tokenizers library decodes it to nothing, and so must decode
+        builtin();
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var tj = (com.fasterxml.jackson.databind.node.ObjectNode) json.readTree(dir.resolve("tokenizer.json").toFile());
+        int size = BuiltinTokenizer.VOCAB_SIZE, extra = size + 5;
+        ((com.fasterxml.jackson.databind.node.ObjectNode) tj.get("model").get("vocab")).put("<|extra|>", extra);
+        ((com.fasterxml.jackson.databind.node.ArrayNode) tj.get("added_tokens")).addObject().put("id", extra).put("content", "<|extra|>")
+                .put("single_word", false).put("lstrip", false).put("rstrip", false).put("normalized", false).put("special", true);
+        json.writeValue(dir.resolve("tokenizer.json").toFile(), tj);
+        try (HfTokenizer t = HfTokenizer.load(dir)) {
+            assertEquals(extra + 1, t.vocabSize());
+            int[] hi = t.encode("Hi");
+            int[] withGap = new int[hi.length + 2];
+            System.arraycopy(hi, 0, withGap, 0, hi.length);
+            withGap[hi.length] = size + 2;
+            withGap[hi.length + 1] = extra;
+            assertEquals("Hi<|extra|>", t.decode(withGap, false));
+            assertEquals("Hi", t.decode(withGap, true));
+            assertEquals("", t.decode(new int[] {size, size + 4}, false));
+            var out = assertThrows(IllegalArgumentException.class, () -> t.decode(new int[] {hi[0], extra + 1}, false));
+            assertContains(out.getMessage(), "token id " + (extra + 1) + " at position 1 is not in the vocabulary (ids 0.." + extra + ")");
+            assertThrows(IllegalArgumentException.class, () -> t.decode(new int[] {-1}, false));
         }
     }
 

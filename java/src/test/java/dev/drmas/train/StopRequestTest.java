@@ -2,7 +2,8 @@
 // JVM's shutdown hook: StopRequest) ends the run after the step under way with a checkpoint of that
 // step, off the save schedule, and a resume then logs every step exactly once; without checkpoints
 // (save_freq 0) it just stops; with two ranks (threads, the real Gloo group) a request on one rank
-// stops both after the same step, both ending normally with one checkpoint. The real signal, in a
+// stops both after the same step, both ending normally with one checkpoint, and a tool's request on one
+// rank ends both with its status (75). The real signal, in a
 // child JVM, is cli/StopSignalTest's.
 package dev.drmas.train;
 
@@ -149,33 +150,29 @@ class StopRequestTest {
         assertFalse(Files.exists(out.resolve("e2e/checkpoints/step_000002")));
     }
 
-    @Test
-    @Timeout(value = 150, unit = TimeUnit.SECONDS)
-    void aStopOnOneRankStopsBothAfterTheSameStep() throws Exception {
+    /** Two ranks (threads, the real Gloo group) train cfg; {@code onRank1} is rank 1's step hook. Each rank's [step, status]. */
+    private List<long[]> twoRanks(Path out, java.util.function.Consumer<Trainer> onRank1, List<String> logs, String... overrides) throws Exception {
         int port;
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
         var dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1, false);
-        Path out = tmp.resolve("shared");
         ExecutorService ex = Executors.newFixedThreadPool(2);
         List<String> errors = new ArrayList<>();
-        List<Long> steps = new ArrayList<>();
+        List<long[]> results = new ArrayList<>();
         try {
             List<Future<Object>> fs = new ArrayList<>();
+            List<ByteArrayOutputStream> said = List.of(new ByteArrayOutputStream(), new ByteArrayOutputStream());
             for (int r = 0; r < 2; r++) {
                 var env = new DistEnv("127.0.0.1", port, r, 2, r);
-                RunConfig cfg = config(out, "run.threads=1", "trainer.steps=5", "trainer.save_freq=4");
+                RunConfig cfg = config(out, overrides);
                 int rank = r;
                 fs.add(ex.submit(() -> {
-                    try (var pg = new ProcessGroup(env, dc, false); Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET, pg)) {
-                        if (rank == 1) {
-                            t.stepHook = () -> {
-                                if (t.step() == 1) t.requestStop();  // rank 1 alone, during step 2
-                            };
-                        }
+                    var log = new PrintStream(said.get(rank), true, StandardCharsets.UTF_8);
+                    try (var pg = new ProcessGroup(env, dc, false); Trainer t = Trainer.open(cfg, log, pg)) {
+                        if (rank == 1) t.stepHook = () -> onRank1.accept(t);
                         t.train();
-                        return t.step();
+                        return new long[] {t.step(), t.stopStatus()};
                     } catch (Exception e) {
                         return e.toString();
                     }
@@ -183,16 +180,47 @@ class StopRequestTest {
             }
             for (var f : fs) {
                 Object o = f.get(140, TimeUnit.SECONDS);
-                if (o instanceof Long l) steps.add(l);
+                if (o instanceof long[] l) results.add(l);
                 else errors.add((String) o);
             }
+            for (var b : said) logs.add(b.toString(StandardCharsets.UTF_8));
         } finally {
             ex.shutdownNow();
         }
         assertEquals(List.of(), errors);
-        assertEquals(List.of(2L, 2L), steps, "both ranks stop after step 2");
+        return results;
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aStopOnOneRankStopsBothAfterTheSameStep() throws Exception {
+        Path out = tmp.resolve("shared");
+        List<long[]> ranks = twoRanks(out, t -> {
+            if (t.step() == 1) t.requestStop();  // rank 1 alone, during step 2
+        }, new ArrayList<>(), "run.threads=1", "trainer.steps=5", "trainer.save_freq=4");
+        assertEquals(List.of(2L, 2L), ranks.stream().map(r -> r[0]).toList(), "both ranks stop after step 2");
+        assertEquals(List.of(0L, 0L), ranks.stream().map(r -> r[1]).toList(), "no signal, no tool: status 0");
         Path cps = out.resolve("e2e/checkpoints");
         assertTrue(Files.isRegularFile(cps.resolve("step_000002").resolve(Checkpoints.STATE_FILE)));
         assertEquals(List.of("step_000002"), CheckpointRetentionTest.folders(cps));
+    }
+
+    @Test
+    @Timeout(value = 150, unit = TimeUnit.SECONDS)
+    void aToolStopOnOneRankEndsEveryRankWithStatus75() throws Exception {
+        // rank 1's retriever gone: rank 0, whose own tools were fine, ends with 75 too (a scheduler or launcher that
+        // reads any rank's status sees "try again"), and its log, the one users read, says which rank asked
+        Path out = tmp.resolve("tool2");
+        List<String> logs = new ArrayList<>();
+        List<long[]> ranks = twoRanks(out, t -> {
+            if (t.step() == 1) t.requestToolStop("the retriever at X failed every search");  // during step 2
+        }, logs, "run.threads=1", "trainer.steps=5", "trainer.save_freq=4");
+        assertEquals(List.of(2L, 2L), ranks.stream().map(r -> r[0]).toList());
+        assertEquals(List.of(75L, 75L), ranks.stream().map(r -> r[1]).toList(), "every rank ends with the tool's status");
+        Path cp = out.resolve("e2e/checkpoints/step_000002");
+        assertTrue(logs.get(0).contains("drmas: stopped after step 2: a tool of rank 1 could not go on (rank 1's output says why); checkpoint "
+                + cp + ": the same command resumes it"), logs.get(0));
+        assertTrue(logs.get(1).contains("drmas: stopped after step 2: the retriever at X failed every search"), logs.get(1));
+        assertTrue(Files.isRegularFile(cp.resolve(Checkpoints.STATE_FILE)));
     }
 }

@@ -1,0 +1,96 @@
+// LaunchAwaitTest.java — how `drmas launch` waits for its ranks (LaunchCommand.await), on real
+// processes standing in for ranks (sh): a failed rank stops the others at once and its status is the
+// launcher's; a rank that stopped after its save (75: a tool could not go on; 143: SIGTERM) lets the
+// others end on their own, as the ranks agreed to stop together, and is killed only past the grace;
+// a rank that fails while the others stop has its failure reported.
+package dev.drmas.cli;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class LaunchAwaitTest {
+    private final ByteArrayOutputStream said = new ByteArrayOutputStream();
+    private final List<Process> started = new ArrayList<>();
+    private PrintStream before;
+    private long graceBefore;
+
+    @BeforeEach
+    void capture() {
+        before = LaunchCommand.out;
+        graceBefore = LaunchCommand.stopGraceMillis;
+        LaunchCommand.out = new PrintStream(said, true, StandardCharsets.UTF_8);
+    }
+
+    @AfterEach
+    void restore() {
+        LaunchCommand.out = before;
+        LaunchCommand.stopGraceMillis = graceBefore;
+        started.forEach(Process::destroyForcibly);
+    }
+
+    private Process rank(String script) throws Exception {
+        Process p = new ProcessBuilder("sh", "-c", script).start();
+        started.add(p);
+        return p;
+    }
+
+    private String said() {
+        return said.toString(StandardCharsets.UTF_8);
+    }
+
+    @Test
+    void aFailedRankStopsTheOthersAtOnce() throws Exception {
+        Process slow = rank("sleep 30");
+        long t0 = System.nanoTime();
+        assertEquals(1, LaunchCommand.await(List.of(rank("exit 1"), slow)));
+        assertTrue((System.nanoTime() - t0) / 1e9 < 15, "stopped, not waited for");
+        assertFalse(slow.isAlive());
+        assertTrue(said().contains("rank 0 exited with status 1; stopping the other ranks"), said());
+    }
+
+    @Test
+    void aRankThatStoppedAfterItsSaveLetsTheOthersEndOnTheirOwn() throws Exception {
+        // rank 1 ends a second after rank 0 (its metrics closed, its files synced): it is not killed
+        Process late = rank("sleep 1; exit 75");
+        assertEquals(75, LaunchCommand.await(List.of(rank("exit 75"), late)));
+        assertEquals(75, late.exitValue(), "ended on its own, not by the launcher's signal");
+        assertTrue(said().contains("rank 0 stopped after its checkpoint (status 75); waiting for the other ranks to end"), said());
+        assertFalse(said().contains("stopping"), said());
+    }
+
+    @Test
+    void aSignalledStopWaitsToo() throws Exception {
+        Process late = rank("sleep 1; exit 143");
+        assertEquals(143, LaunchCommand.await(List.of(late, rank("exit 143"))));
+        assertEquals(143, late.exitValue());
+        assertTrue(said().contains("rank 1 stopped after its checkpoint (status 143)"), said());
+    }
+
+    @Test
+    void aRankThatDoesNotEndWithinTheGraceIsStopped() throws Exception {
+        LaunchCommand.stopGraceMillis = 500;
+        Process stuck = rank("sleep 30");
+        long t0 = System.nanoTime();
+        assertEquals(75, LaunchCommand.await(List.of(rank("exit 75"), stuck)));
+        assertTrue((System.nanoTime() - t0) / 1e9 < 15);
+        assertFalse(stuck.isAlive());
+        assertTrue(said().contains("rank 1 did not end within 0.5 s of rank 0; stopping the ranks left"), said());
+    }
+
+    @Test
+    void aRankThatFailsWhileTheOthersStopIsTheStatus() throws Exception {
+        // e.g. its part of the stop's checkpoint could not be written
+        assertEquals(1, LaunchCommand.await(List.of(rank("exit 75"), rank("sleep 1; exit 1"))));
+        assertTrue(said().contains("rank 1 exited with status 1 while the ranks stopped"), said());
+    }
+}
