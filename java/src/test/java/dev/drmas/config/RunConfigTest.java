@@ -120,7 +120,7 @@ class RunConfigTest {
                 c.agents());
         assertEquals("math", c.orchestra().name());
         assertEquals(MathOptions.defaults(), c.orchestra().options());
-        assertEquals(new MathOptions(2, MalformedVerdict.APPROVE, 0.1, false), c.orchestra().options(), "math's defaults");
+        assertEquals(new MathOptions(2, MalformedVerdict.APPROVE, 0.1, false, dev.drmas.workflow.GraderOptions.defaults()), c.orchestra().options(), "math's defaults");
         RunConfig search = c.withOverrides(List.of("orchestra.name=search", "~orchestra.options", "~data.synthetic", "~agents"));
         assertEquals(0.01, search.orchestra().options(SearchOptions.class).invalidPenalty(), "search's default penalty");
         assertEquals(KnowledgeBaseData.defaults(), search.data().synthetic(), "search's own generator");
@@ -166,7 +166,7 @@ class RunConfigTest {
         assertEquals(List.of(c.agent("checker")), c.agentsOf("verifier_model"));
         assertEquals(List.of("solver_model", "verifier_model"), c.usedModels());
 
-        assertEquals(new OrchestraConfig("math", new MathOptions(3, MalformedVerdict.REJECT, 0.2, false)), c.orchestra());
+        assertEquals(new OrchestraConfig("math", new MathOptions(3, MalformedVerdict.REJECT, 0.2, false, dev.drmas.workflow.GraderOptions.defaults())), c.orchestra());
         assertEquals(new RolloutConfig(8, 6, 0.9, 0.95, 50, 128, 384, 0, dev.drmas.rollout.Generator.Engine.CONTINUOUS, true, 0, RolloutConfig.Truncation.LEFT), c.rollout());
         assertEquals(new SamplingParams(0.9, 50, 0.95), c.rollout().sampling());
         assertEquals(new NormConfig(NormMode.AGENT_MEAN, GlobalPooling.ROWS, SingletonPolicy.RAW, false, false, 1e-5),

@@ -75,7 +75,7 @@ class WorkflowsTest {
     @Test
     void optionsAreTheWorkflowsOwnRecords() {
         RunConfig math = RunConfig.parse("orchestra: {name: math, options: {max_loops: 3}}\n", List.of());
-        assertEquals(new MathOptions(3, MalformedVerdict.APPROVE, 0.1, false), math.orchestra().options());
+        assertEquals(new MathOptions(3, MalformedVerdict.APPROVE, 0.1, false, GraderOptions.defaults()), math.orchestra().options());
         assertInstanceOf(ArithmeticData.class, math.data().synthetic());
 
         RunConfig search = RunConfig.parse("""
@@ -130,7 +130,7 @@ class WorkflowsTest {
         assertEquals(List.of(new RoleSpec("verifier", 1, 1), new RoleSpec("searcher", 1, 1), new RoleSpec("answerer", 1, 1)),
                 Workflows.named("search").roles(SearchOptions.defaults()));
         assertEquals(List.of(new RoleSpec("proposer", 1, 5), new RoleSpec("aggregator", 1, 1)),
-                Workflows.named("proposer-aggregator").roles(new ProposerOptions(5, 0.1)));
+                Workflows.named("proposer-aggregator").roles(new ProposerOptions(5, 0.1, GraderOptions.defaults())));
         for (Workflow w : Workflows.all()) {
             List<RoleSpec> roles = w.roles(OrchestraConfig.of(w.name()).options());
             if (!roles.isEmpty()) assertEquals(roles.stream().map(RoleSpec::name).toList(), w.defaultRoles(), w.name());

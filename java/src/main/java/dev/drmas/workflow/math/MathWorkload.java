@@ -14,6 +14,7 @@ import dev.drmas.agent.Turn;
 import dev.drmas.agent.TurnRequest;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
+import dev.drmas.workflow.AnswerGrader;
 import dev.drmas.workflow.BaseWorkload;
 import dev.drmas.workflow.InvalidActionPenalty;
 import dev.drmas.workflow.ReplyFormat;
@@ -27,6 +28,7 @@ import java.util.SplittableRandom;
 import java.util.function.Predicate;
 
 final class MathWorkload extends BaseWorkload<MathOrchestra> {
+    private final AnswerGrader grader;  // the built-in check, or orchestra.options.grader's command
     static final Roles ROLES = new Roles(MathWorkflow.NAME, List.of(
             Roles.Role.one(MathAgents.SOLVER, MathAgents::solver),
             new Roles.Role(MathAgents.VERIFIER, 0, 1, MathAgents::verifier)));
@@ -41,11 +43,17 @@ final class MathWorkload extends BaseWorkload<MathOrchestra> {
         super(team, new MathOrchestra(team, new MathOrchestra.Options(o.maxLoops(), o.malformedVerdict().taken(),
                 Roles.idsOf(cfg, MathAgents.SOLVER).getFirst(), verifier), MathReward::parseVerdict),
                 MathTasks.of(cfg.data()), new InvalidActionPenalty(o.invalidPenalty()));
+        this.grader = AnswerGrader.of(o.grader(), MathReward::episodeReward, Task::answer);
     }
 
     @Override
     public double reward(Task task, Episode e) {
-        return MathReward.episodeReward(e.action(), task);
+        return grader.score(e.action(), task);
+    }
+
+    @Override
+    public void close() {
+        grader.close();
     }
 
     @Override

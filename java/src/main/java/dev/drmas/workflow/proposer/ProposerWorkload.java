@@ -14,6 +14,7 @@ import dev.drmas.agent.Turn;
 import dev.drmas.agent.TurnRequest;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
+import dev.drmas.workflow.AnswerGrader;
 import dev.drmas.workflow.BaseWorkload;
 import dev.drmas.workflow.InvalidActionPenalty;
 import dev.drmas.workflow.Roles;
@@ -31,6 +32,7 @@ import java.util.Optional;
 import java.util.SplittableRandom;
 
 final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
+    private final AnswerGrader grader;  // the built-in check, or orchestra.options.grader's command
     /** The roles under options {@code o}: at most one proposer agent per proposal, so that each gets a call. */
     static Roles roles(ProposerOptions o) {
         return new Roles(ProposerWorkflow.NAME, List.of(
@@ -44,11 +46,17 @@ final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
         super(team, new ProposerOrchestra(team, Roles.idsOf(cfg, ProposerAgents.PROPOSER),
                 Roles.idsOf(cfg, ProposerAgents.AGGREGATOR).getFirst(), o.proposers()),
                 MathTasks.of(cfg.data()), new InvalidActionPenalty(o.invalidPenalty()));
+        this.grader = AnswerGrader.of(o.grader(), MathReward::episodeReward, Task::answer);
     }
 
     @Override
     public double reward(Task task, Episode e) {
-        return MathReward.episodeReward(e.action(), task);
+        return grader.score(e.action(), task);
+    }
+
+    @Override
+    public void close() {
+        grader.close();
     }
 
     @Override
@@ -63,7 +71,7 @@ final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
         for (Episode e : episodes) {
             Task t = tasks.get(e.uid());
             List<String> proposals = e.steps().subList(0, p).stream().map(Step::text).toList();
-            for (String s : proposals) correct += MathReward.episodeReward(s, t) / p;
+            for (String s : proposals) correct += grader.score(s, t) / p;
             Optional<String> first = MathAnswers.lastBoxed(proposals.getFirst());
             if (first.isPresent() && proposals.stream().allMatch(s -> MathAnswers.lastBoxed(s).filter(b -> MathAnswers.equivalent(b, first.get())).isPresent())) {
                 agree++;

@@ -1,10 +1,11 @@
 // SearchOptions.java — `orchestra.options` of the search workflow (verifier → searcher | answerer):
 // turns, the information window, what a verdict-less verifier reply counts as, the invalid-action
-// penalty, the Dr. MAS reference's extra format checks and answer retry (off by default), and the
-// retriever behind the searcher's tool.
+// penalty, the Dr. MAS reference's extra format checks and answer retry (off by default), the
+// retriever behind the searcher's tool, and a grader command in place of the built-in exact match.
 package dev.drmas.workflow.search;
 
 import dev.drmas.config.Check;
+import dev.drmas.workflow.GraderOptions;
 import dev.drmas.workflow.MalformedVerdict;
 
 /**
@@ -24,18 +25,24 @@ import dev.drmas.workflow.MalformedVerdict;
  *                         episode while turns remain: the next turn starts with the verifier again (the
  *                         reference's environment); default false: it ends the episode, reward 0
  * @param retriever        where queries go
+ * @param grader           a command that grades the answerer's final reply of an approved episode instead
+ *                         of the built-in exact match (AnswerGrader; ground_truth: {"target": [answers]},
+ *                         as Search-R1's data gives it to verl; an episode the verifier did not approve
+ *                         still scores 0); default none
  */
 public record SearchOptions(int maxTurns, int historyLength, MalformedVerdict malformedVerdict, double invalidPenalty,
-                            boolean requireThink, boolean rejectCjk, boolean retryUnanswered, RetrieverOptions retriever) {
+                            boolean requireThink, boolean rejectCjk, boolean retryUnanswered, RetrieverOptions retriever,
+                            GraderOptions grader) {
     public SearchOptions {
         Check.positive(maxTurns, "max_turns");
         Check.positive(historyLength, "history_length");
         Check.given(malformedVerdict, "malformed_verdict");
         Check.nonNegative(invalidPenalty, "invalid_penalty");
         Check.given(retriever, "retriever");
+        Check.given(grader, "grader");
     }
 
     public static SearchOptions defaults() {
-        return new SearchOptions(4, 4, MalformedVerdict.APPROVE, 0.01, false, false, false, RetrieverOptions.defaults());
+        return new SearchOptions(4, 4, MalformedVerdict.APPROVE, 0.01, false, false, false, RetrieverOptions.defaults(), GraderOptions.defaults());
     }
 }

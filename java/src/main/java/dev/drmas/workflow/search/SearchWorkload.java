@@ -16,6 +16,7 @@ import dev.drmas.config.AgentSpec;
 import dev.drmas.config.DataConfig;
 import dev.drmas.config.RunConfig;
 import dev.drmas.env.Task;
+import dev.drmas.workflow.AnswerGrader;
 import dev.drmas.workflow.InvalidActionPenalty;
 import dev.drmas.workflow.ReplyFormat;
 import dev.drmas.workflow.Roles;
@@ -39,6 +40,7 @@ final class SearchWorkload implements Workload {
     private final SearchOrchestra orchestra;
     private final Retriever retriever;
     private final InvalidActionPenalty penalty;
+    private final AnswerGrader grader;  // the built-in exact match, or orchestra.options.grader's command
     private final List<Task> train, test;
     private final Map<String, KnowledgeBase.Question> paths = new HashMap<>();  // task id → search path (knowledge base only)
     private final List<String> answerPool = new ArrayList<>();  // wrong answers of demonstrations
@@ -57,6 +59,9 @@ final class SearchWorkload implements Workload {
         this.log = log;
         SearchOptions o = cfg.orchestra().options(SearchOptions.class);
         this.penalty = new InvalidActionPenalty(o.invalidPenalty());
+        // a grader command is sent the truth as Search-R1's data files give it to verl's compute_score
+        this.grader = AnswerGrader.of(o.grader(), (text, t) -> SearchAnswers.reward(text, t.golds()),
+                t -> Map.of("target", t.golds()));
         for (AgentSpec a : cfg.agents()) roleOf.put(a.id(), a.role());
         // the reference's extra checks: one think block for the searcher and the answerer (its
         // verifier is not asked for one), no Chinese for all three
@@ -169,7 +174,7 @@ final class SearchWorkload implements Workload {
 
     @Override
     public double reward(Task task, Episode e) {
-        return e.approved() ? SearchAnswers.reward(e.action(), task.golds()) : 0.0;
+        return e.approved() ? grader.score(e.action(), task) : 0.0;
     }
 
     @Override
@@ -257,6 +262,8 @@ final class SearchWorkload implements Workload {
 
     @Override
     public void close() {
-        retriever.close();
+        try (grader) {
+            retriever.close();
+        }
     }
 }

@@ -1,0 +1,232 @@
+// AnswerGrader.java — how a workflow grades a final answer: its built-in check, or the user's grader
+// command (orchestra.options.grader), so that a run can score answers exactly as another code base
+// does (a verl reward function, the Dr. MAS reference's math grader) without porting it to Java.
+//
+// The command is started once per process on first use and kept: one JSON request a line on its stdin,
+//   {"data_source": D, "solution_str": S, "ground_truth": G, "extra_info": {"task_id": I, "answers": [A...]}}
+// (verl's compute_score(data_source, solution_str, ground_truth, extra_info) arguments: S is the final
+// agent's whole reply, G the task's answer as the workflow's data files give it to verl: math a string,
+// search {"target": [answers]}; D is null for synthetic tasks), answered in order by one line
+//   {"score": X}
+// on its stdout, X finite; 1.0 counts as solved in avg@k and pass@k. Anything else on stdout (a print left
+// in a reward function) is an error naming the line, not a score; the grader's stderr is the run's. A
+// grader that ends, hangs past timeout_s or answers out of protocol stops the run naming the command,
+// the request and its task. configs/reward/verl_reward.py serves any verl-style reward function this way.
+package dev.drmas.workflow;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.config.ConfigException;
+import dev.drmas.env.Task;
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+public final class AnswerGrader implements AutoCloseable {
+    /** A workflow's own check: the score of {@code solution}, a final reply, for {@code task} (1.0: solved). */
+    public interface Check {
+        double score(String solution, Task task);
+    }
+
+    /** What went wrong with the grader command: the run stops with it. */
+    public static final class GraderException extends RuntimeException {
+        GraderException(String message) {
+            super(message);
+        }
+    }
+
+    static final String KEY = "orchestra.options.grader";
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Object EOF = new Object();
+
+    private final Check builtIn;
+    private final GraderOptions options;
+    private final Function<Task, Object> groundTruth;
+    private Process process;
+    private BufferedWriter toGrader;
+    private BlockingQueue<Object> answers;
+    private long requests;
+    private String failed;  // the error that stopped the grader: later calls fail with it too
+
+    private AnswerGrader(GraderOptions options, Check builtIn, Function<Task, Object> groundTruth) {
+        this.options = options;
+        this.builtIn = builtIn;
+        this.groundTruth = groundTruth;
+    }
+
+    /**
+     * The grader of a workflow whose own check is {@code builtIn}; with a command in {@code options}, that
+     * command instead, sent {@code groundTruth} of each task. A program that is not there is an error
+     * now, naming the key, not after a rollout.
+     */
+    public static AnswerGrader of(GraderOptions options, Check builtIn, Function<Task, Object> groundTruth) {
+        if (options.external()) requireProgram(options.command().getFirst());
+        return new AnswerGrader(options, builtIn, groundTruth);
+    }
+
+    /** Whether a command grades (else the workflow's own check). */
+    public boolean external() {
+        return options.external();
+    }
+
+    /** The score of {@code solution}, the final reply of an episode of {@code task}. */
+    public double score(String solution, Task task) {
+        return options.external() ? ask(solution, task) : builtIn.score(solution, task);
+    }
+
+    private synchronized double ask(String solution, Task task) {
+        if (failed != null) throw new GraderException(failed);
+        if (process == null) start();
+        long n = ++requests;
+        String request;
+        try {
+            request = JSON.writeValueAsString(request(solution, task));
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException("cannot write a grader request as JSON", e);
+        }
+        try {
+            toGrader.write(request);
+            toGrader.write('\n');
+            toGrader.flush();
+        } catch (IOException e) {
+            throw fail(n, task, "it could not be sent: the grader " + ended() + "; its error output is above");
+        }
+        Object got;
+        try {
+            got = answers.poll((long) (options.timeoutS() * 1e9), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw fail(n, task, "interrupted while waiting for its answer");
+        }
+        if (got == null) {
+            throw fail(n, task, "no answer within timeout_s (" + num(options.timeoutS()) + " s); the grader was stopped");
+        }
+        if (got == EOF) throw fail(n, task, "the grader ended before answering (" + ended() + "); its error output is above");
+        return parse((String) got, n, task);
+    }
+
+    private Map<String, Object> request(String solution, Task task) {
+        Map<String, Object> extra = new LinkedHashMap<>();
+        extra.put("task_id", task.id());
+        extra.put("answers", task.golds());
+        Map<String, Object> r = new LinkedHashMap<>();
+        r.put("data_source", task.dataSource());
+        r.put("solution_str", solution);
+        r.put("ground_truth", groundTruth.apply(task));
+        r.put("extra_info", extra);
+        return r;
+    }
+
+    private double parse(String line, long n, Task task) {
+        JsonNode node = null;
+        try {
+            node = JSON.readTree(line);
+        } catch (JsonProcessingException e) {
+            // reported below with the line
+        }
+        JsonNode score = node != null && node.isObject() ? node.get("score") : null;
+        if (score == null || !score.isNumber() || !Double.isFinite(score.asDouble())) {
+            String shown = line.length() > 200 ? line.substring(0, 200) + "..." : line;
+            throw fail(n, task, "it answered '" + shown + "', where one line {\"score\": X} with X a finite number was expected "
+                    + "(a grader's own prints must go to stderr: configs/reward/verl_reward.py moves a reward function's there)");
+        }
+        return score.asDouble();
+    }
+
+    private void start() {
+        ProcessBuilder pb = new ProcessBuilder(options.command()).redirectError(ProcessBuilder.Redirect.INHERIT);
+        try {
+            process = pb.start();
+        } catch (IOException e) {
+            failed = KEY + ": cannot start " + shown() + ": " + e.getMessage();
+            throw new GraderException(failed);
+        }
+        toGrader = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
+        answers = new LinkedBlockingQueue<>();
+        BlockingQueue<Object> q = answers;
+        BufferedReader from = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
+        Thread reader = new Thread(() -> {
+            try (from) {
+                for (String line; (line = from.readLine()) != null; ) q.add(line);
+            } catch (IOException e) {
+                // the grader is gone: EOF below, and its exit status says why
+            }
+            q.add(EOF);
+        }, "drmas-grader");
+        reader.setDaemon(true);
+        reader.start();
+    }
+
+    /** The grader's state after a failed exchange: its exit status, when it has ended within a moment. */
+    private String ended() {
+        try {
+            if (process.waitFor(2, TimeUnit.SECONDS)) return "exited with status " + process.exitValue();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        return "is still running";
+    }
+
+    private GraderException fail(long n, Task task, String problem) {
+        failed = KEY + ": " + shown() + ", request " + n + " (task '" + task.id() + "'): " + problem;
+        if (process != null) process.destroyForcibly();
+        return new GraderException(failed);
+    }
+
+    private String shown() {
+        return "`" + String.join(" ", options.command()) + "`";
+    }
+
+    private static String num(double v) {
+        return v == Math.rint(v) ? Long.toString((long) v) : Double.toString(v);
+    }
+
+    /** The program of a command is a file that can run, or a name found on PATH. */
+    private static void requireProgram(String program) {
+        if (program.contains(File.separator)) {
+            if (!Files.isExecutable(Path.of(program))) {
+                throw ConfigException.at(KEY + ".command", "its program " + program + " is " + (Files.exists(Path.of(program))
+                        ? "not executable" : "not there") + " (relative to the folder drmas runs in)");
+            }
+            return;
+        }
+        String path = System.getenv("PATH");
+        if (path != null) {
+            for (String dir : path.split(File.pathSeparator)) {
+                if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, program))) return;
+            }
+        }
+        throw ConfigException.at(KEY + ".command", "its program '" + program + "' is not on PATH");
+    }
+
+    /** Ends the grader: its stdin closes (a grader reading lines then ends), then it is stopped if still there. */
+    @Override
+    public synchronized void close() {
+        if (process == null) return;
+        try {
+            toGrader.close();
+        } catch (IOException e) {
+            // it has ended already
+        }
+        try {
+            if (!process.waitFor(5, TimeUnit.SECONDS)) process.destroyForcibly();
+        } catch (InterruptedException e) {
+            process.destroyForcibly();
+            Thread.currentThread().interrupt();
+        }
+        process = null;
+    }
+}

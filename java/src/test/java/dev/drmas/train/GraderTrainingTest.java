@@ -1,0 +1,85 @@
+// GraderTrainingTest.java — a grader command (orchestra.options.grader, through
+// configs/reward/verl_reward.py; real python3, skipped with a message without one) is the reward of
+// training and of evaluation: on the math toy, a reward function that scores a reply by the parity of
+// its length gives every row its episode's parity (non-zero advantages, weights that move), and one
+// that scores every reply 1 makes a random model's avg@k and pass@k 1, which the built-in check of its
+// random replies does not.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.drmas.agent.Episode;
+import dev.drmas.config.RunConfig;
+import dev.drmas.model.Tensors;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class GraderTrainingTest {
+    @TempDir
+    Path tmp;
+
+    private RunConfig config(String function, String... more) throws Exception {
+        assumeTrue(dev.drmas.workflow.AnswerGraderTest.hasPython(), "no python3 on PATH: the grader command is not tested here");
+        Path reward = tmp.resolve("reward.py");
+        Files.writeString(reward, """
+                def parity(data_source, solution_str, ground_truth, extra_info=None):
+                    return 1.0 if len(solution_str) % 2 == 0 else 0.0
+
+                def always(data_source, solution_str, ground_truth, extra_info=None):
+                    return {"score": 1.0}
+                """);
+        String[] o = new String[more.length + 2];
+        o[0] = "orchestra.options.grader.command=[python3, " + Path.of("..", "configs", "reward", "verl_reward.py") + ", " + reward + ", "
+                + function + "]";
+        o[1] = "orchestra.options.invalid_penalty=0";
+        System.arraycopy(more, 0, o, 2, more.length);
+        return CheckpointRetentionTest.config(tmp.resolve("out"), o);
+    }
+
+    private static Map<String, float[]> weights(Trainer t) {
+        Map<String, float[]> w = new HashMap<>();
+        t.policiesForTest().get("policy").model().parameters().forEach((k, v) -> w.put(k, Tensors.toFloats(v)));
+        return w;
+    }
+
+    @Test
+    void theGradersScoresAreTheRewardsOfTraining() throws Exception {
+        try (Trainer t = Trainer.open(config("parity", "trainer.steps=1", "trainer.save_freq=0", "rollout.rollouts_per_task=4"),
+                TrainerEndToEndTest.QUIET)) {
+            Map<String, float[]> before = weights(t);
+            t.train();
+            RolloutBatch b = t.lastStep.batch();
+            int zero = 0, one = 0, row = 0;
+            for (Episode e : b.episodes) {
+                double parity = e.action().length() % 2 == 0 ? 1.0 : 0.0;
+                if (parity == 1.0) one++;
+                else zero++;
+                for (int s = 0; s < e.steps().size(); s++) assertEquals(parity, b.scores[row++], "a row of trajectory " + e.traj());
+            }
+            assertEquals(b.scores.length, row);
+            assertTrue(zero > 0 && one > 0, "both rewards among the episodes: " + zero + " / " + one);
+            float maxAdv = 0;
+            for (float a : t.lastStep.adv().advantages()) maxAdv = Math.max(maxAdv, Math.abs(a));
+            assertTrue(maxAdv > 0.1, "non-zero advantages: " + maxAdv);
+            assertTrue(PpoUpdaterTest.maxMove(before, weights(t)) > 1e-5, "the update moved the weights");
+        }
+    }
+
+    @Test
+    void theGraderDecidesWhatEvaluationCountsAsSolved() throws Exception {
+        try (Trainer builtIn = Trainer.open(CheckpointRetentionTest.config(tmp.resolve("builtin"), "eval.tasks=3"), TrainerEndToEndTest.QUIET)) {
+            assertTrue(builtIn.evaluate().get("eval/pass@2") < 1.0, "the random model's replies are not all right");
+        }
+        try (Trainer t = Trainer.open(config("always", "eval.tasks=3"), TrainerEndToEndTest.QUIET)) {
+            Map<String, Double> m = t.evaluate();
+            assertEquals(1.0, m.get("eval/avg@2"), m.toString());
+            assertEquals(1.0, m.get("eval/pass@2"), m.toString());
+        }
+    }
+}
