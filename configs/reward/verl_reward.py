@@ -6,19 +6,30 @@
         grader: {command: [python3, configs/reward/verl_reward.py, FILE.py, FUNCTION]}
 
 FILE.py defines FUNCTION(data_source, solution_str, ground_truth, extra_info=None), as verl's
-custom_reward_function.path and .name name one, returning a number or a dict with "score". drmas
-sends one JSON request a line on stdin (those four arguments) and reads one line {"score": X} for
-each (drmas's workflow/AnswerGrader.java has the protocol). Whatever the function or its imports
-print goes to stderr, so that a print left in a reward function cannot be read as a score. Run it
-with the Python environment FILE.py needs (e.g. PYTHONPATH naming a code base whose grader it calls).
-Only the standard library is used here.
+custom_reward_function.path and .name name one, returning a number or a dict with "score". Once the
+file is loaded this says {"ready": true}; then drmas sends one JSON request a line on stdin (those four
+arguments) and reads one line {"score": X} for each (drmas's workflow/AnswerGrader.java has the
+protocol).
+
+Everything else written to stdout, by Python's print, a C extension or a subprocess, goes to stderr:
+the replies have a descriptor of their own, so a print left in a reward function cannot be read as a
+score. An exception in the function ends the grader and stops the run, as in verl; with
+--on-error SCORE it scores SCORE instead and prints the traceback (a reply that breaks a parser would
+otherwise stop the run again when it resumes, as the same step samples the same replies). SIGINT and
+SIGTERM are ignored: Ctrl-C or a scheduler's stop reaches every process of the job, and drmas still
+needs its grader for the step it finishes before saving; the grader ends when drmas closes its stdin
+(or dies). Run it with the Python environment FILE.py needs (e.g. PYTHONPATH naming a code base whose
+grader it calls). Only the standard library is used here.
 """
-import contextlib
 import importlib.util
 import json
 import math
 import os
+import signal
 import sys
+import traceback
+
+USAGE = "usage: verl_reward.py [--on-error SCORE] FILE.py FUNCTION (drmas starts it as orchestra.options.grader.command)"
 
 
 def load(path, name):
@@ -26,33 +37,57 @@ def load(path, name):
         sys.exit(f"verl_reward.py: {path}: no such file")
     spec = importlib.util.spec_from_file_location("drmas_reward_module", path)
     module = importlib.util.module_from_spec(spec)
-    with contextlib.redirect_stdout(sys.stderr):
-        spec.loader.exec_module(module)
+    spec.loader.exec_module(module)
     fn = getattr(module, name, None)
     if not callable(fn):
         sys.exit(f"verl_reward.py: {path} has no function {name}")
     return fn
 
 
+def number(got, what):
+    score = got["score"] if isinstance(got, dict) else got
+    try:
+        score = float(score)
+    except (TypeError, ValueError):
+        sys.exit(f"verl_reward.py: {what} is {got!r}: not a number")
+    if not math.isfinite(score):
+        sys.exit(f"verl_reward.py: {what} is {score}: not finite")
+    return score
+
+
 def main():
-    if len(sys.argv) != 3:
-        sys.exit("usage: verl_reward.py FILE.py FUNCTION (drmas starts it as orchestra.options.grader.command)")
-    fn = load(sys.argv[1], sys.argv[2])
-    requests = (line.decode("utf-8") for line in sys.stdin.buffer)
-    out = sys.stdout
-    for n, line in enumerate(requests, 1):
-        r = json.loads(line)
-        with contextlib.redirect_stdout(sys.stderr):
-            got = fn(r["data_source"], r["solution_str"], r["ground_truth"], r.get("extra_info"))
-        score = got["score"] if isinstance(got, dict) else got
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    args = sys.argv[1:]
+    on_error = None
+    if args[:1] == ["--on-error"]:
+        if len(args) < 2:
+            sys.exit(USAGE)
+        on_error = number(args[1], "--on-error")
+        args = args[2:]
+    if len(args) != 2:
+        sys.exit(USAGE)
+    # the replies get stdout's descriptor of their own; descriptor 1 becomes stderr for everything else
+    replies = os.fdopen(os.dup(1), "w", encoding="ascii")
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    fn = load(args[0], args[1])
+    replies.write('{"ready": true}\n')
+    replies.flush()
+    for n, line in enumerate(sys.stdin.buffer, 1):
+        r = json.loads(line.decode("utf-8"))
         try:
-            score = float(score)
-        except (TypeError, ValueError):
-            sys.exit(f"verl_reward.py: {sys.argv[2]} returned {got!r} for request {n}: not a number")
-        if not math.isfinite(score):
-            sys.exit(f"verl_reward.py: {sys.argv[2]} returned {score} for request {n}: not finite")
-        out.write(json.dumps({"score": score}) + "\n")
-        out.flush()
+            got = fn(r["data_source"], r["solution_str"], r["ground_truth"], r.get("extra_info"))
+        except Exception:
+            if on_error is None:
+                raise
+            task = (r.get("extra_info") or {}).get("task_id")
+            print(f"verl_reward.py: {args[1]} raised on request {n} (task {task!r}); scored {on_error} (--on-error):",
+                  file=sys.stderr)
+            traceback.print_exc()
+            got = on_error
+        replies.write(json.dumps({"score": number(got, f"{args[1]}'s result for request {n}")}) + "\n")
+        replies.flush()
 
 
 if __name__ == "__main__":

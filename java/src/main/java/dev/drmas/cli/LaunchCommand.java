@@ -139,7 +139,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                 pumps.add(pump(p, "[rank" + r + "] "));
             }
             out.println("drmas launch: " + nproc + " ranks (master 127.0.0.1:" + port + ", " + threads + " thread(s) each)");
-            int status = await(ranks);
+            int status = await(!eval, ranks);
             for (Thread t : pumps) t.join(5000);
             return status;
         } finally {
@@ -164,12 +164,15 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     static long stopGraceMillis = TimeUnit.SECONDS.toMillis(60);
 
     /**
-     * Waits for every rank; on the first failure stops the rest. Returns 0 or the failed rank's status. A
-     * rank that stopped after its save (stoppedAfterSave) is no failure of the others, which end on their
-     * own with it: they are given stopGraceMillis to (their metrics closed, their files synced) before
-     * they are stopped; a rank of them that failed instead has its status returned.
+     * Waits for every rank; on the first failure stops the rest. Returns 0 or the failed rank's status. In
+     * training ({@code training}), a rank that may have stopped after its save (stoppedAfterSave) is no
+     * failure of the others, which then end on their own with it: they are given stopGraceMillis to (their
+     * metrics closed, their files synced) before they are stopped; a rank of them that failed instead has
+     * its status returned. (A rank killed by a signal outside the training loop ends with 143 too: the
+     * others then stop on their own within seconds, naming it, when its heartbeat stops.) Evaluation
+     * ranks have no graceful stop: there any status but 0 stops the others at once.
      */
-    static int await(List<Process> ranks) throws InterruptedException {
+    static int await(boolean training, List<Process> ranks) throws InterruptedException {
         boolean[] done = new boolean[ranks.size()];
         int left = ranks.size();
         while (left > 0) {
@@ -183,7 +186,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                 done[r] = true;
                 left--;
                 if (p.exitValue() != 0 && !stopping) {  // (stopping: every rank ends on its own after its save)
-                    if (stoppedAfterSave(p.exitValue()) && left > 0) return awaitStopping(ranks, done, r);
+                    if (training && stoppedAfterSave(p.exitValue()) && left > 0) return awaitStopping(ranks, done, r);
                     out.println("drmas launch: rank " + r + " exited with status " + p.exitValue() + "; stopping the other ranks");
                     stopAll(ranks);
                     return p.exitValue();
@@ -196,7 +199,8 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     /** Rank {@code first} stopped after its save: the others are waited for, then those left stopped. */
     private static int awaitStopping(List<Process> ranks, boolean[] done, int first) throws InterruptedException {
         int status = ranks.get(first).exitValue();
-        out.println("drmas launch: rank " + first + " stopped after its checkpoint (status " + status + "); waiting for the other ranks to end");
+        out.println("drmas launch: rank " + first + " ended with status " + status + " (a stop the ranks agree on, after the step's "
+                + "checkpoint); waiting for the other ranks to end");
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(stopGraceMillis);
         for (int r = 0; r < ranks.size(); r++) {
             if (done[r]) continue;

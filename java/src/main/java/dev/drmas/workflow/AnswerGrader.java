@@ -2,7 +2,10 @@
 // command (orchestra.options.grader), so that a run can score answers exactly as another code base
 // does (a verl reward function, the Dr. MAS reference's math grader) without porting it to Java.
 //
-// The command is started once per process on first use and kept: one JSON request a line on its stdin,
+// The command is started once per process when the workload opens; its first line on stdout must be
+//   {"ready": true}
+// (said once it has loaded what it needs: a grader script that is not there or fails to import stops
+// the run then, before any model loads, not after a rollout); then one JSON request a line on its stdin,
 //   {"data_source": D, "solution_str": S, "ground_truth": G, "extra_info": {"task_id": I, "answers": [A...]}}
 // (verl's compute_score(data_source, solution_str, ground_truth, extra_info) arguments: S is the final
 // agent's whole reply, G the task's answer as the workflow's data files give it to verl: math a string,
@@ -12,6 +15,10 @@
 // in a reward function) is an error naming the line, not a score; the grader's stderr is the run's. A
 // grader that ends, hangs past timeout_s or answers out of protocol stops the run naming the command,
 // the request and its task. configs/reward/verl_reward.py serves any verl-style reward function this way.
+// A grader should end when its stdin closes (close(), or this process gone) and outlive SIGINT and
+// SIGTERM, which reach it with drmas's own (Ctrl-C, a scheduler's stop) while drmas finishes its step.
+// timeout_s bounds the whole exchange, the request's write included (a grader that stopped reading);
+// a grader that fails is stopped with every process it started.
 package dev.drmas.workflow;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -31,8 +38,13 @@ import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 
 public final class AnswerGrader implements AutoCloseable {
@@ -57,6 +69,7 @@ public final class AnswerGrader implements AutoCloseable {
     private final Function<Task, Object> groundTruth;
     private Process process;
     private BufferedWriter toGrader;
+    private ExecutorService writer;  // writes a request, so that a grader that does not read cannot block past timeout_s
     private BlockingQueue<Object> answers;
     private long requests;
     private String failed;  // the error that stopped the grader: later calls fail with it too
@@ -69,12 +82,17 @@ public final class AnswerGrader implements AutoCloseable {
 
     /**
      * The grader of a workflow whose own check is {@code builtIn}; with a command in {@code options}, that
-     * command instead, sent {@code groundTruth} of each task. A program that is not there is an error
-     * now, naming the key, not after a rollout.
+     * command instead, sent {@code groundTruth} of each task, started now: a program that is not there, or
+     * a grader that ends or says anything but that it is ready, is a ConfigException naming the key now,
+     * not after a rollout.
      */
     public static AnswerGrader of(GraderOptions options, Check builtIn, Function<Task, Object> groundTruth) {
-        if (options.external()) requireProgram(options.command().getFirst());
-        return new AnswerGrader(options, builtIn, groundTruth);
+        AnswerGrader g = new AnswerGrader(options, builtIn, groundTruth);
+        if (options.external()) {
+            requireProgram(options.command().getFirst());
+            g.start();
+        }
+        return g;
     }
 
     /** Whether a command grades (else the workflow's own check). */
@@ -89,7 +107,7 @@ public final class AnswerGrader implements AutoCloseable {
 
     private synchronized double ask(String solution, Task task) {
         if (failed != null) throw new GraderException(failed);
-        if (process == null) start();
+        if (process == null) throw new IllegalStateException("the grader is closed");
         long n = ++requests;
         String request;
         try {
@@ -97,16 +115,21 @@ public final class AnswerGrader implements AutoCloseable {
         } catch (JsonProcessingException e) {
             throw new IllegalStateException("cannot write a grader request as JSON", e);
         }
-        try {
+        long deadline = System.nanoTime() + (long) (options.timeoutS() * 1e9);
+        Future<?> sent = writer.submit(() -> {
             toGrader.write(request);
             toGrader.write('\n');
             toGrader.flush();
-        } catch (IOException e) {
-            throw fail(n, task, "it could not be sent: the grader " + ended() + "; its error output is above");
-        }
+            return null;
+        });
         Object got;
         try {
-            got = answers.poll((long) (options.timeoutS() * 1e9), TimeUnit.NANOSECONDS);
+            sent.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            got = answers.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException e) {
+            throw fail(n, task, "it could not be sent: the grader " + ended() + "; its error output is above");
+        } catch (TimeoutException e) {
+            got = null;  // the write is still blocked: the grader does not read
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw fail(n, task, "interrupted while waiting for its answer");
@@ -146,15 +169,20 @@ public final class AnswerGrader implements AutoCloseable {
         return score.asDouble();
     }
 
+    /** Starts the command and waits (timeout_s) for its {"ready": true}; else a ConfigException at the key. */
     private void start() {
         ProcessBuilder pb = new ProcessBuilder(options.command()).redirectError(ProcessBuilder.Redirect.INHERIT);
         try {
             process = pb.start();
         } catch (IOException e) {
-            failed = KEY + ": cannot start " + shown() + ": " + e.getMessage();
-            throw new GraderException(failed);
+            throw ConfigException.at(KEY + ".command", "cannot start " + shown() + ": " + e.getMessage());
         }
         toGrader = new BufferedWriter(new OutputStreamWriter(process.getOutputStream(), StandardCharsets.UTF_8));
+        writer = Executors.newSingleThreadExecutor(r -> {
+            Thread t = new Thread(r, "drmas-grader-writer");
+            t.setDaemon(true);
+            return t;
+        });
         answers = new LinkedBlockingQueue<>();
         BlockingQueue<Object> q = answers;
         BufferedReader from = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
@@ -168,6 +196,43 @@ public final class AnswerGrader implements AutoCloseable {
         }, "drmas-grader");
         reader.setDaemon(true);
         reader.start();
+        String problem;
+        Object first;
+        try {
+            first = answers.poll((long) (options.timeoutS() * 1e9), TimeUnit.NANOSECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            first = null;
+        }
+        if (first == null) {
+            problem = "did not say it was ready within timeout_s (" + num(options.timeoutS()) + " s)";
+        } else if (first == EOF) {
+            problem = "ended before it was ready (" + ended() + "); its error output is above";
+        } else if (!isReady((String) first)) {
+            String line = (String) first;
+            problem = "said '" + (line.length() > 200 ? line.substring(0, 200) + "..." : line) + "' where its first line must be {\"ready\": true}";
+        } else {
+            return;
+        }
+        stop();
+        throw ConfigException.at(KEY + ".command", shown() + " " + problem);
+    }
+
+    private static boolean isReady(String line) {
+        try {
+            JsonNode n = JSON.readTree(line);
+            return n != null && n.isObject() && n.path("ready").asBoolean(false);
+        } catch (JsonProcessingException e) {
+            return false;
+        }
+    }
+
+    /** Stops the grader and every process it started (a shell's child would otherwise live on, holding the pipes). */
+    private void stop() {
+        if (process == null) return;
+        process.descendants().forEach(ProcessHandle::destroyForcibly);
+        process.destroyForcibly();
+        if (writer != null) writer.shutdownNow();
     }
 
     /** The grader's state after a failed exchange: its exit status, when it has ended within a moment. */
@@ -182,7 +247,7 @@ public final class AnswerGrader implements AutoCloseable {
 
     private GraderException fail(long n, Task task, String problem) {
         failed = KEY + ": " + shown() + ", request " + n + " (task '" + task.id() + "'): " + problem;
-        if (process != null) process.destroyForcibly();
+        stop();
         return new GraderException(failed);
     }
 
@@ -222,11 +287,12 @@ public final class AnswerGrader implements AutoCloseable {
             // it has ended already
         }
         try {
-            if (!process.waitFor(5, TimeUnit.SECONDS)) process.destroyForcibly();
+            if (!process.waitFor(5, TimeUnit.SECONDS)) stop();
         } catch (InterruptedException e) {
-            process.destroyForcibly();
+            stop();
             Thread.currentThread().interrupt();
         }
+        if (writer != null) writer.shutdownNow();
         process = null;
     }
 }

@@ -10,11 +10,12 @@ import java.util.List;
 /**
  * @param command  the grader's command line, program first (e.g. {@code [python3,
  *                 configs/reward/verl_reward.py, my_reward.py, compute_score]}); empty (default) =
- *                 the workflow's built-in check. Started once per process, it reads one JSON request
- *                 a line on stdin and answers each with one line {@code {"score": S}} on stdout
- *                 (AnswerGrader has the protocol)
- * @param timeoutS seconds one answer may take before the run stops naming the grader, &gt; 0;
- *                 default 60
+ *                 the workflow's built-in check. Started once per process when the run opens, it
+ *                 says {@code {"ready": true}}, then reads one JSON request a line on stdin and
+ *                 answers each with one line {@code {"score": S}} on stdout (AnswerGrader has the
+ *                 protocol)
+ * @param timeoutS seconds the grader may take to be ready, and to answer one request, before the run
+ *                 stops naming it, &gt; 0; default 60
  */
 public record GraderOptions(List<String> command, double timeoutS) {
     public GraderOptions {

@@ -2,7 +2,8 @@
 // processes standing in for ranks (sh): a failed rank stops the others at once and its status is the
 // launcher's; a rank that stopped after its save (75: a tool could not go on; 143: SIGTERM) lets the
 // others end on their own, as the ranks agreed to stop together, and is killed only past the grace;
-// a rank that fails while the others stop has its failure reported.
+// a rank that fails while the others stop has its failure reported; evaluation ranks (--eval) have no
+// graceful stop: any status but 0 stops the others at once.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -52,7 +53,7 @@ class LaunchAwaitTest {
     void aFailedRankStopsTheOthersAtOnce() throws Exception {
         Process slow = rank("sleep 30");
         long t0 = System.nanoTime();
-        assertEquals(1, LaunchCommand.await(List.of(rank("exit 1"), slow)));
+        assertEquals(1, LaunchCommand.await(true, List.of(rank("exit 1"), slow)));
         assertTrue((System.nanoTime() - t0) / 1e9 < 15, "stopped, not waited for");
         assertFalse(slow.isAlive());
         assertTrue(said().contains("rank 0 exited with status 1; stopping the other ranks"), said());
@@ -62,18 +63,29 @@ class LaunchAwaitTest {
     void aRankThatStoppedAfterItsSaveLetsTheOthersEndOnTheirOwn() throws Exception {
         // rank 1 ends a second after rank 0 (its metrics closed, its files synced): it is not killed
         Process late = rank("sleep 1; exit 75");
-        assertEquals(75, LaunchCommand.await(List.of(rank("exit 75"), late)));
+        assertEquals(75, LaunchCommand.await(true, List.of(rank("exit 75"), late)));
         assertEquals(75, late.exitValue(), "ended on its own, not by the launcher's signal");
-        assertTrue(said().contains("rank 0 stopped after its checkpoint (status 75); waiting for the other ranks to end"), said());
+        assertTrue(said().contains("rank 0 ended with status 75 (a stop the ranks agree on, after the step's checkpoint); waiting for the other ranks to end"), said());
         assertFalse(said().contains("stopping"), said());
     }
 
     @Test
     void aSignalledStopWaitsToo() throws Exception {
         Process late = rank("sleep 1; exit 143");
-        assertEquals(143, LaunchCommand.await(List.of(late, rank("exit 143"))));
+        assertEquals(143, LaunchCommand.await(true, List.of(late, rank("exit 143"))));
         assertEquals(143, late.exitValue());
-        assertTrue(said().contains("rank 1 stopped after its checkpoint (status 143)"), said());
+        assertTrue(said().contains("rank 1 ended with status 143 (a stop the ranks agree on"), said());
+    }
+
+    @Test
+    void evaluationRanksHaveNoGracefulStop() throws Exception {
+        // `drmas launch --eval`: a rank that ends with 143 was killed, not stopped after a save
+        Process slow = rank("sleep 30");
+        long t0 = System.nanoTime();
+        assertEquals(143, LaunchCommand.await(false, List.of(rank("exit 143"), slow)));
+        assertTrue((System.nanoTime() - t0) / 1e9 < 15);
+        assertFalse(slow.isAlive());
+        assertTrue(said().contains("rank 0 exited with status 143; stopping the other ranks"), said());
     }
 
     @Test
@@ -81,7 +93,7 @@ class LaunchAwaitTest {
         LaunchCommand.stopGraceMillis = 500;
         Process stuck = rank("sleep 30");
         long t0 = System.nanoTime();
-        assertEquals(75, LaunchCommand.await(List.of(rank("exit 75"), stuck)));
+        assertEquals(75, LaunchCommand.await(true, List.of(rank("exit 75"), stuck)));
         assertTrue((System.nanoTime() - t0) / 1e9 < 15);
         assertFalse(stuck.isAlive());
         assertTrue(said().contains("rank 1 did not end within 0.5 s of rank 0; stopping the ranks left"), said());
@@ -90,7 +102,7 @@ class LaunchAwaitTest {
     @Test
     void aRankThatFailsWhileTheOthersStopIsTheStatus() throws Exception {
         // e.g. its part of the stop's checkpoint could not be written
-        assertEquals(1, LaunchCommand.await(List.of(rank("exit 75"), rank("sleep 1; exit 1"))));
+        assertEquals(1, LaunchCommand.await(true, List.of(rank("exit 75"), rank("sleep 1; exit 1"))));
         assertTrue(said().contains("rank 1 exited with status 1 while the ranks stopped"), said());
     }
 }

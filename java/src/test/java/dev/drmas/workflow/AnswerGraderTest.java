@@ -1,9 +1,10 @@
 // AnswerGraderTest.java — a grader command (orchestra.options.grader) scores answers in place of a
 // workflow's check, through configs/reward/verl_reward.py and a verl-style reward function written
 // here (real python3 processes; skipped with a message where there is no python3): the scores are
-// the function's, it gets verl's four arguments, its prints do not reach the protocol, and a grader
-// that answers out of protocol, ends, hangs or is not there stops the run naming the command, the
-// request and the task.
+// the function's, it gets verl's four arguments, nothing it or its subprocesses print reaches the
+// protocol, --on-error scores a raising function; a grader that is not there or not ready is a config
+// error when the workload opens; one that answers out of protocol, ends, stops reading or hangs stops
+// the run naming the command, the request and the task, and is stopped with the processes it started.
 package dev.drmas.workflow;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -32,11 +33,15 @@ public class AnswerGraderTest {
     static final Path BRIDGE = Path.of("..", "configs", "reward", "verl_reward.py");
 
     static final String REWARD = """
-            import time
+            import os, subprocess, time
             print("a reward module that prints when imported")
 
             def compute_score(data_source, solution_str, ground_truth, extra_info=None):
                 print("and when called")
+                os.write(1, b"and on its descriptor 1\\n")
+                subprocess.run(["echo", "and from a subprocess"])
+                if solution_str == "raise":
+                    raise ValueError("unbalanced box")
                 if solution_str == "hang":
                     time.sleep(60)
                 if solution_str == "die":
@@ -81,6 +86,11 @@ public class AnswerGraderTest {
         return grader(30, Task::answer, "python3", BRIDGE.toString(), rewardFile.toString(), function);
     }
 
+    /** A grader in Python's -c whose loop over the requests is {@code body} (after its ready line). */
+    static AnswerGrader inline(double timeoutS, String body) {
+        return grader(timeoutS, Task::answer, "python3", "-c", "import sys\nprint('{\"ready\": true}', flush=True)\n" + body);
+    }
+
     static final Task T = new Task("t1", "What is 6 * 7?", "42");
 
     @Test
@@ -120,8 +130,7 @@ public class AnswerGraderTest {
     @Test
     void anAnswerOutOfProtocolNamesTheLine() {
         // a grader that prints to stdout: its line is not taken for a score
-        try (AnswerGrader g = grader(30, Task::answer, "python3", "-c",
-                "import sys\nfor line in sys.stdin:\n    print('checking', flush=True)")) {
+        try (AnswerGrader g = inline(30, "for line in sys.stdin:\n    print('checking', flush=True)")) {
             var e = assertThrows(AnswerGrader.GraderException.class, () -> g.score("x", T));
             assertTrue(e.getMessage().startsWith("orchestra.options.grader: `python3 -c import sys"), e.getMessage());
             assertTrue(e.getMessage().contains("request 1 (task 't1'): it answered 'checking', where one line {\"score\": X}"), e.getMessage());
@@ -129,8 +138,7 @@ public class AnswerGraderTest {
             assertEquals(e.getMessage(), assertThrows(AnswerGrader.GraderException.class, () -> g.score("y", T)).getMessage());
         }
         for (String bad : List.of("{\"score\": \"1\"}", "{\"score\": NaN}", "1.0", "{\"acc\": 1}")) {
-            try (AnswerGrader g = grader(30, Task::answer, "python3", "-c",
-                    "import sys\nfor line in sys.stdin:\n    print('" + bad.replace("\"", "\\\"") + "', flush=True)")) {
+            try (AnswerGrader g = inline(30, "for line in sys.stdin:\n    print('" + bad.replace("\"", "\\\"") + "', flush=True)")) {
                 var e = assertThrows(AnswerGrader.GraderException.class, () -> g.score("x", T), bad);
                 assertTrue(e.getMessage().contains("it answered '" + bad + "'"), e.getMessage());
             }
@@ -150,10 +158,60 @@ public class AnswerGraderTest {
             assertTrue((System.nanoTime() - t0) / 1e9 < 30, "not the 60 s sleep");
             assertTrue(e.getMessage().contains("request 1 (task 't1'): no answer within timeout_s (1 s); the grader was stopped"), e.getMessage());
         }
-        // a function that is not in the file: the bridge says so on stderr and ends
-        try (AnswerGrader g = verl("no_such_function")) {
-            var e = assertThrows(AnswerGrader.GraderException.class, () -> g.score("42", T));
-            assertTrue(e.getMessage().contains("the grader ended before answering (exited with status 1)"), e.getMessage());
+        // an exception in the function ends the grader, as in verl
+        try (AnswerGrader g = verl("compute_score")) {
+            var e = assertThrows(AnswerGrader.GraderException.class, () -> g.score("raise", T));
+            assertTrue(e.getMessage().contains("request 1 (task 't1'): the grader ended before answering (exited with status 1)"), e.getMessage());
+        }
+    }
+
+    @Test
+    void withOnErrorARaisingFunctionScoresThatScore() {
+        try (AnswerGrader g = grader(30, Task::answer, "python3", BRIDGE.toString(), "--on-error", "0", rewardFile.toString(), "compute_score")) {
+            assertEquals(0.0, g.score("raise", T));
+            assertEquals(1.0, g.score("42", T), "and goes on");
+        }
+    }
+
+    @Test
+    void aGraderThatIsNotReadyIsAConfigErrorWhenItOpens() {
+        assumeTrue(hasPython(), "no python3 on PATH");
+        // a function that is not in the file, a file that is not there: the bridge says so on stderr and ends
+        for (List<String> c : List.of(List.of(rewardFile.toString(), "no_such_function"), List.of(tmp.resolve("none.py").toString(), "f"))) {
+            List<String> cmd = new ArrayList<>(List.of("python3", BRIDGE.toString()));
+            cmd.addAll(c);
+            var e = assertThrows(ConfigException.class, () -> AnswerGrader.of(new GraderOptions(cmd, 30), NEVER, Task::answer));
+            assertTrue(e.getMessage().contains("orchestra.options.grader.command"), e.getMessage());
+            assertTrue(e.getMessage().contains("ended before it was ready (exited with status 1)"), e.getMessage());
+        }
+        var f = assertThrows(ConfigException.class, () -> AnswerGrader.of(new GraderOptions(List.of("python3", "-c", "print('hello')"), 30),
+                NEVER, Task::answer));
+        assertTrue(f.getMessage().contains("said 'hello' where its first line must be {\"ready\": true}"), f.getMessage());
+        var h = assertThrows(ConfigException.class, () -> AnswerGrader.of(new GraderOptions(List.of("python3", "-c",
+                "import time\ntime.sleep(60)"), 1), NEVER, Task::answer));
+        assertTrue(h.getMessage().contains("did not say it was ready within timeout_s (1 s)"), h.getMessage());
+    }
+
+    @Test
+    void aGraderThatStopsReadingTimesOutOnALongRequest() {
+        // the request (2 MB) fills the pipe while the grader sleeps: timeout_s holds for the write too
+        try (AnswerGrader g = inline(2, "import time\ntime.sleep(60)")) {
+            long t0 = System.nanoTime();
+            var e = assertThrows(AnswerGrader.GraderException.class, () -> g.score("x".repeat(2 << 20), T));
+            assertTrue((System.nanoTime() - t0) / 1e9 < 20, "bounded by timeout_s, not the sleep");
+            assertTrue(e.getMessage().contains("no answer within timeout_s (2 s)"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aFailedGraderIsStoppedWithTheProcessesItStarted() {
+        // a shell that runs the bridge as its child: the child goes too, not only the shell
+        try (AnswerGrader g = grader(1, Task::answer, "sh", "-c",
+                "python3 " + BRIDGE + " " + rewardFile + " compute_score; true")) {
+            assertEquals(1.0, g.score("42", T));
+            assertEquals(2, graders(), "the shell and its python");
+            assertThrows(AnswerGrader.GraderException.class, () -> g.score("hang", T));
+            assertEquals(0, graders(), "the shell's python child was stopped with it");
         }
     }
 
@@ -169,17 +227,32 @@ public class AnswerGraderTest {
     }
 
     @Test
+    void theBridgeOutlivesTheSignalsThatStopARunGracefully() throws Exception {
+        // Ctrl-C (SIGINT to the terminal's process group) or a scheduler's SIGTERM reaches the grader too, while
+        // drmas finishes the step under way before saving: the bridge ignores both and ends with its stdin
+        try (AnswerGrader g = verl("compute_score")) {
+            assertEquals(1.0, g.score("42", T));
+            ProcessHandle grader = ProcessHandle.current().descendants()
+                    .filter(p -> p.info().commandLine().map(c -> c.contains(rewardFile.toString())).orElse(false)).findFirst().orElseThrow();
+            for (String sig : List.of("-INT", "-TERM")) assertEquals(0, new ProcessBuilder("kill", sig, Long.toString(grader.pid())).start().waitFor());
+            Thread.sleep(300);
+            assertTrue(grader.isAlive(), "the signals did not end the grader");
+            assertEquals(0.0, g.score("41", T));
+        }
+    }
+
+    @Test
     void closeEndsTheGrader() throws Exception {
         AnswerGrader g = verl("compute_score");
         assertEquals(1.0, g.score("42", T));
-        assertEquals(1, graders(), "one grader, started on first use");
+        assertEquals(1, graders(), "one grader, started when it opened");
         g.close();
         assertEquals(0, graders(), "the grader ended with close");
     }
 
-    /** This JVM's live child processes running the bridge on this test's reward file. */
+    /** This JVM's live descendants whose command line names this test's reward file. */
     static long graders() {
-        return ProcessHandle.current().children().filter(ProcessHandle::isAlive)
+        return ProcessHandle.current().descendants().filter(ProcessHandle::isAlive)
                 .filter(p -> p.info().commandLine().map(c -> c.contains(rewardFile.toString())).orElse(false)).count();
     }
 }
