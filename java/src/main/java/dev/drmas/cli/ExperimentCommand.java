@@ -70,6 +70,10 @@ final class ExperimentCommand implements Callable<Integer> {
     private final java.util.Set<Process> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
     /** Set by the shutdown hook: the jobs were asked to stop and end as they finish their saves. */
     private volatile boolean stopping;
+    /** A train job's status when a tool stopped it after saving its step (train's StopRequest: EX_TEMPFAIL). */
+    static final int TOOL_STOP = 75;
+    /** What runs a job, its arguments appended: this JVM's `drmas` (tests put a script in its place). */
+    java.util.function.Supplier<List<String>> jobCommand = LaunchCommand::javaCommand;
 
     /** One job: a warm start or an RL run, as a command line of `drmas`. */
     record Job(String name, List<String> args, Job after) {
@@ -120,12 +124,26 @@ final class ExperimentCommand implements Callable<Integer> {
         });
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
+            // the first job that fails ends the wait at once (allOf alone would wait for every other job to finish)
+            CompletableFuture<Void> firstFailure = new CompletableFuture<>();
             for (Job j : jobs) {
                 CompletableFuture<Void> before = j.after() == null ? CompletableFuture.completedFuture(null) : done.get(j.after());
-                done.put(j, before.thenRunAsync(() -> run(root, j, threads, jobs.size(), finished, out), pool));
+                CompletableFuture<Void> f = before.thenRunAsync(() -> run(root, j, threads, jobs.size(), finished, out), pool);
+                f.whenComplete((v, failure) -> {
+                    if (failure != null) firstFailure.completeExceptionally(failure);
+                });
+                done.put(j, f);
             }
-            CompletableFuture.allOf(done.values().toArray(CompletableFuture[]::new)).join();
+            CompletableFuture.anyOf(CompletableFuture.allOf(done.values().toArray(CompletableFuture[]::new)), firstFailure).join();
         } catch (java.util.concurrent.CompletionException e) {
+            // one job failed or stopped: no other starts, and those running stop after saving their step (as on
+            // Ctrl-C), so that the same command resumes them where they were
+            stopping = true;
+            if (!running.isEmpty()) {
+                out.println("drmas experiment: a job ended (below); stopping the " + running.size() + " running after their step's checkpoint");
+                out.flush();
+                LaunchCommand.stopAndWait(running);
+            }
             throw e.getCause() instanceof RuntimeException re ? re : e;
         } finally {
             pool.shutdownNow();
@@ -198,7 +216,7 @@ final class ExperimentCommand implements Callable<Integer> {
         long t0 = System.nanoTime();
         int code;
         try {
-            List<String> cmd = LaunchCommand.javaCommand();
+            List<String> cmd = new ArrayList<>(jobCommand.get());
             cmd.addAll(j.args());
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
             pb.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
@@ -218,6 +236,10 @@ final class ExperimentCommand implements Callable<Integer> {
             if (code != 0) {
                 List<String> lines = Files.readAllLines(log);
                 String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
+                if (code == TOOL_STOP) {  // a service the run needs is gone (the retrieval server): it saved its step
+                    throw new UserError(j.name() + " stopped after saving its step (exit 75: a service it needs is gone); the same "
+                            + "command resumes the experiment once it is back. Its log is " + log + ":\n" + tail, null, TOOL_STOP);
+                }
                 throw new UserError(j.name() + " failed (exit " + code + "); its log is " + log + ":\n" + tail);
             }
             Files.createDirectories(dir);

@@ -79,7 +79,8 @@ public final class Main implements Runnable {
                 err.println("drmas: (DRMAS_DEBUG=1 prints the stack trace)");
             }
             err.flush();
-            return ex instanceof UserError || ex instanceof TaskFileException || ex instanceof StdStreams.OutputFailure ? 1 : 3;
+            if (ex instanceof UserError u) return u.status;
+            return ex instanceof TaskFileException || ex instanceof StdStreams.OutputFailure ? 1 : 3;
         });
         return cl;
     }

@@ -3,7 +3,9 @@
 // identical), per-agent gradient norms logged, finished jobs skipped when run again, the report
 // written; with --shared-warm-start one warm start serves every seed; bad options are user errors, and
 // so are a folder that holds a run (and the demo in an experiment's folder), a finished job that ran
-// with other arguments, and metrics.jsonl=false.
+// with other arguments, and metrics.jsonl=false. A job that ends with 75 (a tool stopped it after its
+// save) ends the experiment with 75, and the jobs running beside it stop after their save (SIGTERM), not
+// killed; scripts stand in for the jobs there.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -62,6 +64,39 @@ class ExperimentCommandTest {
         Cli.Run again = Cli.run(args.toArray(String[]::new));
         assertEquals(0, again.exit(), again.err());
         assertEquals(3, again.out().lines().filter(l -> l.contains("done before, skipped")).count(), again.out());
+    }
+
+    @Test
+    void aJobThatAToolStoppedEndsTheExperimentWith75AndStopsTheOthersGracefully() throws Exception {
+        // sft: done at once; grpo: stopped by its tool (75) after a moment; drmas: "training" until SIGTERM, on which it
+        // "saves" (a marker) and ends with 143
+        Path mark = tmp.resolve("drmas-saved");
+        String script = "if [ \"$1\" = sft ]; then exit 0; fi\n"
+                + "case \"$*\" in\n"
+                + "  *mode=grpo*) sleep 1; echo 'drmas: stopped after step 3: the retriever failed'; exit 75 ;;\n"
+                + "  *) trap 'touch " + mark + "; exit 143' TERM; while true; do sleep 0.1; done ;;\n"
+                + "esac";
+        var cl = Main.commandLine();
+        var out = new java.io.StringWriter();
+        cl.setOut(new java.io.PrintWriter(out));
+        cl.setErr(new java.io.PrintWriter(out));
+        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", script, "job");
+        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
+                "--seeds", "1", "--parallel", "2", "run.output_dir=" + tmp, "run.threads=1"));
+        args.addAll(TINY);
+        long t0 = System.nanoTime();
+        int code = cl.execute(args.toArray(String[]::new));
+        String said = out.toString();
+        assertEquals(75, code, said);
+        assertTrue((System.nanoTime() - t0) / 1e9 < 30, "the running job was stopped, not waited for");
+        assertTrue(said.contains("stopping the 1 running after their step's checkpoint"), said);
+        assertTrue(said.contains("grpo-s1 stopped after saving its step (exit 75: a service it needs is gone); the same command resumes "
+                + "the experiment once it is back") && said.contains("drmas: stopped after step 3: the retriever failed"), said);
+        assertTrue(Files.exists(mark), "the drmas job got SIGTERM and saved, not a kill");
+        Path exp = tmp.resolve("exp");
+        assertTrue(Files.isRegularFile(exp.resolve("sft-s1").resolve(ExperimentCommand.DONE)));
+        assertTrue(!Files.exists(exp.resolve("grpo-s1").resolve(ExperimentCommand.DONE)) && !Files.exists(exp.resolve("drmas-s1")
+                .resolve(ExperimentCommand.DONE)), "neither finished: the same command runs them again");
     }
 
     @Test
