@@ -59,9 +59,6 @@ final class SearchWorkload implements Workload {
         this.log = log;
         SearchOptions o = cfg.orchestra().options(SearchOptions.class);
         this.penalty = new InvalidActionPenalty(o.invalidPenalty());
-        // a grader command is sent the truth as Search-R1's data files give it to verl's compute_score
-        this.grader = AnswerGrader.of(o.grader(), (text, t) -> SearchAnswers.reward(text, t.golds()),
-                t -> Map.of("target", t.golds()));
         for (AgentSpec a : cfg.agents()) roleOf.put(a.id(), a.role());
         // the reference's extra checks: one think block for the searcher and the answerer (its
         // verifier is not asked for one), no Chinese for all three
@@ -93,6 +90,14 @@ final class SearchWorkload implements Workload {
                 idOf(cfg, SearchOrchestra.VERIFIER), idOf(cfg, SearchOrchestra.SEARCHER), idOf(cfg, SearchOrchestra.ANSWERER),
                 o.retryUnanswered());
         this.orchestra = new SearchOrchestra(team, options, SearchOrchestra.VERDICTS, tool(o.retriever()));
+        // last (it starts a process): a grader command is sent the truth as Search-R1's data files give it to verl's
+        // compute_score; one that cannot start closes the retriever opened above
+        try {
+            this.grader = AnswerGrader.of(o.grader(), (text, t) -> SearchAnswers.reward(text, t.golds()), t -> Map.of("target", t.golds()));
+        } catch (RuntimeException | Error e) {
+            retriever.close();
+            throw e;
+        }
     }
 
     private static String idOf(RunConfig cfg, String role) {
