@@ -13,12 +13,14 @@ protocol).
 
 Everything else written to stdout, by Python's print, a C extension or a subprocess, goes to stderr:
 the replies have a descriptor of their own, so a print left in a reward function cannot be read as a
-score. An exception in the function ends the grader and stops the run, as in verl; with
---on-error SCORE it scores SCORE instead and prints the traceback (a reply that breaks a parser would
-otherwise stop the run again when it resumes, as the same step samples the same replies). SIGINT and
-SIGTERM are ignored: Ctrl-C or a scheduler's stop reaches every process of the job, and drmas still
-needs its grader for the step it finishes before saving; the grader ends when drmas closes its stdin
-(or dies). Run it with the Python environment FILE.py needs (e.g. PYTHONPATH naming a code base whose
+score. An exception in the function, or a result that is not a finite number, ends the grader and
+stops the run, as in verl; with --on-error SCORE it scores SCORE instead and prints why (a reply that
+breaks a parser would otherwise stop the run again when it resumes, as the same step samples the same
+replies). SIGINT and SIGTERM do nothing here (a handler that returns; the processes the function
+starts get the default handling back): Ctrl-C or a scheduler's stop reaches every process of the job,
+and drmas still needs its grader for the step it finishes before saving; the grader ends when drmas
+closes its stdin (or dies). The file is loaded as verl loads it, as a module registered in
+sys.modules (dataclasses and multiprocessing need that). Run it with the Python environment FILE.py needs (e.g. PYTHONPATH naming a code base whose
 grader it calls). Only the standard library is used here.
 """
 import importlib.util
@@ -35,8 +37,9 @@ USAGE = "usage: verl_reward.py [--on-error SCORE] FILE.py FUNCTION (drmas starts
 def load(path, name):
     if not os.path.isfile(path):
         sys.exit(f"verl_reward.py: {path}: no such file")
-    spec = importlib.util.spec_from_file_location("drmas_reward_module", path)
+    spec = importlib.util.spec_from_file_location("custom_module", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules["custom_module"] = module
     spec.loader.exec_module(module)
     fn = getattr(module, name, None)
     if not callable(fn):
@@ -44,26 +47,45 @@ def load(path, name):
     return fn
 
 
+class NotAScore(ValueError):
+    pass
+
+
 def number(got, what):
-    score = got["score"] if isinstance(got, dict) else got
+    score = got.get("score") if isinstance(got, dict) else got
     try:
         score = float(score)
     except (TypeError, ValueError):
-        sys.exit(f"verl_reward.py: {what} is {got!r}: not a number")
+        raise NotAScore(f"verl_reward.py: {what} is {got!r}: not a number (or a dict with a numeric \"score\")") from None
     if not math.isfinite(score):
-        sys.exit(f"verl_reward.py: {what} is {score}: not finite")
+        raise NotAScore(f"verl_reward.py: {what} is {score}: not finite")
     return score
 
 
+def ignore(signum, frame):
+    pass
+
+
+def default_signals():
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def main():
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    # a handler, not SIG_IGN: an ignored signal stays ignored in every program the function runs, a handled one
+    # is back to its default there (exec resets it; a fork gets it back here)
+    signal.signal(signal.SIGINT, ignore)
+    signal.signal(signal.SIGTERM, ignore)
+    os.register_at_fork(after_in_child=default_signals)
     args = sys.argv[1:]
     on_error = None
     if args[:1] == ["--on-error"]:
         if len(args) < 2:
             sys.exit(USAGE)
-        on_error = number(args[1], "--on-error")
+        try:
+            on_error = number(args[1], "--on-error")
+        except NotAScore as e:
+            sys.exit(str(e))
         args = args[2:]
     if len(args) != 2:
         sys.exit(USAGE)
@@ -71,6 +93,7 @@ def main():
     replies = os.fdopen(os.dup(1), "w", encoding="ascii")
     sys.stdout.flush()
     os.dup2(2, 1)
+    sys.stdout.reconfigure(line_buffering=True)  # now stderr: each line out at once, not when a buffer fills
     fn = load(args[0], args[1])
     replies.write('{"ready": true}\n')
     replies.flush()
@@ -78,15 +101,18 @@ def main():
         r = json.loads(line.decode("utf-8"))
         try:
             got = fn(r["data_source"], r["solution_str"], r["ground_truth"], r.get("extra_info"))
-        except Exception:
+            score = number(got, f"{args[1]}'s result for request {n}")
+        except Exception as e:
             if on_error is None:
+                if isinstance(e, NotAScore):
+                    sys.exit(str(e))
                 raise
             task = (r.get("extra_info") or {}).get("task_id")
-            print(f"verl_reward.py: {args[1]} raised on request {n} (task {task!r}); scored {on_error} (--on-error):",
+            print(f"verl_reward.py: {args[1]} failed on request {n} (task {task!r}); scored {on_error} (--on-error):",
                   file=sys.stderr)
             traceback.print_exc()
-            got = on_error
-        replies.write(json.dumps({"score": number(got, f"{args[1]}'s result for request {n}")}) + "\n")
+            score = on_error
+        replies.write(json.dumps({"score": score}) + "\n")
         replies.flush()
 
 

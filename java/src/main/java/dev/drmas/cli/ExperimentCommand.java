@@ -66,8 +66,10 @@ final class ExperimentCommand implements Callable<Integer> {
     @Option(names = "--parallel", defaultValue = "1", description = "jobs at once, the threads split among them (default 1)")
     int parallel;
 
-    /** The jobs' processes now running, for the shutdown hook. */
-    private final java.util.Set<Process> running = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** The jobs' processes now running, with their jobs, for the shutdown hook and a failure's stop. */
+    private final Map<Process, Job> running = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Held while a job checks `stopping` and starts, and while a stop takes its list of jobs: none starts after it. */
+    private final Object starting = new Object();
     /** Set by the shutdown hook: the jobs were asked to stop and end as they finish their saves. */
     private volatile boolean stopping;
     /** A train job's status when a tool stopped it after saving its step (train's StopRequest: EX_TEMPFAIL). */
@@ -120,7 +122,7 @@ final class ExperimentCommand implements Callable<Integer> {
         // Ctrl-C or kill: the jobs end with the experiment, each after saving the step under way (a train job's stop)
         Thread cleanup = new Thread(() -> {
             stopping = true;
-            LaunchCommand.stopAndWait(running);
+            LaunchCommand.stopAndWait(running.keySet());
         });
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
@@ -136,18 +138,28 @@ final class ExperimentCommand implements Callable<Integer> {
             }
             CompletableFuture.anyOf(CompletableFuture.allOf(done.values().toArray(CompletableFuture[]::new)), firstFailure).join();
         } catch (java.util.concurrent.CompletionException e) {
-            // one job failed or stopped: no other starts, and those running stop after saving their step (as on
-            // Ctrl-C), so that the same command resumes them where they were
-            stopping = true;
-            if (!running.isEmpty()) {
-                out.println("drmas experiment: a job ended (below); stopping the " + running.size() + " running after their step's checkpoint");
+            // one job failed or stopped: no other starts; RL runs stop after saving their step (as on Ctrl-C), so
+            // that the same command resumes them where they were; a warm start (sft), which has no graceful stop
+            // and would lose all its work, is let finish
+            Map<Process, Job> now;
+            synchronized (starting) {
+                stopping = true;
+                now = Map.copyOf(running);
+            }
+            List<Process> rl = now.entrySet().stream().filter(x -> !isWarmStart(x.getValue())).map(Map.Entry::getKey).toList();
+            List<Job> warm = now.values().stream().filter(ExperimentCommand::isWarmStart).toList();
+            if (!now.isEmpty()) {
+                out.println("drmas experiment: a job ended (below); " + (rl.isEmpty() ? "" : "stopping the " + rl.size()
+                        + " RL run(s) running after their step's checkpoint") + (rl.isEmpty() || warm.isEmpty() ? "" : "; ")
+                        + (warm.isEmpty() ? "" : "waiting for the " + warm.size() + " warm start(s) running to finish"));
                 out.flush();
-                LaunchCommand.stopAndWait(running);
+                LaunchCommand.stopAndWait(rl);
+                for (Job w : warm) done.get(w).handle((v, x) -> null).join();  // its thread marks it done
             }
             throw e.getCause() instanceof RuntimeException re ? re : e;
         } finally {
             pool.shutdownNow();
-            if (!stopping) running.forEach(Process::destroyForcibly);  // (stopping: the hook waits for the jobs' saves)
+            if (!stopping) running.keySet().forEach(Process::destroyForcibly);  // (stopping: the hook waits for the jobs' saves)
             try {
                 Runtime.getRuntime().removeShutdownHook(cleanup);
             } catch (IllegalStateException shuttingDown) {
@@ -211,7 +223,6 @@ final class ExperimentCommand implements Callable<Integer> {
             out.flush();
             return;
         }
-        if (stopping) return;  // the experiment is stopping: no job starts (the hook waits only for those it stopped)
         Path log = root.resolve("logs").resolve(j.name() + ".log");
         long t0 = System.nanoTime();
         int code;
@@ -222,8 +233,12 @@ final class ExperimentCommand implements Callable<Integer> {
             pb.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
             // kill -9 runs no hook: the job watches its stdin, a pipe from here, and stops when it closes (as launch's ranks)
             pb.environment().put(LaunchCommand.WATCH_ENV, "1");
-            Process p = pb.start();
-            running.add(p);
+            Process p;
+            synchronized (starting) {
+                if (stopping) return;  // the experiment is stopping: no job starts (the stop waits only for those it saw)
+                p = pb.start();
+                running.put(p, j);
+            }
             try {
                 code = p.waitFor();
             } catch (InterruptedException e) {
@@ -234,6 +249,9 @@ final class ExperimentCommand implements Callable<Integer> {
                 running.remove(p);
             }
             if (code != 0) {
+                synchronized (starting) {
+                    stopping = true;  // before this job's thread can take the next one
+                }
                 List<String> lines = Files.readAllLines(log);
                 String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
                 if (code == TOOL_STOP) {  // a service the run needs is gone (the retrieval server): it saved its step
@@ -250,6 +268,11 @@ final class ExperimentCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "[%d/%d] %s: done in %.1f min%s%n", finished.incrementAndGet(), total, j.name(),
                 (System.nanoTime() - t0) / 60e9, RunReport.oneLine(dir));
         out.flush();
+    }
+
+    /** A warm start (`drmas sft`): it has no graceful stop. */
+    static boolean isWarmStart(Job j) {
+        return !j.args().isEmpty() && j.args().getFirst().equals("sft");
     }
 
     /** Whether {@code dir} holds an experiment (its logs/, or a finished job): not a folder for one run. */

@@ -227,11 +227,15 @@ public final class AnswerGrader implements AutoCloseable {
         }
     }
 
-    /** Stops the grader and every process it started (a shell's child would otherwise live on, holding the pipes). */
+    /**
+     * Stops the grader and every process it started (a shell's child would otherwise live on, holding the
+     * pipes): the kill signals alone, through the handles. Process.destroyForcibly also closes the grader's
+     * stdin, which waits for a write blocked on the full pipe, for as long as anything holds its read end.
+     */
     private void stop() {
         if (process == null) return;
         process.descendants().forEach(ProcessHandle::destroyForcibly);
-        process.destroyForcibly();
+        process.toHandle().destroyForcibly();
         if (writer != null) writer.shutdownNow();
     }
 
@@ -282,7 +286,7 @@ public final class AnswerGrader implements AutoCloseable {
     public synchronized void close() {
         if (process == null) return;
         try {
-            toGrader.close();
+            if (failed == null) toGrader.close();  // (after a failure a write may still hold it: the grader is stopped already)
         } catch (IOException e) {
             // it has ended already
         }

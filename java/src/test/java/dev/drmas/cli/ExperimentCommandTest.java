@@ -4,8 +4,9 @@
 // written; with --shared-warm-start one warm start serves every seed; bad options are user errors, and
 // so are a folder that holds a run (and the demo in an experiment's folder), a finished job that ran
 // with other arguments, and metrics.jsonl=false. A job that ends with 75 (a tool stopped it after its
-// save) ends the experiment with 75, and the jobs running beside it stop after their save (SIGTERM), not
-// killed; scripts stand in for the jobs there.
+// save) ends the experiment with 75, the RL runs beside it stop after their save (SIGTERM), not killed,
+// a warm start beside it (no graceful stop) is let finish, and no job starts after it; scripts stand in
+// for the jobs there.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -89,7 +90,7 @@ class ExperimentCommandTest {
         String said = out.toString();
         assertEquals(75, code, said);
         assertTrue((System.nanoTime() - t0) / 1e9 < 30, "the running job was stopped, not waited for");
-        assertTrue(said.contains("stopping the 1 running after their step's checkpoint"), said);
+        assertTrue(said.contains("stopping the 1 RL run(s) running after their step's checkpoint"), said);
         assertTrue(said.contains("grpo-s1 stopped after saving its step (exit 75: a service it needs is gone); the same command resumes "
                 + "the experiment once it is back") && said.contains("drmas: stopped after step 3: the retriever failed"), said);
         assertTrue(Files.exists(mark), "the drmas job got SIGTERM and saved, not a kill");
@@ -97,6 +98,38 @@ class ExperimentCommandTest {
         assertTrue(Files.isRegularFile(exp.resolve("sft-s1").resolve(ExperimentCommand.DONE)));
         assertTrue(!Files.exists(exp.resolve("grpo-s1").resolve(ExperimentCommand.DONE)) && !Files.exists(exp.resolve("drmas-s1")
                 .resolve(ExperimentCommand.DONE)), "neither finished: the same command runs them again");
+    }
+
+    @Test
+    void aWarmStartRunningBesideAFailedJobIsLetFinish() throws Exception {
+        // seed 1's warm start at once, seed 2's for 3 s; grpo-s1 stops with 75 after 1 s while seed 2's warm start
+        // runs: it finishes (marked done), drmas-s1 is stopped gracefully, and none of seed 2's RL runs starts
+        Path mark = tmp.resolve("drmas-saved"), started = tmp.resolve("started");
+        String script = "if [ \"$1\" = sft ]; then case \"$*\" in *run.seed=2*) sleep 3 ;; esac; exit 0; fi\n"
+                + "echo \"$*\" >> " + started + "\n"
+                + "case \"$*\" in\n"
+                + "  *mode=grpo*) sleep 1; exit 75 ;;\n"
+                + "  *) trap 'touch " + mark + "; exit 143' TERM; while true; do sleep 0.1; done ;;\n"
+                + "esac";
+        var cl = Main.commandLine();
+        var out = new java.io.StringWriter();
+        cl.setOut(new java.io.PrintWriter(out));
+        cl.setErr(new java.io.PrintWriter(out));
+        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", script, "job");
+        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
+                "--seeds", "2", "--parallel", "3", "run.output_dir=" + tmp, "run.threads=1"));
+        args.addAll(TINY);
+        int code = cl.execute(args.toArray(String[]::new));
+        String said = out.toString();
+        assertEquals(75, code, said);
+        assertTrue(said.contains("stopping the 1 RL run(s) running after their step's checkpoint; waiting for the 1 warm start(s) "
+                + "running to finish"), said);
+        Path exp = tmp.resolve("exp");
+        assertTrue(Files.isRegularFile(exp.resolve("sft-s2").resolve(ExperimentCommand.DONE)), "seed 2's warm start finished: " + said);
+        assertTrue(Files.exists(mark), "drmas-s1 got SIGTERM");
+        List<String> rl = Files.readAllLines(started);
+        assertEquals(2, rl.size(), "only seed 1's RL runs started: " + rl);
+        assertTrue(rl.stream().allMatch(l -> l.contains("run.seed=1")), rl.toString());
     }
 
     @Test
