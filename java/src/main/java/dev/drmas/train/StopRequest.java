@@ -3,7 +3,9 @@
 // the two signals ask it to stop after the step under way (its save and due evaluation included) and to
 // save a checkpoint of that step; the command then ends with 128 + the signal's number (143, 130), as a
 // process the signal killed does, so that schedulers see a run that did not finish. A second signal
-// stops at once, without saving (a run that hangs), as kill -9 does; the temporary folder of a save it
+// stops at once, without saving (a run that hangs), as kill -9 does, unless it is the other one of the
+// two within a few seconds of the first: a terminal's Ctrl-C sends SIGINT to every process of its group,
+// and `drmas launch` or `drmas experiment`, stopping too, pass it on to this one as SIGTERM; the temporary folder of a save it
 // interrupts is removed when the run starts again. The ranks of a data-parallel run agree on the step
 // to stop after (a sum of their requests once a step), so that they save the same one and leave no
 // collective unpaired, and on the exit status (the highest any rank asked for: a signal's over a tool's 75),
@@ -24,6 +26,7 @@ import sun.misc.SignalHandler;
 final class StopRequest implements AutoCloseable {
     private volatile boolean requested;
     private volatile int signal;  // the number of the signal that asked, 0 for none (or a test's request)
+    private volatile long signalledAt;  // System.nanoTime() of that signal
     private final Map<Signal, SignalHandler> previous = new LinkedHashMap<>();
 
     /**
@@ -41,12 +44,26 @@ final class StopRequest implements AutoCloseable {
         }
     }
 
+    /** How soon after the first signal the other one is the same stop passed on (ECHO). */
+    static final long ECHO_NANOS = 3_000_000_000L;
+
+    /**
+     * Whether signal {@code now}, {@code elapsedNanos} after signal {@code first} asked for the stop, is that
+     * stop passed on (the other of SIGINT and SIGTERM, soon: a launcher's SIGTERM after the terminal's SIGINT to
+     * its whole group) rather than a second request to stop at once.
+     */
+    static boolean echo(int first, int now, long elapsedNanos) {
+        return now != first && elapsedNanos < ECHO_NANOS;
+    }
+
     private void onSignal(Signal got, PrintStream log, LongSupplier step, boolean saves) {
         if (requested && signal != 0) {
+            if (echo(signal, got.getNumber(), System.nanoTime() - signalledAt)) return;
             System.err.println("drmas: SIG" + got.getName() + " again: stopping at once, without saving (the last checkpoint stays)");
             System.err.flush();
             Runtime.getRuntime().halt(128 + got.getNumber());
         }
+        signalledAt = System.nanoTime();
         signal = got.getNumber();
         requested = true;
         if (log != null) {

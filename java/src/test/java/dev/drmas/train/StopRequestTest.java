@@ -3,8 +3,8 @@
 // step, off the save schedule, and a resume then logs every step exactly once; without checkpoints
 // (save_freq 0) it just stops; with two ranks (threads, the real Gloo group) a request on one rank
 // stops both after the same step, both ending normally with one checkpoint, and a tool's request on one
-// rank ends both with its status (75). The real signal, in a
-// child JVM, is cli/StopSignalTest's.
+// rank ends both with its status (75); the other signal soon after the first (a launcher passing on a
+// terminal's Ctrl-C) is the same stop. The real signal, in a child JVM, is cli/StopSignalTest's.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -189,6 +189,18 @@ class StopRequestTest {
         }
         assertEquals(List.of(), errors);
         return results;
+    }
+
+    @Test
+    void theOtherSignalSoonAfterTheFirstIsTheSameStop() {
+        // Ctrl-C on `drmas launch` or `drmas experiment`: the terminal's SIGINT reaches the child, and the parent,
+        // stopping too, sends it SIGTERM: one stop (saved), not a second request to stop at once
+        long ms = 1_000_000L;
+        assertTrue(StopRequest.echo(2, 15, 100 * ms));
+        assertTrue(StopRequest.echo(15, 2, 0));
+        assertFalse(StopRequest.echo(15, 15, 100 * ms), "the same signal again: at once (StopSignalTest)");
+        assertFalse(StopRequest.echo(2, 2, 100 * ms), "Ctrl-C twice: at once");
+        assertFalse(StopRequest.echo(2, 15, StopRequest.ECHO_NANOS), "the other one later: a second request");
     }
 
     @Test
