@@ -67,6 +67,23 @@ class ExperimentCommandTest {
         assertEquals(3, again.out().lines().filter(l -> l.contains("done before, skipped")).count(), again.out());
     }
 
+    /**
+     * `drmas experiment` (modes grpo and drmas) with each job run by the shell {@code script} (its arguments:
+     * the job's `drmas` arguments) instead of a `drmas` JVM; out and err together.
+     */
+    private Cli.Run experimentOfScripts(String script, int seeds, int parallel) {
+        var cl = Main.commandLine();
+        var out = new java.io.StringWriter();
+        cl.setOut(new java.io.PrintWriter(out));
+        cl.setErr(new java.io.PrintWriter(out));
+        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", script, "job");
+        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
+                "--seeds", Integer.toString(seeds), "--parallel", Integer.toString(parallel), "run.output_dir=" + tmp, "run.threads=1"));
+        args.addAll(TINY);
+        int code = cl.execute(args.toArray(String[]::new));
+        return new Cli.Run(code, out.toString(), "");
+    }
+
     @Test
     void aJobThatAToolStoppedEndsTheExperimentWith75AndStopsTheOthersGracefully() throws Exception {
         // sft: done at once; grpo: stopped by its tool (75) after a moment; drmas: "training" until SIGTERM, on which it
@@ -77,18 +94,10 @@ class ExperimentCommandTest {
                 + "  *mode=grpo*) sleep 1; echo 'drmas: stopped after step 3: the retriever failed'; exit 75 ;;\n"
                 + "  *) trap 'touch " + mark + "; exit 143' TERM; while true; do sleep 0.1; done ;;\n"
                 + "esac";
-        var cl = Main.commandLine();
-        var out = new java.io.StringWriter();
-        cl.setOut(new java.io.PrintWriter(out));
-        cl.setErr(new java.io.PrintWriter(out));
-        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", script, "job");
-        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
-                "--seeds", "1", "--parallel", "2", "run.output_dir=" + tmp, "run.threads=1"));
-        args.addAll(TINY);
         long t0 = System.nanoTime();
-        int code = cl.execute(args.toArray(String[]::new));
-        String said = out.toString();
-        assertEquals(75, code, said);
+        Cli.Run r = experimentOfScripts(script, 1, 2);
+        String said = r.out();
+        assertEquals(75, r.exit(), said);
         assertTrue((System.nanoTime() - t0) / 1e9 < 30, "the running job was stopped, not waited for");
         assertTrue(said.contains("stopping the 1 RL run(s) running after their step's checkpoint"), said);
         assertTrue(said.contains("grpo-s1 stopped after saving its step (exit 75: a service it needs is gone); the same command resumes "
@@ -111,17 +120,9 @@ class ExperimentCommandTest {
                 + "  *mode=grpo*) sleep 1; exit 75 ;;\n"
                 + "  *) trap 'touch " + mark + "; exit 143' TERM; while true; do sleep 0.1; done ;;\n"
                 + "esac";
-        var cl = Main.commandLine();
-        var out = new java.io.StringWriter();
-        cl.setOut(new java.io.PrintWriter(out));
-        cl.setErr(new java.io.PrintWriter(out));
-        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", script, "job");
-        List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
-                "--seeds", "2", "--parallel", "3", "run.output_dir=" + tmp, "run.threads=1"));
-        args.addAll(TINY);
-        int code = cl.execute(args.toArray(String[]::new));
-        String said = out.toString();
-        assertEquals(75, code, said);
+        Cli.Run r = experimentOfScripts(script, 2, 3);
+        String said = r.out();
+        assertEquals(75, r.exit(), said);
         assertTrue(said.contains("stopping the 1 RL run(s) running after their step's checkpoint; waiting for the 1 warm start(s) "
                 + "running to finish"), said);
         Path exp = tmp.resolve("exp");
