@@ -5,8 +5,8 @@
 // process the signal killed does, so that schedulers see a run that did not finish. A second signal
 // stops at once, without saving (a run that hangs), as kill -9 does, unless it is the other one of the
 // two within a few seconds of the first: a terminal's Ctrl-C sends SIGINT to every process of its group,
-// and `drmas launch` or `drmas experiment`, stopping too, pass it on to this one as SIGTERM; the temporary folder of a save it
-// interrupts is removed when the run starts again. The ranks of a data-parallel run agree on the step
+// and `drmas launch` or `drmas experiment`, stopping too, pass it on to this one as SIGTERM. The
+// temporary folder of a save that a second signal interrupts is removed when the run starts again. The ranks of a data-parallel run agree on the step
 // to stop after (a sum of their requests once a step), so that they save the same one and leave no
 // collective unpaired, and on the exit status (the highest any rank asked for: a signal's over a tool's 75),
 // so that every rank of a stopped run ends with it, not only the one whose signal or tool asked. Outside the

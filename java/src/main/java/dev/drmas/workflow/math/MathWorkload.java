@@ -1,7 +1,7 @@
 // MathWorkload.java — the math solver–verifier workload: synthetic arithmetic or JSONL problems, the
 // solver's last \boxed{} answer checked for exact rational equivalence with any of the task's accepted
-// answers, and demonstrations in which the solver is right with some probability and the verifier
-// judges it correctly. The team comes from the config's agents (roles solver and verifier, the
+// answers (or graded by orchestra.options.grader's command), and demonstrations in which the solver is
+// right with some probability and the verifier judges it correctly. The team comes from the config's agents (roles solver and verifier, the
 // verifier optional with max_loops 1).
 package dev.drmas.workflow.math;
 

@@ -1,5 +1,5 @@
 // ProposerWorkload.java — the proposer-aggregator workload on math tasks (math's generator or
-// JSONL, math's answer check): the reward is the aggregator's final answer; every row, proposals
+// JSONL, math's answer check or orchestra.options.grader's command): the reward is the aggregator's final answer; every row, proposals
 // included, is penalised when it has no box. Demonstrations: proposers right with probability
 // sft.correct_prob, the aggregator picking the answer most proposals agree on. Metrics: how often
 // proposals are right and agree, and how often the aggregator follows the majority.

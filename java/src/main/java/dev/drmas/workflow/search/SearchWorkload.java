@@ -1,7 +1,8 @@
 // SearchWorkload.java — the search workload: a verifier, a searcher and an answerer (roles of the
 // config's agents) in SearchOrchestra, questions from the built-in knowledge base or a JSONL file,
 // a retriever (in-process Lucene BM25, or a Search-R1 style HTTP server) behind the searcher's tool,
-// exact match of the answer as the reward (F1, tool calls and failed searches logged), and scripted
+// exact match of the answer (or orchestra.options.grader's command) as the reward of an approved episode
+// (F1, tool calls and failed searches logged), and scripted
 // demonstrations that follow the knowledge base's search paths.
 package dev.drmas.workflow.search;
 
