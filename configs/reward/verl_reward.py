@@ -20,7 +20,8 @@ replies). SIGINT and SIGTERM do nothing here (a handler that returns; the proces
 starts get the default handling back): Ctrl-C or a scheduler's stop reaches every process of the job,
 and drmas still needs its grader for the step it finishes before saving; the grader ends when drmas
 closes its stdin (or dies). The file is loaded as verl loads it, as a module registered in
-sys.modules (dataclasses and multiprocessing need that). Run it with the Python environment FILE.py needs (e.g. PYTHONPATH naming a code base whose
+sys.modules as custom_module (dataclasses and forked multiprocessing workers need that; workers
+started by "spawn" cannot import it, in verl neither). Run it with the Python environment FILE.py needs (e.g. PYTHONPATH naming a code base whose
 grader it calls). Only the standard library is used here.
 """
 import importlib.util

@@ -121,8 +121,12 @@ final class ExperimentCommand implements Callable<Integer> {
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
         // Ctrl-C or kill: the jobs end with the experiment, each after saving the step under way (a train job's stop)
         Thread cleanup = new Thread(() -> {
-            stopping = true;
-            LaunchCommand.stopAndWait(running.keySet());
+            List<Process> now;
+            synchronized (starting) {  // no job starts after the list is taken
+                stopping = true;
+                now = List.copyOf(running.keySet());
+            }
+            LaunchCommand.stopAndWait(now);
         });
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
@@ -154,7 +158,13 @@ final class ExperimentCommand implements Callable<Integer> {
                         + (warm.isEmpty() ? "" : "waiting for the " + warm.size() + " warm start(s) running to finish"));
                 out.flush();
                 LaunchCommand.stopAndWait(rl);
-                for (Job w : warm) done.get(w).handle((v, x) -> null).join();  // its thread marks it done
+                for (Job w : warm) {  // its thread marks it done, or says why it failed
+                    done.get(w).handle((v, x) -> {
+                        if (x != null) out.println("drmas experiment: also " + (x.getCause() != null ? x.getCause() : x).getMessage());
+                        return null;
+                    }).join();
+                }
+                out.flush();
             }
             throw e.getCause() instanceof RuntimeException re ? re : e;
         } finally {

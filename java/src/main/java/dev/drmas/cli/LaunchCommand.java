@@ -239,8 +239,8 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         for (Process p : ps) {
             try {
                 int status = p.waitFor();
-                // 143: stopped by the signal after its save; anything else (1: the stop's save failed) is said
-                if (status != 0 && status != 143) System.err.println("drmas: process " + p.pid() + " exited with status " + status + " while stopping");
+                // 143, 130, 75: stopped after its save; anything else (1: the stop's save failed) is said
+                if (status != 0 && !stoppedAfterSave(status)) System.err.println("drmas: process " + p.pid() + " exited with status " + status + " while stopping");
             } catch (InterruptedException e) {
                 p.destroyForcibly();
             }

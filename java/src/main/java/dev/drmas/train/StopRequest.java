@@ -3,9 +3,11 @@
 // the two signals ask it to stop after the step under way (its save and due evaluation included) and to
 // save a checkpoint of that step; the command then ends with 128 + the signal's number (143, 130), as a
 // process the signal killed does, so that schedulers see a run that did not finish. A second signal
-// stops at once, without saving (a run that hangs), as kill -9 does, unless it is the other one of the
-// two within a few seconds of the first: a terminal's Ctrl-C sends SIGINT to every process of its group,
-// and `drmas launch` or `drmas experiment`, stopping too, pass it on to this one as SIGTERM. The
+// stops at once, without saving (a run that hangs), as kill -9 does, unless it is the first signal's echo:
+// the other one of the two within a few seconds of the first (a terminal's Ctrl-C sends SIGINT to every
+// process of its group, and `drmas launch` or `drmas experiment`, stopping too, pass it on to this one
+// as SIGTERM), or in a process those started, any one within those seconds (a scheduler, `timeout` or
+// `kill -- -PGID` signals the whole group, and the launcher passes it on once more). The
 // temporary folder of a save that a second signal interrupts is removed when the run starts again. The ranks of a data-parallel run agree on the step
 // to stop after (a sum of their requests once a step), so that they save the same one and leave no
 // collective unpaired, and on the exit status (the highest any rank asked for: a signal's over a tool's 75),
@@ -27,6 +29,9 @@ final class StopRequest implements AutoCloseable {
     private volatile boolean requested;
     private volatile int signal;  // the number of the signal that asked, 0 for none (or a test's request)
     private volatile long signalledAt;  // System.nanoTime() of that signal
+    private volatile boolean echoed;  // a signal was taken as the first one's echo: the next one stops at once
+    /** Whether a `drmas launch` or `drmas experiment` started this process (LaunchCommand.WATCH_ENV): it passes signals on. */
+    private static final boolean UNDER_LAUNCHER = System.getenv("DRMAS_LAUNCHER_STDIN") != null;
     private final Map<Signal, SignalHandler> previous = new LinkedHashMap<>();
 
     /**
@@ -49,16 +54,21 @@ final class StopRequest implements AutoCloseable {
 
     /**
      * Whether signal {@code now}, {@code elapsedNanos} after signal {@code first} asked for the stop, is that
-     * stop passed on (the other of SIGINT and SIGTERM, soon: a launcher's SIGTERM after the terminal's SIGINT to
-     * its whole group) rather than a second request to stop at once.
+     * stop passed on rather than a second request to stop at once: soon after it, the other of SIGINT and
+     * SIGTERM (a launcher's SIGTERM after the terminal's SIGINT to its whole group), or, in a process a
+     * launcher started ({@code underLauncher}), either (its SIGTERM after a scheduler's to the whole group).
+     * One echo at most: the caller takes the next signal as a request.
      */
-    static boolean echo(int first, int now, long elapsedNanos) {
-        return now != first && elapsedNanos < ECHO_NANOS;
+    static boolean echo(int first, int now, long elapsedNanos, boolean underLauncher) {
+        return elapsedNanos < ECHO_NANOS && (now != first || underLauncher);
     }
 
     private void onSignal(Signal got, PrintStream log, LongSupplier step, boolean saves) {
         if (requested && signal != 0) {
-            if (echo(signal, got.getNumber(), System.nanoTime() - signalledAt)) return;
+            if (!echoed && echo(signal, got.getNumber(), System.nanoTime() - signalledAt, UNDER_LAUNCHER)) {
+                echoed = true;
+                return;
+            }
             System.err.println("drmas: SIG" + got.getName() + " again: stopping at once, without saving (the last checkpoint stays)");
             System.err.flush();
             Runtime.getRuntime().halt(128 + got.getNumber());

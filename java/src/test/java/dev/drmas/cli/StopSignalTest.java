@@ -1,7 +1,8 @@
 // StopSignalTest.java — SIGTERM (a scheduler's preemption, scancel, kill) to a real `drmas train` child
 // JVM mid-run: it finishes the step under way, saves its checkpoint off the save schedule, says so and
 // exits 143 (as a process SIGTERM killed, which schedulers expect); a second SIGTERM stops at once without
-// saving; to `drmas launch --nproc 2`: the launcher passes
+// saving, except in a rank of a launcher, where a second one within moments is the launcher's echo of a
+// signal to the whole group; to `drmas launch --nproc 2`: the launcher passes
 // the stop to its ranks and waits, the two ranks stop after the same step with one checkpoint of it,
 // and the launcher does not report them as failed. Before, both lost every step since the last
 // checkpoint (the launcher even SIGKILLed its ranks at once).
@@ -57,6 +58,9 @@ class StopSignalTest {
         }
     }
 
+    /** Whether the child runs as a rank of `drmas launch` would (LaunchCommand.WATCH_ENV set). */
+    boolean underLauncher;
+
     /** Starts drmas with {@code args}, sends SIGTERM once metrics.jsonl has two steps, and returns its exit and output. */
     Child.Result terminateAfterTwoSteps(String... args) throws Exception {
         return terminateAfterTwoSteps(1, args);
@@ -65,6 +69,7 @@ class StopSignalTest {
     /** As above with {@code signals} SIGTERMs, each after the run has said that it stops (the first: "stop requested"). */
     Child.Result terminateAfterTwoSteps(int signals, String... args) throws Exception {
         ProcessBuilder pb = new ProcessBuilder(Child.command(args)).directory(dir.toFile()).redirectErrorStream(true);
+        if (underLauncher) pb.environment().put(LaunchCommand.WATCH_ENV, "1");  // as a rank of drmas launch (its stdin our pipe)
         Path out = dir.resolve("out.txt");
         pb.redirectOutput(out.toFile());
         Process p = pb.start();
@@ -115,6 +120,23 @@ class StopSignalTest {
         assertTrue(r.out().contains("drmas: SIGTERM again: stopping at once, without saving"), r.out());
         assertFalse(STOPPED.matcher(r.out()).find(), r.out());
         assertFalse(Files.exists(run().resolve("checkpoints")) && !checkpoints().isEmpty(), "no checkpoint: " + r.out());
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aRankOfALauncherTakesTheLaunchersEchoOfTheSchedulersSigtermAsOneStop() throws Exception {
+        // a scheduler (or `timeout`, `kill -- -PGID`) signals the whole process group, and drmas launch passes the
+        // signal on: the rank gets SIGTERM twice within moments, and saves its step once (before: it halted unsaved)
+        underLauncher = true;
+        Child.Result r = terminateAfterTwoSteps(2, "train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
+                "trainer.steps=500", "trainer.save_freq=400", "models.policy.size.hidden=256", "models.policy.size.layers=4",
+                "models.policy.size.intermediate=512", "rollout.tasks_per_step=8", "rollout.rollouts_per_task=4",
+                "rollout.max_new_tokens=48", "ppo.mini_batch_size=16", "ppo.micro_batch_size=16");
+        assertEquals(143, r.exit(), r.out());
+        assertFalse(r.out().contains("again: stopping at once"), r.out());
+        Matcher m = STOPPED.matcher(r.out());
+        assertTrue(m.find(), r.out());
+        assertEquals(List.of(String.format("step_%06d", Long.parseLong(m.group(1)))), checkpoints(), r.out());
     }
 
     @Test

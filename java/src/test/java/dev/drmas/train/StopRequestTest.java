@@ -196,11 +196,14 @@ class StopRequestTest {
         // Ctrl-C on `drmas launch` or `drmas experiment`: the terminal's SIGINT reaches the child, and the parent,
         // stopping too, sends it SIGTERM: one stop (saved), not a second request to stop at once
         long ms = 1_000_000L;
-        assertTrue(StopRequest.echo(2, 15, 100 * ms));
-        assertTrue(StopRequest.echo(15, 2, 0));
-        assertFalse(StopRequest.echo(15, 15, 100 * ms), "the same signal again: at once (StopSignalTest)");
-        assertFalse(StopRequest.echo(2, 2, 100 * ms), "Ctrl-C twice: at once");
-        assertFalse(StopRequest.echo(2, 15, StopRequest.ECHO_NANOS), "the other one later: a second request");
+        assertTrue(StopRequest.echo(2, 15, 100 * ms, false));
+        assertTrue(StopRequest.echo(15, 2, 0, false));
+        assertFalse(StopRequest.echo(15, 15, 100 * ms, false), "the same signal again: at once (StopSignalTest)");
+        assertFalse(StopRequest.echo(2, 2, 100 * ms, false), "Ctrl-C twice: at once");
+        assertFalse(StopRequest.echo(2, 15, StopRequest.ECHO_NANOS, false), "the other one later: a second request");
+        // a rank of drmas launch: a scheduler's (or timeout's) SIGTERM to the whole group, then the launcher's
+        assertTrue(StopRequest.echo(15, 15, 100 * ms, true));
+        assertFalse(StopRequest.echo(15, 15, StopRequest.ECHO_NANOS, true));
     }
 
     @Test
