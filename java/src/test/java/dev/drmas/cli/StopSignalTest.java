@@ -108,14 +108,18 @@ class StopSignalTest {
         assertEquals(want, loggedSteps(run().resolve("metrics.jsonl")), "every step up to the checkpoint, once");
     }
 
-    @Test
-    @Timeout(value = 240, unit = TimeUnit.SECONDS)
-    void aSecondSigtermStopsAtOnceWithoutSaving() throws Exception {
-        // steps of a second or so (a larger model, longer answers), so that the second signal comes while the first's step runs
-        Child.Result r = terminateAfterTwoSteps(2, "train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
+    /** Two SIGTERMs to `drmas train` with steps of a second or so (a larger model, longer answers): the second comes while the first's step runs. */
+    Child.Result terminateTwiceDuringALongStep() throws Exception {
+        return terminateAfterTwoSteps(2, "train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
                 "trainer.steps=500", "trainer.save_freq=400", "models.policy.size.hidden=256", "models.policy.size.layers=4",
                 "models.policy.size.intermediate=512", "rollout.tasks_per_step=8", "rollout.rollouts_per_task=4",
                 "rollout.max_new_tokens=48", "ppo.mini_batch_size=16", "ppo.micro_batch_size=16");
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aSecondSigtermStopsAtOnceWithoutSaving() throws Exception {
+        Child.Result r = terminateTwiceDuringALongStep();
         assertEquals(143, r.exit(), r.out());
         assertTrue(r.out().contains("drmas: SIGTERM again: stopping at once, without saving"), r.out());
         assertFalse(STOPPED.matcher(r.out()).find(), r.out());
@@ -128,10 +132,7 @@ class StopSignalTest {
         // a scheduler (or `timeout`, `kill -- -PGID`) signals the whole process group, and drmas launch passes the
         // signal on: the rank gets SIGTERM twice within moments, and saves its step once (before: it halted unsaved)
         underLauncher = true;
-        Child.Result r = terminateAfterTwoSteps(2, "train", config().toString(), "run.output_dir=" + dir.resolve("runs"),
-                "trainer.steps=500", "trainer.save_freq=400", "models.policy.size.hidden=256", "models.policy.size.layers=4",
-                "models.policy.size.intermediate=512", "rollout.tasks_per_step=8", "rollout.rollouts_per_task=4",
-                "rollout.max_new_tokens=48", "ppo.mini_batch_size=16", "ppo.micro_batch_size=16");
+        Child.Result r = terminateTwiceDuringALongStep();
         assertEquals(143, r.exit(), r.out());
         assertFalse(r.out().contains("again: stopping at once"), r.out());
         Matcher m = STOPPED.matcher(r.out());
