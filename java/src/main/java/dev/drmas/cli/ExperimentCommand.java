@@ -11,6 +11,7 @@ import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormMode;
 import dev.drmas.config.RunConfig;
 import dev.drmas.metrics.RunReport;
+import dev.drmas.train.Trainer;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -72,8 +73,6 @@ final class ExperimentCommand implements Callable<Integer> {
     private final Object starting = new Object();
     /** Set by the shutdown hook: the jobs were asked to stop and end as they finish their saves. */
     private volatile boolean stopping;
-    /** A train job's status when a tool stopped it after saving its step (train's StopRequest: EX_TEMPFAIL). */
-    static final int TOOL_STOP = 75;
     /** What runs a job, its arguments appended: this JVM's `drmas` (tests put a script in its place). */
     java.util.function.Supplier<List<String>> jobCommand = LaunchCommand::javaCommand;
 
@@ -264,9 +263,9 @@ final class ExperimentCommand implements Callable<Integer> {
                 }
                 List<String> lines = Files.readAllLines(log);
                 String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
-                if (code == TOOL_STOP) {  // a service the run needs is gone (the retrieval server): it saved its step
+                if (code == Trainer.TOOL_STOP_STATUS) {  // a service the run needs is gone (the retrieval server): it saved its step
                     throw new UserError(j.name() + " stopped after saving its step (exit 75: a service it needs is gone); the same "
-                            + "command resumes the experiment once it is back. Its log is " + log + ":\n" + tail, null, TOOL_STOP);
+                            + "command resumes the experiment once it is back. Its log is " + log + ":\n" + tail, null, Trainer.TOOL_STOP_STATUS);
                 }
                 throw new UserError(j.name() + " failed (exit " + code + "); its log is " + log + ":\n" + tail);
             }

@@ -7,6 +7,7 @@
 // runs then), the pipe closes and the rank stops itself instead of training on unattended.
 package dev.drmas.cli;
 
+import dev.drmas.train.Trainer;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -157,7 +158,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
      * tool could not go on), 130 and 143 (SIGINT, SIGTERM). The other ranks are ending the same way.
      */
     static boolean stoppedAfterSave(int status) {
-        return status == 75 || status == 130 || status == 143;
+        return status == Trainer.TOOL_STOP_STATUS || status == 130 || status == 143;
     }
 
     /** How long the other ranks have to end once one has stopped after its save (they left the same barrier). */

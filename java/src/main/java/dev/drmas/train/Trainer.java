@@ -618,6 +618,9 @@ public final class Trainer implements AutoCloseable {
 
     private volatile StopRequest stop;  // while train() runs
 
+    /** The exit status of a run that a tool stopped after saving its step (RunStop: a service gone): EX_TEMPFAIL. */
+    public static final int TOOL_STOP_STATUS = StopRequest.TOOL_STOP;
+
     /**
      * Why the run stopped, for its last line: this rank's tool's reason, or the rank whose tool asked
      * (its own output says why: the ranks share numbers, not text); null for a signal or a test's request.

@@ -135,7 +135,7 @@ public final class AnswerGrader implements AutoCloseable {
             throw fail(n, task, "interrupted while waiting for its answer");
         }
         if (got == null) {
-            throw fail(n, task, "no answer within timeout_s (" + num(options.timeoutS()) + " s); the grader was stopped");
+            throw fail(n, task, "no answer within " + timeout() + "; the grader was stopped");
         }
         if (got == EOF) throw fail(n, task, "the grader ended before answering (" + ended() + "); its error output is above");
         return parse((String) got, n, task);
@@ -162,8 +162,7 @@ public final class AnswerGrader implements AutoCloseable {
         }
         JsonNode score = node != null && node.isObject() ? node.get("score") : null;
         if (score == null || !score.isNumber() || !Double.isFinite(score.asDouble())) {
-            String shown = line.length() > 200 ? line.substring(0, 200) + "..." : line;
-            throw fail(n, task, "it answered '" + shown + "', where one line {\"score\": X} with X a finite number was expected "
+            throw fail(n, task, "it answered '" + cut(line) + "', where one line {\"score\": X} with X a finite number was expected "
                     + "(a grader's own prints must go to stderr: configs/reward/verl_reward.py moves a reward function's there)");
         }
         return score.asDouble();
@@ -205,12 +204,11 @@ public final class AnswerGrader implements AutoCloseable {
             first = null;
         }
         if (first == null) {
-            problem = "did not say it was ready within timeout_s (" + num(options.timeoutS()) + " s)";
+            problem = "did not say it was ready within " + timeout();
         } else if (first == EOF) {
             problem = "ended before it was ready (" + ended() + "); its error output is above";
         } else if (!isReady((String) first)) {
-            String line = (String) first;
-            problem = "said '" + (line.length() > 200 ? line.substring(0, 200) + "..." : line) + "' where its first line must be {\"ready\": true}";
+            problem = "said '" + cut((String) first) + "' where its first line must be {\"ready\": true}";
         } else {
             return;
         }
@@ -259,8 +257,14 @@ public final class AnswerGrader implements AutoCloseable {
         return "`" + String.join(" ", options.command()) + "`";
     }
 
-    private static String num(double v) {
-        return v == Math.rint(v) ? Long.toString((long) v) : Double.toString(v);
+    /** "timeout_s (N s)", for messages (dev.drmas.config.Check's number: this class's Check is the workflow's). */
+    private String timeout() {
+        return "timeout_s (" + dev.drmas.config.Check.num(options.timeoutS()) + " s)";
+    }
+
+    /** A line of the grader's in a message: its first 200 characters. */
+    private static String cut(String line) {
+        return line.length() > 200 ? line.substring(0, 200) + "..." : line;
     }
 
     /** The program of a command is a file that can run, or a name found on PATH. */
@@ -272,13 +276,17 @@ public final class AnswerGrader implements AutoCloseable {
             }
             return;
         }
+        if (!onPath(program)) throw ConfigException.at(KEY + ".command", "its program '" + program + "' is not on PATH");
+    }
+
+    /** Whether {@code program} is an executable file in a folder of PATH. */
+    static boolean onPath(String program) {
         String path = System.getenv("PATH");
-        if (path != null) {
-            for (String dir : path.split(File.pathSeparator)) {
-                if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, program))) return;
-            }
+        if (path == null) return false;
+        for (String dir : path.split(File.pathSeparator)) {
+            if (!dir.isEmpty() && Files.isExecutable(Path.of(dir, program))) return true;
         }
-        throw ConfigException.at(KEY + ".command", "its program '" + program + "' is not on PATH");
+        return false;
     }
 
     /** Ends the grader: its stdin closes (a grader reading lines then ends), then it is stopped if still there. */

@@ -12,10 +12,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.drmas.agent.Episode;
 import dev.drmas.config.RunConfig;
-import dev.drmas.model.Tensors;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.HashMap;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -42,17 +40,11 @@ class GraderTrainingTest {
         return CheckpointRetentionTest.config(tmp.resolve("out"), o);
     }
 
-    private static Map<String, float[]> weights(Trainer t) {
-        Map<String, float[]> w = new HashMap<>();
-        t.policiesForTest().get("policy").model().parameters().forEach((k, v) -> w.put(k, Tensors.toFloats(v)));
-        return w;
-    }
-
     @Test
     void theGradersScoresAreTheRewardsOfTraining() throws Exception {
         try (Trainer t = Trainer.open(config("parity", "trainer.steps=1", "trainer.save_freq=0", "rollout.rollouts_per_task=4"),
                 TrainerEndToEndTest.QUIET)) {
-            Map<String, float[]> before = weights(t);
+            Map<String, float[]> before = LearningTest.weights(t);
             t.train();
             RolloutBatch b = t.lastStep.batch();
             int zero = 0, one = 0, row = 0;
@@ -67,7 +59,7 @@ class GraderTrainingTest {
             float maxAdv = 0;
             for (float a : t.lastStep.adv().advantages()) maxAdv = Math.max(maxAdv, Math.abs(a));
             assertTrue(maxAdv > 0.1, "non-zero advantages: " + maxAdv);
-            assertTrue(PpoUpdaterTest.maxMove(before, weights(t)) > 1e-5, "the update moved the weights");
+            assertTrue(PpoUpdaterTest.maxMove(before, LearningTest.weights(t)) > 1e-5, "the update moved the weights");
         }
     }
 

@@ -61,10 +61,7 @@ public class AnswerGraderTest {
             """;
 
     public static boolean hasPython() {
-        String path = System.getenv("PATH");
-        if (path == null) return false;
-        for (String d : path.split(File.pathSeparator)) if (!d.isEmpty() && Files.isExecutable(Path.of(d, "python3"))) return true;
-        return false;
+        return AnswerGrader.onPath("python3");
     }
 
     @BeforeAll
