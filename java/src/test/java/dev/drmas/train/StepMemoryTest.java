@@ -8,7 +8,6 @@ package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.drmas.metrics.PeakMemory;
 import dev.drmas.testing.HeapCounter;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -44,11 +43,9 @@ class StepMemoryTest {
         return p;
     }
 
-    /** What {@code work} added to the heap at its peak, bytes. */
+    /** What {@code work} added to the heap at its peak, bytes: the least of three runs (HeapCounter.leastAdded). */
     static long added(Supplier<?> work) {
-        PeakMemory phase = PeakMemory.start();
-        work.get();
-        return phase.addedBytes();
+        return HeapCounter.leastAdded(3, work::get);
     }
 
     /**
