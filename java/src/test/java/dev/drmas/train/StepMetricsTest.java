@@ -8,7 +8,8 @@
 // Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
 // one), the dual clip's fraction (clipfrac_lower), and no PPO statistics for a model that had no rows.
 // The step's own figures (reward, verdict rates, per-agent moments, lengths, generation speed) on a
-// hand-made batch with hand-made advantages, against values worked out by hand.
+// hand-made batch with hand-made advantages, and μ_k, σ_k and the factor as means over their groups
+// on hand-made diagnostics, against values worked out by hand.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -223,6 +224,36 @@ class StepMetricsTest {
         assertEquals(0.5, n.get("reward/mean"), 1e-12);
         assertTrue(n.keySet().stream().noneMatch(k -> k.startsWith("verifier/")), n.toString());
         assertTrue(!n.containsKey("perf/gen_tokens_per_s") && !n.containsKey("agent/verifier/rows"), "no rollout time, no verifier rows: " + n);
+    }
+
+    @Test
+    void muSigmaAndInflationAreMeansOverTheirGroups() {
+        // Hand-made diagnostics of 2 tasks × 2 agents (segment = task · 2 + agent), both groups with a real
+        // spread. Agent rows per segment 2, 1, 2, 2; agent means 0.5, 0.25, 1, 0.75; agent stds 0.5, 0 (one row),
+        // 0.25, 0.125; factors 1.5, 0.5, 2.5, 5.5.
+        var stop = Completion.FinishReason.STOP_TOKEN;
+        List<Episode> eps = new ArrayList<>();
+        for (int t = 0; t < 4; t++) eps.add(episode(t / 2, t, Map.of(), step(0, true, 1, stop), step(1, true, 1, stop)));
+        RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS, eps, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0, 1, 0}));
+        int segs = 4;
+        double[] d = new double[dev.drmas.bindings.AbiIndices.DIAG_FIELDS * segs];
+        double[][] perSeg = {
+            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_COUNT, 2, 1, 2, 2},
+            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_MEAN, 0.5, 0.25, 1, 0.75},
+            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_STD, 0.5, 0, 0.25, 0.125},
+            {dev.drmas.bindings.AbiIndices.DIAG_GROUP_MEAN, 0.5, 0.5, 0.8, 0.8},
+            {dev.drmas.bindings.AbiIndices.DIAG_GROUP_STD, 0.5, 0.5, 0.4, 0.4},
+            {dev.drmas.bindings.AbiIndices.DIAG_INFLATION, 1.5, 0.5, 2.5, 5.5}};
+        for (double[] f : perSeg) for (int seg = 0; seg < segs; seg++) d[(int) f[0] * segs + seg] = f[1 + seg];
+        Map<String, Double> m = new LinkedHashMap<>();
+        StepMetrics.agents(new StepMetrics.Step(1, b, new Advantages.Result(new float[8], d), new PpoUpdater.Stats[0], 0, new long[3], null, 0),
+                TEAM, Collective.single(), m);
+        assertEquals((0.5 + 1) / 2, m.get("agent/solver/mu"), 1e-12);
+        assertEquals((0.5 + 0.25) / 2, m.get("agent/solver/sigma"), 1e-12);
+        assertEquals((1.5 + 2.5) / 2, m.get("agent/solver/inflation"), 1e-12);
+        assertEquals((0.25 + 0.75) / 2, m.get("agent/verifier/mu"), 1e-12);
+        assertEquals(0.125, m.get("agent/verifier/sigma"), 1e-12, "task 1 alone: task 0's segment has one row");
+        assertEquals((0.5 + 5.5) / 2, m.get("agent/verifier/inflation"), 1e-12);
     }
 
     /** lr 1e-3 warmed up over 4 steps: the first step uses 2.5e-4, the second 5e-4. */
