@@ -1,7 +1,7 @@
 // ReportStatsTest.java — the report's statistics on values whose answers are worked out by hand:
 // when two 95% intervals overlap (apart, touching at one end, one inside the other, an unknown
-// spread), the median of odd and even counts, and the spike rule with a median other than 1
-// (a value exactly at 3× the median is not a spike; one above it is).
+// spread), the median of odd and even counts, the spike rule with a median other than 1
+// (a value exactly at 3× the median is not a spike; one above it is), and Student's t past the table.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -54,6 +54,15 @@ class ReportStatsTest {
         assertTrue(Double.isNaN(ReportStats.median(new double[0])));
         // max/median of an odd count: 10 / 3
         assertEquals(10 / 3.0, ReportStats.maxOverMedian(new double[] {1, 3, 10, 2, 4}), 1e-12);
+    }
+
+    @Test
+    void studentsTBeyondTheTableFollowsItsExpansionToTheLastTerm() {
+        // scipy.stats.t.ppf(0.975, df); the four-term expansion's error is of order df⁻⁵, which each is within:
+        // its third and fourth terms (9e-5 and 2e-6 at 31) matter at that bound
+        double[][] exact = {{31, 2.039513446396408}, {35, 2.030107928250343}, {45, 2.014103388880846}, {60, 2.0002978220142604},
+            {120, 1.9799304050824402}, {1000, 1.9623390808264083}};
+        for (double[] e : exact) assertEquals(e[1], ReportStats.t975((int) e[0]), Math.pow(e[0], -5), "df " + (int) e[0]);
     }
 
     @Test
