@@ -19,6 +19,7 @@ import dev.drmas.metrics.PhaseTimer;
 import dev.drmas.workflow.Workload;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -36,6 +37,11 @@ final class StepMetrics {
     }
 
     static Map<String, Double> of(Step s, Team team, Workload workload, Policies policies, Collective dist) {
+        return of(s, team, workload, policies.byId.values(), dist);
+    }
+
+    /** As above for the models {@code policies} (in the order of {@code s.stats()}), so that a test needs no loaded model. */
+    static Map<String, Double> of(Step s, Team team, Workload workload, Collection<Policies.Policy> policies, Collective dist) {
         Map<String, Double> m = new LinkedHashMap<>();
         RolloutBatch b = s.batch();
         Sums counts = new Sums(List.of("reward", "episodes", "rows", "approvals", "rejections", "malformed", "truncated", "tokens",
@@ -66,7 +72,7 @@ final class StepMetrics {
         workload("", b.tasks, b.episodes, workload, dist, m);
         agents(s, team, dist, m);
         int mi = 0;
-        for (Policies.Policy p : policies.byId.values()) model(p.id(), s.stats()[mi++], p.reference() != null, p.optim(), team, m);
+        for (Policies.Policy p : policies) model(p.id(), s.stats()[mi++], p.reference() != null, p.optim(), team, m);
         m.put("prompt_truncated", counts.get("truncated"));
         m.putAll(s.timer().drain());
         if (dist.worldSize() > 1) {

@@ -6,7 +6,8 @@
 // experiment's run without data yet, with a note); "before" is the step-0 evaluation only, "after"
 // each finished run's final evaluation (a seed that stopped early is left out and named); non-finite
 // and zero gradient norms have their rules; each cell's n shows where it is not the row's; two runs
-// of one mode and seed are an error; files are replaced by rename.
+// of one mode and seed are an error; files are replaced by rename; the summary names the pairs of
+// modes whose intervals do not overlap.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -201,6 +202,25 @@ class RunReportTest {
         assertTrue(page.contains("<td>5.000 (n=1); no positive norm in 1 seed</td><td>0.500 ± 6.353</td>"), page);
         assertTrue(page.contains("Gradient-norm max/median of agent solver: grpo 5.000 (n=1); no positive norm in 1 seed; "
                 + "agent-std ∞ in 2 seeds (a non-finite norm)."), page);
+    }
+
+    @Test
+    void theSummaryNamesThePairsWhoseIntervalsAreApart() throws IOException {
+        // pass@1 after: grpo 0.30, 0.31; drmas 0.60, 0.61 (each 0.305 or 0.605 ± 12.706 · 0.005); agent-std 0.45, 0.55
+        // (0.5 ± 12.706 · 0.05 = 0.635, over both others): only grpo and drmas are apart
+        Path exp = tmp.resolve("apart");
+        double[][] after = {{0.30, 0.31}, {0.60, 0.61}, {0.45, 0.55}};
+        String[] modes = {"grpo", "drmas", "agent-std"};
+        for (int m = 0; m < modes.length; m++) {
+            for (int seed = 1; seed <= 2; seed++) {
+                runWith(exp, modes[m], seed, 10, lines(10, s -> 1.0, new double[][] {{0, 0.05}, {10, after[m][seed - 1]}}));
+            }
+        }
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains(String.format(Locale.ROOT, "grpo %.3f ± %.3f; drmas %.3f ± %.3f; agent-std %.3f ± %.3f. ",
+                0.305, 12.706 * 0.005, 0.605, 12.706 * 0.005, 0.5, 12.706 * 0.05)), page);
+        assertTrue(page.contains("Intervals that do not overlap: grpo vs drmas."), page);
+        assertFalse(page.contains("Every pair of intervals overlaps"), page);
     }
 
     @Test

@@ -7,6 +7,9 @@
 // The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
 // Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
 // one), the dual clip's fraction (clipfrac_lower), and no PPO statistics for a model that had no rows.
+// The step's own figures (reward, verdict rates, per-agent moments, lengths, generation speed) on a
+// hand-made batch with hand-made advantages, and μ_k, σ_k and the factor as means over their groups
+// on hand-made diagnostics, against values worked out by hand.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -29,6 +32,7 @@ import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
 import dev.drmas.rollout.Completion;
+import dev.drmas.workflow.Workload;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -129,6 +133,127 @@ class StepMetricsTest {
         StepMetrics.agents(new StepMetrics.Step(1, one, adv1, new PpoUpdater.Stats[0], 0, new long[3], null, 0), TEAM, Collective.single(), m);
         assertTrue(m.containsKey("agent/verifier/mu") && !m.containsKey("agent/verifier/sigma"), m.toString());
         assertTrue(m.containsKey("agent/solver/sigma"), m.toString());
+    }
+
+    static Step step(int agent, boolean valid, int responseLen, Completion.FinishReason why) {
+        TurnData d = new TurnData(new int[] {1, 2}, new int[responseLen], new float[responseLen], why, false);
+        return new Step(agent, agent, 0, List.of(new Message("user", "q")), new Turn("a", d), valid);
+    }
+
+    static Episode episode(int uid, int traj, Map<String, Integer> counters, Step... steps) {
+        return new Episode(uid, traj, "q", "a", List.of(steps), "", true, counters);
+    }
+
+    @Test
+    void aStepsFiguresAreTheRowsMeansAndRates() {
+        var stop = Completion.FinishReason.STOP_TOKEN;
+        // rewards by trajectory 1, 0, 0.5, 0.75; the verifier's turns in trajectories 1 and 3 are invalid
+        // (its row there scores the reward − 0.25); the solver's reply in trajectory 1 hit max_new_tokens.
+        // Verdicts: 2 approvals, 2 rejections, 1 malformed (trajectory 3 had two rounds).
+        List<Episode> eps = List.of(
+                episode(0, 0, Map.of(Episode.APPROVALS, 1), step(0, true, 2, stop), step(1, true, 4, stop)),
+                episode(0, 1, Map.of(Episode.MALFORMED_VERDICTS, 1), step(0, true, 6, Completion.FinishReason.LENGTH),
+                        step(1, false, 1, stop)),
+                episode(1, 2, Map.of(Episode.REJECTIONS, 1), step(0, true, 3, stop), step(1, true, 5, stop)),
+                episode(1, 3, Map.of(Episode.APPROVALS, 1, Episode.REJECTIONS, 1), step(0, true, 5, stop), step(1, false, 2, stop)));
+        RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS, eps, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0, 0.5, 0.75}));
+        assertEquals(28, b.generatedTokens(), "solver 2 + 6 + 3 + 5, verifier 4 + 1 + 5 + 2");
+        // rows in episode order (solver, verifier per episode): solver advantages 1, −1, 2, 0; verifier 0.5, 0.5, −1, 3.
+        // No segment statistics (agent counts 0): μ_k, σ_k and the inflation have their own tests above.
+        float[] adv = {1, 0.5f, -1, 0.5f, 2, -1, 0, 3};
+        Advantages.Result result = new Advantages.Result(adv, new double[dev.drmas.bindings.AbiIndices.DIAG_FIELDS * 4]);
+        long[] clock = {0};
+        dev.drmas.metrics.PhaseTimer timer = new dev.drmas.metrics.PhaseTimer(() -> clock[0]);
+        try (var rollout = timer.phase("rollout")) {
+            clock[0] = 2_000_000_000L;  // two seconds of rollout
+        }
+        // the workload's own metrics: its sums over the 4 episodes, logged per episode in its order
+        Workload sums = (Workload) java.lang.reflect.Proxy.newProxyInstance(Workload.class.getClassLoader(), new Class<?>[] {Workload.class},
+                (proxy, method, args) -> {
+                    if (!method.getName().equals("episodeSums")) throw new UnsupportedOperationException(method.getName());
+                    Map<String, Double> out = new LinkedHashMap<>();
+                    out.put("solved", 3.0);
+                    out.put("rounds", 6.0);
+                    return out;
+                });
+        Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(1, b, result, new PpoUpdater.Stats[0], 3, new long[] {100, 60, 40}, timer, 0),
+                TEAM, sums, List.of(), Collective.single());
+
+        assertEquals((1 + 0 + 0.5 + 0.75) / 4, m.get("reward/mean"), 1e-12);
+        assertEquals(8.0, m.get("rows"));
+        assertEquals(0.75, m.get("solved"), 1e-12);
+        assertEquals(1.5, m.get("rounds"), 1e-12);
+        assertEquals(List.of("reward/mean", "rows", "verifier/approve_rate", "verifier/reject_rate", "verifier/malformed_rate", "solved", "rounds"),
+                m.keySet().stream().limit(7).toList(), "the workload's metrics in its own order");
+        assertEquals(2 / 5.0, m.get("verifier/approve_rate"), 1e-12);
+        assertEquals(2 / 5.0, m.get("verifier/reject_rate"), 1e-12);
+        assertEquals(1 / 5.0, m.get("verifier/malformed_rate"), 1e-12);
+        assertEquals(3.0, m.get("prompt_truncated"));
+        assertEquals(2.0, m.get("time/rollout_s"), 1e-12);
+        assertEquals(28 / 2.0, m.get("perf/gen_tokens_per_s"), 1e-12);
+        assertEquals(100.0, m.get("perf/prompt_tokens"));
+        assertEquals(60.0, m.get("perf/prefilled_tokens"));
+        assertEquals(40.0, m.get("perf/prefix_reused_tokens"));
+
+        // solver: scores 1, 0, 0.5, 0.75 (mean 0.5625, E[s²] 0.453125); advantages mean 0.5, E[A²] (1 + 1 + 4 + 0)/4
+        assertEquals(4.0, m.get("agent/solver/rows"));
+        assertEquals(0.5625, m.get("agent/solver/score_mean"), 1e-12);
+        assertEquals(Math.sqrt(0.453125 - 0.5625 * 0.5625), m.get("agent/solver/score_std"), 1e-12);
+        assertEquals(0.5, m.get("agent/solver/adv_mean"), 1e-12);
+        assertEquals(Math.sqrt(1.5 - 0.25), m.get("agent/solver/adv_std"), 1e-12);
+        assertEquals(1.5, m.get("agent/solver/adv_sq_mean"), 1e-12);
+        assertEquals(1.0, m.get("agent/solver/valid_ratio"), 1e-12);
+        assertEquals(4.0, m.get("agent/solver/response_len"), 1e-12);
+        assertEquals(0.25, m.get("agent/solver/response_clipped"), 1e-12);
+        // verifier: scores 1, −0.25, 0.5, 0.5; advantages mean 0.75, E[A²] (0.25 + 0.25 + 1 + 9)/4; half its turns valid
+        assertEquals(0.4375, m.get("agent/verifier/score_mean"), 1e-12);
+        assertEquals(0.75, m.get("agent/verifier/adv_mean"), 1e-12);
+        assertEquals(2.625, m.get("agent/verifier/adv_sq_mean"), 1e-12);
+        assertEquals(Math.sqrt(2.625 - 0.75 * 0.75), m.get("agent/verifier/adv_std"), 1e-12);
+        assertEquals(0.5, m.get("agent/verifier/valid_ratio"), 1e-12);
+        assertEquals(3.0, m.get("agent/verifier/response_len"), 1e-12);
+        assertEquals(0.0, m.get("agent/verifier/response_clipped"));
+        assertTrue(!m.containsKey("agent/solver/mu") && !m.containsKey("agent/solver/inflation"), "no segment statistics: " + m);
+
+        // no verdict at all: no rates (not 0/0)
+        List<Episode> silent = List.of(episode(0, 0, Map.of(), step(0, true, 2, stop)), episode(0, 1, Map.of(), step(0, true, 2, stop)));
+        RolloutBatch q = RolloutBatch.of(RolloutBatchTest.TASKS.subList(0, 1), silent, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0}));
+        Map<String, Double> n = StepMetrics.of(new StepMetrics.Step(2, q, new Advantages.Result(new float[] {0.5f, -0.5f},
+                        new double[dev.drmas.bindings.AbiIndices.DIAG_FIELDS * 2]), new PpoUpdater.Stats[0], 0, new long[3],
+                new dev.drmas.metrics.PhaseTimer(), 0), TEAM, new RolloutBatchTest.TableWorkload(new double[] {1, 0}), List.of(), Collective.single());
+        assertEquals(0.5, n.get("reward/mean"), 1e-12);
+        assertTrue(n.keySet().stream().noneMatch(k -> k.startsWith("verifier/")), n.toString());
+        assertTrue(!n.containsKey("perf/gen_tokens_per_s") && !n.containsKey("agent/verifier/rows"), "no rollout time, no verifier rows: " + n);
+    }
+
+    @Test
+    void muSigmaAndInflationAreMeansOverTheirGroups() {
+        // Hand-made diagnostics of 2 tasks × 2 agents (segment = task · 2 + agent), both groups with a real
+        // spread. Agent rows per segment 2, 1, 2, 2; agent means 0.5, 0.25, 1, 0.75; agent stds 0.5, 0 (one row),
+        // 0.25, 0.125; factors 1.5, 0.5, 2.5, 5.5.
+        var stop = Completion.FinishReason.STOP_TOKEN;
+        List<Episode> eps = new ArrayList<>();
+        for (int t = 0; t < 4; t++) eps.add(episode(t / 2, t, Map.of(), step(0, true, 1, stop), step(1, true, 1, stop)));
+        RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS, eps, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0, 1, 0}));
+        int segs = 4;
+        double[] d = new double[dev.drmas.bindings.AbiIndices.DIAG_FIELDS * segs];
+        double[][] perSeg = {
+            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_COUNT, 2, 1, 2, 2},
+            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_MEAN, 0.5, 0.25, 1, 0.75},
+            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_STD, 0.5, 0, 0.25, 0.125},
+            {dev.drmas.bindings.AbiIndices.DIAG_GROUP_MEAN, 0.5, 0.5, 0.8, 0.8},
+            {dev.drmas.bindings.AbiIndices.DIAG_GROUP_STD, 0.5, 0.5, 0.4, 0.4},
+            {dev.drmas.bindings.AbiIndices.DIAG_INFLATION, 1.5, 0.5, 2.5, 5.5}};
+        for (double[] f : perSeg) for (int seg = 0; seg < segs; seg++) d[(int) f[0] * segs + seg] = f[1 + seg];
+        Map<String, Double> m = new LinkedHashMap<>();
+        StepMetrics.agents(new StepMetrics.Step(1, b, new Advantages.Result(new float[8], d), new PpoUpdater.Stats[0], 0, new long[3], null, 0),
+                TEAM, Collective.single(), m);
+        assertEquals((0.5 + 1) / 2, m.get("agent/solver/mu"), 1e-12);
+        assertEquals((0.5 + 0.25) / 2, m.get("agent/solver/sigma"), 1e-12);
+        assertEquals((1.5 + 2.5) / 2, m.get("agent/solver/inflation"), 1e-12);
+        assertEquals((0.25 + 0.75) / 2, m.get("agent/verifier/mu"), 1e-12);
+        assertEquals(0.125, m.get("agent/verifier/sigma"), 1e-12, "task 1 alone: task 0's segment has one row");
+        assertEquals((0.5 + 5.5) / 2, m.get("agent/verifier/inflation"), 1e-12);
     }
 
     /** lr 1e-3 warmed up over 4 steps: the first step uses 2.5e-4, the second 5e-4. */
