@@ -288,6 +288,11 @@ FEATURES = [
     ("scoping_partial_branch_store", "{% for i in [1] %}[{{ a }}]{% endfor %}{% if false %}{% set a = 1 %}{% endif %}{{ a }}", {"a": 5}),
     ("scoping_nested_loops", "{% for i in [1, 2] %}{% for j in [1] %}[{{ a }}]{% endfor %}{% set a = i %}{% endfor %}|{% set b = 3 %}{% for i in [1, 2] %}{% for j in [1] %}[{{ b }}]{% endfor %}{% set b = i %}{% endfor %}", {"a": 5}),
     ("scoping_macro_frames", "{% macro m() %}[{{ a }}]{% endmacro %}{{ m() }}{% set a = 1 %}{{ m() }} {% macro n(p, q=p, r=r) %}{{ p }}{{ q }}[{{ r }}]{% endmacro %}{{ n(7) }}", {"a": 5, "r": 9}),
+    # a name a frame reads in the value of its own set, in a for's iterable or in an if's test before
+    # assigning it later is still read from the context there (those expressions are visited first)
+    ("scoping_set_reads_own_name", "{% set a = a ~ '!' %}{{ a }}", {"a": "ctx"}),
+    ("scoping_for_iterable_before_set", "{% for x in xs %}{{x}}{% endfor %}{% set xs=[9] %}", {"xs": [1, 2]}),
+    ("scoping_if_test_before_set", "{% if flag %}Y{% else %}N{% endif %}{% set flag=false %}", {"flag": True}),
     ("for_else_after_continue_or_break", "{% for j in [1, 2] %}{{ j }}{% continue %}{% else %}E{% endfor %} {% for j in [1, 2] %}{{ j }}{% break %}{% else %}E{% endfor %} {% for j in [1, 2] %}{% if j == 2 %}{% break %}{% endif %}{{ j }}{% else %}E{% endfor %}", {}),
     ("macro_varargs_used_in_nested_caller", "{% macro w() %}{{ caller() }}{% endmacro %}{% macro m(a) %}{% call w() %}{{ varargs }}{% endcall %}{% endmacro %}{{ m(1, 2, 3) }}", {}),
     ("set_tuple_and_block", "{% set a, b = 1, 2 %}{{ a }}{{ b }} {% set blk %}  text {{ a }}\n{% endset %}[{{ blk }}] {% set up | upper %}shout{% endset %}{{ up }}", {}),

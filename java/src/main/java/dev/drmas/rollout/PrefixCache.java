@@ -100,6 +100,13 @@ final class PrefixCache implements AutoCloseable {
         return slots;
     }
 
+    /** The store caches, oldest first (for tests: what the slots count, what eviction frees). */
+    List<KvCache> storeCaches() {
+        List<KvCache> out = new ArrayList<>();
+        for (Chunk c : chunks) out.add(c.cache);
+        return out;
+    }
+
     /**
      * The longest stored prefix of {@code seq}, at most {@code max} tokens. The block index finds
      * the longest stored multiple of BLOCK by bisection (a stored sequence is indexed at every

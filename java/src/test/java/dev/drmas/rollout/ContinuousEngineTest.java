@@ -12,6 +12,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
+import dev.drmas.model.KvCache;
 import dev.drmas.model.ModelConfig;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -237,13 +238,45 @@ class ContinuousEngineTest {
             List<Request> first = turn(4, 3, 16, 18, 4, 45, 0), second = extended(first, 5, 46), third = extended(second, 5, 47);
             GenerationConfig cfg = mixedLengths(10);
             Generator statics = new Generator(m, 0, Generator.Engine.STATIC);
-            long budget = 3L * PrefixCache.CHUNK_ROWS * 64;  // three store caches of short prompts
+            // about one store cache of these prompts (38 to 48 tokens): each turn's longer prompts
+            // take a new store cache, which pushes the older ones out
+            long budget = PrefixCache.CHUNK_ROWS * 64L;
             Generator small = new Generator(m, 0, Generator.Engine.CONTINUOUS).keepPrefixes(budget);
+            Set<KvCache> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            Set<KvCache> evicted = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
             for (List<Request> t : List.of(first, second, third)) {
                 assertSame(statics.generate(t, cfg), small.generate(t, cfg), "budget " + budget);
-                assertTrue(small.prefixCache().slots() <= budget, small.prefixCache().slots() + " slots kept, budget " + budget);
+                PrefixCache pc = small.prefixCache();
+                Set<KvCache> held = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+                held.addAll(pc.storeCaches());
+                long slots = 0;  // the store caches' own sizes, not the counter eviction keeps
+                for (KvCache c : held) slots += c.batchSize() * c.capacity();
+                assertTrue(slots > 0, "the prompts are kept");
+                assertEquals(slots, pc.slots(), "slots counted against the store caches held");
+                assertTrue(slots <= budget, slots + " slots kept, budget " + budget);
+                for (KvCache c : seen) {
+                    if (held.contains(c)) continue;
+                    evicted.add(c);
+                    assertTrue(closed(c), "an evicted store cache is freed");
+                }
+                seen.addAll(held);
             }
+            assertTrue(!evicted.isEmpty(), "older store caches were evicted: " + seen.size() + " made");
             assertTrue(small.lastStats().reusedTokens() > 0, "the latest turn still found its prompts: " + small.lastStats());
+            small.clearPrefixes();
+            assertEquals(0, small.prefixCache().slots());
+            for (KvCache c : seen) assertTrue(closed(c), "clearing frees every store cache");
+        }
+    }
+
+    // KvCache.close() drops its tensors; it has no accessor for that, so the test reads the field
+    private static boolean closed(KvCache c) {
+        try {
+            java.lang.reflect.Field f = KvCache.class.getDeclaredField("keysAndValues");
+            f.setAccessible(true);
+            return ((Object[]) f.get(c))[0] == null;
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError(e);
         }
     }
 

@@ -66,6 +66,19 @@ class ProposerOrchestraTest {
     }
 
     @Test
+    void proposalsThatAllBoxTheSameAnswerAgree() {
+        try (Workload w = workload()) {
+            ScriptedPolicy policy = new ScriptedPolicy((agent, r) -> boxed(42));
+            List<Episode> eps = w.orchestra().run(List.of(Q42, new EpisodeInit(1, 1, T.question(), T.answer())), policy);
+            Map<String, Double> one = w.episodeSums(List.of(T), List.of(eps.getFirst()));
+            assertEquals(1.0, one.get("proposer/agreement"), "three proposals of 42");
+            assertEquals(1.0, one.get("proposer/correct_rate"), 1e-15);
+            assertEquals(1.0, one.get("aggregator/follows_majority"));
+            assertEquals(2.0, w.episodeSums(List.of(T, T), eps).get("proposer/agreement"), "summed over episodes");
+        }
+    }
+
+    @Test
     void severalProposerAgentsTakeTurns() {
         try (Workload w = workload("+agents[2]={id: second, role: proposer, model: policy}", "orchestra.options.proposers=5")) {
             ScriptedPolicy policy = new ScriptedPolicy((agent, r) -> agent.id().equals("aggregator") ? boxed(7) : boxed(r.turn()));

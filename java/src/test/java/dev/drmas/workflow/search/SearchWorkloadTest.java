@@ -2,7 +2,8 @@
 // demonstrator, run through the real SearchOrchestra and real Lucene BM25 over the knowledge base,
 // solves every question when its answers are right (so the demonstrations teach a working search
 // path), uses exactly one search per hop, and scores like the reward; team roles are checked; the
-// reference's format options (require_think, reject_cjk) and an answerless answer retried, row by row.
+// reference's format options (require_think, reject_cjk) and an answerless answer retried, row by row;
+// an HTTP retriever's outage is waited out, then stops the run.
 package dev.drmas.workflow.search;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -57,6 +58,39 @@ class SearchWorkloadTest {
             assertEquals(eps.size(), m.get("search/f1"), 1e-9);
             assertEquals(eps.size(), m.get("search/answered_rate"), 0);
             assertEquals(0.0, m.get("search/failed_searches"), 0);
+            long searches = byCalls.entrySet().stream().mapToLong(c -> (long) c.getKey() * c.getValue()).sum();
+            assertEquals(searches, m.get("search/tool_calls"), 0, "every search of every episode: " + byCalls);
+            // failed searches are summed by value too: the first episode again, as if 2 of 3 searches had failed
+            Episode first = eps.getFirst();
+            Map<String, Integer> counts = new HashMap<>(first.counters());
+            counts.put(SearchOrchestra.TOOL_CALLS, 3);
+            counts.put(SearchOrchestra.TOOL_FAILURES, 2);
+            Episode failing = new Episode(first.uid(), first.traj(), first.question(), first.answer(), first.steps(), first.action(),
+                    first.approved(), counts);
+            Map<String, Double> f = w.episodeSums(tasks, List.of(first, failing));
+            assertEquals(first.count(SearchOrchestra.TOOL_CALLS) + 3, f.get("search/tool_calls"), 0);
+            assertEquals(2.0, f.get("search/failed_searches"), 0);
+        }
+    }
+
+    @Test
+    void anHttpRetrieversOutageIsWaitedOut() throws java.io.IOException {
+        // a closed port: every search fails at once; the tool waits outage_s for the server, then
+        // (outside a training step) stops the run naming it, instead of handing back "search failed"
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        String url = "http://127.0.0.1:" + port + "/retrieve";
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        try (SearchWorkload w = new SearchWorkload(config("orchestra.options.retriever.type=http", "++orchestra.options.retriever.url=" + url,
+                "++orchestra.options.retriever.outage_s=0.3"), new PrintStream(log))) {
+            List<Task> tasks = w.train().subList(0, 1);
+            List<EpisodeInit> init = List.of(new EpisodeInit(0, 0, tasks.getFirst().question(), tasks.getFirst().answer()));
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> w.orchestra().run(init, w.demonstrator(tasks, 1.0, new SplittableRandom(1))));
+            assertTrue(e.getMessage().contains("the retriever at " + url + " failed every search"), e.getMessage());
+            assertTrue(log.toString().contains("trying again in"), "the outage was waited out: " + log);
         }
     }
 
