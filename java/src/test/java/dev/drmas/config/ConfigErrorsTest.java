@@ -359,4 +359,86 @@ class ConfigErrorsTest {
         assertEquals("ppo.clip_low", e.key());
         assertEquals("must be in [0, 1), got 2", e.problem());
     }
+
+    // Checks that no other test meets (a mutation test removed each of them unnoticed): the message
+    // names the key path and says what is allowed. (The workflow's generator against data.source and
+    // rollout.rollouts_per_task: 1 are WorkflowsTest's and RunFolderTest's.)
+    @ParameterizedTest
+    @CsvSource(delimiter = '|', textBlock = """
+            eval: {tasks: -1}                                 | eval.tasks                      | must be >= 0, got -1
+            eval: {k: 0}                                      | eval.k                          | must be > 0, got 0
+            eval: {temperature: -0.5}                         | eval.temperature                | must be a finite number >= 0, got -0.5
+            eval: {top_k: -1}                                 | eval.top_k                      | must be >= 0, got -1
+            trainer: {steps: 0}                               | trainer.steps                   | must be > 0, got 0
+            trainer: {save_freq: -1}                          | trainer.save_freq               | must be >= 0, got -1
+            trainer: {keep_last: -1}                          | trainer.keep_last               | must be >= 0, got -1
+            trainer: {log_freq: 0}                            | trainer.log_freq                | must be > 0, got 0
+            ppo: {epochs: 0}                                  | ppo.epochs                      | must be > 0, got 0
+            ppo: {mini_batch_size: 0}                         | ppo.mini_batch_size             | must be > 0, got 0
+            ppo: {micro_batch_size: 0}                        | ppo.micro_batch_size            | must be > 0, got 0
+            ppo: {kl_coef: 0.1, reference_model: true, kl_type: none} | ppo.kl_type             | is none but ppo.kl_coef is > 0
+            ppo: {entropy_coef: -0.01}                        | ppo.entropy_coef                | must be a finite number >= 0, got -0.01
+            rollout: {rollouts_per_task: 0}                   | rollout.rollouts_per_task       | must be > 0, got 0
+            rollout: {top_k: -1}                              | rollout.top_k                   | must be >= 0, got -1
+            rollout: {max_new_tokens: 0}                      | rollout.max_new_tokens          | must be > 0, got 0
+            rollout: {max_prompt_tokens: 0}                   | rollout.max_prompt_tokens       | must be > 0, got 0
+            rollout: {engine: null}                           | rollout.engine                  | must be continuous or static
+            rollout: {truncation: null}                       | rollout.truncation              | must be left, middle, right or error
+            rollout: {prefix_cache_tokens: -1}                | rollout.prefix_cache_tokens     | must be >= 0 (0: as max_batch_tokens), got -1
+            models: {policy: {size: {hidden: 0}}}             | models.policy.size.hidden       | must be > 0, got 0
+            models: {policy: {size: {layers: 0}}}             | models.policy.size.layers       | must be > 0, got 0
+            models: {policy: {size: {heads: 0}}}              | models.policy.size.heads        | must be > 0, got 0
+            models: {policy: {size: {kv_heads: 0}}}           | models.policy.size.kv_heads     | must be > 0, got 0
+            models: {policy: {size: {intermediate: 0}}}       | models.policy.size.intermediate | must be > 0, got 0
+            models: {policy: {size: {head_dim: -2}}}          | models.policy.size.head_dim     | must be >= 0, got -2
+            models: {policy: {size: {hidden: 64, heads: 3, kv_heads: 1}}} | models.policy.size.heads | must divide hidden (64) when head_dim is 0, got 3
+            models: {policy: {size: {hidden: 60, heads: 4, kv_heads: 2}}} | models.policy.size.heads | the head size must be even (rotary embeddings rotate pairs), got 15
+            models: {policy: {size: {head_dim: 7}}}           | models.policy.size.head_dim     | the head size must be even (rotary embeddings rotate pairs), got 7
+            models: {policy: {size: {max_positions: 0}}}      | models.policy.size.max_positions | must be > 0, got 0
+            models: {policy: {size: {rope_theta: 0}}}         | models.policy.size.rope_theta   | must be a finite number > 0, got 0
+            models: {policy: {optim: {eps: 0}}}               | models.policy.optim.eps         | must be a finite number > 0, got 0
+            models: {policy: {optim: {weight_decay: -0.1}}}   | models.policy.optim.weight_decay | must be a finite number >= 0, got -0.1
+            models: {policy: {optim: {warmup_steps: -1}}}     | models.policy.optim.warmup_steps | must be >= 0, got -1
+            models: {policy: {optim: {grad_clip: -1}}}        | models.policy.optim.grad_clip   | must be a finite number >= 0, got -1
+            data: {synthetic: {operands: 1}}                  | data.synthetic.operands         | must be in [2, 6], got 1
+            data: {synthetic: {operands: 7}}                  | data.synthetic.operands         | must be in [2, 6], got 7
+            data: {synthetic: {operators: null}}              | data.synthetic.operators        | is required
+            data: {synthetic: {operators: []}}                | data.synthetic.operators        | must list at least one of + - *
+            data: {synthetic: {operators: [+, '-', +]}}       | data.synthetic.operators[2]     | '+' is listed twice
+            data: {synthetic: {train_size: 0}}                | data.synthetic.train_size       | must be > 0, got 0
+            data: {synthetic: {test_size: 0}}                 | data.synthetic.test_size        | must be > 0, got 0
+            {distributed: {shard_optimizer: true}, models: {policy: {dtype: bfloat16, master_dtype: bfloat16}}} | distributed.shard_optimizer | shards fp32 master weights, but models.policy.master_dtype is bfloat16 (pure reduced precision keeps no masters to shard)
+            """)
+    void eachCheckNamesItsKeyPath(String yaml, String key, String problem) throws IOException {
+        String message = fails(yaml + "\n");
+        assertTrue(message.startsWith("run.yaml:1: " + key + ": "), message);
+        assertTrue(message.contains(problem), message);
+    }
+
+    @Test
+    void theEdgesThoseChecksLetThrough() throws IOException {
+        file = dir.resolve("run.yaml");
+        for (String yaml : List.of("eval: {k: 4, samples: 4}", "data: {source: jsonl, train_file: t.jsonl, test_file: e.jsonl}",
+                "{data: {source: jsonl, train_file: t.jsonl}, trainer: {eval_freq: 0}}",
+                "{distributed: {shard_optimizer: true}, models: {policy: {dtype: bfloat16, master_dtype: float32}}}",
+                "models: {policy: {size: {hidden: 64, heads: 4, kv_heads: 2, head_dim: 8}}}",
+                "data: {synthetic: {operands: 2}}", "data: {synthetic: {operands: 6}}")) {
+            Files.writeString(file, yaml + "\n");
+            RunConfig.load(file);
+        }
+    }
+
+    @Test
+    void syntheticDataOfAnotherWorkflowIsRefused() throws IOException {
+        // the loader binds data.synthetic to the workflow's own type; a config built in code is checked too
+        file = dir.resolve("run.yaml");
+        Files.writeString(file, "orchestra: {name: search}\n");
+        RunConfig search = RunConfig.load(file);
+        Files.writeString(file, "run: {seed: 1}\n");
+        RunConfig math = RunConfig.load(file);
+        ConfigException e = assertThrows(ConfigException.class, () -> new RunConfig(search.run(), math.data(), search.models(),
+                search.agents(), search.orchestra(), search.rollout(), search.algorithm(), search.ppo(), search.trainer(),
+                search.eval(), search.sft(), search.metrics(), search.distributed()));
+        assertEquals("data.synthetic: is a ArithmeticData, but workflow 'search' takes KnowledgeBaseData", e.getMessage());
+    }
 }

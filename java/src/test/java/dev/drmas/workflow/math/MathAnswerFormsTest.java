@@ -9,6 +9,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -283,5 +285,83 @@ class MathAnswerFormsTest {
         assertFalse(MathAnswers.equivalent("\\text{" + "ab ".repeat(deep) + "ab}", "\\text{AB}"));
         // as deep as answers have still reads
         assertTrue(MathAnswers.equivalent("(".repeat(20) + "x+1" + ")".repeat(20), "1+x"));
+    }
+
+    @Test
+    void theToleranceOfInexactValues() {
+        // a large irrational value is compared relative to its size: (1+\sqrt2)^{20} computed by powers and
+        // written out differ by rounding in the last bits; one \sqrt{2} more is a different answer
+        assertTrue(MathAnswers.equivalent("(1+\\sqrt{2})^{20}", "22619537+15994428\\sqrt{2}"));
+        assertTrue(MathAnswers.equivalent("22619537+15994428\\sqrt{2}", "(1+\\sqrt{2})^{20}"));
+        assertFalse(MathAnswers.equivalent("(1+\\sqrt{2})^{20}", "22619537+15994429\\sqrt{2}"));
+        // against an exact zero the rounding of a cancellation (\sqrt{2}^2 - 2 is 4e-16) is no difference, on
+        // either side; against any other exact value there is no absolute slack
+        assertTrue(MathAnswers.equivalent("0", "\\sqrt{2}^2-2"));
+        assertTrue(Expressions.equal("0", "\\sqrt{2}^2-2"));
+        assertTrue(Expressions.equal("\\sqrt{2}^2-2", "0"));
+        assertFalse(Expressions.equal("\\sqrt{2}^2-2", "10^{-15}"));
+        assertFalse(Expressions.equal("10^{-15}", "\\sqrt{2}^2-2"));
+    }
+
+    @Test
+    void rootsAndPowersWithoutARealValue() {
+        // an even root of a negative number has no real value: no answer equals it
+        assertFalse(MathAnswers.equivalent("-2", "\\sqrt{-4}"));
+        assertFalse(MathAnswers.equivalent("-\\sqrt{4}", "\\sqrt{-4}"));
+        assertFalse(MathAnswers.equivalent("-2", "\\sqrt[4]{-16}"));
+        // an odd one has
+        assertTrue(MathAnswers.equivalent("-2", "\\sqrt[3]{-8}"));
+        assertTrue(MathAnswers.equivalent("-\\sqrt[3]{2}", "\\sqrt[3]{-2}"));
+        // zero to a negative power is undefined, exact or not; a negative irrational power of another number is not
+        assertFalse(MathAnswers.equivalent("0^{-1}", "0^{-2}"));
+        assertFalse(MathAnswers.equivalent("0^{-\\sqrt{2}}", "0^{-\\sqrt{3}}"));
+        assertTrue(MathAnswers.equivalent("2^{-\\sqrt{2}}", "\\frac{1}{2^{\\sqrt{2}}}"));
+        assertTrue(MathAnswers.equivalent("x^{-\\sqrt{2}}", "\\frac{1}{x^{\\sqrt{2}}}"));
+    }
+
+    @Test
+    void wordsCompareAsTextOnlyWhereOneSideWrapsThemInText() {
+        // without \text two letters are a product: ab is ba, not AB
+        assertTrue(MathAnswers.equivalent("ab", "ba"));
+        assertFalse(MathAnswers.equivalent("ab", "AB"));
+        // with it, words of two letters or more compare as text without case or spaces, on either side
+        assertTrue(MathAnswers.equivalent("\\text{No}", "no"));
+        assertTrue(MathAnswers.equivalent("no", "\\text{No}"));
+        assertTrue(MathAnswers.equivalent("\\text{New York}", "new york"));
+        assertTrue(MathAnswers.equivalent("\\text{New York}", "newyork"));
+        assertFalse(MathAnswers.equivalent("\\text{ab}", "ba"));
+        // one letter stays case-sensitive (e is a constant, E a choice); a formula in \text is still a formula
+        assertFalse(MathAnswers.equivalent("\\text{A}", "a"));
+        assertTrue(MathAnswers.equivalent("\\text{a+b}", "b+a"));
+        assertTrue(MathAnswers.equivalent("\\text{2a}", "a+a"));
+    }
+
+    // A formula of exactly `length` characters worth `value` (a variable or a digit): value+0+0...
+    private static String padded(String value, int length) {
+        int rest = length - value.length();
+        return rest % 2 == 0 ? value + "+0".repeat(rest / 2) : value + "+0".repeat(rest / 2 - 1) + "+00";
+    }
+
+    @Test
+    void setsAreUnorderedUpToTwelveElementsAndTwoThousandCharacters() {
+        List<String> twelve = new ArrayList<>(), thirteen = new ArrayList<>();
+        for (int i = 1; i <= 13; i++) {
+            if (i <= 12) twelve.add(Integer.toString(i));
+            thirteen.add(Integer.toString(i));
+        }
+        String t12 = String.join(", ", twelve), t13 = String.join(", ", thirteen);
+        assertTrue(MathAnswers.equivalent(String.join(", ", twelve.reversed()), t12));
+        // larger sets are compared in order
+        assertFalse(MathAnswers.equivalent(String.join(", ", thirteen.reversed()), t13));
+        assertTrue(MathAnswers.equivalent(t13, t13.replace(" ", "")));
+        // the elements' characters together (after the separators go), on either side
+        for (int total : new int[] {2000, 2001}) {
+            List<String> longForms = List.of(padded("x", 700), padded("y", 700), padded("z", total - 1401), "w");
+            assertEquals(total, longForms.stream().mapToInt(String::length).sum());
+            String longSet = String.join(", ", longForms);
+            assertEquals(total == 2000, MathAnswers.equivalent(longSet, "w, z, y, x"), "predicted " + total);
+            assertEquals(total == 2000, MathAnswers.equivalent("w, z, y, x", longSet), "truth " + total);
+            assertTrue(MathAnswers.equivalent("x, y, z, w", longSet), "in order " + total);
+        }
     }
 }
