@@ -462,4 +462,173 @@ class NormalizeJsonlTest {
         r = run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()));
         assertEquals(0, r.exit(), r.err());
     }
+
+    // ------------------------------------------------------------------ keys and uids against Jackson
+    // Inputs a mutation review found no test used (each pins what the reader does now, which the review
+    // found right), read by ScoredRows.read as normalize reads them and, where Jackson can say, checked
+    // against Jackson reading the same lines.
+
+    /** Jackson with its duplicate-key check on, as the old tree reader refused duplicates. */
+    static final com.fasterxml.jackson.databind.ObjectMapper STRICT = new com.fasterxml.jackson.databind.ObjectMapper()
+            .enable(com.fasterxml.jackson.core.JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
+
+    ScoredRows readText(String text) {
+        Path in = dir.resolve("rows-" + text.hashCode() + ".jsonl");
+        try {
+            Files.writeString(in, text);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        return ScoredRows.read(in);
+    }
+
+    /** The reader's error for a file of these lines, with the file:line it names. */
+    String refusal(String text) {
+        UserError e = assertThrows(UserError.class, () -> readText(text));
+        return e.getMessage();
+    }
+
+    /** Each line's uid group as Jackson sees it: the uids' values numbered in order of first sight. */
+    static int[] jacksonGroups(String text) throws Exception {
+        List<String> lines = text.lines().toList();
+        java.util.Map<String, Integer> seen = new java.util.HashMap<>();
+        int[] g = new int[lines.size()];
+        for (int i = 0; i < g.length; i++) {
+            var uid = STRICT.readTree(lines.get(i)).get("uid");
+            String key = uid.isTextual() ? "s" + uid.textValue() : "n" + uid.toString();
+            g[i] = seen.computeIfAbsent(key, k -> seen.size());
+        }
+        return g;
+    }
+
+    /** The reader's uid groups are {@code want} and Jackson's. */
+    void assertGroups(String text, int[] want) throws Exception {
+        assertArrayEquals(want, jacksonGroups(text), "Jackson's groups");
+        ScoredRows rows = readText(text);
+        assertArrayEquals(want, rows.uid, "the reader's groups");
+        assertEquals(java.util.Arrays.stream(want).max().getAsInt() + 1, rows.numUids);
+    }
+
+    // A field of three bytes beside "uid" is not the uid: only the bytes u, i, d name it.
+    @Test
+    void aThreeLetterFieldBesideTheUidLeavesTheGroupsApart() throws Exception {
+        String text = """
+                {"uid":"g1","traj":0,"agent":"a","score":1,"tag":"x"}
+                {"uid":"g1","traj":1,"agent":"a","score":0,"tag":"x"}
+                {"uid":"g2","traj":0,"agent":"a","score":5,"tag":"x"}
+                {"tag":"y","uid":"g2","traj":1,"agent":"a","score":3,"uix":"g1","xid":"g1"}
+                """;
+        assertGroups(text, new int[] {0, 0, 1, 1});
+    }
+
+    // A key written with escapes is the key it spells: "adv\u0061ntage" is an existing advantage field.
+    @Test
+    void anEscapedAdvantageFieldIsRefusedAsAnExistingOne() throws Exception {
+        String line = "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1,\"adv\\u0061ntage\":0.5}";
+        assertTrue(STRICT.readTree(line).has("advantage"), "Jackson reads the key as advantage");
+        String m = refusal(line + "\n");
+        assertTrue(m.contains(":1: ") && m.contains("the row already has a field 'advantage'"), m);
+        // and the other fields drmas reads are found under escapes too
+        ScoredRows rows = readText("{\"\\u0075id\":\"g\",\"tr\\u0061j\":1,\"\\u0061gent\":\"a\",\"sc\\u006fre\":2}\n"
+                + "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1}\n");
+        assertEquals(1, rows.numUids);
+        assertArrayEquals(new int[] {0, 1}, rows.traj);
+        assertEquals(2f, rows.scores[0]);
+    }
+
+    // Keys compare by value: an escaped spelling of a key already there is a duplicate, and two keys of
+    // one length with the same first and last bytes (the quick check's test) are two keys.
+    @Test
+    void duplicateKeysCompareByValueNotByTheirEnds() throws Exception {
+        String dup = "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1,\"sc\\u006fre\":5}";
+        assertThrows(com.fasterxml.jackson.core.JsonParseException.class, () -> STRICT.readTree(dup));
+        String m = refusal(dup + "\n");
+        assertTrue(m.contains(":1: ") && m.contains("Duplicate field 'score'"), m);
+        String m2 = refusal("{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1,\"m\":{\"x\\u0079z\":1,\"xyz\":2}}\n");
+        assertTrue(m2.contains("Duplicate field 'xyz'"), m2);
+        String ok = "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1,\"abc\":1,\"axc\":2,\"m\":{\"s1e\":1,\"s2e\":2,\"s12e\":3,\"s21e\":4}}";
+        STRICT.readTree(ok);
+        ScoredRows rows = readText(ok + "\n");
+        assertEquals(1, rows.numUids);
+    }
+
+    // A uid's escapes decode to the code points they spell: 3-byte UTF-8 and surrogate pairs that
+    // differ only in their last bits are different uids, and a raw and an escaped spelling are one.
+    @Test
+    void escapedUidsOutsideAsciiAreTheirCodePoints() throws Exception {
+        String text = """
+                {"uid":"\\u4e2d","traj":0,"agent":"a","score":1}
+                {"uid":"\\u4e2d","traj":1,"agent":"a","score":0}
+                {"uid":"\\u4e2e","traj":0,"agent":"a","score":5}
+                {"uid":"\\u4e2e","traj":1,"agent":"a","score":3}
+                {"uid":"\\ud83d\\ude00","traj":0,"agent":"a","score":1}
+                {"uid":"\\ud83d\\ude01","traj":0,"agent":"a","score":2}
+                {"uid":"中","traj":2,"agent":"a","score":4}
+                {"uid":"😀","traj":1,"agent":"a","score":4}
+                {"uid":"\\u00e9\\u00ea","traj":0,"agent":"a","score":4}
+                {"uid":"éê","traj":1,"agent":"a","score":4}
+                {"uid":"\\u4E2E","traj":2,"agent":"a","score":4}
+                """;
+        assertGroups(text, new int[] {0, 0, 1, 1, 2, 3, 0, 2, 4, 4, 1});
+    }
+
+    // Depth counts nesting, not values: a field of 1,001 objects (and arrays, and empty ones) side by
+    // side is 3 levels deep, and is read.
+    @Test
+    void aThousandAndOneValuesSideBySideAreNotNesting() throws Exception {
+        StringBuilder objs = new StringBuilder(), empty = new StringBuilder(), arrs = new StringBuilder(), emptyArrs = new StringBuilder();
+        for (int i = 0; i < 1001; i++) {
+            String c = i == 0 ? "" : ",";
+            objs.append(c).append("{\"t\":").append(i).append('}');
+            empty.append(c).append("{}");
+            arrs.append(c).append('[').append(i).append(']');
+            emptyArrs.append(c).append("[]");
+        }
+        String line = "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1,\"objs\":[" + objs + "],\"empty\":[" + empty
+                + "],\"arrs\":[" + arrs + "],\"emptyArrs\":[" + emptyArrs + "],\"after\":{\"x\":[{}]}}";
+        assertEquals(1001, STRICT.readTree(line).get("objs").size());
+        ScoredRows rows = readText(line + "\n" + line.replace("\"traj\":0", "\"traj\":1").replace("\"score\":1", "\"score\":0") + "\n");
+        assertEquals(2, rows.scores.length);
+        assertArrayEquals(new int[] {0, 1}, rows.traj);
+    }
+
+    // Past 32 keys an object's duplicate check moves from pairwise comparison to a set: a duplicate
+    // score there is refused as one, and the same row without it is read.
+    @Test
+    void aDuplicateAmongMoreThanThirtyTwoKeysIsRefused() throws Exception {
+        StringBuilder extra = new StringBuilder();
+        for (int i = 0; i < 40; i++) extra.append(",\"f").append(i).append("\":").append(i);
+        String ok = "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1" + extra + "}";
+        String dup = "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1" + extra + ",\"score\":2}";
+        String dupEscaped = "{\"uid\":\"g\",\"traj\":0,\"agent\":\"a\",\"score\":1" + extra + ",\"f3\\u0039\":2}";
+        STRICT.readTree(ok);
+        assertThrows(com.fasterxml.jackson.core.JsonParseException.class, () -> STRICT.readTree(dup));
+        assertThrows(com.fasterxml.jackson.core.JsonParseException.class, () -> STRICT.readTree(dupEscaped));
+        ScoredRows rows = readText(ok + "\n");
+        assertEquals(1f, rows.scores[0]);
+        String m = refusal(ok + "\n" + dup + "\n");
+        assertTrue(m.contains(":2: ") && m.contains("Duplicate field 'score'"), m);
+        String m2 = refusal(dupEscaped + "\n");
+        assertTrue(m2.contains(":1: ") && m2.contains("Duplicate field 'f39'"), m2);
+    }
+
+    // Each one-letter escape decodes to its own character: "a\nb" and "a\rb" (and \t, \b, \f) are
+    // different uids, none of them "anb"; "\/" is "/".
+    @Test
+    void eachOneLetterEscapeInAUidIsItsOwnCharacter() throws Exception {
+        String text = """
+                {"uid":"a\\nb","traj":0,"agent":"a","score":1}
+                {"uid":"a\\rb","traj":0,"agent":"a","score":2}
+                {"uid":"a\\tb","traj":0,"agent":"a","score":3}
+                {"uid":"a\\bb","traj":0,"agent":"a","score":4}
+                {"uid":"a\\fb","traj":0,"agent":"a","score":5}
+                {"uid":"anb","traj":0,"agent":"a","score":6}
+                {"uid":"a/b","traj":0,"agent":"a","score":7}
+                {"uid":"a\\/b","traj":1,"agent":"a","score":8}
+                {"uid":"a\\\\b","traj":0,"agent":"a","score":9}
+                {"uid":"a\\"b","traj":0,"agent":"a","score":9}
+                {"uid":"a\\nb","traj":1,"agent":"a","score":0}
+                """;
+        assertGroups(text, new int[] {0, 1, 2, 3, 4, 5, 6, 6, 7, 8, 0});
+    }
 }
