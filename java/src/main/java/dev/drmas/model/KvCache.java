@@ -228,6 +228,11 @@ public final class KvCache implements AutoCloseable {
         length += t;
     }
 
+    /** Whether {@link #close} has let go of the tensors (a cache of no layers counts as open). */
+    public boolean isClosed() {
+        return keysAndValues.length > 0 && keysAndValues[0] == null;
+    }
+
     @Override
     public void close() {
         if (decode != null) decode.close();

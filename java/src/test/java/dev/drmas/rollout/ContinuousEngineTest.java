@@ -242,12 +242,12 @@ class ContinuousEngineTest {
             // take a new store cache, which pushes the older ones out
             long budget = PrefixCache.CHUNK_ROWS * 64L;
             Generator small = new Generator(m, 0, Generator.Engine.CONTINUOUS).keepPrefixes(budget);
-            Set<KvCache> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-            Set<KvCache> evicted = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            Set<KvCache> seen = identitySet();
+            Set<KvCache> evicted = identitySet();
             for (List<Request> t : List.of(first, second, third)) {
                 assertSame(statics.generate(t, cfg), small.generate(t, cfg), "budget " + budget);
                 PrefixCache pc = small.prefixCache();
-                Set<KvCache> held = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+                Set<KvCache> held = identitySet();
                 held.addAll(pc.storeCaches());
                 long slots = 0;  // the store caches' own sizes, not the counter eviction keeps
                 for (KvCache c : held) slots += c.batchSize() * c.capacity();
@@ -257,7 +257,7 @@ class ContinuousEngineTest {
                 for (KvCache c : seen) {
                     if (held.contains(c)) continue;
                     evicted.add(c);
-                    assertTrue(closed(c), "an evicted store cache is freed");
+                    assertTrue(c.isClosed(), "an evicted store cache is freed");
                 }
                 seen.addAll(held);
             }
@@ -265,19 +265,13 @@ class ContinuousEngineTest {
             assertTrue(small.lastStats().reusedTokens() > 0, "the latest turn still found its prompts: " + small.lastStats());
             small.clearPrefixes();
             assertEquals(0, small.prefixCache().slots());
-            for (KvCache c : seen) assertTrue(closed(c), "clearing frees every store cache");
+            for (KvCache c : seen) assertTrue(c.isClosed(), "clearing frees every store cache");
         }
     }
 
-    // KvCache.close() drops its tensors; it has no accessor for that, so the test reads the field
-    private static boolean closed(KvCache c) {
-        try {
-            java.lang.reflect.Field f = KvCache.class.getDeclaredField("keysAndValues");
-            f.setAccessible(true);
-            return ((Object[]) f.get(c))[0] == null;
-        } catch (ReflectiveOperationException e) {
-            throw new AssertionError(e);
-        }
+    /** A set of caches by identity (KvCache has no value equality to rely on). */
+    private static Set<KvCache> identitySet() {
+        return java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
     }
 
     @Test

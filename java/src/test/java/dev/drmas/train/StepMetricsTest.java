@@ -27,7 +27,9 @@ import dev.drmas.algo.Advantages;
 import dev.drmas.algo.LossConfig;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
+import dev.drmas.bindings.AbiIndices;
 import dev.drmas.dist.Collective;
+import dev.drmas.metrics.PhaseTimer;
 import dev.drmas.model.CausalLm;
 import dev.drmas.model.Family;
 import dev.drmas.model.ModelConfig;
@@ -68,7 +70,7 @@ class StepMetricsTest {
         Advantages.Result adv = b.advantages(NormConfig.of(NormMode.DRMAS), 2);
         double[] d = adv.diagnostics();
         // the premise: the kernel's group std of task 0 is tiny but not 0, and its raw factor huge
-        double raw = d[dev.drmas.bindings.AbiIndices.DIAG_INFLATION * 4 + 0];
+        double raw = d[AbiIndices.DIAG_INFLATION * 4 + 0];
         assertTrue(raw > 1e10, "task 0's raw solver factor: " + raw);
 
         Map<String, Double> m = new LinkedHashMap<>();
@@ -114,8 +116,8 @@ class StepMetricsTest {
         Advantages.Result adv = b.advantages(NormConfig.of(NormMode.DRMAS), 2);
         double[] d = adv.diagnostics();
         // the premise: the verifier's segment of task 0 (seg 1) has one row and a std of exactly 0
-        assertEquals(1.0, d[dev.drmas.bindings.AbiIndices.DIAG_AGENT_COUNT * 4 + 1]);
-        assertEquals(0.0, d[dev.drmas.bindings.AbiIndices.DIAG_AGENT_STD * 4 + 1]);
+        assertEquals(1.0, d[AbiIndices.DIAG_AGENT_COUNT * 4 + 1]);
+        assertEquals(0.0, d[AbiIndices.DIAG_AGENT_STD * 4 + 1]);
 
         Map<String, Double> m = new LinkedHashMap<>();
         StepMetrics.agents(new StepMetrics.Step(1, b, adv, new PpoUpdater.Stats[0], 0, new long[3], null, 0), TEAM, Collective.single(), m);
@@ -161,9 +163,9 @@ class StepMetricsTest {
         // rows in episode order (solver, verifier per episode): solver advantages 1, −1, 2, 0; verifier 0.5, 0.5, −1, 3.
         // No segment statistics (agent counts 0): μ_k, σ_k and the inflation have their own tests above.
         float[] adv = {1, 0.5f, -1, 0.5f, 2, -1, 0, 3};
-        Advantages.Result result = new Advantages.Result(adv, new double[dev.drmas.bindings.AbiIndices.DIAG_FIELDS * 4]);
+        Advantages.Result result = new Advantages.Result(adv, new double[AbiIndices.DIAG_FIELDS * 4]);
         long[] clock = {0};
-        dev.drmas.metrics.PhaseTimer timer = new dev.drmas.metrics.PhaseTimer(() -> clock[0]);
+        PhaseTimer timer = new PhaseTimer(() -> clock[0]);
         try (var rollout = timer.phase("rollout")) {
             clock[0] = 2_000_000_000L;  // two seconds of rollout
         }
@@ -219,8 +221,8 @@ class StepMetricsTest {
         List<Episode> silent = List.of(episode(0, 0, Map.of(), step(0, true, 2, stop)), episode(0, 1, Map.of(), step(0, true, 2, stop)));
         RolloutBatch q = RolloutBatch.of(RolloutBatchTest.TASKS.subList(0, 1), silent, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0}));
         Map<String, Double> n = StepMetrics.of(new StepMetrics.Step(2, q, new Advantages.Result(new float[] {0.5f, -0.5f},
-                        new double[dev.drmas.bindings.AbiIndices.DIAG_FIELDS * 2]), new PpoUpdater.Stats[0], 0, new long[3],
-                new dev.drmas.metrics.PhaseTimer(), 0), TEAM, new RolloutBatchTest.TableWorkload(new double[] {1, 0}), List.of(), Collective.single());
+                        new double[AbiIndices.DIAG_FIELDS * 2]), new PpoUpdater.Stats[0], 0, new long[3],
+                new PhaseTimer(), 0), TEAM, new RolloutBatchTest.TableWorkload(new double[] {1, 0}), List.of(), Collective.single());
         assertEquals(0.5, n.get("reward/mean"), 1e-12);
         assertTrue(n.keySet().stream().noneMatch(k -> k.startsWith("verifier/")), n.toString());
         assertTrue(!n.containsKey("perf/gen_tokens_per_s") && !n.containsKey("agent/verifier/rows"), "no rollout time, no verifier rows: " + n);
@@ -236,14 +238,14 @@ class StepMetricsTest {
         for (int t = 0; t < 4; t++) eps.add(episode(t / 2, t, Map.of(), step(0, true, 1, stop), step(1, true, 1, stop)));
         RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS, eps, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0, 1, 0}));
         int segs = 4;
-        double[] d = new double[dev.drmas.bindings.AbiIndices.DIAG_FIELDS * segs];
+        double[] d = new double[AbiIndices.DIAG_FIELDS * segs];
         double[][] perSeg = {
-            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_COUNT, 2, 1, 2, 2},
-            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_MEAN, 0.5, 0.25, 1, 0.75},
-            {dev.drmas.bindings.AbiIndices.DIAG_AGENT_STD, 0.5, 0, 0.25, 0.125},
-            {dev.drmas.bindings.AbiIndices.DIAG_GROUP_MEAN, 0.5, 0.5, 0.8, 0.8},
-            {dev.drmas.bindings.AbiIndices.DIAG_GROUP_STD, 0.5, 0.5, 0.4, 0.4},
-            {dev.drmas.bindings.AbiIndices.DIAG_INFLATION, 1.5, 0.5, 2.5, 5.5}};
+            {AbiIndices.DIAG_AGENT_COUNT, 2, 1, 2, 2},
+            {AbiIndices.DIAG_AGENT_MEAN, 0.5, 0.25, 1, 0.75},
+            {AbiIndices.DIAG_AGENT_STD, 0.5, 0, 0.25, 0.125},
+            {AbiIndices.DIAG_GROUP_MEAN, 0.5, 0.5, 0.8, 0.8},
+            {AbiIndices.DIAG_GROUP_STD, 0.5, 0.5, 0.4, 0.4},
+            {AbiIndices.DIAG_INFLATION, 1.5, 0.5, 2.5, 5.5}};
         for (double[] f : perSeg) for (int seg = 0; seg < segs; seg++) d[(int) f[0] * segs + seg] = f[1 + seg];
         Map<String, Double> m = new LinkedHashMap<>();
         StepMetrics.agents(new StepMetrics.Step(1, b, new Advantages.Result(new float[8], d), new PpoUpdater.Stats[0], 0, new long[3], null, 0),
