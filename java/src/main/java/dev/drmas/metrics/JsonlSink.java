@@ -10,7 +10,9 @@ import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.StringWriter;
 import java.io.UncheckedIOException;
@@ -24,7 +26,7 @@ import java.nio.file.StandardOpenOption;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
-import java.util.List;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -190,35 +192,108 @@ public final class JsonlSink implements MetricsSink {
     }
 
     private static void truncateAfter(Path file, long resumeFromStep) throws IOException {
-        byte[] bytes = Files.readAllBytes(file);
-        String text = new String(bytes, StandardCharsets.UTF_8);
-        List<String> lines = new ArrayList<>(List.of(text.split("\n", -1)));
-        // split leaves "" after a final newline; anything else there is a line a crash cut short
-        String last = lines.removeLast();
-        boolean changed = !last.isEmpty();
-        var kept = new StringBuilder();
-        for (int i = 0; i < lines.size(); i++) {
-            String line = lines.get(i);
-            if (line.isBlank()) {
-                changed = true;
-                continue;
-            }
-            long step = stepOf(file, i + 1, line);
-            if (step <= resumeFromStep) {
-                kept.append(line).append('\n');
-            } else {
-                changed = true;
-            }
-        }
-        if (!changed) return;
-        // Rewrite beside it and rename, so that a crash now leaves the old file or the new one; the
-        // new one synced first, or a power loss could leave the name on a file short of its lines.
+        // One pass, a line at a time (a run of 100K steps has a metrics file of ~160 MB, which need
+        // not be in the heap at once). Until the first line to drop, the file stays as it is; from
+        // there on, a copy of what came before and the kept lines go to a file beside it, which
+        // replaces the file at the end: a crash now leaves the old file or the new one.
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        Files.writeString(tmp, kept, StandardCharsets.UTF_8);
-        try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ)) {
-            ch.force(true);
+        OutputStream kept = null;
+        boolean done = false;
+        try (InputStream in = Files.newInputStream(file)) {
+            var line = new LineBytes(in);
+            long before = 0; // the bytes of the file before the current line
+            for (int lineNo = 1; line.read(); lineNo++) {
+                // a last line without its newline is one a crash cut short: dropped, not read
+                boolean keep = line.ended;
+                if (keep) {
+                    String text = new String(line.bytes, 0, line.length, StandardCharsets.UTF_8);
+                    keep = !text.isBlank() && stepOf(file, lineNo, text) <= resumeFromStep;
+                }
+                if (!keep && kept == null) kept = startCopy(file, tmp, before);
+                if (keep && kept != null) {
+                    kept.write(line.bytes, 0, line.length);
+                    kept.write('\n');
+                }
+                before += line.length + (line.ended ? 1 : 0);
+            }
+            if (kept == null) return; // every line kept: nothing to rewrite
+            kept.close();
+            // the new file synced before the rename, or a power loss could leave the name on a file
+            // short of its lines
+            try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ)) {
+                ch.force(true);
+            }
+            Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            done = true;
+        } finally {
+            if (!done && kept != null) {
+                try {
+                    kept.close();
+                } catch (IOException ignored) {
+                    // the error on the way here is the one to report
+                }
+                Files.deleteIfExists(tmp);
+            }
         }
-        Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+    }
+
+    /** A new file beside {@code file} holding its first {@code bytes} bytes, open for appending. */
+    private static OutputStream startCopy(Path file, Path tmp, long bytes) throws IOException {
+        FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
+                StandardOpenOption.WRITE);
+        try (FileChannel src = FileChannel.open(file, StandardOpenOption.READ)) {
+            for (long at = 0; at < bytes; ) {
+                long moved = src.transferTo(at, bytes - at, out);
+                if (moved <= 0) throw new IOException(file + " shrank while it was read; nothing changed");
+                at += moved;
+            }
+        } catch (IOException e) {
+            out.close();
+            throw e;
+        }
+        return new BufferedOutputStream(Channels.newOutputStream(out), 1 << 16);
+    }
+
+    /** The lines of a byte stream one at a time, each without its newline, in a reused buffer. */
+    private static final class LineBytes {
+        private final InputStream in;
+        private final byte[] chunk = new byte[1 << 16];
+        private int pos, end;
+        byte[] bytes = new byte[4096];
+        int length;
+        boolean ended; // a newline ended it (else the stream did)
+
+        LineBytes(InputStream in) {
+            this.in = in;
+        }
+
+        /** Reads the next line; false at the end of the stream with nothing read. */
+        boolean read() throws IOException {
+            length = 0;
+            ended = false;
+            while (true) {
+                if (pos == end) {
+                    end = in.read(chunk);
+                    pos = 0;
+                    if (end <= 0) {
+                        end = 0;
+                        return length > 0;
+                    }
+                }
+                int nl = pos;
+                while (nl < end && chunk[nl] != '\n') nl++;
+                int n = nl - pos;
+                if (length + n > bytes.length) bytes = Arrays.copyOf(bytes, Math.max(2 * bytes.length, length + n));
+                System.arraycopy(chunk, pos, bytes, length, n);
+                length += n;
+                pos = nl;
+                if (nl < end) {
+                    pos++;
+                    ended = true;
+                    return true;
+                }
+            }
+        }
     }
 
     /**

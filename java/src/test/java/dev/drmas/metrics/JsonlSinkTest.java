@@ -1,10 +1,13 @@
 // JsonlSinkTest.java — metrics.jsonl: the exact text of a line, strict-JSON lines for NaN and
 // infinities, no buffering between a log call and the file, and resume: a run that crashed past
 // its checkpoint (with a line cut short) and was resumed leaves the same file as one that never
-// crashed; a damaged line is reported by file:line; a link to a device is not synced.
+// crashed; a damaged line is reported by file:line; a link to a device is not synced; resume keeps
+// its lines byte for byte and reads a large file a line at a time.
 package dev.drmas.metrics;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -150,6 +153,90 @@ class JsonlSinkTest {
         Files.writeString(file, "{\"step\":1}\n{\"step\":2.5}\n");
         e = assertThrows(IOException.class, () -> JsonlSink.open(file, 1, CLOCK));
         assertTrue(e.getMessage().startsWith(file + ":2: no integral \"step\""), e.getMessage());
+    }
+
+    @Test
+    void resumeKeepsTheBytesOfItsLinesAndDropsBlankOnes() throws IOException {
+        Path file = dir.resolve("metrics.jsonl");
+        // written by hand or by another tool: spaces, a CRLF, a name that is not UTF-8, a blank
+        // line, a line past the checkpoint between kept ones (an evaluation logged out of order)
+        byte[] odd = "{ \"step\" : 2 , \"x\\u00e9\": 1.50 }\r\n".getBytes(StandardCharsets.UTF_8);
+        byte[] latin1 = "{\"step\":3,\"caf\u00e9\":1}\n".getBytes(StandardCharsets.ISO_8859_1);
+        var bytes = new java.io.ByteArrayOutputStream();
+        bytes.writeBytes("{\"step\":1}\n".getBytes(StandardCharsets.UTF_8));
+        bytes.writeBytes(odd);
+        bytes.writeBytes(" \t\n{\"step\":9}\n".getBytes(StandardCharsets.UTF_8));
+        bytes.writeBytes(latin1);
+        bytes.writeBytes("{\"step\":4}\n{\"step\":5}\n{\"st".getBytes(StandardCharsets.UTF_8));
+        Files.write(file, bytes.toByteArray());
+
+        JsonlSink.open(file, 4, CLOCK).close();
+        var expected = new java.io.ByteArrayOutputStream();
+        expected.writeBytes("{\"step\":1}\n".getBytes(StandardCharsets.UTF_8));
+        expected.writeBytes(odd);
+        expected.writeBytes(latin1);
+        expected.writeBytes("{\"step\":4}\n".getBytes(StandardCharsets.UTF_8));
+        assertArrayEquals(expected.toByteArray(), Files.readAllBytes(file));
+        assertFalse(Files.exists(dir.resolve("metrics.jsonl.tmp")));
+
+        // nothing to drop: the file is not rewritten (its inode stays)
+        Object inode = Files.getAttribute(file, "unix:ino");
+        JsonlSink.open(file, 4, CLOCK).close();
+        assertEquals(inode, Files.getAttribute(file, "unix:ino"));
+        assertArrayEquals(expected.toByteArray(), Files.readAllBytes(file));
+    }
+
+    @Test
+    void aDamagedLineAfterADroppedOneLeavesTheFileAndNoCopy() throws IOException {
+        Path file = dir.resolve("metrics.jsonl");
+        String before = "{\"step\":1}\n{\"step\":5}\n{\"step\":2}\n[1]\n";
+        Files.writeString(file, before);
+        var e = assertThrows(IOException.class, () -> JsonlSink.open(file, 1, CLOCK));
+        assertTrue(e.getMessage().startsWith(file + ":4: not a JSON object"), e.getMessage());
+        assertEquals(before, Files.readString(file));
+        assertFalse(Files.exists(dir.resolve("metrics.jsonl.tmp")));
+    }
+
+    /**
+     * A long run's file is not read into the heap at once: a JVM with a 24 MiB heap resumes a
+     * 64 MiB file (100K steps of the toys' metrics write about this much; the paper's scale more).
+     */
+    @Test
+    void resumeReadsALargeFileInABoundedHeap() throws Exception {
+        Path file = dir.resolve("big/metrics.jsonl");
+        String pad = "x".repeat(1500);
+        int steps = 0;
+        try (var out = new java.io.BufferedWriter(Files.newBufferedWriter(createParent(file)))) {
+            for (long written = 0; written < (64L << 20); steps++) {
+                String line = "{\"step\":" + steps + ",\"wall_time\":1.5,\"note\":\"" + pad + "\"}\n";
+                out.write(line);
+                written += line.length();
+            }
+        }
+        int resumeAt = steps / 2;
+        List<String> cmd = dev.drmas.cli.ChildJvm.command(a -> false);
+        cmd.addAll(List.of("-Xmx24m", ResumeInChild.class.getName(), file.toString(), Integer.toString(resumeAt)));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(5, java.util.concurrent.TimeUnit.MINUTES), "the resuming JVM did not end");
+        assertEquals(0, p.exitValue(), "the resuming JVM failed:\n" + out);
+        try (var lines = Files.lines(file)) {
+            assertEquals(resumeAt + 1, lines.count());
+        }
+        String last = Files.readAllLines(file).getLast();
+        assertEquals(resumeAt, STRICT.readTree(last).get("step").asInt());
+    }
+
+    private static Path createParent(Path file) throws IOException {
+        Files.createDirectories(file.getParent());
+        return file;
+    }
+
+    /** The child of {@link #resumeReadsALargeFileInABoundedHeap}: opens the file to resume at a step. */
+    public static final class ResumeInChild {
+        public static void main(String[] args) throws IOException {
+            JsonlSink.open(Path.of(args[0]), Long.parseLong(args[1])).close();
+        }
     }
 
     @Test
