@@ -466,6 +466,11 @@ public final class Trainer implements AutoCloseable {
         Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(step + 1, batch, adv, stats, policy.truncated(), policy.prefill(),
                 timer, collective0), workload.team(), workload, policies, dist);
         m.putAll(memory);
+        // what the process holds after the step: over a long run, a leak shows as a heap that grows
+        // and the allocator's settling as a resident size that grows while the heap does not
+        long resident = PeakMemory.residentBytes(), heap = PeakMemory.heapBytes();
+        if (resident >= 0) m.put("memory/resident_bytes", (double) resident);
+        if (heap >= 0) m.put("memory/heap_live_bytes", (double) heap);
         return m;
     }
 

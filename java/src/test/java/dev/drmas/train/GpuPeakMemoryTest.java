@@ -1,5 +1,6 @@
 // GpuPeakMemoryTest.java — on the CPU a real short training run logs the host peaks per phase
-// (memory/peak_<phase>_bytes) and none of the device's (memory/gpu_peak_*: absent, not 0), and
+// (memory/peak_<phase>_bytes), its size after each step (memory/resident_bytes, and
+// memory/heap_live_bytes under the heap counter) and none of the device's (memory/gpu_peak_*: absent, not 0), and
 // nothing of LibTorch's CUDA half is reached: no warning that the CUDA allocator could not be read
 // (which is what reaching torch_cuda on the CPU build gives), no torch_cuda library loaded. The
 // device's figures on a GPU are GpuPeakMemoryCudaTest's.
@@ -40,6 +41,16 @@ class GpuPeakMemoryTest {
         for (JsonNode l : steps) {
             if (PeakMemory.source() != PeakMemory.Source.NONE) {
                 for (String p : PHASES) assertTrue(l.has("memory/peak_" + p + "_bytes"), "host peak of " + p + " in " + l);
+            }
+            // the process's size after the step: at least LibTorch's and the JVM's own libraries
+            // (the JVM's heap is not resident in full), at most the machine
+            double resident = l.path("memory/resident_bytes").asDouble(-1);
+            assertTrue(resident > 64e6 && resident < ((com.sun.management.OperatingSystemMXBean) java.lang.management.ManagementFactory.getOperatingSystemMXBean()).getTotalMemorySize(), "memory/resident_bytes in " + l);
+            if (PeakMemory.source() == PeakMemory.Source.HEAP) {
+                // malloc's live bytes: the models' weights and the optimiser's moments at least
+                assertTrue(l.path("memory/heap_live_bytes").asDouble(-1) > 1e6, "memory/heap_live_bytes in " + l);
+            } else {
+                assertFalse(l.has("memory/heap_live_bytes"), "a heap count without the counter: " + l);
             }
             l.fieldNames().forEachRemaining(k -> assertFalse(k.startsWith("memory/gpu_"), k + " logged on a CPU run: " + l));
         }
