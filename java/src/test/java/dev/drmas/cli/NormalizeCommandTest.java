@@ -118,6 +118,9 @@ class NormalizeCommandTest {
     static List<Arguments> malformedLines() {
         return List.of(
                 Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1", "not valid JSON"),
+                // where in the line: the byte, counted from 1
+                Arguments.of("{\"uid\": 1, \"traj\": 0, \"agent\": \"a\", \"score\": 1} x",
+                        "not valid JSON: unexpected 'x' after the object (one JSON object a line) (byte 49 of the line)"),
                 Arguments.of("[1, 2]", "expected a JSON object, got array"),
                 Arguments.of("{\"traj\": 0, \"agent\": \"a\", \"score\": 1}", "field 'uid' is missing"),
                 Arguments.of("{\"uid\": 1.5, \"traj\": 0, \"agent\": \"a\", \"score\": 1}", "field 'uid' must be a string or an integer"),
@@ -143,6 +146,38 @@ class NormalizeCommandTest {
         try (var files = Files.list(dir)) {
             assertEquals(1, files.count(), "no temporary file may be left behind");
         }
+    }
+
+    @Test
+    void stdoutGetsTheBytesOfTheOutputFile() throws IOException {
+        Path in = write("rows.jsonl", ROWS), out = dir.resolve("out.jsonl");
+        assertEquals(0, run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()).exit());
+        PrintStream saved = System.out;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        Run r;
+        try {
+            r = run("normalize", "--mode", "drmas", in.toString());
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, r.exit(), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), captured.toByteArray());
+    }
+
+    @Test
+    void aFolderOrAnOutputNamedForTheOtherFormatIsRefused() throws IOException {
+        Path folder = dir.resolve("rows.jsonl");
+        Files.createDirectory(folder);
+        Run r = run("normalize", "--mode", "drmas", folder.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(folder + ": is a folder, not a JSONL file"), r.err());
+        Path in = write("in.jsonl", ROWS), out = dir.resolve("adv.safetensors");
+        r = run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(out + ": the output has the input's format (JSONL); name it .jsonl (--format names the input's format)"),
+                r.err());
+        assertFalse(Files.exists(out));
     }
 
     @Test

@@ -270,6 +270,14 @@ class NormalizeJsonlTest {
         UserError e = org.junit.jupiter.api.Assertions.assertThrows(UserError.class,
                 () -> JsonlOutput.write(rows, new float[] {1, -1}, new ByteArrayOutputStream()));
         assertTrue(e.getMessage().contains("changed while it was being read"), e.getMessage());
+        // the same size, one line more: a field's text became a line of its own
+        Files.writeString(in, "{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1,\"x\":\"\"}\n{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0}\n");
+        ScoredRows two = ScoredRows.read(in);
+        Files.writeString(in, "{\"uid\": 1,\"traj\":0,\"agent\":\"a\",\"score\":1}\n{}\n{}\n{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0}\n");
+        assertEquals(two.blockLength[0], Files.size(in));
+        e = org.junit.jupiter.api.Assertions.assertThrows(UserError.class,
+                () -> JsonlOutput.write(two, new float[] {1, -1}, new ByteArrayOutputStream()));
+        assertTrue(e.getMessage().contains("changed while it was being read"), e.getMessage());
     }
 
     // ------------------------------------------------------------------ the byte-level helpers
@@ -299,6 +307,33 @@ class NormalizeJsonlTest {
                 valid = false;
             }
             assertEquals(valid, ScoredRows.firstInvalidUtf8(bytes, 0, bytes.length) < 0, () -> java.util.HexFormat.of().formatHex(bytes));
+        }
+    }
+
+    // Every code point (surrogates aside) is valid UTF-8, and every lead byte followed by every second
+    // byte and the continuation bytes' bounds is judged as the JDK's decoder judges it: the bounds of
+    // each lead range (C2, DF, E0, EF, F0, F4) and of each continuation (80, BF) included.
+    @Test
+    void theUtf8CheckAgreesWithTheJdkOnEveryCodePointAndEveryBound() {
+        for (int cp = 0; cp <= Character.MAX_CODE_POINT; cp++) {
+            if (cp >= Character.MIN_SURROGATE && cp <= Character.MAX_SURROGATE) continue;
+            byte[] b = new String(Character.toChars(cp)).getBytes(StandardCharsets.UTF_8);
+            if (ScoredRows.firstInvalidUtf8(b, 0, b.length) != -1) throw new AssertionError("U+" + Integer.toHexString(cp) + " is valid UTF-8");
+        }
+        int[] ends = {0x7f, 0x80, 0xbf, 0xc0};
+        CharsetDecoder d = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT);
+        java.nio.CharBuffer chars = java.nio.CharBuffer.allocate(8);
+        for (int lead = 0x80; lead <= 0xff; lead++) {
+            for (int second = 0; second <= 0xff; second++) {
+                for (int third : ends) {
+                    for (int fourth : ends) {
+                        byte[] b = {(byte) lead, (byte) second, (byte) third, (byte) fourth};
+                        boolean valid = !d.reset().decode(ByteBuffer.wrap(b), chars.clear(), true).isError();
+                        assertEquals(valid, ScoredRows.firstInvalidUtf8(b, 0, 4) < 0, () -> java.util.HexFormat.of().formatHex(b));
+                    }
+                }
+            }
         }
     }
 
@@ -630,5 +665,251 @@ class NormalizeJsonlTest {
                 {"uid":"a\\nb","traj":1,"agent":"a","score":0}
                 """;
         assertGroups(text, new int[] {0, 1, 2, 3, 4, 5, 6, 6, 7, 8, 0});
+    }
+
+    // ------------------------------------------------------------------ keys, lines and errors a second review found untested
+
+    // Keys longer than 16 bytes are compared whole (shorter ones byte by byte), also on the next row,
+    // where the last key is tried first: uids of one length that differ at their end, as UUIDs and
+    // numbered task names do, are different groups; a 10,000-byte uid (a prompt used as the uid) is
+    // more than the key store's first size on its own.
+    @Test
+    void longUidsOfOneLengthAreDifferentGroups() throws Exception {
+        String p = "p".repeat(10_000);
+        String text = """
+                {"uid":"00000000-0000-4000-8000-000000000001","traj":0,"agent":"a","score":1}
+                {"uid":"00000000-0000-4000-8000-000000000002","traj":0,"agent":"a","score":2}
+                {"uid":"00000000-0000-4000-8000-000000000002","traj":1,"agent":"a","score":3}
+                {"uid":"task-000000000001x","traj":0,"agent":"a","score":4}
+                {"uid":"task-000000000001y","traj":0,"agent":"a","score":5}
+                {"uid":"PP1","traj":0,"agent":"a","score":6}
+                {"uid":"PP2","traj":0,"agent":"a","score":7}
+                {"uid":"PP1","traj":1,"agent":"a","score":8}
+                {"uid":"00000000-0000-4000-8000-000000000001","traj":1,"agent":"a","score":9}
+                """.replace("PP", p);
+        assertGroups(text, new int[] {0, 1, 1, 2, 3, 4, 5, 4, 0});
+    }
+
+    // The key tables grow (rehash) past 512 keys: a key seen again after that, from a later row, a later
+    // block, or in another order, keeps its first id. Rows that are not grouped by task do this.
+    @ParameterizedTest(name = "blocks of {0} bytes")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {0, 4096})
+    void keysSeenAgainAfterTheTablesGrowKeepTheirIds(int block) throws Exception {
+        int tasks = 1500;
+        StringBuilder sb = new StringBuilder();
+        for (int u = 0; u < tasks; u++) {
+            sb.append(String.format(Locale.ROOT, "{\"uid\":\"t-%d\",\"traj\":0,\"agent\":\"a%d\",\"score\":%d}%n", u, u % 3, u % 5));
+        }
+        for (int u = tasks - 1; u >= 0; u--) {
+            sb.append(String.format(Locale.ROOT, "{\"uid\":\"t-%d\",\"traj\":1,\"agent\":\"a%d\",\"score\":%d}%n", u, u % 3, u % 7));
+        }
+        Path in = dir.resolve("interleaved.jsonl");
+        Files.writeString(in, sb);
+        ScoredRows rows = withBlocks(block, () -> ScoredRows.read(in));
+        assertEquals(2 * tasks, rows.size());
+        assertEquals(tasks, rows.numUids);
+        assertEquals(2 * tasks, rows.numTrajs);
+        assertEquals(3, rows.numAgents());
+        for (int u = 0; u < tasks; u++) {
+            int again = 2 * tasks - 1 - u;  // the row of task u in the second, reversed pass
+            assertEquals(u, rows.uid[u], "row " + u);
+            assertEquals(u, rows.uid[again], "row " + again);
+            assertEquals(u, rows.traj[u]);
+            assertEquals(2 * tasks - 1 - u, rows.traj[again], "trajectory 1 of task " + u + " is the " + again + "th new one");
+            assertEquals(u % 3, rows.agent[again]);
+        }
+    }
+
+    // The newline search reads 8 bytes at a time and takes from the word that holds the \n only the
+    // bytes before it: a byte that is not UTF-8 there (at every distance from the line's start, so in
+    // every position of that word) must still be seen, as in a last line with no \n after it.
+    @Test
+    void aByteThatIsNotUtf8JustBeforeTheLineEndIsRefused() throws Exception {
+        String good = "{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1}\n";
+        for (int pad = 0; pad < 16; pad++) {
+            byte[] bad = ("{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0,\"n\":\"" + "x".repeat(pad) + "?\"}")
+                    .getBytes(StandardCharsets.US_ASCII);
+            bad[bad.length - 3] = (byte) 0xe9;  // Latin-1 'é'
+            for (boolean last : new boolean[] {false, true}) {
+                java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
+                text.writeBytes(good.getBytes(StandardCharsets.US_ASCII));
+                text.writeBytes(bad);
+                if (!last) text.writeBytes(("\n" + good).getBytes(StandardCharsets.US_ASCII));
+                Path in = dir.resolve("latin1-" + pad + "-" + last + ".jsonl");
+                Files.write(in, text.toByteArray());
+                UserError e = assertThrows(UserError.class, () -> ScoredRows.read(in), "pad " + pad + ", last " + last);
+                assertTrue(e.getMessage().contains(in + ":2: not UTF-8 text (byte " + (bad.length - 2) + " of the line, 0xe9"),
+                        e.getMessage());
+            }
+        }
+        // and as a line's first byte
+        byte[] first = ("?" + good).getBytes(StandardCharsets.US_ASCII);
+        first[0] = (byte) 0xe9;
+        Path in = dir.resolve("latin1-first.jsonl");
+        Files.write(in, first);
+        UserError e = assertThrows(UserError.class, () -> ScoredRows.read(in));
+        assertTrue(e.getMessage().contains(in + ":1: not UTF-8 text (byte 1 of the line, 0xe9, is not valid UTF-8)"), e.getMessage());
+    }
+
+    // An empty first line (the block's first byte a \n) is a blank line like any other: skipped, and
+    // counted in the line numbers of errors; a last line without its \n is a row.
+    @Test
+    void anEmptyFirstLineIsBlankAndCounted() throws Exception {
+        String rows = "{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1}\n{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0}";
+        Path in = dir.resolve("blank-first.jsonl"), out = dir.resolve("out.jsonl");
+        Files.writeString(in, "\n" + rows);
+        Cli.Run r = run(List.of("normalize", "--mode", "grpo", "-o", out.toString(), in.toString()));
+        assertEquals(0, r.exit(), r.err());
+        List<String> lines = Files.readAllLines(out);
+        assertEquals(2, lines.size(), lines.toString());
+        assertTrue(lines.get(0).startsWith("{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1,\"advantage\":"), lines.get(0));
+        assertTrue(lines.get(1).startsWith("{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0,\"advantage\":"), lines.get(1));
+        Files.writeString(in, "\n" + rows + "\n{\"uid\":1}\n");
+        r = run(List.of("normalize", "--mode", "grpo", "-o", out.toString(), in.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":4: field 'traj' is missing"), r.err());
+        // blank as String.isBlank says (the old reader's test): each ASCII whitespace byte, a lone \r,
+        // Unicode spaces; a blank last line without its \n
+        String[] blanks = {"\t", "\u000b", "\f", "\r\r", "\u001c", "\u001d", "\u001e", "\u001f", " \u2028 ", "\u3000"};
+        StringBuilder sb = new StringBuilder();
+        int line = 0;
+        for (String b : blanks) {
+            sb.append(b).append('\n').append(String.format(Locale.ROOT, "{\"uid\":1,\"traj\":%d,\"agent\":\"a\",\"score\":%d}%n", line, line % 2));
+            line++;
+        }
+        Files.writeString(in, sb + "  \t");
+        r = run(List.of("normalize", "--mode", "grpo", "-o", out.toString(), in.toString()));
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(blanks.length, Files.readAllLines(out).size());
+        Files.writeString(in, sb + "\u00a0\n");  // a no-break space is not whitespace to isBlank
+        r = run(List.of("normalize", "--mode", "grpo", "-o", out.toString(), in.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":" + (2 * blanks.length + 1) + ": not valid JSON"), r.err());
+    }
+
+    // Scores up to float32's largest value are finite floats; a score one double above it is not.
+    @Test
+    void aScoreOfFloatMaxIsAccepted() throws Exception {
+        ScoredRows rows = readText("{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":3.4028234663852886e38}\n"
+                + "{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":-3.4028234663852886E+38}\n");
+        assertEquals(Float.MAX_VALUE, rows.scores[0]);
+        assertEquals(-Float.MAX_VALUE, rows.scores[1]);
+        String m = refusal("{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":3.402823466385289e38}\n");
+        assertTrue(m.contains(":1: field 'score' = 3.402823466385289e38 is not a finite float"), m);
+    }
+
+    // Lines shorter than the 48 bytes a row the first columns are sized for (with and without
+    // whitespace to drop) grow them; after blocks of long lines, a block of short ones needs a bigger
+    // output buffer than the one the last block gives back. The same output for one block or many,
+    // one thread or two.
+    @Test
+    void shortLinesOutgrowTheFirstGuessOfRowsABlock() throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 40; i++) {
+            sb.append(String.format(Locale.ROOT, "{\"uid\":\"long\",\"traj\":%d,\"agent\":0,\"score\":%d,\"pad\":\"%s\"}%n", i, i % 2,
+                    "p".repeat(1000)));
+        }
+        for (int i = 0; i < 3000; i++) {
+            sb.append(String.format(Locale.ROOT, i % 3 == 0 ? "{\"uid\":%d, \"traj\":%d,\"agent\":0,\"score\":%d}%n"
+                    : "{\"uid\":%d,\"traj\":%d,\"agent\":0,\"score\":%d}%n", i / 6, i % 6, i % 4));
+        }
+        Path in = dir.resolve("short.jsonl");
+        Files.writeString(in, sb);
+        List<byte[]> outs = new ArrayList<>();
+        for (int block : new int[] {1 << 20, 4096}) {
+            for (String threads : new String[] {"1", "2"}) {
+                Path out = dir.resolve("out-" + block + "-" + threads + ".jsonl");
+                Cli.Run r = withBlocks(block, () -> {
+                    System.setProperty("drmas.normalize.threads", threads);
+                    return run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()));
+                });
+                assertEquals(0, r.exit(), r.err());
+                outs.add(Files.readAllBytes(out));
+            }
+        }
+        List<String> lines = new String(outs.get(0), StandardCharsets.UTF_8).lines().toList();
+        assertEquals(3040, lines.size());
+        assertTrue(lines.get(40).startsWith("{\"uid\":0,\"traj\":0,\"agent\":0,\"score\":0,\"advantage\":"), lines.get(40));
+        for (byte[] o : outs) assertArrayEquals(outs.get(0), o);
+    }
+
+    // A block's parser (and its key tables) is reused for a later block: a block of one task after
+    // blocks of many keeps only its own trajectories.
+    @ParameterizedTest(name = "{0} threads")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"1", "2"})
+    void aReusedBlockParserForgetsTheKeysOfItsLastBlock(String threads) throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (int g = 0; g < 200; g++) {
+            for (int t = 0; t < 4; t++) sb.append(String.format(Locale.ROOT, "{\"uid\":\"g%d\",\"traj\":%d,\"agent\":\"a\",\"score\":%d}%n", g, t, t));
+        }
+        for (int i = 0; i < 300; i++) sb.append(String.format(Locale.ROOT, "{\"uid\":\"last\",\"traj\":0,\"agent\":\"a\",\"score\":%d}%n", i % 2));
+        Path in = dir.resolve("reuse.jsonl");
+        Files.writeString(in, sb);
+        ScoredRows rows = withBlocks(4096, () -> {
+            System.setProperty("drmas.normalize.threads", threads);
+            return ScoredRows.read(in);
+        });
+        assertTrue(rows.blocks > 10, "blocks: " + rows.blocks);
+        assertEquals(201, rows.numUids);
+        assertEquals(801, rows.numTrajs);
+        for (int i = 800; i < 1100; i++) assertEquals(800, rows.traj[i], "row " + i);
+    }
+
+    // Two lines in a row longer than a block: the second one's start, carried over to the next block, is
+    // itself longer than the block.
+    @Test
+    void twoLinesInARowLongerThanABlock() throws Exception {
+        String a = "{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":1,\"blob\":\"" + "a".repeat(3 << 20) + "\"}\n";
+        String b = "{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":0,\"blob\":\"" + "b".repeat(2 << 20) + "\"}\n";
+        String c = "{\"uid\":1,\"traj\":2,\"agent\":\"a\",\"score\":0.5}\n";
+        Path in = dir.resolve("two-long.jsonl"), out = dir.resolve("out.jsonl");
+        Files.writeString(in, a + b + c);
+        Cli.Run r = withBlocks(1 << 16, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        assertEquals(0, r.exit(), r.err());
+        List<String> lines = Files.readAllLines(out);
+        assertEquals(3, lines.size());
+        assertTrue(lines.get(0).startsWith(a.substring(0, a.length() - 2) + ",\"advantage\":"));
+        assertTrue(lines.get(1).startsWith(b.substring(0, b.length() - 2) + ",\"advantage\":"));
+        assertTrue(lines.get(2).startsWith("{\"uid\":1,\"traj\":2,\"agent\":\"a\",\"score\":0.5,\"advantage\":"), lines.get(2));
+    }
+
+    /**
+     * An advantage past float32's range is refused naming the input's line (blank lines counted),
+     * which is found by reading the file again through a 1 MiB buffer: here after a line longer than
+     * the buffer and past several refills of it. Nothing is written.
+     */
+    @Test
+    void anAdvantagePastFloatRangeIsRefusedNamingTheLine() throws Exception {
+        StringBuilder sb = new StringBuilder();
+        sb.append("{\"uid\":\"long\",\"traj\":0,\"agent\":\"a\",\"score\":1,\"blob\":\"").append("y".repeat(3 << 20)).append("\"}\n");
+        sb.append("{\"uid\":\"long\",\"traj\":1,\"agent\":\"a\",\"score\":0}\n");
+        int line = 2;
+        for (int i = 0; i < 30_000; i++, line++) {
+            sb.append(String.format(Locale.ROOT, "{\"uid\":%d,\"traj\":%d,\"agent\":\"a\",\"score\":%d,\"pad\":\"%s\"}%n", i / 4, i % 4,
+                    i % 3, "z".repeat(40)));
+            if (i % 1000 == 999) {
+                sb.append("   \n");
+                line++;
+            }
+        }
+        sb.append("\n\n");
+        line += 2;
+        // one group: 3e38 and twice -3e38; without the std the first row's advantage is 4e38
+        sb.append("{\"uid\":\"far\",\"traj\":0,\"agent\":\"a\",\"score\":3e38}\n");
+        int far = line + 1;
+        sb.append("{\"uid\":\"far\",\"traj\":1,\"agent\":\"a\",\"score\":-3e38}\n{\"uid\":\"far\",\"traj\":2,\"agent\":\"a\",\"score\":-3e38}\n");
+        Path in = dir.resolve("far.jsonl"), out = dir.resolve("never.jsonl");
+        Files.writeString(in, sb);
+        Cli.Run r = run(List.of("normalize", "--mode", "grpo", "--no-std", "-o", out.toString(), in.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":" + far + ": the advantage is Infinity (the scores are too far apart for float32)"), r.err());
+        assertFalse(Files.exists(out), "nothing written");
+        // the first row, on the first line
+        Files.writeString(in, "{\"uid\":\"far\",\"traj\":0,\"agent\":\"a\",\"score\":3e38}\n"
+                + "{\"uid\":\"far\",\"traj\":1,\"agent\":\"a\",\"score\":-3e38}\n{\"uid\":\"far\",\"traj\":2,\"agent\":\"a\",\"score\":-3e38}\n");
+        r = run(List.of("normalize", "--mode", "grpo", "--no-std", "-o", out.toString(), in.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":1: the advantage is Infinity"), r.err());
+        assertFalse(Files.exists(out), "nothing written");
     }
 }

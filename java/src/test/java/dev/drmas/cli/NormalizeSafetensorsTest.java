@@ -218,6 +218,16 @@ class NormalizeSafetensorsTest {
         assertTrue(h32.indexOf("\"score\"") < h32.indexOf("\"agent\""), h32);
     }
 
+    /** Where tensor {@code name}'s data starts in the file's bytes. */
+    static long dataStart(byte[] file, String name) {
+        try {
+            String h = header(file);
+            return 8 + h.length() + new ObjectMapper().readTree(h).get(name).get("data_offsets").get(0).asLong();
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     static String header(byte[] file) {
         int h = (int) ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
         return new String(file, 8, h, StandardCharsets.UTF_8);
@@ -252,7 +262,8 @@ class NormalizeSafetensorsTest {
         // the output keeps the input's format: a .jsonl name for a safetensors result is a mistake
         r = Cli.run("normalize", "--mode", "drmas", "--format", "safetensors", "-o", dir.resolve("adv.jsonl").toString(), st.toString());
         assertEquals(1, r.exit());
-        assertTrue(r.err().contains("the output has the input's format (safetensors)"), r.err());
+        assertTrue(r.err().contains("the output has the input's format (safetensors); name it .safetensors (--format names the input's format)"),
+                r.err());
     }
 
     @Test
@@ -271,6 +282,15 @@ class NormalizeSafetensorsTest {
         Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", ob.toString(), b.toString());
         assertEquals(0, r.exit(), r.err());
         assertEquals(java.util.Arrays.toString(readOutput(oa, rows.uid().length)), java.util.Arrays.toString(readOutput(ob, rows.uid().length)));
+        // the columns the kernel reads are 4-byte aligned either way, and go with the rows' close
+        for (Path p : new Path[] {a, b}) {
+            SafetensorsRows sr = SafetensorsRows.open(p);
+            for (java.lang.foreign.MemorySegment c : new java.lang.foreign.MemorySegment[] {sr.uid, sr.traj, sr.agent, sr.scores}) {
+                assertEquals(0, c.address() % 4, p.toString());
+            }
+            sr.close();
+            assertFalse(sr.uid.scope().isAlive(), "the mapping is released");
+        }
     }
 
     @Test
@@ -581,7 +601,10 @@ class NormalizeSafetensorsTest {
 
         Map<String, T> t = rows.tensors(false, false);
         t.remove("agent");
-        add.accept(saveFile(t), "no tensor 'agent' (a normalize input holds uid, traj and agent");
+        add.accept(saveFile(t), "no tensor 'agent' (a normalize input holds uid, traj and agent, I32 or I64, and score, F32 or F64, "
+                + "each of shape [rows]; it has 'score', 'traj', 'uid')");
+        add.accept(assemble("{}      ", new byte[0]), "no tensor 'uid' (a normalize input holds uid, traj and agent, I32 or I64, "
+                + "and score, F32 or F64, each of shape [rows]; it has no tensors)");
         t = rows.tensors(false, false);
         t.put("score", ids(new int[n], false));
         add.accept(saveFile(t), "tensor 'score' is I32; it must be F32 or F64");
@@ -609,13 +632,40 @@ class NormalizeSafetensorsTest {
         huge[3] = 1L << 40;
         t = rows.tensors(true, false);
         t.put("traj", longs(huge));
-        add.accept(saveFile(t), "tensor 'traj': row 3 (byte ");
-        add.accept(saveFile(t), "holds 1099511627776, which does not fit int32");
+        byte[] f = saveFile(t);
+        add.accept(f, "tensor 'traj': row 3 (byte " + (dataStart(f, "traj") + 8 * 3) + " of the file) holds 1099511627776, which does not fit int32");
+        // int64 ids: the bounds of the range, of int32, and a negative id (each alone in its column)
+        long[][] bad64 = {{7, n}, {5, -1}, {6, Integer.MAX_VALUE}, {2, Integer.MIN_VALUE}};
+        for (long[] b : bad64) {
+            long[] v = new long[n];
+            for (int i = 0; i < n; i++) v[i] = rows.uid()[i];
+            v[(int) b[0]] = b[1];
+            t = rows.tensors(true, false);
+            t.put("uid", longs(v));
+            add.accept(saveFile(t), "tensor 'uid': row " + b[0] + " holds " + b[1] + ", but ids must lie in [0, " + n + ")");
+        }
+        long[] below = new long[n];
+        for (int i = 0; i < n; i++) below[i] = rows.agent()[i];
+        below[1] = Integer.MIN_VALUE - 1L;
+        t = rows.tensors(true, false);
+        t.put("agent", longs(below));
+        add.accept(saveFile(t), "tensor 'agent': row 1 (byte ");
+        add.accept(saveFile(t), "holds -2147483649, which does not fit int32");
         double[] inf = rows.score().clone();
         inf[2] = 1e300;
         t = rows.tensors(true, true);
         t.put("score", scores(inf, true));
-        add.accept(saveFile(t), "tensor 'score': row 2 (byte ");
+        f = saveFile(t);
+        add.accept(f, "tensor 'score': row 2 (byte " + (dataStart(f, "score") + 8 * 2) + " of the file) = 1.0E300 is not a finite float");
+        // float64 scores at float32's bounds are finite floats: the first that is not is named
+        double[] edge = rows.score().clone();
+        edge[1] = Float.MAX_VALUE;
+        edge[2] = -Float.MAX_VALUE;
+        edge[3] = Double.POSITIVE_INFINITY;
+        t = rows.tensors(false, true);
+        t.put("score", scores(edge, true));
+        f = saveFile(t);
+        add.accept(f, "tensor 'score': row 3 (byte " + (dataStart(f, "score") + 8 * 3) + " of the file) = Infinity is not a finite float");
         double[] nan = rows.score().clone();
         nan[4] = Double.NaN;
         t = rows.tensors(false, false);
@@ -672,33 +722,270 @@ class NormalizeSafetensorsTest {
     /**
      * An advantage past float32's range (finite scores 6e38 apart without the std) is refused as on the
      * JSONL path, naming the row, by the whole-file path and, through its fallback, by the chunked one;
-     * nothing is written.
+     * nothing is written. In the first uid the row is row 0, the first of a chunk; in the last, a row
+     * inside one.
      */
     @Test
     void anAdvantagePastFloatRangeIsRefusedNamingTheRow() throws Exception {
         Rows rows = Rows.make(300, 23);
         int n = rows.uid().length;
-        int lastUid = rows.uid()[n - 1];
-        // the last uid's agent 0 rows: 3e38 first, -3e38 after (at least three: the mean is <= -1e38)
-        List<Integer> seg = new ArrayList<>();
-        for (int i = 0; i < n; i++) if (rows.uid()[i] == lastUid && rows.agent()[i] == 0) seg.add(i);
-        assertTrue(seg.size() >= 3, "rows of the segment: " + seg.size());
+        for (int which : new int[] {0, rows.uid()[n - 1]}) {
+            // the uid's agent 0 rows: 3e38 first, -3e38 after (at least three: the mean is <= -1e38)
+            List<Integer> seg = new ArrayList<>();
+            for (int i = 0; i < n; i++) if (rows.uid()[i] == which && rows.agent()[i] == 0) seg.add(i);
+            assertTrue(seg.size() >= 3, "rows of the segment: " + seg.size());
+            double[] s = rows.score().clone();
+            for (int i : seg) s[i] = -3e38;
+            s[seg.get(0)] = 3e38;
+            Map<String, T> t = rows.tensors(false, false);
+            t.put("score", scores(s, false));
+            Path in = dir.resolve("far.safetensors"), out = dir.resolve("far-out.safetensors");
+            Files.write(in, saveFile(t));
+            dev.drmas.algo.NormConfig cfg = config("--mode", "drmas", "--no-std");
+            SafetensorsStream.Fallback f = org.junit.jupiter.api.Assertions.assertThrows(SafetensorsStream.Fallback.class,
+                    () -> withChunkRows(211, () -> SafetensorsStream.normalize(in, out, cfg, k -> NormalizeCommand.outputMetadata(cfg, k))),
+                    "uid " + which);
+            assertEquals("an advantage past float32's range", f.getMessage());
+            for (int chunkRows : new int[] {211, 1 << 16}) {  // the chunked path (falling back), the whole-file path
+                Cli.Run r = withChunkRows(chunkRows, () -> Cli.run("normalize", "--mode", "drmas", "--no-std", "-o", out.toString(), in.toString()));
+                assertEquals(1, r.exit(), r.err());
+                assertTrue(r.err().contains(in + ": row " + seg.get(0) + ": the advantage is Infinity"), r.err());
+                assertFalse(Files.exists(out), "nothing written");
+            }
+        }
+    }
+
+    /**
+     * Each worker's last chunk holds exactly a chunk's rows (uid runs of 8, chunks of 64 that end at
+     * 56 rows, halves of 232): the chunked output is still the whole file's, with float64 scores too.
+     */
+    @ParameterizedTest(name = "scores {0}")
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"F32", "F64"})
+    void halvesThatEndOnAFullChunk(String scoreType) throws Exception {
+        int n = 464;
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        double[] score = new double[n];
+        SplittableRandom rng = new SplittableRandom(29);
+        for (int i = 0; i < n; i++) {
+            uid[i] = i / 8;
+            traj[i] = i / 4;
+            agent[i] = i % 2;
+            score[i] = rng.nextDouble() * 2 - 1;
+        }
+        List<Integer> starts = chunkStarts(uid, 64);
+        assertEquals(n / 2, workerSplit(uid));
+        assertTrue(starts.contains(n / 2 - 64) && starts.contains(n - 64), "full last chunks: " + starts);
+        Rows rows = new Rows(uid, traj, agent, score);
+        Path st = dir.resolve("rows.safetensors"), whole = dir.resolve("whole.safetensors"), chunked = dir.resolve("chunked.safetensors");
+        Files.write(st, saveFile(rows.tensors(false, scoreType.equals("F64"))));
+        assertEquals(0, Cli.run("normalize", "--mode", "drmas", "-o", whole.toString(), st.toString()).exit());
+        dev.drmas.algo.NormConfig cfg = config("--mode", "drmas");
+        assertTrue(withChunkRows(64, () -> SafetensorsStream.normalize(st, chunked, cfg, k -> NormalizeCommand.outputMetadata(cfg, k))));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(whole), Files.readAllBytes(chunked));
+    }
+
+    /**
+     * float64 scores of exactly +-Float.MAX_VALUE are finite floats: read as such by the whole-file
+     * path (the same advantages as the float32 file) and by the chunked one (no fallback).
+     */
+    @Test
+    void float64ScoresAtFloatMaxAreAccepted() throws Exception {
+        Rows rows = Rows.make(300, 31);
+        int n = rows.uid().length;
+        // one row at each bound, alone in its (uid, agent) segment's sign: the advantages stay finite with the std
         double[] s = rows.score().clone();
-        for (int i : seg) s[i] = -3e38;
-        s[seg.get(0)] = 3e38;
-        Map<String, T> t = rows.tensors(false, false);
-        t.put("score", scores(s, false));
-        Path in = dir.resolve("far.safetensors"), out = dir.resolve("far-out.safetensors");
-        Files.write(in, saveFile(t));
-        dev.drmas.algo.NormConfig cfg = config("--mode", "drmas", "--no-std");
+        s[0] = Float.MAX_VALUE;
+        s[n / 3] = -Float.MAX_VALUE;
+        Rows big = new Rows(rows.uid(), rows.traj(), rows.agent(), s);
+        Path f32 = dir.resolve("f32.safetensors"), f64 = dir.resolve("f64.safetensors");
+        Files.write(f32, saveFile(big.tensors(false, false)));
+        Files.write(f64, saveFile(big.tensors(false, true)));
+        Path o32 = dir.resolve("o32.safetensors"), o64 = dir.resolve("o64.safetensors"), chunked = dir.resolve("chunked.safetensors");
+        Cli.Run r = Cli.run("normalize", "--mode", "grpo", "-o", o32.toString(), f32.toString());
+        assertEquals(0, r.exit(), r.err());
+        r = Cli.run("normalize", "--mode", "grpo", "-o", o64.toString(), f64.toString());
+        assertEquals(0, r.exit(), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(readOutput(o32, n), readOutput(o64, n));
+        dev.drmas.algo.NormConfig cfg = config("--mode", "grpo");
+        assertTrue(withChunkRows(211, () -> SafetensorsStream.normalize(f64, chunked, cfg, k -> NormalizeCommand.outputMetadata(cfg, k))));
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(o64), Files.readAllBytes(chunked));
+    }
+
+    /**
+     * The chunked path's bounds on (uid, agent) statistics: a chunk whose uid ids jump by more than a
+     * chunk's worth falls back rather than sizing its statistics by the jump (the whole-file path then
+     * reads the file, whose ids are dense enough); rows whose ids fit every chunk but not the whole file
+     * fall back too, and the command then refuses them as the whole-file path does.
+     */
+    @Test
+    void idsTooSpreadForAChunkOrForTheFileFallBack() throws Exception {
+        dev.drmas.algo.NormConfig cfg = config("--mode", "drmas");
+        Path in = dir.resolve("spread.safetensors"), out = dir.resolve("never.safetensors");
+        // 3000 rows, agents 0..63, uids 0..149 then 1500..1649: the jump lies in the second worker's first chunk
+        int n = 3000;
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        for (int i = 0; i < n; i++) {
+            uid[i] = i < 1500 ? i / 10 : 1500 + (i - 1500) / 10;
+            traj[i] = i;
+            agent[i] = i % 64;
+        }
+        Files.write(in, saveFile(new Rows(uid, traj, agent, new double[n]).tensors(false, false)));
         SafetensorsStream.Fallback f = org.junit.jupiter.api.Assertions.assertThrows(SafetensorsStream.Fallback.class,
                 () -> withChunkRows(211, () -> SafetensorsStream.normalize(in, out, cfg, k -> NormalizeCommand.outputMetadata(cfg, k))));
-        assertEquals("an advantage past float32's range", f.getMessage());
-        for (int chunkRows : new int[] {211, 1 << 16}) {  // the chunked path (falling back), the whole-file path
-            Cli.Run r = withChunkRows(chunkRows, () -> Cli.run("normalize", "--mode", "drmas", "--no-std", "-o", out.toString(), in.toString()));
-            assertEquals(1, r.exit(), r.err());
-            assertTrue(r.err().contains("row " + seg.get(0) + ": the advantage is Infinity"), r.err());
-            assertFalse(Files.exists(out), "nothing written");
+        assertEquals("ids spread over a wide range", f.getMessage());
+        assertFalse(Files.exists(out));
+        Cli.Run r = withChunkRows(211, () -> Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()));
+        assertEquals(0, r.exit(), r.err());
+        readOutput(out, n);
+        Files.delete(out);
+        // 2000 rows, uids 0..128, agents 0..999: a chunk's 14-odd uids x 1000 agents pass, the file's 129 x 1000 do not
+        n = 2000;
+        uid = new int[n];
+        traj = new int[n];
+        agent = new int[n];
+        for (int i = 0; i < n; i++) {
+            uid[i] = i * 129 / n;
+            traj[i] = i;
+            agent[i] = i % 1000;
         }
+        Files.write(in, saveFile(new Rows(uid, traj, agent, new double[n]).tensors(false, false)));
+        f = org.junit.jupiter.api.Assertions.assertThrows(SafetensorsStream.Fallback.class,
+                () -> withChunkRows(211, () -> SafetensorsStream.normalize(in, out, cfg, k -> NormalizeCommand.outputMetadata(cfg, k))));
+        assertEquals("ids spread over a wide range", f.getMessage());
+        r = withChunkRows(211, () -> Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("uid and agent ids span 129 x 1000 = 129000 (uid, agent) segments for 2000 rows"), r.err());
+        assertFalse(Files.exists(out));
+    }
+
+    /**
+     * --summary on a safetensors file is the JSONL summary of the same rows (agents named by their
+     * ids, which are also their order of first appearance here), line for line after the first, which
+     * names the input.
+     */
+    @Test
+    void theSummaryIsTheJsonlSummaryOfTheSameRows() throws Exception {
+        Rows rows = Rows.make(40, 37);
+        Path st = dir.resolve("rows.safetensors"), jsonl = dir.resolve("rows.jsonl");
+        Files.write(st, saveFile(rows.tensors(true, false)));
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < rows.uid().length; i++) {
+            sb.append(String.format(Locale.ROOT, "{\"uid\": %d, \"traj\": %d, \"agent\": \"%d\", \"score\": %s}%n", rows.uid()[i],
+                    rows.traj()[i], rows.agent()[i], Float.toString((float) rows.score()[i])));
+        }
+        Files.writeString(jsonl, sb);
+        // (chunks small enough for the chunked path, which --summary must not take: it prints no summary)
+        List<String> a = withChunkRows(211, () -> summaryLines(st)), b = summaryLines(jsonl);
+        assertTrue(rows.uid().length > 2 * 211, "rows: " + rows.uid().length);
+        assertEquals(b.get(0).substring(jsonl.toString().length()), a.get(0).substring(st.toString().length()));
+        assertEquals(b.subList(1, b.size()), a.subList(1, a.size()));
+        assertEquals(3 + 2, a.size(), String.join("\n", a));  // the header, the column names, three agents
+    }
+
+    List<String> summaryLines(Path in) throws Exception {
+        Path out = dir.resolve(in.getFileName() + ".out" + (in.toString().endsWith(".jsonl") ? ".jsonl" : ".safetensors"));
+        PrintStream saved = System.err;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setErr(new PrintStream(captured, true, StandardCharsets.UTF_8));
+        Cli.Run r;
+        try {
+            r = Cli.run("normalize", "--mode", "drmas", "--summary", "-o", out.toString(), in.toString());
+        } finally {
+            System.setErr(saved);
+        }
+        assertEquals(0, r.exit(), r.err());
+        return captured.toString(StandardCharsets.UTF_8).lines().toList();
+    }
+
+    /** A FIFO is read once, into an unlinked temporary file: the same output as the regular file. */
+    @Test
+    @org.junit.jupiter.api.Timeout(60)
+    void aFifoInputGivesTheRegularFilesOutput() throws Exception {
+        Rows rows = Rows.make(9, 41);
+        byte[] file = saveFile(rows.tensors(true, true));
+        Path st = dir.resolve("rows.safetensors"), fifo = dir.resolve("fifo.safetensors");
+        Files.write(st, file);
+        Process mk = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        org.junit.jupiter.api.Assumptions.assumeTrue(mk.waitFor() == 0, "mkfifo failed; skipped");
+        java.util.concurrent.CompletableFuture<Void> writer = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            try {
+                Files.write(fifo, file);
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        });
+        Path o1 = dir.resolve("o1.safetensors"), o2 = dir.resolve("o2.safetensors");
+        Cli.Run r = Cli.run("normalize", "--mode", "agent-std", "-o", o2.toString(), fifo.toString());
+        assertEquals(0, r.exit(), r.err());
+        writer.get(20, java.util.concurrent.TimeUnit.SECONDS);
+        assertEquals(0, Cli.run("normalize", "--mode", "agent-std", "-o", o1.toString(), st.toString()).exit());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(o1), Files.readAllBytes(o2));
+    }
+
+    /** The output's __metadata__ names the normalisation and the rows, from either path. */
+    @Test
+    void theOutputsMetadataNamesTheNormalisation() throws Exception {
+        Rows rows = Rows.make(60, 43);
+        int n = rows.uid().length;
+        Path st = dir.resolve("rows.safetensors"), out = dir.resolve("adv.safetensors");
+        Files.write(st, saveFile(rows.tensors(false, false)));
+        String[][] cases = {
+                {"--mode", "agent-std", "--global-pooling", "rows", "--singleton", "zero", "--biased-std", "--no-std", "--eps", "0.001"},
+                {"--mode", "grpo"}};
+        String[] want = {
+                "{\"producer\":\"drmas normalize\",\"mode\":\"agent-std\",\"global_pooling\":\"rows\",\"singleton\":\"zero\","
+                        + "\"std\":\"biased\",\"scale_by_std\":\"false\",\"eps\":\"0.001\",\"rows\":\"" + n + "\"}",
+                "{\"producer\":\"drmas normalize\",\"mode\":\"grpo\",\"global_pooling\":\"trajectories\",\"singleton\":\"fallback\","
+                        + "\"std\":\"unbiased\",\"scale_by_std\":\"true\",\"eps\":\"1.0E-6\",\"rows\":\"" + n + "\"}"};
+        for (int c = 0; c < cases.length; c++) {
+            for (int chunkRows : new int[] {211, 1 << 16}) {  // the chunked path, the whole-file path
+                List<String> args = new ArrayList<>(List.of("normalize"));
+                args.addAll(List.of(cases[c]));
+                args.addAll(List.of("-o", out.toString(), st.toString()));
+                Cli.Run r = withChunkRows(chunkRows, () -> Cli.run(args.toArray(String[]::new)));
+                assertEquals(0, r.exit(), r.err());
+                readOutput(out, n);
+                JsonNode meta = new ObjectMapper().readTree(header(Files.readAllBytes(out))).get("__metadata__");
+                assertEquals(want[c], meta.toString(), "chunks of " + chunkRows);
+            }
+        }
+    }
+
+    /** More than a MiB of output to stdout (written from its buffer a MiB at a time): the file's bytes. */
+    @Test
+    void aLargeOutputToStdoutIsTheFilesBytes() throws Exception {
+        int n = 300_000;
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        double[] score = new double[n];
+        for (int i = 0; i < n; i++) {
+            uid[i] = i / 24;
+            traj[i] = i / 3;
+            agent[i] = i % 3;
+            score[i] = (i * 7 % 11) / 4.0;
+        }
+        Path st = dir.resolve("big.safetensors"), out = dir.resolve("adv.safetensors");
+        Files.write(st, saveFile(new Rows(uid, traj, agent, score).tensors(false, false)));
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        assertEquals(0, r.exit(), r.err());
+        PrintStream saved = System.out;
+        ByteArrayOutputStream captured = new ByteArrayOutputStream();
+        System.setOut(new PrintStream(captured, true));
+        try {
+            r = Cli.run("normalize", "--mode", "drmas", st.toString());
+        } finally {
+            System.setOut(saved);
+        }
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(captured.size() > (1 << 20) && captured.size() % (1 << 20) != 0, "size " + captured.size());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), captured.toByteArray());
+    }
+
+    @Test
+    void aFolderIsRefusedAsOne() throws Exception {
+        Path folder = dir.resolve("rows.safetensors");
+        Files.createDirectory(folder);
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", dir.resolve("o.safetensors").toString(), folder.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(folder + ": is a folder, not a safetensors file"), r.err());
     }
 }

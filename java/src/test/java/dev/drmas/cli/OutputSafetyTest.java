@@ -332,4 +332,32 @@ class OutputSafetyTest {
         assertEquals("first line", lines.get(0));
         assertTrue(lines.get(1).contains("\"advantage\""), lines.get(1));
     }
+
+    /**
+     * The names of open descriptors are written in place (a rename would replace the device's link or
+     * the file behind the descriptor); a name that only looks like one is replaced by rename.
+     */
+    @Test
+    void descriptorNamesAreWrittenInPlaceAndOtherNamesReplaced() {
+        for (String p : new String[] {"/dev/stdout", "/dev/stderr", "/dev/fd/7", "/proc/self/fd/9", "/proc/thread-self/fd/9",
+                "/proc/4242/fd/3"}) {
+            assertFalse(OutputFile.replacesByRename(Path.of(p)), p);
+        }
+        for (Path p : new Path[] {dir.resolve("out.jsonl"), dir.resolve("proc/self/fd/3"), Path.of("/proc/selfish/fd/3"),
+                Path.of("/proc/self/fdx/3"), Path.of("/proc/12a/fd/3"), Path.of("/dev/fdx")}) {
+            assertTrue(OutputFile.replacesByRename(p), p.toString());
+        }
+    }
+
+    @Test
+    @Timeout(value = 60, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)  // a loop that is followed for ever fails, not hangs
+    void aLoopOfLinksIsAnErrorNamingTheOutput() throws Exception {
+        Path a = dir.resolve("a.jsonl"), b = dir.resolve("b.jsonl");
+        Files.createSymbolicLink(a, b.getFileName());
+        Files.createSymbolicLink(b, a.getFileName());
+        Run r = run("normalize", "--mode", "drmas", "-o", a.toString(), rows().toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(a + ": cannot follow the link: too many levels of symbolic links"), r.err());
+        assertTrue(Files.isSymbolicLink(a) && Files.isSymbolicLink(b), "the links are left as they were");
+    }
 }
