@@ -308,7 +308,7 @@ final class SafetensorsRows implements AutoCloseable {
                     big = Math.max(big, Math.abs(v));
                     fs[k] = (float) v;
                 }
-                if (!(big <= Float.MAX_VALUE)) return 1;  // (the rows are searched in order below)
+                if (!(big < ScoredRows.FLOAT_LIMIT)) return 1;  // (the rows are searched in order below)
                 MemorySegment.copy(fs, 0, out, ValueLayout.JAVA_FLOAT, 4 * off, len);
             }
             return 0;
@@ -316,7 +316,7 @@ final class SafetensorsRows implements AutoCloseable {
         if (bad > 0) {
             for (long i = 0; i < n; i++) {
                 double v = data.get(F64, 8 * i);
-                if (!(Math.abs(v) <= Float.MAX_VALUE)) {
+                if (!(Math.abs(v) < ScoredRows.FLOAT_LIMIT)) {
                     throw new UserError(where + ": row " + i + " (byte " + (fileOffset + 8 * i) + " of the file) = " + v
                             + " is not a finite float");
                 }

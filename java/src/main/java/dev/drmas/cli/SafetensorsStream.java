@@ -312,7 +312,7 @@ final class SafetensorsStream {
                         big = Math.max(big, Math.abs(d[i]));
                         f[i] = (float) d[i];
                     }
-                    if (!(big <= Float.MAX_VALUE)) throw new Fallback("a score that is not a finite float");
+                    if (!(big < ScoredRows.FLOAT_LIMIT)) throw new Fallback("a score that is not a finite float");
                     MemorySegment.copy(f, 0, score, ValueLayout.JAVA_FLOAT, 0, rows);
                 }
                 try {

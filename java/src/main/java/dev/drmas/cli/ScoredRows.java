@@ -35,6 +35,14 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 
 final class ScoredRows {
+    /**
+     * The least magnitude a score may not have: the midpoint between Float.MAX_VALUE and 2^128, from
+     * which a double rounds to an infinite float (the tie too: MAX_VALUE's significand is odd). Below
+     * it a score rounds to a finite float, as numpy's float32() of it does, so "3.4028235e38", which
+     * float32 writers print for MAX_VALUE, is a score.
+     */
+    static final double FLOAT_LIMIT = 0x1.ffffffp127;
+
     /** Bytes of the blocks the cores parse (and format) at once; -Ddrmas.normalize.blockBytes for tests. */
     static int blockBytes() {
         return Math.max(256, Integer.getInteger("drmas.normalize.blockBytes", 1 << 20));
@@ -358,7 +366,7 @@ final class ScoredRows {
         if (sk == JsonLine.MISSING) return "field 'score' is missing";
         if (sk != JsonLine.INTEGER && sk != JsonLine.DECIMAL) return "field 'score' must be a number, got " + line.valueText(JsonLine.SCORE);
         double v = toDouble(b, line.from[JsonLine.SCORE], line.to[JsonLine.SCORE]);
-        if (!Double.isFinite(v) || Math.abs(v) > Float.MAX_VALUE) {
+        if (!(Math.abs(v) < FLOAT_LIMIT)) {
             return "field 'score' = " + line.valueText(JsonLine.SCORE) + " is not a finite float";
         }
         if (line.kind[JsonLine.ADVANTAGE] != JsonLine.MISSING) return "the row already has a field 'advantage'";

@@ -791,11 +791,19 @@ class NormalizeJsonlTest {
     @Test
     void aScoreOfFloatMaxIsAccepted() throws Exception {
         ScoredRows rows = readText("{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":3.4028234663852886e38}\n"
-                + "{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":-3.4028234663852886E+38}\n");
+                + "{\"uid\":1,\"traj\":1,\"agent\":\"a\",\"score\":-3.4028234663852886E+38}\n"
+                // what float32 writers print for it (Java, numpy's str), and the largest double that rounds to it
+                + "{\"uid\":1,\"traj\":2,\"agent\":\"a\",\"score\":3.4028235e38}\n"
+                + "{\"uid\":1,\"traj\":3,\"agent\":\"a\",\"score\":-3.4028235677973362e38}\n");
         assertEquals(Float.MAX_VALUE, rows.scores[0]);
         assertEquals(-Float.MAX_VALUE, rows.scores[1]);
-        String m = refusal("{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":3.402823466385289e38}\n");
-        assertTrue(m.contains(":1: field 'score' = 3.402823466385289e38 is not a finite float"), m);
+        assertEquals(Float.MAX_VALUE, rows.scores[2]);
+        assertEquals(-Float.MAX_VALUE, rows.scores[3]);
+        // from the midpoint between MAX_VALUE and 2^128 on, a double rounds to an infinite float
+        for (String big : new String[] {"3.4028235677973366e38", "-3.4028235677973366e38", "3.4028236e38", "1e39"}) {
+            String m = refusal("{\"uid\":1,\"traj\":0,\"agent\":\"a\",\"score\":" + big + "}\n");
+            assertTrue(m.contains(":1: field 'score' = " + big + " is not a finite float"), m);
+        }
     }
 
     // Lines shorter than the 48 bytes a row the first columns are sized for (with and without

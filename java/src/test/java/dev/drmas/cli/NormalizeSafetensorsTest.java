@@ -660,12 +660,12 @@ class NormalizeSafetensorsTest {
         // float64 scores at float32's bounds are finite floats: the first that is not is named
         double[] edge = rows.score().clone();
         edge[1] = Float.MAX_VALUE;
-        edge[2] = -Float.MAX_VALUE;
-        edge[3] = Double.POSITIVE_INFINITY;
+        edge[2] = -Math.nextDown(0x1.ffffffp127);  // rounds to -MAX_VALUE
+        edge[3] = 0x1.ffffffp127;  // the midpoint to 2^128: rounds to infinity
         t = rows.tensors(false, true);
         t.put("score", scores(edge, true));
         f = saveFile(t);
-        add.accept(f, "tensor 'score': row 3 (byte " + (dataStart(f, "score") + 8 * 3) + " of the file) = Infinity is not a finite float");
+        add.accept(f, "tensor 'score': row 3 (byte " + (dataStart(f, "score") + 8 * 3) + " of the file) = 3.4028235677973366E38 is not a finite float");
         double[] nan = rows.score().clone();
         nan[4] = Double.NaN;
         t = rows.tensors(false, false);
@@ -799,7 +799,12 @@ class NormalizeSafetensorsTest {
         Rows big = new Rows(rows.uid(), rows.traj(), rows.agent(), s);
         Path f32 = dir.resolve("f32.safetensors"), f64 = dir.resolve("f64.safetensors");
         Files.write(f32, saveFile(big.tensors(false, false)));
-        Files.write(f64, saveFile(big.tensors(false, true)));
+        // float64 scores above MAX_VALUE that round to it are the same scores
+        double[] s64 = s.clone();
+        s64[0] = Math.nextDown(0x1.ffffffp127);
+        s64[n / 3] = -Math.nextDown(0x1.ffffffp127);
+        Rows big64 = new Rows(rows.uid(), rows.traj(), rows.agent(), s64);
+        Files.write(f64, saveFile(big64.tensors(false, true)));
         Path o32 = dir.resolve("o32.safetensors"), o64 = dir.resolve("o64.safetensors"), chunked = dir.resolve("chunked.safetensors");
         Cli.Run r = Cli.run("normalize", "--mode", "grpo", "-o", o32.toString(), f32.toString());
         assertEquals(0, r.exit(), r.err());
