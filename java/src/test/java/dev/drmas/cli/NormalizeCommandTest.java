@@ -152,17 +152,9 @@ class NormalizeCommandTest {
     void stdoutGetsTheBytesOfTheOutputFile() throws IOException {
         Path in = write("rows.jsonl", ROWS), out = dir.resolve("out.jsonl");
         assertEquals(0, run("normalize", "--mode", "drmas", "-o", out.toString(), in.toString()).exit());
-        PrintStream saved = System.out;
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
-        Run r;
-        try {
-            r = run("normalize", "--mode", "drmas", in.toString());
-        } finally {
-            System.setOut(saved);
-        }
-        assertEquals(0, r.exit(), r.err());
-        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), captured.toByteArray());
+        Cli.Captured c = Cli.runCapturingStdout("normalize", "--mode", "drmas", in.toString());
+        assertEquals(0, c.run().exit(), c.run().err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), c.stdout());
     }
 
     @Test

@@ -303,16 +303,9 @@ class NormalizeSafetensorsTest {
         byte[] file = Files.readAllBytes(out);
         readOutput(out, rows.uid().length);
         // to stdout (a buffer, then written): the same bytes as the file (its mapping)
-        PrintStream saved = System.out;
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(captured, true));
-        try {
-            r = Cli.run("normalize", "--mode", "drmas", st.toString());
-        } finally {
-            System.setOut(saved);
-        }
-        assertEquals(0, r.exit(), r.err());
-        org.junit.jupiter.api.Assertions.assertArrayEquals(file, captured.toByteArray());
+        Cli.Captured c = Cli.runCapturingStdout("normalize", "--mode", "drmas", st.toString());
+        assertEquals(0, c.run().exit(), c.run().err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(file, c.stdout());
         // the kernel refuses a NaN score after the new file was mapped: the old output stays as it was
         double[] nan = rows.score().clone();
         nan[rows.score().length - 2] = Double.NaN;
@@ -972,17 +965,11 @@ class NormalizeSafetensorsTest {
         Files.write(st, saveFile(new Rows(uid, traj, agent, score).tensors(false, false)));
         Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
         assertEquals(0, r.exit(), r.err());
-        PrintStream saved = System.out;
-        ByteArrayOutputStream captured = new ByteArrayOutputStream();
-        System.setOut(new PrintStream(captured, true));
-        try {
-            r = Cli.run("normalize", "--mode", "drmas", st.toString());
-        } finally {
-            System.setOut(saved);
-        }
-        assertEquals(0, r.exit(), r.err());
-        assertTrue(captured.size() > (1 << 20) && captured.size() % (1 << 20) != 0, "size " + captured.size());
-        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), captured.toByteArray());
+        Cli.Captured c = Cli.runCapturingStdout("normalize", "--mode", "drmas", st.toString());
+        assertEquals(0, c.run().exit(), c.run().err());
+        int size = c.stdout().length;
+        assertTrue(size > (1 << 20) && size % (1 << 20) != 0, "size " + size);
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), c.stdout());
     }
 
     @Test
