@@ -183,7 +183,7 @@ public final class RunReport {
             Map<Double, double[]> mm = ReportRuns.meanMinMax(e.getValue(), p.series());
             stats.put(e.getKey(), mm);
             for (double[] v : mm.values()) {
-                for (double y : v) {
+                for (double y : new double[] {v[0], v[1], v[2]}) {  // the mean, lowest and highest seed; v[3] counts the seeds
                     if (y < 0) negative = true;
                     if (y > 0) minPositive = Math.min(minPositive, y);
                     max = Math.max(max, y);

@@ -135,6 +135,16 @@ class RunReportPartsTest {
     }
 
     @Test
+    void theSeedCountIsNoPartOfTheScale() {
+        // tight curves far from 1 (a span of 1.5): linear, whatever the number of seeds behind each point
+        for (double base : new double[] {2e-4, 2e4}) {
+            var g = groups(run("grpo", 1, 0, steps("agent/solver/grad_norm", base, 1.5 * base)));
+            RunReport.Drawn d = draw("agent/solver/grad_norm", true, g);
+            assertFalse(d.data().get("log_y").asBoolean(), "norms " + base + " to " + 1.5 * base);
+        }
+    }
+
+    @Test
     void legendsCountTheSeedsBehindThePoints() {
         assertEquals("1 seed", RunReport.seedCount(1, 1, 1));
         assertEquals("4 seeds", RunReport.seedCount(4, 4, 4));
