@@ -2,8 +2,8 @@
 // ranks (two threads of this JVM): each metric is summed with the same metric of the other rank even
 // when the two ranks' maps iterate in different orders (Map.of's order differs between JVMs), and
 // ranks whose metric names differ stop at once with an error naming the names, instead of waiting
-// in the sum until distributed.timeout_s, also where they have as many names. A metric is a mean over
-// every rank's episodes, not over the rank's own.
+// in the sum until distributed.timeout_s, also where they have as many names, and list the ranks
+// that differ from rank 0. A metric is a mean over every rank's episodes, not over the rank's own.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -159,6 +159,21 @@ class WorkloadMetricsDistributedTest {
             Object o = ranks.get(r);
             assertTrue(o instanceof dev.drmas.dist.DistributedException, "rank " + r + ": " + o);
             assertTrue(((Throwable) o).getMessage().contains("episodeSums return different names"), ((Throwable) o).getMessage());
+        }
+    }
+
+    @Test
+    void theRanksThatDifferAreListed() throws Exception {
+        // of three ranks, rank 1 agrees with rank 0 and rank 2 does not; then ranks 1 and 2 both differ
+        List<Object> ranks = run(3, r -> r == 2 ? Map.of("pc/two", 2.0) : Map.of("pc/one", 1.0), r -> 1);
+        for (Object o : ranks) {
+            assertTrue(o instanceof dev.drmas.dist.DistributedException, String.valueOf(o));
+            assertTrue(((Throwable) o).getMessage().contains("(rank 0 1 names; rank(s) 2 differ)"), ((Throwable) o).getMessage());
+        }
+        ranks = run(3, r -> r == 0 ? Map.of("pc/one", 1.0) : Map.of("pc/two", 2.0, "pc/three", 3.0), r -> 1);
+        for (Object o : ranks) {
+            assertTrue(o instanceof dev.drmas.dist.DistributedException, String.valueOf(o));
+            assertTrue(((Throwable) o).getMessage().contains("(rank 0 1 names; rank(s) 1, 2 differ)"), ((Throwable) o).getMessage());
         }
     }
 }
