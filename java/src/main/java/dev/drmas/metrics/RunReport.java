@@ -47,7 +47,7 @@ public final class RunReport {
      * scale (a norm, E[A²]) that is drawn on a logarithmic axis when its positive values span more
      * than {@link #LOG_SPAN}, so that one mode's blow-up does not flatten the others to a line at 0.
      */
-    private record Plot(String id, String title, String yAxis, Function<ReportRuns.Run, double[][]> series, boolean logIfWide) {
+    record Plot(String id, String title, String yAxis, Function<ReportRuns.Run, double[][]> series, boolean logIfWide) {
         Plot(String id, String title, String yAxis, Function<ReportRuns.Run, double[][]> series) {
             this(id, title, yAxis, series, false);
         }
@@ -154,6 +154,21 @@ public final class RunReport {
 
     /** Draws one plot into plots/ (PNG and its data as JSON); returns its inline image element, or null when no run has the series. */
     private static String plot(Plot p, Map<String, List<ReportRuns.Run>> groups, Path plotsDir) throws IOException {
+        Drawn d = draw(p, groups);
+        if (d == null) return null;
+        byte[] png = BitmapEncoder.getBitmapBytes(d.chart(), BitmapEncoder.BitmapFormat.PNG);
+        writeWhole(plotsDir.resolve(p.id() + ".png"), png);
+        writeWhole(plotsDir.resolve(p.id() + ".json"), new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsBytes(d.data()));
+        return "<img alt=\"" + escape(p.title()) + "\" src=\"data:image/png;base64,"
+                + java.util.Base64.getEncoder().encodeToString(png) + "\">";
+    }
+
+    /** A plot as drawn (the chart the PNG is made of) and its data (the JSON beside it). */
+    record Drawn(XYChart chart, ObjectNode data) {
+    }
+
+    /** One plot's chart and data, without writing them (so that a test can read the series drawn); null when no run has the series. */
+    static Drawn draw(Plot p, Map<String, List<ReportRuns.Run>> groups) {
         XYChart chart = new XYChartBuilder().width(560).height(340).title(p.title()).xAxisTitle("step").yAxisTitle(p.yAxis()).build();
         XYStyler st = chart.getStyler();
         st.setLegendPosition(Styler.LegendPosition.InsideNE);
@@ -168,7 +183,7 @@ public final class RunReport {
             Map<Double, double[]> mm = ReportRuns.meanMinMax(e.getValue(), p.series());
             stats.put(e.getKey(), mm);
             for (double[] v : mm.values()) {
-                for (double y : v) {
+                for (double y : new double[] {v[0], v[1], v[2]}) {  // the mean, lowest and highest seed; v[3] counts the seeds
                     if (y < 0) negative = true;
                     if (y > 0) minPositive = Math.min(minPositive, y);
                     max = Math.max(max, y);
@@ -234,12 +249,7 @@ public final class RunReport {
                 ns.add((int) v[3]);
             }
         }
-        if (!any) return null;
-        byte[] png = BitmapEncoder.getBitmapBytes(chart, BitmapEncoder.BitmapFormat.PNG);
-        writeWhole(plotsDir.resolve(p.id() + ".png"), png);
-        writeWhole(plotsDir.resolve(p.id() + ".json"), json.writerWithDefaultPrettyPrinter().writeValueAsBytes(data));
-        return "<img alt=\"" + escape(p.title()) + "\" src=\"data:image/png;base64,"
-                + java.util.Base64.getEncoder().encodeToString(png) + "\">";
+        return any ? new Drawn(chart, data) : null;
     }
 
     /** "4 seeds", or where fewer logged some steps (a seed that stopped early) "2–4 of 4 seeds". */

@@ -224,7 +224,7 @@ final class StepMetrics {
         double[][] all = dist.gather(new double[] {sorted.size(), String.join("\n", sorted).hashCode()}, what + " (their names)");
         StringBuilder diff = new StringBuilder();
         for (int r = 1; r < all.length; r++) {
-            if (all[r][0] != all[0][0] || all[r][1] != all[0][1]) diff.append(r == 1 ? "" : ", ").append(r);
+            if (all[r][0] != all[0][0] || all[r][1] != all[0][1]) diff.append(diff.isEmpty() ? "" : ", ").append(r);
         }
         if (!diff.isEmpty()) {
             throw new dev.drmas.dist.DistributedException(what + ": the ranks' Workload.episodeSums return different names (rank 0 "

@@ -7,7 +7,8 @@
 // each finished run's final evaluation (a seed that stopped early is left out and named); non-finite
 // and zero gradient norms have their rules; each cell's n shows where it is not the row's; two runs
 // of one mode and seed are an error; files are replaced by rename; the summary names the pairs of
-// modes whose intervals do not overlap.
+// modes whose intervals do not overlap; the table's inflation and benchmark-mean columns hold their
+// values (and the latter are there only with benchmarks).
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -78,6 +79,11 @@ class RunReportTest {
         assertTrue(page.contains(String.format(Locale.ROOT, "%.3f", 10 / 1.35)), "max/median");
         assertTrue(page.contains("Every pair of intervals overlaps"), "two seeds: wide intervals, no claim");
         assertTrue(page.contains("Intervals are over 2 seeds"));
+        assertTrue(page.contains("<p>" + exp.toAbsolutePath() + "</p>"), "the inputs are named");
+        assertFalse(page.contains("<figure></figure>"), "a plot that no run has is left out, not an empty figure");
+        // the solver's inflation is 2 at every step of every seed; the verifier's ‖g‖ is 1 throughout, its inflation not logged
+        assertTrue(page.contains("<td>2.000 ± 0.000</td><td>1.000 ± 0.000</td><td>0.000 ± 0.000</td><td>–</td></tr>"), page);
+        assertFalse(page.contains("their mean"), "no benchmarks, no mean of them");
     }
 
     @Test
@@ -386,6 +392,9 @@ class RunReportTest {
         assertTrue(page.contains("<th>pass@1 (all tasks pooled) after</th>") && page.contains("<th>pass@1, mean of 1 benchmark after</th>"), page);
         assertTrue(page.contains("Held-out pass@1 (all test tasks pooled: the benchmarks weigh by their task counts) after training"), page);
         assertTrue(page.contains("Mean of the benchmarks' pass@1 (1, each weighed alike): grpo 0.125; drmas 0.375."), page);
+        // grpo's row: aime24's pass@1 and avg@4 before (none at step 0) and after, then the benchmarks' mean before and after
+        assertTrue(page.contains("<td>–</td><td>0.125</td><td>–</td><td>0.500</td><td>–</td><td>0.125</td>"), page);
+        assertTrue(page.contains("; their mean (pass@1, mean of 1 benchmark) weighs each alike."), page);
         assertFalse(Files.exists(exp.resolve("plots").resolve("eval-aime24-tasks.png")), "a count is no score");
         assertFalse(Files.exists(exp.resolve("plots").resolve("eval-search-f1.png")), "a workflow's metric is no score");
         assertTrue(RunReport.evalScore("eval/pass@1") && RunReport.evalScore("eval/HuggingFaceH4/MATH-500/avg@16"));

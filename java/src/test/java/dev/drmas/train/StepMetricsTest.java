@@ -6,7 +6,9 @@
 // segments of two rows or more, where a std is defined.
 // The rows come from RolloutBatchTest's table of rewards; the advantages from libdrmas.
 // Per model, from real PPO updates of a tiny model: the learning rate the step used (not the next
-// one), the dual clip's fraction (clipfrac_lower), and no PPO statistics for a model that had no rows.
+// one), the dual clip's fraction (clipfrac_lower), and no PPO statistics for a model that had no rows;
+// from hand-made statistics of two models, each model's own under its id (KL only with a reference)
+// and each agent's gradient norm under the agent's name.
 // The step's own figures (reward, verdict rates, per-agent moments, lengths, generation speed) on a
 // hand-made batch with hand-made advantages, and μ_k, σ_k and the factor as means over their groups
 // on hand-made diagnostics, against values worked out by hand.
@@ -312,6 +314,41 @@ class StepMetricsTest {
             for (String k : stats) assertTrue(!m.containsKey("model/policy/" + k), k + " logged without rows: " + m);
             assertEquals(0.0, m.get("model/policy/skipped_steps"));
             assertEquals(2.5e-4, m.get("model/policy/lr"), 1e-15);
+        }
+    }
+
+    @Test
+    void eachModelLogsItsOwnStatisticsAndEachAgentItsGradientNorm() {
+        try (CausalLm lm = CausalLm.random(ModelConfig.tiny(Family.LLAMA, PpoUpdaterTest.VOCAB), 1);
+             AdamW adam = new AdamW(lm.parameters(), WARM); ModelOptimizer o = ModelOptimizer.wrap(adam)) {
+            // model a trains the solver (agent 0); model b the verifier (agent 1), against a reference model. Every number differs
+            PpoUpdater.Stats a = new PpoUpdater.Stats(0.1, 0, 0.2, 0.05, 0.01, 0.3, 1.2, 1.5, 2.5, 2, 1, 10, Map.of(0, 1.25));
+            PpoUpdater.Stats b = new PpoUpdater.Stats(0.4, 0, 0.6, 0.15, 0.02, 0.7, 0.9, 3.5, 4.5, 1, 3, 20, Map.of(1, 0.75));
+            List<Policies.Policy> models = List.of(new Policies.Policy("a", lm, null, null, null, null, o, 1.0, null),
+                    new Policies.Policy("b", lm, null, null, null, null, o, 1.0, lm));
+            var stop = Completion.FinishReason.STOP_TOKEN;
+            List<Episode> eps = List.of(episode(0, 0, Map.of(), step(0, true, 2, stop)), episode(0, 1, Map.of(), step(0, true, 2, stop)));
+            RolloutBatch q = RolloutBatch.of(RolloutBatchTest.TASKS.subList(0, 1), eps, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0}));
+            Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(1, q, new Advantages.Result(new float[] {0.5f, -0.5f},
+                    new double[AbiIndices.DIAG_FIELDS * 2]), new PpoUpdater.Stats[] {a, b}, 0, new long[3], new PhaseTimer(), 0), TEAM,
+                    new RolloutBatchTest.TableWorkload(new double[] {1, 0}), models, Collective.single());
+            assertEquals(1.25, m.get("agent/solver/grad_norm"), "the solver's own norm, under its agent's name");
+            assertEquals(0.75, m.get("agent/verifier/grad_norm"));
+            Map<String, double[]> expected = new LinkedHashMap<>();
+            expected.put("pg_loss", new double[] {0.1, 0.4});
+            expected.put("clipfrac", new double[] {0.2, 0.6});
+            expected.put("clipfrac_lower", new double[] {0.05, 0.15});
+            expected.put("ppo_kl", new double[] {0.01, 0.02});
+            expected.put("entropy", new double[] {1.2, 0.9});
+            expected.put("grad_norm", new double[] {1.5, 3.5});
+            expected.put("grad_norm_max", new double[] {2.5, 4.5});
+            expected.put("skipped_steps", new double[] {1, 3});
+            expected.forEach((k, v) -> {
+                assertEquals(v[0], m.get("model/a/" + k), "model/a/" + k);
+                assertEquals(v[1], m.get("model/b/" + k), "model/b/" + k);
+            });
+            assertEquals(0.7, m.get("model/b/kl"), "KL to the reference of the model that has one");
+            assertTrue(!m.containsKey("model/a/kl"), "no reference, no KL: " + m.keySet());
         }
     }
 }
