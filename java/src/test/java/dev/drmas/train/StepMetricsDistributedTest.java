@@ -37,22 +37,6 @@ class StepMetricsDistributedTest {
     static final double[] REWARDS = {1, 0, 0.5, 0.75};
     static final float[] ADV = {1, 0.5f, -1, 0.5f, 2, -1, 0, 3};
 
-    /** Kernel diagnostics of 2 tasks × 2 agents (segment = task · 2 + agent); only the segments of {@code task} where ≥ 0. */
-    static double[] diagnostics(int task) {
-        int segs = 4;
-        double[] d = new double[AbiIndices.DIAG_FIELDS * segs];
-        double[][] perSeg = {
-            {AbiIndices.DIAG_AGENT_COUNT, 2, 1, 2, 2},
-            {AbiIndices.DIAG_AGENT_MEAN, 0.5, 0.25, 1, 0.75},
-            {AbiIndices.DIAG_AGENT_STD, 0.5, 0, 0.25, 0.125},
-            {AbiIndices.DIAG_GROUP_MEAN, 0.5, 0.5, 0.8, 0.8},
-            {AbiIndices.DIAG_GROUP_STD, 0.5, 0.5, 0.4, 0.4},
-            {AbiIndices.DIAG_INFLATION, 1.5, 0.5, 2.5, 5.5}};
-        for (double[] f : perSeg) {
-            for (int seg = 0; seg < segs; seg++) if (task < 0 || seg / 2 == task) d[(int) f[0] * segs + seg] = f[1 + seg];
-        }
-        return d;
-    }
 
     /** The workload's sums over {@code eps}: their trajectory numbers and reply tokens. */
     static WorkloadMetricsDistributedTest.SumsWorkload sums(List<Episode> eps) {
@@ -74,7 +58,7 @@ class StepMetricsDistributedTest {
     @Test
     void twoRanksWithHalfABatchEachLogWhatOneProcessLogsForAllOfIt() throws Exception {
         RolloutBatch whole = RolloutBatch.of(RolloutBatchTest.TASKS, EPISODES, 2, new RolloutBatchTest.TableWorkload(REWARDS));
-        Map<String, Double> one = StepMetrics.of(new StepMetrics.Step(1, whole, new Advantages.Result(ADV, diagnostics(-1)),
+        Map<String, Double> one = StepMetrics.of(new StepMetrics.Step(1, whole, new Advantages.Result(ADV, StepMetricsTest.diagnostics(-1)),
                 new PpoUpdater.Stats[0], 3, new long[] {110, 66, 44}, rollout(3_000_000_000L), 0), StepMetricsTest.TEAM, sums(EPISODES),
                 List.of(), Collective.single());
         assertFalse(one.containsKey("time/collective_s"), "one process has no collectives: " + one.keySet());
@@ -88,7 +72,7 @@ class StepMetricsDistributedTest {
             pg.sum(new double[1], "warm-up");  // time in collectives before the step, which the step's own leaves out
             double before = pg.collectiveSeconds();
             Map<String, Double> m = StepMetrics.of(new StepMetrics.Step(1, b, new Advantages.Result(Arrays.copyOfRange(ADV, 4 * r, 4 * r + 4),
-                    diagnostics(r)), new PpoUpdater.Stats[0], 1 + r, prefill[r], rollout((2 + r) * 1_000_000_000L), before),
+                    StepMetricsTest.diagnostics(r)), new PpoUpdater.Stats[0], 1 + r, prefill[r], rollout((2 + r) * 1_000_000_000L), before),
                     StepMetricsTest.TEAM, sums(eps), List.of(), pg);
             m.put("test/collective_s_after", pg.collectiveSeconds());
             return m;
@@ -105,7 +89,7 @@ class StepMetricsDistributedTest {
         // the premise: the halves differ, so that a rank that logged its own half would be told apart
         Set<String> differ = new HashSet<>();
         RolloutBatch half = RolloutBatch.of(RolloutBatchTest.TASKS, EPISODES.subList(0, 2), 2, new RolloutBatchTest.TableWorkload(REWARDS));
-        Map<String, Double> own = StepMetrics.of(new StepMetrics.Step(1, half, new Advantages.Result(Arrays.copyOfRange(ADV, 0, 4), diagnostics(0)),
+        Map<String, Double> own = StepMetrics.of(new StepMetrics.Step(1, half, new Advantages.Result(Arrays.copyOfRange(ADV, 0, 4), StepMetricsTest.diagnostics(0)),
                 new PpoUpdater.Stats[0], 1, prefill[0], rollout(2_000_000_000L), 0), StepMetricsTest.TEAM, sums(EPISODES.subList(0, 2)),
                 List.of(), Collective.single());
         for (String k : one.keySet()) if (!one.get(k).equals(own.get(k))) differ.add(k);

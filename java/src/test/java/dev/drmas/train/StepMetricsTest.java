@@ -239,16 +239,7 @@ class StepMetricsTest {
         List<Episode> eps = new ArrayList<>();
         for (int t = 0; t < 4; t++) eps.add(episode(t / 2, t, Map.of(), step(0, true, 1, stop), step(1, true, 1, stop)));
         RolloutBatch b = RolloutBatch.of(RolloutBatchTest.TASKS, eps, 2, new RolloutBatchTest.TableWorkload(new double[] {1, 0, 1, 0}));
-        int segs = 4;
-        double[] d = new double[AbiIndices.DIAG_FIELDS * segs];
-        double[][] perSeg = {
-            {AbiIndices.DIAG_AGENT_COUNT, 2, 1, 2, 2},
-            {AbiIndices.DIAG_AGENT_MEAN, 0.5, 0.25, 1, 0.75},
-            {AbiIndices.DIAG_AGENT_STD, 0.5, 0, 0.25, 0.125},
-            {AbiIndices.DIAG_GROUP_MEAN, 0.5, 0.5, 0.8, 0.8},
-            {AbiIndices.DIAG_GROUP_STD, 0.5, 0.5, 0.4, 0.4},
-            {AbiIndices.DIAG_INFLATION, 1.5, 0.5, 2.5, 5.5}};
-        for (double[] f : perSeg) for (int seg = 0; seg < segs; seg++) d[(int) f[0] * segs + seg] = f[1 + seg];
+        double[] d = diagnostics(-1);
         Map<String, Double> m = new LinkedHashMap<>();
         StepMetrics.agents(new StepMetrics.Step(1, b, new Advantages.Result(new float[8], d), new PpoUpdater.Stats[0], 0, new long[3], null, 0),
                 TEAM, Collective.single(), m);
@@ -350,5 +341,22 @@ class StepMetricsTest {
             assertEquals(0.7, m.get("model/b/kl"), "KL to the reference of the model that has one");
             assertTrue(!m.containsKey("model/a/kl"), "no reference, no KL: " + m.keySet());
         }
+    }
+
+    /** Kernel diagnostics of 2 tasks × 2 agents (segment = task · 2 + agent); only the segments of {@code task} where ≥ 0. */
+    static double[] diagnostics(int task) {
+        int segs = 4;
+        double[] d = new double[AbiIndices.DIAG_FIELDS * segs];
+        double[][] perSeg = {
+            {AbiIndices.DIAG_AGENT_COUNT, 2, 1, 2, 2},
+            {AbiIndices.DIAG_AGENT_MEAN, 0.5, 0.25, 1, 0.75},
+            {AbiIndices.DIAG_AGENT_STD, 0.5, 0, 0.25, 0.125},
+            {AbiIndices.DIAG_GROUP_MEAN, 0.5, 0.5, 0.8, 0.8},
+            {AbiIndices.DIAG_GROUP_STD, 0.5, 0.5, 0.4, 0.4},
+            {AbiIndices.DIAG_INFLATION, 1.5, 0.5, 2.5, 5.5}};
+        for (double[] f : perSeg) {
+            for (int seg = 0; seg < segs; seg++) if (task < 0 || seg / 2 == task) d[(int) f[0] * segs + seg] = f[1 + seg];
+        }
+        return d;
     }
 }
