@@ -36,6 +36,9 @@ import org.knowm.xchart.style.lines.SeriesLines;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 public final class RunReport {
+    /** Builds and writes the plots' JSON data (thread-safe once configured). */
+    private static final ObjectMapper JSON = new ObjectMapper();
+
     private RunReport() {
     }
 
@@ -158,7 +161,7 @@ public final class RunReport {
         if (d == null) return null;
         byte[] png = BitmapEncoder.getBitmapBytes(d.chart(), BitmapEncoder.BitmapFormat.PNG);
         writeWhole(plotsDir.resolve(p.id() + ".png"), png);
-        writeWhole(plotsDir.resolve(p.id() + ".json"), new ObjectMapper().writerWithDefaultPrettyPrinter().writeValueAsBytes(d.data()));
+        writeWhole(plotsDir.resolve(p.id() + ".json"), JSON.writerWithDefaultPrettyPrinter().writeValueAsBytes(d.data()));
         return "<img alt=\"" + escape(p.title()) + "\" src=\"data:image/png;base64,"
                 + java.util.Base64.getEncoder().encodeToString(png) + "\">";
     }
@@ -173,8 +176,7 @@ public final class RunReport {
         XYStyler st = chart.getStyler();
         st.setLegendPosition(Styler.LegendPosition.InsideNE);
         st.setChartBackgroundColor(Color.WHITE);
-        ObjectMapper json = new ObjectMapper();
-        ObjectNode data = json.createObjectNode().put("title", p.title()).put("y", p.yAxis());
+        ObjectNode data = JSON.createObjectNode().put("title", p.title()).put("y", p.yAxis());
         ArrayNode series = data.putArray("series");
         Map<String, Map<Double, double[]>> stats = new LinkedHashMap<>();
         double minPositive = Double.POSITIVE_INFINITY, max = 0;
