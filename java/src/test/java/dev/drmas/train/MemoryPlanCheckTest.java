@@ -10,10 +10,12 @@
 // module's tests (asserted), and each config runs in a JVM of its own: the kernel's resident size,
 // in one JVM after the other configs, read up to 1/4 low on a CI machine (the plan 1.30x it) while
 // it matched here. The shapes make the tensors dominate the
-// process's other allocations (hidden 256-384, 3-4 layers, 512-token rows, 16 rollouts: 130-350
-// MiB a phase). Measured at the second step: the first allocates the gradients, which stay, and
-// warms the allocator. The plan is a worst case, so each config's seed is one whose rollouts reach
-// the longest row (asserted). Figures: bench/README.md, "drmas plan".
+// process's other allocations (hidden 256-384, 3-4 layers, 512-token rows: 170-330 MiB an update).
+// Eight rollouts (two tasks of four): the update's peak is one micro-batch's (four rows), so sixteen
+// read the same within 2.3 MiB in twice the time (the update is the test's cost). Measured at the
+// second step: the first allocates the gradients, which stay, and warms the allocator. The plan is
+// a worst case, so each config's seed is one whose rollouts reach the longest row (asserted).
+// Figures: bench/README.md, "drmas plan".
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -66,9 +68,9 @@ class MemoryPlanCheckTest {
                 size: {hidden: 256, layers: 4, heads: 4, kv_heads: 2, intermediate: 768, max_positions: 512}
                 optim: {lr: 1.0e-4, weight_decay: 0.0, grad_clip: 1.0}
             orchestra: {name: math, options: {max_loops: 1}}
-            rollout: {tasks_per_step: 4, rollouts_per_task: 4, temperature: 1.0, max_new_tokens: 448, max_prompt_tokens: 64}
+            rollout: {tasks_per_step: 2, rollouts_per_task: 4, temperature: 1.0, max_new_tokens: 448, max_prompt_tokens: 64}
             algorithm: {mode: drmas}
-            ppo: {epochs: 1, mini_batch_size: 16, micro_batch_size: 4}
+            ppo: {epochs: 1, mini_batch_size: 8, micro_batch_size: 4}
             trainer: {steps: 2, eval_freq: 0, save_freq: 0}
             metrics: {jsonl: false, tensorboard: false, progress_bar: false}
             """;
@@ -224,8 +226,8 @@ class MemoryPlanCheckTest {
     }
 
     /**
-     * The same with the materialised head, what the switch buys (bench/README.md, "drmas plan"); 2.5
-     * more minutes, so only with -Ddrmas.plancheck.all=true.
+     * The same with the materialised head, what the switch buys (bench/README.md, "drmas plan"); about a
+     * minute more, so only with -Ddrmas.plancheck.all=true.
      */
     @Test
     @EnabledIfSystemProperty(named = "drmas.plancheck.all", matches = "true")
