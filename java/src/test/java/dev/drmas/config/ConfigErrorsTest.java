@@ -510,4 +510,11 @@ class ConfigErrorsTest {
         ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file));
         assertEquals(file + ":2:14: not UTF-8 text (byte 0xff); save the file as UTF-8", e.getMessage());
     }
+    @Test
+    void tokenBudgetsWhoseSumOverflowsAnIntStillMeetTheModelsLength() throws IOException {
+        // 2147483000 + 1000 wraps to a negative int, which any max_positions passed
+        assertEquals("run.yaml:2: models.policy.size.max_positions: (1024) is shorter than rollout.max_prompt_tokens"
+                + " + rollout.max_new_tokens (2147484000)",
+                fails("rollout: {max_prompt_tokens: 2147483000, max_new_tokens: 1000}\nmodels: {policy: {size: {max_positions: 1024}}}\n"));
+    }
 }
