@@ -433,6 +433,7 @@ class ConfigErrorsTest {
             models: {}                                        | models                          | must define at least one model
             models: {a.b: {}}                                 | models                          | 'a.b' is not a valid id
             trainer: {eval_freq: -2147483648}                 | trainer.eval_freq               | must be >= 0, got -2147483648
+            models: {policy: {master_dtype: bfloat16}}        | models.policy.master_dtype      | must be float32 or the model's dtype (float32), got bfloat16
             """)
     void eachCheckNamesItsKeyPath(String yaml, String key, String problem) throws IOException {
         String message = fails(yaml + "\n");

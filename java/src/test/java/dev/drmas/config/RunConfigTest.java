@@ -409,4 +409,17 @@ class RunConfigTest {
         assertEquals(Map.of("warmup_steps", 5), new OptimOverrides(null, null, null, null, 5, null).set());
         assertEquals(Map.of("grad_clip", 0.5), new OptimOverrides(null, null, null, null, null, 0.5).set());
     }
+    @Test
+    void distributedBackendsBindByTheirConfigNames() {
+        for (DistributedConfig.Backend b : DistributedConfig.Backend.values()) {
+            assertEquals(b, RunConfig.parse("distributed: {backend: " + b.configName() + "}\n", List.of()).distributed().backend());
+        }
+    }
+
+    @Test
+    void anAgentsPromptsAreKeptAndTheOthersHaveNone() {
+        RunConfig c = RunConfig.parse("agents: [{id: solver, prompts: {user: 'Solve: {question}'}}, {id: verifier}]\n", List.of());
+        assertEquals(new AgentPrompts(null, "Solve: {question}", null), c.agent("solver").prompts());
+        assertEquals(AgentPrompts.NONE, c.agent("verifier").prompts());
+    }
 }
