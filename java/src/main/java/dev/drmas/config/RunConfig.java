@@ -85,8 +85,8 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
                 "data.test_file", "is required when data.source is jsonl and trainer.eval_freq > 0 "
                         + "(or set trainer.eval_freq: 0)");
         checkOneRollout(rollout, algorithm);
-        int longest = rollout.maxPromptTokens() + rollout.maxNewTokens();
-        // a bound that the longest possible row (a whole prompt and response) breaks bounds nothing
+        // a bound that the longest possible row (a whole prompt and response) breaks bounds nothing; a long,
+        // since two int budgets can sum past Integer.MAX_VALUE, and a wrapped (negative) sum passes every bound
         long row = (long) rollout.maxPromptTokens() + rollout.maxNewTokens();
         Check.that(ppo.maxTokensPerMicroBatch() == 0 || ppo.maxTokensPerMicroBatch() >= row, "ppo.max_tokens_per_micro_batch",
                 "must hold one row of rollout.max_prompt_tokens + rollout.max_new_tokens (" + row + ") or be 0 (off), got "
@@ -98,9 +98,9 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         for (Map.Entry<String, ModelSpec> e : models.entrySet()) {
             if (!used.contains(e.getKey())) continue;
             ModelSpec m = e.getValue();
-            Check.that(m.path() != null || m.size().maxPositions() >= longest, "models." + e.getKey() + ".size.max_positions",
+            Check.that(m.path() != null || m.size().maxPositions() >= row, "models." + e.getKey() + ".size.max_positions",
                     "(" + m.size().maxPositions() + ") is shorter than rollout.max_prompt_tokens + rollout.max_new_tokens ("
-                            + longest + ")");
+                            + row + ")");
             Check.that(!distributed.shardOptimizer() || m.masterDtype() == ModelSpec.Dtype.FLOAT32, "distributed.shard_optimizer",
                     "shards fp32 master weights, but models." + e.getKey() + ".master_dtype is " + m.masterDtype().configName()
                             + " (pure reduced precision keeps no masters to shard)");

@@ -8,8 +8,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -408,6 +410,30 @@ class ConfigErrorsTest {
             data: {synthetic: {train_size: 0}}                | data.synthetic.train_size       | must be > 0, got 0
             data: {synthetic: {test_size: 0}}                 | data.synthetic.test_size        | must be > 0, got 0
             {distributed: {shard_optimizer: true}, models: {policy: {dtype: bfloat16, master_dtype: bfloat16}}} | distributed.shard_optimizer | shards fp32 master weights, but models.policy.master_dtype is bfloat16 (pure reduced precision keeps no masters to shard)
+            distributed: {timeout_s: 0}                       | distributed.timeout_s           | must be a finite number > 0, got 0
+            distributed: {checksum_freq: -1}                  | distributed.checksum_freq       | must be >= 0, got -1
+            distributed: {bucket_mb: 0}                       | distributed.bucket_mb           | must be a finite number > 0, got 0
+            sft: {steps: 0}                                   | sft.steps                       | must be > 0, got 0
+            sft: {batch_size: 0}                              | sft.batch_size                  | must be > 0, got 0
+            sft: {lr: 0}                                      | sft.lr                          | must be a finite number > 0, got 0
+            run: {name: " "}                                  | run.name                        | must not be empty
+            run: {name: ../elsewhere}                         | run.name                        | '../elsewhere' would put the run folder outside run.output_dir
+            data: {question_field: " "}                       | data.question_field             | must not be empty
+            data: {answer_field: ""}                          | data.answer_field               | must not be empty
+            data: {data_source_field: " "}                    | data.data_source_field          | must not be empty
+            agents: [{id: solver, role: " "}, {id: verifier}] | agents[0].role                  | must not be empty
+            agents: [{id: solver, model: " "}, {id: verifier}] | agents[0].model                | must not be empty
+            agents: [{id: solver, prompts: {user: " "}}, {id: verifier}] | agents[0].prompts.user | must not be empty
+            agents: [{id: solver, prompts: {follow_up: ""}}, {id: verifier}] | agents[0].prompts.follow_up | must not be empty
+            models: {policy: {optim: {lr: 1e39}}}             | models.policy.optim.lr          | must be <= 3.4028235E38 (LibTorch takes it as a float32), got 1.0E39
+            agents: [{id: solver, optim: {lr: -1}}, {id: verifier}] | agents[0].optim.lr        | must be a finite number > 0, got -1
+            agents: [{id: solver, optim: {eps: 0}}, {id: verifier}] | agents[0].optim.eps        | must be a finite number > 0, got 0
+            agents: [{id: solver, optim: {warmup_steps: -1}}, {id: verifier}] | agents[0].optim.warmup_steps | must be >= 0, got -1
+            agents: [{id: solver, optim: {grad_clip: -1}}, {id: verifier}] | agents[0].optim.grad_clip | must be a finite number >= 0, got -1
+            models: {}                                        | models                          | must define at least one model
+            models: {a.b: {}}                                 | models                          | 'a.b' is not a valid id
+            trainer: {eval_freq: -2147483648}                 | trainer.eval_freq               | must be >= 0, got -2147483648
+            models: {policy: {master_dtype: bfloat16}}        | models.policy.master_dtype      | must be float32 or the model's dtype (float32), got bfloat16
             """)
     void eachCheckNamesItsKeyPath(String yaml, String key, String problem) throws IOException {
         String message = fails(yaml + "\n");
@@ -422,7 +448,13 @@ class ConfigErrorsTest {
                 "{data: {source: jsonl, train_file: t.jsonl}, trainer: {eval_freq: 0}}",
                 "{distributed: {shard_optimizer: true}, models: {policy: {dtype: bfloat16, master_dtype: float32}}}",
                 "models: {policy: {size: {hidden: 64, heads: 4, kv_heads: 2, head_dim: 8}}}",
-                "data: {synthetic: {operands: 2}}", "data: {synthetic: {operands: 6}}")) {
+                "data: {synthetic: {operands: 2}}", "data: {synthetic: {operands: 6}}",
+                // each bound itself is allowed: [0, 1) and [0, 1] ranges, float32's largest, one row exactly
+                "models: {policy: {optim: {betas: [0, 0.5]}}}", "sft: {correct_prob: 0}", "sft: {correct_prob: 1}",
+                "models: {policy: {optim: {lr: 3.4028234663852886E38, eps: 3.4028234663852886E38, weight_decay: 3.4028234663852886E38}}}",
+                "ppo: {mini_batch_size: 8, micro_batch_size: 8}", "rollout: {temperature: 1.0e-5}", "eval: {temperature: 1.0e-5}",
+                "rollout: {max_batch_tokens: 768}", "ppo: {max_tokens_per_micro_batch: 768}",
+                "models: {policy: {size: {max_positions: 768}}}", "trainer: {steps: 2147483647}")) {
             Files.writeString(file, yaml + "\n");
             RunConfig.load(file);
         }
@@ -440,5 +472,50 @@ class ConfigErrorsTest {
                 search.agents(), search.orchestra(), search.rollout(), search.algorithm(), search.ppo(), search.trainer(),
                 search.eval(), search.sft(), search.metrics(), search.distributed()));
         assertEquals("data.synthetic: is a ArithmeticData, but workflow 'search' takes KnowledgeBaseData", e.getMessage());
+    }
+    @Test
+    void orchestraOptionsOfAnotherWorkflowAreRefused() {
+        // the loader binds orchestra.options to the workflow's own type; a config built in code is checked too
+        Record mathOptions = OrchestraConfig.of("math").options();
+        ConfigException e = assertThrows(ConfigException.class, () -> new OrchestraConfig("search", mathOptions));
+        assertEquals("options: is a " + mathOptions.getClass().getSimpleName() + ", but workflow 'search' takes "
+                + OrchestraConfig.of("search").options().getClass().getSimpleName(), e.getMessage());
+    }
+
+    @Test
+    void anOverrideThatReplacesASectionIsWhereItsKeysComeFrom() throws IOException {
+        // the file's line for ppo.epochs no longer holds the value: the error names the override
+        file = dir.resolve("run.yaml");
+        Files.writeString(file, "ppo:\n  epochs: 2\n");
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file, List.of("ppo={epochs: 0}")));
+        assertEquals("override 'ppo={epochs: 0}': ppo.epochs: must be > 0, got 0", e.getMessage());
+    }
+
+    @Test
+    void extendsOfSomethingElseThanFileNames() throws IOException {
+        assertEquals("run.yaml:2: extends: expected a file name or a list of file names, got a list",
+                fails("run: {seed: 1}\nextends: [1, 2]\n"));
+        assertEquals("run.yaml:1: extends: expected a file name or a list of file names, got a mapping {a}",
+                fails("extends: {a: b.yaml}\n"));
+    }
+
+    @Test
+    void bytesThatAreNotUtf8NameTheLineAndColumn() throws IOException {
+        // the column counts characters: the two bytes of é are one column
+        file = dir.resolve("run.yaml");
+        byte[] head = "run:\n  name: caf\u00e9-".getBytes(StandardCharsets.UTF_8);
+        byte[] bytes = Arrays.copyOf(head, head.length + 2);
+        bytes[head.length] = (byte) 0xff;
+        bytes[head.length + 1] = '\n';
+        Files.write(file, bytes);
+        ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file));
+        assertEquals(file + ":2:14: not UTF-8 text (byte 0xff); save the file as UTF-8", e.getMessage());
+    }
+    @Test
+    void tokenBudgetsWhoseSumOverflowsAnIntStillMeetTheModelsLength() throws IOException {
+        // 2147483000 + 1000 wraps to a negative int, which any max_positions passed
+        assertEquals("run.yaml:2: models.policy.size.max_positions: (1024) is shorter than rollout.max_prompt_tokens"
+                + " + rollout.max_new_tokens (2147484000)",
+                fails("rollout: {max_prompt_tokens: 2147483000, max_new_tokens: 1000}\nmodels: {policy: {size: {max_positions: 1024}}}\n"));
     }
 }

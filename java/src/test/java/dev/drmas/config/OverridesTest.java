@@ -150,6 +150,7 @@ class OverridesTest {
         assertEquals("override 'agents.critic.model=x': agents[critic]: no such entry: agents has 2 entries"
                 + " (ids solver, verifier)", fails("agents.critic.model=x"));
         assertEquals("override 'ppo.epochs': expected key.path=value", fails("ppo.epochs"));
+        assertEquals("override '=3': the key is empty", fails("=3"));
         assertEquals("override 'ppo.epochs.x=1': ppo.epochs: is 2 (a number) in the config, not a section;"
                 + " cannot set a key under it", fails("ppo.epochs.x=1"));
         assertEquals("override 'ppo.clip_high.x=1': ppo.clip_high: is a single value; it has no key x",

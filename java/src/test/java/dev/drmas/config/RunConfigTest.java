@@ -394,4 +394,32 @@ class RunConfigTest {
         assertEquals(5, RunConfig.parse("ppo: {updates_per_step: 5, micro_batch_size: 128}\n", List.of()).ppo().updatesPerStep());
         assertNotEquals(RunConfig.defaults(), RunConfig.defaults().withOverrides(List.of("run.seed=2")));
     }
+    @Test
+    void aFileWithoutAFinalNewlineIsReadToItsLastCharacter() throws IOException {
+        assertEquals(7, RunConfig.load(write("run.yaml", "run: {seed: 7}")).run().seed());
+    }
+
+    @Test
+    void anAgentsOptimOverridesAreTheKeysItSets() {
+        assertEquals(Map.of(), OptimOverrides.NONE.set());
+        assertEquals(Map.of("lr", 1e-5), new OptimOverrides(1e-5, null, null, null, null, null).set());
+        assertEquals(Map.of("betas", List.of(0.9, 0.95)), new OptimOverrides(null, List.of(0.9, 0.95), null, null, null, null).set());
+        assertEquals(Map.of("eps", 1e-6), new OptimOverrides(null, null, 1e-6, null, null, null).set());
+        assertEquals(Map.of("weight_decay", 0.1), new OptimOverrides(null, null, null, 0.1, null, null).set());
+        assertEquals(Map.of("warmup_steps", 5), new OptimOverrides(null, null, null, null, 5, null).set());
+        assertEquals(Map.of("grad_clip", 0.5), new OptimOverrides(null, null, null, null, null, 0.5).set());
+    }
+    @Test
+    void distributedBackendsBindByTheirConfigNames() {
+        for (DistributedConfig.Backend b : DistributedConfig.Backend.values()) {
+            assertEquals(b, RunConfig.parse("distributed: {backend: " + b.configName() + "}\n", List.of()).distributed().backend());
+        }
+    }
+
+    @Test
+    void anAgentsPromptsAreKeptAndTheOthersHaveNone() {
+        RunConfig c = RunConfig.parse("agents: [{id: solver, prompts: {user: 'Solve: {question}'}}, {id: verifier}]\n", List.of());
+        assertEquals(new AgentPrompts(null, "Solve: {question}", null), c.agent("solver").prompts());
+        assertEquals(AgentPrompts.NONE, c.agent("verifier").prompts());
+    }
 }
