@@ -473,6 +473,7 @@ class ConfigErrorsTest {
                 search.eval(), search.sft(), search.metrics(), search.distributed()));
         assertEquals("data.synthetic: is a ArithmeticData, but workflow 'search' takes KnowledgeBaseData", e.getMessage());
     }
+
     @Test
     void orchestraOptionsOfAnotherWorkflowAreRefused() {
         // the loader binds orchestra.options to the workflow's own type; a config built in code is checked too
@@ -511,6 +512,7 @@ class ConfigErrorsTest {
         ConfigException e = assertThrows(ConfigException.class, () -> RunConfig.load(file));
         assertEquals(file + ":2:14: not UTF-8 text (byte 0xff); save the file as UTF-8", e.getMessage());
     }
+
     @Test
     void tokenBudgetsWhoseSumOverflowsAnIntStillMeetTheModelsLength() throws IOException {
         // 2147483000 + 1000 wraps to a negative int, which any max_positions passed

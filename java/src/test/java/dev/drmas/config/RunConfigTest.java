@@ -394,6 +394,7 @@ class RunConfigTest {
         assertEquals(5, RunConfig.parse("ppo: {updates_per_step: 5, micro_batch_size: 128}\n", List.of()).ppo().updatesPerStep());
         assertNotEquals(RunConfig.defaults(), RunConfig.defaults().withOverrides(List.of("run.seed=2")));
     }
+
     @Test
     void aFileWithoutAFinalNewlineIsReadToItsLastCharacter() throws IOException {
         assertEquals(7, RunConfig.load(write("run.yaml", "run: {seed: 7}")).run().seed());
@@ -409,6 +410,7 @@ class RunConfigTest {
         assertEquals(Map.of("warmup_steps", 5), new OptimOverrides(null, null, null, null, 5, null).set());
         assertEquals(Map.of("grad_clip", 0.5), new OptimOverrides(null, null, null, null, null, 0.5).set());
     }
+
     @Test
     void distributedBackendsBindByTheirConfigNames() {
         for (DistributedConfig.Backend b : DistributedConfig.Backend.values()) {
