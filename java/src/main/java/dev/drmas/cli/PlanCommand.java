@@ -6,6 +6,7 @@
 // settings to change. The arithmetic is MemoryPlan's.
 package dev.drmas.cli;
 
+import dev.drmas.config.ConfigException;
 import dev.drmas.config.ModelSpec;
 import dev.drmas.config.RunConfig;
 import dev.drmas.config.RunSettings;
@@ -77,7 +78,11 @@ final class PlanCommand implements Callable<Integer> {
             }
             Path file = spec.path().resolve("config.json");
             try {
-                out.put(id, ModelConfig.read(file));
+                ModelConfig shape = ModelConfig.read(file);
+                cfg.checkRowFits(id, shape.maxPositionEmbeddings(), spec.path());  // as the run does when it loads the model
+                out.put(id, shape);
+            } catch (ConfigException e) {  // bad input, as the config's own errors (exit 1)
+                throw new UserError(e.getMessage(), e);
             } catch (ModelFileException e) {
                 throw new UserError("models." + id + ".path: " + e.getMessage() + " (drmas plan needs only the model's config.json;"
                         + " the shapes of Qwen3-4B and Qwen2.5-7B-Instruct are in configs/shapes/, e.g. models." + id

@@ -387,6 +387,24 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
         return agents.stream().filter(a -> a.model().equals(modelId)).toList();
     }
 
+    /**
+     * Refuses rows of max_prompt_tokens + max_new_tokens longer than model {@code id}'s
+     * {@code positions}. The loader checks a model built from models.id.size; a folder's or a
+     * checkpoint's length is known only from its config.json ({@code from}; null for a model of
+     * models.id.size), which the trainer reads when it loads the model and `drmas plan` without
+     * loading it: both refuse the same rows with the same message.
+     */
+    public void checkRowFits(String id, int positions, Path from) {
+        long longest = (long) rollout.maxPromptTokens() + rollout.maxNewTokens();
+        if (longest > positions) {
+            throw ConfigException.at("rollout.max_new_tokens", "with rollout.max_prompt_tokens (" + rollout.maxPromptTokens()
+                    + "), " + rollout.maxPromptTokens() + " + " + rollout.maxNewTokens() + " = " + longest
+                    + " positions, more than model '" + id + "' takes: "
+                    + positions + " (" + (from != null ? "max_position_embeddings in " + from.resolve("config.json")
+                            : "models." + id + ".size.max_positions") + ")");
+        }
+    }
+
     /** The model ids some agent uses, in the order of {@code models}: the models the trainer builds. */
     public List<String> usedModels() {
         Set<String> used = new HashSet<>();

@@ -211,21 +211,9 @@ final class Policies implements AutoCloseable {
                 + "this model's; give the model the folder its tokenizer came with");
     }
 
-    /**
-     * A prompt and its response must fit the model's positions: RunConfig checks a model built from
-     * models.id.size, but only the loaded config.json knows a folder's or checkpoint's ({@code from};
-     * null for a model of models.id.size).
-     */
+    /** A prompt and its response must fit the model's positions (RunConfig.checkRowFits). */
     private static void checkContext(RunConfig cfg, String id, CausalLm model, Path from) {
-        long longest = (long) cfg.rollout().maxPromptTokens() + cfg.rollout().maxNewTokens();
-        int positions = model.config().maxPositionEmbeddings();
-        if (longest > positions) {
-            throw ConfigException.at("rollout.max_new_tokens", "with rollout.max_prompt_tokens (" + cfg.rollout().maxPromptTokens()
-                    + "), " + cfg.rollout().maxPromptTokens() + " + " + cfg.rollout().maxNewTokens() + " = " + longest
-                    + " positions, more than model '" + id + "' takes: "
-                    + positions + " (" + (from != null ? "max_position_embeddings in " + from.resolve("config.json")
-                            : "models." + id + ".size.max_positions") + ")");
-        }
+        cfg.checkRowFits(id, model.config().maxPositionEmbeddings(), from);
     }
 
     private Policies(Policies p, String origin) {

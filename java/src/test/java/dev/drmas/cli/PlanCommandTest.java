@@ -2,10 +2,12 @@
 // configs/shapes: the math and search configs fit 8 x 80 GiB as shipped; a machine too small gets advice, and
 // the advice applied as overrides makes the plan fit (so the advice is checked, not only printed),
 // with the fused LM head among it (marked as not yet run on a GPU); a model folder without config.json is an error that names the key and configs/shapes;
-// a bad option exits 1, not 2 ("does not fit").
+// rows longer than the model's positions are refused as the run refuses them; a bad option exits 1, not 2
+// ("does not fit").
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Path;
@@ -171,6 +173,22 @@ class PlanCommandTest {
         Cli.Run r = Cli.run("plan", MATH, "models.policy.path=" + tmp);
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("models.policy.path") && r.err().contains("configs/shapes"), r.err());
+    }
+
+    @Test
+    void rowsLongerThanTheModelsPositionsAreRefusedAsTheRunRefusesThem() {
+        // the run refuses them when it loads the model (RunConfig.checkRowFits); the plan reads the same config.json
+        // (the config's token budgets off, so that the loader's own checks of them let these rows through)
+        String[] off = {"rollout.max_batch_tokens=0", "ppo.max_tokens_per_micro_batch=0"};
+        Cli.Run r = Cli.run("plan", MATH, QWEN3, off[0], off[1], "rollout.max_prompt_tokens=1024", "rollout.max_new_tokens=40000");
+        assertEquals(1, r.exit(), r.out() + r.err());
+        assertTrue(r.err().contains("rollout.max_new_tokens") && r.err().contains("1024 + 40000 = 41024")
+                && r.err().contains("40960 (max_position_embeddings in ") && r.err().contains("qwen3-4b"), r.err());
+        assertEquals("", r.out());
+        // rows of exactly the model's positions are planned (whether they fit one GPU is the plan's answer, 0 or 2)
+        Cli.Run edge = Cli.run("plan", MATH, QWEN3, off[0], off[1], "rollout.max_prompt_tokens=1024", "rollout.max_new_tokens=39936");
+        assertNotEquals(1, edge.exit(), edge.out() + edge.err());
+        assertTrue(edge.out().startsWith("drmas plan: "), edge.out() + edge.err());
     }
 
     @Test
