@@ -130,7 +130,7 @@ final class Policies implements AutoCloseable {
                         ps.randomInit.add(id);
                     }
                     checkVocabulary(id, model, tok, tokDir, source);
-                    checkContext(cfg, id, model, source);
+                    cfg.checkRowFits(id, model.config().maxPositionEmbeddings(), source);  // a prompt and its response fit the model
                     model.setActivationCheckpointing(spec.activationCheckpointing());
                     OptimConfig o = cfg.optimFor(id);
                     AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
@@ -209,11 +209,6 @@ final class Policies implements AutoCloseable {
                 + " ids, but the model has " + rows + " (vocab_size in " + (from != null ? from.resolve("config.json")
                         : "models." + id + ".size") + "): ids from " + rows + " up have no embedding, so the tokenizer is not "
                 + "this model's; give the model the folder its tokenizer came with");
-    }
-
-    /** A prompt and its response must fit the model's positions (RunConfig.checkRowFits). */
-    private static void checkContext(RunConfig cfg, String id, CausalLm model, Path from) {
-        cfg.checkRowFits(id, model.config().maxPositionEmbeddings(), from);
     }
 
     private Policies(Policies p, String origin) {
