@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.drmas.metrics.PeakMemory;
 import dev.drmas.testing.HeapCounter;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -68,15 +67,11 @@ class ResumeMemoryTest {
                         }
                     }
                     // measured after a first resume (it pays the allocator's and the JIT's one-time costs), and the
-                    // least of three readings: the JVM's own native allocations (its compilers' arenas) came within
-                    // one reading in a fresh-clone CI run (9.36 MB against 1.5-3.1 MB alone); a copy of every
-                    // moment (49 MB) stays in every reading
-                    long added = Long.MAX_VALUE;
-                    for (int k = 0; k < 3; k++) {
-                        PeakMemory phase = PeakMemory.start();
-                        Checkpoints.loadOptimizer(cps.dir(step), "policy", o);
-                        added = Math.min(added, phase.addedBytes());
-                    }
+                    // least of three readings, each started once the JIT is quiet: the JVM's own native allocations
+                    // (its compilers' arenas) came within one reading in a fresh-clone CI run (9.36 MB against
+                    // 1.5-3.1 MB alone); a copy of every moment (49 MB) stays in every reading
+                    Path at = cps.dir(step);
+                    long added = HeapCounter.leastAdded(3, () -> Checkpoints.loadOptimizer(at, "policy", o));
                     assertTrue(added <= bound, what + ": the resume added " + added + " bytes to the heap at its peak: more than a "
                             + "few tensors (" + bound + "); every moment is " + moments + " bytes");
                 }
