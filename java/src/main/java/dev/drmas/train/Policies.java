@@ -64,7 +64,7 @@ final class Policies implements AutoCloseable {
     final Set<String> warmStarted = new LinkedHashSet<>();  // models that start from the warm start (sftDir/id)
     // models that start from their path's weights, whose reference is reloaded from there (no copy in runDir/reference)
     final Set<String> pathStarted = new LinkedHashSet<>();
-    final java.util.List<String> notes = new java.util.ArrayList<>();  // precision warnings, for the run's log
+    final java.util.List<String> notes = new java.util.ArrayList<>();  // precision and chat-format warnings, for the run's log
     // references held in memory that runDir/reference/<id> does not have yet (saveReferences writes them)
     final Set<String> unsavedReferences = new LinkedHashSet<>();
     final Set<String> startReferences = new LinkedHashSet<>();  // references copied from this trainer's starting weights
@@ -154,7 +154,7 @@ final class Policies implements AutoCloseable {
                     Generator gen = new Generator(model, cfg.rollout().maxBatchTokens(), cfg.rollout().engine());
                     long prefixBudget = cfg.rollout().prefixCacheBudget(cfg.turnRows(dist.worldSize()));
                     if (prefixBudget > 0) gen.keepPrefixes(prefixBudget);
-                    ps.byId.put(id, new Policy(id, model, tok, tokDir, chatRenderer(id, spec, tok, tokDir), gen, optim, o.gradClip(), ref));
+                    ps.byId.put(id, new Policy(id, model, tok, tokDir, chatRenderer(id, spec, tok, tokDir, ps.notes), gen, optim, o.gradClip(), ref));
                 } catch (RuntimeException e) {
                     // what this model holds is not in byId yet, which ps.close() frees
                     for (AutoCloseable c : new AutoCloseable[] {ref, optim, model, tok}) {
@@ -174,10 +174,15 @@ final class Policies implements AutoCloseable {
         return from.isEmpty() ? ps : new Policies(ps, from.toString());
     }
 
-    /** The model's chat renderer with its chat_template_kwargs; a tokenizer without a template refuses them. */
-    private static ChatRenderer chatRenderer(String id, ModelSpec spec, HfTokenizer tok, Path tokDir) {
+    /**
+     * The model's chat renderer with its chat_template_kwargs; a tokenizer without a template refuses
+     * them. The ChatML fallback's warning goes to {@code notes}, which the trainer logs on rank 0
+     * only (on standard error, every rank of a distributed run printed it).
+     */
+    private static ChatRenderer chatRenderer(String id, ModelSpec spec, HfTokenizer tok, Path tokDir, List<String> notes) {
         try {
-            return ChatRenderers.forTokenizer(tok, spec.chatTemplateKwargs(), "model " + id + "'s tokenizer folder " + tokDir);
+            return ChatRenderers.forTokenizer(tok, spec.chatTemplateKwargs(), "model " + id + "'s tokenizer folder " + tokDir,
+                    w -> notes.add("warning: " + w));
         } catch (IllegalArgumentException e) {  // ModelSpec checked the names: the folder's tokenizer has no template
             throw ConfigException.at("models." + id + ".chat_template_kwargs", tokDir + ": " + e.getMessage());
         }

@@ -19,7 +19,7 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-class ChatMlFallbackTest {
+public class ChatMlFallbackTest {
     @TempDir
     Path tmp;
 
@@ -30,7 +30,7 @@ class ChatMlFallbackTest {
      * Llama base model's folder has them: no chat template; with {@code chatMlTokens} false its
      * <|im_start|> and <|im_end|> are renamed to reserved tokens, as a real Llama vocabulary has none.
      */
-    static Path llamaBase(Path dir, boolean chatMlTokens, String template) throws IOException {
+    public static Path llamaBase(Path dir, boolean chatMlTokens, String template) throws IOException {
         BuiltinTokenizer.writeTo(dir);
         ObjectNode tj = (ObjectNode) JSON.readTree(dir.resolve("tokenizer.json").toFile());
         ObjectNode vocab = (ObjectNode) tj.get("model").get("vocab");

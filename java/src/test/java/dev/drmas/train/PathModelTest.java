@@ -2,7 +2,8 @@
 // config cannot see: its max_position_embeddings is checked against rollout.max_prompt_tokens +
 // rollout.max_new_tokens when the run opens, and a head padded past its tokenizer (as Qwen3's
 // 151,936 rows for 151,669 ids) is trained over the tokenizer's ids only, the ids the rollout engine
-// samples from: a training step leaves the head's rows past them untouched.
+// samples from: a training step leaves the head's rows past them untouched. A folder without a chat
+// template that ChatML does not suit is warned in the run's notes (rank 0's log), not on every rank.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -67,6 +68,26 @@ class PathModelTest {
                 tmp.resolve("run"), null, null)) {
             assertEquals(POSITIONS, ps.get("policy").model().config().maxPositionEmbeddings());
         }
+    }
+
+    @Test
+    void theChatMlFallbacksWarningIsANoteForRankZerosLogNotEveryRanksStandardError() throws Exception {
+        // a Llama-like base folder: no chat template, a bos_token that ChatML never writes
+        Path model = dev.drmas.tokenizer.ChatMlFallbackTest.llamaBase(folder(tmp.resolve("llama")), true, null);
+        java.io.ByteArrayOutputStream err = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream was = System.err;
+        List<String> notes;
+        System.setErr(new java.io.PrintStream(err, true, java.nio.charset.StandardCharsets.UTF_8));
+        try (Policies ps = Policies.open(config(model), tmp.resolve("run"), null, null)) {
+            notes = List.copyOf(ps.notes);
+        } finally {
+            System.setErr(was);
+        }
+        String whose = "warning: model policy's tokenizer folder " + model + " has no chat template, so drmas renders its chats as ChatML";
+        assertEquals(1, notes.stream().filter(n -> n.startsWith(whose)).count(), notes.toString());
+        // Trainer.open logs the notes on rank 0 only; nothing of it on this process's standard error
+        String printed = err.toString(java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(!printed.contains("ChatML"), printed);
     }
 
     @Test
