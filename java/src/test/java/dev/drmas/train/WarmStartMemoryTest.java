@@ -39,6 +39,7 @@ class WarmStartMemoryTest {
         try (Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET); PointerScope scope = new PointerScope()) {
             t.sft();  // a first time: the allocator's and the JIT's one-time costs, and the gradients
             long state = t.policiesForTest().get("policy").optim().stateBytes();
+            dev.drmas.testing.HeapCounter.awaitQuietJit();
             PeakMemory phase = PeakMemory.start();
             t.sft();
             long added = phase.addedBytes();

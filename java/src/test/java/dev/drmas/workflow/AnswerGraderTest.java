@@ -201,14 +201,14 @@ public class AnswerGraderTest {
     }
 
     @Test
-    void aFailedGraderIsStoppedWithTheProcessesItStarted() {
+    void aFailedGraderIsStoppedWithTheProcessesItStarted() throws InterruptedException {
         // a shell that runs the bridge as its child: the child goes too, not only the shell
         try (AnswerGrader g = grader(1, Task::answer, "sh", "-c",
                 "python3 " + BRIDGE + " " + rewardFile + " compute_score; true")) {
             assertEquals(1.0, g.score("42", T));
             assertEquals(2, graders(), "the shell and its python");
             assertThrows(AnswerGrader.GraderException.class, () -> g.score("hang", T));
-            assertEquals(0, graders(), "the shell's python child was stopped with it");
+            assertEquals(0, gradersAfterKill(), "the shell's python child was stopped with it");
         }
     }
 
@@ -245,6 +245,19 @@ public class AnswerGraderTest {
         assertEquals(1, graders(), "one grader, started when it opened");
         g.close();
         assertEquals(0, graders(), "the grader ended with close");
+    }
+
+    /**
+     * {@link #graders()} once none is left, or after five seconds: a SIGKILL is sent, not waited for,
+     * so a killed process may still be seen alive for a moment.
+     */
+    static long gradersAfterKill() throws InterruptedException {
+        long n = graders();
+        for (int i = 0; i < 50 && n > 0; i++) {
+            Thread.sleep(100);
+            n = graders();
+        }
+        return n;
     }
 
     /** This JVM's live descendants whose command line names this test's reward file. */
