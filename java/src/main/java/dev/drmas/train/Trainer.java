@@ -170,7 +170,12 @@ public final class Trainer implements AutoCloseable {
             } else if (!cfg.run().resumeNever()) {
                 cp = cfg.run().resumeFrom();
                 if (!Files.isRegularFile(cp.resolve(Checkpoints.STATE_FILE))) {
-                    throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")");
+                    // "AUTO" or "Never" is read as a path (a folder may have any name): the keywords are lower case
+                    String v = cp.toString();
+                    String keyword = !Files.exists(cp) && (v.equalsIgnoreCase("auto") || v.equalsIgnoreCase("never"))
+                            ? "; the keywords are lower case (auto, never): " + v.toLowerCase(java.util.Locale.ROOT) + "?" : "";
+                    throw new IllegalArgumentException("run.resume: " + cp + " is not a checkpoint (no " + Checkpoints.STATE_FILE + ")"
+                            + keyword);
                 }
                 refuseBranching(cfg, cp);
             }

@@ -82,6 +82,10 @@ class TrainCommandTest {
         Path missing = dir.resolve("no-such-checkpoint");
         Path c = config("run: {output_dir: " + dir.resolve("runs") + ", resume: " + missing + "}\n");
         fails(Cli.run("train", c.toString()), "run.resume: " + missing + " is not a checkpoint");
+        // a keyword in other case is a path too (a folder may be called so), and the error says what was likely meant
+        Path upper = config("run: {output_dir: " + dir.resolve("runs") + ", resume: AUTO}\n");
+        fails(Cli.run("train", upper.toString()), "run.resume: AUTO is not a checkpoint (no trainer_state.json); the keywords are lower case"
+                + " (auto, never): auto?");
     }
 
     @Test
