@@ -54,7 +54,7 @@ public final class HeapCounter {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         long spent = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
         int quiet = 0;
-        for (int i = 0; i < 200; i++) {
+        for (long end = System.nanoTime() + 10_000_000_000L; System.nanoTime() < end; ) {
             int pending = pendingCompilations();
             if (pending < 0 && spent < 0) return;
             if (pending == 0 && ++quiet == 2) return;
