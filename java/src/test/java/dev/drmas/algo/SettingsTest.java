@@ -113,6 +113,18 @@ class SettingsTest {
             assertEquals(a, LossAggregation.parse(a.configName()));
             assertEquals(a, LossAggregation.parse(" " + a.configName().toUpperCase(java.util.Locale.ROOT)));
         }
+        assertEquals(List.of("trajectories", "rows"),
+                List.of(GlobalPooling.values()).stream().map(GlobalPooling::configName).toList());
+        for (GlobalPooling p : GlobalPooling.values()) {
+            assertEquals(p, GlobalPooling.parse(p.configName()));
+            assertEquals(p, GlobalPooling.parse(p.configName().toUpperCase(java.util.Locale.ROOT) + " "));
+        }
+        assertEquals(List.of("fallback", "zero", "raw"),
+                List.of(SingletonPolicy.values()).stream().map(SingletonPolicy::configName).toList());
+        for (SingletonPolicy p : SingletonPolicy.values()) {
+            assertEquals(p, SingletonPolicy.parse(p.configName()));
+            assertEquals(p, SingletonPolicy.parse(" " + p.configName().toUpperCase(java.util.Locale.ROOT)));
+        }
         assertEquals(List.of("none", "k1", "k2", "k3"),
                 List.of(KlEstimator.values()).stream().map(KlEstimator::configName).toList());
         for (KlEstimator k : KlEstimator.values()) {
@@ -138,6 +150,10 @@ class SettingsTest {
         assertEquals("loss_agg_mode: 'token_mean' is not one of token-mean, seq-mean-token-sum, seq-mean-token-mean, "
                         + "seq-mean-token-sum-norm",
                 assertThrows(IllegalArgumentException.class, () -> LossAggregation.parse("token_mean")).getMessage());
+        assertEquals("global_pooling: 'row' is not one of trajectories, rows",
+                assertThrows(IllegalArgumentException.class, () -> GlobalPooling.parse("row")).getMessage());
+        assertEquals("singleton: 'none' is not one of fallback, zero, raw",
+                assertThrows(IllegalArgumentException.class, () -> SingletonPolicy.parse("none")).getMessage());
         assertEquals("kl_type: 'k4' is not one of none, k1, k2, k3",
                 assertThrows(IllegalArgumentException.class, () -> KlEstimator.parse("k4")).getMessage());
     }

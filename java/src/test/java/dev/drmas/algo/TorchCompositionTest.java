@@ -592,6 +592,13 @@ class TorchCompositionTest {
         }
     }
 
+    /** CPU tensors, and no tensor (an absent refLogp or mask), run on no CUDA stream: NULL. */
+    @Test
+    void noStreamForACpuTensorOrNone() {
+        assertEquals(java.lang.foreign.MemorySegment.NULL, TorchStreams.current(null));
+        assertEquals(java.lang.foreign.MemorySegment.NULL, TorchStreams.current(floats(1f)));
+    }
+
     /** The call fails with an IllegalArgumentException whose message names the argument (and the problem). */
     private static void expectIllegal(String name, String detail, org.junit.jupiter.api.function.Executable call) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, call);
