@@ -343,6 +343,30 @@ class FusedLmHeadTest {
         }
     }
 
+    /**
+     * The chunks' sums are added in chunk order: with one token a chunk (token-mean, so that a token's
+     * terms do not depend on its row's length), the update's sums are, bit for bit, the fold in token
+     * order of the clipped loss kernel's sums of each valid token alone on the fused log-probs.
+     */
+    @Test
+    void theChunksSumsAreAddedInChunkOrder() {
+        LossConfig c = LossConfig.defaults().withKl(KlEstimator.K3, 0.05);
+        Inputs in = inputs(31, 1.0);
+        Tensor h = in.hidden().detach(), w = in.weight().detach();
+        FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(in.targets()), 1.0, c, normalizer(c), 0.0,
+                OFFSETS, in.old(), ROW_ADV, in.ref(), maskTensor(in.mask()), 1);
+        float[] lp = Tensors.toFloats(u.logprobs()), old = Tensors.toFloats(in.old()), ref = Tensors.toFloats(in.ref());
+        float[] adv = tokenAdvantages();
+        double[] want = new double[AbiIndices.LOSS_SUMS];
+        for (int t = 0; t < N; t++) {
+            if (!valid(t)) continue;
+            double[] one = ClippedLoss.compute(c, normalizer(c), new long[] {0, 1}, new float[] {lp[t]}, new float[] {old[t]},
+                    new float[] {adv[t]}, new float[] {ref[t]}, null).sums();
+            for (int j = 0; j < want.length; j++) want[j] += one[j];
+        }
+        assertArrayEquals(want, java.util.Arrays.copyOf(u.sums(), AbiIndices.LOSS_SUMS));
+    }
+
     /** Temperature 0 counts as 1 (greedy rollouts score at T 1): the whole pass and the forward-only one. */
     @Test
     void temperatureZeroCountsAsOne() {
