@@ -225,6 +225,27 @@ class AdvantagesTest {
         assertArrayEquals(rowRows, trajRows);
     }
 
+    /**
+     * The trainer's form for its own ids (drmas_advantage_trusted_f32): the reference's advantages
+     * and diagnostics for sorted rows (its one-pass path) and shuffled ones (the checked path), and
+     * with row pooling and no trajectory ids.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("defaultConfigs")
+    void ownIdsMatchTheReference(NormConfig c) {
+        Batch sorted = rollouts(31, 1201, 5, 3, 4, Scores.MIXED, true);
+        List<Batch> batches = new ArrayList<>(List.of(sorted, sorted.shuffled(32)));
+        if (c.globalPooling() == GlobalPooling.ROWS) batches.add(sorted.withoutTraj());
+        for (Batch b : batches) {
+            Advantages.Result r = Advantages.computeWithDiagnosticsOwnIds(c, b.scores(), b.uid(), b.traj(), b.agent(),
+                    b.numUids(), b.numTrajs(), b.numAgents());
+            Tolerance.assertClose("own ids " + c + " advantages", r.advantages(), ReferenceKernels.advantages(c, b.scores(),
+                    b.uid(), b.traj(), b.agent(), b.numUids(), b.numTrajs(), b.numAgents()), ATOL, RTOL);
+            Tolerance.assertClose("own ids " + c + " diagnostics", r.diagnostics(), ReferenceKernels.diagnostics(c, b.scores(),
+                    b.uid(), b.traj(), b.agent(), b.numUids(), b.numTrajs(), b.numAgents()), STATS_ATOL, STATS_RTOL);
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("allConfigs")
     void singleRow(NormConfig c) {

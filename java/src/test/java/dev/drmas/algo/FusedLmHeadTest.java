@@ -252,6 +252,7 @@ class FusedLmHeadTest {
         ClippedLoss.Result r = ClippedLoss.compute(c, normalizer(c), OFFSETS, Tensors.toFloats(u.logprobs()),
                 Tensors.toFloats(in.old()), tokenAdvantages(), Tensors.toFloats(in.ref()), in.mask());
         assertArrayEquals(r.sums(), java.util.Arrays.copyOf(u.sums(), AbiIndices.LOSS_SUMS));
+        assertEquals(r.loss(), u.loss(), "the update's loss is its loss sum");
         // the forward-only pass (chunks of 5 tokens) gives the update's log-probs and entropies (one
         // chunk of 64) to rounding: the logits are matrix products of other shapes, which some BLAS
         // kernels round differently (an AMD EPYC's OpenBLAS: the 8th digit)
@@ -340,6 +341,108 @@ class FusedLmHeadTest {
             float[] past = hasGrad ? Tensors.toFloats(start.narrow(0, lim, v - lim).to(ScalarType.Float)) : new float[(v - lim) * hd];
             assertArrayEquals(past, java.util.Arrays.copyOfRange(got, lim * hd, got.length), "rows past the limit, .grad before: " + hasGrad);
         }
+    }
+
+    /**
+     * The chunks' sums are added in chunk order: with one token a chunk (token-mean, so that a token's
+     * terms do not depend on its row's length), the update's sums are, bit for bit, the fold in token
+     * order of the clipped loss kernel's sums of each valid token alone on the fused log-probs.
+     */
+    @Test
+    void theChunksSumsAreAddedInChunkOrder() {
+        LossConfig c = LossConfig.defaults().withKl(KlEstimator.K3, 0.05);
+        Inputs in = inputs(31, 1.0);
+        Tensor h = in.hidden().detach(), w = in.weight().detach();
+        FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(in.targets()), 1.0, c, normalizer(c), 0.0,
+                OFFSETS, in.old(), ROW_ADV, in.ref(), maskTensor(in.mask()), 1);
+        float[] lp = Tensors.toFloats(u.logprobs()), old = Tensors.toFloats(in.old()), ref = Tensors.toFloats(in.ref());
+        float[] adv = tokenAdvantages();
+        double[] want = new double[AbiIndices.LOSS_SUMS];
+        for (int t = 0; t < N; t++) {
+            if (!valid(t)) continue;
+            double[] one = ClippedLoss.compute(c, normalizer(c), new long[] {0, 1}, new float[] {lp[t]}, new float[] {old[t]},
+                    new float[] {adv[t]}, new float[] {ref[t]}, null).sums();
+            for (int j = 0; j < want.length; j++) want[j] += one[j];
+        }
+        assertArrayEquals(want, java.util.Arrays.copyOf(u.sums(), AbiIndices.LOSS_SUMS));
+    }
+
+    /** Temperature 0 counts as 1 (greedy rollouts score at T 1): the whole pass and the forward-only one. */
+    @Test
+    void temperatureZeroCountsAsOne() {
+        LossConfig c = LossConfig.defaults().withKl(KlEstimator.K2, 0.1);
+        Inputs in = inputs(17, 1.0);
+        Out want = materialised(in, c, 1.0, 0.01), got = fused(in, c, 0.0, 0.01, 5);
+        assertValidClose("T 0: logp", want.logp(), got.logp());
+        assertValidClose("T 0: entropy", want.entropy(), got.entropy());
+        for (int k = 0; k < AbiIndices.LMHEAD_SUMS; k++) {
+            assertTrue(Math.abs(got.sums()[k] - want.sums()[k]) <= ATOL + RTOL * Math.abs(want.sums()[k]),
+                    "T 0: sums[" + k + "] " + got.sums()[k] + ", want " + want.sums()[k]);
+        }
+        assertClose("T 0: dL/dh", want.dh(), got.dh());
+        assertClose("T 0: dL/dW", want.dw(), got.dw());
+        FusedLmHead.Forward f = FusedLmHead.logProbs(in.hidden().detach(), in.weight().detach(), Tensors.longs(in.targets()),
+                0.0, true, 5);
+        assertClose("T 0: forward-only logp", want.logp(), Tensors.toFloats(f.logprobs()));
+        assertClose("T 0: forward-only entropy", want.entropy(), Tensors.toFloats(f.entropy()));
+    }
+
+    /** The forward-only pass with chunks that divide N (one token each, all N at once) and without entropies. */
+    @Test
+    void logProbsInChunksThatDivideTheTokens() {
+        LossConfig c = LossConfig.defaults();
+        Inputs in = inputs(19, 0.7);
+        Out want = materialised(in, c, 0.7, 0.0);
+        for (int chunk : new int[] {1, N}) {
+            FusedLmHead.Forward f = FusedLmHead.logProbs(in.hidden().detach(), in.weight().detach(), Tensors.longs(in.targets()),
+                    0.7, chunk == 1, chunk);
+            assertClose("chunk " + chunk + ": logp", want.logp(), Tensors.toFloats(f.logprobs()));
+            if (chunk == 1) assertClose("chunk 1: entropy", want.entropy(), Tensors.toFloats(f.entropy()));
+            else assertEquals(null, f.entropy(), "no entropies asked for");
+        }
+    }
+
+    /**
+     * No valid token: rows that are all empty (the targets check has nothing to look at) or no rows
+     * at all (no row advantages to copy). The loss, the entropy sum and every gradient are 0.
+     */
+    @Test
+    void noValidTokensGiveNoLossAndNoGradient() {
+        LossConfig c = LossConfig.defaults();
+        Inputs in = inputs(23, 1.0);
+        for (long[] off : new long[][] {{4, 4, 4}, {0}}) {
+            float[] adv = new float[off.length - 1];
+            java.util.Arrays.fill(adv, 1.5f);
+            Tensor h = in.hidden().detach().clone().requires_grad_(true);
+            Tensor w = in.weight().detach().clone().requires_grad_(true);
+            FusedLmHead.Update u = FusedLmHead.lossAndBackward(h, w, Tensors.longs(in.targets()), 1.0, c, 1.0, 0.01, off, in.old(),
+                    adv, null, null, 5);
+            String what = "offsets " + java.util.Arrays.toString(off);
+            assertArrayEquals(new double[AbiIndices.LMHEAD_SUMS], u.sums(), what + ": sums");
+            assertArrayEquals(new float[N * H], Tensors.toFloats(h.grad()), what + ": dL/dh");
+            assertArrayEquals(new float[V * H], Tensors.toFloats(w.grad()), what + ": dL/dW");
+        }
+    }
+
+    @Test
+    void offsetsOneLongerThanTheRowAdvantages() {
+        Inputs in = inputs(29, 1.0);
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> FusedLmHead.lossAndBackward(
+                in.hidden().detach(), in.weight().detach(), Tensors.longs(in.targets()), 1.0, LossConfig.defaults(), 1.0, 0.0,
+                new long[] {0, 3, 5}, in.old(), new float[] {1f}, null, null, 5));
+        assertEquals("offsets has 3 entries but 1 row advantages need 2", e.getMessage());
+    }
+
+    /** 128 MiB of fp32 logits a chunk, between 16 and 65536 tokens. */
+    @Test
+    void defaultChunkTokensForAVocabulary() {
+        assertEquals(65536, FusedLmHead.defaultChunkTokens(0));
+        assertEquals(65536, FusedLmHead.defaultChunkTokens(1));
+        assertEquals(65536, FusedLmHead.defaultChunkTokens(512));     // 2^27 / 2^11 = 2^16
+        assertEquals(32768, FusedLmHead.defaultChunkTokens(1024));
+        assertEquals(220, FusedLmHead.defaultChunkTokens(151936));    // 134217728 / 607744 = 220.8
+        assertEquals(16, FusedLmHead.defaultChunkTokens(1L << 21));   // exactly 16
+        assertEquals(16, FusedLmHead.defaultChunkTokens(1L << 30));   // 0.125, raised to 16
     }
 
     @Test

@@ -476,6 +476,79 @@ class TorchCompositionTest {
     }
 
     /**
+     * The training step's form: one advantage per row, read through the offsets by the kernel, with
+     * and without the offsets on the host, against autograd of the loss on the per-token advantages
+     * (which are NaN outside the valid tokens: only the row's own advantage may reach a token).
+     */
+    @Test
+    void lossPerRowAdvantagesMatchAutograd() {
+        Tokens tk = tokenSets().get(0);
+        int rows = tk.offsets().length - 1;
+        float[] rowAdv = new float[rows];
+        for (int r = 0; r < rows; r++) {
+            for (long t = tk.offsets()[r]; t < tk.offsets()[r + 1]; t++) {
+                if (tk.mask()[(int) t]) {
+                    rowAdv[r] = tk.adv()[(int) t];
+                    break;
+                }
+            }
+        }
+        LossConfig c = LossConfig.defaults().withClip(0.2, 0.28).withKl(KlEstimator.K3, 0.05)
+                .withAggregation(LossAggregation.SEQ_MEAN_TOKEN_MEAN);
+        double norm = tk.normalizer(c.aggregation());
+        Tensor off = longs(tk.offsets()), logp = floats(tk.logp()), old = floats(tk.old()), ref = floats(tk.ref());
+        Tensor mask = bools(tk.mask());
+        TorchReference.LossResult e = TorchReference.clippedLoss(c, norm, off, logp, old, floats(tk.adv()), ref, mask);
+        for (long[] host : Arrays.asList(null, tk.offsets())) {
+            ClippedLoss.DeviceResult a = ClippedLoss.computeRowsOnDevice(c, norm, host, off, logp, old, floats(rowAdv), ref, mask);
+            String what = "per-row advantages, host offsets " + (host != null);
+            assertEquals(tk.logp().length, a.grad().numel());
+            Tolerance.assertClose(what + ": dL/dlogp", toFloats(a.grad()), toDoubles(e.grad()), GRAD_ATOL, GRAD_RTOL);
+            assertEquals(AbiIndices.LOSS_SUMS, a.sums().numel());
+            Tolerance.assertClose(what + ": loss", new double[] {toDoubles(a.sums())[AbiIndices.LOSS_LOSS]},
+                    new double[] {e.loss()}, LOSS_ATOL, LOSS_RTOL);
+        }
+        // one advantage per row: numRows entries, no more
+        Tensor longer = floats(Arrays.copyOf(rowAdv, rows + 2));
+        expectIllegal("rowAdv", "expected " + rows, () -> ClippedLoss.computeRowsOnDevice(c, norm, null, off, logp, old,
+                longer, ref, mask));
+        // host offsets of another length than the tensor's are refused
+        long[] shortHost = Arrays.copyOf(tk.offsets(), rows);
+        assertEquals("hostOffsets has " + rows + " entries but offsets has " + (rows + 1),
+                assertThrows(IllegalArgumentException.class, () -> ClippedLoss.computeOnDevice(c, norm, shortHost, off, logp,
+                        old, floats(tk.adv()), ref, mask)).getMessage());
+    }
+
+    /** No rows (offsets [0]): every token is outside every row, so dL/dlogp is 0 and so are the sums. */
+    @Test
+    void lossTensorOverloadWithNoRows() {
+        float[] x = {-1f, -2f, -3f};
+        ClippedLoss.TensorResult r = ClippedLoss.compute(LossConfig.defaults(), 1.0, longs(0L), floats(x), floats(x),
+                floats(1f, 1f, 1f), null, null);
+        assertTrue(Arrays.equals(new float[3], toFloats(r.grad())), Arrays.toString(toFloats(r.grad())));
+        assertTrue(Arrays.equals(new double[AbiIndices.LOSS_SUMS], r.sums()), Arrays.toString(r.sums()));
+        expectIllegal("offsets", "numRows + 1", () -> ClippedLoss.compute(LossConfig.defaults(), 1.0,
+                longs(new long[0]), floats(x), floats(x), floats(x), null, null));
+    }
+
+    /**
+     * A tensor of the right dtype but the wrong size is refused even when 0 elements are expected
+     * (no rows), and a tensor neither on the CPU nor on CUDA (meta) is refused as such.
+     */
+    @Test
+    void tensorViewsRefuseAWrongSizeAndAnotherDevice() {
+        NormConfig c = NormConfig.of(NormMode.GRPO).withGlobalPooling(GlobalPooling.ROWS);
+        Tensor none = floats();
+        expectIllegal("uid", "uid has 1 elements, expected 0",
+                () -> Advantages.compute(c, none, ints(0), null, ints(new int[0]), 1, 0, 1));
+        assertEquals(0, Advantages.compute(c, none, ints(new int[0]), null, ints(new int[0]), 1, 0, 1).numel());
+        Tensor meta = torch.empty(new long[] {2}, new org.bytedeco.pytorch.TensorOptions(ScalarType.Float).device(
+                new org.bytedeco.pytorch.DeviceOptional(new org.bytedeco.pytorch.Device("meta"))), null);
+        assertEquals("scores must be a CPU or CUDA tensor", assertThrows(IllegalArgumentException.class,
+                () -> Advantages.compute(c, meta, ints(0, 0), null, ints(0, 0), 1, 0, 1)).getMessage());
+    }
+
+    /**
      * The trainer's path: a model produces logp, the native kernel gives dL/dlogp, and
      * logp.backward(grad) must give the parameters the gradient autograd gives for the whole
      * composition (model → loss) at once.
@@ -517,6 +590,13 @@ class TorchCompositionTest {
             Tolerance.assertClose(c + ": loss", new double[] {r.loss()}, new double[] {loss.item_double()},
                     LOSS_ATOL, LOSS_RTOL);
         }
+    }
+
+    /** CPU tensors, and no tensor (an absent refLogp or mask), run on no CUDA stream: NULL. */
+    @Test
+    void noStreamForACpuTensorOrNone() {
+        assertEquals(java.lang.foreign.MemorySegment.NULL, TorchStreams.current(null));
+        assertEquals(java.lang.foreign.MemorySegment.NULL, TorchStreams.current(floats(1f)));
     }
 
     /** The call fails with an IllegalArgumentException whose message names the argument (and the problem). */
