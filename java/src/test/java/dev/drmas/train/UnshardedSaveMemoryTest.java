@@ -156,8 +156,9 @@ class UnshardedSaveMemoryTest {
             assertArrayEquals(Files.readAllBytes(old.resolve(f)), Files.readAllBytes(first.resolve(f)), what + ": " + f);
         }
         assertEquals(mixed, Files.isDirectory(first.resolve("master")), what + ": master/");
-        // each reading starts once the JIT is quiet: the first save's compilations ran on beside all
-        // three readings of the first case in a fresh-clone CI run (9.42 MB against 0.07-0.25 MB)
+        // each reading starts once the JIT is quiet: a fresh-clone CI run read 9.42 MB in all three
+        // readings of the first case (0.07-0.25 MB in the others), most likely the compilations the
+        // first save started, running beside them
         long[] next = {step};
         long least = HeapCounter.leastAdded(3, () -> {
             try {
