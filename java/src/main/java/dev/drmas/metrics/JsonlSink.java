@@ -102,6 +102,50 @@ public final class JsonlSink implements MetricsSink {
         return file;
     }
 
+    /**
+     * The scalars whose names start with {@code prefix} that {@code file}'s lines of step {@code step}
+     * hold (non-finite values as written in a line's "nonfinite" member); empty when there are none or
+     * the file is not there. A trainer resumed before it could record that a step's evaluation ran
+     * reads here whether its line was logged. One pass, a line at a time; lines without the prefix
+     * are not parsed.
+     *
+     * @throws IOException when the file cannot be read, or a line holding the prefix is not a JSON object
+     */
+    public static Map<String, Double> loggedAt(Path file, long step, String prefix) throws IOException {
+        Map<String, Double> out = new TreeMap<>();
+        if (!Files.isRegularFile(file)) return out;
+        String quoted = "\"" + prefix;
+        try (var in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
+            int lineNo = 0;
+            for (String line; (line = in.readLine()) != null; ) {
+                lineNo++;
+                if (!line.contains(quoted)) continue;
+                JsonNode n;
+                try {
+                    n = JSON.readTree(line);
+                } catch (JsonProcessingException e) {
+                    throw damaged(file, lineNo, "not a JSON object");
+                }
+                if (n == null || !n.isObject() || !n.path("step").canConvertToLong() || n.path("step").asLong() != step) continue;
+                for (var it = n.fields(); it.hasNext(); ) {
+                    var e = it.next();
+                    if (!e.getKey().startsWith(prefix)) continue;
+                    if (e.getValue().isNumber()) {
+                        out.put(e.getKey(), e.getValue().asDouble());
+                    } else if (e.getValue().isNull() && n.path("nonfinite").path(e.getKey()).isTextual()) {
+                        try {
+                            out.put(e.getKey(), Double.parseDouble(n.path("nonfinite").path(e.getKey()).asText()));
+                        } catch (NumberFormatException bad) {
+                            out.put(e.getKey(), Double.NaN);
+                        }
+                    }
+                }
+            }
+        }
+        return out;
+    }
+
+
     /** The file is the run's record: a failed write stops the run (MetricsLogger). */
     @Override
     public boolean essential() {

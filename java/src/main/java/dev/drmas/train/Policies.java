@@ -446,18 +446,42 @@ final class Policies implements AutoCloseable {
         }
     }
 
-    /** The built-in tokenizer of a run, written once into runDir/tokenizer. */
+    /**
+     * The built-in tokenizer of a run, written once into runDir/tokenizer: into tokenizer.tmp first,
+     * synced, then renamed, so that a run killed while writing it leaves no half-written file. Once
+     * written it is kept as it is (the run's checkpoints were trained with it, whatever a later
+     * version's built-in tokenizer is); a folder whose files are missing or not whole JSON (cut
+     * short by a kill before this was so) is written again.
+     */
     static Path builtinTokenizer(Path runDir) {
         Path dir = runDir.resolve("tokenizer");
-        if (!Files.isRegularFile(dir.resolve("tokenizer.json"))) {
+        if (!wholeJson(dir.resolve("tokenizer.json")) || !wholeJson(dir.resolve("tokenizer_config.json"))) {
+            Path tmp = runDir.resolve("tokenizer.tmp");
             try {
-                Files.createDirectories(dir);
+                Durable.createFolders(runDir);
+                Checkpoints.deleteTree(tmp);
+                BuiltinTokenizer.writeTo(tmp);
+                Durable.syncTree(tmp);
+                Checkpoints.deleteTree(dir);  // one with a file missing or cut short (an earlier version killed while writing it)
+                Files.move(tmp, dir, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+                Durable.syncFolder(runDir);
             } catch (IOException e) {
-                throw new UncheckedIOException(e);
+                throw new UncheckedIOException(runDir + ": cannot write the built-in tokenizer: " + e.getMessage(), e);
             }
-            BuiltinTokenizer.writeTo(dir);
         }
         return dir;
+    }
+
+    /** Whether {@code file} is there and holds one whole JSON value. */
+    private static boolean wholeJson(Path file) {
+        if (!Files.isRegularFile(file)) return false;
+        try (var p = new com.fasterxml.jackson.databind.ObjectMapper().createParser(file.toFile())) {
+            if (p.nextToken() == null) return false;
+            p.skipChildren();
+            return p.nextToken() == null;
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     static Device device(RunConfig cfg) {

@@ -19,6 +19,7 @@ import dev.drmas.dist.Collective;
 import dev.drmas.dist.DistEnv;
 import dev.drmas.dist.ProcessGroup;
 import dev.drmas.env.Task;
+import dev.drmas.metrics.JsonlSink;
 import dev.drmas.metrics.MetricsLogger;
 import dev.drmas.metrics.CudaPeakMemory;
 import dev.drmas.metrics.PeakMemory;
@@ -169,6 +170,12 @@ public final class Trainer implements AutoCloseable {
                 cp = new Checkpoints(cfg.run().runDir().resolve("checkpoints")).latest().orElse(null);
             } else if (!cfg.run().resumeNever()) {
                 cp = cfg.run().resumeFrom();
+                if (cp.getFileName() != null && cp.getFileName().toString().endsWith(".tmp")) {
+                    // a save that did not complete (its folder not renamed yet), which the next start of its run removes
+                    throw new IllegalArgumentException("run.resume: " + cp + " is an unfinished checkpoint (a save that did not"
+                            + " complete; its run's next start removes it): resume from a finished one, step_NNNNNN without .tmp,"
+                            + " or run.resume: auto");
+                }
                 if (!Files.isRegularFile(cp.resolve(Checkpoints.STATE_FILE))) {
                     // "AUTO" or "Never" is read as a path (a folder may have any name): the keywords are lower case
                     String v = cp.toString();
@@ -351,8 +358,11 @@ public final class Trainer implements AutoCloseable {
                 // the checkpoint's own evaluation, due after its save and never done (it failed, or the run was killed)
                 doing = "evaluating at step " + step;
                 if (evaluationPending()) {
-                    metrics.log(step, lastEval = evaluate());
-                    markEvaluated(checkpoint, lastEval);
+                    // its line may be in metrics.jsonl already: the run ended after logging it, before marking it
+                    Map<String, Double> logged = evaluationLogged();
+                    if (logged == null) metrics.log(step, lastEval = evaluate());
+                    else lastEval = logged;
+                    if (ownCheckpoint(checkpoint)) markEvaluated(checkpoint, lastEval);
                 }
                 while (step < tc.steps()) {
                     doing = "training step " + (step + 1);
@@ -543,6 +553,34 @@ public final class Trainer implements AutoCloseable {
         return dist.any(mine, "whether the evaluation of step " + step + " is pending");
     }
 
+    /**
+     * The evaluation of the resumed step as metrics.jsonl holds it (rank 0 reads; the other ranks get
+     * an empty map), when the run that saved the step logged it and ended before marking the
+     * checkpoint evaluated (killed, or evaluated.json not written): evaluating it again would log the
+     * step's evaluation twice. Null when it was not logged, or metrics.jsonl is off.
+     */
+    private Map<String, Double> evaluationLogged() throws IOException {
+        Map<String, Double> mine = dist.isMaster() && cfg.metrics().jsonl()
+                ? JsonlSink.loggedAt(runDir.resolve(JsonlSink.FILE_NAME), step, "eval/") : Map.of();
+        boolean logged = dist.any(!mine.isEmpty(), "whether the evaluation of step " + step + " was logged before the run ended");
+        if (!logged) return null;
+        if (dist.isMaster()) {
+            log.println("drmas: the evaluation of step " + step + " is in " + runDir.resolve(JsonlSink.FILE_NAME)
+                    + " already (the run ended before recording it in its checkpoint): not run again");
+        }
+        return mine;
+    }
+
+    /** Whether {@code cp} is one of this run's checkpoints (run.resume may name another run's, which is not this run's to mark). */
+    private boolean ownCheckpoint(Path cp) {
+        try {
+            Path parent = cp.toAbsolutePath().normalize().getParent();
+            return parent != null && Files.isSameFile(parent, runDir.resolve("checkpoints"));
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** Rank 0 marks {@code dir}'s step evaluated (not durable: at worst a resume evaluates it again). */
     private void markEvaluated(Path dir, Map<String, Double> results) {
         if (!dist.isMaster()) return;
@@ -550,7 +588,7 @@ public final class Trainer implements AutoCloseable {
             Files.writeString(dir.resolve(EVALUATED_FILE), new ObjectMapper().writeValueAsString(results));
         } catch (IOException e) {
             log.println("drmas: warning: cannot write " + dir.resolve(EVALUATED_FILE) + " (" + e.getMessage() + "): a resume from "
-                    + dir.getFileName() + " will evaluate its step again");
+                    + dir.getFileName() + " takes its evaluation from " + JsonlSink.FILE_NAME + ", or runs it again where that is off");
         }
     }
 

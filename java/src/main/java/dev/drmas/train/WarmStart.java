@@ -219,7 +219,7 @@ final class WarmStart {
         Path dir = weights(runDir);
         Path sft = dir.getParent(), tmp = sft.resolve("models.tmp"), old = sft.resolve("models.old");
         try {
-            Files.createDirectories(sft);
+            Durable.createFolders(sft);  // sft/ itself outlasts a power loss, as its models will
             Checkpoints.deleteTree(tmp);
             for (Policies.Policy p : policies.byId.values()) p.model().save(tmp.resolve(p.id()));
             policies.copyTokenizers(tmp);

@@ -2,7 +2,7 @@
 // infinities, no buffering between a log call and the file, and resume: a run that crashed past
 // its checkpoint (with a line cut short) and was resumed leaves the same file as one that never
 // crashed; a damaged line is reported by file:line; a link to a device is not synced; resume keeps
-// its lines byte for byte and reads a large file a line at a time.
+// its lines byte for byte and reads a large file a line at a time; one step's keys read back.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -32,6 +32,27 @@ class JsonlSinkTest {
 
     static final InstantSource CLOCK = InstantSource.fixed(Instant.ofEpochSecond(1_700_000_000L, 250_000_000));
     static final ObjectMapper STRICT = new ObjectMapper(); // rejects NaN/Infinity tokens by default
+
+    @Test
+    void loggedAtReadsOneStepsKeysWithAPrefixNonFiniteOnesIncluded() throws IOException {
+        Path file = dir.resolve("metrics.jsonl");
+        try (JsonlSink sink = JsonlSink.open(file, -1, CLOCK)) {
+            sink.log(2, Map.of("reward/mean", 0.5, "eval/avg", 9.0));  // a training line may hold the prefix too
+            sink.log(4, Map.of("reward/mean", 0.25));
+            sink.log(4, Map.of("eval/pass@1", 0.375, "eval/nan", Double.NaN, "eval/inf", Double.NEGATIVE_INFINITY));
+            sink.log(6, Map.of("eval/pass@1", 0.5));
+        }
+        assertEquals(Map.of("eval/pass@1", 0.375, "eval/nan", Double.NaN, "eval/inf", Double.NEGATIVE_INFINITY),
+                JsonlSink.loggedAt(file, 4, "eval/"));
+        assertEquals(Map.of("eval/avg", 9.0), JsonlSink.loggedAt(file, 2, "eval/"));
+        assertEquals(Map.of(), JsonlSink.loggedAt(file, 3, "eval/"));
+        assertEquals(Map.of("reward/mean", 0.25), JsonlSink.loggedAt(file, 4, "reward/"));
+        assertEquals(Map.of(), JsonlSink.loggedAt(dir.resolve("absent.jsonl"), 4, "eval/"));
+        // a damaged line that holds the prefix: file:line
+        Files.writeString(file, "{\"step\": 4, \"eval/x\": }\n", StandardOpenOption.APPEND);
+        var e = assertThrows(IOException.class, () -> JsonlSink.loggedAt(file, 4, "eval/"));
+        assertTrue(e.getMessage().startsWith(file + ":5: not a JSON object"), e.getMessage());
+    }
 
     @Test
     void lineHasStepWallTimeAndSortedKeys() throws IOException {

@@ -1,9 +1,11 @@
 // CheckpointRetentionTest.java — what a long headless run does with its checkpoints folder: keeps the
 // newest trainer.keep_last checkpoints and still resumes from the newest; removes the temporary
 // folders of saves that a kill interrupted; saves a step's checkpoint before its evaluation, so an
-// evaluation that fails costs no training; refuses run.resume naming one of the run's own older
-// checkpoints while newer ones are there (the next auto resume would mix the two lines); says when
-// a resumed run has nothing to train. Real training of a tiny model on real files.
+// evaluation that fails costs no training, and one logged before the run ended unmarked is not run
+// (nor logged) again, while another run resumed from the checkpoint leaves it unmarked; refuses
+// run.resume naming one of the run's own older checkpoints while newer ones are there (the next auto
+// resume would mix the two lines), or an unfinished (.tmp) one; says when a resumed run has nothing
+// to train. Real training of a tiny model on real files.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -121,6 +123,86 @@ class CheckpointRetentionTest {
             t.train();
         }
         assertEquals(List.of(2L), evaluatedSteps(out.resolve("e2e/metrics.jsonl")));
+    }
+
+    @Test
+    void anEvaluationLoggedBeforeTheRunEndedIsNotRunAgainOnResume() throws Exception {
+        Path out = tmp.resolve("logged");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        Path cp2 = out.resolve("e2e/checkpoints/step_000002"), metrics = out.resolve("e2e/metrics.jsonl");
+        assertEquals(List.of(2L), evaluatedSteps(metrics));
+        // killed after the evaluation's line was appended, before the checkpoint was marked evaluated
+        Files.delete(cp2.resolve(Trainer.EVALUATED_FILE));
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        int[] evaluations = {0};
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"),
+                new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            t.evalHook = () -> evaluations[0]++;
+            java.util.Map<String, Double> last = t.train();
+            assertTrue(last.containsKey("eval/pass@1"), "the logged evaluation is the run's last: " + last);
+        }
+        assertEquals(0, evaluations[0], "the evaluation of step 2 ran again");
+        assertEquals(List.of(2L), evaluatedSteps(metrics), "one line of step 2's evaluation");
+        assertTrue(Files.isRegularFile(cp2.resolve(Trainer.EVALUATED_FILE)), "marked now");
+        assertTrue(log.toString(StandardCharsets.UTF_8).contains("the evaluation of step 2 is in " + metrics + " already"), log.toString());
+        // the same checkpoint unmarked and its line gone (the run ended before the line reached the disk): evaluated again
+        Files.delete(cp2.resolve(Trainer.EVALUATED_FILE));
+        List<String> kept = new ArrayList<>();
+        for (String line : Files.readAllLines(metrics)) if (!line.contains("\"eval/")) kept.add(line);
+        Files.write(metrics, kept);
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.evalHook = () -> evaluations[0]++;
+            t.train();
+        }
+        assertEquals(1, evaluations[0]);
+        assertEquals(List.of(2L), evaluatedSteps(metrics));
+    }
+
+    @Test
+    void anotherRunsCheckpointIsNotMarkedByTheRunResumedFromIt() throws Exception {
+        Path out = tmp.resolve("theirs");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.evalHook = () -> {
+                throw new IllegalStateException("test: the evaluation failed");
+            };
+            assertThrows(IllegalStateException.class, t::train);
+        }
+        Path cp2 = out.resolve("e2e/checkpoints/step_000002");
+        assertFalse(Files.exists(cp2.resolve(Trainer.EVALUATED_FILE)));
+        // another run starts from it: it evaluates step 2 into its own metrics, and leaves the other run's checkpoint as it was
+        Path mine = tmp.resolve("mine");
+        try (Trainer t = Trainer.open(config(mine, "trainer.steps=2", "trainer.eval_freq=2", "run.resume=" + cp2), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        assertEquals(List.of(2L), evaluatedSteps(mine.resolve("e2e/metrics.jsonl")));
+        assertFalse(Files.exists(cp2.resolve(Trainer.EVALUATED_FILE)), "the other run's own resume still owes its metrics the evaluation");
+    }
+
+    @Test
+    void anUnfinishedCheckpointIsRefusedAsAResumePoint() throws Exception {
+        Path out = tmp.resolve("unfinished");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        // a save killed after its state file, before the rename
+        Path cps = out.resolve("e2e/checkpoints"), tmpCp = cps.resolve("step_000004.tmp");
+        copyTree(cps.resolve("step_000002"), tmpCp);
+        var e = assertThrows(IllegalArgumentException.class, () -> Trainer.open(config(out, "trainer.steps=4", "run.resume=" + tmpCp),
+                TrainerEndToEndTest.QUIET).close());
+        assertTrue(e.getMessage().startsWith("run.resume: " + tmpCp + " is an unfinished checkpoint"), e.getMessage());
+        assertTrue(Files.isDirectory(tmpCp), "nothing removed by the refusal");
+    }
+
+    static void copyTree(Path from, Path to) throws IOException {
+        try (Stream<Path> s = Files.walk(from)) {
+            for (Path p : s.toList()) {
+                Path q = to.resolve(from.relativize(p).toString());
+                if (Files.isDirectory(p)) Files.createDirectories(q);
+                else Files.copy(p, q);
+            }
+        }
     }
 
     static List<Long> evaluatedSteps(Path metrics) throws IOException {
