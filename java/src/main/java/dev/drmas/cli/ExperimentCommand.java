@@ -11,11 +11,15 @@ import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormMode;
 import dev.drmas.config.RunConfig;
 import dev.drmas.metrics.RunReport;
+import dev.drmas.train.Durable;
 import dev.drmas.train.Trainer;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -73,6 +77,8 @@ final class ExperimentCommand implements Callable<Integer> {
     private final Object starting = new Object();
     /** Set by the shutdown hook: the jobs were asked to stop and end as they finish their saves. */
     private volatile boolean stopping;
+    /** Set by the shutdown hook alone (a failed job sets stopping too): every running job has had its SIGTERM. */
+    private volatile boolean signalled;
     /** What runs a job, its arguments appended: this JVM's `drmas` (tests put a script in its place). */
     java.util.function.Supplier<List<String>> jobCommand = LaunchCommand::javaCommand;
 
@@ -104,6 +110,20 @@ final class ExperimentCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * The shutdown hook's work (Ctrl-C, SIGTERM to the experiment): no job starts from here on, and each
+     * running one is signalled once (a train job then stops after saving its step) and waited for.
+     */
+    void stopForShutdown() {
+        List<Process> now;
+        synchronized (starting) {  // no job starts after the list is taken
+            stopping = true;
+            signalled = true;
+            now = List.copyOf(running.keySet());
+        }
+        LaunchCommand.stopAndWait(now);
+    }
+
     private int run(Path root, List<Job> jobs, int threads) throws IOException {
         Files.createDirectories(root.resolve("logs"));
         PrintWriter out = spec.commandLine().getOut();
@@ -119,14 +139,7 @@ final class ExperimentCommand implements Callable<Integer> {
         Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
         // Ctrl-C or kill: the jobs end with the experiment, each after saving the step under way (a train job's stop)
-        Thread cleanup = new Thread(() -> {
-            List<Process> now;
-            synchronized (starting) {  // no job starts after the list is taken
-                stopping = true;
-                now = List.copyOf(running.keySet());
-            }
-            LaunchCommand.stopAndWait(now);
-        });
+        Thread cleanup = new Thread(this::stopForShutdown);
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             // the first job that fails ends the wait at once (allOf alone would wait for every other job to finish)
@@ -145,9 +158,25 @@ final class ExperimentCommand implements Callable<Integer> {
             // that the same command resumes them where they were; a warm start (sft), which has no graceful stop
             // and would lose all its work, is let finish
             Map<Process, Job> now;
+            boolean hookStopping;
             synchronized (starting) {
+                hookStopping = signalled;
                 stopping = true;
                 now = Map.copyOf(running);
+            }
+            // the shutdown hook signalled every job already and waits for their saves: a job that ended from it (143)
+            // lands here, and a second SIGTERM would make the others halt without saving (StopRequest). They are waited
+            // for here too: the pool's shutdown below interrupts their threads, which kill a job they wait for
+            if (hookStopping) {
+                for (Process p : now.keySet()) {
+                    try {
+                        p.waitFor();
+                    } catch (InterruptedException interrupted) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
+                }
+                throw e.getCause() instanceof RuntimeException re ? re : e;
             }
             List<Process> rl = now.entrySet().stream().filter(x -> !isWarmStart(x.getValue())).map(Map.Entry::getKey).toList();
             List<Job> warm = now.values().stream().filter(ExperimentCommand::isWarmStart).toList();
@@ -238,7 +267,12 @@ final class ExperimentCommand implements Callable<Integer> {
         try {
             List<String> cmd = new ArrayList<>(jobCommand.get());
             cmd.addAll(j.args());
-            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
+            // appended: a job run again (after a stop or a failure) keeps the log that says why it stopped, each attempt
+            // under a line of its own
+            Files.writeString(log, (Files.exists(log) && Files.size(log) > 0 ? "\n" : "") + "=== drmas experiment: " + j.name()
+                    + " started " + java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + " ===\n",
+                    StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
+            ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
             pb.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
             // kill -9 runs no hook: the job watches its stdin, a pipe from here, and stops when it closes (as launch's ranks)
             pb.environment().put(LaunchCommand.WATCH_ENV, "1");
@@ -261,22 +295,44 @@ final class ExperimentCommand implements Callable<Integer> {
                 synchronized (starting) {
                     stopping = true;  // before this job's thread can take the next one
                 }
-                List<String> lines = Files.readAllLines(log);
-                String tail = String.join("\n", lines.subList(Math.max(0, lines.size() - 5), lines.size()));
+                String tail = tail(log, 5);
                 if (code == Trainer.TOOL_STOP_STATUS) {  // a service the run needs is gone (the retrieval server): it saved its step
                     throw new UserError(j.name() + " stopped after saving its step (exit 75: a service it needs is gone); the same "
                             + "command resumes the experiment once it is back. Its log is " + log + ":\n" + tail, null, Trainer.TOOL_STOP_STATUS);
                 }
                 throw new UserError(j.name() + " failed (exit " + code + "); its log is " + log + ":\n" + tail);
             }
-            Files.createDirectories(dir);
-            Files.writeString(dir.resolve(DONE), j.args().toString() + "\n");
+            // whole or not there (a power loss or a kill while writing left an empty marker, read as other arguments)
+            Durable.createFolders(dir);
+            Path tmp = dir.resolve(DONE + ".tmp");
+            Files.writeString(tmp, j.args().toString() + "\n");
+            Durable.syncFile(tmp);
+            Files.move(tmp, dir.resolve(DONE), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
+            Durable.syncFolder(dir);
         } catch (IOException e) {
             throw new UserError(j.name() + ": " + e.getMessage() + " (log " + log + ")", e);
         }
         out.printf(Locale.ROOT, "[%d/%d] %s: done in %.1f min%s%n", finished.incrementAndGet(), total, j.name(),
                 (System.nanoTime() - t0) / 60e9, RunReport.oneLine(dir));
         out.flush();
+    }
+
+    /**
+     * The last {@code n} lines of {@code log}, from its last 64 KiB (a log may be large) decoded
+     * leniently (a job's tools may write bytes that are not UTF-8).
+     */
+    static String tail(Path log, int n) throws IOException {
+        byte[] bytes;
+        try (var ch = java.nio.channels.FileChannel.open(log, StandardOpenOption.READ)) {
+            long size = ch.size(), from = Math.max(0, size - (64 << 10));
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate((int) (size - from));
+            while (b.hasRemaining() && ch.read(b, from + b.position()) >= 0) {
+                // read to the end
+            }
+            bytes = java.util.Arrays.copyOf(b.array(), b.position());
+        }
+        List<String> lines = new String(bytes, StandardCharsets.UTF_8).lines().toList();
+        return String.join("\n", lines.subList(Math.max(0, lines.size() - n), lines.size()));
     }
 
     /** A warm start (`drmas sft`): it has no graceful stop. */

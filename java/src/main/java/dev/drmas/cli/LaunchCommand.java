@@ -82,7 +82,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     /** Where the ranks' output goes (the console; tests capture it). */
     static PrintStream out = System.out;
     /** Set by a pump when the ranks' output can no longer be written. */
-    private static volatile StdStreams.OutputFailure outputLost;
+    static volatile StdStreams.OutputFailure outputLost;  // (package-private: tests set it)
 
     @Override
     public Integer call() throws Exception {
@@ -177,7 +177,10 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         boolean[] done = new boolean[ranks.size()];
         int left = ranks.size();
         while (left > 0) {
-            if (outputLost != null) {  // nobody can see the ranks any more (a closed pipe, a full disk)
+            // nobody can see the ranks any more (a closed pipe, a full disk). While stopping, the ranks are saving their
+            // step: they are let finish (the pumps drain their output), as a `| tee` that the same Ctrl-C ended would
+            // otherwise cut every rank's save short
+            if (outputLost != null && !stopping) {
                 stopAll(ranks);
                 throw outputLost;
             }
@@ -225,7 +228,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
     }
 
     /** Set by the shutdown hook: the ranks were asked to stop, and end as they finish. */
-    private static volatile boolean stopping;
+    static volatile boolean stopping;  // (package-private: tests set it)
 
     /**
      * SIGTERM to each process, then waits for all to end, however long their graceful stop takes (a
@@ -248,9 +251,13 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         }
     }
 
-    /** SIGTERM, then after a grace period SIGKILL. */
+    /**
+     * SIGTERM, then after a grace period SIGKILL. The signal alone (as stopAndWait): Process.destroy()
+     * also closes the pipes, and a rank that sees its stdin end halts at once (watchLauncher), so
+     * there was no grace, and a failed rank's last lines still in the pipe (its error) were lost.
+     */
     private static void stopAll(List<Process> ranks) throws InterruptedException {
-        ranks.forEach(Process::destroy);
+        ranks.forEach(p -> p.toHandle().destroy());
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         for (Process p : ranks) {
             long left = deadline - System.nanoTime();

@@ -5,7 +5,8 @@
 // so are a folder that holds a run (and the demo in an experiment's folder), a finished job that ran
 // with other arguments, and metrics.jsonl=false. A job that ends with 75 (a tool stopped it after its
 // save) ends the experiment with 75, the RL runs beside it stop after their save (SIGTERM), not killed,
-// a warm start beside it (no graceful stop) is let finish, and no job starts after it; scripts stand in
+// a warm start beside it (no graceful stop) is let finish, and no job starts after it; a stop of the
+// experiment (its shutdown hook) signals each running job once, however they end; scripts stand in
 // for the jobs there.
 package dev.drmas.cli;
 
@@ -72,11 +73,18 @@ class ExperimentCommandTest {
      * the job's `drmas` arguments) instead of a `drmas` JVM; out and err together.
      */
     private Cli.Run experimentOfScripts(String script, int seeds, int parallel) {
+        return experimentOfScripts(script, seeds, parallel, c -> { });
+    }
+
+    /** As above, {@code seen} given the command first (a test that stops it as its shutdown hook would). */
+    private Cli.Run experimentOfScripts(String script, int seeds, int parallel, java.util.function.Consumer<ExperimentCommand> seen) {
         var cl = Main.commandLine();
         var out = new java.io.StringWriter();
         cl.setOut(new java.io.PrintWriter(out));
         cl.setErr(new java.io.PrintWriter(out));
-        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", script, "job");
+        ExperimentCommand cmd = (ExperimentCommand) cl.getSubcommands().get("experiment").getCommand();
+        cmd.jobCommand = () -> List.of("sh", "-c", script, "job");
+        seen.accept(cmd);
         List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
                 "--seeds", Integer.toString(seeds), "--parallel", Integer.toString(parallel), "run.output_dir=" + tmp, "run.threads=1"));
         args.addAll(TINY);
@@ -107,6 +115,58 @@ class ExperimentCommandTest {
         assertTrue(Files.isRegularFile(exp.resolve("sft-s1").resolve(ExperimentCommand.DONE)));
         assertTrue(!Files.exists(exp.resolve("grpo-s1").resolve(ExperimentCommand.DONE)) && !Files.exists(exp.resolve("drmas-s1")
                 .resolve(ExperimentCommand.DONE)), "neither finished: the same command runs them again");
+    }
+
+    @Test
+    void aStopOfTheExperimentSignalsEachRunningJobOnce() throws Exception {
+        // both RL runs at once; on SIGTERM grpo ends at once (143), drmas notes the signal and "saves" for 2 s first. The
+        // experiment's shutdown hook signals both; grpo's end must not bring drmas a second SIGTERM (a train job halts on
+        // it, without saving)
+        Path terms = tmp.resolve("terms"), started = tmp.resolve("started");
+        // (each says it started once its trap is set)
+        String script = "if [ \"$1\" = sft ]; then exit 0; fi\n"
+                + "case \"$*\" in\n"
+                + "  *mode=grpo*) trap 'exit 143' TERM; echo grpo >> " + started + "; while true; do sleep 0.1; done ;;\n"
+                + "  *) touch " + terms + "; trap 'echo term >> " + terms + "' TERM; echo drmas >> " + started + "\n"
+                + "     while [ ! -s " + terms + " ]; do sleep 0.1; done; sleep 2; exit 143 ;;\n"
+                + "esac";
+        ExperimentCommand[] cmd = new ExperimentCommand[1];
+        var exec = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            var run = exec.submit(() -> experimentOfScripts(script, 1, 2, c -> cmd[0] = c));
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (!(Files.exists(started) && Files.readAllLines(started).size() == 2)) {
+                assertTrue(System.nanoTime() < deadline, "the two RL runs did not start");
+                Thread.sleep(50);
+            }
+            cmd[0].stopForShutdown();  // what the hook does on Ctrl-C or SIGTERM: returns once both have ended
+            Cli.Run r = run.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            assertEquals(List.of("term"), Files.readAllLines(terms), "SIGTERMs drmas-s1 got: " + r.out());
+        } finally {
+            exec.shutdownNow();
+        }
+    }
+
+    @Test
+    void aJobRunAgainKeepsItsEarlierLogAndBytesThatAreNotUtf8KeepItsStatus() throws Exception {
+        // grpo: the first time, a tool's bytes that are not UTF-8 and a stop with 75; the second time it finishes
+        Path once = tmp.resolve("once");
+        String script = "if [ \"$1\" = sft ]; then exit 0; fi\n"
+                + "case \"$*\" in\n"
+                + "  *mode=grpo*) if [ -e " + once + " ]; then echo 'second attempt'; exit 0; fi; touch " + once + "\n"
+                + "     printf 'a grader said \\377\\376\\n'; echo 'first attempt: the retriever failed'; exit 75 ;;\n"
+                + "  *) exit 0 ;;\n"
+                + "esac";
+        Cli.Run first = experimentOfScripts(script, 1, 1);
+        assertEquals(75, first.exit(), first.out());
+        assertTrue(first.out().contains("first attempt: the retriever failed"), first.out());
+        Cli.Run second = experimentOfScripts(script, 1, 1);
+        assertTrue(second.out().contains("grpo-s1: done in"), second.out());  // (its report then finds no metrics: scripts)
+        String log = Files.readString(tmp.resolve("exp/logs/grpo-s1.log"), java.nio.charset.StandardCharsets.ISO_8859_1);
+        assertTrue(log.contains("first attempt: the retriever failed") && log.contains("second attempt"), log);
+        assertEquals(2, log.lines().filter(l -> l.startsWith("=== drmas experiment: grpo-s1 started ")).count(), log);
+        assertTrue(log.indexOf("first attempt") < log.indexOf("second attempt"), log);
+        assertEquals("[", Files.readString(tmp.resolve("exp/grpo-s1").resolve(ExperimentCommand.DONE)).substring(0, 1));
     }
 
     @Test

@@ -50,6 +50,32 @@ class LaunchAwaitTest {
     }
 
     @Test
+    void theOtherRanksAreSignalledNotCutOffFromTheirPipes() throws Exception {
+        // a rank that, on SIGTERM, writes a last line (a train rank: "stopped after step ..."); Process.destroy() closed
+        // the launcher's end of its pipes with the signal, losing such lines and halting real ranks (their stdin watch)
+        Process other = rank("trap 'echo saved; exit 143' TERM; while true; do sleep 0.1; done");
+        assertEquals(1, LaunchCommand.await(true, List.of(rank("sleep 0.3; exit 1"), other)));
+        assertEquals("saved\n", new String(other.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        assertEquals(143, other.exitValue());
+    }
+
+    @Test
+    void lostOutputWhileStoppingLetsTheRanksFinishTheirSaves() throws Exception {
+        // Ctrl-C on `drmas launch ... | tee log`: tee ends too, and the next forwarded line fails; the ranks, signalled by
+        // the same Ctrl-C, are saving their step: they are let end on their own, not stopped
+        LaunchCommand.stopping = true;
+        LaunchCommand.outputLost = new StdStreams.OutputFailure("standard output", new java.io.IOException("Broken pipe"));
+        try {
+            Process saving = rank("sleep 1; echo saved; exit 143");
+            assertEquals(0, LaunchCommand.await(true, List.of(saving, rank("sleep 0.5; exit 130"))));
+            assertEquals("saved\n", new String(saving.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
+        } finally {
+            LaunchCommand.stopping = false;
+            LaunchCommand.outputLost = null;
+        }
+    }
+
+    @Test
     void aFailedRankStopsTheOthersAtOnce() throws Exception {
         Process slow = rank("sleep 30");
         long t0 = System.nanoTime();
