@@ -274,6 +274,8 @@ final class ExperimentCommand implements Callable<Integer> {
                     StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
             pb.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
+            // the tokenizer's pool too (as launch's ranks): else each of the parallel jobs' pools takes every core
+            pb.environment().putIfAbsent("RAYON_NUM_THREADS", Integer.toString(threads));
             // kill -9 runs no hook: the job watches its stdin, a pipe from here, and stops when it closes (as launch's ranks)
             pb.environment().put(LaunchCommand.WATCH_ENV, "1");
             Process p;

@@ -150,8 +150,8 @@ class ExperimentCommandTest {
     @Test
     void aJobRunAgainKeepsItsEarlierLogAndBytesThatAreNotUtf8KeepItsStatus() throws Exception {
         // grpo: the first time, a tool's bytes that are not UTF-8 and a stop with 75; the second time it finishes
-        Path once = tmp.resolve("once");
-        String script = "if [ \"$1\" = sft ]; then exit 0; fi\n"
+        Path once = tmp.resolve("once"), threads = tmp.resolve("threads");
+        String script = "if [ \"$1\" = sft ]; then echo \"$OMP_NUM_THREADS $RAYON_NUM_THREADS\" > " + threads + "; exit 0; fi\n"
                 + "case \"$*\" in\n"
                 + "  *mode=grpo*) if [ -e " + once + " ]; then echo 'second attempt'; exit 0; fi; touch " + once + "\n"
                 + "     printf 'a grader said \\377\\376\\n'; echo 'first attempt: the retriever failed'; exit 75 ;;\n"
@@ -167,6 +167,9 @@ class ExperimentCommandTest {
         assertEquals(2, log.lines().filter(l -> l.startsWith("=== drmas experiment: grpo-s1 started ")).count(), log);
         assertTrue(log.indexOf("first attempt") < log.indexOf("second attempt"), log);
         assertEquals("[", Files.readString(tmp.resolve("exp/grpo-s1").resolve(ExperimentCommand.DONE)).substring(0, 1));
+        // a job's threads (run.threads=1) for OpenMP and the tokenizer's pool alike
+        String rayon = System.getenv("RAYON_NUM_THREADS");
+        assertEquals("1 " + (rayon != null ? rayon : "1"), Files.readString(threads).strip());
     }
 
     @Test
