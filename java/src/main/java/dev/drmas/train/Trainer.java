@@ -14,6 +14,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.drmas.agent.Episode;
 import dev.drmas.algo.Advantages;
 import dev.drmas.config.ConfigException;
+import dev.drmas.config.EvalConfig;
 import dev.drmas.config.RunConfig;
 import dev.drmas.dist.Collective;
 import dev.drmas.dist.DistEnv;
@@ -115,6 +116,13 @@ public final class Trainer implements AutoCloseable {
         if (dist.isMaster()) {
             for (String m : policies.missingReferences.values()) {
                 log.println("drmas: warning: ppo.reference_model: " + m + "; evaluation does without it, training refuses to");
+            }
+            EvalConfig ec = cfg.eval();
+            if (ec.temperature() == 0 && ec.samplesPerTask() > 1) {
+                // greedy decoding draws nothing: every sample of a task is the same reply
+                log.println("drmas: warning: eval.temperature is 0 (greedy): the " + ec.samplesPerTask() + " samples of a task are"
+                        + " identical, so eval/pass@" + ec.k() + " equals eval/pass@1 and the evaluation costs " + ec.samplesPerTask()
+                        + " times one sample's; set eval.samples and eval.k to 1, or a temperature > 0");
             }
         }
         this.tasks = new TaskStream(workload.train(), cfg.run().seed(), dataPos);
