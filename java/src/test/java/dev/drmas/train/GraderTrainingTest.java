@@ -3,7 +3,7 @@
 // training and of evaluation: on the math toy, a reward function that scores a reply by the parity of
 // its length gives every row its episode's parity (non-zero advantages, weights that move), and one
 // that scores every reply 1 makes a random model's avg@k and pass@k 1, which the built-in check of its
-// random replies does not.
+// random replies does not; with a grader's mixed hits, two ranks evaluate what one process does.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -28,6 +28,9 @@ class GraderTrainingTest {
         Files.writeString(reward, """
                 def parity(data_source, solution_str, ground_truth, extra_info=None):
                     return 1.0 if len(solution_str) % 2 == 0 else 0.0
+
+                def mixed(data_source, solution_str, ground_truth, extra_info=None):
+                    return 1.0 if sum(map(ord, solution_str)) % 2 == 0 else 0.0
 
                 def always(data_source, solution_str, ground_truth, extra_info=None):
                     return {"score": 1.0}
@@ -73,5 +76,58 @@ class GraderTrainingTest {
             assertEquals(1.0, m.get("eval/avg@2"), m.toString());
             assertEquals(1.0, m.get("eval/pass@2"), m.toString());
         }
+    }
+
+    /**
+     * Two ranks (threads, the real Gloo group) evaluate what one process does, with hits that are
+     * neither all 0 nor all 1 (a grader of the parity of the reply's code points' sum: each sample's own draw): three tasks of four samples, shared 1 and 2, so a
+     * sample's hit must land in its global slot and its draws be keyed by its global index. (A random
+     * model's built-in score is 0 everywhere, which cannot tell.)
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(value = 200, unit = java.util.concurrent.TimeUnit.SECONDS)
+    void twoRanksEvaluateWhatOneProcessDoesWithMixedHits() throws Exception {
+        RunConfig cfg = config("mixed", "run.threads=1", "rollout.tasks_per_step=2", "eval.tasks=3", "eval.k=2", "eval.samples=4",
+                "eval.temperature=1.0");
+        Map<String, Double> alone;
+        try (Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET)) {
+            alone = t.evaluate();
+        }
+        double avg = alone.get("eval/avg@4");
+        assertTrue(avg > 0 && avg < 1, "mixed hits: " + alone);
+        int port;
+        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        var dc = new dev.drmas.config.DistributedConfig(dev.drmas.config.DistributedConfig.Backend.GLOO, 60, 1, 1, false);
+        var ex = java.util.concurrent.Executors.newFixedThreadPool(2);
+        try {
+            java.util.List<java.util.concurrent.Future<Object>> fs = new java.util.ArrayList<>();
+            for (int r = 0; r < 2; r++) {
+                var env = new dev.drmas.dist.DistEnv("127.0.0.1", port, r, 2, r);
+                fs.add(ex.submit(() -> {
+                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false); Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET, pg)) {
+                        return t.evaluate();
+                    } catch (Exception e) {
+                        return e.toString();
+                    }
+                }));
+            }
+            for (var f : fs) {
+                Object got = f.get(180, java.util.concurrent.TimeUnit.SECONDS);
+                assertTrue(got instanceof Map<?, ?>, String.valueOf(got));
+                assertEquals(withoutTimes(alone), withoutTimes((Map<?, ?>) got), "two ranks evaluate what one process does");
+            }
+        } finally {
+            ex.shutdownNow();
+        }
+    }
+
+    private static Map<Object, Object> withoutTimes(Map<?, ?> m) {
+        Map<Object, Object> out = new java.util.TreeMap<>();
+        m.forEach((k, v) -> {
+            if (!k.toString().startsWith("time/")) out.put(k, v);
+        });
+        return out;
     }
 }
