@@ -36,7 +36,11 @@ import org.junit.jupiter.api.io.TempDir;
 
 @ExtendWith(TorchScope.class)
 class SafeTensorsTest {
-    static final Device CPU = new Device("cpu");
+    /**
+     * Retained: a test of another class (CheckpointTest's bf16 helpers) may load this class inside
+     * its own PointerScope, whose close would otherwise free this device for the tests here.
+     */
+    static final Device CPU = Scopes.retain(new Device("cpu"));
 
     @TempDir
     Path dir;
