@@ -216,8 +216,10 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
             Family f = Family.byArchitecture(arch.get(0).asText());
             check(f != null, "architectures[0] '" + arch.get(0).asText() + "' is not supported (drmas runs "
                     + Family.supported() + ")");
-            check(byType == null || byType == f, "model_type '" + type.asText() + "' does not match architectures[0] '"
-                    + arch.get(0).asText() + "'");
+            // (the message only when there is a model_type: it reads its text)
+            if (byType != null && byType != f) {
+                check(false, "model_type '" + type.asText() + "' does not match architectures[0] '" + arch.get(0).asText() + "'");
+            }
             return f;
         }
         check(byType != null, "architectures and model_type are missing");

@@ -224,4 +224,20 @@ class ModelConfigTest {
         e = assertThrows(ModelFileException.class, () -> ModelConfig.read(dir.resolve("nope/config.json")));
         assertTrue(e.getMessage().endsWith("nope/config.json: no such file"), e.getMessage());
     }
+
+    /** The required keys of a config.json of {@code family}, and {@code more} after them. */
+    static String minimal(Family family, String more) {
+        return "{\"architectures\": [\"" + family.architecture() + "\"], \"hidden_size\": 64, \"intermediate_size\": 96, "
+                + "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"vocab_size\": 10" + more + "}";
+    }
+
+    @Test
+    void architecturesWithoutModelTypeIsEnough() throws IOException {
+        // either key names the family; with architectures alone, the message of the model_type
+        // mismatch (not to be shown) read model_type's text: a NullPointerException for every such config
+        String q = QWEN25_05B.replace("  \"model_type\": \"qwen2\",\n", "");
+        assertFalse(q.contains("model_type"));
+        assertEquals(ModelConfig.read(write(QWEN25_05B)), ModelConfig.read(write(q)));
+        for (Family f : Family.values()) assertEquals(f, ModelConfig.read(write(minimal(f, ""))).family());
+    }
 }
