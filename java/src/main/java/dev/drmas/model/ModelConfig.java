@@ -120,11 +120,17 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
 
     /** Reads config.json; errors name the file and the key path. */
     public static ModelConfig read(Path file) {
-        JsonNode root;
+        byte[] bytes;
         try {
-            root = JSON.readTree(Files.readAllBytes(file));
+            bytes = Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             throw new ModelFileException(file + ": no such file");
+        } catch (IOException e) {
+            throw new ModelFileException(file + ": cannot read: " + e.getMessage(), e);
+        }
+        JsonNode root;
+        try {
+            root = JSON.readTree(bytes);
         } catch (IOException e) {
             throw new ModelFileException(file + ": not valid JSON: " + e.getMessage(), e);
         }

@@ -240,4 +240,11 @@ class ModelConfigTest {
         assertEquals(ModelConfig.read(write(QWEN25_05B)), ModelConfig.read(write(q)));
         for (Family f : Family.values()) assertEquals(f, ModelConfig.read(write(minimal(f, ""))).family());
     }
+
+    @Test
+    void aConfigThatCannotBeReadIsNotCalledInvalidJson() throws IOException {
+        Path d = Files.createDirectory(dir.resolve("config.json"));
+        ModelFileException e = assertThrows(ModelFileException.class, () -> ModelConfig.read(d));
+        assertTrue(e.getMessage().startsWith(d + ": cannot read: "), e.getMessage());
+    }
 }

@@ -304,4 +304,18 @@ class SafeTensorsTest {
             assertArrayEquals(new float[]{1, 2, 3, 4, 5, 6}, toFloats(st.get("a", ScalarType.Float, CPU)));
         }
     }
+
+    @Test
+    void anIndexFileThatCannotBeReadIsNotCalledInvalidJson() throws IOException {
+        Path index = dir.resolve("model.safetensors.index.json");
+        ModelFileException e = assertThrows(ModelFileException.class, () -> SafeTensors.open(index).close());
+        assertEquals(index + ": no such file", e.getMessage());
+        Path single = dir.resolve("model.safetensors");
+        e = assertThrows(ModelFileException.class, () -> SafeTensors.open(single).close());
+        assertEquals(single + ": no such file", e.getMessage());
+        // a folder whose index is no file
+        Files.createDirectory(index);
+        e = assertThrows(ModelFileException.class, () -> SafeTensors.open(dir).close());
+        assertTrue(e.getMessage().startsWith(index + ": cannot read: "), e.getMessage());
+    }
 }
