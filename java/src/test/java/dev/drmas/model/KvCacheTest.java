@@ -155,6 +155,7 @@ class KvCacheTest {
                 c.copyRows(c, new long[] {0}, 2, 3, new long[] {1}, 2);
                 e = assertThrows(IllegalArgumentException.class, () -> c.copyRows(c, new long[] {0}, 0, 3, new long[] {1}, 3));
                 assertEquals("copyRows: slots [0, 3) of 5 to [3, 6) of 5", e.getMessage());
+                c.copyRows(c, new long[] {0}, 5, 0, new long[] {1}, 5);  // no slots: nothing to do, even at the end
                 e = assertThrows(IllegalArgumentException.class, () -> c.copyRows(c, new long[] {0}, 0, -1, new long[] {1}, 0));
                 assertEquals("copyRows: slots [0, -1) of 5 to [0, -1) of 5", e.getMessage());
                 e = assertThrows(IllegalArgumentException.class, () -> c.copyRows(c, new long[] {0}, 0, 1, new long[] {4}, 0));
