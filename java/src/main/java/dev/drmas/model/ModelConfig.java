@@ -120,11 +120,17 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
 
     /** Reads config.json; errors name the file and the key path. */
     public static ModelConfig read(Path file) {
-        JsonNode root;
+        byte[] bytes;
         try {
-            root = JSON.readTree(Files.readAllBytes(file));
+            bytes = Files.readAllBytes(file);
         } catch (NoSuchFileException e) {
             throw new ModelFileException(file + ": no such file");
+        } catch (IOException e) {
+            throw new ModelFileException(file + ": cannot read: " + e.getMessage(), e);
+        }
+        JsonNode root;
+        try {
+            root = JSON.readTree(bytes);
         } catch (IOException e) {
             throw new ModelFileException(file + ": not valid JSON: " + e.getMessage(), e);
         }
@@ -216,8 +222,10 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
             Family f = Family.byArchitecture(arch.get(0).asText());
             check(f != null, "architectures[0] '" + arch.get(0).asText() + "' is not supported (drmas runs "
                     + Family.supported() + ")");
-            check(byType == null || byType == f, "model_type '" + type.asText() + "' does not match architectures[0] '"
-                    + arch.get(0).asText() + "'");
+            // (the message only when there is a model_type: it reads its text)
+            if (byType != null && byType != f) {
+                check(false, "model_type '" + type.asText() + "' does not match architectures[0] '" + arch.get(0).asText() + "'");
+            }
             return f;
         }
         check(byType != null, "architectures and model_type are missing");

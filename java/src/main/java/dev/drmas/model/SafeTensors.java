@@ -204,9 +204,17 @@ public final class SafeTensors implements AutoCloseable {
 
     private void openIndex(Path index) {
         Path dir = index.toAbsolutePath().getParent();
+        byte[] bytes;
+        try {
+            bytes = Files.readAllBytes(index);
+        } catch (NoSuchFileException e) {
+            throw new ModelFileException(index + ": no such file");
+        } catch (IOException e) {
+            throw new ModelFileException(index + ": cannot read: " + e.getMessage(), e);
+        }
         JsonNode root;
         try {
-            root = ModelConfig.JSON.readTree(Files.readAllBytes(index));
+            root = ModelConfig.JSON.readTree(bytes);
         } catch (IOException e) {
             throw new ModelFileException(index + ": not valid JSON: " + e.getMessage(), e);
         }

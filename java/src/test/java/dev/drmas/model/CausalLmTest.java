@@ -398,4 +398,59 @@ class CausalLmTest {
             }
         }
     }
+
+    // ================================================================== checks found untested (PIT review)
+
+    @Test
+    void aLeftPaddedPairIsMaskedNotCausal() {
+        // two slots, the first padding: the real token must not read the padding slot (a mask of
+        // two slots is checked for right padding like a longer one)
+        try (CausalLm m = model(ModelConfig.tiny(Family.QWEN3, VOCAB), 12)) {
+            Tensor mask = bools(false, true).view(1, 2);
+            Tensor logits = m.forward(longs(40, 7).view(1, 2), CausalLm.positionIds(mask), mask, null);
+            Tolerance.assertClose("the real token", toFloats(logits.select(1, 1)), toFloats(referenceLogits(m, new long[]{7})), ATOL, RTOL);
+        }
+    }
+
+    @Test
+    void inputShapesAreNamedExactly() {
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN2, VOCAB), 1); KvCache cache = m.newCache(2, 8)) {
+            Tensor ids = longs(1, 2, 3, 4).view(2, 2), pos = longs(0, 1, 0, 1).view(2, 2), mask = bools(true, true, true, true).view(2, 2);
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> m.forward(longs(1, 2), pos, mask, null));
+            assertEquals("input_ids must be [batch, tokens], got [2]", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.forward(null, pos, mask, null));
+            assertEquals("input_ids must be [batch, tokens], got null", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.forward(ids, pos.view(2, 2, 1), mask, null));
+            assertEquals("position_ids must have shape [2, 2], got [2, 2, 1]", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.forward(ids, pos, null, null));
+            assertEquals("attention_mask must have shape [2, 2], got null (it covers the cached slots plus the new tokens)", e.getMessage());
+
+            // forwardAt: one token per row, the write slot among the mask's slots, those within the cache
+            Tensor one = longs(1, 2).view(2, 1), onePos = longs(0, 0).view(2, 1), slots = bools(true, true, true, true).view(2, 2);
+            e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(one, onePos, slots, null, 0));
+            assertEquals("forwardAt needs a KV cache", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(ids, pos, slots, cache, 0));
+            assertEquals("forwardAt takes one token per row: input_ids must be [batch, 1], got [2, 2]", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(one, onePos, bools(true, true), cache, 0));
+            assertEquals("attention_mask must be [batch, slots], got [2]", e.getMessage());
+            for (long at : new long[] {-1, 2}) {
+                e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(one, onePos, slots, cache, at));
+                assertEquals("forwardAt: write slot " + at + " must lie in the mask's 2 slots, and they within the cache's capacity 8",
+                        e.getMessage());
+            }
+            e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(one, onePos, bools(new boolean[18]).view(2, 9), cache, 0));
+            assertEquals("forwardAt: write slot 0 must lie in the mask's 9 slots, and they within the cache's capacity 8", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(one, longs(0, 0, 0).view(3, 1), slots, cache, 0));
+            assertEquals("position_ids must have shape [2, 1], got [3, 1]", e.getMessage());
+            e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(one, onePos, bools(new boolean[6]).view(3, 2), cache, 0));
+            assertEquals("attention_mask must have shape [2, 2], got [3, 2] (it covers the cached slots plus the new tokens)", e.getMessage());
+            try (KvCache three = m.newCache(3, 8)) {
+                e = assertThrows(IllegalArgumentException.class, () -> m.forwardAt(one, onePos, slots, three, 0));
+                assertEquals("KV cache holds 3 rows but input_ids has 2", e.getMessage());
+            }
+            // the mask may cover the whole cache, the write slot its last
+            Tensor out = m.forwardAt(one, onePos, bools(new boolean[16]).view(2, 8), cache, 7);
+            assertEquals(List.of(2L, 1L, (long) VOCAB), List.of(out.size(0), out.size(1), out.size(2)));
+        }
+    }
 }

@@ -255,4 +255,62 @@ class CheckpointTest {
             assertEquals(List.of("config.json", "model.safetensors"), files(dir));
         }
     }
+
+    // ================================================================== checks found untested (PIT review)
+
+    /** The twelve tensors of layer 1 of the tiny Qwen2, in HF's state-dict order. */
+    static final List<String> QWEN2_LAYER1 = Stream.of("self_attn.q_proj.weight", "self_attn.q_proj.bias", "self_attn.k_proj.weight",
+            "self_attn.k_proj.bias", "self_attn.v_proj.weight", "self_attn.v_proj.bias", "self_attn.o_proj.weight",
+            "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight", "input_layernorm.weight",
+            "post_attention_layernorm.weight").map(n -> "model.layers.1." + n).toList();
+
+    @Test
+    void aLongListOfMisfitsNamesTheFirstTen() throws IOException {
+        String fit = dir + ": the weights do not fit config.json (Qwen2ForCausalLM, 2 layers, hidden_size 64, vocab_size 97)";
+        Map<String, Tensor> w = savedWeights(dir);
+        for (String n : QWEN2_LAYER1) w.remove(n);
+        assertEquals(fit + "; missing tensors (12): " + String.join(", ", QWEN2_LAYER1.subList(0, 10)) + ", ...",
+                loadFails(dir, w).getMessage());
+        w.put(QWEN2_LAYER1.get(10), floats(new float[64]));
+        w.put(QWEN2_LAYER1.get(11), floats(new float[64]));
+        assertEquals(fit + "; missing tensors (10): " + String.join(", ", QWEN2_LAYER1.subList(0, 10)),
+                loadFails(dir, w).getMessage());
+    }
+
+    @Test
+    void nonFiniteWeightsAreNamedWithTheirCounts() throws IOException {
+        Map<String, Tensor> w = savedWeights(dir);
+        float[] norm = new float[64];
+        java.util.Arrays.fill(norm, 1f);
+        norm[3] = Float.NaN;
+        norm[60] = Float.POSITIVE_INFINITY;
+        w.put("model.norm.weight", floats(norm));
+        float[] embed = toFloats(w.get("model.embed_tokens.weight"));
+        embed[100] = Float.NEGATIVE_INFINITY;
+        w.put("model.embed_tokens.weight", floats(embed).view(VOCAB, 64));
+        assertEquals(dir + ": weights that are NaN or infinite; tensors (2): model.embed_tokens.weight (1 of 6208 values, in "
+                + "model.safetensors), model.norm.weight (2 of 64 values, in model.safetensors)", loadFails(dir, w).getMessage());
+    }
+
+    @Test
+    void checkpointsAreOfTheThreeFloatTypesOnly() throws IOException {
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN2, VOCAB), 7)) {
+            Path d = dir.resolve("double");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> m.save(d, ScalarType.Double, SHARD_BYTES));
+            assertEquals("checkpoints are float32, bfloat16 or float16, not Double", e.getMessage());
+            assertTrue(Files.notExists(d));
+        }
+    }
+
+    @Test
+    void aShardedSaveReplacesASingleFile() throws IOException {
+        // the other way round from savingReplacesAnEarlierSave: a model.safetensors left beside the
+        // new index would be what a load reads (it wins, as in transformers)
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.QWEN2, VOCAB), 7)) {
+            m.save(dir);
+            m.save(dir, ScalarType.Float, SHARD_BYTES);
+            List<String> f = files(dir);
+            assertTrue(f.contains("model.safetensors.index.json") && !f.contains("model.safetensors"), f.toString());
+        }
+    }
 }

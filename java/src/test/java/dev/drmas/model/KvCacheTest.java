@@ -125,4 +125,72 @@ class KvCacheTest {
             assertTrue(e.getMessage().contains("write slot 3 must lie in the mask's 3 slots"), e.getMessage());
         }
     }
+
+    // ================================================================== checks found untested (PIT review)
+
+    @org.junit.jupiter.api.Test
+    void cacheArgumentsAtTheirEdges() {
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.LLAMA, VOCAB), 6); PointerScope scope = new PointerScope()) {
+            for (long[] bc : new long[][] {{0, 4}, {2, 0}, {-1, 4}}) {
+                var e = assertThrows(IllegalArgumentException.class, () -> m.newCache(bc[0], bc[1]));
+                assertEquals("KV cache needs batch > 0 and capacity > 0, got " + bc[0] + " and " + bc[1], e.getMessage());
+            }
+            try (KvCache one = m.newCache(1, 1); KvCache c = m.newCache(4, 5)) {
+                assertEquals(1, one.capacity());
+                assertEquals(1, one.batchSize());
+                c.setLength(5);
+                assertEquals(5, c.length());
+                c.setLength(0);
+                assertEquals(0, c.length());
+                for (long n : new long[] {-1, 6}) {
+                    var e = assertThrows(IllegalArgumentException.class, () -> c.setLength(n));
+                    assertEquals("KV cache length " + n + " outside [0, 5]", e.getMessage());
+                }
+                try (KvCache all = c.firstRows(4)) {
+                    assertEquals(4, all.batchSize());
+                }
+                var e = assertThrows(IllegalArgumentException.class, () -> c.firstRows(0));
+                assertEquals("first rows 0 of a KV cache of 4", e.getMessage());
+                // slot ranges may end at the capacity, at either end; not one past it
+                c.copyRows(c, new long[] {0}, 2, 3, new long[] {1}, 2);
+                e = assertThrows(IllegalArgumentException.class, () -> c.copyRows(c, new long[] {0}, 0, 3, new long[] {1}, 3));
+                assertEquals("copyRows: slots [0, 3) of 5 to [3, 6) of 5", e.getMessage());
+                c.copyRows(c, new long[] {0}, 5, 0, new long[] {1}, 5);  // no slots: nothing to do, even at the end
+                e = assertThrows(IllegalArgumentException.class, () -> c.copyRows(c, new long[] {0}, 0, -1, new long[] {1}, 0));
+                assertEquals("copyRows: slots [0, -1) of 5 to [0, -1) of 5", e.getMessage());
+                e = assertThrows(IllegalArgumentException.class, () -> c.copyRows(c, new long[] {0}, 0, 1, new long[] {4}, 0));
+                assertEquals("destination row 4 of 4", e.getMessage());
+                e = assertThrows(IllegalArgumentException.class, () -> c.copyRows(c, new long[] {-1}, 0, 1, new long[] {0}, 0));
+                assertEquals("source row -1 of 4", e.getMessage());
+            }
+        }
+    }
+
+    @org.junit.jupiter.api.Test
+    void rowsSwappedWithinOneCache() {
+        // every destination row is a source row too: the rows are gathered before any is written
+        try (CausalLm m = CausalLm.random(ModelConfig.tiny(Family.LLAMA, VOCAB), 6);
+             PointerScope scope = new PointerScope(); KvCache c = m.newCache(3, 4)) {
+            int layers = m.config().numLayers();
+            for (int l = 0; l < layers; l++) {
+                for (int r = 0; r < 3; r++) {
+                    for (int s = 0; s < 4; s++) {
+                        c.keysAndValues(l).select(1, r).select(2, s).fill_(new org.bytedeco.pytorch.Scalar(100.0 * l + 10 * r + s));
+                    }
+                }
+            }
+            c.copyRows(c, new long[] {0, 1}, 1, 3, new long[] {1, 0}, 1);
+            for (int l = 0; l < layers; l++) {
+                for (int r = 0; r < 3; r++) {
+                    for (int s = 0; s < 4; s++) {
+                        int from = s == 0 || r == 2 ? r : 1 - r;
+                        double want = 100.0 * l + 10 * from + s;
+                        Tensor slot = c.keysAndValues(l).select(1, r).select(2, s);
+                        assertEquals(want, slot.min().item_double(), "layer " + l + " row " + r + " slot " + s);
+                        assertEquals(want, slot.max().item_double(), "layer " + l + " row " + r + " slot " + s);
+                    }
+                }
+            }
+        }
+    }
 }

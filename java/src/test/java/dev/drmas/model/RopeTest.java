@@ -50,6 +50,18 @@ class RopeTest {
     }
 
     @Test
+    void llama3BandEdgesScaleWithBothFactors() {
+        // low_freq_factor 2 (not 1, where original / low_freq_factor is the original itself): the
+        // band of original 64 is [64/4, 64/2] = [16, 32], so 62.8 lies above it (divided by 8); of
+        // original 128 it is [32, 64], where 62.8 is blended: s = (128/62.83 − 2)/(4 − 2) = 0.0185916...,
+        // (1 − s)·0.1/8 + s·0.1 = 0.0141267681...
+        assertArrayEquals(new double[]{1, 0.0125, 0.00125, 0.000125},
+                Rope.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 2, 4, 64)), 1e-15);
+        assertArrayEquals(new double[]{1, 0.01412676813146139, 0.00125, 0.000125},
+                Rope.inverseFrequencies(8, 10000, RopeScaling.llama3(8, 2, 4, 128)), 1e-15);
+    }
+
+    @Test
     void rotationTurnsEachPairJAndJPlusHalfByPositionTimesFrequency() {
         try (PointerScope scope = new PointerScope()) {
             int d = 8, half = 4;

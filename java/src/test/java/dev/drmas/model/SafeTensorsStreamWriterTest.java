@@ -174,4 +174,34 @@ class SafeTensorsStreamWriterTest {
             assertEquals(f + ": tensor 'large' got 0 of its 3084 bytes", missing.getMessage());
         }
     }
+
+    /** The open file descriptors of this process that name {@code f} (Linux). */
+    private static long openDescriptors(Path f) throws Exception {
+        Path target = f.toAbsolutePath();
+        try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
+            return s.filter(p -> {
+                try {
+                    return Files.readSymbolicLink(p).equals(target);
+                } catch (Exception gone) {  // the listing's own descriptor, closed since
+                    return false;
+                }
+            }).count();
+        }
+    }
+
+    @Test
+    void finishAndCloseLetGoOfTheFiles() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Files.isDirectory(Path.of("/proc/self/fd")), "Linux's /proc");
+        Map<String, Tensor> m = tensors();
+        Path f = dir.resolve("done.safetensors"), g = dir.resolve("abandoned.safetensors");
+        SafeTensorsStreamWriter w = SafeTensorsStreamWriter.file(f, specs(m));
+        assertEquals(1, openDescriptors(f));  // (the check sees a descriptor where there is one)
+        putShuffled(w, m, 5);
+        w.finish();
+        assertEquals(0, openDescriptors(f));
+        SafeTensorsStreamWriter v = SafeTensorsStreamWriter.file(g, specs(m));
+        v.close();
+        v.close();  // twice: nothing left to close
+        assertEquals(0, openDescriptors(g));
+    }
 }
