@@ -118,8 +118,11 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
 
     // ------------------------------------------------------------------ reading
 
-    /** Reads config.json; errors name the file and the key path. */
-    public static ModelConfig read(Path file) {
+    /**
+     * A model folder's JSON file (config.json, a safetensors index): a file that is not there or
+     * cannot be read is said so, apart from one that is not JSON; each names the file.
+     */
+    static JsonNode readJson(Path file) {
         byte[] bytes;
         try {
             bytes = Files.readAllBytes(file);
@@ -128,12 +131,16 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
         } catch (IOException e) {
             throw new ModelFileException(file + ": cannot read: " + e.getMessage(), e);
         }
-        JsonNode root;
         try {
-            root = JSON.readTree(bytes);
+            return JSON.readTree(bytes);
         } catch (IOException e) {
             throw new ModelFileException(file + ": not valid JSON: " + e.getMessage(), e);
         }
+    }
+
+    /** Reads config.json; errors name the file and the key path. */
+    public static ModelConfig read(Path file) {
+        JsonNode root = readJson(file);
         try {
             return fromJson(root);
         } catch (IllegalArgumentException e) {

@@ -204,20 +204,7 @@ public final class SafeTensors implements AutoCloseable {
 
     private void openIndex(Path index) {
         Path dir = index.toAbsolutePath().getParent();
-        byte[] bytes;
-        try {
-            bytes = Files.readAllBytes(index);
-        } catch (NoSuchFileException e) {
-            throw new ModelFileException(index + ": no such file");
-        } catch (IOException e) {
-            throw new ModelFileException(index + ": cannot read: " + e.getMessage(), e);
-        }
-        JsonNode root;
-        try {
-            root = ModelConfig.JSON.readTree(bytes);
-        } catch (IOException e) {
-            throw new ModelFileException(index + ": not valid JSON: " + e.getMessage(), e);
-        }
+        JsonNode root = ModelConfig.readJson(index);
         JsonNode map = root == null ? null : root.get("weight_map");
         if (map == null || !map.isObject()) throw new ModelFileException(index + ": weight_map is missing or not an object");
         Map<String, List<String>> byFile = new LinkedHashMap<>();

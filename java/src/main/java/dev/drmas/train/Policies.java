@@ -447,22 +447,26 @@ final class Policies implements AutoCloseable {
     }
 
     /**
-     * The built-in tokenizer of a run, written once into runDir/tokenizer: into tokenizer.tmp first,
-     * synced, then renamed, so that a run killed while writing it leaves no half-written file. Once
-     * written it is kept as it is (the run's checkpoints were trained with it, whatever a later
-     * version's built-in tokenizer is); a folder whose files are missing or not whole JSON (cut
-     * short by a kill before this was so) is written again.
+     * The built-in tokenizer of a run, written once into runDir/tokenizer, when its tokenizer.json is
+     * not there: into tokenizer.tmp first, synced, then renamed, so that a run killed while writing
+     * it leaves no half-written file that every later start would read. A file in the folder's place
+     * is an error, as is a folder whose files are there but damaged (when it loads, naming the file).
      */
     static Path builtinTokenizer(Path runDir) {
         Path dir = runDir.resolve("tokenizer");
-        if (!wholeJson(dir.resolve("tokenizer.json")) || !wholeJson(dir.resolve("tokenizer_config.json"))) {
+        if (!Files.isRegularFile(dir.resolve("tokenizer.json"))) {
             Path tmp = runDir.resolve("tokenizer.tmp");
             try {
                 Durable.createFolders(runDir);
+                Files.createDirectories(dir);  // (a file in its place: FileAlreadyExistsException, naming it)
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+            try {
                 Checkpoints.deleteTree(tmp);
                 BuiltinTokenizer.writeTo(tmp);
                 Durable.syncTree(tmp);
-                Checkpoints.deleteTree(dir);  // one with a file missing or cut short (an earlier version killed while writing it)
+                Checkpoints.deleteTree(dir);  // a folder without its tokenizer.json (an earlier version killed while writing it)
                 Files.move(tmp, dir, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
                 Durable.syncFolder(runDir);
             } catch (IOException e) {
@@ -470,18 +474,6 @@ final class Policies implements AutoCloseable {
             }
         }
         return dir;
-    }
-
-    /** Whether {@code file} is there and holds one whole JSON value. */
-    private static boolean wholeJson(Path file) {
-        if (!Files.isRegularFile(file)) return false;
-        try (var p = new com.fasterxml.jackson.databind.ObjectMapper().createParser(file.toFile())) {
-            if (p.nextToken() == null) return false;
-            p.skipChildren();
-            return p.nextToken() == null;
-        } catch (IOException e) {
-            return false;
-        }
     }
 
     static Device device(RunConfig cfg) {

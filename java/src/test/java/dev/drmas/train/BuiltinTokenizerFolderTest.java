@@ -1,8 +1,8 @@
 // BuiltinTokenizerFolderTest.java — a run's built-in tokenizer folder (runDir/tokenizer): written
-// whole through a temporary folder; a folder with a file cut short or missing (a run killed while
-// writing it, before the write went through a temporary folder) is written again instead of failing
-// every later start; a whole folder is kept as it is, whatever the built-in tokenizer is now (the
-// run's checkpoints were trained with it).
+// whole through a temporary folder (a kill while writing it in place left files that every later
+// start failed on); a folder without its tokenizer.json (such a kill, before it) is written whole; a
+// file in its place is an error naming it, not removed; a folder that is there is kept as it is,
+// whatever the built-in tokenizer is now (the run's checkpoints were trained with it).
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -16,7 +16,6 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Arrays;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,22 +45,24 @@ class BuiltinTokenizerFolderTest {
     }
 
     @Test
-    void aFileCutShortOrMissingIsWrittenAgain() throws IOException {
-        Path run = tmp.resolve("runs/killed");
-        Path dir = Policies.builtinTokenizer(run);
-        byte[] whole = Files.readAllBytes(dir.resolve("tokenizer.json"));
-        // cut short by a kill: every later start read it and failed
-        Files.write(dir.resolve("tokenizer.json"), Arrays.copyOf(whole, whole.length / 2));
+    void aFolderWithoutItsTokenizerJsonIsWrittenWholeAndAFileInItsPlaceIsAnError() throws IOException {
+        // a run of an earlier version killed while writing the folder in place: its config there, no tokenizer.json
+        Path run = tmp.resolve("runs/killed"), dir = run.resolve("tokenizer");
+        Files.createDirectories(dir);
+        Files.writeString(dir.resolve("tokenizer_config.json"), "{\"bos_tok");
         Files.writeString(run.resolve("tokenizer.tmp"), "a temporary file a kill left");  // and a leftover where the write goes
         assertLoads(Policies.builtinTokenizer(run));
-        assertArrayEquals(whole, Files.readAllBytes(dir.resolve("tokenizer.json")));
         assertFalse(Files.exists(run.resolve("tokenizer.tmp")));
-        // killed before its second file
-        Files.delete(dir.resolve("tokenizer_config.json"));
-        assertLoads(Policies.builtinTokenizer(run));
-        // an empty file
-        Files.write(dir.resolve("tokenizer_config.json"), new byte[0]);
-        assertLoads(Policies.builtinTokenizer(run));
+        Path ref = tmp.resolve("ref");
+        BuiltinTokenizer.writeTo(ref);
+        assertArrayEquals(Files.readAllBytes(ref.resolve("tokenizer_config.json")), Files.readAllBytes(dir.resolve("tokenizer_config.json")));
+        // a file where the folder goes is not removed: an error naming it
+        Path other = tmp.resolve("runs/file");
+        Files.createDirectories(other);
+        Files.writeString(other.resolve("tokenizer"), "not a folder");
+        var e = org.junit.jupiter.api.Assertions.assertThrows(java.io.UncheckedIOException.class, () -> Policies.builtinTokenizer(other));
+        assertTrue(e.getMessage().contains(other.resolve("tokenizer").toString()), e.getMessage());
+        assertEquals("not a folder", Files.readString(other.resolve("tokenizer")));
     }
 
     @Test
