@@ -47,11 +47,12 @@ class RandomInitMemoryTest {
         try (PointerScope scope = new PointerScope()) {
             CausalLm.random(C, 1, ScalarType.BFloat16, new Device("cpu")).close();  // one-time costs
             // the least of three, each started once the JIT is quiet (a compilation the call itself
-            // starts may still fall within one reading); the model's own weights are in every one
+            // starts may still fall within one reading). (Not a lower bound: native memory of earlier
+            // objects freed meanwhile, by JavaCPP's deallocator after a GC, lowers a reading: one CI run
+            // read 38.0 MB for a model of 56.8 MB of weights.)
             long added = HeapCounter.leastAdded(3, () -> CausalLm.random(C, 1, ScalarType.BFloat16, new Device("cpu")).close());
             long bound = 2 * params + 2 * 4 * largest + HeapCounter.JVM_SLACK;
             assertTrue(4 * params > 2 * (bound - 2 * params), "the float32 draws must dwarf the room left");
-            assertTrue(added >= 2 * params, "the reading holds the model's own bfloat16 weights (" + 2 * params + "): " + added);
             assertTrue(added <= bound, "a random bfloat16 model of " + params + " weights added " + added
                     + " bytes at its peak: more than its own bfloat16 weights and a few float32 draws (" + bound + ")");
         }
