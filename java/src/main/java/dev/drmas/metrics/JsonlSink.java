@@ -133,11 +133,7 @@ public final class JsonlSink implements MetricsSink {
                     if (e.getValue().isNumber()) {
                         out.put(e.getKey(), e.getValue().asDouble());
                     } else if (e.getValue().isNull() && n.path("nonfinite").path(e.getKey()).isTextual()) {
-                        try {
-                            out.put(e.getKey(), Double.parseDouble(n.path("nonfinite").path(e.getKey()).asText()));
-                        } catch (NumberFormatException bad) {
-                            out.put(e.getKey(), Double.NaN);
-                        }
+                        out.put(e.getKey(), ReportRuns.Run.nonFinite(n.path("nonfinite").path(e.getKey()).asText()));
                     }
                 }
             }

@@ -77,7 +77,7 @@ final class ReportRuns {
 
         // JsonlSink spells a non-finite value with Double.toString ("NaN", "Infinity", "-Infinity"); anything
         // else there is not a number it wrote, and reads as NaN
-        private static double nonFinite(String text) {
+        static double nonFinite(String text) {
             try {
                 return Double.parseDouble(text);
             } catch (NumberFormatException e) {

@@ -242,13 +242,7 @@ public final class Trainer implements AutoCloseable {
         List<String> newer = new Checkpoints(own).complete().stream().filter(p -> Checkpoints.stepOf(p) > at)
                 .map(p -> p.getFileName().toString()).toList();
         if (newer.isEmpty()) return;
-        boolean mine;
-        try {
-            mine = abs.getParent() != null && Files.isSameFile(abs.getParent(), own);
-        } catch (IOException e) {
-            mine = false;
-        }
-        if (mine) {
+        if (inFolder(abs, own)) {
             throw ConfigException.at("run.resume", cp + " is older than this run's newer checkpoints (" + String.join(", ", newer)
                     + " in " + own + "): training on from it would save among them, and the next resume would take the newest, "
                     + "mixing the two runs. To go back to it, move the newer ones out of " + own + " first; or start another run "
@@ -581,9 +575,14 @@ public final class Trainer implements AutoCloseable {
 
     /** Whether {@code cp} is one of this run's checkpoints (run.resume may name another run's, which is not this run's to mark). */
     private boolean ownCheckpoint(Path cp) {
+        return inFolder(cp, runDir.resolve("checkpoints"));
+    }
+
+    /** Whether {@code p}'s parent is the folder {@code dir} (the same file; false when either cannot be read). */
+    private static boolean inFolder(Path p, Path dir) {
+        Path parent = p.toAbsolutePath().normalize().getParent();
         try {
-            Path parent = cp.toAbsolutePath().normalize().getParent();
-            return parent != null && Files.isSameFile(parent, runDir.resolve("checkpoints"));
+            return parent != null && Files.isSameFile(parent, dir);
         } catch (IOException e) {
             return false;
         }

@@ -75,7 +75,7 @@ class TasksPerRankTest {
         assertEquals(3.0, alone.get("eval/tasks"), alone.toString());
     }
 
-    private static Map<Object, Object> withoutTimes(Map<?, ?> m) {
+    static Map<Object, Object> withoutTimes(Map<?, ?> m) {
         Map<Object, Object> out = new java.util.TreeMap<>();
         m.forEach((k, v) -> {
             if (!k.toString().startsWith("time/")) out.put(k, v);
