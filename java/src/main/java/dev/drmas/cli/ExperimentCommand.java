@@ -2,7 +2,8 @@
 // comparison the paper makes, run fairly: per seed one warm start (`drmas sft`; one for all seeds with
 // --shared-warm-start), then one RL run per (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
 // ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on. Each job is
-// a child JVM (as `drmas launch` starts them, ending with the experiment), its output in logs/; finished jobs are skipped when
+// a child JVM (as `drmas launch` starts them, ending with the experiment), its output in logs/; with --parallel, jobs running at
+// once are spread over the GPUs (CUDA_VISIBLE_DEVICES, one job a GPU while there are enough); finished jobs are skipped when
 // the experiment is run again with the same arguments (other arguments are an error); at the end the
 // experiment's report is written. A folder that holds a run of its own is refused.
 package dev.drmas.cli;
@@ -71,6 +72,15 @@ final class ExperimentCommand implements Callable<Integer> {
     @Option(names = "--parallel", defaultValue = "1", description = "jobs at once, the threads split among them (default 1)")
     int parallel;
 
+    @Option(names = "--gpus", split = ",", paramLabel = "ID", description = {"GPUs to spread the jobs over, as CUDA_VISIBLE_DEVICES names "
+            + "them: a job starting runs on the one with the fewest jobs", "(default, with --parallel > 1 and run.device not cpu: this "
+            + "process's CUDA_VISIBLE_DEVICES, else every GPU the CUDA runtime sees)"})
+    List<String> gpus;
+
+    /** The GPUs the jobs are spread over (empty: the jobs inherit this process's CUDA_VISIBLE_DEVICES), and the jobs on each. */
+    private List<String> devices = List.of();
+    private int[] onDevice = new int[0];  // guarded by `starting`
+
     /** The jobs' processes now running, with their jobs, for the shutdown hook and a failure's stop. */
     private final Map<Process, Job> running = new java.util.concurrent.ConcurrentHashMap<>();
     /** Held while a job checks `stopping` and starts, and while a stop takes its list of jobs: none starts after it. */
@@ -104,6 +114,8 @@ final class ExperimentCommand implements Callable<Integer> {
             }
         }
         int threads = Math.max(1, (cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors()) / parallel);
+        devices = devices(gpus, cfg.run().device(), parallel, System.getenv("CUDA_VISIBLE_DEVICES"), dev.drmas.bindings.LibDrmas::cudaDeviceCount);
+        onDevice = new int[devices.size()];
         List<Job> jobs = jobs(root, threads);
         try (var lock = RunCommand.lock(cfg)) {  // one experiment at a time in a folder; each job locks its own run
             return run(root, jobs, threads);
@@ -131,8 +143,8 @@ final class ExperimentCommand implements Callable<Integer> {
         long runsPerSeed = (jobs.size() - warmStarts) / seeds;
         String shape = sharedWarmStart ? String.format("%d seeds x %d runs from 1 warm start", seeds, runsPerSeed)
                 : String.format("%d seeds x (1 warm start + %d runs)", seeds, runsPerSeed);
-        out.printf("drmas experiment: %s = %d jobs, %d at a time, %d threads each, in %s%n",
-                shape, jobs.size(), parallel, threads, root);
+        out.printf("drmas experiment: %s = %d jobs, %d at a time, %d threads each%s, in %s%n",
+                shape, jobs.size(), parallel, threads, devices.isEmpty() ? "" : ", on GPUs " + String.join(",", devices), root);
         out.flush();
         for (Job j : jobs) checkDoneWithSameArguments(root, j);  // before anything runs
         AtomicInteger finished = new AtomicInteger();
@@ -267,11 +279,6 @@ final class ExperimentCommand implements Callable<Integer> {
         try {
             List<String> cmd = new ArrayList<>(jobCommand.get());
             cmd.addAll(j.args());
-            // appended: a job run again (after a stop or a failure) keeps the log that says why it stopped, each attempt
-            // under a line of its own
-            Files.writeString(log, (Files.exists(log) && Files.size(log) > 0 ? "\n" : "") + "=== drmas experiment: " + j.name()
-                    + " started " + java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS) + " ===\n",
-                    StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
             ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
             pb.environment().put("OMP_NUM_THREADS", Integer.toString(threads));
             // the tokenizer's pool too (as launch's ranks): else each of the parallel jobs' pools takes every core
@@ -279,10 +286,23 @@ final class ExperimentCommand implements Callable<Integer> {
             // kill -9 runs no hook: the job watches its stdin, a pipe from here, and stops when it closes (as launch's ranks)
             pb.environment().put(LaunchCommand.WATCH_ENV, "1");
             Process p;
+            int gpu = -1;
             synchronized (starting) {
                 if (stopping) return;  // the experiment is stopping: no job starts (the stop waits only for those it saw)
+                if (!devices.isEmpty()) {  // the GPU with the fewest jobs now (the first of those): one job a GPU while there are enough
+                    gpu = 0;
+                    for (int d = 1; d < onDevice.length; d++) if (onDevice[d] < onDevice[gpu]) gpu = d;
+                    pb.environment().put("CUDA_VISIBLE_DEVICES", devices.get(gpu));
+                }
+                // appended: a job run again (after a stop or a failure) keeps the log that says why it stopped, each attempt
+                // under a line of its own
+                Files.writeString(log, (Files.exists(log) && Files.size(log) > 0 ? "\n" : "") + "=== drmas experiment: " + j.name()
+                        + " started " + java.time.Instant.now().truncatedTo(java.time.temporal.ChronoUnit.SECONDS)
+                        + (gpu < 0 ? "" : " on GPU " + devices.get(gpu)) + " ===\n",
+                        StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
                 p = pb.start();
                 running.put(p, j);
+                if (gpu >= 0) onDevice[gpu]++;
             }
             try {
                 code = p.waitFor();
@@ -292,6 +312,11 @@ final class ExperimentCommand implements Callable<Integer> {
                 throw new UserError("interrupted while " + j.name() + " ran");
             } finally {
                 running.remove(p);
+                if (gpu >= 0) {
+                    synchronized (starting) {
+                        onDevice[gpu]--;
+                    }
+                }
             }
             if (code != 0) {
                 synchronized (starting) {
@@ -335,6 +360,39 @@ final class ExperimentCommand implements Callable<Integer> {
         }
         List<String> lines = new String(bytes, StandardCharsets.UTF_8).lines().toList();
         return String.join("\n", lines.subList(Math.max(0, lines.size() - n), lines.size()));
+    }
+
+    /**
+     * The GPUs to spread the jobs over, as CUDA_VISIBLE_DEVICES names them: {@code given} (--gpus) when set; otherwise,
+     * when several jobs run at once on a device that may be CUDA, the entries of {@code visible} (this process's
+     * CUDA_VISIBLE_DEVICES) or, unset, 0 to {@code deviceCount} - 1. Empty: the jobs inherit this process's environment
+     * (each single-process job runs on the first GPU it sees, so without this every parallel job shares GPU 0).
+     */
+    static List<String> devices(List<String> given, dev.drmas.config.RunSettings.Device device, int parallel, String visible,
+                                java.util.function.IntSupplier deviceCount) {
+        if (given != null) {
+            if (device == dev.drmas.config.RunSettings.Device.CPU) {
+                throw new UserError("--gpus " + String.join(",", given) + ": run.device is cpu; set run.device=cuda (or auto), or leave --gpus out");
+            }
+            java.util.Set<String> seen = new java.util.HashSet<>();
+            for (String g : given) {
+                if (g.isBlank() || !g.strip().equals(g) || g.contains("=")) {
+                    throw new UserError("--gpus: '" + g + "' is not a GPU (a CUDA_VISIBLE_DEVICES entry: an index such as 0, or a GPU-/MIG- UUID)");
+                }
+                if (!seen.add(g)) throw new UserError("--gpus: GPU " + g + " is given twice");
+            }
+            return List.copyOf(given);
+        }
+        if (parallel < 2 || device == dev.drmas.config.RunSettings.Device.CPU) return List.of();
+        if (visible != null) {
+            List<String> ids = new ArrayList<>();
+            for (String v : visible.split(",")) if (!v.isBlank()) ids.add(v.strip());
+            return ids;
+        }
+        int n = deviceCount.getAsInt();
+        List<String> ids = new ArrayList<>();
+        for (int d = 0; d < n; d++) ids.add(Integer.toString(d));
+        return ids;
     }
 
     /** A warm start (`drmas sft`): it has no graceful stop. */

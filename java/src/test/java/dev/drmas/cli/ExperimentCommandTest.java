@@ -6,8 +6,8 @@
 // with other arguments, and metrics.jsonl=false. A job that ends with 75 (a tool stopped it after its
 // save) ends the experiment with 75, the RL runs beside it stop after their save (SIGTERM), not killed,
 // a warm start beside it (no graceful stop) is let finish, and no job starts after it; a stop of the
-// experiment (its shutdown hook) signals each running job once, however they end; scripts stand in
-// for the jobs there.
+// experiment (its shutdown hook) signals each running job once, however they end; jobs that run at once
+// are given GPUs of their own (--gpus, or the ones the experiment sees); scripts stand in for the jobs there.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -78,6 +78,12 @@ class ExperimentCommandTest {
 
     /** As above, {@code seen} given the command first (a test that stops it as its shutdown hook would). */
     private Cli.Run experimentOfScripts(String script, int seeds, int parallel, java.util.function.Consumer<ExperimentCommand> seen) {
+        return experimentOfScripts(script, seeds, parallel, seen, List.of());
+    }
+
+    /** As above, with {@code extra} arguments (options or overrides) last. */
+    private Cli.Run experimentOfScripts(String script, int seeds, int parallel, java.util.function.Consumer<ExperimentCommand> seen,
+                                        List<String> extra) {
         var cl = Main.commandLine();
         var out = new java.io.StringWriter();
         cl.setOut(new java.io.PrintWriter(out));
@@ -88,6 +94,7 @@ class ExperimentCommandTest {
         List<String> args = new ArrayList<>(List.of("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmas",
                 "--seeds", Integer.toString(seeds), "--parallel", Integer.toString(parallel), "run.output_dir=" + tmp, "run.threads=1"));
         args.addAll(TINY);
+        args.addAll(extra);
         int code = cl.execute(args.toArray(String[]::new));
         return new Cli.Run(code, out.toString(), "");
     }
@@ -194,6 +201,64 @@ class ExperimentCommandTest {
         List<String> rl = Files.readAllLines(started);
         assertEquals(2, rl.size(), "only seed 1's RL runs started: " + rl);
         assertTrue(rl.stream().allMatch(l -> l.contains("run.seed=1")), rl.toString());
+    }
+
+    @Test
+    void parallelJobsAreSpreadOverTheGpusOneAJob() throws Exception {
+        // each job notes its start and end with the GPU it was given; while two run at once they must be on two GPUs (without
+        // --gpus every job saw the experiment's own devices, and each single-process job ran on the first: all on GPU 0)
+        Path events = tmp.resolve("events");
+        String script = "echo \"start $CUDA_VISIBLE_DEVICES\" >> " + events + "; sleep 0.4; echo \"end $CUDA_VISIBLE_DEVICES\" >> "
+                + events + "; exit 0";
+        Cli.Run r = experimentOfScripts(script, 2, 2, c -> { }, List.of("--gpus", "3,GPU-5f1c", "run.device=auto"));
+        // (every job done; the report then finds no metrics: scripts)
+        assertEquals(6, r.out().lines().filter(l -> l.contains(": done in")).count(), r.out());
+        assertTrue(r.out().contains("2 at a time, 1 threads each, on GPUs 3,GPU-5f1c"), r.out());
+        java.util.Map<String, Integer> running = new java.util.HashMap<>();
+        int most = 0;
+        java.util.Set<String> used = new java.util.HashSet<>();
+        List<String> lines = Files.readAllLines(events);
+        assertEquals(12, lines.size(), lines.toString());  // 6 jobs: per seed a warm start and two RL runs
+        for (String l : lines) {
+            String[] e = l.split(" ", 2);
+            assertTrue(e.length == 2 && !e[1].isEmpty(), "every job was given a GPU: " + lines);
+            used.add(e[1]);
+            int now = running.merge(e[1], e[0].equals("start") ? 1 : -1, Integer::sum);
+            most = Math.max(most, now);
+        }
+        assertEquals(1, most, "two jobs at once on one GPU: " + lines);
+        assertEquals(java.util.Set.of("3", "GPU-5f1c"), used, lines.toString());
+        String log = Files.readString(tmp.resolve("exp/logs/drmas-s2.log"));
+        assertTrue(log.matches("(?s)=== drmas experiment: drmas-s2 started \\S+ on GPU (3|GPU-5f1c) ===\n.*"), log);
+    }
+
+    @Test
+    void theGpusOfAnExperiment() {
+        var cpu = dev.drmas.config.RunSettings.Device.CPU;
+        var cuda = dev.drmas.config.RunSettings.Device.CUDA;
+        var auto = dev.drmas.config.RunSettings.Device.AUTO;
+        java.util.function.IntSupplier four = () -> 4, none = () -> 0;
+        java.util.function.IntSupplier unasked = () -> {
+            throw new AssertionError("the runtime was asked for its devices");
+        };
+        // defaults: several jobs at once on a device that may be CUDA
+        assertEquals(List.of("0", "1", "2", "3"), ExperimentCommand.devices(null, cuda, 2, null, four));
+        assertEquals(List.of("0", "1", "2", "3"), ExperimentCommand.devices(null, auto, 3, null, four));
+        assertEquals(List.of("2", "GPU-ab"), ExperimentCommand.devices(null, cuda, 2, "2, GPU-ab", unasked));
+        assertEquals(List.of(), ExperimentCommand.devices(null, cuda, 2, "", unasked));  // no GPU visible: nothing to spread
+        assertEquals(List.of(), ExperimentCommand.devices(null, auto, 2, null, none));
+        assertEquals(List.of(), ExperimentCommand.devices(null, cpu, 4, null, unasked));
+        assertEquals(List.of(), ExperimentCommand.devices(null, cuda, 1, "0,1", unasked));  // one job at a time: as before
+        // given
+        assertEquals(List.of("1", "0"), ExperimentCommand.devices(List.of("1", "0"), cuda, 1, "0,1,2", unasked));
+        for (var bad : List.of(List.of("0", "0"), List.of("0", ""), List.of(" 1"), List.of("CUDA_VISIBLE_DEVICES=1"))) {
+            UserError e = org.junit.jupiter.api.Assertions.assertThrows(UserError.class,
+                    () -> ExperimentCommand.devices(bad, cuda, 2, null, unasked));
+            assertTrue(e.getMessage().startsWith("--gpus"), e.getMessage());
+        }
+        UserError e = org.junit.jupiter.api.Assertions.assertThrows(UserError.class,
+                () -> ExperimentCommand.devices(List.of("0", "1"), cpu, 2, null, unasked));
+        assertEquals("--gpus 0,1: run.device is cpu; set run.device=cuda (or auto), or leave --gpus out", e.getMessage());
     }
 
     @Test
