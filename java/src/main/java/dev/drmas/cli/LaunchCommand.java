@@ -90,7 +90,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         if (allowRandom && !eval) throw new UserError("--allow-random goes with --eval (drmas train starts from random weights where a model has no path)");
         if (java.nio.file.Files.isDirectory(config)) throw new UserError(config + ": is a folder, not a config file");
         if (!java.nio.file.Files.isRegularFile(config)) throw new UserError(config + ": no such config file");
-        int port = masterPort != null ? masterPort : freePort();
+        int port = masterPort != null ? masterPort : portPicker.getAsInt();
         if (port < 1 || port > 65535) throw new UserError("--master-port must be in 1..65535, got " + port);
         int threads = threadsPerRank != null ? threadsPerRank : Math.max(1, Runtime.getRuntime().availableProcessors() / nproc);
         if (threads < 1) throw new UserError("--threads-per-rank must be >= 1, got " + threads);
@@ -113,36 +113,51 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         });
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
-            for (int r = 0; r < nproc; r++) {
-                List<String> cmd = javaCommand();
-                cmd.add(eval ? "eval" : "train");
-                if (allowRandom) cmd.add("--allow-random");
-                cmd.add(config.toString());
-                cmd.add("run.threads=" + threads);  // first, so that an explicit override wins
-                cmd.addAll(overrides);
-                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
-                Map<String, String> env = pb.environment();
-                env.put("MASTER_ADDR", "127.0.0.1");
-                env.put("MASTER_PORT", Integer.toString(port));
-                env.put("RANK", Integer.toString(r));
-                env.put("LOCAL_RANK", Integer.toString(r));
-                env.put("WORLD_SIZE", Integer.toString(nproc));
-                env.put("LOCAL_WORLD_SIZE", Integer.toString(nproc));
-                env.put("OMP_NUM_THREADS", Integer.toString(threads));
-                // the tokenizers library's pool (a round's prompts are encoded on it): its share of the cores, not all of them
-                env.putIfAbsent("RAYON_NUM_THREADS", Integer.toString(threads));
-                env.put(WATCH_ENV, "1");  // stdin stays the default pipe from this process
-                // as ./drmas sets them: waiting threads sleep instead of spinning on shared cores
-                env.putIfAbsent("OMP_WAIT_POLICY", "PASSIVE");
-                env.putIfAbsent("OPENBLAS_THREAD_TIMEOUT", "4");
-                Process p = pb.start();
-                ranks.add(p);
-                pumps.add(pump(p, "[rank" + r + "] "));
+            for (int attempt = 1; ; attempt++) {
+                for (int r = 0; r < nproc; r++) {
+                    List<String> cmd = javaCommand();
+                    cmd.add(eval ? "eval" : "train");
+                    if (allowRandom) cmd.add("--allow-random");
+                    cmd.add(config.toString());
+                    cmd.add("run.threads=" + threads);  // first, so that an explicit override wins
+                    cmd.addAll(overrides);
+                    ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+                    Map<String, String> env = pb.environment();
+                    env.put("MASTER_ADDR", "127.0.0.1");
+                    env.put("MASTER_PORT", Integer.toString(port));
+                    env.put("RANK", Integer.toString(r));
+                    env.put("LOCAL_RANK", Integer.toString(r));
+                    env.put("WORLD_SIZE", Integer.toString(nproc));
+                    env.put("LOCAL_WORLD_SIZE", Integer.toString(nproc));
+                    env.put("OMP_NUM_THREADS", Integer.toString(threads));
+                    // the tokenizers library's pool (a round's prompts are encoded on it): its share of the cores, not all of them
+                    env.putIfAbsent("RAYON_NUM_THREADS", Integer.toString(threads));
+                    env.put(WATCH_ENV, "1");  // stdin stays the default pipe from this process
+                    if (masterPort == null) env.put(PICKED_PORT_ENV, "1");  // rank 0 then ends with PORT_TAKEN_STATUS if it is taken
+                    // as ./drmas sets them: waiting threads sleep instead of spinning on shared cores
+                    env.putIfAbsent("OMP_WAIT_POLICY", "PASSIVE");
+                    env.putIfAbsent("OPENBLAS_THREAD_TIMEOUT", "4");
+                    Process p = pb.start();
+                    ranks.add(p);
+                    pumps.add(pump(p, "[rank" + r + "] "));
+                }
+                out.println("drmas launch: " + nproc + " ranks (master 127.0.0.1:" + port + ", " + threads + " thread(s) each)");
+                int status = await(!eval, ranks);
+                for (Thread t : pumps) t.join(5000);
+                // the port this launcher picked was free when it looked, and another program bound it before rank 0 could
+                // (nothing ran yet: rank 0 stops at the store, the others wait to reach it): the ranks start again on another
+                if (status == PORT_TAKEN_STATUS && masterPort == null && attempt < PORT_ATTEMPTS && !stopping) {
+                    for (Process p : ranks) p.waitFor();  // (await stopped them)
+                    int next = portPicker.getAsInt();
+                    out.println("drmas launch: port " + port + " was taken by another program before rank 0 could bind it; starting the "
+                            + nproc + " ranks again on port " + next);
+                    ranks.clear();
+                    pumps.clear();
+                    port = next;
+                    continue;
+                }
+                return status;
             }
-            out.println("drmas launch: " + nproc + " ranks (master 127.0.0.1:" + port + ", " + threads + " thread(s) each)");
-            int status = await(!eval, ranks);
-            for (Thread t : pumps) t.join(5000);
-            return status;
         } finally {
             if (!stopping) ranks.forEach(Process::destroyForcibly);  // (stopping: the hook waits for their saves)
             try {
@@ -295,9 +310,23 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         return cmd;
     }
 
-    private static int freePort() throws IOException {
+    /** Set in the ranks' environment when this launcher picked the port (no --master-port): see PORT_TAKEN_STATUS. */
+    static final String PICKED_PORT_ENV = "DRMAS_LAUNCH_PICKED_PORT";
+    /**
+     * Rank 0's exit status when the port the launcher picked was taken before it could bind it (98: Linux's
+     * EADDRINUSE); the launcher then starts the ranks again on another port, at most PORT_ATTEMPTS times in all.
+     */
+    static final int PORT_TAKEN_STATUS = 98;
+    static final int PORT_ATTEMPTS = 3;
+    /** Picks rank 0's port when --master-port is not given (tests replace it). */
+    static java.util.function.IntSupplier portPicker = LaunchCommand::freePort;
+
+    /** A port free now (the kernel's pick), and until another program binds it. */
+    private static int freePort() {
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             return s.getLocalPort();
+        } catch (IOException e) {
+            throw new UserError("cannot find a free port for rank 0's store (" + e.getMessage() + "); give one: --master-port P", e);
         }
     }
 }

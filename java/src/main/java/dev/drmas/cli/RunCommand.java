@@ -58,6 +58,10 @@ abstract class RunCommand implements Callable<Integer> {
         try {
             env = DistEnv.fromEnvironment();
             dist = Trainer.connect(cfg, env);
+        } catch (dev.drmas.dist.PortTakenException e) {
+            // the port `drmas launch` picked was taken before this rank 0 could bind it: the launcher picks another
+            boolean picked = "1".equals(System.getenv(LaunchCommand.PICKED_PORT_ENV));
+            throw new UserError(e.getMessage(), e, picked ? LaunchCommand.PORT_TAKEN_STATUS : 1);
         } catch (IllegalArgumentException | DistributedException e) {
             throw new UserError(e.getMessage(), e);
         }

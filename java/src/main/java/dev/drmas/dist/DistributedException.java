@@ -2,7 +2,7 @@
 // port is taken, or the ranks diverged. The message names the rank and the collective.
 package dev.drmas.dist;
 
-public final class DistributedException extends RuntimeException {
+public class DistributedException extends RuntimeException {
     public DistributedException(String message) {
         super(message);
     }

@@ -169,7 +169,7 @@ public final class ProcessGroup implements Collective {
             s.setReuseAddress(true);
             s.bind(new InetSocketAddress(env.masterPort()));
         } catch (IOException e) {
-            throw new DistributedException("MASTER_PORT " + env.masterPort() + " is not free on rank 0's machine for its store ("
+            throw new PortTakenException("MASTER_PORT " + env.masterPort() + " is not free on rank 0's machine for its store ("
                     + e.getMessage() + "): another run may be using it; choose another port (drmas launch --master-port P)", e);
         }
     }
@@ -193,7 +193,7 @@ public final class ProcessGroup implements Collective {
         } catch (RuntimeException e) {
             String m = firstLine(e);
             if (env.rank() == 0 && m.toLowerCase(java.util.Locale.ROOT).contains("address already in use")) {
-                throw new DistributedException("MASTER_PORT " + env.masterPort() + " is already in use on " + env.masterAddr()
+                throw new PortTakenException("MASTER_PORT " + env.masterPort() + " is already in use on " + env.masterAddr()
                         + ": choose another port (drmas launch --master-port P)", e);
             }
             throw new DistributedException("rank " + env.rank() + ": cannot reach the store of rank 0 at " + env.masterAddr()

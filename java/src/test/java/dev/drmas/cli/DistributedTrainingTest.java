@@ -6,7 +6,8 @@
 // whose setup of the run folder fails ends the other at once with its reason. The
 // search workload (three models, BM25 on every rank) likewise. A sharded run resumes on two ranks to
 // what it reaches uninterrupted, in fp32 and with bf16 weights and fp32 masters (whose resume is a
-// collective: the ranks must open their models together).
+// collective: the ranks must open their models together). A port the launcher picked that another
+// program takes before rank 0 binds it is picked again.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -281,6 +282,37 @@ class DistributedTrainingTest {
             return new Cli.Run(r.exit(), captured.toString(StandardCharsets.UTF_8) + r.out(), r.err());
         } finally {
             LaunchCommand.out = before;
+        }
+    }
+
+    @Test
+    @Timeout(value = 240, unit = TimeUnit.SECONDS)
+    void aPortTakenBeforeRank0BindsItIsPickedAgainUnlessTheUserGaveIt() throws Exception {
+        // another program binds the port the launcher picked before rank 0 can (here: before the launcher picks it):
+        // rank 0 stops at the store, and the launcher starts the ranks again on another port
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        java.util.function.IntSupplier before = LaunchCommand.portPicker;
+        try (var taken = new java.net.ServerSocket()) {
+            taken.bind(new java.net.InetSocketAddress(0));
+            int[] picks = {0};
+            LaunchCommand.portPicker = () -> picks[0]++ == 0 ? taken.getLocalPort() : before.getAsInt();
+            Cli.Run r = launch(config, dir.resolve("picked"), "--eval", "--allow-random");
+            assertEquals(0, r.exit(), r.out() + r.err());
+            assertEquals(2, picks[0], r.out());
+            assertTrue(r.out().contains("drmas launch: port " + taken.getLocalPort() + " was taken by another program before rank 0 "
+                    + "could bind it; starting the 2 ranks again on port "), r.out());
+            assertTrue(evalLines(r.out(), "[rank0] ").contains("eval/tasks 3.0000"), r.out());
+            // a port the user gave is theirs to change: an error, no retry
+            picks[0] = 0;
+            Cli.Run given = launch(config, dir.resolve("given"), "--eval", "--allow-random", "--master-port",
+                    Integer.toString(taken.getLocalPort()));
+            assertEquals(1, given.exit(), given.out() + given.err());
+            assertEquals(0, picks[0]);
+            assertTrue(given.out().contains("[rank0] drmas eval: MASTER_PORT " + taken.getLocalPort() + " is not free"), given.out());
+            assertTrue(!given.out().contains("again on port"), given.out());
+        } finally {
+            LaunchCommand.portPicker = before;
         }
     }
 
