@@ -133,7 +133,13 @@ final class ExperimentCommand implements Callable<Integer> {
             signalled = true;
             now = List.copyOf(running.keySet());
         }
-        LaunchCommand.stopAndWait(now);
+        int failed = LaunchCommand.stopAndWait(now);
+        // a job whose stop failed (its save): the experiment ends with its status, not the signal's 143 (as launch)
+        if (failed != 0) {
+            System.out.flush();
+            System.err.flush();
+            LaunchCommand.halt.accept(failed);
+        }
     }
 
     private int run(Path root, List<Job> jobs, int threads) throws IOException {

@@ -102,14 +102,7 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         // and saves it, and the launcher waits for them (a kill -9 of the launcher still ends them at once: they watch it)
         Thread cleanup = new Thread(() -> {
             stopping = true;
-            stopAndWait(ranks);
-            for (Thread t : pumps) {
-                try {
-                    t.join(5000);  // the ranks' last lines (where the checkpoint is) before the JVM ends
-                } catch (InterruptedException e) {
-                    break;
-                }
-            }
+            stopForShutdown(ranks, pumps);
         });
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
@@ -242,28 +235,58 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         return status;
     }
 
+    /**
+     * The shutdown hook's work: every rank signalled and waited for, its last lines printed; a rank whose stop
+     * failed (its save) makes the launcher end with its status (halt), not the signal's 143, which a scheduler or a
+     * resubmitting script reads as "stopped after the step's checkpoint".
+     */
+    static void stopForShutdown(List<Process> ranks, List<Thread> pumps) {
+        int failed = stopAndWait(ranks);
+        for (Thread t : pumps) {
+            try {
+                t.join(5000);  // the ranks' last lines (where the checkpoint is) before the JVM ends
+            } catch (InterruptedException e) {
+                break;
+            }
+        }
+        if (failed != 0) {
+            out.flush();
+            System.err.flush();
+            halt.accept(failed);
+        }
+    }
+
+    /** Ends this JVM at once with a status, from a shutdown hook (where System.exit would block); tests record it instead. */
+    static java.util.function.IntConsumer halt = status -> Runtime.getRuntime().halt(status);
+
     /** Set by the shutdown hook: the ranks were asked to stop, and end as they finish. */
     static volatile boolean stopping;  // (package-private: tests set it)
 
     /**
      * SIGTERM to each process, then waits for all to end, however long their graceful stop takes (a
      * step and a checkpoint: the scheduler's own kill after its grace period bounds it). Used by the
-     * shutdown hooks of `drmas launch` and `drmas experiment`.
+     * shutdown hooks of `drmas launch` and `drmas experiment`. Returns the first status (in the list's
+     * order) that is neither 0 nor a stop after the save (stoppedAfterSave), else 0.
      */
-    static void stopAndWait(java.util.Collection<Process> processes) {
+    static int stopAndWait(java.util.Collection<Process> processes) {
         List<Process> ps = List.copyOf(processes);  // (concurrent collections: their callers add to them meanwhile)
         // the signal alone: Process.destroy() also closes the pipes, and a child that sees its stdin end takes its
         // parent for dead and halts at once (the watch above), without saving
         for (Process p : ps) p.toHandle().destroy();
+        int failed = 0;
         for (Process p : ps) {
             try {
                 int status = p.waitFor();
                 // 143, 130, 75: stopped after its save; anything else (1: the stop's save failed) is said
-                if (status != 0 && !stoppedAfterSave(status)) System.err.println("drmas: process " + p.pid() + " exited with status " + status + " while stopping");
+                if (status != 0 && !stoppedAfterSave(status)) {
+                    System.err.println("drmas: process " + p.pid() + " exited with status " + status + " while stopping");
+                    if (failed == 0) failed = status;
+                }
             } catch (InterruptedException e) {
                 p.destroyForcibly();
             }
         }
+        return failed;
     }
 
     /**

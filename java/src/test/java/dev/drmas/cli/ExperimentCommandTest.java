@@ -6,7 +6,8 @@
 // with other arguments, and metrics.jsonl=false. A job that ends with 75 (a tool stopped it after its
 // save) ends the experiment with 75, the RL runs beside it stop after their save (SIGTERM), not killed,
 // a warm start beside it (no graceful stop) is let finish, and no job starts after it; a stop of the
-// experiment (its shutdown hook) signals each running job once, however they end; jobs that run at once
+// experiment (its shutdown hook) signals each running job once, however they end, and a job whose stop
+// failed gives the experiment its status; jobs that run at once
 // are given GPUs of their own (--gpus, or the ones the experiment sees); scripts stand in for the jobs there.
 package dev.drmas.cli;
 
@@ -150,6 +151,37 @@ class ExperimentCommandTest {
             Cli.Run r = run.get(60, java.util.concurrent.TimeUnit.SECONDS);
             assertEquals(List.of("term"), Files.readAllLines(terms), "SIGTERMs drmas-s1 got: " + r.out());
         } finally {
+            exec.shutdownNow();
+        }
+    }
+
+    @Test
+    void aJobWhoseStopFailedEndsTheExperimentWithItsStatus() throws Exception {
+        // on SIGTERM grpo stops after its save (143), drmas's save fails (1): the experiment must not end with the
+        // signal's 143, which reads as "every job saved its step"
+        Path started = tmp.resolve("started");
+        String script = "if [ \"$1\" = sft ]; then exit 0; fi\n"
+                + "case \"$*\" in\n"
+                + "  *mode=grpo*) trap 'exit 143' TERM; echo grpo >> " + started + "; while true; do sleep 0.1; done ;;\n"
+                + "  *) trap 'exit 1' TERM; echo drmas >> " + started + "; while true; do sleep 0.1; done ;;\n"
+                + "esac";
+        ExperimentCommand[] cmd = new ExperimentCommand[1];
+        List<Integer> halted = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.function.IntConsumer before = LaunchCommand.halt;
+        LaunchCommand.halt = halted::add;
+        var exec = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            var run = exec.submit(() -> experimentOfScripts(script, 1, 2, c -> cmd[0] = c));
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (!(Files.exists(started) && Files.readAllLines(started).size() == 2)) {
+                assertTrue(System.nanoTime() < deadline, "the two RL runs did not start");
+                Thread.sleep(50);
+            }
+            cmd[0].stopForShutdown();
+            assertEquals(List.of(1), halted);
+            run.get(60, java.util.concurrent.TimeUnit.SECONDS);
+        } finally {
+            LaunchCommand.halt = before;
             exec.shutdownNow();
         }
     }

@@ -2,7 +2,8 @@
 // processes standing in for ranks (sh): a failed rank stops the others at once and its status is the
 // launcher's; a rank that stopped after its save (75: a tool could not go on; 143: SIGTERM) lets the
 // others end on their own, as the ranks agreed to stop together, and is killed only past the grace;
-// a rank that fails while the others stop has its failure reported; evaluation ranks (--eval) have no
+// a rank that fails while the others stop has its failure reported, and one whose stop (its save) failed
+// when the launcher was signalled is the launcher's status; evaluation ranks (--eval) have no
 // graceful stop: any status but 0 stops the others at once.
 package dev.drmas.cli;
 
@@ -47,6 +48,32 @@ class LaunchAwaitTest {
 
     private String said() {
         return said.toString(StandardCharsets.UTF_8);
+    }
+
+    /** {@code p} once it has said "ready" (its trap is set then). */
+    private static Process ready(Process p) throws Exception {
+        var in = new java.io.BufferedReader(new java.io.InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        assertEquals("ready", in.readLine());
+        return p;
+    }
+
+    @Test
+    void aRankWhoseStopFailedEndsTheLauncherWithItsStatus() throws Exception {
+        // the shutdown hook's work (SIGTERM to the launcher): a rank whose save failed (1) must not let the launcher end
+        // with the signal's 143, which a scheduler or a resubmitting script reads as "stopped after the checkpoint"
+        java.util.function.IntConsumer before = LaunchCommand.halt;
+        List<Integer> halted = new ArrayList<>();
+        LaunchCommand.halt = halted::add;
+        try {
+            String saved = "trap 'exit 143' TERM; echo ready; while true; do sleep 0.1; done";
+            String failed = "trap 'exit 1' TERM; echo ready; while true; do sleep 0.1; done";
+            LaunchCommand.stopForShutdown(List.of(ready(rank(saved)), ready(rank(failed))), List.of());
+            assertEquals(List.of(1), halted);
+            LaunchCommand.stopForShutdown(List.of(ready(rank(saved)), ready(rank(saved))), List.of());
+            assertEquals(List.of(1), halted, "every rank saved: the signal's own status");
+        } finally {
+            LaunchCommand.halt = before;
+        }
     }
 
     @Test
