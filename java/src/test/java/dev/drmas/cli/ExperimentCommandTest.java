@@ -125,6 +125,15 @@ class ExperimentCommandTest {
                 .resolve(ExperimentCommand.DONE)), "neither finished: the same command runs them again");
     }
 
+    /** Waits (up to 60 s) until the two RL runs' scripts have each written a line to {@code started}. */
+    private static void awaitBothStarted(Path started) throws Exception {
+        long deadline = System.nanoTime() + 60_000_000_000L;
+        while (!(Files.exists(started) && Files.readAllLines(started).size() == 2)) {
+            assertTrue(System.nanoTime() < deadline, "the two RL runs did not start");
+            Thread.sleep(50);
+        }
+    }
+
     @Test
     void aStopOfTheExperimentSignalsEachRunningJobOnce() throws Exception {
         // both RL runs at once; on SIGTERM grpo ends at once (143), drmas notes the signal and "saves" for 2 s first. The
@@ -142,11 +151,7 @@ class ExperimentCommandTest {
         var exec = java.util.concurrent.Executors.newSingleThreadExecutor();
         try {
             var run = exec.submit(() -> experimentOfScripts(script, 1, 2, c -> cmd[0] = c));
-            long deadline = System.nanoTime() + 60_000_000_000L;
-            while (!(Files.exists(started) && Files.readAllLines(started).size() == 2)) {
-                assertTrue(System.nanoTime() < deadline, "the two RL runs did not start");
-                Thread.sleep(50);
-            }
+            awaitBothStarted(started);
             cmd[0].stopForShutdown();  // what the hook does on Ctrl-C or SIGTERM: returns once both have ended
             Cli.Run r = run.get(60, java.util.concurrent.TimeUnit.SECONDS);
             assertEquals(List.of("term"), Files.readAllLines(terms), "SIGTERMs drmas-s1 got: " + r.out());
@@ -172,11 +177,7 @@ class ExperimentCommandTest {
         var exec = java.util.concurrent.Executors.newSingleThreadExecutor();
         try {
             var run = exec.submit(() -> experimentOfScripts(script, 1, 2, c -> cmd[0] = c));
-            long deadline = System.nanoTime() + 60_000_000_000L;
-            while (!(Files.exists(started) && Files.readAllLines(started).size() == 2)) {
-                assertTrue(System.nanoTime() < deadline, "the two RL runs did not start");
-                Thread.sleep(50);
-            }
+            awaitBothStarted(started);
             cmd[0].stopForShutdown();
             assertEquals(List.of(1), halted);
             run.get(60, java.util.concurrent.TimeUnit.SECONDS);
