@@ -51,7 +51,8 @@ final class DemoCommand implements Callable<Integer> {
             }
             if (fresh) clear(runDir);
             System.out.println("drmas demo: " + cfg.agents().size() + " agents, mode " + cfg.algorithm().mode().configName()
-                    + ", " + cfg.trainer().steps() + " steps of " + cfg.rollout().tasksPerStep() + " tasks x "
+                    + ", " + (cfg.trainer().epochs() > 0 ? cfg.trainer().epochs() + " epoch(s) in steps" : cfg.trainer().steps() + " steps")
+                    + " of " + cfg.rollout().tasksPerStep() + " tasks x "
                     + cfg.rollout().rolloutsPerTask() + " rollouts; run directory " + runDir);
             long t0 = System.nanoTime();
             boolean warm = Files.isDirectory(runDir.resolve("sft").resolve("models"));

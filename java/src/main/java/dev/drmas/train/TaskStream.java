@@ -21,6 +21,11 @@ final class TaskStream {
         this.position = position;
     }
 
+    /** The training tasks (one pass). */
+    int size() {
+        return tasks.size();
+    }
+
     /** Tasks consumed so far. */
     long position() {
         return position;

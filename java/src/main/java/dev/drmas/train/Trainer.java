@@ -305,7 +305,10 @@ public final class Trainer implements AutoCloseable {
 
     // ------------------------------------------------------------------ the loop
 
-    /** Trains to trainer.steps with logging, evaluation and checkpoints; returns the last eval. */
+    /** The steps train() trains to (trainer.steps, or trainer.epochs' count), once train() has started. */
+    private int trainSteps;
+
+    /** Trains to trainer.steps (or trainer.epochs) with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
         var tc = cfg.trainer();
         boolean resumed = checkpoint != null;
@@ -314,6 +317,11 @@ public final class Trainer implements AutoCloseable {
         MetricsLogger metrics;
         try {
             requireTaskPerRank(cfg, dist.worldSize());
+            trainSteps = tc.totalSteps(tasks.size(), cfg.rollout().tasksPerStep());
+            if (tc.epochs() > 0 && m0) {
+                log.printf(java.util.Locale.ROOT, "drmas: trainer.epochs %d: %d steps (%d x floor(%d training tasks / %d a step)); "
+                        + "trainer.steps is not used%n", tc.epochs(), trainSteps, tc.epochs(), tasks.size(), cfg.rollout().tasksPerStep());
+            }
             ResumeCheck.refuse(checkpoint, trainingChanges);
             policies.requireReferences();
             announceStart();
@@ -329,9 +337,10 @@ public final class Trainer implements AutoCloseable {
                 if (tc.saveFreq() > 0) checkpoints.checkWritable();  // now, not at the first save
                 // what a save killed midway left (tens of GB on a large model), which nothing else would remove
                 for (Path p : checkpoints.removeUnfinished()) log.println("drmas: removed " + p + " (a checkpoint whose save or deletion was interrupted)");
-                if (resumed && step >= tc.steps()) {
-                    log.println("drmas: nothing to train: the checkpoint is at step " + step + " and trainer.steps is " + tc.steps()
-                            + " (raise trainer.steps to train on)");
+                if (resumed && step >= trainSteps) {
+                    String key = tc.epochs() > 0 ? "trainer.epochs" : "trainer.steps";
+                    log.println("drmas: nothing to train: the checkpoint is at step " + step + " and " + key + " is "
+                            + (tc.epochs() > 0 ? tc.epochs() + " (" + trainSteps + " steps)" : trainSteps) + " (raise " + key + " to train on)");
                 }
                 cfg.save(runDir.resolve("config.yaml"));
             }
@@ -340,7 +349,7 @@ public final class Trainer implements AutoCloseable {
             List<String> shown = new java.util.ArrayList<>(List.of("reward/mean"));
             if (!mc.progressBar()) for (String id : policies.byId.keySet()) shown.add("model/" + id + "/pg_loss");
             shown.add("eval/pass@1");
-            metrics = MetricsLogger.forRun(runDir, tc.steps(), resumed ? step : -1, shown,
+            metrics = MetricsLogger.forRun(runDir, trainSteps, resumed ? step : -1, shown,
                     m0 && mc.jsonl(), m0 && mc.tensorboard(), m0 && mc.progressBar(), m0 ? log : null);
         } catch (RuntimeException | IOException | Error e) {
             // what one rank alone refused (rank 0's checks of the run folder, a run folder one rank sees otherwise)
@@ -366,7 +375,7 @@ public final class Trainer implements AutoCloseable {
                     else lastEval = logged;
                     if (ownCheckpoint(checkpoint)) markEvaluated(checkpoint, lastEval);
                 }
-                while (step < tc.steps()) {
+                while (step < trainSteps) {
                     doing = "training step " + (step + 1);
                     Map<String, Double> m;
                     RunStop.inStep(true);  // a tool that cannot go on may ask for a stop after this step (RunStop)
@@ -450,7 +459,7 @@ public final class Trainer implements AutoCloseable {
 
     /** Whether a task every {@code freq} steps (0: never) is due now; the last step always is. */
     private boolean due(int freq) {
-        return freq > 0 && (step % freq == 0 || step == cfg.trainer().steps());
+        return freq > 0 && (step % freq == 0 || step == trainSteps);
     }
 
     /**

@@ -3,7 +3,8 @@
 // present and finite, the checkpoint reloads to the trained weights, and a run stopped after its
 // first checkpoint and resumed logs exactly what an uninterrupted run logs; with two ranks, weights
 // that are not finite are named as such, not as ranks that diverged, and neither is checkpointed;
-// without a progress bar each logged step prints a line; a refused resume never says "resumed".
+// without a progress bar each logged step prints a line; a refused resume never says "resumed";
+// trainer.epochs counts the steps over the training tasks.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -134,6 +135,48 @@ class TrainerEndToEndTest {
             assertTrue(line.matches("step " + s + "/3 \\(\\d+%\\) elapsed \\d\\d:\\d\\d eta \\d\\d:\\d\\d reward/mean=" + number
                     + " model/policy/pg_loss=" + number + (i < 2 ? "" : " eval/pass@1=" + number)), line);
         }
+    }
+
+    @Test
+    void epochsCountTheStepsOverTheTrainingTasksAndAResumeExtendsThem() throws Exception {
+        // 9 training tasks, 2 a step: 4 steps a pass (verl drops the pass's last partial batch); trainer.steps is not used
+        Path out = tmp.resolve("epochs");
+        var bytes = new ByteArrayOutputStream();
+        var log = new PrintStream(bytes, true, StandardCharsets.UTF_8);
+        String[] common = {"data.synthetic.train_size=9", "trainer.steps=99", "trainer.eval_freq=0", "trainer.save_freq=4"};
+        List<String> one = new ArrayList<>(List.of(common));
+        one.add("trainer.epochs=1");
+        try (Trainer t = Trainer.open(config(out, one.toArray(String[]::new)), log)) {
+            t.train();
+        }
+        assertTrue(bytes.toString(StandardCharsets.UTF_8).contains("drmas: trainer.epochs 1: 4 steps (1 x floor(9 training tasks / 2 a "
+                + "step)); trainer.steps is not used"), bytes.toString(StandardCharsets.UTF_8));
+        Path metrics = out.resolve("e2e/metrics.jsonl");
+        assertEquals(List.of(1L, 2L, 3L, 4L), steps(metrics));
+        assertTrue(Files.isDirectory(out.resolve("e2e/checkpoints/step_000004")), "the last step is saved");
+        // a second epoch: the resume trains steps 5 to 8
+        List<String> two = new ArrayList<>(List.of(common));
+        two.add("trainer.epochs=2");
+        try (Trainer t = Trainer.open(config(out, two.toArray(String[]::new)), log)) {
+            t.train();
+        }
+        assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L), steps(metrics));
+        // tasks that fill no step: an error naming the key, before anything runs
+        List<String> few = new ArrayList<>(List.of(common));
+        few.addAll(List.of("trainer.epochs=1", "data.synthetic.train_size=1"));
+        try (Trainer t = Trainer.open(config(tmp.resolve("few"), few.toArray(String[]::new)), QUIET)) {
+            var e = org.junit.jupiter.api.Assertions.assertThrows(ConfigException.class, t::train);
+            assertTrue(e.getMessage().contains("trainer.epochs: is 1, but the 1 training task(s) fill no step of rollout.tasks_per_step 2"),
+                    e.getMessage());
+        }
+    }
+
+    /** The steps of metrics.jsonl's lines, in order. */
+    private static List<Long> steps(Path metrics) throws IOException {
+        var json = new ObjectMapper();
+        List<Long> out = new ArrayList<>();
+        for (String l : Files.readAllLines(metrics)) out.add(json.readTree(l).get("step").asLong());
+        return out;
     }
 
     @Test
