@@ -1,5 +1,5 @@
 // PlanCommandTest.java — `drmas plan` on the shipped GPU-server configs with the model shapes of
-// configs/shapes: the math and search configs fit 8 x 80 GiB as shipped; a machine too small gets advice, and
+// configs/shapes: the math (shared and non-shared) and search configs fit 8 x 80 GiB as shipped; a machine too small gets advice, and
 // the advice applied as overrides makes the plan fit (so the advice is checked, not only printed),
 // with the fused LM head among it (marked as not yet run on a GPU); a model folder without config.json is an error that names the key and configs/shapes;
 // rows longer than the model's positions are refused as the run refuses them; a bad option exits 1, not 2
@@ -37,6 +37,24 @@ class PlanCommandTest {
                 .find(), r.out());
         assertTrue(r.out().contains("fused, not yet run on a GPU:") && r.out().contains("chunks of 220 tokens"), r.out());
         assertTrue(r.out().contains("fits: yes"), r.out());
+    }
+
+    @Test
+    void theNonSharedMathConfigFitsEightGpusOf80GiB() {
+        // two Qwen3-4B resident: with its smaller generation batches and the fused LM head, as its comment says
+        Cli.Run r = Cli.run("plan", "../configs/math-qwen3-4b-nonshared.yaml", "models.solver.path=../configs/shapes/qwen3-4b",
+                "models.verifier.path=../configs/shapes/qwen3-4b", "--gpus", "8", "--gpu-memory", "80");
+        assertEquals(0, r.exit(), r.out() + r.err());
+        assertTrue(r.out().contains("model solver (agents solver)") && r.out().contains("model verifier (agents verifier)"), r.out());
+        assertTrue(r.out().contains("generation: batches of 4 rows x (8192 prompt + 4096 new) tokens"), r.out());
+        assertTrue(r.out().contains("fits: yes"), r.out());
+        // the materialised head there does not fit 80 GiB, and does 141 GiB, as the comment says too
+        Cli.Run materialised = Cli.run("plan", "../configs/math-qwen3-4b-nonshared.yaml", "models.solver.path=../configs/shapes/qwen3-4b",
+                "models.verifier.path=../configs/shapes/qwen3-4b", "--gpus", "8", "--gpu-memory", "80", "ppo.fused_lm_head=false");
+        assertEquals(PlanCommand.DOES_NOT_FIT, materialised.exit(), materialised.out() + materialised.err());
+        Cli.Run large = Cli.run("plan", "../configs/math-qwen3-4b-nonshared.yaml", "models.solver.path=../configs/shapes/qwen3-4b",
+                "models.verifier.path=../configs/shapes/qwen3-4b", "--gpus", "8", "--gpu-memory", "141", "ppo.fused_lm_head=false");
+        assertEquals(0, large.exit(), large.out() + large.err());
     }
 
     @Test

@@ -340,7 +340,7 @@ class RunConfigTest {
                 assertTrue(c.distributed().timeoutS() >= 1800, f + ": distributed.timeout_s is " + c.distributed().timeoutS());
             }
         }
-        assertEquals(2, gpuConfigs, "math-qwen3-4b and search-qwen2.5-7b run on cuda");
+        assertEquals(3, gpuConfigs, "math-qwen3-4b, math-qwen3-4b-nonshared and search-qwen2.5-7b run on cuda");
     }
 
     @Test

@@ -505,6 +505,20 @@ class TrainerEndToEndTest {
         assertTrue(math.orchestra().options(dev.drmas.workflow.math.MathOptions.class).rejectCjk());
         assertFalse(RunConfig.load(Path.of("..", "configs", "math-toy-drmas.yaml"), List.of()).orchestra()
                 .options(dev.drmas.workflow.math.MathOptions.class).rejectCjk());
+        // the reference's run_math.sh as shipped (model_sharing=False, 2 epochs): the non-shared config is the shared one
+        // with a model of the same settings per agent, but for what two resident models need (drmas plan's advice)
+        assertEquals(2, math.trainer().epochs());
+        RunConfig nonShared = RunConfig.load(Path.of("..", "configs", "math-qwen3-4b-nonshared.yaml"), List.of());
+        assertEquals(List.of("solver", "verifier"), nonShared.usedModels());
+        assertEquals(math.models().get("policy"), nonShared.models().get("solver"));
+        assertEquals(math.models().get("policy"), nonShared.models().get("verifier"));
+        Map<String, Object> shared = new java.util.TreeMap<>(math.flat()), own = new java.util.TreeMap<>(nonShared.flat());
+        for (Map<String, Object> m : List.of(shared, own)) {
+            m.keySet().removeIf(k -> k.startsWith("models.") || k.matches("agents\\[\\d+]\\.model") || k.equals("run.name"));
+        }
+        assertEquals("110592 false", shared.remove("rollout.max_batch_tokens") + " " + shared.remove("ppo.fused_lm_head"));
+        assertEquals("49152 true", own.remove("rollout.max_batch_tokens") + " " + own.remove("ppo.fused_lm_head"));
+        assertEquals(shared, own);
     }
 
     static List<JsonNode> metrics(Path run) throws Exception {
