@@ -126,37 +126,67 @@ public final class ProcessGroup implements Collective {
      * A daemon thread that counts up ALIVE/rank in the store every {@link #HEARTBEAT_MS}, on a store
      * client of its own (no second thread on the group's): how ranks waiting at a ready point tell a
      * rank that died without a word (killed, out of memory, a crash) from one that is only slow. It
-     * ends with {@link #close} or when the store is gone.
+     * ends with {@link #close}; a connection to the store that breaks is opened again.
      */
     private static Thread heartbeat(DistEnv env, long timeoutMs) {
         Thread t = new Thread(() -> {
-            TCPStoreOptions o = new TCPStoreOptions();
-            o.port((short) env.masterPort());
-            o.isServer(false);
-            o.waitWorkers(false);
-            o.timeout(new Milliseconds(timeoutMs));
             // Java owns this client (no backend adopts it): it lives as long as the thread, and is freed with it
-            TCPStore own;
+            TCPStore own = null;
+            boolean beaten = false;
             try {
-                own = new TCPStore(env.masterAddr(), o);
-            } catch (RuntimeException e) {
-                // the group formed over the same store a moment ago: say so rather than fail in silence (the others
-                // then cannot tell this rank alive from dead at a ready point, and wait up to distributed.timeout_s)
-                System.err.println("drmas: rank " + env.rank() + ": no heartbeat in the store (" + firstLine(e) + ")");
-                return;
-            }
-            try (own) {
                 while (!Thread.currentThread().isInterrupted()) {
-                    own.add(ALIVE + env.rank(), 1);
+                    try {
+                        if (own == null) own = heartbeatStore.apply(env, timeoutMs);
+                        own.add(ALIVE + env.rank(), 1);
+                        beaten = true;
+                    } catch (RuntimeException e) {
+                        // a connection that broke (a network blip between nodes) is opened again a second later: a heartbeat
+                        // that stopped for good would have this live rank taken for dead as soon as it falls heartbeatStaleMs
+                        // behind the others, routine with uneven rollouts. The store gone for good (rank 0 ended) leaves
+                        // this daemon trying until the group closes
+                        if (own != null) {
+                            closeQuietly(own);
+                            own = null;
+                        }
+                        if (!beaten) {
+                            // the group formed over the same store a moment ago: say so (the others take this rank for dead
+                            // once it is heartbeatStaleMs behind them at a ready point or a collective)
+                            System.err.println("drmas: rank " + env.rank() + ": no heartbeat in the store yet (" + firstLine(e) + "); trying again");
+                            beaten = true;  // (said once)
+                        }
+                    }
                     Thread.sleep(HEARTBEAT_MS);
                 }
-            } catch (InterruptedException | RuntimeException e) {
-                // closed, or the store is gone: nobody waits for this rank's heartbeat any more
+            } catch (InterruptedException e) {
+                // closed: nobody waits for this rank's heartbeat any more
+            } finally {
+                if (own != null) closeQuietly(own);
             }
         }, "drmas-heartbeat-rank" + env.rank());
         t.setDaemon(true);
         t.start();
         return t;
+    }
+
+    /** Opens the heartbeat's own client of the store (tests route it through a connection they can cut). */
+    static volatile java.util.function.BiFunction<DistEnv, Long, TCPStore> heartbeatStore = ProcessGroup::storeClient;
+
+    /** A client of rank 0's store at MASTER_ADDR:MASTER_PORT, whose waits are bounded by {@code timeoutMs}. */
+    static TCPStore storeClient(DistEnv env, long timeoutMs) {
+        TCPStoreOptions o = new TCPStoreOptions();
+        o.port((short) env.masterPort());
+        o.isServer(false);
+        o.waitWorkers(false);
+        o.timeout(new Milliseconds(timeoutMs));
+        return new TCPStore(env.masterAddr(), o);
+    }
+
+    private static void closeQuietly(TCPStore store) {
+        try {
+            store.close();
+        } catch (RuntimeException ignored) {
+            // a client whose connection is gone: nothing to release but its memory, which close() frees regardless
+        }
     }
 
     /**
@@ -520,8 +550,9 @@ public final class ProcessGroup implements Collective {
                     throw notReady(where, keys);
                 }
                 if (now - lookedAt > HEARTBEAT_MS * 1_000_000L) {  // once a heartbeat: ranks not there yet that stopped beating
+                    long before = lookedAt;
                     lookedAt = now;
-                    String dead = deadRanks(keys, beats, movedAt, now);
+                    String dead = deadRanks(keys, beats, movedAt, now, before);
                     if (dead != null) {
                         failureKnown = true;  // every rank waiting here sees it as this one does: nothing to announce
                         throw new DistributedException("rank " + rank() + ": " + where + ": " + dead + " stopped without a word "
@@ -568,8 +599,24 @@ public final class ProcessGroup implements Collective {
                 + " (its own output has the details); every rank stops");
     }
 
+    /**
+     * Whether this rank went {@link #PAUSED_MS} or more without a look at the heartbeats ({@code before}: its last
+     * look): then it was paused itself (the whole job stopped, SIGSTOP or a scheduler's suspend, the machine asleep;
+     * or this process starved), and the others' heartbeats, frozen in the same pause, are no evidence against them.
+     * Their silence is counted from now ({@code movedAt}), so that a rank is judged on what this one saw awake.
+     */
+    private static boolean pausedSince(long before, long now, long[] movedAt) {
+        if (now - before < PAUSED_MS * 1_000_000L) return false;
+        java.util.Arrays.fill(movedAt, now);
+        return true;
+    }
+
+    /** A gap between two looks at the heartbeats (about HEARTBEAT_MS apart) that means this rank itself was paused. */
+    static final long PAUSED_MS = 3 * HEARTBEAT_MS;
+
     /** The ranks not yet at this ready point whose heartbeat has not moved for heartbeatStaleMs ("rank 1, rank 3"), or null. */
-    private String deadRanks(String[] keys, long[] beats, long[] movedAt, long now) {
+    private String deadRanks(String[] keys, long[] beats, long[] movedAt, long now, long before) {
+        if (pausedSince(before, now, movedAt)) return null;
         StringBuilder dead = new StringBuilder();
         try (PointerScope scope = new PointerScope()) {
             for (int r = 0; r < keys.length; r++) {
@@ -722,7 +769,7 @@ public final class ProcessGroup implements Collective {
     static final long SPIN_CAP_NS = 1_000_000;
 
     private void poll(Work w, String what) {
-        long t0 = System.nanoTime(), end = t0 + timeoutMs * 1_000_000L, look = t0 + HEARTBEAT_MS * 1_000_000L;
+        long t0 = System.nanoTime(), end = t0 + timeoutMs * 1_000_000L, look = t0 + HEARTBEAT_MS * 1_000_000L, lookedAt = t0;
         long[] beats = null, movedAt = null;
         for (long pause = 10_000; !w.isCompleted(); pause = Math.min(pause + pause / 2, SPIN_CAP_NS)) {
             long now = System.nanoTime();
@@ -735,7 +782,8 @@ public final class ProcessGroup implements Collective {
                     movedAt = new long[worldSize()];
                     java.util.Arrays.fill(beats, -1);
                 }
-                String dead = deadBehind(beats, movedAt, now);
+                String dead = deadBehind(beats, movedAt, now, lookedAt);
+                lookedAt = now;
                 if (dead != null) {
                     failureKnown = true;  // every rank waiting for it sees it as this one does: nothing to announce
                     throw new DistributedException("rank " + rank() + ": " + what + " (collective " + calls + "): " + dead
@@ -756,7 +804,8 @@ public final class ProcessGroup implements Collective {
      * The ranks behind this one (their arrival counters lower than this rank's) whose heartbeat has
      * not moved for heartbeatStaleMs ("rank 1 (at collective 4), rank 3 (...)"), or null.
      */
-    private String deadBehind(long[] beats, long[] movedAt, long now) {
+    private String deadBehind(long[] beats, long[] movedAt, long now, long before) {
+        if (pausedSince(before, now, movedAt)) return null;
         StringBuilder dead = new StringBuilder();
         for (int r = 0; r < worldSize(); r++) {
             if (r == rank()) continue;

@@ -253,6 +253,111 @@ class ProcessGroupTest {
         }
     }
 
+    @Test
+    void aHeartbeatWhoseConnectionBrokeConnectsAgain() throws Exception {
+        // rank 1's heartbeat reaches the store through a relay whose connections the test cuts (a network blip), while
+        // rank 1 stays away from a sum for longer than a rank may be silent: its heartbeat must come back, or rank 0
+        // takes it for dead (the heartbeat used to end at its first error, for good)
+        long stale = ProcessGroup.heartbeatStaleMs;
+        var before = ProcessGroup.heartbeatStore;
+        ProcessGroup.heartbeatStaleMs = 1500;
+        try (Relay relay = new Relay()) {
+            ProcessGroup.heartbeatStore = (env, t) -> env.rank() == 1
+                    ? ProcessGroup.storeClient(new DistEnv("127.0.0.1", relay.port(env.masterPort()), 1, 2, 1), t)
+                    : ProcessGroup.storeClient(env, t);
+            List<String> res = twoRanks(cfg(30, 25), pg -> {
+                double[] x = {pg.rank() + 1};
+                pg.sum(x, "warm-up");
+                if (pg.rank() == 1) {
+                    sleep(1200);  // rank 0 waits in the next sum; a beat or so through the relay first
+                    assertTrue(relay.connections() >= 1, "the heartbeat went through the relay");
+                    relay.cut();
+                    sleep(4000);
+                    assertTrue(relay.connections() >= 2, "the heartbeat did not connect again");
+                }
+                pg.sum(x, "gradients of model policy");
+                return "sum " + x[0];
+            });
+            assertEquals(List.of("sum 6.0", "sum 6.0"), res);
+        } finally {
+            ProcessGroup.heartbeatStaleMs = stale;
+            ProcessGroup.heartbeatStore = before;
+        }
+    }
+
+    /** A TCP relay on 127.0.0.1 to a port given at the first use, whose connections {@link #cut} closes. */
+    static final class Relay implements AutoCloseable {
+        private final java.net.ServerSocket server;
+        private final List<java.net.Socket> open = new java.util.concurrent.CopyOnWriteArrayList<>();
+        private final java.util.concurrent.atomic.AtomicInteger accepted = new java.util.concurrent.atomic.AtomicInteger();
+        private volatile int target = -1;
+
+        Relay() throws java.io.IOException {
+            server = new java.net.ServerSocket(0, 50, java.net.InetAddress.getLoopbackAddress());
+            Thread t = new Thread(() -> {
+                try {
+                    while (true) {
+                        java.net.Socket in = server.accept();
+                        java.net.Socket out = new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), target);
+                        accepted.incrementAndGet();
+                        open.add(in);
+                        open.add(out);
+                        pipe(in, out);
+                        pipe(out, in);
+                    }
+                } catch (java.io.IOException closed) {
+                    // the relay is closed
+                }
+            }, "test-relay");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        /** This relay's port, forwarding to {@code to}. */
+        int port(int to) {
+            target = to;
+            return server.getLocalPort();
+        }
+
+        int connections() {
+            return accepted.get();
+        }
+
+        void cut() {
+            for (java.net.Socket s : open) {
+                try {
+                    s.close();
+                } catch (java.io.IOException ignored) {
+                    // closed already
+                }
+            }
+            open.clear();
+        }
+
+        private static void pipe(java.net.Socket from, java.net.Socket to) {
+            Thread t = new Thread(() -> {
+                try {
+                    from.getInputStream().transferTo(to.getOutputStream());
+                } catch (java.io.IOException closed) {
+                    // cut
+                }
+                try {
+                    to.shutdownOutput();
+                } catch (java.io.IOException ignored) {
+                    // closed already
+                }
+            }, "test-relay-pipe");
+            t.setDaemon(true);
+            t.start();
+        }
+
+        @Override
+        public void close() throws java.io.IOException {
+            cut();
+            server.close();
+        }
+    }
+
     /** Rank r's test values: n floats (a [rows, n / rows] matrix read transposed when rows > 1) or doubles, from seed r * 1000 + k. */
     private static Tensor values(int r, int k, int n, boolean dbl) {
         java.util.Random rnd = new java.util.Random(r * 1000L + k);
