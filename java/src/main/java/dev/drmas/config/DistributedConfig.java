@@ -41,9 +41,15 @@ public record DistributedConfig(Backend backend, double timeoutS, int checksumFr
     public DistributedConfig {
         Check.given(backend, "backend");
         Check.positive(timeoutS, "timeout_s");
+        // c10d keeps it as int64 milliseconds (and so does the wait's deadline here): ~9.2e9 s overflows and ends every
+        // wait at once; a week is beyond any step's imbalance or checkpoint
+        Check.that(timeoutS <= MAX_TIMEOUT_S, "timeout_s", "must be at most " + (long) MAX_TIMEOUT_S + " s (a week), got " + timeoutS);
         Check.nonNegative(checksumFreq, "checksum_freq");
         Check.positive(bucketMb, "bucket_mb");
     }
+
+    /** The longest timeout_s: a week. */
+    public static final double MAX_TIMEOUT_S = 7 * 24 * 3600;
 
     public static DistributedConfig defaults() {
         return new DistributedConfig(Backend.AUTO, 300, 10, 25, false);

@@ -48,7 +48,7 @@ class ConfigErrorsTest {
 
     @Test
     void unknownKeyWithNothingCloseListsTheSection() throws IOException {
-        assertEquals("run.yaml:2: trainer.zzz: unknown key; valid keys in trainer: steps, eval_freq, eval_before_train,"
+        assertEquals("run.yaml:2: trainer.zzz: unknown key; valid keys in trainer: steps, epochs, eval_freq, eval_before_train,"
                 + " save_freq, keep_last, log_freq, grad_norm_per_agent", fails("trainer:\n  zzz: 1\n"));
         assertEquals("run.yaml:1: zzz: unknown key; valid keys at the top: run, data, models, agents, orchestra, rollout,"
                 + " algorithm, ppo, trainer, eval, sft, metrics, distributed", fails("zzz: 1\n"));
@@ -411,9 +411,11 @@ class ConfigErrorsTest {
             data: {synthetic: {test_size: 0}}                 | data.synthetic.test_size        | must be > 0, got 0
             {distributed: {shard_optimizer: true}, models: {policy: {dtype: bfloat16, master_dtype: bfloat16}}} | distributed.shard_optimizer | shards fp32 master weights, but models.policy.master_dtype is bfloat16 (pure reduced precision keeps no masters to shard)
             distributed: {timeout_s: 0}                       | distributed.timeout_s           | must be a finite number > 0, got 0
+            distributed: {timeout_s: 1.0e10}                  | distributed.timeout_s           | must be at most 604800 s (a week), got 1.0E10
             distributed: {checksum_freq: -1}                  | distributed.checksum_freq       | must be >= 0, got -1
             distributed: {bucket_mb: 0}                       | distributed.bucket_mb           | must be a finite number > 0, got 0
             sft: {steps: 0}                                   | sft.steps                       | must be > 0, got 0
+            trainer: {epochs: -1}                             | trainer.epochs                  | must be >= 0, got -1
             sft: {batch_size: 0}                              | sft.batch_size                  | must be > 0, got 0
             sft: {lr: 0}                                      | sft.lr                          | must be a finite number > 0, got 0
             run: {name: " "}                                  | run.name                        | must not be empty
