@@ -83,6 +83,7 @@ public final class Trainer implements AutoCloseable {
             // when every rank runs them (rank 0 opening alone paired its spreading with the others' barrier: a hang).
             // A ready point, not a plain barrier: a rank that failed so far (here or in open()) stops the others with
             // its reason (Collective.awaitReady), where a barrier kept them until distributed.timeout_s
+            SameConfig.require(cfg, dist);  // ranks with other settings would make other collectives, or train apart
             if (dist.isMaster()) Policies.prepareRunFolder(cfg, runDir);
             dist.awaitReady("rank 0's setup of the run folder");
             // each rank found its checkpoint (or none) itself: ranks that start from different ones would train apart,
