@@ -110,7 +110,7 @@ class RankFailureAtOpeningTest {
     }
 
     /** Each of two ranks (threads, gloo) opens its trainer of {@code cfgOf(rank)} and trains; what each ended with. */
-    private static List<Outcome> twoRanks(IntFunction<RunConfig> cfgOf) throws Exception {
+    static List<Outcome> twoRanks(IntFunction<RunConfig> cfgOf) throws Exception {
         return twoRanks(cfgOf, r -> () -> { });
     }
 

@@ -9,17 +9,10 @@ package dev.drmas.train;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.drmas.config.DistributedConfig;
 import dev.drmas.config.RunConfig;
-import dev.drmas.dist.DistEnv;
-import dev.drmas.dist.DistributedException;
-import dev.drmas.dist.ProcessGroup;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.junit.jupiter.api.Test;
@@ -73,35 +66,7 @@ class SameConfigTest {
 
     /** Each of two ranks (threads, gloo) opens its trainer of {@code cfgOf(rank)} and trains; "trained" or its error. */
     private static List<String> twoRanks(IntFunction<RunConfig> cfgOf) throws Exception {
-        int port;
-        try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
-        var dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 30, 1, 1, false);
-        ExecutorService ex = Executors.newFixedThreadPool(2);
-        try {
-            List<Future<String>> fs = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
-                var env = new DistEnv("127.0.0.1", port, r, 2, r);
-                RunConfig cfg = cfgOf.apply(r);
-                fs.add(ex.submit(() -> {
-                    try (var pg = new ProcessGroup(env, dc, false)) {
-                        try (Trainer t = Trainer.open(cfg, RankFailureAtOpeningTest.QUIET, pg)) {
-                            t.train();
-                        }
-                        return "trained";
-                    } catch (DistributedException e) {
-                        return "DistributedException: " + e.getMessage();
-                    } catch (Exception | Error e) {
-                        return e.getClass().getSimpleName() + ": " + e.getMessage();
-                    }
-                }));
-            }
-            List<String> got = new ArrayList<>();
-            for (var f : fs) got.add(f.get(100, TimeUnit.SECONDS));
-            return got;
-        } finally {
-            ex.shutdownNow();
-        }
+        return RankFailureAtOpeningTest.twoRanks(cfgOf).stream()
+                .map(o -> o.error() == null ? "trained" : o.type().getSimpleName() + ": " + o.error()).toList();
     }
 }
