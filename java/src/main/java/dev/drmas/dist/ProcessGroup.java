@@ -51,6 +51,9 @@ public final class ProcessGroup implements Collective {
     private static final String FAILED = "drmas/failed";
     private static final String FAILURE = "drmas/failure/";
     private static final String SEEN = "drmas/failure_seen";
+    // dead/<rank>: a rank found it silent (declareDead; the first to add 1 records it); dead_count: how many (they see nothing)
+    private static final String DEAD = "drmas/dead/";
+    private static final String DEAD_COUNT = "drmas/dead_count";
     /** At most this long rank 0 keeps its store up after a failure for the other ranks to read it. */
     static final long LINGER_MS = 30_000;
     private static final String ALIVE = "drmas/alive/";
@@ -552,9 +555,10 @@ public final class ProcessGroup implements Collective {
                 if (now - lookedAt > HEARTBEAT_MS * 1_000_000L) {  // once a heartbeat: ranks not there yet that stopped beating
                     long before = lookedAt;
                     lookedAt = now;
-                    String dead = deadRanks(keys, beats, movedAt, now, before);
+                    List<Integer> deadRanks = new ArrayList<>();
+                    String dead = deadRanks(keys, beats, movedAt, now, before, deadRanks);
                     if (dead != null) {
-                        failureKnown = true;  // every rank waiting here sees it as this one does: nothing to announce
+                        declareDead(deadRanks, "before " + where);
                         throw new DistributedException("rank " + rank() + ": " + where + ": " + dead + " stopped without a word "
                                 + "(its heartbeat in the store has not moved for " + heartbeatStaleMs / 1000.0 + " s): it died (killed, "
                                 + "out of memory, a crash); its own output or the system log may say why");
@@ -615,7 +619,7 @@ public final class ProcessGroup implements Collective {
     static final long PAUSED_MS = 3 * HEARTBEAT_MS;
 
     /** The ranks not yet at this ready point whose heartbeat has not moved for heartbeatStaleMs ("rank 1, rank 3"), or null. */
-    private String deadRanks(String[] keys, long[] beats, long[] movedAt, long now, long before) {
+    private String deadRanks(String[] keys, long[] beats, long[] movedAt, long now, long before, List<Integer> ranks) {
         if (pausedSince(before, now, movedAt)) return null;
         StringBuilder dead = new StringBuilder();
         try (PointerScope scope = new PointerScope()) {
@@ -627,6 +631,7 @@ public final class ProcessGroup implements Collective {
                     movedAt[r] = now;
                 } else if (now - movedAt[r] > heartbeatStaleMs * 1_000_000L) {
                     dead.append(dead.isEmpty() ? "rank " : ", rank ").append(r);
+                    ranks.add(r);
                 }
             }
         }
@@ -664,11 +669,36 @@ public final class ProcessGroup implements Collective {
         }
     }
 
-    /** Rank 0 after a failure: waits (bounded) until every other rank has read it from its store. */
+    /**
+     * This rank found {@code dead} silent (their heartbeats stale) {@code where}: it records that in the store as their
+     * failure (the first rank to see one does), so that every rank still waiting stops naming them at its next look. Rank
+     * 0 then keeps its store up until they have read it: with three ranks or more, a rank that looked after rank 0 had
+     * ended found the store gone with rank 0's process, and named rank 0 as the one that died.
+     */
+    private void declareDead(List<Integer> dead, String where) {
+        failureKnown = true;
+        try (PointerScope scope = new PointerScope()) {
+            for (int d : dead) {
+                if (store.add(DEAD + d, 1) != 1) continue;  // another rank saw it first
+                String m = where + ": it stopped without a word (its heartbeat in the store had not moved for " + heartbeatStaleMs / 1000.0
+                        + " s when rank " + rank() + " looked): it died (killed, out of memory, a crash, its node lost)";
+                store.set(FAILURE + d, new ByteVector(m.getBytes(StandardCharsets.UTF_8)));
+                store.add(DEAD_COUNT, 1);
+                store.add(FAILED, 1);
+            }
+            if (rank() != 0) store.add(SEEN, 1);
+            else lingerForOthers();
+        } catch (RuntimeException e) {
+            // the store is gone (rank 0 died as well) or broken: the others name what they see themselves
+        }
+    }
+
+    /** Rank 0 after a failure: waits (bounded) until every other rank but the dead ones has read it from its store. */
     private void lingerForOthers() {
         long end = System.nanoTime() + Math.min(LINGER_MS, timeoutMs) * 1_000_000L;
         try {
-            for (long pause = 1; store.add(SEEN, 0) < worldSize() - 1 && System.nanoTime() < end; pause = Math.min(2 * pause, POLL_MS)) {
+            for (long pause = 1; store.add(SEEN, 0) < worldSize() - 1 - store.add(DEAD_COUNT, 0) && System.nanoTime() < end;
+                 pause = Math.min(2 * pause, POLL_MS)) {
                 Thread.sleep(pause);
             }
         } catch (InterruptedException e) {
@@ -782,10 +812,11 @@ public final class ProcessGroup implements Collective {
                     movedAt = new long[worldSize()];
                     java.util.Arrays.fill(beats, -1);
                 }
-                String dead = deadBehind(beats, movedAt, now, lookedAt);
+                List<Integer> deadRanks = new ArrayList<>();
+                String dead = deadBehind(beats, movedAt, now, lookedAt, deadRanks);
                 lookedAt = now;
                 if (dead != null) {
-                    failureKnown = true;  // every rank waiting for it sees it as this one does: nothing to announce
+                    declareDead(deadRanks, "before " + what + " (collective " + calls + ")");
                     throw new DistributedException("rank " + rank() + ": " + what + " (collective " + calls + "): " + dead
                             + " did not arrive and stopped without a word (its heartbeat in the store has not moved for "
                             + heartbeatStaleMs / 1000.0 + " s): it died (killed, out of memory, a crash, its node lost); its own "
@@ -804,7 +835,7 @@ public final class ProcessGroup implements Collective {
      * The ranks behind this one (their arrival counters lower than this rank's) whose heartbeat has
      * not moved for heartbeatStaleMs ("rank 1 (at collective 4), rank 3 (...)"), or null.
      */
-    private String deadBehind(long[] beats, long[] movedAt, long now, long before) {
+    private String deadBehind(long[] beats, long[] movedAt, long now, long before, List<Integer> ranks) {
         if (pausedSince(before, now, movedAt)) return null;
         StringBuilder dead = new StringBuilder();
         for (int r = 0; r < worldSize(); r++) {
@@ -817,6 +848,7 @@ public final class ProcessGroup implements Collective {
                 movedAt[r] = now;
             } else if (now - movedAt[r] > heartbeatStaleMs * 1_000_000L) {
                 dead.append(dead.isEmpty() ? "" : ", ").append("rank ").append(r).append(" (at collective ").append(at).append(")");
+                ranks.add(r);
             }
         }
         return dead.isEmpty() ? null : dead.toString();

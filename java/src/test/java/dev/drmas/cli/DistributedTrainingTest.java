@@ -185,6 +185,27 @@ class DistributedTrainingTest {
     }
 
     @Test
+    @Timeout(value = 360, unit = TimeUnit.SECONDS)
+    void threeShardedRanksTrainAsOneProcess() throws Exception {
+        // the GPU configs run 8 ranks: an odd count splits what 2 split evenly. 5 tasks a step over 3 ranks (1, 2, 2),
+        // 3 eval tasks (1 each), mini-batches of 7 rows across the three, the optimiser state in 3 uneven shards
+        Path config = dir.resolve("dp.yaml");
+        Files.writeString(config, YAML);
+        Cli.Run one = Cli.run("train", config.toString(), "run.output_dir=" + dir.resolve("one"));
+        assertEquals(0, one.exit(), one.err());
+        Cli.Run three = launch(3, config, dir.resolve("three"), "distributed.shard_optimizer=true");
+        assertEquals(0, three.exit(), three.out() + three.err());
+        assertTrue(three.out().contains("[rank2] drmas: rank 2 of 3 joined"), three.out());
+        Map<String, float[]> w1 = weights(dir.resolve("one/dp/checkpoints/step_000001")),
+                w2 = weights(dir.resolve("one/dp/checkpoints/step_000002"));
+        assertTrue(maxDiff(w1, w2) > 1e-4, "step 2 changed the weights by only " + maxDiff(w1, w2));
+        double d = maxDiff(w2, weights(dir.resolve("three/dp/checkpoints/step_000002")));
+        assertTrue(d <= 1e-5, "1 rank vs 3 sharded ranks: max |Δw| = " + d);
+        int compared = sameMetrics(metrics(dir.resolve("one/dp")), metrics(dir.resolve("three/dp")), 2);
+        assertTrue(compared > 30, "compared only " + compared + " metrics");
+    }
+
+    @Test
     @Timeout(value = 240, unit = TimeUnit.SECONDS)
     void aShardedOptimizerTrainsAndResumesLikeOneProcess() throws Exception {
         // distributed.shard_optimizer: step 1 on two ranks with the optimiser state sharded, step 2
@@ -271,7 +292,12 @@ class DistributedTrainingTest {
 
     /** `drmas launch --nproc 2` (one thread each) of {@code config} into {@code out}; the ranks' output is in out(). */
     static Cli.Run launch(Path config, Path out, String... overrides) {
-        List<String> args = new ArrayList<>(List.of("launch", "--nproc", "2", "--threads-per-rank", "1", config.toString(),
+        return launch(2, config, out, overrides);
+    }
+
+    /** As above with {@code ranks} ranks. */
+    static Cli.Run launch(int ranks, Path config, Path out, String... overrides) {
+        List<String> args = new ArrayList<>(List.of("launch", "--nproc", Integer.toString(ranks), "--threads-per-rank", "1", config.toString(),
                 "run.output_dir=" + out));
         args.addAll(List.of(overrides));
         ByteArrayOutputStream captured = new ByteArrayOutputStream();

@@ -1,20 +1,19 @@
-// PausedJobTest.java — a whole data-parallel job paused (SIGSTOP, a scheduler's suspend, a machine
-// asleep) for longer than heartbeatStaleMs must not make a rank declare a live one dead: the ranks'
-// heartbeats freeze in the same pause, and the waiting rank, which could not look while it was paused,
-// counts their silence from its resume. Two child JVMs as the ranks (only real processes can be stopped),
-// rank 0 waiting in a sum for rank 1; the pause ends for rank 0 a moment before rank 1, the order in
-// which the old count read the whole pause as rank 1's silence and stopped the run.
+// PausedJobTest.java — heartbeat verdicts with ranks as processes of their own (only real processes
+// can be stopped, and only a process's end takes its store with it). A whole data-parallel job paused
+// (SIGSTOP, a scheduler's suspend, a machine asleep) for longer than heartbeatStaleMs must not make a
+// rank declare a live one dead: the heartbeats freeze in the same pause, and the waiting rank, which
+// could not look while paused, counts their silence from its resume (the pause ends for rank 0 a moment
+// before rank 1, the order in which the old count read the whole pause as rank 1's silence). And with
+// three ranks, one of them frozen for good (as a dead NCCL peer on another node), both others name it:
+// rank 0, which ends at once, leaves its verdict in its store until the other has read it, where a rank
+// that looked after rank 0's end found the store gone and named rank 0.
 package dev.drmas.dist;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.drmas.cli.ChildJvm;
-import dev.drmas.config.DistributedConfig;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -28,78 +27,55 @@ class PausedJobTest {
     /** A rank judged dead after this long without a heartbeat (the default is 10 s). */
     static final long STALE_MS = 3_000;
 
-    /** A rank: joins, prints "joined"; rank 0 sums at once, rank 1 once the file {@code go} exists; prints its sum. */
-    public static void main(String[] args) throws Exception {
-        int rank = Integer.parseInt(args[0]), port = Integer.parseInt(args[1]);
-        Path go = Path.of(args[2]);
-        ProcessGroup.heartbeatStaleMs = STALE_MS;
-        DistEnv env = new DistEnv("127.0.0.1", port, rank, 2, rank);
-        try (ProcessGroup pg = new ProcessGroup(env, new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 25, false), false)) {
-            System.out.println("joined");
-            System.out.flush();
-            if (rank == 1) {
-                while (!Files.exists(go)) Thread.sleep(20);
-            }
-            double[] x = {rank + 1};
-            pg.sum(x, "the gradients");
-            System.out.println("sum " + x[0]);
-        } catch (RuntimeException e) {
-            System.out.println("failed: " + e.getMessage());
-        }
-        System.out.flush();
-        System.exit(0);
-    }
-
     @Test
     @Timeout(value = 120, unit = TimeUnit.SECONDS)
     void aPauseOfTheWholeJobIsNoRankDying() throws Exception {
-        int port;
-        try (var s = new java.net.ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
         Path go = dir.resolve("go");
-        List<Process> ranks = new ArrayList<>();
-        List<Path> outs = new ArrayList<>();
+        List<Process> ranks = RankProcess.start(dir, 2, Long.toString(STALE_MS), go, "1");
         try {
-            for (int r = 0; r < 2; r++) {
-                List<String> cmd = ChildJvm.command(a -> a.startsWith("--enable-native-access") || a.startsWith("-Dorg.bytedeco."));
-                cmd.addAll(List.of("-Xmx256m", PausedJobTest.class.getName(), Integer.toString(r), Integer.toString(port), go.toString()));
-                Path out = dir.resolve("rank" + r + ".txt");
-                ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(out.toFile());
-                pb.environment().put("OMP_NUM_THREADS", "1");
-                ranks.add(pb.start());
-                outs.add(out);
-            }
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            for (Path out : outs) {
-                while (!(Files.exists(out) && Files.readString(out).contains("joined"))) {
-                    assertTrue(System.nanoTime() < deadline, "the ranks did not join: " + Files.readString(out));
-                    Thread.sleep(50);
-                }
-            }
+            RankProcess.await(dir, 2, "warmed");
             Thread.sleep(1_500);  // rank 0 waits in the sum, looking at rank 1's heartbeat about once a second
-            signal("STOP", ranks.get(1));
-            signal("STOP", ranks.get(0));
+            RankProcess.signal("STOP", ranks.get(1));
+            RankProcess.signal("STOP", ranks.get(0));
             Thread.sleep(STALE_MS + 2_000);  // longer than a rank may be silent, and than ProcessGroup.PAUSED_MS
-            signal("CONT", ranks.get(0));
+            RankProcess.signal("CONT", ranks.get(0));
             Thread.sleep(1_500);  // rank 0 looks at once, then a second later: rank 1 still frozen, silent 1.5 s of rank 0's time
-            signal("CONT", ranks.get(1));
+            RankProcess.signal("CONT", ranks.get(1));
             Files.writeString(go, "");
             for (Process p : ranks) assertTrue(p.waitFor(60, TimeUnit.SECONDS), "a rank did not end");
             for (int r = 0; r < 2; r++) {
-                String said = Files.readString(outs.get(r), StandardCharsets.UTF_8);
+                String said = RankProcess.said(dir, r);
                 assertTrue(said.contains("sum 3.0"), "rank " + r + ": " + said);
                 assertEquals(0, ranks.get(r).exitValue(), said);
             }
         } finally {
             for (Process p : ranks) {
-                signal("CONT", p);
+                RankProcess.signal("CONT", p);
                 p.destroyForcibly();
             }
         }
     }
 
-    private static void signal(String name, Process p) throws Exception {
-        new ProcessBuilder("kill", "-" + name, Long.toString(p.pid())).inheritIO().start().waitFor();
+    @Test
+    @Timeout(value = 120, unit = TimeUnit.SECONDS)
+    void withThreeRanksBothOthersNameTheOneThatDied() throws Exception {
+        // rank 1 would take rank 2 for dead only after 30 s: it learns of it from rank 0's verdict, in rank 0's store, which
+        // must outlive rank 0's own end until rank 1 has read it (before, rank 1 found the store gone and named rank 0)
+        List<Process> ranks = RankProcess.start(dir, 3, STALE_MS + ",30000," + STALE_MS, dir.resolve("never"), "2");
+        try {
+            RankProcess.await(dir, 3, "warmed");
+            RankProcess.signal("STOP", ranks.get(2));  // frozen for good, its connections open: no peer sees it end
+            for (int r = 0; r < 2; r++) assertTrue(ranks.get(r).waitFor(60, TimeUnit.SECONDS), "rank " + r + " did not end");
+            String zero = RankProcess.said(dir, 0), one = RankProcess.said(dir, 1);
+            assertTrue(zero.contains("failed: rank 0: the gradients (collective 2): rank 2 (at collective 1) did not arrive and stopped "
+                    + "without a word"), zero);
+            assertTrue(one.contains("failed: rank 1: stopped at the gradients (collective 2): rank 2 failed before the gradients "
+                    + "(collective 2): it stopped without a word (its heartbeat in the store had not moved for 3.0 s when rank 0 looked)"), one);
+        } finally {
+            for (Process p : ranks) {
+                RankProcess.signal("CONT", p);
+                p.destroyForcibly();
+            }
+        }
     }
 }
