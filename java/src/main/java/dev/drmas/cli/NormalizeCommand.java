@@ -64,7 +64,8 @@ final class NormalizeCommand implements Callable<Integer> {
                     + ".safetensors file, else JSONL)")
     String format;
 
-    @Option(names = {"-o", "--output"}, paramLabel = "OUT", description = "write here instead of stdout (a regular file is replaced whole: written beside it, then renamed)")
+    @Option(names = {"-o", "--output"}, paramLabel = "OUT", description = "write here instead of stdout (a regular file is replaced whole: "
+            + "written beside it, then renamed); - is stdout, as - is stdin for IN (./- names a file called -)")
     Path output;
 
     @Option(names = "--summary", description = "print per-agent statistics to stderr")
@@ -94,10 +95,16 @@ final class NormalizeCommand implements Callable<Integer> {
         return input.getFileName() != null && input.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".safetensors");
     }
 
+    /** Whether {@code p} is "-": stdin as IN, stdout as OUT, on every path (a file of that name is ./-). */
+    static boolean dash(Path p) {
+        return p.toString().equals("-");
+    }
+
     @Override
     public Integer call() throws IOException {
         NormConfig cfg = config();
         boolean st = safetensors();
+        if (output != null && dash(output)) output = null;  // -o -: stdout, as if no -o were given
         if (output != null) {
             String o = output.getFileName() == null ? "" : output.getFileName().toString().toLowerCase(Locale.ROOT);
             boolean otherKind = st ? o.endsWith(".jsonl") || o.endsWith(".json") : o.endsWith(".safetensors");
@@ -179,7 +186,8 @@ final class NormalizeCommand implements Callable<Integer> {
         // rows sorted as rollouts write them go through small buffers, chunk by chunk, where the output
         // is a file replaced by rename (a chunk this path does not cover falls back to the code below,
         // before anything is renamed into place); --summary needs every row at once
-        if (output != null && !summary && Files.isRegularFile(input) && OutputFile.replacesByRename(output)) {
+        // (not for "-", which is stdin even where a file of that name is in the working folder)
+        if (output != null && !summary && !dash(input) && Files.isRegularFile(input) && OutputFile.replacesByRename(output)) {
             try {
                 if (SafetensorsStream.normalize(input, output, cfg, n -> outputMetadata(cfg, n))) return 0;
             } catch (SafetensorsStream.Fallback e) {

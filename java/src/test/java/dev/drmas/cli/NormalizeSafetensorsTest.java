@@ -972,6 +972,36 @@ class NormalizeSafetensorsTest {
         org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), c.stdout());
     }
 
+    /**
+     * "-" is stdin on every path: with -o a regular input of more than two chunks takes the chunked
+     * path, which opened the path "-" itself, so a file named "-" in the working folder was read
+     * instead of stdin (and its advantages written, exit 0).
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(120)
+    void aDashIsStdinEvenBesideAFileNamedDash() throws Exception {
+        int n = 2 * SafetensorsStream.chunkRows() + 1000;  // enough rows for the chunked path, were "-" taken as a file
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        double[] inFile = new double[n], onStdin = new double[n];
+        for (int i = 0; i < n; i++) {
+            uid[i] = i / 24;
+            traj[i] = i / 3;
+            agent[i] = i % 3;
+            inFile[i] = (i * 7 % 11) / 4.0;
+            onStdin[i] = (i * 5 % 13) / 3.0;
+        }
+        Files.write(dir.resolve("-"), saveFile(new Rows(uid, traj, agent, inFile).tensors(false, false)));
+        Path piped = dir.resolve("piped.safetensors"), want = dir.resolve("want.safetensors");
+        Files.write(piped, saveFile(new Rows(uid, traj, agent, onStdin).tensors(false, false)));
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", want.toString(), piped.toString());
+        assertEquals(0, r.exit(), r.err());
+        Child.Result c = Child.shell(dir, "", "< piped.safetensors", 100, "normalize", "--mode", "drmas", "--format", "safetensors",
+                "-o", "got.safetensors", "-");
+        assertEquals(0, c.exit(), c.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(want), Files.readAllBytes(dir.resolve("got.safetensors")),
+                "the advantages of the rows on stdin, not of the file named \"-\"");
+    }
+
     @Test
     void aFolderIsRefusedAsOne() throws Exception {
         Path folder = dir.resolve("rows.safetensors");
