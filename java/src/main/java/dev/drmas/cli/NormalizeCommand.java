@@ -158,15 +158,38 @@ final class NormalizeCommand implements Callable<Integer> {
         OutputFile.write(out, os -> JsonlOutput.write(rows, adv, os));
     }
 
-    /** The diagnostics --summary reads: DIAG_FIELDS doubles per (uid, agent) segment, in one Java array. */
+    /**
+     * The diagnostics --summary reads: DIAG_FIELDS doubles per (uid, agent) segment, in one Java
+     * array. The kernel lays them out by uid x agent, so rows that each have their own uid ask for
+     * up to 64 segments a row (tooManySegments' bound): more than the heap may hold, where the same
+     * rows without --summary need little. That is the user's choice to make, so it is a UserError
+     * that says how much and what to do, never an OutOfMemoryError's stack trace.
+     */
     private static double[] summaryBuffer(String source, long numUids, int numAgents) {
         long size = numUids * numAgents * AbiIndices.DIAG_FIELDS;
-        if (size > Integer.MAX_VALUE - 8) {
-            throw new UserError(String.format(Locale.ROOT, "%s: --summary needs %d values per (uid, agent) segment, and %d x %d segments "
-                    + "are too many for it (at most %d); run without --summary", source, AbiIndices.DIAG_FIELDS, numUids, numAgents,
-                    (Integer.MAX_VALUE - 8) / AbiIndices.DIAG_FIELDS));
+        long heap = Runtime.getRuntime().maxMemory();
+        if (size > Integer.MAX_VALUE - 8 || size * Double.BYTES > heap) throw summaryTooLarge(source, numUids, numAgents, size, heap);
+        try {
+            return new double[(int) size];
+        } catch (OutOfMemoryError e) {
+            // one allocation, which failed whole after a full collection: nothing else is left short of memory
+            throw summaryTooLarge(source, numUids, numAgents, size, heap);
         }
-        return new double[(int) size];
+    }
+
+    private static UserError summaryTooLarge(String source, long numUids, int numAgents, long size, long heap) {
+        boolean array = size > Integer.MAX_VALUE - 8;  // no heap helps there
+        String limit = array ? String.format(Locale.ROOT, "more than a Java array holds (%d values); run without --summary",
+                Integer.MAX_VALUE - 8)
+                : "more than the Java heap can give (at most " + mib(heap) + "); run without --summary, or give Java a larger heap "
+                        + "(DRMAS_JAVA_OPTS=-Xmx<size>)";
+        return new UserError(String.format(Locale.ROOT, "%s: --summary needs %s (%d values for each of %d uids x %d agents), %s",
+                source, mib(size * Double.BYTES), AbiIndices.DIAG_FIELDS, numUids, numAgents, limit));
+    }
+
+    private static String mib(long bytes) {
+        return bytes < (1L << 30) ? String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1 << 20))
+                : String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
     }
 
     /** An advantage that overflowed float32 (|score − mean| > 3.4e38) would be written as no number: refused first. */
