@@ -920,4 +920,73 @@ class NormalizeJsonlTest {
         assertTrue(r.err().contains(in + ":1: the advantage is Infinity"), r.err());
         assertFalse(Files.exists(out), "nothing written");
     }
+    /** A line of exactly {@code bytes} bytes (its \n not counted), a row of uid 1. */
+    static String lineOf(int traj, int bytes) {
+        String head = "{\"uid\":1,\"traj\":" + traj + ",\"agent\":\"a\",\"score\":" + (traj % 3) + ",\"pad\":\"", tail = "\"}";
+        return head + "x".repeat(bytes - head.length() - tail.length()) + tail;
+    }
+
+    /** Runs {@code body} with lines of at most {@code bytes} bytes (-Ddrmas.normalize.maxLineBytes), blocks of 256 bytes, 2 threads. */
+    static <T> T withMaxLine(int bytes, java.util.concurrent.Callable<T> body) throws Exception {
+        String m = System.getProperty("drmas.normalize.maxLineBytes");
+        try {
+            System.setProperty("drmas.normalize.maxLineBytes", Integer.toString(bytes));
+            return withBlocks(256, body);
+        } finally {
+            if (m == null) System.clearProperty("drmas.normalize.maxLineBytes");
+            else System.setProperty("drmas.normalize.maxLineBytes", m);
+        }
+    }
+
+    /**
+     * A line longer than the limit (1 GiB; 1000 bytes here) is an error naming the file and the line,
+     * with nothing written. The buffer that holds it doubled as an int and went negative at 2^30
+     * bytes, which ended the command with "drmas normalize: -2147483648".
+     */
+    @Test
+    void aLineLongerThanTheLimitIsAnErrorNamingTheLine() throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (int t = 0; t < 5; t++) sb.append(lineOf(t, 60)).append('\n');
+        sb.append(lineOf(5, 1000)).append('\n').append(lineOf(6, 60)).append("\n\n");
+        String head = sb.toString();  // 8 lines; a line of exactly the limit is one
+        Path in = dir.resolve("long.jsonl"), out = dir.resolve("out.jsonl");
+        for (String tail : new String[] {lineOf(7, 1001) + "\n" + lineOf(8, 60) + "\n", lineOf(7, 1001), lineOf(7, 5000) + "\n"}) {
+            Files.writeString(in, head + tail);
+            Cli.Run r = withMaxLine(1000, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains(in + ":9: line too long: more than 1000 bytes"), r.err());
+            assertFalse(Files.exists(out), "nothing written");
+            try (var files = Files.list(dir)) {
+                assertEquals(1, files.count(), "no temporary file may be left behind");
+            }
+            // stdin: the same line, named <stdin>
+            UserError e = assertThrows(UserError.class, () -> withMaxLine(1000,
+                    () -> ScoredRows.readOnce("<stdin>", new ByteArrayInputStream((head + tail).getBytes(StandardCharsets.UTF_8)))));
+            assertEquals("<stdin>:9: line too long: more than 1000 bytes", e.getMessage());
+        }
+        // lines of the limit, the last one without its \n, are rows
+        Files.writeString(in, head + lineOf(7, 1000));
+        Cli.Run r = withMaxLine(1000, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(8, Files.readAllLines(out).size());
+        Files.delete(out);
+        // a bad line before the long one is the error reported (the first in the file)
+        Files.writeString(in, head.replaceFirst("\"score\":1", "\"score\":true") + lineOf(7, 1001) + "\n");
+        r = withMaxLine(1000, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":2: field 'score' must be a number, got true"), r.err());
+    }
+
+    /** The buffer of a line with no end yet grows to the limit + 1 (room for its \n) and no further: never past an int. */
+    @Test
+    void aLinesBufferGrowsUpToTheLimitWithoutOverflowing() {
+        int max = LineReader.MAX_LINE_BYTES;
+        assertEquals(1 << 30, max);
+        assertEquals(1 << 21, LineReader.grown(1 << 20, max));
+        assertEquals(1 << 30, LineReader.grown(1 << 29, max));
+        assertEquals(max + 1, LineReader.grown(1 << 30, max));
+        assertEquals(-1, LineReader.grown(max + 1, max), "full at the limit + 1 bytes without a \\n: too long");
+        assertEquals(1001, LineReader.grown(600, 1000));
+        assertEquals(max, LineReader.maxLineBytes(), "the limit unless a test sets one");
+    }
 }
