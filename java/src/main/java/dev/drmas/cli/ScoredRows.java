@@ -366,7 +366,9 @@ final class ScoredRows {
         try {
             while (lines.next()) {
                 p.lines++;
-                String bad = parseLine(p, line, lines, maxLine);
+                // a byte-order mark is skipped where it may be: at the start of the file (as Jackson does)
+                int bom = b.offset() == 0 && p.lines == 1 ? bomLength(lines.buf, lines.start, lines.end) : 0;
+                String bad = parseLine(p, line, lines, bom, maxLine);
                 if (bad != null) {
                     p.errorLine = p.lines;
                     p.error = bad;
@@ -379,19 +381,23 @@ final class ScoredRows {
         return p;
     }
 
-    /** Checks the current line and adds its row to {@code p}; returns what is wrong with it, or null. */
-    private static String parseLine(Parsed p, JsonLine line, LineReader lines, int maxLine) {
+    /**
+     * Checks the current line and adds its row to {@code p}; returns what is wrong with it, or null.
+     * Its first {@code bom} bytes are a byte-order mark, skipped (positions in messages count them).
+     */
+    private static String parseLine(Parsed p, JsonLine line, LineReader lines, int bom, int maxLine) {
         byte[] b = lines.buf;
         int s = lines.start, e = lines.end;
         // (a line in a block: the cutter refuses only lines longer than a block, this every one)
         if (e - s > maxLine) return tooLong(maxLine);
         if (e > s && b[e - 1] == '\r') e--;
         if (lines.nonAscii && firstInvalidUtf8(b, s, e) >= 0) return notUtf8(Arrays.copyOfRange(b, s, e));
+        s += bom;
         if (blank(b, s, e)) return null;
         try {
             line.scan(b, s, e);
         } catch (JsonLine.Malformed m) {
-            return "not valid JSON: " + m.getMessage() + " (byte " + (m.at + 1) + " of the line)";
+            return "not valid JSON: " + m.getMessage() + " (byte " + (m.at + 1 + bom) + " of the line)";
         }
         if (line.top != JsonLine.OBJECT) return "expected a JSON object, got " + JsonLine.kindName(line.top);
         String bad = checkKey(line, JsonLine.UID);
@@ -543,6 +549,14 @@ final class ScoredRows {
     private static String name(KeyIds ids, int id) {
         // the canonical bytes of a string key are its text in UTF-8 (a lone surrogate aside)
         return new String(ids.key(id), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * 3 when {@code b[s, e)} opens with a UTF-8 byte-order mark (EF BB BF), else 0. Only the file's
+     * first line may have one skipped: elsewhere it is text (and not JSON).
+     */
+    static int bomLength(byte[] b, int s, int e) {
+        return e - s >= 3 && b[s] == (byte) 0xef && b[s + 1] == (byte) 0xbb && b[s + 2] == (byte) 0xbf ? 3 : 0;
     }
 
     /** Whether the line holds only whitespace (as String.isBlank: the old reader's test, on the decoded line). */

@@ -989,4 +989,52 @@ class NormalizeJsonlTest {
         assertEquals(1001, LineReader.grown(600, 1000));
         assertEquals(max, LineReader.maxLineBytes(), "the limit unless a test sets one");
     }
+
+    /**
+     * A UTF-8 byte-order mark at the start of the file is skipped (Jackson, the reference, skips it;
+     * Windows tools write one): the output is that of the file without it. Only there: elsewhere it
+     * is a byte that is not JSON. Error positions on the first line count it.
+     */
+    @ParameterizedTest(name = "blocks of {0} bytes")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {0, 256})
+    void aByteOrderMarkAtTheStartIsSkipped(int block) throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 40; i++) sb.append(String.format(Locale.ROOT, GOOD, i / 8, i % 8, i % 2, i % 10, "x")).append('\n');
+        String text = sb.toString(), bom = "\uFEFF";
+        Path plain = dir.resolve("plain.jsonl"), marked = dir.resolve("bom.jsonl"), want = dir.resolve("want.jsonl"),
+                got = dir.resolve("got.jsonl");
+        Files.writeString(plain, text);
+        assertEquals(0, withBlocks(block, () -> run(List.of("normalize", "--mode", "drmas", "-o", want.toString(), plain.toString()))).exit());
+        for (String withBom : new String[] {bom + text, bom + "\n" + text, bom + " \r\n" + text}) {
+            Files.writeString(marked, withBom);
+            Cli.Run r = withBlocks(block, () -> run(List.of("normalize", "--mode", "drmas", "-o", got.toString(), marked.toString())));
+            assertEquals(0, r.exit(), r.err());
+            assertEquals(Files.readString(want), Files.readString(got));
+            // and from a stream
+            ScoredRows rows = withBlocks(block, () -> ScoredRows.readOnce("<stdin>", new ByteArrayInputStream(withBom.getBytes(StandardCharsets.UTF_8))));
+            assertEquals(40, rows.size());
+        }
+        // on the second line it is not JSON
+        Files.writeString(marked, text.replaceFirst("\n", "\n" + bom));
+        Cli.Run r = withBlocks(block, () -> run(List.of("normalize", "--mode", "drmas", "-o", got.toString(), marked.toString())));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(marked + ":2: not valid JSON: unexpected byte 0xef"), r.err());
+        // an error after the mark: its byte counted from the start of the line, mark included
+        String bad = "{\"uid\": 1 \"traj\": 0}\n";
+        Files.writeString(plain, bad);
+        Files.writeString(marked, bom + bad);
+        String e1 = run(List.of("normalize", "--mode", "drmas", plain.toString())).err(), e2 = run(List.of("normalize", "--mode", "drmas",
+                marked.toString())).err();
+        java.util.regex.Matcher m1 = java.util.regex.Pattern.compile(":1: (.*)\\(byte (\\d+) of the line\\)").matcher(e1),
+                m2 = java.util.regex.Pattern.compile(":1: (.*)\\(byte (\\d+) of the line\\)").matcher(e2);
+        assertTrue(m1.find() && m2.find(), e1 + " / " + e2);
+        assertEquals(m1.group(1), m2.group(1));
+        assertEquals(Integer.parseInt(m1.group(2)) + 3, Integer.parseInt(m2.group(2)));
+        // the line of a row named after a reading again (an advantage past float32): the mark's line counted
+        Files.writeString(marked, bom + "\n{\"uid\":\"far\",\"traj\":0,\"agent\":\"a\",\"score\":3e38}\n"
+                + "{\"uid\":\"far\",\"traj\":1,\"agent\":\"a\",\"score\":-3e38}\n{\"uid\":\"far\",\"traj\":2,\"agent\":\"a\",\"score\":-3e38}\n");
+        r = run(List.of("normalize", "--mode", "grpo", "--no-std", "-o", got.toString(), marked.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(marked + ":2: the advantage is Infinity"), r.err());
+    }
 }
