@@ -388,4 +388,18 @@ class OutputSafetyTest {
         assertEquals("", r.out());
         assertEquals(Files.readString(want), Files.readString(dir.resolve("-")));
     }
+
+    /** An output whose folder is a regular file says so (it said "...: already exists"); nothing is written. */
+    @Test
+    void anOutputUnderARegularFileSaysItIsNotAFolder() throws Exception {
+        Path file = rows();
+        for (Path out : new Path[] {file.resolve("x.jsonl"), file.resolve("sub").resolve("x.jsonl")}) {
+            Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), file.toString());
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains(out + ": cannot write: " + file + " is a file, not a folder"), r.err());
+            assertFalse(r.err().contains("already exists"), r.err());
+            assertEquals(ROWS, Files.readString(file));
+            assertEquals(List.of(), others("rows.jsonl"));
+        }
+    }
 }
