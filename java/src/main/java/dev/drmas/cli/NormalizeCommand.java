@@ -9,6 +9,7 @@ import dev.drmas.algo.Advantages;
 import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
+import dev.drmas.algo.SettingException;
 import dev.drmas.algo.SingletonPolicy;
 import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
@@ -28,6 +29,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.IntStream;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -46,8 +48,26 @@ final class NormalizeCommand implements Callable<Integer> {
             description = "trajectories (default) | rows: what the group statistics pool over")
     String pooling;
 
-    @Option(names = "--eps", defaultValue = "1e-6", paramLabel = "E", description = "added to the std (default ${DEFAULT-VALUE})")
-    double eps;
+    @Option(names = "--eps", defaultValue = "1e-6", paramLabel = "E", converter = Typed.Converter.class,
+            description = "added to the std (default ${DEFAULT-VALUE})")
+    Typed eps;
+
+    /**
+     * A number and its text as typed: an error names what the user wrote, not the double it became
+     * (1e-400 is 0 as a double, and "got 0" would say the user typed 0).
+     */
+    record Typed(String text, double value) {
+        static final class Converter implements CommandLine.ITypeConverter<Typed> {
+            @Override
+            public Typed convert(String s) {
+                try {
+                    return new Typed(s, Double.parseDouble(s));
+                } catch (NumberFormatException e) {
+                    throw new CommandLine.TypeConversionException("'" + s + "' is not a number");
+                }
+            }
+        }
+    }
 
     @Option(names = "--singleton", defaultValue = "fallback", paramLabel = "POLICY",
             description = "fallback (default) | zero | raw: single-member segments")
@@ -75,9 +95,15 @@ final class NormalizeCommand implements Callable<Integer> {
     Path input;
 
     NormConfig config() {
+        // NormConfig's rule for eps, checked here first so that the message has the text as typed
+        double v = eps.value();
+        if (!Double.isFinite(v) || (noStd ? v < 0 : v <= 0)) {
+            throw new UserError("eps: must be a finite number " + (noStd ? ">= 0" : "> 0") + ", got " + eps.text()
+                    + (eps.text().strip().equals(SettingException.num(v)) ? "" : " (" + SettingException.num(v) + " as a double)"));
+        }
         try {
             return new NormConfig(NormMode.parse(mode), GlobalPooling.parse(pooling), SingletonPolicy.parse(singleton),
-                    !biasedStd, !noStd, eps);
+                    !biasedStd, !noStd, v);
         } catch (IllegalArgumentException e) {
             throw new UserError(e.getMessage());
         }
