@@ -102,9 +102,12 @@ final class JsonlOutput {
         int o = 0;
         StringBuilder digits = new StringBuilder(32);
         LineReader lines = new LineReader(in, len);
+        boolean first = at == 0;  // the file's first line, whose byte-order mark the reading skipped (and so the output drops)
         while (lines.next()) {
             byte[] b = lines.buf;
             int s = lines.start, e = lines.end;
+            if (first) s += ScoredRows.bomLength(b, s, e);
+            first = false;
             if (e > s && b[e - 1] == '\r') e--;
             if (ScoredRows.blank(b, s, e)) continue;
             if (row >= end) throw changed(rows);
@@ -141,9 +144,10 @@ final class JsonlOutput {
             LineReader lines = new LineReader(new PositionalChannel(ch), 1 << 20);
             while (lines.next()) {
                 line++;
-                int e = lines.end;
-                if (e > lines.start && lines.buf[e - 1] == '\r') e--;
-                if (!ScoredRows.blank(lines.buf, lines.start, e) && ++r == row) return line;
+                int s = lines.start, e = lines.end;
+                if (line == 1) s += ScoredRows.bomLength(lines.buf, s, e);  // as the reading did
+                if (e > s && lines.buf[e - 1] == '\r') e--;
+                if (!ScoredRows.blank(lines.buf, s, e) && ++r == row) return line;
             }
         } finally {
             rows.closeText(ch);

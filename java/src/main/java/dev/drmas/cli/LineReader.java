@@ -16,6 +16,28 @@ final class LineReader {
     static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
     private static final long NEWLINES = 0x0A0A0A0A0A0A0A0AL, ONES = 0x0101010101010101L, HIGH_BITS = 0x8080808080808080L;
 
+    /**
+     * The longest line an input may have, in bytes without its \n. A line is held whole in one byte
+     * array, and Java's stop short of 2^31 bytes; a buffer that doubles from 2^30 would have a
+     * negative size. A longer line is an error that names it (file:line), not a crash.
+     */
+    static final int MAX_LINE_BYTES = 1 << 30;
+
+    /** MAX_LINE_BYTES, or less where a test sets -Ddrmas.normalize.maxLineBytes (no test can write a GiB line). */
+    static int maxLineBytes() {
+        return Math.max(16, Math.min(MAX_LINE_BYTES, Integer.getInteger("drmas.normalize.maxLineBytes", MAX_LINE_BYTES)));
+    }
+
+    /**
+     * The next size of a full buffer of {@code length} bytes whose line has no \n yet: twice as
+     * large, up to {@code limit} + 1 bytes (the longest line and its \n); -1 when it is that large
+     * already, so the line is longer than {@code limit}. In longs: 2 x 2^30 is no int.
+     */
+    static int grown(int length, int limit) {
+        if (length > limit) return -1;
+        return (int) Math.min(2L * length, limit + 1L);
+    }
+
     private final ReadableByteChannel in;
     /** The current line is {@code buf[start, end)}; valid until the next call of {@link #next}. */
     byte[] buf;
@@ -88,7 +110,10 @@ final class LineReader {
             if (from > 0) {
                 System.arraycopy(buf, from, buf, 0, keep);
             } else if (keep == buf.length) {
-                buf = Arrays.copyOf(buf, buf.length * 2);
+                // (the first reading refused such a line: here the file changed since)
+                int size = grown(buf.length, maxLineBytes());
+                if (size < 0) throw new IOException("line too long: more than " + maxLineBytes() + " bytes");
+                buf = Arrays.copyOf(buf, size);
             }
             from = 0;
             scan = keep;

@@ -9,6 +9,7 @@ import dev.drmas.algo.Advantages;
 import dev.drmas.algo.GlobalPooling;
 import dev.drmas.algo.NormConfig;
 import dev.drmas.algo.NormMode;
+import dev.drmas.algo.SettingException;
 import dev.drmas.algo.SingletonPolicy;
 import dev.drmas.bindings.AbiIndices;
 import dev.drmas.bindings.Backend;
@@ -28,6 +29,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.stream.IntStream;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -46,8 +48,26 @@ final class NormalizeCommand implements Callable<Integer> {
             description = "trajectories (default) | rows: what the group statistics pool over")
     String pooling;
 
-    @Option(names = "--eps", defaultValue = "1e-6", paramLabel = "E", description = "added to the std (default ${DEFAULT-VALUE})")
-    double eps;
+    @Option(names = "--eps", defaultValue = "1e-6", paramLabel = "E", converter = Typed.Converter.class,
+            description = "added to the std (default ${DEFAULT-VALUE})")
+    Typed eps;
+
+    /**
+     * A number and its text as typed: an error names what the user wrote, not the double it became
+     * (1e-400 is 0 as a double, and "got 0" would say the user typed 0).
+     */
+    record Typed(String text, double value) {
+        static final class Converter implements CommandLine.ITypeConverter<Typed> {
+            @Override
+            public Typed convert(String s) {
+                try {
+                    return new Typed(s, Double.parseDouble(s));
+                } catch (NumberFormatException e) {
+                    throw new CommandLine.TypeConversionException("'" + s + "' is not a number");
+                }
+            }
+        }
+    }
 
     @Option(names = "--singleton", defaultValue = "fallback", paramLabel = "POLICY",
             description = "fallback (default) | zero | raw: single-member segments")
@@ -64,7 +84,8 @@ final class NormalizeCommand implements Callable<Integer> {
                     + ".safetensors file, else JSONL)")
     String format;
 
-    @Option(names = {"-o", "--output"}, paramLabel = "OUT", description = "write here instead of stdout (a regular file is replaced whole: written beside it, then renamed)")
+    @Option(names = {"-o", "--output"}, paramLabel = "OUT", description = "write here instead of stdout (a regular file is replaced whole: "
+            + "written beside it, then renamed); - is stdout, as - is stdin for IN (./- names a file called -)")
     Path output;
 
     @Option(names = "--summary", description = "print per-agent statistics to stderr")
@@ -74,9 +95,15 @@ final class NormalizeCommand implements Callable<Integer> {
     Path input;
 
     NormConfig config() {
+        // NormConfig's rule for eps, checked here first so that the message has the text as typed
+        double v = eps.value();
+        if (!Double.isFinite(v) || (noStd ? v < 0 : v <= 0)) {
+            throw new UserError("eps: must be a finite number " + (noStd ? ">= 0" : "> 0") + ", got " + eps.text()
+                    + (eps.text().strip().equals(SettingException.num(v)) ? "" : " (" + SettingException.num(v) + " as a double)"));
+        }
         try {
             return new NormConfig(NormMode.parse(mode), GlobalPooling.parse(pooling), SingletonPolicy.parse(singleton),
-                    !biasedStd, !noStd, eps);
+                    !biasedStd, !noStd, v);
         } catch (IllegalArgumentException e) {
             throw new UserError(e.getMessage());
         }
@@ -94,10 +121,16 @@ final class NormalizeCommand implements Callable<Integer> {
         return input.getFileName() != null && input.getFileName().toString().toLowerCase(Locale.ROOT).endsWith(".safetensors");
     }
 
+    /** Whether {@code p} is "-": stdin as IN, stdout as OUT, on every path (a file of that name is ./-). */
+    static boolean dash(Path p) {
+        return p.toString().equals("-");
+    }
+
     @Override
     public Integer call() throws IOException {
         NormConfig cfg = config();
         boolean st = safetensors();
+        if (output != null && dash(output)) output = null;  // -o -: stdout, as if no -o were given
         if (output != null) {
             String o = output.getFileName() == null ? "" : output.getFileName().toString().toLowerCase(Locale.ROOT);
             boolean otherKind = st ? o.endsWith(".jsonl") || o.endsWith(".json") : o.endsWith(".safetensors");
@@ -151,15 +184,38 @@ final class NormalizeCommand implements Callable<Integer> {
         OutputFile.write(out, os -> JsonlOutput.write(rows, adv, os));
     }
 
-    /** The diagnostics --summary reads: DIAG_FIELDS doubles per (uid, agent) segment, in one Java array. */
+    /**
+     * The diagnostics --summary reads: DIAG_FIELDS doubles per (uid, agent) segment, in one Java
+     * array. The kernel lays them out by uid x agent, so rows that each have their own uid ask for
+     * up to 64 segments a row (tooManySegments' bound): more than the heap may hold, where the same
+     * rows without --summary need little. That is the user's choice to make, so it is a UserError
+     * that says how much and what to do, never an OutOfMemoryError's stack trace.
+     */
     private static double[] summaryBuffer(String source, long numUids, int numAgents) {
         long size = numUids * numAgents * AbiIndices.DIAG_FIELDS;
-        if (size > Integer.MAX_VALUE - 8) {
-            throw new UserError(String.format(Locale.ROOT, "%s: --summary needs %d values per (uid, agent) segment, and %d x %d segments "
-                    + "are too many for it (at most %d); run without --summary", source, AbiIndices.DIAG_FIELDS, numUids, numAgents,
-                    (Integer.MAX_VALUE - 8) / AbiIndices.DIAG_FIELDS));
+        long heap = Runtime.getRuntime().maxMemory();
+        if (size > Integer.MAX_VALUE - 8 || size * Double.BYTES > heap) throw summaryTooLarge(source, numUids, numAgents, size, heap);
+        try {
+            return new double[(int) size];
+        } catch (OutOfMemoryError e) {
+            // one allocation, which failed whole after a full collection: nothing else is left short of memory
+            throw summaryTooLarge(source, numUids, numAgents, size, heap);
         }
-        return new double[(int) size];
+    }
+
+    private static UserError summaryTooLarge(String source, long numUids, int numAgents, long size, long heap) {
+        boolean array = size > Integer.MAX_VALUE - 8;  // no heap helps there
+        String limit = array ? String.format(Locale.ROOT, "more than a Java array holds (%d values); run without --summary",
+                Integer.MAX_VALUE - 8)
+                : "more than the Java heap can give (at most " + mib(heap) + "); run without --summary, or give Java a larger heap "
+                        + "(DRMAS_JAVA_OPTS=-Xmx<size>)";
+        return new UserError(String.format(Locale.ROOT, "%s: --summary needs %s (%d values for each of %d uids x %d agents), %s",
+                source, mib(size * Double.BYTES), AbiIndices.DIAG_FIELDS, numUids, numAgents, limit));
+    }
+
+    private static String mib(long bytes) {
+        return bytes < (1L << 30) ? String.format(Locale.ROOT, "%.1f MiB", bytes / (double) (1 << 20))
+                : String.format(Locale.ROOT, "%.1f GiB", bytes / (double) (1L << 30));
     }
 
     /** An advantage that overflowed float32 (|score − mean| > 3.4e38) would be written as no number: refused first. */
@@ -179,7 +235,8 @@ final class NormalizeCommand implements Callable<Integer> {
         // rows sorted as rollouts write them go through small buffers, chunk by chunk, where the output
         // is a file replaced by rename (a chunk this path does not cover falls back to the code below,
         // before anything is renamed into place); --summary needs every row at once
-        if (output != null && !summary && Files.isRegularFile(input) && OutputFile.replacesByRename(output)) {
+        // (not for "-", which is stdin even where a file of that name is in the working folder)
+        if (output != null && !summary && !dash(input) && Files.isRegularFile(input) && OutputFile.replacesByRename(output)) {
             try {
                 if (SafetensorsStream.normalize(input, output, cfg, n -> outputMetadata(cfg, n))) return 0;
             } catch (SafetensorsStream.Fallback e) {

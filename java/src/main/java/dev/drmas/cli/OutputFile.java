@@ -132,6 +132,10 @@ final class OutputFile {
         }
         Path dir = target.toAbsolutePath().getParent();
         Path tmp = dir.resolve("." + target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp");
+        Path blocker = notAFolder(dir);
+        if (blocker != null) {
+            throw new UserError(out + ": cannot write: " + blocker + (Files.isRegularFile(blocker) ? " is a file, not a folder" : " is not a folder"));
+        }
         try {
             Files.createDirectories(dir);
             Set<PosixFilePermission> mode = Files.exists(target) ? permissions(target) : null;
@@ -190,6 +194,17 @@ final class OutputFile {
                 throw e.getCause();
             }
         }
+    }
+
+    /**
+     * The first of {@code dir} and its parents that exists, when that is not a folder; else null.
+     * (createDirectories would fail on it with only "already exists", which reads as if the output did.)
+     */
+    private static Path notAFolder(Path dir) {
+        for (Path p = dir; p != null; p = p.getParent()) {
+            if (Files.exists(p)) return Files.isDirectory(p) ? null : p;
+        }
+        return null;
     }
 
     /** Where a chain of symbolic links ends (the path itself when it is none); the end need not exist. */

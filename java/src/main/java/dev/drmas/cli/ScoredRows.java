@@ -200,7 +200,15 @@ final class ScoredRows {
             long offset = 0;
             while (true) {
                 byte[] buf = free.isEmpty() ? new byte[block] : free.pop();
-                int len = cut.next(buf);
+                int len;
+                try {
+                    len = cut.next(buf);
+                } catch (LineTooLong e) {
+                    // the line opens the block being cut: the lines before it are in the blocks handed out,
+                    // whose errors come first and whose count numbers it
+                    while (!inflight.isEmpty()) m.merge(take(inflight.removeFirst()), free, spare, block);
+                    throw new UserError(rows.source + ":" + (m.lines + 1) + ": " + tooLong(e.limit));
+                }
                 if (len < 0) break;
                 Block b = new Block(cut.buffer(), len, offset);
                 offset += len;
@@ -240,9 +248,27 @@ final class ScoredRows {
         }
     }
 
-    /** Cuts a channel into blocks of whole lines (the last one may lack its \n). */
+    static String tooLong(int limit) {
+        return "line too long: more than " + limit + " bytes";
+    }
+
+    /** A line longer than {@code limit} bytes, found where it outgrows the buffer that cuts the blocks. */
+    static final class LineTooLong extends IOException {
+        final int limit;
+
+        LineTooLong(int limit) {
+            super(tooLong(limit));
+            this.limit = limit;
+        }
+    }
+
+    /**
+     * Cuts a channel into blocks of whole lines (the last one may lack its \n). A line longer than
+     * a block grows the buffer, up to LineReader.maxLineBytes() + 1 bytes: past that, LineTooLong.
+     */
     private static final class Cutter {
         private final ReadableByteChannel in;
+        private final int maxLine = LineReader.maxLineBytes();
         private byte[] buf, carry = new byte[1 << 12];
         private int carryLen;
         private boolean eof;
@@ -253,7 +279,7 @@ final class ScoredRows {
 
         /** The next block, in {@code into} or a larger buffer (see {@link #buffer}); -1 at the end. */
         int next(byte[] into) throws IOException {
-            buf = into.length >= carryLen ? into : new byte[carryLen * 2];
+            buf = into.length >= carryLen ? into : new byte[grow(carryLen)];
             System.arraycopy(carry, 0, buf, 0, carryLen);
             int filled = carryLen;
             carryLen = 0;
@@ -270,12 +296,19 @@ final class ScoredRows {
                 if (nl >= 0) {
                     int len = nl + 1;
                     carryLen = filled - len;
-                    if (carry.length < carryLen) carry = new byte[Math.max(carryLen, carry.length * 2)];
+                    if (carry.length < carryLen) carry = new byte[Math.max(carryLen, (int) Math.min(2L * carry.length, maxLine + 1L))];
                     System.arraycopy(buf, len, carry, 0, carryLen);
                     return len;
                 }
-                buf = Arrays.copyOf(buf, buf.length * 2);  // a line longer than the block
+                buf = Arrays.copyOf(buf, grow(buf.length));  // a line longer than the block
             }
+        }
+
+        /** The size of the buffer after one of {@code length} bytes that holds only part of a line. */
+        private int grow(int length) throws LineTooLong {
+            int size = LineReader.grown(length, maxLine);
+            if (size < 0) throw new LineTooLong(maxLine);
+            return size;
         }
 
         byte[] buffer() {
@@ -329,10 +362,13 @@ final class ScoredRows {
         p.block = b;
         JsonLine line = new JsonLine();
         LineReader lines = new LineReader(b.data(), b.length());
+        int maxLine = LineReader.maxLineBytes();
         try {
             while (lines.next()) {
                 p.lines++;
-                String bad = parseLine(p, line, lines);
+                // a byte-order mark is skipped where it may be: at the start of the file (as Jackson does)
+                int bom = b.offset() == 0 && p.lines == 1 ? bomLength(lines.buf, lines.start, lines.end) : 0;
+                String bad = parseLine(p, line, lines, bom, maxLine);
                 if (bad != null) {
                     p.errorLine = p.lines;
                     p.error = bad;
@@ -345,17 +381,23 @@ final class ScoredRows {
         return p;
     }
 
-    /** Checks the current line and adds its row to {@code p}; returns what is wrong with it, or null. */
-    private static String parseLine(Parsed p, JsonLine line, LineReader lines) {
+    /**
+     * Checks the current line and adds its row to {@code p}; returns what is wrong with it, or null.
+     * Its first {@code bom} bytes are a byte-order mark, skipped (positions in messages count them).
+     */
+    private static String parseLine(Parsed p, JsonLine line, LineReader lines, int bom, int maxLine) {
         byte[] b = lines.buf;
         int s = lines.start, e = lines.end;
+        // (a line in a block: the cutter refuses only lines longer than a block, this every one)
+        if (e - s > maxLine) return tooLong(maxLine);
         if (e > s && b[e - 1] == '\r') e--;
         if (lines.nonAscii && firstInvalidUtf8(b, s, e) >= 0) return notUtf8(Arrays.copyOfRange(b, s, e));
+        s += bom;
         if (blank(b, s, e)) return null;
         try {
             line.scan(b, s, e);
         } catch (JsonLine.Malformed m) {
-            return "not valid JSON: " + m.getMessage() + " (byte " + (m.at + 1) + " of the line)";
+            return "not valid JSON: " + m.getMessage() + " (byte " + (m.at + 1 + bom) + " of the line)";
         }
         if (line.top != JsonLine.OBJECT) return "expected a JSON object, got " + JsonLine.kindName(line.top);
         String bad = checkKey(line, JsonLine.UID);
@@ -507,6 +549,14 @@ final class ScoredRows {
     private static String name(KeyIds ids, int id) {
         // the canonical bytes of a string key are its text in UTF-8 (a lone surrogate aside)
         return new String(ids.key(id), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * 3 when {@code b[s, e)} opens with a UTF-8 byte-order mark (EF BB BF), else 0. Only the file's
+     * first line may have one skipped: elsewhere it is text (and not JSON).
+     */
+    static int bomLength(byte[] b, int s, int e) {
+        return e - s >= 3 && b[s] == (byte) 0xef && b[s + 1] == (byte) 0xbb && b[s + 2] == (byte) 0xbf ? 3 : 0;
     }
 
     /** Whether the line holds only whitespace (as String.isBlank: the old reader's test, on the decoded line). */

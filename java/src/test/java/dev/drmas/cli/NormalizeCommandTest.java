@@ -197,6 +197,16 @@ class NormalizeCommandTest {
         r = run("normalize", "--mode", "drmas", "--eps", "0", in.toString());
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("eps: must be a finite number > 0, got 0"), r.err());
+        // the value as typed, not as parsed (1e-400 is 0 as a double; it said "got 0")
+        r = run("normalize", "--mode", "drmas", "--eps=1e-400", in.toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("eps: must be a finite number > 0, got 1e-400 (0 as a double)"), r.err());
+        r = run("normalize", "--mode", "drmas", "--eps", "2e308", in.toString());
+        assertEquals(1, r.exit());
+        assertTrue(r.err().contains("eps: must be a finite number > 0, got 2e308 (Infinity as a double)"), r.err());
+        r = run("normalize", "--mode", "drmas", "--eps", "tiny", in.toString());
+        assertEquals(2, r.exit(), "picocli usage error for a value that is no number");
+        assertTrue(r.err().contains("Invalid value for option '--eps': 'tiny' is not a number"), r.err());
         r = run("normalize", "--mode", "drmas", dir.resolve("absent.jsonl").toString());
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("absent.jsonl: no such file"), r.err());

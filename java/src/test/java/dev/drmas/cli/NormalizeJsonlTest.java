@@ -920,4 +920,121 @@ class NormalizeJsonlTest {
         assertTrue(r.err().contains(in + ":1: the advantage is Infinity"), r.err());
         assertFalse(Files.exists(out), "nothing written");
     }
+    /** A line of exactly {@code bytes} bytes (its \n not counted), a row of uid 1. */
+    static String lineOf(int traj, int bytes) {
+        String head = "{\"uid\":1,\"traj\":" + traj + ",\"agent\":\"a\",\"score\":" + (traj % 3) + ",\"pad\":\"", tail = "\"}";
+        return head + "x".repeat(bytes - head.length() - tail.length()) + tail;
+    }
+
+    /** Runs {@code body} with lines of at most {@code bytes} bytes (-Ddrmas.normalize.maxLineBytes), blocks of 256 bytes, 2 threads. */
+    static <T> T withMaxLine(int bytes, java.util.concurrent.Callable<T> body) throws Exception {
+        String m = System.getProperty("drmas.normalize.maxLineBytes");
+        try {
+            System.setProperty("drmas.normalize.maxLineBytes", Integer.toString(bytes));
+            return withBlocks(256, body);
+        } finally {
+            if (m == null) System.clearProperty("drmas.normalize.maxLineBytes");
+            else System.setProperty("drmas.normalize.maxLineBytes", m);
+        }
+    }
+
+    /**
+     * A line longer than the limit (1 GiB; 1000 bytes here) is an error naming the file and the line,
+     * with nothing written. The buffer that holds it doubled as an int and went negative at 2^30
+     * bytes, which ended the command with "drmas normalize: -2147483648".
+     */
+    @Test
+    void aLineLongerThanTheLimitIsAnErrorNamingTheLine() throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (int t = 0; t < 5; t++) sb.append(lineOf(t, 60)).append('\n');
+        sb.append(lineOf(5, 1000)).append('\n').append(lineOf(6, 60)).append("\n\n");
+        String head = sb.toString();  // 8 lines; a line of exactly the limit is one
+        Path in = dir.resolve("long.jsonl"), out = dir.resolve("out.jsonl");
+        for (String tail : new String[] {lineOf(7, 1001) + "\n" + lineOf(8, 60) + "\n", lineOf(7, 1001), lineOf(7, 5000) + "\n"}) {
+            Files.writeString(in, head + tail);
+            Cli.Run r = withMaxLine(1000, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains(in + ":9: line too long: more than 1000 bytes"), r.err());
+            assertFalse(Files.exists(out), "nothing written");
+            try (var files = Files.list(dir)) {
+                assertEquals(1, files.count(), "no temporary file may be left behind");
+            }
+            // stdin: the same line, named <stdin>
+            UserError e = assertThrows(UserError.class, () -> withMaxLine(1000,
+                    () -> ScoredRows.readOnce("<stdin>", new ByteArrayInputStream((head + tail).getBytes(StandardCharsets.UTF_8)))));
+            assertEquals("<stdin>:9: line too long: more than 1000 bytes", e.getMessage());
+        }
+        // lines of the limit, the last one without its \n, are rows
+        Files.writeString(in, head + lineOf(7, 1000));
+        Cli.Run r = withMaxLine(1000, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(8, Files.readAllLines(out).size());
+        Files.delete(out);
+        // a bad line before the long one is the error reported (the first in the file)
+        Files.writeString(in, head.replaceFirst("\"score\":1", "\"score\":true") + lineOf(7, 1001) + "\n");
+        r = withMaxLine(1000, () -> run(List.of("normalize", "--mode", "drmas", "-o", out.toString(), in.toString())));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(in + ":2: field 'score' must be a number, got true"), r.err());
+    }
+
+    /** The buffer of a line with no end yet grows to the limit + 1 (room for its \n) and no further: never past an int. */
+    @Test
+    void aLinesBufferGrowsUpToTheLimitWithoutOverflowing() {
+        int max = LineReader.MAX_LINE_BYTES;
+        assertEquals(1 << 30, max);
+        assertEquals(1 << 21, LineReader.grown(1 << 20, max));
+        assertEquals(1 << 30, LineReader.grown(1 << 29, max));
+        assertEquals(max + 1, LineReader.grown(1 << 30, max));
+        assertEquals(-1, LineReader.grown(max + 1, max), "full at the limit + 1 bytes without a \\n: too long");
+        assertEquals(1001, LineReader.grown(600, 1000));
+        assertEquals(max, LineReader.maxLineBytes(), "the limit unless a test sets one");
+    }
+
+    /**
+     * A UTF-8 byte-order mark at the start of the file is skipped (Jackson, the reference, skips it;
+     * Windows tools write one): the output is that of the file without it. Only there: elsewhere it
+     * is a byte that is not JSON. Error positions on the first line count it.
+     */
+    @ParameterizedTest(name = "blocks of {0} bytes")
+    @org.junit.jupiter.params.provider.ValueSource(ints = {0, 256})
+    void aByteOrderMarkAtTheStartIsSkipped(int block) throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 40; i++) sb.append(String.format(Locale.ROOT, GOOD, i / 8, i % 8, i % 2, i % 10, "x")).append('\n');
+        String text = sb.toString(), bom = "\uFEFF";
+        Path plain = dir.resolve("plain.jsonl"), marked = dir.resolve("bom.jsonl"), want = dir.resolve("want.jsonl"),
+                got = dir.resolve("got.jsonl");
+        Files.writeString(plain, text);
+        assertEquals(0, withBlocks(block, () -> run(List.of("normalize", "--mode", "drmas", "-o", want.toString(), plain.toString()))).exit());
+        for (String withBom : new String[] {bom + text, bom + "\n" + text, bom + " \r\n" + text}) {
+            Files.writeString(marked, withBom);
+            Cli.Run r = withBlocks(block, () -> run(List.of("normalize", "--mode", "drmas", "-o", got.toString(), marked.toString())));
+            assertEquals(0, r.exit(), r.err());
+            assertEquals(Files.readString(want), Files.readString(got));
+            // and from a stream
+            ScoredRows rows = withBlocks(block, () -> ScoredRows.readOnce("<stdin>", new ByteArrayInputStream(withBom.getBytes(StandardCharsets.UTF_8))));
+            assertEquals(40, rows.size());
+        }
+        // on the second line it is not JSON
+        Files.writeString(marked, text.replaceFirst("\n", "\n" + bom));
+        Cli.Run r = withBlocks(block, () -> run(List.of("normalize", "--mode", "drmas", "-o", got.toString(), marked.toString())));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(marked + ":2: not valid JSON: unexpected byte 0xef"), r.err());
+        // an error after the mark: its byte counted from the start of the line, mark included
+        String bad = "{\"uid\": 1 \"traj\": 0}\n";
+        Files.writeString(plain, bad);
+        Files.writeString(marked, bom + bad);
+        String e1 = run(List.of("normalize", "--mode", "drmas", plain.toString())).err(), e2 = run(List.of("normalize", "--mode", "drmas",
+                marked.toString())).err();
+        java.util.regex.Matcher m1 = java.util.regex.Pattern.compile(":1: (.*)\\(byte (\\d+) of the line\\)").matcher(e1),
+                m2 = java.util.regex.Pattern.compile(":1: (.*)\\(byte (\\d+) of the line\\)").matcher(e2);
+        assertTrue(m1.find() && m2.find(), e1 + " / " + e2);
+        assertEquals(m1.group(1), m2.group(1));
+        assertEquals(Integer.parseInt(m1.group(2)) + 3, Integer.parseInt(m2.group(2)));
+        // the line of a row named after a reading again (an advantage past float32): the mark's line counted
+        Files.writeString(marked, bom + "\n{\"uid\":\"far\",\"traj\":0,\"agent\":\"a\",\"score\":3e38}\n"
+                + "{\"uid\":\"far\",\"traj\":1,\"agent\":\"a\",\"score\":-3e38}\n{\"uid\":\"far\",\"traj\":2,\"agent\":\"a\",\"score\":-3e38}\n");
+        r = run(List.of("normalize", "--mode", "grpo", "--no-std", "-o", got.toString(), marked.toString()));
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(marked + ":2: the advantage is Infinity"), r.err());
+    }
 }

@@ -972,6 +972,91 @@ class NormalizeSafetensorsTest {
         org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(out), c.stdout());
     }
 
+    /**
+     * "-" is stdin on every path: with -o a regular input of more than two chunks takes the chunked
+     * path, which opened the path "-" itself, so a file named "-" in the working folder was read
+     * instead of stdin (and its advantages written, exit 0).
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(120)
+    void aDashIsStdinEvenBesideAFileNamedDash() throws Exception {
+        int n = 2 * SafetensorsStream.chunkRows() + 1000;  // enough rows for the chunked path, were "-" taken as a file
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        double[] inFile = new double[n], onStdin = new double[n];
+        for (int i = 0; i < n; i++) {
+            uid[i] = i / 24;
+            traj[i] = i / 3;
+            agent[i] = i % 3;
+            inFile[i] = (i * 7 % 11) / 4.0;
+            onStdin[i] = (i * 5 % 13) / 3.0;
+        }
+        Files.write(dir.resolve("-"), saveFile(new Rows(uid, traj, agent, inFile).tensors(false, false)));
+        Path piped = dir.resolve("piped.safetensors"), want = dir.resolve("want.safetensors");
+        Files.write(piped, saveFile(new Rows(uid, traj, agent, onStdin).tensors(false, false)));
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", want.toString(), piped.toString());
+        assertEquals(0, r.exit(), r.err());
+        Child.Result c = Child.shell(dir, "", "< piped.safetensors", 100, "normalize", "--mode", "drmas", "--format", "safetensors",
+                "-o", "got.safetensors", "-");
+        assertEquals(0, c.exit(), c.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(want), Files.readAllBytes(dir.resolve("got.safetensors")),
+                "the advantages of the rows on stdin, not of the file named \"-\"");
+    }
+
+    /**
+     * --summary's statistics (9 doubles per uid x agent) that the heap cannot hold are an error that
+     * names their size and the way out, not an OutOfMemoryError's stack trace; the same rows without
+     * --summary still work. A child JVM with a 128 MiB heap: 40000 uids x 64 agents need 176 MiB.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(180)
+    void aSummaryTooLargeForTheHeapIsAnErrorNotAStackTrace() throws Exception {
+        int n = 40_000;
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        double[] score = new double[n];
+        StringBuilder jsonl = new StringBuilder();
+        for (int i = 0; i < n; i++) {
+            uid[i] = i;
+            traj[i] = i;
+            agent[i] = i % 64;  // every agent id up to 63 occurs: 64 agents, 64 segments a row (the most allowed)
+            score[i] = i % 5;
+            jsonl.append("{\"uid\":").append(i).append(",\"traj\":0,\"agent\":").append(i % 64).append(",\"score\":").append(i % 5)
+                    .append("}\n");
+        }
+        Path st = dir.resolve("rows.safetensors"), js = dir.resolve("rows.jsonl");
+        Files.write(st, saveFile(new Rows(uid, traj, agent, score).tensors(false, false)));
+        Files.writeString(js, jsonl);
+        for (Path in : new Path[] {st, js}) {
+            String out = in.toString().endsWith(".jsonl") ? "adv.jsonl" : "adv.safetensors";
+            Child.Result r = smallHeap(dir, "normalize", "--mode", "drmas", "--summary", "-o", out, in.toString());
+            assertEquals(1, r.exit(), r.err());
+            assertFalse(r.err().contains("OutOfMemoryError") || r.err().contains("\tat "), r.err());
+            assertTrue(r.err().contains(in + ": --summary needs 175.8 MiB (9 values for each of 40000 uids x 64 agents)"), r.err());
+            assertTrue(r.err().contains("run without --summary, or give Java a larger heap (DRMAS_JAVA_OPTS=-Xmx"), r.err());
+            assertFalse(Files.exists(dir.resolve(out)), "nothing written");
+            assertEquals(List.of(), others(dir, "rows.safetensors", "rows.jsonl"), "no temporary file left");
+        }
+        Child.Result ok = smallHeap(dir, "normalize", "--mode", "drmas", "-o", "adv.safetensors", st.toString());
+        assertEquals(0, ok.exit(), ok.err());
+        readOutput(dir.resolve("adv.safetensors"), n);
+    }
+
+    /** Runs drmas in a child JVM with a 128 MiB heap (this JVM's other flags) in {@code dir}. */
+    static Child.Result smallHeap(Path dir, String... args) throws Exception {
+        List<String> cmd = ChildJvm.command(a -> !a.startsWith("-Xmx") && !a.startsWith("-agentlib:jdwp") && !a.startsWith("-javaagent"));
+        cmd.add("-Xmx128m");
+        cmd.add(Main.class.getName());
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).directory(dir.toFile()).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
+        return new Child.Result(p.waitFor(), "", err);
+    }
+
+    static List<String> others(Path dir, String... expected) throws Exception {
+        try (Stream<Path> s = Files.list(dir)) {
+            return s.map(p -> p.getFileName().toString()).filter(x -> !List.of(expected).contains(x)).sorted().toList();
+        }
+    }
+
     @Test
     void aFolderIsRefusedAsOne() throws Exception {
         Path folder = dir.resolve("rows.safetensors");

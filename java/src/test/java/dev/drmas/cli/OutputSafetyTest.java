@@ -360,4 +360,46 @@ class OutputSafetyTest {
         assertTrue(r.err().contains(a + ": cannot follow the link: too many levels of symbolic links"), r.err());
         assertTrue(Files.isSymbolicLink(a) && Files.isSymbolicLink(b), "the links are left as they were");
     }
+    /**
+     * "-o -" is stdout, as "-" is stdin for the input (it wrote a regular file named "-", which a
+     * later "normalize -" would not read); "./-" names such a file.
+     */
+    @Test
+    @Timeout(120)
+    void dashOutputIsStdout() throws Exception {
+        Path want = dir.resolve("want.jsonl");
+        assertEquals(0, run("normalize", "--mode", "drmas", "-o", want.toString(), rows().toString()).exit());
+        Child.Result r = Child.shell(dir, "", "> stdout.jsonl", 60, "normalize", "--mode", "drmas", "-o", "-", "rows.jsonl");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(Files.readString(want), Files.readString(dir.resolve("stdout.jsonl")));
+        assertFalse(Files.exists(dir.resolve("-"), LinkOption.NOFOLLOW_LINKS), "no file named -");
+        // safetensors too (its output is written whole to stdout, not to a file)
+        Path st = dir.resolve("rows.safetensors"), wantSt = dir.resolve("want.safetensors");
+        NormalizeSafetensorsTest.Rows rs = NormalizeSafetensorsTest.Rows.make(9, 3);
+        Files.write(st, NormalizeSafetensorsTest.saveFile(rs.tensors(false, false)));
+        assertEquals(0, run("normalize", "--mode", "drmas", "-o", wantSt.toString(), st.toString()).exit());
+        r = Child.shell(dir, "", "> stdout.safetensors", 60, "normalize", "--mode", "drmas", "-o", "-", "rows.safetensors");
+        assertEquals(0, r.exit(), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(wantSt), Files.readAllBytes(dir.resolve("stdout.safetensors")));
+        assertFalse(Files.exists(dir.resolve("-"), LinkOption.NOFOLLOW_LINKS), "no file named -");
+        // a file named "-" is still there to write, by a path that is not "-"
+        r = Child.shell(dir, "", "", 60, "normalize", "--mode", "drmas", "-o", "./-", "rows.jsonl");
+        assertEquals(0, r.exit(), r.err());
+        assertEquals("", r.out());
+        assertEquals(Files.readString(want), Files.readString(dir.resolve("-")));
+    }
+
+    /** An output whose folder is a regular file says so (it said "...: already exists"); nothing is written. */
+    @Test
+    void anOutputUnderARegularFileSaysItIsNotAFolder() throws Exception {
+        Path file = rows();
+        for (Path out : new Path[] {file.resolve("x.jsonl"), file.resolve("sub").resolve("x.jsonl")}) {
+            Run r = run("normalize", "--mode", "drmas", "-o", out.toString(), file.toString());
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains(out + ": cannot write: " + file + " is a file, not a folder"), r.err());
+            assertFalse(r.err().contains("already exists"), r.err());
+            assertEquals(ROWS, Files.readString(file));
+            assertEquals(List.of(), others("rows.jsonl"));
+        }
+    }
 }
