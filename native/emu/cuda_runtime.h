@@ -135,6 +135,10 @@ inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T*) {
 #define DRMAS_EMU_SYNCS 3
 #define DRMAS_EMU_COUNTERS 4
 extern "C" __attribute__((visibility("default"))) void drmas_emu_counters(uint64_t* out);
+// drmas_emu_contexts(forget) returns the devices whose primary context exists (bit d), as CUDA 12+
+// creates them (cudaSetDevice, or a first allocation, launch or function query on the current
+// device); forget != 0 returns them and then forgets them all (a test's fresh start).
+extern "C" __attribute__((visibility("default"))) uint32_t drmas_emu_contexts(int forget);
 
 // ---- the emulator's interface to kernels ------------------------------------------------
 namespace drmas_emu {

@@ -15,6 +15,7 @@
 // DRMAS_EMU_REPORT_SEGV=1 (print which allocation a host access faulted on; not in a JVM).
 #include "cuda_runtime.h"
 
+#include <atomic>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,6 +153,14 @@ int compute_capability() {
 }
 bool has_kernel_image() { return compute_capability() >= 80; }
 thread_local int t_device = 0;
+// The devices whose primary context exists (bit d): CUDA 12+ creates it when cudaSetDevice makes a
+// device current, and on the first call that needs one (an allocation, a launch, a function's
+// attributes). A stray context on GPU 0 costs every rank of a node hundreds of MiB there, which the
+// tests look for (drmas_emu_contexts).
+std::atomic<uint32_t> g_contexts{0};
+void touch_context(int device) {
+    if (device >= 0 && device < 32) g_contexts.fetch_or(1u << device);
+}
 thread_local cudaError_t t_last_error = cudaSuccess;
 
 cudaError_t record(cudaError_t e) {
@@ -249,6 +258,7 @@ cudaError_t allocate(void** ptr, size_t bytes) {
     if (ptr == nullptr) return record(cudaErrorInvalidValue);
     *ptr = nullptr;
     if (t_device < 0 || t_device >= device_count()) return record(cudaErrorInvalidDevice);
+    touch_context(t_device);
     if (bytes > ((size_t)1 << 40)) return record(cudaErrorMemoryAllocation);
     install_segv_report();
     const size_t user = (bytes + 15) / 16 * 16 + 16 * (bytes == 0);
@@ -628,6 +638,7 @@ void run_kernel(const Launch& launch, void (*body)(void*), void* ctx) {
         record(t_device < 0 || t_device >= device_count() ? cudaErrorInvalidDevice : cudaErrorInvalidConfiguration);
         return;
     }
+    touch_context(t_device);
     if (!has_kernel_image()) {
         record(cudaErrorNoKernelImageForDevice);
         return;
@@ -664,6 +675,10 @@ namespace {
 uint64_t g_counters[DRMAS_EMU_COUNTERS] = {};
 }  // namespace
 
+extern "C" __attribute__((visibility("default"))) uint32_t drmas_emu_contexts(int forget) {
+    return forget ? g_contexts.exchange(0) : g_contexts.load();
+}
+
 extern "C" __attribute__((visibility("default"))) void drmas_emu_counters(uint64_t* out) {
     std::lock_guard<std::recursive_mutex> hold(g_lock);
     g_counters[DRMAS_EMU_LAUNCHES] = g_launch_id;
@@ -693,6 +708,7 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 cudaError_t drmas_emu::func_attributes(cudaFuncAttributes* attr) {
     if (attr == nullptr) return record(cudaErrorInvalidValue);
     if (device_count() == 0) return record(cudaErrorNoDevice);
+    touch_context(t_device);
     if (!has_kernel_image()) return record(cudaErrorNoKernelImageForDevice);
     attr->numRegs = 0;
     return cudaSuccess;
@@ -700,6 +716,7 @@ cudaError_t drmas_emu::func_attributes(cudaFuncAttributes* attr) {
 cudaError_t cudaSetDevice(int device) {
     if (device < 0 || device >= device_count()) return record(cudaErrorInvalidDevice);
     t_device = device;
+    touch_context(device);
     return cudaSuccess;
 }
 cudaError_t cudaGetLastError() {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <thread>
 
 #include "backend.h"
 #include "drmas_math.h"
@@ -334,17 +335,21 @@ int32_t cuda_check_device(int32_t device) {
     int major = 0, minor = 0;
     DRMAS_CUDA_TRY("cudaDeviceGetAttribute", cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     DRMAS_CUDA_TRY("cudaDeviceGetAttribute", cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    // cudaFuncGetAttributes asks about the current device: make it `device` for the call only.
-    int previous = 0;
-    DRMAS_CUDA_TRY("cudaGetDevice", cudaGetDevice(&previous));
-    DRMAS_CUDA_TRY("cudaSetDevice", cudaSetDevice(device));
-    cudaFuncAttributes attr;
-    const cudaError_t e = cudaFuncGetAttributes(&attr, probe_kernel);
-    (void)cudaGetLastError();
-    if (previous != device) {
-        (void)cudaSetDevice(previous);
+    // cudaFuncGetAttributes asks about the current device: a thread of its own makes `device` current for
+    // the question, so that the caller's thread is left as it was. Switching it there and back made
+    // its previous device current again, and on a thread that had not used one yet (device 0 by
+    // default) that created a CUDA context on GPU 0: every rank of a node checking its own GPU put
+    // one there, hundreds of MiB each.
+    cudaError_t e = cudaSuccess, set = cudaSuccess;
+    std::thread probe([&] {
+        set = cudaSetDevice(device);
+        if (set != cudaSuccess) return;
+        cudaFuncAttributes attr;
+        e = cudaFuncGetAttributes(&attr, probe_kernel);
         (void)cudaGetLastError();
-    }
+    });
+    probe.join();
+    if (set != cudaSuccess) return cuda_fail(fn, "cudaSetDevice", set);
     if (e == cudaErrorNoKernelImageForDevice || e == cudaErrorInvalidDeviceFunction) {
         return fail(DRMAS_ERR_UNSUPPORTED,
                     "%s: libdrmas has no CUDA kernel image for device %d (compute capability %d.%d: %s); it was "

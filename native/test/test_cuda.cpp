@@ -17,6 +17,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "drmas.h"
@@ -491,6 +492,7 @@ static void test_advantage(std::mt19937_64& rng) {
 
 // libdrmas_emu's host-API counters (native/emu/cuda_runtime.h); NULL against the real libdrmas.
 extern "C" __attribute__((weak)) void drmas_emu_counters(uint64_t* out);
+extern "C" __attribute__((weak)) uint32_t drmas_emu_contexts(int forget);
 enum { kEmuLaunches = 0, kEmuMemsets = 1, kEmuToHost = 2, kEmuSyncs = 3, kEmuCounters = 4 };
 struct EmuCounts {
     uint64_t c[kEmuCounters] = {0, 0, 0, 0};
@@ -1513,6 +1515,32 @@ static void test_devices(std::mt19937_64& rng) {
     check(drmas_cuda_set_device(0) == DRMAS_OK, "set device 0 back");
 }
 
+// drmas_cuda_check_device from a thread that has used no device yet (rank r's first CUDA call, whose
+// thread's current device is 0 by default): it creates the checked device's context and no other. It
+// used to make device 0 current again afterwards, which creates device 0's context: every rank of a
+// node left one on GPU 0 (hundreds of MiB each). The emulator models CUDA 12's contexts; on a real
+// GPU this part is skipped (a process's contexts cannot be forgotten).
+static void test_check_device_contexts() {
+    const int32_t count = drmas_cuda_device_count();
+    if (drmas_emu_contexts == nullptr || count < 2) {
+        printf("contexts: %s: skipped\n", drmas_emu_contexts == nullptr ? "not the emulator" : "one device");
+        return;
+    }
+    uint32_t contexts = 0;
+    int32_t st = -1, cur = -1;
+    std::thread rank([&] {
+        drmas_emu_contexts(1);  // as a fresh process: no context yet
+        st = drmas_cuda_check_device(1);
+        contexts = drmas_emu_contexts(0);
+        (void)drmas_cuda_get_device(&cur);
+    });
+    rank.join();
+    check(st == DRMAS_OK, "check of device 1: %s", drmas_last_error());
+    check(contexts == 2u, "the check of device 1 from a fresh thread left contexts on devices 0x%x (want device 1 alone, 0x2)",
+          contexts);
+    check(cur == 0, "the check changed the thread's current device to %d", cur);
+}
+
 // drmas_cuda_check_device: every visible device passes (a GPU of an architecture libdrmas was
 // compiled for), an ordinal outside [0, count) is DRMAS_ERR_RANGE, and the current device stays.
 // With DRMAS_TEST_EXPECT_NO_IMAGE=1 (ctest cuda_emu_no_image: the emulator as a compute capability
@@ -2369,6 +2397,7 @@ int main() {
     timed("order_edges", test_advantage_order_edges);
     timed("devices", test_devices);
     timed("check_device", [](std::mt19937_64&) { test_check_device(false); });
+    timed("contexts", [](std::mt19937_64&) { test_check_device_contexts(); });
     timed("async_loss", test_async_loss);
     timed("lmhead", test_lmhead);
     timed("lmhead_denormal", [](std::mt19937_64&) { test_lmhead_denormal_target(); });

@@ -489,6 +489,12 @@ final class Policies implements AutoCloseable {
         // One GPU per rank (0 when not distributed): DistEnv.cudaDevice's rule, as ProcessGroup's.
         int index = dev.drmas.dist.DistEnv.fromEnvironment().cudaDevice((int) torch.cuda_device_count(),
                 System.getenv("CUDA_VISIBLE_DEVICES"));
+        // It becomes this thread's current device first, once, for LibTorch and for libdrmas (whose kernels
+        // run on their tensors' device anyway), so that nothing of rank r lands on GPU 0: a device made
+        // current creates its CUDA context, and any CUDA call before this one on a thread of the default
+        // device 0 would put one of rank r's there.
+        torch.setDeviceIndex((byte) index);
+        if (dev.drmas.bindings.LibDrmas.cudaAvailable()) dev.drmas.bindings.LibDrmas.cudaSetDevice(index);
         // Training on it needs libdrmas's CUDA kernels (the PPO loss, the fused LM head): without them
         // the run would get through the warm start and a whole rollout and stop at its first update.
         String problem = null;
@@ -501,10 +507,6 @@ final class Policies implements AutoCloseable {
         }
         requireKernels(cfg.run().device(), index, dev.drmas.bindings.LibDrmas.cudaCompiled(),
                 dev.drmas.bindings.LibDrmas.cudaAvailable(), problem);
-        // It also becomes this thread's current device, once, for LibTorch and for libdrmas (whose
-        // kernels run on their tensors' device anyway), so that nothing of rank r lands on GPU 0 by default.
-        torch.setDeviceIndex((byte) index);
-        dev.drmas.bindings.LibDrmas.cudaSetDevice(index);
         return new Device("cuda:" + index);
     }
 
