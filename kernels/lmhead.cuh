@@ -113,13 +113,16 @@ lmhead_stats_bf16_kernel(int64_t n, int64_t V, const uint16_t* __restrict__ logi
 // clipped_loss_kernel runs it, with the row clamped to the chunk, logp and grad indexed from c0 and
 // one advantage per row (so one chunk of all tokens gives drmas_clipped_loss_f32's sums bit for bit).
 __global__ void __launch_bounds__(kBlockSize)
-lmhead_loss_kernel(drmas_loss_config cfg, int64_t num_rows, const int64_t* __restrict__ row_offsets, int64_t c0, int64_t c1,
-                   const float* __restrict__ logp, const float* __restrict__ old_logp, const float* __restrict__ advantages,
-                   const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask, float* __restrict__ grad,
-                   double* __restrict__ partials) {
+lmhead_loss_kernel(drmas_loss_config cfg, int64_t num_rows, int64_t num_tokens, const int64_t* __restrict__ row_offsets, int64_t c0,
+                   int64_t c1, const float* __restrict__ logp, const float* __restrict__ old_logp,
+                   const float* __restrict__ advantages, const float* __restrict__ ref_logp, const uint8_t* __restrict__ mask,
+                   float* __restrict__ grad, double* __restrict__ partials) {
     __shared__ double smem[kLossRowSums * kWarpsPerBlock];
     for (int64_t r = blockIdx.x; r < num_rows; r += gridDim.x) {
-        const int64_t row_begin = row_offsets[r], row_end = row_offsets[r + 1];
+        // (the async form's device offsets may differ from the host copy it validated: such a row is empty, as in
+        // clipped_loss_kernel; the per-row mean counts a row's valid tokens over the whole row, through mask)
+        int64_t row_begin, row_end;
+        loss_row_span(row_offsets, r, num_tokens, &row_begin, &row_end);
         const int64_t begin = row_begin > c0 ? row_begin : c0;
         const int64_t end = row_end < c1 ? row_end : c1;
         clipped_loss_row(cfg, num_rows, r, row_begin, row_end, begin, end, c0, logp, old_logp, AdvantagePerRow{advantages},

@@ -876,7 +876,7 @@ int32_t lmhead_chunk_any(const char* fn, const drmas_lmhead_config& c, int64_t n
     if (n > 0) DRMAS_CUDA_TRY("cudaMemsetAsync", cudaMemsetAsync(g, 0, (size_t)n * sizeof(float), stream));
     if (num_rows > 0) {
         DRMAS_LAUNCH(lmhead_loss_kernel, grid_for_rows(num_rows), kBlockSize, 0, stream)(
-            lc, num_rows, row_offsets, c0, c0 + n, lp, old_logp, advantages, ref_logp, mask, g, partials);
+            lc, num_rows, num_tokens, row_offsets, c0, c0 + n, lp, old_logp, advantages, ref_logp, mask, g, partials);
         DRMAS_CUDA_LAUNCHED("lmhead_loss_kernel");
     }
     DRMAS_LAUNCH(clipped_loss_reduce_kernel, 1, kBlockSize, 0, stream)(num_rows, partials, sums);

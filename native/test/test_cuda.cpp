@@ -2096,6 +2096,20 @@ static void lmhead_async_case(std::mt19937_64& rng, int64_t V) {
         check(sync_ok(name) && errs.download() == std::vector<uint64_t>{5, 5} &&
                   dsums.download() == std::vector<double>(DRMAS_LMHEAD_SUMS, 7.0), "%s: bad host offsets wrote an output", name);
     }
+    // device offsets unlike the (valid) host copy, reaching far past the tokens: drmas.h says they must not
+    // differ, and that the kernels still stay inside the arrays; the per-row mean's count of a row's valid
+    // tokens read the mask through the device offsets as they were (past its end: the emulator's guard page)
+    {
+        const std::vector<int64_t> far = {0, 6, 6, 13, T + 8192};
+        DeviceArray<int64_t> dfar(far);
+        DeviceArray<L> dzb(z);
+        DeviceArray<float> dlp((size_t)T), dent((size_t)T);
+        DeviceArray<double> dsums(DRMAS_LMHEAD_SUMS);
+        DeviceArray<uint64_t> errs(std::vector<uint64_t>{0, 0});
+        const int32_t st = chunk(true, DRMAS_DEVICE_CUDA, dfar.get(), 0, T, dzb.get(), dy.get(), dold.get(), dadv.get(), dref.get(),
+                                 dmask.get(), dlp.get(), dent.get(), dsums.get(), errs.get());
+        check(st == DRMAS_OK && sync_ok(name), "%s: device offsets unlike the host's: status %d %s", name, st, drmas_last_error());
+    }
     // the CPU: the plain form's bits, errors UINT64_MAX
     {
         std::vector<L> zp(z), za(z);
