@@ -11,7 +11,8 @@
 //    dereference faults), followed by a guard page; each copy checks its direction and range;
 //    pointer kernel arguments must be NULL or memory of the current device.
 // Test-only code: misuse aborts with a message (as a sanitizer does), it never returns an error.
-// Knobs: DRMAS_EMU_DEVICES (emulated devices, default 2), DRMAS_EMU_SEED (schedule seed),
+// Knobs: DRMAS_EMU_DEVICES (emulated devices, default 2), DRMAS_EMU_DRIVER_TOO_OLD (set: no device, and
+// cudaGetDeviceCount says the driver is too old), DRMAS_EMU_SEED (schedule seed),
 // DRMAS_EMU_REPORT_SEGV=1 (print which allocation a host access faulted on; not in a JVM).
 #include "cuda_runtime.h"
 
@@ -687,6 +688,10 @@ extern "C" __attribute__((visibility("default"))) void drmas_emu_counters(uint64
 
 cudaError_t cudaGetDeviceCount(int* count) {
     if (count == nullptr) return record(cudaErrorInvalidValue);
+    if (getenv("DRMAS_EMU_DRIVER_TOO_OLD") != nullptr) {  // a driver older than the toolkit: what a user meets first
+        *count = 0;
+        return record(cudaErrorInsufficientDriver);
+    }
     *count = device_count();
     return *count > 0 ? cudaSuccess : record(cudaErrorNoDevice);
 }
@@ -732,6 +737,7 @@ const char* cudaGetErrorString(cudaError_t e) {
         case cudaErrorMemoryAllocation: return "out of memory";
         case cudaErrorInvalidConfiguration: return "invalid configuration argument";
         case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+        case cudaErrorInsufficientDriver: return "CUDA driver version is insufficient for CUDA runtime version";
         case cudaErrorInvalidDevice: return "invalid device ordinal";
         case cudaErrorInvalidDeviceFunction: return "invalid device function";
         case cudaErrorNoKernelImageForDevice: return "no kernel image is available for execution on the device";

@@ -59,7 +59,8 @@ int32_t check_device(const char* fn, int32_t device) {
         if (!cuda_compiled())
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: this libdrmas was built without CUDA (nvcc was not found at build time)", fn);
         if (!cuda_available())
-            return fail(DRMAS_ERR_UNSUPPORTED, "%s: no usable CUDA device (no GPU or no driver)", fn);
+            return fail(DRMAS_ERR_UNSUPPORTED, "%s: no usable CUDA device (no GPU or no driver; CUDA says: %s)", fn,
+                        cuda_unavailable_reason());
         return DRMAS_OK;
     }
     return fail(DRMAS_ERR_CONFIG, "%s: device must be %d (CPU) or %d (CUDA), got %d", fn,

@@ -71,6 +71,9 @@ int32_t sample_cpu(int64_t rows, int64_t vocab, const float* logits, int64_t log
 // ---- CUDA backend (cuda_backend.cu; cuda_stub.cpp when built without nvcc) ----
 int32_t cuda_compiled();
 int32_t cuda_available();
+// Why cuda_available() is 0, in CUDA's words ("CUDA driver version is insufficient for CUDA runtime
+// version", "no CUDA-capable device is detected"); "" when it is 1 or without CUDA.
+const char* cuda_unavailable_reason();
 int32_t segment_stats_cuda(int64_t n, const float* values, const int32_t* ids,
                            int64_t num_segments, int32_t ddof, int64_t* count, double* mean,
                            double* m2, double* std, void* stream);

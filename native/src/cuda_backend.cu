@@ -273,6 +273,9 @@ const char* const kArchitectures = "unknown";
 
 int32_t cuda_compiled() { return 1; }
 
+// What the one probe of cuda_available() got from cudaGetDeviceCount (cudaSuccess with no device: count 0).
+static cudaError_t g_probe_error = cudaSuccess;
+
 int32_t cuda_available() {
     // Probed once: cudaGetDeviceCount loads the driver, and without one it only returns an
     // error (cudaErrorInsufficientDriver / cudaErrorNoDevice), which must not stay pending.
@@ -280,9 +283,15 @@ int32_t cuda_available() {
         int count = 0;
         const cudaError_t e = cudaGetDeviceCount(&count);
         (void)cudaGetLastError();
+        g_probe_error = e;
         return (e == cudaSuccess && count >= 1) ? 1 : 0;
     }();
     return available;
+}
+
+const char* cuda_unavailable_reason() {
+    if (cuda_available()) return "";
+    return g_probe_error == cudaSuccess ? "no CUDA-capable device is detected" : cudaGetErrorString(g_probe_error);
 }
 
 int32_t cuda_malloc(size_t bytes, void** ptr) {

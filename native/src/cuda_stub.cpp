@@ -11,6 +11,7 @@ static int32_t no_cuda(const char* fn) {
 
 int32_t cuda_compiled() { return 0; }
 int32_t cuda_available() { return 0; }
+const char* cuda_unavailable_reason() { return ""; }
 int32_t segment_stats_cuda(int64_t, const float*, const int32_t*, int64_t, int32_t, int64_t*,
                            double*, double*, double*, void*) {
     return no_cuda("segment_stats_cuda");

@@ -2377,6 +2377,19 @@ int main() {
     const bool required = require != nullptr && strcmp(require, "1") == 0;
     printf("libdrmas %s, CUDA compiled %d, available %d, test scale %s\n", drmas_version(), drmas_cuda_compiled(),
            drmas_cuda_available(), g_small ? "small" : "full");
+    const char* old_driver = getenv("DRMAS_TEST_EXPECT_OLD_DRIVER");
+    if (old_driver != nullptr && strcmp(old_driver, "1") == 0) {
+        // (ctest cuda_emu_old_driver: the emulator as a driver older than the toolkit) no device, and why in CUDA's
+        // words: a user whose LibTorch works and whose libdrmas, built with a newer nvcc, does not, reads what to update
+        check(drmas_cuda_available() == 0, "a too-old driver must leave no usable device");
+        const int32_t st = drmas_cuda_check_device(0);
+        const std::string msg = drmas_last_error();
+        check(st == DRMAS_ERR_UNSUPPORTED && msg == "drmas_cuda_check_device: no usable CUDA device (no GPU or no driver; CUDA says: "
+                                                    "CUDA driver version is insufficient for CUDA runtime version)",
+              "too-old driver: status %d, message \"%s\"", st, msg.c_str());
+        printf("%d passed, %d failed\n", g_pass, g_fail);
+        return g_fail ? 1 : 0;
+    }
     if (drmas_cuda_available() == 0) {
         if (required) {
             printf("FAIL DRMAS_REQUIRE_GPU=1 but no CUDA device is usable (CUDA compiled %d)\n", drmas_cuda_compiled());

@@ -497,8 +497,9 @@ final class Policies implements AutoCloseable {
         if (dev.drmas.bindings.LibDrmas.cudaAvailable()) dev.drmas.bindings.LibDrmas.cudaSetDevice(index);
         // Training on it needs libdrmas's CUDA kernels (the PPO loss, the fused LM head): without them
         // the run would get through the warm start and a whole rollout and stop at its first update.
+        // (without a usable device the check fails too, with CUDA's reason: a driver older than libdrmas's toolkit)
         String problem = null;
-        if (dev.drmas.bindings.LibDrmas.cudaAvailable()) {
+        if (dev.drmas.bindings.LibDrmas.cudaCompiled()) {
             try {
                 dev.drmas.bindings.LibDrmas.cudaCheckDevice(index);
             } catch (dev.drmas.bindings.DrmasException e) {
@@ -526,7 +527,8 @@ final class Policies implements AutoCloseable {
                     + "rebuild (./drmas --cuda build; README, \"Installing on a GPU server\")";
         } else if (!drmasAvailable) {
             why = "libdrmas's CUDA runtime sees no usable device although LibTorch does (an NVIDIA driver older than the CUDA "
-                    + "toolkit libdrmas was compiled with?): update the driver, or rebuild libdrmas with the machine's toolkit";
+                    + "toolkit libdrmas was compiled with?" + (deviceProblem != null ? " " + deviceProblem : "") + "): update the "
+                    + "driver, or rebuild libdrmas with the machine's toolkit";
         } else if (deviceProblem != null) {
             why = deviceProblem;
         } else {

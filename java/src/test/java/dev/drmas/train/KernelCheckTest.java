@@ -39,6 +39,19 @@ class KernelCheckTest {
     }
 
     @Test
+    void aCudaRuntimeThatSeesNoDeviceIsRefusedWithCudasReason() {
+        // drmas_cuda_check_device's message where the driver is older than libdrmas's toolkit (test_cuda checks it on the
+        // emulator: ctest cuda_emu_old_driver)
+        String lib = "drmas_cuda_check_device: no usable CUDA device (no GPU or no driver; CUDA says: CUDA driver version is "
+                + "insufficient for CUDA runtime version)";
+        ConfigException e = assertThrows(ConfigException.class,
+                () -> Policies.requireKernels(RunSettings.Device.CUDA, 0, true, false, lib));
+        assertEquals("run.device: is cuda (cuda:0), but libdrmas's CUDA runtime sees no usable device although LibTorch does "
+                + "(an NVIDIA driver older than the CUDA toolkit libdrmas was compiled with? " + lib + "): update the driver, or "
+                + "rebuild libdrmas with the machine's toolkit; or train on the CPU with run.device=cpu", e.getMessage());
+    }
+
+    @Test
     void aGpuWithoutAKernelImageIsRefusedWithTheLibrarysWords() {
         // drmas_cuda_check_device's message for a Turing card (native/test/test_cuda.cpp checks it on the emulator)
         String lib = "drmas_cuda_check_device: libdrmas has no CUDA kernel image for device 0 (compute capability 7.5: no kernel "
