@@ -306,8 +306,10 @@ public final class Trainer implements AutoCloseable {
 
     // ------------------------------------------------------------------ the loop
 
-    /** The steps train() trains to (trainer.steps, or trainer.epochs' count), once train() has started. */
-    private int trainSteps;
+    /** The steps train() trains to: trainer.steps, or trainer.epochs' count over the training tasks. */
+    private int trainSteps() {
+        return cfg.trainer().totalSteps(tasks.size(), cfg.rollout().tasksPerStep());
+    }
 
     /** Trains to trainer.steps (or trainer.epochs) with logging, evaluation and checkpoints; returns the last eval. */
     public Map<String, Double> train() throws IOException {
@@ -316,9 +318,10 @@ public final class Trainer implements AutoCloseable {
         var mc = cfg.metrics();
         boolean m0 = dist.isMaster();  // the other ranks' metrics are merged into rank 0's
         MetricsLogger metrics;
+        int trainSteps;
         try {
             requireTaskPerRank(cfg, dist.worldSize());
-            trainSteps = tc.totalSteps(tasks.size(), cfg.rollout().tasksPerStep());
+            trainSteps = trainSteps();
             if (tc.epochs() > 0 && m0) {
                 log.printf(java.util.Locale.ROOT, "drmas: trainer.epochs %d: %d steps (%d x floor(%d training tasks / %d a step)); "
                         + "trainer.steps is not used%n", tc.epochs(), trainSteps, tc.epochs(), tasks.size(), cfg.rollout().tasksPerStep());
@@ -460,7 +463,7 @@ public final class Trainer implements AutoCloseable {
 
     /** Whether a task every {@code freq} steps (0: never) is due now; the last step always is. */
     private boolean due(int freq) {
-        return freq > 0 && (step % freq == 0 || step == trainSteps);
+        return freq > 0 && (step % freq == 0 || step == trainSteps());
     }
 
     /**
