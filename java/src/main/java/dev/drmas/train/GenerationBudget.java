@@ -4,6 +4,7 @@
 // in an OutOfMemoryError deep in Generator (or in an int product that overflowed). The sizes are
 // computed here in long arithmetic, and a run whose batches cannot fit is an error naming the keys.
 // With rollout.max_batch_tokens a batch holds at most that many slots, whatever the request count.
+// The ranks of one host share its memory: a CPU model's KV cache counts once for each of them.
 package dev.drmas.train;
 
 import dev.drmas.config.ConfigException;
@@ -11,6 +12,7 @@ import dev.drmas.config.RunConfig;
 import dev.drmas.model.ModelConfig;
 import java.lang.management.ManagementFactory;
 import java.util.Locale;
+import java.util.Map;
 
 final class GenerationBudget {
     /** Java arrays hold at most about this many elements. */
@@ -22,8 +24,9 @@ final class GenerationBudget {
     /**
      * @param testTasks the workload's held-out tasks (eval.tasks 0 evaluates them all)
      * @param ranks     the world size: each rank generates its share of the batch
+     * @param hostRanks the ranks on this host ({@link #ranksOnThisHost}), whose caches share its memory
      */
-    static void check(RunConfig cfg, Policies policies, int testTasks, int ranks) {
+    static void check(RunConfig cfg, Policies policies, int testTasks, int ranks, int hostRanks) {
         var rc = cfg.rollout();
         var ec = cfg.eval();
         long train = ceilDiv(rc.tasksPerStep(), ranks) * rc.rolloutsPerTask();
@@ -54,18 +57,56 @@ final class GenerationBudget {
                     + " arrays; this JVM has " + gib(heap) + " (raise it with DRMAS_JAVA_OPTS=-Xmx..., or lower the budgets)");
         }
         long physical = physicalMemory();
+        if (physical <= 0) return;
         for (Policies.Policy p : policies.byId.values()) {
-            if (!p.model().device().is_cpu() || physical <= 0) continue;  // device memory: LibTorch's own error says it
+            if (!p.model().device().is_cpu()) continue;  // device memory: LibTorch's own error says it
             ModelConfig m = p.model().config();
             int bytes = p.model().dtype() == org.bytedeco.pytorch.global.torch.ScalarType.Float ? 4 : 2;
-            long perSlot = 2L * m.numLayers() * m.numKvHeads() * m.headDim() * bytes;
-            double kv = (double) perSlot * cells;
-            if (kv > physical) {
-                throw ConfigException.at(key, sizes + " needs a KV cache of " + gib((long) Math.min(kv, Long.MAX_VALUE))
-                        + " for model " + p.id() + ", more than this machine's " + gib(physical) + " of memory; lower the budgets or the batch,"
-                        + " or bound it with rollout.max_batch_tokens");
-            }
+            checkKvCache(key, sizes, p.id(), m, bytes, cells, hostRanks, physical);
         }
+    }
+
+    /**
+     * Refuses a KV cache of {@code cells} slots of model {@code m} (values of {@code bytes} bytes)
+     * that, once on each of the host's {@code hostRanks} ranks, is more than its {@code physical} bytes.
+     */
+    static void checkKvCache(String key, String sizes, String model, ModelConfig m, int bytes, long cells, int hostRanks,
+                             long physical) {
+        long perSlot = 2L * m.numLayers() * m.numKvHeads() * m.headDim() * bytes;
+        double kv = (double) perSlot * cells;
+        if (kv * hostRanks <= physical) return;
+        String each = gib((long) Math.min(kv, Long.MAX_VALUE));
+        String needs = hostRanks == 1 ? "a KV cache of " + each + " for model " + model
+                : "a KV cache of " + each + " for model " + model + " on each of this host's " + hostRanks + " ranks ("
+                        + gib((long) Math.min(kv * hostRanks, Long.MAX_VALUE)) + " in all)";
+        throw ConfigException.at(key, sizes + " needs " + needs + ", more than this machine's " + gib(physical)
+                + " of memory; lower the budgets or the batch, or bound it with rollout.max_batch_tokens"
+                + (hostRanks == 1 ? "" : ", or run fewer ranks a host"));
+    }
+
+    /**
+     * How many ranks share this host: LOCAL_WORLD_SIZE where the launcher sets it ({@code drmas launch}
+     * and torchrun do); else, with LOCAL_RANK unset, the whole world (DistEnv then takes the job for one
+     * node, LOCAL_RANK = RANK); else 1, not knowing the others.
+     */
+    static int ranksOnThisHost(Map<String, String> env, int worldSize) {
+        if (worldSize <= 1) return 1;
+        String local = env.get("LOCAL_WORLD_SIZE");
+        if (local != null && !local.isBlank()) {
+            int n;
+            try {
+                n = Integer.parseInt(local.trim());
+            } catch (NumberFormatException e) {
+                n = -1;
+            }
+            if (n < 1 || n > worldSize) {
+                throw new IllegalArgumentException("LOCAL_WORLD_SIZE=" + local + " must be an integer in [1, " + worldSize
+                        + "] (the ranks on this host; WORLD_SIZE is " + worldSize + ")");
+            }
+            return n;
+        }
+        String localRank = env.get("LOCAL_RANK");
+        return localRank == null || localRank.isBlank() ? worldSize : 1;
     }
 
     private static long ceilDiv(long a, long b) {

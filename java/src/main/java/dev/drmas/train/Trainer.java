@@ -96,7 +96,8 @@ public final class Trainer implements AutoCloseable {
             dataPos = start[1];
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
             try {
-                GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize());
+                GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize(),
+                        GenerationBudget.ranksOnThisHost(System.getenv(), dist.worldSize()));
                 openedHook.run();
                 // no rank goes on to the collectives of training (or evaluation) while another could not open its models
                 dist.awaitReady("every rank's opening of its models");
