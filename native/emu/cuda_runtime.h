@@ -136,6 +136,10 @@ inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes* attr, T*) {
 #define DRMAS_EMU_SYNCS 3
 #define DRMAS_EMU_COUNTERS 4
 extern "C" __attribute__((visibility("default"))) void drmas_emu_counters(uint64_t* out);
+// drmas_emu_fail_next_mallocs(n): the next n cudaMallocAsync calls (libdrmas's scratch) fail with
+// cudaErrorMemoryAllocation, as on a GPU that another allocator (LibTorch's cache) has filled; so
+// that a test can see the caller reclaim that memory and call again.
+extern "C" __attribute__((visibility("default"))) void drmas_emu_fail_next_mallocs(int n);
 // drmas_emu_contexts(forget) returns the devices whose primary context exists (bit d), as CUDA 12+
 // creates them (cudaSetDevice, or a first allocation, launch or function query on the current
 // device); forget != 0 returns them and then forgets them all (a test's fresh start).

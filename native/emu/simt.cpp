@@ -13,7 +13,8 @@
 // Test-only code: misuse aborts with a message (as a sanitizer does), it never returns an error.
 // Knobs: DRMAS_EMU_DEVICES (emulated devices, default 2), DRMAS_EMU_DRIVER_TOO_OLD (set: no device, and
 // cudaGetDeviceCount says the driver is too old), DRMAS_EMU_SEED (schedule seed),
-// DRMAS_EMU_REPORT_SEGV=1 (print which allocation a host access faulted on; not in a JVM).
+// DRMAS_EMU_REPORT_SEGV=1 (print which allocation a host access faulted on; not in a JVM); and, called by
+// a test, drmas_emu_fail_next_mallocs(n) (the next n cudaMallocAsync fail as on a full device).
 #include "cuda_runtime.h"
 
 #include <atomic>
@@ -674,7 +675,13 @@ namespace {
 // What the host API was asked to do (drmas_emu_counters): tests assert, e.g., that a call
 // never waits for the device.
 uint64_t g_counters[DRMAS_EMU_COUNTERS] = {};
+int g_failing_mallocs = 0;  // drmas_emu_fail_next_mallocs
 }  // namespace
+
+extern "C" __attribute__((visibility("default"))) void drmas_emu_fail_next_mallocs(int n) {
+    std::lock_guard<std::recursive_mutex> hold(g_lock);
+    g_failing_mallocs = n > 0 ? n : 0;
+}
 
 extern "C" __attribute__((visibility("default"))) uint32_t drmas_emu_contexts(int forget) {
     return forget ? g_contexts.exchange(0) : g_contexts.load();
@@ -752,7 +759,14 @@ cudaError_t cudaFree(void* ptr) {
     std::lock_guard<std::recursive_mutex> hold(g_lock);
     return release(ptr);
 }
-cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) { return cudaMalloc(ptr, bytes); }
+cudaError_t cudaMallocAsync(void** ptr, size_t bytes, cudaStream_t) {
+    std::lock_guard<std::recursive_mutex> hold(g_lock);
+    if (g_failing_mallocs > 0) {
+        --g_failing_mallocs;
+        return record(cudaErrorMemoryAllocation);  // not sticky: cudaGetLastError clears it, as CUDA's
+    }
+    return allocate(ptr, bytes);
+}
 cudaError_t cudaFreeAsync(void* ptr, cudaStream_t) { return cudaFree(ptr); }
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     std::lock_guard<std::recursive_mutex> hold(g_lock);

@@ -181,6 +181,38 @@ public final class LibDrmas {
         return new IllegalStateException(t);
     }
 
+    // ---- a full GPU: someone else's cached device memory given back, once, and the call made again
+    @FunctionalInterface
+    private interface Call {
+        int run() throws Throwable;
+    }
+
+    private static volatile Runnable cudaReclaimer;
+
+    /**
+     * What gives back device memory that another allocator holds unused, for a CUDA call whose
+     * scratch (cudaMallocAsync, a few bytes a segment or row) did not fit: on a GPU that LibTorch's
+     * caching allocator has filled with cached free blocks, that call would fail although the
+     * memory is there. The trainer passes LibTorch's emptyCache. A CUDA call that fails with
+     * DRMAS_ERR_ALLOC runs it once and is made again; a failed call leaves its outputs untouched
+     * (drmas.h), so the second call starts from where the first did. null: none (the default).
+     */
+    public static void setCudaReclaimer(Runnable reclaimer) {
+        cudaReclaimer = reclaimer;
+    }
+
+    private static int reclaiming(int device, Call call) throws Throwable {
+        int status = call.run();
+        Runnable reclaim = cudaReclaimer;
+        if (status != DrmasException.ERR_ALLOC || device != Backend.CUDA.device() || reclaim == null) return status;
+        try {
+            reclaim.run();
+        } catch (RuntimeException | LinkageError e) {
+            return status;  // nothing given back: the call's own error stands
+        }
+        return call.run();
+    }
+
     /** Throws a DrmasException with the library's message unless status is 0. */
     static void check(int status) {
         if (status != 0) throw new DrmasException(status, lastError());
@@ -303,7 +335,7 @@ public final class LibDrmas {
                             MemorySegment std, MemorySegment stream) {
         try {
             MethodHandle h = critical ? Stats.STATS_CRIT : Stats.STATS_PLAIN;
-            return (int) h.invokeExact(device, n, values, ids, numSegments, ddof, count, mean, m2, std, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, n, values, ids, numSegments, ddof, count, mean, m2, std, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -314,7 +346,7 @@ public final class LibDrmas {
                          long numAgents, MemorySegment adv, MemorySegment diag, MemorySegment stream) {
         try {
             MethodHandle h = trusted ? (critical ? Adv.ADV_TRUSTED_CRIT : Adv.ADV_TRUSTED_PLAIN) : critical ? Adv.ADV_CRIT : Adv.ADV_PLAIN;
-            return (int) h.invokeExact(device, cfg, n, scores, uid, traj, agent, numUids, numTrajs, numAgents, adv, diag, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, cfg, n, scores, uid, traj, agent, numUids, numTrajs, numAgents, adv, diag, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -324,7 +356,7 @@ public final class LibDrmas {
                              MemorySegment offsets, long numTokens, MemorySegment out, MemorySegment stream) {
         try {
             MethodHandle h = critical ? Bcast.BCAST_CRIT : Bcast.BCAST_PLAIN;
-            return (int) h.invokeExact(device, numRows, rowValues, offsets, numTokens, out, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, numRows, rowValues, offsets, numTokens, out, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -336,7 +368,7 @@ public final class LibDrmas {
                            MemorySegment stream) {
         try {
             MethodHandle h = critical ? Loss.LOSS_CRIT : Loss.LOSS_PLAIN;
-            return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, logp, oldLogp, adv, ref, mask, grad, sums, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, logp, oldLogp, adv, ref, mask, grad, sums, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -349,8 +381,8 @@ public final class LibDrmas {
         try {
             MethodHandle h = perRow ? (critical ? Loss.LOSS_ROWS_CRIT : Loss.LOSS_ROWS_PLAIN)
                     : critical ? Loss.LOSS_ASYNC_CRIT : Loss.LOSS_ASYNC_PLAIN;
-            return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, ref, mask,
-                    grad, sums, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, logp, oldLogp, adv, ref, mask,
+                    grad, sums, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -402,7 +434,7 @@ public final class LibDrmas {
         try {
             MethodHandle h = bf16 ? (critical ? Lmhead.LMHEAD_LOGPROBS_BF16_CRIT : Lmhead.LMHEAD_LOGPROBS_BF16_PLAIN)
                     : (critical ? Lmhead.LMHEAD_LOGPROBS_CRIT : Lmhead.LMHEAD_LOGPROBS_PLAIN);
-            return (int) h.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -415,8 +447,8 @@ public final class LibDrmas {
         try {
             MethodHandle h = bf16 ? (critical ? Lmhead.LMHEAD_CHUNK_BF16_CRIT : Lmhead.LMHEAD_CHUNK_BF16_PLAIN)
                     : (critical ? Lmhead.LMHEAD_CHUNK_CRIT : Lmhead.LMHEAD_CHUNK_PLAIN);
-            return (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab,
-                    logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, cfg, numRows, offsets, numTokens, chunkBegin, chunkTokens, vocab,
+                    logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -430,8 +462,8 @@ public final class LibDrmas {
         try {
             MethodHandle h = bf16 ? (critical ? LmheadAsync.BF16_CRIT : LmheadAsync.BF16_PLAIN)
                     : (critical ? LmheadAsync.CRIT : LmheadAsync.PLAIN);
-            return (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, chunkBegin, chunkTokens, vocab,
-                    logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, errors, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, cfg, numRows, hostOffsets, offsets, numTokens, chunkBegin, chunkTokens, vocab,
+                    logits, targets, oldLogp, adv, ref, mask, logp, entropy, sums, errors, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }
@@ -443,7 +475,7 @@ public final class LibDrmas {
         try {
             MethodHandle h = bf16 ? (critical ? LmheadAsync.LOGPROBS_BF16_CRIT : LmheadAsync.LOGPROBS_BF16_PLAIN)
                     : (critical ? LmheadAsync.LOGPROBS_CRIT : LmheadAsync.LOGPROBS_PLAIN);
-            return (int) h.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, errors, stream);
+            return reclaiming(device, () -> (int) h.invokeExact(device, numTokens, vocab, logits, targets, logp, entropy, errors, stream));
         } catch (Throwable t) {
             throw rethrow(t);
         }

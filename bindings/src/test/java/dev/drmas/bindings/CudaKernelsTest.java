@@ -289,6 +289,55 @@ class CudaKernelsTest {
         assertEquals("drmas_cuda_check_device: device " + count + " is not in [0, " + count + ") (status 3)", e.getMessage());
     }
 
+    /**
+     * A call whose scratch does not fit (a GPU that LibTorch's cache has filled) runs the reclaimer
+     * once and is made again; a second failure is the error, outputs untouched. The emulator fails
+     * the scratch allocations on request (drmas_emu_fail_next_mallocs); a real GPU is not filled here.
+     */
+    @Test
+    void aCallWhoseScratchDoesNotFitReclaimsOnceAndIsMadeAgain() throws Throwable {
+        var fail = NativeLibrary.get().lookup().find("drmas_emu_fail_next_mallocs");
+        Assumptions.assumeTrue(fail.isPresent(), "needs the emulated backend's drmas_emu_fail_next_mallocs (a real GPU is not filled here)");
+        java.lang.invoke.MethodHandle failNext = java.lang.foreign.Linker.nativeLinker().downcallHandle(fail.get(),
+                java.lang.foreign.FunctionDescriptor.ofVoid(java.lang.foreign.ValueLayout.JAVA_INT));
+        float[] s = {1, 0, 0.5f, 1}, cpu = new float[4], out = new float[4], guard = {-7, -7, -7, -7};
+        int[] u = {0, 0, 1, 1}, a = {0, 1, 0, 1};
+        Kernels.NormParams p = new Kernels.NormParams(false, false, true, 1, 0, 1, true, 1e-6);  // GRPO
+        Kernels.advantage(Backend.CPU, p, 4, MemorySegment.ofArray(s), MemorySegment.ofArray(u), null, MemorySegment.ofArray(a),
+                2, 0, 2, MemorySegment.ofArray(cpu), null, null);
+        int[] reclaimed = {0};
+        try (DeviceBuffer ds = DeviceBuffer.of(MemorySegment.ofArray(s)); DeviceBuffer du = DeviceBuffer.of(MemorySegment.ofArray(u));
+             DeviceBuffer da = DeviceBuffer.of(MemorySegment.ofArray(a)); DeviceBuffer o = DeviceBuffer.of(MemorySegment.ofArray(guard))) {
+            Runnable call = () -> Kernels.advantage(Backend.CUDA, p, 4, ds.segment(), du.segment(), null, da.segment(), 2, 0, 2,
+                    o.segment(), null, null);
+            // no reclaimer: the error, as before
+            failNext.invokeExact(1);
+            DrmasException e = assertThrows(DrmasException.class, call::run);
+            assertEquals(DrmasException.ERR_ALLOC, e.status());
+            assertTrue(e.getMessage().contains("out of memory (in cudaMallocAsync)"), e.getMessage());
+            LibDrmas.setCudaReclaimer(() -> reclaimed[0]++);
+            // twice full: reclaimed once, then the error; the outputs untouched
+            failNext.invokeExact(2);
+            e = assertThrows(DrmasException.class, call::run);
+            assertEquals(DrmasException.ERR_ALLOC, e.status());
+            assertEquals(1, reclaimed[0]);
+            o.download(MemorySegment.ofArray(out));
+            assertArrayEquals(guard, out);
+            // once full: reclaimed, made again, the CPU's advantages
+            failNext.invokeExact(1);
+            call.run();
+            assertEquals(2, reclaimed[0]);
+            o.download(MemorySegment.ofArray(out));
+            assertClose("advantages after a reclaim", out, cpu, 1e-6, 1e-6);
+            // room enough: the reclaimer is not run
+            call.run();
+            assertEquals(2, reclaimed[0]);
+        } finally {
+            LibDrmas.setCudaReclaimer(null);
+            failNext.invokeExact(0);
+        }
+    }
+
     @Test
     void badInputsOnCudaLeaveDeviceOutputsUntouched() {
         float[] guard = {-7, -7, -7, -7};

@@ -508,6 +508,10 @@ final class Policies implements AutoCloseable {
         }
         requireKernels(cfg.run().device(), index, dev.drmas.bindings.LibDrmas.cudaCompiled(),
                 dev.drmas.bindings.LibDrmas.cudaAvailable(), problem);
+        // libdrmas's scratch (cudaMallocAsync) and LibTorch's cached free blocks share the GPU: a kernel call
+        // that finds no room has LibTorch give its cache back and is made again, once (LibDrmas.setCudaReclaimer).
+        // torch_cuda is reached in the lambda alone, on a CUDA run.
+        dev.drmas.bindings.LibDrmas.setCudaReclaimer(() -> org.bytedeco.pytorch.global.torch_cuda.getAllocator().emptyCache());
         return new Device("cuda:" + index);
     }
 
