@@ -6,6 +6,7 @@
 package dev.drmas.cli;
 
 import dev.drmas.dist.Collective;
+import dev.drmas.train.RunLock;
 import java.util.Map;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
@@ -18,25 +19,52 @@ final class EvalCommand extends RunCommand {
     @Option(names = "--allow-random", description = "evaluate models that have no weights yet (random initialisation) instead of refusing")
     boolean allowRandom;
 
+    /**
+     * A run folder locked by its training: `drmas eval` evaluates one of its checkpoints meanwhile
+     * under another run.name with run.resume (another name alone would evaluate the starting models).
+     */
+    static UserError whileTraining(dev.drmas.config.RunConfig cfg, UserError e) {
+        if (!(e.getCause() instanceof RunLock.RunFolderException) || !e.getMessage().contains("is in use by another drmas process")) {
+            return e;
+        }
+        java.nio.file.Path checkpoints = cfg.run().runDir().resolve("checkpoints");
+        String cp = checkpoints.resolve("step_N").toString();
+        try {
+            cp = new dev.drmas.train.Checkpoints(checkpoints).latest().map(java.nio.file.Path::toString).orElse(cp);
+        } catch (RuntimeException unreadable) {
+            // the hint's general form
+        }
+        return new UserError(e.getMessage() + ". To evaluate one of its checkpoints while it trains: drmas eval with another"
+                + " run.name and run.resume=" + cp, e);
+    }
+
     @Override
     public Integer call() throws Exception {
         LaunchCommand.watchLauncher();
         var cfg = loadConfig();
-        try (Collective dist = joinRanks(cfg)) {
-            return withTrainer(cfg, System.out, dist, t -> {
-                // a random model scores ~0 and the command would end 0: almost surely a wrong run.name or output_dir
-                // (every rank opens the same folders, so every rank refuses alike)
-                if (!allowRandom && !t.randomModels().isEmpty()) {
-                    throw new UserError("run folder " + t.runDir() + " has no checkpoint, and model(s) " + String.join(", ", t.randomModels())
-                            + " have no path and no warm start (sft/models): there is nothing trained to evaluate. Check run.name and"
-                            + " run.output_dir, or pass --allow-random to evaluate the random initialisation");
-                }
-                Map<String, Double> m = t.evaluate();  // every rank's share of the tasks, merged on every rank
-                if (!dist.isMaster()) return;
-                System.out.println("step " + t.step());
-                int width = Math.max(16, m.keySet().stream().mapToInt(String::length).max().orElse(0));  // eval/<benchmark>/... names
-                m.forEach((k, v) -> System.out.printf("  %-" + width + "s %.4f%n", k, v));
-            });
+        try {
+            try (Collective dist = joinRanks(cfg)) {
+                return withTrainer(cfg, System.out, dist, t -> {
+                    // a random model scores ~0 and the command would end 0: almost surely a wrong run.name or output_dir
+                    // (every rank opens the same folders, so every rank refuses alike)
+                    if (!allowRandom && !t.randomModels().isEmpty()) {
+                        throw new UserError("run folder " + t.runDir() + " has no checkpoint, and model(s) " + String.join(", ", t.randomModels())
+                                + " have no path and no warm start (sft/models): there is nothing trained to evaluate. Check run.name and"
+                                + " run.output_dir, or pass --allow-random to evaluate the random initialisation");
+                    }
+                    if (t.testTaskCount() == 0) {
+                        throw new UserError("workflow '" + cfg.orchestra().name() + "' has no held-out tasks to evaluate here: give it a"
+                                + " test split (data.test_file with data.source jsonl; data.synthetic's test_size for synthetic tasks)");
+                    }
+                    Map<String, Double> m = t.evaluate();  // every rank's share of the tasks, merged on every rank
+                    if (!dist.isMaster()) return;
+                    System.out.println("step " + t.step());
+                    int width = Math.max(16, m.keySet().stream().mapToInt(String::length).max().orElse(0));  // eval/<benchmark>/... names
+                    m.forEach((k, v) -> System.out.printf("  %-" + width + "s %.4f%n", k, v));
+                });
+            }
+        } catch (UserError e) {
+            throw whileTraining(cfg, e);
         }
     }
 }

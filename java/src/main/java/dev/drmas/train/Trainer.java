@@ -54,6 +54,7 @@ public final class Trainer implements AutoCloseable {
     private final List<String> trainingChanges;  // changes since the checkpoint that only training cannot honour (ResumeCheck)
     private long step;  // training steps completed
     private boolean announced;  // announceStart() has printed
+    private boolean evalBudgetChecked;  // the evaluation's batch has passed GenerationBudget (at open where training evaluates)
     private final CudaPeakMemory gpuMemory;  // the device's allocator peaks on a CUDA run, else null
 
     private Trainer(RunConfig cfg, PrintStream log, Path checkpoint, Collective dist, Runnable openedHook) {
@@ -62,6 +63,7 @@ public final class Trainer implements AutoCloseable {
         this.runDir = cfg.run().runDir();
         this.checkpoints = new Checkpoints(runDir.resolve("checkpoints"));
         this.log = log;
+        this.evalBudgetChecked = cfg.trainer().evalFreq() > 0;
         torch.set_num_threads(cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors());
         try {
             Durable.createFolders(runDir);
@@ -96,7 +98,8 @@ public final class Trainer implements AutoCloseable {
             dataPos = start[1];
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
             try {
-                GenerationBudget.check(cfg, ps, workload.test().size(), dist.worldSize(),
+                // the evaluation's batch where training evaluates; `drmas eval` of a run without checks it in evaluate()
+                GenerationBudget.check(cfg, ps, evalBudgetChecked ? workload.test().size() : 0, dist.worldSize(),
                         GenerationBudget.ranksOnThisHost(System.getenv(), dist.worldSize()));
                 openedHook.run();
                 // no rank goes on to the collectives of training (or evaluation) while another could not open its models
@@ -120,6 +123,10 @@ public final class Trainer implements AutoCloseable {
                 log.println("drmas: warning: ppo.reference_model: " + m + "; evaluation does without it, training refuses to");
             }
             EvalConfig ec = cfg.eval();
+            if (cfg.trainer().evalFreq() > 0 && workload.test().isEmpty()) {
+                log.println("drmas: warning: trainer.eval_freq is " + cfg.trainer().evalFreq() + " but the workload has no"
+                        + " held-out tasks (its data's test split is empty): no eval/ metric will be logged");
+            }
             if (ec.temperature() == 0 && ec.samplesPerTask() > 1) {
                 // greedy decoding draws nothing: every sample of a task is the same reply
                 log.println("drmas: warning: eval.temperature is 0 (greedy): the " + ec.samplesPerTask() + " samples of a task are"
@@ -288,6 +295,11 @@ public final class Trainer implements AutoCloseable {
 
     LastStep lastStep;
 
+    /** How many held-out tasks {@link #evaluate()} has (0: it evaluates nothing). */
+    public int testTaskCount() {
+        return workload.test().size();
+    }
+
     /** The models that start from a random initialisation (no checkpoint, no path, no warm start). */
     public Set<String> randomModels() {
         return Set.copyOf(policies.randomInit);
@@ -373,12 +385,20 @@ public final class Trainer implements AutoCloseable {
                 if (step == 0 && tc.evalBeforeTrain() && tc.evalFreq() > 0) metrics.log(0, lastEval = evaluate());
                 // the checkpoint's own evaluation, due after its save and never done (it failed, or the run was killed)
                 doing = "evaluating at step " + step;
+                // (not with trainer.eval_freq 0: the way past an evaluation that keeps failing, and evaluation off)
                 if (evaluationPending()) {
-                    // its line may be in metrics.jsonl already: the run ended after logging it, before marking it
-                    Map<String, Double> logged = evaluationLogged();
-                    if (logged == null) metrics.log(step, lastEval = evaluate());
-                    else lastEval = logged;
-                    if (ownCheckpoint(checkpoint)) markEvaluated(checkpoint, lastEval);
+                    if (tc.evalFreq() == 0) {
+                        if (dist.isMaster()) {
+                            log.println("drmas: the evaluation of step " + step + ", due when its checkpoint was saved, was never"
+                                    + " done; trainer.eval_freq is 0: not run (a resume from this checkpoint with evaluation on runs it)");
+                        }
+                    } else {
+                        // its line may be in metrics.jsonl already: the run ended after logging it, before marking it
+                        Map<String, Double> logged = evaluationLogged();
+                        if (logged == null) metrics.log(step, lastEval = evaluate());
+                        else lastEval = logged;
+                        if (ownCheckpoint(checkpoint)) markEvaluated(checkpoint, lastEval);
+                    }
                 }
                 while (step < trainSteps) {
                     doing = "training step " + (step + 1);
@@ -759,6 +779,11 @@ public final class Trainer implements AutoCloseable {
     public Map<String, Double> evaluate() {
         announceStart();
         try {
+            if (!evalBudgetChecked) {
+                GenerationBudget.check(cfg, policies, workload.test().size(), dist.worldSize(),
+                        GenerationBudget.ranksOnThisHost(System.getenv(), dist.worldSize()));
+                evalBudgetChecked = true;
+            }
             evalHook.run();
             return new Evaluator(cfg, workload, policies, dist, log).evaluate();
         } catch (RuntimeException | Error e) {

@@ -79,6 +79,26 @@ class RunFolderTest {
             for (String command : List.of("train", "sft", "eval")) {
                 fails(cli(command), "run folder " + runDir + " is in use by another drmas process (" + owner, "train");
             }
+            // its checkpoints can be evaluated meanwhile, under another name: eval says how
+            Path step1 = runDir.resolve("checkpoints/step_000001");
+            while (!Files.isRegularFile(step1.resolve("trainer_state.json"))) {
+                assertTrue(first.isAlive(), () -> "the first run ended: " + read(dir.resolve("first.log")));
+                assertTrue(System.nanoTime() < deadline, "the first run saved no checkpoint");
+                Thread.sleep(100);
+            }
+            fails(cli("eval"), "To evaluate one of its checkpoints while it trains: drmas eval with another run.name and run.resume="
+                    + runDir.resolve("checkpoints/step_"));
+            java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
+            java.io.PrintStream stdout = System.out;
+            System.setOut(new java.io.PrintStream(printed, true, StandardCharsets.UTF_8));
+            Cli.Run peek;
+            try {
+                peek = cli("eval", "run.name=peek", "run.resume=" + step1);
+            } finally {
+                System.setOut(stdout);
+            }
+            assertEquals(0, peek.exit(), peek.err());
+            assertTrue(printed.toString(StandardCharsets.UTF_8).lines().anyMatch("step 1"::equals), printed.toString(StandardCharsets.UTF_8));
         } finally {
             first.destroyForcibly().waitFor();  // kill -9: the OS drops the lock with the process
         }
@@ -177,6 +197,18 @@ class RunFolderTest {
         fails(cli("train", "rollout.max_new_tokens=1000000000", "models.policy.size.max_positions=1000000400",
                 "rollout.max_batch_tokens=2147483647"), "rollout.max_batch_tokens: a batch of at most 2147483647 token slots,"
                 + " more than a Java array holds");
+    }
+
+    @Test
+    void evaluationBatchesCountWhereTheyRun() throws Exception {
+        // an evaluation batch too large to generate stops `drmas eval`, not a training run that never evaluates
+        Cli.Run train = cli("train", "eval.samples=10000000", "eval.k=1", "trainer.steps=1");
+        assertEquals(0, train.exit(), train.err());
+        fails(cli("eval", "eval.samples=10000000", "eval.k=1"), "rollout.max_new_tokens: a batch of 20000000 requests (eval.tasks × eval.samples)",
+                "more than a Java array holds");
+        // nothing held out: an error, not an empty table and exit 0
+        fails(cli("eval", "--allow-random", "run.name=no-test", "orchestra.name=search", "data.synthetic=null", "data.synthetic.test_size=0"),
+                "workflow 'search' has no held-out tasks to evaluate here");
     }
 
     @Test

@@ -126,6 +126,31 @@ class CheckpointRetentionTest {
     }
 
     @Test
+    void aPendingEvaluationIsNotRunWithEvaluationOff() throws Exception {
+        // the way past an evaluation that keeps failing (an out-of-memory in its batch): resume with trainer.eval_freq=0
+        Path out = tmp.resolve("pending-off");
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
+            t.evalHook = () -> {
+                throw new IllegalStateException("test: out of memory in the evaluation");
+            };
+            assertThrows(IllegalStateException.class, t::train);
+        }
+        Path cp2 = out.resolve("e2e/checkpoints/step_000002");
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(out, "trainer.steps=3", "trainer.save_freq=2"), new PrintStream(log, true, StandardCharsets.UTF_8))) {
+            t.evalHook = () -> {
+                throw new IllegalStateException("test: the evaluation ran although trainer.eval_freq is 0");
+            };
+            t.train();
+            assertEquals(3, t.step());
+        }
+        assertEquals(List.of(), evaluatedSteps(out.resolve("e2e/metrics.jsonl")));
+        assertFalse(Files.exists(cp2.resolve(Trainer.EVALUATED_FILE)), "not evaluated: not marked");
+        assertTrue(log.toString(StandardCharsets.UTF_8).contains("drmas: the evaluation of step 2, due when its checkpoint was saved,"
+                + " was never done; trainer.eval_freq is 0: not run"), log.toString());
+    }
+
+    @Test
     void anEvaluationLoggedBeforeTheRunEndedIsNotRunAgainOnResume() throws Exception {
         Path out = tmp.resolve("logged");
         try (Trainer t = Trainer.open(config(out, "trainer.steps=2", "trainer.save_freq=2", "trainer.eval_freq=2"), TrainerEndToEndTest.QUIET)) {
