@@ -32,7 +32,10 @@
  *    read once, after the last chunk.
  *  - Sizes are int64_t; ids are dense int32 in [0, num_x). Empty segments are legal.
  *  - Scratch memory: the CPU backend allocates internally and frees before returning; the
- *    CUDA backend uses cudaMallocAsync/cudaFreeAsync on `stream` (stream-ordered pool).
+ *    CUDA backend uses cudaMallocAsync/cudaFreeAsync on `stream` (stream-ordered pool), before
+ *    it writes anything: a call that fails with DRMAS_ERR_ALLOC can be made again once memory
+ *    is freed (the Java bindings do so once, after LibTorch's caching allocator has given its
+ *    cached blocks back).
  *  - Numerics: statistics accumulate in fp64 with a two-pass method. A segment whose values
  *    are all equal has mean exactly that value and M2/std exactly 0.
  *  - Determinism: the CPU backend is run-to-run deterministic for a given thread count.
