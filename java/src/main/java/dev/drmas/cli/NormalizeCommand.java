@@ -85,7 +85,8 @@ final class NormalizeCommand implements Callable<Integer> {
     String format;
 
     @Option(names = {"-o", "--output"}, paramLabel = "OUT", description = "write here instead of stdout (a regular file is replaced whole: "
-            + "written beside it, then renamed); - is stdout, as - is stdin for IN (./- names a file called -)")
+            + "written beside it, then renamed; a symbolic link stays, and its target is written, which needs the target's folder "
+            + "to exist); - is stdout, as - is stdin for IN (./- names a file called -)")
     Path output;
 
     @Option(names = "--summary", description = "print per-agent statistics to stderr")
