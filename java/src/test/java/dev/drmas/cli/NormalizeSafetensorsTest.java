@@ -673,7 +673,7 @@ class NormalizeSafetensorsTest {
         byte[] longHeader = good.clone();
         ByteBuffer.wrap(longHeader).order(ByteOrder.LITTLE_ENDIAN).putLong(0, good.length);
         add.accept(longHeader, "header length " + good.length + " exceeds the file size");
-        add.accept(assemble("{\"uid\":{\"dtype\":\"I32\",", new byte[0]), "header is not valid JSON");
+        add.accept(assemble("{\"uid\":{\"dtype\":\"I32\",", new byte[0]), "safetensors header: not valid JSON (");
         add.accept(java.util.Arrays.copyOf(good, good.length - 4), "truncated: tensor");
         add.accept(java.util.Arrays.copyOf(good, good.length + 4), "4 bytes after the end of the last tensor's data");
         add.accept(new byte[] {1, 2, 3}, "3 bytes, too short for a safetensors file");
@@ -1064,5 +1064,60 @@ class NormalizeSafetensorsTest {
         Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", dir.resolve("o.safetensors").toString(), folder.toString());
         assertEquals(1, r.exit(), r.err());
         assertTrue(r.err().contains(folder + ": is a folder, not a safetensors file"), r.err());
+    }
+    static Stream<org.junit.jupiter.params.provider.Arguments> badHeaders() {
+        String entry = "{\"dtype\":\"I32\",\"shape\":[0],\"data_offsets\":[0,0]}";
+        String deep = "{\"__metadata__\":" + "[".repeat(1100) + "]".repeat(1100) + "}";
+        String[][] cases = {
+            // JSON that does not parse: named as such, at the byte of the file where the parser stopped
+            {"{\"uid\" 5}", "safetensors header: not valid JSON (", "at byte 15"},  // '5' where the colon belongs
+            {"{\"uid\":{\"dtype\":\"I32\",", "safetensors header: not valid JSON (", "at byte 30"},  // it ends inside an object
+            {"{\"uid\":" + entry + "} {}", "safetensors header: text after the JSON object at byte 65"},
+            {"{\"uid\":" + entry + ",\"uid\":" + entry + "}", "safetensors header: not valid JSON (duplicate field 'uid')"},
+            {deep, "safetensors header: not valid JSON (", "nesting depth"},
+            {"[1]", "safetensors header: not a JSON object"},
+            // fields of the wrong type: the tensor, the field and where its entry starts
+            {"{\"uid\":{\"dtype\":32,\"shape\":[0],\"data_offsets\":[0,0]}}",
+                "safetensors header: tensor 'uid': dtype must be a string such as \"F32\", got 32 (the entry at byte 15)"},
+            {"{\"uid\":{\"dtype\":\"I32\",\"shape\":\"3\",\"data_offsets\":[0,0]}}",
+                "safetensors header: tensor 'uid': shape must be a list of integers, got \"3\" (the entry at byte 15)"},
+            {"{\"uid\":{\"dtype\":\"I32\",\"shape\":[0],\"data_offsets\":[0,1.5]}}",
+                "safetensors header: tensor 'uid': data_offsets[1] must be a non-negative integer, got 1.5"},
+            {"{\"uid\":[1]}", "safetensors header: tensor 'uid': expected an object with dtype, shape, data_offsets"},
+            {"{\"__metadata__\":{\"a\":3}}", "safetensors header: __metadata__.a must be a string, got 3 (the entry at byte 24)"},
+            // a long wrong value is shown shortened
+            {"{\"uid\":{\"dtype\":\"I32\",\"shape\":\"" + "x".repeat(10_000) + "\",\"data_offsets\":[0,0]}}",
+                "safetensors header: tensor 'uid': shape must be a list of integers, got \"xxxx", "...\" (the entry at byte 15)"},
+        };
+        List<org.junit.jupiter.params.provider.Arguments> out = new ArrayList<>();
+        for (String[] c : cases) {
+            out.add(org.junit.jupiter.params.provider.Arguments.of(assemble(c[0], new byte[0]),
+                    java.util.Arrays.copyOfRange(c, 1, c.length)));
+        }
+        // a header cut short by the end of the file
+        byte[] cut = java.util.Arrays.copyOf(assemble("{\"uid\":" + entry + "}", new byte[0]), 30);
+        out.add(org.junit.jupiter.params.provider.Arguments.of(cut, new String[] {"header length 56 exceeds the file size (30 bytes)"}));
+        return out.stream();
+    }
+
+    /**
+     * A header that is not valid JSON, or whose fields have the wrong types, is an error in drmas's
+     * words naming the file, what is wrong and where: never the JSON parser's own text (its class
+     * names, "Source: REDACTED", line and column of a text the user never saw).
+     */
+    @ParameterizedTest(name = "{1}")
+    @org.junit.jupiter.params.provider.MethodSource("badHeaders")
+    void aBadHeaderIsNamedInDrmasWords(byte[] file, String[] parts) throws Exception {
+        Path st = dir.resolve("bad.safetensors"), out = dir.resolve("never.safetensors");
+        Files.write(st, file);
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(st + ": "), r.err());
+        for (String p : parts) assertTrue(r.err().contains(p), "'" + p + "' in " + r.err());
+        for (String leak : List.of("Source", "REDACTED", "fasterxml", "`", "Exception", "JsonNode", "line:", "column:")) {
+            assertFalse(r.err().contains(leak), r.err());
+        }
+        assertTrue(r.err().length() < 400, "short: " + r.err().length() + " characters");
+        assertFalse(Files.exists(out), "no output after an error");
     }
 }
