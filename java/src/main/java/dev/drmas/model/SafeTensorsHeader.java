@@ -75,10 +75,11 @@ public final class SafeTensorsHeader {
         return h;
     }
 
-    /** Refuses a header length above the reference implementation's limit (before anything is read). */
+    /** Refuses a header length (unsigned) above the reference implementation's limit, before anything is read. */
     public static void checkHeaderLength(Path file, long n) {
-        if (n > SafeTensors.MAX_HEADER_BYTES) {
-            throw new ModelFileException(file + ": header length " + n + " is above the " + SafeTensors.MAX_HEADER_BYTES + "-byte limit");
+        if (n < 0 || n > SafeTensors.MAX_HEADER_BYTES) {
+            throw new ModelFileException(file + ": header length " + Long.toUnsignedString(n) + " is above the "
+                    + SafeTensors.MAX_HEADER_BYTES + "-byte limit");
         }
     }
 
