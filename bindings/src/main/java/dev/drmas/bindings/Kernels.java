@@ -3,7 +3,9 @@
 // and the CPU-only decoding step's decodeAttention, rmsNorm, swiglu and sample
 // (one name per operation, as in C and CUDA). It checks that every
 // buffer is large enough before the call, so that a short buffer is a Java error naming the
-// argument instead of a native out-of-bounds write. Config structs are written field by field
+// argument instead of a native out-of-bounds write; sizes that overflow a long are
+// IllegalArgumentExceptions naming the argument, the factors and their values (never a bare
+// ArithmeticException, nor a product that wraps round and lets a short buffer through). Config structs are written field by field
 // through LibDrmas's named layouts, which are checked against the loaded library before the
 // first one is written. CPU calls accept heap segments (Java arrays, read in place); CUDA calls
 // need segments that wrap device memory (DeviceBuffer).
@@ -119,6 +121,38 @@ public final class Kernels {
         return s == null ? MemorySegment.NULL : s;
     }
 
+    /** a x b, a size that {@code what} ("argument: factor x factor") names where it overflows a long. */
+    private static long times(String what, long a, long b) {
+        try {
+            return Math.multiplyExact(a, b);
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException(what + " = " + a + " x " + b + " overflows a 64-bit size");
+        }
+    }
+
+    /** a + b, as {@link #times}. */
+    private static long plus(String what, long a, long b) {
+        try {
+            return Math.addExact(a, b);
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException(what + " = " + a + " + " + b + " overflows a 64-bit size");
+        }
+    }
+
+    /** The bytes {@code count} elements of {@code elemBytes} take; an IllegalArgumentException naming {@code name} past a long. */
+    private static long bytes(String name, long count, long elemBytes) {
+        try {
+            return Math.multiplyExact(count, elemBytes);
+        } catch (ArithmeticException e) {
+            throw new IllegalArgumentException(name + ": " + count + " elements x " + elemBytes + " bytes overflows a 64-bit size");
+        }
+    }
+
+    /** The row_offsets entries for numRows rows: offsetsFor(numRows). */
+    private static long offsetsFor(long numRows) {
+        return plus("row_offsets: offsetsFor(numRows)", numRows, 1);
+    }
+
     // Checks the segment can hold `count` elements of `elemBytes` and lives where the backend
     // can read it. A NULL segment is passed through: the library names it in its error.
     private static MemorySegment arg(Backend b, String name, MemorySegment s, long count, long elemBytes) {
@@ -129,7 +163,7 @@ public final class Kernels {
         if (b == Backend.CPU && DeviceBuffer.holdsDeviceMemory(s)) {  // (the host would fault on it: a dead JVM)
             throw new IllegalArgumentException(name + ": device memory (a DeviceBuffer) cannot be passed to the CPU backend");
         }
-        long need = Math.multiplyExact(count, elemBytes);
+        long need = bytes(name, count, elemBytes);
         if (s.byteSize() < need) {
             throw new IllegalArgumentException(name + " holds " + s.byteSize() + " bytes but " + count
                     + " elements need " + need);
@@ -185,11 +219,11 @@ public final class Kernels {
         boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = normConfig(arena, p);
-            long segs = Math.multiplyExact(numUids, numAgents);
+            long segs = times("numUids x numAgents", numUids, numAgents);  // (the kernel's (uid, agent) statistics)
             LibDrmas.check(LibDrmas.advantage(crit, trusted, b.device(), cfg, n, arg(b, "scores", scores, n, 4),
                     arg(b, "uid", uid, n, 4), arg(b, "traj", traj, n, 4), arg(b, "agent", agent, n, 4),
                     numUids, numTrajs, numAgents, out(b, "advantages", advantages, n, 4),
-                    out(b, "diagnostics", diagnostics, Math.multiplyExact(segs, AbiIndices.DIAG_FIELDS), 8), orNull(stream)));
+                    out(b, "diagnostics", diagnostics, times("diagnostics: numUids x numAgents x DIAG_FIELDS", segs, AbiIndices.DIAG_FIELDS), 8), orNull(stream)));
         }
     }
 
@@ -200,7 +234,7 @@ public final class Kernels {
         checkCount("numTokens", numTokens);
         boolean crit = b == Backend.CPU;
         LibDrmas.check(LibDrmas.broadcastRows(crit, b.device(), numRows, arg(b, "row_values", rowValues, numRows, 4),
-                arg(b, "row_offsets", offsets, numRows + 1, 8), numTokens,
+                arg(b, "row_offsets", offsets, offsetsFor(numRows), 8), numTokens,
                 out(b, "token_values", tokenValues, numTokens, 4), orNull(stream)));
     }
 
@@ -247,7 +281,7 @@ public final class Kernels {
         boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = lossConfig(arena, p);
-            MemorySegment off = arg(b, "row_offsets", offsets, numRows + 1, 8);
+            MemorySegment off = arg(b, "row_offsets", offsets, offsetsFor(numRows), 8);
             MemorySegment lp = arg(b, "logp", logp, numTokens, 4), olp = arg(b, "old_logp", oldLogp, numTokens, 4);
             MemorySegment a = perRow ? arg(b, "row_advantages", adv, numRows, 4) : arg(b, "advantages", adv, numTokens, 4);
             MemorySegment r = arg(b, "ref_logp", ref, numTokens, 4);
@@ -258,7 +292,7 @@ public final class Kernels {
                         orNull(stream)));
             } else {
                 MemorySegment host = hostOffsets == null ? MemorySegment.NULL
-                        : hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena);
+                        : hostArg("host_row_offsets", hostOffsets, offsetsFor(numRows), 8, crit, arena);
                 LibDrmas.check(LibDrmas.clippedLossAsync(crit, perRow, b.device(), cfg, numRows, host, off, numTokens, lp, olp,
                         a, r, m, g, s, orNull(stream)));
             }
@@ -286,7 +320,7 @@ public final class Kernels {
         if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
         boolean crit = b == Backend.CPU;
         LibDrmas.check(LibDrmas.lmheadLogprobs(crit, bf16, b.device(), numTokens, vocab,
-                arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
+                arg(b, "logits", logits, times("logits: numTokens x vocab", numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
                 out(b, "logp", logp, numTokens, 4), out(b, "entropy", entropy, numTokens, 4), orNull(stream)));
     }
 
@@ -332,9 +366,9 @@ public final class Kernels {
         boolean crit = b == Backend.CPU;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = lmheadConfig(arena, p);
-            LibDrmas.check(LibDrmas.lmheadChunk(crit, bf16, b.device(), cfg, numRows, arg(b, "row_offsets", offsets, numRows + 1, 8),
+            LibDrmas.check(LibDrmas.lmheadChunk(crit, bf16, b.device(), cfg, numRows, arg(b, "row_offsets", offsets, offsetsFor(numRows), 8),
                     numTokens, chunkBegin, chunkTokens, vocab,
-                    out(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), bf16 ? 2 : 4),
+                    out(b, "logits", logits, times("logits: chunkTokens x vocab", chunkTokens, vocab), bf16 ? 2 : 4),
                     arg(b, "targets", targets, numTokens, 8), arg(b, "old_logp", oldLogp, numTokens, 4),
                     arg(b, "advantages", adv, numRows, 4), arg(b, "ref_logp", ref, numTokens, 4), arg(b, "mask", mask, numTokens, 1),
                     out(b, "logp", logp, chunkTokens, 4), out(b, "entropy", entropy, chunkTokens, 4),
@@ -356,7 +390,7 @@ public final class Kernels {
         if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
         boolean crit = b == Backend.CPU;
         LibDrmas.check(LibDrmas.lmheadLogprobsAsync(crit, bf16, b.device(), numTokens, vocab,
-                arg(b, "logits", logits, Math.multiplyExact(numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
+                arg(b, "logits", logits, times("logits: numTokens x vocab", numTokens, vocab), bf16 ? 2 : 4), arg(b, "targets", targets, numTokens, 8),
                 out(b, "logp", logp, numTokens, 4), out(b, "entropy", entropy, numTokens, 4), out(b, "errors", errors, 2, 8),
                 orNull(stream)));
     }
@@ -382,9 +416,9 @@ public final class Kernels {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cfg = lmheadConfig(arena, p);
             LibDrmas.check(LibDrmas.lmheadChunkAsync(crit, bf16, b.device(), cfg, numRows,
-                    hostArg("host_row_offsets", hostOffsets, numRows + 1, 8, crit, arena), arg(b, "row_offsets", offsets, numRows + 1, 8),
+                    hostArg("host_row_offsets", hostOffsets, offsetsFor(numRows), 8, crit, arena), arg(b, "row_offsets", offsets, offsetsFor(numRows), 8),
                     numTokens, chunkBegin, chunkTokens, vocab,
-                    out(b, "logits", logits, Math.multiplyExact(chunkTokens, vocab), bf16 ? 2 : 4),
+                    out(b, "logits", logits, times("logits: chunkTokens x vocab", chunkTokens, vocab), bf16 ? 2 : 4),
                     arg(b, "targets", targets, numTokens, 8), arg(b, "old_logp", oldLogp, numTokens, 4),
                     arg(b, "advantages", adv, numRows, 4), arg(b, "ref_logp", ref, numTokens, 4), arg(b, "mask", mask, numTokens, 1),
                     out(b, "logp", logp, chunkTokens, 4), out(b, "entropy", entropy, chunkTokens, 4),
@@ -413,19 +447,26 @@ public final class Kernels {
         Backend b = Backend.CPU;
         // the native side checks the strides against the shapes; the buffers' extents are checked here
         long rowsBefore = Math.max(0, rows - 1);
-        long qkvNeed = rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rowsBefore, qkvStride), (heads + 2 * kvHeads) * headDim);
-        long cacheNeed = rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rowsBefore, cacheRowStride), kvHeads * capacity * headDim);
+        // (every product checked: one that wrapped round would let a short buffer through to native code)
+        long qkvWidth = times("qkv: (heads + 2 x kvHeads) x headDim",
+                plus("qkv: heads + 2 x kvHeads", heads, times("qkv: 2 x kvHeads", 2, kvHeads)), headDim);
+        long qkvNeed = rows == 0 ? 0 : plus("qkv: (rows - 1) x qkvStride + width", times("qkv: (rows - 1) x qkvStride", rowsBefore, qkvStride),
+                qkvWidth);
+        long cacheRow = times("k_cache: kvHeads x capacity x headDim", times("k_cache: kvHeads x capacity", kvHeads, capacity), headDim);
+        long cacheNeed = rows == 0 ? 0 : plus("k_cache: (rows - 1) x cacheRowStride + row",
+                times("k_cache: (rows - 1) x cacheRowStride", rowsBefore, cacheRowStride), cacheRow);
+        long outNeed = times("out: rows x heads x headDim", rows, times("out: heads x headDim", heads, headDim));
         LibDrmas.check(LibDrmas.decodeAttention(rows, heads, kvHeads, headDim, out(b, "qkv", qkv, qkvNeed, 4), qkvStride,
                 arg(b, "q_norm", qNorm, headDim, 4), arg(b, "k_norm", kNorm, headDim, 4), normEps,
-                arg(b, "cos", cos, Math.multiplyExact(rows, headDim), 4), arg(b, "sin_signed", sinSigned, Math.multiplyExact(rows, headDim), 4),
+                arg(b, "cos", cos, times("cos: rows x headDim", rows, headDim), 4),
+                arg(b, "sin_signed", sinSigned, times("sin_signed: rows x headDim", rows, headDim), 4),
                 out(b, "k_cache", kCache, cacheNeed, 4), out(b, "v_cache", vCache, cacheNeed, 4), cacheRowStride, capacity, writeSlot,
-                slots, arg(b, "mask", mask, Math.multiplyExact(rows, slots), 1), scale,
-                out(b, "out", out, Math.multiplyExact(rows, heads * headDim), 4)));
+                slots, arg(b, "mask", mask, times("mask: rows x slots", rows, slots), 1), scale, out(b, "out", out, outNeed, 4)));
     }
 
     // The floats (or elements) that `rows` rows of `width` at `stride` span: the last row needs only its width.
-    private static long extent(long rows, long stride, long width) {
-        return rows == 0 ? 0 : Math.addExact(Math.multiplyExact(rows - 1, stride), width);
+    private static long extent(String name, long rows, long stride, long width) {
+        return rows == 0 ? 0 : plus(name + ": (rows - 1) x stride + width", times(name + ": (rows - 1) x stride", rows - 1, stride), width);
     }
 
     /**
@@ -441,12 +482,12 @@ public final class Kernels {
         if (hidden < 1) throw new IllegalArgumentException("hidden must be >= 1, got " + hidden);
         Backend b = Backend.CPU;
         // the native side checks the strides against the width; the buffers' extents are checked here
-        long xNeed = extent(rows, xStride, hidden);
+        long xNeed = extent("x", rows, xStride, hidden);
         // x is written only where the residual is added into it (out = x is checked as out)
         MemorySegment xs = residual != null ? out(b, "x", x, xNeed, 4) : arg(b, "x", x, xNeed, 4);
         LibDrmas.check(LibDrmas.rmsNorm(rows, hidden, xs, xStride,
-                arg(b, "residual", residual, residual == null ? 0 : extent(rows, residualStride, hidden), 4), residualStride,
-                arg(b, "weight", weight, rows == 0 ? 0 : hidden, 4), eps, out(b, "out", out, extent(rows, outStride, hidden), 4),
+                arg(b, "residual", residual, residual == null ? 0 : extent("residual", rows, residualStride, hidden), 4), residualStride,
+                arg(b, "weight", weight, rows == 0 ? 0 : hidden, 4), eps, out(b, "out", out, extent("out", rows, outStride, hidden), 4),
                 outStride));
     }
 
@@ -460,8 +501,8 @@ public final class Kernels {
         checkCount("rows", rows);
         if (width < 1) throw new IllegalArgumentException("width must be >= 1, got " + width);
         Backend b = Backend.CPU;
-        LibDrmas.check(LibDrmas.swiglu(rows, width, arg(b, "gate", gate, extent(rows, gateStride, width), 4), gateStride,
-                arg(b, "up", up, extent(rows, upStride, width), 4), upStride, out(b, "out", out, extent(rows, outStride, width), 4),
+        LibDrmas.check(LibDrmas.swiglu(rows, width, arg(b, "gate", gate, extent("gate", rows, gateStride, width), 4), gateStride,
+                arg(b, "up", up, extent("up", rows, upStride, width), 4), upStride, out(b, "out", out, extent("out", rows, outStride, width), 4),
                 outStride));
     }
 
@@ -478,7 +519,7 @@ public final class Kernels {
         checkCount("rows", rows);
         if (vocab < 1) throw new IllegalArgumentException("vocab must be >= 1, got " + vocab);
         Backend b = Backend.CPU;
-        LibDrmas.check(LibDrmas.sample(rows, vocab, arg(b, "logits", logits, extent(rows, logitsStride, vocab), 4), logitsStride,
+        LibDrmas.check(LibDrmas.sample(rows, vocab, arg(b, "logits", logits, extent("logits", rows, logitsStride, vocab), 4), logitsStride,
                 temperature, topK, topP, arg(b, "uniforms", uniforms, rows, 8), out(b, "tokens", tokens, rows, 8),
                 out(b, "logprobs", logprobs, rows, 4)));
     }
@@ -487,7 +528,7 @@ public final class Kernels {
     // memory only, so a heap segment is copied into `arena` for them.
     private static MemorySegment hostArg(String name, MemorySegment s, long count, long elemBytes, boolean critical,
                                          Arena arena) {
-        long need = Math.multiplyExact(count, elemBytes);
+        long need = bytes(name, count, elemBytes);
         if (s.byteSize() < need) {
             throw new IllegalArgumentException(name + " holds " + s.byteSize() + " bytes but " + count + " elements need " + need);
         }

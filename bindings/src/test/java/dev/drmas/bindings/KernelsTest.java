@@ -287,4 +287,36 @@ class KernelsTest {
                 MemorySegment.ofArray(new int[2]), 1, 0, 1, MemorySegment.ofArray(adv), null, null);
         assertTrue(adv[0] > 0 && adv[1] < 0, Arrays.toString(adv));
     }
+    /**
+     * Sizes whose byte counts overflow a long are refused as IllegalArgumentExceptions naming the
+     * argument, the factors and their values, before any native call: they were bare
+     * ArithmeticExceptions ("long overflow"), or (heads x headDim) wrapped round unchecked.
+     */
+    @Test
+    void sizesPastALongAreIllegalArgumentsNamingThem() {
+        long big = 1L << 32;
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Kernels.lmheadLogprobs(Backend.CPU, big, big,
+                seg(new float[4]), MemorySegment.ofArray(new long[1]), seg(new float[1]), null, null));
+        assertTrue(e.getMessage().startsWith("logits: numTokens x vocab = 4294967296 x 4294967296 overflows a 64-bit size"), e.getMessage());
+
+        float[] out = guards(1);
+        e = assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, 1L << 62, seg(new float[1]),
+                seg(new int[1]), seg(new int[1]), seg(new int[1]), 1, 1, 1, seg(out), null, null));
+        assertTrue(e.getMessage().startsWith("scores: 4611686018427387904 elements x 4 bytes overflows a 64-bit size"), e.getMessage());
+
+        e = assertThrows(IllegalArgumentException.class, () -> Kernels.advantage(Backend.CPU, DRMAS, 1, seg(new float[1]),
+                seg(new int[1]), seg(new int[1]), seg(new int[1]), 1L << 40, 1, 1L << 40, seg(out), MemorySegment.ofArray(new double[1]), null));
+        assertTrue(e.getMessage().startsWith("numUids x numAgents = 1099511627776 x 1099511627776 overflows a 64-bit size"), e.getMessage());
+        assertUntouched(out);
+
+        e = assertThrows(IllegalArgumentException.class, () -> Kernels.broadcastRows(Backend.CPU, Long.MAX_VALUE, seg(new float[1]),
+                MemorySegment.ofArray(new long[2]), 1, seg(new float[1]), null));
+        assertTrue(e.getMessage().startsWith("row_values: 9223372036854775807 elements x 4 bytes overflows a 64-bit size"), e.getMessage());
+
+        e = assertThrows(IllegalArgumentException.class, () -> Kernels.decodeAttention(1, big, 1, big, seg(new float[8]), 8, null, null,
+                1e-6, seg(new float[1]), seg(new float[1]), seg(new float[8]), seg(new float[8]), 8, 1, 0, 1, null, 1,
+                seg(new float[8])));
+        assertTrue(e.getMessage().startsWith("qkv: (heads + 2 x kvHeads) x headDim = 4294967298 x 4294967296 overflows a 64-bit size"),
+                e.getMessage());
+    }
 }

@@ -55,6 +55,17 @@ public final class Advantages {
         return run(c, scores, uid, traj, agent, numUids, numTrajs, numAgents, true, true);
     }
 
+    /** DIAG_FIELDS doubles per (uid, agent) segment, in one Java array: an IllegalArgumentException naming the counts past its limit. */
+    private static int diagnosticsSize(int numUids, int numAgents) {
+        if (numUids < 0 || numAgents < 0) return 0;  // Kernels.advantage refuses them, naming them
+        long size = (long) numUids * numAgents * AbiIndices.DIAG_FIELDS;  // (ints: no long overflow)
+        if (size > Integer.MAX_VALUE - 8) {
+            throw new IllegalArgumentException("diagnostics: " + numUids + " uids x " + numAgents + " agents x " + AbiIndices.DIAG_FIELDS
+                    + " values are more than a Java array holds");
+        }
+        return (int) size;
+    }
+
     private static Result run(NormConfig c, float[] scores, int[] uid, int[] traj, int[] agent,
                               int numUids, int numTrajs, int numAgents, boolean diag, boolean trusted) {
         int n = scores.length;
@@ -62,7 +73,7 @@ public final class Advantages {
         TensorViews.requireSameLength("scores", n, "agent", agent.length);
         if (traj != null) TensorViews.requireSameLength("scores", n, "traj", traj.length);
         float[] adv = new float[n];
-        double[] d = diag ? new double[Math.multiplyExact(Math.multiplyExact(numUids, numAgents), AbiIndices.DIAG_FIELDS)] : null;
+        double[] d = diag ? new double[diagnosticsSize(numUids, numAgents)] : null;
         Kernels.advantage(ARRAYS_BACKEND, params(c), trusted, n, MemorySegment.ofArray(scores), MemorySegment.ofArray(uid),
                 traj == null ? null : MemorySegment.ofArray(traj), MemorySegment.ofArray(agent),
                 numUids, numTrajs, numAgents, MemorySegment.ofArray(adv), d == null ? null : MemorySegment.ofArray(d), null);

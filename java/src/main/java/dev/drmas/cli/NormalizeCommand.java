@@ -85,7 +85,8 @@ final class NormalizeCommand implements Callable<Integer> {
     String format;
 
     @Option(names = {"-o", "--output"}, paramLabel = "OUT", description = "write here instead of stdout (a regular file is replaced whole: "
-            + "written beside it, then renamed); - is stdout, as - is stdin for IN (./- names a file called -)")
+            + "written beside it, then renamed; a symbolic link stays, and its target is written, which needs the target's folder "
+            + "to exist); - is stdout, as - is stdin for IN (./- names a file called -)")
     Path output;
 
     @Option(names = "--summary", description = "print per-agent statistics to stderr")
@@ -203,6 +204,18 @@ final class NormalizeCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * --summary keeps the rows' scores, agents and advantages in Java arrays, which hold at most
+     * Integer.MAX_VALUE - 8 values: more rows are a UserError naming both counts (Math.toIntExact's
+     * bare "integer overflow" before).
+     */
+    static void requireSummaryRows(String source, long n) {
+        if (n > Integer.MAX_VALUE - 8) {
+            throw new UserError(String.format(Locale.ROOT, "%s: --summary keeps every row in Java arrays, which hold at most %d values; "
+                    + "the file has %d rows (run without --summary)", source, Integer.MAX_VALUE - 8, n));
+        }
+    }
+
     private static UserError summaryTooLarge(String source, long numUids, int numAgents, long size, long heap) {
         boolean array = size > Integer.MAX_VALUE - 8;  // no heap helps there
         String limit = array ? String.format(Locale.ROOT, "more than a Java array holds (%d values); run without --summary",
@@ -247,7 +260,8 @@ final class NormalizeCommand implements Callable<Integer> {
             long n = rows.n;
             int k = Math.max(1, rows.numAgents);
             double[] diag = summary ? summaryBuffer(rows.source, rows.numUids, k) : null;
-            float[] kept = summary ? new float[Math.toIntExact(n)] : null;  // the advantages, for the summary after the write
+            if (summary) requireSummaryRows(rows.source, n);
+            float[] kept = summary ? new float[(int) n] : null;  // the advantages, for the summary after the write
             Map<String, String> meta = outputMetadata(cfg, n);
             // the kernel writes the advantages where the output holds them (for -o, the new file's
             // mapping); an error there leaves no output, as before any write

@@ -1,7 +1,9 @@
 // OutputFile.java — writes a command's -o/--output target without surprising the user. A regular
 // file (or one that does not exist yet) is written beside itself, synced and renamed over, so a
 // crash or a full disk leaves the old file or the new one, never half of one; the file keeps its
-// permissions, and through a symbolic link the link stays and its target is replaced. Anything
+// permissions, and through a symbolic link the link stays and its target is replaced (or created,
+// as a shell's "> link" creates it, where the target's folder exists: the folders of a path the user
+// typed are created, never those of a link's target, which the user did not name). Anything
 // else (a device such as /dev/full, a FIFO, a descriptor's name such as /dev/stdout) is written in
 // place: renaming over it would replace the device node by a regular file, or the file behind the
 // descriptor by another one that the descriptor does not see. Every error names the output and is reported;
@@ -125,6 +127,7 @@ final class OutputFile {
 
     private static void writeByRename(Path out, Body body) {
         Path target;
+        boolean linked = Files.isSymbolicLink(out);
         try {
             target = finalTarget(out);
         } catch (IOException e) {
@@ -132,9 +135,17 @@ final class OutputFile {
         }
         Path dir = target.toAbsolutePath().getParent();
         Path tmp = dir.resolve("." + target.getFileName() + "." + Long.toHexString(ThreadLocalRandom.current().nextLong()) + ".tmp");
+        if (linked && !Files.isDirectory(dir)) {
+            // a dangling link: written through where its target's folder exists (as open(2) would), but
+            // the folders on the way to a target the link names are the link maker's, not this command's
+            throw new UserError(out + ": cannot write: it is a symbolic link to " + target + ", whose folder " + dir
+                    + (Files.exists(dir) ? " is not a folder" : " does not exist") + " (drmas creates no folders for a link's target)");
+        }
         Path blocker = notAFolder(dir);
         if (blocker != null) {
-            throw new UserError(out + ": cannot write: " + blocker + (Files.isRegularFile(blocker) ? " is a file, not a folder" : " is not a folder"));
+            String what = !Files.exists(blocker) ? " is a symbolic link to " + linkTarget(blocker) + ", which does not exist"
+                    : Files.isRegularFile(blocker) ? " is a file, not a folder" : " is not a folder";
+            throw new UserError(out + ": cannot write: " + blocker + what);
         }
         try {
             Files.createDirectories(dir);
@@ -197,14 +208,24 @@ final class OutputFile {
     }
 
     /**
-     * The first of {@code dir} and its parents that exists, when that is not a folder; else null.
-     * (createDirectories would fail on it with only "already exists", which reads as if the output did.)
+     * The first of {@code dir} and its parents that exists, when that is not a folder (a symbolic link
+     * whose target is missing counts as one that exists); else null. (createDirectories would fail on
+     * it with only "already exists", which reads as if the output did.)
      */
     private static Path notAFolder(Path dir) {
         for (Path p = dir; p != null; p = p.getParent()) {
-            if (Files.exists(p)) return Files.isDirectory(p) ? null : p;
+            if (Files.exists(p, LinkOption.NOFOLLOW_LINKS)) return Files.isDirectory(p) ? null : p;
         }
         return null;
+    }
+
+    /** Where the link {@code link} points, resolved against its folder (for messages). */
+    private static Path linkTarget(Path link) {
+        try {
+            return link.toAbsolutePath().getParent().resolve(Files.readSymbolicLink(link)).normalize();
+        } catch (IOException e) {
+            return link;
+        }
     }
 
     /** Where a chain of symbolic links ends (the path itself when it is none); the end need not exist. */

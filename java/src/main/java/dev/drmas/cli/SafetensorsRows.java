@@ -1,6 +1,7 @@
 // SafetensorsRows.java — `drmas normalize`'s columnar input and output. The input holds 1-D tensors
 // uid, traj, agent (I32 or I64) and score (F32 or F64), as safetensors.numpy.save_file writes
-// them; the file is memory-mapped and tensors that are already int32 / float32 go to the kernel
+// them; the file is memory-mapped (a stream, such as stdin, once its header is checked, is copied
+// to an unlinked temporary file and mapped) and tensors that are already int32 / float32 go to the kernel
 // as slices of the mapping, without a copy; I64 and F64 are narrowed once, with an error naming
 // the tensor and the row where a value does not fit. The ids are the caller's dense ids: each
 // count is the largest id + 1, and ids must lie in [0, rows), so that the kernel's per-segment
@@ -85,7 +86,11 @@ final class SafetensorsRows implements AutoCloseable {
         if (arena.scope().isAlive()) arena.close();
     }
 
-    /** Maps and checks {@code input} ("-": stdin, copied to an unlinked temporary file first). */
+    /**
+     * Maps and checks {@code input}. "-" (stdin) and other streams (a FIFO) cannot be mapped: their
+     * length and header are read and checked first, then the rest is copied to an unlinked
+     * temporary file (spool).
+     */
     static SafetensorsRows open(Path input) {
         boolean stdin = input.toString().equals("-");
         String name = stdin ? "<stdin>" : input.toString();
@@ -98,7 +103,9 @@ final class SafetensorsRows implements AutoCloseable {
                     seg = ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
                 }
             } else {
-                seg = spool(stdin ? StdStreams.stdin() : Files.newInputStream(input), arena);
+                try (InputStream in = stdin ? StdStreams.stdin() : Files.newInputStream(input)) {
+                    seg = spool(name, in, arena);
+                }
             }
             return from(name, Path.of(name), seg, arena);
         } catch (NoSuchFileException e) {
@@ -113,20 +120,91 @@ final class SafetensorsRows implements AutoCloseable {
         }
     }
 
-    /** A stream's bytes in an unlinked temporary file, mapped. */
-    private static MemorySegment spool(InputStream in, Arena arena) throws IOException {
-        Path tmp = Files.createTempFile("drmas-normalize-", ".safetensors");
-        try (in; FileChannel ch = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                StandardOpenOption.DELETE_ON_CLOSE)) {
-            Files.deleteIfExists(tmp);
-            byte[] buf = new byte[1 << 20];
-            for (int r; (r = in.read(buf)) > 0; ) {
-                ByteBuffer bb = ByteBuffer.wrap(buf, 0, r);
-                while (bb.hasRemaining()) ch.write(bb);
-            }
-            // the mapping keeps the pages after the channel (and the last name) are gone
-            return ch.map(FileChannel.MapMode.READ_ONLY, 0, ch.size(), arena);
+    /** Where stdin is copied: java.io.tmpdir (/tmp unless DRMAS_JAVA_OPTS=-Djava.io.tmpdir=DIR says otherwise). */
+    static Path spoolFolder() {
+        return Path.of(System.getProperty("java.io.tmpdir"));
+    }
+
+    /**
+     * A stream's safetensors bytes, mapped from an unlinked temporary file in spoolFolder(). The
+     * 8-byte length and the header are read and checked first (the columns this command needs
+     * included), so a bad header fails before anything is copied; then the file the header describes
+     * is copied, its blocks reserved first, so that a folder without room fails at once, naming
+     * itself. The file loses its name as soon as it is open: nothing stays in the folder on any path
+     * (an error, a kill), and its blocks are freed when the mapping is (the command's end).
+     * IOExceptions are the stream's; the copy's own failures are UserErrors.
+     */
+    static MemorySegment spool(String name, InputStream in, Arena arena) throws IOException {
+        Path file = Path.of(name);
+        byte[] len = in.readNBytes(8);
+        if (len.length < 8) {
+            throw new UserError(name + ": " + len.length + " bytes, too short for a safetensors file (8-byte header length, JSON header, data)");
         }
+        long n = ByteBuffer.wrap(len).order(ByteOrder.LITTLE_ENDIAN).getLong();
+        try {
+            SafeTensorsHeader.checkHeaderLength(file, n);  // (before anything more is read)
+            byte[] json = in.readNBytes((int) n);
+            if (json.length < n) {
+                throw new UserError(name + ": header length " + n + " exceeds the input (it ended after " + (8 + json.length)
+                        + " bytes): not a safetensors file, or truncated");
+            }
+            SafeTensorsHeader.Parsed h = SafeTensorsHeader.header(file, json, SafeTensorsHeader.ALL_DTYPES);
+            columns(name, h);
+            long size = SafeTensorsHeader.tile(file, h, -1);  // the file the header describes
+            Path dir = spoolFolder();
+            Path tmp;
+            try {
+                tmp = Files.createTempFile(dir, "drmas-normalize-", ".safetensors");
+            } catch (IOException e) {
+                throw noRoom(name, size, dir, e);
+            }
+            FileChannel opened = null;
+            try {
+                opened = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE);
+                FileSpace.reserve(tmp, size);  // (by name: before the name goes)
+            } catch (IOException e) {
+                if (opened != null) opened.close();
+                throw noRoom(name, size, dir, e);
+            } finally {
+                Files.deleteIfExists(tmp);  // unlinked at once: the descriptor, then the mapping, keep the blocks
+            }
+            FileChannel ch = opened;
+            try (ch) {
+                long at = write(ch, ByteBuffer.wrap(len), 0, name, size, dir);
+                at = write(ch, ByteBuffer.wrap(json), at, name, size, dir);
+                byte[] buf = new byte[1 << 20];
+                while (at < size) {
+                    int r = in.read(buf, 0, (int) Math.min(buf.length, size - at));
+                    if (r < 0) break;
+                    at = write(ch, ByteBuffer.wrap(buf, 0, r), at, name, size, dir);
+                }
+                if (at == size && in.read() >= 0) {  // one byte tells: a stream need not be read to its end to be refused
+                    throw new UserError(name + ": the input goes on after the last tensor's data, which ends at byte " + size
+                            + " (not a safetensors file as its header describes)");
+                }
+                ch.truncate(at);  // (the reservation's zeros past a short input: from() names the tensor it cut)
+                // the mapping keeps the pages after the channel (and the last name) are gone
+                return ch.map(FileChannel.MapMode.READ_ONLY, 0, at, arena);
+            }
+        } catch (ModelFileException e) {
+            throw new UserError(e.getMessage(), e);
+        }
+    }
+
+    /** {@code b} written at {@code pos} of the temporary copy; returns the position after it. A failure names the folder. */
+    private static long write(FileChannel ch, ByteBuffer b, long pos, String name, long size, Path dir) {
+        try {
+            while (b.hasRemaining()) pos += ch.write(b, pos);
+            return pos;
+        } catch (IOException e) {
+            throw noRoom(name, size, dir, e);
+        }
+    }
+
+    private static UserError noRoom(String name, long size, Path dir, IOException e) {
+        return new UserError(name + ": cannot keep a copy of the input (" + size + " bytes) in a temporary file in " + dir + ": "
+                + Errors.reason(e) + " (safetensors from a stream is mapped from such a copy; make room there, point "
+                + "DRMAS_JAVA_OPTS=-Djava.io.tmpdir=DIR at a folder with room, or give the file's name instead)", e);
     }
 
     /** The rows of the safetensors bytes {@code seg}; errors name {@code name}. */
@@ -169,12 +247,15 @@ final class SafetensorsRows implements AutoCloseable {
      * read), checked: present, of the allowed dtypes, 1-D, of one length; errors name {@code name}.
      */
     static SafeTensorsHeader.Tensor[] columns(String name, Path file, MemorySegment seg) {
-        SafeTensorsHeader.Parsed h;
         try {
-            h = SafeTensorsHeader.parse(file, seg, SafeTensorsHeader.ALL_DTYPES);
+            return columns(name, SafeTensorsHeader.parse(file, seg, SafeTensorsHeader.ALL_DTYPES));
         } catch (ModelFileException e) {
             throw new UserError(e.getMessage(), e);
         }
+    }
+
+    /** The columns of the parsed header {@code h}, checked as above (the data is not looked at). */
+    static SafeTensorsHeader.Tensor[] columns(String name, SafeTensorsHeader.Parsed h) {
         SafeTensorsHeader.Tensor[] t = new SafeTensorsHeader.Tensor[4];
         for (SafeTensorsHeader.Tensor x : h.tensors()) {
             int c = Arrays.asList(COLUMNS).indexOf(x.name());

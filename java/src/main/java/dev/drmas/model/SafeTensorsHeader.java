@@ -1,11 +1,18 @@
 // SafeTensorsHeader.java — the header of one safetensors file, validated the way the reference
 // (Rust) implementation does: the 8-byte little-endian length, the JSON header (at most 100 MB),
 // __metadata__ as strings, each tensor's dtype, shape and data_offsets, and tensors that tile the
-// data section exactly. Shared by the checkpoint reader (SafeTensors) and `drmas normalize`'s
+// data section exactly; its errors are drmas's own words with the byte of the file where the fault
+// is, never the JSON parser's text. Shared by the checkpoint reader (SafeTensors) and `drmas normalize`'s
 // columnar input, which accept different dtypes: the caller says which, with their sizes.
 package dev.drmas.model;
 
+import com.fasterxml.jackson.core.JsonLocation;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectReader;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -22,6 +29,12 @@ import java.util.Map;
 public final class SafeTensorsHeader {
     private SafeTensorsHeader() {
     }
+
+    /**
+     * Reads one entry's value where the parser stands (strict about duplicate keys, as ModelConfig.JSON
+     * is; what follows the value is the next entry, not trailing text).
+     */
+    private static final ObjectReader TREE = ModelConfig.JSON.reader().without(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     /** Every dtype of the format with its element size, in the format's own order. */
     public static final Map<String, Integer> ALL_DTYPES = allDtypes();
@@ -56,98 +69,180 @@ public final class SafeTensorsHeader {
             throw new ModelFileException(file + ": header length " + Long.toUnsignedString(n) + " exceeds the file size ("
                     + size + " bytes): not a safetensors file, or truncated");
         }
-        if (n > SafeTensors.MAX_HEADER_BYTES) {
-            throw new ModelFileException(file + ": header length " + n + " is above the " + SafeTensors.MAX_HEADER_BYTES + "-byte limit");
-        }
-        JsonNode header;
-        try {
-            header = ModelConfig.JSON.readTree(seg.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE));
-        } catch (IOException e) {
-            throw new ModelFileException(file + ": header is not valid JSON: " + e.getMessage(), e);
-        }
-        if (header == null || !header.isObject()) throw new ModelFileException(file + ": header is not a JSON object");
+        checkHeaderLength(file, n);
+        Parsed h = header(file, seg.asSlice(8, n).toArray(ValueLayout.JAVA_BYTE), dtypes);
+        tile(file, h, size);
+        return h;
+    }
 
-        long dataStart = 8 + n, dataSize = size - dataStart;
+    /** Refuses a header length (unsigned) above the reference implementation's limit, before anything is read. */
+    public static void checkHeaderLength(Path file, long n) {
+        if (n < 0 || n > SafeTensors.MAX_HEADER_BYTES) {
+            throw new ModelFileException(file + ": header length " + Long.toUnsignedString(n) + " is above the "
+                    + SafeTensors.MAX_HEADER_BYTES + "-byte limit");
+        }
+    }
+
+    /**
+     * The JSON header {@code json} (the bytes after the 8-byte length) parsed and checked on its
+     * own: __metadata__ and each tensor's fields, the tensors sorted by offset. Nothing here needs
+     * the data, so a stream's header can be checked before the rest is read; {@link #tile} checks
+     * the tensors against the file's size. The errors are drmas's own, "FILE: safetensors header:
+     * what is wrong" and the byte of the file where it is (the parser's own text names its classes
+     * and a "Source" the user never saw).
+     */
+    public static Parsed header(Path file, byte[] json, Map<String, Integer> dtypes) {
+        String where = file + ": safetensors header: ";
+        long dataStart = 8L + json.length;
         Map<String, String> metadata = new LinkedHashMap<>();
         List<Tensor> tensors = new ArrayList<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = header.fields(); it.hasNext(); ) {
-            Map.Entry<String, JsonNode> e = it.next();
-            if (e.getKey().equals("__metadata__")) {
-                metadata(file, e.getValue(), metadata);
-                continue;
+        // a token at a time rather than readTree, so that each entry's place in the file is known
+        try (JsonParser p = ModelConfig.JSON.createParser(json)) {
+            JsonToken tok = p.nextToken();
+            if (tok != JsonToken.START_OBJECT) {
+                throw new ModelFileException(where + "not a JSON object (" + (tok == null ? "it is empty"
+                        : "it starts with " + kind(tok) + " at byte " + byteOf(p.currentTokenLocation())) + ")");
             }
-            tensors.add(tensor(file, e.getKey(), e.getValue(), dataStart, dtypes));
+            while (p.nextToken() == JsonToken.FIELD_NAME) {  // (else END_OBJECT: a parse error is thrown, not returned)
+                String key = p.currentName();
+                p.nextToken();
+                String at = " (the entry at byte " + byteOf(p.currentTokenLocation()) + ")";
+                JsonNode v = TREE.readTree(p);
+                if (key.equals("__metadata__")) {
+                    metadata(where, at, v, metadata);
+                } else {
+                    tensors.add(tensor(where + "tensor '" + key + "'", at, key, v, dataStart, dtypes));
+                }
+            }
+            if (p.nextToken() != null) {  // (the reference reader refuses it too)
+                throw new ModelFileException(where + "text after the JSON object at byte " + byteOf(p.currentTokenLocation()));
+            }
+        } catch (JsonProcessingException e) {
+            long at = e.getLocation() == null ? -1 : byteOf(e.getLocation());
+            ModelFileException x = new ModelFileException(where + "not valid JSON (" + jsonProblem(e) + ")" + (at < 0 ? "" : " at byte " + at));
+            x.addSuppressed(e);  // for --verbose's stack trace; not a cause, whose text the one-line report would repeat
+            throw x;
+        } catch (IOException e) {  // (the parser's signature: a byte array is never an I/O error)
+            throw new ModelFileException(where + "cannot be read: " + e.getMessage(), e);
         }
-        // the tensors must tile the data section: sorted by offset, each starts where the last ended
         tensors.sort(Comparator.comparingLong(Tensor::offset));
-        long end = dataStart;
-        for (Tensor t : tensors) {
-            if (t.offset() != end) {
-                throw new ModelFileException(file + ": tensor '" + t.name() + "': data_offsets start at "
-                        + (t.offset() - dataStart) + " but the previous tensor ends at " + (end - dataStart)
-                        + " (tensors must follow each other without gaps or overlaps)");
-            }
-            if (t.bytes() > size - t.offset()) {  // (offset + bytes can overflow a long: bytes may be near 2^63)
-                throw new ModelFileException(file + ": truncated: tensor '" + t.name() + "' ends at byte "
-                        + Long.toUnsignedString(t.offset() - dataStart + t.bytes()) + " of the data section, but the file holds only "
-                        + dataSize + " data bytes");
-            }
-            end = t.offset() + t.bytes();
-        }
-        if (end != size) {
-            throw new ModelFileException(file + ": " + (size - end) + " bytes after the end of the last tensor's data");
-        }
         return new Parsed(metadata, List.copyOf(tensors), dataStart);
     }
 
-    private static void metadata(Path file, JsonNode m, Map<String, String> out) {
-        if (!m.isObject()) throw new ModelFileException(file + ": __metadata__ must be an object of strings");
+    /**
+     * Checks that the tensors of {@code h} tile the data section (sorted by offset, each starting
+     * where the last ended) and that a file of {@code size} bytes holds them and nothing after them;
+     * {@code size} -1 (a stream not yet read) checks the tiling alone. Returns where the last
+     * tensor ends: the size of the file the header describes.
+     */
+    public static long tile(Path file, Parsed h, long size) {
+        long end = h.dataStart(), room = size < 0 ? Long.MAX_VALUE : size;
+        for (Tensor t : h.tensors()) {
+            if (t.offset() != end) {
+                throw new ModelFileException(file + ": tensor '" + t.name() + "': data_offsets start at "
+                        + (t.offset() - h.dataStart()) + " but the previous tensor ends at " + (end - h.dataStart())
+                        + " (tensors must follow each other without gaps or overlaps)");
+            }
+            if (t.bytes() > room - t.offset()) {  // (offset + bytes can overflow a long: bytes may be near 2^63)
+                throw new ModelFileException(file + ": truncated: tensor '" + t.name() + "' ends at byte "
+                        + Long.toUnsignedString(t.offset() - h.dataStart() + t.bytes()) + " of the data section, but "
+                        + (size < 0 ? "no file holds that much" : "the file holds only " + (size - h.dataStart()) + " data bytes"));
+            }
+            end = t.offset() + t.bytes();
+        }
+        if (size >= 0 && end != size) {
+            throw new ModelFileException(file + ": " + (size - end) + " bytes after the end of the last tensor's data");
+        }
+        return end;
+    }
+
+    /** The byte of the file at {@code loc} of the header (which starts at byte 8), or -1 where unknown. */
+    private static long byteOf(JsonLocation loc) {
+        long b = loc.getByteOffset();
+        return b < 0 ? -1 : 8 + b;
+    }
+
+    private static String kind(JsonToken t) {
+        return switch (t) {
+            case START_ARRAY -> "an array";
+            case VALUE_STRING -> "a string";
+            case VALUE_NUMBER_INT, VALUE_NUMBER_FLOAT -> "a number";
+            case VALUE_TRUE, VALUE_FALSE -> "a boolean";
+            case VALUE_NULL -> "null";
+            default -> "something else";
+        };
+    }
+
+    /**
+     * What the JSON parser found wrong, in its words but without its internals: no location (the
+     * caller gives the byte), no "[Source: ...]", no class or setting names; shortened.
+     */
+    static String jsonProblem(JsonProcessingException e) {
+        String m = e.getOriginalMessage() == null ? "" : e.getOriginalMessage().lines().findFirst().orElse("");
+        int cut = m.indexOf(" (start marker at");  // "expected close marker for Object (start marker at [Source: ...])"
+        if (cut >= 0) m = m.substring(0, cut);
+        m = m.replaceAll(", from `[^`]*`", "");  // a parser limit: "... the maximum allowed (1000, from `StreamReadConstraints...`)"
+        if (m.isBlank() || m.contains("`") || m.contains("Source:")) return "malformed";
+        if (m.length() > 160) m = m.substring(0, 157) + "...";
+        return Character.toLowerCase(m.charAt(0)) + m.substring(1);
+    }
+
+    /** A JSON value as text for a message, shortened (a wrong value may be megabytes long). */
+    private static String shown(JsonNode v) {
+        String s = String.valueOf(v);
+        if (s.length() <= 60) return s;
+        return s.substring(0, 50) + (v.isTextual() ? "...\"" : "...");
+    }
+
+    private static void metadata(String where, String at, JsonNode m, Map<String, String> out) {
+        if (!m.isObject()) throw new ModelFileException(where + "__metadata__ must be an object of strings, got " + shown(m) + at);
         for (Iterator<Map.Entry<String, JsonNode>> it = m.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             if (!e.getValue().isTextual()) {
-                throw new ModelFileException(file + ": __metadata__." + e.getKey() + " must be a string, got " + e.getValue());
+                throw new ModelFileException(where + "__metadata__." + e.getKey() + " must be a string, got " + shown(e.getValue()) + at);
             }
             out.put(e.getKey(), e.getValue().asText());
         }
     }
 
-    private static Tensor tensor(Path file, String name, JsonNode t, long dataStart, Map<String, Integer> dtypes) {
-        String where = file + ": tensor '" + name + "'";
-        if (!t.isObject()) throw new ModelFileException(where + ": expected an object with dtype, shape, data_offsets");
+    private static Tensor tensor(String where, String at, String name, JsonNode t, long dataStart, Map<String, Integer> dtypes) {
+        if (!t.isObject()) throw new ModelFileException(where + ": expected an object with dtype, shape, data_offsets, got " + shown(t) + at);
         JsonNode dt = t.get("dtype");
-        if (dt == null || !dt.isTextual()) throw new ModelFileException(where + ": dtype is missing");
+        if (dt == null) throw new ModelFileException(where + ": dtype is missing" + at);
+        if (!dt.isTextual()) throw new ModelFileException(where + ": dtype must be a string such as \"F32\", got " + shown(dt) + at);
         Integer elem = dtypes.get(dt.asText());
         if (elem == null) {
-            throw new ModelFileException(where + ": dtype " + dt.asText() + " is not supported (drmas reads "
-                    + String.join(", ", dtypes.keySet()) + ")");
+            String d = dt.asText().length() <= 60 ? dt.asText() : dt.asText().substring(0, 50) + "...";
+            throw new ModelFileException(where + ": dtype " + d + " is not supported (drmas reads "
+                    + String.join(", ", dtypes.keySet()) + ")" + at);
         }
-        long[] shape = longs(t.get("shape"), -1, where + ": shape");
-        long[] off = longs(t.get("data_offsets"), 2, where + ": data_offsets");
+        long[] shape = longs(t.get("shape"), -1, where + ": shape", at);
+        long[] off = longs(t.get("data_offsets"), 2, where + ": data_offsets", at);
         long bytes;
         try {
             long numel = 1;
             for (long d : shape) numel = Math.multiplyExact(numel, d);
             bytes = Math.multiplyExact(numel, (long) elem);
         } catch (ArithmeticException e) {
-            throw new ModelFileException(where + ": shape " + Arrays.toString(shape) + " overflows");
+            throw new ModelFileException(where + ": shape " + Arrays.toString(shape) + " overflows" + at);
         }
         if (off[1] < off[0] || off[1] - off[0] != bytes) {
             throw new ModelFileException(where + ": data_offsets [" + off[0] + ", " + off[1] + "] hold " + (off[1] - off[0])
-                    + " bytes, but " + dt.asText() + " " + Arrays.toString(shape) + " needs " + bytes);
+                    + " bytes, but " + dt.asText() + " " + Arrays.toString(shape) + " needs " + bytes + at);
         }
         return new Tensor(name, dt.asText(), shape, dataStart + off[0], bytes);
     }
 
     /** A JSON array of non-negative integers (of length {@code len} unless negative). */
-    private static long[] longs(JsonNode a, int len, String where) {
+    private static long[] longs(JsonNode a, int len, String where, String at) {
         if (a == null || !a.isArray() || (len >= 0 && a.size() != len)) {
-            throw new ModelFileException(where + " must be a list of " + (len >= 0 ? len + " " : "") + "integers, got " + a);
+            throw new ModelFileException(where + " must be a list of " + (len >= 0 ? len + " " : "") + "integers, got " + shown(a) + at);
         }
         long[] out = new long[a.size()];
         for (int i = 0; i < out.length; i++) {
             JsonNode v = a.get(i);
             if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < 0) {
-                throw new ModelFileException(where + "[" + i + "] must be a non-negative integer, got " + v);
+                throw new ModelFileException(where + "[" + i + "] must be a non-negative integer, got " + shown(v) + at);
             }
             out[i] = v.longValue();
         }

@@ -414,4 +414,13 @@ class AdvantagesTest {
         Batch off = new Batch(s, b.uid(), b.traj(), b.agent(), b.numUids(), b.numTrajs(), b.numAgents());
         defaultConfigs().forEach(c -> check("offset 1e4", c, off, true));
     }
+    /** Diagnostics past a Java array (uids x agents x DIAG_FIELDS) are an IllegalArgumentException naming the counts, not "integer overflow". */
+    @Test
+    void diagnosticsPastAJavaArrayAreAnIllegalArgumentNamingTheCounts() {
+        IllegalArgumentException e = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+                () -> Advantages.computeWithDiagnostics(NormConfig.of(NormMode.DRMAS), new float[1], new int[1], new int[1], new int[1],
+                        1 << 20, 1, 1 << 20));
+        assertTrue(e.getMessage().startsWith("diagnostics: 1048576 uids x 1048576 agents x " + AbiIndices.DIAG_FIELDS
+                + " values are more than a Java array holds"), e.getMessage());
+    }
 }

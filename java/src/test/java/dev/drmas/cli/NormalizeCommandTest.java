@@ -238,4 +238,16 @@ class NormalizeCommandTest {
         assertEquals(300, Files.readAllLines(dir.resolve("drmas.jsonl")).size());
         assertEquals(300, Files.readAllLines(dir.resolve("grpo.jsonl")).size());
     }
+    /**
+     * --summary over more rows than a Java array holds is an error naming both counts, not
+     * Math.toIntExact's bare ArithmeticException (a file of 2^31 rows is 32 GiB: the check alone).
+     */
+    @Test
+    void aSummaryOfMoreRowsThanAnArrayHoldsIsAnErrorNamingThem() {
+        NormalizeCommand.requireSummaryRows("rows.safetensors", Integer.MAX_VALUE - 8);
+        UserError e = org.junit.jupiter.api.Assertions.assertThrows(UserError.class,
+                () -> NormalizeCommand.requireSummaryRows("rows.safetensors", 1L << 31));
+        assertEquals("rows.safetensors: --summary keeps every row in Java arrays, which hold at most 2147483639 values; the file has "
+                + "2147483648 rows (run without --summary)", e.getMessage());
+    }
 }

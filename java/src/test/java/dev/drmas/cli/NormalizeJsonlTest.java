@@ -1037,4 +1037,61 @@ class NormalizeJsonlTest {
         assertEquals(1, r.exit(), r.err());
         assertTrue(r.err().contains(marked + ":2: the advantage is Infinity"), r.err());
     }
+    /**
+     * -o through a symbolic link whose target does not exist yet is written through the link, as a
+     * shell's "> link" would be, where the target's folder exists; where it does not, the command
+     * fails naming the link and the missing folder, and creates no folder (it created the target's
+     * parents: folders the user never named). The same for a safetensors output (chunked path).
+     */
+    @Test
+    void aDanglingLinkIsWrittenThroughOrRefusedWithoutCreatingFolders() throws Exception {
+        Path rows = dir.resolve("rows.jsonl"), link = dir.resolve("out.jsonl"), gone = dir.resolve("gone");
+        Files.writeString(rows, OutputSafetyTest.ROWS);
+        Files.createSymbolicLink(link, Path.of("gone", "deeper", "adv.jsonl"));
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", link.toString(), rows.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(link + ": cannot write: it is a symbolic link to " + gone.resolve("deeper/adv.jsonl") + ", whose folder "
+                + gone.resolve("deeper") + " does not exist"), r.err());
+        assertFalse(Files.exists(gone, java.nio.file.LinkOption.NOFOLLOW_LINKS), "no folder created behind the link");
+        assertTrue(Files.isSymbolicLink(link), "the link is left as it was");
+
+        Path st = dir.resolve("rows.safetensors"), stLink = dir.resolve("adv.safetensors");
+        int n = 3 * SafetensorsStream.chunkRows();  // the chunked path writes through OutputFile too
+        int[] uid = new int[n], traj = new int[n], agent = new int[n];
+        double[] score = new double[n];
+        for (int i = 0; i < n; i++) {
+            uid[i] = i / 8;
+            traj[i] = i / 2;
+            agent[i] = i % 2;
+            score[i] = i % 3;
+        }
+        Files.write(st, NormalizeSafetensorsTest.saveFile(new NormalizeSafetensorsTest.Rows(uid, traj, agent, score).tensors(false, false)));
+        Files.createSymbolicLink(stLink, Path.of("gone", "adv.safetensors"));
+        r = Cli.run("normalize", "--mode", "drmas", "-o", stLink.toString(), st.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(stLink + ": cannot write: it is a symbolic link to " + gone.resolve("adv.safetensors") + ", whose folder "
+                + gone + " does not exist"), r.err());
+        assertFalse(Files.exists(gone, java.nio.file.LinkOption.NOFOLLOW_LINKS), "no folder created behind the link");
+
+        // where the target's folder exists: written through, the link kept
+        Files.createDirectories(gone.resolve("deeper"));
+        r = Cli.run("normalize", "--mode", "drmas", "-o", link.toString(), rows.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertTrue(Files.isSymbolicLink(link), "the link is kept");
+        assertEquals(4, Files.readAllLines(gone.resolve("deeper/adv.jsonl")).size(), "the link's target holds the output");
+        r = Cli.run("normalize", "--mode", "drmas", "-o", stLink.toString(), st.toString());
+        assertEquals(0, r.exit(), r.err());
+        assertEquals(n, NormalizeSafetensorsTest.readOutput(gone.resolve("adv.safetensors"), n).length);
+        try (Stream<Path> s = Files.list(gone)) {
+            assertEquals(List.of("adv.safetensors", "deeper"), s.map(p -> p.getFileName().toString()).sorted().toList(), "no temporary file left");
+        }
+
+        // a folder on the way to the output that is a dangling link: named as such, nothing created behind it
+        Path dirLink = dir.resolve("outdir");
+        Files.createSymbolicLink(dirLink, Path.of("nowhere"));
+        r = Cli.run("normalize", "--mode", "drmas", "-o", dirLink.resolve("sub/adv.jsonl").toString(), rows.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(dirLink + " is a symbolic link to " + dir.resolve("nowhere") + ", which does not exist"), r.err());
+        assertFalse(Files.exists(dir.resolve("nowhere"), java.nio.file.LinkOption.NOFOLLOW_LINKS), "no folder created behind the link");
+    }
 }

@@ -673,7 +673,7 @@ class NormalizeSafetensorsTest {
         byte[] longHeader = good.clone();
         ByteBuffer.wrap(longHeader).order(ByteOrder.LITTLE_ENDIAN).putLong(0, good.length);
         add.accept(longHeader, "header length " + good.length + " exceeds the file size");
-        add.accept(assemble("{\"uid\":{\"dtype\":\"I32\",", new byte[0]), "header is not valid JSON");
+        add.accept(assemble("{\"uid\":{\"dtype\":\"I32\",", new byte[0]), "safetensors header: not valid JSON (");
         add.accept(java.util.Arrays.copyOf(good, good.length - 4), "truncated: tensor");
         add.accept(java.util.Arrays.copyOf(good, good.length + 4), "4 bytes after the end of the last tensor's data");
         add.accept(new byte[] {1, 2, 3}, "3 bytes, too short for a safetensors file");
@@ -1064,5 +1064,210 @@ class NormalizeSafetensorsTest {
         Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", dir.resolve("o.safetensors").toString(), folder.toString());
         assertEquals(1, r.exit(), r.err());
         assertTrue(r.err().contains(folder + ": is a folder, not a safetensors file"), r.err());
+    }
+    static Stream<org.junit.jupiter.params.provider.Arguments> badHeaders() {
+        String entry = "{\"dtype\":\"I32\",\"shape\":[0],\"data_offsets\":[0,0]}";
+        String deep = "{\"__metadata__\":" + "[".repeat(1100) + "]".repeat(1100) + "}";
+        String[][] cases = {
+            // JSON that does not parse: named as such, at the byte of the file where the parser stopped
+            {"{\"uid\" 5}", "safetensors header: not valid JSON (", "at byte 15"},  // '5' where the colon belongs
+            {"{\"uid\":{\"dtype\":\"I32\",", "safetensors header: not valid JSON (", "at byte 30"},  // it ends inside an object
+            {"{\"uid\":" + entry + "} {}", "safetensors header: text after the JSON object at byte 65"},
+            {"{\"uid\":" + entry + ",\"uid\":" + entry + "}", "safetensors header: not valid JSON (duplicate field 'uid')"},
+            {deep, "safetensors header: not valid JSON (", "nesting depth"},
+            {"[1]", "safetensors header: not a JSON object"},
+            // fields of the wrong type: the tensor, the field and where its entry starts
+            {"{\"uid\":{\"dtype\":32,\"shape\":[0],\"data_offsets\":[0,0]}}",
+                "safetensors header: tensor 'uid': dtype must be a string such as \"F32\", got 32 (the entry at byte 15)"},
+            {"{\"uid\":{\"dtype\":\"I32\",\"shape\":\"3\",\"data_offsets\":[0,0]}}",
+                "safetensors header: tensor 'uid': shape must be a list of integers, got \"3\" (the entry at byte 15)"},
+            {"{\"uid\":{\"dtype\":\"I32\",\"shape\":[0],\"data_offsets\":[0,1.5]}}",
+                "safetensors header: tensor 'uid': data_offsets[1] must be a non-negative integer, got 1.5"},
+            {"{\"uid\":[1]}", "safetensors header: tensor 'uid': expected an object with dtype, shape, data_offsets"},
+            {"{\"__metadata__\":{\"a\":3}}", "safetensors header: __metadata__.a must be a string, got 3 (the entry at byte 24)"},
+            // a long wrong value is shown shortened
+            {"{\"uid\":{\"dtype\":\"I32\",\"shape\":\"" + "x".repeat(10_000) + "\",\"data_offsets\":[0,0]}}",
+                "safetensors header: tensor 'uid': shape must be a list of integers, got \"xxxx", "...\" (the entry at byte 15)"},
+        };
+        List<org.junit.jupiter.params.provider.Arguments> out = new ArrayList<>();
+        for (String[] c : cases) {
+            out.add(org.junit.jupiter.params.provider.Arguments.of(assemble(c[0], new byte[0]),
+                    java.util.Arrays.copyOfRange(c, 1, c.length)));
+        }
+        // a header cut short by the end of the file
+        byte[] cut = java.util.Arrays.copyOf(assemble("{\"uid\":" + entry + "}", new byte[0]), 30);
+        out.add(org.junit.jupiter.params.provider.Arguments.of(cut, new String[] {"header length 56 exceeds the file size (30 bytes)"}));
+        return out.stream();
+    }
+
+    /**
+     * A header that is not valid JSON, or whose fields have the wrong types, is an error in drmas's
+     * words naming the file, what is wrong and where: never the JSON parser's own text (its class
+     * names, "Source: REDACTED", line and column of a text the user never saw).
+     */
+    @ParameterizedTest(name = "{1}")
+    @org.junit.jupiter.params.provider.MethodSource("badHeaders")
+    void aBadHeaderIsNamedInDrmasWords(byte[] file, String[] parts) throws Exception {
+        Path st = dir.resolve("bad.safetensors"), out = dir.resolve("never.safetensors");
+        Files.write(st, file);
+        Cli.Run r = Cli.run("normalize", "--mode", "drmas", "-o", out.toString(), st.toString());
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains(st + ": "), r.err());
+        for (String p : parts) assertTrue(r.err().contains(p), "'" + p + "' in " + r.err());
+        for (String leak : List.of("Source", "REDACTED", "fasterxml", "`", "Exception", "JsonNode", "line:", "column:")) {
+            assertFalse(r.err().contains(leak), r.err());
+        }
+        assertTrue(r.err().length() < 400, "short: " + r.err().length() + " characters");
+        assertFalse(Files.exists(out), "no output after an error");
+    }
+
+    /** {@code head}'s bytes, then zeros up to {@code limit} bytes in all, then an error; counts the bytes read. */
+    static final class CountedStdin extends java.io.InputStream {
+        final byte[] head;
+        final long limit;
+        final boolean endless;
+        long read;
+
+        CountedStdin(byte[] head, long limit, boolean endless) {
+            this.head = head;
+            this.limit = limit;
+            this.endless = endless;
+        }
+
+        @Override
+        public int read() throws java.io.IOException {
+            byte[] b = new byte[1];
+            return read(b, 0, 1) < 0 ? -1 : b[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws java.io.IOException {
+            if (len == 0) return 0;
+            long end = endless ? limit : head.length;
+            if (read >= end) {
+                if (endless) throw new java.io.IOException("the test's stdin: read past " + limit + " bytes");
+                return -1;
+            }
+            int k = (int) Math.min(len, end - read);
+            for (int i = 0; i < k; i++) b[off + i] = read + i < head.length ? head[(int) (read + i)] : 0;
+            read += k;
+            return k;
+        }
+    }
+
+    static Cli.Run withStdin(java.io.InputStream in, String... args) {
+        java.io.InputStream saved = System.in;
+        System.setIn(in);
+        try {
+            return Cli.run(args);
+        } finally {
+            System.setIn(saved);
+        }
+    }
+
+    /** This JVM's open descriptors and mappings of a stdin copy ("drmas-normalize-*.safetensors"). */
+    static List<String> spoolsHeld() throws Exception {
+        List<String> held = new ArrayList<>();
+        try (Stream<Path> fds = Files.list(Path.of("/proc/self/fd"))) {
+            for (Path fd : fds.toList()) {
+                try {
+                    String t = Files.readSymbolicLink(fd).toString();
+                    if (t.contains("drmas-normalize-") && t.contains(".safetensors")) held.add("fd " + t);
+                } catch (java.io.IOException e) {
+                    // the descriptor closed while listed (the listing's own)
+                }
+            }
+        }
+        for (String m : Files.readAllLines(Path.of("/proc/self/maps"))) {
+            if (m.contains("drmas-normalize-") && m.contains(".safetensors")) held.add("mapping " + m);
+        }
+        return held;
+    }
+
+    /**
+     * Safetensors on stdin: the 8-byte length and the header are read and checked from the stream
+     * before the rows are copied anywhere, so a bad header fails having read only itself (here the
+     * rows behind it never end: it used to copy 64 MiB of them to /tmp and fail reading); a good one
+     * is copied to an unlinked file in java.io.tmpdir, which no path leaves behind (no name, no
+     * descriptor, no mapping), nor its bytes past what the header describes.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(120)
+    void stdinsHeaderIsCheckedBeforeTheRowsAreCopied() throws Exception {
+        Rows rows = Rows.make(40, 5);
+        int n = rows.uid().length;
+        Path out = dir.resolve("adv.safetensors");
+        String[] args = {"normalize", "--mode", "drmas", "--format", "safetensors", "-o", out.toString(), "-"};
+        long cap = 64L << 20;
+
+        Map<String, T> t = rows.tensors(false, false);
+        t.put("uid", scores(new double[n], false));
+        byte[] wrongDtype = saveFile(t);
+        byte[] badJson = assemble("{\"uid\" 5}       ", new byte[0]);
+        byte[] overLimit = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(200_000_000L).array();
+        Object[][] bad = {
+            {wrongDtype, "<stdin>: tensor 'uid' is F32; it must be I32 or I64"},
+            {badJson, "<stdin>: safetensors header: not valid JSON ("},
+            {overLimit, "<stdin>: header length 200000000 is above the 100000000-byte limit"},
+        };
+        for (Object[] b : bad) {
+            byte[] head = (byte[]) b[0];
+            long headerEnd = head.length == 8 ? 8 : 8 + ByteBuffer.wrap(head).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+            CountedStdin in = new CountedStdin(java.util.Arrays.copyOf(head, (int) headerEnd), cap, true);
+            Cli.Run r = withStdin(in, args);
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains((String) b[1]), r.err());
+            assertEquals(headerEnd, in.read, "only the length and the header are read before the header is checked");
+        }
+
+        // the stream ends inside the header, inside the data, or goes on after it
+        byte[] good = saveFile(rows.tensors(false, false));
+        Object[][] cut = {
+            {java.util.Arrays.copyOf(good, 20), "<stdin>: header length " + header(good).length() + " exceeds the input (it ended after 20 bytes)"},
+            {java.util.Arrays.copyOf(good, good.length - 6), "<stdin>: truncated: tensor"},
+        };
+        for (Object[] c : cut) {
+            Cli.Run r = withStdin(new CountedStdin((byte[]) c[0], 0, false), args);
+            assertEquals(1, r.exit(), r.err());
+            assertTrue(r.err().contains((String) c[1]), r.err());
+        }
+        CountedStdin longer = new CountedStdin(good, cap, true);
+        Cli.Run r = withStdin(longer, args);
+        assertEquals(1, r.exit(), r.err());
+        assertTrue(r.err().contains("<stdin>: the input goes on after the last tensor's data, which ends at byte " + good.length), r.err());
+        assertTrue(longer.read < good.length + (2 << 20), "not read to its end: " + longer.read);
+        assertFalse(Files.exists(out), "no output after an error");
+
+        // a whole file: the file's own output
+        Path st = dir.resolve("rows.safetensors"), want = dir.resolve("want.safetensors");
+        Files.write(st, good);
+        assertEquals(0, Cli.run("normalize", "--mode", "drmas", "-o", want.toString(), st.toString()).exit());
+        r = withStdin(new CountedStdin(good, 0, false), args);
+        assertEquals(0, r.exit(), r.err());
+        org.junit.jupiter.api.Assertions.assertArrayEquals(Files.readAllBytes(want), Files.readAllBytes(out));
+        assertEquals(List.of(), spoolsHeld(), "the temporary copy is gone on every path");
+    }
+
+    /**
+     * A temporary copy of stdin that the temporary folder has no room for (here a file size limit,
+     * which fails its writes as a full disk does) is an error naming the folder, the size and the
+     * way out, before any output; it read "cannot read: File too large" as if stdin were at fault.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(120)
+    void aTemporaryCopyWithoutRoomIsAClearError() throws Exception {
+        Rows rows = Rows.make(2000, 9);
+        byte[] file = saveFile(rows.tensors(false, false));
+        assertTrue(file.length > 400 << 10, "larger than the limit: " + file.length);
+        Files.write(dir.resolve("rows.safetensors"), file);
+        Child.Result r = Child.shell(dir, "ulimit -f 256;", "< rows.safetensors", 100, "normalize", "--mode", "drmas", "--format",
+                "safetensors", "-o", "adv.safetensors", "-");
+        assertEquals(1, r.exit(), r.err());
+        String tmp = System.getProperty("java.io.tmpdir");
+        assertTrue(r.err().contains("<stdin>: cannot keep a copy of the input (" + file.length + " bytes) in a temporary file in " + tmp
+                + ": File too large"), r.err());
+        assertTrue(r.err().contains("-Djava.io.tmpdir="), r.err());
+        assertFalse(r.err().contains("\tat "), r.err());
+        assertFalse(Files.exists(dir.resolve("adv.safetensors")), "no output");
     }
 }

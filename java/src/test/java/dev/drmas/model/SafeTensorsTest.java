@@ -212,8 +212,8 @@ class SafeTensorsTest {
 
     @Test
     void corruptHeaderJson() throws IOException {
-        assertRejected(assemble("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],", new byte[24]), "header is not valid JSON");
-        assertRejected(assemble("[1, 2]", new byte[0]), "header is not a JSON object");
+        assertRejected(assemble("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],", new byte[24]), "safetensors header: not valid JSON (");
+        assertRejected(assemble("[1, 2]", new byte[0]), "safetensors header: not a JSON object (it starts with an array at byte 8)");
         assertRejected(assemble(ONE.replace("[2,3]", "[2,-3]"), new byte[24]), "tensor 'a': shape[1] must be a non-negative integer, got -3");
     }
 
@@ -314,7 +314,7 @@ class SafeTensorsTest {
         try (SafeTensors st = SafeTensors.open(empty)) {
             assertTrue(st.tensors().isEmpty());
         }
-        assertRejected(new byte[8], "header is not a JSON object");
+        assertRejected(new byte[8], "safetensors header: not a JSON object (it is empty)");
         byte[] over = assemble(ONE, new byte[24]);
         ByteBuffer.wrap(over).order(ByteOrder.LITTLE_ENDIAN).putLong(0, over.length - 7);
         assertRejected(over, "header length " + (over.length - 7) + " exceeds the file size (" + over.length + " bytes)");
@@ -339,7 +339,7 @@ class SafeTensorsTest {
                 "__metadata__.step must be a string, got 3");
         assertRejected(assemble("{\"a\":[1,2]}", new byte[0]), "tensor 'a': expected an object with dtype, shape, data_offsets");
         assertRejected(assemble(ONE.replace("\"dtype\":\"F32\",", ""), new byte[24]), "tensor 'a': dtype is missing");
-        assertRejected(assemble(ONE.replace("\"F32\"", "32"), new byte[24]), "tensor 'a': dtype is missing");
+        assertRejected(assemble(ONE.replace("\"F32\"", "32"), new byte[24]), "tensor 'a': dtype must be a string such as \"F32\", got 32");
         assertRejected(assemble(ONE.replace("\"shape\":[2,3],", ""), new byte[24]), "tensor 'a': shape must be a list of integers, got null");
         assertRejected(assemble(ONE.replace("[2,3]", "[2,3.0]"), new byte[24]), "tensor 'a': shape[1] must be a non-negative integer, got 3.0");
         assertRejected(assemble(ONE.replace("[2,3]", "[2,18446744073709551616]"), new byte[24]),
