@@ -11,8 +11,14 @@ public enum LossAggregation implements ConfigEnum {
     SEQ_MEAN_TOKEN_SUM("seq-mean-token-sum", false, Divisor.ROWS),
     /** Σ_seq (Σ_tok / n_seq) / (sequences of the mini-batch). */
     SEQ_MEAN_TOKEN_MEAN("seq-mean-token-mean", true, Divisor.ROWS),
-    /** Σ_seq Σ_tok / constant (Dr. GRPO; by default the longest response allowed). */
-    SEQ_MEAN_TOKEN_SUM_NORM("seq-mean-token-sum-norm", false, Divisor.CONSTANT);
+    /**
+     * Σ_seq (Σ_tok / constant) / (sequences of the mini-batch): Dr. GRPO's mean over sequences of their
+     * token sums over a constant (by default the longest response allowed). verl divides each
+     * micro-batch's Σ_seq Σ_tok by the constant and then by the count of micro-batches, a scale that
+     * changes with micro_batch_size; Σ / constant alone, over a whole mini-batch, would scale the
+     * gradient with its row count (and be clipped at nearly every step).
+     */
+    SEQ_MEAN_TOKEN_SUM_NORM("seq-mean-token-sum-norm", false, Divisor.ROWS_TIMES_CONSTANT);
 
     /** What the aggregated sum is divided by. */
     public enum Divisor {
@@ -20,8 +26,8 @@ public enum LossAggregation implements ConfigEnum {
         TOKENS,
         /** the rows (sequences) of the mini-batch */
         ROWS,
-        /** a constant of the run (Dr. GRPO's token budget) */
-        CONSTANT
+        /** the rows (sequences) of the mini-batch times a constant of the run (Dr. GRPO's token budget) */
+        ROWS_TIMES_CONSTANT
     }
 
     private final String configName;
@@ -50,13 +56,13 @@ public enum LossAggregation implements ConfigEnum {
 
     /**
      * The divisor of a mini-batch of {@code rows} rows with {@code tokens} valid response tokens (all
-     * ranks together); {@code constant} is the run's constant, used by {@link Divisor#CONSTANT}.
+     * ranks together); {@code constant} is the run's constant, used by {@link Divisor#ROWS_TIMES_CONSTANT}.
      */
     public double normalizer(long tokens, long rows, double constant) {
         return switch (divisor) {
             case TOKENS -> tokens;
             case ROWS -> rows;
-            case CONSTANT -> constant;
+            case ROWS_TIMES_CONSTANT -> rows * constant;
         };
     }
 

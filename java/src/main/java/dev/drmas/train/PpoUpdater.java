@@ -111,7 +111,7 @@ public final class PpoUpdater {
             if (miniBatchRows < 1) throw new IllegalArgumentException("ppo.mini_batch_size must be >= 1, got " + miniBatchRows);
             if (updatesPerStep < 0) throw new IllegalArgumentException("ppo.updates_per_step must be >= 0 (0 = off), got " + updatesPerStep);
             if (!(gradClip >= 0)) throw new IllegalArgumentException("grad_clip must be >= 0, got " + gradClip);
-            if (loss.aggregation().divisor() == LossAggregation.Divisor.CONSTANT && !(constantNormalizer > 0)) {
+            if (loss.aggregation().divisor() == LossAggregation.Divisor.ROWS_TIMES_CONSTANT && !(constantNormalizer > 0)) {
                 throw new IllegalArgumentException(loss.aggregation().configName() + " needs a positive constant normaliser, got "
                         + constantNormalizer);
             }

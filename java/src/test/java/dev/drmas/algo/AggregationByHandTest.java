@@ -20,7 +20,7 @@ class AggregationByHandTest {
      *   token-mean:              w = 1/4             L = −(1 + 6)/4 = −1.75     g = −A/4
      *   seq-mean-token-sum:      w = 1/3             L = −(1 + 6)/3 = −7/3      g = −A/3
      *   seq-mean-token-mean:     w = 1/(n_row · 3)   L = −(1/1 + 6/3)/3 = −1    g = −1/3, −2/9
-     *   seq-mean-token-sum-norm: w = 1/10            L = −7/10                  g = −A/10
+     *   seq-mean-token-sum-norm: w = 1/(3 · 10)      L = −7/30                  g = −A/30 (Dr. GRPO: the mean over rows)
      */
     static final long[] OFFSETS = {0, 1, 4, 4};
     static final float[] ADV = {1, 2, 2, 2};
@@ -33,7 +33,7 @@ class AggregationByHandTest {
                 Arguments.of(LossAggregation.TOKEN_MEAN, -1.75, new double[] {-0.25, -0.5, -0.5, -0.5}),
                 Arguments.of(LossAggregation.SEQ_MEAN_TOKEN_SUM, -7.0 / 3, new double[] {-1.0 / 3, -2.0 / 3, -2.0 / 3, -2.0 / 3}),
                 Arguments.of(LossAggregation.SEQ_MEAN_TOKEN_MEAN, -1.0, new double[] {-1.0 / 3, -2.0 / 9, -2.0 / 9, -2.0 / 9}),
-                Arguments.of(LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, -0.7, new double[] {-0.1, -0.2, -0.2, -0.2}));
+                Arguments.of(LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM, -7.0 / 30, new double[] {-1.0 / 30, -2.0 / 30, -2.0 / 30, -2.0 / 30}));
     }
 
     @ParameterizedTest(name = "{0}")

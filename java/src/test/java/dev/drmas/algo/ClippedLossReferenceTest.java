@@ -101,7 +101,7 @@ class ClippedLossReferenceTest {
         return switch (a.divisor()) {
             case TOKENS -> Math.max(1, tk.validTokens()) * 1.5; // as if other micro-batches followed
             case ROWS -> Math.max(1, tk.numRows());
-            case CONSTANT -> 4096;
+            case ROWS_TIMES_CONSTANT -> Math.max(1, tk.numRows()) * 4096.0;
         };
     }
 
