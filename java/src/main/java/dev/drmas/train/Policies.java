@@ -304,8 +304,10 @@ final class Policies implements AutoCloseable {
 
     /** Copies each model's tokenizer files next to its weights in {@code modelsDir}/id, so the folder is self-contained. */
     /** The files of a model folder that its tokenizer and generation settings come from: what a checkpoint or warm start copies. */
+    // (vocab.json and merges.txt, tokenizer.model and added_tokens.json too: HF's slow tokenizers and the
+    // conversions that start from them, use_fast=False or llama.cpp's, need them; copied where the source has them)
     static final List<String> TOKENIZER_FILES = List.of("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-            "generation_config.json", "chat_template.jinja");
+            "generation_config.json", "chat_template.jinja", "vocab.json", "merges.txt", "tokenizer.model", "added_tokens.json");
 
     void copyTokenizers(Path modelsDir) {
         for (Policy p : byId.values()) {

@@ -74,6 +74,23 @@ class MovedModelFolderTest {
     }
 
     @Test
+    void checkpointsCarryTheSlowTokenizersFilesToo() throws Exception {
+        // AutoTokenizer(use_fast=False) and conversions from the slow tokenizer read these, not tokenizer.json
+        Path m1 = PathModelTest.folder(tmp.resolve("m1"));
+        Files.writeString(m1.resolve("vocab.json"), "{\"a\": 0}");
+        Files.writeString(m1.resolve("merges.txt"), "#version: 0.2\n");
+        Files.write(m1.resolve("tokenizer.model"), new byte[] {10, 3, 1, 2, 3});
+        try (Trainer t = Trainer.open(config(m1, "trainer.steps=1"), TrainerEndToEndTest.QUIET)) {
+            t.train();
+        }
+        Path saved = tmp.resolve("out/e2e/checkpoints/step_000001/models/policy");
+        for (String f : List.of("vocab.json", "merges.txt", "tokenizer.model", "tokenizer.json")) {
+            assertTrue(Files.isRegularFile(saved.resolve(f)), f + " in " + saved);
+            assertEquals(-1L, Files.mismatch(m1.resolve(f), saved.resolve(f)), f);
+        }
+    }
+
+    @Test
     void aFolderWithAnotherTokenizerIsRefusedNamingTheFile() throws Exception {
         Path m1 = trainedFrom();
         Path m2 = tmp.resolve("m2");
