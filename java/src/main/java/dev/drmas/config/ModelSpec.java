@@ -85,6 +85,12 @@ public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dty
         Check.that(init != Init.PATH || path != null, "path", "is required when init is path");
         Check.given(family, "family");
         Check.given(size, "size");
+        // Qwen2's HF code before transformers 4.48, and vLLM's, take hidden / heads and ignore a head_dim in
+        // config.json: a checkpoint with another would load with wrong shapes there
+        Check.that(family != Family.QWEN2 || size.headDim() == 0 || size.headDim() * size.heads() == size.hidden(), "size.head_dim",
+                "must be 0 or hidden / heads (" + size.hidden() + " / " + size.heads() + ") for family qwen2, got " + size.headDim()
+                        + ": Qwen2's HF code before transformers 4.48 and vLLM's take hidden / heads, so its checkpoints would"
+                        + " not load there (qwen3 and llama read head_dim)");
         Check.given(dtype, "dtype");
         Check.given(masterDtype, "master_dtype");
         Check.that(masterDtype == Dtype.FLOAT32 || masterDtype == dtype, "master_dtype",

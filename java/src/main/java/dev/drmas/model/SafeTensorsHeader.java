@@ -125,7 +125,8 @@ public final class SafeTensorsHeader {
         } catch (IOException e) {  // (the parser's signature: a byte array is never an I/O error)
             throw new ModelFileException(where + "cannot be read: " + e.getMessage(), e);
         }
-        tensors.sort(Comparator.comparingLong(Tensor::offset));
+        // an empty tensor first where it shares its offset with the next (the reference reader sorts by (start, end))
+        tensors.sort(Comparator.comparingLong(Tensor::offset).thenComparingLong(Tensor::bytes));
         return new Parsed(metadata, List.copyOf(tensors), dataStart);
     }
 

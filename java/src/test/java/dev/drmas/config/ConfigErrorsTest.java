@@ -396,6 +396,7 @@ class ConfigErrorsTest {
             models: {policy: {size: {hidden: 64, heads: 3, kv_heads: 1}}} | models.policy.size.heads | must divide hidden (64) when head_dim is 0, got 3
             models: {policy: {size: {hidden: 60, heads: 4, kv_heads: 2}}} | models.policy.size.heads | the head size must be even (rotary embeddings rotate pairs), got 15
             models: {policy: {size: {head_dim: 7}}}           | models.policy.size.head_dim     | the head size must be even (rotary embeddings rotate pairs), got 7
+            models: {policy: {family: qwen2, size: {hidden: 64, heads: 4, kv_heads: 2, head_dim: 32}}} | models.policy.size.head_dim | must be 0 or hidden / heads (64 / 4) for family qwen2, got 32
             models: {policy: {size: {max_positions: 0}}}      | models.policy.size.max_positions | must be > 0, got 0
             models: {policy: {size: {rope_theta: 0}}}         | models.policy.size.rope_theta   | must be a finite number > 0, got 0
             models: {policy: {optim: {eps: 0}}}               | models.policy.optim.eps         | must be a finite number > 0, got 0
@@ -450,6 +451,7 @@ class ConfigErrorsTest {
                 "{data: {source: jsonl, train_file: t.jsonl}, trainer: {eval_freq: 0}}",
                 "{distributed: {shard_optimizer: true}, models: {policy: {dtype: bfloat16, master_dtype: float32}}}",
                 "models: {policy: {size: {hidden: 64, heads: 4, kv_heads: 2, head_dim: 8}}}",
+                "models: {policy: {family: qwen2, size: {hidden: 64, heads: 4, kv_heads: 2, head_dim: 16}}}",
                 "data: {synthetic: {operands: 2}}", "data: {synthetic: {operands: 6}}",
                 // each bound itself is allowed: [0, 1) and [0, 1] ranges, float32's largest, one row exactly
                 "models: {policy: {optim: {betas: [0, 0.5]}}}", "sft: {correct_prob: 0}", "sft: {correct_prob: 1}",

@@ -248,6 +248,18 @@ class SafeTensorsTest {
     }
 
     @Test
+    void anEmptyTensorListedAfterOneAtItsOffsetIsRead() throws IOException {
+        // a writer whose JSON order differs from HF's (alphabetical, hash order): "b" is empty at offset 0, after "a"
+        String h = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                + "\"b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]}}";
+        Path f = file("empty.safetensors", assemble(h, new byte[8]));
+        try (SafeTensors st = SafeTensors.open(f)) {
+            assertEquals(java.util.Set.of("a", "b"), st.tensors().keySet());
+            assertEquals(0, st.info("b").bytes());
+        }
+    }
+
+    @Test
     void offsetsInconsistentWithShape() throws IOException {
         assertRejected(assemble(ONE.replace("[0,24]", "[0,20]"), new byte[20]),
                 "tensor 'a': data_offsets [0, 20] hold 20 bytes, but F32 [2, 3] needs 24");
