@@ -202,8 +202,17 @@ final class SafetensorsRows implements AutoCloseable {
     }
 
     private static UserError noRoom(String name, long size, Path dir, IOException e) {
-        return new UserError(name + ": cannot keep a copy of the input (" + size + " bytes) in a temporary file in " + dir + ": "
-                + Errors.reason(e) + " (safetensors from a stream is mapped from such a copy; make room there, point "
+        return noRoomForCopy(name, " (" + size + " bytes)", dir, e, "safetensors from a stream is mapped from such a copy");
+    }
+
+    /**
+     * A stream's temporary copy in {@code dir} that could not be made or written (a full disk, a
+     * file-size limit): the folder, why, and the ways out. {@code size} is " (N bytes)" where known;
+     * {@code why} says what the copy is for. JSONL from a stream (ScoredRows) says it so too.
+     */
+    static UserError noRoomForCopy(String name, String size, Path dir, IOException e, String why) {
+        return new UserError(name + ": cannot keep a copy of the input" + size + " in a temporary file in " + dir + ": "
+                + Errors.reason(e) + " (" + why + "; make room there, point "
                 + "DRMAS_JAVA_OPTS=-Djava.io.tmpdir=DIR at a folder with room, or give the file's name instead)", e);
     }
 

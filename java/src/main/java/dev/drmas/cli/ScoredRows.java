@@ -142,14 +142,25 @@ final class ScoredRows {
         }
     }
 
-    /** Rows from a stream that can be read only once: tee'd into an unlinked temporary file. */
+    /**
+     * Rows from a stream that can be read only once: tee'd into an unlinked temporary file in
+     * SafetensorsRows.spoolFolder(). A copy that cannot be made or written (a full disk, a file-size
+     * limit) is an error naming that folder and the way out, not "cannot read", which blamed stdin.
+     */
     static ScoredRows readOnce(String name, InputStream in) throws IOException {
-        Path tmp = Files.createTempFile("drmas-normalize-", ".jsonl");
-        // DELETE_ON_CLOSE unlinks it at once on Linux: nothing stays behind, even after a crash; the
-        // descriptor keeps the bytes until the rows are unreachable (FileChannel's cleaner closes it)
-        FileChannel spool = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                StandardOpenOption.DELETE_ON_CLOSE);
-        Files.deleteIfExists(tmp);
+        Path dir = SafetensorsRows.spoolFolder();
+        String why = "JSONL from a stream is read again from such a copy to write the output";
+        FileChannel opened;
+        try {
+            Path tmp = Files.createTempFile(dir, "drmas-normalize-", ".jsonl");
+            // DELETE_ON_CLOSE unlinks it at once on Linux: nothing stays behind, even after a crash; the
+            // descriptor keeps the bytes until the rows are unreachable (FileChannel's cleaner closes it)
+            opened = FileChannel.open(tmp, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.DELETE_ON_CLOSE);
+            Files.deleteIfExists(tmp);
+        } catch (IOException e) {
+            throw SafetensorsRows.noRoomForCopy(name, "", dir, e, why);
+        }
+        FileChannel spool = opened;
         ReadableByteChannel src = Channels.newChannel(in);
         ReadableByteChannel tee = new ReadableByteChannel() {
             @Override
@@ -157,7 +168,11 @@ final class ScoredRows {
                 int at = dst.position(), r = src.read(dst);
                 if (r > 0) {
                     ByteBuffer copy = dst.duplicate().position(at).limit(at + r);
-                    while (copy.hasRemaining()) spool.write(copy);
+                    try {
+                        while (copy.hasRemaining()) spool.write(copy);
+                    } catch (IOException e) {  // the copy's failure, not the stream's: a UserError naming the folder
+                        throw SafetensorsRows.noRoomForCopy(name, "", dir, e, why);
+                    }
                 }
                 return r;
             }

@@ -10,6 +10,7 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.core.StreamReadFeature;
+import dev.drmas.model.JsonProblem;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -113,7 +114,7 @@ public final class JsonlTasks {
             readObject(p, "", wanted, fields);
             if (p.nextToken() != null) throw new TaskFileException(where + ": unexpected text after the JSON object");
         } catch (JsonProcessingException e) {
-            throw new TaskFileException(where + ": not valid JSON: " + e.getOriginalMessage());
+            throw new TaskFileException(where + ": not valid JSON (" + JsonProblem.describe(e) + ")" + JsonProblem.atColumn(e.getLocation()));
         } catch (IOException e) {  // a parser over a String has no I/O of its own to fail
             throw new TaskFileException(where + ": cannot read: " + e.getMessage(), e);
         }

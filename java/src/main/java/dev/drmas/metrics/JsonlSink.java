@@ -355,7 +355,8 @@ public final class JsonlSink implements MetricsSink {
         try {
             node = JSON.readTree(line);
         } catch (JsonProcessingException e) {
-            throw damaged(file, lineNo, "not JSON (" + e.getOriginalMessage() + ")");
+            throw damaged(file, lineNo, "not JSON (" + dev.drmas.model.JsonProblem.describe(e) + ")"
+                    + dev.drmas.model.JsonProblem.atColumn(e.getLocation()));
         }
         if (node == null || !node.isObject()) throw damaged(file, lineNo, "not a JSON object");
         JsonNode step = node.get("step");

@@ -214,7 +214,7 @@ final class ReportRuns {
                 n = json.readTree(lines.get(i));
             } catch (JsonProcessingException e) {
                 throw new IllegalArgumentException(file + ":" + (i + 1) + ": not a JSON object (a truncated or corrupt metrics file): "
-                        + e.getOriginalMessage());
+                        + dev.drmas.model.JsonProblem.describe(e) + dev.drmas.model.JsonProblem.atColumn(e.getLocation()));
             }
             if (n == null || !n.isObject() || !n.path("step").isNumber()) {
                 throw new IllegalArgumentException(file + ":" + (i + 1) + ": a metrics line needs an object with a numeric \"step\"");

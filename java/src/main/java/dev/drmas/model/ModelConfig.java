@@ -4,12 +4,14 @@
 package dev.drmas.model;
 
 import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.util.DefaultIndenter;
 import com.fasterxml.jackson.core.util.DefaultPrettyPrinter;
 import com.fasterxml.jackson.core.util.Separators;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.ObjectReader;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -40,6 +42,8 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
     static final ObjectMapper JSON = new ObjectMapper()
             .enable(JsonParser.Feature.STRICT_DUPLICATE_DETECTION)
             .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
+    /** Reads one value from a parser that the caller checks for trailing text itself. */
+    private static final ObjectReader TREE = JSON.reader().without(DeserializationFeature.FAIL_ON_TRAILING_TOKENS);
 
     /** config.json keys that this record interprets; every other key goes to {@code extra}. */
     private static final Set<String> KNOWN = Set.of("architectures", "model_type", "hidden_size", "intermediate_size",
@@ -120,7 +124,8 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
 
     /**
      * A model folder's JSON file (config.json, a safetensors index): a file that is not there or
-     * cannot be read is said so, apart from one that is not JSON; each names the file.
+     * cannot be read is said so, apart from one that is not JSON, whose error says what is wrong
+     * and where (line:column) in drmas's words (JsonProblem); each names the file.
      */
     static JsonNode readJson(Path file) {
         byte[] bytes;
@@ -131,10 +136,21 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
         } catch (IOException e) {
             throw new ModelFileException(file + ": cannot read: " + e.getMessage(), e);
         }
-        try {
-            return JSON.readTree(bytes);
-        } catch (IOException e) {
-            throw new ModelFileException(file + ": not valid JSON: " + e.getMessage(), e);
+        // a token at a time, so that text after the value is found here and its place said (the mapper's
+        // FAIL_ON_TRAILING_TOKENS error names its classes and setting instead)
+        try (JsonParser p = JSON.createParser(bytes)) {
+            JsonNode root = p.nextToken() == null ? null : TREE.readTree(p);
+            if (p.nextToken() != null) {
+                throw new ModelFileException(file + ": text after the JSON value" + JsonProblem.at(p.currentTokenLocation()));
+            }
+            return root;
+        } catch (JsonProcessingException e) {
+            ModelFileException x = new ModelFileException(file + ": not valid JSON (" + JsonProblem.describe(e) + ")"
+                    + JsonProblem.at(e.getLocation()));
+            x.addSuppressed(e);  // for --verbose's stack trace; not a cause, whose text the one-line report would repeat
+            throw x;
+        } catch (IOException e) {  // (the parser's signature: a byte array is never an I/O error)
+            throw new ModelFileException(file + ": cannot be read: " + e.getMessage(), e);
         }
     }
 
@@ -187,7 +203,10 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
         boolean attnBias = family != Family.QWEN2 && optionalBool(root, "attention_bias", false);
         boolean mlpBias = family == Family.LLAMA && optionalBool(root, "mlp_bias", false);
 
-        JsonNode dt = root.hasNonNull("torch_dtype") ? root.get("torch_dtype") : root.get("dtype");
+        String dtKey = root.hasNonNull("torch_dtype") ? "torch_dtype" : "dtype";
+        JsonNode dt = root.get(dtKey);
+        // (asText of an object or array is "", which the check below would call the dtype '')
+        check(dt == null || dt.isNull() || dt.isTextual(), dtKey + " must be a string (float32, bfloat16, float16), got " + dt);
         String torchDtype = dt == null || dt.isNull() ? null : dt.asText();
         JsonNode bos = root.get("bos_token_id");
         Integer bosId = bos == null || bos.isNull() ? null : tokenId(bos, "bos_token_id");

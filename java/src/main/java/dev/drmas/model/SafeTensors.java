@@ -205,13 +205,17 @@ public final class SafeTensors implements AutoCloseable {
     private void openIndex(Path index) {
         Path dir = index.toAbsolutePath().getParent();
         JsonNode root = ModelConfig.readJson(index);
-        JsonNode map = root == null ? null : root.get("weight_map");
-        if (map == null || !map.isObject()) throw new ModelFileException(index + ": weight_map is missing or not an object");
+        if (root == null || !root.isObject()) throw new ModelFileException(index + ": expected a JSON object, got " + shown(root));
+        JsonNode map = root.get("weight_map");
+        if (map == null || map.isNull()) throw new ModelFileException(index + ": weight_map is missing");
+        if (!map.isObject()) {
+            throw new ModelFileException(index + ": weight_map must be an object of tensor names and their shard files, got " + shown(map));
+        }
         Map<String, List<String>> byFile = new LinkedHashMap<>();
         for (Iterator<Map.Entry<String, JsonNode>> it = map.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             if (!e.getValue().isTextual()) {
-                throw new ModelFileException(index + ": weight_map['" + e.getKey() + "'] must be a file name, got " + e.getValue());
+                throw new ModelFileException(index + ": weight_map['" + e.getKey() + "'] must be a file name, got " + shown(e.getValue()));
             }
             byFile.computeIfAbsent(e.getValue().asText(), k -> new ArrayList<>()).add(e.getKey());
         }
@@ -243,6 +247,12 @@ public final class SafeTensors implements AutoCloseable {
                 throw new ModelFileException(i.file() + ": tensor '" + i.name() + "' is not listed for this file in " + index);
             }
         }
+    }
+
+    /** A JSON value as text for a message, shortened (a wrong value may be megabytes long). */
+    private static String shown(JsonNode v) {
+        String s = v == null ? "nothing" : v.toString();
+        return s.length() <= 60 ? s : s.substring(0, 50) + "...";
     }
 
     /** Maps {@code file}, validates its header and registers its tensors. */

@@ -119,7 +119,7 @@ public final class SafeTensorsHeader {
             }
         } catch (JsonProcessingException e) {
             long at = e.getLocation() == null ? -1 : byteOf(e.getLocation());
-            ModelFileException x = new ModelFileException(where + "not valid JSON (" + jsonProblem(e) + ")" + (at < 0 ? "" : " at byte " + at));
+            ModelFileException x = new ModelFileException(where + "not valid JSON (" + JsonProblem.describe(e) + ")" + (at < 0 ? "" : " at byte " + at));
             x.addSuppressed(e);  // for --verbose's stack trace; not a cause, whose text the one-line report would repeat
             throw x;
         } catch (IOException e) {  // (the parser's signature: a byte array is never an I/O error)
@@ -172,20 +172,6 @@ public final class SafeTensorsHeader {
             case VALUE_NULL -> "null";
             default -> "something else";
         };
-    }
-
-    /**
-     * What the JSON parser found wrong, in its words but without its internals: no location (the
-     * caller gives the byte), no "[Source: ...]", no class or setting names; shortened.
-     */
-    static String jsonProblem(JsonProcessingException e) {
-        String m = e.getOriginalMessage() == null ? "" : e.getOriginalMessage().lines().findFirst().orElse("");
-        int cut = m.indexOf(" (start marker at");  // "expected close marker for Object (start marker at [Source: ...])"
-        if (cut >= 0) m = m.substring(0, cut);
-        m = m.replaceAll(", from `[^`]*`", "");  // a parser limit: "... the maximum allowed (1000, from `StreamReadConstraints...`)"
-        if (m.isBlank() || m.contains("`") || m.contains("Source:")) return "malformed";
-        if (m.length() > 160) m = m.substring(0, 157) + "...";
-        return Character.toLowerCase(m.charAt(0)) + m.substring(1);
     }
 
     /** A JSON value as text for a message, shortened (a wrong value may be megabytes long). */

@@ -27,6 +27,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.drmas.model.JsonProblem;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -301,14 +302,10 @@ public final class HfTokenizer implements Tokenizer {
         try {
             return JSON.readTree(file.toFile());
         } catch (JsonProcessingException e) {
-            throw new TokenizerFileException(file + ": not valid JSON: " + e.getOriginalMessage() + location(e), e);
+            throw new TokenizerFileException(file + ": not valid JSON (" + JsonProblem.describe(e) + ")" + JsonProblem.at(e.getLocation()), e);
         } catch (IOException e) {
             throw new TokenizerFileException(file + ": cannot read: " + e.getMessage(), e);
         }
-    }
-
-    private static String location(JsonProcessingException e) {
-        return e.getLocation() == null ? "" : " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")";
     }
 
     /** generation_config.json eos_token_id (an int or a list of ints), if the file exists. */
@@ -362,7 +359,7 @@ public final class HfTokenizer implements Tokenizer {
                 expect(p, p.currentToken() == JsonToken.END_OBJECT && p.nextToken() == null, file, "one JSON object");
                 expect(p, sawModel, file, "a \"model\" object");
             } catch (JsonProcessingException e) {
-                throw new TokenizerFileException(file + ": not valid JSON: " + e.getOriginalMessage() + location(e), e);
+                throw new TokenizerFileException(file + ": not valid JSON (" + JsonProblem.describe(e) + ")" + JsonProblem.at(e.getLocation()), e);
             } catch (NoSuchFileException e) {
                 throw new TokenizerFileException(file + ": missing", e);
             } catch (IOException e) {

@@ -42,7 +42,14 @@ public final class Checkpoints {
     static final String STATE_FILE = "trainer_state.json";
     /** The folder of the fp32 master weights of models trained in mixed precision. */
     static final String MASTER = "master";
+    /** The suffix of a folder that replaceFolder renamed aside (dest.old) until its replacement is in place. */
+    static final String ASIDE = ".old";
     private static final Pattern STEP_DIR = Pattern.compile("step_(\\d+)");
+    /**
+     * A checkpoint renamed aside while a new save of its step is renamed in (replaceFolder): after a
+     * kill between the two renames it is the only copy of its step, listed as that step's checkpoint.
+     */
+    private static final Pattern ASIDE_DIR = Pattern.compile("step_(\\d+)" + Pattern.quote(ASIDE));
     private static final ObjectMapper JSON = new ObjectMapper();
 
     private final Path root;
@@ -188,35 +195,67 @@ public final class Checkpoints {
 
     /**
      * A folder written whole or not at all: {@code writer} fills {@code tmp} (made empty first), which
-     * is synced (the data on the disk before the name that says it is complete), renamed over {@code
-     * dest}, and the parent synced. On any failure tmp is removed and the error reads "cannot write
-     * {@code what} (in tmp; removed): why"; dest is then as it was unless the failure came after its
-     * removal. Checkpoints and the KL reference are written so.
+     * is synced (the data on the disk before the name that says it is complete) and put in place of
+     * {@code dest}, and the parent synced. A folder cannot be renamed over a full one, so an existing
+     * dest is first renamed aside to dest.old (as WarmStart.save does with sft/models.old), tmp renamed
+     * to dest, and the aside copy deleted: a kill between the two renames leaves the old folder
+     * complete under dest.old, which {@link #complete} lists as its step's checkpoint, and the next
+     * replacement of dest (or the next start, {@link #removeUnfinished}, once dest is back) removes.
+     * On any failure tmp is removed and the error reads "cannot write {@code what} (in tmp; removed):
+     * why", or "(in tmp; not removed: why)" when that failed too; dest is then as it was.
      */
     static Path replaceFolder(Path tmp, Path dest, String what, Extra writer) throws IOException {
+        Path aside = dest.resolveSibling(dest.getFileName() + ASIDE);
+        boolean movedAside = false;
         try {
             Durable.createFolders(dest.getParent());
+            // a copy left aside by an earlier kill: stale beside a dest (the swap was done), else the only copy of
+            // dest, which stays until the new dest is in place
+            if (Files.exists(dest)) deleteTree(aside);
             deleteTree(tmp);
             Files.createDirectories(tmp);
             writer.writeInto(tmp);
             Durable.syncTree(tmp);
-            deleteTree(dest);
+            if (Files.exists(dest)) {
+                Files.move(dest, aside, StandardCopyOption.ATOMIC_MOVE);
+                movedAside = true;
+            }
             Files.move(tmp, dest, StandardCopyOption.ATOMIC_MOVE);
+            movedAside = false;
             Durable.syncFolder(dest.getParent());
-            return dest;
         } catch (IOException | RuntimeException e) {
+            if (movedAside) {  // tmp could not take its place: the old dest goes back
+                try {
+                    Files.move(aside, dest, StandardCopyOption.ATOMIC_MOVE);
+                } catch (IOException | RuntimeException back) {
+                    e.addSuppressed(back);
+                }
+            }
+            String removed = "removed";
             try {
                 deleteTree(tmp);
             } catch (IOException | RuntimeException cleanup) {
                 e.addSuppressed(cleanup);
+                removed = "not removed: " + reason(cleanup);
             }
-            throw new IOException("cannot write " + what + " (in " + tmp + "; removed): " + reason(e), e);
+            throw new IOException("cannot write " + what + " (in " + tmp + "; " + removed + "): " + reason(e), e);
         }
+        // dest is complete and in place: the aside copy is only space now (a failure here leaves it for the next
+        // replacement or start to remove, not a failed save)
+        try {
+            deleteTree(aside);
+        } catch (IOException | RuntimeException e) {
+            // (left for removeUnfinished or the next replacement of dest)
+        }
+        return dest;
     }
 
     private static String reason(Exception e) {
         if (e instanceof java.nio.file.FileSystemException f && f.getReason() != null) {
             return (f.getFile() != null ? f.getFile() + ": " : "") + f.getReason();
+        }
+        if (e instanceof java.nio.file.AccessDeniedException f) {  // (its message is the path alone: an immutable file, a read-only folder)
+            return f.getFile() + ": permission denied";
         }
         if (e.getMessage() != null) return e.getMessage();
         return e.getClass().getSimpleName();
@@ -244,12 +283,16 @@ public final class Checkpoints {
         return all.isEmpty() ? Optional.empty() : Optional.of(all.get(all.size() - 1));
     }
 
-    /** The complete checkpoints (step_N with a trainer state), oldest first. */
+    /**
+     * The complete checkpoints (step_N with a trainer state), oldest first; a step's aside copy
+     * (step_N.old, left by a kill inside replaceFolder's swap) stands for it when there is no complete step_N.
+     */
     public List<Path> complete() {
         if (!Files.isDirectory(root)) return List.of();
         try (Stream<Path> s = Files.list(root)) {
-            return s.filter(p -> STEP_DIR.matcher(p.getFileName().toString()).matches())
-                    .filter(p -> Files.isRegularFile(p.resolve(STATE_FILE)))
+            return s.filter(p -> STEP_DIR.matcher(p.getFileName().toString()).matches()
+                            || ASIDE_DIR.matcher(p.getFileName().toString()).matches() && !isComplete(unaside(p)))
+                    .filter(Checkpoints::isComplete)
                     .sorted(Comparator.comparingLong(Checkpoints::stepOf)).toList();
         } catch (IOException e) {
             throw new UncheckedIOException("cannot list the checkpoints in " + root + ": " + e.getMessage(), e);
@@ -291,10 +334,14 @@ public final class Checkpoints {
         List<Path> tmps;
         try (Stream<Path> s = Files.list(root)) {
             // a save's temporary folder, or a checkpoint folder without its state file: a deletion by keep_last that
-            // failed midway (the state file goes first), which nothing would list or delete again
+            // failed midway (the state file goes first), which nothing would list or delete again; or a step's
+            // aside copy (replaceFolder) beside its complete folder, or incomplete itself (the only copy of its
+            // step, complete and listed by complete(), stays)
             tmps = s.filter(p -> p.getFileName().toString().matches("step_\\d+\\.tmp")
                     || STEP_DIR.matcher(p.getFileName().toString()).matches() && Files.isDirectory(p)
-                    && !Files.exists(p.resolve(STATE_FILE))).sorted().toList();
+                    && !Files.exists(p.resolve(STATE_FILE))
+                    || ASIDE_DIR.matcher(p.getFileName().toString()).matches() && Files.isDirectory(p)
+                    && (isComplete(unaside(p)) || !isComplete(p))).sorted().toList();
         }
         for (Path p : tmps) {
             try {
@@ -311,6 +358,9 @@ public final class Checkpoints {
         Path f = checkpoint.resolve(STATE_FILE);
         try {
             return JSON.readTree(Files.readString(f));
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalArgumentException(f + ": cannot read the trainer state (not valid JSON ("
+                    + dev.drmas.model.JsonProblem.describe(e) + ")" + dev.drmas.model.JsonProblem.at(e.getLocation()) + ")", e);
         } catch (IOException e) {
             throw new IllegalArgumentException(f + ": cannot read the trainer state (" + e.getMessage() + ")", e);
         }
@@ -428,9 +478,21 @@ public final class Checkpoints {
         return m.contains(file.toString()) ? e : new IllegalArgumentException(file + ": " + m, e);
     }
 
+    /** The step of a checkpoint folder, step_N or its aside copy step_N.old; -1 for any other name. */
     static long stepOf(Path p) {
         Matcher m = STEP_DIR.matcher(p.getFileName().toString());
+        if (!m.matches()) m = ASIDE_DIR.matcher(p.getFileName().toString());
         return m.matches() ? Long.parseLong(m.group(1)) : -1;
+    }
+
+    private static boolean isComplete(Path checkpoint) {
+        return Files.isRegularFile(checkpoint.resolve(STATE_FILE));
+    }
+
+    /** step_N of an aside copy step_N.old. */
+    private static Path unaside(Path aside) {
+        String n = aside.getFileName().toString();
+        return aside.resolveSibling(n.substring(0, n.length() - ASIDE.length()));
     }
 
     /** Deletes a folder and everything in it (nothing when it does not exist). */

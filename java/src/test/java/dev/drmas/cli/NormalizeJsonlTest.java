@@ -1094,4 +1094,29 @@ class NormalizeJsonlTest {
         assertTrue(r.err().contains(dirLink + " is a symbolic link to " + dir.resolve("nowhere") + ", which does not exist"), r.err());
         assertFalse(Files.exists(dir.resolve("nowhere"), java.nio.file.LinkOption.NOFOLLOW_LINKS), "no folder created behind the link");
     }
+
+    /**
+     * JSONL on stdin is copied to an unlinked temporary file as it is read (the output reads the
+     * lines again): a temporary folder without room (here a file-size limit, which fails its writes
+     * as a full disk does) is an error naming the folder and the way out, as the safetensors stdin
+     * path says it; it read "cannot read: File too large" as if stdin were at fault.
+     */
+    @Test
+    @org.junit.jupiter.api.Timeout(120)
+    void aTemporaryCopyWithoutRoomIsAClearError() throws Exception {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; b.length() < 600 << 10; i++) {
+            b.append("{\"uid\": ").append(i / 8).append(", \"traj\": ").append(i % 8).append(", \"agent\": \"a\", \"score\": ")
+                    .append(i % 3).append("}\n");
+        }
+        Files.writeString(dir.resolve("rows.jsonl"), b);
+        Child.Result r = Child.shell(dir, "ulimit -f 256;", "< rows.jsonl", 100, "normalize", "--mode", "drmas", "-o", "adv.jsonl", "-");
+        assertEquals(1, r.exit(), r.err());
+        String tmp = System.getProperty("java.io.tmpdir");
+        assertTrue(r.err().contains("<stdin>: cannot keep a copy of the input in a temporary file in " + tmp + ": File too large"), r.err());
+        assertTrue(r.err().contains("DRMAS_JAVA_OPTS=-Djava.io.tmpdir=DIR"), r.err());
+        assertFalse(r.err().contains("cannot read"), r.err());
+        assertFalse(r.err().contains("\tat "), r.err());
+        assertFalse(Files.exists(dir.resolve("adv.jsonl")), "no output");
+    }
 }

@@ -94,19 +94,27 @@ class JsonlTasksTest {
     void badLinesNameFileLineAndField(String text, String expected) throws IOException {
         Path p = write(text.replace("\\n", "\n"));
         TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "q", "a"));
-        // Jackson's own description follows "not valid JSON: "; every other message is ours in full
+        // the parser's problem, in parentheses, follows "not valid JSON"; every other message is ours in full
         if (expected.endsWith("not valid JSON")) {
-            assertTrue(e.getMessage().startsWith(p + ":" + expected + ": "), e.getMessage());
+            assertTrue(e.getMessage().startsWith(p + ":" + expected + " ("), e.getMessage());
         } else {
             assertEquals(p + ":" + expected, e.getMessage());
         }
+    }
+
+    /** A line cut short says so in drmas's words: the parser's own text named a "Source: REDACTED" and its settings. */
+    @Test
+    void aTruncatedLineIsNamedWithoutTheParsersInternals() throws IOException {
+        Path p = write("{\"q\": \"a\", \"a\": \"1\"}\n{\"q\": \"b\", \"a\": \"2\"\n");
+        TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "q", "a"));
+        assertEquals(p + ":2: not valid JSON (unexpected end-of-input: expected close marker for Object) at column 20", e.getMessage());
     }
 
     @Test
     void duplicateKeyIsAnError() throws IOException {
         Path p = write("{\"q\": \"a\", \"a\": \"1\", \"a\": \"2\"}\n");
         TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "q", "a"));
-        assertEquals(p + ":1: not valid JSON: Duplicate field 'a'", e.getMessage());
+        assertEquals(p + ":1: not valid JSON (duplicate field 'a') at column 25", e.getMessage());
     }
 
     @Test
@@ -217,6 +225,6 @@ class JsonlTasksTest {
                 assertThrows(TaskFileException.class, () -> JsonlTasks.read(object, "extra_info", "answer")).getMessage());
         Path dup = write("{\"extra_info\":{\"question\":\"q\",\"question\":\"r\"},\"answer\":1}\n");
         assertTrue(assertThrows(TaskFileException.class, () -> JsonlTasks.read(dup, "extra_info.question", "answer")).getMessage()
-                .startsWith(dup + ":1: not valid JSON: Duplicate field 'question'"));
+                .startsWith(dup + ":1: not valid JSON (duplicate field 'question')"));
     }
 }

@@ -253,6 +253,36 @@ class ModelConfigTest {
         assertTrue(e.getMessage().endsWith("nope/config.json: no such file"), e.getMessage());
     }
 
+    /**
+     * A config.json that is not JSON, or is cut short, is named with what is wrong and where
+     * (line:column of the file), in drmas's words: the parser's own text named its classes, a
+     * "Source: REDACTED" the user never saw and its settings.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(delimiter = '|', quoteCharacter = '`', value = {
+        "malformed   | `{\\n  \"hidden_size\": 64\\n  \"x\": 1\\n}`      | not valid JSON (unexpected character ('\"' (code 34)): was expecting comma to separate Object entries) at line 3, column 3",
+        "truncated   | `{\\n  \"hidden_size\": 64,\\n  \"vocab_s`       | not valid JSON (unexpected end-of-input in field name) at line 3, column 11",
+        "cut after value | `{\\n  \"hidden_size\": 64`                   | not valid JSON (unexpected end-of-input: expected close marker for Object) at line 2, column 20",
+        "text after  | `{\"hidden_size\": 64}\\n{}`                      | text after the JSON value at line 2, column 1",
+        "duplicate   | `{\"hidden_size\": 64, \"hidden_size\": 65}`    | not valid JSON (duplicate field 'hidden_size') at line 1, column 34",
+    })
+    void jsonErrorsNameTheFileAndPlaceInDrmasWords(String what, String text, String message) throws IOException {
+        Path f = write(text.replace("\\n", "\n"));
+        ModelFileException e = assertThrows(ModelFileException.class, () -> ModelConfig.read(f));
+        assertEquals(f + ": " + message, e.getMessage());
+    }
+
+    /** A value of the wrong type is named by its key and value, not by a parser's or binder's text. */
+    @Test
+    void wronglyTypedFieldsNameTheKey() throws IOException {
+        Path f = write(QWEN25_05B.replace("\"num_hidden_layers\": 24", "\"num_hidden_layers\": \"x\""));
+        ModelFileException e = assertThrows(ModelFileException.class, () -> ModelConfig.read(f));
+        assertEquals(f + ": num_hidden_layers must be a positive integer, got \"x\"", e.getMessage());
+        Path g = write(QWEN25_05B.replace("\"torch_dtype\": \"bfloat16\"", "\"torch_dtype\": {\"a\": 1}"));
+        e = assertThrows(ModelFileException.class, () -> ModelConfig.read(g));
+        assertEquals(g + ": torch_dtype must be a string (float32, bfloat16, float16), got {\"a\":1}", e.getMessage());
+    }
+
     // ================================================================== checks found untested (PIT review)
 
     /** The required keys of a config.json of {@code family}, and {@code more} after them. */

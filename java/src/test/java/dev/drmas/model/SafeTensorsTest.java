@@ -401,8 +401,9 @@ class SafeTensorsTest {
         Files.write(dir.resolve("outside.safetensors"), assemble("{" + entry("a", "F32", "[1]", 0, 4) + "}", f32(1)));
         Path s1 = sub.resolve("s1.safetensors"), s2 = sub.resolve("s2.safetensors");
         Path abs = sub.toAbsolutePath();
-        assertIndexRejected(index, "{\"metadata\": {}}", index + ": weight_map is missing or not an object");
-        assertIndexRejected(index, "{\"weight_map\": [\"s1.safetensors\"]}", index + ": weight_map is missing or not an object");
+        assertIndexRejected(index, "{\"metadata\": {}}", index + ": weight_map is missing");
+        assertIndexRejected(index, "{\"weight_map\": [\"s1.safetensors\"]}",
+                index + ": weight_map must be an object of tensor names and their shard files, got [\"s1.safetensors\"]");
         assertIndexRejected(index, "{\"weight_map\": {\"a\": 3}}", index + ": weight_map['a'] must be a file name, got 3");
         // a shard beside the folder, not in it, even though it exists
         assertIndexRejected(index, "{\"weight_map\": {\"a\": \"../outside.safetensors\"}}",
@@ -414,8 +415,28 @@ class SafeTensorsTest {
                 abs.resolve("s2.safetensors") + ": tensor 'a' is also in " + abs.resolve("s1.safetensors") + " (see " + index + ")");
         Files.writeString(index, "{\"weight_map\": ");
         ModelFileException e = assertThrows(ModelFileException.class, () -> SafeTensors.open(index).close());
-        assertTrue(e.getMessage().startsWith(index + ": not valid JSON: "), e.getMessage());
+        assertTrue(e.getMessage().startsWith(index + ": not valid JSON ("), e.getMessage());
         assertTrue(Files.exists(s1) && Files.exists(s2));
+    }
+
+    /**
+     * An index that is not JSON, is cut short, or has a wrongly typed weight_map, is named with what
+     * is wrong and where (line:column, or the key), never with the parser's own text (its classes
+     * and a "Source: REDACTED").
+     */
+    @Test
+    void indexJsonErrorsAreInDrmasWords() throws IOException {
+        Path index = dir.resolve("model.safetensors.index.json");
+        assertIndexRejected(index, "{\"weight_map\": {\"a\" \"s1.safetensors\"}}", index
+                + ": not valid JSON (unexpected character ('\"' (code 34)): was expecting a colon to separate field name and value)"
+                + " at line 1, column 21");
+        assertIndexRejected(index, "{\"metadata\": {\"total_size\": 8},\n \"weight_map\": {\"a\": \"s1.safe",
+                index + ": not valid JSON (unexpected end-of-input in VALUE_STRING) at line 2, column 30");
+        assertIndexRejected(index, "{\"weight_map\": {}}\n{}", index + ": text after the JSON value at line 2, column 1");
+        assertIndexRejected(index, "{\"weight_map\": \"x\"}",
+                index + ": weight_map must be an object of tensor names and their shard files, got \"x\"");
+        assertIndexRejected(index, "{\"weight_map\": {\"a\": [\"s1.safetensors\"]}}",
+                index + ": weight_map['a'] must be a file name, got [\"s1.safetensors\"]");
     }
 
     @Test

@@ -134,6 +134,10 @@ class TokenizerFilesTest {
         assertContains(loadFails(dir), "generation_config.json", "eos_token_id 100000 is not a token id");
         write("generation_config.json", "{\"eos_token_id\": ");
         assertContains(loadFails(dir), "generation_config.json", "not valid JSON");
+        // cut short inside a list: the parser's text named a "Source: REDACTED" and its settings
+        write("generation_config.json", "{\"eos_token_id\": [1, 2");
+        assertEquals(dir.resolve("generation_config.json") + ": not valid JSON (unexpected end-of-input: expected close marker for Array)"
+                + " at line 1, column 23", loadFails(dir));
     }
 
     @Test

@@ -57,7 +57,8 @@ public final class CorpusFile {
         try {
             node = JSON.readTree(line);
         } catch (JsonProcessingException e) {
-            throw new TaskFileException(where + ": not valid JSON: " + e.getOriginalMessage());
+            throw new TaskFileException(where + ": not valid JSON (" + dev.drmas.model.JsonProblem.describe(e) + ")"
+                    + dev.drmas.model.JsonProblem.atColumn(e.getLocation()));
         }
         if (node == null || !node.isObject()) throw new TaskFileException(where + ": expected a JSON object");
         JsonNode id = node.get("id");
