@@ -72,7 +72,11 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
         check(family == Family.LLAMA || !mlpBias, "mlp_bias is only a Llama setting");
         eosTokenIds = eosTokenIds == null ? List.of() : List.copyOf(eosTokenIds);
         extra = extra == null ? Map.of() : Map.copyOf(extra);
-        for (String k : extra.keySet()) check(!KNOWN.contains(k), "extra holds the interpreted key " + k);
+        for (String k : extra.keySet()) {
+            // (bos/eos ids that are no token id stay raw in extra, where the fields are unset)
+            boolean raw = k.equals("bos_token_id") && bosTokenId == null || k.equals("eos_token_id") && eosTokenIds.isEmpty();
+            check(!KNOWN.contains(k) || raw, "extra holds the interpreted key " + k);
+        }
     }
 
     /** Whether q_proj, k_proj and v_proj carry a bias. */
@@ -208,17 +212,27 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
         // (asText of an object or array is "", which the check below would call the dtype '')
         check(dt == null || dt.isNull() || dt.isTextual(), dtKey + " must be a string (float32, bfloat16, float16), got " + dt);
         String torchDtype = dt == null || dt.isNull() ? null : dt.asText();
+        // drmas reads neither (stop tokens come from the tokenizer and generation_config.json): values HF keeps that are
+        // no token id here (a list of bos ids, -1 for none) are kept as they are and written back, not refused
+        Map<String, JsonNode> extra = new LinkedHashMap<>();
         JsonNode bos = root.get("bos_token_id");
-        Integer bosId = bos == null || bos.isNull() ? null : tokenId(bos, "bos_token_id");
+        Integer bosId = null;
+        if (bos != null && !bos.isNull()) {
+            if (isTokenId(bos)) bosId = bos.intValue();
+            else extra.put("bos_token_id", bos);
+        }
         List<Integer> eos = new ArrayList<>();
         JsonNode eosNode = root.get("eos_token_id");
         if (eosNode != null && eosNode.isArray()) {
-            for (int i = 0; i < eosNode.size(); i++) eos.add(tokenId(eosNode.get(i), "eos_token_id[" + i + "]"));
+            for (int i = 0; i < eosNode.size(); i++) eos.add(isTokenId(eosNode.get(i)) ? eosNode.get(i).intValue() : null);
         } else if (eosNode != null && !eosNode.isNull()) {
-            eos.add(tokenId(eosNode, "eos_token_id"));
+            eos.add(isTokenId(eosNode) ? eosNode.intValue() : null);
+        }
+        if (eos.contains(null) || eosNode != null && eosNode.isArray() && eosNode.isEmpty()) {
+            eos.clear();
+            extra.put("eos_token_id", eosNode);
         }
 
-        Map<String, JsonNode> extra = new LinkedHashMap<>();
         for (Iterator<Map.Entry<String, JsonNode>> it = root.fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> e = it.next();
             boolean interpreted = KNOWN.contains(e.getKey())
@@ -365,10 +379,8 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
         return v.intValue();
     }
 
-    private static int tokenId(JsonNode v, String path) {
-        check(v.isIntegralNumber() && v.canConvertToInt() && v.intValue() >= 0,
-                path + " must be a token id (an integer >= 0), got " + v);
-        return v.intValue();
+    private static boolean isTokenId(JsonNode v) {
+        return v.isIntegralNumber() && v.canConvertToInt() && v.intValue() >= 0;
     }
 
     private static double requiredDouble(JsonNode n, String prefix, String key) {

@@ -193,6 +193,26 @@ class ModelConfigTest {
         assertTrue(text.endsWith("\n  \"vocab_size\": 128256\n}\n"), text);
     }
 
+    @Test
+    void tokenIdsDrmasDoesNotReadAreKeptAsTheyAre() throws IOException {
+        // HF keeps any value here; drmas reads its stop tokens from the tokenizer and generation_config.json
+        for (String[] ids : new String[][] {{"[1, 2]", "[1, -2]"}, {"-1", "1.5"}, {"null", "[]"}}) {
+            String json = LLAMA32_1B.replaceFirst("\"bos_token_id\": \\d+", "\"bos_token_id\": " + ids[0])
+                    .replaceFirst("\"eos_token_id\": \\[[^\\]]*\\]", "\"eos_token_id\": " + ids[1]);
+            assertTrue(json.contains("\"bos_token_id\": " + ids[0]) && json.contains("\"eos_token_id\": " + ids[1]), json);
+            ModelConfig c = ModelConfig.read(write(json));
+            assertEquals(List.of(), c.eosTokenIds());
+            com.fasterxml.jackson.databind.JsonNode back = c.toJson();
+            assertEquals(new com.fasterxml.jackson.databind.ObjectMapper().readTree(ids[1]), back.get("eos_token_id"), back.toString());
+            if (!ids[0].equals("null")) {
+                assertEquals(new com.fasterxml.jackson.databind.ObjectMapper().readTree(ids[0]), back.get("bos_token_id"), back.toString());
+            }
+            Path out = dir.resolve("back.json");
+            c.write(out);
+            assertEquals(c, ModelConfig.read(out));
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @CsvSource(delimiter = '|', textBlock = """
             heads not dividing hidden | "num_attention_heads": 14, | "num_attention_heads": 13,  | config.json: num_attention_heads (13) must divide hidden_size (896)
@@ -209,9 +229,6 @@ class ModelConfigTest {
             negative eps              | "rms_norm_eps": 1e-06,     | "rms_norm_eps": -1e-06,    | config.json: rms_norm_eps must be a positive number, got -1.0E-6
             other activation          | "hidden_act": "silu",      | "hidden_act": "gelu",      | config.json: hidden_act "gelu" is not supported
             sliding window            | "use_sliding_window": false, | "use_sliding_window": true, | config.json: use_sliding_window true is not supported
-            bad eos                   | "eos_token_id": 151643,    | "eos_token_id": [1, -2],   | config.json: eos_token_id[1] must be a token id (an integer >= 0), got -2
-            fractional eos            | "eos_token_id": 151643,    | "eos_token_id": 1.5,       | config.json: eos_token_id must be a token id (an integer >= 0), got 1.5
-            negative bos              | "bos_token_id": 151643,    | "bos_token_id": -1,        | config.json: bos_token_id must be a token id (an integer >= 0), got -1
             empty architectures       | ["Qwen2ForCausalLM"]       | []                         | config.json: architectures must be a non-empty list of names
             architectures not a list  | ["Qwen2ForCausalLM"]       | "Qwen2ForCausalLM"         | config.json: architectures must be a non-empty list of names
             architecture not a name   | ["Qwen2ForCausalLM"]       | [2]                        | config.json: architectures must be a non-empty list of names
