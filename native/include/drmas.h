@@ -16,6 +16,12 @@
  *  - Every function returns a status: DRMAS_OK (0) or a DRMAS_ERR_* code. On error,
  *    drmas_last_error() returns a thread-local message that names the argument and, for
  *    bad data, the first offending index; output buffers are left untouched.
+ *  - Every non-NULL pointer argument must start on a multiple of its element type's alignment (2
+ *    bytes for bf16 logits, 4 for float and int32_t, 8 for int64_t, uint64_t, double and the config
+ *    structs; mask bytes have none), whatever the array's length and whether or not the call reads
+ *    it: a misaligned access is undefined behaviour on the host and, on CUDA, a "misaligned address"
+ *    fault that ends the process's whole CUDA context. A misaligned pointer is DRMAS_ERR_CONFIG naming
+ *    the argument and its address, checked right after `device`, before anything is read.
  *  - `device` selects the backend (DRMAS_DEVICE_CPU or DRMAS_DEVICE_CUDA). With CUDA, every
  *    array pointer is a device pointer (cudaMalloc'd or managed), all of one GPU: the call
  *    runs on that GPU whatever the calling thread's current device, which it leaves as it

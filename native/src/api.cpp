@@ -72,6 +72,37 @@ int32_t check_device(const char* fn, int32_t device) {
         if (!(cond)) return fail(code, __VA_ARGS__); \
     } while (0)
 
+// What an array of each element type is called in the alignment message.
+const char* what_of(const float*) { return "a float array"; }
+const char* what_of(const double*) { return "a double array"; }
+const char* what_of(const int32_t*) { return "an int32_t array"; }
+const char* what_of(const int64_t*) { return "an int64_t array"; }
+const char* what_of(const uint64_t*) { return "a uint64_t array"; }
+const char* what_of(const uint16_t*) { return "a bf16 (uint16_t) array"; }
+const char* what_of(const uint8_t*) { return "a uint8_t array"; }
+const char* what_of(void* const*) { return "a pointer (void*)"; }
+const char* what_of(const drmas_norm_config*) { return "a drmas_norm_config"; }
+const char* what_of(const drmas_loss_config*) { return "a drmas_loss_config"; }
+const char* what_of(const drmas_lmhead_config*) { return "a drmas_lmhead_config"; }
+
+// A pointer that is not a multiple of its element type's alignment is undefined behaviour on the
+// host (the CPU kernels use aligned vector loads and the compiler may assume alignment) and, on
+// CUDA, a "misaligned address" fault, which is sticky: it ends the process's whole CUDA context.
+// NULL passes (the NULL checks are separate, and know when NULL is allowed).
+template <class T>
+int32_t require_aligned(const char* fn, const char* name, const T* p) {
+    if ((uintptr_t)(const void*)p % alignof(T) == 0) return DRMAS_OK;
+    return fail(DRMAS_ERR_CONFIG, "%s: %s (%p) is not aligned to %zu bytes (%s must start on a multiple of %zu)", fn, name,
+                (const void*)p, alignof(T), what_of(p), alignof(T));
+}
+
+// Every entry point checks each of its non-NULL data pointers right after the device, before
+// anything reads through them; `fn` is the entry point's name in scope.
+#define DRMAS_REQUIRE_ALIGNED(ptr, name) \
+    do {                                 \
+        if (int32_t st_ = require_aligned(fn, name, ptr)) return st_; \
+    } while (0)
+
 int32_t check_offsets_args(const char* fn, int64_t num_rows, const int64_t* row_offsets,
                            int64_t num_tokens) {
     DRMAS_REQUIRE(num_rows >= 0, DRMAS_ERR_SIZE, "%s: num_rows must be >= 0, got %lld", fn, (long long)num_rows);
@@ -126,6 +157,12 @@ int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
     const char* fn = "drmas_segment_stats_f32";
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(values, "values");
+        DRMAS_REQUIRE_ALIGNED(segment_ids, "segment_ids");
+        DRMAS_REQUIRE_ALIGNED(count, "count");
+        DRMAS_REQUIRE_ALIGNED(mean, "mean");
+        DRMAS_REQUIRE_ALIGNED(m2, "m2");
+        DRMAS_REQUIRE_ALIGNED(std, "std");
         DRMAS_REQUIRE(n >= 0, DRMAS_ERR_SIZE, "%s: n must be >= 0, got %lld", fn, (long long)n);
         DRMAS_REQUIRE(num_segments >= 0 && num_segments <= INT32_MAX, DRMAS_ERR_SIZE,
                       "%s: num_segments must be in [0, 2^31), got %lld", fn, (long long)num_segments);
@@ -159,6 +196,13 @@ static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, con
                                double* diagnostics, void* stream) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(cfg, "cfg");
+        DRMAS_REQUIRE_ALIGNED(scores, "scores");
+        DRMAS_REQUIRE_ALIGNED(uid, "uid");
+        DRMAS_REQUIRE_ALIGNED(traj, "traj");
+        DRMAS_REQUIRE_ALIGNED(agent, "agent");
+        DRMAS_REQUIRE_ALIGNED(advantages, "advantages");
+        DRMAS_REQUIRE_ALIGNED(diagnostics, "diagnostics");
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_norm_config& c = *cfg;
         DRMAS_REQUIRE(c.mean_from == DRMAS_FROM_GROUP || c.mean_from == DRMAS_FROM_AGENT, DRMAS_ERR_CONFIG,
@@ -245,6 +289,9 @@ int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows, const float* 
     const char* fn = "drmas_broadcast_rows_f32";
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(row_values, "row_values");
+        DRMAS_REQUIRE_ALIGNED(row_offsets, "row_offsets");
+        DRMAS_REQUIRE_ALIGNED(token_values, "token_values");
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
         DRMAS_REQUIRE(num_rows == 0 || row_values, DRMAS_ERR_NULL, "%s: row_values is NULL", fn);
         DRMAS_REQUIRE(num_tokens == 0 || token_values, DRMAS_ERR_NULL, "%s: token_values is NULL", fn);
@@ -262,6 +309,16 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
                                   void* stream, bool async, bool per_row) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(cfg, "cfg");
+        DRMAS_REQUIRE_ALIGNED(host_row_offsets, "host_row_offsets");
+        DRMAS_REQUIRE_ALIGNED(row_offsets, "row_offsets");
+        DRMAS_REQUIRE_ALIGNED(logp, "logp");
+        DRMAS_REQUIRE_ALIGNED(old_logp, "old_logp");
+        DRMAS_REQUIRE_ALIGNED(advantages, per_row ? "row_advantages" : "advantages");
+        DRMAS_REQUIRE_ALIGNED(ref_logp, "ref_logp");
+        DRMAS_REQUIRE_ALIGNED(mask, "mask");
+        DRMAS_REQUIRE_ALIGNED(grad, "grad");
+        DRMAS_REQUIRE_ALIGNED(sums, "sums");
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_loss_config& c = *cfg;
         if (int32_t st = check_loss_config(fn, c)) return st;
@@ -329,6 +386,11 @@ static int32_t lmhead_logprobs_entry(const char* fn, int32_t device, int64_t num
                                      bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(logits, "logits");
+        DRMAS_REQUIRE_ALIGNED(targets, "targets");
+        DRMAS_REQUIRE_ALIGNED(logp, "logp");
+        DRMAS_REQUIRE_ALIGNED(entropy, "entropy");
+        DRMAS_REQUIRE_ALIGNED(errors, "errors");
         DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
         DRMAS_REQUIRE(vocab >= 1, DRMAS_ERR_SIZE, "%s: vocab must be >= 1, got %lld", fn, (long long)vocab);
         DRMAS_REQUIRE(num_tokens <= INT64_MAX / vocab, DRMAS_ERR_SIZE, "%s: num_tokens x vocab overflows (%lld x %lld)", fn,
@@ -354,6 +416,19 @@ static int32_t lmhead_chunk_entry(const char* fn, int32_t device, const drmas_lm
                                   float* logp, float* entropy, double* sums, uint64_t* errors, void* stream, bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(cfg, "cfg");
+        DRMAS_REQUIRE_ALIGNED(host_row_offsets, "host_row_offsets");
+        DRMAS_REQUIRE_ALIGNED(row_offsets, "row_offsets");
+        DRMAS_REQUIRE_ALIGNED(logits, "logits");
+        DRMAS_REQUIRE_ALIGNED(targets, "targets");
+        DRMAS_REQUIRE_ALIGNED(old_logp, "old_logp");
+        DRMAS_REQUIRE_ALIGNED(advantages, "advantages");
+        DRMAS_REQUIRE_ALIGNED(ref_logp, "ref_logp");
+        DRMAS_REQUIRE_ALIGNED(mask, "mask");
+        DRMAS_REQUIRE_ALIGNED(logp, "logp");
+        DRMAS_REQUIRE_ALIGNED(entropy, "entropy");
+        DRMAS_REQUIRE_ALIGNED(sums, "sums");
+        DRMAS_REQUIRE_ALIGNED(errors, "errors");
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_lmhead_config& c = *cfg;
         if (int32_t st = check_loss_config(fn, c)) return st;
@@ -485,6 +560,8 @@ int32_t drmas_cuda_get_device(int32_t* device) {
     return guarded("drmas_cuda_get_device", [&]() -> int32_t {
         if (int32_t st = check_device("drmas_cuda_get_device", DRMAS_DEVICE_CUDA)) return st;
         if (!device) return fail(DRMAS_ERR_NULL, "drmas_cuda_get_device: device is NULL");
+        const char* fn = "drmas_cuda_get_device";
+        DRMAS_REQUIRE_ALIGNED(device, "device");
         return cuda_get_device(device);
     });
 }
@@ -493,6 +570,8 @@ int32_t drmas_cuda_malloc(size_t bytes, void** ptr) {
     return guarded("drmas_cuda_malloc", [&]() -> int32_t {
         if (int32_t st = check_device("drmas_cuda_malloc", DRMAS_DEVICE_CUDA)) return st;
         if (!ptr) return fail(DRMAS_ERR_NULL, "drmas_cuda_malloc: ptr is NULL");
+        const char* fn = "drmas_cuda_malloc";
+        DRMAS_REQUIRE_ALIGNED(ptr, "ptr");
         return cuda_malloc(bytes, ptr);
     });
 }
@@ -528,6 +607,15 @@ int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, 
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's attention)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(qkv, "qkv");
+        DRMAS_REQUIRE_ALIGNED(q_norm, "q_norm");
+        DRMAS_REQUIRE_ALIGNED(k_norm, "k_norm");
+        DRMAS_REQUIRE_ALIGNED(cos, "cos");
+        DRMAS_REQUIRE_ALIGNED(sin_signed, "sin_signed");
+        DRMAS_REQUIRE_ALIGNED(k_cache, "k_cache");
+        DRMAS_REQUIRE_ALIGNED(v_cache, "v_cache");
+        DRMAS_REQUIRE_ALIGNED(mask, "mask");
+        DRMAS_REQUIRE_ALIGNED(out, "out");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(heads >= 1 && kv_heads >= 1 && heads % kv_heads == 0, DRMAS_ERR_SIZE,
                       "%s: heads (%lld) must be a positive multiple of kv_heads (%lld)", fn, (long long)heads, (long long)kv_heads);
@@ -578,6 +666,10 @@ int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidden, float* 
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's ops)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(x, "x");
+        DRMAS_REQUIRE_ALIGNED(residual, "residual");
+        DRMAS_REQUIRE_ALIGNED(weight, "weight");
+        DRMAS_REQUIRE_ALIGNED(out, "out");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(hidden >= 1, DRMAS_ERR_SIZE, "%s: hidden must be >= 1, got %lld", fn, (long long)hidden);
         DRMAS_REQUIRE(x_stride >= hidden, DRMAS_ERR_SIZE, "%s: x_stride (%lld) is less than hidden (%lld)", fn, (long long)x_stride,
@@ -609,6 +701,9 @@ int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, const floa
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's ops)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(gate, "gate");
+        DRMAS_REQUIRE_ALIGNED(up, "up");
+        DRMAS_REQUIRE_ALIGNED(out, "out");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(width >= 1, DRMAS_ERR_SIZE, "%s: width must be >= 1, got %lld", fn, (long long)width);
         DRMAS_REQUIRE(gate_stride >= width, DRMAS_ERR_SIZE, "%s: gate_stride (%lld) is less than width (%lld)", fn,
@@ -641,6 +736,10 @@ int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const floa
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding samples with LibTorch)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(logits, "logits");
+        DRMAS_REQUIRE_ALIGNED(uniforms, "uniforms");
+        DRMAS_REQUIRE_ALIGNED(tokens, "tokens");
+        DRMAS_REQUIRE_ALIGNED(logprobs, "logprobs");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(vocab >= 1 && vocab <= INT32_MAX, DRMAS_ERR_SIZE, "%s: vocab must be in [1, 2^31 - 1], got %lld", fn,
                       (long long)vocab);

@@ -25,6 +25,7 @@
 
 #include <omp.h>
 
+#include "align_cases.h"  // the misaligned-pointer cases, shared with test_cuda.cpp
 #include "drmas.h"
 #include "drmas_math.h"  // token_loss: the scalar formula the vectorised loss must match bit for bit
 
@@ -2900,6 +2901,40 @@ static void test_sample() {
     CHECK(drmas_sample_f32(DRMAS_DEVICE_CPU, 0, V, nullptr, V, 1.0, 0, 1.0, nullptr, nullptr, nullptr) == 0, "0 rows are a no-op");
 }
 
+// Every typed pointer argument of every entry point, 1 byte (and half its alignment) off: refused by
+// name, nothing written (native/test/align_cases.h). Without the check the CPU would run them (x86
+// loads misaligned floats; the compiler may not) and write the outputs.
+static void test_alignment() {
+    struct HostMemory {
+        char* alloc(size_t n) { return (char*)aligned_alloc(64, (n + 63) / 64 * 64); }
+        void put(char* d, const char* s, size_t n) { memcpy(d, s, n); }
+        void get(char* d, const char* s, size_t n) { memcpy(d, s, n); }
+        void release(char* p) { free(p); }
+    } mem;
+    const int calls = align_cases::run(DRMAS_DEVICE_CPU, mem, [](bool ok, const char* fmt, auto... a) { CHECK(ok, fmt, a...); });
+    CHECK(calls > 100, "only %d misaligned calls made", calls);
+    // the device comes first: a CUDA call without CUDA says so, whatever the pointers
+    if (!drmas_cuda_available()) {
+        alignas(8) float buf[8] = {0};
+        int64_t cnt[1];
+        double mean[1], m2[1];
+        const int32_t ids[1] = {0};
+        const int32_t st = drmas_segment_stats_f32(DRMAS_DEVICE_CUDA, 1, (const float*)(const void*)((const char*)buf + 1), ids, 1, 1, cnt,
+                                                   mean, m2, nullptr, nullptr);
+        CHECK(st == DRMAS_ERR_UNSUPPORTED, "CUDA without a device, misaligned values: %d %s", st, drmas_last_error());
+    }
+    // a misaligned array of no elements is refused too (the rule is on the pointer, not on what is read)
+    {
+        alignas(8) unsigned char raw[16] = {0};
+        const int32_t st = drmas_broadcast_rows_f32(DRMAS_DEVICE_CPU, 0, (const float*)(const void*)(raw + 2),
+                                                    (const int64_t*)(const void*)raw, 0, nullptr, nullptr);
+        CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "drmas_broadcast_rows_f32: row_values (0x") &&
+                  contains(drmas_last_error(), "is not aligned to 4 bytes (a float array must start on a multiple of 4)"),
+              "empty misaligned row_values: %d %s", st, drmas_last_error());
+    }
+    printf("  alignment: %d misaligned calls refused\n", calls);
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -2939,6 +2974,7 @@ int main() {
     test_swiglu();
     test_sample();
     test_abi_table();
+    test_alignment();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }
