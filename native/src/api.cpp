@@ -189,6 +189,15 @@ static bool overlaps(const void* a, uint64_t abytes, const void* b, uint64_t bby
     return x < y + bbytes && y < x + abytes;
 }
 
+// The bytes that `rows` rows of `width` elements of `elem` bytes, `stride` elements apart, span from
+// the first (the last row needs only its width), for overlaps(). Capped at 2^62: no buffer is that
+// large, and the cap keeps overlaps()'s address sums from wrapping.
+static uint64_t span_bytes(int64_t rows, int64_t stride, int64_t width, uint64_t elem) {
+    if (rows <= 0 || width <= 0) return 0;
+    const unsigned __int128 b = ((unsigned __int128)(rows - 1) * (uint64_t)stride + (uint64_t)width) * elem;
+    return b > ((uint64_t)1 << 62) ? (uint64_t)1 << 62 : (uint64_t)b;
+}
+
 // Both advantage entry points: the same checks of what can be checked without the data.
 static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, const drmas_norm_config* cfg, int64_t n,
                                const float* scores, const int32_t* uid, const int32_t* traj, const int32_t* agent,
@@ -645,6 +654,31 @@ int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, 
         DRMAS_REQUIRE(cos && sin_signed, DRMAS_ERR_NULL, "%s: cos or sin_signed is NULL", fn);
         DRMAS_REQUIRE(k_cache && v_cache, DRMAS_ERR_NULL, "%s: k_cache or v_cache is NULL", fn);
         DRMAS_REQUIRE(out, DRMAS_ERR_NULL, "%s: out is NULL", fn);
+        // qkv (q and k rotated in place), the caches and out are written while the others are still read:
+        // none of them may share memory with another array (the inputs may share memory among themselves).
+        const struct {
+            const char* name;
+            const void* p;
+            uint64_t bytes;
+        } written[] = {{"qkv", qkv, span_bytes(rows, qkv_stride, width, 4)},
+                       {"k_cache", k_cache, span_bytes(rows, cache_row_stride, per_row, 4)},
+                       {"v_cache", v_cache, span_bytes(rows, cache_row_stride, per_row, 4)},
+                       {"out", out, span_bytes(rows, heads * head_dim, heads * head_dim, 4)}},
+          read[] = {{"q_norm", q_norm, q_norm ? 4 * (uint64_t)head_dim : 0},
+                    {"k_norm", k_norm, k_norm ? 4 * (uint64_t)head_dim : 0},
+                    {"cos", cos, span_bytes(rows, head_dim, head_dim, 4)},
+                    {"sin_signed", sin_signed, span_bytes(rows, head_dim, head_dim, 4)},
+                    {"mask", mask, mask ? span_bytes(rows, slots, slots, 1) : 0}};
+        for (size_t i = 0; i < sizeof written / sizeof written[0]; ++i) {
+            for (size_t j = i + 1; j < sizeof written / sizeof written[0]; ++j)
+                DRMAS_REQUIRE(!overlaps(written[i].p, written[i].bytes, written[j].p, written[j].bytes), DRMAS_ERR_CONFIG,
+                              "%s: %s and %s overlap (the arrays the call writes must not share memory)", fn, written[i].name,
+                              written[j].name);
+            for (const auto& in : read)
+                DRMAS_REQUIRE(!overlaps(written[i].p, written[i].bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                              "%s: %s overlaps %s (the arrays the call writes must not share memory with the others)", fn,
+                              written[i].name, in.name);
+        }
         return decode_attention_cpu(rows, heads, kv_heads, head_dim, qkv, qkv_stride, q_norm, k_norm, norm_eps, cos, sin_signed,
                                     k_cache, v_cache, cache_row_stride, capacity, write_slot, slots, mask, scale, out);
     });
@@ -690,6 +724,21 @@ int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidden, float* 
                       (long long)x_stride);
         DRMAS_REQUIRE(residual != x && residual != out, DRMAS_ERR_CONFIG,
                       "%s: residual must not be x or out (it is added into x, which out may overwrite)", fn);
+        // Exact in place (out == x, one stride) is safe: each element is read before it is written. Any
+        // other sharing is not: rows run in parallel, and a shifted out overwrites x (or a residual,
+        // or the weight) before it is read, so it would be wrong results, or a data race.
+        const uint64_t x_bytes = span_bytes(rows, x_stride, hidden, 4), out_bytes = span_bytes(rows, out_stride, hidden, 4),
+                       res_bytes = residual ? span_bytes(rows, residual_stride, hidden, 4) : 0, w_bytes = 4 * (uint64_t)hidden;
+        DRMAS_REQUIRE(out == x || !overlaps(out, out_bytes, x, x_bytes), DRMAS_ERR_CONFIG,
+                      "%s: out overlaps x without being x (out may be x itself, in place, or memory apart from it)", fn);
+        DRMAS_REQUIRE(!overlaps(residual, res_bytes, x, x_bytes), DRMAS_ERR_CONFIG,
+                      "%s: residual overlaps x (it is added into x: it must be memory apart from x and out)", fn);
+        DRMAS_REQUIRE(!overlaps(residual, res_bytes, out, out_bytes), DRMAS_ERR_CONFIG,
+                      "%s: residual overlaps out (it must be memory apart from x and out)", fn);
+        DRMAS_REQUIRE(!overlaps(weight, w_bytes, out, out_bytes), DRMAS_ERR_CONFIG,
+                      "%s: weight overlaps out (out is written while the weight is still read)", fn);
+        DRMAS_REQUIRE(!residual || !overlaps(weight, w_bytes, x, x_bytes), DRMAS_ERR_CONFIG,
+                      "%s: weight overlaps x, into which the residual is added", fn);
         return rms_norm_cpu(rows, hidden, x, x_stride, residual, residual_stride, weight, eps, out, out_stride);
     });
 }
@@ -724,6 +773,15 @@ int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, const floa
         DRMAS_REQUIRE(out != up || out_stride == up_stride, DRMAS_ERR_SIZE,
                       "%s: out is up (in place) but out_stride (%lld) differs from up_stride (%lld)", fn, (long long)out_stride,
                       (long long)up_stride);
+        // As drmas_rms_norm_f32: exact in place is safe, a partial overlap is wrong results (or a race).
+        // gate and up are only read, so they may share memory with each other.
+        const uint64_t gate_bytes = span_bytes(rows, gate_stride, width, 4), up_bytes = span_bytes(rows, up_stride, width, 4),
+                       out_bytes = span_bytes(rows, out_stride, width, 4);
+        DRMAS_REQUIRE(out == gate || !overlaps(out, out_bytes, gate, gate_bytes), DRMAS_ERR_CONFIG,
+                      "%s: out overlaps gate without being gate (out may be gate or up itself, in place, or memory apart from both)",
+                      fn);
+        DRMAS_REQUIRE(out == up || !overlaps(out, out_bytes, up, up_bytes), DRMAS_ERR_CONFIG,
+                      "%s: out overlaps up without being up (out may be gate or up itself, in place, or memory apart from both)", fn);
         return swiglu_cpu(rows, width, gate, gate_stride, up, up_stride, out, out_stride);
     });
 }
@@ -757,6 +815,21 @@ int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const floa
                       fn);
         DRMAS_REQUIRE(tokens, DRMAS_ERR_NULL, "%s: tokens is NULL", fn);
         DRMAS_REQUIRE(logprobs, DRMAS_ERR_NULL, "%s: logprobs is NULL", fn);
+        // The outputs are written row by row while other rows' logits (and uniforms) are still to be read.
+        const uint64_t logits_bytes = span_bytes(rows, logits_stride, vocab, 4), u_bytes = uniforms ? 8 * (uint64_t)rows : 0,
+                       tok_bytes = 8 * (uint64_t)rows, lp_bytes = 4 * (uint64_t)rows;
+        const struct {
+            const char* name;
+            const void* p;
+            uint64_t bytes;
+        } inputs[] = {{"logits", logits, logits_bytes}, {"uniforms", uniforms, u_bytes}};
+        for (const auto& in : inputs) {
+            DRMAS_REQUIRE(!overlaps(tokens, tok_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                          "%s: tokens overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+            DRMAS_REQUIRE(!overlaps(logprobs, lp_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                          "%s: logprobs overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+        }
+        DRMAS_REQUIRE(!overlaps(tokens, tok_bytes, logprobs, lp_bytes), DRMAS_ERR_CONFIG, "%s: tokens and logprobs overlap", fn);
         return sample_cpu(rows, vocab, logits, logits_stride, temperature, top_k, top_p, uniforms, tokens, logprobs);
     });
 }

@@ -954,7 +954,8 @@ void fuzz_decode_attention() {
 // drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32 (the decoding step's other ops): shapes drawn
 // valid and buffers sized by them (strides wider than the rows, misaligned, in place at times), then
 // at times one argument broken in a way the ABI must refuse (each refusal leaves every output as it
-// was); values anywhere from ordinary to NaN/Inf/huge; a repeat on misaligned copies is refused.
+// was), an output shifted into an input among them; values anywhere from ordinary to NaN/Inf/huge; a
+// repeat on misaligned copies is refused.
 float step_value(bool wild) { return wild ? value() : (float)(below(2001) - 1000) / 500.0f; }
 
 void fuzz_rms_norm() {
@@ -972,9 +973,10 @@ void fuzz_rms_norm() {
     double eps = chance(0.1) ? 0.0 : 1e-6;
     bool null_x = false, null_w = false, null_out = false;
     int res_alias = 0;  // 1 x, 2 out
+    bool out_shifted = false;  // out one float into x, at x's stride: a partial overlap
     bool broken = chance(0.3);
     if (broken) {
-        switch (below(10)) {
+        switch (below(11)) {
             case 0: a_rows = -1 - below(5); break;
             case 1: a_h = -below(3); break;
             case 2: a_xs = H - 1 - below(2); break;
@@ -984,13 +986,15 @@ void fuzz_rms_norm() {
             case 6: { const int64_t k = below(3); null_x = k == 0; null_w = k == 1; null_out = k == 2; break; }
             case 7: res_alias = 1 + (int)below(2); break;
             case 8: if (xs >= 2) a_rows = INT64_MAX / xs + 1; else broken = false; break;
+            case 9: if (rows > 0) out_shifted = true, a_os = xs; else broken = false; break;
             default: dev = DRMAS_DEVICE_CUDA; break;
         }
     }
     const Buf<float> x0 = x, out0 = out;
     auto call = [&](Buf<float>& xb, Buf<float>& rb, Buf<float>& ob) {
         float* xp = null_x ? nullptr : xb.ptr();
-        float* op = null_out ? nullptr : in_place ? xb.ptr() : ob.ptr();
+        // (shifted: past x's last row by one float, inside the Buf's 8 bytes of slack, never written)
+        float* op = null_out ? nullptr : out_shifted ? xb.ptr() + 1 : in_place ? xb.ptr() : ob.ptr();
         const float* rp = res_alias == 1 ? xb.ptr() : res_alias == 2 ? (in_place ? xb.ptr() : ob.ptr()) : use_res ? rb.ptr() : nullptr;
         return drmas_rms_norm_f32(dev, a_rows, a_h, xp, a_xs, rp, a_rs, null_w ? nullptr : w.ptr(), eps, op, a_os);
     };
@@ -1034,9 +1038,10 @@ void fuzz_swiglu() {
     out.poison();
     int64_t a_rows = rows, a_w = W, a_gs = gs, a_us = us, a_os = alias == 1 ? gs : alias == 2 ? us : os;
     int null_which = 0;  // 1 gate, 2 up, 3 out
+    bool out_shifted = false;  // out one float into gate, at gate's stride: a partial overlap
     bool broken = chance(0.3);
     if (broken) {
-        switch (below(8)) {
+        switch (below(9)) {
             case 0: a_rows = -1 - below(5); break;
             case 1: a_w = -below(3); break;
             case 2: a_gs = W - 1 - below(2); break;
@@ -1044,12 +1049,14 @@ void fuzz_swiglu() {
             case 4: a_os = alias != 0 ? a_os + 1 : W - 1 - below(2); break;  // in place: another stride
             case 5: null_which = 1 + (int)below(3); break;
             case 6: if (gs >= 2) a_rows = INT64_MAX / gs + 1; else broken = false; break;
+            case 7: if (rows > 0) out_shifted = true, a_os = gs; else broken = false; break;
             default: dev = DRMAS_DEVICE_CUDA; break;
         }
     }
     const Buf<float> g0 = gate, u0 = up, out0 = out;
     auto call = [&](Buf<float>& gb, Buf<float>& ub, Buf<float>& ob) {
-        float* op = null_which == 3 ? nullptr : alias == 1 ? gb.ptr() : alias == 2 ? ub.ptr() : ob.ptr();
+        // (shifted: past gate's last row by one float, inside the Buf's 8 bytes of slack, never written)
+        float* op = null_which == 3 ? nullptr : out_shifted ? gb.ptr() + 1 : alias == 1 ? gb.ptr() : alias == 2 ? ub.ptr() : ob.ptr();
         return drmas_swiglu_f32(dev, a_rows, a_w, null_which == 1 ? nullptr : gb.ptr(), a_gs, null_which == 2 ? nullptr : ub.ptr(), a_us,
                                 op, a_os);
     };
