@@ -86,8 +86,8 @@ const char* what_of(const drmas_loss_config*) { return "a drmas_loss_config"; }
 const char* what_of(const drmas_lmhead_config*) { return "a drmas_lmhead_config"; }
 
 // A pointer that is not a multiple of its element type's alignment is undefined behaviour on the
-// host (the CPU kernels use aligned vector loads and the compiler may assume alignment) and, on
-// CUDA, a "misaligned address" fault, which is sticky: it ends the process's whole CUDA context.
+// host (the compiler may assume the alignment: vectorised loops, atomics; x86 forgives only most of
+// it) and, on CUDA, a "misaligned address" fault, which is sticky: it ends the process's CUDA context.
 // NULL passes (the NULL checks are separate, and know when NULL is allowed).
 template <class T>
 int32_t require_aligned(const char* fn, const char* name, const T* p) {
