@@ -16,6 +16,12 @@
  *  - Every function returns a status: DRMAS_OK (0) or a DRMAS_ERR_* code. On error,
  *    drmas_last_error() returns a thread-local message that names the argument and, for
  *    bad data, the first offending index; output buffers are left untouched.
+ *  - Every non-NULL pointer argument must start on a multiple of its element type's alignment (2
+ *    bytes for bf16 logits, 4 for float and int32_t, 8 for int64_t, uint64_t, double and the config
+ *    structs; mask bytes have none), whatever the array's length and whether or not the call reads
+ *    it: a misaligned access is undefined behaviour on the host and, on CUDA, a "misaligned address"
+ *    fault that ends the process's whole CUDA context. A misaligned pointer is DRMAS_ERR_CONFIG naming
+ *    the argument and its address, checked right after `device`, before anything is read.
  *  - `device` selects the backend (DRMAS_DEVICE_CPU or DRMAS_DEVICE_CUDA). With CUDA, every
  *    array pointer is a device pointer (cudaMalloc'd or managed), all of one GPU: the call
  *    runs on that GPU whatever the calling thread's current device, which it leaves as it
@@ -457,8 +463,10 @@ DRMAS_API int32_t drmas_lmhead_logprobs_async_bf16(int32_t device, int64_t num_t
  * each element of the weighted sum of the values one running sum over the attended slots in
  * increasing order, divided by the softmax sum at the end; the same result on every instruction set
  * and thread count. The keys of masked slots and of slots in [slots, capacity) may be read (never
- * their values): what they hold does not change a bit. capacity < 2^31. The CUDA device is
- * DRMAS_ERR_UNSUPPORTED: on GPUs the decoding step is LibTorch's. */
+ * their values): what they hold does not change a bit. capacity < 2^31. The arrays the call writes
+ * (qkv, k_cache, v_cache, out) must not share memory with one another or with the others (each
+ * strided array spanning its rows with their gaps); DRMAS_ERR_CONFIG names the pair. The CUDA device
+ * is DRMAS_ERR_UNSUPPORTED: on GPUs the decoding step is LibTorch's. */
 DRMAS_API int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, int64_t kv_heads,
                                              int64_t head_dim, float* qkv, int64_t qkv_stride, const float* q_norm,
                                              const float* k_norm, double norm_eps, const float* cos,
@@ -481,8 +489,9 @@ DRMAS_API int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64
  * with f_r = (float)(1 / sqrt(ss_r / hidden + eps)) in fp64 and ss_r = sum_c x[r, c]^2 (after the add)
  * accumulated in fp64 in a fixed order. hidden >= 1; eps finite and >= 0 (eps 0 and a row of zeros
  * give NaN, as HF). out may be x itself (in place; then out_stride must equal x_stride) or a buffer
- * that does not overlap x; residual must not overlap x or out (residual == x or == out is refused).
- * Non-finite values propagate. */
+ * that does not overlap x; residual must not overlap x or out, nor weight out (or x, with a residual):
+ * a partial overlap is DRMAS_ERR_CONFIG naming the pair (the extent of a strided array is its rows
+ * from the first element to the last row's end, gaps included). Non-finite values propagate. */
 DRMAS_API int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidden, float* x, int64_t x_stride,
                                      const float* residual, int64_t residual_stride, const float* weight, double eps,
                                      float* out, int64_t out_stride);
@@ -493,7 +502,8 @@ DRMAS_API int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidde
  * -88.7228, where |silu(g)| < 2.6e-37, and g = -inf) silu is its limit -0, as LibTorch's float silu
  * gives for a finite g (for -inf it gives NaN): the output is +-0 for a finite up (NaN for an infinite
  * one). g = +inf gives +inf * up; NaN propagates. width >= 1. out may be gate or up (in place, with
- * the same stride) or a buffer overlapping neither. */
+ * the same stride) or a buffer overlapping neither (a partial overlap is DRMAS_ERR_CONFIG, as for
+ * drmas_rms_norm_f32); gate and up may share memory. */
 DRMAS_API int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, const float* gate, int64_t gate_stride,
                                    const float* up, int64_t up_stride, float* out, int64_t out_stride);
 
@@ -523,7 +533,8 @@ DRMAS_API int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, 
  * (0, 1] (1: off); every uniforms[r] in [0, 1) (DRMAS_ERR_RANGE names the first row that is not; it is
  * checked whenever uniforms is given); vocab < 2^31. Writes tokens[rows] and logprobs[rows].
  * Scratch: per thread, up to 16 bytes a vocabulary entry (the scaled row, top-k's copy, the fp64
- * CDF, top-p's order; only those the settings need), allocated and freed inside the call. */
+ * CDF, top-p's order; only those the settings need), allocated and freed inside the call. tokens and
+ * logprobs must not share memory with logits, uniforms or each other (DRMAS_ERR_CONFIG names the pair). */
 DRMAS_API int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const float* logits, int64_t logits_stride,
                                    double temperature, int64_t top_k, double top_p, const double* uniforms, int64_t* tokens,
                                    float* logprobs);

@@ -72,6 +72,37 @@ int32_t check_device(const char* fn, int32_t device) {
         if (!(cond)) return fail(code, __VA_ARGS__); \
     } while (0)
 
+// What an array of each element type is called in the alignment message.
+const char* what_of(const float*) { return "a float array"; }
+const char* what_of(const double*) { return "a double array"; }
+const char* what_of(const int32_t*) { return "an int32_t array"; }
+const char* what_of(const int64_t*) { return "an int64_t array"; }
+const char* what_of(const uint64_t*) { return "a uint64_t array"; }
+const char* what_of(const uint16_t*) { return "a bf16 (uint16_t) array"; }
+const char* what_of(const uint8_t*) { return "a uint8_t array"; }
+const char* what_of(void* const*) { return "a pointer (void*)"; }
+const char* what_of(const drmas_norm_config*) { return "a drmas_norm_config"; }
+const char* what_of(const drmas_loss_config*) { return "a drmas_loss_config"; }
+const char* what_of(const drmas_lmhead_config*) { return "a drmas_lmhead_config"; }
+
+// A pointer that is not a multiple of its element type's alignment is undefined behaviour on the
+// host (the compiler may assume the alignment: vectorised loops, atomics; x86 forgives only most of
+// it) and, on CUDA, a "misaligned address" fault, which is sticky: it ends the process's CUDA context.
+// NULL passes (the NULL checks are separate, and know when NULL is allowed).
+template <class T>
+int32_t require_aligned(const char* fn, const char* name, const T* p) {
+    if ((uintptr_t)(const void*)p % alignof(T) == 0) return DRMAS_OK;
+    return fail(DRMAS_ERR_CONFIG, "%s: %s (%p) is not aligned to %zu bytes (%s must start on a multiple of %zu)", fn, name,
+                (const void*)p, alignof(T), what_of(p), alignof(T));
+}
+
+// Every entry point checks each of its non-NULL data pointers right after the device, before
+// anything reads through them; `fn` is the entry point's name in scope.
+#define DRMAS_REQUIRE_ALIGNED(ptr, name) \
+    do {                                 \
+        if (int32_t st_ = require_aligned(fn, name, ptr)) return st_; \
+    } while (0)
+
 int32_t check_offsets_args(const char* fn, int64_t num_rows, const int64_t* row_offsets,
                            int64_t num_tokens) {
     DRMAS_REQUIRE(num_rows >= 0, DRMAS_ERR_SIZE, "%s: num_rows must be >= 0, got %lld", fn, (long long)num_rows);
@@ -126,6 +157,12 @@ int32_t drmas_segment_stats_f32(int32_t device, int64_t n, const float* values,
     const char* fn = "drmas_segment_stats_f32";
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(values, "values");
+        DRMAS_REQUIRE_ALIGNED(segment_ids, "segment_ids");
+        DRMAS_REQUIRE_ALIGNED(count, "count");
+        DRMAS_REQUIRE_ALIGNED(mean, "mean");
+        DRMAS_REQUIRE_ALIGNED(m2, "m2");
+        DRMAS_REQUIRE_ALIGNED(std, "std");
         DRMAS_REQUIRE(n >= 0, DRMAS_ERR_SIZE, "%s: n must be >= 0, got %lld", fn, (long long)n);
         DRMAS_REQUIRE(num_segments >= 0 && num_segments <= INT32_MAX, DRMAS_ERR_SIZE,
                       "%s: num_segments must be in [0, 2^31), got %lld", fn, (long long)num_segments);
@@ -152,6 +189,15 @@ static bool overlaps(const void* a, uint64_t abytes, const void* b, uint64_t bby
     return x < y + bbytes && y < x + abytes;
 }
 
+// The bytes that `rows` rows of `width` elements of `elem` bytes, `stride` elements apart, span from
+// the first (the last row needs only its width), for overlaps(). Capped at 2^62: no buffer is that
+// large, and the cap keeps overlaps()'s address sums from wrapping.
+static uint64_t span_bytes(int64_t rows, int64_t stride, int64_t width, uint64_t elem) {
+    if (rows <= 0 || width <= 0) return 0;
+    const unsigned __int128 b = ((unsigned __int128)(rows - 1) * (uint64_t)stride + (uint64_t)width) * elem;
+    return b > ((uint64_t)1 << 62) ? (uint64_t)1 << 62 : (uint64_t)b;
+}
+
 // Both advantage entry points: the same checks of what can be checked without the data.
 static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, const drmas_norm_config* cfg, int64_t n,
                                const float* scores, const int32_t* uid, const int32_t* traj, const int32_t* agent,
@@ -159,6 +205,13 @@ static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, con
                                double* diagnostics, void* stream) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(cfg, "cfg");
+        DRMAS_REQUIRE_ALIGNED(scores, "scores");
+        DRMAS_REQUIRE_ALIGNED(uid, "uid");
+        DRMAS_REQUIRE_ALIGNED(traj, "traj");
+        DRMAS_REQUIRE_ALIGNED(agent, "agent");
+        DRMAS_REQUIRE_ALIGNED(advantages, "advantages");
+        DRMAS_REQUIRE_ALIGNED(diagnostics, "diagnostics");
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_norm_config& c = *cfg;
         DRMAS_REQUIRE(c.mean_from == DRMAS_FROM_GROUP || c.mean_from == DRMAS_FROM_AGENT, DRMAS_ERR_CONFIG,
@@ -245,6 +298,9 @@ int32_t drmas_broadcast_rows_f32(int32_t device, int64_t num_rows, const float* 
     const char* fn = "drmas_broadcast_rows_f32";
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(row_values, "row_values");
+        DRMAS_REQUIRE_ALIGNED(row_offsets, "row_offsets");
+        DRMAS_REQUIRE_ALIGNED(token_values, "token_values");
         if (int32_t st = check_offsets_args(fn, num_rows, row_offsets, num_tokens)) return st;
         DRMAS_REQUIRE(num_rows == 0 || row_values, DRMAS_ERR_NULL, "%s: row_values is NULL", fn);
         DRMAS_REQUIRE(num_tokens == 0 || token_values, DRMAS_ERR_NULL, "%s: token_values is NULL", fn);
@@ -262,6 +318,16 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
                                   void* stream, bool async, bool per_row) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(cfg, "cfg");
+        DRMAS_REQUIRE_ALIGNED(host_row_offsets, "host_row_offsets");
+        DRMAS_REQUIRE_ALIGNED(row_offsets, "row_offsets");
+        DRMAS_REQUIRE_ALIGNED(logp, "logp");
+        DRMAS_REQUIRE_ALIGNED(old_logp, "old_logp");
+        DRMAS_REQUIRE_ALIGNED(advantages, per_row ? "row_advantages" : "advantages");
+        DRMAS_REQUIRE_ALIGNED(ref_logp, "ref_logp");
+        DRMAS_REQUIRE_ALIGNED(mask, "mask");
+        DRMAS_REQUIRE_ALIGNED(grad, "grad");
+        DRMAS_REQUIRE_ALIGNED(sums, "sums");
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_loss_config& c = *cfg;
         if (int32_t st = check_loss_config(fn, c)) return st;
@@ -329,6 +395,11 @@ static int32_t lmhead_logprobs_entry(const char* fn, int32_t device, int64_t num
                                      bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(logits, "logits");
+        DRMAS_REQUIRE_ALIGNED(targets, "targets");
+        DRMAS_REQUIRE_ALIGNED(logp, "logp");
+        DRMAS_REQUIRE_ALIGNED(entropy, "entropy");
+        DRMAS_REQUIRE_ALIGNED(errors, "errors");
         DRMAS_REQUIRE(num_tokens >= 0, DRMAS_ERR_SIZE, "%s: num_tokens must be >= 0, got %lld", fn, (long long)num_tokens);
         DRMAS_REQUIRE(vocab >= 1, DRMAS_ERR_SIZE, "%s: vocab must be >= 1, got %lld", fn, (long long)vocab);
         DRMAS_REQUIRE(num_tokens <= INT64_MAX / vocab, DRMAS_ERR_SIZE, "%s: num_tokens x vocab overflows (%lld x %lld)", fn,
@@ -354,6 +425,19 @@ static int32_t lmhead_chunk_entry(const char* fn, int32_t device, const drmas_lm
                                   float* logp, float* entropy, double* sums, uint64_t* errors, void* stream, bool async) {
     return guarded(fn, [&]() -> int32_t {
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(cfg, "cfg");
+        DRMAS_REQUIRE_ALIGNED(host_row_offsets, "host_row_offsets");
+        DRMAS_REQUIRE_ALIGNED(row_offsets, "row_offsets");
+        DRMAS_REQUIRE_ALIGNED(logits, "logits");
+        DRMAS_REQUIRE_ALIGNED(targets, "targets");
+        DRMAS_REQUIRE_ALIGNED(old_logp, "old_logp");
+        DRMAS_REQUIRE_ALIGNED(advantages, "advantages");
+        DRMAS_REQUIRE_ALIGNED(ref_logp, "ref_logp");
+        DRMAS_REQUIRE_ALIGNED(mask, "mask");
+        DRMAS_REQUIRE_ALIGNED(logp, "logp");
+        DRMAS_REQUIRE_ALIGNED(entropy, "entropy");
+        DRMAS_REQUIRE_ALIGNED(sums, "sums");
+        DRMAS_REQUIRE_ALIGNED(errors, "errors");
         DRMAS_REQUIRE(cfg, DRMAS_ERR_NULL, "%s: cfg is NULL", fn);
         const drmas_lmhead_config& c = *cfg;
         if (int32_t st = check_loss_config(fn, c)) return st;
@@ -485,6 +569,8 @@ int32_t drmas_cuda_get_device(int32_t* device) {
     return guarded("drmas_cuda_get_device", [&]() -> int32_t {
         if (int32_t st = check_device("drmas_cuda_get_device", DRMAS_DEVICE_CUDA)) return st;
         if (!device) return fail(DRMAS_ERR_NULL, "drmas_cuda_get_device: device is NULL");
+        const char* fn = "drmas_cuda_get_device";
+        DRMAS_REQUIRE_ALIGNED(device, "device");
         return cuda_get_device(device);
     });
 }
@@ -493,6 +579,8 @@ int32_t drmas_cuda_malloc(size_t bytes, void** ptr) {
     return guarded("drmas_cuda_malloc", [&]() -> int32_t {
         if (int32_t st = check_device("drmas_cuda_malloc", DRMAS_DEVICE_CUDA)) return st;
         if (!ptr) return fail(DRMAS_ERR_NULL, "drmas_cuda_malloc: ptr is NULL");
+        const char* fn = "drmas_cuda_malloc";
+        DRMAS_REQUIRE_ALIGNED(ptr, "ptr");
         return cuda_malloc(bytes, ptr);
     });
 }
@@ -528,6 +616,15 @@ int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, 
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's attention)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(qkv, "qkv");
+        DRMAS_REQUIRE_ALIGNED(q_norm, "q_norm");
+        DRMAS_REQUIRE_ALIGNED(k_norm, "k_norm");
+        DRMAS_REQUIRE_ALIGNED(cos, "cos");
+        DRMAS_REQUIRE_ALIGNED(sin_signed, "sin_signed");
+        DRMAS_REQUIRE_ALIGNED(k_cache, "k_cache");
+        DRMAS_REQUIRE_ALIGNED(v_cache, "v_cache");
+        DRMAS_REQUIRE_ALIGNED(mask, "mask");
+        DRMAS_REQUIRE_ALIGNED(out, "out");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(heads >= 1 && kv_heads >= 1 && heads % kv_heads == 0, DRMAS_ERR_SIZE,
                       "%s: heads (%lld) must be a positive multiple of kv_heads (%lld)", fn, (long long)heads, (long long)kv_heads);
@@ -557,6 +654,31 @@ int32_t drmas_decode_attention_f32(int32_t device, int64_t rows, int64_t heads, 
         DRMAS_REQUIRE(cos && sin_signed, DRMAS_ERR_NULL, "%s: cos or sin_signed is NULL", fn);
         DRMAS_REQUIRE(k_cache && v_cache, DRMAS_ERR_NULL, "%s: k_cache or v_cache is NULL", fn);
         DRMAS_REQUIRE(out, DRMAS_ERR_NULL, "%s: out is NULL", fn);
+        // qkv (q and k rotated in place), the caches and out are written while the others are still read:
+        // none of them may share memory with another array (the inputs may share memory among themselves).
+        const struct {
+            const char* name;
+            const void* p;
+            uint64_t bytes;
+        } written[] = {{"qkv", qkv, span_bytes(rows, qkv_stride, width, 4)},
+                       {"k_cache", k_cache, span_bytes(rows, cache_row_stride, per_row, 4)},
+                       {"v_cache", v_cache, span_bytes(rows, cache_row_stride, per_row, 4)},
+                       {"out", out, span_bytes(rows, heads * head_dim, heads * head_dim, 4)}},
+          read[] = {{"q_norm", q_norm, q_norm ? 4 * (uint64_t)head_dim : 0},
+                    {"k_norm", k_norm, k_norm ? 4 * (uint64_t)head_dim : 0},
+                    {"cos", cos, span_bytes(rows, head_dim, head_dim, 4)},
+                    {"sin_signed", sin_signed, span_bytes(rows, head_dim, head_dim, 4)},
+                    {"mask", mask, mask ? span_bytes(rows, slots, slots, 1) : 0}};
+        for (size_t i = 0; i < sizeof written / sizeof written[0]; ++i) {
+            for (size_t j = i + 1; j < sizeof written / sizeof written[0]; ++j)
+                DRMAS_REQUIRE(!overlaps(written[i].p, written[i].bytes, written[j].p, written[j].bytes), DRMAS_ERR_CONFIG,
+                              "%s: %s and %s overlap (the arrays the call writes must not share memory)", fn, written[i].name,
+                              written[j].name);
+            for (const auto& in : read)
+                DRMAS_REQUIRE(!overlaps(written[i].p, written[i].bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                              "%s: %s overlaps %s (the arrays the call writes must not share memory with the others)", fn,
+                              written[i].name, in.name);
+        }
         return decode_attention_cpu(rows, heads, kv_heads, head_dim, qkv, qkv_stride, q_norm, k_norm, norm_eps, cos, sin_signed,
                                     k_cache, v_cache, cache_row_stride, capacity, write_slot, slots, mask, scale, out);
     });
@@ -578,6 +700,10 @@ int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidden, float* 
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's ops)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(x, "x");
+        DRMAS_REQUIRE_ALIGNED(residual, "residual");
+        DRMAS_REQUIRE_ALIGNED(weight, "weight");
+        DRMAS_REQUIRE_ALIGNED(out, "out");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(hidden >= 1, DRMAS_ERR_SIZE, "%s: hidden must be >= 1, got %lld", fn, (long long)hidden);
         DRMAS_REQUIRE(x_stride >= hidden, DRMAS_ERR_SIZE, "%s: x_stride (%lld) is less than hidden (%lld)", fn, (long long)x_stride,
@@ -598,6 +724,21 @@ int32_t drmas_rms_norm_f32(int32_t device, int64_t rows, int64_t hidden, float* 
                       (long long)x_stride);
         DRMAS_REQUIRE(residual != x && residual != out, DRMAS_ERR_CONFIG,
                       "%s: residual must not be x or out (it is added into x, which out may overwrite)", fn);
+        // Exact in place (out == x, one stride) is safe: each element is read before it is written. Any
+        // other sharing is not: rows run in parallel, and a shifted out overwrites x (or a residual,
+        // or the weight) before it is read, so it would be wrong results, or a data race.
+        const uint64_t x_bytes = span_bytes(rows, x_stride, hidden, 4), out_bytes = span_bytes(rows, out_stride, hidden, 4),
+                       res_bytes = residual ? span_bytes(rows, residual_stride, hidden, 4) : 0, w_bytes = 4 * (uint64_t)hidden;
+        DRMAS_REQUIRE(out == x || !overlaps(out, out_bytes, x, x_bytes), DRMAS_ERR_CONFIG,
+                      "%s: out overlaps x without being x (out may be x itself, in place, or memory apart from it)", fn);
+        DRMAS_REQUIRE(!overlaps(residual, res_bytes, x, x_bytes), DRMAS_ERR_CONFIG,
+                      "%s: residual overlaps x (it is added into x: it must be memory apart from x and out)", fn);
+        DRMAS_REQUIRE(!overlaps(residual, res_bytes, out, out_bytes), DRMAS_ERR_CONFIG,
+                      "%s: residual overlaps out (it must be memory apart from x and out)", fn);
+        DRMAS_REQUIRE(!overlaps(weight, w_bytes, out, out_bytes), DRMAS_ERR_CONFIG,
+                      "%s: weight overlaps out (out is written while the weight is still read)", fn);
+        DRMAS_REQUIRE(!residual || !overlaps(weight, w_bytes, x, x_bytes), DRMAS_ERR_CONFIG,
+                      "%s: weight overlaps x, into which the residual is added", fn);
         return rms_norm_cpu(rows, hidden, x, x_stride, residual, residual_stride, weight, eps, out, out_stride);
     });
 }
@@ -609,6 +750,9 @@ int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, const floa
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding uses LibTorch's ops)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(gate, "gate");
+        DRMAS_REQUIRE_ALIGNED(up, "up");
+        DRMAS_REQUIRE_ALIGNED(out, "out");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(width >= 1, DRMAS_ERR_SIZE, "%s: width must be >= 1, got %lld", fn, (long long)width);
         DRMAS_REQUIRE(gate_stride >= width, DRMAS_ERR_SIZE, "%s: gate_stride (%lld) is less than width (%lld)", fn,
@@ -629,6 +773,15 @@ int32_t drmas_swiglu_f32(int32_t device, int64_t rows, int64_t width, const floa
         DRMAS_REQUIRE(out != up || out_stride == up_stride, DRMAS_ERR_SIZE,
                       "%s: out is up (in place) but out_stride (%lld) differs from up_stride (%lld)", fn, (long long)out_stride,
                       (long long)up_stride);
+        // As drmas_rms_norm_f32: exact in place is safe, a partial overlap is wrong results (or a race).
+        // gate and up are only read, so they may share memory with each other.
+        const uint64_t gate_bytes = span_bytes(rows, gate_stride, width, 4), up_bytes = span_bytes(rows, up_stride, width, 4),
+                       out_bytes = span_bytes(rows, out_stride, width, 4);
+        DRMAS_REQUIRE(out == gate || !overlaps(out, out_bytes, gate, gate_bytes), DRMAS_ERR_CONFIG,
+                      "%s: out overlaps gate without being gate (out may be gate or up itself, in place, or memory apart from both)",
+                      fn);
+        DRMAS_REQUIRE(out == up || !overlaps(out, out_bytes, up, up_bytes), DRMAS_ERR_CONFIG,
+                      "%s: out overlaps up without being up (out may be gate or up itself, in place, or memory apart from both)", fn);
         return swiglu_cpu(rows, width, gate, gate_stride, up, up_stride, out, out_stride);
     });
 }
@@ -641,6 +794,10 @@ int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const floa
         if (device == DRMAS_DEVICE_CUDA)
             return fail(DRMAS_ERR_UNSUPPORTED, "%s: runs on the CPU only (GPU decoding samples with LibTorch)", fn);
         if (int32_t st = check_device(fn, device)) return st;
+        DRMAS_REQUIRE_ALIGNED(logits, "logits");
+        DRMAS_REQUIRE_ALIGNED(uniforms, "uniforms");
+        DRMAS_REQUIRE_ALIGNED(tokens, "tokens");
+        DRMAS_REQUIRE_ALIGNED(logprobs, "logprobs");
         DRMAS_REQUIRE(rows >= 0, DRMAS_ERR_SIZE, "%s: rows must be >= 0, got %lld", fn, (long long)rows);
         DRMAS_REQUIRE(vocab >= 1 && vocab <= INT32_MAX, DRMAS_ERR_SIZE, "%s: vocab must be in [1, 2^31 - 1], got %lld", fn,
                       (long long)vocab);
@@ -658,6 +815,21 @@ int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const floa
                       fn);
         DRMAS_REQUIRE(tokens, DRMAS_ERR_NULL, "%s: tokens is NULL", fn);
         DRMAS_REQUIRE(logprobs, DRMAS_ERR_NULL, "%s: logprobs is NULL", fn);
+        // The outputs are written row by row while other rows' logits (and uniforms) are still to be read.
+        const uint64_t logits_bytes = span_bytes(rows, logits_stride, vocab, 4), u_bytes = uniforms ? 8 * (uint64_t)rows : 0,
+                       tok_bytes = 8 * (uint64_t)rows, lp_bytes = 4 * (uint64_t)rows;
+        const struct {
+            const char* name;
+            const void* p;
+            uint64_t bytes;
+        } inputs[] = {{"logits", logits, logits_bytes}, {"uniforms", uniforms, u_bytes}};
+        for (const auto& in : inputs) {
+            DRMAS_REQUIRE(!overlaps(tokens, tok_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                          "%s: tokens overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+            DRMAS_REQUIRE(!overlaps(logprobs, lp_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                          "%s: logprobs overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+        }
+        DRMAS_REQUIRE(!overlaps(tokens, tok_bytes, logprobs, lp_bytes), DRMAS_ERR_CONFIG, "%s: tokens and logprobs overlap", fn);
         return sample_cpu(rows, vocab, logits, logits_stride, temperature, top_k, top_p, uniforms, tokens, logprobs);
     });
 }

@@ -3,14 +3,17 @@
 // on the build machines; the driver needs neither). Each call gets random sizes (0, 1, small,
 // prime, negative, near INT32/INT64 limits), ids in and out of range, NaN/Inf/denormal/huge
 // values, NULL pointers, invalid config fields, broken offsets, outputs that alias inputs or each
-// other, and 1-3 byte misaligned buffers. Buffers always have the length the sizes promise (the
-// ABI cannot check a caller that lies about them); what it must check it is asked to check.
+// other, and (rarely) 1-3 byte misaligned buffers. Buffers always have the length the sizes promise
+// (the ABI cannot check a caller that lies about them); what it must check it is asked to check.
 // Asserted for every call:
 //   - the status is DRMAS_OK or a documented DRMAS_ERR_*; no crash, no sanitizer report;
 //   - on error, drmas_last_error() names the function, and no output byte changed;
 //   - on success with finite inputs of moderate size (|x| <= 1e4: no product can overflow float),
 //     every output is finite;
-//   - a call on misaligned copies of the same data gives the same status and the same bits;
+//   - a call handed a pointer off its element type's alignment (on the CPU device; a refused device is
+//     named first) is DRMAS_ERR_CONFIG saying so, whatever else it holds, and writes nothing: each call
+//     is repeated on copies of its buffers moved 1-5 bytes off, which must be refused so (or, where no
+//     misaligned pointer reached the call, give the same status and bits);
 //   - a call repeated gives the same bits (the CPU backend is deterministic);
 //   - drmas_decode_attention_f32, drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32: valid shapes
 //     are accepted, each broken argument refused; drawn tokens lie in the vocabulary;
@@ -105,6 +108,9 @@ float finite_value() {
     return v;
 }
 
+// Set by Buf::ptr() when it hands out a non-NULL pointer off its element type's alignment (see tracked).
+bool g_misaligned = false;
+
 // A buffer of n elements of T at a chosen byte offset (0 = aligned; 1-3 misaligned).
 template <class T>
 struct Buf {
@@ -114,7 +120,12 @@ struct Buf {
     bool null = false;
     Buf() = default;
     Buf(int64_t n_, size_t off_ = 0) : bytes((size_t)std::max<int64_t>(n_, 0) * sizeof(T) + 8), off(off_), n(n_) {}
-    T* ptr() { return null ? nullptr : reinterpret_cast<T*>(bytes.data() + off); }
+    T* ptr() {
+        if (null) return nullptr;
+        T* p = reinterpret_cast<T*>(bytes.data() + off);
+        if ((uintptr_t)p % alignof(T) != 0) g_misaligned = true;
+        return p;
+    }
     // element access through memcpy: the driver itself never dereferences a misaligned T*
     void set(int64_t i, T v) { memcpy(bytes.data() + off + (size_t)i * sizeof(T), &v, sizeof(T)); }
     T get(int64_t i) const {
@@ -136,7 +147,8 @@ struct Buf {
     }
 };
 
-size_t misalign() { return chance(0.15) ? 1 + below(3) : 0; }
+// Rarely misaligned: such a call is refused whatever else it holds, so that most calls reach the other checks.
+size_t misalign() { return chance(0.02) ? 1 + below(3) : 0; }
 
 void count_status(int32_t st) {
     ++g_calls;
@@ -146,6 +158,39 @@ void count_status(int32_t st) {
     }
     ++g_status[st];
     if (st == 0) ++g_ok; else ++g_err;
+}
+
+// Runs `call` (one entry point's call, its Buf pointers taken inside) and says in `misaligned` whether
+// any of them was off its alignment.
+template <class F>
+int32_t tracked(bool& misaligned, F call) {
+    g_misaligned = false;
+    const int32_t st = call();
+    misaligned = g_misaligned;
+    return st;
+}
+
+// drmas.h's rule: on a device the call accepts (the device is checked first; the CPU is the only one
+// this driver's calls are accepted on), a non-NULL pointer off its type's alignment is DRMAS_ERR_CONFIG
+// saying so, whatever else is wrong. Returns whether the call was such a refusal, after which the
+// checks of the data do not apply.
+bool refused_misaligned(int32_t dev, bool misaligned, int32_t st, const char* fn) {
+    if (dev != DRMAS_DEVICE_CPU || !misaligned) return false;
+    const char* m = drmas_last_error();
+    if (st != DRMAS_ERR_CONFIG || !strstr(m, fn) || !strstr(m, "is not aligned to"))
+        FAIL("%s was handed a misaligned pointer but gave %d, not the alignment error: '%s'", fn, st, m);
+    return true;
+}
+
+// The repeat on misaligned copies: refused by the rule with its outputs `untouched`, or, where no
+// misaligned pointer reached it (all NULL, or its device refused first), the first call's status and
+// (`same`) bits.
+void check_moved(int32_t dev, bool misaligned, int32_t st, int32_t st2, bool untouched, bool same, const char* fn) {
+    if (refused_misaligned(dev, misaligned, st2, fn)) {
+        if (!untouched) FAIL("%s refused a misaligned pointer but wrote its outputs", fn);
+    } else if (st2 != st || (st == 0 && !same)) {
+        FAIL("%s: status %d, then %d on copies whose pointers are aligned or NULL, or other bits", fn, st, st2);
+    }
 }
 
 void check_error_message(int32_t st, const char* fn) {
@@ -222,10 +267,12 @@ void fuzz_segment_stats() {
     c.alias_mean_m2 = chance(0.03);
     c.count.poison(), c.mean.poison(), c.m2.poison(), c.std.poison();
     StatsCall before = c;
-    int32_t st = c.run();
+    bool mis;
+    int32_t st = tracked(mis, [&] { return c.run(); });
     count_status(st);
     check_error_message(st, "drmas_segment_stats_f32");
     if (st != 0 && !c.same_outputs(before)) FAIL("drmas_segment_stats_f32 failed (%d) but wrote its outputs", st);
+    if (refused_misaligned(c.dev, mis, st, "drmas_segment_stats_f32")) return;
     if (st == 0 && finite && !c.alias_mean_m2) {
         for (int64_t s = 0; s < segs; ++s) {
             if (!isfinite(c.mean.get(s)) || !isfinite(c.m2.get(s)) || (!c.std.null && !isfinite(c.std.get(s))))
@@ -237,10 +284,10 @@ void fuzz_segment_stats() {
     }
     if (c.alias_mean_m2) return;
     StatsCall m = before.moved();
-    int32_t st2 = m.run();
+    const StatsCall m0 = m;
+    int32_t st2 = tracked(mis, [&] { return m.run(); });
     count_status(st2);
-    if (st2 != st) FAIL("drmas_segment_stats_f32: status %d aligned, %d misaligned", st, st2);
-    else if (st == 0 && !m.same_outputs(c)) FAIL("drmas_segment_stats_f32: misaligned buffers gave other bits (n %lld)", (long long)n);
+    check_moved(c.dev, mis, st, st2, m.same_outputs(m0), m.same_outputs(c), "drmas_segment_stats_f32");
 }
 
 // ------------------------------------------------------------------ advantages
@@ -350,10 +397,12 @@ void fuzz_advantage() {
     c.in_place = chance(0.05);
     c.adv.poison(), c.diag.poison();
     AdvCall before = c;
-    int32_t st = c.run();
+    bool mis;
+    int32_t st = tracked(mis, [&] { return c.run(); });
     count_status(st);
     check_error_message(st, "drmas_advantage_f32");
     if (st != 0 && !c.same_outputs(before)) FAIL("drmas_advantage_f32 failed (%d) but wrote its outputs: %s", st, drmas_last_error());
+    if (refused_misaligned(c.dev, mis, st, "drmas_advantage_f32")) return;
     if (st == 0 && finite) {
         const Buf<float>& out = c.in_place ? c.scores : c.adv;
         for (int64_t i = 0; i < n && !out.null; ++i)
@@ -368,10 +417,10 @@ void fuzz_advantage() {
     count_status(st1);
     if (st1 != st || (st == 0 && !again.same_outputs(c))) FAIL("drmas_advantage_f32: a repeated call gave another result");
     AdvCall m = before.moved();
-    int32_t st2 = m.run();
+    const AdvCall m0 = m;
+    int32_t st2 = tracked(mis, [&] { return m.run(); });
     count_status(st2);
-    if (st2 != st) FAIL("drmas_advantage_f32: status %d aligned, %d misaligned", st, st2);
-    else if (st == 0 && !m.same_outputs(c)) FAIL("drmas_advantage_f32: misaligned buffers gave other bits (n %lld)", (long long)n);
+    check_moved(c.dev, mis, st, st2, m.same_outputs(m0), m.same_outputs(c), "drmas_advantage_f32");
 }
 
 // ------------------------------------------------------------------ offsets (broadcast, loss)
@@ -409,17 +458,20 @@ void fuzz_broadcast() {
     }
     out.poison();
     Buf<float> before = out;
-    int32_t st = drmas_broadcast_rows_f32(dev, rows_arg, vals.ptr(), offb.ptr(), tokens_arg, out.ptr(), nullptr);
+    bool mis;
+    int32_t st = tracked(mis, [&] { return drmas_broadcast_rows_f32(dev, rows_arg, vals.ptr(), offb.ptr(), tokens_arg, out.ptr(), nullptr); });
     count_status(st);
     check_error_message(st, "drmas_broadcast_rows_f32");
     if (st != 0 && !out.same_bytes(before)) FAIL("drmas_broadcast_rows_f32 failed (%d) but wrote its output", st);
+    if (refused_misaligned(dev, mis, st, "drmas_broadcast_rows_f32")) return;
     if (st == 0 && !valid && rows_arg == rows && tokens_arg == tokens)
         FAIL("drmas_broadcast_rows_f32 accepted broken offsets");
     Buf<float> vm = vals.moved(1), om = before.moved(3);
+    const Buf<float> om0 = om;
     Buf<int64_t> offm = offb.moved(5);
-    int32_t st2 = drmas_broadcast_rows_f32(dev, rows_arg, vm.ptr(), offm.ptr(), tokens_arg, om.ptr(), nullptr);
+    int32_t st2 = tracked(mis, [&] { return drmas_broadcast_rows_f32(dev, rows_arg, vm.ptr(), offm.ptr(), tokens_arg, om.ptr(), nullptr); });
     count_status(st2);
-    if (st2 != st || (st == 0 && !om.same_bytes(out))) FAIL("drmas_broadcast_rows_f32: misaligned buffers gave another result");
+    check_moved(dev, mis, st, st2, om.same_bytes(om0), om.same_bytes(out), "drmas_broadcast_rows_f32");
 }
 
 void fuzz_clipped_loss() {
@@ -468,11 +520,13 @@ void fuzz_clipped_loss() {
         return drmas_clipped_loss_f32(dev, &c, rows_arg, o.ptr(), tokens_arg, lp.ptr(), ol.ptr(), ad.ptr(), rf.ptr(), mk.ptr(),
                                       grad_over_logp ? lp.ptr() : g.ptr(), s.ptr(), nullptr);
     };
-    int32_t st = call(offb, logp, old, adv, ref, mask, grad, sums);
+    bool mis;
+    int32_t st = tracked(mis, [&] { return call(offb, logp, old, adv, ref, mask, grad, sums); });
     count_status(st);
     check_error_message(st, "drmas_clipped_loss_f32");
     if (st != 0 && (!grad.same_bytes(grad0) || !sums.same_bytes(sums0) || !logp.same_bytes(logp0)))
         FAIL("drmas_clipped_loss_f32 failed (%d) but wrote its outputs", st);
+    if (refused_misaligned(dev, mis, st, "drmas_clipped_loss_f32")) return;
     if (st == 0 && !valid && rows_arg == rows && tokens_arg == tokens) FAIL("drmas_clipped_loss_f32 accepted broken offsets");
     bool sane_cfg = isfinite(c.kl_coef) && fabs(c.kl_coef) < 1e30 && c.normalizer >= 1;
     if (st == 0 && finite && sane_cfg && !grad_over_logp) {
@@ -487,10 +541,12 @@ void fuzz_clipped_loss() {
     Buf<float> lp2 = logp0.moved(1), ol2 = old.moved(2), ad2 = adv.moved(3), rf2 = ref.moved(1), g2 = grad0.moved(2);
     Buf<uint8_t> mk2 = mask.moved(3);
     Buf<double> s2 = sums0.moved(4);
-    int32_t st2 = call(o2, lp2, ol2, ad2, rf2, mk2, g2, s2);
+    const Buf<float> g20 = g2;
+    const Buf<double> s20 = s2;
+    int32_t st2 = tracked(mis, [&] { return call(o2, lp2, ol2, ad2, rf2, mk2, g2, s2); });
     count_status(st2);
-    if (st2 != st || (st == 0 && (!g2.same_bytes(grad) || !s2.same_bytes(sums))))
-        FAIL("drmas_clipped_loss_f32: misaligned buffers gave another result (%d vs %d)", st, st2);
+    check_moved(dev, mis, st, st2, g2.same_bytes(g20) && s2.same_bytes(s20), g2.same_bytes(grad) && s2.same_bytes(sums),
+                "drmas_clipped_loss_f32");
 }
 
 // ------------------------------------------------------------------ fused LM head
@@ -625,12 +681,14 @@ void fuzz_lmhead_logprobs() {
     auto call = [&](Buf<L>& zz, Buf<int64_t>& yy, Buf<float>& l, Buf<float>& e) {
         return lmhead_logprobs(dev, T_arg, V_arg, zz.ptr(), yy.ptr(), l.ptr(), e.ptr());
     };
-    int32_t st = call(z, y, lp, ent);
+    bool mis;
+    int32_t st = tracked(mis, [&] { return call(z, y, lp, ent); });
     count_status(st);
     check_error_message(st, fn);
     if (!z.same_bytes(z0) || !slack_intact(z) || !slack_intact(y)) FAIL("%s wrote to its inputs (status %d)", fn, st);
     if (!slack_intact(lp) || !slack_intact(ent)) FAIL("%s wrote outside logp/entropy (T %lld, status %d)", fn, (long long)T, st);
     if (st != 0 && (!lp.same_bytes(lp0) || !ent.same_bytes(ent0))) FAIL("%s failed (%d) but wrote its outputs", fn, st);
+    if (refused_misaligned(dev, mis, st, fn)) return;
     // with the true sizes and every pointer there, the data decides: the first bad target, else the first non-finite logit
     const bool clean = dev == DRMAS_DEVICE_CPU && T_arg == T && V_arg == V && (T == 0 || (!z.null && !y.null && !lp.null));
     if (clean) {
@@ -658,10 +716,10 @@ void fuzz_lmhead_logprobs() {
     Buf<L> z2 = z0.moved(misalign() | 2);
     Buf<float> lp2 = lp0.moved(1), ent2 = ent0.moved(3);
     Buf<int64_t> y2 = y.moved(5);
-    int32_t st2 = call(z2, y2, lp2, ent2);
+    const Buf<float> lp20 = lp2, ent20 = ent2;
+    int32_t st2 = tracked(mis, [&] { return call(z2, y2, lp2, ent2); });
     count_status(st2);
-    if (st2 != st || (st == 0 && (!lp2.same_bytes(lp) || !ent2.same_bytes(ent))))
-        FAIL("%s: misaligned buffers gave another result (%d vs %d)", fn, st, st2);
+    check_moved(dev, mis, st, st2, lp2.same_bytes(lp20) && ent2.same_bytes(ent20), lp2.same_bytes(lp) && ent2.same_bytes(ent), fn);
 }
 
 template <class L>
@@ -744,7 +802,8 @@ void fuzz_lmhead_chunk() {
         return lmhead_chunk(dev, &c, rows_arg, o.ptr(), tokens_arg, c0, n, V_arg, zz.ptr(), yy.ptr(), ol.ptr(), ad.ptr(), rf.ptr(),
                             mk.ptr(), l.ptr(), e.ptr(), s.ptr());
     };
-    int32_t st = call(offb, z, y, old, adv, ref, mask, lp, ent, sums);
+    bool mis;
+    int32_t st = tracked(mis, [&] { return call(offb, z, y, old, adv, ref, mask, lp, ent, sums); });
     count_status(st);
     check_error_message(st, fn);
     if (!slack_intact(z) || !slack_intact(lp) || !slack_intact(ent) || !slack_intact(sums))
@@ -753,6 +812,7 @@ void fuzz_lmhead_chunk() {
         FAIL("%s wrote to its inputs (status %d)", fn, st);
     if (st != 0 && (!z.same_bytes(z0) || !lp.same_bytes(lp0) || !ent.same_bytes(ent0) || !sums.same_bytes(sums0)))
         FAIL("%s failed (%d) but wrote its outputs (logits included): %s", fn, st, drmas_last_error());
+    if (refused_misaligned(dev, mis, st, fn)) return;
     if (st == 0 && !offsets_ok && rows_arg == rows && tokens_arg == tokens) FAIL("%s accepted broken offsets", fn);
     if (st == 0 && !chunk_ok) FAIL("%s accepted the chunk [%lld, %lld + %lld) of %lld tokens", fn, (long long)c0, (long long)c0,
                                    (long long)n, (long long)tokens);
@@ -806,22 +866,25 @@ void fuzz_lmhead_chunk() {
             }
         }
     }
-    // the same call again, on misaligned copies: the same status and bits
+    // the same call again, on misaligned copies: refused, nothing written
     Buf<int64_t> o2 = offb.moved(3), y2 = y.moved(1);
     Buf<L> z2 = z0.moved(misalign() | 1);
     Buf<float> ol2 = old.moved(2), ad2 = adv.moved(3), rf2 = ref.moved(1), l2 = lp0.moved(2), e2 = ent0.moved(1);
     Buf<uint8_t> mk2 = mask.moved(3);
     Buf<double> s2 = sums0.moved(4);
-    int32_t st2 = call(o2, z2, y2, ol2, ad2, rf2, mk2, l2, e2, s2);
+    const Buf<L> z20 = z2;
+    const Buf<float> l20 = l2, e20 = e2;
+    const Buf<double> s20 = s2;
+    int32_t st2 = tracked(mis, [&] { return call(o2, z2, y2, ol2, ad2, rf2, mk2, l2, e2, s2); });
     count_status(st2);
-    if (st2 != st || (st == 0 && (!z2.same_bytes(z) || !l2.same_bytes(lp) || !e2.same_bytes(ent) || !s2.same_bytes(sums))))
-        FAIL("%s: misaligned buffers gave another result (%d vs %d)", fn, st, st2);
+    check_moved(dev, mis, st, st2, z2.same_bytes(z20) && l2.same_bytes(l20) && e2.same_bytes(e20) && s2.same_bytes(s20),
+                z2.same_bytes(z) && l2.same_bytes(lp) && e2.same_bytes(ent) && s2.same_bytes(sums), fn);
 }
 
 // drmas_decode_attention_f32: shapes drawn valid and buffers sized by them (misaligned at times),
 // then at times one argument broken in a way the ABI must refuse (each refusal leaves qkv, the
 // caches and out as they were); values anywhere from ordinary to NaN/Inf/huge; masks with rows
-// that attend to their own slot only; a repeat on misaligned copies gives the same bits.
+// that attend to their own slot only; a repeat on misaligned copies is refused.
 void fuzz_decode_attention() {
     const char* fn = "drmas_decode_attention_f32";
     int32_t dev = chance(0.03) ? DRMAS_DEVICE_CUDA : device();
@@ -858,12 +921,17 @@ void fuzz_decode_attention() {
     }
     out.poison();
     const Buf<float> qkv0 = qkv, kc0 = kc, vc0 = vc, out0 = out;
-    const int32_t st = drmas_decode_attention_f32(dev, a_rows, a_heads, a_kv, a_d, qkv.ptr(), a_qs, qn.ptr(), kn.ptr(), eps, cosb.ptr(),
-                                                  sinb.ptr(), kc.ptr(), vc.ptr(), a_cs, a_cap, a_write, a_slots, mask.ptr(), scale, out.ptr());
+    auto call = [&](Buf<float>& q, Buf<float>& k, Buf<float>& v, Buf<float>& o) {
+        return drmas_decode_attention_f32(dev, a_rows, a_heads, a_kv, a_d, q.ptr(), a_qs, qn.ptr(), kn.ptr(), eps, cosb.ptr(), sinb.ptr(),
+                                          k.ptr(), v.ptr(), a_cs, a_cap, a_write, a_slots, mask.ptr(), scale, o.ptr());
+    };
+    bool mis;
+    const int32_t st = tracked(mis, [&] { return call(qkv, kc, vc, out); });
     count_status(st);
     check_error_message(st, fn);
     if (st != 0 && !(qkv.same_bytes(qkv0) && kc.same_bytes(kc0) && vc.same_bytes(vc0) && out.same_bytes(out0)))
         FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (refused_misaligned(dev, mis, st, fn)) return;
     if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument", fn);
     if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
     if (st == 0 && !wild) {
@@ -873,21 +941,21 @@ void fuzz_decode_attention() {
                 break;
             }
     }
-    if (st == 0) {  // the same call on misaligned copies of the inputs: the same bits
+    if (st == 0) {  // the same call on misaligned copies: refused, nothing written
         Buf<float> q2 = qkv0.moved(2), k2 = kc0.moved(1), v2 = vc0.moved(3), o2 = out0.moved(1);
-        const int32_t st2 = drmas_decode_attention_f32(dev, a_rows, a_heads, a_kv, a_d, q2.ptr(), a_qs, qn.ptr(), kn.ptr(), eps, cosb.ptr(),
-                                                       sinb.ptr(), k2.ptr(), v2.ptr(), a_cs, a_cap, a_write, a_slots, mask.ptr(), scale, o2.ptr());
+        const Buf<float> q20 = q2, k20 = k2, v20 = v2, o20 = o2;
+        const int32_t st2 = tracked(mis, [&] { return call(q2, k2, v2, o2); });
         count_status(st2);
-        if (st2 != 0 || !o2.same_bytes(out) || !q2.same_bytes(qkv) || !k2.same_bytes(kc))
-            FAIL("%s: misaligned buffers gave another result", fn);
+        check_moved(dev, mis, st, st2, q2.same_bytes(q20) && k2.same_bytes(k20) && v2.same_bytes(v20) && o2.same_bytes(o20),
+                    o2.same_bytes(out) && q2.same_bytes(qkv) && k2.same_bytes(kc), fn);
     }
 }
 
 // drmas_rms_norm_f32, drmas_swiglu_f32, drmas_sample_f32 (the decoding step's other ops): shapes drawn
 // valid and buffers sized by them (strides wider than the rows, misaligned, in place at times), then
 // at times one argument broken in a way the ABI must refuse (each refusal leaves every output as it
-// was); values anywhere from ordinary to NaN/Inf/huge; a repeat on misaligned copies gives the same
-// bits.
+// was), an output shifted into an input among them; values anywhere from ordinary to NaN/Inf/huge; a
+// repeat on misaligned copies is refused.
 float step_value(bool wild) { return wild ? value() : (float)(below(2001) - 1000) / 500.0f; }
 
 void fuzz_rms_norm() {
@@ -905,9 +973,10 @@ void fuzz_rms_norm() {
     double eps = chance(0.1) ? 0.0 : 1e-6;
     bool null_x = false, null_w = false, null_out = false;
     int res_alias = 0;  // 1 x, 2 out
+    bool out_shifted = false;  // out one float into x, at x's stride: a partial overlap
     bool broken = chance(0.3);
     if (broken) {
-        switch (below(10)) {
+        switch (below(11)) {
             case 0: a_rows = -1 - below(5); break;
             case 1: a_h = -below(3); break;
             case 2: a_xs = H - 1 - below(2); break;
@@ -917,20 +986,24 @@ void fuzz_rms_norm() {
             case 6: { const int64_t k = below(3); null_x = k == 0; null_w = k == 1; null_out = k == 2; break; }
             case 7: res_alias = 1 + (int)below(2); break;
             case 8: if (xs >= 2) a_rows = INT64_MAX / xs + 1; else broken = false; break;
+            case 9: if (rows > 0) out_shifted = true, a_os = xs; else broken = false; break;
             default: dev = DRMAS_DEVICE_CUDA; break;
         }
     }
     const Buf<float> x0 = x, out0 = out;
     auto call = [&](Buf<float>& xb, Buf<float>& rb, Buf<float>& ob) {
         float* xp = null_x ? nullptr : xb.ptr();
-        float* op = null_out ? nullptr : in_place ? xb.ptr() : ob.ptr();
+        // (shifted: past x's last row by one float, inside the Buf's 8 bytes of slack, never written)
+        float* op = null_out ? nullptr : out_shifted ? xb.ptr() + 1 : in_place ? xb.ptr() : ob.ptr();
         const float* rp = res_alias == 1 ? xb.ptr() : res_alias == 2 ? (in_place ? xb.ptr() : ob.ptr()) : use_res ? rb.ptr() : nullptr;
         return drmas_rms_norm_f32(dev, a_rows, a_h, xp, a_xs, rp, a_rs, null_w ? nullptr : w.ptr(), eps, op, a_os);
     };
-    const int32_t st = call(x, res, out);
+    bool mis;
+    const int32_t st = tracked(mis, [&] { return call(x, res, out); });
     count_status(st);
     check_error_message(st, fn);
     if (st != 0 && !(x.same_bytes(x0) && out.same_bytes(out0))) FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (refused_misaligned(dev, mis, st, fn)) return;
     if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument", fn);
     if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
     if (st == 0 && !wild && eps > 0) {
@@ -943,11 +1016,12 @@ void fuzz_rms_norm() {
                     break;
                 }
     }
-    if (st == 0) {  // the same call on misaligned copies: the same bits
+    if (st == 0) {  // the same call on misaligned copies: refused, nothing written
         Buf<float> x2 = x0.moved(misalign() | 2), r2 = res.moved(1), o2 = out0.moved(3);
-        const int32_t st2 = call(x2, r2, o2);
+        const Buf<float> x20 = x2, o20 = o2;
+        const int32_t st2 = tracked(mis, [&] { return call(x2, r2, o2); });
         count_status(st2);
-        if (st2 != 0 || !x2.same_bytes(x) || !o2.same_bytes(out)) FAIL("%s: misaligned buffers gave another result", fn);
+        check_moved(dev, mis, st, st2, x2.same_bytes(x20) && o2.same_bytes(o20), x2.same_bytes(x) && o2.same_bytes(out), fn);
     }
 }
 
@@ -964,9 +1038,10 @@ void fuzz_swiglu() {
     out.poison();
     int64_t a_rows = rows, a_w = W, a_gs = gs, a_us = us, a_os = alias == 1 ? gs : alias == 2 ? us : os;
     int null_which = 0;  // 1 gate, 2 up, 3 out
+    bool out_shifted = false;  // out one float into gate, at gate's stride: a partial overlap
     bool broken = chance(0.3);
     if (broken) {
-        switch (below(8)) {
+        switch (below(9)) {
             case 0: a_rows = -1 - below(5); break;
             case 1: a_w = -below(3); break;
             case 2: a_gs = W - 1 - below(2); break;
@@ -974,19 +1049,23 @@ void fuzz_swiglu() {
             case 4: a_os = alias != 0 ? a_os + 1 : W - 1 - below(2); break;  // in place: another stride
             case 5: null_which = 1 + (int)below(3); break;
             case 6: if (gs >= 2) a_rows = INT64_MAX / gs + 1; else broken = false; break;
+            case 7: if (rows > 0) out_shifted = true, a_os = gs; else broken = false; break;
             default: dev = DRMAS_DEVICE_CUDA; break;
         }
     }
     const Buf<float> g0 = gate, u0 = up, out0 = out;
     auto call = [&](Buf<float>& gb, Buf<float>& ub, Buf<float>& ob) {
-        float* op = null_which == 3 ? nullptr : alias == 1 ? gb.ptr() : alias == 2 ? ub.ptr() : ob.ptr();
+        // (shifted: past gate's last row by one float, inside the Buf's 8 bytes of slack, never written)
+        float* op = null_which == 3 ? nullptr : out_shifted ? gb.ptr() + 1 : alias == 1 ? gb.ptr() : alias == 2 ? ub.ptr() : ob.ptr();
         return drmas_swiglu_f32(dev, a_rows, a_w, null_which == 1 ? nullptr : gb.ptr(), a_gs, null_which == 2 ? nullptr : ub.ptr(), a_us,
                                 op, a_os);
     };
-    const int32_t st = call(gate, up, out);
+    bool mis;
+    const int32_t st = tracked(mis, [&] { return call(gate, up, out); });
     count_status(st);
     check_error_message(st, fn);
     if (st != 0 && !(gate.same_bytes(g0) && up.same_bytes(u0) && out.same_bytes(out0))) FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (refused_misaligned(dev, mis, st, fn)) return;
     if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument", fn);
     if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
     if (st == 0 && !wild) {
@@ -1001,9 +1080,11 @@ void fuzz_swiglu() {
     }
     if (st == 0) {
         Buf<float> g2 = g0.moved(misalign() | 1), u2 = u0.moved(2), o2 = out0.moved(3);
-        const int32_t st2 = call(g2, u2, o2);
+        const Buf<float> g20 = g2, u20 = u2, o20 = o2;
+        const int32_t st2 = tracked(mis, [&] { return call(g2, u2, o2); });
         count_status(st2);
-        if (st2 != 0 || !g2.same_bytes(gate) || !u2.same_bytes(up) || !o2.same_bytes(out)) FAIL("%s: misaligned buffers gave another result", fn);
+        check_moved(dev, mis, st, st2, g2.same_bytes(g20) && u2.same_bytes(u20) && o2.same_bytes(o20),
+                    g2.same_bytes(gate) && u2.same_bytes(up) && o2.same_bytes(out), fn);
     }
 }
 
@@ -1049,10 +1130,12 @@ void fuzz_sample() {
                                 null_which == 2 ? nullptr : ub.ptr(), null_which == 3 ? nullptr : tb.ptr(),
                                 null_which == 4 ? nullptr : lb.ptr());
     };
-    const int32_t st = call(z, u, tok, lp);
+    bool mis;
+    const int32_t st = tracked(mis, [&] { return call(z, u, tok, lp); });
     count_status(st);
     check_error_message(st, fn);
     if (st != 0 && !(tok.same_bytes(tok0) && lp.same_bytes(lp0))) FAIL("%s failed (%d) but wrote an output", fn, st);
+    if (refused_misaligned(dev, mis, st, fn)) return;
     if (st == 0 && broken && rows > 0) FAIL("%s accepted a broken argument (T %g K %lld P %g)", fn, T, (long long)K, P);
     if (st != 0 && !broken && dev == DRMAS_DEVICE_CPU) FAIL("%s refused valid arguments (%d): %s", fn, st, drmas_last_error());
     if (st == 0) {
@@ -1073,9 +1156,11 @@ void fuzz_sample() {
         Buf<double> u2 = u.moved(3);
         Buf<int64_t> t2 = tok0.moved(2);
         Buf<float> l2 = lp0.moved(1);
-        const int32_t st2 = call(z2, u2, t2, l2);
+        const Buf<int64_t> t20 = t2;
+        const Buf<float> l20 = l2;
+        const int32_t st2 = tracked(mis, [&] { return call(z2, u2, t2, l2); });
         count_status(st2);
-        if (st2 != 0 || !t2.same_bytes(tok) || !l2.same_bytes(lp)) FAIL("%s: misaligned buffers gave another result", fn);
+        check_moved(dev, mis, st, st2, t2.same_bytes(t20) && l2.same_bytes(l20), t2.same_bytes(tok) && l2.same_bytes(lp), fn);
     }
 }
 

@@ -25,6 +25,7 @@
 
 #include <omp.h>
 
+#include "align_cases.h"  // the misaligned-pointer cases, shared with test_cuda.cpp
 #include "drmas.h"
 #include "drmas_math.h"  // token_loss: the scalar formula the vectorised loss must match bit for bit
 
@@ -2900,6 +2901,198 @@ static void test_sample() {
     CHECK(drmas_sample_f32(DRMAS_DEVICE_CPU, 0, V, nullptr, V, 1.0, 0, 1.0, nullptr, nullptr, nullptr) == 0, "0 rows are a no-op");
 }
 
+// Every typed pointer argument of every entry point, 1 byte (and half its alignment) off: refused by
+// name, nothing written (native/test/align_cases.h). Without the check the CPU would run them (x86
+// loads misaligned floats; the compiler may not) and write the outputs.
+static void test_alignment() {
+    struct HostMemory {
+        char* alloc(size_t n) { return (char*)aligned_alloc(64, (n + 63) / 64 * 64); }
+        void put(char* d, const char* s, size_t n) { memcpy(d, s, n); }
+        void get(char* d, const char* s, size_t n) { memcpy(d, s, n); }
+        void release(char* p) { free(p); }
+    } mem;
+    const int calls = align_cases::run(DRMAS_DEVICE_CPU, mem, [](bool ok, const char* fmt, auto... a) { CHECK(ok, fmt, a...); });
+    CHECK(calls > 100, "only %d misaligned calls made", calls);
+    // the device comes first: a CUDA call without CUDA says so, whatever the pointers
+    if (!drmas_cuda_available()) {
+        alignas(8) float buf[8] = {0};
+        int64_t cnt[1];
+        double mean[1], m2[1];
+        const int32_t ids[1] = {0};
+        const int32_t st = drmas_segment_stats_f32(DRMAS_DEVICE_CUDA, 1, (const float*)(const void*)((const char*)buf + 1), ids, 1, 1, cnt,
+                                                   mean, m2, nullptr, nullptr);
+        CHECK(st == DRMAS_ERR_UNSUPPORTED, "CUDA without a device, misaligned values: %d %s", st, drmas_last_error());
+    }
+    // a misaligned array of no elements is refused too (the rule is on the pointer, not on what is read)
+    {
+        alignas(8) unsigned char raw[16] = {0};
+        const int32_t st = drmas_broadcast_rows_f32(DRMAS_DEVICE_CPU, 0, (const float*)(const void*)(raw + 2),
+                                                    (const int64_t*)(const void*)raw, 0, nullptr, nullptr);
+        CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "drmas_broadcast_rows_f32: row_values (0x") &&
+                  contains(drmas_last_error(), "is not aligned to 4 bytes (a float array must start on a multiple of 4)"),
+              "empty misaligned row_values: %d %s", st, drmas_last_error());
+    }
+    printf("  alignment: %d misaligned calls refused\n", calls);
+}
+
+// The decoding step's in-place rules: exact in place works, any other sharing between an array the call
+// writes and another is refused by name (a shifted out would overwrite rows before they are read, and
+// rows run in parallel), and nothing is written. Arrays share one arena so that the overlaps are exact.
+static void test_step_overlaps() {
+    alignas(64) float arena[512];
+    auto reset = [&]() {
+        for (int i = 0; i < 512; ++i) arena[i] = 0.125f * (float)(i % 13) - 0.5f;
+    };
+    auto refused = [&](int32_t st, const char* says, const char* what) {
+        CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), says), "%s: %d %s", what, st, drmas_last_error());
+    };
+    float* const A = arena;
+    // ---- RMSNorm: 2 rows of 6 at stride 6 (x spans 12 floats)
+    {
+        float* x = A;
+        const float* w = A + 200;
+        struct Case {
+            const char* what;
+            float* out;
+            int64_t os;
+            const float* res;
+            const char* says;
+        } cases[] = {
+            {"out one float into x", x + 1, 6, nullptr, "out overlaps x without being x"},
+            {"out on x's last float", x + 11, 6, nullptr, "out overlaps x without being x"},
+            {"x and out interleaved row by row (extents share, elements do not)", x + 6, 12, nullptr, "out overlaps x without being x"},
+            {"residual into x", A + 100, 6, x + 3, "residual overlaps x"},
+            {"residual into out", A + 100, 6, A + 105, "residual overlaps out"},
+            {"weight inside out", A + 195, 6, nullptr, "weight overlaps out"},
+        };
+        for (const Case& k : cases) {
+            reset();
+            float before[512];
+            memcpy(before, arena, sizeof arena);
+            const int64_t xs = k.os == 12 ? 12 : 6;
+            const int32_t st = drmas_rms_norm_f32(DRMAS_DEVICE_CPU, 2, 6, x, xs, k.res, 6, w, 1e-6, k.out, k.os);
+            refused(st, k.says, k.what);
+            CHECK(memcmp(before, arena, sizeof arena) == 0, "rms norm, %s: memory written", k.what);
+        }
+        // weight inside x: refused when the residual is added into x, accepted when x is only read
+        reset();
+        int32_t st = drmas_rms_norm_f32(DRMAS_DEVICE_CPU, 2, 6, x, 6, A + 100, 6, x + 2, 1e-6, A + 150, 6);
+        refused(st, "weight overlaps x", "rms norm weight inside x with a residual");
+        reset();
+        st = drmas_rms_norm_f32(DRMAS_DEVICE_CPU, 2, 6, x, 6, nullptr, 6, x + 2, 1e-6, A + 150, 6);
+        CHECK(st == DRMAS_OK, "rms norm weight inside x, no residual (x only read): %d %s", st, drmas_last_error());
+        // adjacent is not overlapping; exact in place gives the separate output's bits
+        reset();
+        st = drmas_rms_norm_f32(DRMAS_DEVICE_CPU, 2, 6, x, 6, A + 12, 6, w, 1e-6, A + 24, 6);
+        CHECK(st == DRMAS_OK, "rms norm with residual and out right after x: %d %s", st, drmas_last_error());
+        float sep[12];
+        memcpy(sep, A + 24, sizeof sep);
+        reset();
+        st = drmas_rms_norm_f32(DRMAS_DEVICE_CPU, 2, 6, x, 6, A + 12, 6, w, 1e-6, x, 6);
+        CHECK(st == DRMAS_OK && memcmp(sep, x, sizeof sep) == 0, "rms norm in place: %d %s", st, drmas_last_error());
+    }
+    // ---- SwiGLU: 2 rows of 6 at stride 6; gate and up only read, so they may share memory
+    {
+        float *g = A, *u = A + 32;
+        struct Case {
+            const char* what;
+            const float *gate, *up;
+            float* out;
+            const char* says;
+        } cases[] = {
+            {"out one float into gate", g, u, g + 1, "out overlaps gate without being gate"},
+            {"out three floats before up's end", g, u, u + 9, "out overlaps up without being up"},
+            {"out is gate, up shifted into gate", g, g + 2, g, "out overlaps up without being up"},
+        };
+        for (const Case& k : cases) {
+            reset();
+            float before[512];
+            memcpy(before, arena, sizeof arena);
+            const int32_t st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, 2, 6, k.gate, 6, k.up, 6, k.out, 6);
+            refused(st, k.says, k.what);
+            CHECK(memcmp(before, arena, sizeof arena) == 0, "swiglu, %s: memory written", k.what);
+        }
+        reset();
+        int32_t st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, 2, 6, g, 6, u, 6, A + 64, 6);
+        float sep[12];
+        memcpy(sep, A + 64, sizeof sep);
+        CHECK(st == DRMAS_OK, "swiglu apart: %d %s", st, drmas_last_error());
+        st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, 2, 6, g, 6, u, 6, g, 6);
+        CHECK(st == DRMAS_OK && memcmp(sep, g, sizeof sep) == 0, "swiglu in place over gate: %d %s", st, drmas_last_error());
+        reset();
+        st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, 2, 6, g, 6, u, 6, u, 6);
+        CHECK(st == DRMAS_OK && memcmp(sep, u, sizeof sep) == 0, "swiglu in place over up: %d %s", st, drmas_last_error());
+        reset();
+        st = drmas_swiglu_f32(DRMAS_DEVICE_CPU, 2, 6, g, 6, g + 3, 6, A + 64, 6);
+        CHECK(st == DRMAS_OK, "swiglu with gate and up sharing memory: %d %s", st, drmas_last_error());
+    }
+    // ---- the sampler: 2 rows of 5 logits (10 floats); tokens are int64, so 8-byte multiples
+    {
+        const float* z = A;
+        double* uni = (double*)(void*)(A + 160);
+        auto tok_in = [&](int f) { return (int64_t*)(void*)(A + f); };
+        struct Case {
+            const char* what;
+            const double* u;
+            int64_t* tok;
+            float* lp;
+            const char* says;
+        } cases[] = {
+            {"tokens on the second row's logits", uni, tok_in(6), A + 100, "tokens overlaps logits"},
+            {"logprobs on the last logit", uni, tok_in(100), A + 9, "logprobs overlaps logits"},
+            {"tokens on the uniforms", uni, (int64_t*)(void*)(uni + 1), A + 100, "tokens overlaps uniforms"},
+            {"tokens and logprobs", uni, tok_in(100), A + 102, "tokens and logprobs overlap"},
+        };
+        for (const Case& k : cases) {
+            reset();
+            uni[0] = 0.25, uni[1] = 0.75;
+            float before[512];
+            memcpy(before, arena, sizeof arena);
+            const int32_t st = drmas_sample_f32(DRMAS_DEVICE_CPU, 2, 5, z, 5, 1.0, 0, 1.0, k.u, k.tok, k.lp);
+            refused(st, k.says, k.what);
+            CHECK(memcmp(before, arena, sizeof arena) == 0, "sample, %s: memory written", k.what);
+        }
+        reset();
+        uni[0] = 0.25, uni[1] = 0.75;
+        const int32_t st = drmas_sample_f32(DRMAS_DEVICE_CPU, 2, 5, z, 5, 1.0, 0, 1.0, uni, tok_in(10), A + 14);
+        CHECK(st == DRMAS_OK, "sample with tokens and logprobs right after the logits: %d %s", st, drmas_last_error());
+    }
+    // ---- the attention: 2 rows, 2 heads on 1 kv head of 4; qkv [2 x 16], caches [2 x 16], out [2 x 8]
+    {
+        float *qkv = A, *kc = A + 32, *vc = A + 64, *out = A + 96, *cs = A + 112, *sn = A + 120, *qn = A + 128, *kn = A + 132;
+        uint8_t* mask = (uint8_t*)(void*)(A + 140);  // any bytes are a mask
+        auto call = [&](float* q, float* k, float* v, float* o, const float* c, const uint8_t* m) {
+            return drmas_decode_attention_f32(DRMAS_DEVICE_CPU, 2, 2, 1, 4, q, 16, qn, kn, 1e-6, c, sn, k, v, 16, 4, 1, 2, m, 0.5, o);
+        };
+        struct Case {
+            const char* what;
+            float *q, *k, *v, *o;
+            const float* c;
+            const uint8_t* m;
+            const char* says;
+        } cases[] = {
+            {"out inside qkv", qkv, kc, vc, qkv + 20, cs, mask, "qkv and out overlap"},
+            {"the same cache for keys and values", qkv, kc, kc, out, cs, mask, "k_cache and v_cache overlap"},
+            {"v_cache one float into k_cache", qkv, kc, kc + 31, out, cs, mask, "k_cache and v_cache overlap"},
+            {"out on cos", qkv, kc, vc, cs - 4, cs, mask, "out overlaps cos"},
+            {"k_cache on q_norm", qkv, qn - 2, vc, out, cs, mask, "k_cache overlaps q_norm"},
+            {"qkv on the mask", (float*)(void*)mask, kc, vc, out, cs, mask, "qkv overlaps mask"},
+        };
+        for (const Case& k : cases) {
+            reset();
+            float before[512];
+            memcpy(before, arena, sizeof arena);
+            const int32_t st = call(k.q, k.k, k.v, k.o, k.c, k.m);
+            refused(st, k.says, k.what);
+            CHECK(memcmp(before, arena, sizeof arena) == 0, "decode attention, %s: memory written", k.what);
+        }
+        reset();
+        for (int i = 0; i < 8; ++i) cs[i] = 1.0f, sn[i] = 0.0f;
+        const int32_t st = call(qkv, kc, vc, out, cs, mask);
+        CHECK(st == DRMAS_OK, "decode attention, arrays side by side: %d %s", st, drmas_last_error());
+    }
+}
+
 int main() {
     printf("libdrmas %s, CUDA compiled %d, available %d, CPU threads %d\n", drmas_version(), drmas_cuda_compiled(), drmas_cuda_available(), drmas_get_num_threads());
     test_hand_example();
@@ -2939,6 +3132,8 @@ int main() {
     test_swiglu();
     test_sample();
     test_abi_table();
+    test_alignment();
+    test_step_overlaps();
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

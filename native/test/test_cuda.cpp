@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "align_cases.h"  // the misaligned-pointer cases, shared with test_cpu.cpp
 #include "drmas.h"
 
 static int g_pass = 0, g_fail = 0;
@@ -2370,6 +2371,43 @@ static void test_lmhead_bf16(std::mt19937_64& rng) {
     }
 }
 
+// Every typed device pointer of every CUDA entry point, 1 byte (and half its alignment) off: refused by
+// name before any launch, no device byte written, and the context still usable after (on a GPU such a
+// launch is a "misaligned address" fault, sticky: every later call of the process would fail with it).
+static void test_alignment(std::mt19937_64&) {
+    struct DeviceMemory {
+        char* alloc(size_t n) {
+            void* p = nullptr;
+            if (drmas_cuda_malloc(n, &p) != DRMAS_OK) {
+                printf("FATAL drmas_cuda_malloc(%zu bytes): %s\n", n, drmas_last_error());
+                exit(1);
+            }
+            return (char*)p;
+        }
+        void put(char* d, const char* s, size_t n) {
+            check(drmas_cuda_memcpy(d, s, n, DRMAS_COPY_HOST_TO_DEVICE) == DRMAS_OK, "upload: %s", drmas_last_error());
+        }
+        void get(char* d, const char* s, size_t n) {
+            check(drmas_cuda_memcpy(d, s, n, DRMAS_COPY_DEVICE_TO_HOST) == DRMAS_OK, "download: %s", drmas_last_error());
+        }
+        void release(char* p) { drmas_cuda_free(p); }
+    } mem;
+    const int calls = align_cases::run(DRMAS_DEVICE_CUDA, mem, [](bool ok, const char* fmt, auto... a) { check(ok, fmt, a...); });
+    check(calls > 100, "only %d misaligned calls made", calls);
+    // the host pointers of the CUDA helpers
+    alignas(8) unsigned char raw[32] = {0};
+    int32_t st = drmas_cuda_get_device((int32_t*)(void*)(raw + 2));
+    check(st == DRMAS_ERR_CONFIG && strstr(drmas_last_error(), "drmas_cuda_get_device: device (0x") != nullptr &&
+              strstr(drmas_last_error(), "is not aligned to 4 bytes") != nullptr,
+          "drmas_cuda_get_device on a misaligned int32_t: %d %s", st, drmas_last_error());
+    st = drmas_cuda_malloc(64, (void**)(void*)(raw + 4));
+    check(st == DRMAS_ERR_CONFIG && strstr(drmas_last_error(), "drmas_cuda_malloc: ptr (0x") != nullptr &&
+              strstr(drmas_last_error(), "is not aligned to 8 bytes") != nullptr,
+          "drmas_cuda_malloc into a misaligned void*: %d %s", st, drmas_last_error());
+    check(std::all_of(raw, raw + sizeof raw, [](unsigned char b) { return b == 0; }), "the CUDA helpers wrote through a misaligned pointer");
+    sync_ok("after the misaligned calls");
+}
+
 int main() {
     const char* scale = getenv("DRMAS_TEST_SCALE");
     g_small = scale != nullptr && strcmp(scale, "small") == 0;
@@ -2433,6 +2471,7 @@ int main() {
     timed("lmhead_async", test_lmhead_async);
     timed("grid_stride", test_grid_stride);
     timed("counts", test_launch_counts);
+    timed("alignment", test_alignment);
     printf("%d passed, %d failed\n", g_pass, g_fail);
     return g_fail ? 1 : 0;
 }

@@ -338,6 +338,41 @@ class CudaKernelsTest {
         }
     }
 
+    /**
+     * A device segment one byte off its float alignment is refused by name before any launch (a GPU would
+     * fault on it, and the fault would end the process's CUDA context), nothing is written, and the device
+     * still works after it.
+     */
+    @Test
+    void aMisalignedDeviceSegmentIsAClearErrorAndTheDeviceLivesOn() {
+        int t = 3, v = 5;
+        float[] z = new float[t * v];
+        for (int i = 0; i < z.length; i++) z[i] = 0.25f * (i % 7) - 0.5f;
+        long[] y = {0, 4, 2};
+        float[] cpuLp = new float[t], lp = new float[t];
+        Kernels.lmheadLogprobs(Backend.CPU, t, v, MemorySegment.ofArray(z), MemorySegment.ofArray(y), MemorySegment.ofArray(cpuLp), null,
+                null);
+        try (DeviceBuffer dz = DeviceBuffer.allocate(4L * z.length + 8); DeviceBuffer dy = DeviceBuffer.of(MemorySegment.ofArray(y));
+             DeviceBuffer dlp = DeviceBuffer.of(MemorySegment.ofArray(new float[] {-7, -7, -7}))) {
+            MemorySegment off = dz.segment().asSlice(1, 4L * z.length);
+            DrmasException e = assertThrows(DrmasException.class, () -> Kernels.lmheadLogprobs(Backend.CUDA, t, v, off, dy.segment(),
+                    dlp.segment(), null, null));
+            assertEquals(DrmasException.ERR_CONFIG, e.status());
+            assertTrue(e.getMessage().startsWith("drmas_lmhead_logprobs_f32: logits (0x")
+                    && e.getMessage().contains(") is not aligned to 4 bytes"), e.getMessage());
+            DeviceBuffer.synchronize();
+            dlp.download(MemorySegment.ofArray(lp));
+            assertArrayEquals(new float[] {-7, -7, -7}, lp, "logp written by a refused call");
+            MemorySegment aligned = dz.segment().asSlice(4, 4L * z.length);  // 4 bytes on: a float's alignment
+            try (DeviceBuffer host = DeviceBuffer.of(MemorySegment.ofArray(z))) {
+                LibDrmas.check(LibDrmas.cudaMemcpy(aligned, host.segment(), 4L * z.length, 3));
+            }
+            Kernels.lmheadLogprobs(Backend.CUDA, t, v, aligned, dy.segment(), dlp.segment(), null, null);
+            dlp.download(MemorySegment.ofArray(lp));
+            assertClose("logp after a refused misaligned call", lp, cpuLp, 1e-5, 1e-5);
+        }
+    }
+
     @Test
     void badInputsOnCudaLeaveDeviceOutputsUntouched() {
         float[] guard = {-7, -7, -7, -7};

@@ -162,6 +162,46 @@ class KernelsTest {
         assertUntouched(grad);
     }
 
+    /**
+     * A segment that does not start on its element type's alignment (a byte slice one off, in native or heap
+     * memory) is a DrmasException naming the argument, with nothing written: libdrmas checks the alignment
+     * of every pointer before it reads one (on CUDA a misaligned float is a fault that ends the process's
+     * CUDA context), and the bindings pass segments on as they are.
+     */
+    @Test
+    void aMisalignedSegmentIsAClearError() {
+        long[] off = {0, 3, 7};
+        float[] lp = {-1, -0.5f, -2, -0.1f, -0.3f, -1.2f, -0.7f}, old = {-1.1f, -0.4f, -2.5f, -0.1f, -0.9f, -1, -0.6f};
+        float[] adv = {1, 1, 1, -2, -2, -2, -2};
+        Kernels.LossParams p = new Kernels.LossParams(0.2, 0.28, 3, 0, 7, 0, false);
+        double[] sums = new double[AbiIndices.LOSS_SUMS];
+        float[] grad = guards(7);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment logp = arena.allocate(4 * 7 + 8, 8).asSlice(1, 4 * 7);  // native memory, 1 byte off
+            logp.copyFrom(seg(lp));
+            DrmasException e = assertThrows(DrmasException.class, () -> Kernels.clippedLoss(Backend.CPU, p, 2, MemorySegment.ofArray(off),
+                    7, logp, seg(old), seg(adv), null, null, seg(grad), MemorySegment.ofArray(sums), null));
+            assertEquals(DrmasException.ERR_CONFIG, e.status());
+            assertTrue(e.getMessage().startsWith("drmas_clipped_loss_f32: logp (0x")
+                    && e.getMessage().contains(") is not aligned to 4 bytes (a float array must start on a multiple of 4)"), e.getMessage());
+            assertUntouched(grad);
+            // the same values aligned: accepted
+            Kernels.clippedLoss(Backend.CPU, p, 2, MemorySegment.ofArray(off), 7, seg(lp), seg(old), seg(adv), null, null, seg(grad),
+                    MemorySegment.ofArray(sums), null);
+        }
+        // heap memory: a byte array's slice one byte on, as the int64 row offsets (a heap array's own
+        // elements are aligned for their type; one byte off is misaligned whatever the array's base)
+        MemorySegment bytes = MemorySegment.ofArray(new byte[8 * 3 + 8]).asSlice(1, 8 * 3);
+        bytes.copyFrom(MemorySegment.ofArray(off));
+        float[] tokens = guards(7);
+        DrmasException e = assertThrows(DrmasException.class, () -> Kernels.broadcastRows(Backend.CPU, 2, seg(new float[] {1, 2}), bytes, 7,
+                seg(tokens), null));
+        assertEquals(DrmasException.ERR_CONFIG, e.status());
+        assertTrue(e.getMessage().startsWith("drmas_broadcast_rows_f32: row_offsets (0x")
+                && e.getMessage().contains(") is not aligned to 8 bytes (an int64_t array must start on a multiple of 8)"), e.getMessage());
+        assertUntouched(tokens);
+    }
+
     @Test
     void lossWithHostOffsetsIsTheSameCallAndChecksThem() {
         long[] off = {0, 3, 3, 7};
