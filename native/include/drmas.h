@@ -28,8 +28,8 @@
  *    was. (On a thread that has never selected a device, "as it was" is device 0, and with
  *    CUDA 12 and later switching back to it creates device 0's context, hundreds of MiB, if
  *    the process had none there: call from a thread whose current device is the arrays', as
- *    LibTorch's device guard and the trainer do.) Work is queued on `stream` (a cudaStream_t of that GPU, e.g. LibTorch's current
- *    stream; NULL is the legacy default stream). Config structs are always host memory.
+ *    LibTorch's device guard and the trainer do.) Work is queued on `stream` (a cudaStream_t
+ *    of that GPU, e.g. LibTorch's current stream; NULL is the legacy default stream). Config structs are always host memory.
  *    CUDA calls validate their data on the device and synchronise `stream` to report errors
  *    before anything is written (as torch.nonzero does; once, or twice where a call validates
  *    in two steps, as drmas_lmhead_chunk_* does); drmas_clipped_loss_async_f32 takes
