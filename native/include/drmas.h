@@ -281,7 +281,8 @@ typedef struct drmas_loss_config {
  * masked tokens are never read into the result, so padding may hold anything. Those of valid
  * tokens are not checked: a NaN there makes the sums NaN (check them), while that token's gradient
  * may be NaN or, where the NaN ratio is clipped away, 0. The clip bounds, dual_clip, kl_coef and
- * 1 / normalizer are applied as floats. grad must not share memory with the inputs. */
+ * 1 / normalizer are applied as floats. grad and sums must not share memory with the inputs or
+ * with each other (DRMAS_ERR_CONFIG names the pair). */
 DRMAS_API int32_t drmas_clipped_loss_f32(int32_t device, const drmas_loss_config* cfg,
                                          int64_t num_rows, const int64_t* row_offsets,
                                          int64_t num_tokens, const float* logp,

@@ -349,6 +349,29 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
         if (per_row) DRMAS_REQUIRE(num_rows == 0 || advantages, DRMAS_ERR_NULL, "%s: row_advantages is NULL", fn);
         DRMAS_REQUIRE(sums, DRMAS_ERR_NULL, "%s: sums is NULL (it needs %d doubles)", fn, DRMAS_LOSS_SUMS);
         if (c.kl_type == DRMAS_KL_NONE) ref_logp = nullptr;
+        {
+            // the outputs may not share memory with the inputs or with each other: grad[t] is written while
+            // later tokens' inputs are still to be read, and sums is read and written as the rows go
+            const uint64_t tok4 = 4 * (uint64_t)num_tokens, sums_bytes = 8 * (uint64_t)DRMAS_LOSS_SUMS;
+            const struct {
+                const char* name;
+                const void* p;
+                uint64_t bytes;
+            } inputs[] = {{"logp", logp, tok4},
+                          {"old_logp", old_logp, tok4},
+                          {per_row ? "row_advantages" : "advantages", advantages, per_row ? 4 * (uint64_t)num_rows : tok4},
+                          {"ref_logp", ref_logp, tok4},
+                          {"mask", mask, (uint64_t)num_tokens},
+                          {"row_offsets", row_offsets, 8 * ((uint64_t)num_rows + 1)},
+                          {"host_row_offsets", async ? host_row_offsets : nullptr, 8 * ((uint64_t)num_rows + 1)}};
+            for (const auto& in : inputs) {
+                DRMAS_REQUIRE(!overlaps(grad, tok4, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                              "%s: grad overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+                DRMAS_REQUIRE(!overlaps(sums, sums_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
+                              "%s: sums overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
+            }
+            DRMAS_REQUIRE(!overlaps(grad, tok4, sums, sums_bytes), DRMAS_ERR_CONFIG, "%s: grad and sums overlap", fn);
+        }
         if (device == DRMAS_DEVICE_CUDA)
             return clipped_loss_cuda(c, num_rows, host_row_offsets, row_offsets, num_tokens, logp, old_logp, advantages,
                                      ref_logp, mask, grad, sums, stream, per_row);

@@ -356,6 +356,50 @@ static void test_errors() {
     st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, past, 4, ok, ok, ok, nullptr, nullptr, tok, sums, nullptr);
     CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "per_row_mean"), "bad per_row_mean: %d %s", st, drmas_last_error());
     CHECK(tok[0] == -7 && tok[3] == -7, "grad untouched");
+    lc.per_row_mean = 0;
+    // grad and sums sharing memory with the inputs or with each other: refused by name, nothing written
+    // (one arena, so that which overlap is found first never depends on the stack)
+    {
+        alignas(8) unsigned char arena[1024];
+        memset(arena, 0, sizeof arena);
+        float* lp = (float*)(void*)arena;                 // [0, 16)
+        float* olp = (float*)(void*)(arena + 64);          // [64, 80)
+        float* av = (float*)(void*)(arena + 128);          // [128, 144): 4 tokens, or 2 rows
+        uint8_t* mk = arena + 192;                         // [192, 196)
+        int64_t* of = (int64_t*)(void*)(arena + 256);      // [256, 280)
+        float* g = (float*)(void*)(arena + 320);           // [320, 336)
+        double* sm = (double*)(void*)(arena + 512);        // [512, 512 + 8 * DRMAS_LOSS_SUMS)
+        const int64_t ov[3] = {0, 2, 4};
+        memcpy(of, ov, sizeof ov);
+        memset(mk, 1, 4);
+        struct Case {
+            const char* what;
+            float* grad;
+            double* sums;
+            const char* message;
+        } cases[] = {
+            {"grad = logp", lp, sm, "grad overlaps logp"},
+            {"grad one token into old_logp", olp + 3, sm, "grad overlaps old_logp"},
+            {"grad on the mask", (float*)(void*)mk, sm, "grad overlaps mask"},
+            {"grad on the row offsets", (float*)(void*)(of + 1), sm, "grad overlaps row_offsets"},
+            {"sums on the advantages", g, (double*)(void*)av, "sums overlaps advantages"},
+            {"sums inside grad", g, (double*)(void*)(g + 2), "grad and sums overlap"},
+        };
+        unsigned char before[sizeof arena];
+        memcpy(before, arena, sizeof arena);
+        for (const Case& k : cases) {
+            st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, of, 4, lp, olp, av, nullptr, mk, k.grad, k.sums, nullptr);
+            CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), k.message), "%s: %d %s", k.what, st, drmas_last_error());
+            CHECK(memcmp(before, arena, sizeof arena) == 0, "%s: memory written", k.what);
+        }
+        st = drmas_clipped_loss_rows_f32(DRMAS_DEVICE_CPU, &lc, 2, of, of, 4, lp, olp, av, nullptr, mk, av + 1, sm, nullptr);
+        CHECK(st == DRMAS_ERR_CONFIG && contains(drmas_last_error(), "grad overlaps row_advantages"), "grad on the row advantages: %d %s",
+              st, drmas_last_error());
+        CHECK(memcmp(before, arena, sizeof arena) == 0, "grad on the row advantages: memory written");
+        // adjacent, not overlapping: accepted
+        st = drmas_clipped_loss_f32(DRMAS_DEVICE_CPU, &lc, 2, of, 4, lp, olp, av, nullptr, mk, lp + 4, sm, nullptr);
+        CHECK(st == DRMAS_OK, "grad right after logp: %d %s", st, drmas_last_error());
+    }
 
     st = drmas_advantage_f32(DRMAS_DEVICE_CUDA, &c, 4, ok, uid, traj, ag, 2, 2, 2, out, nullptr, nullptr);
     if (!drmas_cuda_available())
