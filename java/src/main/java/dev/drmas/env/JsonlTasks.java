@@ -53,7 +53,8 @@ public final class JsonlTasks {
      * non-blank string or an integer (an integral float such as pandas' 60.0 for a column with
      * gaps counts as the integer); without one a task is named by its line number. With {@code
      * benchmarks} the line's {@code dataSourceField} is its benchmark, a non-blank string on every
-     * line or on none (JSON null counts as none). Either way a line whose {@code dataSourceField} is a
+     * line or on none (JSON null counts as none); without, a line's non-blank string there is still
+     * its task's data source (what a grader is given), other values none. Either way a line whose {@code dataSourceField} is a
      * non-blank string has its id scoped by it ("nq/test_0"): the ids must be unique within a
      * benchmark, as files that concatenate benchmarks (Search-R1's NQ + HotpotQA, its seven test
      * sets) repeat their own ids.
@@ -89,6 +90,11 @@ public final class JsonlTasks {
                             : "missing, though earlier lines have it") + ": the benchmark of every task or of none");
                 }
                 if (has) source = text(fields, dataSourceField, where, false);
+            } else if (dataSourceField != null) {
+                // a training task's data_source goes to the grader (verl's reward functions branch on it); the
+                // every-line-or-none rule is the benchmarks' (the test file's per-benchmark metrics) alone
+                Field f = fields.get(dataSourceField);
+                if (f != null && f.token == JsonToken.VALUE_STRING && !f.text.isBlank()) source = f.text;
             }
             tasks.add(new Task(id, question, answers.getFirst(), answers.subList(1, answers.size()), source));
         });

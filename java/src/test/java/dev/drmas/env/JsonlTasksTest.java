@@ -177,7 +177,7 @@ class JsonlTasksTest {
             List<Task> t = JsonlTasks.read(p, "question", "golden_answers", "data_source", benchmarks);
             assertEquals(List.of("nq/test_0", "triviaqa/test_0", "nq/test_1", "4", "aime24/60", "aime24/61"),
                     t.stream().map(Task::id).toList(), "benchmarks " + benchmarks);
-            assertEquals(benchmarks ? "triviaqa" : null, t.get(1).dataSource());
+            assertEquals("triviaqa", t.get(1).dataSource());  // the training file's too: the grader is given it
         }
         // within a benchmark an id is still unique; without the field (data_source_field: null) the file's ids are
         Path twice = write("""
@@ -195,8 +195,9 @@ class JsonlTasksTest {
                 {"question": "q2", "golden_answers": ["b"], "id": "train_0"}
                 {"question": "q3", "golden_answers": ["c"], "id": "train_1", "data_source": 7}
                 """);
-        assertEquals(List.of("nq/train_0", "train_0", "train_1"),
-                JsonlTasks.read(mixed, "question", "golden_answers", "data_source", false).stream().map(Task::id).toList());
+        List<Task> training = JsonlTasks.read(mixed, "question", "golden_answers", "data_source", false);
+        assertEquals(List.of("nq/train_0", "train_0", "train_1"), training.stream().map(Task::id).toList());
+        assertEquals(java.util.Arrays.asList("nq", null, null), training.stream().map(Task::dataSource).toList());
     }
 
     @Test

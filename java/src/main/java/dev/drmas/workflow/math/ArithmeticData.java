@@ -9,8 +9,8 @@ import java.util.List;
 import java.util.Set;
 
 /**
- * @param operands      numbers per expression, 2..6; default 2
- * @param digits        digits per number, 1..9; default 2
+ * @param operands      the most numbers an expression has (each draws 2..operands), 2..6; default 2
+ * @param digits        the most digits a number has (each draws 1..digits), 1..9; default 2
  * @param operators     the operators drawn from, a non-empty subset of {@code + - *}; default
  *                      {@code [+, -]} (the generator has no division)
  * @param allowNegative whether answers may be negative; default false
