@@ -36,6 +36,12 @@ import org.knowm.xchart.style.lines.SeriesLines;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 public final class RunReport {
+    /**
+     * What `drmas experiment` writes into a job's folder when the job ended well, its training done (a stopped or
+     * failed job ends otherwise): the report takes such a run of trainer.epochs to have trained to its last step.
+     */
+    public static final String EXPERIMENT_DONE = "experiment.done";
+
     /** Builds and writes the plots' JSON data (thread-safe once configured). */
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -324,8 +330,9 @@ public final class RunReport {
     }
 
     /**
-     * The step at which a run of group {@code g} has finished: its trainer.steps, or where its
-     * config.yaml does not say, the last step that any run of the group logged.
+     * The step at which a run of group {@code g} has finished: the steps it trains (trainer.steps, or
+     * trainer.epochs' count where known), or where that is unknown, the last step that any run of the
+     * group logged.
      */
     static long target(ReportRuns.Run r, List<ReportRuns.Run> g) {
         return r.plannedSteps() > 0 ? r.plannedSteps() : g.stream().mapToLong(ReportRuns.Run::lastStep).max().orElse(0);
@@ -504,7 +511,8 @@ public final class RunReport {
         }
         return t.append("</table>\n<p>Values are means over the seeds ± the half-width of a 95% interval (Student's t; none "
                 + "with one seed); (n=…) where fewer seeds than the row's stand behind a value. Finished: the runs whose last "
-                + "evaluation is at their config's trainer.steps (or, without evaluations, that logged it); \"after\" is each finished run's final evaluation, and a run "
+                + "evaluation is at the last step they train, their config's trainer.steps or trainer.epochs' count (or, without "
+                + "evaluations, that logged it); \"after\" is each finished run's final evaluation, and a run "
                 + "that stopped early (or evaluated only before training) is left out of it. Scores without a benchmark in their "
                 + "name are over all test tasks pooled: a mixed test file's benchmarks weigh by their task counts"
                 + (mixed ? "; their mean (" + benchHeader + ") weighs each alike" : "") + ". ‖g‖ is the per-agent gradient norm before "
@@ -542,8 +550,17 @@ public final class RunReport {
             }
         }
         if (!unfinished.isEmpty()) {
-            out.add("Unfinished runs, left out of every \"after\" (a run is finished when its last evaluation is at its trainer.steps): "
-                    + String.join(", ", unfinished) + ".");
+            out.add("Unfinished runs, left out of every \"after\" (a run is finished when its last evaluation is at the last step it "
+                    + "trains, its trainer.steps or trainer.epochs' count): " + String.join(", ", unfinished) + ".");
+        }
+        List<String> unknown = new ArrayList<>();
+        for (List<ReportRuns.Run> g : groups.values()) for (ReportRuns.Run r : g) if (r.plannedSteps() == 0 && r.epochs() > 0) unknown.add(r.name());
+        if (!unknown.isEmpty()) {
+            // trainer.epochs counts steps from the training tasks, which the run folder does not record: the count the trainer
+            // printed is read from an experiment's logs/, and without it a run can only be judged against its mode's others
+            out.add("Steps planned unknown for " + String.join(", ", unknown) + ": trainer.epochs sets their length, which their "
+                    + "folders do not record (the trainer prints it at its start; an experiment keeps that in logs/<run>.log); each "
+                    + "counts as finished once it reached the last step any run of its mode logged.");
         }
         List<String> keys = evalKeys(groups), benchmarks = benchmarkPass1(keys);
         String main = keys.contains("eval/pass@1") ? "eval/pass@1" : keys.isEmpty() ? null : keys.getFirst();
@@ -563,8 +580,19 @@ public final class RunReport {
                     if (!after.get(i).overlaps(after.get(j))) distinct.add(labels.get(i) + " vs " + labels.get(j));
                 }
             }
-            sb.append(distinct.isEmpty() ? "Every pair of intervals overlaps: these runs do not show that one mode evaluates better than another."
-                    : "Intervals that do not overlap: " + String.join(", ", distinct) + ".");
+            // an interval of fewer than two finished seeds has no width, and overlaps() takes it as overlapping everything:
+            // no statement about those modes, which are named instead
+            List<String> noInterval = new ArrayList<>();
+            for (int i = 0; i < labels.size(); i++) if (after.get(i).n() < 2) noInterval.add(labels.get(i));
+            String without = noInterval.isEmpty() ? "" : " " + String.join(", ", noInterval) + (noInterval.size() == 1 ? " has" : " have")
+                    + " fewer than two finished seeds: no interval, no comparison with " + (noInterval.size() == 1 ? "it." : "them.");
+            if (!distinct.isEmpty()) {
+                sb.append("Intervals that do not overlap: ").append(String.join(", ", distinct)).append('.').append(without);
+            } else if (noInterval.isEmpty()) {
+                sb.append("Every pair of intervals overlaps: these runs do not show that one mode evaluates better than another.");
+            } else {
+                sb.append("No intervals are apart.").append(without).append(" These runs do not show that one mode evaluates better than another.");
+            }
             out.add(sb.toString());
             if (main.equals("eval/pass@1") && !benchmarks.isEmpty()) {
                 StringBuilder bm = new StringBuilder("Mean of the benchmarks' pass@1 (" + benchmarks.size() + ", each weighed alike): ");

@@ -7,8 +7,11 @@
 // each finished run's final evaluation (a seed that stopped early is left out and named); non-finite
 // and zero gradient norms have their rules; each cell's n shows where it is not the row's; two runs
 // of one mode and seed are an error; files are replaced by rename; the summary names the pairs of
-// modes whose intervals do not overlap; the table's inflation and benchmark-mean columns hold their
-// values (and the latter are there only with benchmarks).
+// modes whose intervals do not overlap, and claims nothing of a mode with fewer than two finished
+// seeds; the table's inflation and benchmark-mean columns hold their values (and the latter are
+// there only with benchmarks); a run of trainer.epochs finishes at the step count the trainer printed
+// (an experiment's log), where that is unknown at its mode's last step, which the summary says, and
+// one without evaluations that stopped short of it has not finished.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -189,6 +192,86 @@ class RunReportTest {
         // pass@1 before/after, pass@4 before/after (seeds 1 and 3 only), pass@8 before/after (seed 2)
         assertTrue(page.contains("<td>0.050 ± 0.000</td><td>0.300 ± 0.000</td><td>0.100 ± 0.000</td><td>0.500 ± 0.000 (n=2)</td>"
                 + "<td>–</td><td>0.500 (n=1)</td>"), page);
+    }
+
+    /** A run folder whose config.yaml has {@code trainer} as its trainer section (as config.yaml holds every setting, steps too). */
+    Path runWithTrainer(Path exp, String mode, int seed, String trainer, List<String> lines) throws IOException {
+        Path d = Files.createDirectories(exp.resolve(mode + "-s" + seed));
+        Files.writeString(d.resolve("config.yaml"), "run: {name: " + mode + "-s" + seed + ", seed: " + seed + "}\n"
+                + "algorithm: {mode: " + mode + ", global_pooling: trajectories}\norchestra: {name: math}\ntrainer: " + trainer + "\n");
+        Files.write(d.resolve("metrics.jsonl"), lines);
+        return d;
+    }
+
+    /** The experiment's log of {@code run} with the line the trainer prints at its start under trainer.epochs. */
+    static void epochsLog(Path exp, String run, int epochs, int steps) throws IOException {
+        Files.createDirectories(exp.resolve("logs"));
+        Files.writeString(exp.resolve("logs").resolve(run + ".log"), "=== drmas experiment: " + run + " started 2026-01-01T00:00:00Z ===\n"
+                + "drmas: trainer.epochs " + epochs + ": " + steps + " steps (" + epochs + " x floor(" + steps / epochs * 32
+                + " training tasks / 32 a step)); trainer.steps is not used\nstep 1/" + steps + " ...\n");
+    }
+
+    @Test
+    void runsOfTrainerEpochsFinishAtTheStepCountTheTrainerPrinted() throws IOException {
+        // the GPU configs: trainer.epochs 2 over 23 steps a pass = 46 steps, while config.yaml still says steps: 100
+        Path exp = tmp.resolve("epochs");
+        for (String mode : List.of("grpo", "drmas")) {
+            for (int seed = 1; seed <= 2; seed++) {
+                double end = (mode.equals("grpo") ? 0.3 : 0.6) + seed / 100.0;
+                runWithTrainer(exp, mode, seed, "{steps: 100, epochs: 2, eval_freq: 20}", lines(46, s -> 1.0, new double[][] {{0, 0.1}, {20, 0.2},
+                        {40, 0.25}, {46, end}}));
+                epochsLog(exp, mode + "-s" + seed, 2, 46);
+            }
+        }
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertFalse(page.contains("Unfinished") || page.contains("Steps planned unknown"), page);
+        assertTrue(page.contains("<tr><td>grpo</td><td>2</td><td>2</td><td>46</td><td>0.100 ± 0.000</td><td>"
+                + String.format(Locale.ROOT, "%.3f ± %.3f", 0.315, 12.706 * Math.sqrt(0.005 * 0.005 * 2) / Math.sqrt(2)) + "</td>"), page);
+        assertTrue(page.contains("Intervals that do not overlap: grpo vs drmas."), page);
+    }
+
+    @Test
+    void aRunWithoutEvaluationsThatCrashedBeforeItsEpochsIsUnfinished() throws IOException {
+        // trainer.eval_freq 0: finished means having logged the last step; seed 2 crashed at step 150 of 468 (past trainer.steps' 100)
+        Path exp = tmp.resolve("crash");
+        runWithTrainer(exp, "grpo", 1, "{steps: 100, epochs: 2, eval_freq: 0}", lines(468, s -> 1.0, new double[0][]));
+        runWithTrainer(exp, "grpo", 2, "{steps: 100, epochs: 2, eval_freq: 0}", lines(150, s -> 1.0, new double[0][]));
+        epochsLog(exp, "grpo-s1", 2, 468);
+        epochsLog(exp, "grpo-s2", 2, 468);
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains("<tr><td>grpo</td><td>2</td><td>1</td><td>150–468</td>"), page);
+        assertTrue(page.contains("grpo-s2 (step 150 of 468, no evaluation)"), page);
+    }
+
+    @Test
+    void withoutTheStepCountOfItsEpochsARunIsJudgedByItsModesOthersAndTheReportSaysSo() throws IOException {
+        // no experiment log: seed 1 has the experiment's marker of a finished job (its last step is its last), seeds 2 and 3
+        // neither: their planned steps are unknown, and the group's last step stands in
+        Path exp = tmp.resolve("unknown");
+        Path s1 = runWithTrainer(exp, "grpo", 1, "{steps: 100, epochs: 2, eval_freq: 20}", lines(46, s -> 1.0, new double[][] {{0, 0.1}, {46, 0.3}}));
+        Files.writeString(s1.resolve(ReportRuns.EXPERIMENT_DONE), "[train]\n");
+        runWithTrainer(exp, "grpo", 2, "{steps: 100, epochs: 2, eval_freq: 20}", lines(46, s -> 1.0, new double[][] {{0, 0.1}, {46, 0.32}}));
+        runWithTrainer(exp, "grpo", 3, "{steps: 100, epochs: 2, eval_freq: 20}", lines(30, s -> 1.0, new double[][] {{0, 0.1}, {20, 0.2}}));
+        assertEquals(46, ReportRuns.read(s1).plannedSteps());
+        assertEquals(0, ReportRuns.read(exp.resolve("grpo-s2")).plannedSteps());
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains("<tr><td>grpo</td><td>3</td><td>2</td><td>30–46</td>"), page);
+        assertTrue(page.contains("grpo-s3 (step 30 of 46, last evaluation at step 20)"), page);
+        assertTrue(page.contains("Steps planned unknown for grpo-s2, grpo-s3: trainer.epochs sets their length"), page);
+    }
+
+    @Test
+    void noOverlapIsClaimedForAModeWithFewerThanTwoFinishedSeeds() throws IOException {
+        // drmas seed 2 stopped early: drmas's "after" is one seed, whose interval has no width
+        Path exp = tmp.resolve("one");
+        runWith(exp, "grpo", 1, 10, lines(10, s -> 1.0, new double[][] {{0, 0.05}, {10, 0.30}}));
+        runWith(exp, "grpo", 2, 10, lines(10, s -> 1.0, new double[][] {{0, 0.05}, {10, 0.31}}));
+        runWith(exp, "drmas", 1, 10, lines(10, s -> 1.0, new double[][] {{0, 0.05}, {10, 0.90}}));
+        runWith(exp, "drmas", 2, 10, lines(5, s -> 1.0, new double[][] {{0, 0.05}}));
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertFalse(page.contains("Every pair of intervals overlaps"), page);
+        assertTrue(page.contains("No intervals are apart. drmas has fewer than two finished seeds: no interval, no comparison with it. "
+                + "These runs do not show that one mode evaluates better than another."), page);
     }
 
     @Test
