@@ -266,10 +266,13 @@ final class ExperimentCommand implements Callable<Integer> {
         return jobs;
     }
 
-    /** A run's name: the mode, and the pooling when several are compared or it is not the default. */
-    String label(String mode, String pool) {
-        boolean showPool = pooling.size() > 1 || !pool.equals(GlobalPooling.TRAJECTORIES.configName());
-        return mode + (showPool ? "-" + pool : "");
+    /**
+     * A run's name: the mode, and the pooling when it is not the default, as the report labels runs: a name that
+     * depended on the other poolings listed would give GRPO a second folder (and a second training) when a pooling
+     * is added to an experiment later, which the report then refuses as one seed twice.
+     */
+    static String label(String mode, String pool) {
+        return mode + (pool.equals(GlobalPooling.TRAJECTORIES.configName()) ? "" : "-" + pool);
     }
 
     private void run(Path root, Job j, int threads, int total, AtomicInteger finished, PrintWriter out) {

@@ -9,6 +9,7 @@
 // experiment (its shutdown hook) signals each running job once, however they end, and a job whose stop
 // failed gives the experiment its status; jobs that run at once
 // are given GPUs of their own (--gpus, or the ones the experiment sees); scripts stand in for the jobs there.
+// Runs are named as the report labels them, the pooling only where it is not trajectories.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -315,6 +316,22 @@ class ExperimentCommandTest {
             assertTrue(j.args().contains("run.warm_start=" + root.resolve("sft-s1/sft/models")), j.args().toString());
             assertTrue(j.args().contains("run.seed=" + j.name().substring(j.name().length() - 1)), j.args().toString());
         }
+    }
+
+    @Test
+    void runsAreNamedAsTheReportLabelsThemWhateverOtherPoolingsAreListed() {
+        // an experiment of trajectories first, then rows added: grpo-s1 is the same run both times (it was
+        // grpo-trajectories-s1 the second time: trained again, and the report refused the two as one seed twice)
+        ExperimentCommand c = new ExperimentCommand();
+        c.config = Path.of("c.yaml");
+        c.modes = List.of("grpo", "drmas");
+        c.seeds = 1;
+        c.pooling = List.of("trajectories");
+        Path root = tmp.resolve("exp");
+        assertEquals(List.of("sft-s1", "grpo-s1", "drmas-s1"), c.jobs(root, 1).stream().map(ExperimentCommand.Job::name).toList());
+        c.modes = List.of("grpo");
+        c.pooling = List.of("trajectories", "rows");
+        assertEquals(List.of("sft-s1", "grpo-s1", "grpo-rows-s1"), c.jobs(root, 1).stream().map(ExperimentCommand.Job::name).toList());
     }
 
     @Test
