@@ -9,7 +9,9 @@
 // experiment (its shutdown hook) signals each running job once, however they end, and a job whose stop
 // failed gives the experiment its status; jobs that run at once
 // are given GPUs of their own (--gpus, or the ones the experiment sees); scripts stand in for the jobs there.
-// Runs are named as the report labels them, the pooling only where it is not trajectories.
+// Runs are named as the report labels them, the pooling only where it is not trajectories. A finished
+// job whose config file was edited since is refused naming the keys that differ (what only logging
+// changes aside; a marker of an earlier drmas is checked by its arguments alone).
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -211,6 +213,41 @@ class ExperimentCommandTest {
         // a job's threads (run.threads=1) for OpenMP and the tokenizer's pool alike
         String rayon = System.getenv("RAYON_NUM_THREADS");
         assertEquals("1 " + (rayon != null ? rayon : "1"), Files.readString(threads).strip());
+    }
+
+    @Test
+    void aFinishedJobWhoseConfigFileChangedIsRefusedNamingTheKeys() throws Exception {
+        // the same arguments, the YAML edited between two runs of the experiment: its finished jobs trained with the old
+        // settings, and continuing would put seeds of two configs in one report
+        Path yaml = tmp.resolve("c.yaml");
+        Files.copy(Path.of("../configs/math-toy-drmas.yaml"), yaml);
+        var cl = Main.commandLine();
+        var out = new java.io.StringWriter();
+        cl.setOut(new java.io.PrintWriter(out));
+        cl.setErr(new java.io.PrintWriter(out));
+        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", "exit 0", "job");
+        List<String> args = new ArrayList<>(List.of("experiment", yaml.toString(), "--modes", "grpo", "--seeds", "1",
+                "run.output_dir=" + tmp, "run.threads=1"));
+        args.addAll(TINY);
+        cl.execute(args.toArray(String[]::new));  // (every job done; the report then finds no metrics: scripts)
+        Path marker = tmp.resolve("exp/grpo-s1").resolve(ExperimentCommand.DONE);
+        assertTrue(Files.readString(marker).contains("\n" + ExperimentCommand.CONFIG_LINE + "{"), Files.readString(marker));
+        // what only logging changes is no other config
+        Files.writeString(yaml, Files.readString(yaml).replace("save_freq: 30}", "save_freq: 30, log_freq: 5}"));
+        Cli.Run same = Cli.run(args.toArray(String[]::new));
+        assertTrue(same.out().contains("grpo-s1: done before, skipped"), same.out() + same.err());
+        Files.writeString(yaml, Files.readString(yaml).replace("clip_high: 0.2,", "clip_high: 0.28,"));
+        Cli.Run r = Cli.run(args.toArray(String[]::new));
+        assertEquals(1, r.exit(), r.out() + r.err());
+        assertTrue(r.err().contains("sft-s1 finished with another config (" + tmp.resolve("exp/sft-s1").resolve(ExperimentCommand.DONE)
+                + "): ppo.clip_high (then 0.2, now 0.28). "), r.err());
+        // a marker of a drmas that kept the arguments alone: those are compared, as then
+        for (String job : List.of("sft-s1", "grpo-s1")) {
+            Path m = tmp.resolve("exp").resolve(job).resolve(ExperimentCommand.DONE);
+            Files.writeString(m, Files.readString(m).lines().findFirst().orElseThrow() + "\n");
+        }
+        Cli.Run old = Cli.run(args.toArray(String[]::new));
+        assertEquals(2, old.out().lines().filter(l -> l.contains("done before, skipped")).count(), old.out() + old.err());
     }
 
     @Test
