@@ -1,7 +1,7 @@
 // ExperimentCommand.java — `drmas experiment CONFIG [--modes ...] [--seeds N] [--pooling ...]`: the
 // comparison the paper makes, run fairly: per seed one warm start (`drmas sft`; one for all seeds with
 // --shared-warm-start), then one RL run per (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
-// ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on. Each job is
+// ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on and logged at every step. Each job is
 // a child JVM (as `drmas launch` starts them, ending with the experiment), its output in logs/; with --parallel, jobs running at
 // once are spread over the GPUs (CUDA_VISIBLE_DEVICES, one job a GPU while there are enough); finished jobs are skipped when
 // the experiment is run again with the same arguments and config (others are an error); at the end the
@@ -265,7 +265,7 @@ final class ExperimentCommand implements Callable<Integer> {
                     List<String> train = new ArrayList<>(List.of("train", config.toString()));
                     train.addAll(common);
                     train.addAll(List.of("run.name=" + name, "run.seed=" + seed, "algorithm.mode=" + mode,
-                            "algorithm.global_pooling=" + pool, "trainer.grad_norm_per_agent=true",
+                            "algorithm.global_pooling=" + pool, "trainer.grad_norm_per_agent=true", "trainer.log_freq=1",
                             "run.warm_start=" + root.resolve(sftName).resolve("sft").resolve("models")));
                     jobs.add(new Job(name, train, warm));
                 }
@@ -516,12 +516,14 @@ final class ExperimentCommand implements Callable<Integer> {
 
     /**
      * A job's arguments as DONE stores them ("[train, c.yaml, k=v, ...]"), without run.threads: a finished job is not
-     * run again because --parallel changed (the thread count changes only the last bits of LibTorch's sums; README).
+     * run again because --parallel changed (the thread count changes only the last bits of LibTorch's sums; README);
+     * nor because of the trainer.log_freq=1 that experiments force since (an earlier job's marker lacks it), which
+     * changes what is logged, not what is trained.
      */
     private static List<String> arguments(String stored) {
         String inner = stored.startsWith("[") && stored.endsWith("]") ? stored.substring(1, stored.length() - 1) : stored;
         List<String> out = new ArrayList<>();
-        for (String a : inner.split(", ")) if (!a.startsWith("run.threads=")) out.add(a);
+        for (String a : inner.split(", ")) if (!a.startsWith("run.threads=") && !a.equals("trainer.log_freq=1")) out.add(a);
         return out;
     }
 

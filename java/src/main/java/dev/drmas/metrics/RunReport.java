@@ -447,21 +447,33 @@ public final class RunReport {
         if (i.n() > 0 || infinite + undefined == 0) parts.add(i.show(g.size()));
         if (infinite > 0) parts.add("∞ in " + seeds(infinite) + " (a non-finite norm)");
         if (undefined > 0) parts.add("no positive norm in " + seeds(undefined));
-        return String.join("; ", parts);
+        return String.join("; ", parts) + unfinishedNote(g);
     }
 
-    /** Spikes per seed (a non-finite norm is one), with how many non-finite norms there were in all. */
+    /**
+     * Spikes per 100 logged steps per seed (a non-finite norm is one), with how many non-finite norms there were in
+     * all: a seed that stopped early has fewer steps to spike in, and a count of spikes would rank it calmer.
+     */
     static String spikesCell(List<ReportRuns.Run> g, String key) {
         List<Double> v = new ArrayList<>();
         int nonFinite = 0;
         for (ReportRuns.Run r : g) {
             double[] xs = r.valuesWithNonFinite(key);
             if (xs.length == 0) continue;
-            v.add((double) ReportStats.spikes(xs));
+            v.add(100.0 * ReportStats.spikes(xs) / xs.length);
             nonFinite += ReportStats.nonFinite(xs);
         }
         String s = ReportStats.interval(v.stream().mapToDouble(Double::doubleValue).toArray()).show(g.size());
-        return nonFinite == 0 ? s : s + "; " + nonFinite + " non-finite";
+        return (nonFinite == 0 ? s : s + "; " + nonFinite + " non-finite") + unfinishedNote(g);
+    }
+
+    /**
+     * " (2 of 3 finished)" where some of the group's seeds did not finish, "" where all did: the gradient-norm cells
+     * are over every step each seed logged, finished or not, and a max/median over a shorter run is not the same measure.
+     */
+    private static String unfinishedNote(List<ReportRuns.Run> g) {
+        long finished = g.stream().filter(r -> finished(r, g)).count();
+        return finished == g.size() ? "" : " (" + finished + " of " + g.size() + " finished)";
     }
 
     /** The last steps the group's runs logged: "60", or "12–60" where they differ. */
@@ -483,7 +495,7 @@ public final class RunReport {
         for (String k : evalKeys) t.append("<th>").append(header(k, mixed)).append(" before</th><th>").append(header(k, mixed)).append(" after</th>");
         if (mixed) t.append("<th>").append(benchHeader).append(" before</th><th>").append(benchHeader).append(" after</th>");
         for (String a : agents) {
-            t.append("<th>").append(escape(a)).append(" ‖g‖ max/median</th><th>").append(escape(a)).append(" spikes &gt; 3× median</th><th>")
+            t.append("<th>").append(escape(a)).append(" ‖g‖ max/median</th><th>").append(escape(a)).append(" spikes per 100 logged steps</th><th>")
                     .append(escape(a)).append(" inflation</th>");
         }
         t.append("</tr>\n");
@@ -517,8 +529,9 @@ public final class RunReport {
                 + "name are over all test tasks pooled: a mixed test file's benchmarks weigh by their task counts"
                 + (mixed ? "; their mean (" + benchHeader + ") weighs each alike" : "") + ". ‖g‖ is the per-agent gradient norm before "
                 + "clipping (trainer.grad_norm_per_agent); a spike is a non-finite norm, or a norm above 3× the median of the "
-                + "positive norms before it, judged once there are three (never the first three logged norms); max/median is over the "
-                + "positive norms, ∞ for a seed with a non-finite norm. Inflation is Lemma 4.2's factor, averaged over the "
+                + "positive norms before it, judged once there are three (never the first three logged norms), counted per 100 "
+                + "steps that the seed logged; max/median is over the positive norms, ∞ for a seed with a non-finite norm. Both "
+                + "are over every step each seed logged, \"(2 of 3 finished)\" where seeds that stopped early are among them. Inflation is Lemma 4.2's factor, averaged over the "
                 + "steps.</p>\n").toString();
     }
 

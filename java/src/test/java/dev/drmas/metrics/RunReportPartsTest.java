@@ -192,7 +192,8 @@ class RunReportPartsTest {
     @Test
     void aNormCellOfOnlyInfiniteAndUndefinedSeedsShowsNoMean() {
         String key = "agent/solver/grad_norm";
-        var g = List.of(run("grpo", 1, 0, "{\"step\":1,\"reward/mean\":0.5,\"" + key + "\":null,\"nonfinite\":{\"" + key + "\":\"Infinity\"}}"),
+        // (both at step 2: finished alike, with no note of seeds that were not)
+        var g = List.of(run("grpo", 1, 0, "{\"step\":2,\"reward/mean\":0.5,\"" + key + "\":null,\"nonfinite\":{\"" + key + "\":\"Infinity\"}}"),
                 run("grpo", 2, 0, steps(key, 0, 0)));
         assertEquals("∞ in 1 seed (a non-finite norm); no positive norm in 1 seed", RunReport.maxOverMedianCell(g, key));
     }

@@ -11,7 +11,8 @@
 // seeds; the table's inflation and benchmark-mean columns hold their values (and the latter are
 // there only with benchmarks); a run of trainer.epochs finishes at the step count the trainer printed
 // (an experiment's log), where that is unknown at its mode's last step, which the summary says, and
-// one without evaluations that stopped short of it has not finished.
+// one without evaluations that stopped short of it has not finished; spikes are counted per 100
+// logged steps, and the gradient-norm cells of a mode with seeds that did not finish say so.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -285,12 +286,31 @@ class RunReportTest {
         runWith(exp, "grpo", 2, 20, lines(20, s -> 0.0, new double[][] {{20, 0.1}}));
         assertTrue(Files.readString(exp.resolve("agent-std-s2/metrics.jsonl")).contains("\"nonfinite\":{\"agent/solver/grad_norm\":\"NaN\"}"));
         String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
-        // max/median, spikes per seed (2 and 1), inflation (none logged)
+        // max/median, spikes per 100 logged steps per seed (2 and 1 of 20: 10 and 5), inflation (none logged)
         assertTrue(page.contains("<td>∞ in 2 seeds (a non-finite norm)</td><td>"
-                + String.format(Locale.ROOT, "%.3f ± %.3f", 1.5, 12.706 * Math.sqrt(0.5) / Math.sqrt(2)) + "; 3 non-finite</td>"), page);
-        assertTrue(page.contains("<td>5.000 (n=1); no positive norm in 1 seed</td><td>0.500 ± 6.353</td>"), page);
+                + String.format(Locale.ROOT, "%.3f ± %.3f", 7.5, 12.706 * 2.5) + "; 3 non-finite</td>"), page);
+        assertTrue(page.contains("<td>5.000 (n=1); no positive norm in 1 seed</td><td>"
+                + String.format(Locale.ROOT, "%.3f ± %.3f", 2.5, 12.706 * 2.5) + "</td>"), page);
         assertTrue(page.contains("Gradient-norm max/median of agent solver: grpo 5.000 (n=1); no positive norm in 1 seed; "
                 + "agent-std ∞ in 2 seeds (a non-finite norm)."), page);
+    }
+
+    @Test
+    void spikesAreCountedPerLoggedStepAndAModeWithUnfinishedSeedsIsMarked() throws IOException {
+        // one spike every 20 steps in every seed of both modes; grpo-s3 stopped at step 20: 1 spike in 20 steps is the
+        // same rate as 3 in 60 (a count made it 2.333 against drmas's 3)
+        Path exp = tmp.resolve("rate");
+        for (int seed = 1; seed <= 3; seed++) {
+            int last = seed == 3 ? 20 : 60;
+            runWith(exp, "grpo", seed, 60, lines(last, s -> s % 20 == 0 ? 10.0 : 1.0, new double[][] {{0, 0.1}, {last, 0.2}}));
+            runWith(exp, "drmas", seed, 60, lines(60, s -> s % 20 == 0 ? 10.0 : 1.0, new double[][] {{0, 0.1}, {60, 0.2}}));
+        }
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains("<th>solver spikes per 100 logged steps</th>"), page);
+        assertTrue(page.contains("<td>10.000 ± 0.000 (2 of 3 finished)</td><td>5.000 ± 0.000 (2 of 3 finished)</td>"), page);
+        assertTrue(page.contains("<td>10.000 ± 0.000</td><td>5.000 ± 0.000</td>"), page);
+        assertTrue(page.contains("Gradient-norm max/median of agent solver: grpo 10.000 ± 0.000 (2 of 3 finished); drmas 10.000 ± 0.000."),
+                page);
     }
 
     @Test
