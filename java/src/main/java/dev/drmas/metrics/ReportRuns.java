@@ -115,7 +115,8 @@ final class ReportRuns {
      * The runs under {@code inputs}: a folder with metrics.jsonl is a run, any other folder holds runs
      * (an experiment), of which those without a training step or evaluation yet (a run that stopped
      * before its first step) are left out with a note to {@code warn}. Two runs of the same mode and
-     * seed are an error: the report would count that seed twice.
+     * seed are an error: the report would count that seed twice; so are runs of different workflows
+     * (config.yaml's orchestra.name).
      */
     static List<Run> find(List<Path> inputs, Consumer<String> warn) {
         List<Run> runs = new ArrayList<>();
@@ -145,6 +146,16 @@ final class ReportRuns {
                 }
             }
             if (runs.size() == before) throw new IllegalArgumentException(in + ": none of its runs has a training step or evaluation yet");
+        }
+        // one mode row pools its seeds, and the summary compares the rows: runs of another workflow (other tasks, agents
+        // and rewards) in a row or beside it would be read as seeds or modes of one comparison
+        Map<String, List<Path>> workflows = new TreeMap<>();
+        for (Run r : runs) if (!r.workflow().isEmpty()) workflows.computeIfAbsent(r.workflow(), k -> new ArrayList<>()).add(r.dir());
+        if (workflows.size() > 1) {
+            List<String> each = new ArrayList<>();
+            workflows.forEach((w, dirs) -> each.add(w + " (" + dirs.getFirst() + (dirs.size() > 1 ? " and " + (dirs.size() - 1) + " more" : "") + ")"));
+            throw new IllegalArgumentException("runs of different workflows: " + String.join(", ", each) + "; a report compares modes on "
+                    + "one workflow: report each workflow's runs separately");
         }
         Map<String, Run> seen = new java.util.HashMap<>();
         for (Run r : runs) {

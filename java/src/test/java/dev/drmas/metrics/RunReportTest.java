@@ -12,7 +12,8 @@
 // there only with benchmarks); a run of trainer.epochs finishes at the step count the trainer printed
 // (an experiment's log), where that is unknown at its mode's last step, which the summary says, and
 // one without evaluations that stopped short of it has not finished; spikes are counted per 100
-// logged steps, and the gradient-norm cells of a mode with seeds that did not finish say so.
+// logged steps, and the gradient-norm cells of a mode with seeds that did not finish say so; runs
+// of different workflows are an error.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -455,6 +456,19 @@ class RunReportTest {
         Files.move(run(tmp.resolve("other"), "grpo", 1, 0.2), b);
         var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
         assertTrue(e.getMessage().contains(a + " and " + b + " are both grpo with seed 1"), e.getMessage());
+    }
+
+    @Test
+    void runsOfDifferentWorkflowsAreAnError() throws IOException {
+        // a search experiment's drmas-s2 named beside a math experiment: one drmas row would pool their seeds
+        Path math = tmp.resolve("math"), search = tmp.resolve("search");
+        run(math, "grpo", 1, 0.10);
+        run(math, "drmas", 1, 0.30);
+        Path s2 = run(search, "drmas", 2, 0.50);
+        Files.writeString(s2.resolve("config.yaml"), Files.readString(s2.resolve("config.yaml")).replace("{name: math}", "{name: search}"));
+        var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(math, search), tmp.resolve("r.html"), w -> { }));
+        assertTrue(e.getMessage().startsWith("runs of different workflows: math (" + math.resolve("drmas-s1") + " and 1 more), search ("
+                + s2 + "); a report compares modes on one workflow"), e.getMessage());
     }
 
     @Test
