@@ -109,6 +109,10 @@ final class ExperimentCommand implements Callable<Integer> {
         if (parallel < 1) throw new UserError("--parallel must be >= 1, got " + parallel);
         for (String m : modes) parse(NormMode.class, m, "--modes");
         for (String p : pooling) parse(GlobalPooling.class, p, "--pooling");
+        // a value listed twice is one job twice under one name: trained twice in turn, or with --parallel the second
+        // meets the first's run lock
+        distinct(modes, "--modes");
+        distinct(pooling, "--pooling");
         RunConfig cfg = RunCommand.loadConfig(config, overrides);  // checks the config and the overrides once, here
         if (!cfg.metrics().jsonl()) throw new UserError("metrics.jsonl=false: the experiment's report reads each run's metrics.jsonl");
         Path root = cfg.run().runDir();
@@ -525,6 +529,11 @@ final class ExperimentCommand implements Callable<Integer> {
         List<String> out = new ArrayList<>();
         for (String a : inner.split(", ")) if (!a.startsWith("run.threads=") && !a.equals("trainer.log_freq=1")) out.add(a);
         return out;
+    }
+
+    private static void distinct(List<String> values, String option) {
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (String v : values) if (!seen.add(v)) throw new UserError(option + ": '" + v + "' is given twice");
     }
 
     private static <E extends Enum<E>> void parse(Class<E> type, String value, String option) {

@@ -11,7 +11,8 @@
 // are given GPUs of their own (--gpus, or the ones the experiment sees); scripts stand in for the jobs there.
 // Runs are named as the report labels them, the pooling only where it is not trajectories. A finished
 // job whose config file was edited since is refused naming the keys that differ (what only logging
-// changes aside; a marker of an earlier drmas is checked by its arguments alone).
+// changes aside; a marker of an earlier drmas is checked by its arguments alone). A mode or pooling
+// listed twice is a user error.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -382,6 +383,14 @@ class ExperimentCommandTest {
         r = Cli.run("experiment", "../configs/math-toy-drmas.yaml", "--seeds", "0");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("--seeds must be >= 1"), r.err());
+        // a value twice would be one job twice under one name (scripts stand in for the jobs, should any start)
+        r = experimentOfScripts("exit 0", 1, 2, c -> { }, List.of("--modes", "grpo,drmas,grpo"));
+        assertEquals(1, r.exit());
+        assertTrue(r.out().contains("--modes: 'grpo' is given twice"), r.out());
+        r = experimentOfScripts("exit 0", 1, 2, c -> { }, List.of("--pooling", "rows,rows"));
+        assertEquals(1, r.exit());
+        assertTrue(r.out().contains("--pooling: 'rows' is given twice"), r.out());
+        assertTrue(!Files.exists(tmp.resolve("exp")), "nothing ran");
     }
 
     @Test
