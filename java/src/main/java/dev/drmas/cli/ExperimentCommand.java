@@ -1,10 +1,10 @@
 // ExperimentCommand.java — `drmas experiment CONFIG [--modes ...] [--seeds N] [--pooling ...]`: the
 // comparison the paper makes, run fairly: per seed one warm start (`drmas sft`; one for all seeds with
 // --shared-warm-start), then one RL run per (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
-// ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on. Each job is
+// ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on and logged at every step. Each job is
 // a child JVM (as `drmas launch` starts them, ending with the experiment), its output in logs/; with --parallel, jobs running at
 // once are spread over the GPUs (CUDA_VISIBLE_DEVICES, one job a GPU while there are enough); finished jobs are skipped when
-// the experiment is run again with the same arguments (other arguments are an error); at the end the
+// the experiment is run again with the same arguments and config (others are an error); at the end the
 // experiment's report is written. A folder that holds a run of its own is refused.
 package dev.drmas.cli;
 
@@ -40,10 +40,15 @@ import picocli.CommandLine.Spec;
 @Command(name = "experiment", mixinStandardHelpOptions = true,
         description = {"Compare advantage modes fairly: per seed one warm start, then one RL run per mode (and pooling)",
                 "from it, in output_dir/<run.name>/<mode>-s<seed>/; then the experiment's report (report.html).",
-                "Run it again to continue: finished runs are skipped (ones that ran with other arguments are an error)."})
+                "Run it again to continue: finished runs are skipped (ones that ran with other arguments or another config are an error)."})
 final class ExperimentCommand implements Callable<Integer> {
-    /** The marker of a job that finished; a job without it runs (again: training resumes its checkpoints). */
-    static final String DONE = "experiment.done";
+    /**
+     * The marker of a job that finished; a job without it runs (again: training resumes its checkpoints). The
+     * report reads it too (a run of trainer.epochs that has it trained to its end).
+     */
+    static final String DONE = RunReport.EXPERIMENT_DONE;
+    /** The marker's line with the job's resolved config (its {@link #compared} settings as JSON), after its arguments. */
+    static final String CONFIG_LINE = "config ";
 
     @Spec
     CommandSpec spec;
@@ -89,6 +94,8 @@ final class ExperimentCommand implements Callable<Integer> {
     private volatile boolean stopping;
     /** Set by the shutdown hook alone (a failed job sets stopping too): every running job has had its SIGTERM. */
     private volatile boolean signalled;
+    /** Each job's settings ({@link #compared}) from the config file as it is at the experiment's start, by job name. */
+    private final Map<String, Map<String, String>> settings = new java.util.concurrent.ConcurrentHashMap<>();
     /** What runs a job, its arguments appended: this JVM's `drmas` (tests put a script in its place). */
     java.util.function.Supplier<List<String>> jobCommand = LaunchCommand::javaCommand;
 
@@ -102,6 +109,10 @@ final class ExperimentCommand implements Callable<Integer> {
         if (parallel < 1) throw new UserError("--parallel must be >= 1, got " + parallel);
         for (String m : modes) parse(NormMode.class, m, "--modes");
         for (String p : pooling) parse(GlobalPooling.class, p, "--pooling");
+        // a value listed twice is one job twice under one name: trained twice in turn, or with --parallel the second
+        // meets the first's run lock
+        distinct(modes, "--modes");
+        distinct(pooling, "--pooling");
         RunConfig cfg = RunCommand.loadConfig(config, overrides);  // checks the config and the overrides once, here
         if (!cfg.metrics().jsonl()) throw new UserError("metrics.jsonl=false: the experiment's report reads each run's metrics.jsonl");
         Path root = cfg.run().runDir();
@@ -117,6 +128,7 @@ final class ExperimentCommand implements Callable<Integer> {
         devices = devices(gpus, cfg.run().device(), parallel, System.getenv("CUDA_VISIBLE_DEVICES"), dev.drmas.bindings.LibDrmas::cudaDeviceCount);
         onDevice = new int[devices.size()];
         List<Job> jobs = jobs(root, threads);
+        for (Job j : jobs) settings.put(j.name(), compared(resolve(j)));  // what each job runs with now, the YAML as it is now
         try (var lock = RunCommand.lock(cfg)) {  // one experiment at a time in a folder; each job locks its own run
             return run(root, jobs, threads);
         }
@@ -152,7 +164,7 @@ final class ExperimentCommand implements Callable<Integer> {
         out.printf("drmas experiment: %s = %d jobs, %d at a time, %d threads each%s, in %s%n",
                 shape, jobs.size(), parallel, threads, devices.isEmpty() ? "" : ", on GPUs " + String.join(",", devices), root);
         out.flush();
-        for (Job j : jobs) checkDoneWithSameArguments(root, j);  // before anything runs
+        for (Job j : jobs) checkDoneWithSameArguments(root, j, settings.get(j.name()));  // before anything runs
         AtomicInteger finished = new AtomicInteger();
         Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
@@ -257,7 +269,7 @@ final class ExperimentCommand implements Callable<Integer> {
                     List<String> train = new ArrayList<>(List.of("train", config.toString()));
                     train.addAll(common);
                     train.addAll(List.of("run.name=" + name, "run.seed=" + seed, "algorithm.mode=" + mode,
-                            "algorithm.global_pooling=" + pool, "trainer.grad_norm_per_agent=true",
+                            "algorithm.global_pooling=" + pool, "trainer.grad_norm_per_agent=true", "trainer.log_freq=1",
                             "run.warm_start=" + root.resolve(sftName).resolve("sft").resolve("models")));
                     jobs.add(new Job(name, train, warm));
                 }
@@ -266,10 +278,13 @@ final class ExperimentCommand implements Callable<Integer> {
         return jobs;
     }
 
-    /** A run's name: the mode, and the pooling when several are compared or it is not the default. */
-    String label(String mode, String pool) {
-        boolean showPool = pooling.size() > 1 || !pool.equals(GlobalPooling.TRAJECTORIES.configName());
-        return mode + (showPool ? "-" + pool : "");
+    /**
+     * A run's name: the mode, and the pooling when it is not the default, as the report labels runs: a name that
+     * depended on the other poolings listed would give GRPO a second folder (and a second training) when a pooling
+     * is added to an experiment later, which the report then refuses as one seed twice.
+     */
+    static String label(String mode, String pool) {
+        return mode + (pool.equals(GlobalPooling.TRAJECTORIES.configName()) ? "" : "-" + pool);
     }
 
     private void run(Path root, Job j, int threads, int total, AtomicInteger finished, PrintWriter out) {
@@ -291,6 +306,9 @@ final class ExperimentCommand implements Callable<Integer> {
             pb.environment().putIfAbsent("RAYON_NUM_THREADS", Integer.toString(threads));
             // kill -9 runs no hook: the job watches its stdin, a pipe from here, and stops when it closes (as launch's ranks)
             pb.environment().put(LaunchCommand.WATCH_ENV, "1");
+            // the settings it starts with, the config file as it is at its start (an edit while the experiment runs is the
+            // later jobs' config): its marker keeps them
+            Map<String, String> startedWith = compared(resolve(j));
             Process p;
             int gpu = -1;
             synchronized (starting) {
@@ -338,7 +356,7 @@ final class ExperimentCommand implements Callable<Integer> {
             // whole or not there (a power loss or a kill while writing left an empty marker, read as other arguments)
             Durable.createFolders(dir);
             Path tmp = dir.resolve(DONE + ".tmp");
-            Files.writeString(tmp, j.args().toString() + "\n");
+            Files.writeString(tmp, marker(j, startedWith));
             Durable.syncFile(tmp);
             Files.move(tmp, dir.resolve(DONE), StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             Durable.syncFolder(dir);
@@ -417,30 +435,105 @@ final class ExperimentCommand implements Callable<Integer> {
 
     /**
      * A finished job is skipped only when it ran with the arguments it would run with now (the
-     * threads aside): toggling --shared-warm-start or changing an override would otherwise mix runs
+     * threads aside) and, where its marker keeps them (a drmas from before that kept the arguments
+     * alone), the same resolved settings ({@code now}, null: not compared): toggling
+     * --shared-warm-start, changing an override or editing the config file would otherwise mix runs
      * of two set-ups in one report.
      */
-    static void checkDoneWithSameArguments(Path root, Job j) throws IOException {
+    static void checkDoneWithSameArguments(Path root, Job j, Map<String, String> now) throws IOException {
         Path done = root.resolve(j.name()).resolve(DONE);
         if (!Files.isRegularFile(done)) return;
-        List<String> before = arguments(Files.readString(done).strip()), now = arguments(j.args().toString());
-        if (before.equals(now)) return;
-        List<String> gone = new ArrayList<>(before), added = new ArrayList<>(now);
-        gone.removeAll(now);
-        added.removeAll(before);
-        throw new UserError(j.name() + " finished with other arguments (" + done + "): then " + gone + ", now " + added
-                + "; give the experiment another run.name, or delete " + root.resolve(j.name()) + " to run it again");
+        String text = Files.readString(done);
+        int at = text.lastIndexOf("\n" + CONFIG_LINE);
+        List<String> before = arguments((at < 0 ? text : text.substring(0, at)).strip()), nowArgs = arguments(j.args().toString());
+        if (!before.equals(nowArgs)) {
+            List<String> gone = new ArrayList<>(before), added = new ArrayList<>(nowArgs);
+            gone.removeAll(nowArgs);
+            added.removeAll(before);
+            throw new UserError(j.name() + " finished with other arguments (" + done + "): then " + gone + ", now " + added
+                    + "; give the experiment another run.name, or delete " + root.resolve(j.name()) + " to run it again");
+        }
+        if (at < 0 || now == null) return;
+        Map<String, String> then;
+        try {
+            then = MARKER_JSON.readValue(text.substring(at + 1 + CONFIG_LINE.length()).strip(),
+                    new com.fasterxml.jackson.core.type.TypeReference<java.util.TreeMap<String, String>>() { });
+        } catch (com.fasterxml.jackson.core.JacksonException e) {
+            throw new UserError(done + ": its config line is not JSON (" + e.getOriginalMessage() + "); delete " + root.resolve(j.name())
+                    + " to run the job again", e);
+        }
+        java.util.TreeSet<String> keys = new java.util.TreeSet<>(then.keySet());
+        keys.addAll(now.keySet());
+        List<String> differ = new ArrayList<>();
+        for (String k : keys) {
+            if (java.util.Objects.equals(then.get(k), now.get(k))) continue;
+            differ.add(k + " (then " + shown(then.get(k)) + ", now " + shown(now.get(k)) + ")");
+        }
+        if (differ.isEmpty()) return;
+        int shownKeys = Math.min(differ.size(), 10);
+        throw new UserError(j.name() + " finished with another config (" + done + "): " + String.join("; ", differ.subList(0, shownKeys))
+                + (differ.size() > shownKeys ? "; and " + (differ.size() - shownKeys) + " more" : "") + ". Its runs would mix "
+                + "with ones of the config as it is now in one report: undo the change, give the experiment another run.name, or "
+                + "delete " + root.resolve(j.name()) + " to run it again");
+    }
+
+    private static final com.fasterxml.jackson.databind.ObjectMapper MARKER_JSON = new com.fasterxml.jackson.databind.ObjectMapper();
+
+    /**
+     * Settings that may differ between a job's runs without changing what it trains: the threads (--parallel), where
+     * the experiment's folder is, the resume policy, what is logged and how often (metrics.*, trainer.log_freq), and the
+     * address of a retrieval service (its index and corpus are compared).
+     */
+    static final java.util.regex.Pattern UNCOMPARED = java.util.regex.Pattern.compile(
+            "run\\.(threads|output_dir|resume)|trainer\\.log_freq|metrics\\..*|orchestra\\.options\\.retriever\\.url");
+
+    /** A job's resolved config: the config file as it is now, with the job's overrides. */
+    private RunConfig resolve(Job j) {
+        try {
+            return RunConfig.load(config, j.args().subList(2, j.args().size()));  // its arguments after `train|sft CONFIG`
+        } catch (dev.drmas.config.ConfigException e) {
+            throw new UserError(j.name() + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The settings a finished job's marker keeps: every key of {@code cfg} but the UNCOMPARED ones, as config.yaml writes its value. */
+    static Map<String, String> compared(RunConfig cfg) {
+        Map<String, String> out = new java.util.TreeMap<>();
+        cfg.flat().forEach((k, v) -> {
+            if (!UNCOMPARED.matcher(k).matches()) out.put(k, String.valueOf(v));
+        });
+        return out;
+    }
+
+    /** A finished job's marker: its arguments, then (where known) its settings as one line of JSON. */
+    static String marker(Job j, Map<String, String> settings) throws IOException {
+        return j.args().toString() + "\n" + (settings == null ? "" : CONFIG_LINE + MARKER_JSON.writeValueAsString(settings) + "\n");
+    }
+
+    /** A value for a message: absent as such, a long one (a prompt) by its start and length. */
+    private static String shown(String v) {
+        if (v == null) return "not set";
+        String line = v.lines().findFirst().orElse("");
+        return line.length() <= 60 && line.length() == v.length() ? v : line.substring(0, Math.min(60, line.length())) + "... ("
+                + v.length() + " characters)";
     }
 
     /**
      * A job's arguments as DONE stores them ("[train, c.yaml, k=v, ...]"), without run.threads: a finished job is not
-     * run again because --parallel changed (the thread count changes only the last bits of LibTorch's sums; README).
+     * run again because --parallel changed (the thread count changes only the last bits of LibTorch's sums; README);
+     * nor because of the trainer.log_freq=1 that experiments force since (an earlier job's marker lacks it), which
+     * changes what is logged, not what is trained.
      */
     private static List<String> arguments(String stored) {
         String inner = stored.startsWith("[") && stored.endsWith("]") ? stored.substring(1, stored.length() - 1) : stored;
         List<String> out = new ArrayList<>();
-        for (String a : inner.split(", ")) if (!a.startsWith("run.threads=")) out.add(a);
+        for (String a : inner.split(", ")) if (!a.startsWith("run.threads=") && !a.equals("trainer.log_freq=1")) out.add(a);
         return out;
+    }
+
+    private static void distinct(List<String> values, String option) {
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (String v : values) if (!seen.add(v)) throw new UserError(option + ": '" + v + "' is given twice");
     }
 
     private static <E extends Enum<E>> void parse(Class<E> type, String value, String option) {

@@ -1,5 +1,6 @@
 // ProgressBar.java — the console sink: on a terminal one line redrawn with \r (step/total, a bar,
-// elapsed, ETA and a few chosen scalars); into a file or a pipe (CI, nohup) a plain line every N
+// elapsed, ETA (at the pace of the training steps, the evaluation before them aside) and a few chosen
+// scalars); into a file or a pipe (CI, nohup) a plain line every N
 // steps instead, since a log full of carriage returns is unreadable. Written here rather than
 // taken from a library: it is one line of text, and no progress-bar artifact is served to us.
 package dev.drmas.metrics;
@@ -28,6 +29,11 @@ public final class ProgressBar implements MetricsSink {
     private final long plainEvery;
     private final LongSupplier nanoClock;
     private final long startNanos;
+    /**
+     * Where the ETA's pace is measured from: the start, or the last log at the start step (the evaluation before
+     * training, or a resumed checkpoint's pending one), which is no training step and is not repeated.
+     */
+    private long paceNanos;
     private final Map<String, Double> lastShown = new LinkedHashMap<>();
     private long lastPrintedStep = -1;
     private int lastLength;
@@ -55,6 +61,7 @@ public final class ProgressBar implements MetricsSink {
         this.plainEvery = plainEvery;
         this.nanoClock = nanoClock;
         this.startNanos = nanoClock.getAsLong();
+        this.paceNanos = startNanos;
     }
 
     /**
@@ -116,9 +123,9 @@ public final class ProgressBar implements MetricsSink {
                 shows = true;
             }
         }
-        long elapsed = nanoClock.getAsLong() - startNanos;
+        long now = nanoClock.getAsLong(), elapsed = now - startNanos, pace = now - paceNanos;
         if (mode == Mode.BAR) {
-            String line = barLine(step, total, startStep, elapsed, shownValues());
+            String line = barLine(step, total, startStep, elapsed, pace, shownValues());
             // Pad over what is left of a longer previous line; \r alone does not erase.
             int pad = Math.max(0, lastLength - line.length());
             out.print("\r" + line + " ".repeat(pad));
@@ -127,10 +134,13 @@ public final class ProgressBar implements MetricsSink {
         } else if (step == lastPrintedStep ? shows : step % plainEvery == 0 || step >= total) {
             // a second log of a printed step (the evaluation after the step's training) is printed when it shows a value,
             // else the evaluation of the last step never reached the console
-            out.println(plainLine(step, total, startStep, elapsed, shownValues()));
+            out.println(plainLine(step, total, startStep, elapsed, pace, shownValues()));
             out.flush();
             lastPrintedStep = step;
         }
+        // an evaluation before the first step (minutes on a large test set) would otherwise count as training time, and
+        // the ETA of the first steps would be that many times too long
+        if (step <= startStep) paceNanos = now;
     }
 
     /** Ends the bar's line, so that what is printed next starts on its own. */
@@ -150,25 +160,26 @@ public final class ProgressBar implements MetricsSink {
         return m;
     }
 
-    static String barLine(long step, long total, long startStep, long elapsedNanos, Map<String, Double> shown) {
+    /** @param paceNanos the time the steps since {@code startStep} took, which the ETA extrapolates */
+    static String barLine(long step, long total, long startStep, long elapsedNanos, long paceNanos, Map<String, Double> shown) {
         double frac = Math.clamp((double) step / total, 0.0, 1.0);
         int filled = (int) Math.floor(frac * BAR_WIDTH);
         var s = new StringBuilder();
         s.append(step).append('/').append(total).append(" [")
                 .append("#".repeat(filled)).append("-".repeat(BAR_WIDTH - filled)).append("] ")
                 .append(String.format(Locale.ROOT, "%3d%%", (int) Math.floor(frac * 100)))
-                .append(' ').append(duration(elapsedNanos)).append('<').append(eta(step, total, startStep, elapsedNanos));
+                .append(' ').append(duration(elapsedNanos)).append('<').append(eta(step, total, startStep, paceNanos));
         appendScalars(s, shown);
         return s.toString();
     }
 
-    static String plainLine(long step, long total, long startStep, long elapsedNanos, Map<String, Double> shown) {
+    static String plainLine(long step, long total, long startStep, long elapsedNanos, long paceNanos, Map<String, Double> shown) {
         double frac = Math.clamp((double) step / total, 0.0, 1.0);
         var s = new StringBuilder();
         s.append("step ").append(step).append('/').append(total)
                 .append(String.format(Locale.ROOT, " (%d%%)", (int) Math.floor(frac * 100)))
                 .append(" elapsed ").append(duration(elapsedNanos))
-                .append(" eta ").append(eta(step, total, startStep, elapsedNanos));
+                .append(" eta ").append(eta(step, total, startStep, paceNanos));
         appendScalars(s, shown);
         return s.toString();
     }
@@ -179,12 +190,12 @@ public final class ProgressBar implements MetricsSink {
         }
     }
 
-    /** Remaining time at the pace of this process's steps so far; "?" before the first. */
-    static String eta(long step, long total, long startStep, long elapsedNanos) {
+    /** Remaining time at the pace of this process's steps so far ({@code paceNanos} for them); "?" before the first. */
+    static String eta(long step, long total, long startStep, long paceNanos) {
         long done = step - startStep;
         if (done <= 0) return "?";
         long remaining = Math.max(0, total - step);
-        return duration((long) ((double) elapsedNanos / done * remaining));
+        return duration((long) ((double) paceNanos / done * remaining));
     }
 
     /** mm:ss under an hour, else h:mm:ss (hours unbounded). */

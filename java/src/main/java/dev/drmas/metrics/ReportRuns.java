@@ -1,6 +1,6 @@
 // ReportRuns.java — the runs a report shows, read back from their folders: metrics.jsonl (training
 // steps and evaluations, every line checked: a corrupt file is an error naming its line, but for a
-// last line a crash cut short) and the resolved config.yaml (mode, pooling, seed, workflow, trainer.steps), grouped by
+// last line a crash cut short) and the resolved config.yaml (mode, pooling, seed, workflow, the steps it trains), grouped by
 // what was compared (mode and pooling) with the seeds of each group.
 package dev.drmas.metrics;
 
@@ -28,10 +28,12 @@ final class ReportRuns {
 
     /**
      * One run: its folder, what it compared (label: mode, plus pooling when rows), its seed, its
-     * metric lines (training steps have reward/mean, evaluations eval/*), and the steps its config
-     * asked for (trainer.steps; 0 where its config.yaml does not say).
+     * metric lines (training steps have reward/mean, evaluations eval/*), the steps it trains to
+     * ({@link #plannedSteps(Path, JsonNode, long)}; 0 where unknown) and its trainer.epochs (0: it
+     * trains trainer.steps).
      */
-    record Run(Path dir, String label, long seed, String workflow, List<JsonNode> steps, List<JsonNode> evals, long plannedSteps) {
+    record Run(Path dir, String label, long seed, String workflow, List<JsonNode> steps, List<JsonNode> evals, long plannedSteps,
+               long epochs) {
         /** The agents or models that the run's metrics name under prefix…suffix, sorted. */
         List<String> names(String prefix, String suffix) {
             TreeSet<String> out = new TreeSet<>();
@@ -113,7 +115,8 @@ final class ReportRuns {
      * The runs under {@code inputs}: a folder with metrics.jsonl is a run, any other folder holds runs
      * (an experiment), of which those without a training step or evaluation yet (a run that stopped
      * before its first step) are left out with a note to {@code warn}. Two runs of the same mode and
-     * seed are an error: the report would count that seed twice.
+     * seed are an error: the report would count that seed twice; so are runs of different workflows
+     * (config.yaml's orchestra.name).
      */
     static List<Run> find(List<Path> inputs, Consumer<String> warn) {
         List<Run> runs = new ArrayList<>();
@@ -143,6 +146,16 @@ final class ReportRuns {
                 }
             }
             if (runs.size() == before) throw new IllegalArgumentException(in + ": none of its runs has a training step or evaluation yet");
+        }
+        // one mode row pools its seeds, and the summary compares the rows: runs of another workflow (other tasks, agents
+        // and rewards) in a row or beside it would be read as seeds or modes of one comparison
+        Map<String, List<Path>> workflows = new TreeMap<>();
+        for (Run r : runs) if (!r.workflow().isEmpty()) workflows.computeIfAbsent(r.workflow(), k -> new ArrayList<>()).add(r.dir());
+        if (workflows.size() > 1) {
+            List<String> each = new ArrayList<>();
+            workflows.forEach((w, dirs) -> each.add(w + " (" + dirs.getFirst() + (dirs.size() > 1 ? " and " + (dirs.size() - 1) + " more" : "") + ")"));
+            throw new IllegalArgumentException("runs of different workflows: " + String.join(", ", each) + "; a report compares modes on "
+                    + "one workflow: report each workflow's runs separately");
         }
         Map<String, Run> seen = new java.util.HashMap<>();
         for (Run r : runs) {
@@ -224,21 +237,63 @@ final class ReportRuns {
         }
         if (steps.isEmpty() && evals.isEmpty()) throw new NoData(file + ": no training step or evaluation in it");
         String mode = dir.getFileName().toString(), pool = "trajectories", workflow = "";
-        long seed = 0, plannedSteps = 0;
+        long seed = 0, plannedSteps = 0, epochs = 0;
         Path cfg = dir.resolve("config.yaml");
         if (Files.isRegularFile(cfg)) {
+            JsonNode c;
             try {
-                JsonNode c = new YAMLMapper().readTree(cfg.toFile());
+                c = new YAMLMapper().readTree(cfg.toFile());
                 mode = c.path("algorithm").path("mode").asText(mode);
                 pool = c.path("algorithm").path("global_pooling").asText(pool);
                 seed = c.path("run").path("seed").asLong(0);
                 workflow = c.path("orchestra").path("name").asText("");
-                plannedSteps = c.path("trainer").path("steps").asLong(0);
+                epochs = c.path("trainer").path("epochs").asLong(0);
             } catch (IOException e) {
                 throw new IllegalArgumentException(cfg + ": not a readable config (" + e.getMessage() + ")");
             }
+            plannedSteps = plannedSteps(dir, c, last(steps, evals));
         }
-        return new Run(dir, pool.equals("trajectories") ? mode : mode + "-" + pool, seed, workflow, steps, evals, plannedSteps);
+        return new Run(dir, pool.equals("trajectories") ? mode : mode + "-" + pool, seed, workflow, steps, evals, plannedSteps, epochs);
+    }
+
+    /** {@link RunReport#EXPERIMENT_DONE}. */
+    static final String EXPERIMENT_DONE = RunReport.EXPERIMENT_DONE;
+
+    /** The line the trainer prints at its start when trainer.epochs sets its length: "drmas: trainer.epochs E: N steps (...". */
+    private static final java.util.regex.Pattern EPOCHS_LINE = java.util.regex.Pattern.compile("drmas: trainer\\.epochs (\\d+): (\\d+) steps .*");
+
+    /**
+     * The steps a run trains to. config.yaml holds every setting, trainer.steps (default 100) included, but with
+     * trainer.epochs set the run trains epochs × ⌊training tasks / rollout.tasks_per_step⌋ steps instead, and the
+     * task count is not in the run folder: it is taken from the count the trainer printed at its start, which an
+     * experiment keeps in its logs/&lt;run&gt;.log (the last such line for these epochs), else from the experiment's
+     * marker of a finished job (its last step logged is its last step); 0 (unknown) otherwise.
+     */
+    static long plannedSteps(Path dir, JsonNode config, long lastStep) {
+        long epochs = config.path("trainer").path("epochs").asLong(0);
+        if (epochs <= 0) return config.path("trainer").path("steps").asLong(0);
+        Path log = dir.toAbsolutePath().getParent().resolve("logs").resolve(dir.getFileName() + ".log");
+        long printed = 0;
+        if (Files.isRegularFile(log)) {
+            // (Latin-1: a job's tools may write bytes that are not UTF-8, and the line itself is ASCII)
+            try (Stream<String> lines = Files.lines(log, java.nio.charset.StandardCharsets.ISO_8859_1)) {
+                for (String l : (Iterable<String>) lines::iterator) {
+                    var m = EPOCHS_LINE.matcher(l);
+                    if (m.matches() && Long.parseLong(m.group(1)) == epochs) printed = Long.parseLong(m.group(2));
+                }
+            } catch (IOException | UncheckedIOException | NumberFormatException e) {
+                printed = 0;  // unreadable: unknown, as without the log
+            }
+        }
+        if (printed > 0) return printed;
+        return Files.isRegularFile(dir.resolve(EXPERIMENT_DONE)) ? lastStep : 0;
+    }
+
+    private static long last(List<JsonNode> steps, List<JsonNode> evals) {
+        long last = 0;
+        for (JsonNode n : steps) last = Math.max(last, n.get("step").asLong());
+        for (JsonNode n : evals) last = Math.max(last, n.get("step").asLong());
+        return last;
     }
 
     /**

@@ -36,6 +36,12 @@ import org.knowm.xchart.style.lines.SeriesLines;
 import org.knowm.xchart.style.markers.SeriesMarkers;
 
 public final class RunReport {
+    /**
+     * What `drmas experiment` writes into a job's folder when the job ended well, its training done (a stopped or
+     * failed job ends otherwise): the report takes such a run of trainer.epochs to have trained to its last step.
+     */
+    public static final String EXPERIMENT_DONE = "experiment.done";
+
     /** Builds and writes the plots' JSON data (thread-safe once configured). */
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -324,8 +330,9 @@ public final class RunReport {
     }
 
     /**
-     * The step at which a run of group {@code g} has finished: its trainer.steps, or where its
-     * config.yaml does not say, the last step that any run of the group logged.
+     * The step at which a run of group {@code g} has finished: the steps it trains (trainer.steps, or
+     * trainer.epochs' count where known), or where that is unknown, the last step that any run of the
+     * group logged.
      */
     static long target(ReportRuns.Run r, List<ReportRuns.Run> g) {
         return r.plannedSteps() > 0 ? r.plannedSteps() : g.stream().mapToLong(ReportRuns.Run::lastStep).max().orElse(0);
@@ -440,21 +447,33 @@ public final class RunReport {
         if (i.n() > 0 || infinite + undefined == 0) parts.add(i.show(g.size()));
         if (infinite > 0) parts.add("∞ in " + seeds(infinite) + " (a non-finite norm)");
         if (undefined > 0) parts.add("no positive norm in " + seeds(undefined));
-        return String.join("; ", parts);
+        return String.join("; ", parts) + unfinishedNote(g);
     }
 
-    /** Spikes per seed (a non-finite norm is one), with how many non-finite norms there were in all. */
+    /**
+     * Spikes per 100 logged steps per seed (a non-finite norm is one), with how many non-finite norms there were in
+     * all: a seed that stopped early has fewer steps to spike in, and a count of spikes would rank it calmer.
+     */
     static String spikesCell(List<ReportRuns.Run> g, String key) {
         List<Double> v = new ArrayList<>();
         int nonFinite = 0;
         for (ReportRuns.Run r : g) {
             double[] xs = r.valuesWithNonFinite(key);
             if (xs.length == 0) continue;
-            v.add((double) ReportStats.spikes(xs));
+            v.add(100.0 * ReportStats.spikes(xs) / xs.length);
             nonFinite += ReportStats.nonFinite(xs);
         }
         String s = ReportStats.interval(v.stream().mapToDouble(Double::doubleValue).toArray()).show(g.size());
-        return nonFinite == 0 ? s : s + "; " + nonFinite + " non-finite";
+        return (nonFinite == 0 ? s : s + "; " + nonFinite + " non-finite") + unfinishedNote(g);
+    }
+
+    /**
+     * " (2 of 3 finished)" where some of the group's seeds did not finish, "" where all did: the gradient-norm cells
+     * are over every step each seed logged, finished or not, and a max/median over a shorter run is not the same measure.
+     */
+    private static String unfinishedNote(List<ReportRuns.Run> g) {
+        long finished = g.stream().filter(r -> finished(r, g)).count();
+        return finished == g.size() ? "" : " (" + finished + " of " + g.size() + " finished)";
     }
 
     /** The last steps the group's runs logged: "60", or "12–60" where they differ. */
@@ -476,7 +495,7 @@ public final class RunReport {
         for (String k : evalKeys) t.append("<th>").append(header(k, mixed)).append(" before</th><th>").append(header(k, mixed)).append(" after</th>");
         if (mixed) t.append("<th>").append(benchHeader).append(" before</th><th>").append(benchHeader).append(" after</th>");
         for (String a : agents) {
-            t.append("<th>").append(escape(a)).append(" ‖g‖ max/median</th><th>").append(escape(a)).append(" spikes &gt; 3× median</th><th>")
+            t.append("<th>").append(escape(a)).append(" ‖g‖ max/median</th><th>").append(escape(a)).append(" spikes per 100 logged steps</th><th>")
                     .append(escape(a)).append(" inflation</th>");
         }
         t.append("</tr>\n");
@@ -504,13 +523,15 @@ public final class RunReport {
         }
         return t.append("</table>\n<p>Values are means over the seeds ± the half-width of a 95% interval (Student's t; none "
                 + "with one seed); (n=…) where fewer seeds than the row's stand behind a value. Finished: the runs whose last "
-                + "evaluation is at their config's trainer.steps (or, without evaluations, that logged it); \"after\" is each finished run's final evaluation, and a run "
+                + "evaluation is at the last step they train, their config's trainer.steps or trainer.epochs' count (or, without "
+                + "evaluations, that logged it); \"after\" is each finished run's final evaluation, and a run "
                 + "that stopped early (or evaluated only before training) is left out of it. Scores without a benchmark in their "
                 + "name are over all test tasks pooled: a mixed test file's benchmarks weigh by their task counts"
                 + (mixed ? "; their mean (" + benchHeader + ") weighs each alike" : "") + ". ‖g‖ is the per-agent gradient norm before "
                 + "clipping (trainer.grad_norm_per_agent); a spike is a non-finite norm, or a norm above 3× the median of the "
-                + "positive norms before it, judged once there are three (never the first three logged norms); max/median is over the "
-                + "positive norms, ∞ for a seed with a non-finite norm. Inflation is Lemma 4.2's factor, averaged over the "
+                + "positive norms before it, judged once there are three (never the first three logged norms), counted per 100 "
+                + "steps that the seed logged; max/median is over the positive norms, ∞ for a seed with a non-finite norm. Both "
+                + "are over every step each seed logged, \"(2 of 3 finished)\" where seeds that stopped early are among them. Inflation is Lemma 4.2's factor, averaged over the "
                 + "steps.</p>\n").toString();
     }
 
@@ -542,8 +563,17 @@ public final class RunReport {
             }
         }
         if (!unfinished.isEmpty()) {
-            out.add("Unfinished runs, left out of every \"after\" (a run is finished when its last evaluation is at its trainer.steps): "
-                    + String.join(", ", unfinished) + ".");
+            out.add("Unfinished runs, left out of every \"after\" (a run is finished when its last evaluation is at the last step it "
+                    + "trains, its trainer.steps or trainer.epochs' count): " + String.join(", ", unfinished) + ".");
+        }
+        List<String> unknown = new ArrayList<>();
+        for (List<ReportRuns.Run> g : groups.values()) for (ReportRuns.Run r : g) if (r.plannedSteps() == 0 && r.epochs() > 0) unknown.add(r.name());
+        if (!unknown.isEmpty()) {
+            // trainer.epochs counts steps from the training tasks, which the run folder does not record: the count the trainer
+            // printed is read from an experiment's logs/, and without it a run can only be judged against its mode's others
+            out.add("Steps planned unknown for " + String.join(", ", unknown) + ": trainer.epochs sets their length, which their "
+                    + "folders do not record (the trainer prints it at its start; an experiment keeps that in logs/<run>.log); each "
+                    + "counts as finished once it reached the last step any run of its mode logged.");
         }
         List<String> keys = evalKeys(groups), benchmarks = benchmarkPass1(keys);
         String main = keys.contains("eval/pass@1") ? "eval/pass@1" : keys.isEmpty() ? null : keys.getFirst();
@@ -563,8 +593,19 @@ public final class RunReport {
                     if (!after.get(i).overlaps(after.get(j))) distinct.add(labels.get(i) + " vs " + labels.get(j));
                 }
             }
-            sb.append(distinct.isEmpty() ? "Every pair of intervals overlaps: these runs do not show that one mode evaluates better than another."
-                    : "Intervals that do not overlap: " + String.join(", ", distinct) + ".");
+            // an interval of fewer than two finished seeds has no width, and overlaps() takes it as overlapping everything:
+            // no statement about those modes, which are named instead
+            List<String> noInterval = new ArrayList<>();
+            for (int i = 0; i < labels.size(); i++) if (after.get(i).n() < 2) noInterval.add(labels.get(i));
+            String without = noInterval.isEmpty() ? "" : " " + String.join(", ", noInterval) + (noInterval.size() == 1 ? " has" : " have")
+                    + " fewer than two finished seeds: no interval, no comparison with " + (noInterval.size() == 1 ? "it." : "them.");
+            if (!distinct.isEmpty()) {
+                sb.append("Intervals that do not overlap: ").append(String.join(", ", distinct)).append('.').append(without);
+            } else if (noInterval.isEmpty()) {
+                sb.append("Every pair of intervals overlaps: these runs do not show that one mode evaluates better than another.");
+            } else {
+                sb.append("No intervals are apart.").append(without).append(" These runs do not show that one mode evaluates better than another.");
+            }
             out.add(sb.toString());
             if (main.equals("eval/pass@1") && !benchmarks.isEmpty()) {
                 StringBuilder bm = new StringBuilder("Mean of the benchmarks' pass@1 (" + benchmarks.size() + ", each weighed alike): ");

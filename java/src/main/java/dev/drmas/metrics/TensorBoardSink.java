@@ -43,7 +43,10 @@ import java.util.zip.CRC32C;
  * --load_fast=true (its Rust data server) and false, after a crash and resume.
  *
  * <p>Non-finite values are left out: a chart has no place to draw NaN or an infinity, a missing
- * point is simply not drawn, and metrics.jsonl keeps what the values were.
+ * point is simply not drawn, and metrics.jsonl keeps what the values were. A finite value past
+ * float's range is not one of them: it is written as ±Inf, what its conversion to float gives (and
+ * TensorFlow's and PyTorch's writers store), so that TensorBoard marks it instead of drawing nothing
+ * where the largest value was.
  */
 public final class TensorBoardSink implements MetricsSink {
     static final String FILE_VERSION = "brain.Event:2";
@@ -195,7 +198,10 @@ public final class TensorBoardSink implements MetricsSink {
         for (var s : new TreeMap<>(scalars).entrySet()) {
             if (s.getValue() == null) throw new IllegalArgumentException("metric '" + s.getKey() + "' has no value (null) at step " + step);
             double v = s.getValue();
-            if (!Double.isFinite(v) || !Float.isFinite((float) v)) continue; // beyond float range is infinite for TensorBoard too
+            // a finite value past float's range (a gradient norm of 1e39, a run's largest spike) is written as the ±Inf
+            // that (float) v gives, as TensorFlow's and PyTorch's writers store it in simple_value: TensorBoard marks such
+            // a point on the chart, where leaving it out would hide the spike
+            if (!Double.isFinite(v)) continue;
             var value = new Proto();
             value.bytes(1, s.getKey().getBytes(StandardCharsets.UTF_8));
             value.fixed32(2, Float.floatToRawIntBits((float) v));

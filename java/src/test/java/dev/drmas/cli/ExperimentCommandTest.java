@@ -9,6 +9,10 @@
 // experiment (its shutdown hook) signals each running job once, however they end, and a job whose stop
 // failed gives the experiment its status; jobs that run at once
 // are given GPUs of their own (--gpus, or the ones the experiment sees); scripts stand in for the jobs there.
+// Runs are named as the report labels them, the pooling only where it is not trajectories. A finished
+// job whose config file was edited since is refused naming the keys that differ (what only logging
+// changes aside; a marker of an earlier drmas is checked by its arguments alone). A mode or pooling
+// listed twice is a user error.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -213,6 +217,41 @@ class ExperimentCommandTest {
     }
 
     @Test
+    void aFinishedJobWhoseConfigFileChangedIsRefusedNamingTheKeys() throws Exception {
+        // the same arguments, the YAML edited between two runs of the experiment: its finished jobs trained with the old
+        // settings, and continuing would put seeds of two configs in one report
+        Path yaml = tmp.resolve("c.yaml");
+        Files.copy(Path.of("../configs/math-toy-drmas.yaml"), yaml);
+        var cl = Main.commandLine();
+        var out = new java.io.StringWriter();
+        cl.setOut(new java.io.PrintWriter(out));
+        cl.setErr(new java.io.PrintWriter(out));
+        ((ExperimentCommand) cl.getSubcommands().get("experiment").getCommand()).jobCommand = () -> List.of("sh", "-c", "exit 0", "job");
+        List<String> args = new ArrayList<>(List.of("experiment", yaml.toString(), "--modes", "grpo", "--seeds", "1",
+                "run.output_dir=" + tmp, "run.threads=1"));
+        args.addAll(TINY);
+        cl.execute(args.toArray(String[]::new));  // (every job done; the report then finds no metrics: scripts)
+        Path marker = tmp.resolve("exp/grpo-s1").resolve(ExperimentCommand.DONE);
+        assertTrue(Files.readString(marker).contains("\n" + ExperimentCommand.CONFIG_LINE + "{"), Files.readString(marker));
+        // what only logging changes is no other config
+        Files.writeString(yaml, Files.readString(yaml).replace("save_freq: 30}", "save_freq: 30, log_freq: 5}"));
+        Cli.Run same = Cli.run(args.toArray(String[]::new));
+        assertTrue(same.out().contains("grpo-s1: done before, skipped"), same.out() + same.err());
+        Files.writeString(yaml, Files.readString(yaml).replace("clip_high: 0.2,", "clip_high: 0.28,"));
+        Cli.Run r = Cli.run(args.toArray(String[]::new));
+        assertEquals(1, r.exit(), r.out() + r.err());
+        assertTrue(r.err().contains("sft-s1 finished with another config (" + tmp.resolve("exp/sft-s1").resolve(ExperimentCommand.DONE)
+                + "): ppo.clip_high (then 0.2, now 0.28). "), r.err());
+        // a marker of a drmas that kept the arguments alone (and did not force trainer.log_freq=1): those are compared, as then
+        for (String job : List.of("sft-s1", "grpo-s1")) {
+            Path m = tmp.resolve("exp").resolve(job).resolve(ExperimentCommand.DONE);
+            Files.writeString(m, Files.readString(m).lines().findFirst().orElseThrow().replace(", trainer.log_freq=1", "") + "\n");
+        }
+        Cli.Run old = Cli.run(args.toArray(String[]::new));
+        assertEquals(2, old.out().lines().filter(l -> l.contains("done before, skipped")).count(), old.out() + old.err());
+    }
+
+    @Test
     void aWarmStartRunningBesideAFailedJobIsLetFinish() throws Exception {
         // seed 1's warm start at once, seed 2's for 3 s; grpo-s1 stops with 75 after 1 s while seed 2's warm start
         // runs: it finishes (marked done), drmas-s1 is stopped gracefully, and none of seed 2's RL runs starts
@@ -305,6 +344,9 @@ class ExperimentCommandTest {
         List<ExperimentCommand.Job> own = c.jobs(root, 1);
         assertEquals(List.of("sft-s1", "grpo-s1", "drmas-s1", "sft-s2", "grpo-s2", "drmas-s2", "sft-s3", "grpo-s3", "drmas-s3"),
                 own.stream().map(ExperimentCommand.Job::name).toList());
+        // every step logged, whatever the config says: the report's spikes and max/median are over the steps logged
+        assertTrue(own.get(1).args().contains("trainer.log_freq=1") && own.get(1).args().contains("trainer.grad_norm_per_agent=true"),
+                own.get(1).args().toString());
         assertTrue(own.get(7).args().contains("run.warm_start=" + root.resolve("sft-s3/sft/models")), own.get(7).args().toString());
         c.sharedWarmStart = true;
         List<ExperimentCommand.Job> shared = c.jobs(root, 1);
@@ -318,6 +360,22 @@ class ExperimentCommandTest {
     }
 
     @Test
+    void runsAreNamedAsTheReportLabelsThemWhateverOtherPoolingsAreListed() {
+        // an experiment of trajectories first, then rows added: grpo-s1 is the same run both times (it was
+        // grpo-trajectories-s1 the second time: trained again, and the report refused the two as one seed twice)
+        ExperimentCommand c = new ExperimentCommand();
+        c.config = Path.of("c.yaml");
+        c.modes = List.of("grpo", "drmas");
+        c.seeds = 1;
+        c.pooling = List.of("trajectories");
+        Path root = tmp.resolve("exp");
+        assertEquals(List.of("sft-s1", "grpo-s1", "drmas-s1"), c.jobs(root, 1).stream().map(ExperimentCommand.Job::name).toList());
+        c.modes = List.of("grpo");
+        c.pooling = List.of("trajectories", "rows");
+        assertEquals(List.of("sft-s1", "grpo-s1", "grpo-rows-s1"), c.jobs(root, 1).stream().map(ExperimentCommand.Job::name).toList());
+    }
+
+    @Test
     void badOptionsAreUserErrors() {
         Cli.Run r = Cli.run("experiment", "../configs/math-toy-drmas.yaml", "--modes", "grpo,drmass", "run.output_dir=" + tmp);
         assertEquals(1, r.exit());
@@ -325,6 +383,14 @@ class ExperimentCommandTest {
         r = Cli.run("experiment", "../configs/math-toy-drmas.yaml", "--seeds", "0");
         assertEquals(1, r.exit());
         assertTrue(r.err().contains("--seeds must be >= 1"), r.err());
+        // a value twice would be one job twice under one name (scripts stand in for the jobs, should any start)
+        r = experimentOfScripts("exit 0", 1, 2, c -> { }, List.of("--modes", "grpo,drmas,grpo"));
+        assertEquals(1, r.exit());
+        assertTrue(r.out().contains("--modes: 'grpo' is given twice"), r.out());
+        r = experimentOfScripts("exit 0", 1, 2, c -> { }, List.of("--pooling", "rows,rows"));
+        assertEquals(1, r.exit());
+        assertTrue(r.out().contains("--pooling: 'rows' is given twice"), r.out());
+        assertTrue(!Files.exists(tmp.resolve("exp")), "nothing ran");
     }
 
     @Test

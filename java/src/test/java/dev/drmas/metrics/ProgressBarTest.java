@@ -1,6 +1,7 @@
 // ProgressBarTest.java — the console sink on a hand-driven clock: exact plain lines and their
-// cadence, the redrawn bar with its padding and final newline, ETA from a resumed step, shown
-// scalars that persist across logs lacking them, and the environment overrides.
+// cadence, the redrawn bar with its padding and final newline, ETA from a resumed step and without
+// the evaluation before training, shown scalars that persist across logs lacking them, and the
+// environment overrides.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -93,6 +94,28 @@ class ProgressBarTest {
         // 10 steps in 10 s since the resume at 50, 40 to go
         assertEquals("step 60/100 (60%) elapsed 00:10 eta 00:40\n", printed());
         assertEquals("?", ProgressBar.eta(50, 100, 50, 1_000_000_000L));
+    }
+
+    @Test
+    void etaLeavesOutTheEvaluationBeforeTraining() {
+        // 100 s of evaluation at step 0, then 2 s a step: 9 steps to go are 18 s, not 9 x 102 s
+        var bar = new ProgressBar(10, 0, List.of("eval/pass@1"), out, ProgressBar.Mode.PLAIN, 1, () -> now[0]);
+        advanceSeconds(100);
+        bar.log(0, Map.of("eval/pass@1", 0.125));
+        advanceSeconds(2);
+        bar.log(1, Map.of("reward/mean", 0.5));
+        assertEquals("""
+                step 0/10 (0%) elapsed 01:40 eta ? eval/pass@1=0.1250
+                step 1/10 (10%) elapsed 01:42 eta 00:18 eval/pass@1=0.1250
+                """, printed());
+        // a resumed run's pending evaluation of its checkpoint's step alike
+        bytes.reset();
+        var resumed = new ProgressBar(100, 50, List.of(), out, ProgressBar.Mode.PLAIN, 1, () -> now[0]);
+        advanceSeconds(60);
+        resumed.log(50, Map.of("eval/pass@1", 0.5));
+        advanceSeconds(10);
+        resumed.log(60, Map.of());
+        assertEquals("step 50/100 (50%) elapsed 01:00 eta ?\nstep 60/100 (60%) elapsed 01:10 eta 00:40\n", printed());
     }
 
     @Test

@@ -7,8 +7,13 @@
 // each finished run's final evaluation (a seed that stopped early is left out and named); non-finite
 // and zero gradient norms have their rules; each cell's n shows where it is not the row's; two runs
 // of one mode and seed are an error; files are replaced by rename; the summary names the pairs of
-// modes whose intervals do not overlap; the table's inflation and benchmark-mean columns hold their
-// values (and the latter are there only with benchmarks).
+// modes whose intervals do not overlap, and claims nothing of a mode with fewer than two finished
+// seeds; the table's inflation and benchmark-mean columns hold their values (and the latter are
+// there only with benchmarks); a run of trainer.epochs finishes at the step count the trainer printed
+// (an experiment's log), where that is unknown at its mode's last step, which the summary says, and
+// one without evaluations that stopped short of it has not finished; spikes are counted per 100
+// logged steps, and the gradient-norm cells of a mode with seeds that did not finish say so; runs
+// of different workflows are an error.
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -191,6 +196,86 @@ class RunReportTest {
                 + "<td>–</td><td>0.500 (n=1)</td>"), page);
     }
 
+    /** A run folder whose config.yaml has {@code trainer} as its trainer section (as config.yaml holds every setting, steps too). */
+    Path runWithTrainer(Path exp, String mode, int seed, String trainer, List<String> lines) throws IOException {
+        Path d = Files.createDirectories(exp.resolve(mode + "-s" + seed));
+        Files.writeString(d.resolve("config.yaml"), "run: {name: " + mode + "-s" + seed + ", seed: " + seed + "}\n"
+                + "algorithm: {mode: " + mode + ", global_pooling: trajectories}\norchestra: {name: math}\ntrainer: " + trainer + "\n");
+        Files.write(d.resolve("metrics.jsonl"), lines);
+        return d;
+    }
+
+    /** The experiment's log of {@code run} with the line the trainer prints at its start under trainer.epochs. */
+    static void epochsLog(Path exp, String run, int epochs, int steps) throws IOException {
+        Files.createDirectories(exp.resolve("logs"));
+        Files.writeString(exp.resolve("logs").resolve(run + ".log"), "=== drmas experiment: " + run + " started 2026-01-01T00:00:00Z ===\n"
+                + "drmas: trainer.epochs " + epochs + ": " + steps + " steps (" + epochs + " x floor(" + steps / epochs * 32
+                + " training tasks / 32 a step)); trainer.steps is not used\nstep 1/" + steps + " ...\n");
+    }
+
+    @Test
+    void runsOfTrainerEpochsFinishAtTheStepCountTheTrainerPrinted() throws IOException {
+        // the GPU configs: trainer.epochs 2 over 23 steps a pass = 46 steps, while config.yaml still says steps: 100
+        Path exp = tmp.resolve("epochs");
+        for (String mode : List.of("grpo", "drmas")) {
+            for (int seed = 1; seed <= 2; seed++) {
+                double end = (mode.equals("grpo") ? 0.3 : 0.6) + seed / 100.0;
+                runWithTrainer(exp, mode, seed, "{steps: 100, epochs: 2, eval_freq: 20}", lines(46, s -> 1.0, new double[][] {{0, 0.1}, {20, 0.2},
+                        {40, 0.25}, {46, end}}));
+                epochsLog(exp, mode + "-s" + seed, 2, 46);
+            }
+        }
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertFalse(page.contains("Unfinished") || page.contains("Steps planned unknown"), page);
+        assertTrue(page.contains("<tr><td>grpo</td><td>2</td><td>2</td><td>46</td><td>0.100 ± 0.000</td><td>"
+                + String.format(Locale.ROOT, "%.3f ± %.3f", 0.315, 12.706 * Math.sqrt(0.005 * 0.005 * 2) / Math.sqrt(2)) + "</td>"), page);
+        assertTrue(page.contains("Intervals that do not overlap: grpo vs drmas."), page);
+    }
+
+    @Test
+    void aRunWithoutEvaluationsThatCrashedBeforeItsEpochsIsUnfinished() throws IOException {
+        // trainer.eval_freq 0: finished means having logged the last step; seed 2 crashed at step 150 of 468 (past trainer.steps' 100)
+        Path exp = tmp.resolve("crash");
+        runWithTrainer(exp, "grpo", 1, "{steps: 100, epochs: 2, eval_freq: 0}", lines(468, s -> 1.0, new double[0][]));
+        runWithTrainer(exp, "grpo", 2, "{steps: 100, epochs: 2, eval_freq: 0}", lines(150, s -> 1.0, new double[0][]));
+        epochsLog(exp, "grpo-s1", 2, 468);
+        epochsLog(exp, "grpo-s2", 2, 468);
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains("<tr><td>grpo</td><td>2</td><td>1</td><td>150–468</td>"), page);
+        assertTrue(page.contains("grpo-s2 (step 150 of 468, no evaluation)"), page);
+    }
+
+    @Test
+    void withoutTheStepCountOfItsEpochsARunIsJudgedByItsModesOthersAndTheReportSaysSo() throws IOException {
+        // no experiment log: seed 1 has the experiment's marker of a finished job (its last step is its last), seeds 2 and 3
+        // neither: their planned steps are unknown, and the group's last step stands in
+        Path exp = tmp.resolve("unknown");
+        Path s1 = runWithTrainer(exp, "grpo", 1, "{steps: 100, epochs: 2, eval_freq: 20}", lines(46, s -> 1.0, new double[][] {{0, 0.1}, {46, 0.3}}));
+        Files.writeString(s1.resolve(ReportRuns.EXPERIMENT_DONE), "[train]\n");
+        runWithTrainer(exp, "grpo", 2, "{steps: 100, epochs: 2, eval_freq: 20}", lines(46, s -> 1.0, new double[][] {{0, 0.1}, {46, 0.32}}));
+        runWithTrainer(exp, "grpo", 3, "{steps: 100, epochs: 2, eval_freq: 20}", lines(30, s -> 1.0, new double[][] {{0, 0.1}, {20, 0.2}}));
+        assertEquals(46, ReportRuns.read(s1).plannedSteps());
+        assertEquals(0, ReportRuns.read(exp.resolve("grpo-s2")).plannedSteps());
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains("<tr><td>grpo</td><td>3</td><td>2</td><td>30–46</td>"), page);
+        assertTrue(page.contains("grpo-s3 (step 30 of 46, last evaluation at step 20)"), page);
+        assertTrue(page.contains("Steps planned unknown for grpo-s2, grpo-s3: trainer.epochs sets their length"), page);
+    }
+
+    @Test
+    void noOverlapIsClaimedForAModeWithFewerThanTwoFinishedSeeds() throws IOException {
+        // drmas seed 2 stopped early: drmas's "after" is one seed, whose interval has no width
+        Path exp = tmp.resolve("one");
+        runWith(exp, "grpo", 1, 10, lines(10, s -> 1.0, new double[][] {{0, 0.05}, {10, 0.30}}));
+        runWith(exp, "grpo", 2, 10, lines(10, s -> 1.0, new double[][] {{0, 0.05}, {10, 0.31}}));
+        runWith(exp, "drmas", 1, 10, lines(10, s -> 1.0, new double[][] {{0, 0.05}, {10, 0.90}}));
+        runWith(exp, "drmas", 2, 10, lines(5, s -> 1.0, new double[][] {{0, 0.05}}));
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertFalse(page.contains("Every pair of intervals overlaps"), page);
+        assertTrue(page.contains("No intervals are apart. drmas has fewer than two finished seeds: no interval, no comparison with it. "
+                + "These runs do not show that one mode evaluates better than another."), page);
+    }
+
     @Test
     void nonFiniteAndZeroNormsAreCountedNotDropped() throws IOException {
         Path exp = tmp.resolve("norms");
@@ -202,12 +287,31 @@ class RunReportTest {
         runWith(exp, "grpo", 2, 20, lines(20, s -> 0.0, new double[][] {{20, 0.1}}));
         assertTrue(Files.readString(exp.resolve("agent-std-s2/metrics.jsonl")).contains("\"nonfinite\":{\"agent/solver/grad_norm\":\"NaN\"}"));
         String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
-        // max/median, spikes per seed (2 and 1), inflation (none logged)
+        // max/median, spikes per 100 logged steps per seed (2 and 1 of 20: 10 and 5), inflation (none logged)
         assertTrue(page.contains("<td>∞ in 2 seeds (a non-finite norm)</td><td>"
-                + String.format(Locale.ROOT, "%.3f ± %.3f", 1.5, 12.706 * Math.sqrt(0.5) / Math.sqrt(2)) + "; 3 non-finite</td>"), page);
-        assertTrue(page.contains("<td>5.000 (n=1); no positive norm in 1 seed</td><td>0.500 ± 6.353</td>"), page);
+                + String.format(Locale.ROOT, "%.3f ± %.3f", 7.5, 12.706 * 2.5) + "; 3 non-finite</td>"), page);
+        assertTrue(page.contains("<td>5.000 (n=1); no positive norm in 1 seed</td><td>"
+                + String.format(Locale.ROOT, "%.3f ± %.3f", 2.5, 12.706 * 2.5) + "</td>"), page);
         assertTrue(page.contains("Gradient-norm max/median of agent solver: grpo 5.000 (n=1); no positive norm in 1 seed; "
                 + "agent-std ∞ in 2 seeds (a non-finite norm)."), page);
+    }
+
+    @Test
+    void spikesAreCountedPerLoggedStepAndAModeWithUnfinishedSeedsIsMarked() throws IOException {
+        // one spike every 20 steps in every seed of both modes; grpo-s3 stopped at step 20: 1 spike in 20 steps is the
+        // same rate as 3 in 60 (a count made it 2.333 against drmas's 3)
+        Path exp = tmp.resolve("rate");
+        for (int seed = 1; seed <= 3; seed++) {
+            int last = seed == 3 ? 20 : 60;
+            runWith(exp, "grpo", seed, 60, lines(last, s -> s % 20 == 0 ? 10.0 : 1.0, new double[][] {{0, 0.1}, {last, 0.2}}));
+            runWith(exp, "drmas", seed, 60, lines(60, s -> s % 20 == 0 ? 10.0 : 1.0, new double[][] {{0, 0.1}, {60, 0.2}}));
+        }
+        String page = Files.readString(RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
+        assertTrue(page.contains("<th>solver spikes per 100 logged steps</th>"), page);
+        assertTrue(page.contains("<td>10.000 ± 0.000 (2 of 3 finished)</td><td>5.000 ± 0.000 (2 of 3 finished)</td>"), page);
+        assertTrue(page.contains("<td>10.000 ± 0.000</td><td>5.000 ± 0.000</td>"), page);
+        assertTrue(page.contains("Gradient-norm max/median of agent solver: grpo 10.000 ± 0.000 (2 of 3 finished); drmas 10.000 ± 0.000."),
+                page);
     }
 
     @Test
@@ -352,6 +456,19 @@ class RunReportTest {
         Files.move(run(tmp.resolve("other"), "grpo", 1, 0.2), b);
         var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(exp), exp.resolve("report.html"), w -> { }));
         assertTrue(e.getMessage().contains(a + " and " + b + " are both grpo with seed 1"), e.getMessage());
+    }
+
+    @Test
+    void runsOfDifferentWorkflowsAreAnError() throws IOException {
+        // a search experiment's drmas-s2 named beside a math experiment: one drmas row would pool their seeds
+        Path math = tmp.resolve("math"), search = tmp.resolve("search");
+        run(math, "grpo", 1, 0.10);
+        run(math, "drmas", 1, 0.30);
+        Path s2 = run(search, "drmas", 2, 0.50);
+        Files.writeString(s2.resolve("config.yaml"), Files.readString(s2.resolve("config.yaml")).replace("{name: math}", "{name: search}"));
+        var e = assertThrows(IllegalArgumentException.class, () -> RunReport.write(List.of(math, search), tmp.resolve("r.html"), w -> { }));
+        assertTrue(e.getMessage().startsWith("runs of different workflows: math (" + math.resolve("drmas-s1") + " and 1 more), search ("
+                + s2 + "); a report compares modes on one workflow"), e.getMessage());
     }
 
     @Test

@@ -1,7 +1,8 @@
 // TensorBoardSinkTest.java — the event file checked two ways: byte for byte against a file that
 // TensorBoard's own writer produced (tensorboard 2.21.0: RecordWriter and event_pb2), and through
 // a TFRecord/protobuf decoder written here (both CRCs verified, every field decoded) for
-// round-trips of steps, tags and values, non-finite values left out.
+// round-trips of steps, tags and values, non-finite values left out, finite ones past float's range
+// written as the ±Inf of their conversion (not left out: the largest spike stays on the chart).
 package dev.drmas.metrics;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -94,6 +95,7 @@ class TensorBoardSinkTest {
         step1.put("agent/solvér/adv_std", -1e-7); // non-ASCII tag, UTF-8 on the wire
         step1.put("loss", Double.NaN);
         step1.put("too_big_for_float", 1e300);
+        step1.put("too_negative_for_float", -1e39);
         step1.put("grad_norm", Double.POSITIVE_INFINITY);
         step1.put("big", 3.0e38);
         long hugeStep = 1L << 40;
@@ -116,9 +118,12 @@ class TensorBoardSinkTest {
         Event e1 = event(records.get(2));
         assertEquals(1.0e9 + 0.5, e1.wallTime);
         assertEquals(1, e1.step);
-        assertEquals(List.of("agent/solvér/adv_std", "big", "reward/mean"), List.copyOf(e1.values.keySet()));
+        assertEquals(List.of("agent/solvér/adv_std", "big", "reward/mean", "too_big_for_float", "too_negative_for_float"),
+                List.copyOf(e1.values.keySet()));
         assertEquals((float) -1e-7, e1.values.get("agent/solvér/adv_std"));
         assertEquals(3.0e38f, e1.values.get("big"));
+        assertEquals(Float.POSITIVE_INFINITY, e1.values.get("too_big_for_float"));
+        assertEquals(Float.NEGATIVE_INFINITY, e1.values.get("too_negative_for_float"));
         assertEquals(0.5f, e1.values.get("reward/mean"));
 
         Event e2 = event(records.get(3));
