@@ -256,6 +256,9 @@ final class ReportRuns {
         return new Run(dir, pool.equals("trajectories") ? mode : mode + "-" + pool, seed, workflow, steps, evals, plannedSteps, epochs);
     }
 
+    /** The trainer's record of the steps it trains to (Trainer.PLAN_FILE; the metrics package does not depend on train). */
+    static final String PLAN_FILE = "plan.json";
+
     /** {@link RunReport#EXPERIMENT_DONE}. */
     static final String EXPERIMENT_DONE = RunReport.EXPERIMENT_DONE;
 
@@ -264,14 +267,24 @@ final class ReportRuns {
 
     /**
      * The steps a run trains to. config.yaml holds every setting, trainer.steps (default 100) included, but with
-     * trainer.epochs set the run trains epochs × ⌊training tasks / rollout.tasks_per_step⌋ steps instead, and the
-     * task count is not in the run folder: it is taken from the count the trainer printed at its start, which an
+     * trainer.epochs set the run trains epochs × ⌊training tasks / rollout.tasks_per_step⌋ steps instead: the
+     * trainer records that count in plan.json; for a run folder from before it did, the count is taken from the count the trainer printed at its start, which an
      * experiment keeps in its logs/&lt;run&gt;.log (the last such line for these epochs), else from the experiment's
      * marker of a finished job (its last step logged is its last step); 0 (unknown) otherwise.
      */
     static long plannedSteps(Path dir, JsonNode config, long lastStep) {
         long epochs = config.path("trainer").path("epochs").asLong(0);
         if (epochs <= 0) return config.path("trainer").path("steps").asLong(0);
+        // the trainer's own record (plan.json, written at its start since it has existed), for these epochs
+        Path plan = dir.resolve(PLAN_FILE);
+        if (Files.isRegularFile(plan)) {
+            try {
+                JsonNode p = new com.fasterxml.jackson.databind.ObjectMapper().readTree(plan.toFile());
+                if (p.path("epochs").asLong(-1) == epochs && p.path("total_steps").asLong(0) > 0) return p.path("total_steps").asLong();
+            } catch (IOException e) {
+                // unreadable: the other records below
+            }
+        }
         Path log = dir.toAbsolutePath().getParent().resolve("logs").resolve(dir.getFileName() + ".log");
         long printed = 0;
         if (Files.isRegularFile(log)) {

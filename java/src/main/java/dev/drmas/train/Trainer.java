@@ -360,6 +360,7 @@ public final class Trainer implements AutoCloseable {
                             + (tc.epochs() > 0 ? tc.epochs() + " (" + trainSteps + " steps)" : trainSteps) + " (raise " + key + " to train on)");
                 }
                 cfg.save(runDir.resolve("config.yaml"));
+                writePlan();
             }
             // on the console: the bar (one line, kept short), or without it a line per logged step into the log, with each
             // model's loss too, as a trainer's log has it
@@ -574,6 +575,31 @@ public final class Trainer implements AutoCloseable {
     }
 
     // ------------------------------------------------------------------ checkpoints, evaluation, warm start
+
+    /** The file in the run folder that says how many steps train() trains to (drmas report reads it). */
+    public static final String PLAN_FILE = "plan.json";
+
+    /**
+     * runDir/plan.json: the steps this run trains to, and what they come from. With trainer.epochs they are
+     * epochs × ⌊training tasks / tasks_per_step⌋, and the task count is in no other file of the run folder
+     * (config.yaml keeps trainer.steps, unused then, and the resume checks read it). Written whole or not at
+     * all; a failure is a warning: the report then says the planned steps are unknown.
+     */
+    private void writePlan() {
+        Path f = runDir.resolve(PLAN_FILE), tmp = runDir.resolve(PLAN_FILE + ".tmp");
+        try {
+            var plan = new java.util.LinkedHashMap<String, Object>();
+            plan.put("total_steps", trainSteps());
+            plan.put("epochs", cfg.trainer().epochs());
+            plan.put("train_tasks", tasks.size());
+            plan.put("tasks_per_step", cfg.rollout().tasksPerStep());
+            Files.writeString(tmp, new ObjectMapper().writeValueAsString(plan) + "\n");
+            Durable.syncFile(tmp);
+            Files.move(tmp, f, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException | RuntimeException e) {
+            log.println("drmas: warning: cannot write " + f + " (" + e.getMessage() + "): drmas report will not know this run's planned steps");
+        }
+    }
 
     /** The file in a checkpoint folder that says its step's evaluation was done, with its results. */
     static final String EVALUATED_FILE = "evaluated.json";

@@ -233,6 +233,19 @@ class RunReportTest {
     }
 
     @Test
+    void theTrainersPlanGivesTheStepsOfItsEpochs() throws IOException {
+        // plan.json (Trainer.PLAN_FILE), written at the run's start, without an experiment's log or marker
+        Path exp = tmp.resolve("plan");
+        Path r = runWithTrainer(exp, "grpo", 1, "{steps: 100, epochs: 2, eval_freq: 20}", lines(30, s -> 1.0, new double[][] {{0, 0.1}, {20, 0.2}}));
+        assertEquals(0, ReportRuns.read(r).plannedSteps(), "without a record: unknown");
+        Files.writeString(r.resolve(ReportRuns.PLAN_FILE), "{\"total_steps\":46,\"epochs\":2,\"train_tasks\":92,\"tasks_per_step\":4}\n");
+        assertEquals(46, ReportRuns.read(r).plannedSteps());
+        // a plan of other epochs (the run resumed with a larger trainer.epochs, its plan not yet rewritten) is not this config's
+        Files.writeString(r.resolve(ReportRuns.PLAN_FILE), "{\"total_steps\":23,\"epochs\":1}\n");
+        assertEquals(0, ReportRuns.read(r).plannedSteps());
+    }
+
+    @Test
     void aRunWithoutEvaluationsThatCrashedBeforeItsEpochsIsUnfinished() throws IOException {
         // trainer.eval_freq 0: finished means having logged the last step; seed 2 crashed at step 150 of 468 (past trainer.steps' 100)
         Path exp = tmp.resolve("crash");

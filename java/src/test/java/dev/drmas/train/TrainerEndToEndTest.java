@@ -154,6 +154,10 @@ class TrainerEndToEndTest {
         Path metrics = out.resolve("e2e/metrics.jsonl");
         assertEquals(List.of(1L, 2L, 3L, 4L), steps(metrics));
         assertTrue(Files.isDirectory(out.resolve("e2e/checkpoints/step_000004")), "the last step is saved");
+        // the plan the report reads: the task count is in no other file of the run folder
+        var json = new ObjectMapper();
+        assertEquals(json.readTree("{\"total_steps\":4,\"epochs\":1,\"train_tasks\":9,\"tasks_per_step\":2}"),
+                json.readTree(out.resolve("e2e").resolve(Trainer.PLAN_FILE).toFile()));
         // a second epoch: the resume trains steps 5 to 8
         List<String> two = new ArrayList<>(List.of(common));
         two.add("trainer.epochs=2");
@@ -161,6 +165,7 @@ class TrainerEndToEndTest {
             t.train();
         }
         assertEquals(List.of(1L, 2L, 3L, 4L, 5L, 6L, 7L, 8L), steps(metrics));
+        assertEquals(8, json.readTree(out.resolve("e2e").resolve(Trainer.PLAN_FILE).toFile()).get("total_steps").asLong(), "rewritten");
         // tasks that fill no step: an error naming the key, before anything runs
         List<String> few = new ArrayList<>(List.of(common));
         few.addAll(List.of("trainer.epochs=1", "data.synthetic.train_size=1"));
