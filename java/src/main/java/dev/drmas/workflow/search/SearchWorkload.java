@@ -107,7 +107,8 @@ final class SearchWorkload implements Workload {
 
     private static Retriever retriever(RetrieverOptions rc, KnowledgeBase kb) {
         if (rc.type() == RetrieverOptions.Type.HTTP) {
-            return new HttpRetriever(URI.create(rc.url()), Duration.ofMillis(Math.round(rc.timeoutS() * 1000)), rc.maxBatch());
+            return new HttpRetriever(URI.create(rc.url()), Duration.ofMillis(Math.round(rc.timeoutS() * 1000)), rc.maxBatch(),
+                    rc.request());
         }
         if (rc.index() != null) return Bm25Retriever.open(rc.index());
         if (rc.corpus() != null) return Bm25Retriever.inMemory(CorpusFile.read(rc.corpus()));

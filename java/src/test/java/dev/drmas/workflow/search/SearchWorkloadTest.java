@@ -74,6 +74,13 @@ class SearchWorkloadTest {
     }
 
     @Test
+    void theRetrieversRequestKeyBinds() {
+        assertEquals(RetrieverOptions.Request.BATCH, config().orchestra().options(SearchOptions.class).retriever().request());
+        assertEquals(RetrieverOptions.Request.SINGLE, config("++orchestra.options.retriever.request=single").orchestra()
+                .options(SearchOptions.class).retriever().request());
+    }
+
+    @Test
     void anHttpRetrieversOutageIsWaitedOut() throws java.io.IOException {
         // a closed port: every search fails at once; the tool waits outage_s for the server, then
         // (outside a training step) stops the run naming it, instead of handing back "search failed"
