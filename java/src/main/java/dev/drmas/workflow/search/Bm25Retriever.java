@@ -145,6 +145,10 @@ public final class Bm25Retriever implements Retriever {
         IndexWriterConfig iwc = new IndexWriterConfig(analyzer());
         iwc.setSimilarity(new BM25Similarity(K1, B));  // norms are encoded the same for any BM25; set for clarity
         iwc.setOpenMode(IndexWriterConfig.OpenMode.CREATE);
+        // committed only when every passage is in: a corpus that fails half-way must leave the index
+        // there as it was (CREATE replaces it only at the commit), where closing with Lucene's default
+        // commit-on-close would replace it with the passages read so far
+        iwc.setCommitOnClose(false);
         try (IndexWriter w = new IndexWriter(d, iwc)) {
             IOException[] failed = new IOException[1];
             passages.forEach(p -> {
@@ -162,7 +166,8 @@ public final class Bm25Retriever implements Retriever {
             });
             if (failed[0] != null) throw failed[0];
             w.forceMerge(1);  // one segment: the index is written once and read many times
-        }
+            w.commit();
+        }  // without the commit (an exception above), close() rolls the writer back
     }
 
     /** Passages in the index. */
