@@ -149,7 +149,12 @@ final class SearchWorkload implements Workload {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < hits.size(); i++) {
             Passage p = hits.get(i).passage();
-            String text = maxChars > 0 && p.text().length() > maxChars ? p.text().substring(0, maxChars).stripTrailing() : p.text();
+            String text = p.text();
+            if (maxChars > 0 && text.length() > maxChars) {
+                // not between the two halves of a surrogate pair: a lone half is no character, and the tokenizer would write U+FFFD
+                int end = Character.isHighSurrogate(text.charAt(maxChars - 1)) ? maxChars - 1 : maxChars;
+                text = text.substring(0, end).stripTrailing();
+            }
             if (i > 0) sb.append('\n');
             sb.append('(').append(i + 1).append(") ");
             // a title the text starts with (the knowledge base's passages) would only cost prompt tokens

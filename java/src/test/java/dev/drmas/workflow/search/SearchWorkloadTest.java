@@ -150,6 +150,15 @@ class SearchWorkloadTest {
     }
 
     @Test
+    void aCutNeverSplitsASurrogatePair() {
+        // U+1F600 is two chars; a cut at the first would leave a lone high surrogate in the prompt
+        String text = "x".repeat(9) + "\uD83D\uDE00" + " tail";
+        String cut = SearchWorkload.format(List.of(new Passage.Hit(new Passage("1", "", text), 1)), 10);
+        assertEquals("(1) " + "x".repeat(9), cut);
+        assertEquals("(1) " + "x".repeat(9) + "\uD83D\uDE00", SearchWorkload.format(List.of(new Passage.Hit(new Passage("1", "", text), 1)), 11));
+    }
+
+    @Test
     void aHugePassageIsCutByDefault() {
         // issue 20: a 5 MB passage of a user's corpus was put into the prompt whole
         int limit = RetrieverOptions.defaults().maxPassageChars();
