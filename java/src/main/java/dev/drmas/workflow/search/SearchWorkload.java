@@ -87,16 +87,22 @@ final class SearchWorkload implements Workload {
         }
         for (Task t : train) answerPool.add(t.answer());
         this.retriever = retriever(o.retriever(), kb);
-        var options = new SearchOrchestra.Options(o.maxTurns(), o.historyLength(), o.malformedVerdict().taken(),
-                idOf(cfg, SearchOrchestra.VERIFIER), idOf(cfg, SearchOrchestra.SEARCHER), idOf(cfg, SearchOrchestra.ANSWERER),
-                o.retryUnanswered());
-        this.orchestra = new SearchOrchestra(team, options, SearchOrchestra.VERDICTS, tool(o.retriever()));
-        // last (it starts a process): a grader command is sent the truth as Search-R1's data files give it to verl's
-        // compute_score; one that cannot start closes the retriever opened above
+        // from here on a failure (a template the orchestra refuses, a grader that cannot start) closes the
+        // retriever opened above: the caller gets no workload to close
         try {
+            var options = new SearchOrchestra.Options(o.maxTurns(), o.historyLength(), o.malformedVerdict().taken(),
+                    idOf(cfg, SearchOrchestra.VERIFIER), idOf(cfg, SearchOrchestra.SEARCHER), idOf(cfg, SearchOrchestra.ANSWERER),
+                    o.retryUnanswered());
+            this.orchestra = new SearchOrchestra(team, options, SearchOrchestra.VERDICTS, tool(o.retriever()));
+            // last (it starts a process): a grader command is sent the truth as Search-R1's data files give it to verl's
+            // compute_score
             this.grader = AnswerGrader.of(o.grader(), (text, t) -> SearchAnswers.reward(text, t.golds()), t -> Map.of("target", t.golds()));
         } catch (RuntimeException | Error e) {
-            retriever.close();
+            try {
+                retriever.close();
+            } catch (RuntimeException s) {
+                e.addSuppressed(s);
+            }
             throw e;
         }
     }
