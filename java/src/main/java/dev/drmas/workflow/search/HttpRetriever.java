@@ -7,7 +7,8 @@
 // {"title", "text", "contents"} without an id). Uses the JDK's HttpClient. Every wait is bounded by
 // the timeout; a timeout, a refused connection, a non-200 status or a malformed body fails that
 // request's queries (logged and counted by the caller; the last two as refused, the server having
-// answered, except a proxy's 502/503/504), never with an exception. The search workload's
+// answered, except a proxy's 502/503/504; as is a response too large to be one, read no further
+// than a bound), never with an exception. The search workload's
 // RetrieverGuard decides what an outage of the server does to a run.
 package dev.drmas.workflow.search;
 
@@ -40,6 +41,13 @@ public final class HttpRetriever implements Retriever {
     private final RetrieverOptions.Request mode;
     /** request: single: how many one-query requests are out at once (a wave, answered within the timeout). */
     static final int SINGLE_IN_FLIGHT = 16;
+    /**
+     * A response is read up to max(MIN_BODY_BYTES, queries × top_k × BODY_BYTES_PER_PASSAGE) bytes: a
+     * server that ignores topk (or sends whole books) must not fill the trainer's heap. Generous:
+     * Search-R1's wiki passages are ~600 characters, and a long passage is cut for the prompt anyway.
+     */
+    static final long MIN_BODY_BYTES = 16L << 20, BODY_BYTES_PER_PASSAGE = 64L << 10;
+    private final long minBodyBytes;
 
     /** As below, with requests of at most {@link RetrieverOptions#DEFAULT_MAX_BATCH} queries. */
     public HttpRetriever(URI url, Duration timeout) {
@@ -59,6 +67,12 @@ public final class HttpRetriever implements Retriever {
      *                 SINGLE: {"query": q} requests, {@link #SINGLE_IN_FLIGHT} at a time
      */
     public HttpRetriever(URI url, Duration timeout, int maxBatch, RetrieverOptions.Request mode) {
+        this(url, timeout, maxBatch, mode, MIN_BODY_BYTES);
+    }
+
+    /** As above, reading a response up to max(minBodyBytes, queries × k × BODY_BYTES_PER_PASSAGE) bytes (tests pass a small one). */
+    HttpRetriever(URI url, Duration timeout, int maxBatch, RetrieverOptions.Request mode, long minBodyBytes) {
+        this.minBodyBytes = minBodyBytes;
         if (maxBatch < 1) throw new IllegalArgumentException("retriever max_batch must be >= 1, got " + maxBatch);
         this.maxBatch = maxBatch;
         this.mode = java.util.Objects.requireNonNull(mode, "request");
@@ -89,7 +103,7 @@ public final class HttpRetriever implements Retriever {
                 for (String q : wave) {
                     ObjectNode body = JSON.createObjectNode();
                     body.put("query", q);
-                    pending.add(send(body, k));
+                    pending.add(send(body, 1, k));
                 }
                 for (var p : pending) out.addAll(answer(p, 1, k, deadline));
             }
@@ -100,18 +114,77 @@ public final class HttpRetriever implements Retriever {
             ObjectNode body = JSON.createObjectNode();
             var qs = body.putArray("queries");
             part.forEach(qs::add);
-            out.addAll(answer(send(body, k), part.size(), k, System.nanoTime() + timeout.toNanos()));
+            out.addAll(answer(send(body, part.size(), k), part.size(), k, System.nanoTime() + timeout.toNanos()));
         }
         return out;
     }
 
-    private CompletableFuture<HttpResponse<String>> send(ObjectNode body, int k) {
+    private CompletableFuture<HttpResponse<String>> send(ObjectNode body, int queries, int k) {
         body.put("topk", k);
         body.put("return_scores", true);
         HttpRequest req = HttpRequest.newBuilder(url).timeout(timeout)
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofString(body.toString(), StandardCharsets.UTF_8)).build();
-        return client.sendAsync(req, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
+        long limit = Math.max(minBodyBytes, (long) queries * k * BODY_BYTES_PER_PASSAGE);
+        return client.sendAsync(req, info -> new Limited(limit));
+    }
+
+    /** A body longer than its limit. */
+    private static final class TooLarge extends IOException {
+        final long limit;
+
+        TooLarge(long limit) {
+            super("response over " + limit + " bytes");
+            this.limit = limit;
+        }
+    }
+
+    /** The body as UTF-8 text, or TooLarge as soon as it passes {@code limit} bytes (the rest is not read). */
+    private static final class Limited implements HttpResponse.BodySubscriber<String> {
+        private final long limit;
+        private final CompletableFuture<String> body = new CompletableFuture<>();
+        private final java.io.ByteArrayOutputStream buf = new java.io.ByteArrayOutputStream();
+        private java.util.concurrent.Flow.Subscription subscription;
+
+        Limited(long limit) {
+            this.limit = limit;
+        }
+
+        @Override
+        public void onSubscribe(java.util.concurrent.Flow.Subscription s) {
+            subscription = s;
+            s.request(Long.MAX_VALUE);
+        }
+
+        @Override
+        public void onNext(List<java.nio.ByteBuffer> items) {
+            if (body.isDone()) return;
+            for (java.nio.ByteBuffer b : items) {
+                if (buf.size() + (long) b.remaining() > limit) {
+                    subscription.cancel();
+                    body.completeExceptionally(new TooLarge(limit));
+                    return;
+                }
+                byte[] a = new byte[b.remaining()];
+                b.get(a);
+                buf.write(a, 0, a.length);
+            }
+        }
+
+        @Override
+        public void onError(Throwable t) {
+            body.completeExceptionally(t);
+        }
+
+        @Override
+        public void onComplete() {
+            body.complete(buf.toString(StandardCharsets.UTF_8));
+        }
+
+        @Override
+        public java.util.concurrent.CompletionStage<String> getBody() {
+            return body;
+        }
     }
 
     /** The results of one request's {@code queries} queries, waited for until {@code deadline} (System.nanoTime). */
@@ -134,9 +207,17 @@ public final class HttpRetriever implements Retriever {
             pending.cancel(true);
             error = "no answer from " + url + " within " + timeout.toMillis() + " ms";
         } catch (ExecutionException e) {
-            error = e.getCause() instanceof HttpTimeoutException
-                    ? "no answer from " + url + " within " + timeout.toMillis() + " ms"
-                    : "cannot reach " + url + ": " + e.getCause();
+            TooLarge big = null;
+            for (Throwable c = e.getCause(); c != null && big == null; c = c.getCause()) if (c instanceof TooLarge t) big = t;
+            if (big != null) {
+                // it answered, too much: as a server's error (asked one query at a time, RetrieverGuard)
+                error = "refused: response from " + url + " over " + big.limit + " bytes (does the server honour \"topk\"?)";
+                refused = true;
+            } else {
+                error = e.getCause() instanceof HttpTimeoutException
+                        ? "no answer from " + url + " within " + timeout.toMillis() + " ms"
+                        : "cannot reach " + url + ": " + e.getCause();
+            }
         } catch (MalformedResponse e) {
             error = "bad response from " + url + ": " + e.getMessage();
             refused = true;

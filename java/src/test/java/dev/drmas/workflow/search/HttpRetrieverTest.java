@@ -106,6 +106,16 @@ class HttpRetrieverTest {
             item.put("score", 1.0);
             reply(ex, 200, root.toString());
         });
+        // a server that ignores topk: 100 documents of 2000 characters for one query (~200 kB)
+        server.createContext("/big", ex -> {
+            ex.getRequestBody().readAllBytes();
+            StringBuilder b = new StringBuilder("{\"result\": [[");
+            for (int i = 0; i < 100; i++) {
+                b.append(i == 0 ? "" : ",").append("{\"document\": {\"id\": \"").append(i).append("\", \"contents\": \"\\\"T\\\"\\n")
+                        .append("y".repeat(2000)).append("\"}, \"score\": 1.0}");
+            }
+            reply(ex, 200, b.append("]]}").toString());
+        });
         server.createContext("/error", ex -> reply(ex, 500, "Internal Server Error: index not loaded"));
         server.createContext("/garbage", ex -> reply(ex, 200, "{\"result\": [[{\"document\": {\"id\": \"x\"}}]]}"));
         server.start();
@@ -182,6 +192,23 @@ class HttpRetrieverTest {
         try (HttpRetriever r = new HttpRetriever(url("/single"), Duration.ofSeconds(10))) {
             Retriever.Result res = r.search(List.of("a"), 2).getFirst();
             assertTrue(res.refused() && res.error().contains("HTTP 422"), res.error());
+        }
+    }
+
+    @Test
+    void aResponseOverItsBoundIsRefused() {
+        // one query, top 1: read up to max(1000, 1 x 1 x 64 KiB) bytes
+        try (HttpRetriever r = new HttpRetriever(url("/big"), Duration.ofSeconds(10), 512, RetrieverOptions.Request.BATCH, 1000)) {
+            Retriever.Result res = r.search(List.of("q"), 1).getFirst();
+            assertTrue(res.failed() && res.refused(), String.valueOf(res.error()));
+            assertTrue(res.error().contains("refused: response from") && res.error().contains("over 65536 bytes"), res.error());
+            // top 5 allows 320 KiB: the same answer is read (and cut to the top 5)
+            Retriever.Result five = r.search(List.of("q"), 5).getFirst();
+            assertFalse(five.failed(), five.error());
+            assertEquals(5, five.hits().size());
+        }
+        try (HttpRetriever r = new HttpRetriever(url("/retrieve"), Duration.ofSeconds(10), 512, RetrieverOptions.Request.BATCH, 1000)) {
+            assertFalse(r.search(List.of("a"), 1).getFirst().failed(), "an ordinary answer is well within the bound");
         }
     }
 
