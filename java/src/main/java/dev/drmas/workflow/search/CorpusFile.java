@@ -1,7 +1,8 @@
 // CorpusFile.java — a passage corpus as JSONL: one object per line with "id" (string or integer),
 // "title" and "text"; Search-R1's wiki dumps ({"id", "contents": "\"Title\"\ntext"}) read as well,
 // the title being the first line of contents. Streamed, because real corpora hold millions of
-// passages; a bad line stops with file:line and the field.
+// passages; a bad line stops with file:line and the field. Documents that come from elsewhere (a
+// retrieval server's answer, the stored JSON of a Pyserini index) are read leniently (document).
 package dev.drmas.workflow.search;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
@@ -70,13 +71,55 @@ public final class CorpusFile {
             String title = node.has("title") ? string(node, "title", where) : "";
             return new Passage(id.asText(), title, text);
         }
-        if (node.has("contents")) {
-            String contents = string(node, "contents", where);
-            int nl = contents.indexOf('\n');
-            String title = nl < 0 ? "" : stripQuotes(contents.substring(0, nl).strip());
-            return new Passage(id.asText(), title, nl < 0 ? contents : contents.substring(nl + 1).strip());
-        }
+        if (node.has("contents")) return fromContents(id.asText(), string(node, "contents", where));
         throw new TaskFileException(where + ": field 'text' is missing (a passage needs \"text\", or Search-R1's \"contents\")");
+    }
+
+    // Search-R1's form: the title on the first line (in double quotes), the text after it
+    private static Passage fromContents(String id, String contents) {
+        int nl = contents.indexOf('\n');
+        String title = nl < 0 ? "" : stripQuotes(contents.substring(0, nl).strip());
+        return new Passage(id, title, nl < 0 ? contents : contents.substring(nl + 1).strip());
+    }
+
+    /**
+     * A document that drmas did not write, read leniently: a retrieval server's answer (Search-R1's
+     * and the Dr. MAS reference's BM25 server send {"title", "text", "contents"} without an id, their
+     * dense server the corpus rows {"id", "contents"}) or the stored JSON of a Pyserini index. The id
+     * is "id" when it is a string or a number, else {@code fallbackId}, else a hash of the document's
+     * title and text (stable: the same document has the same id in every answer); "title" and "text"
+     * when "text" is a string, else "contents" split as Search-R1's passages are (the first line the
+     * title, its double quotes removed); an empty text is kept (a title-only page).
+     *
+     * @throws IllegalArgumentException for a document with neither a string "text" nor "contents"
+     */
+    static Passage document(JsonNode node, String fallbackId, String where) {
+        if (node == null || !node.isObject()) throw new IllegalArgumentException(where + " is not a document object");
+        JsonNode text = node.get("text"), contents = node.get("contents"), title = node.get("title");
+        Passage p;
+        if (text != null && text.isTextual()) {
+            p = new Passage("", title != null && title.isTextual() ? title.asText() : "", text.asText());
+        } else if (contents != null && contents.isTextual()) {
+            p = fromContents("", contents.asText());
+        } else {
+            List<String> has = new ArrayList<>();
+            node.fieldNames().forEachRemaining(has::add);
+            throw new IllegalArgumentException(where + ": a document needs a string \"contents\" or \"text\"; it has "
+                    + (has.isEmpty() ? "no fields" : String.join(", ", has)));
+        }
+        JsonNode id = node.get("id");
+        String given = id != null && (id.isTextual() || id.isNumber()) && !id.asText().isBlank() ? id.asText() : fallbackId;
+        return new Passage(given != null && !given.isBlank() ? given : hashId(p), p.title(), p.text());
+    }
+
+    private static String hashId(Passage p) {
+        try {
+            byte[] h = java.security.MessageDigest.getInstance("SHA-256")
+                    .digest((p.title() + "\n" + p.text()).getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return "sha256:" + java.util.HexFormat.of().formatHex(h, 0, 8);
+        } catch (java.security.NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);  // every JDK has SHA-256
+        }
     }
 
     private static String string(JsonNode node, String field, String where) {

@@ -32,9 +32,12 @@ import java.nio.file.Path;
  *                        goes on. A single query that a working server refuses fails alone.
  * @param maxBatch        http: the most queries one request carries (a larger batch goes as several
  *                        requests, one after another, each within timeout_s), &gt;= 1; default 512
+ * @param request         http: {@code batch} (default: {"queries": [...]}, Search-R1's server) or
+ *                        {@code single} ({"query": q}, one query a request, as the Dr. MAS reference's
+ *                        server takes; 16 requests out at a time, each wave within timeout_s)
  */
 public record RetrieverOptions(Type type, Path corpus, Path index, String url, int topK, double timeoutS,
-                              int maxPassageChars, double outageS, int maxBatch) {
+                              int maxPassageChars, double outageS, int maxBatch, Request request) {
 
     public enum Type implements ConfigEnum {
         BM25("bm25"), HTTP("http");
@@ -42,6 +45,21 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
         private final String configName;
 
         Type(String configName) {
+            this.configName = configName;
+        }
+
+        @Override
+        public String configName() {
+            return configName;
+        }
+    }
+
+    public enum Request implements ConfigEnum {
+        BATCH("batch"), SINGLE("single");
+
+        private final String configName;
+
+        Request(String configName) {
             this.configName = configName;
         }
 
@@ -68,6 +86,7 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
         Check.nonNegative(maxPassageChars, "max_passage_chars");
         Check.that(Double.isFinite(outageS) && outageS >= 0, "outage_s", "must be >= 0 (0: no retry), got " + Check.num(outageS));
         Check.positive(maxBatch, "max_batch");
+        Check.given(request, "request");
     }
 
     /** A URL the HTTP client can send to: it parses, names a host, and its port (if any) is a port. */
@@ -85,6 +104,6 @@ public record RetrieverOptions(Type type, Path corpus, Path index, String url, i
     }
 
     public static RetrieverOptions defaults() {
-        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_OUTAGE_S, DEFAULT_MAX_BATCH);
+        return new RetrieverOptions(Type.BM25, null, null, null, 3, 10.0, DEFAULT_MAX_PASSAGE_CHARS, DEFAULT_OUTAGE_S, DEFAULT_MAX_BATCH, Request.BATCH);
     }
 }

@@ -5,7 +5,9 @@
 // does not end it while turns remain: the next turn starts with the verifier again, as in the Dr.
 // MAS reference's environment). No: the searcher writes <search>query</search>, the tool
 // returns passages, appended to the history as <information>…</information> (the last
-// history_length blocks are shown). An episode without an answer after the last turn has no action
+// history_length blocks are shown; with retry_unanswered, the reference mode, a searcher reply
+// without a search tag is a step with no query in {history}, and an empty <search></search> is searched
+// as the empty query, as the reference's environment does). An episode without an answer after the last turn has no action
 // (reward 0); the searcher is not asked in the last turn, as its result could not be used.
 // Counters: the verifier's verdicts (Episode.APPROVALS, ...), Episode.ROUNDS (turns), TOOL_CALLS,
 // TOOL_FAILURES and UNANSWERED.
@@ -40,8 +42,8 @@ import java.util.Set;
  * window: the last history_length information blocks, one per line; empty before the first
  * search); {@code {history}} (the same window with each block's query and turn, one line a search,
  * "Step t: <search>query</search> <information>…</information>", as the Dr. MAS reference's
- * memory shows the team its past steps; with retryUnanswered, an answerless answerer turn as "Step
- * t:", as that memory keeps the empty action); {@code {turn}} (the turn, from 1); {@code {context}} (what
+ * memory shows the team its past steps; with retryUnanswered, an answerless answerer turn and a
+ * searcher turn without a search tag as "Step t:", as that memory keeps the empty action); {@code {turn}} (the turn, from 1); {@code {context}} (what
  * teammates wrote earlier in this turn, one "agent: text" line each: the searcher and the
  * answerer see the verifier's reply; empty for the verifier).
  */
@@ -266,18 +268,39 @@ public final class SearchOrchestra implements Orchestra {
     // {information} blocks have nothing to show.
     private void unanswered(State st) {
         st.count(UNANSWERED);
+        emptyStep(st);
+    }
+
+    // the reference's memory record of a step whose action was empty: "Step t:", in the window
+    private void emptyStep(State st) {
         st.steps.addLast("Step " + (st.turn + 1) + ":");
         while (st.steps.size() > options.historyLength()) st.steps.removeFirst();
     }
 
-    // one batched tool call for the searchers' well-formed queries; a reply without a query searches nothing
+    // one batched tool call for the searchers' well-formed queries; a reply without a query searches
+    // nothing. With retry_unanswered (the reference mode) as the reference's environment: a reply
+    // without a search tag is an empty step of {history}, and an empty tag searches the empty query
+    // (its projection keeps "<search></search>" and its tool sends "" to the server); both stay
+    // invalid actions in drmas, as an empty answer does
     private void search(List<State> states, List<Integer> searching, List<Turn> replies) {
         List<String> queries = new ArrayList<>();
         List<State> asking = new ArrayList<>();
         for (int j = 0; j < searching.size(); j++) {
-            Optional<String> q = query(replies.get(j).text());
-            if (q.isEmpty()) continue;
-            queries.add(q.get());
+            String text = replies.get(j).text();
+            String q;
+            if (options.retryUnanswered()) {
+                String tag = SEARCH_TAG.last(text);
+                if (tag == null) {
+                    emptyStep(states.get(searching.get(j)));
+                    continue;
+                }
+                q = tag.strip();
+            } else {
+                Optional<String> given = query(text);
+                if (given.isEmpty()) continue;
+                q = given.get();
+            }
+            queries.add(q);
             asking.add(states.get(searching.get(j)));
         }
         if (queries.isEmpty()) return;

@@ -87,16 +87,22 @@ final class SearchWorkload implements Workload {
         }
         for (Task t : train) answerPool.add(t.answer());
         this.retriever = retriever(o.retriever(), kb);
-        var options = new SearchOrchestra.Options(o.maxTurns(), o.historyLength(), o.malformedVerdict().taken(),
-                idOf(cfg, SearchOrchestra.VERIFIER), idOf(cfg, SearchOrchestra.SEARCHER), idOf(cfg, SearchOrchestra.ANSWERER),
-                o.retryUnanswered());
-        this.orchestra = new SearchOrchestra(team, options, SearchOrchestra.VERDICTS, tool(o.retriever()));
-        // last (it starts a process): a grader command is sent the truth as Search-R1's data files give it to verl's
-        // compute_score; one that cannot start closes the retriever opened above
+        // from here on a failure (a template the orchestra refuses, a grader that cannot start) closes the
+        // retriever opened above: the caller gets no workload to close
         try {
+            var options = new SearchOrchestra.Options(o.maxTurns(), o.historyLength(), o.malformedVerdict().taken(),
+                    idOf(cfg, SearchOrchestra.VERIFIER), idOf(cfg, SearchOrchestra.SEARCHER), idOf(cfg, SearchOrchestra.ANSWERER),
+                    o.retryUnanswered());
+            this.orchestra = new SearchOrchestra(team, options, SearchOrchestra.VERDICTS, tool(o.retriever()));
+            // last (it starts a process): a grader command is sent the truth as Search-R1's data files give it to verl's
+            // compute_score
             this.grader = AnswerGrader.of(o.grader(), (text, t) -> SearchAnswers.reward(text, t.golds()), t -> Map.of("target", t.golds()));
         } catch (RuntimeException | Error e) {
-            retriever.close();
+            try {
+                retriever.close();
+            } catch (RuntimeException s) {
+                e.addSuppressed(s);
+            }
             throw e;
         }
     }
@@ -107,7 +113,8 @@ final class SearchWorkload implements Workload {
 
     private static Retriever retriever(RetrieverOptions rc, KnowledgeBase kb) {
         if (rc.type() == RetrieverOptions.Type.HTTP) {
-            return new HttpRetriever(URI.create(rc.url()), Duration.ofMillis(Math.round(rc.timeoutS() * 1000)), rc.maxBatch());
+            return new HttpRetriever(URI.create(rc.url()), Duration.ofMillis(Math.round(rc.timeoutS() * 1000)), rc.maxBatch(),
+                    rc.request());
         }
         if (rc.index() != null) return Bm25Retriever.open(rc.index());
         if (rc.corpus() != null) return Bm25Retriever.inMemory(CorpusFile.read(rc.corpus()));
@@ -148,7 +155,12 @@ final class SearchWorkload implements Workload {
         StringBuilder sb = new StringBuilder();
         for (int i = 0; i < hits.size(); i++) {
             Passage p = hits.get(i).passage();
-            String text = maxChars > 0 && p.text().length() > maxChars ? p.text().substring(0, maxChars).stripTrailing() : p.text();
+            String text = p.text();
+            if (maxChars > 0 && text.length() > maxChars) {
+                // not between the two halves of a surrogate pair: a lone half is no character, and the tokenizer would write U+FFFD
+                int end = Character.isHighSurrogate(text.charAt(maxChars - 1)) ? maxChars - 1 : maxChars;
+                text = text.substring(0, end).stripTrailing();
+            }
             if (i > 0) sb.append('\n');
             sb.append('(').append(i + 1).append(") ");
             // a title the text starts with (the knowledge base's passages) would only cost prompt tokens

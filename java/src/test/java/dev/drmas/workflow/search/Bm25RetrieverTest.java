@@ -1,8 +1,10 @@
 // Bm25RetrieverTest.java — real Lucene BM25 over the built-in knowledge base: the gold passage of a
 // 1-hop question is in the top 3 for at least 95% of the questions (the rate is computed and
 // printed), the second hop's entity finds its passage, an index written to disk by buildIndex reads
-// back with the same results, scores follow BM25 with k1 = 0.9 and b = 0.4 (checked by hand on two
-// passages), and bad corpus lines name file:line.
+// back with the same results (and a failed rebuild leaves it as it was), an index laid out as
+// Pyserini writes one opens and one that stores no passage is refused, scores follow BM25 with
+// k1 = 0.9 and b = 0.4 (checked by hand on two passages) and a term said twice counts twice, as
+// Pyserini's bag of words, closing closes what the retriever holds, and bad corpus lines name file:line.
 package dev.drmas.workflow.search;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -14,6 +16,19 @@ import dev.drmas.env.TaskFileException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.lucene.analysis.en.EnglishAnalyzer;
+import org.apache.lucene.document.Document;
+import org.apache.lucene.document.Field;
+import org.apache.lucene.document.StoredField;
+import org.apache.lucene.document.StringField;
+import org.apache.lucene.document.TextField;
+import org.apache.lucene.index.IndexWriter;
+import org.apache.lucene.index.IndexWriterConfig;
+import org.apache.lucene.store.ByteBuffersDirectory;
+import org.apache.lucene.store.Directory;
+import org.apache.lucene.store.FSDirectory;
+import org.apache.lucene.store.FilterDirectory;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -82,6 +97,114 @@ class Bm25RetrieverTest {
         Files.createDirectories(tmp.resolve("empty"));
         e = assertThrows(IllegalArgumentException.class, () -> Bm25Retriever.open(tmp.resolve("empty")));
         assertTrue(e.getMessage().contains("not a Lucene index"), e.getMessage());
+    }
+
+    @Test
+    void aFailedRebuildLeavesTheIndexAsItWas() throws Exception {
+        // Lucene's IndexWriter commits on close: a corpus bad half-way used to replace the index with its first lines
+        Path good = tmp.resolve("good.jsonl"), bad = tmp.resolve("bad.jsonl"), index = tmp.resolve("index");
+        StringBuilder g = new StringBuilder();
+        for (int i = 0; i < 100; i++) g.append("{\"id\": \"").append(i).append("\", \"title\": \"T").append(i).append("\", \"text\": \"passage ").append(i).append("\"}\n");
+        Files.writeString(good, g);
+        assertEquals(100, Bm25Retriever.buildIndex(good, index));
+        Files.writeString(bad, "{\"id\": \"a\", \"text\": \"alpha\"}\n{\"id\": \"b\", \"text\": \"beta\"}\n{\"id\": \"c\"}\n");
+        TaskFileException e = assertThrows(TaskFileException.class, () -> Bm25Retriever.buildIndex(bad, index));
+        assertTrue(e.getMessage().startsWith(bad + ":3:") && e.getMessage().contains("field 'text' is missing"), e.getMessage());
+        try (Bm25Retriever r = Bm25Retriever.open(index)) {
+            assertEquals(100, r.size());
+            assertEquals("T5", r.search(List.of("passage 5"), 1).getFirst().hits().getFirst().passage().title());
+        }
+    }
+
+    /** A document as Pyserini (Anserini) indexes a JsonCollection: "id" stored, "contents" indexed, the line stored as "raw". */
+    private static Document pyserini(String id, String contents, boolean raw) {
+        Document doc = new Document();
+        doc.add(new StringField("id", id, Field.Store.YES));
+        doc.add(new TextField("contents", contents, raw ? Field.Store.NO : Field.Store.YES));
+        if (raw) doc.add(new StoredField("raw", new com.fasterxml.jackson.databind.ObjectMapper().createObjectNode().put("id", id)
+                .put("contents", contents).toString()));
+        return doc;
+    }
+
+    @Test
+    void aPyseriniIndexOpensAndOneWithoutPassagesIsRefused() throws Exception {
+        for (boolean raw : new boolean[] {true, false}) {  // --storeRaw, or --storeContents only
+            Path idx = tmp.resolve("pyserini-" + raw);
+            try (Directory d = FSDirectory.open(idx); IndexWriter w = new IndexWriter(d, new IndexWriterConfig(new EnglishAnalyzer()))) {
+                w.addDocument(pyserini("0", "\"Paris\"\nParis is the capital of France.", raw));
+                w.addDocument(pyserini("1", "\"Rome\"\nRome is the capital of Italy.", raw));
+            }
+            try (Bm25Retriever r = Bm25Retriever.open(idx)) {
+                Retriever.Result res = r.search(List.of("capital of France"), 3).getFirst();
+                assertFalse(res.failed(), res.error());
+                assertEquals(new Passage("0", "Paris", "Paris is the capital of France."), res.hits().getFirst().passage());
+            }
+        }
+        // stored ids only (Pyserini without --storeRaw or --storeContents): refused when it opens, not at every search
+        Path bare = tmp.resolve("bare");
+        try (Directory d = FSDirectory.open(bare); IndexWriter w = new IndexWriter(d, new IndexWriterConfig(new EnglishAnalyzer()))) {
+            Document doc = new Document();
+            doc.add(new StringField("id", "0", Field.Store.YES));
+            doc.add(new TextField("contents", "Paris is the capital of France.", Field.Store.NO));
+            w.addDocument(doc);
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Bm25Retriever.open(bare));
+        assertTrue(e.getMessage().contains("not a drmas index (no stored 'title'/'text' fields") && e.getMessage().contains("[id]")
+                && e.getMessage().contains("drmas index CORPUS.jsonl " + bare), e.getMessage());
+    }
+
+    /** A directory that counts its closes. */
+    private static final class Counted extends FilterDirectory {
+        final AtomicInteger closed = new AtomicInteger();
+
+        Counted(Directory in) {
+            super(in);
+        }
+
+        @Override
+        public void close() throws java.io.IOException {
+            closed.incrementAndGet();
+            super.close();
+        }
+    }
+
+    @Test
+    void whatTheRetrieverHoldsIsClosed() throws Exception {
+        // a folder without an index: its directory is closed with the error
+        Counted empty = new Counted(new ByteBuffersDirectory());
+        assertThrows(IllegalArgumentException.class, () -> Bm25Retriever.open(empty, "empty"));
+        assertEquals(1, empty.closed.get());
+        // an index that is not drmas's
+        Counted foreign = new Counted(new ByteBuffersDirectory());
+        try (IndexWriter w = new IndexWriter(foreign, new IndexWriterConfig(new EnglishAnalyzer()))) {
+            Document doc = new Document();
+            doc.add(new StringField("id", "0", Field.Store.YES));
+            doc.add(new TextField("contents", "x", Field.Store.NO));
+            w.addDocument(doc);
+        }
+        assertThrows(IllegalArgumentException.class, () -> Bm25Retriever.open(foreign, "foreign"));
+        assertEquals(1, foreign.closed.get());
+        // a retriever closed: its directory, and its analyzer (a search then fails on the analyzer, before the reader)
+        Bm25Retriever r = Bm25Retriever.inMemory(List.of(new Passage("1", "A", "alpha")));
+        r.close();
+        Retriever.Result after = r.search(List.of("alpha"), 1).getFirst();
+        assertTrue(after.failed() && after.error().contains("Analyzer is closed"), after.error());
+    }
+
+    @Test
+    void aTermSaidTwiceCountsTwice() {
+        // Pyserini's BagOfWordsQueryGenerator boosts a term by its count in the query
+        List<Passage> ps = List.of(new Passage("ab", "", "alpha beta gamma"), new Passage("a", "", "alpha delta"),
+                new Passage("b", "", "beta epsilon zeta"));
+        try (Bm25Retriever r = Bm25Retriever.inMemory(ps)) {
+            List<Retriever.Result> res = r.search(List.of("alpha", "beta", "alpha alpha beta"), 3);
+            double alpha = score(res.get(0), "ab"), beta = score(res.get(1), "ab");
+            assertEquals(2 * alpha + beta, score(res.get(2), "ab"), 1e-5);
+        }
+    }
+
+    private static double score(Retriever.Result res, String id) {
+        return res.hits().stream().filter(h -> h.passage().id().equals(id)).findFirst().orElseThrow().score();
     }
 
     @Test

@@ -1,7 +1,9 @@
 // HttpRetrieverTest.java — the Search-R1 style client against a real HTTP server on 127.0.0.1
 // (the JDK's com.sun.net.httpserver), started by the test: the request body it sends, a successful
-// answer, a server slower than the timeout (before or after its headers), an HTTP 500, a malformed body and a closed port. Every
-// wait is bounded by the client's timeout; failures come back as failed results, never as exceptions.
+// answer, documents without an id or text (Search-R1's BM25 server, a title-only page), the Dr. MAS
+// reference's one-query server (request: single), a server slower than the timeout (before or after
+// its headers), an HTTP 500, a malformed body and a closed port. Every wait is bounded by the
+// client's timeout; failures come back as failed results, never as exceptions.
 package dev.drmas.workflow.search;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -34,6 +36,7 @@ class HttpRetrieverTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private HttpServer server;
     private final AtomicReference<JsonNode> lastRequest = new AtomicReference<>();
+    private final java.util.Queue<JsonNode> singles = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final CountDownLatch release = new CountDownLatch(1);  // holds the slow handler until the test ends
 
     @BeforeEach
@@ -77,6 +80,42 @@ class HttpRetrieverTest {
             }
             ex.close();
         });
+        // Search-R1's (and the Dr. MAS reference's) retrieval_server.py, BM25 branch: {"title", "text", "contents"}, no id
+        server.createContext("/bm25", ex -> {
+            ex.getRequestBody().readAllBytes();
+            reply(ex, 200, "{\"result\": [[{\"document\": {\"title\": \"Paris\", \"text\": \"Paris is the capital of France.\", "
+                    + "\"contents\": \"\\\"Paris\\\"\\nParis is the capital of France.\"}, \"score\": 12.5}]]}");
+        });
+        // a dense server's corpus rows, one of them a title-only page (nothing after the title line)
+        server.createContext("/titleonly", ex -> {
+            ex.getRequestBody().readAllBytes();
+            reply(ex, 200, "{\"result\": [[{\"document\": {\"id\": 7, \"contents\": \"\\\"Stub\\\"\\n\"}, \"score\": 1.0}]]}");
+        });
+        // the Dr. MAS reference's retrieval_server.py: {"query": str} (FastAPI answers 422 without it), one list back
+        server.createContext("/single", ex -> {
+            JsonNode req = JSON.readTree(ex.getRequestBody());
+            singles.add(req);
+            if (!req.has("query")) {
+                reply(ex, 422, "{\"detail\": [{\"loc\": [\"body\", \"query\"], \"msg\": \"field required\"}]}");
+                return;
+            }
+            var root = JSON.createObjectNode();
+            var list = root.putArray("result").addArray();
+            var item = list.addObject();
+            item.putObject("document").put("id", "d").put("contents", "\"T\"\n" + req.get("query").asText());
+            item.put("score", 1.0);
+            reply(ex, 200, root.toString());
+        });
+        // a server that ignores topk: 100 documents of 2000 characters for one query (~200 kB)
+        server.createContext("/big", ex -> {
+            ex.getRequestBody().readAllBytes();
+            StringBuilder b = new StringBuilder("{\"result\": [[");
+            for (int i = 0; i < 100; i++) {
+                b.append(i == 0 ? "" : ",").append("{\"document\": {\"id\": \"").append(i).append("\", \"contents\": \"\\\"T\\\"\\n")
+                        .append("y".repeat(2000)).append("\"}, \"score\": 1.0}");
+            }
+            reply(ex, 200, b.append("]]}").toString());
+        });
         server.createContext("/error", ex -> reply(ex, 500, "Internal Server Error: index not loaded"));
         server.createContext("/garbage", ex -> reply(ex, 200, "{\"result\": [[{\"document\": {\"id\": \"x\"}}]]}"));
         server.start();
@@ -116,6 +155,64 @@ class HttpRetrieverTest {
     }
 
     @Test
+    void documentsWithoutAnIdOrWithoutTextAreRead() {
+        try (HttpRetriever r = new HttpRetriever(url("/bm25"), Duration.ofSeconds(10))) {
+            Retriever.Result res = r.search(List.of("capital of france"), 3).getFirst();
+            assertFalse(res.failed(), res.error());
+            Passage p = res.hits().getFirst().passage();
+            assertEquals(List.of("Paris", "Paris is the capital of France."), List.of(p.title(), p.text()));
+            assertTrue(p.id().startsWith("sha256:"), "an id from the document, the same in every answer: " + p.id());
+            assertEquals(p.id(), r.search(List.of("paris"), 3).getFirst().hits().getFirst().passage().id());
+            assertEquals(12.5, res.hits().getFirst().score());
+        }
+        try (HttpRetriever r = new HttpRetriever(url("/titleonly"), Duration.ofSeconds(10))) {
+            Retriever.Result res = r.search(List.of("stub"), 3).getFirst();
+            assertFalse(res.failed(), res.error());
+            assertEquals(new Passage("7", "Stub", ""), res.hits().getFirst().passage());
+        }
+    }
+
+    @Test
+    void requestSingleSendsOneQueryARequest() {
+        try (HttpRetriever r = new HttpRetriever(url("/single"), Duration.ofSeconds(10), 512, RetrieverOptions.Request.SINGLE)) {
+            List<String> qs = new java.util.ArrayList<>();
+            for (int i = 0; i < HttpRetriever.SINGLE_IN_FLIGHT + 3; i++) qs.add("q" + i);  // two waves
+            List<Retriever.Result> res = r.search(qs, 2);
+            assertEquals(qs.size(), res.size());
+            for (int i = 0; i < qs.size(); i++) {
+                assertFalse(res.get(i).failed(), res.get(i).error());
+                assertEquals("q" + i, res.get(i).hits().getFirst().passage().text(), "answers in query order");
+            }
+            assertEquals(qs.size(), singles.size());
+            JsonNode one = singles.peek();
+            assertEquals(2, one.get("topk").asInt());
+            assertTrue(one.get("return_scores").asBoolean() && !one.has("queries"), one.toString());
+        }
+        // batched (the default), the same server refuses the request
+        try (HttpRetriever r = new HttpRetriever(url("/single"), Duration.ofSeconds(10))) {
+            Retriever.Result res = r.search(List.of("a"), 2).getFirst();
+            assertTrue(res.refused() && res.error().contains("HTTP 422"), res.error());
+        }
+    }
+
+    @Test
+    void aResponseOverItsBoundIsRefused() {
+        // one query, top 1: read up to max(1000, 1 x 1 x 64 KiB) bytes
+        try (HttpRetriever r = new HttpRetriever(url("/big"), Duration.ofSeconds(10), 512, RetrieverOptions.Request.BATCH, 1000)) {
+            Retriever.Result res = r.search(List.of("q"), 1).getFirst();
+            assertTrue(res.failed() && res.refused(), String.valueOf(res.error()));
+            assertTrue(res.error().contains("refused: response from") && res.error().contains("over 65536 bytes"), res.error());
+            // top 5 allows 320 KiB: the same answer is read (and cut to the top 5)
+            Retriever.Result five = r.search(List.of("q"), 5).getFirst();
+            assertFalse(five.failed(), five.error());
+            assertEquals(5, five.hits().size());
+        }
+        try (HttpRetriever r = new HttpRetriever(url("/retrieve"), Duration.ofSeconds(10), 512, RetrieverOptions.Request.BATCH, 1000)) {
+            assertFalse(r.search(List.of("a"), 1).getFirst().failed(), "an ordinary answer is well within the bound");
+        }
+    }
+
+    @Test
     void aSlowServerIsAFailedSearchAfterTheTimeout() {
         try (HttpRetriever r = new HttpRetriever(url("/slow"), Duration.ofMillis(300))) {
             long t0 = System.nanoTime();
@@ -143,7 +240,8 @@ class HttpRetrieverTest {
         try (HttpRetriever r = new HttpRetriever(url("/garbage"), Duration.ofSeconds(5))) {
             Retriever.Result res = r.search(List.of("a"), 3).getFirst();
             assertTrue(res.failed());
-            assertTrue(res.error().contains("bad response") && res.error().contains("field 'text' is missing"), res.error());
+            assertTrue(res.error().contains("bad response") && res.error().contains("result[0][0]: a document needs a string \"contents\" or \"text\""),
+                    res.error());
         }
     }
 

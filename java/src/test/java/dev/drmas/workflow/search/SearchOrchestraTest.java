@@ -1,7 +1,8 @@
 // SearchOrchestraTest.java — the verifier → searcher | answerer state machine with scripted policies
 // and a scripted search tool: yes, no, malformed (as yes and as no), the turn limit, the history
 // window, failed and missing searches, batches whose episodes end in different turns, an answerless
-// answer retried (retry_unanswered), and the checks made when the workflow is built.
+// answer retried and a missing or empty query kept as the reference does (retry_unanswered), and the
+// checks made when the workflow is built.
 package dev.drmas.workflow.search;
 
 import static dev.drmas.testing.ScriptedPolicy.user;
@@ -241,6 +242,34 @@ class SearchOrchestraTest {
         assertEquals(List.of(V, S, V, A), off.steps().stream().map(Step::agent).toList());
         assertEquals("I am not sure", off.action());
         assertEquals(0, off.count(SearchOrchestra.UNANSWERED));
+    }
+
+    @Test
+    void retryUnansweredKeepsASearchlessStepAndSearchesAnEmptyQuery() {
+        // the reference's environment: a searcher reply without a search tag is the empty action, which its memory
+        // keeps as "Step t:" (a place in the window); "<search></search>" is a query, the empty one, sent to the tool
+        String t = "Q: {question} | history [{history}]";
+        Team team = new Team(List.of(SearchOrchestra.verifierAgent(V, "m").withTemplates(t, null),
+                SearchOrchestra.searcherAgent(S, "m").withTemplates(t, null), SearchOrchestra.answererAgent(A, "m").withTemplates(t, null)));
+        List<EpisodeInit> batch = List.of(new EpisodeInit(0, 0, "q-silent", "a"), new EpisodeInit(0, 1, "q-empty", "a"));
+        BiFunction<Agent, TurnRequest, String> script = (agent, r) -> switch (agent.id()) {
+            case "verifier" -> "<verify>" + (r.loop() == 0 ? "no" : "yes") + "</verify>";
+            case "searcher" -> user(r).startsWith("Q: q-silent") ? "no tag here" : "<search> </search>";
+            default -> "<answer>a</answer>";
+        };
+        Tool tool = new Tool();
+        List<Episode> eps = new SearchOrchestra(team, D.withRetryUnanswered(true), SearchOrchestra.VERDICTS, tool).run(batch, new ScriptedPolicy(script));
+        assertEquals(List.of(List.of("")), tool.calls, "the empty query is searched; no tag searches nothing");
+        assertEquals("Q: q-silent | history [Step 1:]", userAt(eps.get(0), 2));
+        assertEquals("Q: q-empty | history [Step 1: <search></search> <information>about  #1</information>]", userAt(eps.get(1), 2));
+        assertEquals(List.of(0, 1), eps.stream().map(e -> e.count(SearchOrchestra.TOOL_CALLS)).toList());
+        assertEquals(List.of(false, false), eps.stream().map(e -> e.steps().get(1).valid()).toList(), "both stay invalid actions in drmas");
+        // off (the default): neither searches nor leaves a step in the history
+        Tool off = new Tool();
+        List<Episode> plain = new SearchOrchestra(team, D, SearchOrchestra.VERDICTS, off).run(batch, new ScriptedPolicy(script));
+        assertEquals(List.of(), off.calls);
+        assertEquals("Q: q-silent | history []", userAt(plain.get(0), 2));
+        assertEquals("Q: q-empty | history []", userAt(plain.get(1), 2));
     }
 
     @Test

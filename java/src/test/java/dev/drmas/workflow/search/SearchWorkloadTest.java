@@ -74,6 +74,13 @@ class SearchWorkloadTest {
     }
 
     @Test
+    void theRetrieversRequestKeyBinds() {
+        assertEquals(RetrieverOptions.Request.BATCH, config().orchestra().options(SearchOptions.class).retriever().request());
+        assertEquals(RetrieverOptions.Request.SINGLE, config("++orchestra.options.retriever.request=single").orchestra()
+                .options(SearchOptions.class).retriever().request());
+    }
+
+    @Test
     void anHttpRetrieversOutageIsWaitedOut() throws java.io.IOException {
         // a closed port: every search fails at once; the tool waits outage_s for the server, then
         // (outside a training step) stops the run naming it, instead of handing back "search failed"
@@ -140,6 +147,15 @@ class SearchWorkloadTest {
         assertEquals("(1) Mirsk is a city in Vandor.\n(2) Paris: Capital of France, on the Seine.", SearchWorkload.format(hits, 0));
         assertEquals("(1) Mirsk is\n(2) Paris: Capital o", SearchWorkload.format(hits, 9));
         assertEquals("no results", SearchWorkload.format(List.of(), 0));
+    }
+
+    @Test
+    void aCutNeverSplitsASurrogatePair() {
+        // U+1F600 is two chars; a cut at the first would leave a lone high surrogate in the prompt
+        String text = "x".repeat(9) + "\uD83D\uDE00" + " tail";
+        String cut = SearchWorkload.format(List.of(new Passage.Hit(new Passage("1", "", text), 1)), 10);
+        assertEquals("(1) " + "x".repeat(9), cut);
+        assertEquals("(1) " + "x".repeat(9) + "\uD83D\uDE00", SearchWorkload.format(List.of(new Passage.Hit(new Passage("1", "", text), 1)), 11));
     }
 
     @Test
