@@ -86,7 +86,8 @@ class EvalPerSourceTest {
                 "data.train_file=" + test, "data.test_file=" + test, "~data.synthetic"));
         var split = dev.drmas.workflow.TaskFiles.read(on.data());
         assertEquals("a", split.test().getFirst().dataSource());
-        assertEquals(null, split.train().getFirst().dataSource(), "the training file is read without it");
+        // the training file's is its tasks' data_source too, for a grader command (verl's reward functions branch on it)
+        assertEquals("a", split.train().getFirst().dataSource());
     }
 
     @Test
