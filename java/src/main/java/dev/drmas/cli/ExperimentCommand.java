@@ -1,6 +1,7 @@
 // ExperimentCommand.java — `drmas experiment CONFIG [--modes ...] [--seeds N] [--pooling ...]`: the
-// comparison the paper makes, run fairly: per seed one warm start (`drmas sft`; one for all seeds with
-// --shared-warm-start), then one RL run per (mode, pooling) from that same warm start (same initial weights, tasks and rollout seeds), each an
+// comparison the paper makes, run fairly: per seed one warm start (`drmas sft`, for models without a path;
+// one for all seeds with --shared-warm-start), then one RL run per (mode, pooling) from that same warm start
+// (or the models' own weights) (same initial weights, tasks and rollout seeds), each an
 // ordinary run folder under output_dir/<experiment>/, with per-agent gradient norms on and logged at every step. Each job is
 // a child JVM (as `drmas launch` starts them, ending with the experiment), its output in logs/; with --parallel, jobs running at
 // once are spread over the GPUs (CUDA_VISIBLE_DEVICES, one job a GPU while there are enough); finished jobs are skipped when
@@ -38,7 +39,7 @@ import picocli.CommandLine.Parameters;
 import picocli.CommandLine.Spec;
 
 @Command(name = "experiment", mixinStandardHelpOptions = true,
-        description = {"Compare advantage modes fairly: per seed one warm start, then one RL run per mode (and pooling)",
+        description = {"Compare advantage modes fairly: per seed one warm start (models without a path), then one RL run per mode (and pooling)",
                 "from it, in output_dir/<run.name>/<mode>-s<seed>/; then the experiment's report (report.html).",
                 "Run it again to continue: finished runs are skipped (ones that ran with other arguments or another config are an error)."})
 final class ExperimentCommand implements Callable<Integer> {
@@ -73,6 +74,13 @@ final class ExperimentCommand implements Callable<Integer> {
     @Option(names = "--shared-warm-start", description = {"one warm start (sft-s1) for every seed instead of one per seed:",
             "the seeds then differ only in their RL runs (rollouts, task order); for when the warm start costs most"})
     boolean sharedWarmStart;
+
+    @Option(names = "--warm-start", defaultValue = "auto", paramLabel = "WHEN", description = {"the supervised warm start before the RL runs:",
+            "auto (default: only where a model has no path, i.e. trains from a random initialisation; pretrained models,",
+            "as the paper's, start their RL runs from their own weights), always, or never"})
+    String warmStartWhen;
+    /** Whether the jobs include the warm starts (call() decides it from --warm-start and the models; tests set it). */
+    boolean warmStart = true;
 
     @Option(names = "--parallel", defaultValue = "1", description = "jobs at once, the threads split among them (default 1)")
     int parallel;
@@ -127,6 +135,14 @@ final class ExperimentCommand implements Callable<Integer> {
         int threads = Math.max(1, (cfg.run().threads() > 0 ? cfg.run().threads() : Runtime.getRuntime().availableProcessors()) / parallel);
         devices = devices(gpus, cfg.run().device(), parallel, System.getenv("CUDA_VISIBLE_DEVICES"), dev.drmas.bindings.LibDrmas::cudaDeviceCount);
         onDevice = new int[devices.size()];
+        warmStart = switch (warmStartWhen.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "always" -> true;
+            case "never" -> false;
+            // a pretrained model fine-tuned on scripted demonstrations (30% of them wrong on purpose) would not be the
+            // model the comparison is about, and its warm start would not fit a GPU at the paper's sizes
+            case "auto" -> cfg.models().values().stream().anyMatch(m -> m.path() == null);
+            default -> throw new UserError("--warm-start must be auto, always or never, got '" + warmStartWhen + "'");
+        };
         List<Job> jobs = jobs(root, threads);
         for (Job j : jobs) settings.put(j.name(), compared(resolve(j)));  // what each job runs with now, the YAML as it is now
         try (var lock = RunCommand.lock(cfg)) {  // one experiment at a time in a folder; each job locks its own run
@@ -157,9 +173,10 @@ final class ExperimentCommand implements Callable<Integer> {
     private int run(Path root, List<Job> jobs, int threads) throws IOException {
         Files.createDirectories(root.resolve("logs"));
         PrintWriter out = spec.commandLine().getOut();
-        long warmStarts = jobs.stream().filter(j -> j.after() == null).count();
+        long warmStarts = jobs.stream().filter(j -> j.name().startsWith("sft-")).count();
         long runsPerSeed = (jobs.size() - warmStarts) / seeds;
-        String shape = sharedWarmStart ? String.format("%d seeds x %d runs from 1 warm start", seeds, runsPerSeed)
+        String shape = !warmStart ? String.format("%d seeds x %d runs from the models' own weights (no warm start)", seeds, runsPerSeed)
+                : sharedWarmStart ? String.format("%d seeds x %d runs from 1 warm start", seeds, runsPerSeed)
                 : String.format("%d seeds x (1 warm start + %d runs)", seeds, runsPerSeed);
         out.printf("drmas experiment: %s = %d jobs, %d at a time, %d threads each%s, in %s%n",
                 shape, jobs.size(), parallel, threads, devices.isEmpty() ? "" : ", on GPUs " + String.join(",", devices), root);
@@ -255,22 +272,22 @@ final class ExperimentCommand implements Callable<Integer> {
         List<Job> jobs = new ArrayList<>();
         Job warm = null;
         for (int seed = 1; seed <= seeds; seed++) {
-            if (warm == null || !sharedWarmStart) {
+            if (warmStart && (warm == null || !sharedWarmStart)) {
                 List<String> sft = new ArrayList<>(List.of("sft", config.toString()));
                 sft.addAll(common);
                 sft.addAll(List.of("run.name=sft-s" + seed, "run.seed=" + seed));
                 warm = new Job("sft-s" + seed, sft, null);
                 jobs.add(warm);
             }
-            String sftName = warm.name();
+            String sftName = warm == null ? null : warm.name();
             for (String pool : pooling) {
                 for (String mode : modes) {
                     String name = label(mode, pool) + "-s" + seed;
                     List<String> train = new ArrayList<>(List.of("train", config.toString()));
                     train.addAll(common);
                     train.addAll(List.of("run.name=" + name, "run.seed=" + seed, "algorithm.mode=" + mode,
-                            "algorithm.global_pooling=" + pool, "trainer.grad_norm_per_agent=true", "trainer.log_freq=1",
-                            "run.warm_start=" + root.resolve(sftName).resolve("sft").resolve("models")));
+                            "algorithm.global_pooling=" + pool, "trainer.grad_norm_per_agent=true", "trainer.log_freq=1"));
+                    if (warm != null) train.add("run.warm_start=" + root.resolve(sftName).resolve("sft").resolve("models"));
                     jobs.add(new Job(name, train, warm));
                 }
             }
@@ -291,6 +308,14 @@ final class ExperimentCommand implements Callable<Integer> {
         Path dir = root.resolve(j.name());
         if (Files.isRegularFile(dir.resolve(DONE))) {
             out.printf("[%d/%d] %s: done before, skipped%n", finished.incrementAndGet(), total, j.name());
+            out.flush();
+            return;
+        }
+        if (j.name().startsWith("sft-") && Files.isDirectory(dir.resolve("sft").resolve("models"))) {
+            // a warm start saved whole (its folder is renamed in at the end) by a job stopped before its marker: a second
+            // `drmas sft` would train those weights again on the same demonstrations, which drmas sft refuses
+            out.printf("[%d/%d] %s: its warm start was saved before (%s), kept%n", finished.incrementAndGet(), total, j.name(),
+                    dir.resolve("sft").resolve("models"));
             out.flush();
             return;
         }

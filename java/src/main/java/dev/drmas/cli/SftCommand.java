@@ -12,6 +12,12 @@ final class SftCommand extends RunCommand {
     public Integer call() throws Exception {
         LaunchCommand.watchLauncher();  // a job of `drmas experiment` ends with it
         var cfg = loadConfig().withOverrides(java.util.List.of("run.resume=never"));
-        return withTrainer(cfg, System.out, t -> t.sft());
+        return withTrainer(cfg, System.out, t -> {
+            try {
+                t.sft();
+            } catch (IllegalArgumentException e) {  // the run folder has a warm start already: the user's to decide
+                throw new UserError(e.getMessage(), e);
+            }
+        });
     }
 }

@@ -821,6 +821,14 @@ public final class Trainer implements AutoCloseable {
 
     /** The supervised warm start; saves the weights to runDir/sft/models, where training starts from. */
     public Map<String, Double> sft() throws IOException {
+        if (cfg.run().warmStart() == null && !policies.warmStarted.isEmpty()) {
+            // the models opened from this run's own sft/models: a second warm start would train those weights again on
+            // the same demonstrations (same seed, same tasks), compounding silently
+            throw new IllegalArgumentException("run folder " + runDir + " has a warm start already (" + WarmStart.weights(runDir)
+                    + ", model(s) " + String.join(", ", policies.warmStarted) + "): drmas sft would train it again on the same"
+                    + " demonstrations. To start it over, delete " + runDir.resolve("sft") + " (or give another run.name); to train"
+                    + " on from it, run drmas train");
+        }
         announceStart();
         Map<String, Double> out = new WarmStart(cfg, workload, policies, tasks, log).run(runDir);
         policies.restartReferences();  // should this trainer go on to train, RL starts from the warm start

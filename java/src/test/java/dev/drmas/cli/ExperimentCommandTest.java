@@ -16,6 +16,7 @@
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -373,6 +374,45 @@ class ExperimentCommandTest {
         c.modes = List.of("grpo");
         c.pooling = List.of("trajectories", "rows");
         assertEquals(List.of("sft-s1", "grpo-s1", "grpo-rows-s1"), c.jobs(root, 1).stream().map(ExperimentCommand.Job::name).toList());
+    }
+
+    @Test
+    void pretrainedModelsStartTheirRunsFromTheirOwnWeights() throws IOException {
+        // --warm-start auto: a model with a path (as the paper's) gets no supervised warm start on scripted demonstrations
+        Path calls = tmp.resolve("calls.txt");
+        Path model = Files.createDirectories(tmp.resolve("pretrained"));
+        String script = "echo \"$*\" >> " + calls + "; exit 0";
+        Cli.Run r = experimentOfScripts(script, 1, 1, c -> { }, List.of("models.policy.path=" + model));
+        // (every job ran; the report at the end finds no metrics of the scripts: exit 1 for that alone)
+        assertTrue(r.out().contains("[2/2] ") && r.out().contains("no metrics.jsonl"), r.out());
+        List<String> ran = Files.readAllLines(calls);
+        assertEquals(2, ran.size(), ran.toString());
+        for (String call : ran) {
+            assertTrue(call.startsWith("train "), call);
+            assertFalse(call.contains("run.warm_start="), call);
+        }
+        assertTrue(r.out().contains("1 seeds x 2 runs from the models' own weights (no warm start)"), r.out());
+        // never, for random models too; always, for pretrained ones too; anything else is an error
+        Files.delete(calls);
+        r = experimentOfScripts(script, 1, 1, c -> { }, List.of("--warm-start", "never", "run.name=never"));
+        assertTrue(r.out().contains("[2/2] "), r.out());
+        assertEquals(2, Files.readAllLines(calls).size());
+        Files.delete(calls);
+        r = experimentOfScripts(script, 1, 1, c -> { }, List.of("--warm-start", "always", "run.name=always", "models.policy.path=" + model));
+        assertTrue(r.out().contains("[3/3] "), r.out());
+        List<String> always = Files.readAllLines(calls);
+        assertTrue(always.getFirst().startsWith("sft "), always.toString());
+        assertTrue(always.get(1).contains("run.warm_start="), always.toString());
+        // a warm start saved by a job stopped before its marker is kept, not trained again
+        Files.delete(calls);
+        Files.createDirectories(tmp.resolve("kept/sft-s1/sft/models"));
+        r = experimentOfScripts(script, 1, 1, c -> { }, List.of("run.name=kept"));
+        assertTrue(r.out().contains("[3/3] "), r.out());
+        assertTrue(r.out().contains("sft-s1: its warm start was saved before (" + tmp.resolve("kept/sft-s1/sft/models") + "), kept"), r.out());
+        assertTrue(Files.readAllLines(calls).stream().noneMatch(c -> c.startsWith("sft ")), Files.readAllLines(calls).toString());
+        r = experimentOfScripts(script, 1, 1, c -> { }, List.of("--warm-start", "sometimes", "run.name=bad"));
+        assertEquals(1, r.exit());
+        assertTrue(r.out().contains("--warm-start must be auto, always or never, got 'sometimes'"), r.out());
     }
 
     @Test

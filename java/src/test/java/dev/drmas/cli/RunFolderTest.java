@@ -212,6 +212,21 @@ class RunFolderTest {
     }
 
     @Test
+    void aSecondWarmStartInOneRunFolderIsRefused() throws Exception {
+        // it would train the first one's weights again on the same demonstrations (same seed, same tasks)
+        Cli.Run first = cli("sft", "run.name=twice");
+        assertEquals(0, first.exit(), first.err());
+        Path models = dir.resolve("runs/twice/sft/models");
+        assertTrue(Files.isDirectory(models));
+        fails(cli("sft", "run.name=twice"), "run folder " + dir.resolve("runs/twice") + " has a warm start already (" + models,
+                "drmas sft would train it again on the same demonstrations. To start it over, delete " + dir.resolve("runs/twice/sft"));
+        // deleted, it starts over
+        dev.drmas.train.Checkpoints.deleteTree(dir.resolve("runs/twice/sft"));
+        Cli.Run again = cli("sft", "run.name=twice");
+        assertEquals(0, again.exit(), again.err());
+    }
+
+    @Test
     void evalOfARunWithNothingTrainedIsRefused() throws Exception {
         fails(cli("eval"), "has no checkpoint, and model(s) policy have no path and no warm start", "--allow-random");
         Cli.Run sft = cli("sft");
