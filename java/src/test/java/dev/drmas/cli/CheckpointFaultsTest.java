@@ -84,7 +84,8 @@ class CheckpointFaultsTest {
         Path weights = run().resolve("sft/models/policy/model.safetensors");
         byte[] before = Files.readAllBytes(weights);
 
-        Child.Result second = Child.shell(dir, LIMIT, "", 100, args("sft", "sft.steps=2"));
+        // a second warm start on from the first (run.warm_start names it: without, drmas sft refuses a folder that has one)
+        Child.Result second = Child.shell(dir, LIMIT, "", 100, args("sft", "sft.steps=2", "run.warm_start=" + run().resolve("sft/models")));
         assertNotEquals(0, second.exit(), second.err());
         assertTrue(second.err().contains("cannot write the warm-start weights"), second.err());
         assertArrayEquals(before, Files.readAllBytes(weights), "the previous warm start must stay whole");
