@@ -198,6 +198,27 @@ static uint64_t span_bytes(int64_t rows, int64_t stride, int64_t width, uint64_t
     return b > ((uint64_t)1 << 62) ? (uint64_t)1 << 62 : (uint64_t)b;
 }
 
+// An array's name, start and extent in bytes, for the overlap checks.
+struct Extent {
+    const char* name;
+    const void* p;
+    uint64_t bytes;
+};
+
+// Two outputs that are written while the inputs are still read: neither may share memory with an input,
+// nor with the other (in place would be wrong results, not a speed-up).
+template <size_t N>
+static int32_t outputs_apart(const char* fn, Extent a, Extent b, const Extent (&in)[N]) {
+    for (const Extent& x : in) {
+        DRMAS_REQUIRE(!overlaps(a.p, a.bytes, x.p, x.bytes), DRMAS_ERR_CONFIG,
+                      "%s: %s overlaps %s (the outputs must not share memory with the inputs)", fn, a.name, x.name);
+        DRMAS_REQUIRE(!overlaps(b.p, b.bytes, x.p, x.bytes), DRMAS_ERR_CONFIG,
+                      "%s: %s overlaps %s (the outputs must not share memory with the inputs)", fn, b.name, x.name);
+    }
+    DRMAS_REQUIRE(!overlaps(a.p, a.bytes, b.p, b.bytes), DRMAS_ERR_CONFIG, "%s: %s and %s overlap", fn, a.name, b.name);
+    return DRMAS_OK;
+}
+
 // Both advantage entry points: the same checks of what can be checked without the data.
 static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, const drmas_norm_config* cfg, int64_t n,
                                const float* scores, const int32_t* uid, const int32_t* traj, const int32_t* agent,
@@ -252,18 +273,10 @@ static int32_t advantage_entry(const char* fn, bool trusted, int32_t device, con
         // scores and ids after it has begun to write (the CUDA trusted entry's fallback reads them
         // all again), so in place would be wrong results, not a speed-up.
         const uint64_t row_bytes = 4 * (uint64_t)n, diag_bytes = diagnostics ? 8 * DRMAS_DIAG_FIELDS * (uint64_t)(num_uids * num_agents) : 0;
-        const struct {
-            const char* name;
-            const void* p;
-        } inputs[] = {{"scores", scores}, {"uid", uid}, {"traj", traj}, {"agent", agent}};
-        for (const auto& in : inputs) {
-            DRMAS_REQUIRE(!overlaps(advantages, row_bytes, in.p, row_bytes), DRMAS_ERR_CONFIG,
-                          "%s: advantages overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
-            DRMAS_REQUIRE(!overlaps(diagnostics, diag_bytes, in.p, row_bytes), DRMAS_ERR_CONFIG,
-                          "%s: diagnostics overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
-        }
-        DRMAS_REQUIRE(!overlaps(advantages, row_bytes, diagnostics, diag_bytes), DRMAS_ERR_CONFIG,
-                      "%s: advantages and diagnostics overlap", fn);
+        const Extent inputs[] = {{"scores", scores, row_bytes}, {"uid", uid, row_bytes}, {"traj", traj, row_bytes},
+                                 {"agent", agent, row_bytes}};
+        if (int32_t st = outputs_apart(fn, {"advantages", advantages, row_bytes}, {"diagnostics", diagnostics, diag_bytes}, inputs))
+            return st;
         if (device == DRMAS_DEVICE_CUDA)
             return advantage_cuda(c, n, scores, uid, traj, agent, num_uids, num_trajs, num_agents,
                                   advantages, diagnostics, stream, trusted);
@@ -353,24 +366,14 @@ static int32_t clipped_loss_entry(const char* fn, int32_t device, const drmas_lo
             // the outputs may not share memory with the inputs or with each other: grad[t] is written while
             // later tokens' inputs are still to be read, and sums is read and written as the rows go
             const uint64_t tok4 = 4 * (uint64_t)num_tokens, sums_bytes = 8 * (uint64_t)DRMAS_LOSS_SUMS;
-            const struct {
-                const char* name;
-                const void* p;
-                uint64_t bytes;
-            } inputs[] = {{"logp", logp, tok4},
-                          {"old_logp", old_logp, tok4},
-                          {per_row ? "row_advantages" : "advantages", advantages, per_row ? 4 * (uint64_t)num_rows : tok4},
-                          {"ref_logp", ref_logp, tok4},
-                          {"mask", mask, (uint64_t)num_tokens},
-                          {"row_offsets", row_offsets, 8 * ((uint64_t)num_rows + 1)},
-                          {"host_row_offsets", async ? host_row_offsets : nullptr, 8 * ((uint64_t)num_rows + 1)}};
-            for (const auto& in : inputs) {
-                DRMAS_REQUIRE(!overlaps(grad, tok4, in.p, in.bytes), DRMAS_ERR_CONFIG,
-                              "%s: grad overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
-                DRMAS_REQUIRE(!overlaps(sums, sums_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
-                              "%s: sums overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
-            }
-            DRMAS_REQUIRE(!overlaps(grad, tok4, sums, sums_bytes), DRMAS_ERR_CONFIG, "%s: grad and sums overlap", fn);
+            const Extent inputs[] = {{"logp", logp, tok4},
+                                     {"old_logp", old_logp, tok4},
+                                     {per_row ? "row_advantages" : "advantages", advantages, per_row ? 4 * (uint64_t)num_rows : tok4},
+                                     {"ref_logp", ref_logp, tok4},
+                                     {"mask", mask, (uint64_t)num_tokens},
+                                     {"row_offsets", row_offsets, 8 * ((uint64_t)num_rows + 1)},
+                                     {"host_row_offsets", async ? host_row_offsets : nullptr, 8 * ((uint64_t)num_rows + 1)}};
+            if (int32_t st = outputs_apart(fn, {"grad", grad, tok4}, {"sums", sums, sums_bytes}, inputs)) return st;
         }
         if (device == DRMAS_DEVICE_CUDA)
             return clipped_loss_cuda(c, num_rows, host_row_offsets, row_offsets, num_tokens, logp, old_logp, advantages,
@@ -841,18 +844,8 @@ int32_t drmas_sample_f32(int32_t device, int64_t rows, int64_t vocab, const floa
         // The outputs are written row by row while other rows' logits (and uniforms) are still to be read.
         const uint64_t logits_bytes = span_bytes(rows, logits_stride, vocab, 4), u_bytes = uniforms ? 8 * (uint64_t)rows : 0,
                        tok_bytes = 8 * (uint64_t)rows, lp_bytes = 4 * (uint64_t)rows;
-        const struct {
-            const char* name;
-            const void* p;
-            uint64_t bytes;
-        } inputs[] = {{"logits", logits, logits_bytes}, {"uniforms", uniforms, u_bytes}};
-        for (const auto& in : inputs) {
-            DRMAS_REQUIRE(!overlaps(tokens, tok_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
-                          "%s: tokens overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
-            DRMAS_REQUIRE(!overlaps(logprobs, lp_bytes, in.p, in.bytes), DRMAS_ERR_CONFIG,
-                          "%s: logprobs overlaps %s (the outputs must not share memory with the inputs)", fn, in.name);
-        }
-        DRMAS_REQUIRE(!overlaps(tokens, tok_bytes, logprobs, lp_bytes), DRMAS_ERR_CONFIG, "%s: tokens and logprobs overlap", fn);
+        const Extent inputs[] = {{"logits", logits, logits_bytes}, {"uniforms", uniforms, u_bytes}};
+        if (int32_t st = outputs_apart(fn, {"tokens", tokens, tok_bytes}, {"logprobs", logprobs, lp_bytes}, inputs)) return st;
         return sample_cpu(rows, vocab, logits, logits_stride, temperature, top_k, top_p, uniforms, tokens, logprobs);
     });
 }
