@@ -24,7 +24,7 @@ final class EvalCommand extends RunCommand {
      * under another run.name with run.resume (another name alone would evaluate the starting models).
      */
     static UserError whileTraining(dev.drmas.config.RunConfig cfg, UserError e) {
-        if (!(e.getCause() instanceof RunLock.RunFolderException) || !e.getMessage().contains("is in use by another drmas process")) {
+        if (!(e.getCause() instanceof RunLock.RunFolderException f) || !f.inUse()) {
             return e;
         }
         java.nio.file.Path checkpoints = cfg.run().runDir().resolve("checkpoints");

@@ -71,30 +71,25 @@ public final class JsonlTasks {
             String question = text(fields, questionField, where, false);
             List<String> answers = answers(fields, answerField, where);
             String id = id(fields.get(ID_FIELD), where);
-            if (id != null && dataSourceField != null) {
-                Field f = fields.get(dataSourceField);
-                if (f != null && f.token == JsonToken.VALUE_STRING && !f.text.isBlank()) id = f.text + "/" + id;
-            }
+            // the line's source where it names one (a non-blank string): it scopes the id, and a training task's goes to
+            // the grader (verl's reward functions branch on it)
+            Field named = dataSourceField == null ? null : fields.get(dataSourceField);
+            String namedSource = named != null && named.token == JsonToken.VALUE_STRING && !named.text.isBlank() ? named.text : null;
+            if (id != null && namedSource != null) id = namedSource + "/" + id;
             if (id == null) id = Integer.toString(lineNo);
             Integer first = idLines.putIfAbsent(id, lineNo);
             if (first != null) {
                 throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first + (dataSourceField == null
                         ? " (a file of several benchmarks, each numbering its own ids, needs data.data_source_field: it scopes them)" : ""));
             }
-            String source = null;
+            String source = namedSource;  // the every-line-or-none rule is the benchmarks' (the test file's metrics) alone
             if (benchmarks && dataSourceField != null) {
-                Field f = fields.get(dataSourceField);
-                boolean has = f != null && f.token != JsonToken.VALUE_NULL;  // pandas writes None as null
+                boolean has = named != null && named.token != JsonToken.VALUE_NULL;  // pandas writes None as null
                 if (!tasks.isEmpty() && has != (tasks.getFirst().dataSource() != null)) {
                     throw new TaskFileException(where + ": field '" + dataSourceField + "' is " + (has ? "here but on no earlier line"
                             : "missing, though earlier lines have it") + ": the benchmark of every task or of none");
                 }
-                if (has) source = text(fields, dataSourceField, where, false);
-            } else if (dataSourceField != null) {
-                // a training task's data_source goes to the grader (verl's reward functions branch on it); the
-                // every-line-or-none rule is the benchmarks' (the test file's per-benchmark metrics) alone
-                Field f = fields.get(dataSourceField);
-                if (f != null && f.token == JsonToken.VALUE_STRING && !f.text.isBlank()) source = f.text;
+                source = has ? text(fields, dataSourceField, where, false) : null;
             }
             tasks.add(new Task(id, question, answers.getFirst(), answers.subList(1, answers.size()), source));
         });

@@ -28,8 +28,20 @@ public final class RunLock implements AutoCloseable {
 
     /** The run folder cannot be used: taken by another process, or not writable. */
     public static final class RunFolderException extends RuntimeException {
+        private final boolean inUse;
+
         RunFolderException(String message, Throwable cause) {
+            this(message, cause, false);
+        }
+
+        RunFolderException(String message, Throwable cause, boolean inUse) {
             super(message, cause);
+            this.inUse = inUse;
+        }
+
+        /** Whether another process holds the folder (else it cannot be made, written or locked). */
+        public boolean inUse() {
+            return inUse;
         }
     }
 
@@ -90,7 +102,7 @@ public final class RunLock implements AutoCloseable {
                     ch.close();
                     throw new RunFolderException("run folder " + runDir + " is in use by another drmas process"
                             + (holder.isEmpty() ? "" : " (" + holder + ")")
-                            + "; wait for it to end, or give this run another run.name or run.output_dir", null);
+                            + "; wait for it to end, or give this run another run.name or run.output_dir", null, true);
                 }
                 String text = "pid " + ProcessHandle.current().pid() + ": " + command + ", since " + Instant.now() + "\n";
                 ch.truncate(0);

@@ -99,8 +99,7 @@ public final class Trainer implements AutoCloseable {
             Policies ps = Policies.open(cfg, runDir, checkpoint, cfg.run().warmStart() != null ? cfg.run().warmStart() : WarmStart.weights(runDir), dist);
             try {
                 // the evaluation's batch where training evaluates; `drmas eval` of a run without checks it in evaluate()
-                GenerationBudget.check(cfg, ps, evalBudgetChecked ? workload.test().size() : 0, dist.worldSize(),
-                        GenerationBudget.ranksOnThisHost(System.getenv(), dist.worldSize()));
+                checkGenerationBudget(ps, evalBudgetChecked ? workload.test().size() : 0);
                 openedHook.run();
                 // no rank goes on to the collectives of training (or evaluation) while another could not open its models
                 dist.awaitReady("every rank's opening of its models");
@@ -294,6 +293,11 @@ public final class Trainer implements AutoCloseable {
     }
 
     LastStep lastStep;
+
+    /** GenerationBudget.check of {@code ps} with {@code testTasks} evaluated, this rank's world and host. */
+    private void checkGenerationBudget(Policies ps, int testTasks) {
+        GenerationBudget.check(cfg, ps, testTasks, dist.worldSize(), GenerationBudget.ranksOnThisHost(System.getenv(), dist.worldSize()));
+    }
 
     /** How many held-out tasks {@link #evaluate()} has (0: it evaluates nothing). */
     public int testTaskCount() {
@@ -806,8 +810,7 @@ public final class Trainer implements AutoCloseable {
         announceStart();
         try {
             if (!evalBudgetChecked) {
-                GenerationBudget.check(cfg, policies, workload.test().size(), dist.worldSize(),
-                        GenerationBudget.ranksOnThisHost(System.getenv(), dist.worldSize()));
+                checkGenerationBudget(policies, workload.test().size());
                 evalBudgetChecked = true;
             }
             evalHook.run();
