@@ -38,9 +38,28 @@ final class TaskStream {
         for (int i = 0; i < count; i++, position++) {
             long pass = position / tasks.size();
             int at = (int) (position % tasks.size());
-            out.add(tasks.get(permutation(seed * 31 + pass)[at]));
+            out.add(tasks.get(permutation(passSeed(seed, pass))[at]));
         }
         return out;
+    }
+
+    /**
+     * The seed of pass {@code pass}'s permutation. Passes 0–30 keep the form runs have always used,
+     * seed·31 + pass, so that runs and their checkpoints draw the tasks they drew before; from pass 31
+     * on that form gives seed + 1's pass 0 (pass 32 its pass 1, ...), so two runs of consecutive seeds,
+     * as {@code drmas experiment} starts them, would draw the same orders. Later passes therefore mix
+     * the seed and the pass (SplitMix64's finaliser); a value equal to another run's is then as
+     * unlikely as any 64-bit coincidence.
+     */
+    static long passSeed(long seed, long pass) {
+        if (pass >= 0 && pass < 31) return seed * 31 + pass;
+        return mix(mix(seed) + pass * 0x9E3779B97F4A7C15L);
+    }
+
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
     }
 
     private int[] permutation(long passSeed) {
