@@ -3,7 +3,8 @@
 // (no weights, no tokenizer, no data, no LibTorch), prints per GPU and per model the bytes of the
 // weights, master weights, optimiser state, gradients, activations, logits and KV cache, the peak
 // of each phase of a step with the models resident, and whether it fits; when it does not, the
-// settings to change. The arithmetic is MemoryPlan's.
+// settings to change. The arithmetic is MemoryPlan's. As `drmas train` does, it warns of agents the
+// workflow's options leave without a turn (IdleAgents): their models' memory is counted for nothing.
 package dev.drmas.cli;
 
 import dev.drmas.config.ConfigException;
@@ -145,6 +146,8 @@ final class PlanCommand implements Callable<Integer> {
                 + "  without a mask; the prefill's attention keeps its mask as a [rows, 1, T, T] tensor of the model's dtype per\n"
                 + "  layer, as LibTorch's CPU kernel does, and on a GPU copies k and v to the query heads of a grouped-query model\n"
                 + "  (measured on the CPU; not on a GPU).\n");
+        // as `drmas train` warns: such a model still takes its memory above, for nothing
+        for (String w : dev.drmas.config.IdleAgents.warnings(cfg)) o.append("warning: ").append(w).append('\n');
         return o.toString();
     }
 

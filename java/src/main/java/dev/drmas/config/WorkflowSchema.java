@@ -43,6 +43,17 @@ public interface WorkflowSchema {
     }
 
     /**
+     * The roles whose agents no episode calls under {@code options} (a record of {@link
+     * #optionsType()}), each with why, in words that say which option lets them act (math with
+     * max_loops 1: the verifier). `drmas train` and `drmas plan` warn of such agents, and of the
+     * models none of whose agents act, which never train (IdleAgents). Empty (the default): every
+     * role can act.
+     */
+    default Map<String, String> idleRoles(Record options) {
+        return Map.of();
+    }
+
+    /**
      * The part of a config a {@link Typed} component is: the options or the synthetic data (of the
      * workflow's type), or the agents (whose default is one agent per default role).
      */

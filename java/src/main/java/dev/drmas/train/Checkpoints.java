@@ -457,7 +457,7 @@ public final class Checkpoints {
         }
     }
 
-    private static ModelOptimizer.StateSource source(SafeTensors st) {
+    static ModelOptimizer.StateSource source(SafeTensors st) {
         return new ModelOptimizer.StateSource() {
             @Override
             public long[] shape(String name) {

@@ -765,6 +765,21 @@ public final class ModelOptimizer implements AutoCloseable {
         }
     }
 
+    /**
+     * Sets the fp32 masters (mixed precision) to the values of {@code weights} by name and leaves the
+     * model's weights as they are, which must be those values rounded already (the model was loaded
+     * from the same files): so nothing is spread and, sharded, nothing is a collective, each rank
+     * reading its own part. Files that hold more than the model's dtype (fp32 weights of a bf16
+     * model) so give the masters their exact values, where {@link #create} gives them the rounding.
+     */
+    public void startMastersFrom(StateSource weights) {
+        checkMasterWeights(weights);
+        try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            if (shard != null) readOwn("", weights, master.get("chunk"));
+            else readWhole("", weights, master);
+        }
+    }
+
     /** Bytes of the optimiser state this rank holds: AdamW's moments and the fp32 master weights (not the model's own weights). */
     public long stateBytes() {
         long b = 0;

@@ -72,6 +72,10 @@ final class Policies implements AutoCloseable {
     final Map<String, String> missingReferences = new LinkedHashMap<>();
     // how open() made each model's optimiser, so that one closed while the warm start trains is made again alike
     private final Map<String, java.util.function.Supplier<ModelOptimizer>> newOptimizer = new LinkedHashMap<>();
+    // models loaded from weight files that hold more than the model's dtype keeps (fp32 files of a bfloat16
+    // model), while the weights are still those files' rounding: a mixed-precision optimiser's masters start from
+    // the files' exact values (startMasters); a warm start that trains a model forgets its files (weightsChanged)
+    private final Map<String, Path> finerWeights = new LinkedHashMap<>();
 
     private Policies(String origin) {
         this.origin = origin;
@@ -107,19 +111,24 @@ final class Policies implements AutoCloseable {
                     ScalarType dtype = dtype(spec, device);
                     Path warm = sftDir == null ? null : sftDir.resolve(id);
                     Path source;  // the folder whose config.json the model has, null for one of models.id.size
+                    Path weights = null;  // the folder whose weight files the model was loaded from (and its masters start from)
                     if (checkpoint != null) {
                         model = Checkpoints.loadModel(checkpoint, id, dtype, device);
                         source = checkpoint.resolve("models").resolve(id);
+                        // with master/id, loadOptimizer below restores the masters from there
+                        if (!Files.isDirectory(checkpoint.resolve(Checkpoints.MASTER).resolve(id))) weights = source;
                     } else if (warm != null && Files.isRegularFile(warm.resolve("config.json"))) {
                         // before the path: `drmas sft` trains models with a path too, and RL starts from what it trained
                         WarmStart.requireFits(id, warm, expectedShape(id, spec, tok), tokDir, spec.path() != null);
                         model = CausalLm.load(warm, dtype, device);
                         source = warm;
+                        weights = warm;
                         from.append(id).append(": warm start ").append(warm).append("; ");
                         ps.warmStarted.add(id);
                     } else if (spec.loadsWeights()) {
                         model = CausalLm.load(spec.path(), dtype, device);
                         source = spec.path();
+                        weights = spec.path();
                         from.append(id).append(": ").append(spec.path()).append("; ");
                         ps.pathStarted.add(id);
                     } else {  // (a run.warm_start named and not there stops train(), not sft, which writes it, nor eval)
@@ -141,6 +150,8 @@ final class Policies implements AutoCloseable {
                             : ModelOptimizer.create(m.parameters(), as, spec.mixedPrecision());
                     optim = newOptim.get();
                     ps.newOptimizer.put(id, newOptim);
+                    if (weights != null && holdsMore(weights, model)) ps.finerWeights.put(id, weights);
+                    ps.startMasters(id, optim);
                     if (checkpoint != null) {
                         // sharded, a collective (its masters spread over every rank's weights): no rank enters the
                         // spreading while another failed to open or check its files, which loadOptimizer does first, then
@@ -226,6 +237,7 @@ final class Policies implements AutoCloseable {
         this.startReferences.addAll(p.startReferences);
         this.missingReferences.putAll(p.missingReferences);
         this.newOptimizer.putAll(p.newOptimizer);
+        this.finerWeights.putAll(p.finerWeights);
         this.origin = origin;
     }
 
@@ -258,9 +270,58 @@ final class Policies implements AutoCloseable {
         return closed;
     }
 
-    /** Makes the optimisers of {@code ids} again, as open() made them, from the present weights. */
+    /**
+     * Makes the optimisers of {@code ids} again, as open() made them, from the present weights (the
+     * masters from the files the weights were loaded from, as open() started them, unless the weights
+     * have changed since: {@link #weightsChanged}).
+     */
     void reopenOptimizers(List<String> ids) {
-        for (String id : ids) byId.put(id, byId.get(id).withOptim(newOptimizer.get(id).get()));
+        for (String id : ids) {
+            ModelOptimizer o = newOptimizer.get(id).get();
+            try {
+                startMasters(id, o);
+            } catch (RuntimeException e) {
+                o.close();
+                throw e;
+            }
+            byId.put(id, byId.get(id).withOptim(o));
+        }
+    }
+
+    /**
+     * Starts the fp32 masters of {@code optim}, a new optimiser of model {@code id}'s present weights,
+     * from the weight files the model was loaded from where they hold more than its dtype keeps (an
+     * fp32 checkpoint, warm start or HF folder of a bfloat16 model): the masters take the files' exact
+     * values, the weights stay their rounding; made from the weights alone, the masters lost the low
+     * bits for good. Nothing for an optimiser without masters or a model whose files are in its dtype.
+     */
+    void startMasters(String id, ModelOptimizer optim) {
+        Path dir = finerWeights.get(id);
+        if (dir == null || !optim.keepsMasterWeights()) return;
+        try (dev.drmas.model.SafeTensors st = dev.drmas.model.SafeTensors.open(dir)) {
+            optim.startMastersFrom(Checkpoints.source(st));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(dir + ": cannot start the fp32 master weights of model '" + id + "' from its weight files ("
+                    + e.getMessage() + ")", e);
+        }
+    }
+
+    /** The models in {@code ids} were trained (by the warm start): their weights are no longer their files' rounding. */
+    void weightsChanged(java.util.Collection<String> ids) {
+        finerWeights.keySet().removeAll(ids);
+    }
+
+    /** Whether the weight files in {@code dir} hold a parameter of {@code model} in another dtype than the model's. */
+    private static boolean holdsMore(Path dir, CausalLm model) {
+        // every dtype a file may hold (F32, BF16, F16) converts to fp32 exactly: the files' values are the masters' best start
+        // whenever the model's dtype differs, which rounds them (or loses range: bfloat16 files of a float16 model)
+        try (dev.drmas.model.SafeTensors st = dev.drmas.model.SafeTensors.open(dir)) {
+            for (String name : model.parameters().keySet()) {
+                dev.drmas.model.SafeTensors.Info i = st.tensors().get(name);
+                if (i != null && i.dtype().scalarType() != model.dtype()) return true;
+            }
+        }
+        return false;
     }
 
     Map<String, ModelOptimizer> optimizers() {

@@ -355,6 +355,8 @@ public final class Trainer implements AutoCloseable {
             }
             if (!resumed && cfg.run().resumeNever()) refuseEarlierRun();
             if (dist.isMaster()) {
+                // an agent the workflow's options leave without a turn (math, max_loops 1: the verifier) trains on nothing
+                for (String w : dev.drmas.config.IdleAgents.warnings(cfg)) log.println("drmas: warning: " + w);
                 if (tc.saveFreq() > 0) checkpoints.checkWritable();  // now, not at the first save
                 // what a save killed midway left (tens of GB on a large model), which nothing else would remove
                 for (Path p : checkpoints.removeUnfinished()) log.println("drmas: removed " + p + " (a checkpoint whose save or deletion was interrupted)");

@@ -60,13 +60,7 @@ final class WarmStart {
         List<String> closed = policies.closeUnsteppedOptimizers();
         Map<String, ModelOptimizer> optims = new LinkedHashMap<>();
         try {
-            for (Policies.Policy p : policies.byId.values()) {
-                // the run's optimiser in the model's precision: mixed (fp32 masters) unless master_dtype says otherwise.
-                // AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as SftConfig documents: the model's optim
-                // settings are the RL update's (verl's actor defaults), and verl's SFT trainer has its own too
-                optims.put(p.id(), ModelOptimizer.create(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0),
-                        mixed.get(p.id())));
-            }
+            for (Policies.Policy p : policies.byId.values()) optims.put(p.id(), optimizer(policies, p.id(), sc, mixed.get(p.id())));
         } catch (RuntimeException e) {
             optims.values().forEach(ModelOptimizer::close);
             policies.reopenOptimizers(closed);
@@ -101,6 +95,7 @@ final class WarmStart {
             optims.values().forEach(ModelOptimizer::close);
             try {
                 // the run's own optimisers start from the warm-started weights, should this trainer go on to train
+                policies.weightsChanged(trained);
                 policies.reopenOptimizers(closed);
                 for (Policies.Policy p : policies.byId.values()) if (!closed.contains(p.id())) p.optim().reloadFromWeights();
             } catch (RuntimeException e) {
@@ -116,6 +111,25 @@ final class WarmStart {
         Path dir = save(runDir);
         log.println("drmas: warm-start weights written to " + dir);
         return last;
+    }
+
+    /**
+     * The warm start's optimiser of model {@code id}, in the model's precision: mixed (fp32 masters,
+     * which start from the model's weight files where those hold more than its dtype: Policies.startMasters)
+     * unless master_dtype says otherwise. AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as
+     * SftConfig documents: the model's optim settings are the RL update's (verl's actor defaults), and
+     * verl's SFT trainer has its own too.
+     */
+    static ModelOptimizer optimizer(Policies policies, String id, dev.drmas.config.SftConfig sc, boolean mixed) {
+        ModelOptimizer o = ModelOptimizer.create(policies.get(id).model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8,
+                0.0, 0), mixed);
+        try {
+            policies.startMasters(id, o);
+        } catch (RuntimeException e) {
+            o.close();
+            throw e;
+        }
+        return o;
     }
 
     /**

@@ -3,7 +3,7 @@
 // the advice applied as overrides makes the plan fit (so the advice is checked, not only printed),
 // with the fused LM head among it (marked as not yet run on a GPU); a model folder without config.json is an error that names the key and configs/shapes;
 // rows longer than the model's positions are refused as the run refuses them; a bad option exits 1, not 2
-// ("does not fit").
+// ("does not fit"); an agent the workflow's options leave without a turn is warned of, as `drmas train` does.
 package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -214,6 +214,30 @@ class PlanCommandTest {
         Cli.Run r = Cli.run("plan", MATH, QWEN3, "--gpus", "eight");
         assertEquals(1, r.exit(), r.out() + r.err());
         assertTrue(r.err().contains("--gpus") && r.err().contains("eight"), r.err());
+    }
+
+    @Test
+    void anAgentThatTheWorkflowsOptionsLeaveWithoutATurnIsWarnedAsTrainWarns() {
+        String[] nonShared = {"plan", "../configs/math-qwen3-4b-nonshared.yaml", "models.solver.path=../configs/shapes/qwen3-4b",
+                "models.verifier.path=../configs/shapes/qwen3-4b", "--gpus", "8", "--gpu-memory", "80"};
+        Cli.Run shipped = Cli.run(nonShared);
+        assertEquals(0, shipped.exit(), shipped.out() + shipped.err());
+        assertTrue(!shipped.out().contains("warning:"), shipped.out());
+        List<String> one = new ArrayList<>(List.of(nonShared));
+        one.add("orchestra.options.max_loops=1");
+        Cli.Run r = Cli.run(one.toArray(String[]::new));
+        assertEquals(0, r.exit(), r.out() + r.err());
+        assertTrue(r.out().contains("warning: agent 'verifier' (role verifier, model verifier) never acts and gets no training rows: the "
+                + "math workflow calls the verifier only after a solver turn before the last round, which needs "
+                + "orchestra.options.max_loops >= 2 (it is 1)\n"), r.out());
+        assertTrue(r.out().contains("warning: model 'verifier' (agents verifier) never trains"), r.out());
+        // search: the searcher is never asked in the last turn; its model is shared with the agents that act
+        Cli.Run search = Cli.run("plan", "../configs/search-qwen2.5-7b.yaml", "models.policy.path=../configs/shapes/qwen2.5-7b",
+                "orchestra.options.max_turns=1");
+        assertTrue(search.out().contains("warning: agent 'searcher' (role searcher, model policy) never acts and gets no training rows: "
+                + "the search workflow calls the searcher only after a verifier's no in a turn before the last, which needs "
+                + "orchestra.options.max_turns >= 2 (it is 1)"), search.out() + search.err());
+        assertTrue(!search.out().contains("never trains"), search.out());
     }
 
     @Test

@@ -37,6 +37,15 @@ public final class MathWorkflow implements Workflow {
     }
 
     @Override
+    public java.util.Map<String, String> idleRoles(Record options) {
+        int loops = ((MathOptions) options).maxLoops();
+        if (loops >= 2) return java.util.Map.of();
+        // MathOrchestra skips the verifier in the last round: with one round there is no other
+        return java.util.Map.of(MathAgents.VERIFIER, "the math workflow calls the verifier only after a solver turn before the last "
+                + "round, which needs orchestra.options.max_loops >= 2 (it is " + loops + ")");
+    }
+
+    @Override
     public Workload open(RunConfig cfg, PrintStream log) {
         return new MathWorkload(cfg);
     }

@@ -38,6 +38,15 @@ public final class SearchWorkflow implements Workflow {
     }
 
     @Override
+    public java.util.Map<String, String> idleRoles(Record options) {
+        int turns = ((SearchOptions) options).maxTurns();
+        if (turns >= 2) return java.util.Map.of();
+        // SearchOrchestra does not ask the searcher in the last turn, whose results no turn would read
+        return java.util.Map.of(SearchOrchestra.SEARCHER, "the search workflow calls the searcher only after a verifier's no in a turn "
+                + "before the last, which needs orchestra.options.max_turns >= 2 (it is " + turns + ")");
+    }
+
+    @Override
     public Workload open(RunConfig cfg, PrintStream log) {
         return new SearchWorkload(cfg, log);
     }
