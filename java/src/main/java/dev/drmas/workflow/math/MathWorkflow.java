@@ -7,6 +7,7 @@ import dev.drmas.workflow.Workflow;
 import dev.drmas.workflow.Workload;
 import java.io.PrintStream;
 import java.util.List;
+import java.util.Map;
 
 public final class MathWorkflow implements Workflow {
     public static final String NAME = "math";
@@ -37,11 +38,11 @@ public final class MathWorkflow implements Workflow {
     }
 
     @Override
-    public java.util.Map<String, String> idleRoles(Record options) {
+    public Map<String, String> idleRoles(Record options) {
         int loops = ((MathOptions) options).maxLoops();
-        if (loops >= 2) return java.util.Map.of();
+        if (loops >= 2) return Map.of();
         // MathOrchestra skips the verifier in the last round: with one round there is no other
-        return java.util.Map.of(MathAgents.VERIFIER, "the math workflow calls the verifier only after a solver turn before the last "
+        return Map.of(MathAgents.VERIFIER, "the math workflow calls the verifier only after a solver turn before the last "
                 + "round, which needs orchestra.options.max_loops >= 2 (it is " + loops + ")");
     }
 

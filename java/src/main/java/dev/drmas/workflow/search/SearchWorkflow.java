@@ -8,6 +8,7 @@ import dev.drmas.workflow.Workflow;
 import dev.drmas.workflow.Workload;
 import java.io.PrintStream;
 import java.util.List;
+import java.util.Map;
 
 public final class SearchWorkflow implements Workflow {
     public static final String NAME = "search";
@@ -38,11 +39,11 @@ public final class SearchWorkflow implements Workflow {
     }
 
     @Override
-    public java.util.Map<String, String> idleRoles(Record options) {
+    public Map<String, String> idleRoles(Record options) {
         int turns = ((SearchOptions) options).maxTurns();
-        if (turns >= 2) return java.util.Map.of();
+        if (turns >= 2) return Map.of();
         // SearchOrchestra does not ask the searcher in the last turn, whose results no turn would read
-        return java.util.Map.of(SearchOrchestra.SEARCHER, "the search workflow calls the searcher only after a verifier's no in a turn "
+        return Map.of(SearchOrchestra.SEARCHER, "the search workflow calls the searcher only after a verifier's no in a turn "
                 + "before the last, which needs orchestra.options.max_turns >= 2 (it is " + turns + ")");
     }
 
