@@ -49,7 +49,19 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
     private static final Set<String> KNOWN = Set.of("architectures", "model_type", "hidden_size", "intermediate_size",
             "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "head_dim", "rms_norm_eps",
             "rope_theta", "rope_scaling", "rope_parameters", "vocab_size", "tie_word_embeddings", "torch_dtype",
-            "dtype", "max_position_embeddings", "bos_token_id", "eos_token_id", "hidden_act");
+            "dtype", "max_position_embeddings", "bos_token_id", "eos_token_id", "hidden_act", "transformers_version");
+
+    /**
+     * The transformers_version config.json says: the version whose layout drmas writes (torch_dtype,
+     * rope_theta and rope_scaling at the top level, as transformers 4 writes them; transformers 5 writes
+     * dtype and rope_parameters, and reads both), from the first that reads every family drmas runs
+     * (Qwen3 came in 4.51). Written always, not the value a file was read with, since drmas rewrites the
+     * file in this layout. HF's save_pretrained always writes the key, and readers take a config without
+     * it for an unknown writer's: transformers 5.18, loading a tokenizer of more than 100,000 tokens
+     * beside such a config, suspects Mistral's faulty pre-tokenizer regex and warns on every load that
+     * tokenization will be wrong unless fix_mistral_regex=True, which would replace the tokenizer's own.
+     */
+    public static final String TRANSFORMERS_LAYOUT_VERSION = "4.51.0";
 
     public ModelConfig {
         check(family != null, "architectures is missing");
@@ -327,6 +339,7 @@ public record ModelConfig(Family family, int hiddenSize, int intermediateSize, i
         if (bosTokenId != null) m.put("bos_token_id", bosTokenId);
         if (eosTokenIds.size() == 1) m.put("eos_token_id", eosTokenIds.getFirst());
         else if (!eosTokenIds.isEmpty()) m.put("eos_token_id", eosTokenIds);
+        m.put("transformers_version", TRANSFORMERS_LAYOUT_VERSION);
         return JSON.valueToTree(m);
     }
 

@@ -193,6 +193,35 @@ class ModelConfigTest {
         assertTrue(text.endsWith("\n  \"vocab_size\": 128256\n}\n"), text);
     }
 
+    /**
+     * Every config.json drmas writes says transformers_version, as save_pretrained's do: without it
+     * transformers 5.18 warns, on loading a Qwen3 tokenizer beside it, that its regex is Mistral's faulty
+     * one (HfLoadsTrainedCheckpointsTest found it). The version is that of the layout drmas writes
+     * (transformers 4's), also where the file read said another: drmas rewrites the v5 keys.
+     */
+    @Test
+    void saysTheTransformersVersionOfItsLayout() throws IOException {
+        assertEquals("4.51.0", ModelConfig.TRANSFORMERS_LAYOUT_VERSION);
+        for (Family f : Family.values()) {
+            ModelConfig.tiny(f, 151_669).write(dir.resolve("made.json"));
+            JsonNode made = ModelConfig.JSON.readTree(dir.resolve("made.json").toFile());
+            assertEquals("4.51.0", made.path("transformers_version").asText(), made.toString());
+        }
+        // a file transformers 5 wrote (rope_parameters, dtype): written back in transformers 4's layout, and says so
+        String v5 = QWEN3_06B.replace("\"torch_dtype\": \"bfloat16\",", "\"dtype\": \"bfloat16\", \"transformers_version\": \"5.18.0\",")
+                .replace("\"rope_scaling\": null,\n", "")
+                .replace("\"rope_theta\": 1000000,", "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000.0},");
+        assertTrue(v5.contains("\"5.18.0\"") && v5.contains("\"dtype\"") && v5.contains("rope_parameters"), v5);
+        ModelConfig c = ModelConfig.read(write(v5));
+        assertFalse(c.extra().containsKey("transformers_version"), c.extra().toString());
+        c.write(dir.resolve("back.json"));
+        JsonNode back = ModelConfig.JSON.readTree(dir.resolve("back.json").toFile());
+        assertEquals("4.51.0", back.path("transformers_version").asText(), back.toString());
+        assertTrue(back.has("torch_dtype") && back.has("rope_theta") && !back.has("dtype") && !back.has("rope_parameters"),
+                back.toString());
+        assertEquals(c, ModelConfig.read(dir.resolve("back.json")));
+    }
+
     @Test
     void tokenIdsDrmasDoesNotReadAreKeptAsTheyAre() throws IOException {
         // HF keeps any value here; drmas reads its stop tokens from the tokenizer and generation_config.json
