@@ -65,7 +65,7 @@ final class WarmStart {
                 // AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as SftConfig documents: the model's optim
                 // settings are the RL update's (verl's actor defaults), and verl's SFT trainer has its own too
                 optims.put(p.id(), ModelOptimizer.create(p.model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8, 0.0, 0),
-                        mixed.get(p.id())));
+                        mixed.get(p.id())).useLossScaler(LossScaler.of(cfg.models().get(p.id()))));
             }
         } catch (RuntimeException e) {
             optims.values().forEach(ModelOptimizer::close);
@@ -290,12 +290,14 @@ final class WarmStart {
             TeacherForcing.Result tf = TeacherForcing.logProbs(p.model(), prompts, responses, 1.0, false);
             Tensor l = tf.logprobs().mean().neg();
             loss = l.item_double();
-            l.backward();
+            // float16: the backward of loss × S, which afterBackward divides by S in fp32
+            (optim.lossScale() == 1 ? l : l.mul(new org.bytedeco.pytorch.Scalar(optim.lossScale()))).backward();
             tf.finishBackward();
         }
         optim.afterBackward();
         double norm = optim.clipGradNorm(p.gradClip());
         if (Double.isFinite(norm)) optim.step();
+        else optim.skipStep();
         optim.zeroGrad();
         p.model().setRequiresGrad(false);
         return loss;
