@@ -185,6 +185,22 @@ public final class FusedLmHead {
     public static Update lossAndBackward(Tensor hidden, Tensor weight, Tensor targets, double temperature, LossConfig c,
                                          double normalizer, double entropyCoef, long[] offsets, Tensor oldLogp,
                                          float[] rowAdvantages, Tensor refLogp, Tensor mask, int chunkTokens, long vocabLimit) {
+        return lossAndBackward(hidden, weight, targets, temperature, c, normalizer, entropyCoef, offsets, oldLogp, rowAdvantages,
+                refLogp, mask, chunkTokens, vocabLimit, 1);
+    }
+
+    /**
+     * As above with the backward of the loss times {@code gradScale} (float16's loss scale): dL/dW
+     * and dL/dh are those of gradScale · L, scaled in fp32 before they are rounded to the weight's
+     * dtype, so that small ones survive float16; the sums (the loss, the metrics) are L's.
+     */
+    public static Update lossAndBackward(Tensor hidden, Tensor weight, Tensor targets, double temperature, LossConfig c,
+                                         double normalizer, double entropyCoef, long[] offsets, Tensor oldLogp,
+                                         float[] rowAdvantages, Tensor refLogp, Tensor mask, int chunkTokens, long vocabLimit,
+                                         double gradScale) {
+        if (!(gradScale > 0) || Double.isInfinite(gradScale)) {
+            throw new IllegalArgumentException("gradScale must be a finite number > 0, got " + gradScale);
+        }
         final long n = checkShapes(hidden, weight, targets, chunkTokens);
         final long vocab = rows(weight, vocabLimit);
         if (offsets.length != rowAdvantages.length + 1) {
@@ -222,6 +238,7 @@ public final class FusedLmHead {
         MemorySegment hostOff = MemorySegment.ofArray(offsets);
         final boolean wantW = weight.requires_grad(), wantH = hidden.requires_grad();
         final double invT = temperature > 0 ? 1.0 / temperature : 1.0;
+        final double zScale = invT * gradScale;  // dL/dz → d(gradScale · L)/d(h·Wᵀ)
         Tensor dh = null, dw = null;
         boolean intoGrad = false;
         try (NoGradGuard noGrad = new NoGradGuard()) {
@@ -237,7 +254,7 @@ public final class FusedLmHead {
                     dw = torch.zeros(new long[] {w.size(0), w.size(1)}, f32);
                 }
             }
-            Scalar alpha = new Scalar(invT);
+            Scalar alpha = new Scalar(zScale);
             for (long k = 0, c0 = 0; c0 < n; k++, c0 += chunkTokens) {
                 long cn = Math.min(chunkTokens, n - c0);
                 try (PointerScope scope = new PointerScope()) {
@@ -251,9 +268,9 @@ public final class FusedLmHead {
                             TensorViews.view("sums", row.narrow(0, 0, AbiIndices.LMHEAD_SUMS), ScalarType.Double,
                                     AbiIndices.LMHEAD_SUMS, b),
                             TensorViews.view("errors", row.narrow(0, AbiIndices.LMHEAD_SUMS, 2), ScalarType.Double, 2, b), stream);
-                    // z now holds dL/dz; the logits were (h·Wᵀ)/T: dL/d(h·Wᵀ) = dz/T in fp32, then in the
-                    // weight's dtype for dL/dh as autograd of the materialised path rounds it
-                    if (invT != 1.0) z.mul_(alpha);
+                    // z now holds dL/dz; the logits were (h·Wᵀ)/T: dL/d(h·Wᵀ) = dz/T in fp32 (times the loss
+                    // scale), then in the weight's dtype for dL/dh as autograd of the materialised path rounds it
+                    if (zScale != 1.0) z.mul_(alpha);
                     if (wantH) dh.narrow(0, c0, cn).copy_(torch.mm(z.to(w.scalar_type().intern()), w));
                     if (wantW) dw.addmm_(z.t(), hc.scalar_type().intern() == ScalarType.Float ? hc : hc.to(ScalarType.Float));
                 }

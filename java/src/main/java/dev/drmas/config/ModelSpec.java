@@ -35,6 +35,17 @@ import java.util.Map;
  *               themselves); equal to a reduced {@code dtype}: pure reduced-precision training,
  *               which a warning flags (an update of relative size below ~4e-3 rounds to nothing in
  *               bfloat16)
+ * @param lossScale {@code auto} (default): {@code dynamic} for float16 weights with float32
+ *               masters, else {@code none}; {@code dynamic}: the backward runs on loss × S and the
+ *               gradients are divided by S in fp32 (torch.amp's GradScaler): a step whose gradient
+ *               is not finite is skipped and S halves, S doubles after loss_scale_growth_interval
+ *               steps taken in a row; a number > 0: that S always (a non-finite step is still
+ *               skipped); {@code none}. Scaling is for float16 with float32 masters only: bfloat16
+ *               and float32 have float32's range, and pure float16 (master_dtype float16) has no
+ *               fp32 gradient to divide (GradScaler refuses to unscale float16 gradients too)
+ * @param lossScaleInit the first S of dynamic scaling (default 65536 = 2^16, as GradScaler)
+ * @param lossScaleGrowthInterval the steps in a row after which dynamic scaling doubles S
+ *               (default 2000, as GradScaler)
  * @param activationCheckpointing keep only each decoder layer's input for the backward pass and
  *               recompute the layer there (less memory, one more forward of the layers); default false
  * @param chatTemplateKwargs extra variables of the tokenizer's chat template, name → YAML value, in
@@ -46,8 +57,8 @@ import java.util.Map;
  *               tokenizer, which has no template) takes none
  * @param optim  the AdamW settings of this model's optimiser (its agents may override them)
  */
-public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dtype dtype, Dtype masterDtype,
-                        boolean activationCheckpointing, Map<String, Object> chatTemplateKwargs, OptimConfig optim) {
+public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dtype dtype, Dtype masterDtype, String lossScale,
+                        double lossScaleInit, int lossScaleGrowthInterval, boolean activationCheckpointing, Map<String, Object> chatTemplateKwargs, OptimConfig optim) {
 
     public enum Init implements ConfigEnum {
         AUTO("auto"), RANDOM("random"), PATH("path");
@@ -80,6 +91,17 @@ public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dty
         }
     }
 
+    /** How the loss of a model is scaled, resolved from loss_scale (auto taken by the dtypes). */
+    public record LossScaling(Mode mode, double fixedScale) {
+        public enum Mode { NONE, DYNAMIC, FIXED }
+    }
+
+    /** loss_scale's default. */
+    public static final String LOSS_SCALE_AUTO = "auto";
+    /** loss_scale_init's and loss_scale_growth_interval's defaults: torch.amp.GradScaler's. */
+    public static final double LOSS_SCALE_INIT = 65536;
+    public static final int LOSS_SCALE_GROWTH_INTERVAL = 2000;
+
     public ModelSpec {
         Check.given(init, "init");
         Check.that(init != Init.PATH || path != null, "path", "is required when init is path");
@@ -95,12 +117,14 @@ public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dty
         Check.given(masterDtype, "master_dtype");
         Check.that(masterDtype == Dtype.FLOAT32 || masterDtype == dtype, "master_dtype",
                 "must be float32 or the model's dtype (" + dtype.configName() + "), got " + masterDtype.configName());
+        checkLossScale(lossScale, lossScaleInit, lossScaleGrowthInterval, dtype, masterDtype);
         chatTemplateKwargs = templateArgs(chatTemplateKwargs, path);
         Check.given(optim, "optim");
     }
 
     public static ModelSpec defaults() {
-        return new ModelSpec(null, Init.AUTO, Family.QWEN3, ModelSize.defaults(), Dtype.FLOAT32, Dtype.FLOAT32, false, Map.of(),
+        return new ModelSpec(null, Init.AUTO, Family.QWEN3, ModelSize.defaults(), Dtype.FLOAT32, Dtype.FLOAT32, LOSS_SCALE_AUTO,
+                LOSS_SCALE_INIT, LOSS_SCALE_GROWTH_INTERVAL, false, Map.of(),
                 OptimConfig.defaults());
     }
 
@@ -165,6 +189,58 @@ public record ModelSpec(Path path, Init init, Family family, ModelSize size, Dty
         if (v == null || v instanceof String || v instanceof Boolean || v instanceof Long || v instanceof Double) return v;
         if (v instanceof BigInteger) throw ConfigException.at(at, "is out of the integer range of a template (64 bits): " + v);
         throw ConfigException.at(at, "expected a boolean, number, string, list or mapping, got " + v.getClass().getSimpleName());
+    }
+
+    /**
+     * loss_scale is auto, dynamic, none or a number > 0; an explicit scale needs float16 weights with
+     * float32 masters; loss_scale_init and loss_scale_growth_interval are valid, and changed from their
+     * defaults only where the scaling is dynamic (elsewhere nothing reads them).
+     */
+    private static void checkLossScale(String lossScale, double init, int interval, Dtype dtype, Dtype masterDtype) {
+        Check.given(lossScale, "loss_scale");
+        String v = lossScale.strip();
+        boolean named = v.equals(LOSS_SCALE_AUTO) || v.equals("dynamic") || v.equals("none");
+        if (!named) {
+            double x = parseScale(v);
+            Check.that(!Double.isNaN(x), "loss_scale", "must be auto, dynamic, none or a number > 0, got '" + lossScale + "'");
+            Check.positiveFloat32(x, "loss_scale");
+        }
+        Check.positiveFloat32(init, "loss_scale_init");
+        Check.positive(interval, "loss_scale_growth_interval");
+        if (!v.equals(LOSS_SCALE_AUTO) && !v.equals("none")) {
+            Check.that(dtype == Dtype.FLOAT16, "loss_scale", "is '" + lossScale + "', but dtype is " + dtype.configName()
+                    + ": loss scaling is for float16 weights (" + (dtype == Dtype.FLOAT32 ? "float32" : "bfloat16 has float32's range and")
+                    + " does not underflow where float16 does); remove it, or set none");
+            Check.that(masterDtype == Dtype.FLOAT32, "loss_scale", "is '" + lossScale + "', but master_dtype is float16: scaling "
+                    + "needs float32 master weights, whose float32 gradient it divides by the scale (as torch's GradScaler, which "
+                    + "refuses to unscale float16 gradients); set master_dtype: float32, or loss_scale: none");
+        }
+        boolean dynamic = v.equals("dynamic") || (v.equals(LOSS_SCALE_AUTO) && dtype == Dtype.FLOAT16 && masterDtype == Dtype.FLOAT32);
+        if (!dynamic) {
+            String why = "is read by dynamic loss scaling only, and loss_scale is '" + lossScale + "'"
+                    + (v.equals(LOSS_SCALE_AUTO) ? " (dynamic for float16 weights with float32 masters; this model has dtype "
+                    + dtype.configName() + ", master_dtype " + masterDtype.configName() + ")" : "");
+            Check.that(init == LOSS_SCALE_INIT, "loss_scale_init", why + "; remove it");
+            Check.that(interval == LOSS_SCALE_GROWTH_INTERVAL, "loss_scale_growth_interval", why + "; remove it");
+        }
+    }
+
+    /** A number as YAML or Python writes one (1024, 1024.0, 6.5e4), else NaN. */
+    private static double parseScale(String v) {
+        if (!v.matches("[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?")) return Double.NaN;
+        return Double.parseDouble(v);
+    }
+
+    /** How this model's loss is scaled: loss_scale with auto resolved (dynamic for float16 with float32 masters). */
+    public LossScaling lossScaling() {
+        String v = lossScale.strip();
+        return switch (v) {
+            case "none" -> new LossScaling(LossScaling.Mode.NONE, 1);
+            case "dynamic" -> new LossScaling(LossScaling.Mode.DYNAMIC, 1);
+            case LOSS_SCALE_AUTO -> dtype == Dtype.FLOAT16 && masterDtype == Dtype.FLOAT32
+                    ? new LossScaling(LossScaling.Mode.DYNAMIC, 1) : new LossScaling(LossScaling.Mode.NONE, 1);
+            default -> new LossScaling(LossScaling.Mode.FIXED, Double.parseDouble(v));
+        };
     }
 
     /** Whether the model's own weights are those in {@code path} (else random); a warm start or checkpoint comes first. */

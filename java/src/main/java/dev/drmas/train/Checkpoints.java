@@ -42,6 +42,8 @@ public final class Checkpoints {
     static final String STATE_FILE = "trainer_state.json";
     /** The folder of the fp32 master weights of models trained in mixed precision. */
     static final String MASTER = "master";
+    /** The trainer state's entry of the dynamic loss scales: model id → {scale, good_steps}. */
+    static final String LOSS_SCALE = "loss_scale";
     /** The suffix of a folder that replaceFolder renamed aside (dest.old) until its replacement is in place. */
     static final String ASIDE = ".old";
     private static final Pattern STEP_DIR = Pattern.compile("step_(\\d+)");
@@ -149,6 +151,12 @@ public final class Checkpoints {
             st.put("step", step);
             ObjectNode steps = st.putObject("optimizer_steps");
             optims.forEach((k, o) -> steps.put(k, o.steps()));
+            // a dynamic loss scale goes on from where it was (float16: LossScaler)
+            optims.forEach((k, o) -> {
+                if (o.lossScaler() != null && o.lossScaler().isDynamic()) {
+                    st.with(LOSS_SCALE).putObject(k).put("scale", o.lossScaler().scale()).put("good_steps", o.lossScaler().goodSteps());
+                }
+            });
             // the state file last: its presence marks a complete checkpoint
             Files.writeString(tmp.resolve(STATE_FILE), JSON.writerWithDefaultPrettyPrinter().writeValueAsString(st));
         });
@@ -415,8 +423,10 @@ public final class Checkpoints {
                     throw named(master, e);
                 }
             }
-            JsonNode steps = state(checkpoint).path("optimizer_steps").path(id);
+            JsonNode trainerState = state(checkpoint);
+            JsonNode steps = trainerState.path("optimizer_steps").path(id);
             if (!steps.canConvertToLong()) throw new IllegalArgumentException(checkpoint + ": no optimizer_steps." + id + " in " + STATE_FILE);
+            SavedScale scale = lossScale(checkpoint, trainerState, id, optim.lossScaler());
             try {
                 st = SafeTensors.open(f);
                 for (String name : st.tensors().keySet()) {
@@ -451,10 +461,34 @@ public final class Checkpoints {
             } catch (IllegalArgumentException e) {
                 throw named(f, e);
             }
+            if (scale != null) optim.lossScaler().restore(scale.scale(), scale.goodSteps());
         } finally {
             if (st != null) st.close();
             if (ms != null) ms.close();
         }
+    }
+
+    /**
+     * The dynamic loss scale of model {@code id} in the trainer state ({scale, good_steps}), checked;
+     * null where {@code scaler} is not dynamic, or the checkpoint has none (its run did not scale
+     * the loss dynamically: the scale starts afresh, at loss_scale_init).
+     */
+    private record SavedScale(double scale, long goodSteps) {
+    }
+
+    private static SavedScale lossScale(Path checkpoint, JsonNode trainerState, String id, LossScaler scaler) {
+        if (scaler == null || !scaler.isDynamic()) return null;
+        JsonNode e = trainerState.path(LOSS_SCALE).path(id);
+        if (e.isMissingNode()) return null;
+        JsonNode scale = e.path("scale"), good = e.path("good_steps");
+        String where = checkpoint.resolve(STATE_FILE) + ": " + LOSS_SCALE + "." + id;
+        if (!scale.isNumber() || !(scale.asDouble() > 0) || Double.isInfinite(scale.asDouble())) {
+            throw new IllegalArgumentException(where + ".scale must be a finite number > 0, got " + scale);
+        }
+        if (!good.canConvertToLong() || !good.isIntegralNumber() || good.asLong() < 0) {
+            throw new IllegalArgumentException(where + ".good_steps must be an integer >= 0, got " + good);
+        }
+        return new SavedScale(scale.asDouble(), good.asLong());
     }
 
     static ModelOptimizer.StateSource source(SafeTensors st) {

@@ -18,6 +18,9 @@
 // Checkpoints gather the whole state to rank 0 (a collective: every rank takes part, window by
 // window), which writes each window into the files as it arrives, and store it by parameter name, so
 // that a run resumes with any world size; on resume each rank reads only its own part of each tensor.
+// Float16 weights with a loss scaler (LossScaler): the backward ran on loss × S, and the .grad is
+// divided by S as it goes into fp32 (the accumulators, or the sharded buckets), so everything after
+// it sees the true gradient; a step that is skipped or taken updates the scaler.
 package dev.drmas.train;
 
 import dev.drmas.dist.Collective;
@@ -29,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Scalar;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
@@ -41,6 +45,7 @@ public final class ModelOptimizer implements AutoCloseable {
     private final AdamW adam;
     private final boolean ownsAdam;
     private final Shard shard;  // null unless sharded
+    private LossScaler scaler;  // null: no loss scaling
 
     private ModelOptimizer(Map<String, Tensor> params, boolean mixed, Map<String, Tensor> master, Map<String, Tensor> grad32,
                            AdamW adam, boolean ownsAdam, Shard shard) {
@@ -134,6 +139,34 @@ public final class ModelOptimizer implements AutoCloseable {
         return new ModelOptimizer(adam.weights(), false, adam.weights(), null, adam, false, null);
     }
 
+    /**
+     * Scales the loss of this optimiser's model with {@code s} (null: none) from now on: float16
+     * weights with fp32 masters only, the gradient that {@link #afterBackward} takes into fp32 is
+     * divided by the scale. Returns this optimiser.
+     */
+    public ModelOptimizer useLossScaler(LossScaler s) {
+        if (s != null) {
+            if (!mixed) throw new IllegalStateException("loss scaling needs fp32 master weights (master_dtype float32)");
+            for (Tensor p : params.values()) {
+                if (p.scalar_type().intern() != ScalarType.Half) {
+                    throw new IllegalStateException("loss scaling is for float16 weights, not " + p.scalar_type().intern());
+                }
+            }
+        }
+        this.scaler = s;
+        return this;
+    }
+
+    /** The loss scaler, or null when the loss is not scaled. */
+    public LossScaler lossScaler() {
+        return scaler;
+    }
+
+    /** The factor the backward's loss is multiplied by before each backward: the loss scale, 1 without one. */
+    public double lossScale() {
+        return scaler == null ? 1 : scaler.scale();
+    }
+
     /** Whether the state is sharded over data-parallel ranks. */
     public boolean sharded() {
         return shard != null;
@@ -192,8 +225,9 @@ public final class ModelOptimizer implements AutoCloseable {
 
     /**
      * After each backward (each micro-batch): mixed precision adds the parameters' gradients into
-     * the fp32 accumulators and zeroes them, so nothing is summed in the reduced dtype. Full
-     * precision: nothing (autograd accumulates in .grad).
+     * the fp32 accumulators and zeroes them, so nothing is summed in the reduced dtype; with a loss
+     * scale S the backward ran on loss × S, and the gradients are divided by S on their way in.
+     * Full precision: nothing (autograd accumulates in .grad).
      */
     public void afterBackward() {
         if (shard != null) {
@@ -201,11 +235,16 @@ public final class ModelOptimizer implements AutoCloseable {
             return;
         }
         if (!mixed) return;
+        double s = lossScale();
         try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+            Scalar unscale = new Scalar(1 / s);
             for (Map.Entry<String, Tensor> e : params.entrySet()) {
                 Tensor g = e.getValue().grad();
                 if (!g.defined()) continue;
-                grad32.get(e.getKey()).add_(g);  // add_ promotes the bf16 values exactly into fp32
+                // add_ promotes the bf16/fp16 values exactly into fp32; S is a power of two when dynamic,
+                // so g·(1/S) is exact there too
+                if (s == 1) grad32.get(e.getKey()).add_(g);
+                else grad32.get(e.getKey()).add_(g, unscale);
                 g.detach_().zero_();
             }
         }
@@ -227,6 +266,7 @@ public final class ModelOptimizer implements AutoCloseable {
      */
     private void reduceIntoChunk() {
         List<Tensor> ps = paramList();
+        double s = lossScale();
         forEachBucket("the gradients of a micro-batch", (from, to, start, end) -> {
             Tensor[] parts = new Tensor[to - from];
             for (int i = from; i < to; i++) {
@@ -234,6 +274,8 @@ public final class ModelOptimizer implements AutoCloseable {
                 parts[i - from] = g.defined() ? g.detach().reshape(-1).to(ScalarType.Float) : zerosF32(shard.numel()[i], ps.get(i));
             }
             Tensor bucket = torch.cat(new org.bytedeco.pytorch.TensorVector(parts), 0);
+            // the backward ran on loss × S: the fp32 bucket (a fresh tensor, cat's) is the gradient once divided by S
+            if (s != 1) bucket.div_(new Scalar(s));
             // the bucket is a copy: the .grad can take the next micro-batch's while it is summed
             for (int i = from; i < to; i++) {
                 Tensor g = ps.get(i).grad();
@@ -357,7 +399,10 @@ public final class ModelOptimizer implements AutoCloseable {
         return g;
     }
 
-    /** One AdamW step; mixed precision then rounds the masters into the model's weights. */
+    /**
+     * One AdamW step; mixed precision then rounds the masters into the model's weights. A loss
+     * scaler counts it as a step taken.
+     */
     public void step() {
         if (!mixed) {
             adam.step();
@@ -371,6 +416,16 @@ public final class ModelOptimizer implements AutoCloseable {
             adam.step(grad32);
         }
         publish();
+        if (scaler != null) scaler.update(true);
+    }
+
+    /**
+     * The step that is not taken because the gradient is not finite (its norm, the same on every
+     * rank: summed over them before it is measured): nothing changes but a dynamic loss scale,
+     * which halves, as GradScaler's update after a skipped optimizer.step.
+     */
+    public void skipStep() {
+        if (scaler != null) scaler.update(false);
     }
 
     /** Copies the masters into the model's weights (rounded to their dtype); sharded, all-gathered first. */

@@ -145,9 +145,10 @@ final class Policies implements AutoCloseable {
                     AdamW.Settings as = new AdamW.Settings(o.lr(), o.beta1(), o.beta2(), o.eps(), o.weightDecay(), o.warmupSteps());
                     // sharded: fp32 masters of every rank's chunk, whatever the dtype (the config refuses pure reduced precision)
                     CausalLm m = model;
-                    java.util.function.Supplier<ModelOptimizer> newOptim = () -> cfg.distributed().shardOptimizer()
+                    // float16 with fp32 masters: the loss scale of models.id.loss_scale (a fresh one with each optimiser)
+                    java.util.function.Supplier<ModelOptimizer> newOptim = () -> (cfg.distributed().shardOptimizer()
                             ? ModelOptimizer.sharded(m.parameters(), as, dist, (long) (cfg.distributed().bucketMb() * (1 << 20)))
-                            : ModelOptimizer.create(m.parameters(), as, spec.mixedPrecision());
+                            : ModelOptimizer.create(m.parameters(), as, spec.mixedPrecision())).useLossScaler(LossScaler.of(spec));
                     optim = newOptim.get();
                     ps.newOptimizer.put(id, newOptim);
                     if (weights != null && holdsMore(weights, model)) ps.finerWeights.put(id, weights);
@@ -624,13 +625,24 @@ final class Policies implements AutoCloseable {
             n.add("models." + id + ".dtype is " + dt + " on the CPU: it runs (the same path as on a GPU), but several times "
                     + "slower than float32 there");
         }
+        boolean fp16 = spec.dtype() == ModelSpec.Dtype.FLOAT16;
+        ModelSpec.LossScaling scaling = spec.lossScaling();
         if (!spec.mixedPrecision()) {
             n.add("warning: models." + id + " trains in pure " + dt + " (master_dtype " + dt + "): weights, gradients and AdamW "
                     + "moments keep 8 (bfloat16) or 11 (float16) significant bits, so updates smaller than ~1/256 of a weight "
-                    + "round to nothing; master_dtype: float32 (the default) keeps fp32 master weights");
-        } else if (spec.dtype() == ModelSpec.Dtype.FLOAT16) {
-            n.add("warning: models." + id + " trains in float16 without loss scaling: small gradients may underflow to 0 "
-                    + "(bfloat16 has float32's range)");
+                    + "round to nothing" + (fp16 ? ", and without loss scaling small gradients may underflow to 0" : "")
+                    + "; master_dtype: float32 (the default) keeps fp32 master weights" + (fp16 ? " and scales the loss" : ""));
+        } else if (fp16 && scaling.mode() == ModelSpec.LossScaling.Mode.NONE) {
+            n.add("warning: models." + id + " trains in float16 without loss scaling (loss_scale: none): gradients below "
+                    + "float16's smallest value (6e-8) underflow to 0; loss_scale: dynamic (what auto, the default, means for "
+                    + "float16) scales them");
+        } else if (fp16 && scaling.mode() == ModelSpec.LossScaling.Mode.DYNAMIC) {
+            n.add("models." + id + " trains in float16 with dynamic loss scaling: from " + dev.drmas.config.Check.num(spec.lossScaleInit())
+                    + ", halved at each step skipped for an inf/NaN gradient, doubled after " + spec.lossScaleGrowthInterval()
+                    + " steps taken in a row (model/" + id + "/loss_scale, model/" + id + "/skipped_steps)");
+        } else if (fp16) {
+            n.add("models." + id + " trains in float16 with a fixed loss scale of " + dev.drmas.config.Check.num(scaling.fixedScale())
+                    + " (a step whose gradient is inf/NaN is skipped: model/" + id + "/skipped_steps)");
         }
         return n;
     }

@@ -1,7 +1,8 @@
 // PpoUpdater.java — the update of one model from its agents' rows (ARCHITECTURE §2, §6): old
 // log-probs recomputed by the model's own forward pass, then epochs × mini-batches of the fused
 // clipped loss (the native kernel writes dL/dlogp; LibTorch back-propagates it), gradient norm,
-// clipping, a skipped step when the norm is not finite, and an AdamW step per mini-batch.
+// clipping, a skipped step when the norm is not finite, and an AdamW step per mini-batch; with float16
+// weights the backward runs on the loss times the optimiser's loss scale (ModelOptimizer unscales).
 // Data-parallel: the rows of all ranks form one global list (rank order), the mini-batch
 // permutation is global and seeded alike everywhere, each rank computes its share of every
 // mini-batch with the global normaliser, and the gradients are summed across ranks before the
@@ -350,6 +351,7 @@ public final class PpoUpdater {
                     normSum += norm;
                     normMax = Math.max(normMax, norm);
                 } else {
+                    optim.skipStep();  // a loss scale halves (float16: the scaled backward overflowed)
                     skipped++;
                 }
                 optim.zeroGrad();
@@ -480,6 +482,9 @@ public final class PpoUpdater {
             Tensor ent = tf.entropy();
             acc.narrow(0, AbiIndices.LOSS_SUMS, 1).add_(ent.detach().sum().to(dev, ScalarType.Double));
             if (s.entropyCoef() > 0) surrogate = surrogate.sub(ent.sum().mul(new Scalar(s.entropyCoef() / miniBatchTokens)));
+            // float16: the backward runs on loss × S (optim.afterBackward divides the gradient by S in fp32)
+            double scale = optim.lossScale();
+            if (scale != 1) surrogate = surrogate.mul(new Scalar(scale));
             surrogate.backward();
             tf.finishBackward();  // the checkpointed layers' part of the backward (nothing without checkpointing)
         }
@@ -509,7 +514,7 @@ public final class PpoUpdater {
             FusedLmHead.Update u = FusedLmHead.lossAndBackward(hd.hidden(), model.lmHeadWeight(), hd.targets(), s.temperature(),
                     s.loss(), normalizer, s.entropyCoef() / miniBatchTokens, off, old.values().index_select(0, where), adv,
                     ref == null ? null : ref.values().index_select(0, where), null,
-                    FusedLmHead.defaultChunkTokens(model.config().vocabSize()), vocabLimit);
+                    FusedLmHead.defaultChunkTokens(model.config().vocabSize()), vocabLimit, optim.lossScale());
             hd.pending().finishBackward();  // the checkpointed layers' part (nothing without checkpointing)
             for (int k = 0; k < host.length; k++) host[k] += u.sums()[k];
             acc.narrow(0, AbiIndices.LOSS_SUMS, 1).add_(new Scalar(u.sums()[AbiIndices.LMHEAD_ENTROPY]));

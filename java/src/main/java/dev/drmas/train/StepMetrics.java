@@ -92,7 +92,7 @@ final class StepMetrics {
 
     /**
      * Per model: the PPO statistics (left out when no token of the model reached the loss on any
-     * rank: a 0.0 would read as a calm step), the skipped steps, the learning rate its latest
+     * rank: a 0.0 would read as a calm step), the skipped steps, the loss scale (float16), the learning rate its latest
      * optimiser step used, and this rank's optimiser state bytes.
      */
     static void model(String id, PpoUpdater.Stats st, boolean hasReference, ModelOptimizer optim, Team team, Map<String, Double> m) {
@@ -110,6 +110,8 @@ final class StepMetrics {
             m.put(pre + "grad_norm_max", st.gradNormMax());
         }
         m.put(pre + "skipped_steps", (double) st.skippedSteps());
+        // float16: the loss scale the next backward uses (after this step's halvings and doublings)
+        if (optim.lossScaler() != null) m.put(pre + "loss_scale", optim.lossScale());
         double lr = optim.lastLr();  // NaN until the model's first step
         if (!Double.isNaN(lr)) m.put(pre + "lr", lr);
         // this rank's optimiser state (moments, and in mixed precision the fp32 masters and accumulators)

@@ -60,7 +60,9 @@ final class WarmStart {
         List<String> closed = policies.closeUnsteppedOptimizers();
         Map<String, ModelOptimizer> optims = new LinkedHashMap<>();
         try {
-            for (Policies.Policy p : policies.byId.values()) optims.put(p.id(), optimizer(policies, p.id(), sc, mixed.get(p.id())));
+            for (Policies.Policy p : policies.byId.values()) {
+                optims.put(p.id(), optimizer(policies, p.id(), sc, mixed.get(p.id()), LossScaler.of(cfg.models().get(p.id()))));
+            }
         } catch (RuntimeException e) {
             optims.values().forEach(ModelOptimizer::close);
             policies.reopenOptimizers(closed);
@@ -116,14 +118,15 @@ final class WarmStart {
     /**
      * The warm start's optimiser of model {@code id}, in the model's precision: mixed (fp32 masters,
      * which start from the model's weight files where those hold more than its dtype: Policies.startMasters)
-     * unless master_dtype says otherwise. AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as
-     * SftConfig documents: the model's optim settings are the RL update's (verl's actor defaults), and
-     * verl's SFT trainer has its own too.
+     * unless master_dtype says otherwise, with the model's loss scaler ({@code scaler}, null: none).
+     * AdamW as TRL's SFTTrainer (HF TrainingArguments) has it, as SftConfig documents: the model's
+     * optim settings are the RL update's (verl's actor defaults), and verl's SFT trainer has its own too.
      */
-    static ModelOptimizer optimizer(Policies policies, String id, dev.drmas.config.SftConfig sc, boolean mixed) {
+    static ModelOptimizer optimizer(Policies policies, String id, dev.drmas.config.SftConfig sc, boolean mixed, LossScaler scaler) {
         ModelOptimizer o = ModelOptimizer.create(policies.get(id).model().parameters(), new AdamW.Settings(sc.lr(), 0.9, 0.999, 1e-8,
                 0.0, 0), mixed);
         try {
+            o.useLossScaler(scaler);
             policies.startMasters(id, o);
         } catch (RuntimeException e) {
             o.close();
@@ -304,12 +307,14 @@ final class WarmStart {
             TeacherForcing.Result tf = TeacherForcing.logProbs(p.model(), prompts, responses, 1.0, false);
             Tensor l = tf.logprobs().mean().neg();
             loss = l.item_double();
-            l.backward();
+            // float16: the backward of loss × S, which afterBackward divides by S in fp32
+            (optim.lossScale() == 1 ? l : l.mul(new org.bytedeco.pytorch.Scalar(optim.lossScale()))).backward();
             tf.finishBackward();
         }
         optim.afterBackward();
         double norm = optim.clipGradNorm(p.gradClip());
         if (Double.isFinite(norm)) optim.step();
+        else optim.skipStep();
         optim.zeroGrad();
         p.model().setRequiresGrad(false);
         return loss;

@@ -148,7 +148,8 @@ class RunConfigTest {
 
         ModelSpec solver = c.models().get("solver_model");
         assertEquals(new ModelSpec(null, ModelSpec.Init.AUTO, Family.LLAMA,
-                new ModelSize(64, 3, 8, 2, 160, 8, 2048, false, 500000), ModelSpec.Dtype.BFLOAT16, ModelSpec.Dtype.FLOAT32, false, Map.of(),
+                new ModelSize(64, 3, 8, 2, 160, 8, 2048, false, 500000), ModelSpec.Dtype.BFLOAT16, ModelSpec.Dtype.FLOAT32,
+                ModelSpec.LOSS_SCALE_AUTO, ModelSpec.LOSS_SCALE_INIT, ModelSpec.LOSS_SCALE_GROWTH_INTERVAL, false, Map.of(),
                 new OptimConfig(3e-4, List.of(0.9, 0.95), 1e-6, 0.0, 5, 0.5)), solver);
         assertFalse(solver.loadsWeights());
         ModelSpec verifier = c.models().get("verifier_model");

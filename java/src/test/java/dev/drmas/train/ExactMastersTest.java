@@ -103,7 +103,7 @@ class ExactMastersTest {
         try (Policies ps = Policies.open(cfg, tmp.resolve("run"), null, null)) {
             assertMastersAreTheFiles(model, ps.get("policy"));
             // the warm start's own optimiser (drmas sft) too
-            try (ModelOptimizer o = WarmStart.optimizer(ps, "policy", cfg.sft(), true)) {
+            try (ModelOptimizer o = WarmStart.optimizer(ps, "policy", cfg.sft(), true, null)) {
                 assertMastersAreTheFiles(model, ps.get("policy").withOptim(o));
             }
             // and a run optimiser made again while the weights are still the folder's (the warm start closes unstepped ones)
