@@ -3,7 +3,7 @@
 // loss + the entropy bonus) leaves the same gradient on every parameter, for every family, tied and
 // untied heads, with and without activation checkpointing, with a KL term; a PPO update lands on the
 // same weights, under a vocabulary limit too (the head's rows past it untouched); and, in Liger's
-// manner, 20 steps of the toy math run from a short warm start give the same losses at every step
+// manner, 10 steps of the toy math run from a short warm start give the same losses at every step
 // and the same final weights with the key on and off.
 package dev.drmas.train;
 
@@ -233,10 +233,14 @@ class FusedLmHeadTrainingTest {
 
     /**
      * Liger's convergence test: the toy math run, fused and materialised, step by step (Adam's eps
-     * 1e-3 for the reason of {@link #OPT}).
+     * 1e-3 for the reason of {@link #OPT}). Ten steps: the two heads round differently, and sampling
+     * turns a rounding difference into another rollout sooner or later, after which the runs part for
+     * good. From one warm start the runs stayed within 2e-4 for 20 steps; from another (the warm start's
+     * tasks in another order) they stayed within 1e-4 for 16 steps and parted at step 17 (pg_loss 2.8%
+     * apart, then the rewards). A wrong gradient differs by far more from step 1.
      */
     @Test
-    void twentyStepsOfTheToyRunGiveTheSameLossesAndWeights() throws Exception {
+    void tenStepsOfTheToyRunGiveTheSameLossesAndWeights() throws Exception {
         // the warm start of LearningTest: rows then score differently and advantages are not all 0
         RunConfig sft = RunConfig.parse(TrainerEndToEndTest.YAML, List.of("run.output_dir=" + tmp, "run.name=warm", "sft.steps=200",
                 "sft.batch_size=8", "sft.lr=5.0e-3", "sft.correct_prob=0.5", "run.resume=never"));
@@ -257,25 +261,22 @@ class FusedLmHeadTrainingTest {
             for (String key : List.of("model/policy/pg_loss", "model/policy/entropy", "model/policy/ppo_kl", "model/policy/grad_norm",
                     "reward/mean")) {
                 double want = p.get(key).asDouble(), got = f.get(key).asDouble();
-                // The two heads round differently, and twenty steps of sampling and Adam amplify it:
-                // on an AMD VM the relative differences grew from ~1e-6 (steps 1-10) to 3e-5 (step 15)
-                // and 1.8e-4 (grad_norm, step 20); a wrong gradient differs by far more from step 1.
-                double rtol = p.get("step").asInt() <= 10 ? 1e-4 : 1e-3;
-                assertEquals(want, got, 1e-5 + rtol * Math.abs(want), "step " + p.get("step") + " " + key);
+                // the relative differences seen in the first ten steps: ~1e-7 to 3e-5
+                assertEquals(want, got, 1e-5 + 1e-4 * Math.abs(want), "step " + p.get("step") + " " + key);
             }
             maxAbsPg = Math.max(maxAbsPg, Math.abs(p.get("model/policy/pg_loss").asDouble()));
             seen.append(String.format(" %s:%.3g/%.3g/%.3g", p.get("step"), p.get("model/policy/pg_loss").asDouble(),
                     p.get("model/policy/grad_norm").asDouble(), p.get("reward/mean").asDouble()));
             compared++;
         }
-        assertEquals(20, compared, "a pg_loss per step");
+        assertEquals(10, compared, "a pg_loss per step");
         assertTrue(maxAbsPg > 1e-4, "the losses were ~0 at every step (no advantages): nothing was compared; step:pg/grad_norm/reward" + seen);
         ActivationCheckpointingTest.assertClose(wPlain, wFused, 1e-5, 1e-4);
     }
 
     private List<JsonNode> run(Path out, Path warm, boolean fused, Map<String, float[]> weights) throws Exception {
         RunConfig cfg = RunConfig.parse(TrainerEndToEndTest.YAML, List.of("run.output_dir=" + out, "+run.warm_start=" + warm,
-                "trainer.steps=20", "trainer.eval_freq=0", "trainer.save_freq=0", "rollout.rollouts_per_task=4",
+                "trainer.steps=10", "trainer.eval_freq=0", "trainer.save_freq=0", "rollout.rollouts_per_task=4",
                 "rollout.temperature=1.5", "rollout.max_new_tokens=20", "run.resume=never", "models.policy.optim.eps=1.0e-3",
                 "ppo.fused_lm_head=" + fused));
         try (Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET)) {
