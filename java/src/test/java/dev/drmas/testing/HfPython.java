@@ -1,5 +1,6 @@
 // HfPython.java — a Python with HF transformers, for the tests tagged "hf" that have transformers itself
-// open model folders drmas wrote (src/test/resources/dev/drmas/model/hf/load_drmas.py). It is named by
+// open model folders drmas wrote (src/test/resources/dev/drmas/model/hf/load_drmas.py), or run another
+// script of that folder on them (ppo_oracle.py: an independent PPO update, PpoOracleTest). It is named by
 // DRMAS_HF_PYTHON (bench/hf-venv.sh makes one); where that is unset the tests skip saying so, as the
 // "gpu" tests skip without a GPU; where it is set but cannot run the script, they fail: the check was
 // asked for, and a skip would read as a pass.
@@ -66,7 +67,6 @@ public final class HfPython {
 
     /** Runs load_drmas.py over {@code cases}; its files go to {@code work}. Fails with the script's output if it fails. */
     public Result load(List<Case> cases, Path work) throws IOException, InterruptedException {
-        Files.createDirectories(work);
         ObjectNode manifest = JSON.createObjectNode();
         ArrayNode list = manifest.putArray("cases");
         for (Case c : cases) {
@@ -77,27 +77,38 @@ public final class HfPython {
             n.set("mask", JSON.valueToTree(c.mask()));
             n.set("texts", JSON.valueToTree(c.texts()));
         }
+        Path out = run("load_drmas.py", manifest, work);
+        return new Result(JSON.readTree(out.resolve("report.json").toFile()), out.resolve("logits.safetensors"), cases,
+                Files.readString(work.resolve("python.log"), StandardCharsets.UTF_8));
+    }
+
+    /**
+     * Runs {@code script} (a file of src/test/resources/dev/drmas/model/hf/) as {@code script MANIFEST OUT}
+     * with {@code manifest} written to {@code work}/manifest.json; returns OUT ({@code work}/out). Its output
+     * goes to {@code work}/python.log. Fails with that output if it fails or takes more than TIMEOUT_S.
+     */
+    public Path run(String script, JsonNode manifest, Path work) throws IOException, InterruptedException {
+        Files.createDirectories(work);
         Path manifestFile = work.resolve("manifest.json"), out = work.resolve("out"), log = work.resolve("python.log");
         JSON.writeValue(manifestFile.toFile(), manifest);
-        Process p = new ProcessBuilder(python.toString(), script().toString(), manifestFile.toString(), out.toString())
+        Process p = new ProcessBuilder(python.toString(), script(script).toString(), manifestFile.toString(), out.toString())
                 .redirectErrorStream(true).redirectOutput(log.toFile()).start();
         if (!p.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
             p.destroyForcibly();
-            fail(python + " load_drmas.py took more than " + TIMEOUT_S + " s; its output:\n" + Files.readString(log));
+            fail(python + " " + script + " took more than " + TIMEOUT_S + " s; its output:\n" + Files.readString(log));
         }
         if (p.exitValue() != 0) {
-            fail(python + " load_drmas.py exited with " + p.exitValue() + " (does " + ENV
+            fail(python + " " + script + " exited with " + p.exitValue() + " (does " + ENV
                     + " name a Python with torch, transformers >= 5 and safetensors?); its output:\n" + Files.readString(log));
         }
-        return new Result(JSON.readTree(out.resolve("report.json").toFile()), out.resolve("logits.safetensors"), cases,
-                Files.readString(log, StandardCharsets.UTF_8));
+        return out;
     }
 
-    private static Path script() {
+    private static Path script(String name) {
         try {
-            return Path.of(HfPython.class.getResource("/dev/drmas/model/hf/load_drmas.py").toURI());
+            return Path.of(HfPython.class.getResource("/dev/drmas/model/hf/" + name).toURI());
         } catch (URISyntaxException | NullPointerException e) {
-            throw new IllegalStateException("load_drmas.py is not among the test resources", e);
+            throw new IllegalStateException(name + " is not among the test resources", e);
         }
     }
 

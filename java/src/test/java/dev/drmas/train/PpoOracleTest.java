@@ -1,0 +1,287 @@
+// PpoOracleTest.java — drmas's PPO update against an implementation that shares none of its code: HF
+// transformers' own Qwen3 loaded from the folder drmas saved, verl's policy-loss formulas written out in
+// Python (src/test/resources/dev/drmas/model/hf/ppo_oracle.py), torch autograd, clip_grad_norm_ and
+// torch.optim.AdamW with drmas's warm-up. drmas runs PpoUpdater.update, the trainer's entry, on six rows of
+// different prompt and response lengths with mixed-sign advantages: two epochs over the rows, so that the
+// second epoch's steps are off-policy (the first moved the weights) and tokens clip on both sides, some
+// dual-clipped; the oracle does the same from the same folder. Compared: the weights' changes, each step's
+// gradient norm (mean and max) and the reported pg_loss, kl_loss, clipfrac, clipfrac_lower, ppo_kl, kl and
+// entropy, over every loss_agg, dual clip on and off, each kl_type, the entropy bonus, an active grad clip,
+// both LM heads (ppo.fused_lm_head), tied and untied embeddings, temperatures other than 1, warm-up and
+// weight decay. Tagged "hf"; skipped where DRMAS_HF_PYTHON is unset.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertAll;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.drmas.algo.KlEstimator;
+import dev.drmas.algo.LossAggregation;
+import dev.drmas.algo.LossConfig;
+import dev.drmas.algo.Tolerance;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.Family;
+import dev.drmas.model.ModelConfig;
+import dev.drmas.model.SafeTensors;
+import dev.drmas.model.Tensors;
+import dev.drmas.testing.HfPython;
+import dev.drmas.testing.TorchScope;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.api.io.TempDir;
+
+@Tag("hf")
+@ExtendWith(TorchScope.class)
+class PpoOracleTest {
+    /** A prime vocabulary, so that a transposed [V, H] head cannot pass for another tensor. */
+    static final int VOCAB = 89;
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    /** Prompt and response lengths of the six rows (all different), and their advantages (mixed signs, unequal). */
+    static final int[] PROMPTS = {3, 6, 2, 5, 4, 3}, RESPONSES = {7, 2, 9, 4, 5, 3};
+    static final float[] ADVANTAGES = {1.25f, -0.8f, 0.6f, -1.5f, 0.9f, -0.35f};
+
+    /**
+     * One configuration: the loss, the sampling temperature, the entropy bonus, grad_clip (0: off), the
+     * Dr. GRPO constant, the mini-batch and micro-batch rows, the LM head, tied embeddings, the optimiser,
+     * and what the case must exercise (checked on the oracle's counts, so that a case cannot silently stop
+     * covering what it claims): grad clip active at the first step (the norm above grad_clip), tokens clipped on
+     * both sides, dual-clipped ones.
+     */
+    record Case(String name, LossConfig loss, double temperature, double entropyCoef, double gradClip, double constant,
+                int miniBatch, int microBatch, boolean fused, boolean tied, AdamW.Settings optim, boolean clipActive,
+                boolean bothSides, boolean dual) {
+        PpoUpdater.Settings settings() {
+            return new PpoUpdater.Settings(EPOCHS, miniBatch, microBatch, temperature, entropyCoef, gradClip, loss, constant,
+                    false, false, 0, fused, 0);
+        }
+    }
+
+    static final int EPOCHS = 2;
+    /** |Δ drmas − Δ hf| ≤ atol + rtol·|Δ hf|: atol a few float32 ulps of weights below 1 (the steps are up to ~2e-3). */
+    static final double WEIGHT_ATOL = 1e-7, WEIGHT_RTOL = 1e-2;
+
+    /**
+     * AdamW's eps is as large as these gradients' typical entries (norms 2 to 20 over ~110k weights: ~1e-2
+     * RMS), so that a step is not lr·sign(g) but grows with |g|: plain Adam would hide a wrong scale of the
+     * loss from the weights (the gradient norms still show it). warmup 3 over 2 or 4 steps: lr/3, 2lr/3, (lr, lr).
+     */
+    static AdamW.Settings adam(double lr) {
+        return new AdamW.Settings(lr, 0.9, 0.95, 1e-2, 0.1, 3);
+    }
+
+    /**
+     * Each case's lr and clip range put a part of the second epoch's tokens past the clip bounds on both
+     * sides (asymmetric bounds, so that swapping them shows) and leave the rest inside (the weights move a
+     * lot per unit of lr here: drawn with std 0.15, the log-probs are steep). The dual clip's c = 1.1 is
+     * reached by the last row's tokens (rows()).
+     */
+    static List<Case> cases() {
+        LossConfig base = LossConfig.defaults();
+        return List.of(
+                new Case("token_mean_dual_clip", base.withClip(0.08, 0.15).withDualClip(1.1), 1.0, 0, 3.0, 1, 6, 2, false,
+                        false, adam(0.0008), true, true, true),
+                new Case("token_mean_fused_k3_entropy_t07_tied", base.withClip(0.1, 0.28).withKl(KlEstimator.K3, 0.3)
+                        .withDualClip(1.1), 0.7, 0.02, 5.0, 1, 6, 2, true, true, adam(0.0008), true, true, true),
+                new Case("seq_mean_token_sum_k1_entropy_no_dual_t13", base.withAggregation(LossAggregation.SEQ_MEAN_TOKEN_SUM)
+                        .withClip(0.05, 0.2).withKl(KlEstimator.K1, 0.2).withDualClip(0), 1.3, 0.2, 0, 1, 6, 4, false, false,
+                        adam(0.0005), false, true, false),
+                new Case("seq_mean_token_mean_fused_k2_entropy", base.withAggregation(LossAggregation.SEQ_MEAN_TOKEN_MEAN)
+                        .withClip(0.1, 0.28).withKl(KlEstimator.K2, 0.5).withDualClip(1.1), 1.0, 0.05, 3.0, 1, 6, 2, true, false,
+                        adam(0.002), true, true, true),
+                new Case("seq_mean_token_sum_norm_fused_two_mini_batches_t08", base
+                        .withAggregation(LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM).withClip(0.1, 0.28).withDualClip(0), 0.8, 0, 0,
+                        12, 3, 2, true, false, adam(0.0002), false, true, false));
+    }
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void oneUpdateMatchesTransformersWithVerlsFormulas() throws Exception {
+        HfPython python = HfPython.require();
+        List<PpoUpdater.Row> rows = rows();
+        Map<Boolean, Path[]> folders = new LinkedHashMap<>();  // tied → {initial, reference}
+        for (boolean tied : new boolean[] {false, true}) {
+            Path init = dir.resolve(tied ? "init_tied" : "init"), ref = dir.resolve(tied ? "ref_tied" : "ref");
+            ModelConfig cfg = ModelConfig.tiny(Family.QWEN3, VOCAB).withTiedEmbeddings(tied);
+            try (CausalLm m = CausalLm.random(cfg, 7)) {
+                spread(m, 11, 0.15, 0.3, false);  // away from the near-uniform init: peaked, unequal log-probs
+                m.save(init);
+                spread(m, 12, 0.05, 0.05, true);  // the reference: near the policy, not at it, so the KL is not 0
+                m.save(ref);
+            }
+            folders.put(tied, new Path[] {init, ref});
+        }
+
+        Map<String, Map<String, float[]>> before = new LinkedHashMap<>(), after = new LinkedHashMap<>();
+        Map<String, PpoUpdater.Stats> stats = new LinkedHashMap<>();
+        Map<String, Double> lastLr = new LinkedHashMap<>();
+        ObjectNode manifest = JSON.createObjectNode();
+        ArrayNode rowList = manifest.putArray("rows");
+        for (PpoUpdater.Row r : rows) {
+            ObjectNode n = rowList.addObject();
+            n.set("prompt", JSON.valueToTree(r.promptIds()));
+            n.set("response", JSON.valueToTree(r.responseIds()));
+            n.put("advantage", (double) r.advantage());
+        }
+        ArrayNode caseList = manifest.putArray("cases");
+        for (Case c : cases()) {
+            Path[] f = folders.get(c.tied());
+            try (CausalLm m = CausalLm.load(f[0]); CausalLm ref = CausalLm.load(f[1]); AdamW o = new AdamW(m.parameters(), c.optim())) {
+                before.put(c.name(), PpoUpdaterTest.snapshot(m));
+                stats.put(c.name(), new PpoUpdater(m, o, c.loss().usesReference() ? ref : null, c.settings()).update(rows, 3));
+                after.put(c.name(), PpoUpdaterTest.snapshot(m));
+                lastLr.put(c.name(), o.lastLr());
+            }
+            ObjectNode n = caseList.addObject();
+            n.put("name", c.name());
+            n.put("init", f[0].toString());
+            n.put("ref", f[1].toString());
+            n.put("temperature", c.temperature());
+            n.put("entropy_coef", c.entropyCoef());
+            n.put("grad_clip", c.gradClip());
+            n.put("clip_low", c.loss().clipLow());
+            n.put("clip_high", c.loss().clipHigh());
+            n.put("dual_clip", c.loss().dualClip());
+            n.put("kl_type", c.loss().kl().configName());
+            n.put("kl_coef", c.loss().klCoef());
+            n.put("loss_agg", c.loss().aggregation().configName());
+            n.put("constant", c.constant());
+            n.put("epochs", EPOCHS);
+            n.put("mini_batch", c.miniBatch());
+            n.put("lr", c.optim().lr());
+            n.put("beta1", c.optim().beta1());
+            n.put("beta2", c.optim().beta2());
+            n.put("eps", c.optim().eps());
+            n.put("weight_decay", c.optim().weightDecay());
+            n.put("warmup_steps", c.optim().warmupSteps());
+        }
+
+        Path out = python.run("ppo_oracle.py", manifest, dir.resolve("oracle"));
+        JsonNode report = JSON.readTree(out.resolve("report.json").toFile());
+        List<Executable> checks = new ArrayList<>();
+        StringBuilder summary = new StringBuilder();
+        for (Case c : cases()) {
+            checks.add(() -> {
+                JsonNode hf = report.path("cases").path(c.name());
+                PpoUpdater.Stats st = stats.get(c.name());
+                String what = c.name() + " (transformers " + report.path("transformers").asText() + ", torch "
+                        + report.path("torch").asText() + ")";
+                // what the case claims to exercise
+                JsonNode sides = hf.path("sides");
+                assertEquals(c.tied(), hf.path("tied").asBoolean(), what + ": tied embeddings in transformers");
+                if (c.bothSides()) {
+                    assertTrue(sides.path("clipped_high").asInt() > 0 && sides.path("clipped_low").asInt() > 0,
+                            what + ": tokens clipped on both sides, " + sides);
+                }
+                assertEquals(c.dual(), sides.path("dual_clipped").asInt() > 0, what + ": dual-clipped tokens, " + sides);
+                assertEquals(c.clipActive(), c.gradClip() > 0 && hf.path("grad_norms").get(0).asDouble() > c.gradClip(),
+                        what + ": grad clip active at the first step, norms " + hf.path("grad_norms"));
+
+                int steps = hf.path("steps").asInt();
+                assertEquals(steps, st.optimizerSteps(), what + ": optimiser steps");
+                assertEquals(0, st.skippedSteps(), what + ": skipped steps");
+                assertEquals(hf.path("tokens").asLong(), st.tokens(), what + ": response tokens");
+                double tokens = st.tokens();
+                JsonNode lrs = hf.path("lrs");
+                Tolerance.assertClose(what + ": the last step's lr", new double[] {lastLr.get(c.name())},
+                        new double[] {lrs.get(lrs.size() - 1).asDouble()}, 0, 1e-12);
+                // the metrics: float32 log-probs on both sides, summed in different orders
+                Tolerance.assertClose(what + ": grad norm mean, max",
+                        new double[] {st.gradNormMean(), st.gradNormMax()},
+                        new double[] {hf.path("grad_norm_mean").asDouble(), hf.path("grad_norm_max").asDouble()}, 1e-6, 2e-4);
+                Tolerance.assertClose(what + ": pg_loss, kl_loss, ppo_kl, kl, entropy",
+                        new double[] {st.pgLoss(), st.klLoss(), st.ppoKl(), st.kl(), st.entropy()},
+                        new double[] {hf.path("pg_loss").asDouble(), hf.path("kl_loss").asDouble(), hf.path("ppo_kl").asDouble(),
+                                hf.path("kl").asDouble(), hf.path("entropy").asDouble()}, 1e-5, 2e-4);
+                // fractions of whole tokens: a token within rounding of a clip bound may fall either way
+                Tolerance.assertClose(what + ": clipfrac, clipfrac_lower", new double[] {st.clipfrac(), st.clipfracLower()},
+                        new double[] {hf.path("clipfrac").asDouble(), hf.path("clipfrac_lower").asDouble()}, 1.01 / tokens, 0);
+
+                double worst = 0, largest = 0, used = 0;  // used: the largest share of the tolerance taken
+                try (SafeTensors w = SafeTensors.open(out.resolve(c.name() + ".safetensors"))) {
+                    assertEquals(after.get(c.name()).keySet(), w.tensors().keySet(), what + ": the parameters");
+                    for (Map.Entry<String, float[]> e : after.get(c.name()).entrySet()) {
+                        float[] w0 = before.get(c.name()).get(e.getKey()), mine = e.getValue();
+                        float[] theirs;
+                        try (PointerScope scope = new PointerScope()) {
+                            theirs = Tensors.toFloats(w.get(e.getKey(), ScalarType.Float, new Device("cpu")));
+                        }
+                        // the changes, not the weights: the weights are ~100× larger than a step
+                        double[] dm = new double[w0.length], dt = new double[w0.length];
+                        for (int i = 0; i < w0.length; i++) {
+                            dm[i] = (double) mine[i] - w0[i];
+                            dt[i] = (double) theirs[i] - w0[i];
+                            worst = Math.max(worst, Math.abs(dm[i] - dt[i]));
+                            used = Math.max(used, Math.abs(dm[i] - dt[i]) / (WEIGHT_ATOL + WEIGHT_RTOL * Math.abs(dt[i])));
+                            largest = Math.max(largest, Math.abs(dt[i]));
+                        }
+                        Tolerance.assertClose(what + ": the change of " + e.getKey(), dm, dt, WEIGHT_ATOL, WEIGHT_RTOL);
+                    }
+                }
+                synchronized (summary) {
+                    summary.append(String.format("%n  %-50s steps %d, norms %s, clipfrac %.3f, lower %.3f, sides %s, "
+                                    + "largest change %.3g, largest |Δ drmas − Δ hf| %.3g (%.0f%% of its tolerance)", c.name(), steps,
+                            hf.path("grad_norms"), st.clipfrac(), st.clipfracLower(), sides, largest, worst, 100 * used));
+                }
+            });
+        }
+        try {
+            assertAll("drmas's PPO update vs transformers + verl's formulas", checks);
+        } finally {
+            System.out.println("PpoOracleTest:" + summary);
+        }
+    }
+
+    /** Six rows of random ids (seeded) of the lengths above. */
+    static List<PpoUpdater.Row> rows() {
+        SplittableRandom r = new SplittableRandom(5);
+        List<PpoUpdater.Row> rows = new ArrayList<>();
+        for (int i = 0; i < PROMPTS.length; i++) {
+            int[] p = r.ints(PROMPTS[i], 0, VOCAB).toArray(), a = r.ints(RESPONSES[i], 0, VOCAB).toArray();
+            rows.add(new PpoUpdater.Row(p, a, ADVANTAGES[i]));
+        }
+        // the last row, A < 0, is another sample of the first row's prompt that begins as the first's
+        // response does (as a group's samples often do): the first row's larger positive advantage raises
+        // these tokens in the first step, so that the second step sees them at ratios above the dual clip's c
+        PpoUpdater.Row first = rows.get(0);
+        rows.set(5, new PpoUpdater.Row(first.promptIds(), java.util.Arrays.copyOf(first.responseIds(), RESPONSES[5]), ADVANTAGES[5]));
+        return rows;
+    }
+
+    /**
+     * Draws the weights anew (or, with {@code add}, adds to them): N(0, std) for matrices, 1 + N(0, normStd)
+     * (or + N(0, normStd)) for the RMSNorm weights.
+     */
+    static void spread(CausalLm m, long seed, double std, double normStd, boolean add) {
+        SplittableRandom r = new SplittableRandom(seed);
+        try (PointerScope scope = new PointerScope(); NoGradGuard g = new NoGradGuard()) {
+            Map<String, long[]> shapes = CausalLm.parameterShapes(m.config());
+            for (Map.Entry<String, Tensor> e : m.parameters().entrySet()) {
+                Tensor p = e.getValue();
+                float[] a = add ? Tensors.toFloats(p) : new float[(int) p.numel()];
+                boolean norm = e.getKey().endsWith("norm.weight");
+                for (int i = 0; i < a.length; i++) a[i] += (float) ((norm && !add ? 1 : 0) + r.nextGaussian() * (norm ? normStd : std));
+                p.copy_(Tensors.floats(a).reshape(shapes.get(e.getKey())));
+            }
+        }
+    }
+}
