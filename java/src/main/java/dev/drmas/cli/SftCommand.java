@@ -1,5 +1,6 @@
 // SftCommand.java — `drmas sft CONFIG [key=value ...]`: the supervised warm start for models trained
-// from scratch; its weights (run_dir/sft/models) become the starting point of `drmas train`.
+// from scratch; its weights (run_dir/sft/models, and run_dir/sft/master: the fp32 masters of a model
+// trained in mixed precision) become the starting point of `drmas train`.
 package dev.drmas.cli;
 
 import picocli.CommandLine.Command;

@@ -73,8 +73,9 @@ final class Policies implements AutoCloseable {
     // how open() made each model's optimiser, so that one closed while the warm start trains is made again alike
     private final Map<String, java.util.function.Supplier<ModelOptimizer>> newOptimizer = new LinkedHashMap<>();
     // models loaded from weight files that hold more than the model's dtype keeps (fp32 files of a bfloat16
-    // model), while the weights are still those files' rounding: a mixed-precision optimiser's masters start from
-    // the files' exact values (startMasters); a warm start that trains a model forgets its files (weightsChanged)
+    // model), or from a warm start that saved its fp32 masters (sft/master/id), while the weights are still those
+    // files' rounding: a mixed-precision optimiser's masters start from the files' exact values (startMasters); a
+    // warm start that trains a model forgets its files (weightsChanged) and names its own masters (startMastersIn)
     private final Map<String, Path> finerWeights = new LinkedHashMap<>();
 
     private Policies(String origin) {
@@ -84,7 +85,9 @@ final class Policies implements AutoCloseable {
     /**
      * Builds every model some agent uses. {@code checkpoint} (may be null) is resumed from;
      * {@code sftDir} (may be null) holds warm-start weights (sftDir/id), which a model starts from
-     * whether or not it has a path; they must fit it (WarmStart.requireFits).
+     * whether or not it has a path; they must fit it (WarmStart.requireFits). A mixed-precision model
+     * starts its fp32 masters from the warm start's (WarmStart.masters(sftDir)/id) when it saved them,
+     * which must be those of its weights (WarmStart.requireMastersFit).
      */
     static Policies open(RunConfig cfg, Path runDir, Path checkpoint, Path sftDir) {
         return open(cfg, runDir, checkpoint, sftDir, dev.drmas.dist.Collective.single());
@@ -112,6 +115,7 @@ final class Policies implements AutoCloseable {
                     Path warm = sftDir == null ? null : sftDir.resolve(id);
                     Path source;  // the folder whose config.json the model has, null for one of models.id.size
                     Path weights = null;  // the folder whose weight files the model was loaded from (and its masters start from)
+                    Path warmMasters = null;  // the warm start's fp32 masters of the model (sft/master/id), when it saved them
                     if (checkpoint != null) {
                         model = Checkpoints.loadModel(checkpoint, id, dtype, device);
                         source = checkpoint.resolve("models").resolve(id);
@@ -123,6 +127,8 @@ final class Policies implements AutoCloseable {
                         model = CausalLm.load(warm, dtype, device);
                         source = warm;
                         weights = warm;
+                        Path m = WarmStart.masters(sftDir).resolve(id);
+                        if (Files.isDirectory(m)) warmMasters = m;
                         from.append(id).append(": warm start ").append(warm).append("; ");
                         ps.warmStarted.add(id);
                     } else if (spec.loadsWeights()) {
@@ -152,6 +158,12 @@ final class Policies implements AutoCloseable {
                     optim = newOptim.get();
                     ps.newOptimizer.put(id, newOptim);
                     if (weights != null && holdsMore(weights, model)) ps.finerWeights.put(id, weights);
+                    if (warmMasters != null && optim.keepsMasterWeights()) {
+                        // the warm start's trained masters, of which its weights are the rounding (a float32 or a pure
+                        // reduced-precision model has no masters apart: it starts from the weights)
+                        WarmStart.requireMastersFit(id, warmMasters, warm);
+                        ps.finerWeights.put(id, warmMasters);
+                    }
                     ps.startMasters(id, optim);
                     if (checkpoint != null) {
                         // sharded, a collective (its masters spread over every rank's weights): no rank enters the
@@ -305,6 +317,14 @@ final class Policies implements AutoCloseable {
             throw new IllegalArgumentException(dir + ": cannot start the fp32 master weights of model '" + id + "' from its weight files ("
                     + e.getMessage() + ")", e);
         }
+    }
+
+    /**
+     * The fp32 masters of model {@code id}'s present weights are in {@code dir} (the warm start that trained
+     * them in this trainer has just saved them): its optimisers made from now on start their masters there.
+     */
+    void startMastersIn(String id, Path dir) {
+        finerWeights.put(id, dir);
     }
 
     /** The models in {@code ids} were trained (by the warm start): their weights are no longer their files' rounding. */

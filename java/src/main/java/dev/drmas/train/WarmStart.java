@@ -2,11 +2,14 @@
 // model learns from its agents' turns in demonstrations that the workload scripts (formats right,
 // final answers right with probability sft.correct_prob), by token-mean cross-entropy on the
 // responses (which end with the end-of-turn token, so that the models learn to stop); the weights
-// go to runDir/sft/models, where training picks them up as its starting point. They are written as
-// checkpoints are (a temporary folder, synced, then renamed), so a warm start killed while saving
-// keeps the previous weights whole. A demonstration's prompt is cut to rollout.max_prompt_tokens as
-// rollout.truncation says, as the RL rollouts' prompts are (EnginePolicy), so that the warm start
-// teaches on the prompts the policy will later see.
+// go to runDir/sft/models, where training picks them up as its starting point, and a model trained
+// with fp32 masters (a bfloat16 or float16 dtype) has them in runDir/sft/master/<id>, as checkpoints
+// lay them out, so that RL's masters start from them and not from the weights' rounding. They are
+// written as checkpoints are (a temporary folder, synced, then renamed), so a warm start killed while
+// saving keeps the previous weights whole, and never leaves them beside another warm start's
+// masters. A demonstration's prompt is cut to rollout.max_prompt_tokens as rollout.truncation says,
+// as the RL rollouts' prompts are (EnginePolicy), so that the warm start teaches on the prompts the
+// policy will later see.
 package dev.drmas.train;
 
 import dev.drmas.agent.Agent;
@@ -31,7 +34,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
 
 final class WarmStart {
     private final RunConfig cfg;
@@ -74,6 +79,7 @@ final class WarmStart {
         int every = Math.max(1, sc.steps() / 10);
         long t0 = System.nanoTime();
         Throwable failed = null;
+        List<String> mastersWritten = List.of();
         try {
             for (int s = 0; s < sc.steps(); s++) {
                 Map<String, List<PpoUpdater.Row>> byModel = demonstrations(sc.batchSize(), sc.correctProb(), rng);
@@ -90,29 +96,56 @@ final class WarmStart {
                     log.println(sb);
                 }
             }
+            // the fp32 masters, while the optimisers that hold them are open (sft/master.tmp; save() puts it in place)
+            mastersWritten = writeMasters(runDir, optims);
         } catch (Throwable e) {
             failed = e;
             throw e;
         } finally {
             optims.values().forEach(ModelOptimizer::close);
-            try {
-                // the run's own optimisers start from the warm-started weights, should this trainer go on to train
-                policies.weightsChanged(trained);
-                policies.reopenOptimizers(closed);
-                for (Policies.Policy p : policies.byId.values()) if (!closed.contains(p.id())) p.optim().reloadFromWeights();
-            } catch (RuntimeException e) {
-                if (failed == null) throw e;
-                failed.addSuppressed(e);  // the warm start's own failure is the one to report
+            if (failed != null) restartRunOptimizers(runDir, trained, closed, List.of(), failed);
+        }
+        List<String> withMasters = List.of();
+        try {
+            warnUntrained(trained);
+            if (truncated > 0) {
+                log.println("drmas: " + truncated + " demonstration prompts were over rollout.max_prompt_tokens " + cfg.rollout().maxPromptTokens()
+                        + " and cut (rollout.truncation: " + cfg.rollout().truncation().name().toLowerCase(java.util.Locale.ROOT) + ")");
             }
+            Path dir = save(runDir, !mastersWritten.isEmpty());
+            withMasters = mastersWritten;
+            log.println("drmas: warm-start weights written to " + dir + (withMasters.isEmpty() ? ""
+                    : ", the fp32 master weights of " + String.join(", ", withMasters) + " to " + masters(dir)));
+        } catch (Throwable e) {
+            failed = e;
+            throw e;
+        } finally {
+            restartRunOptimizers(runDir, trained, closed, withMasters, failed);
         }
-        warnUntrained(trained);
-        if (truncated > 0) {
-            log.println("drmas: " + truncated + " demonstration prompts were over rollout.max_prompt_tokens " + cfg.rollout().maxPromptTokens()
-                    + " and cut (rollout.truncation: " + cfg.rollout().truncation().name().toLowerCase(java.util.Locale.ROOT) + ")");
-        }
-        Path dir = save(runDir);
-        log.println("drmas: warm-start weights written to " + dir);
         return last;
+    }
+
+    /**
+     * Makes the run's optimisers again after the warm start, should this trainer go on to train: from the
+     * warm-started weights, and for the models in {@code withMasters} from the fp32 masters just saved in
+     * sft/master (the trained masters, not their rounding). A failure is added to {@code failed} when there
+     * is one (the warm start's own failure is the one to report).
+     */
+    private void restartRunOptimizers(Path runDir, java.util.Set<String> trained, List<String> closed, List<String> withMasters, Throwable failed) {
+        try {
+            policies.weightsChanged(trained);
+            Path masters = masters(weights(runDir));
+            for (String id : withMasters) policies.startMastersIn(id, masters.resolve(id));
+            policies.reopenOptimizers(closed);
+            for (Policies.Policy p : policies.byId.values()) {
+                if (closed.contains(p.id())) continue;
+                p.optim().reloadFromWeights();
+                if (withMasters.contains(p.id())) policies.startMasters(p.id(), p.optim());
+            }
+        } catch (RuntimeException e) {
+            if (failed == null) throw e;
+            failed.addSuppressed(e);
+        }
     }
 
     /**
@@ -217,6 +250,56 @@ final class WarmStart {
     }
 
     /**
+     * Refuses the fp32 masters {@code masters} (sft/master/id beside the warm start's weights) of model
+     * {@code id} when they are not the masters of the warm start's weights {@code warm}: a tensor missing,
+     * extra or of another shape or dtype, or one whose values do not round to the weights' (in the weight
+     * files' dtype): masters of another warm start, or weights replaced since. RL's first step would make
+     * the weights the rounding of those masters, another model than the warm start's.
+     */
+    static void requireMastersFit(String id, Path masters, Path warm) {
+        String problem = null;
+        try (dev.drmas.model.SafeTensors ms = dev.drmas.model.SafeTensors.open(masters);
+             dev.drmas.model.SafeTensors ws = dev.drmas.model.SafeTensors.open(warm)) {
+            Device cpu = new Device("cpu");
+            for (dev.drmas.model.SafeTensors.Info w : ws.tensors().values()) {
+                dev.drmas.model.SafeTensors.Info m = ms.tensors().get(w.name());
+                if (m == null) {
+                    problem = "no tensor " + w.name() + ", which " + warm + " has";
+                } else if (!Arrays.equals(m.shape(), w.shape())) {
+                    problem = "tensor " + w.name() + " has shape " + Arrays.toString(m.shape()) + ", " + warm + " has "
+                            + Arrays.toString(w.shape());
+                } else if (m.dtype() != dev.drmas.model.SafeTensors.Dtype.F32) {
+                    problem = "tensor " + w.name() + " is " + m.dtype() + ", not F32";
+                } else {
+                    // (a tensor at a time: the model's weights are not held twice)
+                    try (PointerScope scope = new PointerScope()) {
+                        ScalarType dt = w.dtype().scalarType();
+                        if (!ms.get(w.name(), dt, cpu).equal(ws.get(w.name(), dt, cpu))) {
+                            problem = "tensor " + w.name() + " does not round to the weights' values in " + warm
+                                    + ": these are the masters of other weights";
+                        }
+                    }
+                }
+                if (problem != null) break;
+            }
+            if (problem == null) {
+                for (String name : ms.tensors().keySet()) {
+                    if (!ws.tensors().containsKey(name)) {
+                        problem = "tensor " + name + " is not a weight of " + warm;
+                        break;
+                    }
+                }
+            }
+        } catch (dev.drmas.model.ModelFileException | IllegalArgumentException e) {
+            problem = e.getMessage();
+        }
+        if (problem == null) return;
+        throw dev.drmas.config.ConfigException.at("models." + id, "the fp32 master weights of its warm start, " + masters
+                + ", are not those of its weights " + warm + ": " + problem + ". Delete " + masters + " to start the masters "
+                + "from the weights' rounding, or run `drmas sft` again");
+    }
+
+    /**
      * Whether two tokenizer files say the same: JSON ones as JSON trees (the built-in tokenizer's
      * tokenizer.json is written with its keys in an order that differs between JVMs), others byte for byte.
      */
@@ -231,10 +314,54 @@ final class WarmStart {
         }
     }
 
-    /** Writes every model and its tokenizer into sft/models.tmp, syncs it, and swaps it in for sft/models. */
-    private Path save(Path runDir) throws IOException {
+    /**
+     * The folder of the fp32 master weights (one sub-folder per model, as a checkpoint's master/) beside
+     * the warm start's weights {@code weights} (sft/models, or the folder run.warm_start names): sft/master.
+     */
+    static Path masters(Path weights) {
+        return weights.resolveSibling(Checkpoints.MASTER);
+    }
+
+    /**
+     * Writes the fp32 masters of the optimisers that keep them apart from the weights (a bfloat16 or
+     * float16 model with master_dtype float32) into sft/master.tmp/<id> with the checkpoints' writer, and
+     * syncs them; returns the models written (none: no folder). {@link #save} puts the folder in place.
+     */
+    private List<String> writeMasters(Path runDir, Map<String, ModelOptimizer> optims) throws IOException {
+        Path tmp = masters(weights(runDir)).resolveSibling(Checkpoints.MASTER + ".tmp");
+        List<String> ids = new ArrayList<>();
+        try {
+            Checkpoints.deleteTree(tmp);
+            for (Map.Entry<String, ModelOptimizer> e : optims.entrySet()) {
+                if (!e.getValue().keepsMasterWeights()) continue;
+                dev.drmas.model.SafeTensorsWriter.writeCheckpoint(tmp.resolve(e.getKey()), e.getValue().masterWeights(),
+                        dev.drmas.model.CausalLm.DEFAULT_SHARD_BYTES);
+                ids.add(e.getKey());
+            }
+            if (!ids.isEmpty()) Durable.syncTree(tmp);
+        } catch (IOException | RuntimeException e) {
+            try {
+                Checkpoints.deleteTree(tmp);
+            } catch (IOException | RuntimeException cleanup) {
+                e.addSuppressed(cleanup);
+            }
+            throw new IOException("cannot write the warm start's fp32 master weights (in " + tmp + ", removed): "
+                    + (e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName()), e);
+        }
+        return ids;
+    }
+
+    /**
+     * Writes every model and its tokenizer into sft/models.tmp, syncs it, and swaps it in for sft/models;
+     * with {@code withMasters}, then sft/master.tmp (writeMasters) in for sft/master. The previous masters
+     * are moved aside before the weights are swapped, so that a stop at any point leaves sft/models whole
+     * beside its own masters or none (a run from it then starts its masters from the weights, as before
+     * masters were saved), never beside those of the previous warm start.
+     */
+    private Path save(Path runDir, boolean withMasters) throws IOException {
         Path dir = weights(runDir);
         Path sft = dir.getParent(), tmp = sft.resolve("models.tmp"), old = sft.resolve("models.old");
+        Path master = masters(dir), masterTmp = sft.resolve(Checkpoints.MASTER + ".tmp"), masterOld = sft.resolve(Checkpoints.MASTER + ".old");
         try {
             Durable.createFolders(sft);  // sft/ itself outlasts a power loss, as its models will
             Checkpoints.deleteTree(tmp);
@@ -244,18 +371,27 @@ final class WarmStart {
         } catch (IOException | RuntimeException e) {
             try {
                 Checkpoints.deleteTree(tmp);
+                Checkpoints.deleteTree(masterTmp);
             } catch (IOException | RuntimeException cleanup) {
                 e.addSuppressed(cleanup);
             }
             throw new IOException("cannot write the warm-start weights (in " + tmp + ", removed; " + dir
                     + " is unchanged): " + (e.getMessage() != null ? e.getMessage() : e.getClass().getSimpleName()), e);
         }
+        // the old masters aside first (one rename: a deletion stopped midway left a part of them in place)
+        Checkpoints.deleteTree(masterOld);
+        if (Files.exists(master)) {
+            Files.move(master, masterOld, StandardCopyOption.ATOMIC_MOVE);
+            Durable.syncFolder(sft);  // on the disk before the weights they belong to are replaced
+        }
         // two renames (a folder cannot be renamed over a full one); weights() repairs a stop in between
         Checkpoints.deleteTree(old);
         if (Files.exists(dir)) Files.move(dir, old, StandardCopyOption.ATOMIC_MOVE);
         Files.move(tmp, dir, StandardCopyOption.ATOMIC_MOVE);
+        if (withMasters) Files.move(masterTmp, master, StandardCopyOption.ATOMIC_MOVE);
         Durable.syncFolder(sft);
         Checkpoints.deleteTree(old);
+        Checkpoints.deleteTree(masterOld);
         return dir;
     }
 

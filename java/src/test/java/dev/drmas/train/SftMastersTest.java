@@ -1,0 +1,164 @@
+// SftMastersTest.java — a mixed-precision warm start (`drmas sft` of a bfloat16 or float16 model with
+// fp32 masters) saves its masters in sft/master/<id> beside the rounded sft/models/<id>, and RL starts
+// its masters from them: in a later run from the run's own sft/ or from run.warm_start, and in the
+// trainer that ran the warm start. Once only the rounded weights were saved and reopened, the masters'
+// low bits lost. A warm start without masters still starts from its weights; masters that are not
+// those of the warm start's weights are refused, naming the folder.
+package dev.drmas.train;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.drmas.config.RunConfig;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.SafeTensors;
+import dev.drmas.model.SafeTensorsWriter;
+import dev.drmas.model.Tensors;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class SftMastersTest {
+    @TempDir
+    Path tmp;
+
+    // (a Device per use, not a static one: the class may first load inside a caller's PointerScope, which would free it)
+    private static Device cpu() {
+        return new Device("cpu");
+    }
+
+    private static RunConfig config(Path out, String... overrides) {
+        List<String> o = new ArrayList<>(List.of("run.output_dir=" + out, "trainer.steps=1", "trainer.save_freq=1", "trainer.eval_freq=0",
+                "ppo.epochs=1", "sft.steps=3"));
+        o.addAll(List.of(overrides));
+        return RunConfig.parse(TrainerEndToEndTest.YAML, o);
+    }
+
+    /** Runs `drmas sft` (as SftCommand: run.resume=never) of {@code cfg}; returns the run folder. */
+    private static Path sft(RunConfig cfg) throws Exception {
+        try (Trainer t = Trainer.open(cfg.withOverrides(List.of("run.resume=never")), TrainerEndToEndTest.QUIET)) {
+            t.sft();
+        }
+        return cfg.run().runDir();
+    }
+
+    /**
+     * The masters of {@code p} are the fp32 values in {@code dir} bit for bit, its weights (of its
+     * reduced dtype) their rounding, and the two differ somewhere (else the masters could be either).
+     */
+    static void assertMastersAre(Path dir, Policies.Policy p) {
+        ScalarType dtype = p.model().dtype();
+        assertTrue(dtype == ScalarType.BFloat16 || dtype == ScalarType.Half, "a reduced dtype: " + dtype);
+        assertTrue(p.optim().keepsMasterWeights(), "fp32 masters");
+        try (PointerScope scope = new PointerScope(); SafeTensors st = SafeTensors.open(dir)) {
+            Map<String, Tensor> masters = p.optim().gatherState().master();
+            assertEquals(p.model().parameters().keySet(), st.tensors().keySet(), dir + " holds a master of every parameter");
+            long between = 0;
+            for (Map.Entry<String, Tensor> e : p.model().parameters().entrySet()) {
+                String name = e.getKey();
+                assertEquals(ScalarType.Float, st.info(name).dtype().scalarType(), dir + ": " + name + " is fp32");
+                float[] exact = Tensors.toFloats(st.get(name, ScalarType.Float, cpu()));
+                float[] rounded = Tensors.toFloats(st.get(name, dtype, cpu()).to(ScalarType.Float));
+                assertArrayEquals(exact, Tensors.toFloats(masters.get(name).to(ScalarType.Float)), "master " + name + " is the file's value");
+                assertArrayEquals(rounded, Tensors.toFloats(e.getValue().to(ScalarType.Float)), "weight " + name + " is its rounding");
+                for (int i = 0; i < exact.length; i++) if (Float.floatToIntBits(exact[i]) != Float.floatToIntBits(rounded[i])) between++;
+            }
+            assertTrue(between > 0, "the masters hold values between the weights' dtype's");
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"bfloat16", "float16"})
+    void aRunFromAMixedPrecisionWarmStartStartsItsMastersFromTheWarmStartsMasters(String dtype) throws Exception {
+        Path run = sft(config(tmp.resolve("out"), "models.policy.dtype=" + dtype));
+        Path masters = run.resolve("sft").resolve("master").resolve("policy");
+        assertTrue(Files.isRegularFile(masters.resolve("model.safetensors")), "drmas sft wrote its masters: " + masters);
+        assertFalse(Files.exists(run.resolve("sft").resolve("master.tmp")), "no temporary folder left");
+        // the run's own sft/
+        try (Trainer t = Trainer.open(config(tmp.resolve("out"), "models.policy.dtype=" + dtype), TrainerEndToEndTest.QUIET)) {
+            assertMastersAre(masters, t.policiesForTest().get("policy"));
+        }
+        // another run naming the warm start (sft/models: its masters are beside it, in sft/master)
+        try (Trainer t = Trainer.open(config(tmp.resolve("other"), "models.policy.dtype=" + dtype,
+                "run.warm_start=" + WarmStart.weights(run)), TrainerEndToEndTest.QUIET)) {
+            assertMastersAre(masters, t.policiesForTest().get("policy"));
+            t.train();  // and RL trains from there
+            assertEquals(1, t.step());
+        }
+    }
+
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void theTrainerThatRanTheWarmStartGoesOnFromItsMastersNotTheirRounding(boolean sharded) throws Exception {
+        // (sharded: the run's optimiser reads its own part of the warm start's unsharded masters)
+        RunConfig cfg = config(tmp.resolve("out"), "models.policy.dtype=bfloat16", "run.resume=never",
+                "distributed.shard_optimizer=" + sharded);
+        try (Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET)) {
+            t.sft();
+            Path masters = cfg.run().runDir().resolve("sft").resolve("master").resolve("policy");
+            assertMastersAre(masters, t.policiesForTest().get("policy"));
+            t.train();
+            assertEquals(1, t.step());
+        }
+    }
+
+    @Test
+    void aFloat32WarmStartWritesNoMastersAndOneWithoutThemStartsFromItsWeights() throws Exception {
+        Path fp32 = sft(config(tmp.resolve("a"), "models.policy.dtype=float32"));
+        assertFalse(Files.exists(fp32.resolve("sft").resolve("master")), "float32 weights are their own masters");
+        // a bf16 warm start whose masters are gone (as one saved before they were): the masters are the weights
+        Path bf16 = sft(config(tmp.resolve("b"), "models.policy.dtype=bfloat16"));
+        Checkpoints.deleteTree(bf16.resolve("sft").resolve("master"));
+        try (Trainer t = Trainer.open(config(tmp.resolve("b"), "models.policy.dtype=bfloat16"), TrainerEndToEndTest.QUIET);
+             PointerScope scope = new PointerScope()) {
+            Policies.Policy p = t.policiesForTest().get("policy");
+            assertTrue(t.policiesForTest().keySet().contains("policy"));
+            for (Map.Entry<String, Tensor> e : p.model().parameters().entrySet()) {
+                assertArrayEquals(Tensors.toFloats(e.getValue().to(ScalarType.Float)), Tensors.toFloats(p.optim().masterWeights().get(e.getKey())),
+                        "master " + e.getKey() + " is the weight");
+            }
+            t.train();
+            assertEquals(1, t.step());
+        }
+    }
+
+    @Test
+    void mastersThatAreNotThoseOfTheWarmStartsWeightsAreRefusedNamingTheirFolder() throws Exception {
+        Path run = sft(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"));
+        Path masters = run.resolve("sft").resolve("master").resolve("policy");
+        // another warm start's masters (another seed): the right names and shapes, other values
+        Path other = sft(config(tmp.resolve("b"), "models.policy.dtype=bfloat16", "run.seed=7"));
+        Checkpoints.deleteTree(masters);
+        CheckpointRetentionTest.copyTree(other.resolve("sft").resolve("master").resolve("policy"), masters);
+        RuntimeException e = assertThrows(RuntimeException.class, () -> Trainer.open(config(tmp.resolve("a"),
+                "models.policy.dtype=bfloat16"), TrainerEndToEndTest.QUIET).close());
+        assertTrue(e.getMessage().contains(masters.toString()) && e.getMessage().contains("does not round to the weights"), e.getMessage());
+        // a tensor missing
+        String dropped;
+        try (PointerScope scope = new PointerScope(); SafeTensors st = SafeTensors.open(WarmStart.weights(run).resolve("policy"))) {
+            Map<String, Tensor> kept = new LinkedHashMap<>();
+            for (String name : st.tensors().keySet()) kept.put(name, st.get(name, ScalarType.Float, cpu()));
+            dropped = kept.keySet().iterator().next();
+            kept.remove(dropped);
+            Checkpoints.deleteTree(masters);
+            SafeTensorsWriter.writeCheckpoint(masters, kept, CausalLm.DEFAULT_SHARD_BYTES);
+        }
+        e = assertThrows(RuntimeException.class, () -> Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"),
+                TrainerEndToEndTest.QUIET).close());
+        assertTrue(e.getMessage().contains(masters.toString()) && e.getMessage().contains("no tensor " + dropped), e.getMessage());
+    }
+}
