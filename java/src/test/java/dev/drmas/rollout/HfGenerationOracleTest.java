@@ -203,15 +203,17 @@ class HfGenerationOracleTest {
         }
         assertAll("drmas's generation against transformers' (" + versions + ")", checks);
         System.out.printf("HfGenerationOracleTest: %d generate and %d score cases, %s; greedy: %d tokens, %d near-ties"
-                        + " (largest HF logit gap at a drmas pick %.3g); largest |log-prob difference| recorded %.3g,"
+                        + " (largest gap where they part %.3g; closest HF top-2 margin of any pick %.3g); largest |log-prob difference| recorded %.3g,"
                         + " teacher-forced %.3g%n", generate.size(), score.size(), versions, worst.greedyTokens, worst.ties,
-                worst.tieGap, worst.recorded, worst.teacherForced);
+                worst.tieGap, worst.closest, worst.recorded, worst.teacherForced);
     }
 
     /** The largest differences seen, for the summary line. */
     static final class Worst {
         int greedyTokens, ties;
         double tieGap, recorded, teacherForced;
+        /** The closest call of all greedy picks: HF's best logit minus its second best, the smallest seen. */
+        double closest = Double.POSITIVE_INFINITY;
     }
 
     /** One mode's two turns (the prefix cache, where kept, spans both), and the trainer's log-probs of what it sampled. */
@@ -271,7 +273,7 @@ class HfGenerationOracleTest {
                         worst.ties++;
                         worst.tieGap = Math.max(worst.tieGap, gap);
                     }
-                    System.out.printf("HfGenerationOracleTest: %s: token %d, drmas %d, transformers %d, HF top-2 logit gap %.3g%n",
+                    System.out.printf("HfGenerationOracleTest: %s: token %d, drmas %d, transformers %d, HF's best logit − its logit of drmas's %.3g%n",
                             at, j, d[j], h[j], gap);
                     if (!(gap <= TIE)) {
                         failures.add(at + ": token " + j + " is " + d[j] + ", transformers' " + h[j] + " (HF's logit of "
@@ -284,7 +286,10 @@ class HfGenerationOracleTest {
                 }
                 // every pick, also past a near-tie, is HF's argmax given drmas's own tokens before it
                 for (int k = 0; k < d.length; k++) {
-                    double gk = gap(hf, k, d[k]);
+                    double gk = gap(hf, k, d[k]), margin = top2(hf, k);
+                    synchronized (worst) {
+                        worst.closest = Math.min(worst.closest, margin);
+                    }
                     if (!(gk <= TIE)) {
                         failures.add(at + ": token " + k + " = " + d[k] + " is not the greedy pick: HF's logit of it is "
                                 + gk + " below its best after the same tokens");
@@ -313,12 +318,19 @@ class HfGenerationOracleTest {
             worst.recorded = Math.max(worst.recorded, maxDiff(recorded, ref));
             if (run.teacherForced() != null) worst.teacherForced = Math.max(worst.teacherForced, maxDiff(tf, ref));
         }
-        if (!failures.isEmpty()) fail(failures.size() + " findings:\n  " + String.join("\n  ", failures.subList(0, Math.min(10, failures.size()))));
-        Tolerance.assertClose(where + ": recorded log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(recorded), ref, LP_ATOL, LP_RTOL);
-        if (run.teacherForced() != null) {
-            assertEquals(tfAt, run.teacherForced().length, where + ": teacher-forced tokens");
-            Tolerance.assertClose(where + ": TeacherForcing log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(tf), ref, LP_ATOL, LP_RTOL);
-        }
+        int scored = tfAt;
+        // each of the three said separately: a wrong token must not hide wrong log-probs
+        assertAll(where,
+                () -> assertTrue(failures.isEmpty(), failures.size() + " findings:\n  "
+                        + String.join("\n  ", failures.subList(0, Math.min(10, failures.size())))),
+                () -> Tolerance.assertClose(where + ": recorded log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(recorded), ref,
+                        LP_ATOL, LP_RTOL),
+                () -> {
+                    if (run.teacherForced() == null) return;
+                    assertEquals(scored, run.teacherForced().length, where + ": teacher-forced tokens");
+                    Tolerance.assertClose(where + ": TeacherForcing log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(tf), ref,
+                            LP_ATOL, LP_RTOL);
+                });
     }
 
     /** What the runs must have exercised, else the comparison above proves less than it says. */
@@ -327,6 +339,9 @@ class HfGenerationOracleTest {
         Run first = fr.runs.stream().filter(r -> r.what().equals(greedy + ", turn 1")).findFirst().orElseThrow();
         long eosStops = first.got().stream().filter(c -> c.finishReason() == Completion.FinishReason.STOP_TOKEN).count();
         long lengthStops = first.got().stream().filter(c -> c.finishReason() == Completion.FinishReason.LENGTH).count();
+        long distinct = first.got().stream().flatMapToInt(c -> Arrays.stream(c.tokens())).distinct().count();
+        System.out.printf("HfGenerationOracleTest: %s: eos %d; greedy, turn 1: %d stops at eos, %d at the budget, %d distinct tokens%n",
+                fr.family, fr.eos, eosStops, lengthStops, distinct);
         assertTrue(eosStops >= 2 && lengthStops >= 2, fr.family + ": greedy responses stopped at eos " + eosStops + " times, at the budget "
                 + lengthStops + " times: both should occur");
         Generator.Stats t2 = fr.stats.get(greedy + ", turn 2");
@@ -409,6 +424,21 @@ class HfGenerationOracleTest {
         double best = Double.NEGATIVE_INFINITY;
         for (int v = 0; v < VOCAB; v++) best = Math.max(best, logits[k * VOCAB + v]);
         return best - logits[k * VOCAB + tok];
+    }
+
+    /** HF's best logit minus its second best at response position k. */
+    static double top2(float[] logits, int k) {
+        double a = Double.NEGATIVE_INFINITY, b = Double.NEGATIVE_INFINITY;
+        for (int v = 0; v < VOCAB; v++) {
+            double x = logits[k * VOCAB + v];
+            if (x > a) {
+                b = a;
+                a = x;
+            } else if (x > b) {
+                b = x;
+            }
+        }
+        return a - b;
     }
 
     /** log_softmax(logits / t)[tok] at response position k, in float64. */
