@@ -145,8 +145,8 @@ class HfGenerationOracleTest {
                 perturb(m, seed);
                 m.save(fr.folder, ScalarType.Float, CausalLm.DEFAULT_SHARD_BYTES);
                 fr.eos = chooseEos(m, turn1, turn2);
-                // three rows of the first turn's longest prompt: requests join as rows finish; the static engine runs several batches
-                long budget = 3L * (POSITIONS);
+                // three rows of the first turn's longest prompt + NEW (256 slots): requests join as rows finish, the static engine runs several batches
+                long budget = 3L * POSITIONS;
                 for (Mode mode : GREEDY_MODES) {
                     GenerationConfig cfg = GenerationConfig.greedy(NEW, Set.of(fr.eos));
                     runTurns(fr, m, mode, budget, cfg, 0.0, "greedy, " + mode.name());
