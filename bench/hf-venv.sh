@@ -41,4 +41,4 @@ EOF
 echo "hf-venv: run the check with"
 echo "  DRMAS_HF_PYTHON=$PY ./drmas test"
 echo "or only its tests:"
-echo "  DRMAS_HF_PYTHON=$PY JAVA_HOME=\$(./drmas jdk) mvn -B -pl java -am test-compile surefire:test -Dtest='HfLoads*' -Dsurefire.failIfNoSpecifiedTests=false"
+echo "  DRMAS_HF_PYTHON=$PY JAVA_HOME=\$(./drmas jdk) mvn -B -pl java -am test-compile surefire:test -Dtest='HfLoads*,PpoOracleTest,HfGenerationOracleTest' -Dsurefire.failIfNoSpecifiedTests=false"

@@ -1,0 +1,560 @@
+// HfGenerationOracleTest.java — drmas's rollout engine against an implementation it shares no code with:
+// HF transformers' own model.generate(do_sample=False) and its own forward (generate_oracle.py, run with the
+// Python of DRMAS_HF_PYTHON), on tiny random folders drmas saves of each family. The greedy tokens of every
+// engine mode (continuous with and without the prefix cache, across two turns; static; budgets small enough
+// that requests join mid-way and turns run in several batches; LibTorch's layers as on a GPU) must be
+// transformers' for prompts of 1 to 232 tokens (256 positions), stopping at eos where it stops; and the
+// log-probs drmas records (greedy, and sampled at T = 0.7 and T = 1.3 with top-k and top-p) and the trainer's
+// recomputed old log-probs (TeacherForcing) must be log_softmax(HF logits / T) at the same tokens.
+// Tagged "hf"; skipped where DRMAS_HF_PYTHON is unset.
+package dev.drmas.rollout;
+
+import static org.junit.jupiter.api.Assertions.assertAll;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.drmas.algo.Tolerance;
+import dev.drmas.model.CausalLm;
+import dev.drmas.model.Family;
+import dev.drmas.model.ModelConfig;
+import dev.drmas.model.SafeTensors;
+import dev.drmas.model.Tensors;
+import dev.drmas.testing.HfPython;
+import dev.drmas.testing.TorchScope;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.bytedeco.javacpp.PointerScope;
+import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.global.torch.ScalarType;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.function.Executable;
+import org.junit.jupiter.api.io.TempDir;
+
+@Tag("hf")
+@ExtendWith(TorchScope.class)
+class HfGenerationOracleTest {
+    /** A few hundred ids, prime: enough for random models to have many candidates per step. */
+    static final int VOCAB = 307;
+    /** New tokens per request; with the tiny models' 256 positions the longest prompt is 232. */
+    static final int NEW = 24;
+    static final int POSITIONS = 256;
+    /**
+     * A greedy pick that is not HF's argmax passes only when HF's logit of it is within TIE of HF's best
+     * (a near-tie that float32 summation order may break either way). The two implementations' logits
+     * differ by ~1e-5 here; a wrong position, cache slot or mask moves them by far more than this.
+     */
+    static final double TIE = 1e-3;
+    /** Log-probs: float32 on both sides, different summation orders; |drmas − hf| ≤ atol + rtol·|hf|. */
+    static final double LP_ATOL = 2e-4, LP_RTOL = 1e-4;
+    /** How long the oracle may take: it imports torch and transformers once, then runs tiny models. */
+    static final long TIMEOUT_S = 600;
+
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    @TempDir
+    Path dir;
+
+    /** One way of running the engine over both turns; the greedy tokens of each must be HF's. */
+    record Mode(String name, Generator.Engine engine, boolean budget, boolean prefixCache, boolean libtorchLayers) {
+        Generator generator(CausalLm m, long budgetTokens) {
+            m.decodeNative(!libtorchLayers);
+            Generator g = new Generator(m, budget ? budgetTokens : 0, engine);
+            return prefixCache ? g.keepPrefixes(0) : g;
+        }
+    }
+
+    static final List<Mode> GREEDY_MODES = List.of(
+            new Mode("continuous, 3 rows, prefix cache", Generator.Engine.CONTINUOUS, true, true, false),
+            new Mode("continuous, 3 rows", Generator.Engine.CONTINUOUS, true, false, false),
+            new Mode("continuous, unbounded", Generator.Engine.CONTINUOUS, false, false, false),
+            new Mode("continuous, 3 rows, prefix cache, LibTorch layers", Generator.Engine.CONTINUOUS, true, true, true),
+            new Mode("static, 3 rows' budget", Generator.Engine.STATIC, true, false, false),
+            new Mode("static, unbounded", Generator.Engine.STATIC, false, false, false));
+
+    /** Sampled rollouts: temperature ≠ 1, one plain, one with top-k and top-p (log-probs are the unfiltered ones). */
+    record Sampled(String name, SamplingParams params, long seed) {
+    }
+
+    static final List<Sampled> SAMPLED = List.of(
+            new Sampled("T 0.7", new SamplingParams(0.7, 0, 1.0), 5),
+            new Sampled("T 1.3, top-k 20, top-p 0.9", new SamplingParams(1.3, 20, 0.9), 6));
+    static final List<Mode> SAMPLED_MODES = List.of(GREEDY_MODES.get(0), GREEDY_MODES.get(4));
+
+    /** A turn's requests and what each mode gave for them. */
+    record Run(String what, double temperature, SamplingParams params, List<Request> requests, List<Completion> got,
+               float[] teacherForced) {
+    }
+
+    /** Everything one family's model produced, and the names of HF's cases for it. */
+    static final class FamilyRun {
+        final Family family;
+        final Path folder;
+        final List<Request> turn1, turn2;
+        int eos;
+        final List<Run> runs = new ArrayList<>();
+        final Map<String, Generator.Stats> stats = new LinkedHashMap<>();
+        final Map<String, Integer> batches = new LinkedHashMap<>();
+
+        FamilyRun(Family family, Path folder, List<Request> turn1, List<Request> turn2) {
+            this.family = family;
+            this.folder = folder;
+            this.turn1 = turn1;
+            this.turn2 = turn2;
+        }
+
+        String generateCase(int[] prompt) {
+            return family + "/g/" + Arrays.hashCode(prompt) + "/" + prompt.length;
+        }
+    }
+
+    @Test
+    void greedyTokensAndLogProbsAreTransformersOwn() throws Exception {
+        Path python = requirePython();
+        List<FamilyRun> families = new ArrayList<>();
+        ObjectNode manifest = JSON.createObjectNode();
+        ArrayNode generate = manifest.putArray("generate"), score = manifest.putArray("score");
+        Map<String, String> scoreNames = new HashMap<>();  // (family, prompt + response) → HF case
+        Map<String, Boolean> generateNames = new HashMap<>();
+        long seed = 11;
+        for (Family f : Family.values()) {
+            ModelConfig c = ModelConfig.tiny(f, VOCAB);
+            assertEquals(POSITIONS, c.maxPositionEmbeddings(), f + ": the prompts below are sized for 256 positions");
+            SplittableRandom rng = new SplittableRandom(seed);
+            List<Request> turn1 = turn1(rng), turn2 = turn2(turn1, rng);
+            FamilyRun fr = new FamilyRun(f, dir.resolve(f.modelType()), turn1, turn2);
+            try (CausalLm m = CausalLm.random(c, seed); PointerScope scope = new PointerScope()) {
+                perturb(m, seed);
+                m.save(fr.folder, ScalarType.Float, CausalLm.DEFAULT_SHARD_BYTES);
+                fr.eos = chooseEos(m, turn1, turn2);
+                // three rows of the first turn's longest prompt + NEW (256 slots): requests join as rows finish, the static engine runs several batches
+                long budget = 3L * POSITIONS;
+                for (Mode mode : GREEDY_MODES) {
+                    GenerationConfig cfg = GenerationConfig.greedy(NEW, Set.of(fr.eos));
+                    runTurns(fr, m, mode, budget, cfg, 0.0, "greedy, " + mode.name());
+                }
+                for (Sampled s : SAMPLED) {
+                    GenerationConfig cfg = GenerationConfig.greedy(NEW, Set.of(fr.eos)).withSampling(s.params(), s.seed());
+                    for (Mode mode : SAMPLED_MODES) runTurns(fr, m, mode, budget, cfg, s.params().temperature(), s.name() + ", " + mode.name());
+                }
+                m.decodeNative(true);
+            }
+            for (Request r : concat(turn1, turn2)) {
+                String name = fr.generateCase(r.promptIds());
+                if (generateNames.putIfAbsent(name, true) != null) continue;
+                ObjectNode g = generate.addObject();
+                g.put("name", name);
+                g.put("dir", fr.folder.toAbsolutePath().toString());
+                g.set("prompt", JSON.valueToTree(r.promptIds()));
+                g.put("max_new_tokens", NEW);
+                g.set("eos", JSON.valueToTree(new int[] {fr.eos}));
+            }
+            for (Run run : fr.runs) {
+                for (int i = 0; i < run.requests().size(); i++) {
+                    int[] seq = sequence(run.requests().get(i), run.got().get(i));
+                    String key = f + Arrays.toString(seq);
+                    if (scoreNames.containsKey(key)) continue;
+                    String name = f + "/s/" + scoreNames.size();
+                    scoreNames.put(key, name);
+                    ObjectNode s = score.addObject();
+                    s.put("name", name);
+                    s.put("dir", fr.folder.toAbsolutePath().toString());
+                    s.set("ids", JSON.valueToTree(seq));
+                    s.put("from", run.requests().get(i).promptIds().length);
+                }
+            }
+            families.add(fr);
+            seed += 10;
+        }
+
+        Path out = runOracle(python, manifest, dir.resolve("hf"));
+        JsonNode report = JSON.readTree(out.resolve("report.json").toFile());
+        String versions = "transformers " + report.path("transformers").asText() + ", torch " + report.path("torch").asText();
+        Map<String, float[]> scores = new HashMap<>();
+        try (SafeTensors st = SafeTensors.open(out.resolve("scores.safetensors")); PointerScope scope = new PointerScope()) {
+            for (String name : scoreNames.values()) scores.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
+        }
+
+        List<Executable> checks = new ArrayList<>();
+        Worst worst = new Worst();
+        for (FamilyRun fr : families) {
+            for (Run run : fr.runs) {
+                checks.add(() -> check(fr, run, report.get("generate"), scores, scoreNames, worst));
+            }
+            checks.add(() -> coverage(fr));
+        }
+        assertAll("drmas's generation against transformers' (" + versions + ")", checks);
+        System.out.printf("HfGenerationOracleTest: %d generate and %d score cases, %s; greedy: %d tokens, %d near-ties"
+                        + " (largest gap where they part %.3g; closest HF top-2 margin of any pick %.3g); largest |log-prob difference| recorded %.3g,"
+                        + " teacher-forced %.3g%n", generate.size(), score.size(), versions, worst.greedyTokens, worst.ties,
+                worst.tieGap, worst.closest, worst.recorded, worst.teacherForced);
+    }
+
+    /** The largest differences seen, for the summary line. */
+    static final class Worst {
+        int greedyTokens, ties;
+        double tieGap, recorded, teacherForced;
+        /** The closest call of all greedy picks: HF's best logit minus its second best, the smallest seen. */
+        double closest = Double.POSITIVE_INFINITY;
+    }
+
+    /** One mode's two turns (the prefix cache, where kept, spans both), and the trainer's log-probs of what it sampled. */
+    static void runTurns(FamilyRun fr, CausalLm m, Mode mode, long budget, GenerationConfig cfg, double temperature, String what) {
+        Generator g = mode.generator(m, budget);
+        int turn = 1;
+        for (List<Request> reqs : List.of(fr.turn1, fr.turn2)) {
+            List<Completion> got = g.generate(reqs, cfg);
+            fr.stats.put(what + ", turn " + turn, g.lastStats());
+            fr.batches.put(what + ", turn " + turn, g.lastBatches().size());
+            float[] tf = null;
+            if (temperature > 0) {
+                List<int[]> prompts = new ArrayList<>(), responses = new ArrayList<>();
+                for (int i = 0; i < reqs.size(); i++) {
+                    prompts.add(reqs.get(i).promptIds());
+                    responses.add(got.get(i).tokens());
+                }
+                try (PointerScope scope = new PointerScope(); NoGradGuard ng = new NoGradGuard()) {
+                    tf = Tensors.toFloats(TeacherForcing.logProbs(m, prompts, responses, temperature, false).logprobs());
+                }
+            }
+            fr.runs.add(new Run(what + ", turn " + turn, temperature, cfg.sampling(), reqs, got, tf));
+            turn++;
+        }
+        g.clearPrefixes();
+    }
+
+    /** One run's completions against HF's greedy tokens (greedy runs) and HF's log-probs (all runs). */
+    static void check(FamilyRun fr, Run run, JsonNode hfGenerate, Map<String, float[]> scores, Map<String, String> scoreNames,
+                      Worst worst) {
+        String where = fr.family + ", " + run.what();
+        List<String> failures = new ArrayList<>();
+        List<Float> recorded = new ArrayList<>(), tf = new ArrayList<>();
+        List<Double> reference = new ArrayList<>();
+        int tfAt = 0;
+        for (int i = 0; i < run.requests().size(); i++) {
+            Request req = run.requests().get(i);
+            Completion c = run.got().get(i);
+            int[] d = c.tokens();
+            String at = where + ", request " + i + " (prompt of " + req.promptIds().length + ")";
+            float[] hf = scores.get(scoreNames.get(fr.family + Arrays.toString(sequence(req, c))));
+            // a response ends at eos, as finish reason STOP_TOKEN, or at the budget
+            boolean eosEnd = d.length > 0 && d[d.length - 1] == fr.eos;
+            if (eosEnd != (c.finishReason() == Completion.FinishReason.STOP_TOKEN)
+                    || !eosEnd && (d.length != NEW || c.finishReason() != Completion.FinishReason.LENGTH)) {
+                failures.add(at + ": " + d.length + " tokens ending with " + (d.length == 0 ? "none" : d[d.length - 1])
+                        + " finished as " + c.finishReason() + " (eos " + fr.eos + ", budget " + NEW + ")");
+            }
+            if (run.temperature() == 0) {
+                int[] h = ints(hfGenerate.get(fr.generateCase(req.promptIds())));
+                int j = 0;
+                while (j < d.length && j < h.length && d[j] == h[j]) j++;
+                if (j < d.length && j < h.length) {
+                    // the first token where they part, after the same prefix: fine only if HF itself nearly picked drmas's
+                    double gap = gap(hf, j, d[j]);
+                    synchronized (worst) {
+                        worst.ties++;
+                        worst.tieGap = Math.max(worst.tieGap, gap);
+                    }
+                    System.out.printf("HfGenerationOracleTest: %s: token %d, drmas %d, transformers %d, HF's best logit − its logit of drmas's %.3g%n",
+                            at, j, d[j], h[j], gap);
+                    if (!(gap <= TIE)) {
+                        failures.add(at + ": token " + j + " is " + d[j] + ", transformers' " + h[j] + " (HF's logit of "
+                                + d[j] + " is " + gap + " below its best; drmas " + Arrays.toString(d) + ", transformers "
+                                + Arrays.toString(h) + ")");
+                    }
+                } else if (d.length != h.length) {
+                    failures.add(at + ": drmas stops after " + d.length + " tokens, transformers after " + h.length + " ("
+                            + Arrays.toString(d) + " vs " + Arrays.toString(h) + ", eos " + fr.eos + ")");
+                }
+                // every pick, also past a near-tie, is HF's argmax given drmas's own tokens before it
+                for (int k = 0; k < d.length; k++) {
+                    double gk = gap(hf, k, d[k]), margin = top2(hf, k);
+                    synchronized (worst) {
+                        worst.closest = Math.min(worst.closest, margin);
+                    }
+                    if (!(gk <= TIE)) {
+                        failures.add(at + ": token " + k + " = " + d[k] + " is not the greedy pick: HF's logit of it is "
+                                + gk + " below its best after the same tokens");
+                        break;
+                    }
+                }
+                synchronized (worst) {
+                    worst.greedyTokens += d.length;
+                }
+            } else {
+                for (int k = 0; k < d.length; k++) {
+                    String bad = outsideFilter(hf, k, d[k], run.params());
+                    if (bad != null) failures.add(at + ": sampled token " + k + " = " + d[k] + " " + bad);
+                }
+            }
+            // what the engine recorded: log_softmax(logits / T) at its tokens (T 1 for greedy), unfiltered
+            double t = run.temperature() == 0 ? 1.0 : run.temperature();
+            for (int k = 0; k < d.length; k++) {
+                recorded.add(c.logprobs()[k]);
+                reference.add(logSoftmaxAt(hf, k, d[k], t));
+                if (run.teacherForced() != null) tf.add(run.teacherForced()[tfAt++]);
+            }
+        }
+        double[] ref = reference.stream().mapToDouble(Double::doubleValue).toArray();
+        synchronized (worst) {
+            worst.recorded = Math.max(worst.recorded, maxDiff(recorded, ref));
+            if (run.teacherForced() != null) worst.teacherForced = Math.max(worst.teacherForced, maxDiff(tf, ref));
+        }
+        int scored = tfAt;
+        // each of the three said separately: a wrong token must not hide wrong log-probs
+        assertAll(where,
+                () -> assertTrue(failures.isEmpty(), failures.size() + " findings:\n  "
+                        + String.join("\n  ", failures.subList(0, Math.min(10, failures.size())))),
+                () -> Tolerance.assertClose(where + ": recorded log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(recorded), ref,
+                        LP_ATOL, LP_RTOL),
+                () -> {
+                    if (run.teacherForced() == null) return;
+                    assertEquals(scored, run.teacherForced().length, where + ": teacher-forced tokens");
+                    Tolerance.assertClose(where + ": TeacherForcing log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(tf), ref,
+                            LP_ATOL, LP_RTOL);
+                });
+    }
+
+    /** What the runs must have exercised, else the comparison above proves less than it says. */
+    static void coverage(FamilyRun fr) {
+        String greedy = "greedy, " + GREEDY_MODES.get(0).name();
+        Run first = fr.runs.stream().filter(r -> r.what().equals(greedy + ", turn 1")).findFirst().orElseThrow();
+        long eosStops = first.got().stream().filter(c -> c.finishReason() == Completion.FinishReason.STOP_TOKEN).count();
+        long lengthStops = first.got().stream().filter(c -> c.finishReason() == Completion.FinishReason.LENGTH).count();
+        long distinct = first.got().stream().flatMapToInt(c -> Arrays.stream(c.tokens())).distinct().count();
+        System.out.printf("HfGenerationOracleTest: %s: eos %d; greedy, turn 1: %d stops at eos, %d at the budget, %d distinct tokens%n",
+                fr.family, fr.eos, eosStops, lengthStops, distinct);
+        assertTrue(eosStops >= 2 && lengthStops >= 2, fr.family + ": greedy responses stopped at eos " + eosStops + " times, at the budget "
+                + lengthStops + " times: both should occur");
+        Generator.Stats t2 = fr.stats.get(greedy + ", turn 2");
+        assertTrue(t2.reusedTokens() > 0, fr.family + ": the second turn took nothing from the prefix cache: " + t2);
+        Generator.Stats joined = fr.stats.get("greedy, " + GREEDY_MODES.get(1).name() + ", turn 1");
+        assertTrue(joined.admissions() >= 3 && joined.wrapped(), fr.family + ": requests did not join mid-way: " + joined);
+        Generator.Stats stems = fr.stats.get("greedy, " + GREEDY_MODES.get(2).name() + ", turn 1");
+        assertTrue(stems.prefilledTokens() < stems.promptTokens(), fr.family + ": no shared prompt or stem was prefilled once: " + stems);
+        int batches = fr.batches.get("greedy, " + GREEDY_MODES.get(4).name() + ", turn 1");
+        assertTrue(batches >= 3, fr.family + ": the static engine's budget gave " + batches + " batches");
+    }
+
+    // ------------------------------------------------------------------ prompts
+
+    /**
+     * The first turn: lengths 1 to 232 (the last at 256 positions with the new tokens), five prompts after a
+     * 70-token stem (prefilled once: 4 × 70 tokens saved, more than a forward's worth), one prompt twice.
+     */
+    static List<Request> turn1(SplittableRandom rng) {
+        List<int[]> prompts = new ArrayList<>();
+        for (int len : new int[] {1, 2, 5, 13, 31, 64, POSITIONS - NEW}) prompts.add(random(rng, len));
+        int[] stem = random(rng, 70);
+        for (int tail : new int[] {1, 3, 9, 17, 40}) {
+            int[] p = Arrays.copyOf(stem, 70 + tail);
+            System.arraycopy(random(rng, tail), 0, p, 70, tail);
+            prompts.add(p);
+        }
+        prompts.add(prompts.get(3).clone());  // a task's second rollout: the same prompt, its own stream
+        List<Request> out = new ArrayList<>();
+        for (int i = 0; i < prompts.size(); i++) out.add(new Request(prompts.get(i), 100 + i));
+        return out;
+    }
+
+    /** The second turn: the stem's prompts and the 31-token one, each continued (a later turn's longer history). */
+    static List<Request> turn2(List<Request> turn1, SplittableRandom rng) {
+        List<Request> out = new ArrayList<>();
+        for (Request r : turn1) {
+            int[] p = r.promptIds();
+            if (p.length != 31 && (p.length <= 70 || p.length > 110)) continue;
+            int more = p.length == 31 ? 20 : 6;
+            int[] q = Arrays.copyOf(p, p.length + more);
+            System.arraycopy(random(rng, more), 0, q, p.length, more);
+            out.add(new Request(q, r.stream() + 1000));
+        }
+        return out;
+    }
+
+    static int[] random(SplittableRandom rng, int len) {
+        int[] p = new int[len];
+        for (int j = 0; j < len; j++) p[j] = rng.nextInt(VOCAB);
+        return p;
+    }
+
+    /**
+     * An eos that ends some greedy responses early and not others: of drmas's greedy tokens without a stop
+     * token (the static engine, one batch), the token that first appears at indices 2..NEW−3 in the most
+     * responses, short of all but two. Chosen from drmas's tokens, but transformers gets the same id.
+     */
+    static int chooseEos(CausalLm m, List<Request> turn1, List<Request> turn2) {
+        List<Completion> free = new Generator(m, 0, Generator.Engine.STATIC).generate(concat(turn1, turn2), GenerationConfig.greedy(NEW, Set.of()));
+        int[] count = new int[VOCAB];
+        for (Completion c : free) {
+            boolean[] seen = new boolean[VOCAB];
+            for (int j = 0; j < c.length(); j++) {
+                int t = c.tokens()[j];
+                if (!seen[t] && j >= 2 && j <= NEW - 3) count[t]++;
+                seen[t] = true;
+            }
+        }
+        int best = -1;
+        for (int t = 0; t < VOCAB; t++) if (count[t] <= free.size() - 2 && (best < 0 || count[t] > count[best])) best = t;
+        assertTrue(count[best] >= 2, "no token ends two greedy responses early: " + Arrays.toString(count));
+        return best;
+    }
+
+    // ------------------------------------------------------------------ HF's numbers
+
+    /** HF's best logit minus its logit of {@code tok} at response position {@code k} ([len, V] logits). */
+    static double gap(float[] logits, int k, int tok) {
+        double best = Double.NEGATIVE_INFINITY;
+        for (int v = 0; v < VOCAB; v++) best = Math.max(best, logits[k * VOCAB + v]);
+        return best - logits[k * VOCAB + tok];
+    }
+
+    /** HF's best logit minus its second best at response position k. */
+    static double top2(float[] logits, int k) {
+        double a = Double.NEGATIVE_INFINITY, b = Double.NEGATIVE_INFINITY;
+        for (int v = 0; v < VOCAB; v++) {
+            double x = logits[k * VOCAB + v];
+            if (x > a) {
+                b = a;
+                a = x;
+            } else if (x > b) {
+                b = x;
+            }
+        }
+        return a - b;
+    }
+
+    /** log_softmax(logits / t)[tok] at response position k, in float64. */
+    static double logSoftmaxAt(float[] logits, int k, int tok, double t) {
+        double max = Double.NEGATIVE_INFINITY, sum = 0;
+        for (int v = 0; v < VOCAB; v++) max = Math.max(max, logits[k * VOCAB + v] / t);
+        for (int v = 0; v < VOCAB; v++) sum += Math.exp(logits[k * VOCAB + v] / t - max);
+        return logits[k * VOCAB + tok] / t - max - Math.log(sum);
+    }
+
+    /**
+     * Null if {@code tok} is one HF's warpers keep at position k (temperature, top-k, then top-p over the
+     * top-k tokens' renormalised probabilities, as transformers orders them), within TIE; else why not.
+     */
+    static String outsideFilter(float[] logits, int k, int tok, SamplingParams p) {
+        double t = p.temperature(), mine = logits[k * VOCAB + tok] / t;
+        double[] z = new double[VOCAB];
+        for (int v = 0; v < VOCAB; v++) z[v] = logits[k * VOCAB + v] / t;
+        double[] sorted = z.clone();
+        Arrays.sort(sorted);
+        double kth = p.topK() > 0 ? sorted[VOCAB - p.topK()] : Double.NEGATIVE_INFINITY;
+        if (mine < kth - TIE) return "is below HF's top-" + p.topK() + " (scaled logit " + mine + " < " + kth + ")";
+        double max = sorted[VOCAB - 1], total = 0, above = 0;
+        for (double x : z) {
+            if (x < kth) continue;
+            double e = Math.exp(x - max);
+            total += e;
+            if (x > mine + TIE) above += e;
+        }
+        if (above / total >= p.topP() + 1e-6) return "is outside HF's top-p " + p.topP() + " nucleus (mass above it " + above / total + ")";
+        return null;
+    }
+
+    // ------------------------------------------------------------------ plumbing
+
+    /**
+     * The Python of DRMAS_HF_PYTHON (HfPython's variable), or a skip saying how to run the check. (HfPython
+     * runs load_drmas.py only; this test runs its own script, so it starts the process itself.)
+     */
+    static Path requirePython() {
+        String env = System.getenv(HfPython.ENV);
+        Assumptions.assumeTrue(env != null && !env.isBlank(), () -> HfPython.ENV + " is not set: drmas's generation is not compared "
+                + "with transformers' here; test skipped (bench/hf-venv.sh makes a Python for it, README, \"The two commands\")");
+        Path p = Path.of(env);
+        assertTrue(Files.isExecutable(p), HfPython.ENV + "=" + env + " is not an executable file");
+        return p;
+    }
+
+    /** Runs generate_oracle.py over {@code manifest}; returns its output folder. Fails with its output if it fails. */
+    static Path runOracle(Path python, ObjectNode manifest, Path work) throws Exception {
+        Files.createDirectories(work);
+        Path manifestFile = work.resolve("manifest.json"), out = work.resolve("out"), log = work.resolve("python.log");
+        JSON.writeValue(manifestFile.toFile(), manifest);
+        Path script = Path.of(HfGenerationOracleTest.class.getResource("/dev/drmas/rollout/hf/generate_oracle.py").toURI());
+        Process p = new ProcessBuilder(python.toString(), script.toString(), manifestFile.toString(), out.toString())
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        if (!p.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            fail(python + " generate_oracle.py took more than " + TIMEOUT_S + " s; its output:\n" + Files.readString(log));
+        }
+        if (p.exitValue() != 0) {
+            fail(python + " generate_oracle.py exited with " + p.exitValue() + " (does " + HfPython.ENV
+                    + " name a Python with torch, transformers >= 5 and safetensors?); its output:\n" + Files.readString(log));
+        }
+        return out;
+    }
+
+    /**
+     * Weights moved away from drmas's init (std 0.02, norms 1) so that logits are far from uniform and every
+     * tensor, norms and biases included, changes them: std 0.15, norms 1 ± 0.3 (as HfLoadsDrmasCheckpointsTest).
+     */
+    static void perturb(CausalLm m, long seed) {
+        SplittableRandom r = new SplittableRandom(seed);
+        try (PointerScope scope = new PointerScope(); NoGradGuard g = new NoGradGuard()) {
+            Map<String, long[]> shapes = CausalLm.parameterShapes(m.config());
+            for (Map.Entry<String, Tensor> e : m.parameters().entrySet()) {
+                Tensor p = e.getValue();
+                float[] a = new float[(int) p.numel()];
+                boolean norm = e.getKey().endsWith("norm.weight");
+                for (int i = 0; i < a.length; i++) a[i] = (float) ((norm ? 1 : 0) + r.nextGaussian() * (norm ? 0.3 : 0.15));
+                p.copy_(Tensors.floats(a).reshape(shapes.get(e.getKey())));
+            }
+        }
+    }
+
+    static int[] sequence(Request r, Completion c) {
+        int[] p = r.promptIds(), s = Arrays.copyOf(p, p.length + c.length());
+        System.arraycopy(c.tokens(), 0, s, p.length, c.length());
+        return s;
+    }
+
+    static List<Request> concat(List<Request> a, List<Request> b) {
+        List<Request> out = new ArrayList<>(a);
+        out.addAll(b);
+        return out;
+    }
+
+    static int[] ints(JsonNode a) {
+        int[] out = new int[a.size()];
+        for (int i = 0; i < out.length; i++) out[i] = a.get(i).asInt();
+        return out;
+    }
+
+    static float[] floats(List<Float> a) {
+        float[] out = new float[a.size()];
+        for (int i = 0; i < out.length; i++) out[i] = a.get(i);
+        return out;
+    }
+
+    static double maxDiff(List<Float> a, double[] ref) {
+        double m = 0;
+        for (int i = 0; i < ref.length; i++) m = Math.max(m, Math.abs(a.get(i) - ref[i]));
+        return m;
+    }
+
+    static String t(Run run) {
+        return run.temperature() == 0 ? "1 (greedy)" : String.valueOf(run.temperature());
+    }
+}
