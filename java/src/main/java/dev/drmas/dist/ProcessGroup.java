@@ -869,9 +869,19 @@ public final class ProcessGroup implements Collective {
      * in the store are behind this rank's) or, when the store itself is gone, rank 0 that hosted it.
      */
     private DistributedException failure(String what, RuntimeException cause) {
+        if (cause instanceof DistributedException d) {
+            failureKnown = true;
+            return d;
+        }
+        // a rank that announced its failure and then closed its group (its process ending) makes the backend fail here
+        // before this rank's next look at the store: the announced reason is the one to give, not "did not arrive"
+        try {
+            if (!failureKnown && store.add(FAILED, 0) > 0) return othersFailed(what + " (collective " + calls + ")");
+        } catch (RuntimeException e) {
+            // the store is gone: named below
+        }
         // every rank in the collective sees it fail (a rank that announced this would keep rank 0 waiting for a dead one)
         failureKnown = true;
-        if (cause instanceof DistributedException d) return d;
         StringBuilder behind = new StringBuilder(), others = new StringBuilder();
         String culprit;
         try {
@@ -905,6 +915,16 @@ public final class ProcessGroup implements Collective {
         // c10d messages carry a C++ stack trace after the first line
         int nl = m.indexOf('\n');
         return (nl > 0 ? m.substring(0, nl) : m).trim();
+    }
+
+    /**
+     * Tests only: releases the backend as this rank's process ending would (Gloo closes its connections, which
+     * its peers' pending collectives see as "Connection closed by peer"). Ranks in tests are threads of one
+     * JVM, whose backends otherwise live until the collector frees them.
+     */
+    void releaseBackendForTest() {
+        close();
+        backend.close();
     }
 
     @Override
