@@ -482,8 +482,8 @@ public final class Checkpoints {
         if (e.isMissingNode()) return null;
         JsonNode scale = e.path("scale"), good = e.path("good_steps");
         String where = checkpoint.resolve(STATE_FILE) + ": " + LOSS_SCALE + "." + id;
-        if (!scale.isNumber() || !(scale.asDouble() > 0) || Double.isInfinite(scale.asDouble())) {
-            throw new IllegalArgumentException(where + ".scale must be a finite number > 0, got " + scale);
+        if (!scale.isNumber() || !(scale.asDouble() > 0) || scale.asDouble() > LossScaler.MAX) {
+            throw new IllegalArgumentException(where + ".scale must be a number > 0 that float32 holds, got " + scale);
         }
         if (!good.canConvertToLong() || !good.isIntegralNumber() || good.asLong() < 0) {
             throw new IllegalArgumentException(where + ".good_steps must be an integer >= 0, got " + good);

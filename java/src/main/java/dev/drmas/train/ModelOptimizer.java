@@ -241,8 +241,9 @@ public final class ModelOptimizer implements AutoCloseable {
             for (Map.Entry<String, Tensor> e : params.entrySet()) {
                 Tensor g = e.getValue().grad();
                 if (!g.defined()) continue;
-                // add_ promotes the bf16/fp16 values exactly into fp32; S is a power of two when dynamic,
-                // so g·(1/S) is exact there too
+                // add_ promotes the bf16/fp16 values exactly into fp32; with a power-of-two S (a dynamic one from
+                // the default or any power-of-two start) g·(1/S) is exact too; another S rounds 1/S to fp32, where
+                // the sharded buckets divide by S: the two may then differ in the last bit
                 if (s == 1) grad32.get(e.getKey()).add_(g);
                 else grad32.get(e.getKey()).add_(g, unscale);
                 g.detach_().zero_();

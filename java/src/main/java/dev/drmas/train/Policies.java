@@ -129,6 +129,18 @@ final class Policies implements AutoCloseable {
                         weights = warm;
                         Path m = WarmStart.masters(sftDir).resolve(id);
                         if (Files.isDirectory(m)) warmMasters = m;
+                        else if (spec.mixedPrecision()) {
+                            // a `drmas sft` stopped between putting its masters aside and in place left them there
+                            for (String aside : List.of(Checkpoints.MASTER + ".tmp", Checkpoints.MASTER + ".old")) {
+                                Path left = m.getParent().resolveSibling(aside).resolve(id);
+                                if (Files.isDirectory(left)) {
+                                    ps.notes.add("warning: models." + id + ": the warm start's fp32 master weights are not in "
+                                            + m + " but in " + left + ", where an interrupted `drmas sft` left them; the masters "
+                                            + "start from the weights' rounding (run `drmas sft` again to have them)");
+                                    break;
+                                }
+                            }
+                        }
                         from.append(id).append(": warm start ").append(warm).append("; ");
                         ps.warmStarted.add(id);
                     } else if (spec.loadsWeights()) {

@@ -9,6 +9,7 @@ package dev.drmas.train;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -160,5 +161,29 @@ class SftMastersTest {
         e = assertThrows(RuntimeException.class, () -> Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"),
                 TrainerEndToEndTest.QUIET).close());
         assertTrue(e.getMessage().contains(masters.toString()) && e.getMessage().contains("no tensor " + dropped), e.getMessage());
+    }
+
+    @Test
+    void mastersThatAnInterruptedSftLeftAsideAreNamedInAWarning() throws Exception {
+        // a kill after the old masters went aside (sft/master.old) or before the new ones went in place
+        // (sft/master.tmp): the run starts from the weights' rounding, and says where the masters are
+        Path run = sft(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"));
+        Path sftDir = run.resolve("sft");
+        for (String aside : List.of("master.old", "master.tmp")) {
+            Files.move(sftDir.resolve(Files.exists(sftDir.resolve("master")) ? "master" : "master.old"), sftDir.resolve(aside));
+            java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+            try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"), new java.io.PrintStream(log, true))) {
+                assertNotNull(t.policiesForTest().get("policy"));
+            }
+            String out = log.toString();
+            assertTrue(out.contains("not in " + sftDir.resolve("master").resolve("policy") + " but in " + sftDir.resolve(aside).resolve("policy"))
+                    && out.contains("interrupted `drmas sft`"), aside + ": " + out);
+        }
+        // a float32 run from it has no masters to miss: no warning
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=float32"), new java.io.PrintStream(log, true))) {
+            assertNotNull(t.policiesForTest().get("policy"));
+        }
+        assertFalse(log.toString().contains("interrupted `drmas sft`"), log.toString());
     }
 }
