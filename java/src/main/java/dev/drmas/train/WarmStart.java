@@ -34,8 +34,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.MemoryFormatOptional;
 import org.bytedeco.pytorch.Tensor;
+import org.bytedeco.pytorch.TensorOptions;
+import org.bytedeco.pytorch.global.torch;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 
 final class WarmStart {
@@ -76,6 +78,7 @@ final class WarmStart {
         SplittableRandom rng = new SplittableRandom(cfg.run().seed() ^ 0x5F7L);
         Map<String, Double> last = new LinkedHashMap<>();
         java.util.Set<String> trained = new java.util.HashSet<>();
+        Map<String, int[]> steps = new LinkedHashMap<>();  // per model: steps taken, steps skipped (a gradient not finite)
         int every = Math.max(1, sc.steps() / 10);
         long t0 = System.nanoTime();
         Throwable failed = null;
@@ -87,7 +90,8 @@ final class WarmStart {
                     List<PpoUpdater.Row> rows = byModel.getOrDefault(p.id(), List.of());
                     if (rows.isEmpty()) continue;
                     trained.add(p.id());
-                    last.put("sft/" + p.id() + "/loss", crossEntropyStep(p, optims.get(p.id()), rows));
+                    last.put("sft/" + p.id() + "/loss", crossEntropyStep(p, optims.get(p.id()), rows,
+                            steps.computeIfAbsent(p.id(), k -> new int[2])));
                 }
                 if ((s + 1) % every == 0 || s + 1 == sc.steps()) {
                     StringBuilder sb = new StringBuilder(String.format("sft %d/%d", s + 1, sc.steps()));
@@ -96,6 +100,7 @@ final class WarmStart {
                     log.println(sb);
                 }
             }
+            warnSkipped(steps, optims);
             // the fp32 masters, while the optimisers that hold them are open (sft/master.tmp; save() puts it in place)
             mastersWritten = writeMasters(runDir, optims);
         } catch (Throwable e) {
@@ -257,10 +262,12 @@ final class WarmStart {
      * the weights the rounding of those masters, another model than the warm start's.
      */
     static void requireMastersFit(String id, Path masters, Path warm) {
+        // (the values are compared at windows of each tensor, not whole: every rank runs this at start-up, and a whole
+        // comparison read the model's weights and masters once more, ~24 GB for a 4B model; masters of other weights
+        // differ almost everywhere)
         String problem = null;
         try (dev.drmas.model.SafeTensors ms = dev.drmas.model.SafeTensors.open(masters);
              dev.drmas.model.SafeTensors ws = dev.drmas.model.SafeTensors.open(warm)) {
-            Device cpu = new Device("cpu");
             for (dev.drmas.model.SafeTensors.Info w : ws.tensors().values()) {
                 dev.drmas.model.SafeTensors.Info m = ms.tensors().get(w.name());
                 if (m == null) {
@@ -270,15 +277,9 @@ final class WarmStart {
                             + Arrays.toString(w.shape());
                 } else if (m.dtype() != dev.drmas.model.SafeTensors.Dtype.F32) {
                     problem = "tensor " + w.name() + " is " + m.dtype() + ", not F32";
-                } else {
-                    // (a tensor at a time: the model's weights are not held twice)
-                    try (PointerScope scope = new PointerScope()) {
-                        ScalarType dt = w.dtype().scalarType();
-                        if (!ms.get(w.name(), dt, cpu).equal(ws.get(w.name(), dt, cpu))) {
-                            problem = "tensor " + w.name() + " does not round to the weights' values in " + warm
-                                    + ": these are the masters of other weights";
-                        }
-                    }
+                } else if (!roundsToAtWindows(ms, ws, w)) {
+                    problem = "tensor " + w.name() + " does not round to the weights' values in " + warm
+                            + ": these are the masters of other weights";
                 }
                 if (problem != null) break;
             }
@@ -297,6 +298,35 @@ final class WarmStart {
         throw dev.drmas.config.ConfigException.at("models." + id, "the fp32 master weights of its warm start, " + masters
                 + ", are not those of its weights " + warm + ": " + problem + ". Delete " + masters + " to start the masters "
                 + "from the weights' rounding, or run `drmas sft` again");
+    }
+
+    /** The windows compared of each tensor, and their size in elements, as ResumeCheck compares files. */
+    static final int FIT_WINDOWS = 16, FIT_WINDOW = 4096;
+
+    /**
+     * Whether the masters {@code ms} of weight {@code w} round to the weights' values in {@code ws} (in the
+     * weight files' dtype) at {@link #FIT_WINDOWS} windows of {@link #FIT_WINDOW} elements spread from its
+     * first element to its last (all of it when it is smaller).
+     */
+    private static boolean roundsToAtWindows(dev.drmas.model.SafeTensors ms, dev.drmas.model.SafeTensors ws,
+                                             dev.drmas.model.SafeTensors.Info w) {
+        long n = w.numel();
+        if (n == 0) return true;
+        int win = (int) Math.min(n, FIT_WINDOW);
+        ScalarType dt = w.dtype().scalarType();
+        try (PointerScope scope = new PointerScope()) {
+            TensorOptions o = new TensorOptions(dt);
+            Tensor a = torch.empty(new long[] {win}, o, new MemoryFormatOptional());
+            Tensor b = torch.empty(new long[] {win}, o, new MemoryFormatOptional());
+            for (int k = 0; k < FIT_WINDOWS; k++) {
+                long at = n <= win ? 0 : (n - win) * k / (FIT_WINDOWS - 1);
+                ms.read(w.name(), at, a);
+                ws.read(w.name(), at, b);
+                if (!a.equal(b)) return false;
+                if (n <= win) break;
+            }
+        }
+        return true;
     }
 
     /**
@@ -430,8 +460,24 @@ final class WarmStart {
         return byModel;
     }
 
-    /** One step of token-mean cross-entropy on the responses; returns the loss. */
-    private static double crossEntropyStep(Policies.Policy p, ModelOptimizer optim, List<PpoUpdater.Row> rows) {
+    /**
+     * A warning for each model some of whose warm-start steps were skipped, their gradient not finite
+     * (float16: the scaled backward overflowed, and the loss scale halved), with the scale it ended at:
+     * the progress lines show only the loss, and a warm start all of whose steps were skipped saves
+     * its weights unchanged.
+     */
+    private void warnSkipped(Map<String, int[]> steps, Map<String, ModelOptimizer> optims) {
+        steps.forEach((id, n) -> {
+            if (n[1] == 0) return;
+            LossScaler ls = optims.get(id).lossScaler();
+            log.println("drmas: warning: the warm start skipped " + n[1] + " of " + (n[0] + n[1]) + " optimiser steps of model '" + id
+                    + "', whose gradient was not finite" + (ls == null ? "" : " (its loss scale is now " + ls.scale() + ")")
+                    + (n[0] == 0 ? "; its weights are saved as they started" : ""));
+        });
+    }
+
+    /** One step of token-mean cross-entropy on the responses; returns the loss. {@code steps}: [taken, skipped], counted. */
+    private static double crossEntropyStep(Policies.Policy p, ModelOptimizer optim, List<PpoUpdater.Row> rows, int[] steps) {
         List<int[]> prompts = new ArrayList<>(), responses = new ArrayList<>();
         for (PpoUpdater.Row r : rows) {
             prompts.add(r.promptIds());
@@ -449,8 +495,13 @@ final class WarmStart {
         }
         optim.afterBackward();
         double norm = optim.clipGradNorm(p.gradClip());
-        if (Double.isFinite(norm)) optim.step();
-        else optim.skipStep();
+        if (Double.isFinite(norm)) {
+            optim.step();
+            steps[0]++;
+        } else {
+            optim.skipStep();
+            steps[1]++;
+        }
         optim.zeroGrad();
         p.model().setRequiresGrad(false);
         return loss;
