@@ -203,23 +203,33 @@ class ProcessGroupTest {
         }
     }
 
-    @Test
-    void aCollectiveThatFailsAfterAPeerAnnouncedItsFailureGivesThatFailure() throws Exception {
-        // rank 1 announces its failure and its process ends (its connections closed): rank 0's sum fails in the backend
-        // ("Connection closed by peer") before its next look at the store; the announced reason is the one to give
-        List<String> res = twoRanks(cfg(20, 25), pg -> {
+    /** What rank 0, blocked in a sum, is told when rank 1 announces a failure mid-step instead of joining it. */
+    private static final String ANNOUNCED = "rank 0: stopped at gradients of model policy (collective 2): rank 1 failed training "
+            + "step 3: the reward of task 7 threw: boom (its own output has the details); every rank stops";
+
+    /**
+     * Rank 1 announces a failure while rank 0 waits in a sum, and then ends (its backend released, its
+     * connections closed, as its process ending would) or lives on; returns rank 0's error.
+     */
+    private static String announcedWhileRank0Waits(boolean rank1Ends) throws Exception {
+        return twoRanks(cfg(20, 25), pg -> {
             double[] x = {1};
             pg.sum(x, "warm-up");
             if (pg.rank() == 1) {
                 sleep(300);  // rank 0 waits in the sum already
                 pg.announceFailure("training step 3", new IllegalStateException("the reward of task 7 threw: boom"));
-                pg.releaseBackendForTest();
+                if (rank1Ends) pg.releaseBackendForTest();
                 return "";
             }
             return assertThrows(DistributedException.class, () -> pg.sum(x, "gradients of model policy")).getMessage();
-        });
-        assertEquals("rank 0: stopped at gradients of model policy (collective 2): rank 1 failed training step 3: the reward of "
-                + "task 7 threw: boom (its own output has the details); every rank stops", res.get(0));
+        }).get(0);
+    }
+
+    @Test
+    void aCollectiveThatFailsAfterAPeerAnnouncedItsFailureGivesThatFailure() throws Exception {
+        // rank 1's process ends: rank 0's sum fails in the backend ("Connection closed by peer") before its next look
+        // at the store; the announced reason is the one to give
+        assertEquals(ANNOUNCED, announcedWhileRank0Waits(true));
     }
 
     @Test
@@ -227,19 +237,9 @@ class ProcessGroupTest {
         // rank 1 fails mid-step and lives on (its group open: Gloo sees nothing): rank 0, blocked in a sum
         // rank 1 will not join, stops with its reason at its next look at the store (about 1 s), not at the 20 s timeout
         long t0 = System.nanoTime();
-        List<String> res = twoRanks(cfg(20, 25), pg -> {
-            double[] x = {1};
-            pg.sum(x, "warm-up");
-            if (pg.rank() == 1) {
-                sleep(300);  // rank 0 waits in the sum already
-                pg.announceFailure("training step 3", new IllegalStateException("the reward of task 7 threw: boom"));
-                return "";
-            }
-            return assertThrows(DistributedException.class, () -> pg.sum(x, "gradients of model policy")).getMessage();
-        });
+        String res = announcedWhileRank0Waits(false);
         double s = (System.nanoTime() - t0) / 1e9;
-        assertEquals("rank 0: stopped at gradients of model policy (collective 2): rank 1 failed training step 3: the reward of "
-                + "task 7 threw: boom (its own output has the details); every rank stops", res.get(0));
+        assertEquals(ANNOUNCED, res);
         assertTrue(s < 5, "took " + s + " s");
     }
 

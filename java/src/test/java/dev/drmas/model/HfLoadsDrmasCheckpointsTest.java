@@ -18,9 +18,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.SplittableRandom;
 import org.bytedeco.javacpp.PointerScope;
-import org.bytedeco.pytorch.NoGradGuard;
 import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Tag;
@@ -95,23 +93,9 @@ class HfLoadsDrmasCheckpointsTest {
         return v;
     }
 
-    /**
-     * Weights of drmas's own drawing, moved away from its init (std 0.02, norms 1, biases as weights) so
-     * that logits are far from uniform and every tensor, norms and biases included, changes them: std 0.15,
-     * norms 1 ± 0.3. Rounded to bfloat16 values, so that a bf16 file holds exactly the float32 model.
-     */
+    /** Weights of drmas's own drawing, rounded to bfloat16 values (HfPython.perturb): a bf16 file holds exactly the float32 model. */
     static void perturb(CausalLm m, long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
-        try (PointerScope scope = new PointerScope(); NoGradGuard g = new NoGradGuard()) {
-            Map<String, long[]> shapes = CausalLm.parameterShapes(m.config());
-            for (Map.Entry<String, Tensor> e : m.parameters().entrySet()) {
-                Tensor p = e.getValue();
-                float[] a = new float[(int) p.numel()];
-                boolean norm = e.getKey().endsWith("norm.weight");
-                for (int i = 0; i < a.length; i++) a[i] = (float) ((norm ? 1 : 0) + r.nextGaussian() * (norm ? 0.3 : 0.15));
-                p.copy_(Tensors.floats(a).reshape(shapes.get(e.getKey())).to(ScalarType.BFloat16).to(ScalarType.Float));
-            }
-        }
+        HfPython.perturb(m, seed, true);
     }
 
     @Test

@@ -12,7 +12,6 @@ package dev.drmas.rollout;
 import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -26,7 +25,6 @@ import dev.drmas.model.SafeTensors;
 import dev.drmas.model.Tensors;
 import dev.drmas.testing.HfPython;
 import dev.drmas.testing.TorchScope;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -36,13 +34,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
-import java.util.concurrent.TimeUnit;
 import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
 import org.bytedeco.pytorch.NoGradGuard;
-import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -65,8 +60,6 @@ class HfGenerationOracleTest {
     static final double TIE = 1e-3;
     /** Log-probs: float32 on both sides, different summation orders; |drmas − hf| ≤ atol + rtol·|hf|. */
     static final double LP_ATOL = 2e-4, LP_RTOL = 1e-4;
-    /** How long the oracle may take: it imports torch and transformers once, then runs tiny models. */
-    static final long TIMEOUT_S = 600;
 
     static final ObjectMapper JSON = new ObjectMapper();
 
@@ -128,7 +121,7 @@ class HfGenerationOracleTest {
 
     @Test
     void greedyTokensAndLogProbsAreTransformersOwn() throws Exception {
-        Path python = requirePython();
+        HfPython python = HfPython.require();
         List<FamilyRun> families = new ArrayList<>();
         ObjectNode manifest = JSON.createObjectNode();
         ArrayNode generate = manifest.putArray("generate"), score = manifest.putArray("score");
@@ -142,7 +135,7 @@ class HfGenerationOracleTest {
             List<Request> turn1 = turn1(rng), turn2 = turn2(turn1, rng);
             FamilyRun fr = new FamilyRun(f, dir.resolve(f.modelType()), turn1, turn2);
             try (CausalLm m = CausalLm.random(c, seed); PointerScope scope = new PointerScope()) {
-                perturb(m, seed);
+                HfPython.perturb(m, seed, false);
                 m.save(fr.folder, ScalarType.Float, CausalLm.DEFAULT_SHARD_BYTES);
                 fr.eos = chooseEos(m, turn1, turn2);
                 // three rows of the first turn's longest prompt + NEW (256 slots): requests join as rows finish, the static engine runs several batches
@@ -185,7 +178,7 @@ class HfGenerationOracleTest {
             seed += 10;
         }
 
-        Path out = runOracle(python, manifest, dir.resolve("hf"));
+        Path out = python.run("/dev/drmas/rollout/hf/generate_oracle.py", manifest, dir.resolve("hf"));
         JsonNode report = JSON.readTree(out.resolve("report.json").toFile());
         String versions = "transformers " + report.path("transformers").asText() + ", torch " + report.path("torch").asText();
         Map<String, float[]> scores = new HashMap<>();
@@ -473,56 +466,6 @@ class HfGenerationOracleTest {
     }
 
     // ------------------------------------------------------------------ plumbing
-
-    /**
-     * The Python of DRMAS_HF_PYTHON (HfPython's variable), or a skip saying how to run the check. (HfPython
-     * runs load_drmas.py only; this test runs its own script, so it starts the process itself.)
-     */
-    static Path requirePython() {
-        String env = System.getenv(HfPython.ENV);
-        Assumptions.assumeTrue(env != null && !env.isBlank(), () -> HfPython.ENV + " is not set: drmas's generation is not compared "
-                + "with transformers' here; test skipped (bench/hf-venv.sh makes a Python for it, README, \"The two commands\")");
-        Path p = Path.of(env);
-        assertTrue(Files.isExecutable(p), HfPython.ENV + "=" + env + " is not an executable file");
-        return p;
-    }
-
-    /** Runs generate_oracle.py over {@code manifest}; returns its output folder. Fails with its output if it fails. */
-    static Path runOracle(Path python, ObjectNode manifest, Path work) throws Exception {
-        Files.createDirectories(work);
-        Path manifestFile = work.resolve("manifest.json"), out = work.resolve("out"), log = work.resolve("python.log");
-        JSON.writeValue(manifestFile.toFile(), manifest);
-        Path script = Path.of(HfGenerationOracleTest.class.getResource("/dev/drmas/rollout/hf/generate_oracle.py").toURI());
-        Process p = new ProcessBuilder(python.toString(), script.toString(), manifestFile.toString(), out.toString())
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        if (!p.waitFor(TIMEOUT_S, TimeUnit.SECONDS)) {
-            p.destroyForcibly();
-            fail(python + " generate_oracle.py took more than " + TIMEOUT_S + " s; its output:\n" + Files.readString(log));
-        }
-        if (p.exitValue() != 0) {
-            fail(python + " generate_oracle.py exited with " + p.exitValue() + " (does " + HfPython.ENV
-                    + " name a Python with torch, transformers >= 5 and safetensors?); its output:\n" + Files.readString(log));
-        }
-        return out;
-    }
-
-    /**
-     * Weights moved away from drmas's init (std 0.02, norms 1) so that logits are far from uniform and every
-     * tensor, norms and biases included, changes them: std 0.15, norms 1 ± 0.3 (as HfLoadsDrmasCheckpointsTest).
-     */
-    static void perturb(CausalLm m, long seed) {
-        SplittableRandom r = new SplittableRandom(seed);
-        try (PointerScope scope = new PointerScope(); NoGradGuard g = new NoGradGuard()) {
-            Map<String, long[]> shapes = CausalLm.parameterShapes(m.config());
-            for (Map.Entry<String, Tensor> e : m.parameters().entrySet()) {
-                Tensor p = e.getValue();
-                float[] a = new float[(int) p.numel()];
-                boolean norm = e.getKey().endsWith("norm.weight");
-                for (int i = 0; i < a.length; i++) a[i] = (float) ((norm ? 1 : 0) + r.nextGaussian() * (norm ? 0.3 : 0.15));
-                p.copy_(Tensors.floats(a).reshape(shapes.get(e.getKey())));
-            }
-        }
-    }
 
     static int[] sequence(Request r, Completion c) {
         int[] p = r.promptIds(), s = Arrays.copyOf(p, p.length + c.length());

@@ -1,6 +1,7 @@
 // HfPython.java — a Python with HF transformers, for the tests tagged "hf" that have transformers itself
 // open model folders drmas wrote (src/test/resources/dev/drmas/model/hf/load_drmas.py), or run another
-// script of that folder on them (ppo_oracle.py: an independent PPO update, PpoOracleTest). It is named by
+// script on them (ppo_oracle.py: an independent PPO update, PpoOracleTest; rollout/hf/generate_oracle.py:
+// transformers' own generation, HfGenerationOracleTest). It is named by
 // DRMAS_HF_PYTHON (bench/hf-venv.sh makes one); where that is unset the tests skip saying so, as the
 // "gpu" tests skip without a GPU; where it is set but cannot run the script, they fail: the check was
 // asked for, and a skip would read as a pass.
@@ -15,6 +16,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.drmas.algo.Tolerance;
+import dev.drmas.model.CausalLm;
 import dev.drmas.model.SafeTensors;
 import dev.drmas.model.Tensors;
 import java.io.IOException;
@@ -25,8 +27,13 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import org.bytedeco.javacpp.PointerScope;
 import org.bytedeco.pytorch.Device;
+import org.bytedeco.pytorch.NoGradGuard;
+import org.bytedeco.pytorch.Tensor;
 import org.bytedeco.pytorch.global.torch.ScalarType;
 import org.junit.jupiter.api.Assumptions;
 
@@ -47,8 +54,8 @@ public final class HfPython {
     /** The Python of DRMAS_HF_PYTHON, or a JUnit assumption failure (test skipped) saying how to run the check. */
     public static HfPython require() {
         String env = System.getenv(ENV);
-        Assumptions.assumeTrue(env != null && !env.isBlank(), () -> ENV + " is not set: transformers is not asked to "
-                + "load drmas's checkpoints here; test skipped (bench/hf-venv.sh makes a Python for it, README, \"The two commands\")");
+        Assumptions.assumeTrue(env != null && !env.isBlank(), () -> ENV + " is not set: drmas is not checked against "
+                + "HF transformers here; test skipped (bench/hf-venv.sh makes a Python for it, README, \"The two commands\")");
         Path p = Path.of(env);
         assertTrue(Files.isExecutable(p), ENV + "=" + env + " is not an executable file");
         return new HfPython(p);
@@ -83,7 +90,8 @@ public final class HfPython {
     }
 
     /**
-     * Runs {@code script} (a file of src/test/resources/dev/drmas/model/hf/) as {@code script MANIFEST OUT}
+     * Runs {@code script} (a file of src/test/resources/dev/drmas/model/hf/, or a test resource's absolute
+     * path, "/dev/drmas/...") as {@code script MANIFEST OUT}
      * with {@code manifest} written to {@code work}/manifest.json; returns OUT ({@code work}/out). Its output
      * goes to {@code work}/python.log. Fails with that output if it fails or takes more than TIMEOUT_S.
      */
@@ -104,9 +112,30 @@ public final class HfPython {
         return out;
     }
 
+    /**
+     * Weights of drmas's own drawing for the hf tests, moved away from its init (std 0.02, norms 1, biases as
+     * weights) so that logits are far from uniform and every tensor, norms and biases included, changes them:
+     * std 0.15, norms 1 ± 0.3; rounded to bfloat16 values where {@code bf16Grid}, so that a bf16 file holds
+     * exactly the float32 model.
+     */
+    public static void perturb(CausalLm m, long seed, boolean bf16Grid) {
+        SplittableRandom r = new SplittableRandom(seed);
+        try (PointerScope scope = new PointerScope(); NoGradGuard g = new NoGradGuard()) {
+            Map<String, long[]> shapes = CausalLm.parameterShapes(m.config());
+            for (Map.Entry<String, Tensor> e : m.parameters().entrySet()) {
+                Tensor p = e.getValue();
+                float[] a = new float[(int) p.numel()];
+                boolean norm = e.getKey().endsWith("norm.weight");
+                for (int i = 0; i < a.length; i++) a[i] = (float) ((norm ? 1 : 0) + r.nextGaussian() * (norm ? 0.3 : 0.15));
+                Tensor t = Tensors.floats(a).reshape(shapes.get(e.getKey()));
+                p.copy_(bf16Grid ? t.to(ScalarType.BFloat16).to(ScalarType.Float) : t);
+            }
+        }
+    }
+
     private static Path script(String name) {
         try {
-            return Path.of(HfPython.class.getResource("/dev/drmas/model/hf/" + name).toURI());
+            return Path.of(HfPython.class.getResource(name.startsWith("/") ? name : "/dev/drmas/model/hf/" + name).toURI());
         } catch (URISyntaxException | NullPointerException e) {
             throw new IllegalStateException(name + " is not among the test resources", e);
         }
