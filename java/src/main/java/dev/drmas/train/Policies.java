@@ -85,9 +85,10 @@ final class Policies implements AutoCloseable {
     /**
      * Builds every model some agent uses. {@code checkpoint} (may be null) is resumed from;
      * {@code sftDir} (may be null) holds warm-start weights (sftDir/id), which a model starts from
-     * whether or not it has a path; they must fit it (WarmStart.requireFits). A mixed-precision model
-     * starts its fp32 masters from the warm start's (WarmStart.masters(sftDir)/id) when it saved them,
-     * which must be those of its weights (WarmStart.requireMastersFit).
+     * whether or not it has a path; they must fit it (WarmStart.requireFits). When the warm start saved
+     * its fp32 masters (WarmStart.masters(sftDir)/id), which must be those of its weights
+     * (WarmStart.requireMastersFit), the model starts from them: its weights are their rounding to its
+     * dtype (a float32 model has them exactly) and a mixed-precision model's masters are them.
      */
     static Policies open(RunConfig cfg, Path runDir, Path checkpoint, Path sftDir) {
         return open(cfg, runDir, checkpoint, sftDir, dev.drmas.dist.Collective.single());
@@ -124,24 +125,35 @@ final class Policies implements AutoCloseable {
                     } else if (warm != null && Files.isRegularFile(warm.resolve("config.json"))) {
                         // before the path: `drmas sft` trains models with a path too, and RL starts from what it trained
                         WarmStart.requireFits(id, warm, expectedShape(id, spec, tok), tokDir, spec.path() != null);
-                        model = CausalLm.load(warm, dtype, device);
-                        source = warm;
-                        weights = warm;
                         Path m = WarmStart.masters(sftDir).resolve(id);
-                        if (Files.isDirectory(m)) warmMasters = m;
-                        else if (spec.mixedPrecision()) {
-                            // a `drmas sft` stopped between putting its masters aside and in place left them there
-                            for (String aside : List.of(Checkpoints.MASTER + ".tmp", Checkpoints.MASTER + ".old")) {
-                                Path left = m.getParent().resolveSibling(aside).resolve(id);
-                                if (Files.isDirectory(left)) {
-                                    ps.notes.add("warning: models." + id + ": the warm start's fp32 master weights are not in "
-                                            + m + " but in " + left + ", where an interrupted `drmas sft` left them; the masters "
-                                            + "start from the weights' rounding (run `drmas sft` again to have them)");
-                                    break;
+                        if (Files.isDirectory(m)) {
+                            // the warm start's trained fp32 values, of which its weights are the rounding: the model's weights are
+                            // their rounding to its own dtype, once (a float32 model takes them exactly; a bfloat16 one from float16
+                            // files would round twice), and its masters, if it keeps them, start from them (finerWeights below)
+                            WarmStart.requireMastersFit(id, m, warm);
+                            warmMasters = m;
+                            try (dev.drmas.model.SafeTensors st = dev.drmas.model.SafeTensors.open(m)) {
+                                model = CausalLm.fromCheckpoint(dev.drmas.model.ModelConfig.read(warm.resolve("config.json")), st, dtype, device);
+                            }
+                        } else {
+                            model = CausalLm.load(warm, dtype, device);
+                            // a `drmas sft` stopped between putting its masters aside and in place left them there; they matter to
+                            // a model that keeps masters or whose dtype is not the weight files' (it would take them, not the rounding)
+                            if (spec.mixedPrecision() || holdsMore(warm, model)) {
+                                for (String aside : List.of(Checkpoints.MASTER + ".tmp", Checkpoints.MASTER + ".old")) {
+                                    Path left = m.getParent().resolveSibling(aside).resolve(id);
+                                    if (Files.isDirectory(left)) {
+                                        ps.notes.add("warning: models." + id + ": the warm start's fp32 master weights are not in "
+                                                + m + " but in " + left + ", where an interrupted `drmas sft` left them; the model "
+                                                + "starts from the weights' rounding (run `drmas sft` again to have them)");
+                                        break;
+                                    }
                                 }
                             }
                         }
-                        from.append(id).append(": warm start ").append(warm).append("; ");
+                        source = warm;
+                        weights = warmMasters != null ? warmMasters : warm;
+                        from.append(id).append(": warm start ").append(warm).append(warmMasters != null ? " (its fp32 masters)" : "").append("; ");
                         ps.warmStarted.add(id);
                     } else if (spec.loadsWeights()) {
                         model = CausalLm.load(spec.path(), dtype, device);
@@ -170,12 +182,6 @@ final class Policies implements AutoCloseable {
                     optim = newOptim.get();
                     ps.newOptimizer.put(id, newOptim);
                     if (weights != null && holdsMore(weights, model)) ps.finerWeights.put(id, weights);
-                    if (warmMasters != null && optim.keepsMasterWeights()) {
-                        // the warm start's trained masters, of which its weights are the rounding (a float32 or a pure
-                        // reduced-precision model has no masters apart: it starts from the weights)
-                        WarmStart.requireMastersFit(id, warmMasters, warm);
-                        ps.finerWeights.put(id, warmMasters);
-                    }
                     ps.startMasters(id, optim);
                     if (checkpoint != null) {
                         // sharded, a collective (its masters spread over every rank's weights): no rank enters the

@@ -4,7 +4,8 @@
 // responses (which end with the end-of-turn token, so that the models learn to stop); the weights
 // go to runDir/sft/models, where training picks them up as its starting point, and a model trained
 // with fp32 masters (a bfloat16 or float16 dtype) has them in runDir/sft/master/<id>, as checkpoints
-// lay them out, so that RL's masters start from them and not from the weights' rounding. They are
+// lay them out, so that RL starts from them and not from the weights' rounding (its masters are them,
+// its weights their rounding to its own dtype: exact in float32, rounded once in another). They are
 // written as checkpoints are (a temporary folder, synced, then renamed), so a warm start killed while
 // saving keeps the previous weights whole, and never leaves them beside another warm start's
 // masters. A demonstration's prompt is cut to rollout.max_prompt_tokens as rollout.truncation says,

@@ -2,7 +2,9 @@
 // fp32 masters) saves its masters in sft/master/<id> beside the rounded sft/models/<id>, and RL starts
 // its masters from them: in a later run from the run's own sft/ or from run.warm_start, and in the
 // trainer that ran the warm start. Once only the rounded weights were saved and reopened, the masters'
-// low bits lost. A warm start without masters still starts from its weights; masters that are not
+// low bits lost. A run in another dtype than the warm start's takes the masters too: a float32 model
+// has them exactly, a bfloat16 one from a float16 warm start rounds them once (not the float16
+// weights again). A warm start without masters still starts from its weights; masters that are not
 // those of the warm start's weights are refused, naming the folder.
 package dev.drmas.train;
 
@@ -102,6 +104,48 @@ class SftMastersTest {
         }
     }
 
+    @Test
+    void aFloat32RunFromABfloat16WarmStartHasItsMastersExactlyNotTheirRounding() throws Exception {
+        Path run = sft(config(tmp.resolve("out"), "models.policy.dtype=bfloat16"));
+        Path masters = run.resolve("sft").resolve("master").resolve("policy");
+        try (Trainer t = Trainer.open(config(tmp.resolve("other"), "models.policy.dtype=float32",
+                "run.warm_start=" + WarmStart.weights(run)), TrainerEndToEndTest.QUIET);
+             PointerScope scope = new PointerScope(); SafeTensors st = SafeTensors.open(masters)) {
+            Policies.Policy p = t.policiesForTest().get("policy");
+            assertEquals(ScalarType.Float, p.model().dtype());
+            long between = 0;
+            for (Map.Entry<String, Tensor> e : p.model().parameters().entrySet()) {
+                float[] exact = Tensors.toFloats(st.get(e.getKey(), ScalarType.Float, cpu()));
+                float[] rounded = Tensors.toFloats(st.get(e.getKey(), ScalarType.BFloat16, cpu()).to(ScalarType.Float));
+                assertArrayEquals(exact, Tensors.toFloats(e.getValue()), "weight " + e.getKey() + " is the warm start's master");
+                for (int i = 0; i < exact.length; i++) if (Float.floatToIntBits(exact[i]) != Float.floatToIntBits(rounded[i])) between++;
+            }
+            assertTrue(between > 0, "the masters hold values between bfloat16's");
+            t.train();
+            assertEquals(1, t.step());
+        }
+    }
+
+    @Test
+    void aBfloat16RunFromAFloat16WarmStartRoundsItsMastersOnceNotItsWeightsAgain() throws Exception {
+        Path run = sft(config(tmp.resolve("out"), "models.policy.dtype=float16"));
+        Path masters = run.resolve("sft").resolve("master").resolve("policy");
+        try (Trainer t = Trainer.open(config(tmp.resolve("other"), "models.policy.dtype=bfloat16",
+                "run.warm_start=" + WarmStart.weights(run)), TrainerEndToEndTest.QUIET);
+             PointerScope scope = new PointerScope(); SafeTensors st = SafeTensors.open(masters)) {
+            Policies.Policy p = t.policiesForTest().get("policy");
+            assertMastersAre(masters, p);  // masters the files' values, weights their bfloat16 rounding
+            // and that is not the float16 weights rounded again somewhere (else the test could not tell)
+            long twice = 0;
+            for (String name : p.model().parameters().keySet()) {
+                float[] once = Tensors.toFloats(st.get(name, ScalarType.BFloat16, cpu()).to(ScalarType.Float));
+                float[] again = Tensors.toFloats(st.get(name, ScalarType.Half, cpu()).to(ScalarType.BFloat16).to(ScalarType.Float));
+                for (int i = 0; i < once.length; i++) if (Float.floatToIntBits(once[i]) != Float.floatToIntBits(again[i])) twice++;
+            }
+            assertTrue(twice > 0, "rounding twice differs from rounding once somewhere");
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(booleans = {false, true})
     void theTrainerThatRanTheWarmStartGoesOnFromItsMastersNotTheirRounding(boolean sharded) throws Exception {
@@ -179,9 +223,16 @@ class SftMastersTest {
             assertTrue(out.contains("not in " + sftDir.resolve("master").resolve("policy") + " but in " + sftDir.resolve(aside).resolve("policy"))
                     && out.contains("interrupted `drmas sft`"), aside + ": " + out);
         }
-        // a float32 run from it has no masters to miss: no warning
+        // a float32 run from it would have taken the masters as its weights: it is told too
         java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
         try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=float32"), new java.io.PrintStream(log, true))) {
+            assertNotNull(t.policiesForTest().get("policy"));
+        }
+        assertTrue(log.toString().contains("interrupted `drmas sft`"), log.toString());
+        // a pure bfloat16 run (no masters) from bfloat16 weights has the same weights with or without them: no warning
+        log = new java.io.ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16", "models.policy.master_dtype=bfloat16"),
+                new java.io.PrintStream(log, true))) {
             assertNotNull(t.policiesForTest().get("policy"));
         }
         assertFalse(log.toString().contains("interrupted `drmas sft`"), log.toString());
