@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # hf-venv.sh — makes a Python virtual environment with HF transformers, for the JUnit tests tagged "hf"
 # (HfLoadsDrmasCheckpointsTest, HfLoadsTrainedCheckpointsTest): transformers itself loads the model folders
-# drmas writes and must compute drmas's logits and tokens. CI has no such Python; the tests skip there and
-# run where DRMAS_HF_PYTHON names one. The versions are those the tests were checked with; the torch build
+# drmas writes and must compute drmas's logits and tokens. `./drmas test` runs it into .hf-venv from a local
+# wheel mirror when it finds one (the drmas script's hf_python); elsewhere the tests skip, and run where
+# DRMAS_HF_PYTHON names one. The versions are those the tests were checked with; the torch build
 # is the CPU one (the tests run tiny models on the CPU).
 #   bench/hf-venv.sh [DIR]     (default DIR: .hf-venv in the checkout, git-ignored)
 # Indexes: torch from DRMAS_HF_TORCH_INDEX (default PyTorch's CPU wheels), the rest from pip's own index
