@@ -126,6 +126,24 @@ final class Policies implements AutoCloseable {
                         // before the path: `drmas sft` trains models with a path too, and RL starts from what it trained
                         WarmStart.requireFits(id, warm, expectedShape(id, spec, tok), tokDir, spec.path() != null);
                         Path m = WarmStart.masters(sftDir).resolve(id);
+                        Path misfitAside = null;  // masters left aside that are not those of these weights
+                        if (!Files.isDirectory(m)) {
+                            // a `drmas sft` stopped while it swapped its weights and masters in (WarmStart.save) left the
+                            // masters of the weights now in place aside: the new ones in master.tmp, the previous in
+                            // master.old; those that are the weights' are used where they are (every rank reads, none moves)
+                            for (String aside : List.of(Checkpoints.MASTER + ".tmp", Checkpoints.MASTER + ".old")) {
+                                Path left = m.getParent().resolveSibling(aside).resolve(id);
+                                if (!Files.isDirectory(left)) continue;
+                                if (WarmStart.mastersMisfit(left, warm) == null) {
+                                    ps.notes.add("note: models." + id + ": the warm start's fp32 master weights are not in " + m
+                                            + " but in " + left + ", where an interrupted `drmas sft` left them; they are those of "
+                                            + "its weights and the model starts from them there");
+                                    m = left;
+                                    break;
+                                }
+                                misfitAside = left;
+                            }
+                        }
                         if (Files.isDirectory(m)) {
                             // the warm start's trained fp32 values, of which its weights are the rounding: the model's weights are
                             // their rounding to its own dtype, once (a float32 model takes them exactly; a bfloat16 one from float16
@@ -137,18 +155,13 @@ final class Policies implements AutoCloseable {
                             }
                         } else {
                             model = CausalLm.load(warm, dtype, device);
-                            // a `drmas sft` stopped between putting its masters aside and in place left them there; they matter to
-                            // a model that keeps masters or whose dtype is not the weight files' (it would take them, not the rounding)
-                            if (spec.mixedPrecision() || holdsMore(warm, model)) {
-                                for (String aside : List.of(Checkpoints.MASTER + ".tmp", Checkpoints.MASTER + ".old")) {
-                                    Path left = m.getParent().resolveSibling(aside).resolve(id);
-                                    if (Files.isDirectory(left)) {
-                                        ps.notes.add("warning: models." + id + ": the warm start's fp32 master weights are not in "
-                                                + m + " but in " + left + ", where an interrupted `drmas sft` left them; the model "
-                                                + "starts from the weights' rounding (run `drmas sft` again to have them)");
-                                        break;
-                                    }
-                                }
+                            // masters aside that do not fit (a write stopped midway, or another warm start's): they would have
+                            // mattered to a model that keeps masters or whose dtype is not the weight files'
+                            if (misfitAside != null && (spec.mixedPrecision() || holdsMore(warm, model))) {
+                                ps.notes.add("warning: models." + id + ": the warm start's fp32 master weights are not in " + m
+                                        + "; " + misfitAside + ", where an interrupted `drmas sft` left masters, does not hold "
+                                        + "those of its weights; the model starts from the weights' rounding (run `drmas sft` "
+                                        + "again to have them)");
                             }
                         }
                         source = warm;

@@ -263,6 +263,15 @@ final class WarmStart {
      * the weights the rounding of those masters, another model than the warm start's.
      */
     static void requireMastersFit(String id, Path masters, Path warm) {
+        String problem = mastersMisfit(masters, warm);
+        if (problem == null) return;
+        throw dev.drmas.config.ConfigException.at("models." + id, "the fp32 master weights of its warm start, " + masters
+                + ", are not those of its weights " + warm + ": " + problem + ". Delete " + masters + " to start the masters "
+                + "from the weights' rounding, or run `drmas sft` again");
+    }
+
+    /** Why the fp32 masters {@code masters} are not those of the warm start's weights {@code warm} (requireMastersFit), or null when they are. */
+    static String mastersMisfit(Path masters, Path warm) {
         // (the values are compared at windows of each tensor, not whole: every rank runs this at start-up, and a whole
         // comparison read the model's weights and masters once more, ~24 GB for a 4B model; masters of other weights
         // differ almost everywhere)
@@ -295,10 +304,7 @@ final class WarmStart {
         } catch (dev.drmas.model.ModelFileException | IllegalArgumentException e) {
             problem = e.getMessage();
         }
-        if (problem == null) return;
-        throw dev.drmas.config.ConfigException.at("models." + id, "the fp32 master weights of its warm start, " + masters
-                + ", are not those of its weights " + warm + ": " + problem + ". Delete " + masters + " to start the masters "
-                + "from the weights' rounding, or run `drmas sft` again");
+        return problem;
     }
 
     /** The windows compared of each tensor, and their size in elements, as ResumeCheck compares files. */

@@ -5,7 +5,8 @@
 // low bits lost. A run in another dtype than the warm start's takes the masters too: a float32 model
 // has them exactly, a bfloat16 one from a float16 warm start rounds them once (not the float16
 // weights again). A warm start without masters still starts from its weights; masters that are not
-// those of the warm start's weights are refused, naming the folder.
+// those of the warm start's weights are refused, naming the folder. A warm start stopped anywhere in
+// its save gives a run one warm start's weights with their own masters (used where the save left them).
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -207,34 +208,81 @@ class SftMastersTest {
         assertTrue(e.getMessage().contains(masters.toString()) && e.getMessage().contains("no tensor " + dropped), e.getMessage());
     }
 
+    /** Rebuilds {@code sft} as a second warm start's save (WarmStart.save) left it when stopped: folder name -> contents. */
+    private static void stateOf(Path sft, Map<String, Path> folders) throws Exception {
+        Checkpoints.deleteTree(sft);
+        Files.createDirectories(sft);
+        for (Map.Entry<String, Path> e : folders.entrySet()) CheckpointRetentionTest.copyTree(e.getValue(), sft.resolve(e.getKey()));
+    }
+
     @Test
-    void mastersThatAnInterruptedSftLeftAsideAreNamedInAWarning() throws Exception {
-        // a kill after the old masters went aside (sft/master.old) or before the new ones went in place
-        // (sft/master.tmp): the run starts from the weights' rounding, and says where the masters are
-        Path run = sft(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"));
-        Path sftDir = run.resolve("sft");
-        for (String aside : List.of("master.old", "master.tmp")) {
-            Files.move(sftDir.resolve(Files.exists(sftDir.resolve("master")) ? "master" : "master.old"), sftDir.resolve(aside));
+    void aWarmStartStoppedAnywhereInItsSaveGivesWholeWeightsWithTheirOwnMasters() throws Exception {
+        // warm start A in place, warm start B being saved over it: at every point where the save can stop, a run
+        // from the folder has A's weights with A's masters or B's with B's, never one's weights with the other's
+        // masters, and never the weights' rounding where the right masters are still on the disk
+        Path runA = sft(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"));
+        Path runB = sft(config(tmp.resolve("b"), "models.policy.dtype=bfloat16", "run.seed=7"));
+        Path a = tmp.resolve("pristine-a"), b = tmp.resolve("pristine-b");
+        CheckpointRetentionTest.copyTree(runA.resolve("sft"), a);
+        CheckpointRetentionTest.copyTree(runB.resolve("sft"), b);
+        Path aw = a.resolve("models"), am = a.resolve("master"), bw = b.resolve("models"), bm = b.resolve("master");
+        Path sft = runA.resolve("sft");
+        record State(String name, Map<String, Path> folders, Path masters, String note) {}
+        List<State> states = List.of(
+                // B's weights and masters written and synced beside A's
+                new State("before any rename", Map.of("models", aw, "master", am, "models.tmp", bw, "master.tmp", bm), am, null),
+                // A's masters moved aside
+                new State("A's masters aside", Map.of("models", aw, "master.old", am, "models.tmp", bw, "master.tmp", bm), am, "master.old"),
+                // A's weights moved aside too (weights() moves them back)
+                new State("A's weights aside", Map.of("models.old", aw, "master.old", am, "models.tmp", bw, "master.tmp", bm), am, "master.old"),
+                // B's weights in place, its masters not yet
+                new State("B's weights in", Map.of("models", bw, "models.old", aw, "master.old", am, "master.tmp", bm), bm, "master.tmp"),
+                // B's masters in place, A's not yet deleted
+                new State("B's masters in", Map.of("models", bw, "master", bm, "models.old", aw, "master.old", am), bm, null));
+        for (State st : states) {
+            stateOf(sft, st.folders());
             java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
             try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"), new java.io.PrintStream(log, true))) {
-                assertNotNull(t.policiesForTest().get("policy"));
+                assertMastersAre(st.masters().resolve("policy"), t.policiesForTest().get("policy"));
+            } catch (AssertionError | RuntimeException e) {
+                throw new AssertionError(st.name() + ": " + e.getMessage(), e);
             }
             String out = log.toString();
-            assertTrue(out.contains("not in " + sftDir.resolve("master").resolve("policy") + " but in " + sftDir.resolve(aside).resolve("policy"))
-                    && out.contains("interrupted `drmas sft`"), aside + ": " + out);
+            if (st.note() == null) assertFalse(out.contains("interrupted `drmas sft`"), st.name() + ": " + out);
+            else assertTrue(out.contains(" but in " + sft.resolve(st.note()).resolve("policy") + ", where an interrupted `drmas sft` left them"),
+                    st.name() + ": " + out);
         }
-        // a float32 run from it would have taken the masters as its weights: it is told too
+        // masters aside that are not those of the weights (A's weights, only B's masters aside): the weights' rounding, and a
+        // warning where they would have mattered; a float32 run would have taken them exactly, a pure bfloat16 one not
+        stateOf(sft, Map.of("models", aw, "master.tmp", bm));
+        for (String[] c : new String[][] {{"models.policy.master_dtype=float32", "models.policy.dtype=bfloat16"},
+                {"models.policy.dtype=float32", "models.policy.dtype=float32"},
+                {"models.policy.master_dtype=bfloat16", "models.policy.dtype=bfloat16"}}) {
+            java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+            boolean warns = !c[0].endsWith("master_dtype=bfloat16");
+            try (Trainer t = Trainer.open(config(tmp.resolve("a"), c[1], c[0]), new java.io.PrintStream(log, true));
+                 PointerScope scope = new PointerScope(); SafeTensors w = SafeTensors.open(aw.resolve("policy"))) {
+                for (Map.Entry<String, Tensor> e : t.policiesForTest().get("policy").model().parameters().entrySet()) {
+                    assertArrayEquals(Tensors.toFloats(w.get(e.getKey(), ScalarType.Float, cpu())), Tensors.toFloats(e.getValue().to(ScalarType.Float)),
+                            c[0] + ": weight " + e.getKey() + " is the file's");
+                }
+            }
+            String out = log.toString();
+            assertEquals(warns, out.contains(sft.resolve("master.tmp").resolve("policy") + ", where an interrupted `drmas sft` left masters, "
+                    + "does not hold those of its weights"), c[0] + ": " + out);
+        }
+        // a masters folder cut short (a write stopped midway): not those of the weights either
+        stateOf(sft, Map.of("models", aw, "master.old", am));
+        try (var files = Files.list(sft.resolve("master.old").resolve("policy"))) {
+            Path f = files.filter(x -> x.toString().endsWith(".safetensors")).findFirst().orElseThrow();
+            try (var ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.WRITE)) {
+                ch.truncate(ch.size() / 2);
+            }
+        }
         java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
-        try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=float32"), new java.io.PrintStream(log, true))) {
+        try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"), new java.io.PrintStream(log, true))) {
             assertNotNull(t.policiesForTest().get("policy"));
         }
-        assertTrue(log.toString().contains("interrupted `drmas sft`"), log.toString());
-        // a pure bfloat16 run (no masters) from bfloat16 weights has the same weights with or without them: no warning
-        log = new java.io.ByteArrayOutputStream();
-        try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16", "models.policy.master_dtype=bfloat16"),
-                new java.io.PrintStream(log, true))) {
-            assertNotNull(t.policiesForTest().get("policy"));
-        }
-        assertFalse(log.toString().contains("interrupted `drmas sft`"), log.toString());
+        assertTrue(log.toString().contains("does not hold those of its weights"), log.toString());
     }
 }
