@@ -8,7 +8,12 @@
 // gradient norm (mean and max) and the reported pg_loss, kl_loss, clipfrac, clipfrac_lower, ppo_kl, kl and
 // entropy, over every loss_agg, dual clip on and off, each kl_type, the entropy bonus, an active grad clip,
 // both LM heads (ppo.fused_lm_head), tied and untied embeddings, temperatures other than 1, warm-up and
-// weight decay. Tagged "hf"; skipped where DRMAS_HF_PYTHON is unset.
+// weight decay. A second test runs the update in bfloat16 and float16 (loss-scaled) with fp32 master weights
+// (ModelOptimizer.create(mixed)) against the same recipe in torch (run_mixed: backward per micro-batch in
+// the dtype, gradients added up and unscaled in fp32, clip and AdamW on fp32 masters, weights their
+// rounding), comparing the masters' changes within the dtype's noise; it fails when the oracle keeps no
+// masters, leaves the gradient scaled or keeps stale weights, not when it rounds the step's gradient sum to
+// the dtype once (MixedPrecisionTest checks the fp32 sum). Tagged "hf"; skipped where DRMAS_HF_PYTHON is unset.
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertAll;
@@ -68,6 +73,11 @@ class PpoOracleTest {
     record Case(String name, LossConfig loss, double temperature, double entropyCoef, double gradClip, double constant,
                 int miniBatch, int microBatch, boolean fused, boolean tied, AdamW.Settings optim, boolean clipActive,
                 boolean bothSides, boolean dual) {
+        Case named(String other) {
+            return new Case(other, loss, temperature, entropyCoef, gradClip, constant, miniBatch, microBatch, fused, tied, optim,
+                    clipActive, bothSides, dual);
+        }
+
         PpoUpdater.Settings settings() {
             return new PpoUpdater.Settings(EPOCHS, miniBatch, microBatch, temperature, entropyCoef, gradClip, loss, constant,
                     false, false, 0, fused, 0);
@@ -118,19 +128,7 @@ class PpoOracleTest {
     void oneUpdateMatchesTransformersWithVerlsFormulas() throws Exception {
         HfPython python = HfPython.require();
         List<PpoUpdater.Row> rows = rows();
-        Map<Boolean, Path[]> folders = new LinkedHashMap<>();  // tied → {initial, reference}
-        for (boolean tied : new boolean[] {false, true}) {
-            Path init = dir.resolve(tied ? "init_tied" : "init"), ref = dir.resolve(tied ? "ref_tied" : "ref");
-            ModelConfig cfg = ModelConfig.tiny(Family.QWEN3, VOCAB).withTiedEmbeddings(tied);
-            try (CausalLm m = CausalLm.random(cfg, 7)) {
-                spread(m, 11, 0.15, 0.3, false);  // away from the near-uniform init: peaked, unequal log-probs
-                m.save(init);
-                spread(m, 12, 0.05, 0.05, true);  // the reference: near the policy, not at it, so the KL is not 0
-                m.save(ref);
-            }
-            folders.put(tied, new Path[] {init, ref});
-        }
-
+        Map<Boolean, Path[]> folders = folders();
         Map<String, Map<String, float[]>> before = new LinkedHashMap<>(), after = new LinkedHashMap<>();
         Map<String, PpoUpdater.Stats> stats = new LinkedHashMap<>();
         Map<String, Double> lastLr = new LinkedHashMap<>();
@@ -151,28 +149,7 @@ class PpoOracleTest {
                 after.put(c.name(), PpoUpdaterTest.snapshot(m));
                 lastLr.put(c.name(), o.lastLr());
             }
-            ObjectNode n = caseList.addObject();
-            n.put("name", c.name());
-            n.put("init", f[0].toString());
-            n.put("ref", f[1].toString());
-            n.put("temperature", c.temperature());
-            n.put("entropy_coef", c.entropyCoef());
-            n.put("grad_clip", c.gradClip());
-            n.put("clip_low", c.loss().clipLow());
-            n.put("clip_high", c.loss().clipHigh());
-            n.put("dual_clip", c.loss().dualClip());
-            n.put("kl_type", c.loss().kl().configName());
-            n.put("kl_coef", c.loss().klCoef());
-            n.put("loss_agg", c.loss().aggregation().configName());
-            n.put("constant", c.constant());
-            n.put("epochs", EPOCHS);
-            n.put("mini_batch", c.miniBatch());
-            n.put("lr", c.optim().lr());
-            n.put("beta1", c.optim().beta1());
-            n.put("beta2", c.optim().beta2());
-            n.put("eps", c.optim().eps());
-            n.put("weight_decay", c.optim().weightDecay());
-            n.put("warmup_steps", c.optim().warmupSteps());
+            putCase(caseList, c, f, "float32", 0);
         }
 
         Path out = python.run("ppo_oracle.py", manifest, dir.resolve("oracle"));
@@ -249,6 +226,230 @@ class PpoOracleTest {
         } finally {
             System.out.println("PpoOracleTest:" + summary);
         }
+    }
+
+    /** The initial and reference folders, untied and tied: tied → {initial, reference}. */
+    Map<Boolean, Path[]> folders() throws java.io.IOException {
+        Map<Boolean, Path[]> folders = new LinkedHashMap<>();
+        for (boolean tied : new boolean[] {false, true}) {
+            Path init = dir.resolve(tied ? "init_tied" : "init"), ref = dir.resolve(tied ? "ref_tied" : "ref");
+            ModelConfig cfg = ModelConfig.tiny(Family.QWEN3, VOCAB).withTiedEmbeddings(tied);
+            try (CausalLm m = CausalLm.random(cfg, 7)) {
+                spread(m, 11, 0.15, 0.3, false);  // away from the near-uniform init: peaked, unequal log-probs
+                m.save(init);
+                spread(m, 12, 0.05, 0.05, true);  // the reference: near the policy, not at it, so the KL is not 0
+                m.save(ref);
+            }
+            folders.put(tied, new Path[] {init, ref});
+        }
+
+        return folders;
+    }
+
+    /**
+     * A case in a reduced dtype with fp32 masters (models.id.dtype bfloat16 or float16, master_dtype float32:
+     * ModelOptimizer.create(mixed)); float16 with a fixed loss scale.
+     */
+    record Mixed(Case c, ScalarType dtype, double lossScale) {
+        String dtypeName() {
+            return dtype == ScalarType.Half ? "float16" : "bfloat16";
+        }
+    }
+
+    /**
+     * The mixed-precision cases keep every token inside the clip bounds (a small lr, wide bounds: the oracle
+     * counts none clipped, and the test checks it): in a reduced dtype the two sides' log-probs differ by its
+     * rounding, and a token that one side clips and the other not changes whole rows of the embedding's
+     * gradient. The clip itself is the float32 cases' to check.
+     */
+    static List<Mixed> mixedCases() {
+        LossConfig base = LossConfig.defaults().withClip(0.3, 0.4).withDualClip(3);
+        return List.of(
+                new Mixed(new Case("bf16_token_mean_k3_entropy_micro2", base.withKl(KlEstimator.K3, 0.3), 1.0, 0.02, 3.0, 1,
+                        6, 2, false, false, adam(0.0003), true, false, false), ScalarType.BFloat16, 0),
+                new Mixed(new Case("bf16_seq_mean_token_mean_fused_tied_t07_micro3", base.withAggregation(LossAggregation.SEQ_MEAN_TOKEN_MEAN),
+                        0.7, 0, 0, 1, 6, 3, true, true, adam(0.0003), false, false, false), ScalarType.BFloat16, 0),
+                new Mixed(new Case("fp16_seq_mean_token_sum_norm_two_mini_batches_scaled", base
+                        .withAggregation(LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM).withKl(KlEstimator.K2, 0.5), 1.0, 0, 0, 2, 3, 2,
+                        false, false, adam(0.0001), false, false, false), ScalarType.Half, 1024),
+                new Mixed(new Case("fp16_token_mean_fused_tied_entropy_scaled", base, 1.3, 0.05, 5.0, 1, 6, 2, true, true,
+                        adam(0.0003), true, false, false), ScalarType.Half, 1024));
+    }
+
+    /**
+     * |Δ drmas − Δ hf| of the masters ≤ atol + rtol·|Δ hf|. Both sides compute forward and backward in the
+     * reduced dtype with different kernels and orders, so gradients differ by a few of its roundings; AdamW
+     * turns that into a share of each step (eps 1e-2: a step grows with |g|). What the test must see is an
+     * update of the masters by the fp32 sum of unscaled gradients: a step applied to the rounded weights, a
+     * gradient left scaled, or masters not kept are off by whole steps.
+     */
+    static double masterAtol(ScalarType dtype) {
+        return dtype == ScalarType.BFloat16 ? 2.5e-4 : 4e-5;
+    }
+
+    static final double MASTER_RTOL = 0.1;
+
+    /**
+     * ‖Δ drmas − Δ hf‖ ≤ this · ‖Δ hf‖ for each tensor's masters: the whole update's agreement, which the
+     * few elements that rounding moves most (small gradients that cancel) hardly change. bfloat16 keeps 8
+     * significant bits, float16 11.
+     */
+    static double masterNormRtol(ScalarType dtype) {
+        return dtype == ScalarType.BFloat16 ? 0.1 : 0.02;
+    }
+
+    @Test
+    void aMixedPrecisionUpdateMatchesTransformersWithFp32Masters() throws Exception {
+        HfPython python = HfPython.require();
+        List<PpoUpdater.Row> rows = rows();
+        Map<Boolean, Path[]> folders = folders();
+        Map<String, Map<String, float[]>> before = new LinkedHashMap<>(), after = new LinkedHashMap<>(), weights = new LinkedHashMap<>();
+        Map<String, PpoUpdater.Stats> stats = new LinkedHashMap<>();
+        ObjectNode manifest = JSON.createObjectNode();
+        ArrayNode rowList = manifest.putArray("rows");
+        for (PpoUpdater.Row r : rows) {
+            ObjectNode n = rowList.addObject();
+            n.set("prompt", JSON.valueToTree(r.promptIds()));
+            n.set("response", JSON.valueToTree(r.responseIds()));
+            n.put("advantage", (double) r.advantage());
+        }
+        ArrayNode caseList = manifest.putArray("cases");
+        Device cpu = new Device("cpu");
+        for (Mixed mc : mixedCases()) {
+            Case c = mc.c();
+            Path[] f = folders.get(c.tied());
+            try (CausalLm m = CausalLm.load(f[0], mc.dtype(), cpu); CausalLm ref = CausalLm.load(f[1], mc.dtype(), cpu);
+                 ModelOptimizer o = ModelOptimizer.create(m.parameters(), c.optim(), true)) {
+                if (mc.lossScale() > 0) o.useLossScaler(LossScaler.fixed(mc.lossScale()));
+                before.put(c.name(), floats(o.masterWeights()));
+                stats.put(c.name(), new PpoUpdater(m, o, c.loss().usesReference() ? ref : null, c.settings()).update(rows, 3));
+                after.put(c.name(), floats(o.masterWeights()));
+                weights.put(c.name(), floats(m.parameters()));
+            }
+            putCase(caseList, c, f, mc.dtypeName(), mc.lossScale());
+        }
+
+        Path out = python.run("ppo_oracle.py", manifest, dir.resolve("oracle"));
+        JsonNode report = JSON.readTree(out.resolve("report.json").toFile());
+        List<Executable> checks = new ArrayList<>();
+        StringBuilder summary = new StringBuilder();
+        for (Mixed mc : mixedCases()) {
+            Case c = mc.c();
+            checks.add(() -> {
+                JsonNode hf = report.path("cases").path(c.name());
+                PpoUpdater.Stats st = stats.get(c.name());
+                String what = c.name() + " (transformers " + report.path("transformers").asText() + ", torch "
+                        + report.path("torch").asText() + ")";
+                JsonNode sides = hf.path("sides");
+                assertEquals(0, sides.path("clipped_high").asInt() + sides.path("clipped_low").asInt() + sides.path("dual_clipped").asInt(),
+                        what + ": no token at a clip bound (mixedCases), " + sides);
+                assertEquals(c.clipActive(), c.gradClip() > 0 && hf.path("grad_norms").get(0).asDouble() > c.gradClip(),
+                        what + ": grad clip active at the first step, norms " + hf.path("grad_norms"));
+                assertEquals(c.tied(), hf.path("tied").asBoolean(), what + ": tied embeddings in transformers");
+                assertEquals(hf.path("steps").asInt(), st.optimizerSteps(), what + ": optimiser steps");
+                assertEquals(0, st.skippedSteps(), what + ": skipped steps");
+                assertEquals(hf.path("tokens").asLong(), st.tokens(), what + ": response tokens");
+                Tolerance.assertClose(what + ": grad norm mean, max", new double[] {st.gradNormMean(), st.gradNormMax()},
+                        new double[] {hf.path("grad_norm_mean").asDouble(), hf.path("grad_norm_max").asDouble()}, 1e-3, 0.05);
+                Tolerance.assertClose(what + ": pg_loss, kl_loss, entropy", new double[] {st.pgLoss(), st.klLoss(), st.entropy()},
+                        new double[] {hf.path("pg_loss").asDouble(), hf.path("kl_loss").asDouble(), hf.path("entropy").asDouble()},
+                        2e-3, 0.05);
+                double worst = 0, largest = 0, used = 0;
+                double[] worstRel = {0};
+                try (SafeTensors w = SafeTensors.open(out.resolve(c.name() + ".masters.safetensors"))) {
+                    assertEquals(after.get(c.name()).keySet(), w.tensors().keySet(), what + ": the parameters");
+                    for (Map.Entry<String, float[]> e : after.get(c.name()).entrySet()) {
+                        float[] m0 = before.get(c.name()).get(e.getKey()), mine = e.getValue(), theirs;
+                        try (PointerScope scope = new PointerScope()) {
+                            theirs = Tensors.toFloats(w.get(e.getKey(), ScalarType.Float, new Device("cpu")));
+                        }
+                        double[] dm = new double[m0.length], dt = new double[m0.length];
+                        for (int i = 0; i < m0.length; i++) {
+                            dm[i] = (double) mine[i] - m0[i];
+                            dt[i] = (double) theirs[i] - m0[i];
+                            worst = Math.max(worst, Math.abs(dm[i] - dt[i]));
+                            used = Math.max(used, Math.abs(dm[i] - dt[i]) / (masterAtol(mc.dtype()) + MASTER_RTOL * Math.abs(dt[i])));
+                            largest = Math.max(largest, Math.abs(dt[i]));
+                        }
+                        double dd = 0, tt = 0;
+                        for (int i = 0; i < m0.length; i++) {
+                            dd += (dm[i] - dt[i]) * (dm[i] - dt[i]);
+                            tt += dt[i] * dt[i];
+                        }
+                        double rel = Math.sqrt(dd / tt);
+                        worstRel[0] = Math.max(worstRel[0], rel);
+                        assertTrue(rel <= masterNormRtol(mc.dtype()), what + ": the change of master " + e.getKey() + ": ‖Δ drmas − Δ hf‖ is "
+                                + rel + " of ‖Δ hf‖ (at most " + masterNormRtol(mc.dtype()) + ")");
+                        Tolerance.assertClose(what + ": the change of master " + e.getKey(), dm, dt, masterAtol(mc.dtype()), MASTER_RTOL);
+                        // drmas's weights are its masters rounded to the dtype
+                        float[] w1 = weights.get(c.name()).get(e.getKey());
+                        for (int i = 0; i < mine.length; i++) {
+                            float r = roundTo(mine[i], mc.dtype());
+                            if (Float.floatToIntBits(r) != Float.floatToIntBits(w1[i])) {
+                                throw new AssertionError(what + ": weight " + e.getKey() + "[" + i + "] " + w1[i] + " is not its master "
+                                        + mine[i] + " rounded (" + r + ")");
+                            }
+                        }
+                    }
+                }
+                synchronized (summary) {
+                    summary.append(String.format("%n  %-52s steps %d, norms %s (hf) vs mean %.4g max %.4g, largest master change %.3g, "
+                                    + "largest |Δ drmas − Δ hf| %.3g (%.0f%% of its tolerance), largest ‖Δ drmas − Δ hf‖ / ‖Δ hf‖ of a "
+                                    + "tensor %.3g", c.name(), hf.path("steps").asInt(),
+                            hf.path("grad_norms"), st.gradNormMean(), st.gradNormMax(), largest, worst, 100 * used, worstRel[0]));
+                }
+            });
+        }
+        try {
+            assertAll("drmas's mixed-precision PPO update vs transformers with fp32 masters", checks);
+        } finally {
+            System.out.println("PpoOracleTest (mixed precision):" + summary);
+        }
+    }
+
+    /** Each tensor as float32 values. */
+    static Map<String, float[]> floats(Map<String, Tensor> tensors) {
+        Map<String, float[]> out = new LinkedHashMap<>();
+        try (PointerScope scope = new PointerScope()) {
+            tensors.forEach((k, t) -> out.put(k, Tensors.toFloats(t.to(ScalarType.Float))));
+        }
+        return out;
+    }
+
+    /** {@code x} rounded to {@code dtype} (round to nearest even, as LibTorch's conversion), back in float32. */
+    static float roundTo(float x, ScalarType dtype) {
+        try (PointerScope scope = new PointerScope()) {
+            return Tensors.toFloats(Tensors.floats(new float[] {x}).to(dtype).to(ScalarType.Float))[0];
+        }
+    }
+
+    /** The oracle's settings of case {@code c} from folders {@code f} (initial, reference), in {@code dtype} with loss scale {@code scale} (0: none). */
+    static void putCase(ArrayNode caseList, Case c, Path[] f, String dtype, double scale) {
+        ObjectNode n = caseList.addObject();
+        n.put("name", c.name());
+        n.put("init", f[0].toString());
+        n.put("ref", f[1].toString());
+        n.put("dtype", dtype);
+        n.put("loss_scale", scale);
+        n.put("micro_batch", c.microBatch());
+        n.put("temperature", c.temperature());
+        n.put("entropy_coef", c.entropyCoef());
+        n.put("grad_clip", c.gradClip());
+        n.put("clip_low", c.loss().clipLow());
+        n.put("clip_high", c.loss().clipHigh());
+        n.put("dual_clip", c.loss().dualClip());
+        n.put("kl_type", c.loss().kl().configName());
+        n.put("kl_coef", c.loss().klCoef());
+        n.put("loss_agg", c.loss().aggregation().configName());
+        n.put("constant", c.constant());
+        n.put("epochs", EPOCHS);
+        n.put("mini_batch", c.miniBatch());
+        n.put("lr", c.optim().lr());
+        n.put("beta1", c.optim().beta1());
+        n.put("beta2", c.optim().beta2());
+        n.put("eps", c.optim().eps());
+        n.put("weight_decay", c.optim().weightDecay());
+        n.put("warmup_steps", c.optim().warmupSteps());
     }
 
     /** Six rows of random ids (seeded) of the lengths above. */

@@ -8,7 +8,8 @@
 # updated parameters, HF names, one entry per distinct tensor: a tied LM head is embed_tokens.weight) and an
 # entry of OUTDIR/report.json: the step's metrics as drmas reports them, each optimiser step's gradient norm
 # and lr, and the counts of tokens clipped on each side, so the test can check that the case exercises what
-# it claims to.
+# it claims to. A case in bfloat16 or float16 (its "dtype") runs run_mixed: fp32 master weights, micro-batch
+# gradients added up in fp32, a loss scale for float16; it writes the masters too (<name>.masters.safetensors).
 #
 # Where drmas deliberately differs from verl (README, the `ppo` and `models.optim` rows), this follows drmas's
 # documented semantics, and says so at each place ("drmas:" comments):
@@ -32,9 +33,12 @@ with open(manifest) as f:
 rows = spec["rows"]
 
 
-def load(d):
-    # eager attention in float32: the plainest arithmetic transformers has
-    return AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager", dtype=torch.float32)
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def load(d, dtype="float32"):
+    # eager attention: the plainest arithmetic transformers has
+    return AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager", dtype=DTYPES[dtype])
 
 
 def response_logits(model, row, temperature):
@@ -192,10 +196,117 @@ def run(c):
             == model.get_input_embeddings().weight.data_ptr()}
 
 
+def agg_share(loss_mat, mask, mode, constant, mini_tokens, mini_rows):
+    """A micro-batch's share of agg_loss over its mini-batch (drmas aggregates over the whole mini-batch, so
+    each micro-batch's backward carries its rows' part with the mini-batch's normaliser): the shares add up
+    to agg_loss of the mini-batch."""
+    if mode == "token-mean":
+        return (loss_mat * mask).sum() / mini_tokens
+    seq = (loss_mat * mask).sum(-1)
+    if mode == "seq-mean-token-sum":
+        return seq.sum() / mini_rows
+    if mode == "seq-mean-token-mean":
+        return (seq / mask.sum(-1)).sum() / mini_rows
+    if mode == "seq-mean-token-sum-norm":
+        return seq.sum() / (constant * mini_rows)
+    raise ValueError(mode)
+
+
+def run_mixed(c):
+    """The same update for a model in bfloat16 or float16 with fp32 master weights, as mixed-precision
+    training does it (Megatron's and DeepSpeed's optimisers, FSDP's MixedPrecision with fp32 params): forward
+    and backward in the model's dtype, one backward per micro-batch (c["micro_batch"] rows) whose gradient is
+    added up in fp32, unscaled there by the loss scale (float16: loss × S in the backward, as torch.amp's
+    GradScaler with a fixed S), clip_grad_norm_ on the fp32 sum, AdamW on the fp32 masters, and the weights
+    set to the masters rounded to the dtype. The masters start as the loaded weights (already rounded)."""
+    dt = DTYPES[c["dtype"]]
+    model = load(c["init"], c["dtype"])
+    model.train()
+    ref = load(c["ref"], c["dtype"]).eval() if c["kl_type"] != "none" else None
+    T, S = c["temperature"], (c["loss_scale"] if c["loss_scale"] > 0 else 1.0)
+    lengths = [len(r["response"]) for r in rows]
+    with torch.no_grad():
+        old_all = log_probs_and_entropy(model, rows, T, False)[0]
+        ref_all = log_probs_and_entropy(ref, rows, T, False)[0] if ref is not None else None
+    params = [p for p in model.parameters() if p.requires_grad]
+    masters = [p.detach().float().clone() for p in params]
+    opt = torch.optim.AdamW(masters, lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=c["eps"],
+                            weight_decay=c["weight_decay"], foreach=False)
+    W = c["warmup_steps"]
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: (i + 1) / W if W > 0 and i < W else 1.0)
+    max_norm = c["grad_clip"] if c["grad_clip"] > 0 else math.inf
+    sums = {"tokens": 0, "clipped": 0, "lower": 0, "ppo_kl": 0.0, "kl": 0.0, "entropy": 0.0}
+    sides = {"clipped_high": 0, "clipped_low": 0, "dual_clipped": 0}
+    pg_losses, kl_losses, norms, lrs = [], [], [], []
+    n, mb, micro = len(rows), c["mini_batch"], c["micro_batch"]
+    for epoch in range(c["epochs"]):
+        for start in range(0, n, mb):
+            mini = list(range(start, min(n, start + mb)))
+            mini_tokens, mini_rows = sum(lengths[i] for i in mini), len(mini)
+            acc = [torch.zeros_like(m) for m in masters]
+            pg_loss_sum, kl_loss_sum = 0.0, 0.0
+            for ms in range(0, len(mini), micro):
+                idx = mini[ms:ms + micro]
+                batch = [rows[i] for i in idx]
+                lens = [lengths[i] for i in idx]
+                lps, ents = log_probs_and_entropy(model, batch, T, True)
+                logp, mask = padded(lps, lens)
+                old, _ = padded([old_all[i] for i in idx], lens)
+                adv = torch.tensor([rows[i]["advantage"] for i in idx], dtype=torch.float32)[:, None].expand_as(logp)
+                pg, clipped, lower, ppo_kl, s = policy_loss(old, logp, adv, mask, c)
+                pg_share = agg_share(pg, mask, c["loss_agg"], c["constant"], mini_tokens, mini_rows)
+                loss = pg_share
+                pg_loss_sum += pg_share.item()
+                if ref is not None:
+                    refp, _ = padded([ref_all[i] for i in idx], lens)
+                    kld = kl_penalty(logp, refp, c["kl_type"])
+                    kl_share = agg_share(kld, mask, c["loss_agg"], c["constant"], mini_tokens, mini_rows)
+                    loss = loss + c["kl_coef"] * kl_share
+                    kl_loss_sum += kl_share.item()
+                    sums["kl"] += (kld.detach() * mask).sum().item()
+                ent, _ = padded(ents, lens)
+                if c["entropy_coef"] > 0:
+                    loss = loss - c["entropy_coef"] * (ent * mask).sum() / mini_tokens
+                for p in params:
+                    p.grad = None
+                (loss * S).backward()
+                for a, p in zip(acc, params):
+                    a += p.grad.float() / S  # unscaled in fp32, as the gradient goes into the fp32 sum
+                sums["tokens"] += int(mask.sum().item())
+                sums["clipped"] += clipped
+                sums["lower"] += lower
+                sums["ppo_kl"] += ppo_kl
+                sums["entropy"] += (ent.detach() * mask).sum().item()
+                for k in sides:
+                    sides[k] += s[k]
+            for m, a in zip(masters, acc):
+                m.grad = a
+            norm = torch.nn.utils.clip_grad_norm_(masters, max_norm=max_norm)
+            lrs.append(opt.param_groups[0]["lr"])
+            opt.step()
+            sched.step()
+            with torch.no_grad():
+                for p, m in zip(params, masters):
+                    p.copy_(m.to(dt))
+            norms.append(norm.item())
+            pg_losses.append(pg_loss_sum)
+            kl_losses.append(kl_loss_sum)
+    tok = sums["tokens"]
+    names = [name for name, p in model.named_parameters() if p.requires_grad]
+    save_file({name: m.contiguous() for name, m in zip(names, masters)}, os.path.join(out, c["name"] + ".masters.safetensors"))
+    save_file({name: p.detach().contiguous() for name, p in zip(names, params)}, os.path.join(out, c["name"] + ".safetensors"))
+    return {"pg_loss": sum(pg_losses) / len(pg_losses), "kl_loss": sum(kl_losses) / len(kl_losses),
+            "clipfrac": sums["clipped"] / tok, "clipfrac_lower": sums["lower"] / tok, "ppo_kl": sums["ppo_kl"] / tok,
+            "kl": sums["kl"] / tok, "entropy": sums["entropy"] / tok, "grad_norm_mean": sum(norms) / len(norms),
+            "grad_norm_max": max(norms), "grad_norms": norms, "lrs": lrs, "steps": len(norms), "tokens": tok,
+            "sides": sides, "tied": model.get_output_embeddings().weight.data_ptr()
+            == model.get_input_embeddings().weight.data_ptr()}
+
+
 os.makedirs(out, exist_ok=True)
 import transformers
 report = {"transformers": transformers.__version__, "torch": torch.__version__, "cases": {}}
 for c in spec["cases"]:
-    report["cases"][c["name"]] = run(c)
+    report["cases"][c["name"]] = run(c) if c.get("dtype", "float32") == "float32" else run_mixed(c)
 with open(os.path.join(out, "report.json"), "w") as f:
     json.dump(report, f, indent=1)
