@@ -6,7 +6,11 @@
 // transformers' for prompts of 1 to 232 tokens (256 positions), stopping at eos where it stops; and the
 // log-probs drmas records (greedy, and sampled at T = 0.7 and T = 1.3 with top-k and top-p) and the trainer's
 // recomputed old log-probs (TeacherForcing) must be log_softmax(HF logits / T) at the same tokens.
-// Tagged "hf"; skipped where DRMAS_HF_PYTHON is unset.
+// A second test runs two engine modes and sampling in bfloat16 and float16 against transformers in the same
+// dtype: picks and log-probs within the dtype's rounding, and drmas's log-probs no further from the float32
+// model's than 1.25 × transformers' (RMS). That bound catches a path less exact than transformers' by a
+// quarter (float16 keys and values through bfloat16 made transformers' error 2.2×), not smaller ones
+// (RMSNorm without its float32 upcast made it 1.12×). Tagged "hf"; skipped where DRMAS_HF_PYTHON is unset.
 package dev.drmas.rollout;
 
 import static org.junit.jupiter.api.Assertions.assertAll;
@@ -97,25 +101,46 @@ class HfGenerationOracleTest {
                float[] teacherForced) {
     }
 
+    /**
+     * The dtype both sides run in, and what separates a difference of arithmetic from a defect there:
+     * {@code tie}, how far below HF's best logit a greedy pick may be (or a sampled token outside HF's
+     * filters), and the log-probs' atol and rtol.
+     */
+    record Precision(ScalarType dtype, String name, double tie, double lpAtol, double lpRtol) {
+    }
+
+    static final Precision FLOAT32 = new Precision(ScalarType.Float, "float32", TIE, LP_ATOL, LP_RTOL);
+
     /** Everything one family's model produced, and the names of HF's cases for it. */
     static final class FamilyRun {
         final Family family;
         final Path folder;
         final List<Request> turn1, turn2;
+        final Precision precision;
         int eos;
         final List<Run> runs = new ArrayList<>();
         final Map<String, Generator.Stats> stats = new LinkedHashMap<>();
         final Map<String, Integer> batches = new LinkedHashMap<>();
 
-        FamilyRun(Family family, Path folder, List<Request> turn1, List<Request> turn2) {
+        FamilyRun(Family family, Path folder, List<Request> turn1, List<Request> turn2, Precision precision) {
             this.family = family;
             this.folder = folder;
             this.turn1 = turn1;
             this.turn2 = turn2;
+            this.precision = precision;
         }
 
         String generateCase(int[] prompt) {
-            return family + "/g/" + Arrays.hashCode(prompt) + "/" + prompt.length;
+            return family + "/" + precision.name() + "/g/" + Arrays.hashCode(prompt) + "/" + prompt.length;
+        }
+
+        /** The key of HF's score case of {@code seq} (prompt and response) for this family's model in its dtype. */
+        String scoreKey(int[] seq) {
+            return family + "/" + precision.name() + Arrays.toString(seq);
+        }
+
+        String what() {
+            return precision.dtype() == ScalarType.Float ? family.toString() : family + " in " + precision.name();
         }
     }
 
@@ -133,7 +158,7 @@ class HfGenerationOracleTest {
             assertEquals(POSITIONS, c.maxPositionEmbeddings(), f + ": the prompts below are sized for 256 positions");
             SplittableRandom rng = new SplittableRandom(seed);
             List<Request> turn1 = turn1(rng), turn2 = turn2(turn1, rng);
-            FamilyRun fr = new FamilyRun(f, dir.resolve(f.modelType()), turn1, turn2);
+            FamilyRun fr = new FamilyRun(f, dir.resolve(f.modelType()), turn1, turn2, FLOAT32);
             try (CausalLm m = CausalLm.random(c, seed); PointerScope scope = new PointerScope()) {
                 HfPython.perturb(m, seed, false);
                 m.save(fr.folder, ScalarType.Float, CausalLm.DEFAULT_SHARD_BYTES);
@@ -150,30 +175,7 @@ class HfGenerationOracleTest {
                 }
                 m.decodeNative(true);
             }
-            for (Request r : concat(turn1, turn2)) {
-                String name = fr.generateCase(r.promptIds());
-                if (generateNames.putIfAbsent(name, true) != null) continue;
-                ObjectNode g = generate.addObject();
-                g.put("name", name);
-                g.put("dir", fr.folder.toAbsolutePath().toString());
-                g.set("prompt", JSON.valueToTree(r.promptIds()));
-                g.put("max_new_tokens", NEW);
-                g.set("eos", JSON.valueToTree(new int[] {fr.eos}));
-            }
-            for (Run run : fr.runs) {
-                for (int i = 0; i < run.requests().size(); i++) {
-                    int[] seq = sequence(run.requests().get(i), run.got().get(i));
-                    String key = f + Arrays.toString(seq);
-                    if (scoreNames.containsKey(key)) continue;
-                    String name = f + "/s/" + scoreNames.size();
-                    scoreNames.put(key, name);
-                    ObjectNode s = score.addObject();
-                    s.put("name", name);
-                    s.put("dir", fr.folder.toAbsolutePath().toString());
-                    s.set("ids", JSON.valueToTree(seq));
-                    s.put("from", run.requests().get(i).promptIds().length);
-                }
-            }
+            addCases(fr, generate, score, scoreNames, generateNames);
             families.add(fr);
             seed += 10;
         }
@@ -199,6 +201,151 @@ class HfGenerationOracleTest {
                         + " (largest gap where they part %.3g; closest HF top-2 margin of any pick %.3g); largest |log-prob difference| recorded %.3g,"
                         + " teacher-forced %.3g%n", generate.size(), score.size(), versions, worst.greedyTokens, worst.ties,
                 worst.tieGap, worst.closest, worst.recorded, worst.teacherForced);
+    }
+
+    /**
+     * Generation in bfloat16 and float16 against transformers in the same dtype (the same float32 folder
+     * loaded in it by both): every greedy pick is HF's argmax after drmas's own tokens up to a tie of the
+     * dtype's rounding, sampled tokens are inside HF's filters up to it, and the recorded and recomputed
+     * log-probs are HF's within the dtype's noise. Two implementations of the same arithmetic in 8 or 11
+     * significant bits part more than in float32; a wrong dtype somewhere (a norm or rotary in the reduced
+     * dtype that HF keeps in float32, a cache stored or read in another) moves them further.
+     */
+    static final List<Precision> REDUCED = List.of(
+            new Precision(ScalarType.BFloat16, "bfloat16", 0.25, 0.15, 0.02),
+            new Precision(ScalarType.Half, "float16", 0.04, 0.03, 0.005));
+
+    /** How much further from the float32 model's log-probs drmas's may be than transformers' in the same dtype (RMS). */
+    static final double ACCURACY = 1.25;
+
+    @Test
+    void reducedPrecisionGenerationIsTransformersWithinTheDtypesRounding() throws Exception {
+        HfPython python = HfPython.require();
+        List<FamilyRun> runs = new ArrayList<>();
+        ObjectNode manifest = JSON.createObjectNode();
+        ArrayNode generate = manifest.putArray("generate"), score = manifest.putArray("score");
+        Map<String, String> scoreNames = new HashMap<>();
+        Map<String, Boolean> generateNames = new HashMap<>();
+        long seed = 211;
+        for (Precision pr : REDUCED) {
+            for (Family f : Family.values()) {
+                SplittableRandom rng = new SplittableRandom(seed);
+                List<Request> turn1 = turn1(rng), turn2 = turn2(turn1, rng);
+                FamilyRun fr = new FamilyRun(f, dir.resolve(pr.name()).resolve(f.modelType()), turn1, turn2, pr);
+                try (CausalLm m32 = CausalLm.random(ModelConfig.tiny(f, VOCAB), seed); PointerScope scope = new PointerScope()) {
+                    HfPython.perturb(m32, seed, false);
+                    m32.save(fr.folder, ScalarType.Float, CausalLm.DEFAULT_SHARD_BYTES);
+                }
+                try (CausalLm m = CausalLm.load(fr.folder, pr.dtype(), new Device("cpu")); PointerScope scope = new PointerScope()) {
+                    assertEquals(pr.dtype(), m.dtype());
+                    fr.eos = chooseEos(m, turn1, turn2);
+                    long budget = 3L * POSITIONS;
+                    for (Mode mode : List.of(GREEDY_MODES.get(0), GREEDY_MODES.get(4))) {
+                        runTurns(fr, m, mode, budget, GenerationConfig.greedy(NEW, Set.of(fr.eos)), 0.0, "greedy, " + mode.name());
+                    }
+                    Sampled s = SAMPLED.get(1);
+                    runTurns(fr, m, GREEDY_MODES.get(0), budget, GenerationConfig.greedy(NEW, Set.of(fr.eos)).withSampling(s.params(), s.seed()),
+                            s.params().temperature(), s.name() + ", " + GREEDY_MODES.get(0).name());
+                    m.decodeNative(true);
+                }
+                addCases(fr, generate, score, scoreNames, generateNames);
+                // and each sequence's float32 logits: the truth both sides' roundings are measured against
+                for (Run run : fr.runs) {
+                    for (int i = 0; i < run.requests().size(); i++) {
+                        int[] seq = sequence(run.requests().get(i), run.got().get(i));
+                        String key = "float32 of " + fr.scoreKey(seq);
+                        if (scoreNames.containsKey(key)) continue;
+                        String name = fr.family + "/" + pr.name() + "/ref/" + scoreNames.size();
+                        scoreNames.put(key, name);
+                        ObjectNode sc = score.addObject();
+                        sc.put("name", name);
+                        sc.put("dir", fr.folder.toAbsolutePath().toString());
+                        sc.put("dtype", "float32");
+                        sc.set("ids", JSON.valueToTree(seq));
+                        sc.put("from", run.requests().get(i).promptIds().length);
+                    }
+                }
+                runs.add(fr);
+                seed += 10;
+            }
+        }
+        Path out = python.run("/dev/drmas/rollout/hf/generate_oracle.py", manifest, dir.resolve("hf"));
+        JsonNode report = JSON.readTree(out.resolve("report.json").toFile());
+        String versions = "transformers " + report.path("transformers").asText() + ", torch " + report.path("torch").asText();
+        Map<String, float[]> scores = new HashMap<>();
+        try (SafeTensors st = SafeTensors.open(out.resolve("scores.safetensors")); PointerScope scope = new PointerScope()) {
+            for (String name : scoreNames.values()) scores.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
+        }
+        List<Executable> checks = new ArrayList<>();
+        Map<String, Worst> worst = new LinkedHashMap<>();
+        for (Precision pr : REDUCED) worst.put(pr.name(), new Worst());
+        for (FamilyRun fr : runs) {
+            for (Run run : fr.runs) checks.add(() -> check(fr, run, report.get("generate"), scores, scoreNames, worst.get(fr.precision.name())));
+        }
+        // as accurate as transformers in the same dtype: the RMS of drmas's log-probs' error against the float32 model's is
+        // at most ACCURACY × transformers' (a part of the arithmetic done in the reduced dtype where HF keeps float32, or
+        // with fewer bits, shows here first: the per-token bounds above must leave room for the roundings' spread)
+        Map<String, double[]> err = new LinkedHashMap<>();  // dtype -> {Σ (drmas − fp32)², Σ (hf − fp32)², n}
+        for (FamilyRun fr : runs) {
+            double[] e = err.computeIfAbsent(fr.precision.name(), k -> new double[3]);
+            for (Run run : fr.runs) {
+                double t = run.temperature() == 0 ? 1.0 : run.temperature();
+                for (int i = 0; i < run.requests().size(); i++) {
+                    int[] seq = sequence(run.requests().get(i), run.got().get(i)), d = run.got().get(i).tokens();
+                    float[] hf = scores.get(scoreNames.get(fr.scoreKey(seq))), ref = scores.get(scoreNames.get("float32 of " + fr.scoreKey(seq)));
+                    for (int k = 0; k < d.length; k++) {
+                        double truth = logSoftmaxAt(ref, k, d[k], t);
+                        e[0] += Math.pow(run.got().get(i).logprobs()[k] - truth, 2);
+                        e[1] += Math.pow(logSoftmaxAt(hf, k, d[k], t) - truth, 2);
+                        e[2]++;
+                    }
+                }
+            }
+        }
+        err.forEach((name, e) -> checks.add(() -> {
+            double mine = Math.sqrt(e[0] / e[2]), theirs = Math.sqrt(e[1] / e[2]);
+            System.out.printf("HfGenerationOracleTest: %s: RMS error of the recorded log-probs against the float32 model's: drmas %.3g, "
+                    + "transformers %.3g (%.0f tokens)%n", name, mine, theirs, e[2]);
+            assertTrue(mine <= ACCURACY * theirs, name + ": drmas's log-probs are further from the float32 model's (RMS " + mine
+                    + ") than " + ACCURACY + " × transformers' in the same dtype (" + theirs + ")");
+        }));
+        try {
+            assertAll("drmas's generation in reduced precision against transformers' (" + versions + ")", checks);
+        } finally {
+            worst.forEach((name, w) -> System.out.printf("HfGenerationOracleTest: %s: greedy %d tokens, %d near-ties (largest gap where they "
+                            + "part %.3g); largest |log-prob difference| recorded %.3g, teacher-forced %.3g%n", name, w.greedyTokens, w.ties,
+                    w.tieGap, w.recorded, w.teacherForced));
+        }
+    }
+
+    /** HF's cases for what {@code fr}'s runs produced: a greedy generation per prompt, a forward per sequence. */
+    static void addCases(FamilyRun fr, ArrayNode generate, ArrayNode score, Map<String, String> scoreNames, Map<String, Boolean> generateNames) {
+        for (Request r : concat(fr.turn1, fr.turn2)) {
+            String name = fr.generateCase(r.promptIds());
+            if (generateNames.putIfAbsent(name, true) != null) continue;
+            ObjectNode g = generate.addObject();
+            g.put("name", name);
+            g.put("dir", fr.folder.toAbsolutePath().toString());
+            g.put("dtype", fr.precision.name());
+            g.set("prompt", JSON.valueToTree(r.promptIds()));
+            g.put("max_new_tokens", NEW);
+            g.set("eos", JSON.valueToTree(new int[] {fr.eos}));
+        }
+        for (Run run : fr.runs) {
+            for (int i = 0; i < run.requests().size(); i++) {
+                int[] seq = sequence(run.requests().get(i), run.got().get(i));
+                String key = fr.scoreKey(seq);
+                if (scoreNames.containsKey(key)) continue;
+                String name = fr.family + "/" + fr.precision.name() + "/s/" + scoreNames.size();
+                scoreNames.put(key, name);
+                ObjectNode s = score.addObject();
+                s.put("name", name);
+                s.put("dir", fr.folder.toAbsolutePath().toString());
+                s.put("dtype", fr.precision.name());
+                s.set("ids", JSON.valueToTree(seq));
+                s.put("from", run.requests().get(i).promptIds().length);
+            }
+        }
     }
 
     /** The largest differences seen, for the summary line. */
@@ -237,7 +384,8 @@ class HfGenerationOracleTest {
     /** One run's completions against HF's greedy tokens (greedy runs) and HF's log-probs (all runs). */
     static void check(FamilyRun fr, Run run, JsonNode hfGenerate, Map<String, float[]> scores, Map<String, String> scoreNames,
                       Worst worst) {
-        String where = fr.family + ", " + run.what();
+        String where = fr.what() + ", " + run.what();
+        Precision pr = fr.precision;
         List<String> failures = new ArrayList<>();
         List<Float> recorded = new ArrayList<>(), tf = new ArrayList<>();
         List<Double> reference = new ArrayList<>();
@@ -247,7 +395,7 @@ class HfGenerationOracleTest {
             Completion c = run.got().get(i);
             int[] d = c.tokens();
             String at = where + ", request " + i + " (prompt of " + req.promptIds().length + ")";
-            float[] hf = scores.get(scoreNames.get(fr.family + Arrays.toString(sequence(req, c))));
+            float[] hf = scores.get(scoreNames.get(fr.scoreKey(sequence(req, c))));
             // a response ends at eos, as finish reason STOP_TOKEN, or at the budget
             boolean eosEnd = d.length > 0 && d[d.length - 1] == fr.eos;
             if (eosEnd != (c.finishReason() == Completion.FinishReason.STOP_TOKEN)
@@ -268,7 +416,7 @@ class HfGenerationOracleTest {
                     }
                     System.out.printf("HfGenerationOracleTest: %s: token %d, drmas %d, transformers %d, HF's best logit − its logit of drmas's %.3g%n",
                             at, j, d[j], h[j], gap);
-                    if (!(gap <= TIE)) {
+                    if (!(gap <= pr.tie())) {
                         failures.add(at + ": token " + j + " is " + d[j] + ", transformers' " + h[j] + " (HF's logit of "
                                 + d[j] + " is " + gap + " below its best; drmas " + Arrays.toString(d) + ", transformers "
                                 + Arrays.toString(h) + ")");
@@ -283,7 +431,7 @@ class HfGenerationOracleTest {
                     synchronized (worst) {
                         worst.closest = Math.min(worst.closest, margin);
                     }
-                    if (!(gk <= TIE)) {
+                    if (!(gk <= pr.tie())) {
                         failures.add(at + ": token " + k + " = " + d[k] + " is not the greedy pick: HF's logit of it is "
                                 + gk + " below its best after the same tokens");
                         break;
@@ -294,7 +442,7 @@ class HfGenerationOracleTest {
                 }
             } else {
                 for (int k = 0; k < d.length; k++) {
-                    String bad = outsideFilter(hf, k, d[k], run.params());
+                    String bad = outsideFilter(hf, k, d[k], run.params(), pr.tie());
                     if (bad != null) failures.add(at + ": sampled token " + k + " = " + d[k] + " " + bad);
                 }
             }
@@ -317,12 +465,12 @@ class HfGenerationOracleTest {
                 () -> assertTrue(failures.isEmpty(), failures.size() + " findings:\n  "
                         + String.join("\n  ", failures.subList(0, Math.min(10, failures.size())))),
                 () -> Tolerance.assertClose(where + ": recorded log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(recorded), ref,
-                        LP_ATOL, LP_RTOL),
+                        pr.lpAtol(), pr.lpRtol()),
                 () -> {
                     if (run.teacherForced() == null) return;
                     assertEquals(scored, run.teacherForced().length, where + ": teacher-forced tokens");
                     Tolerance.assertClose(where + ": TeacherForcing log-probs vs log_softmax(HF logits / " + t(run) + ")", floats(tf), ref,
-                            LP_ATOL, LP_RTOL);
+                            pr.lpAtol(), pr.lpRtol());
                 });
     }
 
@@ -444,22 +592,22 @@ class HfGenerationOracleTest {
 
     /**
      * Null if {@code tok} is one HF's warpers keep at position k (temperature, top-k, then top-p over the
-     * top-k tokens' renormalised probabilities, as transformers orders them), within TIE; else why not.
+     * top-k tokens' renormalised probabilities, as transformers orders them), within {@code tie}; else why not.
      */
-    static String outsideFilter(float[] logits, int k, int tok, SamplingParams p) {
+    static String outsideFilter(float[] logits, int k, int tok, SamplingParams p, double tie) {
         double t = p.temperature(), mine = logits[k * VOCAB + tok] / t;
         double[] z = new double[VOCAB];
         for (int v = 0; v < VOCAB; v++) z[v] = logits[k * VOCAB + v] / t;
         double[] sorted = z.clone();
         Arrays.sort(sorted);
         double kth = p.topK() > 0 ? sorted[VOCAB - p.topK()] : Double.NEGATIVE_INFINITY;
-        if (mine < kth - TIE) return "is below HF's top-" + p.topK() + " (scaled logit " + mine + " < " + kth + ")";
+        if (mine < kth - tie) return "is below HF's top-" + p.topK() + " (scaled logit " + mine + " < " + kth + ")";
         double max = sorted[VOCAB - 1], total = 0, above = 0;
         for (double x : z) {
             if (x < kth) continue;
             double e = Math.exp(x - max);
             total += e;
-            if (x > mine + TIE) above += e;
+            if (x > mine + tie) above += e;
         }
         if (above / total >= p.topP() + 1e-6) return "is outside HF's top-p " + p.topP() + " nucleus (mass above it " + above / total + ")";
         return null;
