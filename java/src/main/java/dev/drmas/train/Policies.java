@@ -130,7 +130,8 @@ final class Policies implements AutoCloseable {
                         if (!Files.isDirectory(m)) {
                             // a `drmas sft` stopped while it swapped its weights and masters in (WarmStart.save) left the
                             // masters of the weights now in place aside: the new ones in master.tmp, the previous in
-                            // master.old; those that are the weights' are used where they are (every rank reads, none moves)
+                            // master.old. The run's own sft/ was repaired before (WarmStart.weights); another run's folder
+                            // (run.warm_start) is not changed: those that are the weights' are used where they are
                             for (String aside : List.of(Checkpoints.MASTER + ".tmp", Checkpoints.MASTER + ".old")) {
                                 Path left = m.getParent().resolveSibling(aside).resolve(id);
                                 if (!Files.isDirectory(left)) continue;
@@ -148,16 +149,22 @@ final class Policies implements AutoCloseable {
                             // the warm start's trained fp32 values, of which its weights are the rounding: the model's weights are
                             // their rounding to its own dtype, once (a float32 model takes them exactly; a bfloat16 one from float16
                             // files would round twice), and its masters, if it keeps them, start from them (finerWeights below)
+                            // (in the weight files' dtype the rounding is the files' values: read those, half the bytes)
                             WarmStart.requireMastersFit(id, m, warm);
                             warmMasters = m;
-                            try (dev.drmas.model.SafeTensors st = dev.drmas.model.SafeTensors.open(m)) {
-                                model = CausalLm.fromCheckpoint(dev.drmas.model.ModelConfig.read(warm.resolve("config.json")), st, dtype, device);
+                            if (holdsOther(warm, dtype)) {
+                                try (dev.drmas.model.SafeTensors st = dev.drmas.model.SafeTensors.open(m)) {
+                                    model = CausalLm.fromCheckpoint(dev.drmas.model.ModelConfig.read(warm.resolve("config.json")), st, dtype, device);
+                                }
+                            } else {
+                                model = CausalLm.load(warm, dtype, device);
                             }
                         } else {
                             model = CausalLm.load(warm, dtype, device);
                             // masters aside that do not fit (a write stopped midway, or another warm start's): they would have
-                            // mattered to a model that keeps masters or whose dtype is not the weight files'
-                            if (misfitAside != null && (spec.mixedPrecision() || holdsMore(warm, model))) {
+                            // mattered to a model that keeps masters or whose dtype is not the weight files', unless those
+                            // files are float32, as exact as masters
+                            if (misfitAside != null && !holdsOnly(warm, ScalarType.Float) && (spec.mixedPrecision() || holdsMore(warm, model))) {
                                 ps.notes.add("warning: models." + id + ": the warm start's fp32 master weights are not in " + m
                                         + "; " + misfitAside + ", where an interrupted `drmas sft` left masters, does not hold "
                                         + "those of its weights; the model starts from the weights' rounding (run `drmas sft` "
@@ -364,6 +371,19 @@ final class Policies implements AutoCloseable {
     }
 
     /** Whether the weight files in {@code dir} hold a parameter of {@code model} in another dtype than the model's. */
+    /** Whether some weight file in {@code dir} holds a tensor of another dtype than {@code dtype}. */
+    private static boolean holdsOther(Path dir, ScalarType dtype) {
+        try (dev.drmas.model.SafeTensors st = dev.drmas.model.SafeTensors.open(dir)) {
+            for (dev.drmas.model.SafeTensors.Info i : st.tensors().values()) if (i.dtype().scalarType() != dtype) return true;
+        }
+        return false;
+    }
+
+    /** Whether every tensor of the weight files in {@code dir} is of {@code dtype}. */
+    private static boolean holdsOnly(Path dir, ScalarType dtype) {
+        return !holdsOther(dir, dtype);
+    }
+
     private static boolean holdsMore(Path dir, CausalLm model) {
         // every dtype a file may hold (F32, BF16, F16) converts to fp32 exactly: the files' values are the masters' best start
         // whenever the model's dtype differs, which rounds them (or loses range: bfloat16 files of a float16 model)

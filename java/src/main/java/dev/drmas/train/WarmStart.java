@@ -192,7 +192,8 @@ final class WarmStart {
     /**
      * runDir/sft/models, where the warm start's weights are. A save stopped between its two renames
      * (models moved to models.old, models.tmp not yet renamed) is repaired first: models.old is the
-     * previous complete set.
+     * previous complete set. So are the masters of a save stopped between putting the previous ones aside
+     * and the new ones in place (repairMasters).
      */
     static Path weights(Path runDir) {
         Path sft = runDir.resolve("sft"), dir = sft.resolve("models"), old = sft.resolve("models.old");
@@ -203,7 +204,45 @@ final class WarmStart {
                 return Files.isDirectory(dir) ? dir : old;  // another rank repaired it first, or use it where it is
             }
         }
+        repairMasters(sft, dir);
         return dir;
+    }
+
+    /**
+     * A save stopped after it put the previous masters aside (sft/master.old) and before the new ones were in
+     * place (sft/master.tmp) left no sft/master, and the masters of the weights now in sft/models aside: the
+     * new ones once the new weights are in, else the previous ones. The aside folder whose masters are every
+     * one those of the weights beside it (mastersMisfit) is moved to sft/master, so that runs find it there;
+     * one that does not fit stays (Policies.open warns of it). The run folder's lock keeps `drmas sft` out
+     * while this runs; ranks that all try it are fine (the move is one rename, a later one fails and finds it done).
+     */
+    private static void repairMasters(Path sft, Path dir) {
+        Path master = sft.resolve(Checkpoints.MASTER);
+        if (Files.exists(master) || !Files.isDirectory(dir)) return;
+        for (String aside : List.of(Checkpoints.MASTER + ".tmp", Checkpoints.MASTER + ".old")) {
+            Path left = sft.resolve(aside);
+            if (!Files.isDirectory(left) || !allFit(left, dir)) continue;
+            try {
+                Files.move(left, master, StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException e) {
+                // another rank moved it first; else Policies.open finds it where it is
+            }
+            return;
+        }
+    }
+
+    /** Whether {@code masters} holds masters of at least one model, and each is those of that model's weights in {@code dir}. */
+    private static boolean allFit(Path masters, Path dir) {
+        try (java.util.stream.Stream<Path> s = Files.list(masters)) {
+            List<Path> ids = s.filter(Files::isDirectory).toList();
+            for (Path m : ids) {
+                Path w = dir.resolve(m.getFileName().toString());
+                if (!Files.isDirectory(w) || mastersMisfit(m, w) != null) return false;
+            }
+            return !ids.isEmpty();
+        } catch (IOException e) {
+            return false;
+        }
     }
 
     /**
@@ -259,8 +298,8 @@ final class WarmStart {
      * Refuses the fp32 masters {@code masters} (sft/master/id beside the warm start's weights) of model
      * {@code id} when they are not the masters of the warm start's weights {@code warm}: a tensor missing,
      * extra or of another shape or dtype, or one whose values do not round to the weights' (in the weight
-     * files' dtype): masters of another warm start, or weights replaced since. RL's first step would make
-     * the weights the rounding of those masters, another model than the warm start's.
+     * files' dtype): masters of another warm start, or weights replaced since. The model would start from
+     * those masters (its weights their rounding), another model than the warm start's.
      */
     static void requireMastersFit(String id, Path masters, Path warm) {
         String problem = mastersMisfit(masters, warm);
@@ -392,8 +431,9 @@ final class WarmStart {
      * Writes every model and its tokenizer into sft/models.tmp, syncs it, and swaps it in for sft/models;
      * with {@code withMasters}, then sft/master.tmp (writeMasters) in for sft/master. The previous masters
      * are moved aside before the weights are swapped, so that a stop at any point leaves sft/models whole
-     * beside its own masters or none (a run from it then starts its masters from the weights, as before
-     * masters were saved), never beside those of the previous warm start.
+     * beside its own masters, in sft/master or aside in master.tmp or master.old (where weights() puts them
+     * back, or Policies.open reads them, for another run's folder), never beside those of the previous warm
+     * start in sft/master.
      */
     private Path save(Path runDir, boolean withMasters) throws IOException {
         Path dir = weights(runDir);

@@ -6,7 +6,8 @@
 // has them exactly, a bfloat16 one from a float16 warm start rounds them once (not the float16
 // weights again). A warm start without masters still starts from its weights; masters that are not
 // those of the warm start's weights are refused, naming the folder. A warm start stopped anywhere in
-// its save gives a run one warm start's weights with their own masters (used where the save left them).
+// its save gives a run one warm start's weights with their own masters (put back in place in the run's own
+// folder, read where the save left them in another run's).
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -208,6 +209,13 @@ class SftMastersTest {
         assertTrue(e.getMessage().contains(masters.toString()) && e.getMessage().contains("no tensor " + dropped), e.getMessage());
     }
 
+    /** The folders and files under {@code dir}, relative, sorted. */
+    private static List<String> listing(Path dir) throws java.io.IOException {
+        try (var s = Files.walk(dir)) {
+            return s.map(p -> dir.relativize(p).toString()).sorted().toList();
+        }
+    }
+
     /** Rebuilds {@code sft} as a second warm start's save (WarmStart.save) left it when stopped: folder name -> contents. */
     private static void stateOf(Path sft, Map<String, Path> folders) throws Exception {
         Checkpoints.deleteTree(sft);
@@ -241,16 +249,32 @@ class SftMastersTest {
                 new State("B's masters in", Map.of("models", bw, "master", bm, "models.old", aw, "master.old", am), bm, null));
         for (State st : states) {
             stateOf(sft, st.folders());
+            if (st.folders().containsKey("models")) {
+                // another run from this folder (run.warm_start): the masters read where they are, the folder unchanged
+                List<String> before = listing(sft);
+                java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+                try (Trainer t = Trainer.open(config(tmp.resolve("other"), "models.policy.dtype=bfloat16", "run.warm_start=" + sft.resolve("models")),
+                        new java.io.PrintStream(log, true))) {
+                    assertMastersAre(st.masters().resolve("policy"), t.policiesForTest().get("policy"));
+                } catch (AssertionError | RuntimeException e) {
+                    throw new AssertionError(st.name() + ", from another run: " + e.getMessage(), e);
+                }
+                String out = log.toString();
+                if (st.note() == null) assertFalse(out.contains("interrupted `drmas sft`"), st.name() + ": " + out);
+                else assertTrue(out.contains(" but in " + sft.resolve(st.note()).resolve("policy") + ", where an interrupted `drmas sft` left them"),
+                        st.name() + ": " + out);
+                assertEquals(before, listing(sft), st.name() + ": another run's warm start is not changed");
+            }
+            // the run itself: its sft/ repaired (WarmStart.weights), the masters in place
             java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
             try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"), new java.io.PrintStream(log, true))) {
                 assertMastersAre(st.masters().resolve("policy"), t.policiesForTest().get("policy"));
             } catch (AssertionError | RuntimeException e) {
                 throw new AssertionError(st.name() + ": " + e.getMessage(), e);
             }
-            String out = log.toString();
-            if (st.note() == null) assertFalse(out.contains("interrupted `drmas sft`"), st.name() + ": " + out);
-            else assertTrue(out.contains(" but in " + sft.resolve(st.note()).resolve("policy") + ", where an interrupted `drmas sft` left them"),
-                    st.name() + ": " + out);
+            assertFalse(log.toString().contains("interrupted `drmas sft`"), st.name() + ": " + log);
+            assertTrue(Files.isDirectory(sft.resolve("master").resolve("policy")), st.name() + ": " + listing(sft));
+            if (st.note() != null) assertFalse(Files.exists(sft.resolve(st.note())), st.name() + ": moved in place: " + listing(sft));
         }
         // masters aside that are not those of the weights (A's weights, only B's masters aside): the weights' rounding, and a
         // warning where they would have mattered; a float32 run would have taken them exactly, a pure bfloat16 one not
@@ -271,6 +295,15 @@ class SftMastersTest {
             assertEquals(warns, out.contains(sft.resolve("master.tmp").resolve("policy") + ", where an interrupted `drmas sft` left masters, "
                     + "does not hold those of its weights"), c[0] + ": " + out);
         }
+        // float32 weights (a float32 warm start stopped over a bfloat16 one, whose masters stayed aside) are as exact as
+        // masters: nothing to warn of, and a mixed-precision run's masters start from those files
+        Path runC = sft(config(tmp.resolve("c"), "models.policy.dtype=float32"));
+        stateOf(sft, Map.of("models", runC.resolve("sft").resolve("models"), "master.old", am));
+        java.io.ByteArrayOutputStream quiet = new java.io.ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config(tmp.resolve("a"), "models.policy.dtype=bfloat16"), new java.io.PrintStream(quiet, true))) {
+            assertMastersAre(runC.resolve("sft").resolve("models").resolve("policy"), t.policiesForTest().get("policy"));
+        }
+        assertFalse(quiet.toString().contains("interrupted `drmas sft`"), quiet.toString());
         // a masters folder cut short (a write stopped midway): not those of the weights either
         stateOf(sft, Map.of("models", aw, "master.old", am));
         try (var files = Files.list(sft.resolve("master.old").resolve("policy"))) {
