@@ -1,7 +1,7 @@
 // HfLoadsDrmasCheckpointsTest.java — the direction HfReferenceTest does not cover: folders drmas saves
 // (its config.json, its safetensors, single and sharded with its index) opened by HF transformers itself
 // (load_drmas.py, run with the Python of DRMAS_HF_PYTHON), for every family, tied and untied embeddings,
-// the biases of each family, float32 and bfloat16 files, and transformers' own fixtures changed and saved
+// the biases of each family, float32, bfloat16 and float16 files, and transformers' own fixtures changed and saved
 // back by drmas (their config.json rewritten by drmas): transformers must load each as the class and
 // dtype config.json names, with no missing, unexpected or mismatched key and no warning, and compute the
 // logits drmas computes. Tagged "hf"; skipped where DRMAS_HF_PYTHON is unset.
@@ -76,9 +76,10 @@ class HfLoadsDrmasCheckpointsTest {
                 ll.numHeads(), ll.numKvHeads(), ll.headDim(), ll.rmsNormEps(), ll.ropeTheta(), RopeScaling.linear(4), VOCAB, true,
                 true, true, ll.maxPositionEmbeddings(), ll.torchDtype(), 1, List.of(2), Map.of()));
         shapes.forEach((name, c) -> {
-            for (ScalarType d : new ScalarType[] {ScalarType.Float, ScalarType.BFloat16}) {
+            for (ScalarType d : new ScalarType[] {ScalarType.Float, ScalarType.BFloat16, ScalarType.Half}) {
                 for (long shard : new long[] {CausalLm.DEFAULT_SHARD_BYTES, SMALL_SHARDS}) {
-                    String n = name + (d == ScalarType.Float ? "_f32" : "_bf16") + (shard == SMALL_SHARDS ? "_sharded" : "");
+                    if (d == ScalarType.Half && shard == SMALL_SHARDS) continue;  // (float16 files: the layout is bfloat16's)
+                    String n = name + "_" + suffix(d) + (shard == SMALL_SHARDS ? "_sharded" : "");
                     v.add(new Variant(n, c, null, d, shard));
                 }
             }
@@ -91,6 +92,15 @@ class HfLoadsDrmasCheckpointsTest {
             v.add(new Variant("hf_" + f + "_resaved_bf16_sharded", c, from, ScalarType.BFloat16, SMALL_SHARDS / 4));
         }
         return v;
+    }
+
+    static String suffix(ScalarType d) {
+        return d == ScalarType.Float ? "f32" : d == ScalarType.Half ? "f16" : "bf16";
+    }
+
+    /** The dtype transformers names for {@code d} (config.json's, which it loads the model in). */
+    static String dtypeName(ScalarType d) {
+        return d == ScalarType.Float ? "float32" : d == ScalarType.Half ? "float16" : "bfloat16";
     }
 
     /** Weights of drmas's own drawing, rounded to bfloat16 values (HfPython.perturb): a bf16 file holds exactly the float32 model. */
@@ -124,8 +134,7 @@ class HfLoadsDrmasCheckpointsTest {
         double[] worst = {0};
         for (Variant v : variants) {
             checks.add(() -> {
-                hf.assertLoadedCleanly(v.name(), v.config().family().architecture(),
-                        v.fileDtype() == ScalarType.Float ? "float32" : "bfloat16", v.config().tieWordEmbeddings());
+                hf.assertLoadedCleanly(v.name(), v.config().family().architecture(), dtypeName(v.fileDtype()), v.config().tieWordEmbeddings());
                 worst[0] = Math.max(worst[0], hf.assertLogits(v.name(), expected.get(v.name()), v.config().vocabSize(), ATOL, RTOL));
             });
         }

@@ -73,11 +73,6 @@ class PpoOracleTest {
     record Case(String name, LossConfig loss, double temperature, double entropyCoef, double gradClip, double constant,
                 int miniBatch, int microBatch, boolean fused, boolean tied, AdamW.Settings optim, boolean clipActive,
                 boolean bothSides, boolean dual) {
-        Case named(String other) {
-            return new Case(other, loss, temperature, entropyCoef, gradClip, constant, miniBatch, microBatch, fused, tied, optim,
-                    clipActive, bothSides, dual);
-        }
-
         PpoUpdater.Settings settings() {
             return new PpoUpdater.Settings(EPOCHS, miniBatch, microBatch, temperature, entropyCoef, gradClip, loss, constant,
                     false, false, 0, fused, 0);
@@ -282,6 +277,11 @@ class PpoOracleTest {
      * turns that into a share of each step (eps 1e-2: a step grows with |g|). What the test must see is an
      * update of the masters by the fp32 sum of unscaled gradients: a step applied to the rounded weights, a
      * gradient left scaled, or masters not kept are off by whole steps.
+     */
+    /**
+     * Per element: in bfloat16 the bound is about the largest change a master makes in these cases (lr 3e-4,
+     * two steps), so there the norm bound below is the check that counts; in float16 it is ~8× the largest
+     * difference measured.
      */
     static double masterAtol(ScalarType dtype) {
         return dtype == ScalarType.BFloat16 ? 2.5e-4 : 4e-5;

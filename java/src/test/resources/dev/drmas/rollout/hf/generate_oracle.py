@@ -3,7 +3,8 @@
 # padding nor drmas's batching is in question) and teacher-forced logits of given sequences. Run as
 #   python generate_oracle.py MANIFEST.json OUTDIR     (needs torch, transformers >= 5, safetensors)
 # MANIFEST.json: {"generate": [{"name", "dir", "dtype", "prompt": [ids], "max_new_tokens", "eos": [ids]}],
-#                 "score": [{"name", "dir", "dtype", "ids": [ids], "from": P}]} (dtype: float32, bfloat16 or float16).
+#                 "score": [{"name", "dir", "dtype", "ids": [ids], "from": P}]}
+# (dtype: float32, bfloat16 or float16, the folder's float32 weights loaded in it).
 # Writes OUTDIR/report.json ({"transformers", "torch", "generate": {name: [new token ids]}}) and
 # OUTDIR/scores.safetensors: per score case the logits (the model's dtype's values, as float32) [len(ids) - P, V] that predict ids[P:] from a
 # full forward (raw logits: the test divides by its temperature and takes log_softmax itself, in float64).
