@@ -43,6 +43,14 @@ public final class Tags {
          * without one after it costs a lookup, not a scan to the end of the text.
          */
         public String last(String text) {
+            return lastWhere(text, content -> true);
+        }
+
+        /**
+         * As {@link #last}, of the matches whose content {@code accept} takes: a tag with other content
+         * (an empty or stray one after the verdict) does not hide the one before it.
+         */
+        public String lastWhere(String text, java.util.function.Predicate<String> accept) {
             Matcher o = open.matcher(text), c = close.matcher(text);
             String last = null;
             // the first closing tag at or after `asked`: [start, end), or start -1 when there is none;
@@ -64,7 +72,8 @@ public final class Tags {
                     from = o.start() + 1;  // no closing tag follows: the regex tried the next index
                     continue;
                 }
-                last = text.substring(at, start);
+                String content = text.substring(at, start);
+                if (accept.test(content)) last = content;
                 from = end;
             }
             return last;

@@ -51,19 +51,23 @@ public final class MathReward {
     static final Tags.Tag VERIFY_TAG = Tags.Tag.of("<\\s*verify\\s*>", "<\\s*/\\s*verify\\s*>", Pattern.CASE_INSENSITIVE);
 
     /**
-     * The verdict of the last {@code <verify>...</verify>} tag: its content, trimmed and with case
-     * ignored, must be "approve" or "reject"; no tag, or a last tag with other content, is
-     * MALFORMED. The last tag wins because a model that changes its mind states the final
-     * verdict last.
+     * The verdict of the last {@code <verify>...</verify>} tag whose content, trimmed and with case
+     * ignored, is "approve" or "reject"; no such tag is MALFORMED. The last verdict wins because a
+     * model that changes its mind states the final verdict last; a tag with other content (an empty
+     * or stray one after the verdict) is passed over, as the search verifier's parser does
+     * (VerdictParser.lastTag), so that it cannot turn a stated rejection into malformed.
      */
     public static Verdict parseVerdict(String verifierText) {
         if (verifierText == null) return Verdict.MALFORMED;
-        String last = VERIFY_TAG.last(verifierText);
-        if (last == null) return Verdict.MALFORMED;
-        return switch (last.strip().toLowerCase(Locale.ROOT)) {
+        String last = VERIFY_TAG.lastWhere(verifierText, c -> verdictWord(c) != null);
+        return last == null ? Verdict.MALFORMED : verdictWord(last);
+    }
+
+    private static Verdict verdictWord(String content) {
+        return switch (content.strip().toLowerCase(Locale.ROOT)) {
             case "approve" -> Verdict.APPROVE;
             case "reject" -> Verdict.REJECT;
-            default -> Verdict.MALFORMED;
+            default -> null;
         };
     }
 }
