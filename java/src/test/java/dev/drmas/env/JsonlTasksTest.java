@@ -90,6 +90,8 @@ class JsonlTasksTest {
         "{\"q\": \"a\", \"a\": \"1\", \"id\": \" \"} | 1: field 'id' is empty",
         "{\"q\": \"a\", \"a\": \"1\", \"id\": \"\"}  | 1: field 'id' is empty",
         "\\n{\"q\": \"a\", \"a\": \"1\", \"id\": \"x\"}\\n{\"q\": \"b\", \"a\": \"2\", \"id\": \"x\"} | 3: id 'x' was already used on line 2 (a file of several benchmarks, each numbering its own ids, needs data.data_source_field: it scopes them)",
+        "{\"q\": \"a\", \"a\": \"1\", \"id\": 2}\\n{\"q\": \"b\", \"a\": \"2\"} | 2: line 2 has no id and is named by its line number, '2', which is also line 1's id: give every line an id, or none",
+        "{\"q\": \"a\", \"a\": \"1\"}\\n{\"q\": \"b\", \"a\": \"2\", \"id\": 1} | 2: line 1 has no id and is named by its line number, '1', which is also line 2's id: give every line an id, or none",
     })
     void badLinesNameFileLineAndField(String text, String expected) throws IOException {
         Path p = write(text.replace("\\n", "\n"));
@@ -133,7 +135,15 @@ class JsonlTasksTest {
     void notUtf8IsAnError() throws IOException {
         Path p = dir.resolve("latin1.jsonl");
         Files.write(p, new byte[] {'{', '"', 'q', '"', ':', '"', (byte) 0xE9, '"', '}', '\n'});
-        assertEquals(p + ": not UTF-8 text", assertThrows(TaskFileException.class, () -> JsonlTasks.read(p)).getMessage());
+        assertEquals(p + ":1: not UTF-8 text (byte 0xe9)", assertThrows(TaskFileException.class, () -> JsonlTasks.read(p)).getMessage());
+        // past the reader's look-ahead: the line is the bad byte's, not the last one handed out
+        StringBuilder good = new StringBuilder();
+        for (int i = 0; i < 3000; i++) good.append("{\"q\": \"question ").append(i).append(" é\", \"a\": \"1\"}\n");
+        byte[] head = good.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] all = java.util.Arrays.copyOf(head, head.length + 12);
+        System.arraycopy(new byte[] {'{', '"', 'q', '"', ':', '"', (byte) 0xFF, '"', '}', '\n', 'x', '\n'}, 0, all, head.length, 12);
+        Files.write(p, all);
+        assertEquals(p + ":3001: not UTF-8 text (byte 0xff)", assertThrows(TaskFileException.class, () -> JsonlTasks.read(p, "q", "a")).getMessage());
     }
     @Test
     void theBenchmarkFieldOnEveryLineOrNone() throws IOException {

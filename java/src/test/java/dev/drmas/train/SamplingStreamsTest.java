@@ -40,6 +40,10 @@ class SamplingStreamsTest {
                 + "sampler's random streams hold at most 64 (fewer rounds or turns)", check("orchestra.options.max_loops=40"));
         assertTrue(check("orchestra.name=search", "orchestra.options.max_turns=33")
                 .contains("workflow 'search' can take up to 66 agent turns"));
+        // values whose turn count would not fit an int: refused as too many, not wrapped to a negative count that passes
+        assertTrue(check("orchestra.options.max_loops=1073741825").contains("workflow 'math' can take up to 2147483647 agent turns"));
+        assertTrue(check("orchestra.name=search", "orchestra.options.max_turns=1073741824")
+                .contains("workflow 'search' can take up to 2147483647 agent turns"));
         assertTrue(check("rollout.tasks_per_step=70000", "rollout.rollouts_per_task=4")
                 .startsWith("rollout.tasks_per_step: × rollout.rollouts_per_task = 280000 trajectories a step"));
         RunConfig ok = RunConfig.parse("", List.of("orchestra.options.max_loops=32"));

@@ -63,7 +63,7 @@ final class MathWorkload extends BaseWorkload<MathOrchestra> {
 
     @Override
     public int maxTurnsPerEpisode() {
-        return 2 * orchestra.options().maxLoops() - 1;
+        return (int) Math.min(Integer.MAX_VALUE, 2L * orchestra.options().maxLoops() - 1);  // (saturated: checked against a bound)
     }
 
     @Override

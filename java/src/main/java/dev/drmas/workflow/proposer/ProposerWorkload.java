@@ -61,7 +61,7 @@ final class ProposerWorkload extends BaseWorkload<ProposerOrchestra> {
 
     @Override
     public int maxTurnsPerEpisode() {
-        return orchestra.calls() + 1;
+        return (int) Math.min(Integer.MAX_VALUE, orchestra.calls() + 1L);  // (saturated: checked against a bound)
     }
 
     @Override

@@ -23,7 +23,11 @@ public final class CorpusFile {
     private CorpusFile() {
     }
 
-    private static final ObjectMapper JSON = new ObjectMapper();
+    // as strict as the task files' reader (JsonlTasks): a key given twice or text after the object is an error
+    // naming the line, not a passage that silently keeps the last value or drops the rest of its line
+    private static final ObjectMapper JSON = com.fasterxml.jackson.databind.json.JsonMapper.builder()
+            .enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS).build();
 
     /** Every passage of {@code file}, in file order. */
     public static List<Passage> read(Path file) {

@@ -32,8 +32,9 @@ public final class SearchAnswers {
      * SQuAD's normalize_answer: lower case, drop punctuation, drop the articles a, an, the (whole
      * words, Unicode letters counting as word characters as in Python), and collapse whitespace.
      * Deliberately wider than the reference, whose string.punctuation is ASCII only: the text is
-     * NFKC-folded first (full-width forms, ligatures) and every Unicode punctuation and symbol
-     * character goes, so a curly apostrophe or an en dash counts as its ASCII twin does.
+     * NFKC-folded first (full-width forms, ligatures) and every Unicode punctuation character and
+     * math, currency and modifier symbol goes, so a curly apostrophe or an en dash counts as its ASCII
+     * twin does; other symbols (®, ©, °: Unicode's So) stay, as in the reference.
      */
     public static String normalize(String s) {
         String lower = Normalizer.normalize(s, Normalizer.Form.NFKC).toLowerCase(Locale.ROOT);

@@ -226,7 +226,8 @@ final class SearchWorkload implements Workload {
 
     @Override
     public int maxTurnsPerEpisode() {
-        return 2 * orchestra.options().maxTurns();  // the verifier and then the searcher or the answerer, every turn
+        // the verifier and then the searcher or the answerer, every turn (saturated: checked against a bound)
+        return (int) Math.min(Integer.MAX_VALUE, 2L * orchestra.options().maxTurns());
     }
 
     // with require_think the replies a demonstration teaches must pass it: one think block first; else none

@@ -238,6 +238,9 @@ class Bm25RetrieverTest {
                 {"{\"id\": \"1\", \"title\": \"x\"}\n", ":1: field 'text' is missing"},
                 {"{\"id\": \"1\", \"text\": 5}\n", ":1: field 'text' must be a string"},
                 {"\n{\"id\": \"1\", \"text\": \"a\"\n", ":2: not valid JSON"},
+                // a key given twice, two objects on one line: errors, not the last value kept or the second object dropped
+                {"{\"id\": \"1\", \"text\": \"a\", \"text\": \"b\"}\n", ":1: not valid JSON (duplicate field 'text'"},
+                {"{\"id\": \"1\", \"text\": \"a\"}{\"id\": \"2\", \"text\": \"b\"}\n", ":1: not valid JSON ("},
                 {"", ": no passages"}}) {
             Files.writeString(f, bad[0]);
             TaskFileException e = assertThrows(TaskFileException.class, () -> CorpusFile.read(f));
