@@ -370,7 +370,6 @@ final class Policies implements AutoCloseable {
         finerWeights.keySet().removeAll(ids);
     }
 
-    /** Whether the weight files in {@code dir} hold a parameter of {@code model} in another dtype than the model's. */
     /** Whether some weight file in {@code dir} holds a tensor of another dtype than {@code dtype}. */
     private static boolean holdsOther(Path dir, ScalarType dtype) {
         try (dev.drmas.model.SafeTensors st = dev.drmas.model.SafeTensors.open(dir)) {
@@ -384,6 +383,7 @@ final class Policies implements AutoCloseable {
         return !holdsOther(dir, dtype);
     }
 
+    /** Whether the weight files in {@code dir} hold a parameter of {@code model} in another dtype than the model's. */
     private static boolean holdsMore(Path dir, CausalLm model) {
         // every dtype a file may hold (F32, BF16, F16) converts to fp32 exactly: the files' values are the masters' best start
         // whenever the model's dtype differs, which rounds them (or loses range: bfloat16 files of a float16 model)

@@ -183,10 +183,7 @@ class HfGenerationOracleTest {
         Path out = python.run("/dev/drmas/rollout/hf/generate_oracle.py", manifest, dir.resolve("hf"));
         JsonNode report = JSON.readTree(out.resolve("report.json").toFile());
         String versions = "transformers " + report.path("transformers").asText() + ", torch " + report.path("torch").asText();
-        Map<String, float[]> scores = new HashMap<>();
-        try (SafeTensors st = SafeTensors.open(out.resolve("scores.safetensors")); PointerScope scope = new PointerScope()) {
-            for (String name : scoreNames.values()) scores.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
-        }
+        Map<String, float[]> scores = scores(out, scoreNames);
 
         List<Executable> checks = new ArrayList<>();
         Worst worst = new Worst();
@@ -272,10 +269,7 @@ class HfGenerationOracleTest {
         Path out = python.run("/dev/drmas/rollout/hf/generate_oracle.py", manifest, dir.resolve("hf"));
         JsonNode report = JSON.readTree(out.resolve("report.json").toFile());
         String versions = "transformers " + report.path("transformers").asText() + ", torch " + report.path("torch").asText();
-        Map<String, float[]> scores = new HashMap<>();
-        try (SafeTensors st = SafeTensors.open(out.resolve("scores.safetensors")); PointerScope scope = new PointerScope()) {
-            for (String name : scoreNames.values()) scores.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
-        }
+        Map<String, float[]> scores = scores(out, scoreNames);
         List<Executable> checks = new ArrayList<>();
         Map<String, Worst> worst = new LinkedHashMap<>();
         for (Precision pr : REDUCED) worst.put(pr.name(), new Worst());
@@ -316,6 +310,15 @@ class HfGenerationOracleTest {
                             + "part %.3g); largest |log-prob difference| recorded %.3g, teacher-forced %.3g%n", name, w.greedyTokens, w.ties,
                     w.tieGap, w.recorded, w.teacherForced));
         }
+    }
+
+    /** HF's logits of every score case, by case name, from the oracle's scores.safetensors in {@code out}. */
+    static Map<String, float[]> scores(Path out, Map<String, String> scoreNames) throws java.io.IOException {
+        Map<String, float[]> scores = new HashMap<>();
+        try (SafeTensors st = SafeTensors.open(out.resolve("scores.safetensors")); PointerScope scope = new PointerScope()) {
+            for (String name : scoreNames.values()) scores.put(name, Tensors.toFloats(st.get(name, ScalarType.Float, new Device("cpu"))));
+        }
+        return scores;
     }
 
     /** HF's cases for what {@code fr}'s runs produced: a greedy generation per prompt, a forward per sequence. */

@@ -127,14 +127,7 @@ class PpoOracleTest {
         Map<String, Map<String, float[]>> before = new LinkedHashMap<>(), after = new LinkedHashMap<>();
         Map<String, PpoUpdater.Stats> stats = new LinkedHashMap<>();
         Map<String, Double> lastLr = new LinkedHashMap<>();
-        ObjectNode manifest = JSON.createObjectNode();
-        ArrayNode rowList = manifest.putArray("rows");
-        for (PpoUpdater.Row r : rows) {
-            ObjectNode n = rowList.addObject();
-            n.set("prompt", JSON.valueToTree(r.promptIds()));
-            n.set("response", JSON.valueToTree(r.responseIds()));
-            n.put("advantage", (double) r.advantage());
-        }
+        ObjectNode manifest = manifest(rows);
         ArrayNode caseList = manifest.putArray("cases");
         for (Case c : cases()) {
             Path[] f = folders.get(c.tied());
@@ -188,31 +181,12 @@ class PpoOracleTest {
                 Tolerance.assertClose(what + ": clipfrac, clipfrac_lower", new double[] {st.clipfrac(), st.clipfracLower()},
                         new double[] {hf.path("clipfrac").asDouble(), hf.path("clipfrac_lower").asDouble()}, 1.01 / tokens, 0);
 
-                double worst = 0, largest = 0, used = 0;  // used: the largest share of the tolerance taken
-                try (SafeTensors w = SafeTensors.open(out.resolve(c.name() + ".safetensors"))) {
-                    assertEquals(after.get(c.name()).keySet(), w.tensors().keySet(), what + ": the parameters");
-                    for (Map.Entry<String, float[]> e : after.get(c.name()).entrySet()) {
-                        float[] w0 = before.get(c.name()).get(e.getKey()), mine = e.getValue();
-                        float[] theirs;
-                        try (PointerScope scope = new PointerScope()) {
-                            theirs = Tensors.toFloats(w.get(e.getKey(), ScalarType.Float, new Device("cpu")));
-                        }
-                        // the changes, not the weights: the weights are ~100× larger than a step
-                        double[] dm = new double[w0.length], dt = new double[w0.length];
-                        for (int i = 0; i < w0.length; i++) {
-                            dm[i] = (double) mine[i] - w0[i];
-                            dt[i] = (double) theirs[i] - w0[i];
-                            worst = Math.max(worst, Math.abs(dm[i] - dt[i]));
-                            used = Math.max(used, Math.abs(dm[i] - dt[i]) / (WEIGHT_ATOL + WEIGHT_RTOL * Math.abs(dt[i])));
-                            largest = Math.max(largest, Math.abs(dt[i]));
-                        }
-                        Tolerance.assertClose(what + ": the change of " + e.getKey(), dm, dt, WEIGHT_ATOL, WEIGHT_RTOL);
-                    }
-                }
+                Agreement a = compareChanges(what + ": the change of ", before.get(c.name()), after.get(c.name()),
+                        out.resolve(c.name() + ".safetensors"), WEIGHT_ATOL, WEIGHT_RTOL, Double.POSITIVE_INFINITY);
                 synchronized (summary) {
                     summary.append(String.format("%n  %-50s steps %d, norms %s, clipfrac %.3f, lower %.3f, sides %s, "
                                     + "largest change %.3g, largest |Δ drmas − Δ hf| %.3g (%.0f%% of its tolerance)", c.name(), steps,
-                            hf.path("grad_norms"), st.clipfrac(), st.clipfracLower(), sides, largest, worst, 100 * used));
+                            hf.path("grad_norms"), st.clipfrac(), st.clipfracLower(), sides, a.largest(), a.worst(), 100 * a.used()));
                 }
             });
         }
@@ -305,14 +279,7 @@ class PpoOracleTest {
         Map<Boolean, Path[]> folders = folders();
         Map<String, Map<String, float[]>> before = new LinkedHashMap<>(), after = new LinkedHashMap<>(), weights = new LinkedHashMap<>();
         Map<String, PpoUpdater.Stats> stats = new LinkedHashMap<>();
-        ObjectNode manifest = JSON.createObjectNode();
-        ArrayNode rowList = manifest.putArray("rows");
-        for (PpoUpdater.Row r : rows) {
-            ObjectNode n = rowList.addObject();
-            n.set("prompt", JSON.valueToTree(r.promptIds()));
-            n.set("response", JSON.valueToTree(r.responseIds()));
-            n.put("advantage", (double) r.advantage());
-        }
+        ObjectNode manifest = manifest(rows);
         ArrayNode caseList = manifest.putArray("cases");
         Device cpu = new Device("cpu");
         for (Mixed mc : mixedCases()) {
@@ -354,41 +321,16 @@ class PpoOracleTest {
                 Tolerance.assertClose(what + ": pg_loss, kl_loss, entropy", new double[] {st.pgLoss(), st.klLoss(), st.entropy()},
                         new double[] {hf.path("pg_loss").asDouble(), hf.path("kl_loss").asDouble(), hf.path("entropy").asDouble()},
                         2e-3, 0.05);
-                double worst = 0, largest = 0, used = 0;
-                double[] worstRel = {0};
-                try (SafeTensors w = SafeTensors.open(out.resolve(c.name() + ".masters.safetensors"))) {
-                    assertEquals(after.get(c.name()).keySet(), w.tensors().keySet(), what + ": the parameters");
-                    for (Map.Entry<String, float[]> e : after.get(c.name()).entrySet()) {
-                        float[] m0 = before.get(c.name()).get(e.getKey()), mine = e.getValue(), theirs;
-                        try (PointerScope scope = new PointerScope()) {
-                            theirs = Tensors.toFloats(w.get(e.getKey(), ScalarType.Float, new Device("cpu")));
-                        }
-                        double[] dm = new double[m0.length], dt = new double[m0.length];
-                        for (int i = 0; i < m0.length; i++) {
-                            dm[i] = (double) mine[i] - m0[i];
-                            dt[i] = (double) theirs[i] - m0[i];
-                            worst = Math.max(worst, Math.abs(dm[i] - dt[i]));
-                            used = Math.max(used, Math.abs(dm[i] - dt[i]) / (masterAtol(mc.dtype()) + MASTER_RTOL * Math.abs(dt[i])));
-                            largest = Math.max(largest, Math.abs(dt[i]));
-                        }
-                        double dd = 0, tt = 0;
-                        for (int i = 0; i < m0.length; i++) {
-                            dd += (dm[i] - dt[i]) * (dm[i] - dt[i]);
-                            tt += dt[i] * dt[i];
-                        }
-                        double rel = Math.sqrt(dd / tt);
-                        worstRel[0] = Math.max(worstRel[0], rel);
-                        assertTrue(rel <= masterNormRtol(mc.dtype()), what + ": the change of master " + e.getKey() + ": ‖Δ drmas − Δ hf‖ is "
-                                + rel + " of ‖Δ hf‖ (at most " + masterNormRtol(mc.dtype()) + ")");
-                        Tolerance.assertClose(what + ": the change of master " + e.getKey(), dm, dt, masterAtol(mc.dtype()), MASTER_RTOL);
-                        // drmas's weights are its masters rounded to the dtype
-                        float[] w1 = weights.get(c.name()).get(e.getKey());
-                        for (int i = 0; i < mine.length; i++) {
-                            float r = roundTo(mine[i], mc.dtype());
-                            if (Float.floatToIntBits(r) != Float.floatToIntBits(w1[i])) {
-                                throw new AssertionError(what + ": weight " + e.getKey() + "[" + i + "] " + w1[i] + " is not its master "
-                                        + mine[i] + " rounded (" + r + ")");
-                            }
+                Agreement a = compareChanges(what + ": the change of master ", before.get(c.name()), after.get(c.name()),
+                        out.resolve(c.name() + ".masters.safetensors"), masterAtol(mc.dtype()), MASTER_RTOL, masterNormRtol(mc.dtype()));
+                // drmas's weights are its masters rounded to the dtype
+                for (Map.Entry<String, float[]> e : after.get(c.name()).entrySet()) {
+                    float[] mine = e.getValue(), w1 = weights.get(c.name()).get(e.getKey());
+                    for (int i = 0; i < mine.length; i++) {
+                        float r = roundTo(mine[i], mc.dtype());
+                        if (Float.floatToIntBits(r) != Float.floatToIntBits(w1[i])) {
+                            throw new AssertionError(what + ": weight " + e.getKey() + "[" + i + "] " + w1[i] + " is not its master "
+                                    + mine[i] + " rounded (" + r + ")");
                         }
                     }
                 }
@@ -396,7 +338,7 @@ class PpoOracleTest {
                     summary.append(String.format("%n  %-52s steps %d, norms %s (hf) vs mean %.4g max %.4g, largest master change %.3g, "
                                     + "largest |Δ drmas − Δ hf| %.3g (%.0f%% of its tolerance), largest ‖Δ drmas − Δ hf‖ / ‖Δ hf‖ of a "
                                     + "tensor %.3g", c.name(), hf.path("steps").asInt(),
-                            hf.path("grad_norms"), st.gradNormMean(), st.gradNormMax(), largest, worst, 100 * used, worstRel[0]));
+                            hf.path("grad_norms"), st.gradNormMean(), st.gradNormMax(), a.largest(), a.worst(), 100 * a.used(), a.worstRel()));
                 }
             });
         }
@@ -405,6 +347,61 @@ class PpoOracleTest {
         } finally {
             System.out.println("PpoOracleTest (mixed precision):" + summary);
         }
+    }
+
+    /** The manifest's rows (prompt, response, advantage) of both tests; each adds its "cases". */
+    static ObjectNode manifest(List<PpoUpdater.Row> rows) {
+        ObjectNode manifest = JSON.createObjectNode();
+        ArrayNode rowList = manifest.putArray("rows");
+        for (PpoUpdater.Row r : rows) {
+            ObjectNode n = rowList.addObject();
+            n.set("prompt", JSON.valueToTree(r.promptIds()));
+            n.set("response", JSON.valueToTree(r.responseIds()));
+            n.put("advantage", (double) r.advantage());
+        }
+        return manifest;
+    }
+
+    /**
+     * How drmas's changes agreed with the oracle's: the largest |Δ drmas − Δ hf|, its largest share of the
+     * tolerance, the largest |Δ hf|, the largest ‖Δ drmas − Δ hf‖ / ‖Δ hf‖ of a tensor.
+     */
+    record Agreement(double worst, double used, double largest, double worstRel) {
+    }
+
+    /**
+     * Asserts, per tensor, that drmas's changes from {@code before} to {@code after} are the oracle's (its
+     * tensors in {@code file}, the same names) within atol + rtol·|Δ hf| per element and normRtol·‖Δ hf‖ in
+     * norm: the changes, not the values, which are ~100× larger than a step.
+     */
+    static Agreement compareChanges(String what, Map<String, float[]> before, Map<String, float[]> after, Path file, double atol,
+                                    double rtol, double normRtol) {
+        double worst = 0, used = 0, largest = 0, worstRel = 0;
+        try (SafeTensors w = SafeTensors.open(file)) {
+            assertEquals(after.keySet(), w.tensors().keySet(), what + "the parameters");
+            for (Map.Entry<String, float[]> e : after.entrySet()) {
+                float[] x0 = before.get(e.getKey()), mine = e.getValue(), theirs;
+                try (PointerScope scope = new PointerScope()) {
+                    theirs = Tensors.toFloats(w.get(e.getKey(), ScalarType.Float, new Device("cpu")));
+                }
+                double[] dm = new double[x0.length], dt = new double[x0.length];
+                double dd = 0, tt = 0;
+                for (int i = 0; i < x0.length; i++) {
+                    dm[i] = (double) mine[i] - x0[i];
+                    dt[i] = (double) theirs[i] - x0[i];
+                    worst = Math.max(worst, Math.abs(dm[i] - dt[i]));
+                    used = Math.max(used, Math.abs(dm[i] - dt[i]) / (atol + rtol * Math.abs(dt[i])));
+                    largest = Math.max(largest, Math.abs(dt[i]));
+                    dd += (dm[i] - dt[i]) * (dm[i] - dt[i]);
+                    tt += dt[i] * dt[i];
+                }
+                double rel = tt > 0 ? Math.sqrt(dd / tt) : dd == 0 ? 0 : Double.POSITIVE_INFINITY;
+                worstRel = Math.max(worstRel, rel);
+                assertTrue(rel <= normRtol, what + e.getKey() + ": ‖Δ drmas − Δ hf‖ is " + rel + " of ‖Δ hf‖ (at most " + normRtol + ")");
+                Tolerance.assertClose(what + e.getKey(), dm, dt, atol, rtol);
+            }
+        }
+        return new Agreement(worst, used, largest, worstRel);
     }
 
     /** Each tensor as float32 values. */

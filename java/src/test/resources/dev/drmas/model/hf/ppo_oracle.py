@@ -124,26 +124,53 @@ def policy_loss(old, logp, adv, mask, c):
     return pg, (clipped * mask).sum().item(), (lower * mask).sum().item(), (-neg_kl.detach() * mask).sum().item(), sides
 
 
-def run(c):
-    model = load(c["init"])
-    model.train()  # as verl's actor (no dropout in these configs either way)
-    ref = load(c["ref"]).eval() if c["kl_type"] != "none" else None
+def begin(c, dtype="float32"):
+    """The case's model (in training mode, as verl's actor; no dropout in these configs either way), its
+    reference, the temperature, the rows' response lengths, and the old and reference log-probs: the
+    model's own, once before the update (drmas recomputes them so, at temperature T)."""
+    model = load(c["init"], dtype)
+    model.train()
+    ref = load(c["ref"], dtype).eval() if c["kl_type"] != "none" else None
     T = c["temperature"]
     lengths = [len(r["response"]) for r in rows]
     with torch.no_grad():
-        # old log-probs: the model's own, once before the update (drmas recomputes them so, at temperature T)
         old_all = log_probs_and_entropy(model, rows, T, False)[0]
         ref_all = log_probs_and_entropy(ref, rows, T, False)[0] if ref is not None else None
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=c["eps"],
+    return model, ref, T, lengths, old_all, ref_all
+
+
+def adamw(c, tensors):
+    """torch's AdamW over tensors, its scheduler and the clip norm. drmas: step i (from 0) at lr·(i + 1)/W
+    during warm-up, counted in optimiser steps."""
+    opt = torch.optim.AdamW(tensors, lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=c["eps"],
                             weight_decay=c["weight_decay"], foreach=False)
     W = c["warmup_steps"]
-    # drmas: step i (from 0) at lr·(i + 1)/W during warm-up, counted in optimiser steps
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: (i + 1) / W if W > 0 and i < W else 1.0)
-    max_norm = c["grad_clip"] if c["grad_clip"] > 0 else math.inf
-    sums = {"tokens": 0, "clipped": 0, "lower": 0, "ppo_kl": 0.0, "kl": 0.0, "entropy": 0.0}
-    sides = {"clipped_high": 0, "clipped_low": 0, "dual_clipped": 0}
-    pg_losses, kl_losses, norms, lrs = [], [], [], []
+    return opt, sched, (c["grad_clip"] if c["grad_clip"] > 0 else math.inf)
+
+
+def counters():
+    """The sums the metrics are made of, the clip sides' counts, and the per-step lists."""
+    return ({"tokens": 0, "clipped": 0, "lower": 0, "ppo_kl": 0.0, "kl": 0.0, "entropy": 0.0},
+            {"clipped_high": 0, "clipped_low": 0, "dual_clipped": 0}, [], [], [], [])
+
+
+def summary(model, sums, sides, pg_losses, kl_losses, norms, lrs):
+    """The case's entry of report.json: the metrics as drmas reports them."""
+    tok = sums["tokens"]
+    return {"pg_loss": sum(pg_losses) / len(pg_losses), "kl_loss": sum(kl_losses) / len(kl_losses),
+            "clipfrac": sums["clipped"] / tok, "clipfrac_lower": sums["lower"] / tok, "ppo_kl": sums["ppo_kl"] / tok,
+            "kl": sums["kl"] / tok, "entropy": sums["entropy"] / tok, "grad_norm_mean": sum(norms) / len(norms),
+            "grad_norm_max": max(norms), "grad_norms": norms, "lrs": lrs, "steps": len(norms), "tokens": tok,
+            "sides": sides, "tied": model.get_output_embeddings().weight.data_ptr()
+            == model.get_input_embeddings().weight.data_ptr()}
+
+
+def run(c):
+    model, ref, T, lengths, old_all, ref_all = begin(c)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt, sched, max_norm = adamw(c, params)
+    sums, sides, pg_losses, kl_losses, norms, lrs = counters()
     n, mb = len(rows), c["mini_batch"]
     for epoch in range(c["epochs"]):
         for start in range(0, n, mb):  # drmas with ppo.shuffle false: mini-batches in row order
@@ -185,15 +212,9 @@ def run(c):
             sums["entropy"] += (ent.detach() * mask).sum().item()
             for k in sides:
                 sides[k] += s[k]
-    tok = sums["tokens"]
     weights = {name: p.detach().clone().contiguous() for name, p in model.named_parameters()}
     save_file(weights, os.path.join(out, c["name"] + ".safetensors"))
-    return {"pg_loss": sum(pg_losses) / len(pg_losses), "kl_loss": sum(kl_losses) / len(kl_losses),
-            "clipfrac": sums["clipped"] / tok, "clipfrac_lower": sums["lower"] / tok, "ppo_kl": sums["ppo_kl"] / tok,
-            "kl": sums["kl"] / tok, "entropy": sums["entropy"] / tok, "grad_norm_mean": sum(norms) / len(norms),
-            "grad_norm_max": max(norms), "grad_norms": norms, "lrs": lrs, "steps": len(norms), "tokens": tok,
-            "sides": sides, "tied": model.get_output_embeddings().weight.data_ptr()
-            == model.get_input_embeddings().weight.data_ptr()}
+    return summary(model, sums, sides, pg_losses, kl_losses, norms, lrs)
 
 
 def agg_share(loss_mat, mask, mode, constant, mini_tokens, mini_rows):
@@ -220,24 +241,12 @@ def run_mixed(c):
     GradScaler with a fixed S), clip_grad_norm_ on the fp32 sum, AdamW on the fp32 masters, and the weights
     set to the masters rounded to the dtype. The masters start as the loaded weights (already rounded)."""
     dt = DTYPES[c["dtype"]]
-    model = load(c["init"], c["dtype"])
-    model.train()
-    ref = load(c["ref"], c["dtype"]).eval() if c["kl_type"] != "none" else None
-    T, S = c["temperature"], (c["loss_scale"] if c["loss_scale"] > 0 else 1.0)
-    lengths = [len(r["response"]) for r in rows]
-    with torch.no_grad():
-        old_all = log_probs_and_entropy(model, rows, T, False)[0]
-        ref_all = log_probs_and_entropy(ref, rows, T, False)[0] if ref is not None else None
+    model, ref, T, lengths, old_all, ref_all = begin(c, c["dtype"])
+    S = c["loss_scale"] if c["loss_scale"] > 0 else 1.0
     params = [p for p in model.parameters() if p.requires_grad]
     masters = [p.detach().float().clone() for p in params]
-    opt = torch.optim.AdamW(masters, lr=c["lr"], betas=(c["beta1"], c["beta2"]), eps=c["eps"],
-                            weight_decay=c["weight_decay"], foreach=False)
-    W = c["warmup_steps"]
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: (i + 1) / W if W > 0 and i < W else 1.0)
-    max_norm = c["grad_clip"] if c["grad_clip"] > 0 else math.inf
-    sums = {"tokens": 0, "clipped": 0, "lower": 0, "ppo_kl": 0.0, "kl": 0.0, "entropy": 0.0}
-    sides = {"clipped_high": 0, "clipped_low": 0, "dual_clipped": 0}
-    pg_losses, kl_losses, norms, lrs = [], [], [], []
+    opt, sched, max_norm = adamw(c, masters)
+    sums, sides, pg_losses, kl_losses, norms, lrs = counters()
     n, mb, micro = len(rows), c["mini_batch"], c["micro_batch"]
     for epoch in range(c["epochs"]):
         for start in range(0, n, mb):
@@ -291,16 +300,10 @@ def run_mixed(c):
             norms.append(norm.item())
             pg_losses.append(pg_loss_sum)
             kl_losses.append(kl_loss_sum)
-    tok = sums["tokens"]
     names = [name for name, p in model.named_parameters() if p.requires_grad]
     save_file({name: m.contiguous() for name, m in zip(names, masters)}, os.path.join(out, c["name"] + ".masters.safetensors"))
     save_file({name: p.detach().contiguous() for name, p in zip(names, params)}, os.path.join(out, c["name"] + ".safetensors"))
-    return {"pg_loss": sum(pg_losses) / len(pg_losses), "kl_loss": sum(kl_losses) / len(kl_losses),
-            "clipfrac": sums["clipped"] / tok, "clipfrac_lower": sums["lower"] / tok, "ppo_kl": sums["ppo_kl"] / tok,
-            "kl": sums["kl"] / tok, "entropy": sums["entropy"] / tok, "grad_norm_mean": sum(norms) / len(norms),
-            "grad_norm_max": max(norms), "grad_norms": norms, "lrs": lrs, "steps": len(norms), "tokens": tok,
-            "sides": sides, "tied": model.get_output_embeddings().weight.data_ptr()
-            == model.get_input_embeddings().weight.data_ptr()}
+    return summary(model, sums, sides, pg_losses, kl_losses, norms, lrs)
 
 
 os.makedirs(out, exist_ok=True)
