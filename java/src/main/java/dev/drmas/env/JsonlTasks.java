@@ -65,7 +65,6 @@ public final class JsonlTasks {
     public static List<Task> read(Path file, String questionField, String answerField, String dataSourceField, boolean benchmarks) {
         List<Task> tasks = new ArrayList<>();
         Map<String, Integer> idLines = new HashMap<>();
-        java.util.Set<Integer> unnamed = new java.util.HashSet<>();  // the lines named by their number
         JsonlLines.forEach(file, (line, lineNo, where) -> {
             Map<String, Field> fields = dataSourceField == null ? parseLine(line, where, questionField, answerField)
                     : parseLine(line, where, questionField, answerField, dataSourceField);
@@ -79,10 +78,11 @@ public final class JsonlTasks {
             if (id != null && namedSource != null) id = namedSource + "/" + id;
             boolean byLine = id == null;
             if (byLine) id = Integer.toString(lineNo);
-            Integer first = idLines.putIfAbsent(id, lineNo);
-            if (first != null) {
-                // a line without an id is named by its number, which an id elsewhere may also be
-                boolean firstByLine = unnamed.contains(first);
+            // (a line named by its number is kept as -line: an id elsewhere may be that number too)
+            Integer seen = idLines.putIfAbsent(id, byLine ? -lineNo : lineNo);
+            if (seen != null) {
+                boolean firstByLine = seen < 0;
+                int first = Math.abs(seen);
                 if (byLine || firstByLine) {
                     int withId = byLine ? first : lineNo, numbered = byLine ? lineNo : first;
                     throw new TaskFileException(where + ": line " + numbered + " has no id and is named by its line number, '" + id
@@ -91,7 +91,6 @@ public final class JsonlTasks {
                 throw new TaskFileException(where + ": id '" + id + "' was already used on line " + first + (dataSourceField == null
                         ? " (a file of several benchmarks, each numbering its own ids, needs data.data_source_field: it scopes them)" : ""));
             }
-            if (byLine) unnamed.add(lineNo);
             String source = namedSource;  // the every-line-or-none rule is the benchmarks' (the test file's metrics) alone
             if (benchmarks && dataSourceField != null) {
                 boolean has = named != null && named.token != JsonToken.VALUE_NULL;  // pandas writes None as null

@@ -284,17 +284,22 @@ public final class CausalLm implements AutoCloseable {
         save(dir, dtype, DEFAULT_SHARD_BYTES);
     }
 
+    /** The name config.json's torch_dtype (and torch) give a checkpoint dtype: float32, bfloat16 or float16. */
+    public static String dtypeName(ScalarType dtype) {
+        return switch (dtype) {
+            case Float -> "float32";
+            case BFloat16 -> "bfloat16";
+            case Half -> "float16";
+            default -> throw new IllegalArgumentException("checkpoints are float32, bfloat16 or float16, not " + dtype);
+        };
+    }
+
     /**
      * Saves config.json (torch_dtype set to {@code fileDtype}) and the weights converted to
      * {@code fileDtype} (float32, bfloat16 or float16) into {@code dir}, as save_pretrained does.
      */
     public void save(Path dir, ScalarType fileDtype, long maxShardBytes) throws IOException {
-        String name = switch (fileDtype) {
-            case Float -> "float32";
-            case BFloat16 -> "bfloat16";
-            case Half -> "float16";
-            default -> throw new IllegalArgumentException("checkpoints are float32, bfloat16 or float16, not " + fileDtype);
-        };
+        String name = dtypeName(fileDtype);
         // tensor by tensor: the header (and shard plan) from names, dtypes and shapes, then each
         // weight converted and written in a scope of its own, so that a model saved in another
         // dtype than its own holds one tensor's copy at a time, not a copy of the whole model

@@ -98,11 +98,6 @@ class HfLoadsDrmasCheckpointsTest {
         return d == ScalarType.Float ? "f32" : d == ScalarType.Half ? "f16" : "bf16";
     }
 
-    /** The dtype transformers names for {@code d} (config.json's, which it loads the model in). */
-    static String dtypeName(ScalarType d) {
-        return d == ScalarType.Float ? "float32" : d == ScalarType.Half ? "float16" : "bfloat16";
-    }
-
     /** Weights of drmas's own drawing, rounded to bfloat16 values (HfPython.perturb): a bf16 file holds exactly the float32 model. */
     static void perturb(CausalLm m, long seed) {
         HfPython.perturb(m, seed, true);
@@ -134,7 +129,7 @@ class HfLoadsDrmasCheckpointsTest {
         double[] worst = {0};
         for (Variant v : variants) {
             checks.add(() -> {
-                hf.assertLoadedCleanly(v.name(), v.config().family().architecture(), dtypeName(v.fileDtype()), v.config().tieWordEmbeddings());
+                hf.assertLoadedCleanly(v.name(), v.config().family().architecture(), CausalLm.dtypeName(v.fileDtype()), v.config().tieWordEmbeddings());
                 worst[0] = Math.max(worst[0], hf.assertLogits(v.name(), expected.get(v.name()), v.config().vocabSize(), ATOL, RTOL));
             });
         }

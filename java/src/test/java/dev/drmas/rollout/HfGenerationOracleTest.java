@@ -106,10 +106,13 @@ class HfGenerationOracleTest {
      * {@code tie}, how far below HF's best logit a greedy pick may be (or a sampled token outside HF's
      * filters), and the log-probs' atol and rtol.
      */
-    record Precision(ScalarType dtype, String name, double tie, double lpAtol, double lpRtol) {
+    record Precision(ScalarType dtype, double tie, double lpAtol, double lpRtol) {
+        String name() {
+            return CausalLm.dtypeName(dtype);
+        }
     }
 
-    static final Precision FLOAT32 = new Precision(ScalarType.Float, "float32", TIE, LP_ATOL, LP_RTOL);
+    static final Precision FLOAT32 = new Precision(ScalarType.Float, TIE, LP_ATOL, LP_RTOL);
 
     /** Everything one family's model produced, and the names of HF's cases for it. */
     static final class FamilyRun {
@@ -209,8 +212,8 @@ class HfGenerationOracleTest {
      * dtype that HF keeps in float32, a cache stored or read in another) moves them further.
      */
     static final List<Precision> REDUCED = List.of(
-            new Precision(ScalarType.BFloat16, "bfloat16", 0.25, 0.15, 0.02),
-            new Precision(ScalarType.Half, "float16", 0.04, 0.03, 0.005));
+            new Precision(ScalarType.BFloat16, 0.25, 0.15, 0.02),
+            new Precision(ScalarType.Half, 0.04, 0.03, 0.005));
 
     /** How much further from the float32 model's log-probs drmas's may be than transformers' in the same dtype (RMS). */
     static final double ACCURACY = 1.25;

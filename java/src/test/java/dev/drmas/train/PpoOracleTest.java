@@ -9,7 +9,7 @@
 // entropy, over every loss_agg, dual clip on and off, each kl_type, the entropy bonus, an active grad clip,
 // both LM heads (ppo.fused_lm_head), tied and untied embeddings, temperatures other than 1, warm-up and
 // weight decay. A second test runs the update in bfloat16 and float16 (loss-scaled) with fp32 master weights
-// (ModelOptimizer.create(mixed)) against the same recipe in torch (run_mixed: backward per micro-batch in
+// (ModelOptimizer.create(mixed)) against the same recipe in torch (ppo_oracle.py: backward per micro-batch in
 // the dtype, gradients added up and unscaled in fp32, clip and AdamW on fp32 masters, weights their
 // rounding), comparing the masters' changes within the dtype's noise; it fails when the oracle keeps no
 // masters, leaves the gradient scaled or keeps stale weights, not when it rounds the step's gradient sum to
@@ -220,9 +220,6 @@ class PpoOracleTest {
      * ModelOptimizer.create(mixed)); float16 with a fixed loss scale.
      */
     record Mixed(Case c, ScalarType dtype, double lossScale) {
-        String dtypeName() {
-            return dtype == ScalarType.Half ? "float16" : "bfloat16";
-        }
     }
 
     /**
@@ -293,7 +290,7 @@ class PpoOracleTest {
                 after.put(c.name(), floats(o.masterWeights()));
                 weights.put(c.name(), floats(m.parameters()));
             }
-            putCase(caseList, c, f, mc.dtypeName(), mc.lossScale());
+            putCase(caseList, c, f, CausalLm.dtypeName(mc.dtype()), mc.lossScale());
         }
 
         Path out = python.run("ppo_oracle.py", manifest, dir.resolve("oracle"));

@@ -8,8 +8,8 @@
 # updated parameters, HF names, one entry per distinct tensor: a tied LM head is embed_tokens.weight) and an
 # entry of OUTDIR/report.json: the step's metrics as drmas reports them, each optimiser step's gradient norm
 # and lr, and the counts of tokens clipped on each side, so the test can check that the case exercises what
-# it claims to. A case in bfloat16 or float16 (its "dtype") runs run_mixed: fp32 master weights, micro-batch
-# gradients added up in fp32, a loss scale for float16; it writes the masters too (<name>.masters.safetensors).
+# it claims to. A case in bfloat16 or float16 (its "dtype") keeps fp32 master weights, adds micro-batch
+# gradients up in fp32 and scales float16's loss; every case writes the masters too (<name>.masters.safetensors).
 #
 # Where drmas deliberately differs from verl (README, the `ppo` and `models.optim` rows), this follows drmas's
 # documented semantics, and says so at each place ("drmas:" comments):
@@ -83,22 +83,6 @@ def kl_penalty(logp, ref, kind):
     raise ValueError(kind)
 
 
-def agg_loss(loss_mat, mask, mode, constant):
-    """verl's agg_loss, applied once to the whole mini-batch (drmas: verl applies it per micro-batch and
-    divides each by the number of micro-batches; for seq-mean-token-sum-norm verl divides the micro-batch's
-    Σ_seq Σ_tok by the constant, drmas the mini-batch's by rows × constant, README `ppo` row)."""
-    if mode == "token-mean":
-        return (loss_mat * mask).sum() / mask.sum()
-    seq = (loss_mat * mask).sum(-1)
-    if mode == "seq-mean-token-sum":
-        return seq.mean()
-    if mode == "seq-mean-token-mean":
-        return (seq / mask.sum(-1)).mean()
-    if mode == "seq-mean-token-sum-norm":
-        return seq.sum() / (constant * loss_mat.shape[0])
-    raise ValueError(mode)
-
-
 def policy_loss(old, logp, adv, mask, c):
     """verl's compute_policy_loss_vanilla, per token, with its metrics' numerators."""
     neg_kl = torch.clamp(logp - old, min=-20.0, max=20.0)
@@ -166,61 +150,11 @@ def summary(model, sums, sides, pg_losses, kl_losses, norms, lrs):
             == model.get_input_embeddings().weight.data_ptr()}
 
 
-def run(c):
-    model, ref, T, lengths, old_all, ref_all = begin(c)
-    params = [p for p in model.parameters() if p.requires_grad]
-    opt, sched, max_norm = adamw(c, params)
-    sums, sides, pg_losses, kl_losses, norms, lrs = counters()
-    n, mb = len(rows), c["mini_batch"]
-    for epoch in range(c["epochs"]):
-        for start in range(0, n, mb):  # drmas with ppo.shuffle false: mini-batches in row order
-            idx = list(range(start, min(n, start + mb)))
-            batch = [rows[i] for i in idx]
-            lens = [lengths[i] for i in idx]
-            lps, ents = log_probs_and_entropy(model, batch, T, True)
-            logp, mask = padded(lps, lens)
-            old, _ = padded([old_all[i] for i in idx], lens)
-            adv = torch.tensor([rows[i]["advantage"] for i in idx], dtype=torch.float32)[:, None].expand_as(logp)
-            pg, clipped, lower, ppo_kl, s = policy_loss(old, logp, adv, mask, c)
-            pg_loss = agg_loss(pg, mask, c["loss_agg"], c["constant"])
-            loss = pg_loss
-            if ref is not None:
-                refp, _ = padded([ref_all[i] for i in idx], lens)
-                kld = kl_penalty(logp, refp, c["kl_type"])
-                kl_loss = agg_loss(kld, mask, c["loss_agg"], c["constant"])  # verl: the same loss_agg_mode
-                loss = loss + c["kl_coef"] * kl_loss
-                kl_losses.append(kl_loss.item())
-                sums["kl"] += (kld.detach() * mask).sum().item()
-            else:
-                kl_losses.append(0.0)
-            ent, _ = padded(ents, lens)
-            if c["entropy_coef"] > 0:
-                # drmas: the token mean of the mini-batch whatever loss_agg (verl: agg_loss with loss_agg_mode)
-                loss = loss - c["entropy_coef"] * (ent * mask).sum() / mask.sum()
-            opt.zero_grad()
-            loss.backward()
-            norm = torch.nn.utils.clip_grad_norm_(params, max_norm=max_norm)
-            lrs.append(opt.param_groups[0]["lr"])
-            opt.step()
-            sched.step()
-            norms.append(norm.item())
-            pg_losses.append(pg_loss.item())
-            sums["tokens"] += int(mask.sum().item())
-            sums["clipped"] += clipped
-            sums["lower"] += lower
-            sums["ppo_kl"] += ppo_kl
-            sums["entropy"] += (ent.detach() * mask).sum().item()
-            for k in sides:
-                sides[k] += s[k]
-    weights = {name: p.detach().clone().contiguous() for name, p in model.named_parameters()}
-    save_file(weights, os.path.join(out, c["name"] + ".safetensors"))
-    return summary(model, sums, sides, pg_losses, kl_losses, norms, lrs)
-
-
 def agg_share(loss_mat, mask, mode, constant, mini_tokens, mini_rows):
-    """A micro-batch's share of agg_loss over its mini-batch (drmas aggregates over the whole mini-batch, so
-    each micro-batch's backward carries its rows' part with the mini-batch's normaliser): the shares add up
-    to agg_loss of the mini-batch."""
+    """A micro-batch's share of verl's agg_loss over its mini-batch: the shares add up to agg_loss applied once
+    to the whole mini-batch (drmas: verl applies it per micro-batch and divides each by the number of
+    micro-batches; for seq-mean-token-sum-norm verl divides the micro-batch's Σ_seq Σ_tok by the constant,
+    drmas the mini-batch's by rows × constant, README `ppo` row)."""
     if mode == "token-mean":
         return (loss_mat * mask).sum() / mini_tokens
     seq = (loss_mat * mask).sum(-1)
@@ -233,13 +167,14 @@ def agg_share(loss_mat, mask, mode, constant, mini_tokens, mini_rows):
     raise ValueError(mode)
 
 
-def run_mixed(c):
-    """The same update for a model in bfloat16 or float16 with fp32 master weights, as mixed-precision
-    training does it (Megatron's and DeepSpeed's optimisers, FSDP's MixedPrecision with fp32 params): forward
-    and backward in the model's dtype, one backward per micro-batch (c["micro_batch"] rows) whose gradient is
-    added up in fp32, unscaled there by the loss scale (float16: loss × S in the backward, as torch.amp's
-    GradScaler with a fixed S), clip_grad_norm_ on the fp32 sum, AdamW on the fp32 masters, and the weights
-    set to the masters rounded to the dtype. The masters start as the loaded weights (already rounded)."""
+def run(c):
+    """One case's update, as mixed-precision training does it (Megatron's and DeepSpeed's optimisers, FSDP's
+    MixedPrecision with fp32 params): forward and backward in the model's dtype, one backward per micro-batch
+    (c["micro_batch"] rows) whose gradient is added up in fp32, unscaled there by the loss scale (float16:
+    loss × S in the backward, as torch.amp's GradScaler with a fixed S), clip_grad_norm_ on the fp32 sum,
+    AdamW on fp32 masters, and the weights set to the masters rounded to the dtype. The masters start as the
+    loaded weights (already rounded). In float32 the masters are exact copies of the weights: this is plain
+    torch AdamW on the model."""
     dt = DTYPES[c["dtype"]]
     model, ref, T, lengths, old_all, ref_all = begin(c, c["dtype"])
     S = c["loss_scale"] if c["loss_scale"] > 0 else 1.0
@@ -249,7 +184,7 @@ def run_mixed(c):
     sums, sides, pg_losses, kl_losses, norms, lrs = counters()
     n, mb, micro = len(rows), c["mini_batch"], c["micro_batch"]
     for epoch in range(c["epochs"]):
-        for start in range(0, n, mb):
+        for start in range(0, n, mb):  # drmas with ppo.shuffle false: mini-batches in row order
             mini = list(range(start, min(n, start + mb)))
             mini_tokens, mini_rows = sum(lengths[i] for i in mini), len(mini)
             acc = [torch.zeros_like(m) for m in masters]
@@ -269,12 +204,13 @@ def run_mixed(c):
                 if ref is not None:
                     refp, _ = padded([ref_all[i] for i in idx], lens)
                     kld = kl_penalty(logp, refp, c["kl_type"])
-                    kl_share = agg_share(kld, mask, c["loss_agg"], c["constant"], mini_tokens, mini_rows)
+                    kl_share = agg_share(kld, mask, c["loss_agg"], c["constant"], mini_tokens, mini_rows)  # verl: the same mode
                     loss = loss + c["kl_coef"] * kl_share
                     kl_loss_sum += kl_share.item()
                     sums["kl"] += (kld.detach() * mask).sum().item()
                 ent, _ = padded(ents, lens)
                 if c["entropy_coef"] > 0:
+                    # drmas: the token mean of the mini-batch whatever loss_agg (verl: agg_loss with loss_agg_mode)
                     loss = loss - c["entropy_coef"] * (ent * mask).sum() / mini_tokens
                 for p in params:
                     p.grad = None
@@ -310,6 +246,6 @@ os.makedirs(out, exist_ok=True)
 import transformers
 report = {"transformers": transformers.__version__, "torch": torch.__version__, "cases": {}}
 for c in spec["cases"]:
-    report["cases"][c["name"]] = run(c) if c.get("dtype", "float32") == "float32" else run_mixed(c)
+    report["cases"][c["name"]] = run(c)
 with open(os.path.join(out, "report.json"), "w") as f:
     json.dump(report, f, indent=1)
