@@ -1,6 +1,7 @@
 // ShardedOptimizerTest.java — distributed.shard_optimizer (ZeRO stage 2: gradients reduced per micro-batch) over
-// the real Gloo process group, two ranks as two threads of this JVM: the PPO update with the
-// optimiser state sharded ends with the weights of one unsharded process (fp32), and with the
+// the real Gloo process group, ranks as threads of this JVM: the PPO update with the optimiser
+// state sharded ends with the weights of one unsharded process (fp32; on 2 ranks, and on 5 and
+// 8 with uneven chunks and ranks without rows), and with the
 // masters of unsharded ranks on the same rows (bf16 with fp32 masters: bf16 forwards of other batch
 // shapes round differently, so one process is not the reference there); each rank holds 1/W of the
 // optimiser state; the gathered state (what checkpoints store) reaches rank 0 alone, loads into
@@ -171,19 +172,24 @@ class ShardedOptimizerTest {
     }
 
     static List<Result> twoRanks(List<PpoUpdater.Row> all, int rank0Rows, ScalarType dtype, boolean sharded) throws Exception {
-        int port;
+        return ranks(all, new int[] {0, rank0Rows, all.size()}, dtype, sharded);
+    }
+
+    /** One update on {@code bounds.length - 1} Gloo ranks (threads of this JVM), rank r on rows [bounds[r], bounds[r + 1]). */
+    static List<Result> ranks(List<PpoUpdater.Row> all, int[] bounds, ScalarType dtype, boolean sharded) throws Exception {
+        int port, world = bounds.length - 1;
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
-        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 30, 1, 1e-3, sharded);
-        ExecutorService ex = Executors.newFixedThreadPool(2);
+        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1e-3, sharded);
+        ExecutorService ex = Executors.newFixedThreadPool(world);
         List<Result> ranks = new ArrayList<>();
         boolean mixed = dtype != ScalarType.Float;
         try {
             List<Future<Result>> fs = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
-                DistEnv env = new DistEnv("127.0.0.1", port, r, 2, r);
-                List<PpoUpdater.Row> mine = r == 0 ? all.subList(0, rank0Rows) : all.subList(rank0Rows, all.size());
+            for (int r = 0; r < world; r++) {
+                DistEnv env = new DistEnv("127.0.0.1", port, r, world, r);
+                List<PpoUpdater.Row> mine = all.subList(bounds[r], bounds[r + 1]);
                 fs.add(ex.submit(() -> {
                     try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
                         return update(mine, pg, dtype, (p, d) -> sharded ? ModelOptimizer.sharded(p, PpoUpdaterDistributedTest.OPT, d, BUCKET)
@@ -191,7 +197,7 @@ class ShardedOptimizerTest {
                     }
                 }));
             }
-            for (Future<Result> f : fs) ranks.add(f.get(120, TimeUnit.SECONDS));
+            for (Future<Result> f : fs) ranks.add(f.get(240, TimeUnit.SECONDS));
         } finally {
             ex.shutdownNow();
         }
@@ -248,6 +254,42 @@ class ShardedOptimizerTest {
         assertEquals(12 * half, ranks.get(0).stateBytes());
         assertEquals(12 * (p - half), ranks.get(1).stateBytes());
         assertEquals(mixed ? 12 * p : 8 * p, one.stateBytes(), "unsharded: moments (and masters when mixed) of every parameter");
+    }
+
+    /**
+     * The GPU configs run 8 ranks: chunks of ⌈P / W⌉ parameters that cut the model's tensors at other
+     * places, the last rank's chunk shorter, buckets that span more ranks' chunks, and ranks with no
+     * rows of the step (they still take part in every reduction): rows cut unevenly, some ranks with none.
+     */
+    @ParameterizedTest
+    @ValueSource(ints = {5, 8})
+    void manyShardedRanksUpdateLikeOneProcess(int world) throws Exception {
+        List<PpoUpdater.Row> all = PpoUpdaterDistributedTest.rows();
+        int[] bounds = switch (world) {
+            case 5 -> new int[] {0, 4, 5, 5, 10, 13};
+            default -> new int[] {0, 3, 3, 5, 6, 9, 10, 13, 13};
+        };
+        assertEquals(all.size(), bounds[world]);
+        Result one = update(all, Collective.single(), ScalarType.Float, (p, d) -> ModelOptimizer.create(p, PpoUpdaterDistributedTest.OPT, false));
+        List<Result> ranks = ranks(all, bounds, ScalarType.Float, true);
+        Map<String, float[]> init;
+        try (CausalLm m = CausalLm.random(PpoUpdaterDistributedTest.CFG, 5, ScalarType.Float, new Device("cpu"))) {
+            init = PpoUpdaterTest.snapshot(m);
+        }
+        assertTrue(maxDiff(one.weights(), init) > 1e-3, "the update barely moved the weights");
+        Result r0 = ranks.get(0);
+        double dw = maxDiff(one.weights(), r0.weights());
+        assertTrue(dw <= 1e-5, "weights, 1 process vs " + world + " sharded ranks: max |Δw| = " + dw);
+        double dv = maxDiff(one.moments(), r0.moments());
+        assertTrue(dv <= 1e-5, "AdamW moments, 1 process vs " + world + " sharded ranks: max |Δ| = " + dv);
+        long p = one.parameters(), chunk = (p + world - 1) / world;
+        for (int r = 0; r < world; r++) {
+            Result rr = ranks.get(r);
+            assertEquals(0, maxDiff(r0.weights(), rr.weights()), "rank " + r + " holds rank 0's weights");
+            if (r > 0) assertTrue(rr.moments().isEmpty() && rr.masters().isEmpty(), "rank " + r + " kept gathered state");
+            long lo = Math.min(p, r * chunk), hi = Math.min(p, lo + chunk);
+            assertEquals(12 * (hi - lo), rr.stateBytes(), "rank " + r + "'s state: fp32 masters and two moments of its chunk");
+        }
     }
 
     @Test
@@ -359,7 +401,7 @@ class ShardedOptimizerTest {
     }
 
     @ParameterizedTest
-    @ValueSource(ints = {1, 2})
+    @ValueSource(ints = {1, 2, 8})
     void theGatheredStateLoadsIntoAnotherWorldSize(int world) throws Exception {
         // the state after one update on one process (fp32: the weights are the masters), loaded into
         // `world` sharded ranks, then a second update on each side: the same weights (what resuming a
@@ -382,20 +424,22 @@ class ShardedOptimizerTest {
                 try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
                     port = s.getLocalPort();
                 }
-                DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 30, 1, 1e-3, true);
-                ExecutorService ex = Executors.newFixedThreadPool(2);
+                DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1e-3, true);
+                ExecutorService ex = Executors.newFixedThreadPool(world);
                 try {
                     List<Future<Map<String, float[]>>> fs = new ArrayList<>();
-                    for (int r = 0; r < 2; r++) {
-                        DistEnv env = new DistEnv("127.0.0.1", port, r, 2, r);
-                        List<PpoUpdater.Row> mine = r == 0 ? all.subList(0, 5) : all.subList(5, all.size());
+                    for (int r = 0; r < world; r++) {
+                        DistEnv env = new DistEnv("127.0.0.1", port, r, world, r);
+                        // 2 ranks: 5 rows and 8; 8 ranks: 1, 2, 1, 2, 2, 1, 2, 2
+                        int[] bounds = world == 2 ? new int[] {0, 5, all.size()} : new int[] {0, 1, 3, 4, 6, 8, 9, 11, 13};
+                        List<PpoUpdater.Row> mine = all.subList(bounds[r], bounds[r + 1]);
                         fs.add(ex.submit(() -> {
                             try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
                                 return resumeAndUpdate(mine, masters, moments, saved.steps(), pg);
                             }
                         }));
                     }
-                    for (var f : fs) got.add(f.get(120, TimeUnit.SECONDS));
+                    for (var f : fs) got.add(f.get(240, TimeUnit.SECONDS));
                 } finally {
                     ex.shutdownNow();
                 }
