@@ -100,6 +100,16 @@ static int threads_for(int64_t work) {
     return (int)std::max<int64_t>(1, t);
 }
 
+// Threads for a pass over n rows in which each thread fills a table of `entries` ids (a uid
+// histogram, a trajectory -> uid map): threads_for(n), but no more than keep the tables beyond
+// the first to 4 entries a row, so that their memory and the serial work that merges them grow
+// with the rows, not with threads x ids (64 threads over 25M uids would be 6.4 GB of histograms).
+static int threads_with_tables(int64_t n, int64_t entries) {
+    const int nt = threads_for(n);
+    if (entries <= 0) return nt;
+    return (int)std::min<int64_t>(nt, 1 + 4 * n / entries);
+}
+
 // ---------------------------------------------------------------------------------------
 // workspace
 
@@ -687,8 +697,9 @@ static bool advantage_trusted_sorted(const AdvArgs& a, const AdvIsa& isa) {
 // random-access tables): a stable counting sort by uid into the workspace (one 16-byte record a row
 // and each row's place in the partition, then the score, agent and traj arrays that the per-run
 // kernels read, their advantages in the records' space: 32 B a row, plus a bit a row for the
-// run-start map, 4 B a trajectory for its owner and one uid histogram per thread), then the sorted
-// path's per-run kernels on the uid runs, then each row's advantage read back from its place.
+// run-start map, 4 B a trajectory for its owner and a uid histogram for each thread that counts,
+// as many as keep them to 4 B a row beyond the first), then the sorted path's per-run kernels on
+// the uid runs, then each row's advantage read back from its place.
 // Each uid's rows keep their order, so the result is bit for bit what the per-run kernels give for
 // those rows sorted stably by uid. The trajectory -> uid map is built on the partitioned runs
 // (every row writes its uid, then every row reads it back: a trajectory in two uids fails the
@@ -701,6 +712,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     const int64_t n = a.n, U = a.U, K = a.K, T = a.T;
     if (n >= INT32_MAX || U > 4 * n + 4096) return false;
     const int nt = threads_for(n);
+    const int nh = threads_with_tables(n, U);  // the counting and the scatter: a histogram of U a thread
     const bool by_traj = a.traj != nullptr;
     struct Rec {
         float score;
@@ -712,11 +724,11 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     // dead by then) and the trajectory owners.
     const int64_t Upad = (U + 15) & ~(int64_t)15;
     const int64_t words = (n + 63) / 64;
-    Workspace ws(Workspace::bytes_for<int32_t>(Upad * nt) + Workspace::bytes_for<int64_t>(U + 1) +
+    Workspace ws(Workspace::bytes_for<int32_t>(Upad * nh) + Workspace::bytes_for<int64_t>(U + 1) +
                  Workspace::bytes_for<Rec>(n) + 3 * Workspace::bytes_for<int32_t>(n) +
                  Workspace::bytes_for<float>(n) + Workspace::bytes_for<int32_t>(by_traj ? T : 0) +
                  Workspace::bytes_for<uint64_t>(words));
-    int32_t* hist = ws.take<int32_t>(Upad * nt);  // n < 2^31: counts and cursors fit
+    int32_t* hist = ws.take<int32_t>(Upad * nh);  // n < 2^31: counts and cursors fit
     int64_t* off = ws.take<int64_t>(U + 1);
     Rec* rec = ws.take<Rec>(n);
     float* ps = ws.take<float>(n);
@@ -729,8 +741,8 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     if (!hist || !off || !rec || !ps || !pag || !ptr || !pidx || !owner || !map)
         return false;  // no memory: the caller's paths run (and report it if they fail too)
     // ---- check the rows and count each uid's rows, per thread ----
-    std::vector<char> bad(nt, 0);
-    run_parallel(nt, [&](int tid, int nth) {  // (nth is nt: run_parallel runs every part)
+    std::vector<char> bad(nh, 0);
+    run_parallel(nh, [&](int tid, int nth) {  // (nth is nh: run_parallel runs every part)
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
         int32_t* h = hist + Upad * tid;
         std::fill(h, h + U, 0);  // first touched by its own thread
@@ -749,7 +761,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     int64_t pos = 0;
     for (int64_t u = 0; u < U; ++u) {
         off[u] = pos;
-        for (int t = 0; t < nt; ++t) {
+        for (int t = 0; t < nh; ++t) {
             const int64_t c = hist[Upad * t + u];
             hist[Upad * t + u] = (int32_t)pos;  // thread t's cursor for u
             pos += c;
@@ -758,7 +770,7 @@ static bool advantage_partitioned(const AdvArgs& a, const AdvIsa& isa) {
     off[U] = pos;
     // ---- scatter: each row as one 16-byte record (one cache line touched a row, where four
     // ---- arrays touched four), then split into the arrays of the per-run kernels ----
-    run_parallel(nt, [&](int tid, int nth) {
+    run_parallel(nh, [&](int tid, int nth) {
         const int64_t lo = n * tid / nth, hi = n * (tid + 1) / nth;
         int32_t* const cur = hist + Upad * tid;
         // One 16-byte store a record, built in a register: the stores miss the cache, and each
@@ -918,7 +930,7 @@ int32_t advantage_cpu(const drmas_norm_config& cfg, int64_t n, const float* scor
 
     // ---- validation (parallel): ranges, finiteness, trajectory owners, uid runs: for the rows
     // ---- that advantage_partitioned declined (a bad row, for its message; huge id spaces) ----
-    const int nt = threads_for(n);
+    const int nt = traj ? threads_with_tables(n, T) : threads_for(n);  // one map of T owners a thread
     std::vector<std::vector<int32_t>> own(traj ? nt : 0);
     std::vector<Problem> problems(nt);
     std::vector<char> inconsistent(nt, 0);

@@ -1635,6 +1635,81 @@ static void test_partition_run_loop() {
 // cached block, the others allocate their own) are the same bits as one caller's; so are those of a
 // call with the cache turned off (DRMAS_CPU_WORKSPACE_MB=0) after calls that left other rows' data in
 // the block, and of a call after a larger one.
+// Per-thread id tables stay bounded by the rows, not threads x ids: the partition's uid histograms
+// and the validation's trajectory -> uid maps. 1M rows in random order, 2 a uid, with sparse ids
+// declared up to 4M (U = T = 4n, the most the partition takes): on 16 threads each table of 4M
+// ids is 16 MB, so a table a thread was ~256 MB of histograms (and again of maps, for the message
+// about one NaN). Measured as the growth of the peak resident size over the call (Linux resets it
+// through /proc/self/clear_refs), the workspace freed after each call; the results are those of one
+// thread, bit for bit, and not all 0.
+static long status_kb(const char* field) {
+    FILE* f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    char line[256];
+    long v = -1;
+    const size_t len = strlen(field);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, field, len) && line[len] == ':') v = atol(line + len + 1);
+    fclose(f);
+    return v;
+}
+
+static bool reset_peak_rss() {
+    FILE* f = fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    const bool ok = fputs("5", f) >= 0;
+    return fclose(f) == 0 && ok;
+}
+
+static void test_thread_tables_memory() {
+    if (!reset_peak_rss() || status_kb("VmHWM") < 0) {
+        printf("SKIP test_thread_tables_memory: cannot reset the peak resident size (/proc/self/clear_refs)\n");
+        return;
+    }
+    const int64_t n = 1 << 20, ids = 4 * n;
+    Rows r{std::vector<float>(n), std::vector<int32_t>(n), std::vector<int32_t>(n), std::vector<int32_t>(n, 0), ids, ids, 1};
+    std::mt19937_64 rng(83);
+    std::uniform_real_distribution<float> score(0.0f, 1.0f);
+    for (int64_t i = 0; i < n; ++i) {
+        r.s[i] = score(rng);
+        r.uid[i] = (int32_t)(8 * (i / 2) + (i / 2) % 7);  // distinct per pair, below 4n
+        r.traj[i] = (int32_t)(4 * i + i % 3);              // a trajectory a row
+    }
+    std::vector<int64_t> perm(n);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    r = permuted(r, perm);
+    const drmas_norm_config c = cfg_of(kDrmas);
+    setenv("DRMAS_CPU_WORKSPACE_MB", "0", 1);
+    drmas_set_num_threads(1);
+    std::vector<float> one, many;
+    CHECK(call_adv(c, r, one, nullptr) == 0, "one thread: %s", drmas_last_error());
+    drmas_set_num_threads(64);
+    const long limit_kb = 192 << 10;  // the rest of the scratch is ~110 MB here
+    reset_peak_rss();
+    long before = status_kb("VmRSS");
+    CHECK(call_adv(c, r, many, nullptr) == 0, "64 threads: %s", drmas_last_error());
+    long grew = status_kb("VmHWM") - before;
+    CHECK(grew <= limit_kb, "the partitioned call's peak grew by %ld MB (bound %ld MB)", grew >> 10, limit_kb >> 10);
+    CHECK(same_bits(one.data(), many.data(), 4 * (size_t)n), "64 threads: not one thread's bits");
+    int64_t nonzero = 0;
+    for (float v : one) nonzero += v != 0.0f;
+    CHECK(nonzero > n / 2, "only %lld of %lld advantages are not 0", (long long)nonzero, (long long)n);
+    // one NaN: the partition declines the block, the validation names the row
+    const int64_t badrow = n - 5;
+    r.s[badrow] = NAN;
+    reset_peak_rss();
+    before = status_kb("VmRSS");
+    const int st = call_adv(c, r, many, nullptr);
+    grew = status_kb("VmHWM") - before;
+    char want[64];
+    snprintf(want, sizeof want, "scores[%lld] is not finite", (long long)badrow);
+    CHECK(st == DRMAS_ERR_NONFINITE && strstr(drmas_last_error(), want), "one NaN: status %d, %s", st, drmas_last_error());
+    CHECK(grew <= limit_kb, "the call that reports one NaN grew the peak by %ld MB (bound %ld MB)", grew >> 10, limit_kb >> 10);
+    unsetenv("DRMAS_CPU_WORKSPACE_MB");
+    drmas_set_num_threads(0);
+}
+
 static void test_workspace() {
     std::mt19937_64 rng(71);
     std::vector<Rows> sets;
@@ -3159,6 +3234,7 @@ int main() {
     test_partition_path();
     test_partition_run_loop();
     test_workspace();
+    test_thread_tables_memory();
     test_broadcast();
     test_loss_identities();
     test_loss_float_range();
