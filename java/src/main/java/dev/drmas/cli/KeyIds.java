@@ -8,12 +8,28 @@ package dev.drmas.cli;
 import java.util.Arrays;
 
 final class KeyIds {
+    /** The table's largest size: an int array's (2^31 slots is past it), so at most 2^29 keys at half load. */
+    static final int MAX_SLOTS = 1 << 30;
+
+    private final int maxSlots;
     private int[] slots = new int[1 << 10];  // id + 1, 0 = empty
     private int[] hashes = new int[256], scopes = new int[256], offsets = new int[256], lengths = new int[256];
     private byte[] store = new byte[1 << 12];
     private int used, size;
     // rows come grouped (a task's rollouts together, a trajectory's turns together): the last key is checked first
     private int last = -1;
+
+    KeyIds() {
+        this(MAX_SLOTS);
+    }
+
+    /** A table of at most {@code maxSlots} slots (a power of two, at least 1024; tests make it small). */
+    KeyIds(int maxSlots) {
+        if (Integer.bitCount(maxSlots) != 1 || maxSlots < slots.length || maxSlots > MAX_SLOTS) {
+            throw new IllegalArgumentException("maxSlots " + maxSlots + " is not a power of two in [1024, 2^30]");
+        }
+        this.maxSlots = maxSlots;
+    }
 
     int size() {
         return size;
@@ -109,6 +125,9 @@ final class KeyIds {
     }
 
     private void rehash() {
+        if (slots.length >= maxSlots) {
+            throw new UserError("more than " + maxSlots / 2 + " distinct uid, traj or agent keys: too many to number in one run");
+        }
         int[] t = new int[slots.length * 2];
         int mask = t.length - 1;
         for (int id = 0; id < size; id++) {
