@@ -342,7 +342,19 @@ final class SafetensorsRows implements AutoCloseable {
                 if (v < 0 || v >= n) throw outOfRange(where, i, v, n);
             }
         }
-        return n == 0 ? 0 : (int) max + 1;
+        return n == 0 ? 0 : countFrom(max, where);
+    }
+
+    /**
+     * The count of an id column whose largest id is {@code max}: max + 1, which must fit int32 as
+     * the kernel's counts do (a column of more than 2^31 rows can hold a larger id in [0, n)).
+     */
+    static int countFrom(long max, String where) {
+        if (max >= Integer.MAX_VALUE) {
+            throw new UserError(where + ": id " + max + " makes a count of " + (max + 1) + ", above 2^31 - 1 (ids are dense, "
+                    + "0..count-1, and each count must fit int32)");
+        }
+        return (int) (max + 1);
     }
 
     /** int64 ids to int32 in {@code out}, checking each is in [0, n); returns the count. */
@@ -366,7 +378,7 @@ final class SafetensorsRows implements AutoCloseable {
             }
             return hi;
         });
-        if (max >= n) {
+        if (max >= n || max > Integer.MAX_VALUE) {
             for (long i = 0; i < n; i++) {
                 long v = data.get(I64, 8 * i);
                 if (v > Integer.MAX_VALUE || v < Integer.MIN_VALUE) {
@@ -376,7 +388,7 @@ final class SafetensorsRows implements AutoCloseable {
                 if (v < 0 || v >= n) throw outOfRange(where, i, v, n);
             }
         }
-        return (int) (max + 1);
+        return countFrom(max, where);
     }
 
     private static UserError outOfRange(String where, long row, long v, long n) {

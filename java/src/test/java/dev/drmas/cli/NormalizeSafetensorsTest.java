@@ -8,6 +8,7 @@ package dev.drmas.cli;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -1269,5 +1270,18 @@ class NormalizeSafetensorsTest {
         assertTrue(r.err().contains("-Djava.io.tmpdir="), r.err());
         assertFalse(r.err().contains("\tat "), r.err());
         assertFalse(Files.exists(dir.resolve("adv.safetensors")), "no output");
+    }
+
+    @Test
+    void aCountPastInt32IsAClearError() {
+        // a column of more than 2^31 rows may hold an id in [0, n) whose count does not fit int32
+        // (it was narrowed to a negative count, which the kernel then refused with its own words);
+        // the arithmetic alone, as no test can write such a file
+        assertEquals(0, SafetensorsRows.countFrom(-1, "x"));
+        assertEquals(Integer.MAX_VALUE, SafetensorsRows.countFrom(Integer.MAX_VALUE - 1L, "x"));
+        for (long max : new long[] {Integer.MAX_VALUE, 1L << 31, 5_000_000_000L}) {
+            UserError e = assertThrows(UserError.class, () -> SafetensorsRows.countFrom(max, "'uid'"));
+            assertTrue(e.getMessage().startsWith("'uid': id " + max + " makes a count of " + (max + 1) + ", above 2^31 - 1"), e.getMessage());
+        }
     }
 }
