@@ -8,7 +8,11 @@
 // ArithmeticException, nor a product that wraps round and lets a short buffer through). Config structs are written field by field
 // through LibDrmas's named layouts, which are checked against the loaded library before the
 // first one is written. CPU calls accept heap segments (Java arrays, read in place); CUDA calls
-// need segments that wrap device memory (DeviceBuffer).
+// need segments that wrap device memory (DeviceBuffer). A DeviceBuffer's memory passed to the CPU
+// backend is refused; other device memory cannot be told from host memory here (a LibTorch CUDA
+// tensor's data_ptr made a segment with the restricted MemorySegment.reinterpret: the caller
+// vouches for it, as reinterpret says), so callers with tensors pick the backend from the tensor's
+// device, as the trainer does (TensorViews.backendOf).
 package dev.drmas.bindings;
 
 import java.lang.foreign.Arena;
