@@ -31,6 +31,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
@@ -96,6 +97,10 @@ final class ExperimentCommand implements Callable<Integer> {
 
     /** The jobs' processes now running, with their jobs, for the shutdown hook and a failure's stop. */
     private final Map<Process, Job> running = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Each job's exit status once its process has ended (a job skipped as done has none). */
+    private final Map<Job, Integer> exitStatus = new java.util.concurrent.ConcurrentHashMap<>();
+    /** Each job's future while the jobs run: the shutdown hook waits for the ones it stopped to be recorded. */
+    private volatile Map<Job, CompletableFuture<Void>> jobFutures = Map.of();
     /** Held while a job checks `stopping` and starts, and while a stop takes its list of jobs: none starts after it. */
     private final Object starting = new Object();
     /** Set by the shutdown hook: the jobs were asked to stop and end as they finish their saves. */
@@ -155,13 +160,15 @@ final class ExperimentCommand implements Callable<Integer> {
      * running one is signalled once (a train job then stops after saving its step) and waited for.
      */
     void stopForShutdown() {
-        List<Process> now;
+        Map<Process, Job> now;
         synchronized (starting) {  // no job starts after the list is taken
             stopping = true;
             signalled = true;
-            now = List.copyOf(running.keySet());
+            now = Map.copyOf(running);
         }
-        int failed = LaunchCommand.stopAndWait(now);
+        int failed = LaunchCommand.stopAndWait(now.keySet());
+        // their threads, which mark a job that finished meanwhile done (the JVM ends when this hook returns)
+        for (Job j : now.values()) awaitQuietly(jobFutures.get(j));
         // a job whose stop failed (its save): the experiment ends with its status, not the signal's 143 (as launch)
         if (failed != 0) {
             System.out.flush();
@@ -183,7 +190,8 @@ final class ExperimentCommand implements Callable<Integer> {
         out.flush();
         for (Job j : jobs) checkDoneWithSameArguments(root, j, settings.get(j.name()));  // before anything runs
         AtomicInteger finished = new AtomicInteger();
-        Map<Job, CompletableFuture<Void>> done = new LinkedHashMap<>();
+        Map<Job, CompletableFuture<Void>> done = new java.util.concurrent.ConcurrentHashMap<>();
+        jobFutures = done;
         ExecutorService pool = Executors.newFixedThreadPool(parallel);
         // Ctrl-C or kill: the jobs end with the experiment, each after saving the step under way (a train job's stop)
         Thread cleanup = new Thread(this::stopForShutdown);
@@ -233,17 +241,39 @@ final class ExperimentCommand implements Callable<Integer> {
                         + (warm.isEmpty() ? "" : "waiting for the " + warm.size() + " warm start(s) running to finish"));
                 out.flush();
                 LaunchCommand.stopAndWait(rl);
-                for (Job w : warm) {  // its thread marks it done, or says why it failed
-                    done.get(w).handle((v, x) -> {
-                        if (x != null) out.println("drmas experiment: also " + (x.getCause() != null ? x.getCause() : x).getMessage());
-                        return null;
-                    }).join();
-                }
-                out.flush();
             }
+            // every job's thread has ended or ends now (none starts): each marks its job done or says why it failed. Said
+            // beside the first failure: a warm start's failure, and an RL run's that did not end after its save (its save
+            // failed when it was stopped, or it failed on its own meanwhile); a job that waited for a failed one fails
+            // with that one's error, said once
+            Throwable primary = e.getCause();
+            java.util.Set<Throwable> said = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            said.add(primary);
+            boolean alsoFailed = false;
+            for (Job j : jobs) {
+                Throwable x = done.get(j).handle((v, t) -> t).join();
+                Throwable cause = x instanceof java.util.concurrent.CompletionException && x.getCause() != null ? x.getCause() : x;
+                if (cause == null || !said.add(cause)) continue;
+                Integer status = exitStatus.get(j);
+                if (!isWarmStart(j) && status != null && LaunchCommand.stoppedAfterSave(status)) continue;  // stopped after its save
+                out.println("drmas experiment: also " + cause.getMessage());
+                alsoFailed = true;
+            }
+            out.flush();
+            // a job that failed beside one that stopped after its save (a tool's 75): the experiment failed
+            if (alsoFailed && primary instanceof UserError u && u.status != 1) throw new UserError(u.getMessage(), u, 1);
             throw e.getCause() instanceof RuntimeException re ? re : e;
         } finally {
-            pool.shutdownNow();
+            // the jobs' threads end once their processes have (none starts now): a thread that marks its job done is let
+            // finish (shutdownNow would interrupt its file writes: the job would run again next time)
+            pool.shutdown();
+            try {
+                if (!pool.awaitTermination(stopping ? 30 : 0, TimeUnit.SECONDS)) pool.shutdownNow();
+            } catch (InterruptedException interrupted) {
+                pool.shutdownNow();
+                Thread.currentThread().interrupt();
+            }
+            jobFutures = Map.of();
             if (!stopping) running.keySet().forEach(Process::destroyForcibly);  // (stopping: the hook waits for the jobs' saves)
             try {
                 Runtime.getRuntime().removeShutdownHook(cleanup);
@@ -355,6 +385,7 @@ final class ExperimentCommand implements Callable<Integer> {
             }
             try {
                 code = p.waitFor();
+                exitStatus.put(j, code);
             } catch (InterruptedException e) {
                 p.destroyForcibly();
                 Thread.currentThread().interrupt();
@@ -391,6 +422,18 @@ final class ExperimentCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "[%d/%d] %s: done in %.1f min%s%n", finished.incrementAndGet(), total, j.name(),
                 (System.nanoTime() - t0) / 60e9, RunReport.oneLine(dir));
         out.flush();
+    }
+
+    /** Waits up to 30 s for {@code f} (null: nothing) to complete, however it ends. */
+    private static void awaitQuietly(CompletableFuture<Void> f) {
+        if (f == null) return;
+        try {
+            f.get(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // its failure is the main thread's to report; a thread still busy after 30 s is not waited for
+        }
     }
 
     /**
