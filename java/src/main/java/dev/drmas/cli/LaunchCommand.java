@@ -101,8 +101,12 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
         // a stopped launcher (SIGTERM, Ctrl-C) stops its ranks as they stop themselves: each finishes the step under way
         // and saves it, and the launcher waits for them (a kill -9 of the launcher still ends them at once: they watch it)
         Thread cleanup = new Thread(() -> {
-            stopping = true;
-            stopForShutdown(ranks, pumps);
+            List<Process> now;
+            synchronized (STARTING) {  // no rank starts after the list is taken (a restart on another port included)
+                stopping = true;
+                now = List.copyOf(ranks);
+            }
+            stopForShutdown(now, pumps);
         });
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
@@ -130,8 +134,12 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
                     // as ./drmas sets them: waiting threads sleep instead of spinning on shared cores
                     env.putIfAbsent("OMP_WAIT_POLICY", "PASSIVE");
                     env.putIfAbsent("OPENBLAS_THREAD_TIMEOUT", "4");
-                    Process p = pb.start();
-                    ranks.add(p);
+                    Process p;
+                    synchronized (STARTING) {
+                        if (stopping) return 143;  // the shutdown hook stops the ranks it saw; no more start
+                        p = pb.start();
+                        ranks.add(p);
+                    }
                     pumps.add(pump(p, "[rank" + r + "] "));
                 }
                 out.println("drmas launch: " + nproc + " ranks (master 127.0.0.1:" + port + ", " + threads + " thread(s) each)");
@@ -261,6 +269,8 @@ final class LaunchCommand implements java.util.concurrent.Callable<Integer> {
 
     /** Set by the shutdown hook: the ranks were asked to stop, and end as they finish. */
     static volatile boolean stopping;  // (package-private: tests set it)
+    /** Held to start a rank and to take the shutdown hook's list of them, so that none starts unseen. */
+    private static final Object STARTING = new Object();
 
     /**
      * SIGTERM to each process, then waits for all to end, however long their graceful stop takes (a
