@@ -137,7 +137,9 @@ public final class NativeLibrary {
                 return file;
             }
             Files.createDirectories(dir);
-            Path tmp = dir.resolve("libdrmas.so." + ProcessHandle.current().pid() + ".tmp");
+            // a name of its own (created new): a pid is not unique across containers that share the cache, and a
+            // second start truncating the file the first just renamed in would hand it half a library
+            Path tmp = Files.createTempFile(dir, "libdrmas.so.", ".tmp");
             Files.write(tmp, bytes);
             Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             prune(root, dir);

@@ -142,8 +142,9 @@ public final class ProcessGroup implements Collective {
                         if (own == null) own = heartbeatStore.apply(env, timeoutMs);
                         own.add(ALIVE + env.rank(), 1);
                         beaten = true;
-                    } catch (RuntimeException e) {
-                        // a connection that broke (a network blip between nodes) is opened again a second later: a heartbeat
+                    } catch (RuntimeException | Error e) {
+                        // (an Error too: a transient OutOfMemoryError here would end the thread, and this live rank be
+                        // taken for dead) a connection that broke (a network blip between nodes) is opened again a second later: a heartbeat
                         // that stopped for good would have this live rank taken for dead as soon as it falls heartbeatStaleMs
                         // behind the others, routine with uneven rollouts. The store gone for good (rank 0 ended) leaves
                         // this daemon trying until the group closes

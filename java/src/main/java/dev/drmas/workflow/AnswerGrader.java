@@ -63,6 +63,8 @@ public final class AnswerGrader implements AutoCloseable {
     static final String KEY = "orchestra.options.grader";
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final Object EOF = new Object();
+    /** Why the reader thread stopped reading the grader's output other than at its end; null if it did not. */
+    private volatile Throwable readFailure;
 
     private final Check builtIn;
     private final GraderOptions options;
@@ -190,8 +192,11 @@ public final class AnswerGrader implements AutoCloseable {
                 for (String line; (line = from.readLine()) != null; ) q.add(line);
             } catch (IOException e) {
                 // the grader is gone: EOF below, and its exit status says why
+            } catch (RuntimeException | Error e) {
+                readFailure = e;  // (a line too long for the heap, say): said with the EOF, which still ends the wait
+            } finally {
+                q.add(EOF);
             }
-            q.add(EOF);
         }, "drmas-grader");
         reader.setDaemon(true);
         reader.start();
@@ -239,6 +244,12 @@ public final class AnswerGrader implements AutoCloseable {
 
     /** The grader's state after a failed exchange: its exit status, when it has ended within a moment. */
     private String ended() {
+        Throwable r = readFailure;
+        if (r != null) return "its output could not be read: " + r + "; it " + endedStatus();
+        return endedStatus();
+    }
+
+    private String endedStatus() {
         try {
             if (process.waitFor(2, TimeUnit.SECONDS)) return "exited with status " + process.exitValue();
         } catch (InterruptedException e) {
