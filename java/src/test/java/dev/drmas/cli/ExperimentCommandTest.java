@@ -109,11 +109,13 @@ class ExperimentCommandTest {
     void aJobThatAToolStoppedEndsTheExperimentWith75AndStopsTheOthersGracefully() throws Exception {
         // sft: done at once; grpo: stopped by its tool (75) after a moment; drmas: "training" until SIGTERM, on which it
         // "saves" (a marker) and ends with 143
-        Path mark = tmp.resolve("drmas-saved");
+        // (grpo waits until drmas says its trap is set: a job still starting when grpo stops would die of the signal)
+        Path mark = tmp.resolve("drmas-saved"), started = tmp.resolve("started");
         String script = "if [ \"$1\" = sft ]; then exit 0; fi\n"
                 + "case \"$*\" in\n"
-                + "  *mode=grpo*) sleep 1; echo 'drmas: stopped after step 3: the retriever failed'; exit 75 ;;\n"
-                + "  *) trap 'touch " + mark + "; exit 143' TERM; while true; do sleep 0.1; done ;;\n"
+                + "  *mode=grpo*) until [ -s " + started + " ]; do sleep 0.1; done; sleep 0.5; echo 'drmas: stopped after step 3: the retriever failed'; "
+                + "exit 75 ;;\n"
+                + "  *) trap 'touch " + mark + "; exit 143' TERM; echo drmas >> " + started + "; while true; do sleep 0.1; done ;;\n"
                 + "esac";
         long t0 = System.nanoTime();
         Cli.Run r = experimentOfScripts(script, 1, 2);
@@ -128,6 +130,24 @@ class ExperimentCommandTest {
         assertTrue(Files.isRegularFile(exp.resolve("sft-s1").resolve(ExperimentCommand.DONE)));
         assertTrue(!Files.exists(exp.resolve("grpo-s1").resolve(ExperimentCommand.DONE)) && !Files.exists(exp.resolve("drmas-s1")
                 .resolve(ExperimentCommand.DONE)), "neither finished: the same command runs them again");
+    }
+
+    @Test
+    void aRunWhoseStopFailedBesideAToolsStopIsSaidAndFailsTheExperiment() throws Exception {
+        // grpo stops with 75 after a moment (a service gone: "resume once it is back"); drmas, stopped then, fails its
+        // save (1). Its failure was only a pid on stderr, and the experiment ended with 75
+        Path started = tmp.resolve("started");
+        String script = "if [ \"$1\" = sft ]; then exit 0; fi\n"
+                + "case \"$*\" in\n"
+                + "  *mode=grpo*) until [ -s " + started + " ]; do sleep 0.1; done; sleep 0.5; exit 75 ;;\n"
+                + "  *) trap 'echo save failed; exit 1' TERM; echo drmas >> " + started + "; while true; do sleep 0.1; done ;;\n"
+                + "esac";
+        Cli.Run r = experimentOfScripts(script, 1, 2);
+        String said = r.out();
+        assertEquals(1, r.exit(), said);
+        assertTrue(said.contains("grpo-s1 stopped after saving its step (exit 75"), said);
+        assertTrue(said.contains("drmas experiment: also drmas-s1 failed (exit 1); its log is ") && said.contains("save failed"), said);
+        assertEquals(1, said.split("drmas experiment: also ", -1).length - 1, "one also line: " + said);
     }
 
     /** Waits (up to 60 s) until the two RL runs' scripts have each written a line to {@code started}. */
@@ -256,12 +276,13 @@ class ExperimentCommandTest {
     void aWarmStartRunningBesideAFailedJobIsLetFinish() throws Exception {
         // seed 1's warm start at once, seed 2's for 3 s; grpo-s1 stops with 75 after 1 s while seed 2's warm start
         // runs: it finishes (marked done), drmas-s1 is stopped gracefully, and none of seed 2's RL runs starts
-        Path mark = tmp.resolve("drmas-saved"), started = tmp.resolve("started");
+        // (grpo waits until drmas's trap is set, as above)
+        Path mark = tmp.resolve("drmas-saved"), started = tmp.resolve("started"), trapped = tmp.resolve("trapped");
         String script = "if [ \"$1\" = sft ]; then case \"$*\" in *run.seed=2*) sleep 3 ;; esac; exit 0; fi\n"
                 + "echo \"$*\" >> " + started + "\n"
                 + "case \"$*\" in\n"
-                + "  *mode=grpo*) sleep 1; exit 75 ;;\n"
-                + "  *) trap 'touch " + mark + "; exit 143' TERM; while true; do sleep 0.1; done ;;\n"
+                + "  *mode=grpo*) until [ -e " + trapped + " ]; do sleep 0.1; done; sleep 0.5; exit 75 ;;\n"
+                + "  *) trap 'touch " + mark + "; exit 143' TERM; touch " + trapped + "; while true; do sleep 0.1; done ;;\n"
                 + "esac";
         Cli.Run r = experimentOfScripts(script, 2, 3);
         String said = r.out();

@@ -80,7 +80,8 @@ class LaunchAwaitTest {
     void theOtherRanksAreSignalledNotCutOffFromTheirPipes() throws Exception {
         // a rank that, on SIGTERM, writes a last line (a train rank: "stopped after step ..."); Process.destroy() closed
         // the launcher's end of its pipes with the signal, losing such lines and halting real ranks (their stdin watch)
-        Process other = rank("trap 'echo saved; exit 143' TERM; while true; do sleep 0.1; done");
+        // (it says "ready" once its trap is set: a shell still starting when the other rank fails would die of the signal)
+        Process other = ready(rank("trap 'echo saved; exit 143' TERM; echo ready; while true; do sleep 0.1; done"));
         assertEquals(1, LaunchCommand.await(true, List.of(rank("sleep 0.3; exit 1"), other)));
         assertEquals("saved\n", new String(other.getInputStream().readAllBytes(), StandardCharsets.UTF_8));
         assertEquals(143, other.exitValue());

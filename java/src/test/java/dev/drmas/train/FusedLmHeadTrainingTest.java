@@ -237,7 +237,10 @@ class FusedLmHeadTrainingTest {
      * turns a rounding difference into another rollout sooner or later, after which the runs part for
      * good. From one warm start the runs stayed within 2e-4 for 20 steps; from another (the warm start's
      * tasks in another order) they stayed within 1e-4 for 16 steps and parted at step 17 (pg_loss 2.8%
-     * apart, then the rewards). A wrong gradient differs by far more from step 1.
+     * apart, then the rewards). A wrong gradient differs by far more from step 1. Where the runs part
+     * is a property of the CPU's kernels (another host rounds otherwise), so the update's figures are
+     * compared at the steps whose rollouts were the same (their rollout figures bit for bit), at least
+     * three of them, and the weights when all ten were.
      */
     @Test
     void tenStepsOfTheToyRunGiveTheSameLossesAndWeights() throws Exception {
@@ -251,15 +254,17 @@ class FusedLmHeadTrainingTest {
         Map<String, float[]> wPlain = new LinkedHashMap<>(), wFused = new LinkedHashMap<>();
         List<JsonNode> plain = run(tmp.resolve("plain"), warm, false, wPlain), fused = run(tmp.resolve("fused"), warm, true, wFused);
         assertEquals(plain.size(), fused.size());
-        int compared = 0;
+        int compared = 0, steps = 0, parted = -1;
         double maxAbsPg = 0;
         StringBuilder seen = new StringBuilder();
         for (int i = 0; i < plain.size(); i++) {
             JsonNode p = plain.get(i), f = fused.get(i);
             if (!p.has("model/policy/pg_loss")) continue;
+            steps++;
             assertEquals(p.get("step").asInt(), f.get("step").asInt());
-            for (String key : List.of("model/policy/pg_loss", "model/policy/entropy", "model/policy/ppo_kl", "model/policy/grad_norm",
-                    "reward/mean")) {
+            if (parted < 0 && !rolloutFigures(p).equals(rolloutFigures(f))) parted = p.get("step").asInt();
+            if (parted >= 0) continue;
+            for (String key : List.of("model/policy/pg_loss", "model/policy/entropy", "model/policy/ppo_kl", "model/policy/grad_norm")) {
                 double want = p.get(key).asDouble(), got = f.get(key).asDouble();
                 // the relative differences seen in the first ten steps: ~1e-7 to 3e-5
                 assertEquals(want, got, 1e-5 + 1e-4 * Math.abs(want), "step " + p.get("step") + " " + key);
@@ -269,9 +274,29 @@ class FusedLmHeadTrainingTest {
                     p.get("model/policy/grad_norm").asDouble(), p.get("reward/mean").asDouble()));
             compared++;
         }
-        assertEquals(10, compared, "a pg_loss per step");
+        assertEquals(10, steps, "a pg_loss per step");
+        assertTrue(compared >= 3, "the runs' rollouts parted at step " + parted + ": too soon to compare their updates" + seen);
         assertTrue(maxAbsPg > 1e-4, "the losses were ~0 at every step (no advantages): nothing was compared; step:pg/grad_norm/reward" + seen);
-        ActivationCheckpointingTest.assertClose(wPlain, wFused, 1e-5, 1e-4);
+        if (parted < 0) {
+            ActivationCheckpointingTest.assertClose(wPlain, wFused, 1e-5, 1e-4);
+        } else {
+            System.out.println("FusedLmHeadTrainingTest: the runs' rollouts parted at step " + parted + "; the updates of steps 1-"
+                    + compared + " agreed; the weights are not compared");
+        }
+    }
+
+    /** What a step's metrics say of its rollouts alone (sampled before its update): the same rollouts give the same bits. */
+    private static Map<String, String> rolloutFigures(JsonNode step) {
+        Map<String, String> out = new java.util.TreeMap<>();
+        step.fields().forEachRemaining(e -> {
+            String k = e.getKey();
+            boolean rollout = k.equals("reward/mean") || k.startsWith("verifier/") || k.startsWith("agent/")
+                    && List.of("rows", "score_mean", "score_std", "valid_ratio", "response_len", "response_clipped", "mu")
+                    .contains(k.substring(k.lastIndexOf('/') + 1));
+            if (rollout) out.put(k, e.getValue().asText());
+        });
+        assertTrue(out.containsKey("reward/mean") && out.keySet().stream().anyMatch(k -> k.endsWith("/response_len")), "rollout figures: " + out);
+        return out;
     }
 
     private List<JsonNode> run(Path out, Path warm, boolean fused, Map<String, float[]> weights) throws Exception {
