@@ -1,6 +1,7 @@
 // JsonlLines.java — the reading of a JSONL data file that the task and corpus readers share: UTF-8
-// lines in file order, blank ones skipped, each handed on with its "file:line" for error messages,
-// and the file's own problems (missing, not UTF-8, unreadable) as TaskFileExceptions naming it.
+// lines in file order (a byte order mark skipped), blank ones skipped, each handed on with its
+// "file:line" for error messages, and the file's own problems (missing, not UTF-8, unreadable) as
+// TaskFileExceptions naming it.
 package dev.drmas.env;
 
 import java.io.BufferedReader;
@@ -29,6 +30,8 @@ public final class JsonlLines {
             int lineNo = 0;
             while ((line = in.readLine()) != null) {
                 lineNo++;
+                // a byte order mark (Notepad, PowerShell) is no text of the first line
+                if (lineNo == 1 && line.startsWith("\uFEFF")) line = line.substring(1);
                 if (!line.isBlank()) sink.accept(line, lineNo, name + ":" + lineNo);
             }
         } catch (NoSuchFileException e) {

@@ -9,6 +9,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.JsonToken;
+import com.fasterxml.jackson.core.json.JsonReadFeature;
 import com.fasterxml.jackson.core.StreamReadFeature;
 import dev.drmas.model.JsonProblem;
 import java.io.IOException;
@@ -26,9 +27,11 @@ public final class JsonlTasks {
     public static final String ID_FIELD = "id";
 
     // A duplicated key on a line is an error rather than "last one wins": it is almost always a
-    // broken export, and silently picking one answer would train on the wrong label.
-    private static final JsonFactory JSON = JsonFactory.builder()
-            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).build();
+    // broken export, and silently picking one answer would train on the wrong label. NaN and
+    // Infinity are read (Python's json.dumps writes them for a pandas gap, in fields drmas need not
+    // read): where drmas reads a number, one of them is an error naming the field.
+    static final JsonFactory JSON = JsonFactory.builder()
+            .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS).build();
 
     /** Reads {@code file} with the fields "question" and "answer". */
     public static List<Task> read(Path file) {
@@ -134,36 +137,72 @@ public final class JsonlTasks {
     // The members of the object the parser is in (after its START_OBJECT) under their paths: every
     // top-level one, and the nested ones a wanted path leads to.
     private static void readObject(JsonParser p, String prefix, String[] wanted, Map<String, Field> fields) throws IOException {
-        JsonToken t;
-        while ((t = p.nextToken()) == JsonToken.FIELD_NAME) {
+        while (p.nextToken() == JsonToken.FIELD_NAME) {
             String key = prefix + p.currentName();
-            JsonToken v = p.nextToken();
-            boolean keep = key.equals(ID_FIELD) && prefix.isEmpty(), deeper = false;
-            for (String w : wanted) {
-                keep |= key.equals(w);
-                deeper |= w.startsWith(key + ".");
-            }
-            if (v == JsonToken.START_OBJECT && deeper && !keep) {
-                readObject(p, key + ".", wanted, fields);
-                continue;
-            }
-            List<String> items = null;
-            if (keep && v == JsonToken.START_ARRAY) {
-                items = new ArrayList<>();
-                JsonToken e;
-                while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
-                    items.add(e == JsonToken.VALUE_STRING ? p.getText() : null);
-                    p.skipChildren();
-                }
-            }
-            if (keep || prefix.isEmpty()) fields.putIfAbsent(key, new Field(v, keep && v.isScalarValue() ? p.getText() : null, items));
-            if (items == null) p.skipChildren();
+            member(p, key, p.nextToken(), prefix.isEmpty(), wanted, fields);
         }
+    }
+
+    // The elements of the array the parser is in (after its START_ARRAY), a path's number naming
+    // one: "prompt.0.content" is the content of the first message of a chat-format prompt.
+    private static void readArray(JsonParser p, String prefix, String[] wanted, Map<String, Field> fields) throws IOException {
+        JsonToken v;
+        for (int i = 0; (v = p.nextToken()) != JsonToken.END_ARRAY; i++) member(p, prefix + i, v, false, wanted, fields);
+    }
+
+    // One value {@code v} at path {@code key}: kept when wanted (or the id, or any top-level member, for
+    // the messages), descended into when a wanted path goes through it, else skipped.
+    private static void member(JsonParser p, String key, JsonToken v, boolean top, String[] wanted, Map<String, Field> fields)
+            throws IOException {
+        boolean keep = key.equals(ID_FIELD) && top, deeper = false;
+        for (String w : wanted) {
+            keep |= key.equals(w);
+            deeper |= w.startsWith(key + ".");
+        }
+        if (deeper && !keep && (v == JsonToken.START_OBJECT || v == JsonToken.START_ARRAY)) {
+            if (top) fields.putIfAbsent(key, new Field(v, null, null));  // (what a wanted path that misses went through)
+            if (v == JsonToken.START_OBJECT) readObject(p, key + ".", wanted, fields);
+            else readArray(p, key + ".", wanted, fields);
+            return;
+        }
+        List<String> items = null;
+        if (keep && v == JsonToken.START_ARRAY) {
+            items = new ArrayList<>();
+            JsonToken e;
+            while ((e = p.nextToken()) != JsonToken.END_ARRAY) {
+                // a string, or a number as written (a list of accepted answers may hold 1961 beside "1961")
+                items.add(e == JsonToken.VALUE_STRING || e.isNumeric() && !nonNumeric(p.getText()) ? p.getText() : null);
+                p.skipChildren();
+            }
+        }
+        if (keep || top) fields.putIfAbsent(key, new Field(v, keep && v.isScalarValue() ? p.getText() : null, items));
+        if (items == null) p.skipChildren();
+    }
+
+    // NaN, Infinity, -Infinity: a JSON number ends with a digit
+    private static boolean nonNumeric(String numberText) {
+        return !numberText.isEmpty() && !Character.isDigit(numberText.charAt(numberText.length() - 1));
+    }
+
+    // A wanted path that is not on the line: where it went through a list without a number, say so.
+    private static TaskFileException missing(Map<String, Field> fields, String field, String where) {
+        int dot = field.indexOf('.');
+        Field top = dot < 0 ? null : fields.get(field.substring(0, dot));
+        String head = dot < 0 ? null : field.substring(0, dot);
+        if (top != null && top.token == JsonToken.START_ARRAY && !Character.isDigit(field.charAt(dot + 1))) {
+            return new TaskFileException(where + ": field '" + field + "' is missing: '" + head + "' is a list, whose elements a "
+                    + "path names by number ('" + head + ".0" + field.substring(dot) + "' for its first)");
+        }
+        return new TaskFileException(where + ": field '" + field + "' is missing");
     }
 
     private static String text(Map<String, Field> fields, String field, String where, boolean numberAllowed) {
         Field f = fields.get(field);
-        if (f == null) throw new TaskFileException(where + ": field '" + field + "' is missing");
+        if (f == null) throw missing(fields, field, where);
+        if (f.token.isNumeric() && nonNumeric(f.text)) {
+            throw new TaskFileException(where + ": field '" + field + "' is " + f.text + ", not a " + (numberAllowed ? "string or a finite number"
+                    : "string"));
+        }
         boolean ok = f.token == JsonToken.VALUE_STRING || numberAllowed && f.token.isNumeric();
         if (!ok) {
             throw new TaskFileException(where + ": field '" + field + "' must be a string" + (numberAllowed ? " or a number" : "")
@@ -180,7 +219,7 @@ public final class JsonlTasks {
         if (f.items.isEmpty()) throw new TaskFileException(where + ": field '" + field + "' is an empty list");
         for (int i = 0; i < f.items.size(); i++) {
             String a = f.items.get(i);
-            if (a == null) throw new TaskFileException(where + ": field '" + field + "[" + i + "]' must be a string");
+            if (a == null) throw new TaskFileException(where + ": field '" + field + "[" + i + "]' must be a string or a finite number");
             if (a.isBlank()) throw new TaskFileException(where + ": field '" + field + "[" + i + "]' is empty");
         }
         return f.items;
@@ -192,7 +231,7 @@ public final class JsonlTasks {
         // a blank id names nothing in logs and evaluation reports (CorpusFile refuses one too)
         if (f.token == JsonToken.VALUE_STRING && f.text.isBlank()) throw new TaskFileException(where + ": field '" + ID_FIELD + "' is empty");
         if (f.token == JsonToken.VALUE_STRING || f.token == JsonToken.VALUE_NUMBER_INT) return f.text;
-        if (f.token == JsonToken.VALUE_NUMBER_FLOAT) {  // pandas writes an integer column with gaps as floats: 60.0
+        if (f.token == JsonToken.VALUE_NUMBER_FLOAT && !nonNumeric(f.text)) {  // pandas writes an integer column with gaps as floats: 60.0
             java.math.BigDecimal v = new java.math.BigDecimal(f.text).stripTrailingZeros();
             // (at most 40 digits: 1e999999999 would be a billion of them)
             if (v.scale() <= 0 && v.precision() - v.scale() <= 40) return v.toBigIntegerExact().toString();

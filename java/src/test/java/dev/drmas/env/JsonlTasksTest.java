@@ -36,11 +36,35 @@ class JsonlTasksTest {
         assertEquals(List.of("New York City", "NYC"), tasks.getFirst().golds());
         for (String[] bad : new String[][] {
                 {"{\"question\": \"q\", \"a\": []}\n", ":1: field 'a' is an empty list"},
-                {"{\"question\": \"q\", \"a\": [\"x\", 2]}\n", ":1: field 'a[1]' must be a string"},
+                {"{\"question\": \"q\", \"a\": [\"x\", null]}\n", ":1: field 'a[1]' must be a string or a finite number"},
+                {"{\"question\": \"q\", \"a\": [\"x\", NaN]}\n", ":1: field 'a[1]' must be a string or a finite number"},
                 {"{\"question\": \"q\", \"a\": [\" \"]}\n", ":1: field 'a[0]' is empty"}}) {
             Path f = write(bad[0]);
             TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(f, "question", "a"));
             assertTrue(e.getMessage().contains(bad[1]), e.getMessage());
+        }
+    }
+
+    @Test
+    void realFilesQuirks() throws IOException {
+        // Python's json.dumps writes NaN for a pandas gap; Notepad a byte order mark; chat-format prompts are lists;
+        // an answer list may hold a number beside its string
+        Path p = write("\uFEFF{\"prompt\": [{\"role\": \"user\", \"content\": \"Two?\"}], \"level\": NaN, \"a\": [\"2\", 2.0]}\n"
+                + "{\"prompt\": [{\"role\": \"system\", \"content\": \"s\"}, {\"role\": \"user\", \"content\": \"Three?\"}], "
+                + "\"level\": -Infinity, \"a\": 3}\n");
+        assertEquals(List.of(new Task("1", "Two?", "2", List.of("2.0")), new Task("2", "s", "3")),
+                JsonlTasks.read(p, "prompt.0.content", "a"));
+        Path second = write(Files.readAllLines(p).get(1));
+        assertEquals("Three?", JsonlTasks.read(second, "prompt.1.content", "a").getFirst().question());
+        for (String[] bad : new String[][] {
+                {"{\"question\": \"q\", \"a\": NaN}\n", "question", ":1: field 'a' is NaN, not a string or a finite number"},
+                {"{\"question\": \"q\", \"a\": \"x\", \"id\": Infinity}\n", "question", ":1: field 'id' must be a string or an integer"},
+                {"{\"prompt\": [{\"content\": \"q\"}], \"a\": \"x\"}\n", "prompt.content",
+                    ":1: field 'prompt.content' is missing: 'prompt' is a list, whose elements a path names by number ('prompt.0.content' for its first)"},
+                {"{\"prompt\": [{\"content\": \"q\"}], \"a\": \"x\"}\n", "prompt.1.content", ":1: field 'prompt.1.content' is missing"}}) {
+            Path f = write(bad[0]);
+            TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(f, bad[1], "a"));
+            assertTrue(e.getMessage().contains(bad[2]), e.getMessage());
         }
     }
 

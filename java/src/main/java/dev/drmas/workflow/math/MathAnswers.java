@@ -364,7 +364,10 @@ public final class MathAnswers {
     private static final Pattern SPACING = Pattern.compile(
             "\\\\\\\\|\\\\[!,;: ]|\\\\q?quad(?![A-Za-z])|\\\\displaystyle(?![A-Za-z])|\\\\[dt]frac(?![A-Za-z])");
     private static final Pattern DEGREES = Pattern.compile("\\^\\s*\\{?\\s*\\\\circ\\s*}?|\u00b0");
-    private static final Pattern SHORT_LHS = Pattern.compile("^[A-Za-z](_\\{?[A-Za-z0-9]{1,3}}?)? ?=(?!=) ?(.*)$");
+    // "x = 5", "y_1=5", "x \in [-2, 7]": the variable restated before the value (the set for \in)
+    private static final Pattern SHORT_LHS = Pattern.compile("^[A-Za-z](_\\{?[A-Za-z0-9]{1,3}}?)? ?(?:=(?!=)|\\\\in(?![A-Za-z])) ?(.*)$");
+    // one spelling of each relation: \leq, \leqslant and U+2264 are \le (likewise \ge), \neq and U+2260 are \ne
+    private static final Pattern RELATION = Pattern.compile("\\\\([lg]e)(?:q|qslant|slant)(?![A-Za-z])");
     // "11,\! 111,\! 100": a comma with a negative space between digit groups is a thousands separator
     private static final Pattern THIN_THOUSANDS = Pattern.compile("(?<=\\d),\\s*\\\\!\\s*(?=\\d{3}(?!\\d))");
     // x_{1} is x_1 and 52_{8} is 52_8: one character needs no braces
@@ -392,8 +395,10 @@ public final class MathAnswers {
         s = BRACED_SUBSCRIPT.matcher(s).replaceAll("_$1");
         s = DEGREES.matcher(s).replaceAll("");
         s = s.replace("\\%", "").replace("%", "").replace("\\$", "");
+        s = RELATION.matcher(s.replace("\u2264", "\\le ").replace("\u2265", "\\ge ").replace("\u2260", "\\ne "))
+                .replaceAll("\\\\$1").replaceAll("\\\\neq(?![A-Za-z])", "\\\\ne");
         s = trimSentence(s.replaceAll("\\s+", " ").trim());
-        // "x=5", "y_1=5": the solver restated the variable; the value is what is asked for
+        // "x=5", "y_1=5", "x \in (0, 1)": the solver restated the variable; the value is what is asked for
         Matcher m = SHORT_LHS.matcher(s);
         if (m.matches() && !m.group(2).isBlank() && m.group(2).indexOf('=') < 0) s = m.group(2).trim();
         s = mixedNumber(s);

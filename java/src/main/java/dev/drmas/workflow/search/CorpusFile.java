@@ -27,6 +27,7 @@ public final class CorpusFile {
     // naming the line, not a passage that silently keeps the last value or drops the rest of its line
     private static final ObjectMapper JSON = com.fasterxml.jackson.databind.json.JsonMapper.builder()
             .enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
+            .enable(com.fasterxml.jackson.core.json.JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS)  // (NaN in a field not read: as JsonlTasks)
             .enable(com.fasterxml.jackson.databind.DeserializationFeature.FAIL_ON_TRAILING_TOKENS).build();
 
     /** Every passage of {@code file}, in file order. */

@@ -95,6 +95,13 @@ class MathAnswersTest {
                 Arguments.of("$x = 5$.", "5"),
                 Arguments.of("\\boxed{9}", "9"),
                 Arguments.of("x = 5", "5"),
+                // the variable restated with set membership; one spelling of each relation
+                Arguments.of("x \\in [-2,7]", "[-2, 7]"),
+                Arguments.of("$x\\in(0,1)$", "(0,1)"),
+                Arguments.of("x \\leq 3", "x\\le 3"),
+                Arguments.of("x \\geqslant 2", "x \\ge 2"),
+                Arguments.of("x \u2264 3", "x \\le 3"),
+                Arguments.of("a \\neq b", "a \\ne b"),
                 Arguments.of("90^\\circ", "90"),
                 Arguments.of("90\u00b0", "90"),
                 Arguments.of("$90^{\\circ}$", "90 \u00b0"),
@@ -141,6 +148,9 @@ class MathAnswersTest {
 
     static Stream<Arguments> different() {
         return Stream.of(
+                Arguments.of("x \\le 3", "x \\ge 3"),
+                Arguments.of("x \\in (0,1)", "[0,1]"),
+                Arguments.of("x \\leq 3", "x < 3"),
                 Arguments.of("1/3", "0.33"),
                 Arguments.of("1/3", "0.333333333333"),
                 Arguments.of("12", "1.2"),

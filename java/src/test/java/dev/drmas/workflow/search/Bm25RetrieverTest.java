@@ -232,7 +232,11 @@ class Bm25RetrieverTest {
         Files.writeString(f, "{\"id\": 1, \"title\": \"A\", \"text\": \"alpha\"}\n\n{\"id\": \"2\", \"contents\": \"\\\"Beta\\\"\\nbeta text\"}\n");
         assertEquals(List.of(new Passage("1", "A", "alpha"), new Passage("2", "Beta", "beta text")), CorpusFile.read(f),
                 "Search-R1's contents: the title is the first line, quotes stripped");
+        // a byte order mark, and NaN in a field not read (Python's json.dumps of a pandas gap)
+        Files.writeString(f, "\uFEFF{\"id\": \"1\", \"text\": \"alpha\", \"score\": NaN}\n");
+        assertEquals(List.of(new Passage("1", "", "alpha")), CorpusFile.read(f));
         for (String[] bad : new String[][] {
+                {"{\"id\": NaN, \"text\": \"a\"}\n", ":1: field 'id' must be a string or an integer"},
                 {"{\"id\": \"1\", \"text\": \"a\"}\n{\"id\": \"1\", \"text\": \"b\"}\n", ":2: id '1' was already used on line 1"},
                 {"{\"title\": \"x\", \"text\": \"a\"}\n", ":1: field 'id' is missing"},
                 {"{\"id\": \"1\", \"title\": \"x\"}\n", ":1: field 'text' is missing"},
