@@ -189,10 +189,10 @@ typedef struct drmas_norm_config {
  * calls, up to DRMAS_CPU_WORKSPACE_MB (default 1024; 0: freed after each call), because fresh
  * pages cost a fault and a clearing each, which is more than the normalisation itself; a call made
  * while another uses it, or one that needs more, allocates and frees its own. The partition and
- * the statistics also hold a few words per uid and per trajectory (whatever the thread count), so
- * memory grows with num_uids and num_trajs as well as with n: give dense ids (0 to U - 1, as the
- * trainer and drmas normalize do); 4 rows declared with num_uids = 1e8 take gigabytes (or fail
- * with DRMAS_ERR_ALLOC).
+ * the statistics also hold a few words per uid and per trajectory (whatever the thread count: with
+ * few rows a uid, the partition counts them on fewer threads), so memory grows with num_uids and
+ * num_trajs as well as with n: give dense ids (0 to U - 1, as the trainer and drmas normalize
+ * do); 4 rows declared with num_uids = 1e8 take gigabytes (or fail with DRMAS_ERR_ALLOC).
  * The CPU backend uses AVX2 kernels where the CPU has them; the environment variable
  * DRMAS_CPU_ISA=v2 selects the baseline ones, which give bit-identical results.
  * advantages and diagnostics must not share memory with the inputs or with each other (no call

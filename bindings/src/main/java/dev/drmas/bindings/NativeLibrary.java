@@ -140,6 +140,11 @@ public final class NativeLibrary {
             // a name of its own (created new): a pid is not unique across containers that share the cache, and a
             // second start truncating the file the first just renamed in would hand it half a library
             Path tmp = Files.createTempFile(dir, "libdrmas.so.", ".tmp");
+            try {  // readable by other users sharing the cache, as a file written plainly is (a temporary file is 0600)
+                Files.setPosixFilePermissions(tmp, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+            } catch (UnsupportedOperationException notPosix) {
+                // the file system's own defaults
+            }
             Files.write(tmp, bytes);
             Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
             prune(root, dir);

@@ -73,6 +73,9 @@ class NativeLibraryTest {
         assertEquals(inode, Files.readAttributes(second, java.nio.file.attribute.BasicFileAttributes.class).fileKey(),
                 "an intact copy is reused, not rewritten");
         assertArrayEquals(Files.readAllBytes(built()), Files.readAllBytes(first));
+        // readable by the other users of a shared cache, as a plainly written file (its temporary file was 0600)
+        assertTrue(Files.getPosixFilePermissions(first).containsAll(java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--")),
+                Files.getPosixFilePermissions(first).toString());
         try (Stream<Path> s = Files.walk(cache)) {
             assertEquals(1, s.filter(Files::isRegularFile).count(), "one file in the cache, no temporary left");
         }

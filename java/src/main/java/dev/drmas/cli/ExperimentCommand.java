@@ -167,8 +167,9 @@ final class ExperimentCommand implements Callable<Integer> {
             now = Map.copyOf(running);
         }
         int failed = LaunchCommand.stopAndWait(now.keySet());
-        // their threads, which mark a job that finished meanwhile done (the JVM ends when this hook returns)
-        for (Job j : now.values()) awaitQuietly(jobFutures.get(j));
+        // the jobs' threads, which mark a job that finished meanwhile done (the JVM ends when this hook returns): also
+        // one whose process ended just before the list was taken, and is writing its marker now
+        awaitQuietly(jobFutures.values());
         // a job whose stop failed (its save): the experiment ends with its status, not the signal's 143 (as launch)
         if (failed != 0) {
             System.out.flush();
@@ -424,11 +425,10 @@ final class ExperimentCommand implements Callable<Integer> {
         out.flush();
     }
 
-    /** Waits up to 30 s for {@code f} (null: nothing) to complete, however it ends. */
-    private static void awaitQuietly(CompletableFuture<Void> f) {
-        if (f == null) return;
+    /** Waits up to 30 s in all for {@code fs} to complete, however each ends. */
+    private static void awaitQuietly(java.util.Collection<CompletableFuture<Void>> fs) {
         try {
-            f.get(30, TimeUnit.SECONDS);
+            CompletableFuture.allOf(fs.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {

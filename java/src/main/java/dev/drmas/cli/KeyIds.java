@@ -51,6 +51,10 @@ final class KeyIds {
         for (int i = h & mask; ; i = (i + 1) & mask) {
             int v = slots[i];
             if (v == 0) {
+                // (before anything grows: the arrays of 2^29 keys would take 16 GiB more first)
+                if (size >= maxSlots / 2) {
+                    throw new UserError("more than " + maxSlots / 2 + " distinct uid, traj or agent keys: too many to number in one run");
+                }
                 int id = add(h, scope, kind, b, s, e);
                 slots[i] = id + 1;
                 if (2 * size > slots.length) rehash();
@@ -125,9 +129,6 @@ final class KeyIds {
     }
 
     private void rehash() {
-        if (slots.length >= maxSlots) {
-            throw new UserError("more than " + maxSlots / 2 + " distinct uid, traj or agent keys: too many to number in one run");
-        }
         int[] t = new int[slots.length * 2];
         int mask = t.length - 1;
         for (int id = 0; id < size; id++) {

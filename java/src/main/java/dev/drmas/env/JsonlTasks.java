@@ -51,8 +51,9 @@ public final class JsonlTasks {
     /**
      * The tasks of {@code file}, in file order. Blank lines are skipped. The question must be a
      * non-empty string; the answer a non-empty string or a number, a number kept exactly as written
-     * ("0.50" stays "0.50"), or a non-empty list of non-empty strings (every accepted answer: the
-     * first is the task's answer, the rest its aliases); the id, when present and not null, a
+     * ("0.50" stays "0.50"), or a non-empty list of non-empty strings or finite numbers (every
+     * accepted answer: the first is the task's answer, the rest its aliases); NaN or Infinity in
+     * a field that is read is an error naming it, elsewhere on the line nothing; the id, when present and not null, a
      * non-blank string or an integer (an integral float such as pandas' 60.0 for a column with
      * gaps counts as the integer); without one a task is named by its line number. With {@code
      * benchmarks} the line's {@code dataSourceField} is its benchmark, a non-blank string on every
@@ -110,7 +111,7 @@ public final class JsonlTasks {
     }
 
     // One top-level value: its token and, for a scalar, its text exactly as written; for an array
-    // of the answer field, its string elements (null when an element is not a string).
+    // of the answer field, its string and finite number elements as written (null for any other element).
     private record Field(JsonToken token, String text, List<String> items) {}
 
     // Streams the object instead of building a tree so that a number's text is the text of the file
@@ -189,7 +190,7 @@ public final class JsonlTasks {
         int dot = field.indexOf('.');
         Field top = dot < 0 ? null : fields.get(field.substring(0, dot));
         String head = dot < 0 ? null : field.substring(0, dot);
-        if (top != null && top.token == JsonToken.START_ARRAY && !Character.isDigit(field.charAt(dot + 1))) {
+        if (top != null && top.token == JsonToken.START_ARRAY && dot + 1 < field.length() && !Character.isDigit(field.charAt(dot + 1))) {
             return new TaskFileException(where + ": field '" + field + "' is missing: '" + head + "' is a list, whose elements a "
                     + "path names by number ('" + head + ".0" + field.substring(dot) + "' for its first)");
         }

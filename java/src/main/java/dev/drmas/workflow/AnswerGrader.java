@@ -139,7 +139,7 @@ public final class AnswerGrader implements AutoCloseable {
         if (got == null) {
             throw fail(n, task, "no answer within " + timeout() + "; the grader was stopped");
         }
-        if (got == EOF) throw fail(n, task, "the grader ended before answering (" + ended() + "); its error output is above");
+        if (got == EOF) throw fail(n, task, atEnd("the grader ended before answering"));
         return parse((String) got, n, task);
     }
 
@@ -211,7 +211,7 @@ public final class AnswerGrader implements AutoCloseable {
         if (first == null) {
             problem = "did not say it was ready within " + timeout();
         } else if (first == EOF) {
-            problem = "ended before it was ready (" + ended() + "); its error output is above";
+            problem = atEnd("ended before it was ready");
         } else if (!isReady((String) first)) {
             problem = "said '" + cut((String) first) + "' where its first line must be {\"ready\": true}";
         } else {
@@ -243,13 +243,14 @@ public final class AnswerGrader implements AutoCloseable {
     }
 
     /** The grader's state after a failed exchange: its exit status, when it has ended within a moment. */
-    private String ended() {
+    /** What the end of the grader's output means: {@code ended} with its status, or that its output could not be read. */
+    private String atEnd(String ended) {
         Throwable r = readFailure;
-        if (r != null) return "its output could not be read: " + r + "; it " + endedStatus();
-        return endedStatus();
+        if (r != null) return "its output could not be read (" + r + "); it " + ended();
+        return ended + " (" + ended() + "); its error output is above";
     }
 
-    private String endedStatus() {
+    private String ended() {
         try {
             if (process.waitFor(2, TimeUnit.SECONDS)) return "exited with status " + process.exitValue();
         } catch (InterruptedException e) {

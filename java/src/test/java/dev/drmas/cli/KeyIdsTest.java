@@ -39,6 +39,7 @@ class KeyIdsTest {
         for (int i = 0; i < 1024; i++) id(k, -1, 's', "u" + i);
         UserError e = assertThrows(UserError.class, () -> id(k, -1, 's', "u1024"));
         assertTrue(e.getMessage().contains("more than 1024 distinct uid, traj or agent keys"), e.getMessage());
+        assertEquals(1024, k.size(), "refused before it was added");
         assertThrows(IllegalArgumentException.class, () -> new KeyIds(3000));
         assertEquals(1 << 29, KeyIds.MAX_SLOTS / 2, "the default limit: 2^29 keys");
     }

@@ -61,7 +61,8 @@ class JsonlTasksTest {
                 {"{\"question\": \"q\", \"a\": \"x\", \"id\": Infinity}\n", "question", ":1: field 'id' must be a string or an integer"},
                 {"{\"prompt\": [{\"content\": \"q\"}], \"a\": \"x\"}\n", "prompt.content",
                     ":1: field 'prompt.content' is missing: 'prompt' is a list, whose elements a path names by number ('prompt.0.content' for its first)"},
-                {"{\"prompt\": [{\"content\": \"q\"}], \"a\": \"x\"}\n", "prompt.1.content", ":1: field 'prompt.1.content' is missing"}}) {
+                {"{\"prompt\": [{\"content\": \"q\"}], \"a\": \"x\"}\n", "prompt.1.content", ":1: field 'prompt.1.content' is missing"},
+                {"{\"prompt\": [{\"content\": \"q\"}], \"a\": \"x\"}\n", "prompt.", ":1: field 'prompt.' is missing"}}) {
             Path f = write(bad[0]);
             TaskFileException e = assertThrows(TaskFileException.class, () -> JsonlTasks.read(f, bad[1], "a"));
             assertTrue(e.getMessage().contains(bad[2]), e.getMessage());
