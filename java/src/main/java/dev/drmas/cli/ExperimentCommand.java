@@ -23,7 +23,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -99,7 +98,7 @@ final class ExperimentCommand implements Callable<Integer> {
     private final Map<Process, Job> running = new java.util.concurrent.ConcurrentHashMap<>();
     /** Each job's exit status once its process has ended (a job skipped as done has none). */
     private final Map<Job, Integer> exitStatus = new java.util.concurrent.ConcurrentHashMap<>();
-    /** Each job's future while the jobs run: the shutdown hook waits for the ones it stopped to be recorded. */
+    /** Each job's future while the jobs run: the shutdown hook waits for their threads (a done marker being written). */
     private volatile Map<Job, CompletableFuture<Void>> jobFutures = Map.of();
     /** Held while a job checks `stopping` and starts, and while a stop takes its list of jobs: none starts after it. */
     private final Object starting = new Object();

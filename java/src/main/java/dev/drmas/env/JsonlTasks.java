@@ -30,7 +30,7 @@ public final class JsonlTasks {
     // broken export, and silently picking one answer would train on the wrong label. NaN and
     // Infinity are read (Python's json.dumps writes them for a pandas gap, in fields drmas need not
     // read): where drmas reads a number, one of them is an error naming the field.
-    static final JsonFactory JSON = JsonFactory.builder()
+    private static final JsonFactory JSON = JsonFactory.builder()
             .enable(StreamReadFeature.STRICT_DUPLICATE_DETECTION).enable(JsonReadFeature.ALLOW_NON_NUMERIC_NUMBERS).build();
 
     /** Reads {@code file} with the fields "question" and "answer". */
@@ -53,8 +53,8 @@ public final class JsonlTasks {
      * non-empty string; the answer a non-empty string or a number, a number kept exactly as written
      * ("0.50" stays "0.50"), or a non-empty list of non-empty strings or finite numbers (every
      * accepted answer: the first is the task's answer, the rest its aliases); NaN or Infinity in
-     * a field that is read is an error naming it, elsewhere on the line nothing; the id, when present and not null, a
-     * non-blank string or an integer (an integral float such as pandas' 60.0 for a column with
+     * a field that is read is an error naming it, elsewhere on the line nothing; the id, when
+     * present and not null, a non-blank string or an integer (an integral float such as pandas' 60.0 for a column with
      * gaps counts as the integer); without one a task is named by its line number. With {@code
      * benchmarks} the line's {@code dataSourceField} is its benchmark, a non-blank string on every
      * line or on none (JSON null counts as none); without, a line's non-blank string there is still
@@ -151,8 +151,8 @@ public final class JsonlTasks {
         for (int i = 0; (v = p.nextToken()) != JsonToken.END_ARRAY; i++) member(p, prefix + i, v, false, wanted, fields);
     }
 
-    // One value {@code v} at path {@code key}: kept when wanted (or the id, or any top-level member, for
-    // the messages), descended into when a wanted path goes through it, else skipped.
+    // One value v at path key: kept when wanted (or the id, or any top-level member, for the
+    // messages), descended into when a wanted path goes through it, else skipped.
     private static void member(JsonParser p, String key, JsonToken v, boolean top, String[] wanted, Map<String, Field> fields)
             throws IOException {
         boolean keep = key.equals(ID_FIELD) && top, deeper = false;

@@ -242,7 +242,6 @@ public final class AnswerGrader implements AutoCloseable {
         if (writer != null) writer.shutdownNow();
     }
 
-    /** The grader's state after a failed exchange: its exit status, when it has ended within a moment. */
     /** What the end of the grader's output means: {@code ended} with its status, or that its output could not be read. */
     private String atEnd(String ended) {
         Throwable r = readFailure;
@@ -250,6 +249,7 @@ public final class AnswerGrader implements AutoCloseable {
         return ended + " (" + ended() + "); its error output is above";
     }
 
+    /** The grader's state after a failed exchange: its exit status, when it has ended within a moment. */
     private String ended() {
         try {
             if (process.waitFor(2, TimeUnit.SECONDS)) return "exited with status " + process.exitValue();
