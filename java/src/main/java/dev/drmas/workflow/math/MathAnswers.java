@@ -8,7 +8,8 @@
 // ("5\text{ cm}", also "5\,\mathrm{cm}" and "5 cm" after a number), \sqrt2, \frac1b gain their
 // braces, x_{1} loses them. Where the strings differ, the forms are compared: tuples, intervals,
 // unions and matrices element by element in order, bare lists ("1, -2", "1 and 2") and sets \{\} in
-// any order with "a \pm b" as two elements, words without case when \text-wrapped,
+// any order with "a \pm b" as two elements (a bare list against a set as that set), words without
+// case when \text-wrapped,
 // and formulas by evaluation (Expressions: 11 + 11\sqrt{5} is 11\sqrt{5} + 11, (x+1)^2 is x^2+2x+1);
 // a formula answers a number truth only in scientific notation (1.2 \times 10^5), not as undone
 // arithmetic (2^{10} for 1024).
@@ -145,9 +146,10 @@ public final class MathAnswers {
         }
         List<String> ua = splitTop(ca, UNION), ub = splitTop(cb, UNION);
         if (ua.size() > 1 || ub.size() > 1) return sameForms(ua, ub, depth);
-        // A bare list is a set of answers ("1, -2" for the roots -2 and 1), and "\pm" stands for two
+        // A bare list is a set of answers ("1, -2" for the roots -2 and 1), and "\pm" stands for two;
+        // against a set \{...\} it is that set's elements
         List<String> la = plusMinus(splitTop(ca, LIST)), lb = plusMinus(splitTop(cb, LIST));
-        if (la.size() > 1 || lb.size() > 1) return sameSets(la, lb, depth);
+        if (la.size() > 1 || lb.size() > 1) return sameSets(setElements(la), setElements(lb), depth);
         Bracketed ba = Bracketed.of(ca), bb = Bracketed.of(cb);
         if (ba != null || bb != null) {
             if (ba == null || bb == null || !ba.open.equals(bb.open) || !ba.close.equals(bb.close)) return false;
@@ -180,6 +182,12 @@ public final class MathAnswers {
         return n;
     }
     private static final Pattern PLUS_MINUS = Pattern.compile("\\\\pm(?![A-Za-z])");
+
+    // The elements of a lone set \{...\} of two or more ("a \pm b" as two), else the list as it is.
+    private static List<String> setElements(List<String> list) {
+        Bracketed b = list.size() == 1 ? Bracketed.of(list.getFirst()) : null;
+        return b != null && b.open.equals("\\{") ? plusMinus(b.items) : list;
+    }
 
     // "1 \pm \sqrt{2}" is the two elements "1 + \sqrt{2}" and "1 - \sqrt{2}" (one \pm at the top level).
     private static List<String> plusMinus(List<String> items) {
