@@ -188,8 +188,8 @@ public final class JsonlTasks {
     // A wanted path that is not on the line: where it went through a list without a number, say so.
     private static TaskFileException missing(Map<String, Field> fields, String field, String where) {
         int dot = field.indexOf('.');
-        Field top = dot < 0 ? null : fields.get(field.substring(0, dot));
         String head = dot < 0 ? null : field.substring(0, dot);
+        Field top = head == null ? null : fields.get(head);
         if (top != null && top.token == JsonToken.START_ARRAY && dot + 1 < field.length() && !Character.isDigit(field.charAt(dot + 1))) {
             return new TaskFileException(where + ": field '" + field + "' is missing: '" + head + "' is a list, whose elements a "
                     + "path names by number ('" + head + ".0" + field.substring(dot) + "' for its first)");

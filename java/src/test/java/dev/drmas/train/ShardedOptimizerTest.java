@@ -103,17 +103,22 @@ class ShardedOptimizerTest {
 
     /** As above, with distributed.timeout_s {@code timeoutS} (a test of a failure's promptness keeps it small). */
     static <T> List<T> onTwoRanks(double bucketMb, double timeoutS, RankWork<T> work) throws Exception {
+        return onRanks(2, bucketMb, timeoutS, true, work);
+    }
+
+    /** {@code work} on {@code world} Gloo ranks, threads of this JVM, with distributed.shard_optimizer {@code sharded}; each rank's result. */
+    static <T> List<T> onRanks(int world, double bucketMb, double timeoutS, boolean sharded, RankWork<T> work) throws Exception {
         int port;
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
-        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, timeoutS, 1, bucketMb, true);
-        ExecutorService ex = Executors.newFixedThreadPool(2);
+        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, timeoutS, 1, bucketMb, sharded);
+        ExecutorService ex = Executors.newFixedThreadPool(world);
         List<T> out = new ArrayList<>();
         try {
             List<Future<T>> fs = new ArrayList<>();
-            for (int r = 0; r < 2; r++) {
-                DistEnv env = new DistEnv("127.0.0.1", port, r, 2, r);
+            for (int r = 0; r < world; r++) {
+                DistEnv env = new DistEnv("127.0.0.1", port, r, world, r);
                 fs.add(ex.submit(() -> {
                     try (ProcessGroup pg = new ProcessGroup(env, dc, false); PointerScope scope = new PointerScope()) {
                         return work.run(pg);
@@ -177,31 +182,10 @@ class ShardedOptimizerTest {
 
     /** One update on {@code bounds.length - 1} Gloo ranks (threads of this JVM), rank r on rows [bounds[r], bounds[r + 1]). */
     static List<Result> ranks(List<PpoUpdater.Row> all, int[] bounds, ScalarType dtype, boolean sharded) throws Exception {
-        int port, world = bounds.length - 1;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
-        DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1e-3, sharded);
-        ExecutorService ex = Executors.newFixedThreadPool(world);
-        List<Result> ranks = new ArrayList<>();
         boolean mixed = dtype != ScalarType.Float;
-        try {
-            List<Future<Result>> fs = new ArrayList<>();
-            for (int r = 0; r < world; r++) {
-                DistEnv env = new DistEnv("127.0.0.1", port, r, world, r);
-                List<PpoUpdater.Row> mine = all.subList(bounds[r], bounds[r + 1]);
-                fs.add(ex.submit(() -> {
-                    try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
-                        return update(mine, pg, dtype, (p, d) -> sharded ? ModelOptimizer.sharded(p, PpoUpdaterDistributedTest.OPT, d, BUCKET)
-                                : ModelOptimizer.create(p, PpoUpdaterDistributedTest.OPT, mixed));
-                    }
-                }));
-            }
-            for (Future<Result> f : fs) ranks.add(f.get(240, TimeUnit.SECONDS));
-        } finally {
-            ex.shutdownNow();
-        }
-        return ranks;
+        return onRanks(bounds.length - 1, 1e-3, 60, sharded, dist -> update(all.subList(bounds[dist.rank()], bounds[dist.rank() + 1]), dist,
+                dtype, (p, d) -> sharded ? ModelOptimizer.sharded(p, PpoUpdaterDistributedTest.OPT, d, BUCKET)
+                        : ModelOptimizer.create(p, PpoUpdaterDistributedTest.OPT, mixed)));
     }
 
     private static double maxDiff(Map<String, float[]> a, Map<String, float[]> b) {
@@ -417,29 +401,10 @@ class ShardedOptimizerTest {
             if (world == 1) {
                 got.add(resumeAndUpdate(all, masters, moments, saved.steps(), Collective.single()));
             } else {
-                int port;
-                try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-                    port = s.getLocalPort();
-                }
-                DistributedConfig dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1e-3, true);
-                ExecutorService ex = Executors.newFixedThreadPool(world);
-                try {
-                    List<Future<Map<String, float[]>>> fs = new ArrayList<>();
-                    for (int r = 0; r < world; r++) {
-                        DistEnv env = new DistEnv("127.0.0.1", port, r, world, r);
-                        // 2 ranks: 5 rows and 8; 8 ranks: 1, 2, 1, 2, 2, 1, 2, 2
-                        int[] bounds = world == 2 ? new int[] {0, 5, all.size()} : new int[] {0, 1, 3, 4, 6, 8, 9, 11, 13};
-                        List<PpoUpdater.Row> mine = all.subList(bounds[r], bounds[r + 1]);
-                        fs.add(ex.submit(() -> {
-                            try (ProcessGroup pg = new ProcessGroup(env, dc, false)) {
-                                return resumeAndUpdate(mine, masters, moments, saved.steps(), pg);
-                            }
-                        }));
-                    }
-                    for (var f : fs) got.add(f.get(240, TimeUnit.SECONDS));
-                } finally {
-                    ex.shutdownNow();
-                }
+                // 2 ranks: 5 rows and 8; 8 ranks: 1, 2, 1, 2, 2, 1, 2, 2
+                int[] bounds = world == 2 ? new int[] {0, 5, all.size()} : new int[] {0, 1, 3, 4, 6, 8, 9, 11, 13};
+                got.addAll(onRanks(world, 1e-3, 60, true, dist -> resumeAndUpdate(all.subList(bounds[dist.rank()],
+                        bounds[dist.rank() + 1]), masters, moments, saved.steps(), dist)));
             }
             for (Map<String, float[]> g : got) {
                 double d = maxDiff(want, g);
