@@ -14,9 +14,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Consumer;
 
 public final class CorpusFile {
@@ -39,23 +37,57 @@ public final class CorpusFile {
 
     /**
      * Hands each passage of {@code file} to {@code sink} in file order; blank lines are skipped.
-     * Ids must be unique (a duplicate would make two documents answer to one id).
+     * Ids must be unique (a duplicate would make two documents answer to one id); the check keeps a
+     * 64-bit hash of each id (PassageIds), not the ids.
      *
      * @return the number of passages
      * @throws TaskFileException naming file:line and the field, also for a file without passages
      */
     public static long forEach(Path file, Consumer<Passage> sink) {
-        Map<String, Integer> ids = new HashMap<>();
+        return forEach(file, sink, new PassageIds());
+    }
+
+    static long forEach(Path file, Consumer<Passage> sink, PassageIds ids) {
         long[] count = {0};
         JsonlLines.forEach(file, (line, lineNo, where) -> {
             Passage p = parse(line, where);
-            Integer first = ids.putIfAbsent(p.id(), lineNo);
-            if (first != null) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
+            if (!ids.add(p.id())) {
+                int first = lineOf(file, p.id(), lineNo);
+                if (first > 0) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
+            }  // else another id with the same hash: no duplicate
             sink.accept(p);
             count[0]++;
         });
         if (count[0] == 0) throw new TaskFileException(file + ": no passages (the file is empty)");
         return count[0];
+    }
+
+    // ends the re-reading of lineOf early
+    private static final class Found extends RuntimeException {
+        Found() {
+            super(null, null, false, false);
+        }
+    }
+
+    /**
+     * The first line before {@code before} whose passage has id {@code id}, or 0 when none has: the
+     * ids' table keeps hashes, so a repeated hash is confirmed by reading the file again (once a
+     * corpus, on a duplicate, which ends the read, or on two ids that share a 64-bit hash).
+     */
+    private static int lineOf(Path file, String id, int before) {
+        int[] line = {0};
+        try {
+            JsonlLines.forEach(file, (text, lineNo, where) -> {
+                if (lineNo >= before) throw new Found();
+                if (parse(text, where).id().equals(id)) {
+                    line[0] = lineNo;
+                    throw new Found();
+                }
+            });
+        } catch (Found stop) {
+            // line[0] is the answer
+        }
+        return line[0];
     }
 
     static Passage parse(String line, String where) {

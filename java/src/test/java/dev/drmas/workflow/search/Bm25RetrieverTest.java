@@ -15,6 +15,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.drmas.env.TaskFileException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.lucene.analysis.en.EnglishAnalyzer;
@@ -250,5 +251,31 @@ class Bm25RetrieverTest {
             TaskFileException e = assertThrows(TaskFileException.class, () -> CorpusFile.read(f));
             assertTrue(e.getMessage().startsWith(f.toString()) && e.getMessage().contains(bad[1]), e.getMessage());
         }
+    }
+    @Test
+    void idsThatShareAHashAreNotDuplicatesAndADuplicateNamesItsFirstLine() throws Exception {
+        // every id with one hash: each repeated hash is settled by reading the file again
+        Path f = tmp.resolve("c.jsonl");
+        Files.writeString(f, "{\"id\": \"a\", \"text\": \"x\"}\n\n{\"id\": \"b\", \"text\": \"x\"}\n{\"id\": 7, \"text\": \"x\"}\n");
+        List<String> ids = new ArrayList<>();
+        assertEquals(3, CorpusFile.forEach(f, p -> ids.add(p.id()), new PassageIds(id -> 42)));
+        assertEquals(List.of("a", "b", "7"), ids);
+        Files.writeString(f, Files.readString(f) + "{\"id\": \"c\", \"text\": \"x\"}\n{\"id\": \"7\", \"text\": \"y\"}\n");
+        TaskFileException e = assertThrows(TaskFileException.class, () -> CorpusFile.forEach(f, p -> { }, new PassageIds(id -> 42)));
+        assertEquals(f + ":6: id '7' was already used on line 4", e.getMessage(), "an integer id and its string are one id");
+        e = assertThrows(TaskFileException.class, () -> CorpusFile.forEach(f, p -> { }));
+        assertEquals(f + ":6: id '7' was already used on line 4", e.getMessage(), "the same with the real hash");
+    }
+
+    @Test
+    void theIdTableGrowsAndItsHashPartsIdsLikeACorpus() {
+        // ids as corpora number them: no two of 400K share a hash (each that did would cost a read of the file)
+        PassageIds ids = new PassageIds();
+        for (int i = 0; i < 200_000; i++) {
+            assertTrue(ids.add(Integer.toString(i)), "id " + i);
+            assertTrue(ids.add(String.format("doc_%07d", i)), "doc_" + i);
+        }
+        for (int i = 0; i < 200_000; i += 997) assertFalse(ids.add(Integer.toString(i)), "id " + i + " again");
+        assertFalse(ids.add("doc_0199999"));
     }
 }
