@@ -11,8 +11,13 @@ import dev.drmas.rollout.SamplingParams;
  * @param temperature sampling temperature, 0 (greedy) or &gt;= 1e-5; default 0.6
  * @param topP        nucleus, in (0, 1]; default 0.95
  * @param topK        top-k, &gt;= 0 (0 = off); default 0
+ * @param chunkTasks  a rank's tasks evaluated together, their episodes then reduced to counts and
+ *                    dropped; 0 (default) = as many as make CHUNK_EPISODES episodes
  */
-public record EvalConfig(int tasks, int k, int samples, double temperature, double topP, int topK) {
+public record EvalConfig(int tasks, int k, int samples, double temperature, double topP, int topK, int chunkTasks) {
+    /** The episodes of a chunk when chunk_tasks is 0: a search episode keeps ~60–75 KB until its chunk ends. */
+    public static final int CHUNK_EPISODES = 4096;
+
     public EvalConfig {
         Check.nonNegative(tasks, "tasks");
         Check.positive(k, "k");
@@ -22,15 +27,21 @@ public record EvalConfig(int tasks, int k, int samples, double temperature, doub
         Check.that(tiny == null, "temperature", tiny);
         Check.that(topP > 0 && topP <= 1, "top_p", "must be in (0, 1], got " + Check.num(topP));
         Check.nonNegative(topK, "top_k");
+        Check.nonNegative(chunkTasks, "chunk_tasks");
     }
 
     public static EvalConfig defaults() {
-        return new EvalConfig(0, 4, 0, 0.6, 0.95, 0);
+        return new EvalConfig(0, 4, 0, 0.6, 0.95, 0, 0);
     }
 
     /** Rollouts per task: {@code samples}, or k when samples is 0. */
     public int samplesPerTask() {
         return samples == 0 ? k : samples;
+    }
+
+    /** A rank's tasks in one chunk: chunk_tasks, or as many as make CHUNK_EPISODES episodes (at least one). */
+    public int tasksPerChunk() {
+        return chunkTasks > 0 ? chunkTasks : Math.max(1, CHUNK_EPISODES / samplesPerTask());
     }
 
     public SamplingParams sampling() {

@@ -195,12 +195,14 @@ public record RunConfig(RunSettings run, DataConfig data, Map<String, ModelSpec>
 
     /**
      * The requests of one agent turn on one of {@code world} data-parallel ranks: its share of the
-     * step's tasks × rollouts, or of the evaluation's tasks × samples when that has more.
+     * step's tasks × rollouts, or of an evaluation chunk's tasks × samples when that has more.
      */
     public long turnRows(int world) {
         long w = Math.max(1, world);
         long rows = (rollout.tasksPerStep() + w - 1) / w * rollout.rolloutsPerTask();
-        if (trainer.evalFreq() > 0 && eval.tasks() > 0) rows = Math.max(rows, (eval.tasks() + w - 1) / w * eval.samplesPerTask());
+        if (trainer.evalFreq() > 0 && eval.tasks() > 0) {
+            rows = Math.max(rows, Math.min((eval.tasks() + w - 1) / w, eval.tasksPerChunk()) * eval.samplesPerTask());
+        }
         return rows;
     }
 

@@ -23,6 +23,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongUnaryOperator;
 
 final class EnginePolicy implements AgentPolicy {
     private final Policies policies;
@@ -31,13 +32,13 @@ final class EnginePolicy implements AgentPolicy {
     private final Truncation truncation;
     private final SamplingStreams streams;
     private final long seed;
-    private final long trajOffset;  // this rank's first trajectory: draws follow the global index
+    private final LongUnaryOperator globalTraj;  // a request's trajectory → its global index, which its draws follow
     private int truncated;
     private long promptTokens, prefilledTokens, reusedTokens;  // the engine's account over the calls
     private int calls;
 
     EnginePolicy(Policies policies, SamplingParams sampling, int maxPromptTokens, Truncation truncation, int maxNewTokens,
-                 SamplingStreams streams, long seed, long trajOffset) {
+                 SamplingStreams streams, long seed, LongUnaryOperator globalTraj) {
         this.policies = policies;
         this.sampling = sampling;
         this.maxPromptTokens = maxPromptTokens;
@@ -45,7 +46,7 @@ final class EnginePolicy implements AgentPolicy {
         this.maxNewTokens = maxNewTokens;
         this.streams = streams;
         this.seed = seed;
-        this.trajOffset = trajOffset;
+        this.globalTraj = globalTraj;
     }
 
     /**
@@ -91,7 +92,7 @@ final class EnginePolicy implements AgentPolicy {
                     boolean c = ids.length > maxPromptTokens;
                     if (c) {
                         if (truncation == Truncation.ERROR) {
-                            throw new IllegalStateException("agent '" + agents.get(i).id() + "' (trajectory " + (trajOffset + r.traj())
+                            throw new IllegalStateException("agent '" + agents.get(i).id() + "' (trajectory " + globalTraj.applyAsLong(r.traj())
                                     + ", turn " + r.turn() + "): its prompt is " + ids.length + " tokens, over rollout.max_prompt_tokens "
                                     + maxPromptTokens + ", and rollout.truncation is error (left, middle or right cut it instead)");
                         }
@@ -99,7 +100,7 @@ final class EnginePolicy implements AgentPolicy {
                         truncated++;
                     }
                     cut.add(c);
-                    reqs.add(new Request(ids, streams.key(trajOffset + r.traj(), r.turn())));
+                    reqs.add(new Request(ids, streams.key(globalTraj.applyAsLong(r.traj()), r.turn())));
                 }
             }
             GenerationConfig gc = new GenerationConfig(sampling, maxNewTokens, new HashSet<>(p.tokenizer().stopTokenIds()), List.of(),

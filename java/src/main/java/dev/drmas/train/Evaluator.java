@@ -2,10 +2,12 @@
 // eval.samples times each, with the eval sampling settings on random streams that are the same at
 // every evaluation (same tasks, same seeds: evaluations of a run are comparable), and the correct
 // counts are summed across ranks into avg@n and the unbiased pass@k, plus the workload's metrics.
-// A long evaluation (many tasks, many rounds) shows that it is alive: rank 0 prints a progress line
-// after a round (one agent's, or several agents' together) when drmas.progress.interval_s (default
-// 15) seconds have passed since the last one; the lines change nothing in the results. A reward that
-// is not finite stops the evaluation with the task's id rather than counting as a miss.
+// A rank runs its tasks a chunk at a time (eval.chunk_tasks), so that memory does not grow with the
+// test set. A long evaluation (many tasks, many rounds) shows that it is alive: rank 0 prints a
+// progress line after a round (one agent's, or several agents' together) when
+// drmas.progress.interval_s (default 15) seconds have passed since the last one, and one after each
+// chunk; the lines change nothing in the results. A reward that is not finite stops the evaluation
+// with the task's id rather than counting as a miss.
 package dev.drmas.train;
 
 import dev.drmas.agent.Agent;
@@ -52,39 +54,97 @@ final class Evaluator {
 
     /** avg@n and pass@k on the held-out tasks; empty when there are none. */
     Map<String, Double> evaluate() {
+        return evaluateTasks().metrics();
+    }
+
+    /**
+     * avg@n and pass@k on the held-out tasks, with each task's counts (on every rank). Task i goes to
+     * rank i mod W: test files list their benchmarks one after another, and contiguous shares gave
+     * the last ranks all of the long ones (AIME after MATH500), which the other ranks then waited for
+     * at the results' sum, past distributed.timeout_s. A rank runs its tasks eval.chunk_tasks at a
+     * time: each chunk's episodes are reduced to correct counts and workload sums and dropped (a whole
+     * test set's replies and token ids did not fit the heap), and the ranks' counts are summed after
+     * every chunk, so a collective waits for one chunk's imbalance, not the whole evaluation's. Every
+     * sample draws from the stream of its global trajectory, so the results do not depend on the
+     * number of ranks or the chunk size.
+     */
+    Evaluation evaluateTasks() {
         var ec = cfg.eval();
-        List<Task> test = workload.test();
-        List<Task> tasks = evaluated(test, ec.tasks());
-        if (tasks.isEmpty()) return Map.of();
-        int n = ec.samplesPerTask();
-        Shard mine = Shard.of(tasks.size(), dist);  // the correct counts are summed across ranks below
-        List<Task> local = tasks.subList(mine.first(), mine.first() + mine.count());
+        List<Task> tasks = evaluated(workload.test(), ec.tasks());
+        if (tasks.isEmpty()) return new Evaluation(Map.of(), List.of());
+        int n = ec.samplesPerTask(), w = dist.worldSize(), perChunk = ec.tasksPerChunk();
+        List<List<Integer>> plan = chunks(tasks.size(), dist.rank(), w, perChunk);
+        int chunks = plan.size();
         long t0 = System.nanoTime();
-        EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(), cfg.rollout().maxNewTokens(),
-                SamplingStreams.evaluation(), cfg.run().seed() + 7, (long) mine.first() * n);
-        AgentPolicy watched = dist.isMaster() ? new Progress(policy, local.size() * n, progressInterval(), t0, log) : policy;
-        List<Episode> eps;
+        double[] hits = new double[tasks.size() * n];
+        Map<String, Double> sums = new LinkedHashMap<>();  // in the workload's order
+        long episodes = 0;
+        Progress progress = null;
         try {
-            eps = RolloutBatch.run(workload.orchestra(), local, n, watched);
+            for (int c = 0; c < chunks; c++) {
+                List<Integer> global = plan.get(c);
+                List<Task> part = global.stream().map(tasks::get).toList();
+                EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(),
+                        cfg.rollout().maxNewTokens(), SamplingStreams.evaluation(), cfg.run().seed() + 7, globalTrajectory(global, n));
+                AgentPolicy watched = policy;
+                if (dist.isMaster()) watched = progress = new Progress(policy, part.size() * n, progressInterval(), t0, log, progress);
+                List<Episode> eps = RolloutBatch.run(workload.orchestra(), part, n, watched);
+                // the chunk's slice of the results: global tasks [c·perChunk·w, (c + 1)·perChunk·w), every rank's share of it
+                int first = (int) Math.min((long) c * perChunk * w, tasks.size());
+                int last = (int) Math.min((long) (c + 1) * perChunk * w, tasks.size());
+                double[] slice = new double[(last - first) * n];
+                for (Episode e : eps) if (solved(workload, part.get(e.uid()), e)) slice[(global.get(e.uid()) - first) * n + e.traj() % n] = 1;
+                workload.episodeSums(part, eps).forEach((k, v) -> sums.merge(k, v, Double::sum));
+                episodes += eps.size();
+                dist.sum(slice, "the evaluation results (chunk " + (c + 1) + " of " + chunks + ")");
+                System.arraycopy(slice, 0, hits, first * n, slice.length);
+                if (progress != null && chunks > 1) progress.chunkDone(c + 1, chunks, last, tasks.size(), hits, n);
+            }
         } finally {
             policies.clearPrefixes();
         }
-        double[] hits = new double[tasks.size() * n];
-        for (Episode e : eps) if (solved(workload, local.get(e.uid()), e)) hits[(mine.first() * n) + e.traj()] = 1;
-        dist.sum(hits, "the evaluation results");
         List<PassAtK.Counts> counts = new ArrayList<>();
+        List<Evaluation.TaskResult> results = new ArrayList<>(tasks.size());
         for (int u = 0; u < tasks.size(); u++) {
             boolean[] correct = new boolean[n];
             for (int j = 0; j < n; j++) correct[j] = hits[u * n + j] > 0;
-            counts.add(PassAtK.Counts.of(correct));
+            PassAtK.Counts k = PassAtK.Counts.of(correct);
+            counts.add(k);
+            results.add(new Evaluation.TaskResult(tasks.get(u).id(), tasks.get(u).dataSource(), n, k.c()));
         }
         int[] ks = ks(ec.k(), n);
         Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks));
-        StepMetrics.workload("eval/", local, eps, workload, dist, m);
+        StepMetrics.workloadSums("eval/", sums, episodes, dist, m);
         m.put("eval/tasks", (double) tasks.size());
         perSource(tasks, counts, ks, m);
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
-        return m;
+        return new Evaluation(m, results);
+    }
+
+    /**
+     * The chunks of {@code rank}'s tasks among {@code w} ranks, each a list of test-task indices: task i
+     * is rank i mod w's, its j-th (i = j·w + rank), and chunk c holds its tasks j in
+     * [c·perChunk, (c + 1)·perChunk), so that chunk c of all the ranks together is the tasks
+     * [c·perChunk·w, (c + 1)·perChunk·w). Every rank has as many chunks (rank 0's count; a rank's
+     * last ones may be empty), so that their collectives pair up.
+     */
+    static List<List<Integer>> chunks(int tasks, int rank, int w, int perChunk) {
+        int mine = tasks > rank ? (tasks - rank + w - 1) / w : 0, most = (tasks + w - 1) / w;
+        List<List<Integer>> out = new ArrayList<>();
+        for (long lo = 0; lo < most; lo += perChunk) {
+            List<Integer> chunk = new ArrayList<>();
+            for (long j = lo; j < Math.min(lo + perChunk, mine); j++) chunk.add((int) (j * w + rank));
+            out.add(chunk);
+        }
+        return out;
+    }
+
+    /**
+     * The global trajectory of a chunk's local trajectory t (its task t / n, draw t % n): its task's
+     * test-file index × n + the draw, whose random stream the sample takes.
+     */
+    static java.util.function.LongUnaryOperator globalTrajectory(List<Integer> chunk, int n) {
+        return t -> (long) chunk.get((int) (t / n)) * n + t % n;
     }
 
     /**
@@ -153,12 +213,18 @@ final class Evaluator {
         private int rounds;
 
         Progress(AgentPolicy policy, int episodes, double every, long t0, PrintStream log) {
+            this(policy, episodes, every, t0, log, null);
+        }
+
+        /** For the next chunk of an evaluation: its rounds counted on from {@code before}'s, its lines as far apart. */
+        Progress(AgentPolicy policy, int episodes, double every, long t0, PrintStream log, Progress before) {
             this.policy = policy;
             this.episodes = episodes;
             this.every = every;
             this.t0 = t0;
             this.log = log;
-            this.last = t0;
+            this.last = before != null ? before.last : t0;
+            this.rounds = before != null ? before.rounds : 0;
         }
 
         @Override
@@ -183,6 +249,16 @@ final class Evaluator {
                 log.printf(Locale.ROOT, "eval: round %d done (%s, %d of %d episodes still running), %.0f s%n", rounds, who, running,
                         episodes, (now - t0) / 1e9);
             }
+        }
+
+        /** After chunk {@code c} of {@code chunks}: the tasks done (the first {@code done} of {@code total}) and their avg so far. */
+        void chunkDone(int c, int chunks, int done, int total, double[] hits, int n) {
+            double right = 0;
+            for (int i = 0; i < done * n; i++) right += hits[i];
+            long now = System.nanoTime();
+            last = now;
+            log.printf(Locale.ROOT, "eval: chunk %d of %d done, %d of %d tasks, avg@%d so far %.4f, %.0f s%n", c, chunks, done, total, n,
+                    right / ((double) done * n), (now - t0) / 1e9);
         }
     }
 

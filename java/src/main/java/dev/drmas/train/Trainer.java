@@ -288,6 +288,11 @@ public final class Trainer implements AutoCloseable {
         return runDir;
     }
 
+    /** The checkpoint this run resumed from, or null (it started from its models). */
+    public Path checkpoint() {
+        return checkpoint;
+    }
+
     /** The last step's rows and advantages, for tests in this package. */
     record LastStep(RolloutBatch batch, Advantages.Result adv) {
     }
@@ -509,7 +514,7 @@ public final class Trainer implements AutoCloseable {
         Shard mine = Shard.of(rc.tasksPerStep(), dist);  // this rank's groups: uids and trajectories are rank-local
         List<Task> batchTasks = tasks.next(rc.tasksPerStep()).subList(mine.first(), mine.first() + mine.count());
         EnginePolicy policy = new EnginePolicy(policies, rc.sampling(), rc.maxPromptTokens(), rc.truncation(), rc.maxNewTokens(),
-                SamplingStreams.training(step), cfg.run().seed(), (long) mine.first() * rc.rolloutsPerTask());
+                SamplingStreams.training(step), cfg.run().seed(), t -> (long) mine.first() * rc.rolloutsPerTask() + t);
         Map<String, Double> memory = new LinkedHashMap<>();
         List<Episode> episodes;
         try {
@@ -809,6 +814,11 @@ public final class Trainer implements AutoCloseable {
 
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
     public Map<String, Double> evaluate() {
+        return evaluateTasks().metrics();
+    }
+
+    /** {@link #evaluate}'s metrics with each held-out task's result. */
+    public Evaluation evaluateTasks() {
         announceStart();
         try {
             if (!evalBudgetChecked) {
@@ -816,7 +826,7 @@ public final class Trainer implements AutoCloseable {
                 evalBudgetChecked = true;
             }
             evalHook.run();
-            return new Evaluator(cfg, workload, policies, dist, log).evaluate();
+            return new Evaluator(cfg, workload, policies, dist, log).evaluateTasks();
         } catch (RuntimeException | Error e) {
             // a rank that fails evaluating alone (`drmas eval` too) stops the others waiting in its collectives
             dist.announceFailure("evaluating at step " + step, e);

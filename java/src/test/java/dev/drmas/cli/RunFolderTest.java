@@ -204,7 +204,7 @@ class RunFolderTest {
         // an evaluation batch too large to generate stops `drmas eval`, not a training run that never evaluates
         Cli.Run train = cli("train", "eval.samples=10000000", "eval.k=1", "trainer.steps=1");
         assertEquals(0, train.exit(), train.err());
-        fails(cli("eval", "eval.samples=10000000", "eval.k=1"), "rollout.max_new_tokens: a batch of 20000000 requests (eval.tasks × eval.samples)",
+        fails(cli("eval", "eval.samples=10000000", "eval.k=1"), "rollout.max_new_tokens: a batch of 10000000 requests (eval.tasks (a chunk's) × eval.samples)",
                 "more than a Java array holds");
         // nothing held out: an error, not an empty table and exit 0
         fails(cli("eval", "--allow-random", "run.name=no-test", "orchestra.name=search", "data.synthetic=null", "data.synthetic.test_size=0"),
@@ -231,8 +231,40 @@ class RunFolderTest {
         fails(cli("eval"), "has no checkpoint, and model(s) policy have no path and no warm start", "--allow-random");
         Cli.Run sft = cli("sft");
         assertEquals(0, sft.exit(), sft.err());
-        Cli.Run eval = cli("eval");  // the warm start is something trained
+        java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream stdout = System.out;
+        System.setOut(new java.io.PrintStream(printed, true, StandardCharsets.UTF_8));
+        Cli.Run eval;
+        try {
+            eval = cli("eval", "eval.chunk_tasks=1");  // the warm start is something trained
+        } finally {
+            System.setOut(stdout);
+        }
         assertEquals(0, eval.exit(), eval.err());
+        // the results outlive the terminal: every printed metric in eval/step_0.json, each task's counts beside it
+        String out = printed.toString(StandardCharsets.UTF_8);
+        assertTrue(out.contains("eval: chunk 1 of 2 done, 1 of 2 tasks, avg@2 so far "), out);
+        var json = new com.fasterxml.jackson.databind.ObjectMapper();
+        var written = json.readTree(dir.resolve("runs/lock/eval/step_0.json").toFile());
+        assertEquals(0, written.get("step").asInt());
+        assertTrue(written.get("checkpoint").isNull(), written.toString());
+        assertEquals(2, written.get("eval").get("samples").asInt());
+        List<String> printedMetrics = out.lines().filter(l -> l.startsWith("  eval/")).toList();
+        assertEquals(written.get("metrics").size(), printedMetrics.size() + 1, out);  // + time/eval_s
+        for (String l : printedMetrics) {
+            String[] kv = l.strip().split("\\s+");
+            assertEquals(Double.parseDouble(kv[1]), written.get("metrics").get(kv[0]).asDouble(), 5e-5, kv[0]);
+        }
+        List<String> tasks = Files.readAllLines(dir.resolve("runs/lock/eval/step_0.tasks.jsonl"));
+        assertEquals(2, tasks.size(), tasks.toString());
+        double right = 0;
+        for (String t : tasks) {
+            var o = json.readTree(t);
+            assertEquals(2, o.get("n").asInt(), t);
+            assertTrue(o.get("id").isTextual(), t);
+            right += o.get("correct").asInt();
+        }
+        assertEquals(written.get("metrics").get("eval/avg@2").asDouble(), right / 4, 1e-12);
     }
 
     private static String read(Path p) {

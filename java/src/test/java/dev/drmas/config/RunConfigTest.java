@@ -177,7 +177,7 @@ class RunConfigTest {
         assertEquals(new LossConfig(0.2, 0.28, 0, KlEstimator.K3, 0.001, LossAggregation.SEQ_MEAN_TOKEN_SUM_NORM),
                 c.lossConfig(), "dual_clip null is the loss's 0 (off)");
         assertEquals(new TrainerConfig(40, 0, 5, false, 20, 3, 2, true), c.trainer());
-        assertEquals(new EvalConfig(50, 8, 16, 0.0, 1.0, 0), c.eval());
+        assertEquals(new EvalConfig(50, 8, 16, 0.0, 1.0, 0, 0), c.eval());
         assertEquals(SamplingParams.GREEDY, c.eval().sampling());
         assertEquals(new SftConfig(10, 4, 2e-3, 0.5), c.sft());
         assertEquals(new MetricsConfig(false, false, false), c.metrics());

@@ -74,7 +74,7 @@ class ChatTemplateKwargsTest {
         try (Workload w = Workflows.open(cfg, new PrintStream(new ByteArrayOutputStream()));
              Policies ps = Policies.open(cfg, tmp.resolve(name), null, null)) {
             EnginePolicy engine = new EnginePolicy(ps, cfg.rollout().sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(),
-                    cfg.rollout().maxNewTokens(), SamplingStreams.training(0), 5, 0);
+                    cfg.rollout().maxNewTokens(), SamplingStreams.training(0), 5, t -> t);
             for (Episode e : RolloutBatch.run(w.orchestra(), w.train().subList(0, 2), 2, engine)) {
                 List<int[]> turns = new ArrayList<>();
                 for (Step s : e.steps()) turns.add(((TurnData) s.output().payload()).promptIds());

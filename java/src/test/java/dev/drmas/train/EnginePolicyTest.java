@@ -65,7 +65,7 @@ class EnginePolicyTest {
         PrintStream quiet = new PrintStream(new ByteArrayOutputStream());
         try (Workload w = Workflows.open(cfg, quiet); Policies ps = Policies.open(cfg, tmp.resolve(config + together), null, null)) {
             EnginePolicy engine = new EnginePolicy(ps, cfg.rollout().sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(),
-                    cfg.rollout().maxNewTokens(), SamplingStreams.training(0), 5, 0);
+                    cfg.rollout().maxNewTokens(), SamplingStreams.training(0), 5, t -> t);
             List<Task> tasks = w.train().subList(0, 4);
             List<Episode> eps = RolloutBatch.run(w.orchestra(), tasks, 4, new Mixed(engine, together));
             return new Run(eps, engine.calls(), engine.prefill());

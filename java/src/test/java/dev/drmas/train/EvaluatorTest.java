@@ -75,4 +75,36 @@ class EvaluatorTest {
         assertTrue(text.contains("eval: round 1 done (searcher+answerer, 3 of 4 episodes still running)"), text);
         assertTrue(text.contains("eval: round 2 done (verifier, 3 of 4 episodes still running)"), text);
     }
+    @Test
+    void ranksTakeTasksInTurnAChunkAtATimeAndEverySampleKeepsItsStream() {
+        // a test file of benchmarks one after another: each of 3 ranks gets some of every part of it
+        assertEquals(List.of(List.of(1, 4), List.of(7)), Evaluator.chunks(8, 1, 3, 2));
+        assertEquals(List.of(List.of(2, 5), List.of()), Evaluator.chunks(8, 2, 3, 2), "as many chunks as rank 0, the last empty");
+        assertEquals(List.of(List.of()), Evaluator.chunks(2, 2, 3, 1), "a rank without tasks pairs its collective too");
+        for (int tasks : new int[] {1, 7, 12, 13}) {
+            for (int w = 1; w <= 4; w++) {
+                for (int per : new int[] {1, 2, 5, 100}) {
+                    int n = 3;
+                    java.util.Set<Long> keys = new java.util.TreeSet<>();
+                    int chunks = Evaluator.chunks(tasks, 0, w, per).size();
+                    for (int r = 0; r < w; r++) {
+                        List<List<Integer>> plan = Evaluator.chunks(tasks, r, w, per);
+                        assertEquals(chunks, plan.size(), "rank " + r);
+                        for (int c = 0; c < plan.size(); c++) {
+                            var key = Evaluator.globalTrajectory(plan.get(c), n);
+                            for (int t = 0; t < plan.get(c).size() * n; t++) {
+                                int task = plan.get(c).get(t / n);
+                                assertTrue(task >= c * per * w && task < (c + 1) * per * w, "chunk " + c + " of all ranks is one range");
+                                assertEquals((long) task * n + t % n, key.applyAsLong(t));
+                                keys.add(key.applyAsLong(t));
+                            }
+                        }
+                    }
+                    // every sample of every task once: the draws are those of one process, whatever w and the chunk size
+                    assertEquals(tasks * n, keys.size(), tasks + " tasks, " + w + " ranks, chunks of " + per);
+                    assertEquals((long) tasks * n - 1, ((java.util.TreeSet<Long>) keys).last());
+                }
+            }
+        }
+    }
 }

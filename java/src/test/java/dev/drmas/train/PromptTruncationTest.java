@@ -51,7 +51,7 @@ class PromptTruncationTest {
         try (Workload w = Workflows.open(cfg, new PrintStream(new ByteArrayOutputStream()));
              Policies ps = Policies.open(cfg, tmp.resolve(truncation + maxPrompt), null, null)) {
             EnginePolicy engine = new EnginePolicy(ps, cfg.rollout().sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(),
-                    cfg.rollout().maxNewTokens(), SamplingStreams.training(0), 5, 0);
+                    cfg.rollout().maxNewTokens(), SamplingStreams.training(0), 5, t -> t);
             for (Episode e : RolloutBatch.run(w.orchestra(), w.train().subList(0, 2), 2, engine)) {
                 TurnData d = (TurnData) e.steps().getFirst().output().payload();
                 first.add(d.promptIds());

@@ -1,7 +1,7 @@
 // TasksPerRankTest.java — rollout.tasks_per_step bounds the ranks of training only: with fewer tasks a
 // step than ranks, two ranks (threads, the real Gloo group) refuse to train, naming both numbers, and
 // evaluate as one process does (`drmas launch --eval --nproc 8` on a config whose training steps are
-// small, which was refused for the training reason).
+// small, which was refused for the training reason), also a task at a time (eval.chunk_tasks).
 package dev.drmas.train;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -28,8 +28,10 @@ class TasksPerRankTest {
     @TempDir
     Path tmp;
 
-    private RunConfig config(Path out) {
-        return CheckpointRetentionTest.config(out, "run.threads=1", "rollout.tasks_per_step=1", "ppo.mini_batch_size=3", "eval.tasks=3", "eval.k=2");
+    private RunConfig config(Path out, String... more) {
+        List<String> o = new ArrayList<>(List.of("run.threads=1", "rollout.tasks_per_step=1", "ppo.mini_batch_size=3", "eval.tasks=3", "eval.k=2"));
+        o.addAll(List.of(more));
+        return CheckpointRetentionTest.config(out, o.toArray(String[]::new));
     }
 
     @Test
@@ -44,7 +46,8 @@ class TasksPerRankTest {
             port = s.getLocalPort();
         }
         var dc = new DistributedConfig(DistributedConfig.Backend.GLOO, 60, 1, 1, false);
-        RunConfig cfg = config(tmp.resolve("two"));
+        // a chunk of one task: rank 0 evaluates tasks 0 and 2, rank 1 task 1 and then nothing, the counts summed after each
+        RunConfig cfg = config(tmp.resolve("two"), "eval.chunk_tasks=1");
         ExecutorService ex = Executors.newFixedThreadPool(2);
         List<Object> results = new ArrayList<>();
         try {
@@ -68,7 +71,7 @@ class TasksPerRankTest {
         for (Object o : results) {
             assertTrue(o instanceof List<?>, String.valueOf(o));
             List<?> l = (List<?>) o;
-            assertEquals(withoutTimes(alone), withoutTimes((Map<?, ?>) l.get(0)), "two ranks evaluate what one process does");
+            assertEquals(withoutTimes(alone), withoutTimes((Map<?, ?>) l.get(0)), "two ranks, a task at a time, evaluate what one process does");
             assertEquals("rollout.tasks_per_step (1) is smaller than WORLD_SIZE (2): every rank needs at least one task per training step",
                     l.get(1));
         }
