@@ -1,15 +1,17 @@
 // MathAnswers.java — reading a final answer out of a model's text (the last \boxed{...}) and deciding
 // whether two answers are the same. Numbers compare by exact value (BigInteger fractions, decimals
-// converted exactly), so "1/2", "0.5", "\frac{2}{4}", "-\frac{-1}{2}" and the mixed number "1\frac{1}{4}"
-// vs "1.25" agree while "0.33" never equals "1/3"; anything that is not a number compares as a
-// cleaned-up string first. A comma is a thousands separator only where it cannot be a list's: "1,234"
-// and "1,\!234" are 1234, "2, 500" and "(1,234)" are not numbers. Text answers get the clean-ups of
+// converted exactly), so "1/2", "0.5", "\frac{2}{4}", "-\frac{-1}{2}", the mixed number "1\frac{1}{4}"
+// vs "1.25" and the repeating decimal "0.\overline{3}" vs "1/3" agree while "0.33" never equals "1/3";
+// anything that is not a number compares as a cleaned-up string first. A comma is a thousands
+// separator only where it cannot be a list's: "1,234" and "1,\!234" are 1234, "2, 500" and "(1,234)"
+// are not numbers; a blank or thin space only between groups of three: "1 000" and "1\,000" are
+// 1000, "2 3" is no number. Text answers get the clean-ups of
 // verl's math reward (Hendrycks' strip_string) that a string comparison needs: a unit at the end goes
-// ("5\text{ cm}", also "5\,\mathrm{cm}" and "5 cm" after a number), \sqrt2, \frac1b gain their
+// ("5\text{ cm}", also "5\,\mathrm{cm}", "5 cm" and "5 in." after a number), \sqrt2, \frac1b gain their
 // braces, x_{1} loses them. Where the strings differ, the forms are compared: tuples, intervals,
 // unions and matrices element by element in order, bare lists ("1, -2", "1 and 2") and sets \{\} in
-// any order with "a \pm b" as two elements (a bare list against a set as that set), words without
-// case when \text-wrapped,
+// any order with "a \pm b", \{\pm 2\} and \frac{1 \pm \sqrt5}{2} as two elements (a bare list against
+// a set as that set), words without case when \text-wrapped or spelled as prose (Yes, yes; not AB),
 // and formulas by evaluation (Expressions: 11 + 11\sqrt{5} is 11\sqrt{5} + 11, (x+1)^2 is x^2+2x+1);
 // a formula answers a number truth only in scientific notation (1.2 \times 10^5), not as undone
 // arithmetic (2^{10} for 1024).
@@ -99,7 +101,7 @@ public final class MathAnswers {
      * there, equal as forms: element by element for tuples, intervals, unions and matrices; in any
      * order for bare lists ("1 and 2" is "2, 1") and sets, where "a \pm b" is two elements; a
      * formula by evaluation ({@link Expressions}); words without regard to case when one side wraps
-     * them in \text. One-sided: a number predicted for a formula truth
+     * them in \text or both spell them as prose ("Yes", "yes"). One-sided: a number predicted for a formula truth
      * (1024 for 2^{10}) is right, a formula predicted for a number truth only in scientific notation.
      */
     public static boolean equivalent(String predicted, String truth) {
@@ -134,7 +136,7 @@ public final class MathAnswers {
         if (numA && numB) return false;
         if (numB && !SCIENTIFIC.matcher(ca).matches()) return false;
         if (numA || numB) {
-            return Expressions.equal(numA ? numberText(fa) : ca, numB ? numberText(fb) : cb);
+            return Expressions.equal(numA ? numberText(fa, va.get()) : ca, numB ? numberText(fb, vb.get()) : cb);
         }
         Matrix ma = Matrix.of(ca), mb = Matrix.of(cb);
         if (ma != null || mb != null) {
@@ -156,8 +158,11 @@ public final class MathAnswers {
             // a set \{...\} has no order; a tuple or an interval has
             return ba.open.equals("\\{") ? sameSets(plusMinus(ba.items), plusMinus(bb.items), depth) : sameForms(ba.items, bb.items, depth);
         }
-        if (words(ca) && words(cb) && (wrapsText(a) || wrapsText(b))) {
-            return ca.replace(" ", "").equalsIgnoreCase(cb.replace(" ", ""));
+        if (words(ca) && words(cb)) {
+            boolean sameWords = ca.replace(" ", "").equalsIgnoreCase(cb.replace(" ", ""));
+            if (wrapsText(a) || wrapsText(b)) return sameWords;
+            // bare, they are words where both are spelled as prose (Yes = yes); else letters of a formula
+            if (sameWords && prose(ca) && prose(cb)) return true;
         }
         return Expressions.equal(ca, cb);
     }
@@ -165,8 +170,10 @@ public final class MathAnswers {
     private static final Pattern EXPONENT_NUMBER = Pattern.compile("[-+]?(?:\\d+\\.?\\d*|\\.\\d+)[eE][-+]?\\d+");
 
     // A number's text for the formula reader: as written (its decimal point tells an approximation),
-    // but an exponent form spelled out ("1e1" is 10, which the reader would take for 1 times e times 1).
-    private static String numberText(String f) {
+    // but an exponent form spelled out ("1e1" is 10, which the reader would take for 1 times e times 1)
+    // and a repeating decimal as its exact value (0.\overline{3} is 1/3, a bar the reader does not know).
+    private static String numberText(String f, Rational value) {
+        if (f.contains("\\overline") || f.contains("\\bar")) return value.toString();
         String t = f.replace(",", "");
         return EXPONENT_NUMBER.matcher(t).matches() ? new BigDecimal(t).toPlainString() : t;
     }
@@ -181,27 +188,64 @@ public final class MathAnswers {
         for (String s : items) n += s.length();
         return n;
     }
-    private static final Pattern PLUS_MINUS = Pattern.compile("\\\\pm(?![A-Za-z])");
 
-    // The elements of a lone set \{...\} of two or more ("a \pm b" as two), else the list as it is.
+    // The elements of a lone set \{...\} of two or more ("a \pm b" as two, so \{\pm 2\} is \{2, -2\}),
+    // else the list as it is.
     private static List<String> setElements(List<String> list) {
         Bracketed b = list.size() == 1 ? Bracketed.of(list.getFirst()) : null;
         return b != null && b.open.equals("\\{") ? plusMinus(b.items) : list;
     }
 
-    // "1 \pm \sqrt{2}" is the two elements "1 + \sqrt{2}" and "1 - \sqrt{2}" (one \pm at the top level).
+    // "1 \pm \sqrt{2}" is the two elements "1 + \sqrt{2}" and "1 - \sqrt{2}": one \pm (or \mp) at the top
+    // level, or the only one of an item without a comma wherever it sits outside \{ \}, as in
+    // \frac{1 \pm \sqrt{5}}{2} or (1 \pm \sqrt{5})/2. Two signs ("\pm 1 \pm i": two values or four?) stay
+    // as written; a sign inside a tuple's or a set's brackets is that element's, read where the element is.
     private static List<String> plusMinus(List<String> items) {
         List<String> out = new ArrayList<>();
         for (String item : items) {
-            List<String> parts = splitTop(item, PLUS_MINUS);
-            if (parts.size() == 2) {
-                out.add(parts.get(0) + " + " + parts.get(1));
-                out.add(parts.get(0) + " - " + parts.get(1));
+            int at = onlySign(item);
+            String before = at >= 0 ? item.substring(0, at) : "", after = at >= 0 ? item.substring(at + 3) : "";
+            if (!after.isBlank()) {  // a sign with nothing to sign is no two values
+                boolean mp = item.startsWith("mp", at + 1);
+                out.add(before + (mp ? " - " : " + ") + after);
+                out.add(before + (mp ? " + " : " - ") + after);
             } else {
                 out.add(item);
             }
         }
         return out;
+    }
+
+    // Where the \pm or \mp that plusMinus expands starts, or -1.
+    private static int onlySign(String item) {
+        int depth = 0, setDepth = 0, top = -1, tops = 0, any = -1, all = 0;
+        boolean setSign = false;
+        for (int i = 0; i < item.length(); i++) {
+            char c = item.charAt(i);
+            if (c == '\\' && i + 1 < item.length()) {
+                char d = item.charAt(i + 1);
+                if (d == '{' || d == '}') {
+                    depth += d == '{' ? 1 : -1;
+                    setDepth += d == '{' ? 1 : -1;
+                    i++;
+                } else if ((item.startsWith("pm", i + 1) || item.startsWith("mp", i + 1))
+                        && !(i + 3 < item.length() && Character.isLetter(item.charAt(i + 3)))) {
+                    if (depth == 0) {
+                        top = i;
+                        tops++;
+                    }
+                    any = i;
+                    all++;
+                    setSign = setDepth > 0;
+                }
+            } else if (c == '(' || c == '[' || c == '{') {
+                depth++;
+            } else if (c == ')' || c == ']' || c == '}') {
+                depth--;
+            }
+        }
+        if (tops == 1) return top;
+        return tops == 0 && all == 1 && !setSign && item.indexOf(',') < 0 ? any : -1;
     }
 
     // A perfect matching of a's elements to b's (augmenting paths): a greedy first match could take the
@@ -262,6 +306,23 @@ public final class MathAnswers {
         return letters >= 2;
     }
 
+    // Words as prose spells them: each of two letters or more, upper-case at most its first ("yes",
+    // "Even", "New York"). "AB" (a segment, or A times B) and "x y" stay letters of a formula, whose
+    // case counts; so does "YES" unless \text says it is a word.
+    private static boolean prose(String s) {
+        int letters = 0;
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == ' ') {
+                if (letters < 2) return false;
+                letters = 0;
+            } else if (letters++ > 0 && Character.isUpperCase(c)) {
+                return false;
+            }
+        }
+        return letters >= 2;
+    }
+
     private static boolean wrapsText(String raw) {
         return TEXT_WRAPPER.matcher(raw).find();
     }
@@ -294,7 +355,7 @@ public final class MathAnswers {
         return parts;
     }
 
-    // A tuple, an interval or a set of two elements or more: its brackets and its elements.
+    // A tuple, an interval or a set of two elements or more (\{\pm 2\} has two): its brackets and its elements.
     // "(x+1)" alone is grouping, and "(a+5)(b+2)" is a product: neither is bracketed.
     private record Bracketed(String open, String close, List<String> items) {
         static Bracketed of(String s) {
@@ -312,7 +373,9 @@ public final class MathAnswers {
                     String close = escaped ? "\\}" : String.valueOf(c);
                     String inner = s.substring(open.length(), s.length() - close.length());
                     List<String> items = splitTop(inner, LIST);
-                    return items.size() > 1 ? new Bracketed(open, close, items) : null;
+                    // \{\pm 2\}: one element that is two
+                    boolean two = items.size() > 1 || open.equals("\\{") && plusMinus(items).size() > 1;
+                    return two ? new Bracketed(open, close, items) : null;
                 }
             }
             return null;
@@ -355,8 +418,9 @@ public final class MathAnswers {
     }
 
     // a cleaned answer's normal form: its exact value when it is a number, else its text without blanks
+    // but one between two digits ("2 3" is not the number 23)
     private static String normalForm(String cleaned, Optional<Rational> value) {
-        return value.map(Rational::toString).orElse(cleaned.replace(" ", ""));
+        return value.map(Rational::toString).orElse(withoutBlanks(cleaned, false));
     }
 
     /** The exact value of an answer, when it is a number. */
@@ -364,8 +428,9 @@ public final class MathAnswers {
         return Numbers.parse(clean(answer));
     }
 
-    private static final String[] WRAPPERS = {"\\text", "\\textbf", "\\textit", "\\textrm", "\\mathrm", "\\mathbf",
-        "\\mathit", "\\mbox", "\\boxed"};
+    // the commands whose argument is the text itself (\text{abc} is abc), by name
+    private static final Set<String> WRAPPERS = Set.of("text", "textbf", "textit", "textrm", "mathrm", "mathbf",
+        "mathit", "mbox", "boxed");
     private static final Pattern LEFT_RIGHT = Pattern.compile("\\\\(left|right)(?![A-Za-z])");
     // A double backslash (a matrix's row break) is matched first so that its second backslash is never
     // read as the start of a spacing command: "1 \\ 2" must not lose a backslash to "\ ".
@@ -392,11 +457,13 @@ public final class MathAnswers {
     // The cleaned answer: without blanks for the text and number forms (a comma keeps the blank after
     // it); with single blanks for the form comparison, where "\cot x" must not become "\cotx".
     private static String clean(String answer, boolean keepBlanks) {
-        String s = trimSentence(answer.replace('\u2212', '-').trim());
+        // U+2212 is a minus, U+00B1 and U+2213 are \pm and \mp
+        String s = trimSentence(answer.replace('\u2212', '-').replace("\u00b1", "\\pm ").replace("\u2213", "\\mp ").trim());
         s = dropUnit(s);
         s = unwrap(s);
         s = s.replace("{,}", ",");
         s = THIN_THOUSANDS.matcher(s).replaceAll(",");
+        s = digitGroups(s);
         s = LEFT_RIGHT.matcher(s).replaceAll("");
         s = replaceFracs(s);
         s = braceArguments(s);
@@ -411,8 +478,97 @@ public final class MathAnswers {
         if (m.matches() && !m.group(2).isBlank() && m.group(2).indexOf('=') < 0) s = m.group(2).trim();
         s = mixedNumber(s);
         // Blanks go, but a comma keeps one after it so that the number reader sees "2, 500" (two
-        // roots) as a list, not as 2500; the text form drops that blank too (normalize).
-        return keepBlanks ? s : s.replaceAll("(?<!,) ", "");
+        // roots) as a list, not as 2500 (the text form drops that blank too: normalize), and two
+        // digits that digitGroups kept apart keep theirs.
+        return keepBlanks ? s : withoutBlanks(s, true);
+    }
+
+    // s without its blanks but one between two digits (digitGroups left it: "2 3" is no 23) and, with
+    // afterComma, one after a comma.
+    private static String withoutBlanks(String s, boolean afterComma) {
+        if (s.indexOf(' ') < 0) return s;
+        StringBuilder out = new StringBuilder(s.length());
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (c == ' ' && i > 0 && i + 1 < s.length()) {
+                char before = s.charAt(i - 1);
+                if (!(afterComma && before == ',' || isDigit(before) && isDigit(s.charAt(i + 1)))) continue;
+            } else if (c == ' ') {
+                continue;
+            }
+            out.append(c);
+        }
+        return out.toString();
+    }
+
+    // "1 000 000", "12\,345", "0.123 45": digit groups set apart by blanks or thin spaces (\, \; \: \ ~)
+    // are one number where they are thousands groups: before a point one to three digits, then groups
+    // of three; after it groups of three, the last of one to three. Next to a slash, ^ or _ they are
+    // not ("2 100/400" is a mixed number). Other groups ("2 3", "12 34") are no number: one blank
+    // stays between them, which no later step removes, and both number readers refuse a number
+    // next to a number. One pass.
+    private static String digitGroups(String s) {
+        int n = s.length();
+        StringBuilder out = null;
+        int copied = 0;
+        for (int i = 0; i < n; ) {
+            if (!isDigit(s.charAt(i))) {
+                i++;
+                continue;
+            }
+            int start = i, end = digitsEnd(s, i), groups = 1;
+            char before = start > 0 ? s.charAt(start - 1) : ' ';
+            boolean fraction = before == '.';
+            int first = end - start, last = first;
+            boolean threes = true;  // every group but the first (integer part) or the last (fraction) has three
+            while (true) {
+                int j = separatorsEnd(s, end);
+                if (j == end || j >= n || !isDigit(s.charAt(j))) break;
+                if (fraction ? last != 3 : groups > 1 && last != 3) threes = false;
+                int k = digitsEnd(s, j);
+                last = k - j;
+                groups++;
+                end = k;
+            }
+            if (groups == 1) {
+                i = end;
+                continue;
+            }
+            boolean thousands = threes && "/^_".indexOf(before) < 0 && (end == n || s.charAt(end) != '/')
+                    && (fraction ? last <= 3 : first <= 3 && last == 3);
+            if (out == null) out = new StringBuilder(n);
+            out.append(s, copied, start);
+            for (int g = start; g < end; ) {
+                int k = digitsEnd(s, g);
+                out.append(s, g, k);
+                if (k == end) break;
+                if (!thousands) out.append(' ');
+                g = separatorsEnd(s, k);
+            }
+            copied = end;
+            i = end;
+        }
+        return out == null ? s : out.append(s, copied, n).toString();
+    }
+
+    private static boolean isDigit(char c) {
+        return c >= '0' && c <= '9';
+    }
+
+    private static int digitsEnd(String s, int i) {
+        while (i < s.length() && isDigit(s.charAt(i))) i++;
+        return i;
+    }
+
+    // past the blanks and thin spaces at i
+    private static int separatorsEnd(String s, int i) {
+        while (i < s.length()) {
+            char c = s.charAt(i);
+            if (Character.isWhitespace(c) || c == '~') i++;
+            else if (c == '\\' && i + 1 < s.length() && ",;: ".indexOf(s.charAt(i + 1)) >= 0) i += 2;
+            else break;
+        }
+        return i;
     }
 
     // 1\frac{4}{5} -> 9/5; anything else as it is.
@@ -438,8 +594,10 @@ public final class MathAnswers {
             "^(.*?)(?:\\s|~|\\\\[,;: ]|\\\\q?quad(?![A-Za-z]))*\\\\(?:text|textrm|mbox|mathrm)\\s*\\{\\s*([A-Za-z][A-Za-z. ]*?)\\s*}"
             + POWER, Pattern.DOTALL);
     // A bare unit word after a number and a blank: "5 cm", "25 dollars" (words only: "2 m" may be 2m).
+    // "5 in." is inches (the sentence's period is gone by now): only after a number and a blank, so
+    // "5in" stays a product and \in, a backslash's, is never the word.
     private static final Pattern BARE_UNIT = Pattern.compile(
-            "^(.*?)(?:\\s|~|\\\\[,;: ]|\\\\q?quad(?![A-Za-z]))+(?:km|cm|mm|(?:centi|milli|kilo)?met(?:er|re)s?|inch(?:es)?|in\\.|feet|foot|ft"
+            "^(.*?)(?:\\s|~|\\\\[,;: ]|\\\\q?quad(?![A-Za-z]))+(?:km|cm|mm|(?:centi|milli|kilo)?met(?:er|re)s?|inch(?:es)?|in\\.?|feet|foot|ft"
             + "|yards?|miles?|seconds?|minutes?|hours?|days?|weeks?|months?|years?|degrees?|dollars?|cents?|units?"
             + "|square (?:units|feet|inches|meters|centimeters)|sq units|cubic (?:units|feet|inches|meters|centimeters)"
             + "|pounds?|ounces?|grams?|kilograms?|kg|liters?|litres?|mph|people|students|ways)" + POWER, Pattern.DOTALL);
@@ -470,16 +628,7 @@ public final class MathAnswers {
     private static String braceArguments(String s) {
         if (!s.contains("\\sqrt") && !s.contains("\\frac")) return s;
         int n = s.length();
-        int[] close = new int[n];
-        Arrays.fill(close, -1);
-        int[] open = new int[n];
-        int depth = 0;
-        for (int i = 0; i < n; i++) {
-            char c = s.charAt(i);
-            if (c == '\\') i++;
-            else if (c == '{') open[depth++] = i;
-            else if (c == '}' && depth > 0) close[open[--depth]] = i;
-        }
+        int[] close = closingBraces(s);
         boolean[] wrap = new boolean[n];
         for (int i = 0; i < n; i++) {
             char c = s.charAt(i);
@@ -511,15 +660,27 @@ public final class MathAnswers {
         return out.toString();
     }
 
-    // Delimiters and a sentence's period, which may follow the closing delimiter ("$5$.") or sit
-    // inside it ("$5.$"), until neither is left.
+    // Delimiters ($...$, $$...$$, \(...\), \[...\]) and a sentence's period, which may follow the closing
+    // delimiter ("$5$.") or sit inside it ("$5.$"), and blanks, until none is left. Ends move by index
+    // and the text is copied once: "$" fifty thousand deep took a copy per layer.
     private static String trimSentence(String s) {
-        for (String before = null; !s.equals(before); ) {
-            before = s;
-            s = stripDelimiters(s);
-            while (s.length() > 1 && s.endsWith(".")) s = s.substring(0, s.length() - 1);
+        int lo = 0, hi = s.length();
+        while (true) {
+            while (lo < hi && s.charAt(lo) <= ' ') lo++;
+            while (hi > lo && s.charAt(hi - 1) <= ' ') hi--;
+            if (hi - lo >= 2 && s.charAt(lo) == '$' && s.charAt(hi - 1) == '$') {
+                lo++;
+                hi--;
+            } else if (hi - lo >= 4 && s.charAt(lo) == '\\' && s.charAt(hi - 2) == '\\'
+                    && (s.charAt(lo + 1) == '(' && s.charAt(hi - 1) == ')' || s.charAt(lo + 1) == '[' && s.charAt(hi - 1) == ']')) {
+                lo += 2;
+                hi -= 2;
+            } else if (hi - lo > 1 && s.charAt(hi - 1) == '.') {
+                hi--;
+            } else {
+                return s.substring(lo, hi);
+            }
         }
-        return s;
     }
 
     // \dfrac and \tfrac are \frac with another size; spacing commands and \displaystyle only typeset;
@@ -535,56 +696,51 @@ public final class MathAnswers {
         return out.toString();
     }
 
-    // Surrounding $...$, $$...$$, \(...\) and \[...\], repeatedly.
-    private static String stripDelimiters(String s) {
-        while (true) {
-            String t = s;
-            if (t.length() >= 2 && t.startsWith("$") && t.endsWith("$")) {
-                t = t.substring(1, t.length() - 1);
-            } else if (t.length() >= 4 && (t.startsWith("\\(") && t.endsWith("\\)") || t.startsWith("\\[") && t.endsWith("\\]"))) {
-                t = t.substring(2, t.length() - 2);
-            }
-            t = t.trim();
-            if (t.equals(s)) return s;
-            s = t;
+    // \text{abc} -> abc (and the other wrappers of WRAPPERS), nested ones too: every wrapper whose brace
+    // closes loses its name and its braces, in one pass over brace pairs found once (a pass per level
+    // of nesting, and a search for the closing brace from every unclosed "\text{", were quadratic in a
+    // reply of ten thousand of them). A wrapper's name that only forms once another wrapper is gone
+    // ("\te\text{}xt{5}") stays text.
+    private static String unwrap(String s) {
+        int n = s.length();
+        int[] close = null;
+        boolean[] drop = null;
+        for (int at = s.indexOf('\\'); at >= 0; at = s.indexOf('\\', at + 1)) {
+            int after = at + 1;
+            while (after < n && Character.isLetter(s.charAt(after))) after++;  // \textstyle is no \text
+            if (after == at + 1 || !WRAPPERS.contains(s.substring(at + 1, after))) continue;
+            int i = after;
+            while (i < n && Character.isWhitespace(s.charAt(i))) i++;
+            if (i >= n || s.charAt(i) != '{') continue;
+            if (close == null) close = closingBraces(s);
+            if (close[i] < 0) continue;
+            if (drop == null) drop = new boolean[n];
+            Arrays.fill(drop, at, i + 1, true);
+            drop[close[i]] = true;
+            at = after - 1;
         }
+        if (drop == null) return s;
+        StringBuilder out = new StringBuilder(n);
+        for (int i = 0; i < n; i++) {
+            if (!drop[i]) out.append(s.charAt(i));
+        }
+        return out.toString();
     }
 
-    // \text{abc} -> abc (and the other wrappers of WRAPPERS), innermost-first is not needed: every
-    // occurrence is replaced by its content until none is left. One pass per wrapper copies the text
-    // once (a box of ten thousand \text{...} must not be copied ten thousand times); a wrapper inside
-    // a content is the next pass's.
-    private static String unwrap(String s) {
-        boolean changed = true;
-        while (changed) {
-            changed = false;
-            for (String w : WRAPPERS) {
-                if (!s.contains(w)) continue;
-                StringBuilder out = new StringBuilder(s.length());
-                int from = 0, copied = 0;
-                int at;
-                while ((at = s.indexOf(w, from)) >= 0) {
-                    int after = at + w.length();
-                    if (after < s.length() && Character.isLetter(s.charAt(after))) { // \textstyle, \boxedx
-                        from = after;
-                        continue;
-                    }
-                    int i = after;
-                    while (i < s.length() && Character.isWhitespace(s.charAt(i))) i++;
-                    int close = i < s.length() && s.charAt(i) == '{' ? matchingBrace(s, i) : -1;
-                    if (close < 0) {
-                        from = after;
-                        continue;
-                    }
-                    out.append(s, copied, at).append(s, i + 1, close);
-                    copied = close + 1;
-                    from = close + 1;
-                    changed = true;
-                }
-                s = out.append(s, copied, s.length()).toString();
-            }
+    // For each '{', the index of the '}' that matchingBrace would find for it (-1: none); one pass with
+    // a stack, escaped characters skipped as there.
+    private static int[] closingBraces(String s) {
+        int n = s.length();
+        int[] close = new int[n], open = new int[n];
+        Arrays.fill(close, -1);
+        int depth = 0;
+        for (int i = 0; i < n; i++) {
+            char c = s.charAt(i);
+            if (c == '\\') i++;
+            else if (c == '{') open[depth++] = i;
+            else if (c == '}' && depth > 0) close[open[--depth]] = i;
         }
-        return s;
+        return close;
     }
 
     /** An exact rational number, reduced, with a positive denominator. */
@@ -637,7 +793,8 @@ public final class MathAnswers {
     //   signed  := ('+' | '-')* primary
     //   primary := '\frac' arg arg | '(' expr ')' | '{' expr '}' | number
     //   arg     := '{' expr '}' | digit               (\frac12 is \frac{1}{2})
-    //   number  := digits, thousands groups "1,234", decimals ".5" "2.0", exponent "1e3"
+    //   number  := digits, thousands groups "1,234", decimals ".5" "2.0", exponent "1e3",
+    //              repeating decimals "0.\overline{3}" "0.1\overline{6}"
     // Inside '(' ')' there are no thousands groups: "(1,234)" is a pair, not 1234 in parentheses.
     // Nesting deeper than MAX_DEPTH is not a number.
     // No +, - between terms and no *: "2+3" is an expression, not the answer 5.
@@ -728,9 +885,14 @@ public final class MathAnswers {
         }
 
         private Rational number() {
+            Matcher r = REPEATING.matcher(s).region(pos, s.length());
+            if (r.lookingAt()) return repeating(r);
             Matcher m = (parens > 0 ? PLAIN_NUMBER : NUMBER).matcher(s).region(pos, s.length());
             if (!m.lookingAt()) return null;
             pos = m.end();
+            // more significant digits than MAX_BITS hold is no number here: BigDecimal would read all of
+            // a reply's hundred thousand digits first, in time quadratic in their count
+            if (significantDigits(m.group()) > MAX_SIGNIFICANT) return null;
             BigDecimal d = new BigDecimal(m.group().replace(",", ""));
             BigInteger unscaled = d.unscaledValue();
             if (Math.abs(d.scale()) > MAX_DIGITS || unscaled.bitLength() > MAX_BITS) return null;
@@ -742,6 +904,36 @@ public final class MathAnswers {
         // Larger than any answer: not a number here (the text comparison stands). Unbounded, nested
         // \frac of 1e9999 built numbers of millions of digits, seconds of work for one reply.
         private static final int MAX_DIGITS = 1000, MAX_BITS = 4 * MAX_DIGITS;
+        // 10^1300 has more than MAX_BITS bits: a number with more significant digits is over the bound
+        private static final int MAX_SIGNIFICANT = 1300;
+
+        // The digits of a number's unscaled value: without its leading zeros (also those after the
+        // point), its separators and its exponent.
+        private static int significantDigits(String number) {
+            int count = 0;
+            for (int i = 0; i < number.length(); i++) {
+                char c = number.charAt(i);
+                if (c == 'e' || c == 'E') break;
+                if (c >= '1' && c <= '9' || c == '0' && count > 0) count++;
+            }
+            return count;
+        }
+
+        // 0.\overline{3} is 1/3 and 0.1\overline{6} is 1/6: the digits before the bar, then the bar's
+        // digits repeated for ever (MATH's notation for a repeating decimal; \bar too). A decimal
+        // without a bar is what it says: 0.333 is 333/1000, not 1/3.
+        private static final Pattern REPEATING = Pattern.compile(
+                "(\\d*)\\.(\\d*)\\\\(?:overline|bar)(?:\\{(\\d+)}|(\\d))");
+
+        // i.f\overline{r} with k digits in f and m in r: (if * (10^m - 1) + r) / (10^k * (10^m - 1))
+        private Rational repeating(Matcher r) {
+            String whole = r.group(1), fixed = r.group(2), period = r.group(3) != null ? r.group(3) : r.group(4);
+            if (whole.length() + fixed.length() + period.length() > MAX_DIGITS) return null;
+            pos = r.end();
+            BigInteger nines = BigInteger.TEN.pow(period.length()).subtract(BigInteger.ONE);
+            BigInteger head = new BigInteger(whole.isEmpty() && fixed.isEmpty() ? "0" : whole + fixed);
+            return new Rational(head.multiply(nines).add(new BigInteger(period)), BigInteger.TEN.pow(fixed.length()).multiply(nines));
+        }
 
         private static Rational bounded(Rational r) {
             return r == null || r.num.bitLength() + r.den.bitLength() > 2 * MAX_BITS ? null : r;

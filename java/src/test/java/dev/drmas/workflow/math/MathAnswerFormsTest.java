@@ -2,7 +2,8 @@
 // these was scored 0 by the string-and-number checker alone; most were found by running MATH500's
 // answers and hand-made variants through the Dr. MAS reference's grader): thousands with \!, units,
 // base subscripts, choice letters, mixed numbers, case of words, "and"/"or" lists, sets in any
-// order, \pm, matrices, and formulas equal after algebra. And the near misses that must stay 0 next to each of them.
+// order, \pm (in a set, in a fraction), matrices, and formulas equal after algebra. And the near
+// misses that must stay 0 next to each of them; and replies of a hundred thousand characters.
 package dev.drmas.workflow.math;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -38,6 +39,9 @@ class MathAnswerFormsTest {
                 Arguments.of("\\frac{270}7\\text{degrees}", "\\frac{270}7\\text{ degrees}"),
                 Arguments.of("5.4\\text{cents}", "5.4 \\text{ cents}"),
                 Arguments.of("5\\quad", "5"),
+                Arguments.of("5 in.", "5"),
+                Arguments.of("5 in", "5"),
+                Arguments.of("\\frac{1}{2} in.", "0.5"),
                 // base subscripts
                 Arguments.of("52_{8}", "52_8"),
                 Arguments.of("4210_5", "4210_{5}"),
@@ -58,6 +62,10 @@ class MathAnswerFormsTest {
                 Arguments.of("\\text{East}", "\\text{east}"),
                 Arguments.of("\\text{Even}", "\\text{even}"),
                 Arguments.of("\\text{Ellipse}", "\\text{ellipse}"),
+                // ... and where both sides spell them as prose, \text or not
+                Arguments.of("Yes", "yes"),
+                Arguments.of("Even", "even"),
+                Arguments.of("New York", "new york"),
                 // "and", "or" lists
                 Arguments.of("1 \\text{ and } 2", "1, 2"),
                 Arguments.of("1 \\text{ or } 2", "1, 2"),
@@ -74,6 +82,16 @@ class MathAnswerFormsTest {
                 Arguments.of("-1, 1", "\\pm 1"),
                 Arguments.of("1 + \\sqrt{19}, 1 - \\sqrt{19}", "1 \\pm \\sqrt{19}"),
                 Arguments.of("\\{-2, 1 \\pm \\sqrt{5}\\}", "\\{1\\pm\\sqrt{5},-2\\}"),
+                // ... also as a set's one element, inside a fraction or parentheses, as \mp or U+00B1
+                Arguments.of("\\{\\pm 2\\}", "\\{2, -2\\}"),
+                Arguments.of("\\{\\pm 2\\}", "-2, 2"),
+                Arguments.of("\\pm 2", "\\{\\pm 2\\}"),
+                Arguments.of("x \\in \\{\\pm \\sqrt{3}\\}", "\\sqrt3, -\\sqrt3"),
+                Arguments.of("\\frac{1 \\pm \\sqrt{5}}{2}", "\\frac{1+\\sqrt5}{2}, \\frac{1-\\sqrt5}{2}"),
+                Arguments.of("\\frac{-3 \\mp \\sqrt{5}}{2}", "\\frac{-3-\\sqrt{5}}{2}, \\frac{-3+\\sqrt{5}}{2}"),
+                Arguments.of("(1 \\pm \\sqrt{5})/2", "\\left\\{\\frac{1 \\pm \\sqrt{5}}{2}\\right\\}"),
+                Arguments.of("\\frac{1 \\pm \\sqrt{5}}{2}", "\\frac{1}{2} \\pm \\frac{\\sqrt{5}}{2}"),
+                Arguments.of("\u00b1 3", "3, -3"),
                 Arguments.of("(3,4), (1,2)", "(1,2), (3,4)"),
                 // matrices entry by entry, pmatrix or bmatrix
                 Arguments.of("\\begin{pmatrix} -\\frac{1}{3} \\\\ \\frac{2}{3} \\\\ \\frac{5}{3} \\end{pmatrix}",
@@ -194,6 +212,16 @@ class MathAnswerFormsTest {
                 Arguments.of("\\pm 2", "2"),
                 Arguments.of("2, -2", "\\pm 3"),
                 Arguments.of("1 \\pm \\sqrt{2}", "1 - \\sqrt{2}"),
+                Arguments.of("\\{\\pm 2\\}", "2"),
+                Arguments.of("\\{\\pm 2\\}", "\\{2\\}"),
+                Arguments.of("\\{\\pm 2\\}", "(2, -2)"),
+                Arguments.of("\\frac{1 \\pm \\sqrt{5}}{2}", "\\frac{1+\\sqrt{5}}{2}"),
+                Arguments.of("\\frac{1 \\pm \\sqrt{5}}{2}", "\\frac{1+\\sqrt5}{2}, \\frac{1+\\sqrt5}{2}"),
+                Arguments.of("\\frac{1 \\pm \\sqrt{5}}{2}", "\\frac{1+\\sqrt5}{2}, \\frac{-1-\\sqrt5}{2}"),
+                // two signs may mean two values or four: as written only
+                Arguments.of("\\pm 1 \\pm i", "1+i, -1-i"),
+                Arguments.of("\\pm 1 \\pm i", "1+i, 1-i, -1+i, -1-i"),
+                Arguments.of("\\pm", "\\mp"),
                 Arguments.of("[1, 2]", "[2, 1]"),
                 Arguments.of("\\{1, 2\\}", "(1, 2)"),
                 Arguments.of("(3,4), (1,2)", "(4,3), (1,2)"),
@@ -210,12 +238,19 @@ class MathAnswerFormsTest {
                 // words are text, not products of letters
                 Arguments.of("\\text{even}", "\\text{neve}"),
                 Arguments.of("\\text{East}", "\\text{West}"),
+                // without \text, letters that prose does not spell keep their case: AB is a segment or A times B
+                Arguments.of("YES", "yes"),
+                Arguments.of("x y", "X Y"),
+                Arguments.of("ab", "Ab c"),
                 // a mixed number is no product, and units are words after a number
                 Arguments.of("2\\frac{1}{4}", "\\frac{1}{2}"),
                 Arguments.of("2 1/4", "21/4"),
                 Arguments.of("5\\mathrm{e}", "5"),
                 Arguments.of("x\\text{cm}", "x"),
                 Arguments.of("2 m", "2"),
+                // "in" is inches only as a word after a number: not 5in (a product), not \in
+                Arguments.of("5in", "5"),
+                Arguments.of("5 \\in", "5"),
                 Arguments.of("52_8", "52"),
                 Arguments.of("52_{8}", "52_9"),
                 // undefined values are no evidence, and neither are doubles that under- or overflow
@@ -334,6 +369,43 @@ class MathAnswerFormsTest {
         assertFalse(MathAnswers.equivalent("\\text{A}", "a"));
         assertTrue(MathAnswers.equivalent("\\text{a+b}", "b+a"));
         assertTrue(MathAnswers.equivalent("\\text{2a}", "a+a"));
+    }
+
+    @Test
+    void bareWordsCompareWithoutCaseWhereBothAreSpelledAsProse() {
+        // prose: words of two letters or more, upper-case at most the first letter of each
+        assertTrue(MathAnswers.equivalent("No", "no"));
+        assertTrue(MathAnswers.equivalent("None", "none"));
+        assertTrue(MathAnswers.equivalent("New York", "New york"));
+        assertFalse(MathAnswers.equivalent("Yes", "No"));
+        // letters of a formula otherwise: case counts, and two letters are still a product
+        assertFalse(MathAnswers.equivalent("NO", "no"));
+        assertFalse(MathAnswers.equivalent("AB", "ab"));
+        assertFalse(MathAnswers.equivalent("aB", "ab"));
+        assertFalse(MathAnswers.equivalent("x", "X"));
+        assertTrue(MathAnswers.equivalent("ab", "ba"));
+        assertTrue(MathAnswers.equivalent("xy", "y x"));
+    }
+
+    @Test
+    void longRepliesAreCleanedAsShortOnes() {
+        // delimiters, periods and wrappers fifty thousand deep (cleaned in one pass now, where each layer
+        // was a copy of the reply) still come off, and unclosed ones still stay
+        int deep = 50_000;
+        assertTrue(MathAnswers.equivalent("$".repeat(deep) + "5" + "$".repeat(deep), "5"));
+        assertTrue(MathAnswers.equivalent("\\(".repeat(deep) + "5" + "\\)".repeat(deep), "5"));
+        assertTrue(MathAnswers.equivalent("5" + ".".repeat(deep), "5"));
+        assertTrue(MathAnswers.equivalent("$".repeat(deep) + "5" + "$.".repeat(deep), "5"));
+        assertTrue(MathAnswers.equivalent("\\text{".repeat(deep) + "5" + "}".repeat(deep), "5"));
+        assertTrue(MathAnswers.equivalent("\\boxed{\\textbf{".repeat(deep) + "5" + "}}".repeat(deep), "5"));
+        assertFalse(MathAnswers.equivalent("\\text{".repeat(deep) + "5", "5"));
+        assertEquals("\\text{\\text{5", MathAnswers.normalize("\\text{\\text{\\mathrm{\\text{5}}"));
+        assertEquals("\\textstyle{5}", MathAnswers.normalize("\\text{\\textstyle{5}}"));
+        assertEquals("xy\\text{", MathAnswers.normalize("\\text {x} \\textbf{\\mbox{y}} \\text{"));
+        // a hundred thousand digits are no number (beyond any answer's size), nor are their groups
+        assertFalse(MathAnswers.equivalent("9".repeat(2 * deep), "5"));
+        assertTrue(MathAnswers.value("1" + " 000".repeat(deep)).isEmpty());
+        assertEquals(MathAnswers.value("1" + "0".repeat(900)), MathAnswers.value("1" + " 000".repeat(300)));
     }
 
     // A formula of exactly `length` characters worth `value` (a variable or a digit): value+0+0...

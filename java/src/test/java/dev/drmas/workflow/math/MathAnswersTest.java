@@ -1,7 +1,7 @@
 // MathAnswersTest.java — hand-made answer pairs: extraction of the last box (nesting, escaped
-// braces, truncation), forms that must be equivalent (integers, decimals, fractions, signs,
-// delimiters, LaTeX wrappers) and near misses that must not be (1/3 vs 0.33, 12 vs 1.2, the pair
-// (1, 234) vs 1234).
+// braces, truncation), forms that must be equivalent (integers, thousands groups, decimals,
+// repeating decimals, fractions, signs, delimiters, LaTeX wrappers) and near misses that must not be
+// (1/3 vs 0.33 and 0.333, 12 vs 1.2, the pair (1, 234) vs 1234, "2 3" vs 23).
 package dev.drmas.workflow.math;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -58,6 +58,12 @@ class MathAnswersTest {
                 Arguments.of("-0", "0"),
                 Arguments.of(" 42 ", "42"),
                 Arguments.of("- 3", "-3"),
+                // digit groups set apart by a blank or a thin space: thousands
+                Arguments.of("1 000 000", "1000000"),
+                Arguments.of("12\\,345", "12345"),
+                Arguments.of("-1\\, 000", "-1000"),
+                Arguments.of("1~000", "1000"),
+                Arguments.of("1 234.567 8", "1234.5678"),
                 // decimals
                 Arguments.of("0.50", "0.5"),
                 Arguments.of(".5", "0.5"),
@@ -67,6 +73,15 @@ class MathAnswersTest {
                 Arguments.of("1,000.5", "2001/2"),
                 Arguments.of("1e3", "1000"),
                 Arguments.of("2.5E-1", "1/4"),
+                // repeating decimals
+                Arguments.of("0.\\overline{3}", "1/3"),
+                Arguments.of("0.\\overline{142857}", "\\frac{1}{7}"),
+                Arguments.of("0.1\\overline{6}", "\\frac{1}{6}"),
+                Arguments.of("$1.\\overline{3}$", "4/3"),
+                Arguments.of("-.\\overline{3}", "-\\frac13"),
+                Arguments.of("0.12\\overline{34}", "611/4950"),
+                Arguments.of("0.\\bar{3}", "0.\\overline3"),
+                Arguments.of("0.\\overline{9}", "1"),
                 // fractions and signs anywhere
                 Arguments.of("1/2", "0.5"),
                 Arguments.of("\\frac{2}{4}", "0.5"),
@@ -159,6 +174,18 @@ class MathAnswersTest {
                 Arguments.of("1, 2", "(1, 2)"),
                 Arguments.of("1/3", "0.33"),
                 Arguments.of("1/3", "0.333333333333"),
+                // a repeating decimal is exact, and a finite one is no repeating one
+                Arguments.of("0.333", "0.\\overline{3}"),
+                Arguments.of("0.\\overline{3}", "0.3"),
+                Arguments.of("0.\\overline{16}", "\\frac{1}{6}"),
+                Arguments.of("0.\\overline{}", "0"),
+                // digit groups that are no thousands groups are no number
+                Arguments.of("2 3", "23"),
+                Arguments.of("2\\,3", "23"),
+                Arguments.of("12 34", "1234"),
+                Arguments.of("1 0000", "10000"),
+                Arguments.of("1234 567", "1234567"),
+                Arguments.of("0.12 345", "0.12345"),
                 Arguments.of("12", "1.2"),
                 Arguments.of("\\frac{1}{2}", "2"),
                 Arguments.of("\\frac{1}{2}", "-\\frac{1}{2}"),
