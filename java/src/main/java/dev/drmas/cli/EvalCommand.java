@@ -3,7 +3,8 @@
 // rank of a data-parallel evaluation when the torchrun variables (RANK, WORLD_SIZE, MASTER_ADDR,
 // MASTER_PORT) say so, as `drmas train` (`drmas launch --eval` starts such ranks): the paper's
 // avg@16 over a whole test set is 16 rollouts a task, too many for one GPU. Rank 0 prints the metrics
-// and writes them, with each task's counts, to the run folder's eval/step_N.json and .tasks.jsonl.
+// and writes them, with each task's counts, to the run folder's eval/step_N.json and .tasks.jsonl; an
+// evaluation stopped part-way continues from its last whole chunk (eval/step_N.partial.jsonl) when run again.
 package dev.drmas.cli;
 
 import dev.drmas.dist.Collective;
@@ -57,13 +58,15 @@ final class EvalCommand extends RunCommand {
                         throw new UserError("workflow '" + cfg.orchestra().name() + "' has no held-out tasks to evaluate here: give it a"
                                 + " test split (data.test_file with data.source jsonl; data.synthetic's test_size for synthetic tasks)");
                     }
-                    var result = t.evaluateTasks();  // every rank's share of the tasks, merged on every rank
+                    java.nio.file.Path dir = t.runDir().resolve("eval");
+                    var result = t.evaluateTasks(dir);  // every rank's share of the tasks, merged on every rank; continues a stopped one
                     if (!dist.isMaster()) return;
                     Map<String, Double> m = result.metrics();
                     System.out.println("step " + t.step());
                     int width = Math.max(16, m.keySet().stream().mapToInt(String::length).max().orElse(0));  // eval/<benchmark>/... names
                     m.forEach((k, v) -> System.out.printf("  %-" + width + "s %.4f%n", k, v));
-                    var files = result.write(t.runDir().resolve("eval"), t.step(), t.checkpoint(), cfg.eval());
+                    var files = result.write(dir, t.step(), t.checkpoint(), cfg.eval());
+                    java.nio.file.Files.deleteIfExists(t.partialEvaluation(dir));  // its chunks are in the files now
                     System.out.println("written to " + files.get(0) + " (each task's counts: " + files.get(1).getFileName() + ")");
                 });
             }

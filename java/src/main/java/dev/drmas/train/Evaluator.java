@@ -54,8 +54,11 @@ final class Evaluator {
 
     /** avg@n and pass@k on the held-out tasks; empty when there are none. */
     Map<String, Double> evaluate() {
-        return evaluateTasks().metrics();
+        return evaluateTasks(null, null).metrics();
     }
+
+    /** Runs after each chunk's results are summed (and kept): tests in this package stop an evaluation there. */
+    Runnable afterChunk = () -> { };
 
     /**
      * avg@n and pass@k on the held-out tasks, with each task's counts (on every rank). Task i goes to
@@ -63,25 +66,44 @@ final class Evaluator {
      * the last ranks all of the long ones (AIME after MATH500), which the other ranks then waited for
      * at the results' sum, past distributed.timeout_s. A rank runs its tasks eval.chunk_tasks at a
      * time: each chunk's episodes are reduced to correct counts and workload sums and dropped (a whole
-     * test set's replies and token ids did not fit the heap), and the ranks' counts are summed after
-     * every chunk, so a collective waits for one chunk's imbalance, not the whole evaluation's. Every
-     * sample draws from the stream of its global trajectory, so the results do not depend on the
-     * number of ranks or the chunk size.
+     * test set's replies and token ids did not fit the heap), and the ranks' counts and sums are
+     * summed after every chunk, so a collective waits for one chunk's imbalance, not the whole
+     * evaluation's. Every sample draws from the stream of its global trajectory, so the results do
+     * not depend on the number of ranks or the chunk size (up to batch-dependent arithmetic).
+     *
+     * @param partialFile where rank 0 keeps each chunk's results as it ends (fsync'd), so that an
+     *                    evaluation stopped part-way (a crash, a kill) continues from its last whole chunk
+     *                    when run again alike; null: kept nowhere
+     * @param identity    what else decides the results (the resolved config, the checkpoint): with the
+     *                    ranks and the tasks, an earlier run's file must have been written alike
      */
-    Evaluation evaluateTasks() {
+    Evaluation evaluateTasks(java.nio.file.Path partialFile, String identity) {
         var ec = cfg.eval();
         List<Task> tasks = evaluated(workload.test(), ec.tasks());
         if (tasks.isEmpty()) return new Evaluation(Map.of(), List.of());
         int n = ec.samplesPerTask(), w = dist.worldSize(), perChunk = ec.tasksPerChunk();
+        PartialEvaluation partial = null;
+        if (partialFile != null) {
+            StringBuilder ids = new StringBuilder();
+            for (Task t : tasks) ids.append(t.id()).append('\n').append(t.question()).append('\n').append(t.answer()).append('\n').append(t.aliases()).append('\n');
+            partial = new PartialEvaluation(partialFile, PartialEvaluation.fingerprint(identity, "ranks " + w, ids.toString()));
+        }
         List<List<Integer>> plan = chunks(tasks.size(), dist.rank(), w, perChunk);
         int chunks = plan.size();
         long t0 = System.nanoTime();
-        double[] hits = new double[tasks.size() * n];
-        Map<String, Double> sums = new LinkedHashMap<>();  // in the workload's order
-        long episodes = 0;
+        // the workload's metric names, in its order (logged so) and sorted (summed so): the same on every rank
+        List<String> order = new ArrayList<>(workload.episodeSums(List.of(), List.of()).keySet());
+        List<String> names = new ArrayList<>(order);
+        java.util.Collections.sort(names);
+        String what = "the eval/ workload metrics";
+        StepMetrics.requireSameNames(names, dist, what);
+        // the totals of the chunks done: each task's correct count, the workload's sums (sorted names), the episodes
+        double[] correct = new double[tasks.size()];
+        double[] sums = new double[names.size() + 1];
+        int done = partial == null ? 0 : resume(partial, chunks, correct, sums, tasks.size());
         Progress progress = null;
         try {
-            for (int c = 0; c < chunks; c++) {
+            for (int c = done; c < chunks; c++) {
                 List<Integer> global = plan.get(c);
                 List<Task> part = global.stream().map(tasks::get).toList();
                 EnginePolicy policy = new EnginePolicy(policies, ec.sampling(), cfg.rollout().maxPromptTokens(), cfg.rollout().truncation(),
@@ -89,16 +111,24 @@ final class Evaluator {
                 AgentPolicy watched = policy;
                 if (dist.isMaster()) watched = progress = new Progress(policy, part.size() * n, progressInterval(), t0, log, progress);
                 List<Episode> eps = RolloutBatch.run(workload.orchestra(), part, n, watched);
-                // the chunk's slice of the results: global tasks [c·perChunk·w, (c + 1)·perChunk·w), every rank's share of it
+                // the chunk's slice: global tasks [c·perChunk·w, (c + 1)·perChunk·w), every rank's share of it, then the sums
                 int first = (int) Math.min((long) c * perChunk * w, tasks.size());
                 int last = (int) Math.min((long) (c + 1) * perChunk * w, tasks.size());
-                double[] slice = new double[(last - first) * n];
-                for (Episode e : eps) if (solved(workload, part.get(e.uid()), e)) slice[(global.get(e.uid()) - first) * n + e.traj() % n] = 1;
-                workload.episodeSums(part, eps).forEach((k, v) -> sums.merge(k, v, Double::sum));
-                episodes += eps.size();
+                double[] slice = new double[last - first + names.size() + 1];
+                for (Episode e : eps) if (solved(workload, part.get(e.uid()), e)) slice[global.get(e.uid()) - first]++;
+                Map<String, Double> s = workload.episodeSums(part, eps);
+                if (!s.keySet().equals(new java.util.HashSet<>(names))) {
+                    throw new IllegalStateException("Workload.episodeSums returned " + new java.util.TreeSet<>(s.keySet()) + " for a chunk of"
+                            + " the evaluation but " + names + " for no episodes: it must return the same names for any episodes");
+                }
+                for (int i = 0; i < names.size(); i++) slice[last - first + i] = s.get(names.get(i));
+                slice[slice.length - 1] = eps.size();
                 dist.sum(slice, "the evaluation results (chunk " + (c + 1) + " of " + chunks + ")");
-                System.arraycopy(slice, 0, hits, first * n, slice.length);
-                if (progress != null && chunks > 1) progress.chunkDone(c + 1, chunks, last, tasks.size(), hits, n);
+                System.arraycopy(slice, 0, correct, first, last - first);
+                for (int i = 0; i < sums.length; i++) sums[i] += slice[last - first + i];
+                if (partial != null && dist.isMaster()) partial.append(c, first, java.util.Arrays.copyOfRange(correct, first, last), names, sums);
+                if (progress != null && chunks > 1) progress.chunkDone(c + 1, chunks, last, tasks.size(), correct, n);
+                afterChunk.run();
             }
         } finally {
             policies.clearPrefixes();
@@ -106,19 +136,37 @@ final class Evaluator {
         List<PassAtK.Counts> counts = new ArrayList<>();
         List<Evaluation.TaskResult> results = new ArrayList<>(tasks.size());
         for (int u = 0; u < tasks.size(); u++) {
-            boolean[] correct = new boolean[n];
-            for (int j = 0; j < n; j++) correct[j] = hits[u * n + j] > 0;
-            PassAtK.Counts k = PassAtK.Counts.of(correct);
+            PassAtK.Counts k = new PassAtK.Counts(n, (int) correct[u]);
             counts.add(k);
             results.add(new Evaluation.TaskResult(tasks.get(u).id(), tasks.get(u).dataSource(), n, k.c()));
         }
         int[] ks = ks(ec.k(), n);
         Map<String, Double> m = new LinkedHashMap<>(PassAtK.scalars("eval/", counts, ks));
-        StepMetrics.workloadSums("eval/", sums, episodes, dist, m);
+        double episodes = sums[names.size()];
+        if (episodes > 0) for (String key : order) m.put("eval/" + key, sums[names.indexOf(key)] / episodes);
         m.put("eval/tasks", (double) tasks.size());
         perSource(tasks, counts, ks, m);
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
         return new Evaluation(m, results);
+    }
+
+    /**
+     * The chunks that {@code partial} holds of this evaluation (rank 0 reads it; every rank gets them
+     * by a sum): their counts into {@code correct} and their sums into {@code sums}; 0 when it holds
+     * none, or another evaluation's (said, and started over).
+     */
+    private int resume(PartialEvaluation partial, int chunks, double[] correct, double[] sums, int tasks) {
+        double[] got = new double[1 + tasks + sums.length];
+        if (dist.isMaster()) {
+            PartialEvaluation.Loaded l = partial.load(chunks, tasks, sums.length - 1, log);
+            got[0] = l.chunks();
+            System.arraycopy(l.correct(), 0, got, 1, tasks);
+            System.arraycopy(l.sums(), 0, got, 1 + tasks, sums.length);
+        }
+        dist.sum(got, "the evaluation's results kept from an earlier run");
+        System.arraycopy(got, 1, correct, 0, tasks);
+        System.arraycopy(got, 1 + tasks, sums, 0, sums.length);
+        return (int) got[0];
     }
 
     /**
@@ -252,9 +300,9 @@ final class Evaluator {
         }
 
         /** After chunk {@code c} of {@code chunks}: the tasks done (the first {@code done} of {@code total}) and their avg so far. */
-        void chunkDone(int c, int chunks, int done, int total, double[] hits, int n) {
+        void chunkDone(int c, int chunks, int done, int total, double[] correct, int n) {
             double right = 0;
-            for (int i = 0; i < done * n; i++) right += hits[i];
+            for (int i = 0; i < done; i++) right += correct[i];
             long now = System.nanoTime();
             last = now;
             log.printf(Locale.ROOT, "eval: chunk %d of %d done, %d of %d tasks, avg@%d so far %.4f, %.0f s%n", c, chunks, done, total, n,

@@ -31,9 +31,11 @@ final class GenerationBudget {
         var ec = cfg.eval();
         long train = ceilDiv(rc.tasksPerStep(), ranks) * rc.rolloutsPerTask();
         int evalTasks = ec.tasks() > 0 ? Math.min(ec.tasks(), testTasks) : testTasks;
-        long eval = Math.min(ceilDiv(evalTasks, ranks), ec.tasksPerChunk()) * ec.samplesPerTask();  // a chunk's requests
+        boolean chunked = ceilDiv(evalTasks, ranks) > ec.tasksPerChunk();
+        long eval = (chunked ? ec.tasksPerChunk() : ceilDiv(evalTasks, ranks)) * ec.samplesPerTask();  // one chunk's requests
         long batch = Math.max(train, eval);
-        String batchKeys = batch == train ? "rollout.tasks_per_step × rollout.rollouts_per_task" : "eval.tasks (a chunk's) × eval.samples";
+        String batchKeys = batch == train ? "rollout.tasks_per_step × rollout.rollouts_per_task"
+                : chunked ? "eval.chunk_tasks × eval.samples" : "eval.tasks × eval.samples";
         long slots = (long) rc.maxPromptTokens() + rc.maxNewTokens();
         String sizes = String.format(Locale.ROOT, "a batch of %d requests (%s) × %d token slots (rollout.max_prompt_tokens %d"
                 + " + rollout.max_new_tokens %d)", batch, batchKeys, slots, rc.maxPromptTokens(), rc.maxNewTokens());

@@ -1,5 +1,5 @@
-// Shard.java — a rank's contiguous, balanced share of a list of tasks (the step's groups, or the
-// held-out tasks of an evaluation), so that a group never straddles ranks.
+// Shard.java — a rank's contiguous, balanced share of a training step's tasks, so that a group never
+// straddles ranks (an evaluation deals its tasks out in turn instead: Evaluator.chunks).
 package dev.drmas.train;
 
 import dev.drmas.dist.Collective;

@@ -293,6 +293,11 @@ public final class Trainer implements AutoCloseable {
         return checkpoint;
     }
 
+    /** Where {@link #evaluateTasks(Path)} with {@code evalDir} keeps an evaluation of this step that has not ended. */
+    public Path partialEvaluation(Path evalDir) {
+        return PartialEvaluation.file(evalDir, step);
+    }
+
     /** The last step's rows and advantages, for tests in this package. */
     record LastStep(RolloutBatch batch, Advantages.Result adv) {
     }
@@ -814,11 +819,19 @@ public final class Trainer implements AutoCloseable {
 
     /** avg@n and pass@k on the held-out tasks with the eval sampling settings. */
     public Map<String, Double> evaluate() {
-        return evaluateTasks().metrics();
+        return evaluateTasks(null).metrics();
     }
 
-    /** {@link #evaluate}'s metrics with each held-out task's result. */
-    public Evaluation evaluateTasks() {
+    /** Runs after each chunk of an evaluation: tests in this package stop one there; nothing else sets it. */
+    Runnable evalChunkHook = () -> { };
+
+    /**
+     * {@link #evaluate}'s metrics with each held-out task's result. With {@code evalDir}, rank 0 keeps
+     * each chunk's results in evalDir/step_N.partial.jsonl as it ends, and an evaluation of this step
+     * stopped part-way continues from there (the same config, checkpoint, ranks and tasks; else it
+     * starts over); the caller removes the file once it has written the results.
+     */
+    public Evaluation evaluateTasks(Path evalDir) {
         announceStart();
         try {
             if (!evalBudgetChecked) {
@@ -826,7 +839,10 @@ public final class Trainer implements AutoCloseable {
                 evalBudgetChecked = true;
             }
             evalHook.run();
-            return new Evaluator(cfg, workload, policies, dist, log).evaluateTasks();
+            Evaluator e = new Evaluator(cfg, workload, policies, dist, log);
+            e.afterChunk = evalChunkHook;
+            return evalDir == null ? e.evaluateTasks(null, null)
+                    : e.evaluateTasks(PartialEvaluation.file(evalDir, step), cfg.toYaml() + "\nstep " + step + "\ncheckpoint " + checkpoint);
         } catch (RuntimeException | Error e) {
             // a rank that fails evaluating alone (`drmas eval` too) stops the others waiting in its collectives
             dist.announceFailure("evaluating at step " + step, e);

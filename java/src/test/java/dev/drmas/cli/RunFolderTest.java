@@ -204,7 +204,7 @@ class RunFolderTest {
         // an evaluation batch too large to generate stops `drmas eval`, not a training run that never evaluates
         Cli.Run train = cli("train", "eval.samples=10000000", "eval.k=1", "trainer.steps=1");
         assertEquals(0, train.exit(), train.err());
-        fails(cli("eval", "eval.samples=10000000", "eval.k=1"), "rollout.max_new_tokens: a batch of 10000000 requests (eval.tasks (a chunk's) × eval.samples)",
+        fails(cli("eval", "eval.samples=10000000", "eval.k=1"), "rollout.max_new_tokens: a batch of 10000000 requests (eval.chunk_tasks × eval.samples)",
                 "more than a Java array holds");
         // nothing held out: an error, not an empty table and exit 0
         fails(cli("eval", "--allow-random", "run.name=no-test", "orchestra.name=search", "data.synthetic=null", "data.synthetic.test_size=0"),
@@ -255,6 +255,7 @@ class RunFolderTest {
             String[] kv = l.strip().split("\\s+");
             assertEquals(Double.parseDouble(kv[1]), written.get("metrics").get(kv[0]).asDouble(), 5e-5, kv[0]);
         }
+        assertTrue(!Files.exists(dir.resolve("runs/lock/eval/step_0.partial.jsonl")), "the chunks kept on the way are gone");
         List<String> tasks = Files.readAllLines(dir.resolve("runs/lock/eval/step_0.tasks.jsonl"));
         assertEquals(2, tasks.size(), tasks.toString());
         double right = 0;

@@ -14,6 +14,7 @@ import dev.drmas.agent.Episode;
 import dev.drmas.config.RunConfig;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -99,6 +100,9 @@ class GraderTrainingTest {
         try (java.net.ServerSocket s = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
+        // the ranks a task at a time: rank 0 tasks 0 and 2, rank 1 task 1 and then an empty chunk
+        RunConfig oneAtATime = config("mixed", "run.threads=1", "rollout.tasks_per_step=2", "eval.tasks=3", "eval.k=2", "eval.samples=4",
+                "eval.temperature=1.0", "eval.chunk_tasks=1");
         var dc = new dev.drmas.config.DistributedConfig(dev.drmas.config.DistributedConfig.Backend.GLOO, 60, 1, 1, false);
         var ex = java.util.concurrent.Executors.newFixedThreadPool(2);
         try {
@@ -106,7 +110,7 @@ class GraderTrainingTest {
             for (int r = 0; r < 2; r++) {
                 var env = new dev.drmas.dist.DistEnv("127.0.0.1", port, r, 2, r);
                 fs.add(ex.submit(() -> {
-                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false); Trainer t = Trainer.open(cfg, TrainerEndToEndTest.QUIET, pg)) {
+                    try (var pg = new dev.drmas.dist.ProcessGroup(env, dc, false); Trainer t = Trainer.open(oneAtATime, TrainerEndToEndTest.QUIET, pg)) {
                         return t.evaluate();
                     } catch (Exception e) {
                         return e.toString();
@@ -116,10 +120,58 @@ class GraderTrainingTest {
             for (var f : fs) {
                 Object got = f.get(180, java.util.concurrent.TimeUnit.SECONDS);
                 assertTrue(got instanceof Map<?, ?>, String.valueOf(got));
-                assertEquals(TasksPerRankTest.withoutTimes(alone), TasksPerRankTest.withoutTimes((Map<?, ?>) got), "two ranks evaluate what one process does");
+                assertEquals(TasksPerRankTest.withoutTimes(alone), TasksPerRankTest.withoutTimes((Map<?, ?>) got),
+                        "two ranks, a task at a time, evaluate what one process does");
             }
         } finally {
             ex.shutdownNow();
+        }
+    }
+    /**
+     * `drmas eval` stopped after two of its three chunks continues from there when run again: only the
+     * last chunk runs, and the results are those of an evaluation that was not stopped (mixed hits, so a
+     * chunk lost or counted twice shows); a line cut short by the stop is dropped, and the file of
+     * another evaluation is started over.
+     */
+    @Test
+    void aStoppedEvaluationContinuesFromItsLastWholeChunk() throws Exception {
+        String[] eval = {"run.threads=1", "eval.tasks=3", "eval.k=2", "eval.samples=4", "eval.temperature=1.0"};
+        Map<String, Double> whole;
+        try (Trainer t = Trainer.open(config("mixed", eval), TrainerEndToEndTest.QUIET)) {
+            whole = t.evaluate();
+        }
+        assertTrue(whole.get("eval/avg@4") > 0 && whole.get("eval/avg@4") < 1, "mixed hits: " + whole);
+        String[] chunked = java.util.Arrays.copyOf(eval, eval.length + 1);
+        chunked[eval.length] = "eval.chunk_tasks=1";
+        Path dir = tmp.resolve("evals");
+        java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        try (Trainer t = Trainer.open(config("mixed", chunked), new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8))) {
+            Path partial = t.partialEvaluation(dir);
+            int[] ran = {0};
+            t.evalChunkHook = () -> {
+                if (++ran[0] == 2) throw new IllegalStateException("stopped after chunk 2");
+            };
+            var stopped = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> t.evaluateTasks(dir));
+            assertEquals("stopped after chunk 2", stopped.getMessage());
+            assertEquals(3, Files.readAllLines(partial).size(), "the fingerprint and two chunks");
+            Files.writeString(partial, "{\"chunk\": 2, \"fir", java.nio.file.StandardOpenOption.APPEND);  // the stop cut a line short
+            ran[0] = 0;
+            t.evalChunkHook = () -> ran[0]++;
+            var resumed = t.evaluateTasks(dir);
+            assertEquals(1, ran[0], "only the last chunk ran");
+            assertTrue(log.toString(java.nio.charset.StandardCharsets.UTF_8).contains("eval: continuing from " + partial + ": 2 of 3 chunks done"),
+                    log.toString(java.nio.charset.StandardCharsets.UTF_8));
+            assertEquals(TasksPerRankTest.withoutTimes(whole), TasksPerRankTest.withoutTimes(resumed.metrics()));
+            assertEquals(whole.get("eval/avg@4") * 12, resumed.tasks().stream().mapToInt(Evaluation.TaskResult::correct).sum(), 1e-9);
+            // another evaluation's file (here: its fingerprint changed) is not continued
+            List<String> lines = new java.util.ArrayList<>(Files.readAllLines(partial));
+            lines.set(0, "{\"fingerprint\": \"another\"}");
+            Files.write(partial, lines);
+            ran[0] = 0;
+            var afresh = t.evaluateTasks(dir);
+            assertEquals(3, ran[0], "every chunk ran again");
+            assertTrue(log.toString(java.nio.charset.StandardCharsets.UTF_8).contains("it is of another evaluation"));
+            assertEquals(TasksPerRankTest.withoutTimes(whole), TasksPerRankTest.withoutTimes(afresh.metrics()));
         }
     }
 }

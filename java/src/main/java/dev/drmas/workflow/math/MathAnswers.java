@@ -306,22 +306,25 @@ public final class MathAnswers {
         return letters >= 2;
     }
 
-    // Words as prose spells them: each of two letters or more, upper-case at most its first ("yes",
-    // "Even", "New York"). "AB" (a segment, or A times B) and "x y" stay letters of a formula, whose
-    // case counts; so does "YES" unless \text says it is a word.
+    // Words as prose spells them: upper-case at most the first letter of each, and each word either one
+    // of the words below or of three letters or more with a vowel after its first letter ("yes",
+    // "Even", "New York"). "AB" (a segment, or A times B), "Xy", "Abc" and "x y" stay letters of a
+    // formula, whose case counts; so does "YES" unless \text says it is a word.
     private static boolean prose(String s) {
-        int letters = 0;
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (c == ' ') {
-                if (letters < 2) return false;
-                letters = 0;
-            } else if (letters++ > 0 && Character.isUpperCase(c)) {
-                return false;
-            }
+        for (String word : s.split(" ", -1)) {
+            if (word.isEmpty()) return false;
+            for (int i = 1; i < word.length(); i++) if (Character.isUpperCase(word.charAt(i))) return false;
+            String lower = word.toLowerCase(java.util.Locale.ROOT);
+            boolean vowel = false;
+            for (int i = 1; i < lower.length(); i++) vowel |= "aeiou".indexOf(lower.charAt(i)) >= 0;
+            if (!(SHORT_WORDS.contains(lower) || lower.length() >= 3 && vowel)) return false;
         }
-        return letters >= 2;
+        return true;
     }
+
+    // answer words that the vowel rule misses
+    private static final Set<String> SHORT_WORDS = Set.of("no", "an", "at", "by", "if", "in", "is", "it", "of", "on", "or", "to", "up",
+            "odd");
 
     private static boolean wrapsText(String raw) {
         return TEXT_WRAPPER.matcher(raw).find();

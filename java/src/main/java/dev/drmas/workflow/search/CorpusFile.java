@@ -14,7 +14,9 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.function.Consumer;
 
 public final class CorpusFile {
@@ -38,7 +40,8 @@ public final class CorpusFile {
     /**
      * Hands each passage of {@code file} to {@code sink} in file order; blank lines are skipped.
      * Ids must be unique (a duplicate would make two documents answer to one id); the check keeps a
-     * 64-bit hash of each id (PassageIds), not the ids.
+     * 64-bit hash of each id (PassageIds), not the ids, and reads the file again to settle a repeated
+     * hash; a file that is not a regular one (a pipe) keeps its ids.
      *
      * @return the number of passages
      * @throws TaskFileException naming file:line and the field, also for a file without passages
@@ -49,9 +52,14 @@ public final class CorpusFile {
 
     static long forEach(Path file, Consumer<Passage> sink, PassageIds ids) {
         long[] count = {0};
+        // a pipe (drmas index <(zcat wiki.jsonl.gz) ...) cannot be read again: its ids are kept whole, as before
+        Map<String, Integer> exact = Files.isRegularFile(file) ? null : new HashMap<>();
         JsonlLines.forEach(file, (line, lineNo, where) -> {
             Passage p = parse(line, where);
-            if (!ids.add(p.id())) {
+            if (exact != null) {
+                Integer first = exact.putIfAbsent(p.id(), lineNo);
+                if (first != null) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
+            } else if (!ids.add(p.id())) {
                 int first = lineOf(file, p.id(), lineNo);
                 if (first > 0) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
             }  // else another id with the same hash: no duplicate

@@ -373,9 +373,11 @@ class MathAnswerFormsTest {
 
     @Test
     void bareWordsCompareWithoutCaseWhereBothAreSpelledAsProse() {
-        // prose: words of two letters or more, upper-case at most the first letter of each
+        // prose: upper-case at most the first letter of each word, and each a short word or of three letters or
+        // more with a vowel after the first
         assertTrue(MathAnswers.equivalent("No", "no"));
         assertTrue(MathAnswers.equivalent("None", "none"));
+        assertTrue(MathAnswers.equivalent("Odd", "odd"));
         assertTrue(MathAnswers.equivalent("New York", "New york"));
         assertFalse(MathAnswers.equivalent("Yes", "No"));
         // letters of a formula otherwise: case counts, and two letters are still a product
@@ -383,6 +385,10 @@ class MathAnswerFormsTest {
         assertFalse(MathAnswers.equivalent("AB", "ab"));
         assertFalse(MathAnswers.equivalent("aB", "ab"));
         assertFalse(MathAnswers.equivalent("x", "X"));
+        // products of letters that a capital would have made prose: Xy, Ab, Abc, Xyz, Mn are not xy, ab, abc, xyz, mn
+        for (String p : List.of("Xy", "Ab", "Abc", "Xyz", "Mn", "Pq", "Ab c")) {
+            assertFalse(MathAnswers.equivalent(p, p.toLowerCase(java.util.Locale.ROOT)), p);
+        }
         assertTrue(MathAnswers.equivalent("ab", "ba"));
         assertTrue(MathAnswers.equivalent("xy", "y x"));
     }

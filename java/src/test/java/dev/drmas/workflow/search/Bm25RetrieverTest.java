@@ -268,6 +268,34 @@ class Bm25RetrieverTest {
     }
 
     @Test
+    @org.junit.jupiter.api.Timeout(30)
+    void aCorpusFromAPipeIsReadOnce() throws Exception {
+        // drmas index <(zcat corpus.jsonl.gz) ...: a pipe cannot be read again to settle a repeated hash
+        Path fifo = tmp.resolve("corpus.pipe");
+        assertEquals(0, new ProcessBuilder("mkfifo", fifo.toString()).start().waitFor());
+        for (String[] c : new String[][] {{"a", "b", null}, {"a", "a", ":2: id 'a' was already used on line 1"}}) {
+            Thread writer = new Thread(() -> {
+                try {
+                    Files.writeString(fifo, "{\"id\": \"" + c[0] + "\", \"text\": \"x\"}\n{\"id\": \"" + c[1] + "\", \"text\": \"y\"}\n");
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            writer.start();
+            try {
+                if (c[2] == null) {
+                    assertEquals(2, CorpusFile.forEach(fifo, p -> { }, new PassageIds(id -> 42)));
+                } else {
+                    TaskFileException e = assertThrows(TaskFileException.class, () -> CorpusFile.forEach(fifo, p -> { }, new PassageIds(id -> 42)));
+                    assertEquals(fifo + c[2], e.getMessage());
+                }
+            } finally {
+                writer.join();
+            }
+        }
+    }
+
+    @Test
     void theIdTableGrowsAndItsHashPartsIdsLikeACorpus() {
         // ids as corpora number them: no two of 400K share a hash (each that did would cost a read of the file)
         PassageIds ids = new PassageIds();
