@@ -205,21 +205,14 @@ final class StepMetrics {
      */
     static void workload(String prefix, List<Task> tasks, List<Episode> episodes, Workload w, Collective dist,
                          Map<String, Double> m) {
-        workloadSums(prefix, w.episodeSums(tasks, episodes), episodes.size(), dist, m);
-    }
-
-    /**
-     * As {@link #workload}, from this rank's Workload.episodeSums (added up over its parts) and the
-     * number of episodes they are of.
-     */
-    static void workloadSums(String prefix, Map<String, Double> sums, long episodes, Collective dist, Map<String, Double> m) {
+        Map<String, Double> sums = w.episodeSums(tasks, episodes);
         List<String> names = new ArrayList<>(sums.keySet());
         java.util.Collections.sort(names);
         String what = "the " + (prefix.isEmpty() ? "workload" : prefix + " workload") + " metrics";
         requireSameNames(names, dist, what);
         double[] v = new double[names.size() + 1];
         for (int i = 0; i < names.size(); i++) v[i] = sums.get(names.get(i));
-        v[names.size()] = episodes;
+        v[names.size()] = episodes.size();
         dist.sum(v, what);
         double n = v[names.size()];
         if (n == 0) return;
