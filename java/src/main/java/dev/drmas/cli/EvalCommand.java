@@ -4,7 +4,7 @@
 // MASTER_PORT) say so, as `drmas train` (`drmas launch --eval` starts such ranks): the paper's
 // avg@16 over a whole test set is 16 rollouts a task, too many for one GPU. Rank 0 prints the metrics
 // and writes them, with each task's counts, to the run folder's eval/step_N.json and .tasks.jsonl; an
-// evaluation stopped part-way continues from its last whole chunk (eval/step_N.partial.jsonl) when run again.
+// evaluation stopped part-way continues from its last whole chunk (eval/step_N.*.partial.jsonl) when run again.
 package dev.drmas.cli;
 
 import dev.drmas.dist.Collective;
@@ -66,7 +66,7 @@ final class EvalCommand extends RunCommand {
                     int width = Math.max(16, m.keySet().stream().mapToInt(String::length).max().orElse(0));  // eval/<benchmark>/... names
                     m.forEach((k, v) -> System.out.printf("  %-" + width + "s %.4f%n", k, v));
                     var files = result.write(dir, t.step(), t.checkpoint(), cfg.eval());
-                    java.nio.file.Files.deleteIfExists(t.partialEvaluation(dir));  // its chunks are in the files now
+                    if (result.kept() != null) java.nio.file.Files.deleteIfExists(result.kept());  // its chunks are in the files now
                     System.out.println("written to " + files.get(0) + " (each task's counts: " + files.get(1).getFileName() + ")");
                 });
             }

@@ -8,15 +8,18 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.drmas.config.EvalConfig;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.List;
 import java.util.Map;
 
-/** @param metrics the logged metrics; @param tasks each evaluated task's result, in test-file order */
-public record Evaluation(Map<String, Double> metrics, List<TaskResult> tasks) {
+/**
+ * @param metrics the logged metrics; @param tasks each evaluated task's result, in test-file order
+ * @param kept    the file that kept the chunks' results on the way (rank 0's, when asked for), which the
+ *                caller removes once it has written the results; null when none
+ */
+public record Evaluation(Map<String, Double> metrics, List<TaskResult> tasks, Path kept) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** One held-out task: its id, its benchmark (null when the test file names none), n samples, {@code correct} of them right. */
@@ -58,9 +61,13 @@ public record Evaluation(Map<String, Double> metrics, List<TaskResult> tasks) {
         return List.of(json, perTask);
     }
 
+    // forced to disk before the rename: the caller then removes the partial results, the only other copy
     private static void replace(Path file, String text) throws IOException {
         Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-        Files.writeString(tmp, text, StandardCharsets.UTF_8);
+        try (var ch = java.nio.channels.FileChannel.open(tmp, java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
+                java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
+            PartialEvaluation.writeAll(ch, text);
+        }
         Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
 }

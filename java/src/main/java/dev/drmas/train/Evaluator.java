@@ -71,22 +71,22 @@ final class Evaluator {
      * evaluation's. Every sample draws from the stream of its global trajectory, so the results do
      * not depend on the number of ranks or the chunk size (up to batch-dependent arithmetic).
      *
-     * @param partialFile where rank 0 keeps each chunk's results as it ends (fsync'd), so that an
-     *                    evaluation stopped part-way (a crash, a kill) continues from its last whole chunk
-     *                    when run again alike; null: kept nowhere
-     * @param identity    what else decides the results (the resolved config, the checkpoint): with the
-     *                    ranks and the tasks, an earlier run's file must have been written alike
+     * @param kept     where rank 0 keeps each chunk's results as it ends (forced to disk: PartialEvaluation,
+     *                 eval/step_N then the fingerprint's digits), so that an evaluation stopped part-way (a
+     *                 crash, a kill) continues from its last whole chunk when run again alike; null: nowhere
+     * @param identity what else decides the results (Trainer.evaluationIdentity), read on rank 0: with the
+     *                 ranks, the chunk size and the tasks, an earlier run's file must have been written alike
      */
-    Evaluation evaluateTasks(java.nio.file.Path partialFile, String identity) {
+    Evaluation evaluateTasks(java.nio.file.Path kept, java.util.function.Supplier<String> identity) {
         var ec = cfg.eval();
         List<Task> tasks = evaluated(workload.test(), ec.tasks());
-        if (tasks.isEmpty()) return new Evaluation(Map.of(), List.of());
+        if (tasks.isEmpty()) return new Evaluation(Map.of(), List.of(), null);
         int n = ec.samplesPerTask(), w = dist.worldSize(), perChunk = ec.tasksPerChunk();
         PartialEvaluation partial = null;
-        if (partialFile != null) {
+        if (kept != null && dist.isMaster()) {
             StringBuilder ids = new StringBuilder();
             for (Task t : tasks) ids.append(t.id()).append('\n').append(t.question()).append('\n').append(t.answer()).append('\n').append(t.aliases()).append('\n');
-            partial = new PartialEvaluation(partialFile, PartialEvaluation.fingerprint(identity, "ranks " + w, ids.toString()));
+            partial = PartialEvaluation.of(kept, PartialEvaluation.fingerprint(identity.get(), "ranks " + w, "chunk " + perChunk, ids.toString()));
         }
         List<List<Integer>> plan = chunks(tasks.size(), dist.rank(), w, perChunk);
         int chunks = plan.size();
@@ -100,7 +100,7 @@ final class Evaluator {
         // the totals of the chunks done: each task's correct count, the workload's sums (sorted names), the episodes
         double[] correct = new double[tasks.size()];
         double[] sums = new double[names.size() + 1];
-        int done = partial == null ? 0 : resume(partial, chunks, correct, sums, tasks.size());
+        int done = kept == null ? 0 : resume(partial, chunks, correct, sums, tasks.size());
         Progress progress = null;
         try {
             for (int c = done; c < chunks; c++) {
@@ -126,7 +126,7 @@ final class Evaluator {
                 dist.sum(slice, "the evaluation results (chunk " + (c + 1) + " of " + chunks + ")");
                 System.arraycopy(slice, 0, correct, first, last - first);
                 for (int i = 0; i < sums.length; i++) sums[i] += slice[last - first + i];
-                if (partial != null && dist.isMaster()) partial.append(c, first, java.util.Arrays.copyOfRange(correct, first, last), names, sums);
+                if (partial != null) partial.append(c, first, java.util.Arrays.copyOfRange(correct, first, last), names, sums);
                 if (progress != null && chunks > 1) progress.chunkDone(c + 1, chunks, last, tasks.size(), correct, n);
                 afterChunk.run();
             }
@@ -147,17 +147,17 @@ final class Evaluator {
         m.put("eval/tasks", (double) tasks.size());
         perSource(tasks, counts, ks, m);
         m.put("time/eval_s", (System.nanoTime() - t0) / 1e9);
-        return new Evaluation(m, results);
+        return new Evaluation(m, results, partial == null ? null : partial.file());
     }
 
     /**
-     * The chunks that {@code partial} holds of this evaluation (rank 0 reads it; every rank gets them
-     * by a sum): their counts into {@code correct} and their sums into {@code sums}; 0 when it holds
-     * none, or another evaluation's (said, and started over).
+     * The chunks that {@code partial} (rank 0's; null on the others) holds of this evaluation, which
+     * every rank gets by a sum: their counts into {@code correct} and their sums into {@code sums}; 0
+     * when it holds none.
      */
     private int resume(PartialEvaluation partial, int chunks, double[] correct, double[] sums, int tasks) {
         double[] got = new double[1 + tasks + sums.length];
-        if (dist.isMaster()) {
+        if (partial != null) {
             PartialEvaluation.Loaded l = partial.load(chunks, tasks, sums.length - 1, log);
             got[0] = l.chunks();
             System.arraycopy(l.correct(), 0, got, 1, tasks);

@@ -1,9 +1,11 @@
 // PartialEvaluation.java — the chunks of a `drmas eval` done so far, kept in the run folder
-// (eval/step_N.partial.jsonl) as each ends, so that an evaluation of hours stopped part-way (a crash,
-// an out-of-memory kill, a lost node) continues from its last whole chunk when it is run again,
-// instead of from the start. The first line is the evaluation's fingerprint (the resolved config, the
-// checkpoint, the step, the ranks, the tasks), each further line one chunk's summed results; a file
-// of another evaluation is started over, and a line cut short by the stop is dropped.
+// (eval/step_N.<fingerprint>.partial.jsonl) as each ends, so that an evaluation of hours stopped
+// part-way (a crash, an out-of-memory kill, a lost node) continues from its last whole chunk when it
+// is run again, instead of from the start. The fingerprint is of what decides the results (the
+// settings that reach generation and grading, the weights, the ranks, the chunk size, the tasks), so
+// another evaluation of the step (a smoke test with fewer tasks, another chunk size) keeps its own
+// file and leaves this one be. The first line repeats the fingerprint, each further line is one
+// chunk's summed results; a line cut short by the stop is dropped.
 package dev.drmas.train;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -31,16 +33,17 @@ final class PartialEvaluation {
     private final Path file;
     private final String fingerprint;
 
-    /** The chunks' results of the evaluation that {@code fingerprint} (see {@link #fingerprint}) names, kept in {@code file}. */
-    PartialEvaluation(Path file, String fingerprint) {
+    private PartialEvaluation(Path file, String fingerprint) {
         this.file = file;
         this.fingerprint = fingerprint;
     }
 
-    /** eval/step_N.partial.jsonl of {@code evalDir}. */
-    static Path file(Path evalDir, long step) {
-        return evalDir.resolve("step_" + step + ".partial.jsonl");
+    /** The file of the evaluation {@code fingerprint} names: {@code prefix} (eval/step_N) + its first 16 digits. */
+    static PartialEvaluation of(Path prefix, String fingerprint) {
+        return new PartialEvaluation(prefix.resolveSibling(prefix.getFileName() + "." + fingerprint.substring(0, 16) + SUFFIX), fingerprint);
     }
+
+    private static final String SUFFIX = ".partial.jsonl";
 
     /** A hash of what decides an evaluation's results; the same parts give the same fingerprint. */
     static String fingerprint(String... parts) {
@@ -77,7 +80,8 @@ final class PartialEvaluation {
         String why = null;
         List<String> lines;
         try {
-            lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+            // bytes that are not UTF-8 (a damaged file) only fail their line's JSON
+            lines = new String(Files.readAllBytes(file), StandardCharsets.UTF_8).lines().toList();
         } catch (NoSuchFileException e) {
             lines = List.of();
         } catch (IOException e) {
@@ -86,7 +90,7 @@ final class PartialEvaluation {
         if (!lines.isEmpty()) {
             JsonNode head = parse(lines.getFirst());
             if (head == null || !fingerprint.equals(head.path("fingerprint").asText())) {
-                why = "it is of another evaluation (the config, the checkpoint, the ranks or the tasks differ): starting over";
+                why = "its first line is not this evaluation's fingerprint: starting over";
             } else {
                 for (String line : lines.subList(1, lines.size())) {
                     JsonNode c = parse(line);
@@ -102,6 +106,11 @@ final class PartialEvaluation {
         }
         if (why != null) log.println("eval: " + file + ": " + why);
         else if (done > 0) log.printf("eval: continuing from %s: %d of %d chunks done%n", file, done, chunks);
+        List<Path> others = others();
+        if (!others.isEmpty()) {
+            log.println("eval: left as they are, of other evaluations of this step (other settings, weights, ranks, chunk size or"
+                    + " tasks): " + others.stream().map(p -> p.getFileName().toString()).sorted().toList());
+        }
         if (done == 0) java.util.Arrays.fill(sums, 0);
         rewrite(kept);
         return new Loaded(done, correct, sums);
@@ -119,6 +128,19 @@ final class PartialEvaluation {
         write(List.of(o.toString()), StandardOpenOption.APPEND);
     }
 
+    // the partial files of the same step beside this one
+    private List<Path> others() {
+        String name = file.getFileName().toString(), step = name.substring(0, name.length() - SUFFIX.length() - 17);
+        try (var s = Files.list(file.getParent())) {
+            return s.filter(p -> {
+                String n = p.getFileName().toString();
+                return n.startsWith(step + ".") && n.endsWith(SUFFIX) && n.length() == name.length() && !n.equals(name);
+            }).toList();
+        } catch (IOException e) {
+            return List.of();  // only a note
+        }
+    }
+
     // the fingerprint line and the chunks kept, through a temporary file renamed into place
     private void rewrite(List<String> chunkLines) {
         ObjectNode head = JSON.createObjectNode().put("fingerprint", fingerprint);
@@ -130,8 +152,7 @@ final class PartialEvaluation {
             Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
             Files.deleteIfExists(tmp);
             try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                ch.write(ByteBuffer.wrap((String.join("\n", lines) + "\n").getBytes(StandardCharsets.UTF_8)));
-                ch.force(true);
+                writeAll(ch, String.join("\n", lines) + "\n");
             }
             Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
         } catch (IOException e) {
@@ -141,11 +162,17 @@ final class PartialEvaluation {
 
     private void write(List<String> lines, StandardOpenOption mode) {
         try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, mode)) {
-            ch.write(ByteBuffer.wrap((String.join("\n", lines) + "\n").getBytes(StandardCharsets.UTF_8)));
-            ch.force(true);
+            writeAll(ch, String.join("\n", lines) + "\n");
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
         }
+    }
+
+    /** Writes all of {@code text} (a write may take part of it: a full disk) and forces it to disk. */
+    static void writeAll(FileChannel ch, String text) throws IOException {
+        ByteBuffer b = ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8));
+        while (b.hasRemaining()) ch.write(b);
+        ch.force(true);
     }
 
     private static JsonNode parse(String line) {

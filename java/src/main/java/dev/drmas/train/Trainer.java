@@ -293,9 +293,17 @@ public final class Trainer implements AutoCloseable {
         return checkpoint;
     }
 
-    /** Where {@link #evaluateTasks(Path)} with {@code evalDir} keeps an evaluation of this step that has not ended. */
-    public Path partialEvaluation(Path evalDir) {
-        return PartialEvaluation.file(evalDir, step);
+    /**
+     * What decides an evaluation's results besides the tasks and the ranks: the settings that reach
+     * generation and grading (models, agents, orchestra, data, rollout, eval, the seed and the device;
+     * not distributed, metrics, trainer, ppo, sft or threads), the step, and the weights themselves
+     * (each model's fp64 sum and sum of squares), which a warm start done since, or a checkpoint
+     * written again at the same step, changes while the config does not.
+     */
+    String evaluationIdentity() {
+        return String.join("\n", "models " + cfg.models(), "agents " + cfg.agents(), "orchestra " + cfg.orchestra(), "data " + cfg.data(),
+                "rollout " + cfg.rollout(), "eval " + cfg.eval(), "seed " + cfg.run().seed(), "device " + cfg.run().device(), "step " + step,
+                "weights " + java.util.Arrays.toString(policies.checksums()));
     }
 
     /** The last step's rows and advantages, for tests in this package. */
@@ -827,9 +835,10 @@ public final class Trainer implements AutoCloseable {
 
     /**
      * {@link #evaluate}'s metrics with each held-out task's result. With {@code evalDir}, rank 0 keeps
-     * each chunk's results in evalDir/step_N.partial.jsonl as it ends, and an evaluation of this step
-     * stopped part-way continues from there (the same config, checkpoint, ranks and tasks; else it
-     * starts over); the caller removes the file once it has written the results.
+     * each chunk's results in evalDir/step_N.&lt;fingerprint&gt;.partial.jsonl as it ends, and an
+     * evaluation of this step stopped part-way continues from there when it is the same evaluation
+     * ({@link #evaluationIdentity}, the ranks, the chunk size and the tasks); the caller removes the
+     * file (Evaluation.kept) once it has written the results.
      */
     public Evaluation evaluateTasks(Path evalDir) {
         announceStart();
@@ -841,8 +850,7 @@ public final class Trainer implements AutoCloseable {
             evalHook.run();
             Evaluator e = new Evaluator(cfg, workload, policies, dist, log);
             e.afterChunk = evalChunkHook;
-            return evalDir == null ? e.evaluateTasks(null, null)
-                    : e.evaluateTasks(PartialEvaluation.file(evalDir, step), cfg.toYaml() + "\nstep " + step + "\ncheckpoint " + checkpoint);
+            return evalDir == null ? e.evaluateTasks(null, null) : e.evaluateTasks(evalDir.resolve("step_" + step), this::evaluationIdentity);
         } catch (RuntimeException | Error e) {
             // a rank that fails evaluating alone (`drmas eval` too) stops the others waiting in its collectives
             dist.announceFailure("evaluating at step " + step, e);

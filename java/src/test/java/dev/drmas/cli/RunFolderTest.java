@@ -255,7 +255,10 @@ class RunFolderTest {
             String[] kv = l.strip().split("\\s+");
             assertEquals(Double.parseDouble(kv[1]), written.get("metrics").get(kv[0]).asDouble(), 5e-5, kv[0]);
         }
-        assertTrue(!Files.exists(dir.resolve("runs/lock/eval/step_0.partial.jsonl")), "the chunks kept on the way are gone");
+        try (var files = Files.list(dir.resolve("runs/lock/eval"))) {
+            assertEquals(List.of("step_0.json", "step_0.tasks.jsonl"), files.map(f -> f.getFileName().toString()).sorted().toList(),
+                    "the chunks kept on the way are gone");
+        }
         List<String> tasks = Files.readAllLines(dir.resolve("runs/lock/eval/step_0.tasks.jsonl"));
         assertEquals(2, tasks.size(), tasks.toString());
         double right = 0;

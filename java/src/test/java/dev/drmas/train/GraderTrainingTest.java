@@ -130,8 +130,8 @@ class GraderTrainingTest {
     /**
      * `drmas eval` stopped after two of its three chunks continues from there when run again: only the
      * last chunk runs, and the results are those of an evaluation that was not stopped (mixed hits, so a
-     * chunk lost or counted twice shows); a line cut short by the stop is dropped, and the file of
-     * another evaluation is started over.
+     * chunk lost or counted twice shows); a line cut short by the stop is dropped, a file whose first
+     * line is not the evaluation's is started over, and another evaluation's file is left as it is.
      */
     @Test
     void aStoppedEvaluationContinuesFromItsLastWholeChunk() throws Exception {
@@ -144,34 +144,55 @@ class GraderTrainingTest {
         String[] chunked = java.util.Arrays.copyOf(eval, eval.length + 1);
         chunked[eval.length] = "eval.chunk_tasks=1";
         Path dir = tmp.resolve("evals");
+        Path other = Files.createDirectories(dir).resolve("step_0.0123456789abcdef.partial.jsonl");  // another evaluation's
+        Files.writeString(other, "{\"fingerprint\": \"0123456789abcdef\"}\n");
         java.io.ByteArrayOutputStream log = new java.io.ByteArrayOutputStream();
+        java.util.function.Supplier<String> printed = () -> log.toString(java.nio.charset.StandardCharsets.UTF_8);
         try (Trainer t = Trainer.open(config("mixed", chunked), new java.io.PrintStream(log, true, java.nio.charset.StandardCharsets.UTF_8))) {
-            Path partial = t.partialEvaluation(dir);
             int[] ran = {0};
             t.evalChunkHook = () -> {
                 if (++ran[0] == 2) throw new IllegalStateException("stopped after chunk 2");
             };
             var stopped = org.junit.jupiter.api.Assertions.assertThrows(IllegalStateException.class, () -> t.evaluateTasks(dir));
             assertEquals("stopped after chunk 2", stopped.getMessage());
+            List<Path> files;
+            try (var l = Files.list(dir)) {
+                files = l.filter(p -> !p.equals(other)).toList();
+            }
+            assertEquals(1, files.size(), files.toString());
+            Path partial = files.getFirst();
+            assertTrue(partial.getFileName().toString().matches("step_0\\.[0-9a-f]{16}\\.partial\\.jsonl"), partial.toString());
             assertEquals(3, Files.readAllLines(partial).size(), "the fingerprint and two chunks");
             Files.writeString(partial, "{\"chunk\": 2, \"fir", java.nio.file.StandardOpenOption.APPEND);  // the stop cut a line short
             ran[0] = 0;
             t.evalChunkHook = () -> ran[0]++;
-            var resumed = t.evaluateTasks(dir);
+            Evaluation resumed = t.evaluateTasks(dir);
             assertEquals(1, ran[0], "only the last chunk ran");
-            assertTrue(log.toString(java.nio.charset.StandardCharsets.UTF_8).contains("eval: continuing from " + partial + ": 2 of 3 chunks done"),
-                    log.toString(java.nio.charset.StandardCharsets.UTF_8));
+            assertTrue(printed.get().contains("eval: continuing from " + partial + ": 2 of 3 chunks done"), printed.get());
+            assertTrue(printed.get().contains("eval: left as they are, of other evaluations of this step (other settings, weights, ranks,"
+                    + " chunk size or tasks): [" + other.getFileName() + "]"), printed.get());
             assertEquals(TasksPerRankTest.withoutTimes(whole), TasksPerRankTest.withoutTimes(resumed.metrics()));
             assertEquals(whole.get("eval/avg@4") * 12, resumed.tasks().stream().mapToInt(Evaluation.TaskResult::correct).sum(), 1e-9);
-            // another evaluation's file (here: its fingerprint changed) is not continued
+            assertEquals(partial, resumed.kept());
+            // a file whose first line is not the evaluation's is not continued
             List<String> lines = new java.util.ArrayList<>(Files.readAllLines(partial));
             lines.set(0, "{\"fingerprint\": \"another\"}");
             Files.write(partial, lines);
             ran[0] = 0;
-            var afresh = t.evaluateTasks(dir);
+            Evaluation afresh = t.evaluateTasks(dir);
             assertEquals(3, ran[0], "every chunk ran again");
-            assertTrue(log.toString(java.nio.charset.StandardCharsets.UTF_8).contains("it is of another evaluation"));
+            assertTrue(printed.get().contains(partial + ": its first line is not this evaluation's fingerprint: starting over"), printed.get());
             assertEquals(TasksPerRankTest.withoutTimes(whole), TasksPerRankTest.withoutTimes(afresh.metrics()));
+            assertTrue(Files.exists(other), "another evaluation's file stays");
+            // other weights at the same step (a warm start done since, a checkpoint written again) are another evaluation
+            try (var scope = new org.bytedeco.javacpp.PointerScope(); var ng = new org.bytedeco.pytorch.NoGradGuard()) {
+                t.policiesForTest().get("policy").model().parameters().get("model.norm.weight").narrow(0, 0, 1)
+                        .add_(new org.bytedeco.pytorch.Scalar(1e-3));
+            }
+            ran[0] = 0;
+            Evaluation moved = t.evaluateTasks(dir);
+            assertEquals(3, ran[0], "every chunk ran for the other weights");
+            assertTrue(!moved.kept().equals(partial) && Files.exists(partial), moved.kept() + " beside " + partial);
         }
     }
 }
