@@ -70,8 +70,9 @@ final class PartialEvaluation {
     /**
      * The chunks kept in the file, in order from the first, of an evaluation of {@code chunks} chunks
      * over {@code tasks} tasks with {@code names} workload sums; the file is then rewritten with them
-     * alone (a line cut short, or another evaluation's file, is not appended to). Says on {@code log}
-     * what it continues from, or why it starts over.
+     * alone (a line cut short, or a file whose first line is not the fingerprint, is not appended to).
+     * Says on {@code log} what it continues from, or why it starts over, and which files of other
+     * evaluations of the step it leaves.
      */
     Loaded load(int chunks, int tasks, int names, PrintStream log) {
         double[] correct = new double[tasks], sums = new double[names + 1];
@@ -111,7 +112,6 @@ final class PartialEvaluation {
             log.println("eval: left as they are, of other evaluations of this step (other settings, weights, ranks, chunk size or"
                     + " tasks): " + others.stream().map(p -> p.getFileName().toString()).sorted().toList());
         }
-        if (done == 0) java.util.Arrays.fill(sums, 0);
         rewrite(kept);
         return new Loaded(done, correct, sums);
     }
@@ -125,7 +125,11 @@ final class PartialEvaluation {
         ArrayNode s = o.putArray("sums");  // the workload's sums in the order of names, then the episodes: totals so far
         for (double v : sumsSoFar) s.add(v);
         o.putArray("names").addAll(names.stream().map(JSON.getNodeFactory()::textNode).toList());
-        write(List.of(o.toString()), StandardOpenOption.APPEND);
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.APPEND)) {
+            writeAll(ch, o + "\n");
+        } catch (IOException e) {
+            throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
+        }
     }
 
     // the partial files of the same step beside this one
@@ -155,14 +159,6 @@ final class PartialEvaluation {
                 writeAll(ch, String.join("\n", lines) + "\n");
             }
             Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-        } catch (IOException e) {
-            throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
-        }
-    }
-
-    private void write(List<String> lines, StandardOpenOption mode) {
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, mode)) {
-            writeAll(ch, String.join("\n", lines) + "\n");
         } catch (IOException e) {
             throw new UncheckedIOException("writing " + file + ": " + e.getMessage(), e);
         }
