@@ -115,6 +115,11 @@ class DistributedTrainingTest {
         assertTrue(one1.contains("eval/tasks 3.0000"), one1.toString());
         assertEquals(one1, two0, e2.out());
         assertEquals(List.of(), evalLines(e2.out(), "[rank1] "), "rank 1 printed results: " + e2.out());
+        // rank 0 wrote the results once, and removed the chunks it kept on the way
+        try (var files = Files.list(dir.resolve("two/dp/eval"))) {
+            assertEquals(List.of("step_2.json", "step_2.tasks.jsonl"), files.map(f -> f.getFileName().toString()).sorted().toList());
+        }
+        assertEquals(3, Files.readAllLines(dir.resolve("two/dp/eval/step_2.tasks.jsonl")).size());
         // --allow-random reaches the ranks: a run folder with nothing trained is evaluated instead of refused
         Cli.Run fresh = launch(config, dir.resolve("fresh"), "--eval", "--allow-random");
         assertEquals(0, fresh.exit(), fresh.out() + fresh.err());
