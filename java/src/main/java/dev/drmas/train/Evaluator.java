@@ -52,11 +52,6 @@ final class Evaluator {
         }
     }
 
-    /** avg@n and pass@k on the held-out tasks; empty when there are none. */
-    Map<String, Double> evaluate() {
-        return evaluateTasks(null, null).metrics();
-    }
-
     /** Runs after each chunk's results are summed (and kept): tests in this package stop an evaluation there. */
     Runnable afterChunk = () -> { };
 
@@ -97,6 +92,7 @@ final class Evaluator {
         java.util.Collections.sort(names);
         String what = "the eval/ workload metrics";
         StepMetrics.requireSameNames(names, dist, what);
+        java.util.Set<String> nameSet = java.util.Set.copyOf(names);
         // the totals of the chunks done: each task's correct count, the workload's sums (sorted names), the episodes
         double[] correct = new double[tasks.size()];
         double[] sums = new double[names.size() + 1];
@@ -117,7 +113,7 @@ final class Evaluator {
                 double[] slice = new double[last - first + names.size() + 1];
                 for (Episode e : eps) if (solved(workload, part.get(e.uid()), e)) slice[global.get(e.uid()) - first]++;
                 Map<String, Double> s = workload.episodeSums(part, eps);
-                if (!s.keySet().equals(new java.util.HashSet<>(names))) {
+                if (!s.keySet().equals(nameSet)) {
                     throw new IllegalStateException("Workload.episodeSums returned " + new java.util.TreeSet<>(s.keySet()) + " for a chunk of"
                             + " the evaluation but " + names + " for no episodes: it must return the same names for any episodes");
                 }

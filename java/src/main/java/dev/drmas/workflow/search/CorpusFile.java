@@ -56,13 +56,11 @@ public final class CorpusFile {
         Map<String, Integer> exact = Files.isRegularFile(file) ? null : new HashMap<>();
         JsonlLines.forEach(file, (line, lineNo, where) -> {
             Passage p = parse(line, where);
-            if (exact != null) {
-                Integer first = exact.putIfAbsent(p.id(), lineNo);
-                if (first != null) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
-            } else if (!ids.add(p.id())) {
-                int first = lineOf(file, p.id(), lineNo);
-                if (first > 0) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
-            }  // else another id with the same hash: no duplicate
+            int first = 0;  // the line that used the id before, if one did
+            if (exact != null) first = exact.getOrDefault(p.id(), 0);
+            else if (!ids.add(p.id())) first = lineOf(file, p.id(), lineNo);  // 0: another id with the same hash
+            if (first > 0) throw new TaskFileException(where + ": id '" + p.id() + "' was already used on line " + first);
+            if (exact != null) exact.put(p.id(), lineNo);
             sink.accept(p);
             count[0]++;
         });
